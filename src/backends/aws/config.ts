@@ -1,0 +1,17 @@
+import { z } from 'zod';
+
+export const AwsBackendConfig = z.strictObject({
+  kind: z.literal('aws'),
+  /** Falls back to AWS_REGION / the default chain when omitted. */
+  region: z.string().min(1).optional(),
+  /** Endpoint override (moto, LocalStack, VPC endpoints). */
+  endpoint: z.url().optional(),
+  /** KMS key for new secrets and versions; the account default key when omitted. */
+  kmsKeyId: z.string().min(1).optional(),
+  /** Create the secret on first write when it does not exist (off: a missing secret fails preflight). */
+  createIfMissing: z.boolean().default(false),
+  /** Extra tags for secrets keyroll creates; `managed-by: keyroll` is always added. */
+  tags: z.record(z.string(), z.string()).default({}),
+  timeoutMs: z.number().int().positive().default(10_000),
+});
+export type AwsBackendConfig = z.infer<typeof AwsBackendConfig>;

@@ -1,0 +1,153 @@
+// The one interface every secret backend implements (AWS Secrets Manager, Vault/OpenBao KV v2,
+// local files). The rotation engine talks only to this interface; a backend folder holds the
+// rest. Every method may be retried by the engine, so each must be safe to run again.
+import type { Secret } from '../audit/secret.ts';
+
+export type BackendKind = 'aws' | 'vault' | 'file';
+
+/** Extra fields a JSON-shaped stored value may carry beside the secret. */
+export type StoredField = 'keyId' | 'organizationId' | 'rotatedAt' | 'rotationId';
+
+/** How the secret is laid out at its destination. */
+export interface ValueShape {
+  /** `raw`: the secret string alone; `json`: an object with `secretField` plus `fields`. */
+  format: 'raw' | 'json';
+  /** Name of the field that holds the secret in JSON values (and in Vault, where data is a map). */
+  secretField: string;
+  /** Fields stored beside the secret in JSON values. */
+  fields: StoredField[];
+}
+
+/** One place a key's secret is written: a backend-specific path and the value's shape. */
+export interface StoreTarget {
+  /** AWS: secret name or ARN; Vault: path under the KV v2 mount; file: path under the directory. */
+  path: string;
+  shape: ValueShape;
+}
+
+/** What is written: the secret and the facts stored beside it. */
+export interface SecretRecord {
+  secret: Secret;
+  keyId: string;
+  organizationId: string;
+  rotationId: string;
+  /** ISO-8601 time of the roll answer. */
+  rotatedAt: string;
+}
+
+export interface StoredSecret {
+  secret: Secret;
+  /** Backend version id (AWS VersionId, Vault version number, file mtime-based). */
+  version?: string;
+  /** The rotation that wrote it, when the backend recorded one. */
+  rotationId?: string;
+}
+
+export interface WriteResult {
+  /** Backend version id of the write (AWS VersionId, Vault version). */
+  version: string;
+  /** True when the write had already been applied by an earlier attempt (idempotent retry). */
+  alreadyApplied: boolean;
+}
+
+/** Marker written before the roll (invariant 6): a run died mid-rotation if one is left behind. */
+export interface Intent {
+  rotationId: string;
+  keyId: string;
+  owner: string;
+  /** ISO-8601 */
+  startedAt: string;
+}
+
+export interface LockRequest {
+  /** Who asks: stable per process, e.g. `host/pid/random`. */
+  owner: string;
+  rotationId: string;
+  ttlMs: number;
+}
+
+export interface LockInfo {
+  owner: string;
+  rotationId: string;
+  /** ISO-8601; a lock past this time is stale and may be taken over. */
+  expiresAt: string;
+}
+
+/** A lock this process holds; `token` is backend-private (e.g. a CAS version). */
+export interface HeldLock extends LockInfo {
+  token: string;
+  /** True when a stale lock of another owner was taken over. */
+  tookOver: boolean;
+}
+
+export type LockOutcome =
+  | { acquired: true; lock: HeldLock }
+  | { acquired: false; holder: LockInfo };
+
+export interface FailureRecord {
+  rotationId: string;
+  step: string;
+  errorCode: string;
+  /** ISO-8601 */
+  at: string;
+}
+
+/** keyroll's bookkeeping for one destination, read for due-ness, `status` and recovery. */
+export interface KeyState {
+  /** ISO-8601 time of the last completed rotation recorded by keyroll. */
+  lastRotatedAt?: string;
+  lastRotationId?: string;
+  intent?: Intent;
+  lock?: LockInfo;
+  lastFailure?: FailureRecord;
+  /** False when nothing exists at the path yet. */
+  exists: boolean;
+}
+
+export interface PreflightResult {
+  /** False when the secret does not exist yet and will be created by the first write. */
+  exists: boolean;
+  /** Human-readable facts proven (e.g. "token valid", "create+update on secret/data/x"). */
+  checks: string[];
+}
+
+export interface Backend {
+  readonly kind: BackendKind;
+  /** The name the policy gave this backend instance. */
+  readonly name: string;
+
+  /**
+   * Proves, without changing the stored secret, that credentials work and `target` can be
+   * written (invariant 1). Throws a BackendError naming what failed.
+   */
+  preflight(target: StoreTarget): Promise<PreflightResult>;
+
+  /** Takes the key's lock (invariant 5). A lock held by another owner is taken over only past its expiry. */
+  acquireLock(target: StoreTarget, request: LockRequest): Promise<LockOutcome>;
+  /** Releases a lock this process holds; a lock that is no longer ours is left alone. */
+  releaseLock(target: StoreTarget, lock: HeldLock): Promise<void>;
+
+  setIntent(target: StoreTarget, intent: Intent): Promise<void>;
+  /** Clears the intent only when it still names `rotationId`. */
+  clearIntent(target: StoreTarget, rotationId: string): Promise<void>;
+
+  /**
+   * Writes the new secret (invariant 2: the first I/O after the roll answer). Idempotent for
+   * the same `record.rotationId` (invariant 8): a retried write that already landed returns
+   * `alreadyApplied: true` and creates no second version.
+   */
+  writeSecret(target: StoreTarget, record: SecretRecord): Promise<WriteResult>;
+
+  /** Reads the stored secret back (for the digest check and the stored-secret probe). */
+  readSecret(target: StoreTarget): Promise<StoredSecret | undefined>;
+
+  readState(target: StoreTarget): Promise<KeyState>;
+
+  /** Records a completed rotation (for due-ness and `status`). */
+  recordRotation(target: StoreTarget, rotation: { rotationId: string; rotatedAt: string; version: string }): Promise<void>;
+
+  /** Records the last failure (for `status`); best effort. */
+  recordFailure(target: StoreTarget, failure: FailureRecord): Promise<void>;
+
+  close(): Promise<void>;
+}

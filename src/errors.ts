@@ -1,0 +1,38 @@
+// One base class for every error keyroll raises. Subclasses live with their concern
+// (api/errors.ts, backends/errors.ts, policy/errors.ts, ...) and carry a stable `code`
+// plus context as fields, never formatted into the message, and never the secret.
+
+export interface KeyrollErrorOptions {
+  cause?: unknown;
+  /** True when the same call may succeed if tried again (network blips, 5xx, lock busy). */
+  retryable?: boolean;
+}
+
+export class KeyrollError extends Error {
+  override name = 'KeyrollError';
+  readonly code: string;
+  readonly retryable: boolean;
+
+  constructor(code: string, message: string, options: KeyrollErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+    this.retryable = options.retryable ?? false;
+  }
+
+  /** Fields safe to put in an audit event or alert (subclasses add theirs). */
+  toFields(): Record<string, unknown> {
+    return { errorCode: this.code, errorMessage: this.message };
+  }
+}
+
+/** The error's stable code when it has one, else a generic one for foreign errors. */
+export function errorCode(error: unknown): string {
+  if (error instanceof KeyrollError) return error.code;
+  const code = error instanceof Error ? (error as { code?: unknown }).code : undefined;
+  if (typeof code === 'string') return code;
+  return 'KR_UNEXPECTED';
+}
+
+export function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,30 @@
+import { defineConfig } from 'vitest/config';
+
+// Two projects: `unit` (no external servers; the emulator and loopback receivers run in-process)
+// and `integration` (real OpenBao and moto servers started by test/integration/global-setup.ts).
+// `npm test` runs both; under CI=true a server that cannot start fails the run.
+export default defineConfig({
+  test: {
+    testTimeout: 30_000,
+    hookTimeout: 120_000,
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: 'unit',
+          include: ['test/**/*.test.ts'],
+          exclude: ['test/integration/**', 'test/faults/**', 'node_modules/**'],
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'integration',
+          include: ['test/integration/**/*.test.ts'],
+          globalSetup: ['test/integration/global-setup.ts'],
+          fileParallelism: false,
+        },
+      },
+    ],
+  },
+});
