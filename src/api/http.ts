@@ -1,0 +1,69 @@
+// Small HTTP helpers shared by the API client and the OAuth token fetcher: reading a response body
+// with a size cap, and reading headers and content types the same way everywhere.
+import type { Dispatcher } from 'undici';
+
+/** Far above any answer of the spec (pages of 100 projects); a larger body is not the API talking. */
+export const MAX_RESPONSE_BYTES = 4 * 1024 * 1024;
+
+export class ResponseTooLargeError extends Error {
+  override name = 'ResponseTooLargeError';
+  readonly limit: number;
+  constructor(limit: number) {
+    super(`response body exceeds ${limit} bytes`);
+    this.limit = limit;
+  }
+}
+
+export interface ResponseText {
+  text: string;
+  bytes: number;
+}
+
+/** Reads the whole body as UTF-8, giving up (and destroying the stream) past `maxBytes`. */
+export async function readBodyText(body: Dispatcher.ResponseData['body'], maxBytes = MAX_RESPONSE_BYTES): Promise<ResponseText> {
+  const chunks: Buffer[] = [];
+  let bytes = 0;
+  for await (const chunk of body as AsyncIterable<Buffer>) {
+    bytes += chunk.length;
+    if (bytes > maxBytes) {
+      body.destroy();
+      throw new ResponseTooLargeError(maxBytes);
+    }
+    chunks.push(chunk);
+  }
+  return { text: Buffer.concat(chunks, bytes).toString('utf8'), bytes };
+}
+
+/** Lets the connection go back to the pool without reading a body nobody needs. */
+export async function discardBody(body: Dispatcher.ResponseData['body']): Promise<void> {
+  try {
+    await body.dump();
+  } catch {
+    // The answer is already decided; a failure while draining only costs the connection.
+  }
+}
+
+export function headerValue(headers: Dispatcher.ResponseData['headers'], name: string): string | undefined {
+  const value = headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/** The media type without parameters, lower-cased ("application/json"), or "none". */
+export function mediaType(headers: Dispatcher.ResponseData['headers']): string {
+  const value = headerValue(headers, 'content-type');
+  if (value === undefined) return 'none';
+  return (value.split(';')[0] ?? '').trim().toLowerCase() || 'none';
+}
+
+export function isJsonMediaType(type: string): boolean {
+  return type === 'application/json' || type.endsWith('+json');
+}
+
+/** JSON.parse without its error: V8's SyntaxError quotes the text, which may hold a secret. */
+export function parseJsonQuietly(text: string): { ok: true; value: unknown } | { ok: false } {
+  try {
+    return { ok: true, value: JSON.parse(text) as unknown };
+  } catch {
+    return { ok: false };
+  }
+}
