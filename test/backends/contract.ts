@@ -1,0 +1,344 @@
+// The backend contract: one suite every backend runs (file always; OpenBao and moto as real
+// servers), so the rotation engine can rely on the same behaviour whichever backend a key uses.
+// Each backend's test file calls `describeBackendContract` with a setup that builds the backend
+// with a controllable clock (BackendDeps.now), so lock expiry is tested without sleeping.
+import { inspect } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Secret } from '../../src/audit/secret.ts';
+import { BackendError } from '../../src/backends/errors.ts';
+import type { Backend, FailureRecord, Intent, SecretRecord, StoreTarget, ValueShape } from '../../src/backends/types.ts';
+
+/** A clock the test moves by hand; pass `clock.now` as BackendDeps.now. */
+export interface TestClock {
+  now: () => Date;
+  advance(ms: number): void;
+}
+
+export function createTestClock(start = new Date('2030-01-01T00:00:00.000Z')): TestClock {
+  let current = start.getTime();
+  return {
+    now: () => new Date(current),
+    advance: (ms) => {
+      current += ms;
+    },
+  };
+}
+
+export interface ContractFixture {
+  backend: Backend;
+  /** A fresh target no other test uses; raw shape unless overridden. */
+  newTarget(shape?: Partial<ValueShape>): StoreTarget;
+  /** The clock the backend was built with. */
+  clock: TestClock;
+  /** A target whose write must fail (default: an empty path). */
+  failingTarget?(): StoreTarget;
+  cleanup(): Promise<void>;
+}
+
+let counter = 0;
+
+/** A record with a unique, recognisable secret (long enough for the sanitizer to track). */
+export function makeRecord(overrides: Partial<Omit<SecretRecord, 'secret'>> & { secret?: string } = {}): SecretRecord {
+  counter += 1;
+  const rotationId = overrides.rotationId ?? `rot-${String(Date.now())}-${String(counter)}`;
+  return {
+    secret: new Secret(overrides.secret ?? `sk_live_contract_${rotationId}_${Math.random().toString(36).slice(2)}`),
+    keyId: overrides.keyId ?? 'key_contract',
+    organizationId: overrides.organizationId ?? 'org_contract',
+    rotationId,
+    rotatedAt: overrides.rotatedAt ?? '2030-01-01T00:00:00.000Z',
+  };
+}
+
+function makeIntent(rotationId: string): Intent {
+  return { rotationId, keyId: 'key_contract', owner: 'host/1/contract', startedAt: '2030-01-01T00:00:00.000Z' };
+}
+
+export function describeBackendContract(label: string, setup: () => Promise<ContractFixture>): void {
+  describe(`backend contract: ${label}`, () => {
+    let fixture: ContractFixture;
+    // Getters keep each test short and fail loudly if setup itself failed.
+    const backend = (): Backend => fixture.backend;
+    const target = (shape?: Partial<ValueShape>): StoreTarget => fixture.newTarget(shape);
+
+    beforeAll(async () => {
+      fixture = await setup();
+    });
+    afterAll(async () => {
+      // `fixture` is unset when setup threw; the setup error is the one to report.
+      // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition
+      if (fixture !== undefined) {
+        await fixture.backend.close();
+        await fixture.cleanup();
+      }
+    });
+
+    describe('preflight', () => {
+      it('passes on a missing target and reports exists: false', async () => {
+        const result = await backend().preflight(target());
+        expect(result.exists).toBe(false);
+        expect(result.checks.length).toBeGreaterThan(0);
+      });
+
+      it('passes on an existing target and reports exists: true', async () => {
+        const t = target();
+        await backend().writeSecret(t, makeRecord());
+        const result = await backend().preflight(t);
+        expect(result.exists).toBe(true);
+      });
+
+      it('does not change the stored secret or its version', async () => {
+        const t = target();
+        const record = makeRecord();
+        await backend().writeSecret(t, record);
+        const before = await backend().readSecret(t);
+        await backend().preflight(t);
+        const after = await backend().readSecret(t);
+        expect(after?.secret.equals(record.secret)).toBe(true);
+        expect(after?.version).toBe(before?.version);
+      });
+    });
+
+    describe('write and read', () => {
+      it('reads nothing from a missing target', async () => {
+        expect(await backend().readSecret(target())).toBeUndefined();
+      });
+
+      it('round-trips a raw value', async () => {
+        const t = target({ format: 'raw' });
+        const record = makeRecord();
+        const written = await backend().writeSecret(t, record);
+        expect(written.alreadyApplied).toBe(false);
+        expect(written.version).not.toBe('');
+        const stored = await backend().readSecret(t);
+        expect(stored?.secret.equals(record.secret)).toBe(true);
+        expect(stored?.version).toBe(written.version);
+      });
+
+      it('round-trips a json value with fields', async () => {
+        const t = target({ format: 'json', secretField: 'apiKey', fields: ['keyId', 'organizationId', 'rotatedAt', 'rotationId'] });
+        const record = makeRecord();
+        await backend().writeSecret(t, record);
+        const stored = await backend().readSecret(t);
+        expect(stored?.secret.equals(record.secret)).toBe(true);
+        expect(stored?.rotationId).toBe(record.rotationId);
+      });
+
+      it('reads back a value whose digest matches the written secret', async () => {
+        const t = target();
+        const record = makeRecord();
+        await backend().writeSecret(t, record);
+        const stored = await backend().readSecret(t);
+        expect(stored?.secret.digest()).toBe(record.secret.digest());
+      });
+
+      it('treats a retried write of the same rotation as already applied, with no second version', async () => {
+        const t = target();
+        const record = makeRecord();
+        const first = await backend().writeSecret(t, record);
+        const retry = await backend().writeSecret(t, record);
+        expect(retry).toEqual({ version: first.version, alreadyApplied: true });
+        expect((await backend().readSecret(t))?.version).toBe(first.version);
+      });
+
+      it('treats a retried json write of the same rotation as already applied', async () => {
+        const t = target({ format: 'json', fields: ['rotationId'] });
+        const record = makeRecord();
+        const first = await backend().writeSecret(t, record);
+        const retry = await backend().writeSecret(t, record);
+        expect(retry).toEqual({ version: first.version, alreadyApplied: true });
+      });
+
+      it('writes a new version for a different rotation', async () => {
+        const t = target();
+        const first = await backend().writeSecret(t, makeRecord());
+        const next = makeRecord();
+        const second = await backend().writeSecret(t, next);
+        expect(second.alreadyApplied).toBe(false);
+        expect(second.version).not.toBe(first.version);
+        const stored = await backend().readSecret(t);
+        expect(stored?.secret.equals(next.secret)).toBe(true);
+        expect(stored?.version).toBe(second.version);
+      });
+
+      it('creates the target on the first write after preflight said it was missing', async () => {
+        const t = target();
+        expect((await backend().preflight(t)).exists).toBe(false);
+        await backend().writeSecret(t, makeRecord());
+        expect((await backend().readState(t)).exists).toBe(true);
+      });
+    });
+
+    describe('lock', () => {
+      const request = (owner: string, ttlMs = 60_000) => ({ owner, rotationId: `rot-${owner}`, ttlMs });
+
+      it('is acquired on a free target, busy for another owner, free again after release', async () => {
+        const t = target();
+        const first = await backend().acquireLock(t, request('owner-a'));
+        if (!first.acquired) throw new Error('expected the lock to be acquired');
+        expect(first.lock.owner).toBe('owner-a');
+        expect(first.lock.tookOver).toBe(false);
+
+        const busy = await backend().acquireLock(t, request('owner-b'));
+        expect(busy).toMatchObject({ acquired: false, holder: { owner: 'owner-a', rotationId: 'rot-owner-a' } });
+
+        await backend().releaseLock(t, first.lock);
+        const again = await backend().acquireLock(t, request('owner-b'));
+        expect(again.acquired).toBe(true);
+      });
+
+      it('can be acquired on a target that does not exist yet (first rotation)', async () => {
+        const t = target();
+        const outcome = await backend().acquireLock(t, request('owner-a'));
+        expect(outcome.acquired).toBe(true);
+        expect(await backend().readSecret(t)).toBeUndefined();
+      });
+
+      it('is acquired again by the same owner and rotation (a retried call)', async () => {
+        const t = target();
+        expect((await backend().acquireLock(t, request('owner-a'))).acquired).toBe(true);
+        expect((await backend().acquireLock(t, request('owner-a'))).acquired).toBe(true);
+      });
+
+      it('is shown by readState while held and gone after release', async () => {
+        const t = target();
+        const outcome = await backend().acquireLock(t, request('owner-a'));
+        if (!outcome.acquired) throw new Error('expected the lock to be acquired');
+        expect((await backend().readState(t)).lock).toMatchObject({ owner: 'owner-a', rotationId: 'rot-owner-a' });
+        await backend().releaseLock(t, outcome.lock);
+        expect((await backend().readState(t)).lock).toBeUndefined();
+      });
+
+      it('is taken over only after its TTL has passed', async () => {
+        const t = target();
+        expect((await backend().acquireLock(t, request('owner-a', 60_000))).acquired).toBe(true);
+        fixture.clock.advance(59_000);
+        expect((await backend().acquireLock(t, request('owner-b'))).acquired).toBe(false);
+        fixture.clock.advance(2_000);
+        const taken = await backend().acquireLock(t, request('owner-b'));
+        if (!taken.acquired) throw new Error('expected the stale lock to be taken over');
+        expect(taken.lock).toMatchObject({ owner: 'owner-b', tookOver: true });
+      });
+
+      it('is not released by a former holder whose lock was taken over', async () => {
+        const t = target();
+        const a = await backend().acquireLock(t, request('owner-a', 1_000));
+        if (!a.acquired) throw new Error('expected the lock to be acquired');
+        fixture.clock.advance(2_000);
+        expect((await backend().acquireLock(t, request('owner-b'))).acquired).toBe(true);
+        await backend().releaseLock(t, a.lock);
+        expect(await backend().acquireLock(t, request('owner-c'))).toMatchObject({ acquired: false, holder: { owner: 'owner-b' } });
+      });
+
+      it('goes to exactly one of two owners racing for it', async () => {
+        const t = target();
+        const outcomes = await Promise.all([
+          backend().acquireLock(t, request('owner-a')),
+          backend().acquireLock(t, request('owner-b')),
+        ]);
+        expect(outcomes.filter((o) => o.acquired)).toHaveLength(1);
+      });
+
+      it('tolerates the release of a lock that is already gone', async () => {
+        const t = target();
+        const outcome = await backend().acquireLock(t, request('owner-a'));
+        if (!outcome.acquired) throw new Error('expected the lock to be acquired');
+        await backend().releaseLock(t, outcome.lock);
+        await expect(backend().releaseLock(t, outcome.lock)).resolves.toBeUndefined();
+      });
+    });
+
+    describe('intent marker', () => {
+      it('is set and shown by readState', async () => {
+        const t = target();
+        const intent = makeIntent('rot-intent-1');
+        await backend().setIntent(t, intent);
+        expect((await backend().readState(t)).intent).toEqual(intent);
+      });
+
+      it('is not cleared for another rotation id', async () => {
+        const t = target();
+        await backend().setIntent(t, makeIntent('rot-intent-2'));
+        await backend().clearIntent(t, 'rot-other');
+        expect((await backend().readState(t)).intent?.rotationId).toBe('rot-intent-2');
+      });
+
+      it('is cleared for its own rotation id', async () => {
+        const t = target();
+        await backend().writeSecret(t, makeRecord());
+        await backend().setIntent(t, makeIntent('rot-intent-3'));
+        await backend().clearIntent(t, 'rot-intent-3');
+        expect((await backend().readState(t)).intent).toBeUndefined();
+      });
+
+      it('does not change the stored secret', async () => {
+        const t = target();
+        const record = makeRecord();
+        const written = await backend().writeSecret(t, record);
+        await backend().setIntent(t, makeIntent('rot-intent-4'));
+        await backend().clearIntent(t, 'rot-intent-4');
+        const stored = await backend().readSecret(t);
+        expect(stored?.secret.equals(record.secret)).toBe(true);
+        expect(stored?.version).toBe(written.version);
+      });
+    });
+
+    describe('state', () => {
+      it('says exists: false for a missing target', async () => {
+        const state = await backend().readState(target());
+        expect(state.exists).toBe(false);
+        expect(state.lastRotatedAt).toBeUndefined();
+        expect(state.intent).toBeUndefined();
+        expect(state.lock).toBeUndefined();
+      });
+
+      it('records a rotation as lastRotatedAt and lastRotationId', async () => {
+        const t = target();
+        const record = makeRecord();
+        const written = await backend().writeSecret(t, record);
+        await backend().recordRotation(t, { rotationId: record.rotationId, rotatedAt: '2030-01-02T03:04:05.000Z', version: written.version });
+        const state = await backend().readState(t);
+        expect(state).toMatchObject({ exists: true, lastRotatedAt: '2030-01-02T03:04:05.000Z', lastRotationId: record.rotationId });
+      });
+
+      it('records the last failure', async () => {
+        const t = target();
+        const failure: FailureRecord = { rotationId: 'rot-failed', step: 'store', errorCode: 'KR_BACKEND_UNAVAILABLE', at: '2030-01-03T00:00:00.000Z' };
+        await backend().recordFailure(t, failure);
+        expect((await backend().readState(t)).lastFailure).toEqual(failure);
+      });
+
+      it('keeps intent, last rotation and failure side by side', async () => {
+        const t = target();
+        const record = makeRecord();
+        const written = await backend().writeSecret(t, record);
+        await backend().recordRotation(t, { rotationId: record.rotationId, rotatedAt: record.rotatedAt, version: written.version });
+        const failure: FailureRecord = { rotationId: 'rot-later', step: 'roll', errorCode: 'KR_API_UNAVAILABLE', at: '2030-01-04T00:00:00.000Z' };
+        await backend().recordFailure(t, failure);
+        await backend().setIntent(t, makeIntent('rot-later'));
+        const state = await backend().readState(t);
+        expect(state).toMatchObject({ lastRotationId: record.rotationId, lastFailure: failure, intent: { rotationId: 'rot-later' } });
+      });
+    });
+
+    describe('errors', () => {
+      it('never carry the secret', async () => {
+        const t = fixture.failingTarget?.() ?? { path: '', shape: { format: 'raw', secretField: 'apiKey', fields: [] } };
+        const record = makeRecord();
+        const error: unknown = await backend().writeSecret(t, record).then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        expect(error).toBeInstanceOf(BackendError);
+        const texts: string[] = [];
+        let current: unknown = error;
+        for (let depth = 0; depth < 8 && current instanceof Error; depth++) {
+          texts.push(current.message, String(current.stack), inspect(current, { depth: 8 }));
+          current = current.cause;
+        }
+        texts.push(JSON.stringify((error as BackendError).toFields()));
+        for (const text of texts) expect(text).not.toContain(record.secret.reveal());
+      });
+    });
+  });
+}

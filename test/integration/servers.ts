@@ -1,0 +1,49 @@
+// Where the integration tests find the real servers started by global-setup.ts. Under CI=true
+// a missing server is an error (the run fails); elsewhere the helpers return undefined and the
+// tests that need the server skip, after global-setup printed how to get it.
+import { inject } from 'vitest';
+
+// Typed values global-setup.ts provides to the test files.
+declare module 'vitest' {
+  export interface ProvidedContext {
+    vaultServer: VaultServer | null;
+    motoServer: MotoServer | null;
+    serversMissingReason: string | null;
+  }
+}
+
+export interface VaultServer {
+  /** e.g. http://127.0.0.1:43123 */
+  address: string;
+  /** The dev server's root token; tests create narrower tokens from it. */
+  rootToken: string;
+  /** Directory holding the `bao` binary (null for an external server). */
+  binDir: string | null;
+}
+
+export interface MotoServer {
+  /** e.g. http://127.0.0.1:43124; pass as the AWS SDK `endpoint`. */
+  endpoint: string;
+  region: string;
+  accessKeyId: string;
+  secretAccessKey: string;
+}
+
+function failUnderCi(name: string): void {
+  const reason = inject('serversMissingReason') ?? `${name} was not started by test/integration/global-setup.ts`;
+  if (process.env.CI === 'true') throw new Error(`${name} is required under CI=true. ${reason}`);
+}
+
+/** The OpenBao dev server, or undefined (outside CI only) when it could not be started. */
+export function vaultServer(): VaultServer | undefined {
+  const server = inject('vaultServer');
+  if (server === null) failUnderCi('OpenBao');
+  return server ?? undefined;
+}
+
+/** The moto server, or undefined (outside CI only) when it could not be started. */
+export function motoServer(): MotoServer | undefined {
+  const server = inject('motoServer');
+  if (server === null) failUnderCi('moto');
+  return server ?? undefined;
+}
