@@ -3,7 +3,9 @@
 // starts stay fast.
 import { Command, CommanderError } from 'commander';
 import { EXIT_CODES_HELP, ExitCode } from './exit-codes.ts';
+import { registerDemoCommand } from './demo.ts';
 import { registerEmulatorCommand } from './emulator.ts';
+import { registerRunCommand } from './run.ts';
 
 export function buildProgram(): Command {
   const program = new Command('keyroll')
@@ -11,6 +13,8 @@ export function buildProgram(): Command {
     .version('0.1.0')
     .showHelpAfterError()
     .addHelpText('after', EXIT_CODES_HELP);
+  registerRunCommand(program);
+  registerDemoCommand(program);
   registerEmulatorCommand(program);
   return program;
 }

@@ -143,7 +143,7 @@ describe('sealToEscrow', () => {
 
     expect(error).toBeInstanceOf(EscrowError);
     expect(error).toMatchObject({ code: 'KR_ESCROW_RECIPIENT_INVALID', keyId: 'key_live_42' });
-    expect(String((error as Error).message)).not.toContain('sk_live_escrowed_secret');
+    expect((error as Error).message).not.toContain('sk_live_escrowed_secret');
     expect(await readdir(workDir)).toEqual([]);
   });
 

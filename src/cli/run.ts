@@ -1,0 +1,59 @@
+import type { Command } from 'commander';
+import { EXIT_CODES_HELP } from './exit-codes.ts';
+import { addPolicyOption, createStdoutAudit, exitForError, loadPolicyOrExit, shutdownSignal, summaryLine } from './common.ts';
+
+interface RunFlags {
+  policy: string;
+  shard?: string;
+  concurrency: string;
+}
+
+export function registerRunCommand(program: Command): void {
+  const command = program
+    .command('run')
+    .description('One pass over the policy: rotate every key that is due (CronJob mode). Prints the audit trail as JSON lines and ends with "rotated N, failed M, skipped K".')
+    .option('--shard <i/N>', 'rotate only the keys of shard i of N (Indexed Jobs); env KEYROLL_SHARD', process.env.KEYROLL_SHARD)
+    .option('--concurrency <n>', 'keys rotated at once', '4')
+    .addHelpText('after', EXIT_CODES_HELP);
+  addPolicyOption(command).action(async (flags: RunFlags) => {
+    process.exitCode = await runCommand(flags);
+  });
+}
+
+async function runCommand(flags: RunFlags): Promise<number> {
+  const [{ createRuntime }, { runRotations }, { keyInShard, parseShard }] = await Promise.all([
+    import('../rotation/runtime.ts'),
+    import('../rotation/run.ts'),
+    import('../policy/shard.ts'),
+  ]);
+  let policy;
+  let shard;
+  try {
+    policy = await loadPolicyOrExit(flags.policy);
+    shard = flags.shard ? parseShard(flags.shard) : undefined;
+  } catch (error) {
+    return exitForError(error);
+  }
+  const audit = createStdoutAudit();
+  const shutdown = shutdownSignal();
+  let runtime;
+  try {
+    runtime = await createRuntime(policy, { audit });
+    const keys = shard ? policy.keys.filter((key) => keyInShard(key.id, shard)) : policy.keys;
+    const summary = await runRotations(runtime, {
+      keys,
+      trigger: { reason: 'scheduled', force: false },
+      concurrency: Number(flags.concurrency),
+      signal: shutdown.signal,
+      command: 'run',
+    });
+    await audit.flush();
+    process.stdout.write(`${summaryLine(summary)}\n`);
+    return summary.exitCode;
+  } catch (error) {
+    return exitForError(error);
+  } finally {
+    shutdown.dispose();
+    await runtime?.close();
+  }
+}

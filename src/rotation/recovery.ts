@@ -1,0 +1,74 @@
+// Crash recovery (invariant 6). An intent marker left behind means a run died mid-rotation.
+// Under the key's lock we probe the stored secret: if it still works, the died run either never
+// rolled or stored before dying, so we clear the marker and copy the working secret to any
+// destination that holds something else; if it does not work, the key was rolled and the secret
+// lost (or revoked by the provider), and the caller re-rolls at once.
+import { errorCode } from '../errors.ts';
+import type { Intent } from '../backends/types.ts';
+import type { KeyPolicy } from '../policy/schema.ts';
+import type { ResolvedDestination, RotationDeps } from './types.ts';
+import type { AuditLog } from '../audit/events.ts';
+
+export type RecoveryVerdict =
+  /** The stored secret works: nothing to re-roll. */
+  | { kind: 'stored-secret-works'; repaired: string[] }
+  /** The stored secret is dead or missing: the key must be re-rolled now. */
+  | { kind: 'reroll'; why: 'stored-secret-dead' | 'no-stored-secret' | 'probe-failed'; errorCode?: string };
+
+export async function recoverLeftoverIntent(
+  key: KeyPolicy,
+  intent: Intent,
+  destinations: readonly ResolvedDestination[],
+  deps: RotationDeps,
+  audit: AuditLog,
+): Promise<RecoveryVerdict> {
+  const [primary, ...others] = destinations;
+  if (!primary) throw new Error('a key has at least one destination');
+  audit.emit('key.recovery.started', { step: 'recovery', leftRotationId: intent.rotationId, leftBy: intent.owner, leftAt: intent.startedAt });
+
+  let stored;
+  try {
+    stored = await primary.backend.readSecret(primary.target);
+  } catch (error) {
+    return { kind: 'reroll', why: 'probe-failed', errorCode: errorCode(error) };
+  }
+  if (!stored) return { kind: 'reroll', why: 'no-stored-secret' };
+
+  let verdict: 'valid' | 'invalid';
+  try {
+    verdict = await deps.api.probeSecret(stored.secret, { organizationId: key.organizationId });
+  } catch (error) {
+    // The API is unreachable or refuses for another reason: a re-roll is always safe, and the
+    // roll step will meet the same error and report it properly.
+    return { kind: 'reroll', why: 'probe-failed', errorCode: errorCode(error) };
+  }
+  audit.emit('key.probe', { step: 'recovery', verdict: verdict === 'valid' ? 'stored-secret-works' : 'stored-secret-dead' });
+  if (verdict === 'invalid') return { kind: 'reroll', why: 'stored-secret-dead' };
+
+  // The primary holds a working secret; make sure the other destinations hold the same one.
+  const repaired: string[] = [];
+  let repairFailed = false;
+  for (const destination of others) {
+    try {
+      const copy = await destination.backend.readSecret(destination.target);
+      if (copy?.secret.digest() === stored.secret.digest()) continue;
+      await destination.backend.writeSecret(destination.target, {
+        secret: stored.secret,
+        keyId: key.id,
+        organizationId: key.organizationId,
+        rotationId: stored.rotationId ?? intent.rotationId,
+        rotatedAt: deps.now().toISOString(),
+      });
+      repaired.push(`${destination.backendName}:${destination.target.path}`);
+    } catch (error) {
+      repairFailed = true;
+      audit.emit('key.failed', { step: 'recovery', backend: destination.backendName, path: destination.target.path, errorCode: errorCode(error), nextAction: 'the next run tries this destination again' });
+    }
+  }
+  // A destination that could not be repaired keeps the marker, so the next run tries again.
+  if (!repairFailed) {
+    await primary.backend.clearIntent(primary.target, intent.rotationId);
+    audit.emit('key.intent.cleared', { step: 'recovery', clearedRotationId: intent.rotationId });
+  }
+  return { kind: 'stored-secret-works', repaired };
+}

@@ -1,0 +1,353 @@
+// The rotation of one key as named steps (DESIGN.md):
+// preflight → lock → intent → roll → store → verify → finish.
+// Each step that exists for safety says which invariant it serves.
+import type { Alert } from '../alerts/types.ts';
+import type { AuditLog } from '../audit/events.ts';
+import type { HeldLock, KeyState } from '../backends/types.ts';
+import { errorCode, errorMessage } from '../errors.ts';
+import { decideDue, type DueReason } from '../policy/due.ts';
+import type { KeyPolicy } from '../policy/schema.ts';
+import { RotationStepError, RunAbortedError } from './errors.ts';
+import { failureMeaning } from './failure.ts';
+import { recoverLeftoverIntent } from './recovery.ts';
+import { rollWithRetries, type RollSuccess } from './roll.ts';
+import { storeSecret, type StoreReport } from './store.ts';
+import type { KeyOutcome, ResolvedDestination, RotationDeps, RotationStep, RunTrigger } from './types.ts';
+import { verifyStored } from './verify.ts';
+import { sealToEscrow } from './escrow.ts';
+
+export interface RotateKeyInput {
+  key: KeyPolicy;
+  destinations: ResolvedDestination[];
+  fallbacks: ResolvedDestination[];
+  trigger: RunTrigger;
+  /** Why the caller found the key due (from the state it read before the lock). */
+  reasons: DueReason[];
+  /** Shutdown: stops before the roll; never between roll and store. */
+  signal?: AbortSignal;
+}
+
+interface Progress {
+  step: RotationStep;
+  rolled: boolean;
+  rolls: number;
+  lock?: HeldLock;
+  intentSet: boolean;
+  /** A leftover intent was found and the key is being re-rolled to repair it. */
+  recovering?: string;
+}
+
+export async function rotateKey(input: RotateKeyInput, deps: RotationDeps): Promise<KeyOutcome> {
+  const { key, destinations, fallbacks, trigger } = input;
+  const primary = destinations[0];
+  if (!primary) throw new Error(`key ${key.id} has no destination`);
+  const rotationId = deps.newRotationId();
+  const audit = deps.audit.child({ rotationId, keyId: key.id, organizationId: key.organizationId });
+  const startedMs = deps.monotonicMs();
+  const progress: Progress = { step: 'preflight', rolled: false, rolls: 0, intentSet: false };
+  const outcome = (result: KeyOutcome['result'], extra: Partial<KeyOutcome> = {}): KeyOutcome => ({
+    keyId: key.id,
+    organizationId: key.organizationId,
+    result,
+    rotationId,
+    durationMs: Math.round(deps.monotonicMs() - startedMs),
+    rolls: progress.rolls,
+    ...extra,
+  });
+
+  try {
+    // Invariant 1: every destination proves it can be written before anything is rolled.
+    await deps.checkpoint?.('preflight');
+    await preflightDestinations(key, destinations, fallbacks, audit);
+
+    // Invariant 5: one roll at a time per key, across every runner.
+    progress.step = 'lock';
+    await deps.checkpoint?.('lock');
+    const locked = await primary.backend.acquireLock(primary.target, { owner: deps.owner, rotationId, ttlMs: key.lockTtlMs });
+    if (!locked.acquired) {
+      audit.emit('key.lock.busy', { step: 'lock', holder: locked.holder.owner, holderRotationId: locked.holder.rotationId, expiresAt: locked.holder.expiresAt });
+      return outcome('busy', { detail: 'lock-busy' });
+    }
+    progress.lock = locked.lock;
+    audit.emit('key.lock.acquired', { step: 'lock', tookOver: locked.lock.tookOver, expiresAt: locked.lock.expiresAt });
+
+    // Under the lock, decide again: another runner may have just rotated the key or died mid-way.
+    const state = await primary.backend.readState(primary.target);
+    if (state.intent && state.intent.rotationId !== rotationId) {
+      const verdict = await recoverLeftoverIntent(key, state.intent, destinations, deps, audit);
+      if (verdict.kind === 'stored-secret-works') {
+        audit.emit('key.recovered', { step: 'recovery', result: 'stored-secret-works', repaired: verdict.repaired });
+        await sendAlert(deps, key, {
+          severity: 'warning',
+          summary: `keyroll recovered key ${key.id}: a run died mid-rotation; the stored secret still works`,
+          rotationId,
+          step: 'recovery',
+          errorCode: 'KR_RECOVERED_INTENT',
+          nextAction: verdict.repaired.length > 0 ? `copied the working secret to ${verdict.repaired.join(', ')}` : 'nothing to do',
+        });
+        if (!trigger.force && !stillDue(key, { ...state, intent: undefined }, deps.now())) {
+          return outcome('recovered', { detail: 'stored-secret-works' });
+        }
+      } else {
+        progress.recovering = verdict.why;
+      }
+    } else if (!trigger.force) {
+      const skip = skipReason(key, state, deps.now());
+      if (skip) {
+        audit.emit('key.skipped', { step: 'lock', why: skip, lastRotatedAt: state.lastRotatedAt });
+        return outcome('skipped', { detail: skip });
+      }
+    }
+
+    // Invariant 6: the intent marker is durable before the roll, so a crash after it is found.
+    progress.step = 'intent';
+    await deps.checkpoint?.('intent');
+    await primary.backend.setIntent(primary.target, { rotationId, keyId: key.id, owner: deps.owner, startedAt: deps.now().toISOString() });
+    progress.intentSet = true;
+    audit.emit('key.intent.set', { step: 'intent' });
+
+    progress.step = 'roll';
+    const rolled: RollSuccess = await rollWithRetries(key, primary, deps, progress, input.signal);
+    const answeredAtMs = deps.monotonicMs();
+    const rotatedAt = deps.now().toISOString();
+    progress.rolled = true;
+
+    // Invariant 2: nothing but the backend writes between the roll answer and the store.
+    progress.step = 'store';
+    const report = await storeSecret(
+      { secret: rolled.secret, keyId: key.id, organizationId: key.organizationId, rotationId, rotatedAt },
+      destinations,
+      fallbacks,
+      {
+        policy: { attempts: key.store.attempts, initialMs: key.store.initialBackoffMs, maxMs: key.store.maxBackoffMs },
+        sleep: (ms) => deps.sleep(ms),
+        monotonicMs: deps.monotonicMs,
+        ...(deps.escrow ? { escrow: deps.escrow } : {}),
+        sealToEscrow,
+      },
+    );
+    const exposureMs = report.firstDurableAtMs === undefined ? undefined : Math.round(report.firstDurableAtMs - answeredAtMs);
+    auditStore(audit, rolled, report, answeredAtMs);
+    await deps.checkpoint?.('store');
+    if (!report.allDestinationsStored) {
+      return await storeFailed(key, rotationId, rotatedAt, report, exposureMs, deps, audit, outcome);
+    }
+
+    progress.step = 'verify';
+    await deps.checkpoint?.('verify');
+    const verified = await verifyStored(key, rolled.secret, report.stored, deps);
+    if (verified.failures.length === 0) {
+      audit.emit('key.verified', { step: 'verify', readBack: key.verify.readBack, apiCall: verified.apiChecked });
+    }
+
+    progress.step = 'finish';
+    await deps.checkpoint?.('finish');
+    const versions = report.stored.map((copy) => ({ backend: copy.destination.backendName, path: copy.destination.target.path, version: copy.version }));
+    for (const copy of report.stored) {
+      await copy.destination.backend.recordRotation(copy.destination.target, { rotationId, rotatedAt, version: copy.version });
+    }
+    // A read-back that did not match leaves the marker: the next run probes and repairs.
+    if (verified.readBackOk) {
+      await primary.backend.clearIntent(primary.target, rotationId);
+      progress.intentSet = false;
+      audit.emit('key.intent.cleared', { step: 'finish' });
+    }
+
+    if (verified.failures.length > 0) {
+      audit.emit('key.verify.failed', { step: 'verify', failures: verified.failures });
+      const first = verified.failures[0];
+      throw new RotationStepError('verify', key.id, first?.errorCode ?? 'KR_VERIFY_FAILED', `verification failed: ${verified.failures.map((f) => `${f.check}${f.backend ? ` ${f.backend}:${f.path ?? ''}` : ''} ${f.errorCode}`).join('; ')}`);
+    }
+
+    audit.emit('key.succeeded', { step: 'finish', durationMs: Math.round(deps.monotonicMs() - startedMs), exposureMs, versions, rolls: rolled.rolls, recovered: progress.recovering });
+    if (progress.recovering) {
+      audit.emit('key.recovered', { step: 'recovery', result: 'rerolled', why: progress.recovering });
+      await sendAlert(deps, key, {
+        severity: 'warning',
+        summary: `keyroll recovered key ${key.id}: a run died mid-rotation and the stored secret no longer worked (${progress.recovering}); the key was re-rolled`,
+        rotationId,
+        step: 'recovery',
+        errorCode: 'KR_RECOVERED_REROLL',
+        nextAction: 'nothing to do: the new secret is stored and verified',
+      });
+    }
+    await notifySuccess(deps, key, { keyId: key.id, organizationId: key.organizationId, rotationId, rotatedAt, destinations: versions });
+    return outcome(progress.recovering ? 'recovered' : 'rotated', { exposureMs, versions, ...(rolled.malformed ? { detail: 'malformed-roll-answer' } : {}) });
+  } catch (error) {
+    if (error instanceof RunAbortedError) {
+      await cleanUpUnrolled(progress, primary, rotationId, audit);
+      throw error;
+    }
+    const step = error instanceof RotationStepError ? error.step : progress.step;
+    const code = errorCode(error);
+    const meaning = failureMeaning(step, progress.rolled);
+    // An unknown roll outcome keeps the intent marker: the API may have rolled (invariant 6).
+    const keepIntent = progress.rolled || (step === 'roll' && isOutcomeUnknown(error));
+    if (!keepIntent) await cleanUpUnrolled(progress, primary, rotationId, audit);
+    audit.emit('key.failed', { step, errorCode: code, error: errorMessage(error), nextAction: meaning.nextAction });
+    await recordFailureBestEffort(primary, { rotationId, step, errorCode: code, at: deps.now().toISOString() });
+    await sendAlert(deps, key, {
+      severity: meaning.severity,
+      summary: `keyroll could not rotate key ${key.id} (${key.organizationId}) at step ${step}: ${errorMessage(error)}`,
+      rotationId,
+      step,
+      errorCode: code,
+      nextAction: meaning.nextAction,
+    });
+    return outcome('failed', { step, errorCode: code, detail: errorMessage(error) });
+  } finally {
+    if (progress.lock) {
+      try {
+        await primary.backend.releaseLock(primary.target, progress.lock);
+        audit.emit('key.lock.released', { step: 'finish' });
+      } catch (error) {
+        // The lock expires by its TTL; the next runner takes it over then.
+        audit.emit('key.failed', { step: 'finish', errorCode: errorCode(error), nextAction: 'the lock expires by its TTL' });
+      }
+    }
+  }
+}
+
+async function preflightDestinations(key: KeyPolicy, destinations: readonly ResolvedDestination[], fallbacks: readonly ResolvedDestination[], audit: AuditLog): Promise<void> {
+  const checks: { backend: string; path: string; exists: boolean }[] = [];
+  for (const destination of destinations) {
+    try {
+      const result = await destination.backend.preflight(destination.target);
+      checks.push({ backend: destination.backendName, path: destination.target.path, exists: result.exists });
+    } catch (error) {
+      audit.emit('key.preflight.failed', { step: 'preflight', backend: destination.backendName, path: destination.target.path, errorCode: errorCode(error) });
+      throw new RotationStepError('preflight', key.id, errorCode(error), `destination ${destination.backendName}:${destination.target.path} failed preflight: ${errorMessage(error)}`, error);
+    }
+  }
+  // Fallbacks are the safety net, not the target: a broken one is reported, not fatal.
+  const fallbackIssues: { backend: string; path: string; errorCode: string }[] = [];
+  for (const fallback of fallbacks) {
+    try {
+      await fallback.backend.preflight(fallback.target);
+    } catch (error) {
+      fallbackIssues.push({ backend: fallback.backendName, path: fallback.target.path, errorCode: errorCode(error) });
+    }
+  }
+  audit.emit('key.preflight.passed', { step: 'preflight', destinations: checks, fallbackIssues });
+}
+
+function stillDue(key: KeyPolicy, state: KeyState, now: Date): boolean {
+  return decideDue(key, { ...(state.lastRotatedAt ? { lastRotatedAt: state.lastRotatedAt } : {}) }, now).due;
+}
+
+/** Invariant 5: the minimum interval stops rotation loops; a forced run never gets here. */
+function skipReason(key: KeyPolicy, state: KeyState, now: Date): string | undefined {
+  if (state.lastRotatedAt) {
+    const since = now.getTime() - Date.parse(state.lastRotatedAt);
+    if (since < key.minIntervalMs) return 'min-interval';
+  }
+  if (!stillDue(key, state, now)) return 'already-rotated';
+  return undefined;
+}
+
+function isOutcomeUnknown(error: unknown): boolean {
+  const cause = error instanceof RotationStepError ? error.cause : error;
+  return (cause as { outcomeUnknown?: unknown } | undefined)?.outcomeUnknown === true || !(cause as { status?: unknown } | undefined)?.status;
+}
+
+/** Nothing was rolled: the marker and lock would only confuse the next run. */
+async function cleanUpUnrolled(progress: Progress, primary: ResolvedDestination, rotationId: string, audit: AuditLog): Promise<void> {
+  if (!progress.intentSet || progress.rolled) return;
+  try {
+    await primary.backend.clearIntent(primary.target, rotationId);
+    progress.intentSet = false;
+    audit.emit('key.intent.cleared', { step: progress.step });
+  } catch {
+    // A marker left behind is handled by the next run's recovery; nothing more to do here.
+  }
+}
+
+async function recordFailureBestEffort(primary: ResolvedDestination, failure: { rotationId: string; step: string; errorCode: string; at: string }): Promise<void> {
+  try {
+    await primary.backend.recordFailure(primary.target, failure);
+  } catch {
+    // Bookkeeping for `status` only; the audit event and alert already carry the failure.
+  }
+}
+
+function auditStore(audit: AuditLog, rolled: RollSuccess, report: StoreReport, answeredAtMs: number): void {
+  audit.emit('key.rolled', {
+    step: 'roll',
+    fingerprint: rolled.secret.fingerprint(),
+    rolls: rolled.rolls,
+    ...(rolled.unknownOutcomes.length > 0 ? { unknownOutcomes: rolled.unknownOutcomes } : {}),
+    ...(rolled.malformed ? { malformedAnswer: rolled.malformed } : {}),
+  });
+  for (const retry of report.retries) audit.emit('key.store.retry', { step: 'store', ...retry });
+  for (const copy of report.stored) {
+    audit.emit(copy.role === 'fallback' ? 'key.store.fallback' : 'key.stored', {
+      step: 'store',
+      backend: copy.destination.backendName,
+      path: copy.destination.target.path,
+      version: copy.version,
+      attempts: copy.attempts,
+      alreadyApplied: copy.alreadyApplied,
+      exposureMs: Math.round(copy.atMs - answeredAtMs),
+    });
+  }
+  if (report.escrow && 'path' in report.escrow) {
+    audit.emit('key.escrowed', { step: 'store', path: report.escrow.path, fingerprint: report.escrow.fingerprint });
+  }
+}
+
+async function storeFailed(
+  key: KeyPolicy,
+  rotationId: string,
+  rotatedAt: string,
+  report: StoreReport,
+  exposureMs: number | undefined,
+  deps: RotationDeps,
+  audit: AuditLog,
+  outcome: (result: KeyOutcome['result'], extra?: Partial<KeyOutcome>) => KeyOutcome,
+): Promise<KeyOutcome> {
+  const failedPlaces = report.failed.filter((f) => f.role === 'destination').map((f) => `${f.destination.backendName}:${f.destination.target.path} (${f.errorCode})`);
+  const firstCode = report.failed[0]?.errorCode ?? 'KR_STORE_FAILED';
+  const held = report.stored.map((copy) => `${copy.destination.backendName}:${copy.destination.target.path}`);
+  const escrowPath = report.escrow && 'path' in report.escrow ? report.escrow.path : undefined;
+  let summary: string;
+  let nextAction: string;
+  if (held.length === 0 && !escrowPath) {
+    audit.emit('key.unusable', { step: 'store', failed: failedPlaces });
+    summary = `key ${key.id} (${key.organizationId}) is UNUSABLE: it was rolled but the new secret could not be stored anywhere (${failedPlaces.join(', ')})`;
+    nextAction = 'the old secret is dead and the new one is lost; the next run re-rolls the key (run `keyroll rotate --key ' + key.id + ' --reason manual` once the destination is back)';
+  } else if (held.length === 0 && escrowPath) {
+    summary = `key ${key.id} (${key.organizationId}): no destination took the new secret (${failedPlaces.join(', ')}); it is sealed in escrow at ${escrowPath}`;
+    nextAction = 'consumers read a dead secret: recover it with `age -d -i <identity> ' + escrowPath + '`, or let the next run re-roll the key';
+  } else {
+    summary = `key ${key.id} (${key.organizationId}): destination(s) ${failedPlaces.join(', ')} did not take the new secret; it is stored at ${held.join(', ')}`;
+    nextAction = report.primaryStored
+      ? 'the failed destinations hold a dead secret; the next run copies the working secret to them'
+      : 'the primary destination holds a dead secret; the next run re-rolls the key (or copy it from ' + held.join(', ') + ')';
+  }
+  audit.emit('key.failed', { step: 'store', errorCode: firstCode, nextAction, degraded: true });
+  await sendAlert(deps, key, { severity: 'critical', summary, rotationId, step: 'store', errorCode: firstCode, nextAction });
+  // Copies that landed are real rotations: recording them keeps the next run from rotating
+  // the key again once it has repaired the failed destinations.
+  for (const copy of report.stored) {
+    try {
+      await copy.destination.backend.recordRotation(copy.destination.target, { rotationId, rotatedAt, version: copy.version });
+    } catch {
+      // Best effort: the intent marker left behind makes the next run look at this key anyway.
+    }
+  }
+  const primary = report.stored.find((copy) => copy.role === 'destination');
+  if (primary) {
+    await recordFailureBestEffort(primary.destination, { rotationId, step: 'store', errorCode: firstCode, at: deps.now().toISOString() });
+  }
+  return outcome('failed', { step: 'store', errorCode: firstCode, degraded: true, ...(exposureMs === undefined ? {} : { exposureMs }), detail: summary });
+}
+
+async function sendAlert(deps: RotationDeps, key: KeyPolicy, alert: Omit<Alert, 'keyId' | 'organizationId'>): Promise<void> {
+  const sinks = key.notify.onFailure.length > 0 ? key.notify.onFailure : undefined;
+  await deps.alerter.send({ ...alert, keyId: key.id, organizationId: key.organizationId }, sinks);
+}
+
+async function notifySuccess(deps: RotationDeps, key: KeyPolicy, notice: Parameters<NonNullable<RotationDeps['notifySuccess']>>[0]): Promise<void> {
+  if (!deps.notifySuccess || key.notify.onSuccess.length === 0) return;
+  await deps.notifySuccess(notice, key.notify.onSuccess);
+}

@@ -1,0 +1,126 @@
+// One pass over a set of keys (the `run` and `rotate` commands, the daemon's triggers):
+// check keyroll's own credential once, decide which keys are due, rotate them with bounded
+// concurrency, stop rolling as soon as the credential is refused or shutdown begins, and
+// summarise with the exit code the commands return.
+import { randomUUID } from 'node:crypto';
+import { ApiError } from '../api/errors.ts';
+import { errorCode, errorMessage } from '../errors.ts';
+import { decideDue, type DueReason } from '../policy/due.ts';
+import type { KeyPolicy } from '../policy/schema.ts';
+import { mapWithConcurrency } from './concurrency.ts';
+import { RunAbortedError } from './errors.ts';
+import { rotateKey } from './rotate-key.ts';
+import type { Runtime } from './runtime.ts';
+import type { KeyOutcome, RunTrigger } from './types.ts';
+
+export interface RunOptions {
+  keys: readonly KeyPolicy[];
+  trigger: RunTrigger;
+  concurrency?: number;
+  /** Shutdown: keys not yet started are reported aborted; in-flight ones finish their store. */
+  signal?: AbortSignal;
+  onKeyDone?: (outcome: KeyOutcome) => void;
+  command?: string;
+}
+
+export interface RunSummary {
+  runId: string;
+  outcomes: KeyOutcome[];
+  rotated: number;
+  failed: number;
+  skipped: number;
+  aborted?: { reason: string; message: string };
+  exitCode: 0 | 1 | 3;
+}
+
+export async function runRotations(runtime: Runtime, options: RunOptions): Promise<RunSummary> {
+  const runId = randomUUID();
+  const { trigger } = options;
+  const audit = runtime.audit.child({
+    runId,
+    ...(trigger.reason === 'scheduled' ? {} : { reason: trigger.reason }),
+    ...(trigger.actor ? { actor: trigger.actor } : {}),
+    ...(trigger.ticket ? { ticket: trigger.ticket } : {}),
+  });
+  const deps = runtime.rotationDeps(audit);
+  audit.emit('run.started', { command: options.command ?? 'run', keys: options.keys.length, force: trigger.force });
+
+  let aborted: RunSummary['aborted'];
+  const abortRun = (reason: string, message: string): void => {
+    aborted ??= { reason, message };
+  };
+  try {
+    await runtime.checkApiCredential();
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 401) {
+      abortRun('credential-refused', `keyroll's API credential (${runtime.credentialDescription}) was refused (401): check that it is set, valid and not expired`);
+    } else {
+      abortRun('api-unreachable', `the API credential check failed: ${errorMessage(error)}`);
+    }
+  }
+
+  const outcomes = await mapWithConcurrency(options.keys, options.concurrency ?? 4, async (key): Promise<KeyOutcome> => {
+    const skippedAs = (result: KeyOutcome['result'], detail: string): KeyOutcome => ({ keyId: key.id, organizationId: key.organizationId, result, detail, durationMs: 0, rolls: 0 });
+    if (aborted || options.signal?.aborted) {
+      return skippedAs('aborted', aborted?.reason ?? 'shutdown');
+    }
+    let outcome: KeyOutcome;
+    try {
+      const { destinations, fallbacks } = runtime.resolveKey(key);
+      const primary = destinations[0];
+      if (!primary) throw new Error(`key ${key.id} has no destination`);
+      let reasons: DueReason[] | undefined = trigger.force ? [] : undefined;
+      if (!reasons) {
+        const state = await primary.backend.readState(primary.target);
+        const decision = decideDue(key, { ...(state.lastRotatedAt ? { lastRotatedAt: state.lastRotatedAt } : {}), ...(state.intent ? { intent: state.intent } : {}) }, deps.now());
+        if (!decision.due) {
+          audit.emit('key.skipped', { keyId: key.id, organizationId: key.organizationId, why: 'not-due', lastRotatedAt: state.lastRotatedAt, nextRunAt: decision.nextRunAt?.toISOString() });
+          outcome = skippedAs('skipped', 'not-due');
+          options.onKeyDone?.(outcome);
+          return outcome;
+        }
+        reasons = decision.reasons;
+      }
+      outcome = await rotateKey({ key, destinations, fallbacks, trigger, reasons, ...(options.signal ? { signal: options.signal } : {}) }, deps);
+    } catch (error) {
+      if (error instanceof RunAbortedError) {
+        abortRun(error.reason, error.message);
+        outcome = skippedAs('aborted', error.reason);
+      } else {
+        const nextAction = 'nothing was rolled; the next run retries';
+        audit.emit('key.failed', { keyId: key.id, organizationId: key.organizationId, step: 'preflight', errorCode: errorCode(error), error: errorMessage(error), nextAction });
+        await runtime.alerter.send(
+          { severity: 'error', summary: `keyroll could not read the state of key ${key.id}: ${errorMessage(error)}`, keyId: key.id, organizationId: key.organizationId, rotationId: runId, step: 'preflight', errorCode: errorCode(error), nextAction },
+          key.notify.onFailure.length > 0 ? key.notify.onFailure : undefined,
+        );
+        outcome = { ...skippedAs('failed', errorMessage(error)), step: 'preflight', errorCode: errorCode(error) };
+      }
+    }
+    options.onKeyDone?.(outcome);
+    return outcome;
+  });
+
+  const count = (...results: KeyOutcome['result'][]): number => outcomes.filter((o) => results.includes(o.result)).length;
+  const rotated = count('rotated', 'recovered');
+  const failed = count('failed');
+  const skipped = count('skipped', 'busy', 'aborted');
+  const busy = count('busy');
+  if (!aborted && busy > 0 && busy === outcomes.filter((o) => o.result !== 'skipped').length) {
+    abortRun('lock-contention', 'every key in scope was locked by another runner');
+  }
+  if (!aborted && options.signal?.aborted && count('aborted') > 0) abortRun('shutdown', 'shutdown before every key was handled');
+  const exitCode = aborted ? 3 : failed > 0 ? 1 : 0;
+  if (aborted) {
+    audit.emit('run.aborted', { reason: aborted.reason, message: aborted.message });
+    await runtime.alerter.send({
+      severity: aborted.reason === 'shutdown' || aborted.reason === 'lock-contention' ? 'warning' : 'critical',
+      summary: `keyroll run aborted: ${aborted.message}`,
+      rotationId: runId,
+      step: 'run',
+      errorCode: aborted.reason === 'credential-refused' ? 'KR_RUN_CREDENTIAL_REFUSED' : `KR_RUN_${aborted.reason.toUpperCase().replace(/-/g, '_')}`,
+      nextAction: aborted.reason === 'credential-refused' ? "no key was rolled after the refusal; fix keyroll's credential and re-run" : 'the next run handles the remaining keys',
+    });
+  }
+  audit.emit('run.finished', { rotated, failed, skipped, exitCode });
+  return { runId, outcomes, rotated, failed, skipped, ...(aborted ? { aborted } : {}), exitCode };
+}

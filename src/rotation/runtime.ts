@@ -1,0 +1,122 @@
+// Everything a run talks to, built once from the policy: the API client (with keyroll's own
+// credential and the shared rate limiter), one instance per named backend, the alerter, the
+// success notifier and the audit log. Commands and the daemon build one and close it after.
+import { hostname } from 'node:os';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import type { Dispatcher } from 'undici';
+import { ApiClient } from '../api/client.ts';
+import { oauthClientCredentials, refCredential, type CredentialProvider } from '../api/credentials.ts';
+import { RateLimiter } from '../api/rate-limiter.ts';
+import { createAlerter } from '../alerts/alerter.ts';
+import { createNotifier } from '../alerts/notify.ts';
+import type { Alerter } from '../alerts/types.ts';
+import type { AuditLog } from '../audit/events.ts';
+import { createBackend } from '../backends/registry.ts';
+import type { Backend } from '../backends/types.ts';
+import type { KeyPolicy, Policy } from '../policy/schema.ts';
+import { sleep } from './backoff.ts';
+import type { ResolvedDestination, RotationDeps } from './types.ts';
+
+export interface RuntimeOptions {
+  audit: AuditLog;
+  /** Overrides the policy's API base URL (the demo points it at the in-process emulator). */
+  apiBaseUrl?: string;
+  /** Overrides keyroll's credential (tests, the demo). */
+  credentials?: CredentialProvider;
+  dispatcher?: Dispatcher;
+  now?: () => Date;
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+  checkpoint?: (step: string) => Promise<void>;
+  env?: NodeJS.ProcessEnv;
+  rollBudget?: RotationDeps['rollBudget'];
+  /** Replaces the policy's alerter (tests, the daemon's metrics wrapper). */
+  alerter?: Alerter;
+  /** Wraps each backend instance (tests inject faults here; the daemon adds metrics). */
+  wrapBackend?: (name: string, backend: Backend) => Backend;
+}
+
+export interface Runtime {
+  readonly audit: AuditLog;
+  readonly alerter: Alerter;
+  readonly api: ApiClient;
+  readonly credentialDescription: string;
+  readonly owner: string;
+  resolveKey(key: KeyPolicy): { destinations: ResolvedDestination[]; fallbacks: ResolvedDestination[] };
+  /** One cheap authenticated call (a one-item project list) proving keyroll's credential works. */
+  checkApiCredential(): Promise<void>;
+  rotationDeps(audit: AuditLog): RotationDeps;
+  close(): Promise<void>;
+}
+
+function credentialFromPolicy(policy: Policy, dispatcher: Dispatcher | undefined): CredentialProvider {
+  const credential = policy.api.credential;
+  if (credential.type === 'bearer') return refCredential(credential.token);
+  return oauthClientCredentials({
+    tokenUrl: credential.tokenUrl,
+    clientId: credential.clientId,
+    clientSecret: refCredential(credential.clientSecret),
+    ...(credential.scope ? { scope: credential.scope } : {}),
+    ...(dispatcher ? { dispatcher } : {}),
+  });
+}
+
+export async function createRuntime(policy: Policy, options: RuntimeOptions): Promise<Runtime> {
+  const now = options.now ?? (() => new Date());
+  const credentials = options.credentials ?? credentialFromPolicy(policy, options.dispatcher);
+  const limiter = new RateLimiter({ perMinute: policy.api.rateLimitPerMinute });
+  const api = new ApiClient({
+    baseUrl: options.apiBaseUrl ?? policy.api.baseUrl,
+    credentials,
+    limiter,
+    headersTimeoutMs: policy.api.timeouts.headersMs,
+    bodyTimeoutMs: policy.api.timeouts.bodyMs,
+    ...(policy.api.methods ? { methods: policy.api.methods } : {}),
+    ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
+  });
+  const backends = new Map<string, Backend>();
+  for (const [name, config] of Object.entries(policy.backends)) {
+    const backend = await createBackend(name, config, { now, ...(options.env ? { env: options.env } : {}) });
+    backends.set(name, options.wrapBackend ? options.wrapBackend(name, backend) : backend);
+  }
+  const alerter = options.alerter ?? createAlerter({ sinks: policy.alerts.sinks, audit: options.audit, ...(options.env ? { env: options.env } : {}) });
+  const notifier = createNotifier({ sinks: policy.alerts.sinks, audit: options.audit, ...(options.env ? { env: options.env } : {}) });
+  const owner = `${hostname()}/${process.pid}/${randomBytes(4).toString('hex')}`;
+
+  const resolve = (destination: { backend: string; target: ResolvedDestination['target'] }): ResolvedDestination => {
+    const backend = backends.get(destination.backend);
+    // The policy loader already checked names; this guards programmatic callers.
+    if (!backend) throw new Error(`backend ${destination.backend} is not defined in the policy`);
+    return { backendName: destination.backend, backend, target: destination.target };
+  };
+
+  return {
+    audit: options.audit,
+    alerter,
+    api,
+    owner,
+    credentialDescription: credentials.description,
+    resolveKey: (key) => ({ destinations: key.destinations.map(resolve), fallbacks: key.fallbacks.map(resolve) }),
+    checkApiCredential: async () => {
+      await api.listProjects({ limit: 1 });
+    },
+    rotationDeps: (audit) => ({
+      api,
+      audit,
+      alerter,
+      notifySuccess: (notice, sinks) => notifier.notifySuccess(notice, sinks),
+      ...(policy.escrow ? { escrow: policy.escrow } : {}),
+      owner,
+      now,
+      sleep: options.sleep ?? sleep,
+      newRotationId: randomUUID,
+      monotonicMs: () => performance.now(),
+      rollBudget: options.rollBudget ?? { attempts: 5, maxWaitMs: 120_000 },
+      ...(options.checkpoint ? { checkpoint: options.checkpoint } : {}),
+    }),
+    close: async () => {
+      await api.close();
+      for (const backend of backends.values()) await backend.close();
+    },
+  };
+}

@@ -1,0 +1,139 @@
+// The store step: the only thing that runs between the roll answer and the first durable
+// write (invariant 2). It performs backend writes and nothing else — no audit line, alert or
+// metric — and returns a report the caller turns into audit events afterwards.
+// A destination that stays down is retried with backoff (bounded), then the key's fallbacks,
+// then the operators' escrow; the report says where the secret went (invariant 4).
+import type { SecretRecord } from '../backends/types.ts';
+import { errorCode } from '../errors.ts';
+import { backoffDelay, type BackoffPolicy } from './backoff.ts';
+import type { EscrowSettings, ResolvedDestination } from './types.ts';
+
+export interface StorePolicy extends BackoffPolicy {
+  /** Attempts per destination, the first included. */
+  attempts: number;
+}
+
+export interface StoredCopy {
+  destination: ResolvedDestination;
+  role: 'destination' | 'fallback';
+  version: string;
+  attempts: number;
+  alreadyApplied: boolean;
+  /** monotonic ms when the write returned */
+  atMs: number;
+}
+
+export interface FailedCopy {
+  destination: ResolvedDestination;
+  role: 'destination' | 'fallback';
+  attempts: number;
+  errorCode: string;
+  error: unknown;
+}
+
+export interface StoreRetry {
+  backend: string;
+  path: string;
+  attempt: number;
+  errorCode: string;
+  delayMs: number;
+}
+
+export interface StoreReport {
+  stored: StoredCopy[];
+  failed: FailedCopy[];
+  retries: StoreRetry[];
+  escrow?: { path: string; fingerprint: string } | { errorCode: string; error: unknown };
+  /** monotonic ms of the first durable write (destination, fallback or escrow) */
+  firstDurableAtMs?: number;
+  /** True when every destination (not fallback) holds the new secret. */
+  allDestinationsStored: boolean;
+  /** True when the primary destination (which holds lock and intent) holds the new secret. */
+  primaryStored: boolean;
+}
+
+export interface StoreOptions {
+  policy: StorePolicy;
+  sleep: (ms: number) => Promise<void>;
+  monotonicMs: () => number;
+  escrow?: EscrowSettings;
+  sealToEscrow?: (input: { record: SecretRecord; directory: string; recipients: string[] }) => Promise<{ path: string; fingerprint: string }>;
+}
+
+async function writeWithRetries(
+  destination: ResolvedDestination,
+  role: StoredCopy['role'],
+  record: SecretRecord,
+  options: StoreOptions,
+  retries: StoreRetry[],
+): Promise<StoredCopy | FailedCopy> {
+  const { policy } = options;
+  let lastError: unknown;
+  for (let attempt = 1; attempt <= policy.attempts; attempt++) {
+    try {
+      const result = await destination.backend.writeSecret(destination.target, record);
+      return { destination, role, version: result.version, attempts: attempt, alreadyApplied: result.alreadyApplied, atMs: options.monotonicMs() };
+    } catch (error) {
+      lastError = error;
+      // A refused write (denied, not found) will not heal by waiting; move on to the next place.
+      const retryable = (error as { retryable?: unknown }).retryable !== false;
+      if (attempt === policy.attempts || !retryable) {
+        return { destination, role, attempts: attempt, errorCode: errorCode(error), error };
+      }
+      const delayMs = backoffDelay(policy, attempt);
+      retries.push({ backend: destination.backendName, path: destination.target.path, attempt, errorCode: errorCode(error), delayMs });
+      await options.sleep(delayMs);
+    }
+  }
+  return { destination, role, attempts: policy.attempts, errorCode: errorCode(lastError), error: lastError };
+}
+
+function isStored(copy: StoredCopy | FailedCopy): copy is StoredCopy {
+  return 'version' in copy;
+}
+
+/** Writes `record` to every destination, falling back as invariant 4 says. Never throws. */
+export async function storeSecret(
+  record: SecretRecord,
+  destinations: readonly ResolvedDestination[],
+  fallbacks: readonly ResolvedDestination[],
+  options: StoreOptions,
+): Promise<StoreReport> {
+  const report: StoreReport = { stored: [], failed: [], retries: [], allDestinationsStored: false, primaryStored: false };
+  const note = (copy: StoredCopy | FailedCopy): void => {
+    if (isStored(copy)) {
+      report.stored.push(copy);
+      report.firstDurableAtMs ??= copy.atMs;
+    } else {
+      report.failed.push(copy);
+    }
+  };
+
+  // Destinations in policy order: the primary first, so the exposure window is one write long.
+  for (const destination of destinations) {
+    note(await writeWithRetries(destination, 'destination', record, options, report.retries));
+  }
+  report.primaryStored = report.stored.some((copy) => copy.destination === destinations[0]);
+  report.allDestinationsStored = report.failed.length === 0;
+  if (report.allDestinationsStored) return report;
+
+  // Some destination stayed down: the first fallback that takes the secret is enough.
+  for (const fallback of fallbacks) {
+    const copy = await writeWithRetries(fallback, 'fallback', record, options, report.retries);
+    note(copy);
+    if (isStored(copy)) break;
+  }
+  if (report.stored.length > 0) return report;
+
+  // Nothing durable yet: seal it to the operators' age keys as a last resort.
+  if (options.escrow && options.sealToEscrow) {
+    try {
+      const sealed = await options.sealToEscrow({ record, directory: options.escrow.directory, recipients: options.escrow.recipients });
+      report.escrow = sealed;
+      report.firstDurableAtMs ??= options.monotonicMs();
+    } catch (error) {
+      report.escrow = { errorCode: errorCode(error), error };
+    }
+  }
+  return report;
+}

@@ -1,0 +1,87 @@
+// Shapes shared by the rotation steps, the orchestrator and the commands.
+import type { Alerter } from '../alerts/types.ts';
+import type { AuditLog } from '../audit/events.ts';
+import type { Secret } from '../audit/secret.ts';
+import type { Backend, StoreTarget } from '../backends/types.ts';
+
+export type RotationStep = 'preflight' | 'lock' | 'intent' | 'roll' | 'store' | 'verify' | 'finish' | 'recovery';
+export const ROTATION_STEPS: readonly RotationStep[] = ['preflight', 'lock', 'intent', 'roll', 'store', 'verify', 'finish'];
+
+export type RotationReason = 'scheduled' | 'leak' | 'compromise' | 'plan-change' | 'manual' | 'recovery';
+
+/** Why and by whom a run was started; recorded on every audit event of on-demand runs. */
+export interface RunTrigger {
+  reason: RotationReason;
+  /** Rotate even when not due and inside the minimum interval (leak, compromise and --force). */
+  force: boolean;
+  actor?: string;
+  ticket?: string;
+}
+
+/** The part of the API client the rotation needs (src/api/client.ts implements it). */
+export interface RotationApi {
+  rollKey(keyId: string, options?: { organizationId?: string; signal?: AbortSignal }): Promise<{ keyId: string; secret: Secret; malformed?: string }>;
+  probeSecret(secret: Secret, options?: { organizationId?: string }): Promise<'valid' | 'invalid'>;
+}
+
+/** A destination resolved to its backend instance. */
+export interface ResolvedDestination {
+  backendName: string;
+  backend: Backend;
+  target: StoreTarget;
+}
+
+export interface EscrowSettings {
+  directory: string;
+  recipients: string[];
+}
+
+/** Everything one key's rotation talks to. */
+export interface RotationDeps {
+  api: RotationApi;
+  audit: AuditLog;
+  alerter: Alerter;
+  /** Success notifications (webhooks after a finished rotation); optional. */
+  notifySuccess?: (notice: SuccessNotice, sinks: readonly string[]) => Promise<void>;
+  escrow?: EscrowSettings;
+  /** Identifies this runner in locks and intents (host/pid/random). */
+  owner: string;
+  now: () => Date;
+  sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
+  newRotationId: () => string;
+  /** Monotonic milliseconds, for durations and the exposure window. */
+  monotonicMs: () => number;
+  /** Budget for 429 waits and unknown-outcome re-rolls of one key. */
+  rollBudget: { attempts: number; maxWaitMs: number };
+  /** Test-only pause points (crash tests); a no-op in production. */
+  checkpoint?: (step: string) => Promise<void>;
+}
+
+export interface SuccessNotice {
+  keyId: string;
+  organizationId: string;
+  rotationId: string;
+  rotatedAt: string;
+  destinations: { backend: string; path: string; version: string }[];
+}
+
+export type KeyResult = 'rotated' | 'failed' | 'skipped' | 'busy' | 'recovered' | 'aborted';
+
+export interface KeyOutcome {
+  keyId: string;
+  organizationId: string;
+  result: KeyResult;
+  rotationId?: string;
+  /** Why skipped (not-due, min-interval, shard, already-rotated), or the failed step. */
+  detail?: string;
+  step?: RotationStep;
+  errorCode?: string;
+  /** True when the secret ended up only in a fallback or escrow, or nowhere. */
+  degraded?: boolean;
+  /** Roll answer → first durable write, in ms. */
+  exposureMs?: number;
+  durationMs: number;
+  versions?: { backend: string; path: string; version: string }[];
+  /** How many times the API was asked to roll this key in this run. */
+  rolls: number;
+}
