@@ -1,0 +1,85 @@
+// Durable file writes for the file backend. A value file is never half-written: the new content
+// goes to a temp file in the same directory, is fsynced, renamed over the target (atomic on
+// POSIX), and the directory is fsynced so the rename itself survives a power cut (invariant 6:
+// a crash at any instant leaves either the old or the new secret, never a torn one).
+import { randomBytes } from 'node:crypto';
+import { link, open, readFile, rename, unlink } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+
+const FILE_MODE = 0o600;
+
+/** A temp file name next to `path`, hidden and unique, so a crash leaves recognisable debris. */
+export function tempPathFor(path: string): string {
+  return join(dirname(path), `.${basename(path)}.${randomBytes(6).toString('hex')}.tmp`);
+}
+
+/** Writes `content` to a new temp file next to `path` (mode 0600, fsynced) and returns its path. */
+export async function writeTempFile(path: string, content: string): Promise<string> {
+  const temp = tempPathFor(path);
+  const handle = await open(temp, 'wx', FILE_MODE);
+  try {
+    await handle.writeFile(content, 'utf8');
+    await handle.sync();
+  } catch (error) {
+    await handle.close();
+    await unlink(temp).catch(() => undefined);
+    throw error;
+  }
+  await handle.close();
+  return temp;
+}
+
+/** Makes a finished rename or link durable. Some filesystems cannot fsync a directory; that is not an error. */
+export async function syncDirectory(directory: string): Promise<void> {
+  let handle;
+  try {
+    handle = await open(directory, 'r');
+    await handle.sync();
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code !== 'EINVAL' && code !== 'EISDIR' && code !== 'EPERM') throw error;
+  } finally {
+    await handle?.close();
+  }
+}
+
+/** Replaces `path` with `content` atomically and durably (temp, fsync, rename, fsync dir). */
+export async function writeFileAtomic(path: string, content: string): Promise<void> {
+  const temp = await writeTempFile(path, content);
+  try {
+    await rename(temp, path);
+  } catch (error) {
+    await unlink(temp).catch(() => undefined);
+    throw error;
+  }
+  await syncDirectory(dirname(path));
+}
+
+/**
+ * Creates `path` with `content` only if it does not exist (hard link of a finished temp file,
+ * which fails with EEXIST atomically), so no reader ever sees an empty or partial file.
+ * Returns false when `path` already exists.
+ */
+export async function createFileExclusive(path: string, content: string): Promise<boolean> {
+  const temp = await writeTempFile(path, content);
+  try {
+    await link(temp, path);
+    await syncDirectory(dirname(path));
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw error;
+  } finally {
+    await unlink(temp).catch(() => undefined);
+  }
+}
+
+/** The file's text, or undefined when it does not exist. */
+export async function readTextIfExists(path: string): Promise<string | undefined> {
+  try {
+    return await readFile(path, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+}

@@ -1,0 +1,214 @@
+// The file backend: secrets as local files under one directory (the demo's embedded default and
+// a valid fallback destination). Values are written atomically with mode 0600; keyroll's
+// bookkeeping sits beside each value in `<file>.keyroll.json`, the lock in `<file>.keyroll.lock`.
+import type { Stats } from 'node:fs';
+import { access, constants, mkdir, open, stat, unlink } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import { BackendError, type BackendOperation } from '../errors.ts';
+import type { BackendFactory, BackendDeps } from '../registry.ts';
+import { parseStoredValue, renderValue } from '../render.ts';
+import type {
+  Backend,
+  FailureRecord,
+  HeldLock,
+  Intent,
+  KeyState,
+  LockOutcome,
+  LockRequest,
+  PreflightResult,
+  SecretRecord,
+  StoreTarget,
+  StoredSecret,
+  WriteResult,
+} from '../types.ts';
+import type { FileBackendConfig } from './config.ts';
+import { readTextIfExists, tempPathFor, writeFileAtomic } from './atomic.ts';
+import { fileBackendError } from './fs-errors.ts';
+import { acquireFileLock, readLockInfo, releaseFileLock } from './lock.ts';
+import { resolveInside } from './paths.ts';
+import { readSidecar, updateSidecar, type Sidecar } from './sidecar.ts';
+
+const DIRECTORY_MODE = 0o700;
+
+export const createFileBackend: BackendFactory<'file'> = (name, config, deps) => new FileBackend(name, config, deps);
+
+export class FileBackend implements Backend {
+  readonly kind = 'file';
+  readonly name: string;
+  readonly #directory: string;
+  readonly #now: () => Date;
+
+  constructor(name: string, config: FileBackendConfig, deps: BackendDeps = {}) {
+    this.name = name;
+    this.#directory = config.directory;
+    this.#now = deps.now ?? (() => new Date());
+  }
+
+  async preflight(target: StoreTarget): Promise<PreflightResult> {
+    return this.#run('preflight', target, async (file) => {
+      const checks: string[] = [];
+      await mkdir(dirname(file), { recursive: true, mode: DIRECTORY_MODE });
+      // Prove the directory takes a new file (the atomic write needs exactly that), then remove it.
+      const probe = tempPathFor(file);
+      const handle = await open(probe, 'wx', 0o600);
+      await handle.close();
+      await unlink(probe);
+      checks.push(`directory ${dirname(file)} writable`);
+      const existing = await statIfExists(file);
+      if (existing !== undefined) {
+        if (!existing.isFile()) throw this.#error('KR_BACKEND_INVALID_TARGET', 'preflight', target, 'is not a regular file');
+        await access(file, constants.R_OK | constants.W_OK);
+        checks.push(`${file} readable and writable`);
+      }
+      await readSidecar(file);
+      checks.push('bookkeeping readable');
+      return { exists: existing !== undefined, checks };
+    });
+  }
+
+  async acquireLock(target: StoreTarget, request: LockRequest): Promise<LockOutcome> {
+    return this.#run('lock', target, async (file) => {
+      await mkdir(dirname(file), { recursive: true, mode: DIRECTORY_MODE });
+      return acquireFileLock(file, request, this.#now());
+    });
+  }
+
+  async releaseLock(target: StoreTarget, lock: HeldLock): Promise<void> {
+    await this.#run('unlock', target, (file) => releaseFileLock(file, lock));
+  }
+
+  async setIntent(target: StoreTarget, intent: Intent): Promise<void> {
+    await this.#run('intent', target, async (file) => {
+      await mkdir(dirname(file), { recursive: true, mode: DIRECTORY_MODE });
+      await updateSidecar(file, (sidecar) => ({ ...sidecar, intent: { ...intent } }));
+    });
+  }
+
+  async clearIntent(target: StoreTarget, rotationId: string): Promise<void> {
+    await this.#run('intent', target, async (file) => {
+      const sidecar = await readSidecar(file);
+      if (sidecar.intent?.rotationId !== rotationId) return;
+      await updateSidecar(file, ({ intent: _cleared, ...rest }) => rest);
+    });
+  }
+
+  async writeSecret(target: StoreTarget, record: SecretRecord): Promise<WriteResult> {
+    return this.#run('write', target, async (file) => {
+      const digest = record.secret.digest();
+      // Idempotent retry (invariant 8): the secret is unique to its roll, so finding it stored
+      // means an earlier attempt landed. Repair the bookkeeping if that attempt died before it.
+      const stored = await this.#readStored(file, target);
+      if (stored?.secret.equals(record.secret) === true) {
+        const sidecar = await readSidecar(file);
+        if (sidecar.lastWrite?.rotationId === record.rotationId && sidecar.lastWrite.digest === digest) {
+          return { version: String(sidecar.lastWrite.version), alreadyApplied: true };
+        }
+        const repaired = await updateSidecar(file, (current) => bumpVersion(current, record.rotationId, digest));
+        return { version: String(repaired.version), alreadyApplied: true };
+      }
+      await mkdir(dirname(file), { recursive: true, mode: DIRECTORY_MODE });
+      const value = renderValue(target.shape, record);
+      const content = typeof value === 'string' ? value : `${JSON.stringify(value, null, 2)}\n`;
+      await writeFileAtomic(file, content);
+      const sidecar = await updateSidecar(file, (current) => bumpVersion(current, record.rotationId, digest));
+      return { version: String(sidecar.version), alreadyApplied: false };
+    });
+  }
+
+  async readSecret(target: StoreTarget): Promise<StoredSecret | undefined> {
+    return this.#run('read', target, async (file) => {
+      const stored = await this.#readStored(file, target);
+      if (stored === undefined) return undefined;
+      const sidecar = await readSidecar(file);
+      const ours = sidecar.lastWrite !== undefined && sidecar.lastWrite.digest === stored.secret.digest();
+      const result: StoredSecret = { secret: stored.secret };
+      // A value edited by hand since our last write has no version of ours; its mtime stands in.
+      result.version = ours ? String(sidecar.lastWrite?.version) : `mtime-${String(stored.mtimeMs)}`;
+      const rotationId = stored.rotationId ?? (ours ? sidecar.lastWrite?.rotationId : undefined);
+      if (rotationId !== undefined) result.rotationId = rotationId;
+      return result;
+    });
+  }
+
+  async readState(target: StoreTarget): Promise<KeyState> {
+    return this.#run('state', target, async (file) => {
+      const [existing, sidecar, lock] = await Promise.all([statIfExists(file), readSidecar(file), readLockInfo(file)]);
+      const state: KeyState = { exists: existing !== undefined };
+      if (sidecar.lastRotatedAt !== undefined) state.lastRotatedAt = sidecar.lastRotatedAt;
+      if (sidecar.lastRotationId !== undefined) state.lastRotationId = sidecar.lastRotationId;
+      if (sidecar.intent !== undefined) state.intent = sidecar.intent;
+      if (sidecar.lastFailure !== undefined) state.lastFailure = sidecar.lastFailure;
+      if (lock !== undefined) state.lock = lock;
+      return state;
+    });
+  }
+
+  async recordRotation(target: StoreTarget, rotation: { rotationId: string; rotatedAt: string; version: string }): Promise<void> {
+    await this.#run('record', target, async (file) => {
+      await updateSidecar(file, (sidecar) => ({
+        ...sidecar,
+        lastRotatedAt: rotation.rotatedAt,
+        lastRotationId: rotation.rotationId,
+        lastRotationVersion: rotation.version,
+      }));
+    });
+  }
+
+  async recordFailure(target: StoreTarget, failure: FailureRecord): Promise<void> {
+    await this.#run('record', target, async (file) => {
+      await mkdir(dirname(file), { recursive: true, mode: DIRECTORY_MODE });
+      await updateSidecar(file, (sidecar) => ({ ...sidecar, lastFailure: { ...failure } }));
+    });
+  }
+
+  close(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  async #readStored(file: string, target: StoreTarget): Promise<(StoredSecret & { mtimeMs: number }) | undefined> {
+    const existing = await statIfExists(file);
+    if (existing === undefined) return undefined;
+    const text = await readTextIfExists(file);
+    if (text === undefined) return undefined;
+    const parsed = parseStoredValue(target.shape, text);
+    if (parsed === undefined) return undefined;
+    return { ...parsed, mtimeMs: existing.mtimeMs };
+  }
+
+  /** Resolves the target inside the directory, creates the directory, maps every failure to a BackendError. */
+  async #run<T>(operation: BackendOperation, target: StoreTarget, body: (file: string) => Promise<T>): Promise<T> {
+    const file = resolveInside(this.#directory, target.path);
+    if (file === undefined) {
+      throw this.#error('KR_BACKEND_INVALID_TARGET', operation, target, 'must be a relative path inside the backend directory');
+    }
+    try {
+      await mkdir(this.#directory, { recursive: true, mode: DIRECTORY_MODE });
+      return await body(file);
+    } catch (error) {
+      throw fileBackendError(this.name, operation, target.path, error);
+    }
+  }
+
+  #error(code: 'KR_BACKEND_INVALID_TARGET', operation: BackendOperation, target: StoreTarget, problem: string): BackendError {
+    return new BackendError(code, `file backend ${this.name}: ${operation} of ${JSON.stringify(target.path)}: ${problem}`, {
+      backend: this.name,
+      kind: 'file',
+      operation,
+      path: target.path,
+    });
+  }
+}
+
+function bumpVersion(sidecar: Sidecar, rotationId: string, digest: string): Sidecar {
+  const version = sidecar.version + 1;
+  return { ...sidecar, version, lastWrite: { rotationId, digest, version } };
+}
+
+async function statIfExists(path: string): Promise<Stats | undefined> {
+  try {
+    return await stat(path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+}

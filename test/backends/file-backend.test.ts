@@ -1,0 +1,149 @@
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { BackendError } from '../../src/backends/errors.ts';
+import { FileBackend } from '../../src/backends/file/index.ts';
+import type { StoreTarget, ValueShape } from '../../src/backends/types.ts';
+import { createTestClock, describeBackendContract, makeRecord } from './contract.ts';
+
+const RAW: ValueShape = { format: 'raw', secretField: 'apiKey', fields: [] };
+const JSON_SHAPE: ValueShape = { format: 'json', secretField: 'apiKey', fields: ['keyId', 'organizationId', 'rotatedAt', 'rotationId'] };
+
+describeBackendContract('file', async () => {
+  const directory = await mkdtemp(join(tmpdir(), 'keyroll-file-contract-'));
+  const clock = createTestClock();
+  let n = 0;
+  return {
+    backend: new FileBackend('files', { kind: 'file', directory: join(directory, 'secrets') }, { now: clock.now }),
+    clock,
+    newTarget: (shape) => {
+      n += 1;
+      return { path: `keys/key-${String(n)}`, shape: { ...RAW, ...shape } };
+    },
+    failingTarget: () => ({ path: '../outside', shape: RAW }),
+    cleanup: () => rm(directory, { recursive: true, force: true }),
+  };
+});
+
+describe('file backend', () => {
+  let directory: string;
+  let backend: FileBackend;
+  const target = (path: string, shape: ValueShape = RAW): StoreTarget => ({ path, shape });
+
+  beforeEach(async () => {
+    directory = await mkdtemp(join(tmpdir(), 'keyroll-file-'));
+    backend = new FileBackend('files', { kind: 'file', directory: join(directory, 'base') });
+  });
+  afterEach(async () => {
+    await rm(directory, { recursive: true, force: true });
+  });
+
+  it('writes a raw value as the bare secret with mode 0600 in a 0700 directory', async () => {
+    const record = makeRecord();
+    await backend.writeSecret(target('app/key'), record);
+    const file = join(directory, 'base', 'app/key');
+    expect(await readFile(file, 'utf8')).toBe(record.secret.reveal());
+    expect((await stat(file)).mode & 0o777).toBe(0o600);
+    expect((await stat(join(directory, 'base'))).mode & 0o777).toBe(0o700);
+  });
+
+  it('writes a json value with the secret and the chosen fields', async () => {
+    const record = makeRecord({ keyId: 'key_1', organizationId: 'org_1', rotatedAt: '2030-02-03T04:05:06.000Z' });
+    await backend.writeSecret(target('app.json', JSON_SHAPE), record);
+    const stored = JSON.parse(await readFile(join(directory, 'base', 'app.json'), 'utf8')) as unknown;
+    expect(stored).toEqual({
+      apiKey: record.secret.reveal(),
+      keyId: 'key_1',
+      organizationId: 'org_1',
+      rotatedAt: '2030-02-03T04:05:06.000Z',
+      rotationId: record.rotationId,
+    });
+  });
+
+  it('leaves no temp files behind and keeps the secret out of the sidecar', async () => {
+    const record = makeRecord();
+    await backend.writeSecret(target('k'), record);
+    await backend.setIntent(target('k'), { rotationId: 'r', keyId: 'k', owner: 'o', startedAt: '2030-01-01T00:00:00.000Z' });
+    const files = await readdir(join(directory, 'base'));
+    expect(files.sort()).toEqual(['k', 'k.keyroll.json']);
+    const sidecar = await readFile(join(directory, 'base', 'k.keyroll.json'), 'utf8');
+    expect(sidecar).not.toContain(record.secret.reveal());
+    expect((await stat(join(directory, 'base', 'k.keyroll.json'))).mode & 0o777).toBe(0o600);
+  });
+
+  it.each([['../escape'], ['/etc/passwd'], ['a/../../escape'], [''], ['k.keyroll.json'], ['k.keyroll.lock']])(
+    'refuses the target path %j before touching any file',
+    async (path) => {
+      await expect(backend.preflight(target(path))).rejects.toMatchObject({ code: 'KR_BACKEND_INVALID_TARGET', operation: 'preflight' });
+    },
+  );
+
+  it('fails preflight when the path runs through a regular file', async () => {
+    await backend.writeSecret(target('plain'), makeRecord());
+    const error: unknown = await backend.preflight(target('plain/inner')).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(BackendError);
+    expect(error).toMatchObject({ kind: 'file', backend: 'files', path: 'plain/inner', retryable: false });
+  });
+
+  it('fails preflight when the target is a directory', async () => {
+    await backend.writeSecret(target('dir/inner'), makeRecord());
+    await expect(backend.preflight(target('dir'))).rejects.toMatchObject({ code: 'KR_BACKEND_INVALID_TARGET' });
+  });
+
+  it('reports a corrupt sidecar as an invalid response instead of overwriting it blindly', async () => {
+    await backend.writeSecret(target('k'), makeRecord());
+    await writeFile(join(directory, 'base', 'k.keyroll.json'), '{not json');
+    await expect(backend.readState(target('k'))).rejects.toMatchObject({ code: 'KR_BACKEND_INVALID_RESPONSE', operation: 'state' });
+  });
+
+  it('repairs the bookkeeping when a write landed but its sidecar update did not', async () => {
+    const record = makeRecord();
+    const file = join(directory, 'base', 'k');
+    await backend.writeSecret(target('k'), makeRecord());
+    // A crash between the value rename and the sidecar update: the value is new, the sidecar old.
+    await writeFile(file, record.secret.reveal(), { mode: 0o600 });
+    const retry = await backend.writeSecret(target('k'), record);
+    expect(retry).toEqual({ version: '2', alreadyApplied: true });
+    expect((await backend.readSecret(target('k')))?.rotationId).toBe(record.rotationId);
+  });
+
+  it('gives a hand-edited value an mtime version instead of claiming it as ours', async () => {
+    await backend.writeSecret(target('k'), makeRecord());
+    await writeFile(join(directory, 'base', 'k'), 'sk_edited_by_hand_000000');
+    const stored = await backend.readSecret(target('k'));
+    expect(stored?.version).toMatch(/^mtime-/);
+    expect(stored?.rotationId).toBeUndefined();
+  });
+
+  it('reads a json target whose file is not json as missing', async () => {
+    await writeFile(join(await makeBaseDirectory(directory), 'k.json'), 'not json at all');
+    expect(await backend.readSecret(target('k.json', JSON_SHAPE))).toBeUndefined();
+  });
+
+  it('takes over a lock file it cannot parse, as one expired long ago', async () => {
+    await makeBaseDirectory(directory);
+    await writeFile(join(directory, 'base', 'k.keyroll.lock'), '');
+    const outcome = await backend.acquireLock(target('k'), { owner: 'a', rotationId: 'r', ttlMs: 1000 });
+    expect(outcome).toMatchObject({ acquired: true, lock: { tookOver: true } });
+  });
+
+  it('lets only one of many racers take over a stale lock', async () => {
+    const clock = createTestClock();
+    const clocked = new FileBackend('files', { kind: 'file', directory: join(directory, 'base') }, { now: clock.now });
+    await clocked.acquireLock(target('k'), { owner: 'old', rotationId: 'r0', ttlMs: 1000 });
+    clock.advance(5000);
+    const outcomes = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => clocked.acquireLock(target('k'), { owner: `racer-${String(i)}`, rotationId: `r${String(i)}`, ttlMs: 60_000 })),
+    );
+    expect(outcomes.filter((o) => o.acquired)).toHaveLength(1);
+    const files = await readdir(join(directory, 'base'));
+    expect(files.filter((f) => f.endsWith('.tmp') || f.endsWith('.takeover'))).toEqual([]);
+  });
+});
+
+async function makeBaseDirectory(directory: string): Promise<string> {
+  const base = join(directory, 'base');
+  await mkdir(base, { recursive: true });
+  return base;
+}
