@@ -1,0 +1,122 @@
+// The AWS Secrets Manager backend: the Backend interface over one SecretsManagerClient.
+// Each concern lives in its own file (preflight, lock, write, metadata); this class checks the
+// target path once per call and hands each method to its file.
+import type { BackendOperation } from '../errors.ts';
+import type {
+  Backend,
+  FailureRecord,
+  HeldLock,
+  Intent,
+  KeyState,
+  LockOutcome,
+  LockRequest,
+  PreflightResult,
+  SecretRecord,
+  StoreTarget,
+  StoredSecret,
+  WriteResult,
+} from '../types.ts';
+import type { AwsBackendConfig } from './config.ts';
+import type { AwsStaticCredentials } from './client.ts';
+import { SecretsManagerCalls } from './client.ts';
+import * as lock from './lock.ts';
+import type { LockContext } from './lock.ts';
+import * as metadata from './metadata.ts';
+import type { MetadataContext } from './metadata.ts';
+import * as checks from './preflight.ts';
+import type { PreflightContext } from './preflight.ts';
+import { checkTargetPath } from './target.ts';
+import * as values from './write.ts';
+import type { WriteContext } from './write.ts';
+
+export interface AwsBackendOptions {
+  now: () => Date;
+  /** Region when the config has none (else the SDK's chain: AWS_REGION, profile). */
+  region?: string | undefined;
+  /** Static keys when the caller's environment carries them (else the SDK's default chain). */
+  credentials?: AwsStaticCredentials | undefined;
+}
+
+export class AwsBackend implements Backend {
+  readonly kind = 'aws';
+  readonly name: string;
+  readonly #calls: SecretsManagerCalls;
+  readonly #preflight: PreflightContext;
+  readonly #lock: LockContext;
+  readonly #write: WriteContext;
+  readonly #metadata: MetadataContext;
+
+  constructor(name: string, config: AwsBackendConfig, options: AwsBackendOptions) {
+    this.name = name;
+    this.#calls = new SecretsManagerCalls({
+      backendName: name,
+      region: config.region ?? options.region,
+      endpoint: config.endpoint,
+      timeoutMs: config.timeoutMs,
+      credentials: options.credentials,
+    });
+    const shared = { calls: this.#calls, backendName: name, kmsKeyId: config.kmsKeyId, tags: config.tags };
+    this.#preflight = { ...shared, createIfMissing: config.createIfMissing, now: options.now };
+    this.#lock = { ...shared, now: options.now };
+    this.#write = { ...shared, createIfMissing: config.createIfMissing, attempts: new values.AttemptLog() };
+    this.#metadata = { ...shared, createIfMissing: config.createIfMissing };
+  }
+
+  #check(target: StoreTarget, operation: BackendOperation): void {
+    checkTargetPath(target.path, { backendName: this.name, operation });
+  }
+
+  async preflight(target: StoreTarget): Promise<PreflightResult> {
+    this.#check(target, 'preflight');
+    return checks.preflight(this.#preflight, target);
+  }
+
+  async acquireLock(target: StoreTarget, request: LockRequest): Promise<LockOutcome> {
+    this.#check(target, 'lock');
+    return lock.acquireLock(this.#lock, target.path, request);
+  }
+
+  async releaseLock(target: StoreTarget, held: HeldLock): Promise<void> {
+    this.#check(target, 'unlock');
+    await lock.releaseLock(this.#lock, target.path, held);
+  }
+
+  async setIntent(target: StoreTarget, intent: Intent): Promise<void> {
+    this.#check(target, 'intent');
+    await metadata.setIntent(this.#metadata, target, intent);
+  }
+
+  async clearIntent(target: StoreTarget, rotationId: string): Promise<void> {
+    this.#check(target, 'intent');
+    await metadata.clearIntent(this.#metadata, target, rotationId);
+  }
+
+  async writeSecret(target: StoreTarget, record: SecretRecord): Promise<WriteResult> {
+    this.#check(target, 'write');
+    return values.writeSecret(this.#write, target, record);
+  }
+
+  async readSecret(target: StoreTarget): Promise<StoredSecret | undefined> {
+    this.#check(target, 'read');
+    return values.readSecret(this.#write, target);
+  }
+
+  async readState(target: StoreTarget): Promise<KeyState> {
+    this.#check(target, 'state');
+    return metadata.readState(this.#metadata, this.#lock, target);
+  }
+
+  async recordRotation(target: StoreTarget, rotation: { rotationId: string; rotatedAt: string; version: string }): Promise<void> {
+    this.#check(target, 'record');
+    await metadata.recordRotation(this.#metadata, target, rotation);
+  }
+
+  async recordFailure(target: StoreTarget, failure: FailureRecord): Promise<void> {
+    this.#check(target, 'record');
+    await metadata.recordFailure(this.#metadata, target, failure);
+  }
+
+  async close(): Promise<void> {
+    await this.#calls.close();
+  }
+}

@@ -1,0 +1,142 @@
+// One SecretsManagerClient per backend instance, behind a few typed calls that map every SDK
+// error to a BackendError. The SDK is imported on first use, not at module load: `keyroll run`
+// with only Vault or file destinations never pays for it, and a benchmark of process start to
+// first roll loads it only when an AWS destination is preflighted.
+import type {
+  CreateSecretCommandInput,
+  CreateSecretCommandOutput,
+  DescribeSecretCommandOutput,
+  GetSecretValueCommandInput,
+  GetSecretValueCommandOutput,
+  PutSecretValueCommandInput,
+  PutSecretValueCommandOutput,
+  SecretsManagerClient,
+} from '@aws-sdk/client-secrets-manager';
+import type { BackendOperation } from '../errors.ts';
+import { awsErrorName, toBackendError } from './errors.ts';
+import type { AwsAction } from './errors.ts';
+
+type Sdk = typeof import('@aws-sdk/client-secrets-manager');
+
+/** Static credentials, for tests only: production uses the SDK's default chain (env, IRSA, profile, instance role). */
+export interface AwsStaticCredentials {
+  accessKeyId: string;
+  secretAccessKey: string;
+  sessionToken?: string;
+}
+
+export interface AwsClientOptions {
+  /** The policy's name for the backend instance (for errors). */
+  backendName: string;
+  region?: string | undefined;
+  endpoint?: string | undefined;
+  timeoutMs: number;
+  credentials?: AwsStaticCredentials | undefined;
+}
+
+/**
+ * The SDK's own retries, per call. Two attempts absorb one throttle or dropped connection on
+ * reads, tags and lock calls; the rotation engine retries failed writes itself with backoff and
+ * fallbacks, so more SDK attempts would only stretch the exposure window (invariant 4). A retried
+ * PutSecretValue resends the same ClientRequestToken, so an SDK retry can never add a version.
+ */
+export const SDK_MAX_ATTEMPTS = 2;
+
+export class SecretsManagerCalls {
+  readonly #options: AwsClientOptions;
+  #loaded: Promise<{ sdk: Sdk; client: SecretsManagerClient }> | undefined;
+
+  constructor(options: AwsClientOptions) {
+    this.#options = options;
+  }
+
+  describeSecret(operation: BackendOperation, secretId: string): Promise<DescribeSecretCommandOutput> {
+    return this.#call(operation, 'DescribeSecret', secretId, (client, sdk) => client.send(new sdk.DescribeSecretCommand({ SecretId: secretId })));
+  }
+
+  getSecretValue(operation: BackendOperation, input: GetSecretValueCommandInput & { SecretId: string }): Promise<GetSecretValueCommandOutput> {
+    return this.#call(operation, 'GetSecretValue', input.SecretId, (client, sdk) => client.send(new sdk.GetSecretValueCommand(input)));
+  }
+
+  putSecretValue(operation: BackendOperation, input: PutSecretValueCommandInput & { SecretId: string }): Promise<PutSecretValueCommandOutput> {
+    return this.#call(operation, 'PutSecretValue', input.SecretId, (client, sdk) => client.send(new sdk.PutSecretValueCommand(input)));
+  }
+
+  createSecret(operation: BackendOperation, input: CreateSecretCommandInput & { Name: string }): Promise<CreateSecretCommandOutput> {
+    return this.#call(operation, 'CreateSecret', input.Name, (client, sdk) => client.send(new sdk.CreateSecretCommand(input)));
+  }
+
+  /**
+   * Moves AWSCURRENT from `fromVersionId` to `toVersionId`: a compare-and-swap, because AWS
+   * refuses the move when AWSCURRENT is no longer on `fromVersionId`. Returns 'stale' then.
+   */
+  async moveCurrentStage(operation: BackendOperation, secretId: string, fromVersionId: string, toVersionId: string): Promise<'moved' | 'stale'> {
+    try {
+      await this.#load().then(({ client, sdk }) =>
+        client.send(
+          new sdk.UpdateSecretVersionStageCommand({
+            SecretId: secretId,
+            VersionStage: 'AWSCURRENT',
+            RemoveFromVersionId: fromVersionId,
+            MoveToVersionId: toVersionId,
+          }),
+        ),
+      );
+      return 'moved';
+    } catch (error) {
+      const name = awsErrorName(error);
+      if (name === 'InvalidParameterException' || name === 'InvalidRequestException') return 'stale';
+      throw toBackendError(error, { backend: this.#options.backendName, operation, action: 'UpdateSecretVersionStage', path: secretId });
+    }
+  }
+
+  async tagResource(operation: BackendOperation, secretId: string, tags: { Key: string; Value: string }[]): Promise<void> {
+    await this.#call(operation, 'TagResource', secretId, (client, sdk) => client.send(new sdk.TagResourceCommand({ SecretId: secretId, Tags: tags })));
+  }
+
+  async untagResource(operation: BackendOperation, secretId: string, tagKeys: string[]): Promise<void> {
+    await this.#call(operation, 'UntagResource', secretId, (client, sdk) => client.send(new sdk.UntagResourceCommand({ SecretId: secretId, TagKeys: tagKeys })));
+  }
+
+  /** Closes the client's sockets; a later call opens a new client. */
+  async close(): Promise<void> {
+    const loaded = this.#loaded;
+    this.#loaded = undefined;
+    if (loaded === undefined) return;
+    try {
+      (await loaded).client.destroy();
+    } catch {
+      // The SDK failed to load: nothing to close.
+    }
+  }
+
+  async #call<T>(
+    operation: BackendOperation,
+    action: AwsAction,
+    path: string,
+    run: (client: SecretsManagerClient, sdk: Sdk) => Promise<T>,
+  ): Promise<T> {
+    try {
+      const { client, sdk } = await this.#load();
+      return await run(client, sdk);
+    } catch (error) {
+      throw toBackendError(error, { backend: this.#options.backendName, operation, action, path });
+    }
+  }
+
+  #load(): Promise<{ sdk: Sdk; client: SecretsManagerClient }> {
+    this.#loaded ??= import('@aws-sdk/client-secrets-manager').then((sdk) => {
+      const { region, endpoint, timeoutMs, credentials } = this.#options;
+      const client = new sdk.SecretsManagerClient({
+        ...(region === undefined ? {} : { region }),
+        ...(endpoint === undefined ? {} : { endpoint }),
+        ...(credentials === undefined ? {} : { credentials }),
+        maxAttempts: SDK_MAX_ATTEMPTS,
+        // Without throwOnRequestTimeout the SDK only logs a slow request and waits for ever.
+        requestHandler: { connectionTimeout: timeoutMs, requestTimeout: timeoutMs, throwOnRequestTimeout: true },
+      });
+      return { sdk, client };
+    });
+    return this.#loaded;
+  }
+}

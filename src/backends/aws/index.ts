@@ -1,0 +1,35 @@
+// The AWS Secrets Manager backend's factory, as the registry loads it. Importing this module
+// does not load the AWS SDK; the first call that needs AWS does (see client.ts).
+import type { BackendDeps } from '../registry.ts';
+import type { Backend } from '../types.ts';
+import { AwsBackend } from './backend.ts';
+import type { AwsStaticCredentials } from './client.ts';
+import type { AwsBackendConfig } from './config.ts';
+
+/**
+ * Static keys and region from `deps.env` when the caller passed an environment that carries
+ * them (tests, a process that scopes its environment); otherwise undefined, and the SDK's
+ * default chain finds credentials itself: env, web identity (IRSA in Kubernetes), profile,
+ * container or instance role. The policy never holds AWS credentials.
+ */
+function fromEnv(env: NodeJS.ProcessEnv | undefined): { credentials?: AwsStaticCredentials; region?: string } {
+  if (env === undefined || env === process.env) return {};
+  const accessKeyId = env.AWS_ACCESS_KEY_ID;
+  const secretAccessKey = env.AWS_SECRET_ACCESS_KEY;
+  const sessionToken = env.AWS_SESSION_TOKEN;
+  const region = env.AWS_REGION ?? env.AWS_DEFAULT_REGION;
+  return {
+    ...(accessKeyId && secretAccessKey
+      ? { credentials: { accessKeyId, secretAccessKey, ...(sessionToken ? { sessionToken } : {}) } }
+      : {}),
+    ...(region ? { region } : {}),
+  };
+}
+
+export function createAwsBackend(name: string, config: AwsBackendConfig, deps: BackendDeps): Backend {
+  const { credentials, region } = fromEnv(deps.env);
+  return new AwsBackend(name, config, { now: deps.now ?? (() => new Date()), credentials, region });
+}
+
+export { AwsBackend } from './backend.ts';
+export type { AwsBackendOptions } from './backend.ts';

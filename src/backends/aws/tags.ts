@@ -1,0 +1,115 @@
+// keyroll's bookkeeping on an AWS secret lives in its tags, which carry no secret and do not
+// create secret versions: the intent marker (invariant 6), the last completed rotation (for
+// due-ness and `status`) and the last failure. Tag values are capped at 256 characters, and
+// while Secrets Manager itself checks only the length, tag policies and other AWS services
+// accept only letters, digits, spaces and `+ - = . _ : / @`. So each record is one tag whose
+// value is its fields joined by spaces, each field escaped to that alphabet (`@XX` per byte).
+import type { FailureRecord, Intent } from '../types.ts';
+
+export const TAG_MANAGED_BY = 'managed-by';
+export const MANAGED_BY_VALUE = 'keyroll';
+export const TAG_INTENT = 'keyroll:intent';
+export const TAG_LAST_ROTATED_AT = 'keyroll:last-rotated-at';
+export const TAG_LAST_ROTATION_ID = 'keyroll:last-rotation-id';
+export const TAG_LAST_VERSION = 'keyroll:last-version';
+export const TAG_LAST_FAILURE = 'keyroll:last-failure';
+/** Written by preflight to prove TagResource works; its value is the time of the check. */
+export const TAG_PREFLIGHT = 'keyroll:preflight';
+/** Removed (never present) by preflight to prove UntagResource works without changing anything. */
+export const TAG_PREFLIGHT_PROBE = 'keyroll:preflight-probe';
+
+export const MAX_TAG_VALUE_LENGTH = 256;
+
+export interface Tag {
+  Key?: string | undefined;
+  Value?: string | undefined;
+}
+
+const PLAIN = /^[A-Za-z0-9_.:/=+-]$/;
+
+/** Escapes one field to the portable tag alphabet; spaces are kept free as the separator. */
+export function escapeTagField(field: string): string {
+  let out = '';
+  for (const char of field) {
+    if (PLAIN.test(char)) {
+      out += char;
+      continue;
+    }
+    for (const byte of Buffer.from(char, 'utf8')) out += `@${byte.toString(16).toUpperCase().padStart(2, '0')}`;
+  }
+  return out;
+}
+
+export function unescapeTagField(field: string): string {
+  const bytes: number[] = [];
+  for (let i = 0; i < field.length; ) {
+    const escape = /^@([0-9A-F]{2})/.exec(field.slice(i, i + 3));
+    if (escape?.[1] !== undefined) {
+      bytes.push(Number.parseInt(escape[1], 16));
+      i += 3;
+    } else {
+      bytes.push(...Buffer.from(field.charAt(i), 'utf8'));
+      i += 1;
+    }
+  }
+  return Buffer.from(bytes).toString('utf8');
+}
+
+/**
+ * Joins fields into one tag value within 256 characters. Fields come most important first:
+ * when too long, the last ones are cut (at an escape boundary), never the first.
+ */
+export function joinTagFields(fields: readonly string[]): string {
+  const escaped = fields.map(escapeTagField);
+  let total = escaped.reduce((sum, field) => sum + field.length, 0) + escaped.length - 1;
+  for (let i = escaped.length - 1; i > 0 && total > MAX_TAG_VALUE_LENGTH; i--) {
+    const field = escaped[i] ?? '';
+    const keep = Math.max(0, field.length - (total - MAX_TAG_VALUE_LENGTH));
+    const cut = field.slice(0, keep).replace(/@[0-9A-F]?$/, '');
+    total -= field.length - cut.length;
+    escaped[i] = cut;
+  }
+  return escaped.join(' ');
+}
+
+export function splitTagFields(value: string): string[] {
+  return value.split(' ').map(unescapeTagField);
+}
+
+export function intentTagValue(intent: Intent): string {
+  return joinTagFields([intent.rotationId, intent.startedAt, intent.keyId, intent.owner]);
+}
+
+export function parseIntentTag(value: string): Intent | undefined {
+  const [rotationId, startedAt, keyId, owner] = splitTagFields(value);
+  if (!rotationId || startedAt === undefined || keyId === undefined || owner === undefined) return undefined;
+  return { rotationId, startedAt, keyId, owner };
+}
+
+export function failureTagValue(failure: FailureRecord): string {
+  return joinTagFields([failure.rotationId, failure.at, failure.errorCode, failure.step]);
+}
+
+export function parseFailureTag(value: string): FailureRecord | undefined {
+  const [rotationId, at, errorCode, step] = splitTagFields(value);
+  if (!rotationId || at === undefined || errorCode === undefined || step === undefined) return undefined;
+  return { rotationId, at, errorCode, step };
+}
+
+/** The tags as a map; later duplicates win (AWS never returns duplicates). */
+export function tagMap(tags: readonly Tag[] | undefined): Map<string, string> {
+  const map = new Map<string, string>();
+  for (const tag of tags ?? []) {
+    if (tag.Key !== undefined) map.set(tag.Key, tag.Value ?? '');
+  }
+  return map;
+}
+
+/** Tags for a secret keyroll creates: the configured ones plus `managed-by=keyroll`, which always wins. */
+export function creationTags(configured: Readonly<Record<string, string>>): { Key: string; Value: string }[] {
+  const tags = Object.entries(configured)
+    .filter(([key]) => key !== TAG_MANAGED_BY)
+    .map(([Key, Value]) => ({ Key, Value }));
+  tags.push({ Key: TAG_MANAGED_BY, Value: MANAGED_BY_VALUE });
+  return tags;
+}

@@ -1,0 +1,150 @@
+// The write of a new secret (invariants 2 and 8) and its read-back.
+// The first attempt of a rotation is exactly one PutSecretValue (plus CreateSecret when the
+// secret is missing and the policy allows creating it): no read, no tag, nothing before it.
+// Its ClientRequestToken is derived from the rotation id, so AWS itself makes a retried put
+// idempotent: same token and value, no second version. AWS does not say whether a put was new
+// or ignored, so `alreadyApplied` comes from a read that only a retry pays for: when this
+// process already attempted (rotation, path), it first looks for the version named by the token.
+import { createHash } from 'node:crypto';
+import { BackendError } from '../errors.ts';
+import { parseStoredValue, renderText } from '../render.ts';
+import type { SecretRecord, StoreTarget, StoredSecret, WriteResult } from '../types.ts';
+import type { SecretsManagerCalls } from './client.ts';
+import { isSecretArn } from './target.ts';
+import { creationTags } from './tags.ts';
+
+export interface WriteContext {
+  calls: SecretsManagerCalls;
+  backendName: string;
+  createIfMissing: boolean;
+  kmsKeyId?: string | undefined;
+  tags: Readonly<Record<string, string>>;
+  attempts: AttemptLog;
+}
+
+/**
+ * The ClientRequestToken (and so the VersionId) for a rotation: the rotation id itself when it
+ * fits AWS's 32–64 characters (keyroll's rotation ids are UUIDs), else derived from it
+ * deterministically, so every retry of the same rotation sends the same token.
+ */
+export function clientRequestToken(rotationId: string): string {
+  if (rotationId.length >= 32 && rotationId.length <= 64) return rotationId;
+  const digest = createHash('sha256').update(rotationId, 'utf8').digest('hex');
+  if (rotationId.length > 64) return digest;
+  return `${rotationId}-${digest}`.slice(0, 64);
+}
+
+/** The (path, token) pairs this process has attempted to write; bounded, oldest forgotten first. */
+export class AttemptLog {
+  readonly #seen = new Set<string>();
+  readonly #limit: number;
+
+  constructor(limit = 4096) {
+    this.#limit = limit;
+  }
+
+  /** Records an attempt; true when the same pair was attempted before. */
+  record(path: string, token: string): boolean {
+    const key = `${path}\n${token}`;
+    if (this.#seen.has(key)) return true;
+    this.#seen.add(key);
+    if (this.#seen.size > this.#limit) {
+      const oldest = this.#seen.values().next().value;
+      if (oldest !== undefined) this.#seen.delete(oldest);
+    }
+    return false;
+  }
+}
+
+export async function writeSecret(context: WriteContext, target: StoreTarget, record: SecretRecord): Promise<WriteResult> {
+  const value = renderText(target.shape, record);
+  const token = clientRequestToken(record.rotationId);
+  if (context.attempts.record(target.path, token)) {
+    const earlier = await readVersionValue(context, target.path, token);
+    if (earlier !== undefined) {
+      if (earlier === value) return { version: token, alreadyApplied: true };
+      throw tokenInUse(context, target.path, token);
+    }
+  }
+  try {
+    return await putValue(context, target.path, value, token);
+  } catch (error) {
+    if (!(error instanceof BackendError) || error.code !== 'KR_BACKEND_NOT_FOUND') throw error;
+    return await createWithValue(context, target.path, value, token);
+  }
+}
+
+async function putValue(context: WriteContext, path: string, value: string, token: string): Promise<WriteResult> {
+  try {
+    const answer = await context.calls.putSecretValue('write', { SecretId: path, SecretString: value, ClientRequestToken: token });
+    return { version: answer.VersionId ?? token, alreadyApplied: false };
+  } catch (error) {
+    // PutSecretValue answers ResourceExistsException only for a token already used with another value.
+    if (error instanceof BackendError && error.code === 'KR_BACKEND_CONFLICT') throw tokenInUse(context, path, token);
+    throw error;
+  }
+}
+
+async function createWithValue(context: WriteContext, path: string, value: string, token: string): Promise<WriteResult> {
+  if (!context.createIfMissing || isSecretArn(path)) {
+    const why = isSecretArn(path) ? 'a secret cannot be created from an ARN' : 'createIfMissing is off for this backend';
+    throw new BackendError('KR_BACKEND_NOT_FOUND', `aws secret ${path} does not exist and ${why}`, {
+      backend: context.backendName,
+      kind: 'aws',
+      operation: 'write',
+      path,
+    });
+  }
+  try {
+    const answer = await context.calls.createSecret('write', {
+      Name: path,
+      SecretString: value,
+      ClientRequestToken: token,
+      ...(context.kmsKeyId === undefined ? {} : { KmsKeyId: context.kmsKeyId }),
+      Tags: creationTags(context.tags),
+    });
+    return { version: answer.VersionId ?? token, alreadyApplied: false };
+  } catch (error) {
+    // Created meanwhile (another writer, or an intent marker on the empty secret): put into it.
+    if (error instanceof BackendError && error.code === 'KR_BACKEND_CONFLICT') return putValue(context, path, value, token);
+    throw error;
+  }
+}
+
+/** The value of version `versionId`, or undefined when there is no such version (or secret). */
+async function readVersionValue(context: WriteContext, path: string, versionId: string): Promise<string | undefined> {
+  try {
+    const answer = await context.calls.getSecretValue('write', { SecretId: path, VersionId: versionId });
+    return answer.SecretString;
+  } catch (error) {
+    if (error instanceof BackendError && error.code === 'KR_BACKEND_NOT_FOUND') return undefined;
+    throw error;
+  }
+}
+
+function tokenInUse(context: WriteContext, path: string, token: string): BackendError {
+  return new BackendError(
+    'KR_BACKEND_CONFLICT',
+    `aws secret ${path} already has version ${token} with a different value (the same rotation wrote twice with different secrets)`,
+    { backend: context.backendName, kind: 'aws', operation: 'write', path },
+  );
+}
+
+/** The AWSCURRENT value, or undefined when the secret, its current version or the secret field is missing. */
+export async function readSecret(context: Pick<WriteContext, 'calls'>, target: StoreTarget): Promise<StoredSecret | undefined> {
+  let answer;
+  try {
+    answer = await context.calls.getSecretValue('read', { SecretId: target.path, VersionStage: 'AWSCURRENT' });
+  } catch (error) {
+    if (error instanceof BackendError && error.code === 'KR_BACKEND_NOT_FOUND') return undefined;
+    throw error;
+  }
+  if (answer.SecretString === undefined) return undefined;
+  const parsed = parseStoredValue(target.shape, answer.SecretString);
+  if (parsed === undefined) return undefined;
+  return {
+    secret: parsed.secret,
+    ...(answer.VersionId === undefined ? {} : { version: answer.VersionId }),
+    ...(parsed.rotationId === undefined ? {} : { rotationId: parsed.rotationId }),
+  };
+}

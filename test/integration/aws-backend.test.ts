@@ -1,0 +1,276 @@
+// The AWS Secrets Manager backend against a real moto server: the shared backend contract,
+// then what only AWS has (staging labels, ClientRequestToken idempotency, creation options,
+// the lock secret's compare-and-swap, transport failures).
+import { randomUUID } from 'node:crypto';
+import { createServer, type Server, type Socket } from 'node:net';
+import { DescribeSecretCommand, ListSecretVersionIdsCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createAwsBackend } from '../../src/backends/aws/index.ts';
+import { AwsBackendConfig } from '../../src/backends/aws/config.ts';
+import { BackendError } from '../../src/backends/errors.ts';
+import type { Backend, StoreTarget, ValueShape } from '../../src/backends/types.ts';
+import { createTestClock, describeBackendContract, makeRecord, type TestClock } from '../backends/contract.ts';
+import { motoServer, type MotoServer } from './servers.ts';
+
+const moto = motoServer();
+const run = randomUUID().slice(0, 8);
+let counter = 0;
+
+function newTarget(shape: Partial<ValueShape> = {}): StoreTarget {
+  counter += 1;
+  return { path: `keyroll-test/${run}/secret-${String(counter)}`, shape: { format: 'raw', secretField: 'apiKey', fields: [], ...shape } };
+}
+
+function makeBackend(server: MotoServer, clock: TestClock, config: Partial<AwsBackendConfig> = {}): Backend {
+  const parsed = AwsBackendConfig.parse({ kind: 'aws', endpoint: server.endpoint, createIfMissing: true, ...config });
+  return createAwsBackend('aws-test', parsed, {
+    now: clock.now,
+    env: { AWS_ACCESS_KEY_ID: server.accessKeyId, AWS_SECRET_ACCESS_KEY: server.secretAccessKey, AWS_REGION: server.region },
+  });
+}
+
+function sdkClient(server: MotoServer): SecretsManagerClient {
+  return new SecretsManagerClient({
+    endpoint: server.endpoint,
+    region: server.region,
+    credentials: { accessKeyId: server.accessKeyId, secretAccessKey: server.secretAccessKey },
+  });
+}
+
+async function rejection(promise: Promise<unknown>): Promise<BackendError> {
+  const error: unknown = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  if (!(error instanceof BackendError)) throw new Error(`expected a BackendError, got ${String(error)}`);
+  return error;
+}
+
+describe.skipIf(moto === undefined)('aws backend (moto)', () => {
+  const server = moto!;
+
+  describeBackendContract('aws (moto)', () => {
+    const clock = createTestClock();
+    return Promise.resolve({
+      backend: makeBackend(server, clock),
+      newTarget,
+      clock,
+      // A well-formed ARN of a secret that does not exist: the write reaches AWS and fails there.
+      failingTarget: () => ({
+        path: `arn:aws:secretsmanager:${server.region}:123456789012:secret:keyroll-test/${run}/missing-AbCdEf`,
+        shape: { format: 'raw', secretField: 'apiKey', fields: [] },
+      }),
+      cleanup: () => Promise.resolve(),
+    });
+  });
+
+  describe('AWS specifics', () => {
+    const clock = createTestClock();
+    let backend: Backend;
+    let sdk: SecretsManagerClient;
+
+    beforeAll(() => {
+      backend = makeBackend(server, clock, { kmsKeyId: 'alias/keyroll-test', tags: { team: 'platform', 'managed-by': 'someone-else' } });
+      sdk = sdkClient(server);
+    });
+    afterAll(async () => {
+      await backend.close();
+      sdk.destroy();
+    });
+
+    it('makes each new rotation AWSCURRENT and the one before AWSPREVIOUS', async () => {
+      const t = newTarget();
+      const first = await backend.writeSecret(t, makeRecord({ rotationId: randomUUID() }));
+      const second = await backend.writeSecret(t, makeRecord({ rotationId: randomUUID() }));
+      const versions = await sdk.send(new ListSecretVersionIdsCommand({ SecretId: t.path }));
+      const stages: Record<string, string[] | undefined> = {};
+      for (const v of versions.Versions ?? []) stages[v.VersionId ?? ''] = v.VersionStages;
+      expect(stages).toEqual({ [first.version]: ['AWSPREVIOUS'], [second.version]: ['AWSCURRENT'] });
+    });
+
+    it('uses the rotation id as ClientRequestToken, so a retried write adds no version', async () => {
+      const t = newTarget();
+      const record = makeRecord({ rotationId: randomUUID() });
+      const first = await backend.writeSecret(t, record);
+      const retry = await backend.writeSecret(t, record);
+      expect(first).toEqual({ version: record.rotationId, alreadyApplied: false });
+      expect(retry).toEqual({ version: record.rotationId, alreadyApplied: true });
+      const versions = await sdk.send(new ListSecretVersionIdsCommand({ SecretId: t.path }));
+      expect(versions.Versions?.map((v) => v.VersionId)).toEqual([record.rotationId]);
+    });
+
+    it('refuses a second write of the same rotation with a different secret', async () => {
+      const t = newTarget();
+      const rotationId = randomUUID();
+      await backend.writeSecret(t, makeRecord({ rotationId }));
+      const error = await rejection(backend.writeSecret(t, makeRecord({ rotationId })));
+      expect(error.code).toBe('KR_BACKEND_CONFLICT');
+    });
+
+    it('creates a missing secret with the KMS key and the managed-by=keyroll tag', async () => {
+      const t = newTarget();
+      await backend.writeSecret(t, makeRecord({ rotationId: randomUUID() }));
+      const description = await sdk.send(new DescribeSecretCommand({ SecretId: t.path }));
+      expect(description.KmsKeyId).toBe('alias/keyroll-test');
+      expect(description.Tags).toEqual(
+        expect.arrayContaining([
+          { Key: 'managed-by', Value: 'keyroll' },
+          { Key: 'team', Value: 'platform' },
+        ]),
+      );
+    });
+
+    it('with createIfMissing off, fails preflight and write on a missing secret and creates nothing', async () => {
+      const strict = makeBackend(server, clock, { createIfMissing: false });
+      const t = newTarget();
+      try {
+        expect((await rejection(strict.preflight(t))).code).toBe('KR_BACKEND_NOT_FOUND');
+        expect((await rejection(strict.writeSecret(t, makeRecord()))).code).toBe('KR_BACKEND_NOT_FOUND');
+        expect((await rejection(strict.setIntent(t, { rotationId: 'r', keyId: 'k', owner: 'o', startedAt: clock.now().toISOString() }))).code).toBe(
+          'KR_BACKEND_NOT_FOUND',
+        );
+        expect(await strict.readState(t)).toEqual({ exists: false });
+      } finally {
+        await strict.close();
+      }
+    });
+
+    it('writes to and locks an existing secret addressed by its ARN', async () => {
+      const t = newTarget();
+      await backend.writeSecret(t, makeRecord());
+      const { ARN } = await sdk.send(new DescribeSecretCommand({ SecretId: t.path }));
+      const byArn = { ...t, path: ARN! };
+      const record = makeRecord({ rotationId: randomUUID() });
+      await backend.writeSecret(byArn, record);
+      expect((await backend.readSecret(t))?.secret.equals(record.secret)).toBe(true);
+      expect((await backend.acquireLock(byArn, { owner: 'arn-owner', rotationId: record.rotationId, ttlMs: 60_000 })).acquired).toBe(true);
+      expect((await backend.readState(t)).lock?.owner).toBe('arn-owner');
+    });
+
+    it('keeps the lock in a companion secret <name>.keyroll-lock tagged managed-by=keyroll', async () => {
+      const t = newTarget();
+      await backend.acquireLock(t, { owner: 'o', rotationId: 'r', ttlMs: 60_000 });
+      const description = await sdk.send(new DescribeSecretCommand({ SecretId: `${t.path}.keyroll-lock` }));
+      expect(description.Tags).toEqual(expect.arrayContaining([{ Key: 'managed-by', Value: 'keyroll' }]));
+    });
+
+    it('round-trips intent fields that tag values cannot hold as they are', async () => {
+      const t = newTarget();
+      const intent = { rotationId: randomUUID(), keyId: 'key with spaces|pipes {json} @at', owner: 'hôte/123/ünïcode', startedAt: clock.now().toISOString() };
+      await backend.setIntent(t, intent);
+      expect((await backend.readState(t)).intent).toEqual(intent);
+      const tags = (await sdk.send(new DescribeSecretCommand({ SecretId: t.path }))).Tags ?? [];
+      const value = tags.find((tag) => tag.Key === 'keyroll:intent')?.Value ?? '';
+      expect(value).toMatch(/^[A-Za-z0-9 _.:/=+@-]{1,256}$/);
+    });
+
+    it('preflight proves the write without adding a version and says what it proved', async () => {
+      const t = newTarget();
+      const written = await backend.writeSecret(t, makeRecord({ rotationId: randomUUID() }));
+      const result = await backend.preflight(t);
+      expect(result.checks.join('\n')).toMatch(/PutSecretValue allowed/);
+      const versions = await sdk.send(new ListSecretVersionIdsCommand({ SecretId: t.path }));
+      expect(versions.Versions?.map((v) => v.VersionId)).toEqual([written.version]);
+    });
+
+    it('preflight on a secret created empty by the intent marker reports exists: false', async () => {
+      const t = newTarget();
+      await backend.setIntent(t, { rotationId: randomUUID(), keyId: 'k', owner: 'o', startedAt: clock.now().toISOString() });
+      expect((await backend.preflight(t)).exists).toBe(false);
+      expect(await backend.readSecret(t)).toBeUndefined();
+    });
+
+    it('rejects a target that is not a secret name or ARN before calling AWS', async () => {
+      const error = await rejection(backend.preflight({ path: 'bad name!', shape: newTarget().shape }));
+      expect(error.code).toBe('KR_BACKEND_INVALID_TARGET');
+    });
+  });
+
+  describe('stale lock takeover', () => {
+    it('goes to exactly one of several runners racing for the same stale lock', async () => {
+      const clock = createTestClock();
+      const runners = [makeBackend(server, clock), makeBackend(server, clock), makeBackend(server, clock)];
+      try {
+        for (let round = 0; round < 5; round++) {
+          const t = newTarget();
+          const [first] = runners;
+          expect((await first!.acquireLock(t, { owner: 'old', rotationId: 'old', ttlMs: 1_000 })).acquired).toBe(true);
+          clock.advance(2_000);
+          const outcomes = await Promise.all(runners.map((r, i) => r.acquireLock(t, { owner: `taker-${String(i)}`, rotationId: `rot-${String(i)}`, ttlMs: 60_000 })));
+          const winners = outcomes.filter((o) => o.acquired);
+          expect(winners).toHaveLength(1);
+          const winner = winners[0]!.lock;
+          expect(winner.tookOver).toBe(true);
+          for (const loser of outcomes.filter((o) => !o.acquired)) expect(loser.holder.owner).toBe(winner.owner);
+          expect((await first!.readState(t)).lock?.owner).toBe(winner.owner);
+        }
+      } finally {
+        await Promise.all(runners.map((r) => r.close()));
+      }
+    });
+  });
+
+  describe('transport failures', () => {
+    const clock = createTestClock();
+
+    it('maps a closed port to a retryable KR_BACKEND_UNAVAILABLE', async () => {
+      const port = await closedPort();
+      const down = makeBackend({ ...server, endpoint: `http://127.0.0.1:${String(port)}` }, clock);
+      try {
+        const error = await rejection(down.preflight(newTarget()));
+        expect(error).toMatchObject({ code: 'KR_BACKEND_UNAVAILABLE', retryable: true, operation: 'preflight', kind: 'aws' });
+      } finally {
+        await down.close();
+      }
+    });
+
+    it('maps a server that never answers to a retryable KR_BACKEND_TIMEOUT after timeoutMs', async () => {
+      const silent = await silentServer();
+      const slow = makeBackend({ ...server, endpoint: silent.url }, clock, { timeoutMs: 200 });
+      try {
+        const error = await rejection(slow.readState(newTarget()));
+        expect(error).toMatchObject({ code: 'KR_BACKEND_TIMEOUT', retryable: true });
+      } finally {
+        await slow.close();
+        await silent.close();
+      }
+    });
+  });
+
+});
+
+async function closedPort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const address = probe.address();
+  const port = typeof address === 'object' && address !== null ? address.port : 0;
+  await new Promise<void>((resolve) => {
+    probe.close(() => {
+      resolve();
+    });
+  });
+  return port;
+}
+
+/** A loopback server that accepts connections and never answers. */
+async function silentServer(): Promise<{ url: string; close: () => Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const silent: Server = createServer((socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+  const address = silent.address();
+  const port = typeof address === 'object' && address !== null ? address.port : 0;
+  return {
+    url: `http://127.0.0.1:${String(port)}`,
+    close: async () => {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => {
+        silent.close(() => {
+          resolve();
+        });
+      });
+    },
+  };
+}
