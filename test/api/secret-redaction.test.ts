@@ -9,7 +9,7 @@ const SECRET = 'kmk_live_REDACTIONprobeREDACTIONprobe0042';
 const ROLL_PATH = '/v1/auth/keys/key_a/roll';
 
 function everyPrintableForm(value: unknown): string {
-  const forms = [String(value), String(JSON.stringify(value)), inspect(value, { depth: Infinity, showHidden: true }), inspect(value)];
+  const forms = [String(value), JSON.stringify({ value }), inspect(value, { depth: Infinity, showHidden: true }), inspect(value)];
   if (value instanceof ApiError) {
     forms.push(value.message, value.stack ?? '', JSON.stringify(value.toFields()));
     let cause: unknown = value.cause;
