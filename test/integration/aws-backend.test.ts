@@ -5,7 +5,9 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type Server, type Socket } from 'node:net';
 import { DescribeSecretCommand, ListSecretVersionIdsCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SecretsManagerCalls } from '../../src/backends/aws/client.ts';
 import { createAwsBackend } from '../../src/backends/aws/index.ts';
+import { acquireLock } from '../../src/backends/aws/lock.ts';
 import { AwsBackendConfig } from '../../src/backends/aws/config.ts';
 import { BackendError } from '../../src/backends/errors.ts';
 import type { Backend, StoreTarget, ValueShape } from '../../src/backends/types.ts';
@@ -206,6 +208,58 @@ describe.skipIf(moto === undefined)('aws backend (moto)', () => {
         }
       } finally {
         await Promise.all(runners.map((r) => r.close()));
+      }
+    });
+  });
+
+  describe('lock compare-and-swap', () => {
+    // Both takers read the same stale version and put their candidates before either moves
+    // AWSCURRENT: the interleaving a timing race only sometimes produces, forced by a gate.
+    class GatedCalls extends SecretsManagerCalls {
+      readonly arrived: Promise<void>;
+      readonly moves: ('moved' | 'stale')[] = [];
+      #arrive: () => void = () => undefined;
+      #open: () => void = () => undefined;
+      readonly #gate: Promise<void>;
+
+      constructor() {
+        super({ backendName: 'gated', endpoint: server.endpoint, region: server.region, timeoutMs: 10_000, credentials: { accessKeyId: server.accessKeyId, secretAccessKey: server.secretAccessKey } });
+        this.arrived = new Promise((resolve) => (this.#arrive = resolve));
+        this.#gate = new Promise((resolve) => (this.#open = resolve));
+      }
+
+      open(): void {
+        this.#open();
+      }
+
+      override async moveCurrentStage(...args: Parameters<SecretsManagerCalls['moveCurrentStage']>): Promise<'moved' | 'stale'> {
+        this.#arrive();
+        await this.#gate;
+        const outcome = await super.moveCurrentStage(...args);
+        this.moves.push(outcome);
+        return outcome;
+      }
+    }
+
+    it('refuses the second move of AWSCURRENT from the same stale version', async () => {
+      const clock = createTestClock();
+      const t = newTarget();
+      const first = makeBackend(server, clock);
+      const [a, b] = [new GatedCalls(), new GatedCalls()];
+      const context = (calls: SecretsManagerCalls) => ({ calls, backendName: 'gated', tags: {}, now: clock.now });
+      try {
+        expect((await first.acquireLock(t, { owner: 'old', rotationId: 'old', ttlMs: 1_000 })).acquired).toBe(true);
+        clock.advance(2_000);
+        const takeA = acquireLock(context(a), t.path, { owner: 'a', rotationId: 'rot-a', ttlMs: 60_000 });
+        const takeB = acquireLock(context(b), t.path, { owner: 'b', rotationId: 'rot-b', ttlMs: 60_000 });
+        await Promise.all([a.arrived, b.arrived]);
+        a.open();
+        expect(await takeA).toMatchObject({ acquired: true, lock: { owner: 'a', tookOver: true } });
+        b.open();
+        expect(await takeB).toEqual({ acquired: false, holder: expect.objectContaining({ owner: 'a' }) as unknown });
+        expect(b.moves).toEqual(['stale']);
+      } finally {
+        await Promise.all([first.close(), a.close(), b.close()]);
       }
     });
   });

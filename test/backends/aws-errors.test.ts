@@ -1,0 +1,129 @@
+// How AWS failures become BackendErrors. The mapping table is tested on SDK-shaped errors; the
+// few answers moto cannot give (throttling, a 500, an error message echoing the request, a
+// garbled success body) are served by nock, each marked as such. Everything moto can show
+// (not found, access denied, conflicts, closed port, timeout) is in test/integration.
+import { inspect } from 'node:util';
+import nock from 'nock';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { Secret } from '../../src/audit/secret.ts';
+import { AwsBackendConfig } from '../../src/backends/aws/config.ts';
+import { toBackendError } from '../../src/backends/aws/errors.ts';
+import { createAwsBackend } from '../../src/backends/aws/index.ts';
+import { BackendError } from '../../src/backends/errors.ts';
+import type { Backend, StoreTarget } from '../../src/backends/types.ts';
+
+function sdkError(name: string, status?: number, extra: Record<string, unknown> = {}): Error {
+  return Object.assign(new Error(`${name} happened`), { name, ...(status === undefined ? {} : { $metadata: { httpStatusCode: status } }), ...extra });
+}
+
+const context = { backend: 'aws-main', operation: 'write', action: 'DescribeSecret', path: 'app/key' } as const;
+
+describe('aws error mapping', () => {
+  it.each([
+    ['ResourceNotFoundException', 400, 'KR_BACKEND_NOT_FOUND', false],
+    ['AccessDeniedException', 400, 'KR_BACKEND_DENIED', false],
+    ['UnrecognizedClientException', 400, 'KR_BACKEND_DENIED', false],
+    ['ExpiredTokenException', 400, 'KR_BACKEND_DENIED', false],
+    ['DecryptionFailure', 400, 'KR_BACKEND_DENIED', false],
+    ['ResourceExistsException', 400, 'KR_BACKEND_CONFLICT', false],
+    ['ThrottlingException', 400, 'KR_BACKEND_UNAVAILABLE', true],
+    ['InternalServiceError', 500, 'KR_BACKEND_UNAVAILABLE', true],
+    ['TimeoutError', undefined, 'KR_BACKEND_TIMEOUT', true],
+    ['InvalidParameterException', 400, 'KR_BACKEND_FAILED', false],
+    ['LimitExceededException', 400, 'KR_BACKEND_FAILED', false],
+  ])('maps %s to its code', (name, status, code, retryable) => {
+    const error = toBackendError(sdkError(name, status), context);
+    expect(error).toMatchObject({ code, retryable, backend: 'aws-main', kind: 'aws', operation: 'write', path: 'app/key' });
+  });
+
+  it('maps an unparsable 403 (an XML AccessDenied, as moto sends) to KR_BACKEND_DENIED naming the action', () => {
+    const error = toBackendError(sdkError('SyntaxError', 403), context);
+    expect(error.code).toBe('KR_BACKEND_DENIED');
+    expect(error.message).toContain('secretsmanager:DescribeSecret');
+  });
+
+  it('maps a refused connection to a retryable KR_BACKEND_UNAVAILABLE', () => {
+    const error = toBackendError(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }), context);
+    expect(error).toMatchObject({ code: 'KR_BACKEND_UNAVAILABLE', retryable: true });
+  });
+
+  it('says so when no region is configured anywhere', () => {
+    const error = toBackendError(new Error('Region is missing'), context);
+    expect(error.message).toMatch(/no AWS region/);
+  });
+
+  it('keeps the cause of calls without a secret and drops it for calls that carry one', () => {
+    const original = sdkError('AccessDeniedException', 400);
+    expect(toBackendError(original, context).cause).toBe(original);
+    for (const action of ['PutSecretValue', 'CreateSecret', 'GetSecretValue'] as const) {
+      expect(toBackendError(original, { ...context, action }).cause).toBeUndefined();
+    }
+  });
+});
+
+describe('aws answers moto cannot give (nock)', () => {
+  const endpoint = 'http://secretsmanager.aws.test';
+  const target: StoreTarget = { path: 'app/key', shape: { format: 'raw', secretField: 'apiKey', fields: [] } };
+  let backend: Backend;
+
+  beforeAll(() => {
+    nock.disableNetConnect();
+    const config = AwsBackendConfig.parse({ kind: 'aws', endpoint, region: 'eu-west-1', timeoutMs: 2_000 });
+    backend = createAwsBackend('aws-main', config, { env: { AWS_ACCESS_KEY_ID: 'AKIDTEST', AWS_SECRET_ACCESS_KEY: 'test-secret-key' } });
+  });
+  afterEach(() => {
+    // Every mock must be used by its test.
+    expect(nock.pendingMocks()).toEqual([]);
+    nock.cleanAll();
+  });
+  afterAll(async () => {
+    await backend.close();
+    nock.enableNetConnect();
+  });
+
+  function answer(action: string, status: number, body: unknown, times = 1): void {
+    nock(endpoint)
+      .post('/')
+      .matchHeader('x-amz-target', `secretsmanager.${action}`)
+      .times(times)
+      .reply(status, typeof body === 'string' ? body : JSON.stringify(body), { 'content-type': 'application/x-amz-json-1.1' });
+  }
+
+  function secretTexts(error: unknown): string {
+    return `${String(error)}\n${inspect(error, { depth: 10 })}\n${JSON.stringify((error as BackendError).toFields())}`;
+  }
+
+  it('retries a throttled call once (SDK maxAttempts 2), then reports a retryable KR_BACKEND_UNAVAILABLE', async () => {
+    answer('DescribeSecret', 400, { __type: 'ThrottlingException', message: 'Rate exceeded' }, 2);
+    const error: unknown = await backend.preflight(target).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(BackendError);
+    expect(error).toMatchObject({ code: 'KR_BACKEND_UNAVAILABLE', retryable: true, operation: 'preflight', status: 400 });
+  });
+
+  it('reports a 500 on the write as retryable KR_BACKEND_UNAVAILABLE', async () => {
+    answer('PutSecretValue', 500, { __type: 'InternalServiceError', message: 'oops' }, 2);
+    const record = { secret: new Secret('sk_live_nock_500_value_abcdef'), keyId: 'k', organizationId: 'o', rotationId: 'rot-500', rotatedAt: '2030-01-01T00:00:00.000Z' };
+    const error: unknown = await backend.writeSecret(target, record).catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'KR_BACKEND_UNAVAILABLE', retryable: true, operation: 'write' });
+  });
+
+  it('keeps the secret out of a write error even when the AWS message echoes it', async () => {
+    const value = 'sk_live_echoed_by_aws_0123456789';
+    answer('PutSecretValue', 400, { __type: 'AccessDeniedException', message: `not authorized for SecretString=${value}` });
+    const record = { secret: new Secret(value), keyId: 'k', organizationId: 'o', rotationId: 'rot-echo', rotatedAt: '2030-01-01T00:00:00.000Z' };
+    const error: unknown = await backend.writeSecret(target, record).catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'KR_BACKEND_DENIED' });
+    expect((error as Error).cause).toBeUndefined();
+    expect((error as Error).message).toContain('secretsmanager:PutSecretValue');
+    expect(secretTexts(error)).not.toContain(value);
+  });
+
+  it('keeps the secret out of the error for a garbled read-back answer', async () => {
+    const value = 'sk_live_in_a_garbled_body_98765';
+    answer('GetSecretValue', 200, `{"SecretString":"${value}","VersionId":`);
+    const error: unknown = await backend.readSecret(target).catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'KR_BACKEND_INVALID_RESPONSE' });
+    expect((error as Error).cause).toBeUndefined();
+    expect(secretTexts(error)).not.toContain(value);
+  });
+});

@@ -1,0 +1,74 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import {
+  MAX_TAG_VALUE_LENGTH,
+  creationTags,
+  escapeTagField,
+  failureTagValue,
+  intentTagValue,
+  joinTagFields,
+  parseFailureTag,
+  parseIntentTag,
+  splitTagFields,
+  unescapeTagField,
+} from '../../src/backends/aws/tags.ts';
+
+// The alphabet tag policies and other AWS services accept in tag values.
+const PORTABLE = /^[A-Za-z0-9 _.:/=+@-]*$/;
+
+describe('aws tag encoding', () => {
+  it('round-trips any field through escape and unescape', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'grapheme' }), (field) => {
+        expect(unescapeTagField(escapeTagField(field))).toBe(field);
+      }),
+    );
+  });
+
+  it('escapes every field to the portable alphabet without spaces', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary' }), (field) => {
+        const escaped = escapeTagField(field);
+        expect(escaped).toMatch(PORTABLE);
+        expect(escaped).not.toContain(' ');
+      }),
+    );
+  });
+
+  it('keeps identifiers, times and error codes readable as they are', () => {
+    const value = joinTagFields(['3f2c8a4e-1b7d-4e0a-9c55-0a1b2c3d4e5f', '2030-01-01T00:00:00.000Z', 'KR_BACKEND_DENIED', 'host-1/42/ab']);
+    expect(value).toBe('3f2c8a4e-1b7d-4e0a-9c55-0a1b2c3d4e5f 2030-01-01T00:00:00.000Z KR_BACKEND_DENIED host-1/42/ab');
+  });
+
+  it('fits long fields in 256 characters by cutting the last ones, never the first', () => {
+    fc.assert(
+      fc.property(fc.uuid(), fc.string({ unit: 'grapheme', maxLength: 300 }), fc.string({ unit: 'grapheme', maxLength: 300 }), (id, a, b) => {
+        const value = joinTagFields([id, a, b]);
+        expect(value.length).toBeLessThanOrEqual(MAX_TAG_VALUE_LENGTH);
+        expect(splitTagFields(value)[0]).toBe(id);
+      }),
+    );
+  });
+
+  it('round-trips an intent marker, whatever the key id and owner hold', () => {
+    const intent = { rotationId: 'rot-1', startedAt: '2030-01-01T00:00:00.000Z', keyId: 'key id|{"x":1}', owner: 'hôte/1/@x' };
+    expect(parseIntentTag(intentTagValue(intent))).toEqual(intent);
+  });
+
+  it('round-trips a failure record', () => {
+    const failure = { rotationId: 'rot-2', step: 'store', errorCode: 'KR_BACKEND_UNAVAILABLE', at: '2030-01-02T00:00:00.000Z' };
+    expect(parseFailureTag(failureTagValue(failure))).toEqual(failure);
+  });
+
+  it('ignores a marker with missing fields instead of inventing them', () => {
+    expect(parseIntentTag('only-an-id')).toBeUndefined();
+    expect(parseFailureTag('')).toBeUndefined();
+  });
+
+  it('always tags created secrets managed-by=keyroll, even over a configured managed-by', () => {
+    expect(creationTags({ team: 'platform', 'managed-by': 'terraform' })).toEqual([
+      { Key: 'team', Value: 'platform' },
+      { Key: 'managed-by', Value: 'keyroll' },
+    ]);
+  });
+});
