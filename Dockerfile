@@ -1,0 +1,42 @@
+# syntax=docker/dockerfile:1
+# keyroll container image: `docker build -t keyroll:0.1.0 .` (docs/kubernetes.md).
+# Three stages so the runtime image holds only the compiled CLI, its production dependencies
+# and the example configs: no TypeScript, no dev tools, no npm.
+# test/packaging/dockerfile.test.ts checks this file statically (there is no Docker engine in CI).
+# Production pins the base image by digest (node:24-bookworm-slim@sha256:…), e.g. with Renovate.
+
+# ---- build: compile src/ to dist/ with the dev toolchain (TypeScript).
+FROM node:24-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund --loglevel=error
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+RUN npm run build
+
+# ---- runtime: production dependencies only, run as a numeric non-root user.
+FROM node:24-bookworm-slim AS runtime
+ENV NODE_ENV=production \
+    HOME=/tmp \
+    TMPDIR=/tmp
+WORKDIR /app
+COPY package.json package-lock.json ./
+# --ignore-scripts: no dependency needs an install script, and none gets to run one here.
+# npm, npx, corepack and yarn are removed afterwards: the runtime never calls them (node runs
+# the CLI directly, because npm does not forward SIGTERM), so they are only attack surface.
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund --loglevel=error \
+ && npm cache clean --force \
+ && rm -rf /usr/local/lib/node_modules/npm /usr/local/lib/node_modules/corepack \
+           /usr/local/bin/npm /usr/local/bin/npx /usr/local/bin/corepack \
+           /opt/yarn-* /usr/local/bin/yarn /usr/local/bin/yarnpkg /tmp/* /root/.npm
+COPY --from=build /app/dist ./dist
+COPY config ./config
+# Everything under /app stays owned by root and read-only to keyroll: the process cannot
+# change its own code. keyroll writes only to /tmp (an emptyDir in the chart) and to mounted
+# directories (file backend, escrow), so it runs with a read-only root filesystem.
+# 10001 is outside the range of the image's own users (node is 1000); the chart sets the same.
+USER 10001:10001
+# keyroll handles SIGTERM itself (finishes in-flight stores, starts no new rotation), also as PID 1.
+STOPSIGNAL SIGTERM
+ENTRYPOINT ["node", "--enable-source-maps", "/app/dist/cli/entry.js"]
+CMD ["run", "--policy", "/etc/keyroll/policy.yaml"]

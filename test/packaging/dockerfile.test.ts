@@ -1,0 +1,157 @@
+// Static checks of the container image recipe. CI has no Docker engine, so these read the
+// Dockerfile and .dockerignore and assert the properties the issue asks for: multi-stage, a
+// pinned Node 24 base, production dependencies only, a numeric non-root user, node (not npm)
+// as the entry point, a read-only-root-friendly environment, and a build context that keeps
+// tests, caches and secrets out.
+import { existsSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { copySources, envAssignments, execForm, parseDockerfile, type Instruction, type Stage } from './dockerfile-syntax.ts';
+import { isIgnored, parseDockerignore } from './dockerignore.ts';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const dockerfile = parseDockerfile(readFileSync(`${root}Dockerfile`, 'utf8'));
+const ignoreRules = parseDockerignore(readFileSync(`${root}.dockerignore`, 'utf8'));
+const runtime = dockerfile.stages.at(-1)!;
+
+const NODE_SLIM = /^node:24(?:\.\d+){0,2}-(?:bookworm|trixie)-slim(?:@sha256:[0-9a-f]{64})?$/;
+const DISTROLESS = /^gcr\.io\/distroless\/nodejs24-debian1[23]:nonroot(?:@sha256:[0-9a-f]{64})?$/;
+
+function only(stage: Stage, keyword: string): Instruction[] {
+  return stage.instructions.filter((instruction) => instruction.keyword === keyword);
+}
+
+function lastOf(stage: Stage, keyword: string): Instruction {
+  const found = only(stage, keyword).at(-1);
+  if (found === undefined) throw new Error(`the ${stage.name ?? 'final'} stage has no ${keyword}`);
+  return found;
+}
+
+/** The runtime stage and every stage it copies node_modules from: all the dependencies it ships. */
+function stagesShippingDependencies(): Stage[] {
+  const sources = only(runtime, 'COPY')
+    .filter((copy) => copy.flags.from !== undefined && copySources(copy).some((source) => source.includes('node_modules')))
+    .map((copy) => copy.flags.from);
+  return [runtime, ...dockerfile.stages.filter((stage) => stage.name !== undefined && sources.includes(stage.name))];
+}
+
+describe('Dockerfile parser', () => {
+  it('joins continued lines and drops comment lines inside them', () => {
+    const parsed = parseDockerfile('FROM a:1 AS one\nRUN echo 1 \\\n# inside\n  && echo 2\n');
+    expect(parsed.stages[0]!.instructions).toEqual([{ keyword: 'RUN', flags: {}, args: 'echo 1 && echo 2', line: 2 }]);
+  });
+
+  it('separates --flags from arguments and reads the exec form as JSON', () => {
+    const parsed = parseDockerfile('FROM a:1\nCOPY --from=build /app/dist ./dist\nENTRYPOINT ["node", "x.js"]\n');
+    const [copy, entry] = parsed.stages[0]!.instructions;
+    expect(copy!.flags).toEqual({ from: 'build' });
+    expect(copySources(copy!)).toEqual(['/app/dist']);
+    expect(execForm(entry!)).toEqual(['node', 'x.js']);
+  });
+});
+
+describe('.dockerignore reader', () => {
+  it('lets the last matching pattern win, negations included', () => {
+    const rules = parseDockerignore('*\n!src\n**/*.test.ts\n');
+    expect(isIgnored(rules, 'test/a.ts')).toBe(true);
+    expect(isIgnored(rules, 'src/a.ts')).toBe(false);
+    expect(isIgnored(rules, 'src/deep/a.test.ts')).toBe(true);
+  });
+});
+
+describe('Dockerfile', () => {
+  it('builds in several stages, so the compiler and dev dependencies never reach the runtime image', () => {
+    expect(dockerfile.stages.length).toBeGreaterThanOrEqual(2);
+    const build = dockerfile.stages.find((stage) => only(stage, 'RUN').some((run) => run.args.includes('npm run build')));
+    expect(build, 'a stage runs npm run build').toBeDefined();
+    expect(build).not.toBe(runtime);
+  });
+
+  it('runs on a pinned Node 24 slim image (or distroless nodejs24 nonroot)', () => {
+    expect(runtime.image).toSatisfy((image: string) => NODE_SLIM.test(image) || DISTROLESS.test(image));
+    for (const stage of dockerfile.stages) {
+      expect(stage.image, `stage ${stage.name ?? '?'} pins a Node 24 tag`).toMatch(/^(?:node:24[.-]|gcr\.io\/distroless\/nodejs24-)/);
+    }
+  });
+
+  it('installs production dependencies only in what the runtime image gets', () => {
+    const installs = stagesShippingDependencies()
+      .flatMap((stage) => only(stage, 'RUN'))
+      .filter((run) => /\bnpm (?:ci|install|i)\b/.test(run.args));
+    expect(installs.length, 'the runtime stage (or a stage it copies node_modules from) runs npm ci').toBeGreaterThan(0);
+    for (const install of installs) {
+      expect(install.args, `line ${install.line}`).toMatch(/\bnpm ci\b[^&;]*--omit=dev/);
+    }
+  });
+
+  it('runs as a numeric non-root user', () => {
+    const user = lastOf(runtime, 'USER').args;
+    expect(user).toMatch(/^\d+(?::\d+)?$/);
+    const [uid, gid] = user.split(':').map(Number);
+    expect(uid).not.toBe(0);
+    if (gid !== undefined) expect(gid).not.toBe(0);
+  });
+
+  it('starts the CLI with node directly (npm would swallow SIGTERM) and runs `run --policy` by default', () => {
+    const entrypoint = execForm(lastOf(runtime, 'ENTRYPOINT'));
+    expect(entrypoint, 'ENTRYPOINT uses the exec form').toBeDefined();
+    expect(['node', '/nodejs/bin/node', '/usr/local/bin/node']).toContain(entrypoint![0]);
+    expect(entrypoint).toContain('/app/dist/cli/entry.js');
+    const cmd = execForm(lastOf(runtime, 'CMD'));
+    expect(cmd).toEqual(['run', '--policy', '/etc/keyroll/policy.yaml']);
+    expect([...entrypoint!, ...cmd!].some((word) => /\bnpm\b|\bnpx\b/.test(word))).toBe(false);
+  });
+
+  it('points at the file tsc emits for src/cli/entry.ts, and copies that output from the build stage', () => {
+    const build = JSON.parse(readFileSync(`${root}tsconfig.build.json`, 'utf8')) as { compilerOptions: { outDir: string; rootDir: string } };
+    expect(existsSync(`${root}${build.compilerOptions.rootDir}/cli/entry.ts`)).toBe(true);
+    const emitted = `/app/${build.compilerOptions.outDir}/cli/entry.js`;
+    expect(execForm(lastOf(runtime, 'ENTRYPOINT'))).toContain(emitted);
+    const copiesDist = only(runtime, 'COPY').some((copy) => copy.flags.from !== undefined && copySources(copy).includes(`/app/${build.compilerOptions.outDir}`));
+    expect(copiesDist).toBe(true);
+  });
+
+  it('copies what the CLI reads at run time (package.json, config/) and no sources, tests or scripts', () => {
+    const sources = only(runtime, 'COPY').filter((copy) => copy.flags.from === undefined).flatMap(copySources);
+    expect(sources).toEqual(expect.arrayContaining(['package.json', 'config']));
+    for (const unwanted of ['src', 'test', 'bin', 'scripts', '.', './']) expect(sources).not.toContain(unwanted);
+  });
+
+  it('sends HOME and TMPDIR to /tmp, the only writable place under a read-only root filesystem', () => {
+    const env = Object.assign({}, ...only(runtime, 'ENV').map(envAssignments)) as Record<string, string>;
+    expect(env).toMatchObject({ HOME: '/tmp', TMPDIR: '/tmp', NODE_ENV: 'production' });
+  });
+
+  it('copies only files the build context holds, so .dockerignore and COPY agree', () => {
+    for (const stage of dockerfile.stages) {
+      for (const copy of only(stage, 'COPY').filter((instruction) => instruction.flags.from === undefined)) {
+        for (const source of copySources(copy)) {
+          expect(existsSync(`${root}${source}`), `${source} exists`).toBe(true);
+          expect(isIgnored(ignoreRules, source.replace(/^\.\//, '')), `${source} (line ${copy.line}) is in the build context`).toBe(false);
+        }
+      }
+    }
+  });
+
+  it('keeps tests, git metadata, dependencies, caches and secrets out of the build context', () => {
+    const kept = ['package.json', 'package-lock.json', 'src/cli/entry.ts', 'config/emulator-seed.yaml'];
+    const dropped = [
+      'test/packaging/dockerfile.test.ts',
+      '.git/config',
+      'node_modules/zod/package.json',
+      '.cache/vitest-report.json',
+      '.env',
+      'config/prod.env',
+      'src/.env',
+      'secrets/api-token',
+      'config/secrets/token',
+      'escrow/key_1.age',
+      'tls/server.key',
+      '.keyroll-demo/secrets/billing.json',
+      'dist/cli/entry.js',
+      'helm/keyroll/values.yaml',
+    ];
+    for (const path of kept) expect(isIgnored(ignoreRules, path), `${path} is kept`).toBe(false);
+    for (const path of dropped) expect(isIgnored(ignoreRules, path), `${path} is left out`).toBe(true);
+  });
+});
