@@ -55,8 +55,9 @@ export function sanitizeText(text: string): string {
 
 /** Sanitizes every string inside a JSON-like value (for alert bodies and log fields). */
 export function sanitizeValue<T>(value: T): T {
-  if (forms.size === 0) return value;
-  return JSON.parse(sanitizeText(JSON.stringify(value) ?? 'null')) as T;
+  // undefined has no JSON form (JSON.stringify returns undefined for it, whatever its type says).
+  if (forms.size === 0 || value === undefined) return value;
+  return JSON.parse(sanitizeText(JSON.stringify(value))) as T;
 }
 
 /** For tests: forget all registered secrets. */

@@ -1,0 +1,51 @@
+import type { AuditEventName } from './events.ts';
+
+export type AuditLevel = 'error' | 'warn' | 'info';
+
+/**
+ * The level of each catalogue event. Failures (and undeliverable alerts) are `error`, so a
+ * level filter in the log pipeline never drops them; retries and degradations that keyroll
+ * is handling itself are `warn`; the rest is `info`. A Record keyed by the catalogue makes a
+ * new event without a level fail the type check.
+ */
+export const AUDIT_EVENT_LEVELS: Record<AuditEventName, AuditLevel> = {
+  'run.started': 'info',
+  'run.finished': 'info',
+  'run.aborted': 'error',
+  'key.skipped': 'info',
+  'key.preflight.passed': 'info',
+  'key.preflight.failed': 'error',
+  'key.lock.acquired': 'info',
+  // Not a failure: another runner is rotating the key (invariant 5); worth seeing, not paging.
+  'key.lock.busy': 'warn',
+  'key.lock.released': 'info',
+  'key.intent.set': 'info',
+  'key.intent.cleared': 'info',
+  'key.roll.retry': 'warn',
+  'key.rolled': 'info',
+  'key.stored': 'info',
+  'key.store.retry': 'warn',
+  // The secret is safe in a fallback destination; the primary failure is the degradation.
+  'key.store.fallback': 'warn',
+  // The secret is safe only in the escrow file: consumers cannot read it, so this is a failure.
+  'key.escrowed': 'error',
+  'key.unusable': 'error',
+  'key.verified': 'info',
+  'key.verify.failed': 'error',
+  'key.succeeded': 'info',
+  'key.failed': 'error',
+  // A run died mid-rotation earlier; the repair itself is routine.
+  'key.recovery.started': 'warn',
+  'key.recovered': 'info',
+  'key.probe': 'info',
+  'alert.sent': 'info',
+  'alert.undeliverable': 'error',
+  'notify.sent': 'info',
+  // The rotation itself succeeded; only the courtesy notification was lost.
+  'notify.failed': 'warn',
+  'policy.reloaded': 'info',
+  'policy.reload_failed': 'error',
+  'trigger.accepted': 'info',
+  // The caller's failure (bad signature, replay), not keyroll's; security tooling keys on it.
+  'trigger.rejected': 'warn',
+};
