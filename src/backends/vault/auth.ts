@@ -1,0 +1,161 @@
+// The Vault token keyroll uses, kept valid for as long as the backend lives (a daemon runs for
+// months): a static token from a reference, or a login by Kubernetes service-account JWT or by
+// AppRole. A renewable token is renewed at 2/3 of its TTL; one that cannot be renewed (or
+// whose renewal fails) is replaced by a fresh login, or, for the token method, by re-reading
+// the reference (a mounted Kubernetes Secret may have been rotated). Renewal is checked before
+// each request against the injected clock, so no timer keeps a CronJob process alive.
+import { readFile } from 'node:fs/promises';
+import { Secret } from '../../audit/secret.ts';
+import { resolveRef } from '../../policy/refs.ts';
+import { BackendError, type BackendOperation } from '../errors.ts';
+import type { VaultClient, VaultCall } from './client.ts';
+import type { VaultAuth } from './config.ts';
+import { TokenLookupResponse, VaultAuthResponse } from './schema.ts';
+
+interface CurrentToken {
+  token: Secret;
+  renewable: boolean;
+  /** Seconds; 0 means the token does not expire. */
+  ttlSeconds: number;
+  /** Epoch ms (injected clock) after which the token is renewed or replaced. */
+  refreshAt: number;
+}
+
+export interface VaultTokenSourceOptions {
+  client: VaultClient;
+  auth: VaultAuth;
+  backend: string;
+  now: () => Date;
+  env: NodeJS.ProcessEnv;
+}
+
+export class VaultTokenSource {
+  readonly #options: VaultTokenSourceOptions;
+  #current: CurrentToken | undefined;
+  #pending: Promise<CurrentToken> | undefined;
+
+  constructor(options: VaultTokenSourceOptions) {
+    this.#options = options;
+  }
+
+  get method(): VaultAuth['method'] {
+    return this.#options.auth.method;
+  }
+
+  /** A valid token, logging in or renewing first when due. Concurrent callers share one refresh. */
+  async token(operation: BackendOperation, target: string): Promise<Secret> {
+    const current = this.#current;
+    if (current !== undefined && (current.ttlSeconds === 0 || this.#options.now().getTime() < current.refreshAt)) {
+      return current.token;
+    }
+    this.#pending ??= this.#refresh(current, operation, target).finally(() => {
+      this.#pending = undefined;
+    });
+    this.#current = await this.#pending;
+    return this.#current.token;
+  }
+
+  /** Forgets the token (after a 403 that a fresh login may cure). */
+  invalidate(): void {
+    this.#current = undefined;
+  }
+
+  async #refresh(current: CurrentToken | undefined, operation: BackendOperation, target: string): Promise<CurrentToken> {
+    if (current?.renewable === true) {
+      try {
+        return await this.#renew(current, operation, target);
+      } catch (error) {
+        // A token past its max TTL or revoked cannot be renewed; a fresh one is the cure.
+        if (!(error instanceof BackendError) || error.code === 'KR_BACKEND_UNAVAILABLE' || error.code === 'KR_BACKEND_TIMEOUT') throw error;
+      }
+    }
+    return this.#obtain(operation, target);
+  }
+
+  async #renew(current: CurrentToken, operation: BackendOperation, target: string): Promise<CurrentToken> {
+    const call: VaultCall = {
+      method: 'POST',
+      apiPath: 'auth/token/renew-self',
+      body: { increment: `${String(current.ttlSeconds)}s` },
+      token: current.token,
+      operation,
+      target,
+    };
+    const { auth } = await this.#options.client.json(call, VaultAuthResponse);
+    // A renewal capped by the max TTL gives less and less time; below a third of the original
+    // TTL a new login is cheaper than renewing again and again.
+    const capped = auth.lease_duration < current.ttlSeconds / 3 && this.method !== 'token';
+    if (capped) return this.#obtain(operation, target);
+    return this.#tokenState(current.token, auth.renewable, auth.lease_duration);
+  }
+
+  async #obtain(operation: BackendOperation, target: string): Promise<CurrentToken> {
+    const { auth, client, env } = this.#options;
+    if (auth.method === 'token') {
+      const token = await this.#resolve(auth.token, env, operation, target);
+      const call: VaultCall = { method: 'GET', apiPath: 'auth/token/lookup-self', token, operation, target };
+      const { data } = await client.json(call, TokenLookupResponse);
+      return this.#tokenState(token, data.renewable ?? false, data.ttl);
+    }
+    let body: Record<string, string>;
+    let mount: string;
+    if (auth.method === 'kubernetes') {
+      let jwt: string;
+      try {
+        jwt = (await readFile(auth.jwtFile, 'utf8')).trim();
+      } catch (error) {
+        throw this.#error('KR_BACKEND_DENIED', operation, target, `cannot read the service-account token ${auth.jwtFile}`, error);
+      }
+      body = { role: auth.role, jwt };
+      mount = auth.mount;
+    } else {
+      const roleId = /^(env|file):/.test(auth.roleId) ? (await this.#resolve(auth.roleId, env, operation, target)).reveal() : auth.roleId;
+      const secretId = await this.#resolve(auth.secretId, env, operation, target);
+      body = { role_id: roleId, secret_id: secretId.reveal() };
+      mount = auth.mount;
+    }
+    const call: VaultCall = { method: 'POST', apiPath: `auth/${encodeMount(mount)}/login`, body, operation, target };
+    const answer = await client.send(call);
+    if (answer.status < 200 || answer.status >= 300) {
+      // A refused login is a credential problem whatever the status (Vault answers 400 for a bad secret_id).
+      const error = client.httpError(call, answer);
+      if (answer.status >= 400 && answer.status < 500) {
+        throw this.#error('KR_BACKEND_DENIED', operation, target, `${auth.method} login refused (HTTP ${String(answer.status)})`, error);
+      }
+      throw error;
+    }
+    const parsed = client.parse(call, answer, VaultAuthResponse);
+    return this.#tokenState(new Secret(parsed.auth.client_token), parsed.auth.renewable, parsed.auth.lease_duration);
+  }
+
+  #tokenState(token: Secret, renewable: boolean, ttlSeconds: number): CurrentToken {
+    const refreshAt = this.#options.now().getTime() + Math.floor((ttlSeconds * 1000 * 2) / 3);
+    return { token, renewable, ttlSeconds, refreshAt };
+  }
+
+  async #resolve(ref: string, env: NodeJS.ProcessEnv, operation: BackendOperation, target: string): Promise<Secret> {
+    try {
+      return await resolveRef(ref, env);
+    } catch (error) {
+      throw this.#error('KR_BACKEND_DENIED', operation, target, `cannot resolve the credential reference ${ref}`, error);
+    }
+  }
+
+  #error(code: 'KR_BACKEND_DENIED', operation: BackendOperation, target: string, problem: string, cause: unknown): BackendError {
+    return new BackendError(code, `vault backend ${this.#options.backend}: ${operation} of ${target} failed, ${problem}`, {
+      backend: this.#options.backend,
+      kind: 'vault',
+      operation,
+      path: target,
+      cause,
+    });
+  }
+}
+
+export function encodeMount(mount: string): string {
+  return mount
+    .replace(/^\/+|\/+$/g, '')
+    .split('/')
+    .map(encodeURIComponent)
+    .join('/');
+}

@@ -1,0 +1,163 @@
+// A narrow, typed HTTP client for the Vault / OpenBao API over undici (the `@hashicorp/vault-client`
+// package is not published on npm). It sends the token and namespace headers, enforces the
+// configured timeout, trusts an extra CA file, validates answers with zod and turns every
+// failure into a BackendError. It never puts a request body, a response body or a token into
+// an error: Vault's own error strings are short fixed texts, and they are sanitized anyway.
+import { readFile } from 'node:fs/promises';
+import { Agent, request, type Dispatcher } from 'undici';
+import type { z } from 'zod';
+import type { Secret } from '../../audit/secret.ts';
+import { sanitizeText } from '../../audit/sanitize.ts';
+import { BackendError, codeForHttpStatus, codeForTransportError, describeCode, type BackendOperation } from '../errors.ts';
+import { VaultErrorBody } from './schema.ts';
+
+export interface VaultClientOptions {
+  /** The policy's name for the backend (for errors). */
+  backend: string;
+  address: string;
+  namespace?: string;
+  caFile?: string;
+  timeoutMs: number;
+  dispatcher?: Dispatcher;
+}
+
+export type VaultMethod = 'GET' | 'POST' | 'PUT' | 'DELETE';
+
+export interface VaultCall {
+  method: VaultMethod;
+  /** API path after `/v1/`, already encoded. */
+  apiPath: string;
+  body?: unknown;
+  /** Omitted for logins. */
+  token?: Secret;
+  /** For errors: what keyroll was doing and on which target. */
+  operation: BackendOperation;
+  target: string;
+}
+
+export interface VaultAnswer {
+  status: number;
+  /** Parsed JSON, or undefined for an empty body (204). */
+  body: unknown;
+}
+
+export class VaultClient {
+  readonly #options: VaultClientOptions;
+  readonly #baseUrl: string;
+  #dispatcher: Promise<Dispatcher | undefined> | undefined;
+  #ownAgent: Agent | undefined;
+
+  constructor(options: VaultClientOptions) {
+    this.#options = options;
+    this.#baseUrl = options.address.replace(/\/+$/, '');
+  }
+
+  /** Sends a call; any HTTP status comes back as is, transport failures throw a BackendError. */
+  async send(call: VaultCall): Promise<VaultAnswer> {
+    const headers: Record<string, string> = { 'x-vault-request': 'true' };
+    if (call.token !== undefined) headers['x-vault-token'] = call.token.reveal();
+    if (this.#options.namespace !== undefined) headers['x-vault-namespace'] = this.#options.namespace;
+    if (call.body !== undefined) headers['content-type'] = 'application/json';
+    const dispatcher = await this.#getDispatcher(call);
+    let text: string;
+    let status: number;
+    try {
+      const response = await request(`${this.#baseUrl}/v1/${call.apiPath}`, {
+        method: call.method,
+        headers,
+        ...(call.body === undefined ? {} : { body: JSON.stringify(call.body) }),
+        ...(dispatcher === undefined ? {} : { dispatcher }),
+        headersTimeout: this.#options.timeoutMs,
+        bodyTimeout: this.#options.timeoutMs,
+        signal: AbortSignal.timeout(this.#options.timeoutMs),
+      });
+      status = response.statusCode;
+      text = await response.body.text();
+    } catch (error) {
+      const code = codeForTransportError(error) ?? 'KR_BACKEND_UNAVAILABLE';
+      throw this.error(code, call, undefined, error);
+    }
+    if (text.trim() === '') return { status, body: undefined };
+    try {
+      return { status, body: JSON.parse(text) as unknown };
+    } catch {
+      // Not wrapped with cause on purpose: a JSON parse error quotes the text, which may hold a secret.
+      throw this.error('KR_BACKEND_INVALID_RESPONSE', call, status);
+    }
+  }
+
+  /** Sends a call that must answer 2xx and parses the body with `schema`. */
+  async json<T>(call: VaultCall, schema: z.ZodType<T>): Promise<T> {
+    const answer = await this.send(call);
+    if (answer.status < 200 || answer.status >= 300) throw this.httpError(call, answer);
+    return this.parse(call, answer, schema);
+  }
+
+  /** Sends a call that must answer 2xx and ignores the body. */
+  async ok(call: VaultCall): Promise<void> {
+    const answer = await this.send(call);
+    if (answer.status < 200 || answer.status >= 300) throw this.httpError(call, answer);
+  }
+
+  parse<T>(call: VaultCall, answer: VaultAnswer, schema: z.ZodType<T>): T {
+    const parsed = schema.safeParse(answer.body);
+    // The zod error is dropped on purpose: its issues can quote values from the body.
+    if (!parsed.success) throw this.error('KR_BACKEND_INVALID_RESPONSE', call, answer.status);
+    return parsed.data;
+  }
+
+  /** The BackendError for a non-2xx answer, naming Vault's (sanitized, shortened) error text. */
+  httpError(call: VaultCall, answer: VaultAnswer): BackendError {
+    return this.error(codeForHttpStatus(answer.status), call, answer.status, undefined, vaultErrorText(answer.body));
+  }
+
+  error(code: BackendError['code'], call: VaultCall, status?: number, cause?: unknown, detail?: string): BackendError {
+    const statusText = status === undefined ? '' : ` (HTTP ${String(status)})`;
+    const detailText = detail === undefined || detail === '' ? '' : `: ${detail}`;
+    return new BackendError(
+      code,
+      `vault backend ${this.#options.backend}: ${call.operation} of ${call.target} failed, ${describeCode(code)}${statusText}${detailText}`,
+      {
+        backend: this.#options.backend,
+        kind: 'vault',
+        operation: call.operation,
+        path: call.target,
+        ...(status === undefined ? {} : { status }),
+        ...(cause === undefined ? {} : { cause }),
+      },
+    );
+  }
+
+  async close(): Promise<void> {
+    await this.#ownAgent?.close();
+  }
+
+  async #getDispatcher(call: VaultCall): Promise<Dispatcher | undefined> {
+    this.#dispatcher ??= this.#makeDispatcher();
+    try {
+      return await this.#dispatcher;
+    } catch (error) {
+      this.#dispatcher = undefined;
+      throw this.error('KR_BACKEND_FAILED', call, undefined, error, `cannot read the CA file ${this.#options.caFile ?? ''}`);
+    }
+  }
+
+  async #makeDispatcher(): Promise<Dispatcher | undefined> {
+    if (this.#options.dispatcher !== undefined) return this.#options.dispatcher;
+    if (this.#options.caFile === undefined) return undefined;
+    const ca = await readFile(this.#options.caFile, 'utf8');
+    this.#ownAgent = new Agent({ connect: { ca, timeout: this.#options.timeoutMs } });
+    return this.#ownAgent;
+  }
+}
+
+/** Vault's error strings ("permission denied", "check-and-set parameter did not match ..."), cleaned up. */
+export function vaultErrorText(body: unknown): string {
+  const parsed = VaultErrorBody.safeParse(body);
+  if (!parsed.success || parsed.data.errors === undefined) return '';
+  const text = parsed.data.errors
+    .map((e) => e.replace(/\d+ errors? occurred:\s*/g, '').replace(/\s*\*\s*/g, ' ').trim())
+    .filter((e) => e !== '')
+    .join('; ');
+  return sanitizeText(text).slice(0, 200);
+}

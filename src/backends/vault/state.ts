@@ -1,0 +1,56 @@
+// keyroll's bookkeeping in a Vault secret's custom_metadata (string keys and string values of at
+// most 512 bytes): the intent marker, the last rotation, the last failure and which rotation
+// wrote which version. Keys are prefixed `keyroll_` so an operator's own keys sit beside them.
+import { z } from 'zod';
+import type { FailureRecord, Intent, KeyState } from '../types.ts';
+
+export const META = {
+  intent: 'keyroll_intent',
+  lastRotatedAt: 'keyroll_last_rotated_at',
+  lastRotationId: 'keyroll_last_rotation_id',
+  lastRotationVersion: 'keyroll_last_rotation_version',
+  lastFailure: 'keyroll_last_failure',
+  lastWriteRotationId: 'keyroll_last_write_rotation_id',
+  lastWriteVersion: 'keyroll_last_write_version',
+} as const;
+
+const StoredIntent = z.object({ rotationId: z.string(), keyId: z.string(), owner: z.string(), startedAt: z.string() });
+const StoredFailure = z.object({ rotationId: z.string(), step: z.string(), errorCode: z.string(), at: z.string() });
+
+function parseJson<T>(text: string | undefined, schema: z.ZodType<T>): T | undefined {
+  if (text === undefined) return undefined;
+  try {
+    const parsed = schema.safeParse(JSON.parse(text));
+    return parsed.success ? parsed.data : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export function encodeIntent(intent: Intent): string {
+  const { rotationId, keyId, owner, startedAt } = intent;
+  return JSON.stringify({ rotationId, keyId, owner, startedAt });
+}
+
+export function encodeFailure(failure: FailureRecord): string {
+  const { rotationId, step, errorCode, at } = failure;
+  return JSON.stringify({ rotationId, step, errorCode, at });
+}
+
+export function readIntent(meta: Record<string, string>): Intent | undefined {
+  return parseJson(meta[META.intent], StoredIntent);
+}
+
+/** The KeyState fields kept in custom_metadata (exists and lock come from elsewhere). */
+export function stateFromMetadata(meta: Record<string, string>): Omit<KeyState, 'exists' | 'lock'> {
+  const state: Omit<KeyState, 'exists' | 'lock'> = {};
+  const lastRotatedAt = meta[META.lastRotatedAt];
+  const lastRotationId = meta[META.lastRotationId];
+  const intent = readIntent(meta);
+  const lastFailure = parseJson(meta[META.lastFailure], StoredFailure);
+  if (lastRotatedAt !== undefined) state.lastRotatedAt = lastRotatedAt;
+  if (lastRotationId !== undefined) state.lastRotationId = lastRotationId;
+  if (intent !== undefined) state.intent = intent;
+  if (lastFailure !== undefined) state.lastFailure = lastFailure;
+  return state;
+}

@@ -1,0 +1,59 @@
+// Root-token operations the Vault/OpenBao integration tests use to prepare the server (policies,
+// tokens, auth mounts, namespaces) and to look behind the backend's back. Plain fetch on
+// purpose: the code under test must not be the tool that checks it.
+import { randomBytes } from 'node:crypto';
+import type { VaultServer } from './servers.ts';
+
+export interface VaultAdmin {
+  call(method: string, apiPath: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: unknown }>;
+  /** Like call, but throws unless 2xx; returns the JSON body. */
+  must(method: string, apiPath: string, body?: unknown, headers?: Record<string, string>): Promise<Record<string, unknown>>;
+  putPolicy(name: string, hcl: string): Promise<void>;
+  createToken(options: { policies: string[]; ttl?: string; renewable?: boolean; noDefaultPolicy?: boolean }): Promise<string>;
+  readData(path: string, headers?: Record<string, string>): Promise<{ status: number; data?: Record<string, unknown>; version?: number }>;
+}
+
+export function uniqueName(prefix: string): string {
+  return `${prefix}-${randomBytes(4).toString('hex')}`;
+}
+
+export function vaultAdmin(server: VaultServer): VaultAdmin {
+  const call: VaultAdmin['call'] = async (method, apiPath, body, headers = {}) => {
+    const response = await fetch(`${server.address}/v1/${apiPath}`, {
+      method,
+      headers: { 'x-vault-token': server.rootToken, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    const text = await response.text();
+    return { status: response.status, body: text === '' ? undefined : (JSON.parse(text) as unknown) };
+  };
+  const must: VaultAdmin['must'] = async (method, apiPath, body, headers) => {
+    const answer = await call(method, apiPath, body, headers);
+    if (answer.status < 200 || answer.status >= 300) {
+      throw new Error(`vault admin ${method} ${apiPath}: HTTP ${String(answer.status)} ${JSON.stringify(answer.body)}`);
+    }
+    return (answer.body ?? {}) as Record<string, unknown>;
+  };
+  return {
+    call,
+    must,
+    putPolicy: async (name, hcl) => {
+      await must('PUT', `sys/policies/acl/${name}`, { policy: hcl });
+    },
+    createToken: async ({ policies, ttl, renewable, noDefaultPolicy }) => {
+      const body = await must('POST', 'auth/token/create', {
+        policies,
+        ...(ttl === undefined ? {} : { ttl }),
+        ...(renewable === undefined ? {} : { renewable }),
+        ...(noDefaultPolicy === true ? { no_default_policy: true } : {}),
+      });
+      return (body.auth as { client_token: string }).client_token;
+    },
+    readData: async (path, headers) => {
+      const answer = await call('GET', `secret/data/${path}`, undefined, headers);
+      if (answer.status !== 200) return { status: answer.status };
+      const data = (answer.body as { data: { data: Record<string, unknown>; metadata: { version: number } } }).data;
+      return { status: 200, data: data.data, version: data.metadata.version };
+    },
+  };
+}

@@ -1,0 +1,69 @@
+// A second, short-lived OpenBao dev server with TLS (`-dev-tls` writes its own CA), for the test
+// that proves `caFile` is used. Started only by that test, stopped in its finally block.
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Agent, request } from 'undici';
+
+export interface TlsOpenBao {
+  address: string;
+  rootToken: string;
+  caFile: string;
+  stop(): Promise<void>;
+}
+
+async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const port = (probe.address() as { port: number }).port;
+  await new Promise((resolve) => probe.close(resolve));
+  return port;
+}
+
+export async function startTlsOpenBao(binDir: string): Promise<TlsOpenBao> {
+  const dir = await mkdtemp(join(tmpdir(), 'keyroll-bao-tls-'));
+  const port = await freePort();
+  const rootToken = `root-${randomBytes(8).toString('hex')}`;
+  const child = spawn(
+    join(binDir, 'bao'),
+    ['server', '-dev', '-dev-tls', `-dev-tls-cert-dir=${dir}`, `-dev-root-token-id=${rootToken}`, `-dev-listen-address=127.0.0.1:${String(port)}`, '-dev-no-store-token'],
+    { detached: true, stdio: 'ignore' },
+  );
+  const exited = new Promise<void>((resolve) => {
+    child.once('exit', () => {
+      resolve();
+    });
+  });
+  const stop = async (): Promise<void> => {
+    if (child.exitCode === null && child.signalCode === null && child.pid !== undefined) {
+      process.kill(-child.pid, 'SIGTERM');
+      await exited;
+    }
+    await rm(dir, { recursive: true, force: true });
+  };
+  const address = `https://127.0.0.1:${String(port)}`;
+  const caFile = join(dir, 'vault-ca.pem');
+  try {
+    for (let attempt = 0; ; attempt++) {
+      if (attempt > 150) throw new Error('the TLS OpenBao did not become healthy');
+      if (child.exitCode !== null) throw new Error('the TLS OpenBao exited');
+      try {
+        const agent = new Agent({ connect: { ca: await readFile(caFile, 'utf8') } });
+        const response = await request(`${address}/v1/sys/health`, { dispatcher: agent });
+        await response.body.dump();
+        await agent.close();
+        if (response.statusCode === 200) break;
+      } catch {
+        // not up yet (CA file not written or not listening)
+      }
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return { address, rootToken, caFile, stop };
+}
