@@ -1,0 +1,137 @@
+// Semantic rules the schema alone cannot state: names that refer to other entries, ids that must
+// be unique, settings that only make sense together. Runs after the schema parse succeeded.
+import { posix } from 'node:path';
+import type { BackendConfig } from '../backends/config.ts';
+import { parseDuration, formatDuration } from './duration.ts';
+import type { DocPath, PathIssue } from './issue-text.ts';
+import type { DestinationInput, PolicyDocument } from './schema.ts';
+import { effectiveSettings } from './settings.ts';
+
+export function checkPolicy(doc: PolicyDocument): PathIssue[] {
+  const issues: PathIssue[] = [];
+  const add = (path: DocPath, message: string): void => {
+    if (!issues.some((issue) => issue.message === message && samePath(issue.path, path))) issues.push({ path, message });
+  };
+
+  checkNotify(doc, ['defaults', 'notify'], doc.defaults?.notify, add);
+
+  const idAt = new Map<string, number>();
+  // Two keys writing one secret would overwrite each other, and would share the lock and the
+  // intent marker that live at the primary destination (invariants 5 and 6).
+  const placeOwner = new Map<string, string>();
+
+  doc.keys.forEach((key, index) => {
+    const keyPath: DocPath = ['keys', index];
+    const firstIndex = idAt.get(key.id);
+    if (firstIndex === undefined) idAt.set(key.id, index);
+    else add([...keyPath, 'id'], `${JSON.stringify(key.id)} is already used by keys[${firstIndex}]; key ids must be unique`);
+
+    const places: [DestinationInput, DocPath][] = [
+      ...key.destinations.map((destination, at): [DestinationInput, DocPath] => [destination, [...keyPath, 'destinations', at]]),
+      ...(key.fallbacks ?? []).map((destination, at): [DestinationInput, DocPath] => [destination, [...keyPath, 'fallbacks', at]]),
+    ];
+    for (const [destination, path] of places) {
+      const backend = doc.backends[destination.backend];
+      if (backend === undefined) {
+        add([...path, 'backend'], `backend ${JSON.stringify(destination.backend)} is not defined in backends (${listNames(doc.backends)})`);
+        continue;
+      }
+      checkDestination(destination, backend, path, add);
+      const place = `${destination.backend}\u0000${normalizePath(backend, destination.path)}`;
+      const owner = placeOwner.get(place);
+      if (owner === undefined) placeOwner.set(place, `keys[${index}] (${key.id})`);
+      else add([...path, 'path'], `${destination.backend}:${destination.path} is already a destination of ${owner}; each secret needs its own path`);
+    }
+
+    checkNotify(doc, [...keyPath, 'notify'], key.notify, add);
+    checkEffectiveSettings(doc, index, add);
+  });
+  return issues;
+}
+
+function checkDestination(destination: DestinationInput, backend: BackendConfig, path: DocPath, add: (path: DocPath, message: string) => void): void {
+  if (backend.kind === 'file') {
+    const normalized = posix.normalize(destination.path);
+    if (posix.isAbsolute(destination.path) || normalized === '..' || normalized.startsWith('../')) {
+      add([...path, 'path'], `must be a relative path inside the directory of file backend ${JSON.stringify(destination.backend)}`);
+    }
+  }
+  const shape = destination.shape;
+  if (shape === undefined) return;
+  if (shape.format === 'raw' && shape.fields !== undefined && shape.fields.length > 0) {
+    add([...path, 'shape', 'fields'], 'only json values carry fields beside the secret; remove fields or use format: json');
+  }
+  const fields = shape.fields ?? [];
+  const repeated = fields.find((field, at) => fields.indexOf(field) !== at);
+  if (repeated !== undefined) add([...path, 'shape', 'fields'], `lists ${JSON.stringify(repeated)} twice`);
+  if (shape.secretField !== undefined && (fields as string[]).includes(shape.secretField)) {
+    add([...path, 'shape', 'secretField'], `${JSON.stringify(shape.secretField)} is also one of the fields; the secret needs a field of its own`);
+  }
+}
+
+function checkNotify(
+  doc: PolicyDocument,
+  path: DocPath,
+  notify: { onFailure?: string[] | undefined; onSuccess?: string[] | undefined } | undefined,
+  add: (path: DocPath, message: string) => void,
+): void {
+  const sinks = doc.alerts?.sinks ?? {};
+  for (const list of ['onFailure', 'onSuccess'] as const) {
+    notify?.[list]?.forEach((name, at) => {
+      const sink = sinks[name];
+      if (sink === undefined) add([...path, list, at], `sink ${JSON.stringify(name)} is not defined in alerts.sinks (${listNames(sinks)})`);
+      // Success notices feed automation (deploy hooks, inventories); chat and paging sinks are for people and failures.
+      else if (list === 'onSuccess' && sink.kind !== 'webhook') add([...path, list, at], `sink ${JSON.stringify(name)} is a ${sink.kind} sink; onSuccess sinks must be kind webhook`);
+    });
+  }
+}
+
+function checkEffectiveSettings(doc: PolicyDocument, index: number, add: (path: DocPath, message: string) => void): void {
+  const settings = effectiveSettings(doc, index);
+  const keyPath: DocPath = ['keys', index];
+
+  if (settings.schedule.value === undefined && settings.maxAge.value === undefined) {
+    add(keyPath, 'has neither a schedule nor a maxAge, so it would never be due; set one on the key or in defaults');
+  }
+  // Durations were validated by the schema; parseDuration cannot throw here.
+  if (settings.maxAge.value !== undefined) {
+    const maxAgeMs = parseDuration(settings.maxAge.value);
+    const minIntervalMs = parseDuration(settings.minInterval.value);
+    if (maxAgeMs < minIntervalMs) {
+      add(
+        moreSpecific(settings.maxAge.path, settings.minInterval.path) ?? keyPath,
+        `maxAge (${formatDuration(maxAgeMs)}) is shorter than minInterval (${formatDuration(minIntervalMs)}), so the key would be due before it may rotate again`,
+      );
+    }
+  }
+  const initialMs = parseDuration(settings.initialBackoff.value);
+  const maxMs = parseDuration(settings.maxBackoff.value);
+  if (initialMs > maxMs) {
+    add(
+      moreSpecific(settings.initialBackoff.path, settings.maxBackoff.path) ?? keyPath,
+      `initialBackoff (${formatDuration(initialMs)}) is longer than maxBackoff (${formatDuration(maxMs)})`,
+    );
+  }
+}
+
+/** The path written at the key when one of the two is, else the defaults' one. */
+function moreSpecific(a: DocPath | undefined, b: DocPath | undefined): DocPath | undefined {
+  if (a?.[0] === 'keys') return a;
+  if (b?.[0] === 'keys') return b;
+  return a ?? b;
+}
+
+function normalizePath(backend: BackendConfig, path: string): string {
+  if (backend.kind === 'file') return posix.normalize(path);
+  if (backend.kind === 'vault') return path.replace(/^\/+|\/+$/g, '');
+  return path;
+}
+
+function listNames(entries: Record<string, unknown>): string {
+  const names = Object.keys(entries);
+  return names.length === 0 ? 'none are defined' : `defined: ${names.join(', ')}`;
+}
+
+function samePath(a: DocPath, b: DocPath): boolean {
+  return a.length === b.length && a.every((segment, at) => segment === b[at]);
+}

@@ -1,0 +1,62 @@
+// From the document as written to the policy keyroll runs: defaults merged into every key,
+// durations in milliseconds, destinations as backend name + StoreTarget. Runs only on a
+// document that passed the schema and checkPolicy, so every reference here exists.
+import type { StoreTarget, ValueShape } from '../backends/types.ts';
+import { parseDuration } from './duration.ts';
+import type { Destination, DestinationInput, KeyPolicy, Policy, PolicyDocument } from './schema.ts';
+import { effectiveSettings } from './settings.ts';
+
+/** The shape of a destination that names none: JSON with the secret under `apiKey`. */
+export const DEFAULT_SHAPE: Readonly<ValueShape> = Object.freeze<ValueShape>({
+  format: 'json',
+  secretField: 'apiKey',
+  fields: ['keyId', 'organizationId', 'rotatedAt'],
+});
+
+export function resolvePolicy(doc: PolicyDocument, file: string): Policy {
+  return {
+    file,
+    api: doc.api,
+    backends: doc.backends,
+    alerts: { sinks: doc.alerts?.sinks ?? {} },
+    ...(doc.escrow === undefined ? {} : { escrow: { directory: doc.escrow.directory, recipients: [...doc.escrow.recipients] } }),
+    keys: doc.keys.map((_, index) => resolveKey(doc, index)),
+  };
+}
+
+function resolveKey(doc: PolicyDocument, index: number): KeyPolicy {
+  const key = doc.keys[index];
+  if (key === undefined) throw new RangeError(`no key at index ${index}`);
+  const settings = effectiveSettings(doc, index);
+  return {
+    id: key.id,
+    organizationId: key.organization,
+    destinations: key.destinations.map(resolveDestination),
+    fallbacks: (key.fallbacks ?? []).map(resolveDestination),
+    ...(settings.schedule.value === undefined ? {} : { schedule: settings.schedule.value }),
+    timezone: settings.timezone.value,
+    ...(settings.maxAge.value === undefined ? {} : { maxAgeMs: parseDuration(settings.maxAge.value) }),
+    minIntervalMs: parseDuration(settings.minInterval.value),
+    lockTtlMs: parseDuration(settings.lockTtl.value),
+    verify: { readBack: settings.readBack.value, apiCall: settings.apiCall.value },
+    store: {
+      attempts: settings.attempts.value,
+      initialBackoffMs: parseDuration(settings.initialBackoff.value),
+      maxBackoffMs: parseDuration(settings.maxBackoff.value),
+    },
+    notify: { onFailure: [...settings.onFailure.value], onSuccess: [...settings.onSuccess.value] },
+    labels: { ...(key.labels ?? {}) },
+  };
+}
+
+function resolveDestination(input: DestinationInput): Destination {
+  const format = input.shape?.format ?? DEFAULT_SHAPE.format;
+  const shape: ValueShape = {
+    format,
+    secretField: input.shape?.secretField ?? DEFAULT_SHAPE.secretField,
+    // A raw value is the secret alone; fields would have nowhere to go.
+    fields: format === 'raw' ? [] : [...(input.shape?.fields ?? DEFAULT_SHAPE.fields)],
+  };
+  const target: StoreTarget = { path: input.path, shape };
+  return { backend: input.backend, target };
+}

@@ -1,0 +1,204 @@
+// The rotation policy: `PolicyDocument` is the file as written (strict: an unknown field is an
+// error, because a misspelt `maxAge` silently ignored would leave a key unrotated), and `Policy`
+// is what the rest of keyroll reads, with defaults merged into every key and durations in ms.
+// The JSON Schema in config/policy.schema.json is generated from `PolicyDocument`
+// (scripts/generate-policy-schema.ts); test/policy/schema-drift.test.ts keeps them equal.
+import { z } from 'zod';
+import { AlertSinkConfig } from '../alerts/config.ts';
+import { BackendConfig } from '../backends/config.ts';
+import type { StoreTarget } from '../backends/types.ts';
+import { cronProblem, timeZoneProblem } from './cron.ts';
+import { durationProblem } from './duration.ts';
+import { SecretRef } from './refs.ts';
+
+/** Names of backends and alert sinks: they appear in audit events, alerts and metric labels. */
+export const InstanceName = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, { error: 'must start with a letter or digit and hold only letters, digits, ".", "_" and "-"' });
+
+// A bare number (`maxAge: 30`) gets its own sentence: the unit is what is missing.
+const notText = (what: string) => (issue: { input?: unknown }) => (issue.input === undefined ? undefined : `must be ${what}`);
+
+export const Duration = z
+  .string({ error: notText('a duration with a unit, such as 30d or 15m') })
+  .superRefine((text, ctx) => {
+    const problem = durationProblem(text);
+    if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem });
+  })
+  .describe('A duration: a number and a unit (ms, s, m, h, d, w), e.g. 90s, 15m, 7d, or a sum such as 1h30m.');
+
+export const CronExpression = z
+  .string({ error: notText('a cron expression in quotes, such as "0 3 * * 1"') })
+  .superRefine((pattern, ctx) => {
+    const problem = cronProblem(pattern);
+    if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem });
+  })
+  .describe('A cron expression in croner syntax: 5 fields (minute hour day month weekday), 6-7 with seconds/year, or @daily, @weekly, ...');
+
+export const TimeZone = z
+  .string({ error: notText('an IANA time zone name, such as UTC or Europe/Berlin') })
+  .superRefine((zone, ctx) => {
+    const problem = timeZoneProblem(zone);
+    if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem });
+  })
+  .describe('An IANA time zone, e.g. UTC or Europe/Berlin.');
+
+const HttpUrl = z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' });
+const HttpMethod = z.enum(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']);
+
+export const ApiCredential = z.discriminatedUnion('type', [
+  z.strictObject({
+    type: z.literal('bearer'),
+    token: SecretRef.describe('Reference to keyroll\'s bearer token (an owner/admin session or OAuth token; API keys cannot roll keys).'),
+  }),
+  z.strictObject({
+    type: z.literal('oauth2'),
+    tokenUrl: HttpUrl,
+    clientId: z.string().min(1),
+    clientSecret: SecretRef,
+    scope: z.string().min(1).optional(),
+    audience: z.string().min(1).optional(),
+  }),
+]);
+export type ApiCredential = z.infer<typeof ApiCredential>;
+
+export const ApiSettings = z.strictObject({
+  baseUrl: HttpUrl.describe('Base URL of the key-management API.'),
+  credential: ApiCredential,
+  methods: z
+    .strictObject({
+      roll: HttpMethod.default('POST'),
+      listProjects: HttpMethod.default('GET'),
+      updateProject: HttpMethod.default('PATCH'),
+      updateConsent: HttpMethod.default('PATCH'),
+    })
+    .prefault({})
+    .describe('HTTP method per operation; the API spec does not state them.'),
+  timeouts: z
+    .strictObject({
+      headersMs: z.number().int().positive().default(10_000),
+      bodyMs: z.number().int().positive().default(10_000),
+    })
+    .prefault({}),
+  rateLimitPerMinute: z.number().int().positive().default(600).describe('Client-side ceiling on API calls per minute.'),
+});
+export type ApiSettings = z.infer<typeof ApiSettings>;
+
+export const StoredField = z.enum(['keyId', 'organizationId', 'rotatedAt', 'rotationId']);
+
+export const ValueShapeInput = z
+  .strictObject({
+    format: z.enum(['raw', 'json']).optional().describe('raw: the secret alone; json: an object with secretField plus fields. Default json.'),
+    secretField: z.string().min(1).optional().describe('Field holding the secret (JSON values, Vault data). Default apiKey.'),
+    fields: z.array(StoredField).optional().describe('Facts stored beside the secret (json only). Default [keyId, organizationId, rotatedAt].'),
+  })
+  .describe('How the secret is laid out at the destination.');
+
+export const DestinationInput = z.strictObject({
+  backend: z.string().min(1).describe('Name of an entry in backends.'),
+  path: z.string().min(1).describe('AWS: secret name or ARN; Vault: path under the KV v2 mount; file: path under the directory.'),
+  shape: ValueShapeInput.optional(),
+});
+
+// The settings every key has; `defaults` sets them for all keys and each key may override any.
+// `null` for schedule or maxAge switches off a value inherited from defaults.
+const settingsFields = {
+  schedule: CronExpression.nullable().optional(),
+  timezone: TimeZone.optional(),
+  maxAge: Duration.nullable().optional().describe('Rotate when the last rotation is at least this old.'),
+  minInterval: Duration.optional().describe('Minimum time between two rotations of a key (guards against rotation loops; leak/force rotations bypass it). Default 1h.'),
+  lockTtl: Duration.optional().describe('How long a key lock holds before another runner may take it over. Default 15m.'),
+  verify: z
+    .strictObject({
+      readBack: z.boolean().optional().describe('Read the stored secret back and compare digests. Default true.'),
+      apiCall: z.boolean().optional().describe('Call the API with the new key. Default true.'),
+    })
+    .optional(),
+  store: z
+    .strictObject({
+      attempts: z.number().int().min(1).max(20).optional().describe('Write attempts per destination. Default 5.'),
+      initialBackoff: Duration.optional().describe('Default 200ms.'),
+      maxBackoff: Duration.optional().describe('Default 5s.'),
+    })
+    .optional(),
+  notify: z
+    .strictObject({
+      onFailure: z.array(z.string().min(1)).optional().describe('Alert sinks for failures. Default: every sink in alerts.sinks.'),
+      onSuccess: z.array(z.string().min(1)).optional().describe('Webhook sinks told about each success. Default none.'),
+    })
+    .optional(),
+};
+
+export const Defaults = z.strictObject(settingsFields);
+
+export const KeyInput = z.strictObject({
+  id: z.string().regex(/^[^\s/?#]+$/, { error: 'must be a key id without spaces, "/", "?" or "#"' }),
+  organization: z.string().min(1).describe('Organization id the key belongs to.'),
+  destinations: z
+    .array(DestinationInput)
+    .min(1, { error: 'a key needs at least one destination' })
+    .describe('Where the new secret is written; the first holds the lock and intent marker.'),
+  fallbacks: z.array(DestinationInput).optional().describe('Tried in order when a destination stays down.'),
+  labels: z.record(z.string().min(1), z.string()).optional(),
+  ...settingsFields,
+});
+
+export const Escrow = z.strictObject({
+  directory: z.string().min(1),
+  recipients: z
+    .array(z.string().regex(/^age1[0-9a-z]{58}$/, { error: 'must be an age X25519 public key (age1 followed by 58 lowercase letters and digits)' }))
+    .min(1, { error: 'escrow needs at least one recipient' }),
+});
+
+export const PolicyDocument = z
+  .strictObject({
+    $schema: z.string().optional().describe('Editors may point this at policy.schema.json; keyroll ignores it.'),
+    version: z.literal(1, { error: 'must be 1 (the only policy version this keyroll reads)' }),
+    api: ApiSettings,
+    backends: z.record(InstanceName, BackendConfig).describe('Named backend instances the key destinations refer to.'),
+    alerts: z.strictObject({ sinks: z.record(InstanceName, AlertSinkConfig).optional() }).optional(),
+    escrow: Escrow.optional().describe('Last resort when no destination takes the secret: sealed to these age recipients.'),
+    defaults: Defaults.optional(),
+    keys: z.array(KeyInput).min(1, { error: 'a policy needs at least one key' }),
+  })
+  .meta({ title: 'keyroll rotation policy' });
+export type PolicyDocument = z.infer<typeof PolicyDocument>;
+export type KeyInput = z.infer<typeof KeyInput>;
+export type DestinationInput = z.infer<typeof DestinationInput>;
+
+// ---- The resolved policy the engine, CLI and scheduler read.
+
+export interface Destination {
+  /** Name of the backend instance (a key of `Policy.backends`). */
+  backend: string;
+  target: StoreTarget;
+}
+
+export interface KeyPolicy {
+  id: string;
+  organizationId: string;
+  /** One or more; the first is the primary (holds the lock and the intent marker). */
+  destinations: Destination[];
+  fallbacks: Destination[];
+  schedule?: string;
+  /** IANA zone the schedule is read in. */
+  timezone: string;
+  maxAgeMs?: number;
+  minIntervalMs: number;
+  lockTtlMs: number;
+  verify: { readBack: boolean; apiCall: boolean };
+  store: { attempts: number; initialBackoffMs: number; maxBackoffMs: number };
+  /** Alert sink names. */
+  notify: { onFailure: string[]; onSuccess: string[] };
+  labels: Record<string, string>;
+}
+
+export interface Policy {
+  /** The policy file as the user named it. */
+  file: string;
+  api: ApiSettings;
+  backends: Record<string, BackendConfig>;
+  alerts: { sinks: Record<string, AlertSinkConfig> };
+  escrow?: { directory: string; recipients: string[] };
+  keys: KeyPolicy[];
+}

@@ -1,0 +1,78 @@
+// The settings of one key as they take effect: the key's own value, else `defaults`, else the
+// built-in default. Each value remembers where it was written, so a semantic check can point
+// at the line that has to change (the key's, or the shared default's).
+import type { DocPath } from './issue-text.ts';
+import type { KeyInput, PolicyDocument } from './schema.ts';
+
+/** What applies when neither the key nor `defaults` says otherwise (documented in docs/policy.md). */
+export const BUILTIN_DEFAULTS = {
+  timezone: 'UTC',
+  minInterval: '1h',
+  lockTtl: '15m',
+  verify: { readBack: true, apiCall: true },
+  store: { attempts: 5, initialBackoff: '200ms', maxBackoff: '5s' },
+  notify: { onSuccess: [] as string[] },
+} as const;
+
+export interface Sourced<T> {
+  value: T;
+  /** Where the value is written; undefined for a built-in default. */
+  path?: DocPath;
+}
+
+export interface EffectiveSettings {
+  schedule: Sourced<string | undefined>;
+  timezone: Sourced<string>;
+  maxAge: Sourced<string | undefined>;
+  minInterval: Sourced<string>;
+  lockTtl: Sourced<string>;
+  readBack: Sourced<boolean>;
+  apiCall: Sourced<boolean>;
+  attempts: Sourced<number>;
+  initialBackoff: Sourced<string>;
+  maxBackoff: Sourced<string>;
+  /** Without any notify.onFailure, failures go to every sink (invariant 7: every failure is visible). */
+  onFailure: Sourced<string[]>;
+  onSuccess: Sourced<string[]>;
+}
+
+type Group = 'verify' | 'store' | 'notify';
+
+export function effectiveSettings(doc: PolicyDocument, keyIndex: number): EffectiveSettings {
+  const key = doc.keys[keyIndex];
+  if (key === undefined) throw new RangeError(`no key at index ${keyIndex}`);
+  const defaults = doc.defaults ?? {};
+  const keyPath: DocPath = ['keys', keyIndex];
+
+  function top<F extends 'schedule' | 'timezone' | 'maxAge' | 'minInterval' | 'lockTtl'>(field: F): Sourced<KeyInput[F]> {
+    if (key?.[field] !== undefined) return { value: key[field], path: [...keyPath, field] };
+    if (defaults[field] !== undefined) return { value: defaults[field], path: ['defaults', field] };
+    return { value: undefined };
+  }
+  function nested<T>(group: Group, field: string, builtin: T): Sourced<T> {
+    const own = (key?.[group] as Record<string, unknown> | undefined)?.[field];
+    if (own !== undefined) return { value: own as T, path: [...keyPath, group, field] };
+    const shared = (defaults[group] as Record<string, unknown> | undefined)?.[field];
+    if (shared !== undefined) return { value: shared as T, path: ['defaults', group, field] };
+    return { value: builtin };
+  }
+  // `null` switches off an inherited schedule or maxAge; it is still "written" at the key.
+  const withoutNull = <T>(sourced: Sourced<T | null | undefined>): Sourced<T | undefined> => ({ ...sourced, value: sourced.value ?? undefined });
+  const orBuiltin = (sourced: Sourced<string | undefined>, builtin: string): Sourced<string> =>
+    sourced.value === undefined ? { value: builtin } : { value: sourced.value, ...(sourced.path ? { path: sourced.path } : {}) };
+
+  return {
+    schedule: withoutNull(top('schedule')),
+    timezone: orBuiltin(top('timezone'), BUILTIN_DEFAULTS.timezone),
+    maxAge: withoutNull(top('maxAge')),
+    minInterval: orBuiltin(top('minInterval'), BUILTIN_DEFAULTS.minInterval),
+    lockTtl: orBuiltin(top('lockTtl'), BUILTIN_DEFAULTS.lockTtl),
+    readBack: nested('verify', 'readBack', BUILTIN_DEFAULTS.verify.readBack),
+    apiCall: nested('verify', 'apiCall', BUILTIN_DEFAULTS.verify.apiCall),
+    attempts: nested('store', 'attempts', BUILTIN_DEFAULTS.store.attempts),
+    initialBackoff: nested('store', 'initialBackoff', BUILTIN_DEFAULTS.store.initialBackoff),
+    maxBackoff: nested('store', 'maxBackoff', BUILTIN_DEFAULTS.store.maxBackoff),
+    onFailure: nested('notify', 'onFailure', Object.keys(doc.alerts?.sinks ?? {})),
+    onSuccess: nested('notify', 'onSuccess', [...BUILTIN_DEFAULTS.notify.onSuccess]),
+  };
+}
