@@ -1,0 +1,124 @@
+// Seed loading and the state accessors tests rely on.
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { EmulatorSeedError, EmulatorUnknownEntityError } from '../../src/emulator/errors.ts';
+import { DEFAULT_SEED_PATH, loadEmulatorSeed, parseEmulatorSeed, type EmulatorSeed } from '../../src/emulator/seed.ts';
+import { EmulatorState } from '../../src/emulator/state.ts';
+
+const MINIMAL: EmulatorSeed = {
+  organizations: [{ id: 'org_a', slug: 'a', name: 'A', plan: 'starter' }],
+  apiKeys: [{ id: 'key_a', name: 'a', organizationId: 'org_a' }],
+};
+
+function seedError(raw: unknown): EmulatorSeedError {
+  try {
+    parseEmulatorSeed(raw, 'test-seed');
+  } catch (error) {
+    if (error instanceof EmulatorSeedError) return error;
+    throw error;
+  }
+  throw new Error('expected the seed to be refused');
+}
+
+let tempDir: string | undefined;
+afterEach(async () => {
+  if (tempDir !== undefined) await rm(tempDir, { recursive: true, force: true });
+  tempDir = undefined;
+});
+
+describe('emulator seed', () => {
+  it('the default seed has what the docs promise: enterprise and free/downgraded orgs, demo principals, demo keys, a consent project', async () => {
+    const seed = await loadEmulatorSeed();
+    expect(seed.organizations.map((o) => o.plan)).toEqual(expect.arrayContaining(['enterprise', 'free']));
+    expect(seed.organizations.some((o) => o.downgraded)).toBe(true);
+    expect(seed.principals.find((p) => p.token === 'demo-owner-token')?.memberships[0]?.role).toBe('owner');
+    expect(seed.principals.some((p) => p.memberships.every((m) => m.role === 'member'))).toBe(true);
+    expect(seed.apiKeys.map((k) => k.id)).toEqual(expect.arrayContaining(['key_demo_billing', 'key_demo_search', 'key_demo_ingest']));
+    expect(seed.projects.some((p) => p.consentInstanceId !== null)).toBe(true);
+  });
+
+  it('the default seed file holds no API-key secret', async () => {
+    expect(await readFile(DEFAULT_SEED_PATH, 'utf8')).not.toMatch(/kmk_live_/);
+  });
+
+  it('loads a JSON seed from a file', async () => {
+    tempDir = await mkdtemp(join(tmpdir(), 'keyroll-seed-'));
+    const path = join(tempDir, 'seed.json');
+    await writeFile(path, JSON.stringify(MINIMAL));
+    expect((await loadEmulatorSeed(path)).apiKeys[0]?.id).toBe('key_a');
+  });
+
+  it('refuses an unknown field, naming where it is', () => {
+    const error = seedError({ ...MINIMAL, organizations: [{ id: 'org_a', slug: 'a', name: 'A', plan: 'starter', tier: 'x' }] });
+    expect(error.code).toBe('KR_EMULATOR_SEED_INVALID');
+    expect(error.issues.join('\n')).toMatch(/organizations\.0/);
+  });
+
+  it('refuses references to organizations, principals and consent instances that do not exist', () => {
+    const error = seedError({
+      ...MINIMAL,
+      apiKeys: [{ id: 'key_b', name: 'b', organizationId: 'org_missing' }],
+      oauthClients: [{ clientId: 'c', clientSecret: 'client-secret', principalId: 'nobody' }],
+      projects: [{ id: 'p', name: 'P', organizationId: 'org_a', consentInstanceId: 'cns_missing' }],
+    });
+    expect(error.issues).toEqual([
+      'oauthClients.c: unknown principal nobody',
+      'apiKeys.key_b: unknown organization org_missing',
+      'projects.p: unknown consent instance cns_missing',
+    ]);
+  });
+
+  it('refuses two principals sharing a token without quoting the token', () => {
+    const principal = (id: string): object => ({ id, name: id, kind: 'session', token: 'shared-token-value', memberships: [{ organizationId: 'org_a', role: 'owner' }] });
+    const error = seedError({ ...MINIMAL, principals: [principal('p1'), principal('p2')] });
+    expect(error.issues).toEqual(['principals: two principals share a token']);
+    expect(error.message).not.toContain('shared-token-value');
+  });
+
+  it('a missing seed file is a seed error naming the file', async () => {
+    await expect(loadEmulatorSeed('/nonexistent/seed.yaml')).rejects.toMatchObject({ code: 'KR_EMULATOR_SEED_INVALID', source: '/nonexistent/seed.yaml' });
+  });
+});
+
+describe('emulator state', () => {
+  it('mints random secrets in the kmk_live_ format at every start', () => {
+    const a = new EmulatorState(parseEmulatorSeed(MINIMAL, 'a'));
+    const b = new EmulatorState(parseEmulatorSeed(MINIMAL, 'b'));
+    expect(a.currentSecret('key_a')).toMatch(/^kmk_live_[A-Za-z0-9_-]{40}$/);
+    expect(a.currentSecret('key_a')).not.toBe(b.currentSecret('key_a'));
+  });
+
+  it('seeded keys carry their plan rate; an explicit rate wins', () => {
+    const state = new EmulatorState(parseEmulatorSeed({ ...MINIMAL, apiKeys: [...(MINIMAL.apiKeys ?? []), { id: 'key_old', name: 'old', organizationId: 'org_a', rateLimitPerMinute: 10 }] }, 's'));
+    expect(state.apiKey('key_a').rateLimitPerMinute).toBe(600);
+    expect(state.apiKey('key_old').rateLimitPerMinute).toBe(10);
+  });
+
+  it('revokeKey kills the current secret without rolling; a later roll brings a live one', () => {
+    const state = new EmulatorState(parseEmulatorSeed(MINIMAL, 's'));
+    const secret = state.currentSecret('key_a');
+    state.revokeKey('key_a');
+    expect(state.isLiveSecret('key_a', secret)).toBe(false);
+    expect(state.keyForSecret(secret)).toBeUndefined();
+    expect(state.rollCount('key_a')).toBe(0);
+    const fresh = state.rollKey('key_a');
+    expect(state.isLiveSecret('key_a', fresh)).toBe(true);
+    expect(state.mintedSecrets()).toEqual([secret, fresh]);
+    expect(state.totalRolls()).toBe(1);
+  });
+
+  it('addApiKey returns a working secret for the new key', () => {
+    const state = new EmulatorState(parseEmulatorSeed(MINIMAL, 's'));
+    const added = state.addApiKey({ name: 'extra', organizationId: 'org_a' });
+    expect(state.keyForSecret(added.secret)?.id).toBe(added.id);
+    expect(state.isLiveSecret('key_a', added.secret)).toBe(false);
+  });
+
+  it('asking about an unknown key is a typed error, not a silent zero', () => {
+    const state = new EmulatorState(parseEmulatorSeed(MINIMAL, 's'));
+    expect(() => state.rollCount('key_nope')).toThrow(EmulatorUnknownEntityError);
+    expect(() => state.setPlan('org_nope', 'pro')).toThrow(EmulatorUnknownEntityError);
+  });
+});
