@@ -105,8 +105,14 @@ describe.skipIf(moto === undefined)('aws backend (moto)', () => {
       const t = newTarget();
       const rotationId = randomUUID();
       await backend.writeSecret(t, makeRecord({ rotationId }));
-      const error = await rejection(backend.writeSecret(t, makeRecord({ rotationId })));
-      expect(error.code).toBe('KR_BACKEND_CONFLICT');
+      // The same process checks the existing version first; another process learns it from AWS.
+      expect((await rejection(backend.writeSecret(t, makeRecord({ rotationId })))).code).toBe('KR_BACKEND_CONFLICT');
+      const other = makeBackend(server, clock);
+      try {
+        expect((await rejection(other.writeSecret(t, makeRecord({ rotationId })))).code).toBe('KR_BACKEND_CONFLICT');
+      } finally {
+        await other.close();
+      }
     });
 
     it('creates a missing secret with the KMS key and the managed-by=keyroll tag', async () => {
