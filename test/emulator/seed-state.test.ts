@@ -119,6 +119,8 @@ describe('emulator state', () => {
   it('asking about an unknown key is a typed error, not a silent zero', () => {
     const state = new EmulatorState(parseEmulatorSeed(MINIMAL, 's'));
     expect(() => state.rollCount('key_nope')).toThrow(EmulatorUnknownEntityError);
-    expect(() => state.setPlan('org_nope', 'pro')).toThrow(EmulatorUnknownEntityError);
+    expect(() => {
+      state.setPlan('org_nope', 'pro');
+    }).toThrow(EmulatorUnknownEntityError);
   });
 });
