@@ -92,7 +92,7 @@ if (server === undefined) {
       const path = `apps/${uniqueName('narrow')}/api-key`;
       const error: unknown = await backend.preflight({ path, shape: { format: 'raw', secretField: 'apiKey', fields: [] } }).catch((e: unknown) => e);
       expect(error).toMatchObject({ code: 'KR_BACKEND_DENIED', operation: 'preflight', retryable: false });
-      expect(String((error as Error).message)).toContain(`create on secret/data/${path}`);
+      expect((error as Error).message).toContain(`create on secret/data/${path}`);
       expect((await admin.readData(path)).status).toBe(404);
       await backend.close();
     });
