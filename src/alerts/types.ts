@@ -20,7 +20,27 @@ export interface Alert {
 export interface Alerter {
   /**
    * Sends `alert` to `sinks` (names from the policy's alert sinks; all default sinks when omitted).
-   * Deduplicated per (keyId, rotationId, step, errorCode): the same failure alerts once.
+   * Deduplicated per sink and (keyId, rotationId): one rotation alerts each sink once, unless a
+   * later alert is more severe. Alerts without a keyId dedupe on (step, rotationId, errorCode).
    */
   send(alert: Alert, sinks?: readonly string[]): Promise<void>;
+}
+
+/** What a success notification carries: where the new secret went, never the secret. */
+export interface SuccessNotice {
+  keyId: string;
+  organizationId: string;
+  rotationId: string;
+  /** ISO-8601 time of the roll answer. */
+  rotatedAt: string;
+  destinations: { backend: string; path: string; version: string }[];
+}
+
+/** The outcome of one message to one sink, for the `keyroll_alerts_total{sink,result}` metric. */
+export type AlertResult = 'sent' | 'failed';
+
+/** What sink modules need besides their config: where references resolve and the clock. */
+export interface SinkContext {
+  env: NodeJS.ProcessEnv;
+  now: () => Date;
 }

@@ -1,0 +1,97 @@
+// The alerter: every failed step reaches the policy's alert sinks (invariant 7), retried,
+// deduplicated per key rotation, and an alert that cannot be delivered is itself audited.
+// `send` never throws: a failing pager must not fail, or hide, the rotation it reports on.
+import type { Dispatcher } from 'undici';
+import type { AuditContext, AuditLog } from '../audit/events.ts';
+import { sanitizeValue } from '../audit/sanitize.ts';
+import type { AlertSinkConfig } from './config.ts';
+import { AlertDeduper } from './dedupe.ts';
+import { DEFAULT_ALERT_RETRY, type RetryPolicy } from './deliver.ts';
+import { dispatchToSink, type SinkDispatchOptions } from './dispatch.ts';
+import { buildAlertRequest } from './sinks.ts';
+import type { Alert, Alerter, AlertResult } from './types.ts';
+
+export interface AlerterOptions {
+  /** The policy's `alerts.sinks`. */
+  sinks: Record<string, AlertSinkConfig>;
+  /** Sinks used when `send` names none; every defined sink when omitted. */
+  defaultSinks?: readonly string[];
+  audit: AuditLog;
+  dispatcher?: Dispatcher;
+  retry?: RetryPolicy;
+  sleep?: (ms: number) => Promise<void>;
+  /** Called once per sink and alert actually attempted (not for deduplicated ones); for metrics. */
+  onResult?: (sink: string, result: AlertResult) => void;
+  /** Where `env:` references resolve; process.env by default. */
+  env?: NodeJS.ProcessEnv;
+  now?: () => Date;
+}
+
+export interface AuditedAlerter extends Alerter {
+  /** The same alerter (same sinks, same deduplication) writing its audit events to `audit`. */
+  withAudit(audit: AuditLog): Alerter;
+}
+
+export function realSleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Reports a result to the metrics hook; a throwing hook must not break alerting. */
+export function reportResult(onResult: AlerterOptions['onResult'], sink: string, result: AlertResult): void {
+  try {
+    onResult?.(sink, result);
+  } catch {
+    // The hook is for metrics; losing one count is better than losing the alert's audit line.
+  }
+}
+
+function alertContext(alert: Alert): AuditContext {
+  return {
+    ...(alert.rotationId === undefined ? {} : { rotationId: alert.rotationId }),
+    ...(alert.keyId === undefined ? {} : { keyId: alert.keyId }),
+    ...(alert.organizationId === undefined ? {} : { organizationId: alert.organizationId }),
+  };
+}
+
+/**
+ * Invariant 3: whatever text a caller put in the alert, a known secret does not leave. Details
+ * that cannot be serialized (a cycle, a BigInt) are dropped rather than failing the alert.
+ */
+function sanitizedAlert(alert: Alert): Alert {
+  try {
+    return sanitizeValue(alert);
+  } catch {
+    const { details: _dropped, ...rest } = alert;
+    return { ...sanitizeValue(rest), details: { note: 'details withheld: they could not be serialized' } };
+  }
+}
+
+export function createAlerter(options: AlerterOptions): AuditedAlerter {
+  const deduper = new AlertDeduper();
+  const defaultSinks = options.defaultSinks ?? Object.keys(options.sinks);
+  const dispatch: SinkDispatchOptions = {
+    sinks: options.sinks,
+    retry: options.retry ?? DEFAULT_ALERT_RETRY,
+    sleep: options.sleep ?? realSleep,
+    context: { env: options.env ?? process.env, now: options.now ?? (() => new Date()) },
+    ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
+  };
+
+  const alerterOn = (auditLog: AuditLog): Alerter => ({
+    async send(alert: Alert, sinks?: readonly string[]): Promise<void> {
+      const safe = sanitizedAlert(alert);
+      const audit = auditLog.child(alertContext(safe));
+      const about = { severity: safe.severity, alertStep: safe.step, alertErrorCode: safe.errorCode };
+      const targets = [...new Set(sinks ?? defaultSinks)].filter((sink) => deduper.claim(sink, safe));
+      await Promise.all(
+        targets.map(async (sink) => {
+          const outcome = await dispatchToSink(sink, (name, config, context) => buildAlertRequest(name, config, safe, context), dispatch);
+          audit.emit(outcome.sent ? 'alert.sent' : 'alert.undeliverable', { ...outcome.fields, ...about });
+          reportResult(options.onResult, sink, outcome.sent ? 'sent' : 'failed');
+        }),
+      );
+    },
+  });
+
+  return { ...alerterOn(options.audit), withAudit: alerterOn };
+}

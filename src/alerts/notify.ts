@@ -1,0 +1,57 @@
+// Success notifications: after a finished rotation, the key's `notify.onSuccess` sinks hear
+// which key was rotated, where it was stored and at which version (never the secret). A lost
+// notification is audited (`notify.failed`) and changes nothing about the rotation.
+import type { Dispatcher } from 'undici';
+import type { AuditLog } from '../audit/events.ts';
+import { sanitizeValue } from '../audit/sanitize.ts';
+import { realSleep, reportResult } from './alerter.ts';
+import type { AlertSinkConfig } from './config.ts';
+import { DEFAULT_ALERT_RETRY, type RetryPolicy } from './deliver.ts';
+import { dispatchToSink, type SinkDispatchOptions } from './dispatch.ts';
+import { buildSuccessRequest } from './sinks.ts';
+import type { AlertResult, SuccessNotice } from './types.ts';
+
+export interface NotifierOptions {
+  sinks: Record<string, AlertSinkConfig>;
+  audit: AuditLog;
+  dispatcher?: Dispatcher;
+  retry?: RetryPolicy;
+  sleep?: (ms: number) => Promise<void>;
+  onResult?: (sink: string, result: AlertResult) => void;
+  env?: NodeJS.ProcessEnv;
+  now?: () => Date;
+}
+
+export interface Notifier {
+  /** Tells `sinks` (webhook or Slack sinks) about a finished rotation. Never throws. */
+  notifySuccess(notice: SuccessNotice, sinks: readonly string[]): Promise<void>;
+  /** The same notifier writing its audit events to `audit`. */
+  withAudit(audit: AuditLog): Notifier;
+}
+
+export function createNotifier(options: NotifierOptions): Notifier {
+  const dispatch: SinkDispatchOptions = {
+    sinks: options.sinks,
+    retry: options.retry ?? DEFAULT_ALERT_RETRY,
+    sleep: options.sleep ?? realSleep,
+    context: { env: options.env ?? process.env, now: options.now ?? (() => new Date()) },
+    ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
+  };
+
+  const notifierOn = (auditLog: AuditLog): Notifier => ({
+    async notifySuccess(notice: SuccessNotice, sinks: readonly string[]): Promise<void> {
+      const safe = sanitizeValue(notice);
+      const audit = auditLog.child({ rotationId: safe.rotationId, keyId: safe.keyId, organizationId: safe.organizationId });
+      await Promise.all(
+        [...new Set(sinks)].map(async (sink) => {
+          const outcome = await dispatchToSink(sink, (name, config, context) => buildSuccessRequest(name, config, safe, context), dispatch);
+          audit.emit(outcome.sent ? 'notify.sent' : 'notify.failed', outcome.fields);
+          reportResult(options.onResult, sink, outcome.sent ? 'sent' : 'failed');
+        }),
+      );
+    },
+    withAudit: notifierOn,
+  });
+
+  return notifierOn(options.audit);
+}

@@ -1,0 +1,72 @@
+// PagerDuty Events API v2 sink. The routing key is a reference, revealed only into the request
+// body; it never appears in the audit trail (and, being a Secret, is blanked if it ever did).
+import { resolveRef } from '../policy/refs.ts';
+import type { PagerDutySinkConfig } from './config.ts';
+import type { SinkRequest } from './deliver.ts';
+import type { Alert, AlertSeverity, SinkContext } from './types.ts';
+
+export interface PagerDutyEvent {
+  routing_key: string;
+  event_action: 'trigger';
+  dedup_key: string;
+  client: 'keyroll';
+  payload: {
+    summary: string;
+    source: string;
+    severity: AlertSeverity;
+    timestamp: string;
+    component?: string;
+    group?: string;
+    class: string;
+    custom_details: Record<string, unknown>;
+  };
+}
+
+// Events API v2 rejects summaries over 1024 characters.
+const SUMMARY_MAX = 1024;
+
+/**
+ * One incident per key rotation: a second trigger for the same rotation (a retried alert, an
+ * escalation) updates that incident instead of opening another. Run-level alerts (no key) get
+ * one per run, step and error code.
+ */
+export function pagerDutyDedupKey(alert: Alert): string {
+  if (alert.keyId !== undefined) return `keyroll:${alert.keyId}:${alert.rotationId ?? '-'}`;
+  return `keyroll:run:${alert.rotationId ?? '-'}:${alert.step}:${alert.errorCode}`;
+}
+
+export function pagerDutyEvent(alert: Alert, routingKey: string, time: Date): PagerDutyEvent {
+  const summary = alert.summary.length <= SUMMARY_MAX ? alert.summary : `${alert.summary.slice(0, SUMMARY_MAX - 1)}…`;
+  return {
+    routing_key: routingKey,
+    event_action: 'trigger',
+    dedup_key: pagerDutyDedupKey(alert),
+    client: 'keyroll',
+    payload: {
+      summary,
+      source: 'keyroll',
+      // keyroll's severities are a subset of PagerDuty's (critical, error, warning, info).
+      severity: alert.severity,
+      timestamp: time.toISOString(),
+      ...(alert.keyId === undefined ? {} : { component: alert.keyId }),
+      ...(alert.organizationId === undefined ? {} : { group: alert.organizationId }),
+      class: alert.errorCode,
+      custom_details: {
+        step: alert.step,
+        errorCode: alert.errorCode,
+        nextAction: alert.nextAction,
+        ...(alert.keyId === undefined ? {} : { keyId: alert.keyId }),
+        ...(alert.organizationId === undefined ? {} : { organizationId: alert.organizationId }),
+        ...(alert.rotationId === undefined ? {} : { rotationId: alert.rotationId }),
+        ...(alert.details ?? {}),
+      },
+    },
+  };
+}
+
+export async function pagerDutyAlertRequest(_name: string, config: PagerDutySinkConfig, alert: Alert, context: SinkContext): Promise<SinkRequest> {
+  // Sanitizing happened before this point (the alerter sanitizes the Alert); the routing key is
+  // added after, so the sanitizer — which knows it as a resolved Secret — cannot blank it.
+  const routingKey = (await resolveRef(config.routingKey, context.env)).reveal();
+  return { url: config.url, auditUrl: config.url, headers: {}, timeoutMs: config.timeoutMs, body: pagerDutyEvent(alert, routingKey, context.now()) };
+}
