@@ -197,6 +197,13 @@ export class ApiClient {
 
   async #send(spec: CallSpec, credentials: CredentialProvider): Promise<RawResponse> {
     const { operation } = spec;
+    try {
+      await this.#limiter?.acquire(spec.signal);
+    } catch (error) {
+      // Aborted while waiting for a slot: nothing was sent, so the outcome is known.
+      throw new ApiError({ code: 'KR_API_ABORTED', operation, message: `${operation}: aborted while waiting for the rate limiter`, cause: error });
+    }
+    // Read after the wait, so a file credential rotated meanwhile is the one sent.
     let token: Secret;
     try {
       token = await credentials.token();
@@ -209,7 +216,6 @@ export class ApiClient {
         cause: error,
       });
     }
-    await this.#limiter?.acquire(spec.signal);
 
     const headers: Record<string, string> = {
       authorization: `Bearer ${token.reveal()}`,

@@ -2,6 +2,7 @@
 // malformed shapes a conforming server never sends.
 import { describe, expect, it } from 'vitest';
 import { ApiError } from '../../src/api/errors.ts';
+import { RateLimiter } from '../../src/api/rate-limiter.ts';
 import { Secret } from '../../src/audit/secret.ts';
 import { consentSettings, JSON_HEADERS, mockApi, project } from './mock-api.ts';
 
@@ -220,6 +221,48 @@ describe('ApiClient.probeSecret', () => {
     api.pool.intercept({ path: '/v1/projects?limit=1', method: 'GET' }).reply(402, { success: false, error: { code: 'PLAN_REQUIRED', message: 'upgrade' } }, { headers: JSON_HEADERS });
     const error = await failure(api.client.probeSecret(new Secret(probed)));
     expect(error.code).toBe('KR_API_PLAN_REQUIRED');
+    await api.done();
+  });
+});
+
+describe('ApiClient with a shared RateLimiter', () => {
+  it('makes every client sharing the limiter wait out a 429 that one of them saw', async () => {
+    let t = Date.parse('2030-01-01T00:00:00Z');
+    const sleeps: number[] = [];
+    const limiter = new RateLimiter({
+      perMinute: 6000,
+      now: () => t,
+      sleep: (ms) => {
+        sleeps.push(ms);
+        t += ms;
+        return Promise.resolve();
+      },
+    });
+    const first = mockApi({ limiter, now: () => t });
+    const second = mockApi({ limiter, now: () => t });
+    first.pool
+      .intercept({ path: '/v1/projects?limit=1', method: 'GET' })
+      .reply(429, { success: false, error: { code: 'RATE_LIMITED', message: 'slow down' } }, { headers: { ...JSON_HEADERS, 'retry-after': '10' } });
+    second.pool.intercept({ path: '/v1/projects?limit=1', method: 'GET' }).reply(200, page([], null, false), { headers: JSON_HEADERS });
+    await failure(first.client.listProjects({ limit: 1 }));
+    const pausedAt = t;
+    await second.client.listProjects({ limit: 1 });
+    expect(t - pausedAt).toBeGreaterThanOrEqual(10_000);
+    expect(sleeps[0]).toBe(10_000);
+    await first.done();
+    await second.done();
+  });
+
+  it('reports an abort while waiting for the limiter as aborted, having sent nothing', async () => {
+    const limiter = new RateLimiter({ perMinute: 60, now: () => 0, sleep: () => new Promise<void>(() => undefined) });
+    limiter.pauseFor(60_000);
+    const api = mockApi({ limiter });
+    const controller = new AbortController();
+    const pending = api.client.listProjects({ limit: 1 }, { signal: controller.signal });
+    controller.abort();
+    const error = await failure(pending);
+    expect(error.code).toBe('KR_API_ABORTED');
+    expect(error.outcomeUnknown).toBe(false);
     await api.done();
   });
 });
