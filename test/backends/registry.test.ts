@@ -1,0 +1,34 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { backendFactories, createBackend } from '../../src/backends/registry.ts';
+
+describe('backend registry', () => {
+  it('has a loader for every backend kind', () => {
+    expect(Object.keys(backendFactories).sort()).toEqual(['aws', 'file', 'vault']);
+  });
+
+  it('builds a file backend under the policy name', async () => {
+    const directory = await mkdtemp(join(tmpdir(), 'keyroll-registry-'));
+    try {
+      const backend = await createBackend('local', { kind: 'file', directory });
+      expect(backend).toMatchObject({ kind: 'file', name: 'local' });
+      await backend.close();
+    } finally {
+      await rm(directory, { recursive: true, force: true });
+    }
+  });
+
+  it('builds a vault backend without contacting the server', async () => {
+    const backend = await createBackend('vault-prod', {
+      kind: 'vault',
+      address: 'http://127.0.0.1:1',
+      mount: 'secret',
+      timeoutMs: 1000,
+      auth: { method: 'token', token: 'env:VAULT_TOKEN' },
+    });
+    expect(backend).toMatchObject({ kind: 'vault', name: 'vault-prod' });
+    await backend.close();
+  });
+});
