@@ -98,6 +98,27 @@ describe('schema errors', () => {
     expect(messageOf(`${text}${DESTINATION}    maxAge: 7d\n`)).toBe('policy.yaml:6 backends.files.kind: must be one of aws, vault, file');
   });
 
+  it('a backend without a kind lists the kinds', () => {
+    const text = HEAD.replace('{ kind: file, directory: ./secrets }', '{ directory: ./secrets }');
+    expect(messageOf(`${text}${DESTINATION}    maxAge: 7d\n`)).toBe('policy.yaml:6 backends.files.kind: is required (one of aws, vault, file)');
+  });
+
+  it('an escrow recipient that is not an age public key', () => {
+    expect(messageOf(`escrow:\n  directory: /var/lib/keyroll/escrow\n  recipients: [ssh-ed25519 AAAAC3Nza]\n${HEAD}${DESTINATION}    maxAge: 7d\n`)).toBe(
+      'policy.yaml:3 escrow.recipients[0]: must be an age X25519 public key (age1 followed by 58 lowercase letters and digits)',
+    );
+  });
+
+  it('a literal OAuth client secret is refused without being echoed', () => {
+    const literal = 'cs_8d7f6e5d4c3b2a1908f7e6d5c4b3a291';
+    const oauth = `{ type: oauth2, tokenUrl: https://keys.example.com/oauth/token, clientId: keyroll, clientSecret: ${literal} }`;
+    const error = rejection(`${HEAD.replace('{ type: bearer, token: env:KEYROLL_API_TOKEN }', oauth)}${DESTINATION}    maxAge: 7d\n`);
+    expect(error.message).toBe(
+      'policy.yaml:4 api.credential.clientSecret: must be a reference like env:NAME or file:/absolute/path, never a literal secret',
+    );
+    expect(error.message).not.toContain(literal);
+  });
+
   it('a wrong version', () => {
     expect(messageOf(`${HEAD.replace('version: 1', 'version: 2')}${DESTINATION}    maxAge: 7d\n`)).toBe(
       'policy.yaml:1 version: must be 1 (the only policy version this keyroll reads)',
