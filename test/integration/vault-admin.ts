@@ -2,6 +2,9 @@
 // tokens, auth mounts, namespaces) and to look behind the backend's back. Plain fetch on
 // purpose: the code under test must not be the tool that checks it.
 import { randomBytes } from 'node:crypto';
+import { VaultBackendConfig } from '../../src/backends/vault/config.ts';
+import { VaultBackend } from '../../src/backends/vault/index.ts';
+import type { TestClock } from '../backends/contract.ts';
 import type { VaultServer } from './servers.ts';
 
 export interface VaultAdmin {
@@ -56,4 +59,30 @@ export function vaultAdmin(server: VaultServer): VaultAdmin {
       return { status: 200, data: data.data, version: data.metadata.version };
     },
   };
+}
+
+/** A Vault backend under test; the token (root by default) is passed as an env: reference. */
+export interface VaultBackendOptions {
+  token?: string;
+  auth?: Record<string, unknown>;
+  env?: NodeJS.ProcessEnv;
+  namespace?: string;
+  clock?: TestClock;
+  address?: string;
+  caFile?: string;
+}
+
+export function makeVaultBackend(vault: VaultServer, options: VaultBackendOptions = {}): VaultBackend {
+  const config = VaultBackendConfig.parse({
+    kind: 'vault',
+    address: options.address ?? vault.address,
+    timeoutMs: 10_000,
+    auth: options.auth ?? { method: 'token', token: 'env:KR_TEST_VAULT_TOKEN' },
+    ...(options.namespace === undefined ? {} : { namespace: options.namespace }),
+    ...(options.caFile === undefined ? {} : { caFile: options.caFile }),
+  });
+  return new VaultBackend('vault-test', config, {
+    env: { KR_TEST_VAULT_TOKEN: options.token ?? vault.rootToken, ...options.env },
+    ...(options.clock === undefined ? {} : { now: options.clock.now }),
+  });
 }
