@@ -118,6 +118,22 @@ describe('aws answers moto cannot give (nock)', () => {
     expect(secretTexts(error)).not.toContain(value);
   });
 
+  it('probes the write in preflight with a reused token and its own label, never AWSCURRENT', async () => {
+    // nock: only a recorded request shows what the probe would do if its version had vanished.
+    const current = '0a1b2c3d-0000-4000-8000-000000000001';
+    answer('DescribeSecret', 200, { ARN: 'arn:aws:secretsmanager:eu-west-1:1:secret:app/key-AbCdEf', Name: 'app/key', VersionIdsToStages: { [current]: ['AWSCURRENT'] } });
+    nock(endpoint)
+      .post('/', (body: { ClientRequestToken?: string; VersionStages?: string[] }) => body.ClientRequestToken === current && body.VersionStages?.join() === 'KEYROLL_PREFLIGHT_WRITE')
+      .matchHeader('x-amz-target', 'secretsmanager.PutSecretValue')
+      .reply(400, JSON.stringify({ __type: 'ResourceExistsException', message: 'token in use' }), { 'content-type': 'application/x-amz-json-1.1' });
+    answer('GetSecretValue', 400, { __type: 'ResourceNotFoundException', message: 'no such label' });
+    answer('TagResource', 200, {});
+    answer('UntagResource', 200, {});
+    const result = await backend.preflight(target);
+    expect(result.exists).toBe(true);
+    expect(result.checks.join('\n')).toContain('PutSecretValue allowed');
+  });
+
   it('keeps the secret out of the error for a garbled read-back answer', async () => {
     const value = 'sk_live_in_a_garbled_body_98765';
     answer('GetSecretValue', 200, `{"SecretString":"${value}","VersionId":`);

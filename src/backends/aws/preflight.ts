@@ -5,7 +5,10 @@
 //   scheduled for deletion.
 // - PutSecretValue with the AWSCURRENT version's own id as ClientRequestToken and a probe value:
 //   IAM is checked first, then AWS refuses the reused token (ResourceExistsException) before
-//   storing anything. AccessDenied here means the write would be denied.
+//   storing anything. AccessDenied here means the write would be denied. The probe asks for a
+//   staging label of its own, never AWSCURRENT: even if that version vanished in between (AWS
+//   prunes unlabelled versions), the probe could at most add a version under that label; it can
+//   never replace the live secret.
 // - GetSecretValue of a staging label no version carries: proves the read-back is allowed
 //   (ResourceNotFoundException) without fetching the current secret.
 // - TagResource keyroll:preflight=<time> and UntagResource of a tag that is never set: the
@@ -32,7 +35,9 @@ export interface PreflightContext {
 /** A value no one stores: sent only with a token AWS is certain to refuse. */
 const PROBE_VALUE = 'keyroll-preflight-probe (never stored)';
 /** A staging label keyroll never attaches, so reading it proves access and returns nothing. */
-const PROBE_STAGE = 'KEYROLL_PREFLIGHT_PROBE';
+const PROBE_STAGE = 'KEYROLL_PREFLIGHT_READ';
+/** The only label the write probe may ever attach (it never does while the token exists). */
+const PROBE_WRITE_STAGE = 'KEYROLL_PREFLIGHT_WRITE';
 
 function notFound(context: PreflightContext, path: string, why: string): BackendError {
   return new BackendError('KR_BACKEND_NOT_FOUND', `aws secret ${path} ${why}`, {
@@ -77,7 +82,12 @@ export async function preflight(context: PreflightContext, target: StoreTarget):
   if (current !== undefined) {
     probes.push(
       expectRefusal(
-        context.calls.putSecretValue('preflight', { SecretId: path, SecretString: PROBE_VALUE, ClientRequestToken: current }),
+        context.calls.putSecretValue('preflight', {
+          SecretId: path,
+          SecretString: PROBE_VALUE,
+          ClientRequestToken: current,
+          VersionStages: [PROBE_WRITE_STAGE],
+        }),
         'KR_BACKEND_CONFLICT',
       ),
     );
@@ -90,6 +100,9 @@ export async function preflight(context: PreflightContext, target: StoreTarget):
     checks.push(`secretsmanager:PutSecretValue allowed on ${path} (probe refused without storing)`);
   }
   checks.push('secretsmanager:GetSecretValue allowed (read-back)', 'secretsmanager:TagResource and UntagResource allowed (intent marker)');
+  if (description.RotationEnabled === true) {
+    checks.push(`warning: ${path} also has AWS-native rotation enabled; its rotation function would replace keyroll's secret`);
+  }
   if (context.kmsKeyId !== undefined && description.KmsKeyId !== undefined && description.KmsKeyId !== context.kmsKeyId) {
     checks.push(`note: ${path} is encrypted with KMS key ${description.KmsKeyId}; the configured kmsKeyId applies only to secrets keyroll creates`);
   }
