@@ -5,6 +5,10 @@ import { Command, CommanderError } from 'commander';
 import { EXIT_CODES_HELP, ExitCode } from './exit-codes.ts';
 import { registerDemoCommand } from './demo.ts';
 import { registerEmulatorCommand } from './emulator.ts';
+import { registerPlanCommand } from './plan.ts';
+import { registerRotateCommand } from './rotate.ts';
+import { registerStatusCommand } from './status.ts';
+import { registerValidateCommand } from './validate.ts';
 import { registerRunCommand } from './run.ts';
 
 export function buildProgram(): Command {
@@ -12,8 +16,14 @@ export function buildProgram(): Command {
     .description('Rotate organization API keys and write the one-time secret straight into AWS Secrets Manager, Vault/OpenBao or a file.')
     .version('0.1.0')
     .showHelpAfterError()
+    // Before the commands are registered, so each inherits it: usage errors become exit 2.
+    .exitOverride()
     .addHelpText('after', EXIT_CODES_HELP);
   registerRunCommand(program);
+  registerRotateCommand(program);
+  registerPlanCommand(program);
+  registerValidateCommand(program);
+  registerStatusCommand(program);
   registerDemoCommand(program);
   registerEmulatorCommand(program);
   return program;
@@ -21,7 +31,7 @@ export function buildProgram(): Command {
 
 /** Entry point used by bin/keyroll. Sets process.exitCode; never prints a secret. */
 export async function main(argv: readonly string[]): Promise<void> {
-  const program = buildProgram().exitOverride();
+  const program = buildProgram();
   try {
     await program.parseAsync([...argv]);
   } catch (error) {

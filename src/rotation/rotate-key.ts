@@ -92,7 +92,7 @@ export async function rotateKey(input: RotateKeyInput, deps: RotationDeps): Prom
         progress.recovering = verdict.why;
       }
     } else if (!trigger.force) {
-      const skip = skipReason(key, state, deps.now());
+      const skip = skipReason(key, state, deps.now(), trigger.ignoreSchedule === true);
       if (skip) {
         audit.emit('key.skipped', { step: 'lock', why: skip, lastRotatedAt: state.lastRotatedAt });
         return outcome('skipped', { detail: skip });
@@ -236,12 +236,12 @@ function stillDue(key: KeyPolicy, state: KeyState, now: Date): boolean {
 }
 
 /** Invariant 5: the minimum interval stops rotation loops; a forced run never gets here. */
-function skipReason(key: KeyPolicy, state: KeyState, now: Date): string | undefined {
+function skipReason(key: KeyPolicy, state: KeyState, now: Date, ignoreSchedule: boolean): string | undefined {
   if (state.lastRotatedAt) {
     const since = now.getTime() - Date.parse(state.lastRotatedAt);
     if (since < key.minIntervalMs) return 'min-interval';
   }
-  if (!stillDue(key, state, now)) return 'already-rotated';
+  if (!ignoreSchedule && !stillDue(key, state, now)) return 'already-rotated';
   return undefined;
 }
 

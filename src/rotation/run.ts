@@ -69,7 +69,7 @@ export async function runRotations(runtime: Runtime, options: RunOptions): Promi
       const { destinations, fallbacks } = runtime.resolveKey(key);
       const primary = destinations[0];
       if (!primary) throw new Error(`key ${key.id} has no destination`);
-      let reasons: DueReason[] | undefined = trigger.force ? [] : undefined;
+      let reasons: DueReason[] | undefined = trigger.force || trigger.ignoreSchedule ? [] : undefined;
       if (!reasons) {
         const state = await primary.backend.readState(primary.target);
         const decision = decideDue(key, { ...(state.lastRotatedAt ? { lastRotatedAt: state.lastRotatedAt } : {}), ...(state.intent ? { intent: state.intent } : {}) }, deps.now());
@@ -81,7 +81,7 @@ export async function runRotations(runtime: Runtime, options: RunOptions): Promi
         }
         reasons = decision.reasons;
       }
-      outcome = await rotateKey({ key, destinations, fallbacks, trigger, reasons, ...(options.signal ? { signal: options.signal } : {}) }, deps);
+      outcome = await rotateKey({ key, destinations, fallbacks, trigger, reasons: reasons ?? [], ...(options.signal ? { signal: options.signal } : {}) }, deps);
     } catch (error) {
       if (error instanceof RunAbortedError) {
         abortRun(error.reason, error.message);
@@ -89,7 +89,7 @@ export async function runRotations(runtime: Runtime, options: RunOptions): Promi
       } else {
         const nextAction = 'nothing was rolled; the next run retries';
         audit.emit('key.failed', { keyId: key.id, organizationId: key.organizationId, step: 'preflight', errorCode: errorCode(error), error: errorMessage(error), nextAction });
-        await runtime.alerter.send(
+        await deps.alerter.send(
           { severity: 'error', summary: `keyroll could not read the state of key ${key.id}: ${errorMessage(error)}`, keyId: key.id, organizationId: key.organizationId, rotationId: runId, step: 'preflight', errorCode: errorCode(error), nextAction },
           key.notify.onFailure.length > 0 ? key.notify.onFailure : undefined,
         );
@@ -111,8 +111,8 @@ export async function runRotations(runtime: Runtime, options: RunOptions): Promi
   if (!aborted && options.signal?.aborted && count('aborted') > 0) abortRun('shutdown', 'shutdown before every key was handled');
   const exitCode = aborted ? 3 : failed > 0 ? 1 : 0;
   if (aborted) {
-    audit.emit('run.aborted', { reason: aborted.reason, message: aborted.message });
-    await runtime.alerter.send({
+    audit.emit('run.aborted', { why: aborted.reason, message: aborted.message });
+    await deps.alerter.send({
       severity: aborted.reason === 'shutdown' || aborted.reason === 'lock-contention' ? 'warning' : 'critical',
       summary: `keyroll run aborted: ${aborted.message}`,
       rotationId: runId,

@@ -10,6 +10,7 @@ import { oauthClientCredentials, refCredential, type CredentialProvider } from '
 import { RateLimiter } from '../api/rate-limiter.ts';
 import { createAlerter } from '../alerts/alerter.ts';
 import { createNotifier } from '../alerts/notify.ts';
+import type { AuditedAlerter } from '../alerts/alerter.ts';
 import type { Alerter } from '../alerts/types.ts';
 import type { AuditLog } from '../audit/events.ts';
 import { createBackend } from '../backends/registry.ts';
@@ -103,8 +104,9 @@ export async function createRuntime(policy: Policy, options: RuntimeOptions): Pr
     rotationDeps: (audit) => ({
       api,
       audit,
-      alerter,
-      notifySuccess: (notice, sinks) => notifier.notifySuccess(notice, sinks),
+      // Alert and notification events carry the run's context (run id, actor, reason).
+      alerter: withAudit(alerter, audit),
+      notifySuccess: (notice, sinks) => notifier.withAudit(audit).notifySuccess(notice, sinks),
       ...(policy.escrow ? { escrow: policy.escrow } : {}),
       owner,
       now,
@@ -119,4 +121,8 @@ export async function createRuntime(policy: Policy, options: RuntimeOptions): Pr
       for (const backend of backends.values()) await backend.close();
     },
   };
+}
+
+function withAudit(alerter: Alerter, audit: AuditLog): Alerter {
+  return 'withAudit' in alerter ? (alerter as AuditedAlerter).withAudit(audit) : alerter;
 }

@@ -14,6 +14,8 @@ export interface RunTrigger {
   reason: RotationReason;
   /** Rotate even when not due and inside the minimum interval (leak, compromise and --force). */
   force: boolean;
+  /** Rotate even when not due, but respect the minimum interval (`rotate` without --force). */
+  ignoreSchedule?: boolean;
   actor?: string;
   ticket?: string;
 }

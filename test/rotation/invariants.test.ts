@@ -33,7 +33,7 @@ describe('invariant 1: no roll without a writable destination', () => {
     expect(summary.outcomes[0]).toMatchObject({ result: 'failed', step: 'preflight' });
     expect(bench.emulator.state.rollCount(KEY)).toBe(0);
     expect(bench.alerter.alerts).toHaveLength(1);
-    expect(bench.events().some((e) => e.event === 'key.preflight.failed')).toBe(true);
+    expect(bench.events().some((e) => e.event === 'key.failed' && e.step === 'preflight')).toBe(true);
   });
 
   it('invariant 1: a second destination that is down blocks the roll of the key', async () => {

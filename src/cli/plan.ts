@@ -1,0 +1,80 @@
+import { Option, type Command } from 'commander';
+import { EXIT_CODES_HELP } from './exit-codes.ts';
+import { addPolicyOption, exitForError, loadPolicyOrExit } from './common.ts';
+
+interface PlanFlags {
+  policy: string;
+  output: 'text' | 'json';
+  shard?: string;
+}
+
+export function registerPlanCommand(program: Command): void {
+  const command = program
+    .command('plan')
+    .description('Dry run: which keys are due and why (schedule, max age, intent left behind), the next run of each schedule, and what would be written where. Reads backend bookkeeping only; changes nothing, rolls nothing.')
+    .option('--shard <i/N>', 'only the keys of shard i of N', process.env.KEYROLL_SHARD)
+    .addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json']).default('text'))
+    .addHelpText('after', EXIT_CODES_HELP);
+  addPolicyOption(command).action(async (flags: PlanFlags) => {
+    process.exitCode = await planCommand(flags);
+  });
+}
+
+async function planCommand(flags: PlanFlags): Promise<number> {
+  const [{ openBackends, viewKeys }, { renderTable }, { keyInShard, parseShard }] = await Promise.all([
+    import('./key-state.ts'),
+    import('./table.ts'),
+    import('../policy/shard.ts'),
+  ]);
+  let policy;
+  let shard;
+  try {
+    policy = await loadPolicyOrExit(flags.policy);
+    shard = flags.shard ? parseShard(flags.shard) : undefined;
+  } catch (error) {
+    return exitForError(error);
+  }
+  const backends = await openBackends(policy);
+  try {
+    const now = new Date();
+    const keys = shard ? policy.keys.filter((key) => keyInShard(key.id, shard)) : policy.keys;
+    const views = await viewKeys(policy, backends, now, keys);
+    const describe = (d: { backend: string; target: { path: string; shape: { format: string } } }): string => `${d.backend}:${d.target.path} (${d.target.shape.format})`;
+    const plan = views.map((view) => ({
+      keyId: view.key.id,
+      organizationId: view.key.organizationId,
+      due: view.decision?.due ?? null,
+      reasons: view.decision?.reasons ?? [],
+      lastRotatedAt: view.state?.lastRotatedAt ?? null,
+      nextRunAt: view.decision?.nextRunAt?.toISOString() ?? null,
+      notBefore: view.decision?.notBefore?.toISOString() ?? null,
+      schedule: view.key.schedule ?? null,
+      maxAgeMs: view.key.maxAgeMs ?? null,
+      writes: view.key.destinations.map(describe),
+      fallbacks: view.key.fallbacks.map(describe),
+      ...(view.readError ? { error: view.readError } : {}),
+    }));
+    if (flags.output === 'json') {
+      process.stdout.write(`${JSON.stringify({ policy: policy.file, at: now.toISOString(), keys: plan }, null, 2)}\n`);
+    } else {
+      process.stdout.write(
+        renderTable(
+          ['KEY', 'ORG', 'DUE', 'WHY', 'NEXT SCHEDULED', 'WOULD WRITE'],
+          plan.map((p) => [
+            p.keyId,
+            p.organizationId,
+            p.error ? 'unknown' : p.due ? 'yes' : 'no',
+            p.error ? `cannot read state: ${p.error.errorCode}` : p.reasons.join(', ') || '-',
+            p.nextRunAt ?? '-',
+            [...p.writes, ...p.fallbacks.map((f) => `fallback ${f}`)].join('; '),
+          ]),
+        ),
+      );
+      const due = plan.filter((p) => p.due).length;
+      process.stdout.write(`${due} of ${plan.length} keys due; nothing was changed\n`);
+    }
+    return plan.some((p) => p.error) ? 1 : 0;
+  } finally {
+    await backends.close();
+  }
+}

@@ -1,0 +1,97 @@
+import { Option, type Command } from 'commander';
+import { userInfo } from 'node:os';
+import type { RotationReason } from '../rotation/types.ts';
+import { EXIT_CODES_HELP } from './exit-codes.ts';
+import { addPolicyOption, createStdoutAudit, exitForError, loadPolicyOrExit, shutdownSignal, summaryLine } from './common.ts';
+
+interface RotateFlags {
+  policy: string;
+  key?: string[];
+  org?: string;
+  all?: boolean;
+  reason: Exclude<RotationReason, 'scheduled' | 'recovery'>;
+  actor?: string;
+  ticket?: string;
+  force?: boolean;
+  concurrency: string;
+  output: 'text' | 'json';
+}
+
+const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
+
+export function registerRotateCommand(program: Command): void {
+  const command = program
+    .command('rotate')
+    .description('Rotate now, ignoring schedules: after a leak, a compromise or a plan change. --reason leak|compromise (or --force) also bypasses the minimum interval. Actor, reason and ticket go on every audit event.')
+    .option('-k, --key <id>', 'a key to rotate (repeatable; rotated in the order given)', collect)
+    .option('--org <id>', 'every key of this organization')
+    .option('--all', 'every key in the policy')
+    .addOption(new Option('--reason <reason>', 'why').choices(['leak', 'compromise', 'plan-change', 'manual']).default('manual'))
+    .option('--actor <name>', 'who asked (recorded in the audit trail)', process.env.KEYROLL_ACTOR)
+    .option('--ticket <id>', 'incident or change ticket (recorded in the audit trail)')
+    .option('--force', 'bypass the minimum interval for reasons other than leak/compromise')
+    .option('--concurrency <n>', 'keys rotated at once', '4')
+    .addOption(new Option('-o, --output <format>', 'final report format (audit lines are always JSON)').choices(['text', 'json']).default('text'))
+    .addHelpText('after', `
+Examples:
+  keyroll rotate --key key_billing --reason leak --actor alice --ticket INC-1234
+  keyroll rotate --org org_acme --reason compromise --actor oncall
+${EXIT_CODES_HELP}`);
+  addPolicyOption(command).action(async (flags: RotateFlags) => {
+    process.exitCode = await rotateCommand(flags);
+  });
+}
+
+async function rotateCommand(flags: RotateFlags): Promise<number> {
+  const [{ createRuntime }, { runRotations }, { selectKeys }, { createProgressReporter }] = await Promise.all([
+    import('../rotation/runtime.ts'),
+    import('../rotation/run.ts'),
+    import('./select-keys.ts'),
+    import('./progress.ts'),
+  ]);
+  let keys;
+  let policy;
+  try {
+    policy = await loadPolicyOrExit(flags.policy);
+    keys = selectKeys(policy, { ...(flags.key ? { keys: flags.key } : {}), ...(flags.org ? { org: flags.org } : {}), ...(flags.all ? { all: true } : {}) });
+  } catch (error) {
+    return exitForError(error);
+  }
+  const urgent = flags.reason === 'leak' || flags.reason === 'compromise';
+  const actor = flags.actor ?? safeUserName();
+  const audit = createStdoutAudit();
+  const shutdown = shutdownSignal();
+  const progress = createProgressReporter(keys.length);
+  let runtime;
+  try {
+    runtime = await createRuntime(policy, { audit });
+    const summary = await runRotations(runtime, {
+      keys,
+      trigger: { reason: flags.reason, force: urgent || flags.force === true, ignoreSchedule: true, actor, ...(flags.ticket ? { ticket: flags.ticket } : {}) },
+      concurrency: Number(flags.concurrency),
+      signal: shutdown.signal,
+      onKeyDone: (outcome) => progress.keyDone(outcome),
+      command: 'rotate',
+    });
+    progress.finish();
+    await audit.flush();
+    if (flags.output === 'json') {
+      process.stdout.write(`${JSON.stringify({ runId: summary.runId, rotated: summary.rotated, failed: summary.failed, skipped: summary.skipped, exitCode: summary.exitCode, aborted: summary.aborted, keys: summary.outcomes })}\n`);
+    }
+    process.stdout.write(`${summaryLine(summary)}\n`);
+    return summary.exitCode;
+  } catch (error) {
+    return exitForError(error);
+  } finally {
+    shutdown.dispose();
+    await runtime?.close();
+  }
+}
+
+function safeUserName(): string {
+  try {
+    return userInfo().username;
+  } catch {
+    return 'unknown';
+  }
+}

@@ -1,0 +1,92 @@
+import { Option, type Command } from 'commander';
+import { EXIT_CODES_HELP, ExitCode } from './exit-codes.ts';
+import { addPolicyOption, exitForError, loadPolicyOrExit } from './common.ts';
+
+interface ValidateFlags {
+  policy: string;
+  offline?: boolean;
+  output: 'text' | 'json';
+}
+
+interface Check {
+  check: string;
+  ok: boolean;
+  detail?: string;
+  errorCode?: string;
+}
+
+export function registerValidateCommand(program: Command): void {
+  const command = program
+    .command('validate')
+    .description("Check the policy against the schema (exit 2 with file:line and the field on error), then preflight every destination and fallback and keyroll's API credential, without rolling anything or changing any secret.")
+    .option('--offline', 'check the policy only; contact no backend and no API')
+    .addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json']).default('text'))
+    .addHelpText('after', `${EXIT_CODES_HELP}
+  (validate: 1 = a destination or fallback failed preflight; 3 = keyroll's API credential was refused)`);
+  addPolicyOption(command).action(async (flags: ValidateFlags) => {
+    process.exitCode = await validateCommand(flags);
+  });
+}
+
+async function validateCommand(flags: ValidateFlags): Promise<number> {
+  let policy;
+  try {
+    policy = await loadPolicyOrExit(flags.policy);
+  } catch (error) {
+    return exitForError(error);
+  }
+  const checks: Check[] = [{ check: `policy ${policy.file}`, ok: true, detail: `${policy.keys.length} keys, ${Object.keys(policy.backends).length} backends` }];
+  let credentialRefused = false;
+  if (!flags.offline) {
+    const [{ createRuntime }, { createNullAuditLog }, { ApiError }, { errorCode, errorMessage }] = await Promise.all([
+      import('../rotation/runtime.ts'),
+      import('../audit/logger.ts'),
+      import('../api/errors.ts'),
+      import('../errors.ts'),
+    ]);
+    let runtime;
+    try {
+      runtime = await createRuntime(policy, { audit: createNullAuditLog() });
+    } catch (error) {
+      return exitForError(error);
+    }
+    try {
+      try {
+        await runtime.checkApiCredential();
+        checks.push({ check: `api credential ${runtime.credentialDescription}`, ok: true, detail: policy.api.baseUrl });
+      } catch (error) {
+        credentialRefused = error instanceof ApiError && error.status === 401;
+        const hint = credentialRefused ? 'refused (401): check that it is set, valid and not expired' : errorMessage(error);
+        checks.push({ check: `api credential ${runtime.credentialDescription}`, ok: false, errorCode: errorCode(error), detail: hint });
+      }
+      const seen = new Set<string>();
+      for (const key of policy.keys) {
+        const { destinations, fallbacks } = runtime.resolveKey(key);
+        for (const [role, list] of [['destination', destinations], ['fallback', fallbacks]] as const) {
+          for (const destination of list) {
+            const label = `${role} ${destination.backendName}:${destination.target.path}`;
+            if (seen.has(label)) continue;
+            seen.add(label);
+            try {
+              const result = await destination.backend.preflight(destination.target);
+              checks.push({ check: label, ok: true, detail: `${key.id}: ${result.exists ? 'exists' : 'will be created'}; ${result.checks.join(', ')}` });
+            } catch (error) {
+              checks.push({ check: label, ok: false, errorCode: errorCode(error), detail: `${key.id}: ${errorMessage(error)}` });
+            }
+          }
+        }
+      }
+    } finally {
+      await runtime.close();
+    }
+  }
+  if (flags.output === 'json') {
+    process.stdout.write(`${JSON.stringify({ policy: policy.file, checks }, null, 2)}\n`);
+  } else {
+    for (const c of checks) {
+      process.stdout.write(`${c.ok ? 'ok  ' : 'FAIL'}  ${c.check}${c.detail ? ` — ${c.detail}` : ''}${c.errorCode && !c.ok ? ` [${c.errorCode}]` : ''}\n`);
+    }
+  }
+  if (credentialRefused) return ExitCode.aborted;
+  return checks.every((c) => c.ok) ? ExitCode.ok : ExitCode.someFailed;
+}
