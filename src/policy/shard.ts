@@ -16,7 +16,7 @@ export interface Shard {
 /** A generous ceiling: beyond this, per-runner overhead outweighs any gain. */
 export const MAX_SHARDS = 10_000;
 
-/** Parses `--shard i/N` (0 <= i < N). Throws ShardError (KR_SHARD_INVALID), a usage error. */
+/** Parses `--shard i/N` (0 <= i < N). Throws ShardError (KR_USAGE), a usage error. */
 export function parseShard(text: string): Shard {
   const match = /^(\d+)\/(\d+)$/.exec(text.trim());
   if (match === null) throw new ShardError(text, `--shard ${JSON.stringify(text)} must look like i/N, e.g. 0/4 (index i of N shards, counting from 0)`);

@@ -21,7 +21,7 @@ describe('parseShard', () => {
     ['a/b', '--shard "a/b" must look like i/N, e.g. 0/4 (index i of N shards, counting from 0)'],
     ['1.5/4', '--shard "1.5/4" must look like i/N, e.g. 0/4 (index i of N shards, counting from 0)'],
   ])('refuses %s as a usage error', (text, message) => {
-    expect(() => parseShard(text)).toThrow(expect.objectContaining({ code: 'KR_SHARD_INVALID', message }) as Error);
+    expect(() => parseShard(text)).toThrow(expect.objectContaining({ code: 'KR_USAGE', message }) as Error);
   });
 });
 
