@@ -25,6 +25,8 @@ export interface RotateKeyInput {
   reasons: DueReason[];
   /** Shutdown: stops before the roll; never between roll and store. */
   signal?: AbortSignal;
+  /** Pre-assigned rotation id (the daemon's trigger answers with it before the rotation ends). */
+  rotationId?: string;
 }
 
 interface Progress {
@@ -41,10 +43,22 @@ export async function rotateKey(input: RotateKeyInput, deps: RotationDeps): Prom
   const { key, destinations, fallbacks, trigger } = input;
   const primary = destinations[0];
   if (!primary) throw new Error(`key ${key.id} has no destination`);
-  const rotationId = deps.newRotationId();
+  const rotationId = input.rotationId ?? deps.newRotationId();
   const audit = deps.audit.child({ rotationId, keyId: key.id, organizationId: key.organizationId });
   const startedMs = deps.monotonicMs();
   const progress: Progress = { step: 'preflight', rolled: false, rolls: 0, intentSet: false };
+  let stepStartedMs = startedMs;
+  const endStep = (): void => {
+    const nowMs = deps.monotonicMs();
+    deps.observer?.stepDuration(progress.step, nowMs - stepStartedMs);
+    stepStartedMs = nowMs;
+  };
+  /** Moves to the next step: times the previous one, then gives crash tests their pause point. */
+  const enter = async (step: RotationStep): Promise<void> => {
+    endStep();
+    progress.step = step;
+    await deps.checkpoint?.(step);
+  };
   const outcome = (result: KeyOutcome['result'], extra: Partial<KeyOutcome> = {}): KeyOutcome => ({
     keyId: key.id,
     organizationId: key.organizationId,
@@ -61,8 +75,7 @@ export async function rotateKey(input: RotateKeyInput, deps: RotationDeps): Prom
     await preflightDestinations(key, destinations, fallbacks, audit);
 
     // Invariant 5: one roll at a time per key, across every runner.
-    progress.step = 'lock';
-    await deps.checkpoint?.('lock');
+    await enter('lock');
     const locked = await primary.backend.acquireLock(primary.target, { owner: deps.owner, rotationId, ttlMs: key.lockTtlMs });
     if (!locked.acquired) {
       audit.emit('key.lock.busy', { step: 'lock', holder: locked.holder.owner, holderRotationId: locked.holder.rotationId, expiresAt: locked.holder.expiresAt });
@@ -100,12 +113,12 @@ export async function rotateKey(input: RotateKeyInput, deps: RotationDeps): Prom
     }
 
     // Invariant 6: the intent marker is durable before the roll, so a crash after it is found.
-    progress.step = 'intent';
-    await deps.checkpoint?.('intent');
+    await enter('intent');
     await primary.backend.setIntent(primary.target, { rotationId, keyId: key.id, owner: deps.owner, startedAt: deps.now().toISOString() });
     progress.intentSet = true;
     audit.emit('key.intent.set', { step: 'intent' });
 
+    endStep();
     progress.step = 'roll';
     const rolled: RollSuccess = await rollWithRetries(key, primary, deps, progress, input.signal);
     const answeredAtMs = deps.monotonicMs();
@@ -127,21 +140,22 @@ export async function rotateKey(input: RotateKeyInput, deps: RotationDeps): Prom
       },
     );
     const exposureMs = report.firstDurableAtMs === undefined ? undefined : Math.round(report.firstDurableAtMs - answeredAtMs);
+    deps.observer?.stepDuration('roll', answeredAtMs - stepStartedMs);
+    stepStartedMs = answeredAtMs;
     auditStore(audit, rolled, report, answeredAtMs);
+    if (exposureMs !== undefined) deps.observer?.exposure(exposureMs);
     await deps.checkpoint?.('store');
     if (!report.allDestinationsStored) {
       return await storeFailed(key, rotationId, rotatedAt, report, exposureMs, deps, audit, outcome);
     }
 
-    progress.step = 'verify';
-    await deps.checkpoint?.('verify');
+    await enter('verify');
     const verified = await verifyStored(key, rolled.secret, report.stored, deps);
     if (verified.failures.length === 0) {
       audit.emit('key.verified', { step: 'verify', readBack: key.verify.readBack, apiCall: verified.apiChecked });
     }
 
-    progress.step = 'finish';
-    await deps.checkpoint?.('finish');
+    await enter('finish');
     const versions = report.stored.map((copy) => ({ backend: copy.destination.backendName, path: copy.destination.target.path, version: copy.version }));
     for (const copy of report.stored) {
       await copy.destination.backend.recordRotation(copy.destination.target, { rotationId, rotatedAt, version: copy.version });
@@ -196,6 +210,7 @@ export async function rotateKey(input: RotateKeyInput, deps: RotationDeps): Prom
     });
     return outcome('failed', { step, errorCode: code, detail: errorMessage(error) });
   } finally {
+    endStep();
     if (progress.lock) {
       try {
         await primary.backend.releaseLock(primary.target, progress.lock);

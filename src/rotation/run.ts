@@ -20,6 +20,8 @@ export interface RunOptions {
   /** Shutdown: keys not yet started are reported aborted; in-flight ones finish their store. */
   signal?: AbortSignal;
   onKeyDone?: (outcome: KeyOutcome) => void;
+  /** Pre-assigned rotation ids by key id (the daemon's trigger answers with them at once). */
+  rotationIds?: ReadonlyMap<string, string>;
   command?: string;
 }
 
@@ -81,7 +83,8 @@ export async function runRotations(runtime: Runtime, options: RunOptions): Promi
         }
         reasons = decision.reasons;
       }
-      outcome = await rotateKey({ key, destinations, fallbacks, trigger, reasons: reasons ?? [], ...(options.signal ? { signal: options.signal } : {}) }, deps);
+      const rotationId = options.rotationIds?.get(key.id);
+      outcome = await rotateKey({ key, destinations, fallbacks, trigger, reasons: reasons ?? [], ...(options.signal ? { signal: options.signal } : {}), ...(rotationId ? { rotationId } : {}) }, deps);
     } catch (error) {
       if (error instanceof RunAbortedError) {
         abortRun(error.reason, error.message);

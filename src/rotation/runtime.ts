@@ -17,7 +17,7 @@ import { createBackend } from '../backends/registry.ts';
 import type { Backend } from '../backends/types.ts';
 import type { KeyPolicy, Policy } from '../policy/schema.ts';
 import { sleep } from './backoff.ts';
-import type { ResolvedDestination, RotationDeps } from './types.ts';
+import type { ResolvedDestination, RotationDeps, RotationObserver } from './types.ts';
 
 export interface RuntimeOptions {
   audit: AuditLog;
@@ -31,6 +31,8 @@ export interface RuntimeOptions {
   checkpoint?: (step: string) => Promise<void>;
   env?: NodeJS.ProcessEnv;
   rollBudget?: RotationDeps['rollBudget'];
+  /** Metrics hooks for rotations (the daemon, the Pushgateway export). */
+  observer?: RotationObserver;
   /** Replaces the policy's alerter (tests, the daemon's metrics wrapper). */
   alerter?: Alerter;
   /** Wraps each backend instance (tests inject faults here; the daemon adds metrics). */
@@ -115,6 +117,7 @@ export async function createRuntime(policy: Policy, options: RuntimeOptions): Pr
       monotonicMs: () => performance.now(),
       rollBudget: options.rollBudget ?? { attempts: 5, maxWaitMs: 120_000 },
       ...(options.checkpoint ? { checkpoint: options.checkpoint } : {}),
+      ...(options.observer ? { observer: options.observer } : {}),
     }),
     close: async () => {
       await api.close();

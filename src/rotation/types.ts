@@ -55,8 +55,16 @@ export interface RotationDeps {
   monotonicMs: () => number;
   /** Budget for 429 waits and unknown-outcome re-rolls of one key. */
   rollBudget: { attempts: number; maxWaitMs: number };
+  /** Metrics hooks (the daemon and the Pushgateway export); called after the fact, never between roll and store. */
+  observer?: RotationObserver;
   /** Test-only pause points (crash tests); a no-op in production. */
   checkpoint?: (step: string) => Promise<void>;
+}
+
+export interface RotationObserver {
+  stepDuration(step: RotationStep, ms: number): void;
+  /** Roll answer → first durable write. */
+  exposure(ms: number): void;
 }
 
 export interface SuccessNotice {
