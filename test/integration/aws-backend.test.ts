@@ -12,6 +12,7 @@ import { AwsBackendConfig } from '../../src/backends/aws/config.ts';
 import { BackendError } from '../../src/backends/errors.ts';
 import type { Backend, StoreTarget, ValueShape } from '../../src/backends/types.ts';
 import { createTestClock, describeBackendContract, makeRecord, type TestClock } from '../backends/contract.ts';
+import { JSON_SHAPE, keyPolicy, startBench } from '../rotation/harness.ts';
 import { motoServer, type MotoServer } from './servers.ts';
 
 const moto = motoServer();
@@ -266,6 +267,37 @@ describe.skipIf(moto === undefined)('aws backend (moto)', () => {
         expect(b.moves).toEqual(['stale']);
       } finally {
         await Promise.all([first.close(), a.close(), b.close()]);
+      }
+    });
+  });
+
+  describe('rotation engine end to end', () => {
+    it('rotates a key into Secrets Manager twice: AWSCURRENT works, bookkeeping recorded, lock released', async () => {
+      const path = `keyroll-test/${run}/e2e/billing`;
+      const bench = await startBench({
+        keys: (org) => [keyPolicy('key_demo_billing', org('key_demo_billing'), { destinations: [{ backend: 'aws', target: { path, shape: JSON_SHAPE } }] })],
+        policy: { backends: { aws: AwsBackendConfig.parse({ kind: 'aws', endpoint: server.endpoint, createIfMissing: true }) } },
+      });
+      const sdk = sdkClient(server);
+      const observer = makeBackend(server, createTestClock());
+      const env = { AWS_ACCESS_KEY_ID: server.accessKeyId, AWS_SECRET_ACCESS_KEY: server.secretAccessKey, AWS_REGION: server.region };
+      try {
+        // Each run verifies by reading back and calling the API with the stored key.
+        const first = await bench.run({ runtime: { env }, trigger: { force: true } });
+        const second = await bench.run({ runtime: { env }, trigger: { force: true } });
+        expect([first.rotated, second.rotated]).toEqual([1, 1]);
+        const [v1, v2] = [first, second].map((summary) => summary.outcomes[0]?.versions?.[0]?.version);
+        expect(v2).toBe(second.outcomes[0]?.rotationId);
+        const description = await sdk.send(new DescribeSecretCommand({ SecretId: path }));
+        expect(description.VersionIdsToStages).toEqual({ [v1!]: ['AWSPREVIOUS'], [v2!]: ['AWSCURRENT'] });
+        const tags = new Map((description.Tags ?? []).map((tag) => [tag.Key, tag.Value]));
+        expect(tags.get('keyroll:last-rotation-id')).toBe(second.outcomes[0]?.rotationId);
+        expect(tags.has('keyroll:intent')).toBe(false);
+        expect((await observer.readState({ path, shape: JSON_SHAPE })).lock).toBeUndefined();
+      } finally {
+        await observer.close();
+        sdk.destroy();
+        await bench.close();
       }
     });
   });
