@@ -1,53 +1,19 @@
 // The AWS Secrets Manager backend against a real moto server: the shared backend contract,
 // then what only AWS has (staging labels, ClientRequestToken idempotency, creation options,
-// the lock secret's compare-and-swap, transport failures).
-import { randomUUID } from 'node:crypto';
+// tags, transport failures) and the rotation engine end to end. Lock contention: aws-lock.test.ts;
+// the shipped IAM policy: aws-iam.test.ts.
 import { createServer, type Server, type Socket } from 'node:net';
-import { DescribeSecretCommand, ListSecretVersionIdsCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { randomUUID } from 'node:crypto';
+import { DescribeSecretCommand, ListSecretVersionIdsCommand, type SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SecretsManagerCalls } from '../../src/backends/aws/client.ts';
-import { createAwsBackend } from '../../src/backends/aws/index.ts';
-import { acquireLock } from '../../src/backends/aws/lock.ts';
 import { AwsBackendConfig } from '../../src/backends/aws/config.ts';
-import { BackendError } from '../../src/backends/errors.ts';
-import type { Backend, StoreTarget, ValueShape } from '../../src/backends/types.ts';
-import { createTestClock, describeBackendContract, makeRecord, type TestClock } from '../backends/contract.ts';
+import type { Backend } from '../../src/backends/types.ts';
+import { createTestClock, describeBackendContract, makeRecord } from '../backends/contract.ts';
 import { JSON_SHAPE, keyPolicy, startBench } from '../rotation/harness.ts';
-import { motoServer, type MotoServer } from './servers.ts';
+import { makeBackend, motoEnv, newTarget, rejection, run, sdkClient } from './aws-fixtures.ts';
+import { motoServer } from './servers.ts';
 
 const moto = motoServer();
-const run = randomUUID().slice(0, 8);
-let counter = 0;
-
-function newTarget(shape: Partial<ValueShape> = {}): StoreTarget {
-  counter += 1;
-  return { path: `keyroll-test/${run}/secret-${String(counter)}`, shape: { format: 'raw', secretField: 'apiKey', fields: [], ...shape } };
-}
-
-function makeBackend(server: MotoServer, clock: TestClock, config: Partial<AwsBackendConfig> = {}): Backend {
-  const parsed = AwsBackendConfig.parse({ kind: 'aws', endpoint: server.endpoint, createIfMissing: true, ...config });
-  return createAwsBackend('aws-test', parsed, {
-    now: clock.now,
-    env: { AWS_ACCESS_KEY_ID: server.accessKeyId, AWS_SECRET_ACCESS_KEY: server.secretAccessKey, AWS_REGION: server.region },
-  });
-}
-
-function sdkClient(server: MotoServer): SecretsManagerClient {
-  return new SecretsManagerClient({
-    endpoint: server.endpoint,
-    region: server.region,
-    credentials: { accessKeyId: server.accessKeyId, secretAccessKey: server.secretAccessKey },
-  });
-}
-
-async function rejection(promise: Promise<unknown>): Promise<BackendError> {
-  const error: unknown = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  if (!(error instanceof BackendError)) throw new Error(`expected a BackendError, got ${String(error)}`);
-  return error;
-}
 
 describe.skipIf(moto === undefined)('aws backend (moto)', () => {
   const server = moto!;
@@ -195,82 +161,6 @@ describe.skipIf(moto === undefined)('aws backend (moto)', () => {
     });
   });
 
-  describe('stale lock takeover', () => {
-    it('goes to exactly one of several runners racing for the same stale lock', async () => {
-      const clock = createTestClock();
-      const runners = [makeBackend(server, clock), makeBackend(server, clock), makeBackend(server, clock)];
-      try {
-        for (let round = 0; round < 5; round++) {
-          const t = newTarget();
-          const [first] = runners;
-          expect((await first!.acquireLock(t, { owner: 'old', rotationId: 'old', ttlMs: 1_000 })).acquired).toBe(true);
-          clock.advance(2_000);
-          const outcomes = await Promise.all(runners.map((r, i) => r.acquireLock(t, { owner: `taker-${String(i)}`, rotationId: `rot-${String(i)}`, ttlMs: 60_000 })));
-          const winners = outcomes.filter((o) => o.acquired);
-          expect(winners).toHaveLength(1);
-          const winner = winners[0]!.lock;
-          expect(winner.tookOver).toBe(true);
-          for (const loser of outcomes.filter((o) => !o.acquired)) expect(loser.holder.owner).toBe(winner.owner);
-          expect((await first!.readState(t)).lock?.owner).toBe(winner.owner);
-        }
-      } finally {
-        await Promise.all(runners.map((r) => r.close()));
-      }
-    });
-  });
-
-  describe('lock compare-and-swap', () => {
-    // Both takers read the same stale version and put their candidates before either moves
-    // AWSCURRENT: the interleaving a timing race only sometimes produces, forced by a gate.
-    class GatedCalls extends SecretsManagerCalls {
-      readonly arrived: Promise<void>;
-      readonly moves: ('moved' | 'stale')[] = [];
-      #arrive: () => void = () => undefined;
-      #open: () => void = () => undefined;
-      readonly #gate: Promise<void>;
-
-      constructor() {
-        super({ backendName: 'gated', endpoint: server.endpoint, region: server.region, timeoutMs: 10_000, credentials: { accessKeyId: server.accessKeyId, secretAccessKey: server.secretAccessKey } });
-        this.arrived = new Promise((resolve) => (this.#arrive = resolve));
-        this.#gate = new Promise((resolve) => (this.#open = resolve));
-      }
-
-      open(): void {
-        this.#open();
-      }
-
-      override async moveCurrentStage(...args: Parameters<SecretsManagerCalls['moveCurrentStage']>): Promise<'moved' | 'stale'> {
-        this.#arrive();
-        await this.#gate;
-        const outcome = await super.moveCurrentStage(...args);
-        this.moves.push(outcome);
-        return outcome;
-      }
-    }
-
-    it('refuses the second move of AWSCURRENT from the same stale version', async () => {
-      const clock = createTestClock();
-      const t = newTarget();
-      const first = makeBackend(server, clock);
-      const [a, b] = [new GatedCalls(), new GatedCalls()];
-      const context = (calls: SecretsManagerCalls) => ({ calls, backendName: 'gated', tags: {}, now: clock.now });
-      try {
-        expect((await first.acquireLock(t, { owner: 'old', rotationId: 'old', ttlMs: 1_000 })).acquired).toBe(true);
-        clock.advance(2_000);
-        const takeA = acquireLock(context(a), t.path, { owner: 'a', rotationId: 'rot-a', ttlMs: 60_000 });
-        const takeB = acquireLock(context(b), t.path, { owner: 'b', rotationId: 'rot-b', ttlMs: 60_000 });
-        await Promise.all([a.arrived, b.arrived]);
-        a.open();
-        expect(await takeA).toMatchObject({ acquired: true, lock: { owner: 'a', tookOver: true } });
-        b.open();
-        expect(await takeB).toEqual({ acquired: false, holder: expect.objectContaining({ owner: 'a' }) as unknown });
-        expect(b.moves).toEqual(['stale']);
-      } finally {
-        await Promise.all([first.close(), a.close(), b.close()]);
-      }
-    });
-  });
-
   describe('rotation engine end to end', () => {
     it('rotates a key into Secrets Manager twice: AWSCURRENT works, bookkeeping recorded, lock released', async () => {
       const path = `keyroll-test/${run}/e2e/billing`;
@@ -280,7 +170,7 @@ describe.skipIf(moto === undefined)('aws backend (moto)', () => {
       });
       const sdk = sdkClient(server);
       const observer = makeBackend(server, createTestClock());
-      const env = { AWS_ACCESS_KEY_ID: server.accessKeyId, AWS_SECRET_ACCESS_KEY: server.secretAccessKey, AWS_REGION: server.region };
+      const env = motoEnv(server);
       try {
         // Each run verifies by reading back and calling the API with the stored key.
         const first = await bench.run({ runtime: { env }, trigger: { force: true } });

@@ -1,0 +1,48 @@
+// Shared by the AWS integration tests: backends and raw SDK clients pointed at moto, fresh
+// target names, and a helper that expects a BackendError.
+import { randomUUID } from 'node:crypto';
+import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { AwsBackendConfig } from '../../src/backends/aws/config.ts';
+import { createAwsBackend } from '../../src/backends/aws/index.ts';
+import { BackendError } from '../../src/backends/errors.ts';
+import type { Backend, StoreTarget, ValueShape } from '../../src/backends/types.ts';
+import type { TestClock } from '../backends/contract.ts';
+import type { MotoServer } from './servers.ts';
+
+/** Unique per test process, so reruns against a long-lived moto never collide. */
+export const run = randomUUID().slice(0, 8);
+let counter = 0;
+
+/** A target path no other test uses. */
+export function newTarget(shape: Partial<ValueShape> = {}): StoreTarget {
+  counter += 1;
+  return { path: `keyroll-test/${run}/secret-${String(counter)}`, shape: { format: 'raw', secretField: 'apiKey', fields: [], ...shape } };
+}
+
+/** The moto credentials as the environment a backend is given (the default chain's env source). */
+export function motoEnv(server: MotoServer): NodeJS.ProcessEnv {
+  return { AWS_ACCESS_KEY_ID: server.accessKeyId, AWS_SECRET_ACCESS_KEY: server.secretAccessKey, AWS_REGION: server.region };
+}
+
+export function makeBackend(server: MotoServer, clock: TestClock, config: Partial<AwsBackendConfig> = {}): Backend {
+  const parsed = AwsBackendConfig.parse({ kind: 'aws', endpoint: server.endpoint, createIfMissing: true, ...config });
+  return createAwsBackend('aws-test', parsed, { now: clock.now, env: motoEnv(server) });
+}
+
+/** A plain SDK client, to look at what the backend stored. */
+export function sdkClient(server: MotoServer): SecretsManagerClient {
+  return new SecretsManagerClient({
+    endpoint: server.endpoint,
+    region: server.region,
+    credentials: { accessKeyId: server.accessKeyId, secretAccessKey: server.secretAccessKey },
+  });
+}
+
+export async function rejection(promise: Promise<unknown>): Promise<BackendError> {
+  const error: unknown = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  if (!(error instanceof BackendError)) throw new Error(`expected a BackendError, got ${String(error)}`);
+  return error;
+}
