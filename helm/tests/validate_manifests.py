@@ -1,0 +1,147 @@
+"""Validates manifests rendered by `helm template`, offline. Called by scripts/check-chart.sh.
+
+For every document in every file given:
+  * Kubernetes kinds: the bundled OpenAPI-derived schemas of kubernetes-validate, in strict
+    mode (an unknown or misspelt field is an error), for the Kubernetes version given.
+  * Custom resources (ServiceMonitor): the schemas in helm/tests/schemas/.
+  * A kind with no schema is an error, not a warning: nothing passes unchecked.
+  * Pods (of CronJobs, Jobs, Deployments, test Pods): the Pod Security Standard "restricted"
+    plus a read-only root filesystem.
+  * The chart never renders a Secret (credentials come from existing Secrets).
+  * The rotation policy ConfigMap validates against config/policy.schema.json.
+
+Prints one `ERROR file: kind/name: problem` line per problem, and on the last line
+`manifests=N`. Exit status 1 when any problem was found.
+"""
+
+import argparse
+import json
+import os
+import sys
+
+import jsonschema
+import yaml
+from kubernetes_validate import utils as kv
+
+RESTRICTED_VOLUME_TYPES = {
+    "configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim",
+    "projected", "secret",
+}
+CUSTOM_SCHEMAS = {("monitoring.coreos.com/v1", "ServiceMonitor"): "servicemonitor-monitoring-v1.json"}
+
+
+def load_documents(path):
+    with open(path, encoding="utf-8") as handle:
+        return [doc for doc in yaml.safe_load_all(handle) if doc]
+
+
+def pod_spec(doc):
+    kind = doc.get("kind")
+    spec = doc.get("spec") or {}
+    if kind == "Pod":
+        return spec
+    if kind in ("Deployment", "Job", "StatefulSet", "DaemonSet", "ReplicaSet"):
+        return (spec.get("template") or {}).get("spec")
+    if kind == "CronJob":
+        job = (spec.get("jobTemplate") or {}).get("spec") or {}
+        return (job.get("template") or {}).get("spec")
+    return None
+
+
+def restricted_problems(spec):
+    """The checks of the Pod Security Standard 'restricted' (v1.31) that a pod spec alone decides."""
+    problems = []
+    pod_context = spec.get("securityContext") or {}
+    for flag in ("hostNetwork", "hostPID", "hostIPC"):
+        if spec.get(flag):
+            problems.append(f"{flag} is set")
+    for volume in spec.get("volumes") or []:
+        types = set(volume) - {"name"}
+        if not types <= RESTRICTED_VOLUME_TYPES:
+            problems.append(f"volume {volume.get('name')} uses {sorted(types - RESTRICTED_VOLUME_TYPES)}")
+    containers = (spec.get("initContainers") or []) + (spec.get("containers") or [])
+    for container in containers:
+        name = container.get("name")
+        context = container.get("securityContext") or {}
+
+        def effective(key):
+            return context.get(key, pod_context.get(key))
+
+        if effective("runAsNonRoot") is not True:
+            problems.append(f"container {name}: runAsNonRoot is not true")
+        if effective("runAsUser") == 0:
+            problems.append(f"container {name}: runAsUser is 0")
+        if context.get("allowPrivilegeEscalation") is not False:
+            problems.append(f"container {name}: allowPrivilegeEscalation is not false")
+        if context.get("privileged"):
+            problems.append(f"container {name}: privileged")
+        capabilities = context.get("capabilities") or {}
+        if "ALL" not in (capabilities.get("drop") or []):
+            problems.append(f"container {name}: capabilities.drop lacks ALL")
+        if set(capabilities.get("add") or []) - {"NET_BIND_SERVICE"}:
+            problems.append(f"container {name}: adds capabilities {capabilities.get('add')}")
+        seccomp = (effective("seccompProfile") or {}).get("type")
+        if seccomp not in ("RuntimeDefault", "Localhost"):
+            problems.append(f"container {name}: seccompProfile is {seccomp!r}, not RuntimeDefault")
+        if context.get("readOnlyRootFilesystem") is not True:
+            problems.append(f"container {name}: readOnlyRootFilesystem is not true")
+    return problems
+
+
+def validate_document(doc, version, schema_dir, policy_schema):
+    api_version, kind = doc.get("apiVersion"), doc.get("kind")
+    problems = []
+    custom = CUSTOM_SCHEMAS.get((api_version, kind))
+    try:
+        if custom is not None:
+            with open(os.path.join(schema_dir, custom), encoding="utf-8") as handle:
+                jsonschema.validate(doc, json.load(handle))
+        else:
+            kv.validate(doc, version, strict=True)
+    except kv.ValidationError as error:
+        path = ".".join(str(item) for item in error.path)
+        problems.append(f"{path}: {error.message}")
+    except jsonschema.ValidationError as error:
+        path = ".".join(str(item) for item in error.absolute_path)
+        problems.append(f"{path}: {error.message}")
+    except (kv.SchemaNotFoundError, kv.InvalidSchemaError) as error:
+        problems.append(f"no schema to check it against ({error.message})")
+
+    if kind == "Secret":
+        problems.append("the chart renders a Secret; credentials must come from existing Secrets")
+    spec = pod_spec(doc)
+    if spec is not None:
+        problems.extend(f"pod security: {problem}" for problem in restricted_problems(spec))
+    if kind == "ConfigMap" and "policy.yaml" in (doc.get("data") or {}):
+        try:
+            jsonschema.validate(yaml.safe_load(doc["data"]["policy.yaml"]), policy_schema)
+        except jsonschema.ValidationError as error:
+            path = ".".join(str(item) for item in error.absolute_path)
+            problems.append(f"policy.yaml {path}: {error.message}")
+    return problems
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--kubernetes-version", required=True)
+    parser.add_argument("--schemas", required=True, help="folder of custom resource schemas")
+    parser.add_argument("--policy-schema", required=True, help="config/policy.schema.json")
+    parser.add_argument("files", nargs="+")
+    args = parser.parse_args()
+
+    with open(args.policy_schema, encoding="utf-8") as handle:
+        policy_schema = json.load(handle)
+    count, failed = 0, False
+    for path in args.files:
+        for doc in load_documents(path):
+            count += 1
+            name = f"{str(doc.get('kind')).lower()}/{(doc.get('metadata') or {}).get('name')}"
+            for problem in validate_document(doc, args.kubernetes_version, args.schemas, policy_schema):
+                print(f"ERROR {path}: {name}: {problem}")
+                failed = True
+    print(f"manifests={count}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

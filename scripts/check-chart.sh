@@ -1,0 +1,123 @@
+#!/bin/sh
+# Checks the Helm chart offline (`npm run check:chart`; CI runs it):
+#   1. helm lint --strict with each values file in helm/keyroll/ci/;
+#   2. helm template with each of them, every rendered manifest validated against the
+#      Kubernetes schemas (strict: unknown fields are errors), the Pod Security Standard
+#      "restricted", and the policy schema (helm/tests/validate_manifests.py);
+#   3. every file in helm/tests/must-fail/ must FAIL at the stage it names (`# expect-stage:
+#      values` — the values schema rejects it; `# expect-stage: manifest` — it renders, and the
+#      rendered manifest is rejected) with the error it names (`# expect-error: …`). A must-fail
+#      file that passes fails the check: it proves the checks above can fail at all.
+# Quiet on success: the last line is the summary. Tools: scripts/lib/chart-tools.sh.
+set -eu
+cd "$(dirname "$(readlink -f "$0")")/.."
+. scripts/lib/chart-tools.sh
+
+KUBERNETES_VERSION="${KEYROLL_KUBERNETES_VERSION:-1.31.0}"
+chart=helm/keyroll
+release=keyroll-check
+namespace=keyroll
+
+helm=$(keyroll_helm)
+python=$(keyroll_validator_python)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT INT TERM
+
+problems=0
+problem() {
+  echo "chart: FAIL $*" >&2
+  problems=$((problems + 1))
+}
+
+# Runs a command, keeping its output in $work/out; shows the output only when it fails.
+quietly() {
+  if "$@" >"$work/out" 2>&1; then return 0; fi
+  sed 's/^/  | /' "$work/out" >&2
+  return 1
+}
+
+render() { # values-file output-file
+  "$helm" template "$release" "$chart" --namespace "$namespace" --kube-version "$KUBERNETES_VERSION" \
+    --values "$1" >"$2" 2>"$work/render.err"
+}
+
+validate() { # rendered files…
+  "$python" helm/tests/validate_manifests.py --kubernetes-version "$KUBERNETES_VERSION" \
+    --schemas helm/tests/schemas --policy-schema config/policy.schema.json "$@"
+}
+
+header() { # file key → the value of a `# key: value` comment line
+  sed -n "s/^# $2: *//p" "$1" | head -n 1
+}
+
+# ---- 1 + 2: the values files that must pass.
+values_files=0
+rendered=""
+for values in "$chart"/ci/*-values.yaml; do
+  values_files=$((values_files + 1))
+  name=$(basename "$values" -values.yaml)
+  quietly "$helm" lint --strict "$chart" --namespace "$namespace" --kube-version "$KUBERNETES_VERSION" --values "$values" \
+    || problem "helm lint with $values"
+  if render "$values" "$work/$name.yaml"; then
+    rendered="$rendered $work/$name.yaml"
+  else
+    sed 's/^/  | /' "$work/render.err" >&2
+    problem "helm template with $values"
+  fi
+done
+manifests=0
+if [ -n "$rendered" ]; then
+  # shellcheck disable=SC2086 # one path per word, none with spaces (mktemp + fixed names)
+  if validate $rendered >"$work/validate.out" 2>&1; then :; else
+    grep -v '^manifests=' "$work/validate.out" | sed "s|$work/||" >&2
+    problem "rendered manifests do not validate against Kubernetes $KUBERNETES_VERSION"
+  fi
+  manifests=$(sed -n 's/^manifests=//p' "$work/validate.out")
+fi
+
+# ---- 3: the values files that must fail, each at its stage, with its error.
+caught=0
+caught_values=0
+caught_manifest=0
+for values in helm/tests/must-fail/*-values.yaml; do
+  stage=$(header "$values" expect-stage)
+  expected=$(header "$values" expect-error)
+  [ -n "$stage" ] && [ -n "$expected" ] || { problem "$values lacks '# expect-stage:' or '# expect-error:'"; continue; }
+  case "$stage" in
+    values)
+      if render "$values" "$work/must-fail.yaml"; then
+        problem "$values rendered, but the values schema must reject it"
+      elif grep -q -- "$expected" "$work/render.err"; then
+        caught_values=$((caught_values + 1))
+      else
+        sed 's/^/  | /' "$work/render.err" >&2
+        problem "$values failed to render, but not with '$expected'"
+      fi
+      ;;
+    manifest)
+      if ! render "$values" "$work/must-fail.yaml"; then
+        sed 's/^/  | /' "$work/render.err" >&2
+        problem "$values must render (and then fail validation), but helm template failed"
+      elif validate "$work/must-fail.yaml" >"$work/validate.out" 2>&1; then
+        problem "$values rendered a manifest the Kubernetes schema must reject, and it passed"
+      elif grep '^ERROR' "$work/validate.out" | grep -q -- "$expected"; then
+        caught_manifest=$((caught_manifest + 1))
+      else
+        sed 's/^/  | /' "$work/validate.out" >&2
+        problem "$values failed validation, but not with '$expected'"
+      fi
+      ;;
+    *) problem "$values: unknown expect-stage '$stage' (values or manifest)" ;;
+  esac
+done
+
+# Both kinds of check must have shown that they can fail.
+[ "$caught_values" -gt 0 ] || problem "no must-fail file was caught by the values schema"
+[ "$caught_manifest" -gt 0 ] || problem "no must-fail file was caught by manifest validation"
+caught=$((caught_values + caught_manifest))
+
+if [ "$problems" -gt 0 ]; then
+  echo "chart: $problems problem(s); $manifests manifests rendered across $values_files values files" >&2
+  exit 1
+fi
+echo "chart: $manifests manifests valid against Kubernetes $KUBERNETES_VERSION across $values_files values files, $caught expected failures caught"
