@@ -39,8 +39,8 @@ export function shutdownSignal(): { signal: AbortSignal; dispose: () => void } {
       controller.abort(new Error(`${name} received`));
     }
   };
-  const onTerm = (): void => onSignal('SIGTERM');
-  const onInt = (): void => onSignal('SIGINT');
+  const onTerm = (): void => { onSignal('SIGTERM'); };
+  const onInt = (): void => { onSignal('SIGINT'); };
   process.on('SIGTERM', onTerm);
   process.on('SIGINT', onInt);
   return {

@@ -1,3 +1,5 @@
+import { rm } from 'node:fs/promises';
+import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { EXIT_CODES_HELP } from './exit-codes.ts';
 
@@ -19,9 +21,7 @@ export function registerDemoCommand(program: Command): void {
 }
 
 async function demoCommand(flags: DemoFlags): Promise<number> {
-  const [{ rm }, { resolve }, { startEmulator }, { createRuntime }, { runRotations }, { staticCredential }, { Secret }, common] = await Promise.all([
-    import('node:fs/promises'),
-    import('node:path'),
+  const [{ startEmulator }, { createRuntime }, { runRotations }, { staticCredential }, { Secret }, common] = await Promise.all([
     import('../emulator/server.ts'),
     import('../rotation/runtime.ts'),
     import('../rotation/run.ts'),

@@ -70,7 +70,7 @@ async function rotateCommand(flags: RotateFlags): Promise<number> {
       trigger: { reason: flags.reason, force: urgent || flags.force === true, ignoreSchedule: true, actor, ...(flags.ticket ? { ticket: flags.ticket } : {}) },
       concurrency: Number(flags.concurrency),
       signal: shutdown.signal,
-      onKeyDone: (outcome) => progress.keyDone(outcome),
+      onKeyDone: (outcome) => { progress.keyDone(outcome); },
       command: 'rotate',
     });
     progress.finish();

@@ -84,7 +84,7 @@ export async function runRotations(runtime: Runtime, options: RunOptions): Promi
         reasons = decision.reasons;
       }
       const rotationId = options.rotationIds?.get(key.id);
-      outcome = await rotateKey({ key, destinations, fallbacks, trigger, reasons: reasons ?? [], ...(options.signal ? { signal: options.signal } : {}), ...(rotationId ? { rotationId } : {}) }, deps);
+      outcome = await rotateKey({ key, destinations, fallbacks, trigger, reasons, ...(options.signal ? { signal: options.signal } : {}), ...(rotationId ? { rotationId } : {}) }, deps);
     } catch (error) {
       if (error instanceof RunAbortedError) {
         abortRun(error.reason, error.message);

@@ -74,7 +74,7 @@ export async function createRuntime(policy: Policy, options: RuntimeOptions): Pr
     limiter,
     headersTimeoutMs: policy.api.timeouts.headersMs,
     bodyTimeoutMs: policy.api.timeouts.bodyMs,
-    ...(policy.api.methods ? { methods: policy.api.methods } : {}),
+    methods: policy.api.methods,
     ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
   });
   const backends = new Map<string, Backend>();

@@ -43,7 +43,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await bench.close();
-  await new Promise<void>((resolve) => receiver.close(() => resolve()));
+  await new Promise<void>((resolve) => receiver.close(() => { resolve(); }));
 });
 
 const down = (operation: 'write'): BackendError => new BackendError('KR_BACKEND_UNAVAILABLE', 'injected: down', { backend: 'x', kind: 'file', operation, path: 'x' });
@@ -57,19 +57,19 @@ interface Scenario {
 
 const scenarios: Scenario[] = [
   { name: 'success' },
-  { name: 'roll 400', setup: () => bench.emulator.faults.inject('roll', { kind: 'status', status: 400 }, 1) },
-  { name: 'roll 403', setup: () => bench.emulator.faults.inject('roll', { kind: 'status', status: 403 }, 1) },
-  { name: 'roll 429', setup: () => bench.emulator.faults.inject('roll', { kind: 'status', status: 429, retryAfter: '1' }, 1) },
-  { name: 'roll 500 before applying', setup: () => bench.emulator.faults.inject('roll', { kind: 'status', status: 500 }, 1) },
-  { name: 'roll applied then 500', setup: () => bench.emulator.faults.inject('roll', { kind: 'failAfterApply', then: 'status500' }, 1) },
-  { name: 'roll applied then dropped', setup: () => bench.emulator.faults.inject('roll', { kind: 'failAfterApply', then: 'drop' }, 1) },
-  { name: 'malformed answer with data.key', setup: () => bench.emulator.faults.inject('roll', { kind: 'malformed', status: 200, body: '{"data":{"key":"{{key}}"}}' }, 1) },
-  { name: 'malformed HTML answer', setup: () => bench.emulator.faults.inject('roll', { kind: 'malformed', status: 200, body: '<html>{{key}}</html>', contentType: 'text/html' }, 1) },
+  { name: 'roll 400', setup: () => { bench.emulator.faults.inject('roll', { kind: 'status', status: 400 }, 1); } },
+  { name: 'roll 403', setup: () => { bench.emulator.faults.inject('roll', { kind: 'status', status: 403 }, 1); } },
+  { name: 'roll 429', setup: () => { bench.emulator.faults.inject('roll', { kind: 'status', status: 429, retryAfter: '1' }, 1); } },
+  { name: 'roll 500 before applying', setup: () => { bench.emulator.faults.inject('roll', { kind: 'status', status: 500 }, 1); } },
+  { name: 'roll applied then 500', setup: () => { bench.emulator.faults.inject('roll', { kind: 'failAfterApply', then: 'status500' }, 1); } },
+  { name: 'roll applied then dropped', setup: () => { bench.emulator.faults.inject('roll', { kind: 'failAfterApply', then: 'drop' }, 1); } },
+  { name: 'malformed answer with data.key', setup: () => { bench.emulator.faults.inject('roll', { kind: 'malformed', status: 200, body: '{"data":{"key":"{{key}}"}}' }, 1); } },
+  { name: 'malformed HTML answer', setup: () => { bench.emulator.faults.inject('roll', { kind: 'malformed', status: 200, body: '<html>{{key}}</html>', contentType: 'text/html' }, 1); } },
   { name: 'primary down → fallback', wrap: writesFail(['files']) },
   { name: 'everything down → escrow', wrap: writesFail(['files', 'fallback']) },
   { name: 'recovery of the escrowed key' },
   { name: 'verify read-back mismatch', wrap: (_n, b) => wrapBackend(b, { readSecret: () => Promise.resolve(undefined) }) },
-  { name: 'roll 401 aborts', setup: () => bench.emulator.faults.inject('roll', { kind: 'status', status: 401 }, 1) },
+  { name: 'roll 401 aborts', setup: () => { bench.emulator.faults.inject('roll', { kind: 'status', status: 401 }, 1); } },
 ];
 
 describe('invariant 3: the secret never leaves except to a backend', () => {
