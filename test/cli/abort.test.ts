@@ -1,0 +1,107 @@
+// How `rotate` stops: keyroll's credential refused on roll (401, exit 3), an API key configured
+// as keyroll's credential (403 on roll, exit 1, explained), and SIGTERM while a roll is in
+// flight (the in-flight key finishes its store, the rest are not started, exit 3).
+import { beforeEach, describe, expect, it } from 'vitest';
+import { eventsNamed, openFileBackend, storedSecret, TARGETS, useCliFixture, type CliResult } from './harness.ts';
+
+// The emulator's `delay` fault waits on this gate, so the test decides when the delayed roll answers.
+let delayReached = Promise.withResolvers<undefined>();
+let delayRelease = Promise.withResolvers<undefined>();
+const cli = useCliFixture({
+  sleep: async () => {
+    delayReached.resolve(undefined);
+    await delayRelease.promise;
+  },
+});
+beforeEach(() => {
+  delayReached = Promise.withResolvers();
+  delayRelease = Promise.withResolvers();
+});
+
+const ROTATE_ALL = ['rotate', '-p', 'policy.yaml', '--all', '--reason', 'leak', '--actor', 'alice', '--ticket', 'INC-9', '--concurrency', '1'];
+
+function alertBodies(): Record<string, unknown>[] {
+  return cli.receiver.requests.map((r) => r.body as Record<string, unknown>);
+}
+
+describe('keyroll rotate: a 401 on roll', () => {
+  async function rotateWithRollRefused(): Promise<CliResult> {
+    await cli.writePolicy();
+    // The credential check (a project list) passes; the roll itself is refused.
+    cli.emulator.faults.inject('roll', { kind: 'status', status: 401 });
+    return cli.run(ROTATE_ALL);
+  }
+
+  it('aborts the run (exit 3) before any further roll, clears the unrolled intent and alerts critically', async () => {
+    const result = await rotateWithRollRefused();
+    expect(result.code).toBe(3);
+    expect(result.lastLine).toMatch(/^rotated 0, failed 0, skipped 3 \(aborted: .*refused \(401\).*\)$/);
+    expect(cli.emulator.state.totalRolls()).toBe(0);
+    expect(cli.emulator.state.callCount('roll')).toBe(1);
+    expect(eventsNamed(result, 'run.aborted')).toEqual([expect.objectContaining({ why: 'credential-refused', actor: 'alice', reason: 'leak' })]);
+    expect((await (await openFileBackend(cli.secretsDir)).readState(TARGETS.key_demo_billing)).intent).toBeUndefined();
+    expect(alertBodies()).toEqual([expect.objectContaining({ severity: 'critical', errorCode: 'KR_RUN_CREDENTIAL_REFUSED' })]);
+  });
+
+  // Known gap, reported to the lead: the roll-time 401 message (src/rotation/roll.ts) does not say
+  // which credential was refused, unlike the pre-run check. Flip to `it` once it does.
+  it.fails('names the credential reference that was refused', async () => {
+    const result = await rotateWithRollRefused();
+    expect(result.lastLine).toContain('env:KEYROLL_API_TOKEN');
+  });
+});
+
+describe('keyroll rotate: an API key configured as keyroll credential', () => {
+  it('is recognised from the 403 on roll: the key fails (exit 1) with an explanation, nothing is rolled', async () => {
+    await cli.writePolicy();
+    const apiKeySecret = cli.emulator.state.currentSecret('key_demo_legacy');
+    cli.alsoSecret(apiKeySecret);
+    const result = await cli.run(['rotate', '-p', 'policy.yaml', '--key', 'key_demo_billing', '--reason', 'leak', '--actor', 'alice'], { env: { KEYROLL_API_TOKEN: apiKeySecret } });
+    expect(result.code).toBe(1);
+    expect(result.lastLine).toBe('rotated 0, failed 1, skipped 0');
+    const [failed] = eventsNamed(result, 'key.failed');
+    expect(failed).toMatchObject({ keyId: 'key_demo_billing', step: 'roll', errorCode: 'KR_API_FORBIDDEN' });
+    expect(failed?.error).toContain('an organization API key can never roll keys');
+    expect(alertBodies()).toEqual([expect.objectContaining({ keyId: 'key_demo_billing', errorCode: 'KR_API_FORBIDDEN', summary: expect.stringContaining('API key can never roll keys') as unknown })]);
+    expect(cli.emulator.state.totalRolls()).toBe(0);
+    expect((await (await openFileBackend(cli.secretsDir)).readState(TARGETS.key_demo_billing)).intent).toBeUndefined();
+  });
+});
+
+describe('keyroll rotate: SIGTERM during a leak rotation', () => {
+  async function terminateDuringFirstRoll(): Promise<CliResult> {
+    await cli.writePolicy();
+    cli.emulator.faults.inject('roll', { kind: 'delay', ms: 60_000 });
+    const running = cli.spawn(ROTATE_ALL);
+    await delayReached.promise;
+    // The first key's roll is at the API: stop the process now, then let the roll answer.
+    running.child.kill('SIGTERM');
+    await running.stderrIncludes('SIGTERM received');
+    delayRelease.resolve(undefined);
+    return running.result;
+  }
+
+  it('lets the in-flight key finish its store, starts no other key, and exits 3', async () => {
+    const result = await terminateDuringFirstRoll();
+    expect(result.code).toBe(3);
+    expect(result.lastLine).toBe('rotated 1, failed 0, skipped 2 (aborted: shutdown before every key was handled)');
+    expect(eventsNamed(result, 'key.stored')).toEqual([expect.objectContaining({ keyId: 'key_demo_billing' })]);
+    expect(eventsNamed(result, 'key.succeeded').map((e) => e.keyId)).toEqual(['key_demo_billing']);
+    expect(cli.emulator.state.isLiveSecret('key_demo_billing', await storedSecret(cli.secretsDir, 'key_demo_billing'))).toBe(true);
+    expect(cli.emulator.state.rollCount('key_demo_search')).toBe(0);
+    expect(cli.emulator.state.rollCount('key_demo_ingest')).toBe(0);
+    expect(eventsNamed(result, 'run.aborted')).toEqual([expect.objectContaining({ why: 'shutdown' })]);
+    expect(eventsNamed(result, 'run.finished')).toEqual([expect.objectContaining({ rotated: 1, skipped: 2, exitCode: 3 })]);
+    expect(alertBodies()).toEqual([expect.objectContaining({ severity: 'warning', errorCode: 'KR_RUN_SHUTDOWN' })]);
+  });
+
+  // Known gap, reported to the lead: keys never started because of the shutdown appear only as a
+  // count in run.finished; no audit line names them (src/rotation/run.ts). Flip to `it` once
+  // they get one (e.g. key.skipped with why "aborted").
+  it.fails('names every key left unrotated in the audit trail', async () => {
+    const result = await terminateDuringFirstRoll();
+    for (const id of ['key_demo_search', 'key_demo_ingest']) {
+      expect(result.events.some((e) => e.keyId === id)).toBe(true);
+    }
+  });
+});
