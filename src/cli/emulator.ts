@@ -26,7 +26,7 @@ export function registerEmulatorCommand(program: Command): void {
     // Commander copies exitOverride to subcommands only when set before they are created; set it
     // here so a bad flag reaches main() as a CommanderError (exit code 2), not process.exit(1).
     .exitOverride()
-    .addHelpText('after', '\nSee docs/emulator.md for the seed format, the demo principals and every behaviour the spec leaves open.')
+    .addHelpText('after', '\nSee docs/emulator.md for the seed format, the demo principals and every behaviour the spec leaves open.\n\nExit codes:\n  0  stopped by SIGINT or SIGTERM\n  2  bad flag, unreadable or invalid seed, or the address cannot be bound')
     .action(async (flags: EmulatorFlags) => {
       process.exitCode = await runEmulator(flags);
     });
