@@ -64,3 +64,23 @@ export function exitForError(error: unknown): ExitCode {
   if (code?.startsWith('KR_POLICY') || code === 'KR_USAGE' || code === 'KR_REF_UNRESOLVED') return ExitCode.config;
   return ExitCode.aborted;
 }
+
+/**
+ * Test-only pause points for the crash tests (docs/faults.md): with KEYROLL_TEST_PAUSE_AT=<step>
+ * (preflight, lock, intent, roll, verify, finish), the process prints `keyroll: paused at <step>`
+ * on stderr when it reaches that step and waits there until it is killed. There is deliberately
+ * no pause point between the roll answer and the store (invariant 2); tests reach that window
+ * by holding the roll answer in the emulator.
+ */
+export function testCheckpointFromEnv(env: NodeJS.ProcessEnv = process.env): ((step: string) => Promise<void>) | undefined {
+  const pauseAt = env.KEYROLL_TEST_PAUSE_AT;
+  if (!pauseAt) return undefined;
+  return async (step) => {
+    if (step !== pauseAt) return;
+    process.stderr.write(`keyroll: paused at ${step}\n`);
+    await new Promise<never>(() => {
+      // Keeps the event loop alive until the test kills the process.
+      setInterval(() => undefined, 60_000);
+    });
+  };
+}
