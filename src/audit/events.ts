@@ -34,6 +34,12 @@ export const AUDIT_EVENTS = {
   'policy.reload_failed': 'A new policy was invalid; the old one stays in force.',
   'trigger.accepted': 'A signed trigger request started rotations.',
   'trigger.rejected': 'A trigger request was refused (bad signature, stale timestamp, replay).',
+  'daemon.started': 'The daemon is serving and scheduling; names the listen address, the policy file, the schedules and the check interval.',
+  'daemon.preflight.failed': "A destination failed the daemon's readiness preflight; /readyz answers 503 until it passes.",
+  'daemon.stopping': 'SIGTERM or SIGINT: schedules stopped, new triggers refused, in-flight rotations finishing their store.',
+  'daemon.grace_expired': 'The shutdown grace ended with rotations in flight; the process exits and the next run recovers their intent markers.',
+  'daemon.stopped': 'The daemon stopped; whether in-flight work finished within the grace, and the exit code.',
+  'metrics.push_failed': "Metrics could not be pushed to the Pushgateway; the run's exit code is unchanged.",
 } as const;
 
 export type AuditEventName = keyof typeof AUDIT_EVENTS;

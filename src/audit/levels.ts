@@ -48,4 +48,13 @@ export const AUDIT_EVENT_LEVELS: Record<AuditEventName, AuditLevel> = {
   'trigger.accepted': 'info',
   // The caller's failure (bad signature, replay), not keyroll's; security tooling keys on it.
   'trigger.rejected': 'warn',
+  'daemon.started': 'info',
+  // Readiness stays 503 and every rotation of the key would fail its own preflight: a failure.
+  'daemon.preflight.failed': 'error',
+  'daemon.stopping': 'info',
+  // A rotation may be cut between two steps; its intent marker makes the next run repair it.
+  'daemon.grace_expired': 'error',
+  'daemon.stopped': 'info',
+  // Monitoring lost one data point; the rotations themselves are unaffected.
+  'metrics.push_failed': 'warn',
 };

@@ -1,0 +1,134 @@
+// keyroll's Prometheus metrics (docs/metrics.md), on one prom-client registry per process: the
+// daemon serves them on /metrics, `run` and `rotate` push them to a Pushgateway at the end.
+// Every update happens after the fact (the engine calls the observer after the store, never
+// between roll and store: invariant 2), and no label ever holds more than a key id.
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { AlertResult } from '../alerts/types.ts';
+import type { KeyOutcome, KeyResult, RotationObserver, RotationReason, RotationStep } from '../rotation/types.ts';
+
+/**
+ * Roll answer → durable write. A healthy write takes milliseconds to a few hundred; store
+ * retries with backoff push it to seconds; anything past 30 s is an incident, not a bucket.
+ */
+export const EXPOSURE_BUCKETS_SECONDS: readonly number[] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+/** Steps range from a local file write (ms) to a 429 wait inside the roll (minutes). */
+export const STEP_BUCKETS_SECONDS: readonly number[] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+
+export interface MetricsOptions {
+  /** Where the metrics are registered; a fresh registry when omitted (never prom-client's global one). */
+  registry?: Registry;
+  /**
+   * Register `keyroll_keys_overdue`. Only the daemon knows it (it reads every key's state on each
+   * sweep); a one-shot run leaves it out rather than export a misleading 0.
+   */
+  overdue?: boolean;
+  now?: () => Date;
+}
+
+export interface KeyrollMetrics {
+  readonly registry: Registry;
+  readonly rotations: Counter<'result' | 'reason'>;
+  readonly stepDuration: Histogram<'step'>;
+  readonly exposure: Histogram;
+  readonly lastRotation: Gauge<'key_id'>;
+  readonly keysOverdue: Gauge | undefined;
+  readonly alerts: Counter<'sink' | 'result'>;
+  /** Hooks for the rotation engine (RuntimeOptions.observer). */
+  readonly observer: RotationObserver;
+  /** Counts one key's outcome; a success also sets the key's last-rotation time to now. */
+  recordOutcome(outcome: KeyOutcome, reason: RotationReason): void;
+  /** The alerter's onResult hook. */
+  recordAlert(sink: string, result: AlertResult): void;
+  setOverdue(count: number): void;
+  /** Sets the key's last rotation from an ISO-8601 time (ignored when unparseable). */
+  setLastRotation(keyId: string, isoTime: string): void;
+  /** Drops a key's series (the key left the policy). */
+  forgetKey(keyId: string): void;
+}
+
+const SUCCESS: ReadonlySet<KeyResult> = new Set(['rotated', 'recovered']);
+
+export function createMetrics(options: MetricsOptions = {}): KeyrollMetrics {
+  const registry = options.registry ?? new Registry();
+  const now = options.now ?? (() => new Date());
+  const rotations = new Counter({
+    name: 'keyroll_rotations_total',
+    help: 'Key rotations handled, by result (rotated, recovered, failed, skipped, busy, aborted) and reason (scheduled, leak, compromise, plan-change, manual).',
+    labelNames: ['result', 'reason'] as const,
+    registers: [registry],
+  });
+  const stepDuration = new Histogram({
+    name: 'keyroll_rotation_step_duration_seconds',
+    help: 'Time spent in each rotation step (preflight, lock, intent, roll, store, verify, finish).',
+    labelNames: ['step'] as const,
+    buckets: [...STEP_BUCKETS_SECONDS],
+    registers: [registry],
+  });
+  const exposure = new Histogram({
+    name: 'keyroll_secret_exposure_window_seconds',
+    help: 'Time from the roll answer to the first durable write of the new secret: the only copy of the only working credential is in memory meanwhile.',
+    buckets: [...EXPOSURE_BUCKETS_SECONDS],
+    registers: [registry],
+  });
+  const lastRotation = new Gauge({
+    name: 'keyroll_key_last_rotation_timestamp_seconds',
+    help: 'Unix time of the last completed rotation of each key, as recorded in its primary destination.',
+    labelNames: ['key_id'] as const,
+    registers: [registry],
+  });
+  const keysOverdue =
+    options.overdue === false
+      ? undefined
+      : new Gauge({
+          name: 'keyroll_keys_overdue',
+          help: 'Keys past their maxAge or more than one schedule period behind, from the state read on the last sweep.',
+          registers: [registry],
+        });
+  const alerts = new Counter({
+    name: 'keyroll_alerts_total',
+    help: 'Alert messages attempted per sink, by result (sent, failed).',
+    labelNames: ['sink', 'result'] as const,
+    registers: [registry],
+  });
+
+  const setLastRotation = (keyId: string, isoTime: string): void => {
+    const ms = Date.parse(isoTime);
+    if (!Number.isNaN(ms)) lastRotation.set({ key_id: keyId }, ms / 1000);
+  };
+
+  return {
+    registry,
+    rotations,
+    stepDuration,
+    exposure,
+    lastRotation,
+    keysOverdue,
+    alerts,
+    observer: {
+      stepDuration: (step: RotationStep, ms: number) => {
+        stepDuration.observe({ step }, Math.max(0, ms) / 1000);
+      },
+      exposure: (ms: number) => {
+        exposure.observe(Math.max(0, ms) / 1000);
+      },
+    },
+    recordOutcome(outcome, reason) {
+      // "Not due" is the answer for almost every key on almost every check; counting it would
+      // bury the rotations that happened. Every key that was looked at under its lock counts.
+      if (outcome.result === 'skipped' && outcome.detail === 'not-due') return;
+      rotations.inc({ result: outcome.result, reason });
+      if (SUCCESS.has(outcome.result)) setLastRotation(outcome.keyId, now().toISOString());
+    },
+    recordAlert(sink, result) {
+      alerts.inc({ sink, result });
+    },
+    setOverdue(count) {
+      keysOverdue?.set(count);
+    },
+    setLastRotation,
+    forgetKey(keyId) {
+      lastRotation.remove({ key_id: keyId });
+    },
+  };
+}

@@ -1,0 +1,106 @@
+// The Pushgateway export of `run` and `rotate`: one PUT of the registry at the end of the run.
+// Written on undici rather than prom-client's Pushgateway class, which parses URLs with the
+// deprecated url.parse (a DEP0169 warning on every push under Node 24), has no default timeout,
+// and puts the gateway's answer body into its error message.
+import { request, type Dispatcher } from 'undici';
+import type { Registry } from 'prom-client';
+import { discardBody } from '../api/http.ts';
+import { KeyrollError, errorCode, errorMessage } from '../errors.ts';
+
+export const DEFAULT_PUSH_TIMEOUT_MS = 10_000;
+
+export class MetricsPushError extends KeyrollError {
+  override name = 'MetricsPushError';
+  /** The gateway's origin (scheme, host, port): never the URL's userinfo. */
+  readonly gateway: string;
+  readonly status: number | undefined;
+
+  constructor(gateway: string, message: string, options: { status?: number; cause?: unknown } = {}) {
+    super('KR_METRICS_PUSH_FAILED', message, { cause: options.cause, retryable: true });
+    this.gateway = gateway;
+    this.status = options.status;
+  }
+
+  override toFields(): Record<string, unknown> {
+    return { ...super.toFields(), gateway: this.gateway, ...(this.status === undefined ? {} : { status: this.status }) };
+  }
+}
+
+/** A --pushgateway value that is not an http(s) URL: a usage error (exit 2), like a bad --shard. */
+export class PushgatewayUrlError extends KeyrollError {
+  override name = 'PushgatewayUrlError';
+  constructor(message: string, cause?: unknown) {
+    super('KR_USAGE', message, { cause });
+  }
+}
+
+export interface PushOptions {
+  /** Extra grouping labels after the job (e.g. `{ command: 'run', shard: '2-of-8' }`). */
+  groupings?: Readonly<Record<string, string>>;
+  timeoutMs?: number;
+  dispatcher?: Dispatcher;
+}
+
+/** Parses a Pushgateway URL (http or https); throws PushgatewayUrlError otherwise. */
+export function parsePushgatewayUrl(text: string): URL {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch (error) {
+    // The text itself is not echoed: it may carry credentials.
+    throw new PushgatewayUrlError('--pushgateway is not a URL (expected e.g. http://pushgateway:9091)', error);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new PushgatewayUrlError('--pushgateway must be an http:// or https:// URL');
+  }
+  return url;
+}
+
+/**
+ * The URL path of a grouping key. A label value that is empty or holds a "/" cannot be a path
+ * segment; the Pushgateway's `label@base64/<base64url>` form carries it instead.
+ */
+export function groupingPath(jobName: string, groupings: Readonly<Record<string, string>> = {}): string {
+  const segment = (name: string, value: string): string =>
+    value === '' || value.includes('/') ? `/${name}@base64/${Buffer.from(value).toString('base64url') || '='}` : `/${name}/${encodeURIComponent(value)}`;
+  return [segment('job', jobName), ...Object.entries(groupings).map(([name, value]) => segment(name, value))].join('');
+}
+
+/**
+ * Replaces the metrics of `jobName` (and `groupings`) on the Pushgateway at `gatewayUrl` with the
+ * registry's current values (HTTP PUT). Throws MetricsPushError; the caller decides what a
+ * failed push means (for `run` and `rotate`: a warning, never a different exit code).
+ */
+export async function pushMetrics(gatewayUrl: string, jobName: string, registry: Registry, options: PushOptions = {}): Promise<void> {
+  const url = parsePushgatewayUrl(gatewayUrl);
+  const headers: Record<string, string> = { 'content-type': registry.contentType };
+  // Credentials in the URL become a header; the target and every message carry the origin only.
+  if (url.username !== '' || url.password !== '') {
+    const user = decodeURIComponent(url.username);
+    const password = decodeURIComponent(url.password);
+    headers.authorization = `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
+  }
+  const base = url.pathname.replace(/\/+$/, '');
+  const target = `${url.origin}${base}/metrics${groupingPath(jobName, options.groupings)}`;
+  const timeoutMs = options.timeoutMs ?? DEFAULT_PUSH_TIMEOUT_MS;
+  const body = await registry.metrics();
+  let statusCode: number;
+  try {
+    const response = await request(target, {
+      method: 'PUT',
+      headers,
+      body,
+      headersTimeout: timeoutMs,
+      bodyTimeout: timeoutMs,
+      ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
+    });
+    statusCode = response.statusCode;
+    await discardBody(response.body);
+  } catch (error) {
+    throw new MetricsPushError(url.origin, `the Pushgateway at ${url.origin} could not be reached (${errorCode(error)}: ${errorMessage(error)})`, { cause: error });
+  }
+  if (statusCode < 200 || statusCode >= 300) {
+    // The answer body is not quoted: a proxy in front of the gateway may echo the request.
+    throw new MetricsPushError(url.origin, `the Pushgateway at ${url.origin} answered ${statusCode}`, { status: statusCode });
+  }
+}

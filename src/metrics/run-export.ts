@@ -1,0 +1,66 @@
+// Metrics for one-shot commands (`run` and `rotate` with --pushgateway URL): the same metric
+// definitions as the daemon, wired into the runtime, pushed once when the run is over (after the
+// last store, so never inside the exposure window: invariant 2). A failed push is audited as a
+// warning and changes nothing else: the exit code reports the rotations, not the monitoring.
+import { createAlerter } from '../alerts/alerter.ts';
+import type { AuditLog } from '../audit/events.ts';
+import { errorCode, errorMessage, KeyrollError } from '../errors.ts';
+import type { Policy } from '../policy/schema.ts';
+import type { RuntimeOptions } from '../rotation/runtime.ts';
+import type { KeyOutcome, RotationReason } from '../rotation/types.ts';
+import { createMetrics, type KeyrollMetrics } from './metrics.ts';
+import { parsePushgatewayUrl, pushMetrics, type PushOptions } from './pushgateway.ts';
+
+/** The Pushgateway job name of every keyroll push; the `command` (and `shard`) grouping labels tell runs apart. */
+export const PUSH_JOB_NAME = 'keyroll';
+
+export interface RunMetricsExport {
+  readonly metrics: KeyrollMetrics;
+  /** Spread into createRuntime's options: the metrics observer and an alerter that counts. */
+  readonly runtimeOptions: Pick<RuntimeOptions, 'observer' | 'alerter'>;
+  /** For RunOptions.onKeyDone. */
+  readonly onKeyDone: (outcome: KeyOutcome) => void;
+  /** Pushes once; never throws. False when the push failed (audited as `metrics.push_failed`). */
+  push(groupings: Readonly<Record<string, string>>): Promise<boolean>;
+}
+
+export interface PushgatewayExport {
+  /** Builds the metrics of one run, pushed to the validated URL. */
+  start(policy: Policy, audit: AuditLog, reason: RotationReason): RunMetricsExport;
+}
+
+/** Validates the --pushgateway URL before anything runs (a bad one is a usage error, exit 2). */
+export function preparePushgateway(gatewayUrl: string, options: Omit<PushOptions, 'groupings'> & { env?: NodeJS.ProcessEnv } = {}): PushgatewayExport {
+  parsePushgatewayUrl(gatewayUrl);
+  const { env = process.env, ...pushOptions } = options;
+  return {
+    start(policy, audit, reason) {
+      const metrics = createMetrics({ overdue: false });
+      const alerter = createAlerter({
+        sinks: policy.alerts.sinks,
+        audit,
+        env,
+        onResult: (sink, result) => {
+          metrics.recordAlert(sink, result);
+        },
+      });
+      return {
+        metrics,
+        runtimeOptions: { observer: metrics.observer, alerter },
+        onKeyDone: (outcome) => {
+          metrics.recordOutcome(outcome, reason);
+        },
+        async push(groupings) {
+          try {
+            await pushMetrics(gatewayUrl, PUSH_JOB_NAME, metrics.registry, { ...pushOptions, groupings });
+            return true;
+          } catch (error) {
+            const fields = error instanceof KeyrollError ? error.toFields() : { errorCode: errorCode(error), errorMessage: errorMessage(error) };
+            audit.emit('metrics.push_failed', { ...fields, job: PUSH_JOB_NAME, groupings });
+            return false;
+          }
+        },
+      };
+    },
+  };
+}
