@@ -3,6 +3,7 @@
 // starts stay fast.
 import { Command, CommanderError } from 'commander';
 import { EXIT_CODES_HELP, ExitCode } from './exit-codes.ts';
+import { registerDaemonCommand } from './daemon.ts';
 import { registerDemoCommand } from './demo.ts';
 import { registerEmulatorCommand } from './emulator.ts';
 import { registerPlanCommand } from './plan.ts';
@@ -24,6 +25,7 @@ export function buildProgram(): Command {
   registerPlanCommand(program);
   registerValidateCommand(program);
   registerStatusCommand(program);
+  registerDaemonCommand(program);
   registerDemoCommand(program);
   registerEmulatorCommand(program);
   return program;

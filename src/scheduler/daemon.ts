@@ -1,0 +1,380 @@
+// `keyroll daemon`: croner schedules from the policy, a sweep every check interval, the HTTP
+// server (health, readiness, metrics, the signed trigger), SIGHUP reloads and a graceful
+// shutdown that lets every rolled key finish its store (invariant 2 and 4: a secret is never
+// abandoned between roll and store). Due-ness always comes from the backends' state, so a
+// restarted daemon does not rotate again what its predecessor rotated. See docs/daemon.md.
+import { randomUUID } from 'node:crypto';
+import { createAlerter } from '../alerts/alerter.ts';
+import type { AuditLog } from '../audit/events.ts';
+import type { Secret } from '../audit/secret.ts';
+import { sanitizeValue } from '../audit/sanitize.ts';
+import { errorCode, errorMessage } from '../errors.ts';
+import { createMetrics, type KeyrollMetrics } from '../metrics/metrics.ts';
+import { loadPolicy } from '../policy/load.ts';
+import { resolveRef } from '../policy/refs.ts';
+import type { KeyPolicy, Policy } from '../policy/schema.ts';
+import { createRuntime, type RuntimeOptions } from '../rotation/runtime.ts';
+import type { KeyOutcome, RunTrigger } from '../rotation/types.ts';
+import { Generation } from './generation.ts';
+import { KeyLocks } from './key-locks.ts';
+import { Launcher } from './launcher.ts';
+import { preflightDestinations, type Readiness } from './readiness.ts';
+import { groupSchedules, startSchedules, type ScheduleInfo } from './schedule.ts';
+import { startDaemonServer, type DaemonServer, type ListenAddress } from './server.ts';
+import { checkKeys } from './sweep.ts';
+import { createTriggerEndpoint } from './trigger.ts';
+import type { TriggerRequest } from './trigger-request.ts';
+
+export const DAEMON_DEFAULTS = {
+  graceMs: 30_000,
+  checkIntervalMs: 5 * 60_000,
+  retryFailedAfterMs: 60 * 60_000,
+  concurrency: 4,
+} as const;
+
+export interface DaemonOptions {
+  /** Re-read on every reload (SIGHUP). */
+  policyFile: string;
+  /** The policy already loaded from policyFile (the CLI validates it before starting); loaded when omitted. */
+  policy?: Policy;
+  listen: ListenAddress;
+  /** How long shutdown waits for in-flight rotations. */
+  graceMs?: number;
+  /** How often every key's state is read (maxAge keys, leftover intents, missed slots, overdue gauge). */
+  checkIntervalMs?: number;
+  /** A key whose sweep-started rotation failed is retried by the sweep after this (its schedule still ticks). */
+  retryFailedAfterMs?: number;
+  concurrency?: number;
+  /** env:NAME or file:/path holding the trigger's HMAC secret; without it the trigger answers 404. */
+  triggerSecretRef?: string;
+  audit: AuditLog;
+  metrics?: KeyrollMetrics;
+  /** Overrides for every runtime the daemon builds (tests: credentials, apiBaseUrl, sleep, alerter, wrapBackend). */
+  runtime?: Partial<Omit<RuntimeOptions, 'audit' | 'observer'>>;
+  now?: () => Date;
+  env?: NodeJS.ProcessEnv;
+}
+
+export interface ShutdownResult {
+  /** 0: every in-flight rotation finished; 3: the grace expired with work in flight. */
+  exitCode: 0 | 3;
+  /** Keys still rotating when the grace expired. */
+  unfinished: string[];
+}
+
+export type ReloadResult = { ok: true; keys: number } | { ok: false; errorCode: string; error: string };
+
+export interface Daemon {
+  readonly url: string;
+  readonly port: number;
+  readonly metrics: KeyrollMetrics;
+  policy(): Policy;
+  readiness(): Readiness;
+  schedules(): ScheduleInfo[];
+  /** Reads every key's state and rotates those due (also runs every check interval). */
+  sweep(): Promise<void>;
+  /** Loads the policy file again; an invalid one keeps the current policy, is audited and alerts. */
+  reload(): Promise<ReloadResult>;
+  /** Stops scheduling, refuses triggers, lets in-flight rotations finish within the grace. Idempotent. */
+  shutdown(signal?: string): Promise<ShutdownResult>;
+  /** Resolves when no sweep, readiness check or rotation is in flight. */
+  idle(): Promise<void>;
+}
+
+export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
+  const audit = options.audit;
+  const now = options.now ?? (() => new Date());
+  const env = options.env ?? process.env;
+  const concurrency = options.concurrency ?? DAEMON_DEFAULTS.concurrency;
+  const graceMs = options.graceMs ?? DAEMON_DEFAULTS.graceMs;
+  const checkIntervalMs = options.checkIntervalMs ?? DAEMON_DEFAULTS.checkIntervalMs;
+  const retryFailedAfterMs = options.retryFailedAfterMs ?? DAEMON_DEFAULTS.retryFailedAfterMs;
+  const metrics = options.metrics ?? createMetrics({ now });
+  const locks = new KeyLocks();
+  const shutdownController = new AbortController();
+  const work = new Set<Promise<unknown>>();
+  const track = <T>(promise: Promise<T>): Promise<T> => {
+    work.add(promise);
+    const forget = (): void => {
+      work.delete(promise);
+    };
+    promise.then(forget, forget);
+    return promise;
+  };
+
+  let stopping = false;
+  // Read through a function after an await: TypeScript would keep a narrowing from before it.
+  const isStopping = (): boolean => stopping;
+  let readiness: Readiness = { state: 'starting' };
+  const overdue = new Set<string>();
+  const retryAfter = new Map<string, number>();
+  let triggerSecret: Secret | undefined = options.triggerSecretRef ? await resolveRef(options.triggerSecretRef, env) : undefined;
+
+  const buildGeneration = async (policy: Policy): Promise<Generation> => {
+    const runtimeOptions: RuntimeOptions = {
+      audit,
+      env,
+      now,
+      ...options.runtime,
+      observer: metrics.observer,
+      alerter: options.runtime?.alerter ?? createAlerter({ sinks: policy.alerts.sinks, audit, env, now, onResult: (sink, result) => {
+        metrics.recordAlert(sink, result);
+      } }),
+    };
+    const runtime = await createRuntime(policy, runtimeOptions);
+    return new Generation(policy, runtime, (error) => {
+      audit.emit('run.aborted', { why: 'runtime-close-failed', errorCode: errorCode(error), message: errorMessage(error) });
+    });
+  };
+
+  const onKeyDone = (outcome: KeyOutcome, trigger: RunTrigger): void => {
+    metrics.recordOutcome(outcome, trigger.reason);
+    if (outcome.result === 'rotated' || outcome.result === 'recovered') {
+      retryAfter.delete(outcome.keyId);
+      overdue.delete(outcome.keyId);
+      metrics.setOverdue(overdue.size);
+    } else if ((outcome.result === 'failed' || outcome.result === 'aborted') && !stopping) {
+      // The failure alerted already; retrying on every sweep would page every few minutes.
+      retryAfter.set(outcome.keyId, now().getTime() + retryFailedAfterMs);
+    }
+  };
+  const launcher = new Launcher({ locks, concurrency, signal: shutdownController.signal, audit, onKeyDone, track });
+
+  let current = await buildGeneration(options.policy ?? (await loadPolicy(options.policyFile)));
+
+  const activate = (generation: Generation): void => {
+    generation.startJobs(() =>
+      startSchedules(groupSchedules(generation.policy.keys), {
+        onTick: async (group) => {
+          if (stopping || generation !== current) return;
+          const keys = generation.policy.keys.filter((key) => group.keyIds.includes(key.id));
+          const busy = await launcher.runFree(generation, keys, { reason: 'scheduled', force: false }, 'schedule');
+          for (const keyId of busy) audit.emit('key.skipped', { keyId, why: 'in-flight', schedule: group.pattern });
+        },
+        onError: (group, error) => {
+          audit.emit('run.aborted', { why: 'schedule-tick-failed', schedule: group.pattern, errorCode: errorCode(error), message: errorMessage(error) });
+        },
+      }),
+    );
+  };
+
+  const checkReadiness = async (generation: Generation): Promise<void> => {
+    const result = await preflightDestinations(generation.runtime, generation.policy.keys, audit, now(), concurrency);
+    if (generation === current && !stopping) readiness = result;
+  };
+
+  // A failed readiness check is retried by the next sweep, not by one that follows a check at once.
+  let recheckWanted = false;
+  const sweepOnce = async (): Promise<void> => {
+    const generation = current;
+    const done = generation.use();
+    const recheck = recheckWanted;
+    recheckWanted = false;
+    try {
+      if (recheck && readiness.state === 'preflight-failed') await checkReadiness(generation);
+      const result = await checkKeys(generation.runtime, generation.policy.keys, now(), concurrency);
+      if (generation !== current || stopping) return;
+      for (const check of result.checks) if (check.lastRotatedAt) metrics.setLastRotation(check.key.id, check.lastRotatedAt);
+      overdue.clear();
+      for (const keyId of result.overdue) overdue.add(keyId);
+      metrics.setOverdue(overdue.size);
+      const nowMs = now().getTime();
+      const due = result.due.filter((key) => (retryAfter.get(key.id) ?? 0) <= nowMs);
+      if (due.length > 0) await launcher.runFree(generation, due, { reason: 'scheduled', force: false }, 'sweep');
+    } finally {
+      done();
+    }
+  };
+
+  // Sweeps never overlap: a request during one runs one more pass right after it.
+  let sweeping: Promise<void> | undefined;
+  let sweepAgain = false;
+  const wantsAnotherSweep = (): boolean => sweepAgain && !stopping;
+  const sweep = (recheckReadiness = true): Promise<void> => {
+    if (stopping) return Promise.resolve();
+    recheckWanted ||= recheckReadiness;
+    if (sweeping) {
+      sweepAgain = true;
+      return sweeping;
+    }
+    sweeping = track(
+      (async () => {
+        do {
+          sweepAgain = false;
+          try {
+            await sweepOnce();
+          } catch (error) {
+            audit.emit('run.aborted', { why: 'sweep-failed', errorCode: errorCode(error), message: errorMessage(error) });
+          }
+        } while (wantsAnotherSweep());
+      })().finally(() => {
+        sweeping = undefined;
+      }),
+    );
+    return sweeping;
+  };
+
+  let sweepTimer: NodeJS.Timeout | undefined;
+  const scheduleNextSweep = (): void => {
+    if (stopping) return;
+    sweepTimer = setTimeout(() => {
+      void sweep().finally(scheduleNextSweep);
+    }, checkIntervalMs);
+  };
+
+  const startTrigger = (keys: readonly KeyPolicy[], request: TriggerRequest, rotationIds: ReadonlyMap<string, string>): void => {
+    const urgent = request.reason === 'leak' || request.reason === 'compromise';
+    const trigger: RunTrigger = { reason: request.reason, force: urgent, ignoreSchedule: true, actor: request.actor, ...(request.ticket ? { ticket: request.ticket } : {}) };
+    void track(launcher.runAll(current, keys, trigger, rotationIds));
+  };
+
+  let server: DaemonServer;
+  try {
+    server = await startDaemonServer(options.listen, {
+      readiness: () => readinessAnswer(stopping ? { state: 'shutting-down' } : readiness, current.policy),
+      metrics: async () => ({ contentType: metrics.registry.contentType, text: await metrics.registry.metrics() }),
+      trigger: createTriggerEndpoint({
+        secret: () => triggerSecret,
+        now,
+        audit: () => audit,
+        accepting: () => !stopping,
+        policyKeys: () => current.policy.keys,
+        start: startTrigger,
+      }),
+    });
+  } catch (error) {
+    await current.retire();
+    throw error;
+  }
+
+  activate(current);
+  audit.emit('daemon.started', {
+    listen: server.url,
+    file: current.policy.file,
+    keys: current.policy.keys.length,
+    schedules: groupSchedules(current.policy.keys).map((group) => ({ pattern: group.pattern, timezone: group.timezone, keys: group.keyIds.length })),
+    checkIntervalMs,
+    trigger: triggerSecret ? 'enabled' : 'disabled',
+  });
+  void track(
+    (async () => {
+      await checkReadiness(current);
+      await sweep(false);
+      scheduleNextSweep();
+    })(),
+  );
+
+  let reloading: Promise<ReloadResult> = Promise.resolve({ ok: true, keys: current.policy.keys.length });
+  const reloadOnce = async (): Promise<ReloadResult> => {
+    if (stopping) return { ok: false, errorCode: 'KR_DAEMON_STOPPING', error: 'the daemon is shutting down' };
+    let next: Generation;
+    let secret = triggerSecret;
+    try {
+      const policy = await loadPolicy(options.policyFile);
+      if (options.triggerSecretRef) secret = await resolveRef(options.triggerSecretRef, env);
+      next = await buildGeneration(policy);
+    } catch (error) {
+      audit.emit('policy.reload_failed', { file: options.policyFile, errorCode: errorCode(error), error: errorMessage(error) });
+      await current.runtime.alerter.send({
+        severity: 'error',
+        summary: `keyroll daemon kept its current policy: reloading ${options.policyFile} failed: ${errorMessage(error)}`,
+        // A fresh id per attempt: each failed reload alerts, none is deduplicated away.
+        rotationId: randomUUID(),
+        step: 'reload',
+        errorCode: errorCode(error),
+        nextAction: 'fix the policy file and send SIGHUP again; the current policy and schedules stay in force',
+      });
+      return { ok: false, errorCode: errorCode(error), error: errorMessage(error) };
+    }
+    if (isStopping()) {
+      // Shutdown began while the new policy was loading: it never starts scheduling.
+      await next.retire();
+      return { ok: false, errorCode: 'KR_DAEMON_STOPPING', error: 'the daemon is shutting down' };
+    }
+    const previous = current;
+    current = next;
+    triggerSecret = secret;
+    activate(next);
+    const kept = new Set(next.policy.keys.map((key) => key.id));
+    for (const key of previous.policy.keys) {
+      if (kept.has(key.id)) continue;
+      metrics.forgetKey(key.id);
+      overdue.delete(key.id);
+      retryAfter.delete(key.id);
+    }
+    metrics.setOverdue(overdue.size);
+    void previous.retire();
+    audit.emit('policy.reloaded', { file: next.policy.file, keys: next.policy.keys.length, schedules: groupSchedules(next.policy.keys).length });
+    void track(checkReadiness(next).then(() => sweep(false)));
+    return { ok: true, keys: next.policy.keys.length };
+  };
+
+  let shutdownResult: Promise<ShutdownResult> | undefined;
+  const idle = async (): Promise<void> => {
+    while (work.size > 0) await Promise.allSettled([...work]);
+  };
+
+  const shutdown = async (signal = 'shutdown'): Promise<ShutdownResult> => {
+    stopping = true;
+    clearTimeout(sweepTimer);
+    current.stopJobs();
+    audit.emit('daemon.stopping', { signal, inFlight: locks.held(), graceMs });
+    shutdownController.abort(new Error(`${signal}: shutting down`));
+    let timer: NodeJS.Timeout | undefined;
+    const finished = await Promise.race([
+      idle().then(() => true),
+      new Promise<false>((resolve) => {
+        timer = setTimeout(() => {
+          resolve(false);
+        }, graceMs);
+      }),
+    ]);
+    clearTimeout(timer);
+    const unfinished = finished ? [] : locks.held();
+    if (!finished) audit.emit('daemon.grace_expired', { inFlight: unfinished, graceMs });
+    await server.close();
+    // With work still in flight the runtime stays open for it; the process is about to exit.
+    if (finished) await current.retire();
+    else void current.retire();
+    const result: ShutdownResult = { exitCode: finished ? 0 : 3, unfinished };
+    audit.emit('daemon.stopped', { exitCode: result.exitCode, unfinished });
+    return result;
+  };
+
+  return {
+    url: server.url,
+    port: server.port,
+    metrics,
+    policy: () => current.policy,
+    readiness: () => (stopping ? { state: 'shutting-down' } : readiness),
+    schedules: () => current.jobs?.describe() ?? [],
+    sweep: () => sweep(),
+    reload: () => {
+      reloading = reloading.then(reloadOnce, reloadOnce);
+      return reloading;
+    },
+    shutdown: (signal) => (shutdownResult ??= shutdown(signal)),
+    idle,
+  };
+}
+
+function readinessAnswer(readiness: Readiness, policy: Policy): { ready: boolean; body: unknown } {
+  switch (readiness.state) {
+    case 'ready':
+      return { ready: true, body: { status: 'ready', policy: policy.file, keys: policy.keys.length, destinations: readiness.destinations, checkedAt: readiness.checkedAt } };
+    case 'starting':
+      return { ready: false, body: { status: 'starting', reason: 'the destinations have not passed preflight yet' } };
+    case 'shutting-down':
+      return { ready: false, body: { status: 'shutting-down', reason: 'shutdown in progress: in-flight rotations are finishing' } };
+    case 'preflight-failed':
+      return {
+        ready: false,
+        body: sanitizeValue({
+          status: 'preflight-failed',
+          reason: `${readiness.failures.length} of ${readiness.destinations} destinations failed preflight`,
+          checkedAt: readiness.checkedAt,
+          failures: readiness.failures,
+        }),
+      };
+  }
+}

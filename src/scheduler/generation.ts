@@ -1,0 +1,74 @@
+// One loaded policy and everything built from it: the runtime (API client, backends, alerter)
+// and the cron jobs. SIGHUP builds a new generation beside the old one and swaps them; the old
+// runtime is closed only when the last run that uses it is over, so a reload never cuts a
+// rotation between its roll and its store.
+import type { Policy } from '../policy/schema.ts';
+import type { Runtime } from '../rotation/runtime.ts';
+import type { ScheduledJobs } from './schedule.ts';
+
+export class Generation {
+  readonly policy: Policy;
+  readonly runtime: Runtime;
+  #jobs: ScheduledJobs | undefined;
+  #users = 0;
+  #retired = false;
+  #closing = false;
+  readonly #closed: Promise<void>;
+  #markClosed: () => void = () => undefined;
+  readonly #onCloseError: (error: unknown) => void;
+
+  constructor(policy: Policy, runtime: Runtime, onCloseError: (error: unknown) => void) {
+    this.policy = policy;
+    this.runtime = runtime;
+    this.#onCloseError = onCloseError;
+    this.#closed = new Promise<void>((resolve) => {
+      this.#markClosed = resolve;
+    });
+  }
+
+  get jobs(): ScheduledJobs | undefined {
+    return this.#jobs;
+  }
+
+  startJobs(start: () => ScheduledJobs): void {
+    this.#jobs?.stop();
+    this.#jobs = start();
+  }
+
+  stopJobs(): void {
+    this.#jobs?.stop();
+  }
+
+  /** Marks one run (or sweep) as using this generation; call the returned function when it ends. */
+  use(): () => void {
+    this.#users += 1;
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      this.#users -= 1;
+      if (this.#retired && this.#users === 0) this.#close();
+    };
+  }
+
+  /** Stops the jobs and closes the runtime once nothing uses it any more; resolves when closed. */
+  retire(): Promise<void> {
+    this.stopJobs();
+    this.#retired = true;
+    if (this.#users === 0) this.#close();
+    return this.#closed;
+  }
+
+  #close(): void {
+    if (this.#closing) return;
+    this.#closing = true;
+    this.runtime
+      .close()
+      .catch((error: unknown) => {
+        this.#onCloseError(error);
+      })
+      .finally(() => {
+        this.#markClosed();
+      });
+  }
+}

@@ -1,0 +1,124 @@
+// Starting rotations in the daemon: every run goes through here, so every run takes the per-key
+// locks, holds its generation open, gets the shutdown signal, and reports each key's outcome.
+// Schedule ticks and sweeps run the keys that are free now; a trigger also waits for the busy
+// ones, each in its own run as soon as its key is free.
+import { randomUUID } from 'node:crypto';
+import type { AuditLog } from '../audit/events.ts';
+import { errorCode, errorMessage } from '../errors.ts';
+import type { KeyPolicy } from '../policy/schema.ts';
+import { runRotations } from '../rotation/run.ts';
+import type { KeyOutcome, RunTrigger } from '../rotation/types.ts';
+import type { Generation } from './generation.ts';
+import type { KeyLocks, ReleaseKey } from './key-locks.ts';
+
+export interface LauncherOptions {
+  locks: KeyLocks;
+  concurrency: number;
+  /** Aborted at shutdown: keys not started are skipped, rolled ones finish their store. */
+  signal: AbortSignal;
+  audit: AuditLog;
+  onKeyDone: (outcome: KeyOutcome, trigger: RunTrigger) => void;
+  /** Registers work a shutdown waits for. */
+  track: <T>(work: Promise<T>) => Promise<T>;
+}
+
+export type RunSource = 'schedule' | 'sweep' | 'trigger';
+
+export class Launcher {
+  readonly #options: LauncherOptions;
+
+  constructor(options: LauncherOptions) {
+    this.#options = options;
+  }
+
+  /** Runs the keys that are free now; the rest are left to their next tick or sweep. Returns the keys skipped as busy. */
+  async runFree(generation: Generation, keys: readonly KeyPolicy[], trigger: RunTrigger, source: RunSource): Promise<string[]> {
+    const held = new Map<string, ReleaseKey>();
+    const busy: string[] = [];
+    for (const key of keys) {
+      const release = this.#options.locks.tryAcquire(key.id);
+      if (release) held.set(key.id, release);
+      else busy.push(key.id);
+    }
+    const free = keys.filter((key) => held.has(key.id));
+    if (free.length > 0) await this.#options.track(this.#runHeld(generation, free, held, trigger, source));
+    return busy;
+  }
+
+  /** Runs every key: the free ones at once, each busy one as soon as its current rotation ends. */
+  async runAll(generation: Generation, keys: readonly KeyPolicy[], trigger: RunTrigger, rotationIds: ReadonlyMap<string, string>): Promise<void> {
+    const done = generation.use();
+    try {
+      const held = new Map<string, ReleaseKey>();
+      const waiting: KeyPolicy[] = [];
+      for (const key of keys) {
+        const release = this.#options.locks.tryAcquire(key.id);
+        if (release) held.set(key.id, release);
+        else waiting.push(key);
+      }
+      const runs: Promise<void>[] = [];
+      const free = keys.filter((key) => held.has(key.id));
+      if (free.length > 0) runs.push(this.#runHeld(generation, free, held, trigger, 'trigger', rotationIds));
+      for (const key of waiting) runs.push(this.#runWhenFree(generation, key, trigger, rotationIds));
+      await this.#options.track(Promise.all(runs));
+    } finally {
+      done();
+    }
+  }
+
+  async #runWhenFree(generation: Generation, key: KeyPolicy, trigger: RunTrigger, rotationIds: ReadonlyMap<string, string>): Promise<void> {
+    let release: ReleaseKey;
+    try {
+      release = await this.#options.locks.acquire(key.id, this.#options.signal);
+    } catch {
+      // Shutdown came while the key was busy: the promised rotation never started.
+      const rotationId = rotationIds.get(key.id);
+      this.#auditFor(trigger).emit('key.skipped', { keyId: key.id, organizationId: key.organizationId, ...(rotationId ? { rotationId } : {}), why: 'shutdown' });
+      this.#options.onKeyDone({ keyId: key.id, organizationId: key.organizationId, result: 'aborted', detail: 'shutdown', durationMs: 0, rolls: 0, ...(rotationId ? { rotationId } : {}) }, trigger);
+      return;
+    }
+    await this.#runHeld(generation, [key], new Map([[key.id, release]]), trigger, 'trigger', rotationIds);
+  }
+
+  async #runHeld(generation: Generation, keys: readonly KeyPolicy[], held: Map<string, ReleaseKey>, trigger: RunTrigger, source: RunSource, rotationIds?: ReadonlyMap<string, string>): Promise<void> {
+    const done = generation.use();
+    try {
+      await runRotations(generation.runtime, {
+        keys,
+        trigger,
+        concurrency: this.#options.concurrency,
+        signal: this.#options.signal,
+        command: `daemon ${source}`,
+        ...(rotationIds ? { rotationIds } : {}),
+        onKeyDone: (outcome) => {
+          // The key is free as soon as its own rotation is over, not when the whole run is.
+          held.get(outcome.keyId)?.();
+          this.#options.onKeyDone(outcome, trigger);
+        },
+      });
+    } catch (error) {
+      // runRotations reports per-key failures itself; reaching here is a bug, made visible.
+      const runId = randomUUID();
+      this.#auditFor(trigger).emit('run.aborted', { runId, why: 'unexpected-error', errorCode: errorCode(error), message: errorMessage(error), keys: keys.map((key) => key.id) });
+      await generation.runtime.alerter.send({
+        severity: 'critical',
+        summary: `keyroll daemon: a ${source} run stopped unexpectedly: ${errorMessage(error)}`,
+        rotationId: runId,
+        step: 'run',
+        errorCode: errorCode(error),
+        nextAction: 'the next sweep retries the keys that are still due',
+      });
+    } finally {
+      for (const release of held.values()) release();
+      done();
+    }
+  }
+
+  #auditFor(trigger: RunTrigger): AuditLog {
+    return this.#options.audit.child({
+      ...(trigger.reason === 'scheduled' ? {} : { reason: trigger.reason }),
+      ...(trigger.actor ? { actor: trigger.actor } : {}),
+      ...(trigger.ticket ? { ticket: trigger.ticket } : {}),
+    });
+  }
+}

@@ -1,0 +1,137 @@
+// The daemon's HTTP server on node:http: GET /healthz, GET /readyz, GET /metrics and the signed
+// POST /v1/rotations. node:http rather than fastify: four routes, and the trigger needs the raw
+// body bytes (the signature covers them) with a hard size cap, which is plainer here than
+// through a framework's body parsers.
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { KeyrollError } from '../errors.ts';
+import { MAX_TRIGGER_BODY_BYTES, TRIGGER_PATH, type HttpAnswer, type IncomingTrigger } from './trigger.ts';
+
+export interface ListenAddress {
+  host: string;
+  port: number;
+}
+
+export class ListenAddressError extends KeyrollError {
+  override name = 'ListenAddressError';
+  readonly text: string;
+  constructor(text: string, message: string) {
+    // The CLI's usage code: a bad --listen exits 2 like every other configuration error.
+    super('KR_USAGE', message);
+    this.text = text;
+  }
+}
+
+/** `0.0.0.0:8080`, `[::]:8080`, `127.0.0.1:0`, `:8080` (all IPv4 interfaces) or `8080`. */
+export function parseListenAddress(text: string): ListenAddress {
+  const match = /^(?:(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]*):)?(\d{1,5})$/.exec(text.trim());
+  const port = Number(match?.[2]);
+  if (!match || !Number.isInteger(port) || port > 65_535) {
+    throw new ListenAddressError(text, `--listen ${JSON.stringify(text)} is not an address (use host:port, e.g. 0.0.0.0:8080 or [::]:8080)`);
+  }
+  const host = match[1] === undefined || match[1] === '' ? '0.0.0.0' : match[1].replace(/^\[(.*)\]$/, '$1');
+  return { host, port };
+}
+
+export interface DaemonRoutes {
+  readiness(): { ready: boolean; body: unknown };
+  metrics(): Promise<{ contentType: string; text: string }>;
+  trigger(request: IncomingTrigger): HttpAnswer;
+}
+
+export interface DaemonServer {
+  /** http://host:port as reachable from this machine. */
+  readonly url: string;
+  readonly port: number;
+  /** Stops accepting connections and closes the open ones. */
+  close(): Promise<void>;
+}
+
+function send(response: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  response.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', 'content-length': Buffer.byteLength(text) });
+  response.end(text);
+}
+
+/** Reads at most MAX_TRIGGER_BODY_BYTES; past that, stops and reports 'too-large'. */
+async function readCappedBody(request: IncomingMessage): Promise<Buffer | 'too-large'> {
+  const declared = Number(request.headers['content-length']);
+  if (Number.isFinite(declared) && declared > MAX_TRIGGER_BODY_BYTES) return 'too-large';
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of request as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_TRIGGER_BODY_BYTES) return 'too-large';
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks, size);
+}
+
+async function route(routes: DaemonRoutes, request: IncomingMessage, response: ServerResponse): Promise<void> {
+  const path = (request.url ?? '/').split('?')[0] ?? '/';
+  const method = request.method ?? 'GET';
+  const readOnly = method === 'GET' || method === 'HEAD';
+  if (path === '/healthz' && readOnly) {
+    // Alive means the event loop answers; readiness is the separate question.
+    send(response, 200, { status: 'ok' });
+    return;
+  }
+  if (path === '/readyz' && readOnly) {
+    const { ready, body } = routes.readiness();
+    send(response, ready ? 200 : 503, body);
+    return;
+  }
+  if (path === '/metrics' && readOnly) {
+    const { contentType, text } = await routes.metrics();
+    response.writeHead(200, { 'content-type': contentType, 'content-length': Buffer.byteLength(text) });
+    response.end(text);
+    return;
+  }
+  if (path === TRIGGER_PATH && method === 'POST') {
+    const body = await readCappedBody(request);
+    // Proxies' X-Forwarded-For is not trusted: the audit names the peer that connected.
+    const answer = routes.trigger({ headers: request.headers, body, remoteAddress: request.socket.remoteAddress ?? 'unknown' });
+    // An unread rest of an oversized body is not waited for: the connection is closed instead.
+    if (body === 'too-large') response.setHeader('connection', 'close');
+    send(response, answer.status, answer.body);
+    return;
+  }
+  const known = path === '/healthz' || path === '/readyz' || path === '/metrics' || path === TRIGGER_PATH;
+  if (known) {
+    response.setHeader('allow', path === TRIGGER_PATH ? 'POST' : 'GET, HEAD');
+    send(response, 405, { error: { code: 'method-not-allowed', message: `${method} is not allowed on ${path}` } });
+    return;
+  }
+  send(response, 404, { error: { code: 'not-found', message: 'no such route (try /healthz, /readyz, /metrics or POST /v1/rotations)' } });
+}
+
+export async function startDaemonServer(address: ListenAddress, routes: DaemonRoutes): Promise<DaemonServer> {
+  const server = createServer({ requestTimeout: 15_000, headersTimeout: 10_000, keepAliveTimeout: 5_000 }, (request, response) => {
+    route(routes, request, response).catch(() => {
+      // The detail stays out of the answer (it could name internals); the routes audit their own failures.
+      if (!response.headersSent) send(response, 500, { error: { code: 'internal', message: 'internal error' } });
+      else response.destroy();
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(address.port, address.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const { port } = server.address() as AddressInfo;
+  const reachableHost = address.host === '0.0.0.0' ? '127.0.0.1' : address.host === '::' ? '::1' : address.host;
+  const url = `http://${reachableHost.includes(':') ? `[${reachableHost}]` : reachableHost}:${port}`;
+  return {
+    url,
+    port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => {
+          resolve();
+        });
+        server.closeAllConnections();
+      }),
+  };
+}

@@ -1,0 +1,45 @@
+// The sweep: every check interval the daemon reads each key's state from its primary destination
+// and decides, as `run` would, which keys are due. It catches what no cron tick covers: keys
+// rotated by age only (maxAge), intent markers left by a crashed runner, and schedule slots
+// missed while the daemon was down or the key was busy. It is also where keyroll_keys_overdue
+// and the last-rotation gauges come from.
+import { errorCode, errorMessage } from '../errors.ts';
+import { decideDue, type DueDecision } from '../policy/due.ts';
+import type { KeyPolicy } from '../policy/schema.ts';
+import { mapWithConcurrency } from '../rotation/concurrency.ts';
+import type { Runtime } from '../rotation/runtime.ts';
+
+export interface KeyCheck {
+  key: KeyPolicy;
+  /** Absent when the state could not be read. */
+  decision?: DueDecision;
+  lastRotatedAt?: string;
+  /** Why the state could not be read (the key's own run reports it with an alert). */
+  readError?: { errorCode: string; message: string };
+}
+
+export interface SweepResult {
+  checks: KeyCheck[];
+  /** Due now, plus keys whose state could not be read: their run fails visibly (invariant 7). */
+  due: KeyPolicy[];
+  overdue: string[];
+}
+
+export async function checkKeys(runtime: Runtime, keys: readonly KeyPolicy[], now: Date, concurrency: number): Promise<SweepResult> {
+  const checks = await mapWithConcurrency(keys, concurrency, async (key): Promise<KeyCheck> => {
+    try {
+      const primary = runtime.resolveKey(key).destinations[0];
+      if (!primary) throw new Error(`key ${key.id} has no destination`);
+      const state = await primary.backend.readState(primary.target);
+      const decision = decideDue(key, { ...(state.lastRotatedAt ? { lastRotatedAt: state.lastRotatedAt } : {}), ...(state.intent ? { intent: state.intent } : {}) }, now);
+      return { key, decision, ...(state.lastRotatedAt ? { lastRotatedAt: state.lastRotatedAt } : {}) };
+    } catch (error) {
+      return { key, readError: { errorCode: errorCode(error), message: errorMessage(error) } };
+    }
+  });
+  return {
+    checks,
+    due: checks.filter((check) => check.readError !== undefined || check.decision?.due === true).map((check) => check.key),
+    overdue: checks.filter((check) => check.decision?.overdue === true).map((check) => check.key.id),
+  };
+}

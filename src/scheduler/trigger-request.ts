@@ -1,0 +1,35 @@
+// The body of POST /v1/rotations: which keys, why, and who asks. Our own API, so parsing is
+// strict (an unknown field is refused rather than silently ignored: a misspelt `keys` must not
+// turn into "no keys"). Key selection mirrors `keyroll rotate --key/--org/--all`.
+import { z } from 'zod';
+import type { KeyPolicy } from '../policy/schema.ts';
+
+export const TriggerRequest = z
+  .strictObject({
+    keys: z.array(z.string().min(1).max(256)).min(1).max(1000).optional(),
+    org: z.string().min(1).max(256).optional(),
+    all: z.literal(true).optional(),
+    reason: z.enum(['leak', 'compromise', 'plan-change', 'manual']),
+    actor: z.string().trim().min(1).max(200),
+    ticket: z.string().trim().min(1).max(200).optional(),
+  })
+  .refine((body) => [body.keys !== undefined, body.org !== undefined, body.all === true].filter(Boolean).length === 1, {
+    error: 'name exactly one of keys, org or all',
+  });
+export type TriggerRequest = z.infer<typeof TriggerRequest>;
+
+export type KeySelection = { ok: true; keys: KeyPolicy[] } | { ok: false; why: 'unknown-keys' | 'unknown-org'; message: string; unknown: string[] };
+
+/** The policy keys a request names: named keys in the order given (the leaked one first), else policy order. */
+export function selectTriggerKeys(policyKeys: readonly KeyPolicy[], request: TriggerRequest): KeySelection {
+  if (request.all === true) return { ok: true, keys: [...policyKeys] };
+  if (request.org !== undefined) {
+    const keys = policyKeys.filter((key) => key.organizationId === request.org);
+    return keys.length > 0 ? { ok: true, keys } : { ok: false, why: 'unknown-org', message: 'no key of this organization is in the policy', unknown: [request.org] };
+  }
+  const byId = new Map(policyKeys.map((key) => [key.id, key]));
+  const named = [...new Set(request.keys ?? [])];
+  const unknown = named.filter((id) => !byId.has(id));
+  if (unknown.length > 0) return { ok: false, why: 'unknown-keys', message: 'these keys are not in the policy', unknown };
+  return { ok: true, keys: named.map((id) => byId.get(id) as KeyPolicy) };
+}

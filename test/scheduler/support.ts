@@ -1,0 +1,155 @@
+// A daemon test bench: the emulator over real loopback HTTP, a policy file and a file backend in a
+// temp dir, a memory audit log and a recording alerter. The daemon is started in-process with the
+// emulator's owner token, so the tests exercise everything but the process boundary.
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { staticCredential } from '../../src/api/credentials.ts';
+import { createMemoryAuditLog, type AuditRecord, type MemoryAuditLog } from '../../src/audit/logger.ts';
+import { Secret } from '../../src/audit/secret.ts';
+import type { AuditEventName } from '../../src/audit/events.ts';
+import { startEmulator, type RunningEmulator, type StartEmulatorOptions } from '../../src/emulator/server.ts';
+import { startDaemon, type Daemon, type DaemonOptions } from '../../src/scheduler/daemon.ts';
+import { signTriggerRequest } from '../../src/scheduler/trigger-auth.ts';
+import { RecordingAlerter } from '../rotation/harness.ts';
+
+export const ORG = 'org_demo_acme';
+export const OWNER_TOKEN = 'demo-owner-token';
+export const TRIGGER_SECRET = 'trigger-hmac-secret-for-tests';
+
+/** One key entry of the test policy (YAML list item). */
+export function keyYaml(id: string, settings: string, path = `${id}.json`): string {
+  return `  - id: ${id}
+    organization: ${ORG}
+    destinations: [{ backend: files, path: ${path} }]
+${settings
+  .split('\n')
+  .filter((line) => line.trim() !== '')
+  .map((line) => `    ${line.trim()}`)
+  .join('\n')}
+`;
+}
+
+export function policyYaml(baseUrl: string, secretsDir: string, keys: string): string {
+  return `version: 1
+api:
+  baseUrl: ${baseUrl}
+  credential: { type: bearer, token: env:KEYROLL_TEST_UNUSED }
+  rateLimitPerMinute: 6000
+backends:
+  files: { kind: file, directory: ${JSON.stringify(secretsDir)} }
+defaults:
+  timezone: UTC
+  minInterval: 1h
+  store: { attempts: 2, initialBackoff: 1ms, maxBackoff: 2ms }
+keys:
+${keys}`;
+}
+
+export interface DaemonBench {
+  readonly emulator: RunningEmulator;
+  readonly dir: string;
+  readonly secretsDir: string;
+  readonly policyFile: string;
+  readonly audit: MemoryAuditLog;
+  readonly alerter: RecordingAlerter;
+  /** Writes the policy file with these key entries. */
+  writePolicy(keys: string): Promise<void>;
+  /** Writes raw text as the policy file (e.g. an invalid one). */
+  writePolicyText(text: string): Promise<void>;
+  start(options?: Partial<DaemonOptions>): Promise<Daemon>;
+  /** The apiKey stored for `keyId` (JSON shape, file `<keyId>.json`). */
+  storedSecret(keyId: string): Promise<string>;
+  events(name: AuditEventName): AuditRecord[];
+  close(): Promise<void>;
+}
+
+export async function startDaemonBench(emulatorOptions: StartEmulatorOptions = {}): Promise<DaemonBench> {
+  const emulator = await startEmulator({ port: 0, ...emulatorOptions });
+  const dir = await mkdtemp(join(tmpdir(), 'keyroll-daemon-'));
+  const secretsDir = join(dir, 'secrets');
+  const policyFile = join(dir, 'policy.yaml');
+  // Reads Date.now at each line, so audit times follow a fake clock installed later.
+  const audit = createMemoryAuditLog({ now: () => Date.now() });
+  const alerter = new RecordingAlerter();
+  const daemons: Daemon[] = [];
+  return {
+    emulator,
+    dir,
+    secretsDir,
+    policyFile,
+    audit,
+    alerter,
+    writePolicy: (keys) => writeFile(policyFile, policyYaml(emulator.url, secretsDir, keys)),
+    writePolicyText: (text) => writeFile(policyFile, text),
+    start: async (options = {}) => {
+      const daemon = await startDaemon({
+        policyFile,
+        listen: { host: '127.0.0.1', port: 0 },
+        audit,
+        checkIntervalMs: 24 * 3600_000,
+        concurrency: 1,
+        env: { KEYROLL_TRIGGER_SECRET: TRIGGER_SECRET },
+        ...options,
+        runtime: {
+          credentials: staticCredential(new Secret(OWNER_TOKEN), 'test owner token'),
+          sleep: () => Promise.resolve(),
+          alerter,
+          ...options.runtime,
+        },
+      });
+      daemons.push(daemon);
+      return daemon;
+    },
+    storedSecret: async (keyId) => (JSON.parse(await readFile(join(secretsDir, `${keyId}.json`), 'utf8')) as { apiKey: string }).apiKey,
+    events: (name) => audit.eventsNamed(name),
+    close: async () => {
+      for (const daemon of daemons) await daemon.shutdown();
+      await emulator.close();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface SignedPost {
+  body: string;
+  timestamp?: number;
+  secret?: string;
+  signature?: string;
+}
+
+/** POSTs a trigger request signed like a leak responder's script would. */
+export async function postTrigger(daemon: Daemon, request: SignedPost): Promise<{ status: number; json: Record<string, unknown> }> {
+  const timestamp = request.timestamp ?? Math.floor(Date.now() / 1000);
+  const signature = request.signature ?? signTriggerRequest(new Secret(request.secret ?? TRIGGER_SECRET), timestamp, request.body);
+  const response = await fetch(`${daemon.url}/v1/rotations`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-keyroll-timestamp': String(timestamp), 'x-keyroll-signature': signature },
+    body: request.body,
+  });
+  return { status: response.status, json: (await response.json()) as Record<string, unknown> };
+}
+
+/** A promise the test resolves by hand: a backend write or an API answer waits on it. */
+export interface Gate {
+  /** Resolves when something reached the gate. */
+  reached: Promise<void>;
+  /** Lets whatever waits at the gate go on. */
+  open(): void;
+  wait(): Promise<void>;
+}
+
+export function createGate(): Gate {
+  const reached = Promise.withResolvers<undefined>();
+  const opened = Promise.withResolvers<undefined>();
+  return {
+    reached: reached.promise.then(() => undefined),
+    open: () => {
+      opened.resolve(undefined);
+    },
+    wait: async () => {
+      reached.resolve(undefined);
+      await opened.promise;
+    },
+  };
+}

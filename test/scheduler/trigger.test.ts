@@ -1,0 +1,138 @@
+// POST /v1/rotations over real loopback HTTP: a correctly signed request is answered 202 with
+// rotation ids that the rotations then carry in the audit trail; every refusal (signature,
+// staleness, replay, body, unknown keys, disabled endpoint) is answered with its status, audited,
+// and rolls nothing.
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { Secret } from '../../src/audit/secret.ts';
+import type { Daemon } from '../../src/scheduler/daemon.ts';
+import { MAX_TRIGGER_BODY_BYTES } from '../../src/scheduler/trigger.ts';
+import { signTriggerRequest } from '../../src/scheduler/trigger-auth.ts';
+import { keyYaml, postTrigger, startDaemonBench, TRIGGER_SECRET, type DaemonBench } from './support.ts';
+
+const BILLING = 'key_demo_billing';
+const SEARCH = 'key_demo_search';
+let bench: DaemonBench;
+let daemon: Daemon;
+
+beforeEach(async () => {
+  bench = await startDaemonBench();
+  await bench.writePolicy(keyYaml(BILLING, 'schedule: "0 3 * * 1"') + keyYaml(SEARCH, 'schedule: "0 3 * * 1"'));
+  daemon = await bench.start({ triggerSecretRef: 'env:KEYROLL_TRIGGER_SECRET' });
+  // The first sweep rotates both keys (never rotated by keyroll); the triggers come after it.
+  await daemon.idle();
+  bench.audit.clear();
+});
+
+afterEach(async () => {
+  await bench.close();
+});
+
+const leakOf = (keys: string[], extra: Record<string, unknown> = {}): string => JSON.stringify({ keys, reason: 'leak', actor: 'alice', ticket: 'INC-7', ...extra });
+
+describe('trigger: accepted', () => {
+  it('answers 202 with a rotation id per key, and those rotations run and are audited with the actor', async () => {
+    const before = bench.emulator.state.rollCount(BILLING);
+    const answer = await postTrigger(daemon, { body: leakOf([BILLING]) });
+    expect(answer.status).toBe(202);
+    const rotations = answer.json.rotations as { keyId: string; rotationId: string }[];
+    expect(rotations).toEqual([{ keyId: BILLING, rotationId: expect.stringMatching(/^[0-9a-f-]{36}$/) as unknown }]);
+    expect(answer.json).toMatchObject({ reason: 'leak', force: true });
+    await daemon.idle();
+
+    expect(bench.emulator.state.rollCount(BILLING)).toBe(before + 1);
+    expect(bench.emulator.state.isLiveSecret(BILLING, await bench.storedSecret(BILLING))).toBe(true);
+    expect(bench.events('trigger.accepted')).toEqual([
+      expect.objectContaining({ actor: 'alice', reason: 'leak', ticket: 'INC-7', keys: [BILLING], remoteAddress: expect.stringContaining('127.0.0.1') as unknown }),
+    ]);
+    const succeeded = bench.events('key.succeeded');
+    expect(succeeded).toEqual([expect.objectContaining({ keyId: BILLING, rotationId: rotations[0]?.rotationId, actor: 'alice', reason: 'leak', ticket: 'INC-7' })]);
+  });
+
+  it('a manual rotation respects the minimum interval (like keyroll rotate without --force)', async () => {
+    const answer = await postTrigger(daemon, { body: JSON.stringify({ keys: [BILLING], reason: 'manual', actor: 'bob' }) });
+    expect(answer.status).toBe(202);
+    await daemon.idle();
+    expect(bench.emulator.state.rollCount(BILLING)).toBe(1);
+    expect(bench.events('key.skipped')).toEqual([expect.objectContaining({ keyId: BILLING, why: 'min-interval', actor: 'bob' })]);
+  });
+
+  it('selects every key of an organization', async () => {
+    const answer = await postTrigger(daemon, { body: JSON.stringify({ org: 'org_demo_acme', reason: 'compromise', actor: 'oncall' }) });
+    expect(answer.status).toBe(202);
+    expect((answer.json.rotations as { keyId: string }[]).map((r) => r.keyId)).toEqual([BILLING, SEARCH]);
+    await daemon.idle();
+    expect(bench.emulator.state.rollCount(BILLING)).toBe(2);
+    expect(bench.emulator.state.rollCount(SEARCH)).toBe(2);
+  });
+});
+
+describe('trigger: refused', () => {
+  async function expectRefused(status: number, code: string, response: Promise<{ status: number; json: Record<string, unknown> }>): Promise<void> {
+    const answer = await response;
+    expect(answer.status).toBe(status);
+    expect(answer.json).toMatchObject({ error: { code } });
+    await daemon.idle();
+    expect(bench.emulator.state.rollCount(BILLING)).toBe(1);
+    expect(bench.events('trigger.rejected')).toEqual([expect.objectContaining({ why: code, status, remoteAddress: expect.stringContaining('127.0.0.1') as unknown })]);
+    expect(bench.events('trigger.accepted')).toEqual([]);
+  }
+
+  it('401 for a signature made with another secret', async () => {
+    await expectRefused(401, 'bad-signature', postTrigger(daemon, { body: leakOf([BILLING]), secret: 'not-the-secret' }));
+  });
+
+  it('401 for a body changed after signing', async () => {
+    const timestamp = Math.floor(Date.now() / 1000);
+    const signature = signTriggerRequest(new Secret(TRIGGER_SECRET), timestamp, leakOf([SEARCH]));
+    await expectRefused(401, 'bad-signature', postTrigger(daemon, { body: leakOf([BILLING]), timestamp, signature }));
+  });
+
+  it('401 for a timestamp more than five minutes old', async () => {
+    await expectRefused(401, 'stale-timestamp', postTrigger(daemon, { body: leakOf([BILLING]), timestamp: Math.floor(Date.now() / 1000) - 301 }));
+  });
+
+  it('401 without the signature headers', async () => {
+    const response = fetch(`${daemon.url}/v1/rotations`, { method: 'POST', body: leakOf([BILLING]) }).then(async (r) => ({ status: r.status, json: (await r.json()) as Record<string, unknown> }));
+    await expectRefused(401, 'missing-signature', response);
+  });
+
+  it('409 for the same signed request sent twice', async () => {
+    const timestamp = Math.floor(Date.now() / 1000);
+    const body = leakOf([BILLING]);
+    expect((await postTrigger(daemon, { body, timestamp })).status).toBe(202);
+    const replay = await postTrigger(daemon, { body, timestamp });
+    expect(replay).toMatchObject({ status: 409, json: { error: { code: 'replay' } } });
+    await daemon.idle();
+    expect(bench.emulator.state.rollCount(BILLING)).toBe(2);
+    expect(bench.events('trigger.accepted')).toHaveLength(1);
+    expect(bench.events('trigger.rejected')).toEqual([expect.objectContaining({ why: 'replay', status: 409 })]);
+  });
+
+  it('400 for keys that are not in the policy, naming them', async () => {
+    const answer = await postTrigger(daemon, { body: leakOf([BILLING, 'key_nope']) });
+    expect(answer).toMatchObject({ status: 400, json: { error: { code: 'unknown-keys', details: { unknown: ['key_nope'] } } } });
+    expect(bench.emulator.state.rollCount(BILLING)).toBe(1);
+  });
+
+  it('400 for a body with an unknown field or without an actor', async () => {
+    const typo = await postTrigger(daemon, { body: JSON.stringify({ key: [BILLING], reason: 'leak', actor: 'alice' }) });
+    expect(typo).toMatchObject({ status: 400, json: { error: { code: 'invalid-body' } } });
+    const anonymous = await postTrigger(daemon, { body: JSON.stringify({ keys: [BILLING], reason: 'leak' }) });
+    expect(anonymous).toMatchObject({ status: 400, json: { error: { code: 'invalid-body', details: [expect.objectContaining({ path: 'actor' })] } } });
+    expect(bench.emulator.state.rollCount(BILLING)).toBe(1);
+  });
+
+  it('413 for a body over 64 KiB', async () => {
+    const huge = leakOf([BILLING], { ticket: 'x'.repeat(MAX_TRIGGER_BODY_BYTES) });
+    await expectRefused(413, 'body-too-large', postTrigger(daemon, { body: huge }));
+  });
+
+  it('404 when the daemon runs without a trigger secret', async () => {
+    const plain = await bench.start();
+    await plain.idle();
+    bench.audit.clear();
+    const answer = await postTrigger(plain, { body: leakOf([BILLING]) });
+    expect(answer).toMatchObject({ status: 404, json: { error: { code: 'disabled' } } });
+    expect(bench.emulator.state.rollCount(BILLING)).toBe(1);
+  });
+});
