@@ -2,7 +2,7 @@ import { Option, type Command } from 'commander';
 import { userInfo } from 'node:os';
 import type { RotationReason } from '../rotation/types.ts';
 import { EXIT_CODES_HELP } from './exit-codes.ts';
-import { addPolicyOption, createStdoutAudit, exitForError, loadPolicyOrExit, shutdownSignal, summaryLine } from './common.ts';
+import { addPolicyOption, createStdoutAudit, exitForError, loadPolicyOrExit, shutdownSignal, summaryLine, testCheckpointFromEnv } from './common.ts';
 
 interface RotateFlags {
   policy: string;
@@ -15,6 +15,7 @@ interface RotateFlags {
   force?: boolean;
   concurrency: string;
   output: 'text' | 'json';
+  pushgateway?: string;
 }
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
@@ -32,6 +33,7 @@ export function registerRotateCommand(program: Command): void {
     .option('--force', 'bypass the minimum interval for reasons other than leak/compromise')
     .option('--concurrency <n>', 'keys rotated at once', '4')
     .addOption(new Option('-o, --output <format>', 'final report format (audit lines are always JSON)').choices(['text', 'json']).default('text'))
+    .option('--pushgateway <url>', 'push metrics to this Prometheus Pushgateway when the run ends (a failed push is only a warning); env KEYROLL_PUSHGATEWAY', process.env.KEYROLL_PUSHGATEWAY)
     .addHelpText('after', `
 Examples:
   keyroll rotate --key key_billing --reason leak --actor alice --ticket INC-1234
@@ -51,8 +53,10 @@ async function rotateCommand(flags: RotateFlags): Promise<number> {
   ]);
   let keys;
   let policy;
+  let pushgateway;
   try {
     policy = await loadPolicyOrExit(flags.policy);
+    pushgateway = flags.pushgateway ? (await import('../metrics/run-export.ts')).preparePushgateway(flags.pushgateway) : undefined;
     keys = selectKeys(policy, { ...(flags.key ? { keys: flags.key } : {}), ...(flags.org ? { org: flags.org } : {}), ...(flags.all ? { all: true } : {}) });
   } catch (error) {
     return exitForError(error);
@@ -60,20 +64,26 @@ async function rotateCommand(flags: RotateFlags): Promise<number> {
   const urgent = flags.reason === 'leak' || flags.reason === 'compromise';
   const actor = flags.actor ?? safeUserName();
   const audit = createStdoutAudit();
+  const metrics = pushgateway?.start(policy, audit, flags.reason);
   const shutdown = shutdownSignal();
   const progress = createProgressReporter(keys.length);
   let runtime;
   try {
-    runtime = await createRuntime(policy, { audit });
+    const checkpoint = testCheckpointFromEnv();
+    runtime = await createRuntime(policy, { audit, ...metrics?.runtimeOptions, ...(checkpoint ? { checkpoint } : {}) });
     const summary = await runRotations(runtime, {
       keys,
       trigger: { reason: flags.reason, force: urgent || flags.force === true, ignoreSchedule: true, actor, ...(flags.ticket ? { ticket: flags.ticket } : {}) },
       concurrency: Number(flags.concurrency),
       signal: shutdown.signal,
-      onKeyDone: (outcome) => { progress.keyDone(outcome); },
+      onKeyDone: (outcome) => {
+        progress.keyDone(outcome);
+        metrics?.onKeyDone(outcome);
+      },
       command: 'rotate',
     });
     progress.finish();
+    await metrics?.push({ command: 'rotate' });
     await audit.flush();
     if (flags.output === 'json') {
       process.stdout.write(`${JSON.stringify({ runId: summary.runId, rotated: summary.rotated, failed: summary.failed, skipped: summary.skipped, exitCode: summary.exitCode, aborted: summary.aborted, keys: summary.outcomes })}\n`);

@@ -1,11 +1,12 @@
 import type { Command } from 'commander';
 import { EXIT_CODES_HELP } from './exit-codes.ts';
-import { addPolicyOption, createStdoutAudit, exitForError, loadPolicyOrExit, shutdownSignal, summaryLine } from './common.ts';
+import { addPolicyOption, createStdoutAudit, exitForError, loadPolicyOrExit, shutdownSignal, summaryLine, testCheckpointFromEnv } from './common.ts';
 
 interface RunFlags {
   policy: string;
   shard?: string;
   concurrency: string;
+  pushgateway?: string;
 }
 
 export function registerRunCommand(program: Command): void {
@@ -14,6 +15,7 @@ export function registerRunCommand(program: Command): void {
     .description('One pass over the policy: rotate every key that is due (CronJob mode). Prints the audit trail as JSON lines and ends with "rotated N, failed M, skipped K".')
     .option('--shard <i/N>', 'rotate only the keys of shard i of N (Indexed Jobs); env KEYROLL_SHARD', process.env.KEYROLL_SHARD)
     .option('--concurrency <n>', 'keys rotated at once', '4')
+    .option('--pushgateway <url>', 'push metrics to this Prometheus Pushgateway when the run ends (a failed push is only a warning); env KEYROLL_PUSHGATEWAY', process.env.KEYROLL_PUSHGATEWAY)
     .addHelpText('after', EXIT_CODES_HELP);
   addPolicyOption(command).action(async (flags: RunFlags) => {
     process.exitCode = await runCommand(flags);
@@ -28,25 +30,31 @@ async function runCommand(flags: RunFlags): Promise<number> {
   ]);
   let policy;
   let shard;
+  let pushgateway;
   try {
     policy = await loadPolicyOrExit(flags.policy);
     shard = flags.shard ? parseShard(flags.shard) : undefined;
+    pushgateway = flags.pushgateway ? (await import('../metrics/run-export.ts')).preparePushgateway(flags.pushgateway) : undefined;
   } catch (error) {
     return exitForError(error);
   }
   const audit = createStdoutAudit();
+  const metrics = pushgateway?.start(policy, audit, 'scheduled');
   const shutdown = shutdownSignal();
   let runtime;
   try {
-    runtime = await createRuntime(policy, { audit });
+    const checkpoint = testCheckpointFromEnv();
+    runtime = await createRuntime(policy, { audit, ...metrics?.runtimeOptions, ...(checkpoint ? { checkpoint } : {}) });
     const keys = shard ? policy.keys.filter((key) => keyInShard(key.id, shard)) : policy.keys;
     const summary = await runRotations(runtime, {
       keys,
       trigger: { reason: 'scheduled', force: false },
       concurrency: Number(flags.concurrency),
       signal: shutdown.signal,
+      onKeyDone: metrics?.onKeyDone,
       command: 'run',
     });
+    await metrics?.push({ command: 'run', ...(shard ? { shard: `${shard.index}-of-${shard.total}` } : {}) });
     await audit.flush();
     process.stdout.write(`${summaryLine(summary)}\n`);
     return summary.exitCode;
