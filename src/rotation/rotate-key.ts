@@ -1,7 +1,6 @@
 // The rotation of one key as named steps (DESIGN.md):
 // preflight → lock → intent → roll → store → verify → finish.
 // Each step that exists for safety says which invariant it serves.
-import type { Alert } from '../alerts/types.ts';
 import type { AuditLog } from '../audit/events.ts';
 import type { HeldLock, KeyState } from '../backends/types.ts';
 import { errorCode, errorMessage } from '../errors.ts';
@@ -11,7 +10,8 @@ import { RotationStepError, RunAbortedError } from './errors.ts';
 import { failureMeaning } from './failure.ts';
 import { recoverLeftoverIntent } from './recovery.ts';
 import { rollWithRetries, type RollSuccess } from './roll.ts';
-import { storeSecret, type StoreReport } from './store.ts';
+import { storeSecret } from './store.ts';
+import { auditStore, recordFailureBestEffort, sendAlert, storeFailed } from './store-outcome.ts';
 import type { KeyOutcome, ResolvedDestination, RotationDeps, RotationStep, RunTrigger } from './types.ts';
 import { verifyStored } from './verify.ts';
 import { sealToEscrow } from './escrow.ts';
@@ -275,91 +275,6 @@ async function cleanUpUnrolled(progress: Progress, primary: ResolvedDestination,
   } catch {
     // A marker left behind is handled by the next run's recovery; nothing more to do here.
   }
-}
-
-async function recordFailureBestEffort(primary: ResolvedDestination, failure: { rotationId: string; step: string; errorCode: string; at: string }): Promise<void> {
-  try {
-    await primary.backend.recordFailure(primary.target, failure);
-  } catch {
-    // Bookkeeping for `status` only; the audit event and alert already carry the failure.
-  }
-}
-
-function auditStore(audit: AuditLog, rolled: RollSuccess, report: StoreReport, answeredAtMs: number): void {
-  audit.emit('key.rolled', {
-    step: 'roll',
-    fingerprint: rolled.secret.fingerprint(),
-    rolls: rolled.rolls,
-    ...(rolled.unknownOutcomes.length > 0 ? { unknownOutcomes: rolled.unknownOutcomes } : {}),
-    ...(rolled.malformed ? { malformedAnswer: rolled.malformed } : {}),
-  });
-  for (const retry of report.retries) audit.emit('key.store.retry', { step: 'store', ...retry });
-  for (const copy of report.stored) {
-    audit.emit(copy.role === 'fallback' ? 'key.store.fallback' : 'key.stored', {
-      step: 'store',
-      backend: copy.destination.backendName,
-      path: copy.destination.target.path,
-      version: copy.version,
-      attempts: copy.attempts,
-      alreadyApplied: copy.alreadyApplied,
-      exposureMs: Math.round(copy.atMs - answeredAtMs),
-    });
-  }
-  if (report.escrow && 'path' in report.escrow) {
-    audit.emit('key.escrowed', { step: 'store', path: report.escrow.path, fingerprint: report.escrow.fingerprint });
-  }
-}
-
-async function storeFailed(
-  key: KeyPolicy,
-  rotationId: string,
-  rotatedAt: string,
-  report: StoreReport,
-  exposureMs: number | undefined,
-  deps: RotationDeps,
-  audit: AuditLog,
-  outcome: (result: KeyOutcome['result'], extra?: Partial<KeyOutcome>) => KeyOutcome,
-): Promise<KeyOutcome> {
-  const failedPlaces = report.failed.filter((f) => f.role === 'destination').map((f) => `${f.destination.backendName}:${f.destination.target.path} (${f.errorCode})`);
-  const firstCode = report.failed[0]?.errorCode ?? 'KR_STORE_FAILED';
-  const held = report.stored.map((copy) => `${copy.destination.backendName}:${copy.destination.target.path}`);
-  const escrowPath = report.escrow && 'path' in report.escrow ? report.escrow.path : undefined;
-  let summary: string;
-  let nextAction: string;
-  if (held.length === 0 && !escrowPath) {
-    audit.emit('key.unusable', { step: 'store', failed: failedPlaces });
-    summary = `key ${key.id} (${key.organizationId}) is UNUSABLE: it was rolled but the new secret could not be stored anywhere (${failedPlaces.join(', ')})`;
-    nextAction = 'the old secret is dead and the new one is lost; the next run re-rolls the key (run `keyroll rotate --key ' + key.id + ' --reason manual` once the destination is back)';
-  } else if (held.length === 0 && escrowPath) {
-    summary = `key ${key.id} (${key.organizationId}): no destination took the new secret (${failedPlaces.join(', ')}); it is sealed in escrow at ${escrowPath}`;
-    nextAction = 'consumers read a dead secret: recover it with `age -d -i <identity> ' + escrowPath + '`, or let the next run re-roll the key';
-  } else {
-    summary = `key ${key.id} (${key.organizationId}): destination(s) ${failedPlaces.join(', ')} did not take the new secret; it is stored at ${held.join(', ')}`;
-    nextAction = report.primaryStored
-      ? 'the failed destinations hold a dead secret; the next run copies the working secret to them'
-      : 'the primary destination holds a dead secret; the next run re-rolls the key (or copy it from ' + held.join(', ') + ')';
-  }
-  audit.emit('key.failed', { step: 'store', errorCode: firstCode, nextAction, degraded: true });
-  await sendAlert(deps, key, { severity: 'critical', summary, rotationId, step: 'store', errorCode: firstCode, nextAction });
-  // Copies that landed are real rotations: recording them keeps the next run from rotating
-  // the key again once it has repaired the failed destinations.
-  for (const copy of report.stored) {
-    try {
-      await copy.destination.backend.recordRotation(copy.destination.target, { rotationId, rotatedAt, version: copy.version });
-    } catch {
-      // Best effort: the intent marker left behind makes the next run look at this key anyway.
-    }
-  }
-  const primary = report.stored.find((copy) => copy.role === 'destination');
-  if (primary) {
-    await recordFailureBestEffort(primary.destination, { rotationId, step: 'store', errorCode: firstCode, at: deps.now().toISOString() });
-  }
-  return outcome('failed', { step: 'store', errorCode: firstCode, degraded: true, ...(exposureMs === undefined ? {} : { exposureMs }), detail: summary });
-}
-
-async function sendAlert(deps: RotationDeps, key: KeyPolicy, alert: Omit<Alert, 'keyId' | 'organizationId'>): Promise<void> {
-  const sinks = key.notify.onFailure.length > 0 ? key.notify.onFailure : undefined;
-  await deps.alerter.send({ ...alert, keyId: key.id, organizationId: key.organizationId }, sinks);
 }
 
 async function notifySuccess(deps: RotationDeps, key: KeyPolicy, notice: Parameters<NonNullable<RotationDeps['notifySuccess']>>[0]): Promise<void> {
