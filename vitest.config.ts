@@ -1,8 +1,9 @@
 import { defineConfig } from 'vitest/config';
 
-// Two projects: `unit` (no external servers; the emulator and loopback receivers run in-process)
-// and `integration` (real OpenBao and moto servers started by test/integration/global-setup.ts).
-// `npm test` runs both; under CI=true a server that cannot start fails the run.
+// Three projects: `unit` (no external servers; the emulator and loopback receivers run in-process),
+// `integration` (real OpenBao and moto servers started by test/integration/global-setup.ts) and
+// `faults` (the fault matrix, same servers; see docs/faults.md).
+// `npm test` runs all three; under CI=true a server that cannot start fails the run.
 export default defineConfig({
   test: {
     testTimeout: 30_000,
@@ -21,6 +22,16 @@ export default defineConfig({
         test: {
           name: 'integration',
           include: ['test/integration/**/*.test.ts'],
+          globalSetup: ['test/integration/global-setup.ts'],
+          fileParallelism: false,
+        },
+      },
+      {
+        // The fault matrix (issue 6): `npm run test:faults`, with test/faults/reporter.ts.
+        extends: true,
+        test: {
+          name: 'faults',
+          include: ['test/faults/**/*.test.ts'],
           globalSetup: ['test/integration/global-setup.ts'],
           fileParallelism: false,
         },
