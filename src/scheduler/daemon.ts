@@ -7,21 +7,22 @@ import { randomUUID } from 'node:crypto';
 import { createAlerter } from '../alerts/alerter.ts';
 import type { AuditLog } from '../audit/events.ts';
 import type { Secret } from '../audit/secret.ts';
-import { sanitizeValue } from '../audit/sanitize.ts';
 import { errorCode, errorMessage } from '../errors.ts';
 import { createMetrics, type KeyrollMetrics } from '../metrics/metrics.ts';
 import { loadPolicy } from '../policy/load.ts';
 import { resolveRef } from '../policy/refs.ts';
 import type { KeyPolicy, Policy } from '../policy/schema.ts';
 import { createRuntime, type RuntimeOptions } from '../rotation/runtime.ts';
-import type { KeyOutcome, RunTrigger } from '../rotation/types.ts';
+import type { RunTrigger } from '../rotation/types.ts';
 import { Generation } from './generation.ts';
+import { KeyHealth } from './key-health.ts';
 import { KeyLocks } from './key-locks.ts';
 import { Launcher } from './launcher.ts';
-import { preflightDestinations, type Readiness } from './readiness.ts';
+import { preflightDestinations, readinessAnswer, type Readiness } from './readiness.ts';
 import { groupSchedules, startSchedules, type ScheduleInfo } from './schedule.ts';
 import { startDaemonServer, type DaemonServer, type ListenAddress } from './server.ts';
 import { checkKeys } from './sweep.ts';
+import { SweepLoop } from './sweep-loop.ts';
 import { createTriggerEndpoint } from './trigger.ts';
 import type { TriggerRequest } from './trigger-request.ts';
 
@@ -88,9 +89,8 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   const concurrency = options.concurrency ?? DAEMON_DEFAULTS.concurrency;
   const graceMs = options.graceMs ?? DAEMON_DEFAULTS.graceMs;
   const checkIntervalMs = options.checkIntervalMs ?? DAEMON_DEFAULTS.checkIntervalMs;
-  const retryFailedAfterMs = options.retryFailedAfterMs ?? DAEMON_DEFAULTS.retryFailedAfterMs;
   const metrics = options.metrics ?? createMetrics({ now });
-  const locks = new KeyLocks();
+  const health = new KeyHealth(metrics, options.retryFailedAfterMs ?? DAEMON_DEFAULTS.retryFailedAfterMs);
   const shutdownController = new AbortController();
   const work = new Set<Promise<unknown>>();
   const track = <T>(promise: Promise<T>): Promise<T> => {
@@ -101,44 +101,46 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     promise.then(forget, forget);
     return promise;
   };
+  const idle = async (): Promise<void> => {
+    while (work.size > 0) await Promise.allSettled([...work]);
+  };
 
   let stopping = false;
   // Read through a function after an await: TypeScript would keep a narrowing from before it.
   const isStopping = (): boolean => stopping;
   let readiness: Readiness = { state: 'starting' };
-  const overdue = new Set<string>();
-  const retryAfter = new Map<string, number>();
   let triggerSecret: Secret | undefined = options.triggerSecretRef ? await resolveRef(options.triggerSecretRef, env) : undefined;
 
   const buildGeneration = async (policy: Policy): Promise<Generation> => {
-    const runtimeOptions: RuntimeOptions = {
-      audit,
-      env,
-      now,
-      ...options.runtime,
-      observer: metrics.observer,
-      alerter: options.runtime?.alerter ?? createAlerter({ sinks: policy.alerts.sinks, audit, env, now, onResult: (sink, result) => {
-        metrics.recordAlert(sink, result);
-      } }),
-    };
+    const alerter =
+      options.runtime?.alerter ??
+      createAlerter({
+        sinks: policy.alerts.sinks,
+        audit,
+        env,
+        now,
+        onResult: (sink, result) => {
+          metrics.recordAlert(sink, result);
+        },
+      });
+    const runtimeOptions: RuntimeOptions = { audit, env, now, ...options.runtime, observer: metrics.observer, alerter };
     const runtime = await createRuntime(policy, runtimeOptions);
     return new Generation(policy, runtime, (error) => {
       audit.emit('run.aborted', { why: 'runtime-close-failed', errorCode: errorCode(error), message: errorMessage(error) });
     });
   };
 
-  const onKeyDone = (outcome: KeyOutcome, trigger: RunTrigger): void => {
-    metrics.recordOutcome(outcome, trigger.reason);
-    if (outcome.result === 'rotated' || outcome.result === 'recovered') {
-      retryAfter.delete(outcome.keyId);
-      overdue.delete(outcome.keyId);
-      metrics.setOverdue(overdue.size);
-    } else if ((outcome.result === 'failed' || outcome.result === 'aborted') && !stopping) {
-      // The failure alerted already; retrying on every sweep would page every few minutes.
-      retryAfter.set(outcome.keyId, now().getTime() + retryFailedAfterMs);
-    }
-  };
-  const launcher = new Launcher({ locks, concurrency, signal: shutdownController.signal, audit, onKeyDone, track });
+  const launcher = new Launcher({
+    locks: new KeyLocks(),
+    concurrency,
+    signal: shutdownController.signal,
+    audit,
+    track,
+    onKeyDone: (outcome, trigger) => {
+      health.recordOutcome(outcome, trigger.reason, now().getTime(), stopping);
+    },
+  });
+  const scheduled: RunTrigger = { reason: 'scheduled', force: false };
 
   let current = await buildGeneration(options.policy ?? (await loadPolicy(options.policyFile)));
 
@@ -148,7 +150,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
         onTick: async (group) => {
           if (stopping || generation !== current) return;
           const keys = generation.policy.keys.filter((key) => group.keyIds.includes(key.id));
-          const busy = await launcher.runFree(generation, keys, { reason: 'scheduled', force: false }, 'schedule');
+          const busy = await launcher.runFree(generation, keys, scheduled, 'schedule');
           for (const keyId of busy) audit.emit('key.skipped', { keyId, why: 'in-flight', schedule: group.pattern });
         },
         onError: (group, error) => {
@@ -160,69 +162,34 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
 
   const checkReadiness = async (generation: Generation): Promise<void> => {
     const result = await preflightDestinations(generation.runtime, generation.policy.keys, audit, now(), concurrency);
-    if (generation === current && !stopping) readiness = result;
+    if (generation === current && !isStopping()) readiness = result;
   };
 
-  // A failed readiness check is retried by the next sweep, not by one that follows a check at once.
-  let recheckWanted = false;
-  const sweepOnce = async (): Promise<void> => {
-    const generation = current;
-    const done = generation.use();
-    const recheck = recheckWanted;
-    recheckWanted = false;
-    try {
-      if (recheck && readiness.state === 'preflight-failed') await checkReadiness(generation);
-      const result = await checkKeys(generation.runtime, generation.policy.keys, now(), concurrency);
-      if (generation !== current || stopping) return;
-      for (const check of result.checks) if (check.lastRotatedAt) metrics.setLastRotation(check.key.id, check.lastRotatedAt);
-      overdue.clear();
-      for (const keyId of result.overdue) overdue.add(keyId);
-      metrics.setOverdue(overdue.size);
-      const nowMs = now().getTime();
-      const due = result.due.filter((key) => (retryAfter.get(key.id) ?? 0) <= nowMs);
-      if (due.length > 0) await launcher.runFree(generation, due, { reason: 'scheduled', force: false }, 'sweep');
-    } finally {
-      done();
-    }
-  };
-
-  // Sweeps never overlap: a request during one runs one more pass right after it.
-  let sweeping: Promise<void> | undefined;
-  let sweepAgain = false;
-  const wantsAnotherSweep = (): boolean => sweepAgain && !stopping;
-  const sweep = (recheckReadiness = true): Promise<void> => {
-    if (stopping) return Promise.resolve();
-    recheckWanted ||= recheckReadiness;
-    if (sweeping) {
-      sweepAgain = true;
-      return sweeping;
-    }
-    sweeping = track(
-      (async () => {
-        do {
-          sweepAgain = false;
-          try {
-            await sweepOnce();
-          } catch (error) {
-            audit.emit('run.aborted', { why: 'sweep-failed', errorCode: errorCode(error), message: errorMessage(error) });
-          }
-        } while (wantsAnotherSweep());
-      })().finally(() => {
-        sweeping = undefined;
-      }),
-    );
-    return sweeping;
-  };
-
-  let sweepTimer: NodeJS.Timeout | undefined;
-  const scheduleNextSweep = (): void => {
-    if (stopping) return;
-    sweepTimer = setTimeout(() => {
-      void sweep().finally(scheduleNextSweep);
-    }, checkIntervalMs);
-  };
+  const sweeps = new SweepLoop({
+    intervalMs: checkIntervalMs,
+    track,
+    onError: (error) => {
+      audit.emit('run.aborted', { why: 'sweep-failed', errorCode: errorCode(error), message: errorMessage(error) });
+    },
+    sweepOnce: async (recheckReadiness) => {
+      const generation = current;
+      const done = generation.use();
+      try {
+        if (recheckReadiness && readiness.state === 'preflight-failed') await checkReadiness(generation);
+        const result = await checkKeys(generation.runtime, generation.policy.keys, now(), concurrency);
+        if (generation !== current || isStopping()) return;
+        health.recordSweep(result);
+        const nowMs = now().getTime();
+        const due = result.due.filter((key) => health.maySweep(key.id, nowMs));
+        if (due.length > 0) await launcher.runFree(generation, due, scheduled, 'sweep');
+      } finally {
+        done();
+      }
+    },
+  });
 
   const startTrigger = (keys: readonly KeyPolicy[], request: TriggerRequest, rotationIds: ReadonlyMap<string, string>): void => {
+    // The semantics of `keyroll rotate`: leak and compromise bypass the minimum interval.
     const urgent = request.reason === 'leak' || request.reason === 'compromise';
     const trigger: RunTrigger = { reason: request.reason, force: urgent, ignoreSchedule: true, actor: request.actor, ...(request.ticket ? { ticket: request.ticket } : {}) };
     void track(launcher.runAll(current, keys, trigger, rotationIds));
@@ -259,12 +226,11 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   void track(
     (async () => {
       await checkReadiness(current);
-      await sweep(false);
-      scheduleNextSweep();
+      await sweeps.request(false);
+      sweeps.scheduleNext();
     })(),
   );
 
-  let reloading: Promise<ReloadResult> = Promise.resolve({ ok: true, keys: current.policy.keys.length });
   const reloadOnce = async (): Promise<ReloadResult> => {
     if (stopping) return { ok: false, errorCode: 'KR_DAEMON_STOPPING', error: 'the daemon is shutting down' };
     let next: Generation;
@@ -295,30 +261,23 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     current = next;
     triggerSecret = secret;
     activate(next);
-    const kept = new Set(next.policy.keys.map((key) => key.id));
-    for (const key of previous.policy.keys) {
-      if (kept.has(key.id)) continue;
-      metrics.forgetKey(key.id);
-      overdue.delete(key.id);
-      retryAfter.delete(key.id);
-    }
-    metrics.setOverdue(overdue.size);
+    for (const key of previous.policy.keys) if (!next.policy.keys.some((kept) => kept.id === key.id)) metrics.forgetKey(key.id);
+    health.keepOnly(next.policy.keys);
+    // Closed once its last in-flight run (holding it through Generation.use) is over.
     void previous.retire();
     audit.emit('policy.reloaded', { file: next.policy.file, keys: next.policy.keys.length, schedules: groupSchedules(next.policy.keys).length });
-    void track(checkReadiness(next).then(() => sweep(false)));
+    void track(checkReadiness(next).then(() => sweeps.request(false)));
     return { ok: true, keys: next.policy.keys.length };
   };
+  let reloading: Promise<ReloadResult> = Promise.resolve({ ok: true, keys: current.policy.keys.length });
 
-  let shutdownResult: Promise<ShutdownResult> | undefined;
-  const idle = async (): Promise<void> => {
-    while (work.size > 0) await Promise.allSettled([...work]);
-  };
-
-  const shutdown = async (signal = 'shutdown'): Promise<ShutdownResult> => {
+  const shutdown = async (signal: string): Promise<ShutdownResult> => {
     stopping = true;
-    clearTimeout(sweepTimer);
+    sweeps.stop();
     current.stopJobs();
-    audit.emit('daemon.stopping', { signal, inFlight: locks.held(), graceMs });
+    audit.emit('daemon.stopping', { signal, inFlight: launcher.inFlight(), graceMs });
+    // Keys not started are skipped; a key past its roll finishes its store (rotateKey checks the
+    // signal only before rolling).
     shutdownController.abort(new Error(`${signal}: shutting down`));
     let timer: NodeJS.Timeout | undefined;
     const finished = await Promise.race([
@@ -330,16 +289,17 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
       }),
     ]);
     clearTimeout(timer);
-    const unfinished = finished ? [] : locks.held();
+    const unfinished = finished ? [] : launcher.inFlight();
     if (!finished) audit.emit('daemon.grace_expired', { inFlight: unfinished, graceMs });
     await server.close();
-    // With work still in flight the runtime stays open for it; the process is about to exit.
+    // With work still in flight the runtime stays open for it: the process is about to exit.
     if (finished) await current.retire();
     else void current.retire();
     const result: ShutdownResult = { exitCode: finished ? 0 : 3, unfinished };
     audit.emit('daemon.stopped', { exitCode: result.exitCode, unfinished });
     return result;
   };
+  let shutdownResult: Promise<ShutdownResult> | undefined;
 
   return {
     url: server.url,
@@ -348,33 +308,12 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     policy: () => current.policy,
     readiness: () => (stopping ? { state: 'shutting-down' } : readiness),
     schedules: () => current.jobs?.describe() ?? [],
-    sweep: () => sweep(),
+    sweep: () => sweeps.request(),
     reload: () => {
       reloading = reloading.then(reloadOnce, reloadOnce);
       return reloading;
     },
-    shutdown: (signal) => (shutdownResult ??= shutdown(signal)),
+    shutdown: (signal = 'shutdown') => (shutdownResult ??= shutdown(signal)),
     idle,
   };
-}
-
-function readinessAnswer(readiness: Readiness, policy: Policy): { ready: boolean; body: unknown } {
-  switch (readiness.state) {
-    case 'ready':
-      return { ready: true, body: { status: 'ready', policy: policy.file, keys: policy.keys.length, destinations: readiness.destinations, checkedAt: readiness.checkedAt } };
-    case 'starting':
-      return { ready: false, body: { status: 'starting', reason: 'the destinations have not passed preflight yet' } };
-    case 'shutting-down':
-      return { ready: false, body: { status: 'shutting-down', reason: 'shutdown in progress: in-flight rotations are finishing' } };
-    case 'preflight-failed':
-      return {
-        ready: false,
-        body: sanitizeValue({
-          status: 'preflight-failed',
-          reason: `${readiness.failures.length} of ${readiness.destinations} destinations failed preflight`,
-          checkedAt: readiness.checkedAt,
-          failures: readiness.failures,
-        }),
-      };
-  }
 }

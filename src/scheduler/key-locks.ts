@@ -56,11 +56,6 @@ export class KeyLocks {
     return this.#held.has(keyId);
   }
 
-  /** Key ids held right now (what a shutdown is waiting for). */
-  held(): string[] {
-    return [...this.#held].sort();
-  }
-
   #releaser(keyId: string): ReleaseKey {
     let released = false;
     // Idempotent: a run releases each key when it is done and again, defensively, when the

@@ -26,9 +26,16 @@ export type RunSource = 'schedule' | 'sweep' | 'trigger';
 
 export class Launcher {
   readonly #options: LauncherOptions;
+  /** Keys whose rotation has begun and not ended (a run's queued keys are not in it yet). */
+  readonly #started = new Map<string, number>();
 
   constructor(options: LauncherOptions) {
     this.#options = options;
+  }
+
+  /** Key ids being rotated right now: what a shutdown waits for. */
+  inFlight(): string[] {
+    return [...this.#started.keys()].sort();
   }
 
   /** Runs the keys that are free now; the rest are left to their next tick or sweep. Returns the keys skipped as busy. */
@@ -82,8 +89,24 @@ export class Launcher {
 
   async #runHeld(generation: Generation, keys: readonly KeyPolicy[], held: Map<string, ReleaseKey>, trigger: RunTrigger, source: RunSource, rotationIds?: ReadonlyMap<string, string>): Promise<void> {
     const done = generation.use();
+    const began = new Set<string>();
+    // runRotations resolves a key's destinations exactly when it starts rotating it.
+    const runtime = {
+      ...generation.runtime,
+      resolveKey: (key: KeyPolicy) => {
+        began.add(key.id);
+        this.#started.set(key.id, (this.#started.get(key.id) ?? 0) + 1);
+        return generation.runtime.resolveKey(key);
+      },
+    };
+    const ended = (keyId: string): void => {
+      if (!began.delete(keyId)) return;
+      const count = (this.#started.get(keyId) ?? 1) - 1;
+      if (count > 0) this.#started.set(keyId, count);
+      else this.#started.delete(keyId);
+    };
     try {
-      await runRotations(generation.runtime, {
+      await runRotations(runtime, {
         keys,
         trigger,
         concurrency: this.#options.concurrency,
@@ -92,6 +115,7 @@ export class Launcher {
         ...(rotationIds ? { rotationIds } : {}),
         onKeyDone: (outcome) => {
           // The key is free as soon as its own rotation is over, not when the whole run is.
+          ended(outcome.keyId);
           held.get(outcome.keyId)?.();
           this.#options.onKeyDone(outcome, trigger);
         },
@@ -109,6 +133,7 @@ export class Launcher {
         nextAction: 'the next sweep retries the keys that are still due',
       });
     } finally {
+      for (const keyId of [...began]) ended(keyId);
       for (const release of held.values()) release();
       done();
     }
