@@ -1,0 +1,87 @@
+// The metric definitions: names, labels and units as docs/metrics.md states them, what counts as
+// a rotation, and that every metric lives in its own registry (never prom-client's global one).
+import { register as globalRegistry } from 'prom-client';
+import { describe, expect, it } from 'vitest';
+import { createMetrics, EXPOSURE_BUCKETS_SECONDS } from '../../src/metrics/metrics.ts';
+import type { KeyOutcome } from '../../src/rotation/types.ts';
+
+const outcome = (result: KeyOutcome['result'], extra: Partial<KeyOutcome> = {}): KeyOutcome => ({ keyId: 'k1', organizationId: 'o', result, durationMs: 1, rolls: 1, ...extra });
+const at = new Date('2030-01-07T03:00:00Z');
+
+describe('createMetrics', () => {
+  it('registers the six keyroll metrics in a fresh registry', async () => {
+    const metrics = createMetrics();
+    const text = await metrics.registry.metrics();
+    for (const [name, type] of [
+      ['keyroll_rotations_total', 'counter'],
+      ['keyroll_rotation_step_duration_seconds', 'histogram'],
+      ['keyroll_secret_exposure_window_seconds', 'histogram'],
+      ['keyroll_key_last_rotation_timestamp_seconds', 'gauge'],
+      ['keyroll_keys_overdue', 'gauge'],
+      ['keyroll_alerts_total', 'counter'],
+    ]) {
+      expect(text).toContain(`# TYPE ${name} ${type}`);
+    }
+    expect(await globalRegistry.metrics()).not.toContain('keyroll_');
+  });
+
+  it('can leave out keyroll_keys_overdue (one-shot runs do not know it)', async () => {
+    const metrics = createMetrics({ overdue: false });
+    metrics.setOverdue(3);
+    expect(await metrics.registry.metrics()).not.toContain('keyroll_keys_overdue');
+  });
+
+  it('counts outcomes by result and reason, leaving out "not due" skips, and stamps successes', async () => {
+    const metrics = createMetrics({ now: () => at });
+    metrics.recordOutcome(outcome('rotated'), 'scheduled');
+    metrics.recordOutcome(outcome('recovered', { keyId: 'k2' }), 'leak');
+    metrics.recordOutcome(outcome('failed', { keyId: 'k3' }), 'scheduled');
+    metrics.recordOutcome(outcome('skipped', { keyId: 'k4', detail: 'not-due' }), 'scheduled');
+    metrics.recordOutcome(outcome('skipped', { keyId: 'k5', detail: 'min-interval' }), 'manual');
+    const text = await metrics.registry.metrics();
+    expect(text).toContain('keyroll_rotations_total{result="rotated",reason="scheduled"} 1');
+    expect(text).toContain('keyroll_rotations_total{result="recovered",reason="leak"} 1');
+    expect(text).toContain('keyroll_rotations_total{result="failed",reason="scheduled"} 1');
+    expect(text).toContain('keyroll_rotations_total{result="skipped",reason="manual"} 1');
+    expect(text).not.toContain('result="skipped",reason="scheduled"');
+    expect(text).toContain(`keyroll_key_last_rotation_timestamp_seconds{key_id="k1"} ${at.getTime() / 1000}`);
+    expect(text).toContain(`keyroll_key_last_rotation_timestamp_seconds{key_id="k2"} ${at.getTime() / 1000}`);
+    expect(text).not.toContain('key_id="k3"');
+  });
+
+  it('observes durations and the exposure window in seconds', async () => {
+    const metrics = createMetrics();
+    metrics.observer.stepDuration('store', 40);
+    metrics.observer.exposure(3);
+    const text = await metrics.registry.metrics();
+    expect(text).toContain('keyroll_rotation_step_duration_seconds_sum{step="store"} 0.04');
+    expect(text).toContain('keyroll_secret_exposure_window_seconds_sum 0.003');
+    expect(text).toContain('keyroll_secret_exposure_window_seconds_bucket{le="0.005"} 1');
+    expect(text).toContain('keyroll_secret_exposure_window_seconds_bucket{le="0.0025"} 0');
+    // Millisecond resolution at the bottom, tens of seconds at the top.
+    expect(EXPOSURE_BUCKETS_SECONDS[0]).toBe(0.001);
+    expect(EXPOSURE_BUCKETS_SECONDS.at(-1)).toBe(30);
+  });
+
+  it('sets and forgets a key last rotation from ISO time, ignoring unparseable times', async () => {
+    const metrics = createMetrics();
+    metrics.setLastRotation('k1', '2030-01-07T03:00:00.500Z');
+    metrics.setLastRotation('k2', 'yesterday');
+    let text = await metrics.registry.metrics();
+    expect(text).toContain('keyroll_key_last_rotation_timestamp_seconds{key_id="k1"} 1893985200.5');
+    expect(text).not.toContain('key_id="k2"');
+    metrics.forgetKey('k1');
+    text = await metrics.registry.metrics();
+    expect(text).not.toContain('key_id="k1"');
+  });
+
+  it('counts alerts per sink and result', async () => {
+    const metrics = createMetrics();
+    metrics.recordAlert('pager', 'sent');
+    metrics.recordAlert('pager', 'failed');
+    metrics.recordAlert('pager', 'failed');
+    const text = await metrics.registry.metrics();
+    expect(text).toContain('keyroll_alerts_total{sink="pager",result="sent"} 1');
+    expect(text).toContain('keyroll_alerts_total{sink="pager",result="failed"} 2');
+  });
+});

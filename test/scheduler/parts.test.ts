@@ -1,0 +1,61 @@
+// Small daemon parts with rules of their own: --listen parsing, schedule grouping, and trigger
+// key selection.
+import { describe, expect, it } from 'vitest';
+import { groupSchedules } from '../../src/scheduler/schedule.ts';
+import { parseListenAddress } from '../../src/scheduler/server.ts';
+import { selectTriggerKeys, TriggerRequest } from '../../src/scheduler/trigger-request.ts';
+import { keyPolicy } from '../rotation/harness.ts';
+
+describe('parseListenAddress', () => {
+  it('reads host:port, bracketed IPv6, a bare port and :port', () => {
+    expect(parseListenAddress('0.0.0.0:8080')).toEqual({ host: '0.0.0.0', port: 8080 });
+    expect(parseListenAddress('[::]:9000')).toEqual({ host: '::', port: 9000 });
+    expect(parseListenAddress('localhost:0')).toEqual({ host: 'localhost', port: 0 });
+    expect(parseListenAddress('8080')).toEqual({ host: '0.0.0.0', port: 8080 });
+    expect(parseListenAddress(':8080')).toEqual({ host: '0.0.0.0', port: 8080 });
+  });
+
+  it('refuses anything else as a usage error (exit 2)', () => {
+    for (const text of ['', 'host', '1.2.3.4:', '1.2.3.4:70000', '::1:8080', 'http://0.0.0.0:8080']) {
+      expect(() => parseListenAddress(text), text).toThrow(expect.objectContaining({ code: 'KR_USAGE' }) as unknown);
+    }
+  });
+});
+
+describe('groupSchedules', () => {
+  it('makes one group per pattern and zone, in policy order, and leaves keys without a schedule to the sweep', () => {
+    const keys = [
+      keyPolicy('a', 'o', { schedule: '0 3 * * 1' }),
+      keyPolicy('b', 'o', { schedule: '0 3 * * 1', timezone: 'Europe/Berlin' }),
+      keyPolicy('c', 'o', { schedule: '0 3 * * 1' }),
+      keyPolicy('d', 'o'),
+    ];
+    expect(groupSchedules(keys)).toEqual([
+      { pattern: '0 3 * * 1', timezone: 'UTC', keyIds: ['a', 'c'] },
+      { pattern: '0 3 * * 1', timezone: 'Europe/Berlin', keyIds: ['b'] },
+    ]);
+  });
+});
+
+describe('trigger request', () => {
+  const keys = [keyPolicy('k1', 'org_a'), keyPolicy('k2', 'org_b'), keyPolicy('k3', 'org_a')];
+  const parse = (body: unknown): TriggerRequest => TriggerRequest.parse(body);
+
+  it('needs exactly one of keys, org or all', () => {
+    expect(TriggerRequest.safeParse({ reason: 'leak', actor: 'a' }).success).toBe(false);
+    expect(TriggerRequest.safeParse({ keys: ['k1'], org: 'org_a', reason: 'leak', actor: 'a' }).success).toBe(false);
+    expect(TriggerRequest.safeParse({ all: false, reason: 'leak', actor: 'a' }).success).toBe(false);
+    expect(TriggerRequest.safeParse({ all: true, reason: 'scheduled', actor: 'a' }).success).toBe(false);
+  });
+
+  it('keeps named keys in the order given, once each', () => {
+    expect(selectTriggerKeys(keys, parse({ keys: ['k3', 'k1', 'k3'], reason: 'leak', actor: 'a' }))).toEqual({ ok: true, keys: [keys[2], keys[0]] });
+  });
+
+  it('selects an organization or everything in policy order, and names what is unknown', () => {
+    expect(selectTriggerKeys(keys, parse({ org: 'org_a', reason: 'leak', actor: 'a' }))).toEqual({ ok: true, keys: [keys[0], keys[2]] });
+    expect(selectTriggerKeys(keys, parse({ all: true, reason: 'manual', actor: 'a' }))).toEqual({ ok: true, keys });
+    expect(selectTriggerKeys(keys, parse({ org: 'org_x', reason: 'leak', actor: 'a' }))).toMatchObject({ ok: false, why: 'unknown-org', unknown: ['org_x'] });
+    expect(selectTriggerKeys(keys, parse({ keys: ['k1', 'nope'], reason: 'leak', actor: 'a' }))).toMatchObject({ ok: false, why: 'unknown-keys', unknown: ['nope'] });
+  });
+});
