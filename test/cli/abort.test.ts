@@ -2,20 +2,13 @@
 // as keyroll's credential (403 on roll, exit 1, explained), and SIGTERM while a roll is in
 // flight (the in-flight key finishes its store, the rest are not started, exit 3).
 import { beforeEach, describe, expect, it } from 'vitest';
-import { eventsNamed, openFileBackend, storedSecret, TARGETS, useCliFixture, type CliResult } from './harness.ts';
+import { createDelayGate, eventsNamed, openFileBackend, storedSecret, TARGETS, useCliFixture, type CliResult } from './harness.ts';
 
 // The emulator's `delay` fault waits on this gate, so the test decides when the delayed roll answers.
-let delayReached = Promise.withResolvers<undefined>();
-let delayRelease = Promise.withResolvers<undefined>();
-const cli = useCliFixture({
-  sleep: async () => {
-    delayReached.resolve(undefined);
-    await delayRelease.promise;
-  },
-});
+const gate = createDelayGate();
+const cli = useCliFixture({ sleep: gate.sleep });
 beforeEach(() => {
-  delayReached = Promise.withResolvers();
-  delayRelease = Promise.withResolvers();
+  gate.reset();
 });
 
 const ROTATE_ALL = ['rotate', '-p', 'policy.yaml', '--all', '--reason', 'leak', '--actor', 'alice', '--ticket', 'INC-9', '--concurrency', '1'];
@@ -91,11 +84,11 @@ describe('keyroll rotate: SIGTERM during a leak rotation', () => {
     await cli.writePolicy();
     cli.emulator.faults.inject('roll', { kind: 'delay', ms: 60_000 });
     const running = cli.spawn(ROTATE_ALL);
-    await delayReached.promise;
+    await gate.reached();
     // The first key's roll is at the API: stop the process now, then let the roll answer.
     running.child.kill('SIGTERM');
     await running.stderrIncludes('SIGTERM received');
-    delayRelease.resolve(undefined);
+    gate.release();
     return running.result;
   }
 

@@ -121,6 +121,10 @@ export interface PolicyOptions {
   extraBackends?: string;
   /** Replaces the `credential:` value (flow YAML). */
   credential?: string;
+  /** age recipients of an escrow directory ./escrow (no escrow without). */
+  escrowRecipients?: string[];
+  /** Extra settings under `defaults:` (YAML, indented by two spaces). */
+  extraDefaults?: string;
 }
 
 /**
@@ -130,6 +134,7 @@ export interface PolicyOptions {
  */
 export function policyYaml(options: PolicyOptions): string {
   const alerts = options.alertUrl === undefined ? '' : `alerts:\n  sinks:\n    hook: { kind: webhook, url: "${options.alertUrl}" }\n`;
+  const escrow = options.escrowRecipients === undefined ? '' : `escrow:\n  directory: ./escrow\n  recipients: [${options.escrowRecipients.join(', ')}]\n`;
   return `version: 1
 api:
   baseUrl: ${options.baseUrl}
@@ -137,11 +142,11 @@ api:
   rateLimitPerMinute: 6000
 backends:
   files: { kind: file, directory: ./secrets }
-${options.extraBackends ?? ''}${alerts}defaults:
+${options.extraBackends ?? ''}${alerts}${escrow}defaults:
   schedule: "0 3 * * 1"
   timezone: UTC
   minInterval: 1h
-keys:
+${options.extraDefaults ?? ''}keys:
   - id: key_demo_billing
     organization: ${ORG}
     destinations: [{ backend: files, path: billing.json }]
@@ -302,4 +307,35 @@ export const TARGETS: Record<(typeof DEMO_KEYS)[number], StoreTarget> = {
 export async function storedSecret(secretsDir: string, keyId: (typeof DEMO_KEYS)[number]): Promise<string> {
   const text = await readFile(join(secretsDir, TARGETS[keyId].path), 'utf8');
   return TARGETS[keyId].shape.format === 'raw' ? text : (JSON.parse(text) as { apiKey: string }).apiKey;
+}
+
+/**
+ * Holds the emulator's `delay` faults until the test releases them: pass `gate.sleep` as the
+ * emulator's `sleep`, queue a delay fault, await `reached()` (the call is at the API), act, then
+ * `release()`. `reset()` before each test.
+ */
+export interface DelayGate {
+  readonly sleep: (ms: number) => Promise<void>;
+  readonly reached: () => Promise<void>;
+  readonly release: () => void;
+  readonly reset: () => void;
+}
+
+export function createDelayGate(): DelayGate {
+  let reached = Promise.withResolvers<undefined>();
+  let released = Promise.withResolvers<undefined>();
+  return {
+    sleep: async () => {
+      reached.resolve(undefined);
+      await released.promise;
+    },
+    reached: () => reached.promise,
+    release: () => {
+      released.resolve(undefined);
+    },
+    reset: () => {
+      reached = Promise.withResolvers();
+      released = Promise.withResolvers();
+    },
+  };
 }

@@ -1,5 +1,7 @@
 // `keyroll run`: one pass over the policy (CronJob mode), as a child process against the emulator
 // and a file backend.
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { DEMO_KEYS, ORG, TARGETS, eventsNamed, openFileBackend, storedSecret, useCliFixture } from './harness.ts';
 
@@ -75,7 +77,7 @@ describe('keyroll run', () => {
     expect(alerts).toEqual([expect.objectContaining({ severity: 'critical', step: 'run', errorCode: 'KR_RUN_CREDENTIAL_REFUSED' })]);
   });
 
-  it('every key locked by another runner aborts with exit 3 and rolls nothing', async () => {
+  it('every key locked by another runner aborts with exit 3 and rolls nothing; removing the lock files (runbook) frees the keys', async () => {
     await cli.writePolicy();
     const backend = await openFileBackend(cli.secretsDir);
     for (const id of DEMO_KEYS) {
@@ -87,5 +89,11 @@ describe('keyroll run', () => {
     expect(result.lastLine).toContain('aborted: every key in scope was locked by another runner');
     expect(eventsNamed(result, 'key.lock.busy').map((e) => e.holder)).toEqual(['other-host/4242/abcd', 'other-host/4242/abcd', 'other-host/4242/abcd']);
     expect(cli.emulator.state.totalRolls()).toBe(0);
+
+    // docs/runbook.md, "Clearing a stale lock", file backend: rm <directory>/<path>.keyroll.lock
+    for (const id of DEMO_KEYS) await rm(join(cli.secretsDir, `${TARGETS[id].path}.keyroll.lock`));
+    const freed = await cli.run(['run', '-p', 'policy.yaml']);
+    expect(freed.code).toBe(0);
+    expect(freed.lastLine).toBe('rotated 3, failed 0, skipped 0');
   });
 });
