@@ -1,0 +1,61 @@
+// `keyroll run|rotate --pushgateway URL` as child processes: the run's metrics reach a loopback
+// stand-in for the Pushgateway once, after the last rotation; a gateway that fails changes
+// nothing but a warning in the audit trail.
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { startReceiver, type Receiver } from '../alerts/receiver.ts';
+import { eventsNamed, useCliFixture } from '../cli/harness.ts';
+
+const cli = useCliFixture();
+let gateway: Receiver;
+beforeEach(async () => {
+  gateway = await startReceiver();
+});
+afterEach(async () => {
+  await gateway.close();
+});
+
+describe('run --pushgateway', () => {
+  it('pushes the run metrics once, grouped by command and shard, after the rotations', async () => {
+    await cli.writePolicy();
+    const result = await cli.run(['run', '-p', 'policy.yaml', '--shard', '0/1', '--pushgateway', gateway.url]);
+    expect(result.code).toBe(0);
+    expect(gateway.requests).toHaveLength(1);
+    const [push] = gateway.requests;
+    expect(push?.method).toBe('PUT');
+    expect(push?.path).toBe('/metrics/job/keyroll/command/run/shard/0-of-1');
+    expect(push?.raw).toContain('keyroll_rotations_total{result="rotated",reason="scheduled"} 3');
+    expect(push?.raw).toContain('keyroll_secret_exposure_window_seconds_count 3');
+    expect(push?.raw).toMatch(/keyroll_key_last_rotation_timestamp_seconds\{key_id="key_demo_billing"\} \d+/);
+    // A one-shot run does not know how many keys are overdue, so it does not claim zero.
+    expect(push?.raw).not.toContain('keyroll_keys_overdue');
+    expect(eventsNamed(result, 'metrics.push_failed')).toEqual([]);
+  });
+
+  it('a failing gateway is a warning in the audit trail; the exit code still reports the rotations', async () => {
+    await cli.writePolicy();
+    gateway.answer(503);
+    const result = await cli.run(['run', '-p', 'policy.yaml', '--pushgateway', gateway.url]);
+    expect(result.code).toBe(0);
+    expect(result.lastLine).toBe('rotated 3, failed 0, skipped 0');
+    expect(eventsNamed(result, 'metrics.push_failed')).toEqual([
+      expect.objectContaining({ level: 'warn', errorCode: 'KR_METRICS_PUSH_FAILED', status: 503, gateway: gateway.url, job: 'keyroll' }),
+    ]);
+  });
+
+  it('a --pushgateway that is not an http(s) URL is a usage error (exit 2) before anything rotates', async () => {
+    await cli.writePolicy();
+    const result = await cli.run(['run', '-p', 'policy.yaml', '--pushgateway', 'pushgateway:9091']);
+    expect(result.code).toBe(2);
+    expect(cli.emulator.state.totalRolls()).toBe(0);
+  });
+});
+
+describe('rotate --pushgateway', () => {
+  it('labels the rotations with the reason given and groups the push under command=rotate', async () => {
+    await cli.writePolicy();
+    const result = await cli.run(['rotate', '-p', 'policy.yaml', '--key', 'key_demo_billing', '--reason', 'leak', '--actor', 'alice', '--pushgateway', gateway.url]);
+    expect(result.code).toBe(0);
+    expect(gateway.requests.map((r) => r.path)).toEqual(['/metrics/job/keyroll/command/rotate']);
+    expect(gateway.requests[0]?.raw).toContain('keyroll_rotations_total{result="rotated",reason="leak"} 1');
+  });
+});

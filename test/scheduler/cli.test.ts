@@ -1,0 +1,136 @@
+// `keyroll daemon` as an operator runs it: bin/keyroll as a child process against the in-process
+// emulator and a file backend (test/cli/harness.ts), stopped and reloaded with real signals.
+import { setTimeout as sleep } from 'node:timers/promises';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { eventsNamed, openFileBackend, policyYaml, storedSecret, TARGETS, useCliFixture, type RunningCli } from '../cli/harness.ts';
+
+// The emulator's `delay` fault waits on this gate, so the test decides when the delayed roll answers.
+let delayReached = Promise.withResolvers<undefined>();
+let delayRelease = Promise.withResolvers<undefined>();
+const cli = useCliFixture({
+  sleep: async () => {
+    delayReached.resolve(undefined);
+    await delayRelease.promise;
+  },
+});
+beforeEach(() => {
+  delayReached = Promise.withResolvers();
+  delayRelease = Promise.withResolvers();
+});
+
+const BILLING = 'key_demo_billing';
+
+function startDaemon(extra: string[] = []): RunningCli {
+  // The standard policy's three keys were never rotated by keyroll: the first sweep rotates them, one at a time.
+  return cli.spawn(['daemon', '-p', 'policy.yaml', '--listen', '127.0.0.1:0', '--concurrency', '1', ...extra], { viaBin: true });
+}
+
+/** Resolves with the first stdout audit event named `event`. */
+function nextEvent(running: RunningCli, event: string): Promise<Record<string, unknown>> {
+  return new Promise((resolve, reject) => {
+    let buffer = '';
+    const onData = (chunk: Buffer): void => {
+      buffer += chunk.toString('utf8');
+      for (const line of buffer.split('\n')) {
+        if (!line.includes(`"event":"${event}"`)) continue;
+        running.child.stdout?.off('data', onData);
+        resolve(JSON.parse(line) as Record<string, unknown>);
+        return;
+      }
+    };
+    running.child.stdout?.on('data', onData);
+    void running.result.then(() => {
+      reject(new Error(`the daemon exited before writing ${event}`));
+    });
+  });
+}
+
+describe('keyroll daemon: SIGTERM', () => {
+  it('during a roll: the rolled key finishes its store, nothing new starts, exit 0, the stored secret is live', async () => {
+    await cli.writePolicy();
+    cli.emulator.faults.inject('roll', { kind: 'delay', ms: 60_000 });
+    const running = startDaemon();
+    await delayReached.promise;
+    // billing's roll is at the API: stop the daemon now, then let the roll answer.
+    running.child.kill('SIGTERM');
+    await running.stderrIncludes('SIGTERM received');
+    delayRelease.resolve(undefined);
+    const result = await running.result;
+
+    expect(result.code).toBe(0);
+    expect(cli.emulator.state.rollCount(BILLING)).toBe(1);
+    expect(cli.emulator.state.isLiveSecret(BILLING, await storedSecret(cli.secretsDir, BILLING))).toBe(true);
+    expect(cli.emulator.state.rollCount('key_demo_search')).toBe(0);
+    expect(cli.emulator.state.rollCount('key_demo_ingest')).toBe(0);
+    const order = result.events.map((e) => e.event);
+    expect(order.indexOf('daemon.stopping')).toBeLessThan(order.indexOf('key.stored'));
+    expect(eventsNamed(result, 'daemon.stopping')).toEqual([expect.objectContaining({ signal: 'SIGTERM', inFlight: [BILLING] })]);
+    expect(eventsNamed(result, 'daemon.stopped')).toEqual([expect.objectContaining({ exitCode: 0, unfinished: [] })]);
+    expect((await (await openFileBackend(cli.secretsDir)).readState(TARGETS[BILLING])).intent).toBeUndefined();
+  });
+
+  it('when the grace ends first: exit 3 with the key named, its intent marker kept, and the next run repairs it', async () => {
+    // A short lock TTL, so the repairing run may take over the dead daemon's lock within the test.
+    const policy = policyYaml({ baseUrl: cli.emulator.url, alertUrl: `${cli.receiver.url}/alerts` });
+    await cli.writeFile('policy.yaml', policy.replace('  minInterval: 1h\n', '  minInterval: 1h\n  lockTtl: 1s\n'));
+    cli.emulator.faults.inject('roll', { kind: 'delay', ms: 60_000 });
+    const running = startDaemon(['--grace', '200ms']);
+    await delayReached.promise;
+    running.child.kill('SIGTERM');
+    const result = await running.result;
+    expect(result.code).toBe(3);
+    expect(eventsNamed(result, 'daemon.grace_expired')).toEqual([expect.objectContaining({ inFlight: [BILLING], graceMs: 200 })]);
+    // The roll answers after the process is gone: the API minted a secret nobody stored.
+    delayRelease.resolve(undefined);
+    await expect.poll(() => cli.emulator.state.rollCount(BILLING)).toBe(1);
+    const left = await (await openFileBackend(cli.secretsDir)).readState(TARGETS[BILLING]);
+    expect(left.intent).toBeDefined();
+    // Invariant 5: the dead daemon's lock is taken over only once it has expired.
+    const expiresAt = Date.parse(left.lock?.expiresAt ?? '');
+    await sleep(Math.max(0, expiresAt - Date.now() + 50));
+
+    const repair = await cli.run(['run', '-p', 'policy.yaml']);
+    expect(repair.code).toBe(0);
+    expect(eventsNamed(repair, 'key.recovered')).toEqual([expect.objectContaining({ keyId: BILLING, result: 'rerolled' })]);
+    expect(cli.emulator.state.isLiveSecret(BILLING, await storedSecret(cli.secretsDir, BILLING))).toBe(true);
+  });
+});
+
+describe('keyroll daemon: SIGHUP', () => {
+  it('an invalid policy is refused with file:line, alerted, and the daemon keeps running on the old one', async () => {
+    await cli.writePolicy();
+    const running = startDaemon();
+    await nextEvent(running, 'run.finished');
+    await cli.writeFile('policy.yaml', 'version: 1\nkeys: [\n');
+    const failed = nextEvent(running, 'policy.reload_failed');
+    running.child.kill('SIGHUP');
+    expect(await failed).toMatchObject({ errorCode: 'KR_POLICY_SYNTAX', error: expect.stringMatching(/policy\.yaml:\d+/) as unknown });
+    await expect.poll(() => cli.receiver.requests.length).toBe(1);
+    expect(cli.receiver.requests[0]?.body).toMatchObject({ step: 'reload', errorCode: 'KR_POLICY_SYNTAX' });
+
+    running.child.kill('SIGTERM');
+    const result = await running.result;
+    expect(result.code).toBe(0);
+    expect(eventsNamed(result, 'policy.reloaded')).toEqual([]);
+  });
+});
+
+describe('keyroll daemon: start-up errors', () => {
+  it('exits 2 on a bad --listen, --grace or --trigger-secret before touching anything', async () => {
+    await cli.writePolicy();
+    for (const args of [['--listen', 'nowhere'], ['--grace', '30'], ['--trigger-secret', 'literal-secret-value'], ['--concurrency', '0']]) {
+      const result = await cli.run(['daemon', '-p', 'policy.yaml', ...args]);
+      expect(result.code, args.join(' ')).toBe(2);
+      expect(result.stdout, args.join(' ')).toBe('');
+    }
+    expect(cli.emulator.state.totalRolls()).toBe(0);
+  });
+
+  it('exits 2 when the trigger secret reference cannot be read', async () => {
+    await cli.writePolicy();
+    const result = await cli.run(['daemon', '-p', 'policy.yaml', '--listen', '127.0.0.1:0', '--trigger-secret', 'env:KEYROLL_NOT_SET']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('KEYROLL_NOT_SET');
+    expect(cli.emulator.state.totalRolls()).toBe(0);
+  });
+});
