@@ -52,6 +52,17 @@ describe('keyroll run', () => {
     expect(result.lastLine).toBe('rotated 3, failed 0, skipped 0');
   });
 
+  it('a refused OAuth2 client secret aborts before any roll (exit 3), naming the client and the token endpoint', async () => {
+    cli.alsoSecret('not-the-client-secret');
+    await cli.writePolicy({
+      credential: `{ type: oauth2, tokenUrl: "${cli.emulator.url}/oauth/token", clientId: demo-keyroll-client, clientSecret: env:KEYROLL_OAUTH_SECRET }`,
+    });
+    const result = await cli.run(['run', '-p', 'policy.yaml'], { env: { KEYROLL_API_TOKEN: undefined, KEYROLL_OAUTH_SECRET: 'not-the-client-secret' } });
+    expect(result.code).toBe(3);
+    expect(result.lastLine).toContain(`oauth2 client demo-keyroll-client at ${cli.emulator.url}/oauth/token`);
+    expect(cli.emulator.state.totalRolls()).toBe(0);
+  });
+
   it('one key failing (unknown to the API) exits 1; the other keys still rotate and the failure is alerted', async () => {
     await cli.writePolicy({
       extraKeys: `  - id: key_demo_ghost\n    organization: ${ORG}\n    destinations: [{ backend: files, path: ghost.json }]\n`,
