@@ -4,6 +4,7 @@ export const AUDIT_EVENTS = {
   'run.started': 'A run (run, rotate, demo, daemon trigger) began; lists the keys in scope.',
   'run.finished': 'A run ended; counts of rotated, failed, skipped keys and the exit code.',
   'run.aborted': 'A run stopped before finishing (credential refused, shutdown); names the reason.',
+  'run.credential.limited': "keyroll's credential may not list projects (402/403); the run goes on and each key's roll answer decides.",
   'key.skipped': 'A key was not rotated: not due, minimum interval not reached, or out of shard.',
   'key.preflight.passed': 'Every destination of the key proved writable and the API credential works.',
   'key.preflight.failed': 'A destination or credential check failed; nothing was rolled (invariant 1).',

@@ -12,6 +12,7 @@ export const AUDIT_EVENT_LEVELS: Record<AuditEventName, AuditLevel> = {
   'run.started': 'info',
   'run.finished': 'info',
   'run.aborted': 'error',
+  'run.credential.limited': 'warn',
   'key.skipped': 'info',
   'key.preflight.passed': 'info',
   'key.preflight.failed': 'error',

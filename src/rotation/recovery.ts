@@ -10,8 +10,12 @@ import type { ResolvedDestination, RotationDeps } from './types.ts';
 import type { AuditLog } from '../audit/events.ts';
 
 export type RecoveryVerdict =
-  /** The stored secret works: nothing to re-roll. */
-  | { kind: 'stored-secret-works'; repaired: string[] }
+  /**
+   * The stored secret works: nothing to re-roll. `failed` names destinations that could not be
+   * given the working secret; `completed` is set when the died run had stored its own secret
+   * (its rotation is recorded now, so the key is not rotated twice).
+   */
+  | { kind: 'stored-secret-works'; repaired: string[]; failed: string[]; completed?: { rotationId: string; rotatedAt: string } }
   /** The stored secret is dead or missing: the key must be re-rolled now. */
   | { kind: 'reroll'; why: 'stored-secret-dead' | 'no-stored-secret' | 'probe-failed'; errorCode?: string };
 
@@ -47,7 +51,7 @@ export async function recoverLeftoverIntent(
 
   // The primary holds a working secret; make sure the other destinations hold the same one.
   const repaired: string[] = [];
-  let repairFailed = false;
+  const failed: string[] = [];
   for (const destination of others) {
     try {
       const copy = await destination.backend.readSecret(destination.target);
@@ -61,14 +65,20 @@ export async function recoverLeftoverIntent(
       });
       repaired.push(`${destination.backendName}:${destination.target.path}`);
     } catch (error) {
-      repairFailed = true;
-      audit.emit('key.failed', { step: 'recovery', backend: destination.backendName, path: destination.target.path, errorCode: errorCode(error), nextAction: 'the next run tries this destination again' });
+      failed.push(`${destination.backendName}:${destination.target.path} (${errorCode(error)})`);
     }
   }
+  // The died run stored its own secret before dying: record its rotation, so the key is not
+  // rolled again (which would kill a secret consumers may already have loaded).
+  let completed: { rotationId: string; rotatedAt: string } | undefined;
+  if (stored.rotationId === intent.rotationId) {
+    completed = { rotationId: intent.rotationId, rotatedAt: intent.startedAt };
+    await primary.backend.recordRotation(primary.target, { ...completed, version: stored.version ?? 'unknown' });
+  }
   // A destination that could not be repaired keeps the marker, so the next run tries again.
-  if (!repairFailed) {
+  if (failed.length === 0) {
     await primary.backend.clearIntent(primary.target, intent.rotationId);
     audit.emit('key.intent.cleared', { step: 'recovery', clearedRotationId: intent.rotationId });
   }
-  return { kind: 'stored-secret-works', repaired };
+  return { kind: 'stored-secret-works', repaired, failed, ...(completed ? { completed } : {}) };
 }

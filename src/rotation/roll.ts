@@ -46,26 +46,50 @@ async function probeStoredSecret(key: KeyPolicy, primary: ResolvedDestination, d
   }
 }
 
+/**
+ * What the roll loop has learned, kept by the caller so it survives a failure: an attempt whose
+ * outcome was unknown may have rolled the key, and then the intent marker must stay whatever
+ * the last attempt answered (invariant 6).
+ */
+export interface RollProgress {
+  rolls: number;
+  /** An attempt may have been applied by the API (5xx, timeout, reset, unreadable answer). */
+  mayHaveRolled: boolean;
+  /** What the stored-secret probe said after each unknown outcome. */
+  verdicts: ProbeVerdict[];
+}
+
+/** Waits, turning a shutdown during the wait into a clean abort instead of a failure. */
+async function waitOrAbort(deps: RotationDeps, ms: number, signal: AbortSignal | undefined): Promise<void> {
+  try {
+    await deps.sleep(ms, signal);
+  } catch (error) {
+    if (signal?.aborted) throw new RunAbortedError('shutdown', 'shutdown requested while waiting to roll again', error);
+    throw error;
+  }
+}
+
 export async function rollWithRetries(
   key: KeyPolicy,
   primary: ResolvedDestination,
   deps: RotationDeps,
-  counter: { rolls: number },
+  progress: RollProgress,
   signal?: AbortSignal,
 ): Promise<RollSuccess> {
   const audit = deps.audit;
-  const unknownOutcomes: ProbeVerdict[] = [];
+  const unknownOutcomes = progress.verdicts;
   let waitedMs = 0;
   for (let attempt = 1; ; attempt++) {
     if (signal?.aborted) throw new RunAbortedError('shutdown', 'shutdown requested before the roll');
     await deps.checkpoint?.('roll');
     try {
-      counter.rolls++;
+      progress.rolls++;
       const rolled = await deps.api.rollKey(key.id, { organizationId: key.organizationId });
-      return { ...rolled, rolls: counter.rolls, unknownOutcomes };
+      return { ...rolled, rolls: progress.rolls, unknownOutcomes };
     } catch (error) {
       if (!(error instanceof ApiError)) {
         // Not an HTTP answer we understand (a bug or a network layer surprise): treat as unknown.
+        progress.mayHaveRolled = true;
         if (attempt >= deps.rollBudget.attempts) throw rollFailed(key, error, attempt);
       } else if (error.status === 401) {
         throw new RunAbortedError(
@@ -82,12 +106,13 @@ export async function rollWithRetries(
         }
         audit.emit('key.roll.retry', { step: 'roll', attempt, status: 429, errorCode: error.code, waitMs });
         waitedMs += waitMs;
-        await deps.sleep(waitMs, signal);
+        await waitOrAbort(deps, waitMs, signal);
         continue;
       } else if (!error.outcomeUnknown) {
         throw rollFailed(key, error, attempt);
       }
       // Outcome unknown: the API may have rolled. Find out what the stored secret says, then roll again.
+      progress.mayHaveRolled = true;
       const verdict = await probeStoredSecret(key, primary, deps);
       unknownOutcomes.push(verdict);
       audit.emit('key.probe', { step: 'roll', attempt, errorCode: errorCode(error), verdict });
@@ -95,7 +120,7 @@ export async function rollWithRetries(
       const waitMs = backoffDelay(UNKNOWN_OUTCOME_BACKOFF, attempt);
       audit.emit('key.roll.retry', { step: 'roll', attempt, errorCode: errorCode(error), waitMs, verdict });
       waitedMs += waitMs;
-      await deps.sleep(waitMs, signal);
+      await waitOrAbort(deps, waitMs, signal);
     }
   }
 }

@@ -7,9 +7,9 @@ import { errorCode, errorMessage } from '../errors.ts';
 import { decideDue, type DueReason } from '../policy/due.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
 import { RotationStepError, RunAbortedError } from './errors.ts';
-import { failureMeaning } from './failure.ts';
+import { failureMeaning, type FailureMeaning } from './failure.ts';
 import { recoverLeftoverIntent } from './recovery.ts';
-import { rollWithRetries, type RollSuccess } from './roll.ts';
+import { rollWithRetries, type RollProgress, type RollSuccess } from './roll.ts';
 import { storeSecret } from './store.ts';
 import { auditStore, recordFailureBestEffort, sendAlert, storeFailed } from './store-outcome.ts';
 import type { KeyOutcome, ResolvedDestination, RotationDeps, RotationStep, RunTrigger } from './types.ts';
@@ -29,14 +29,18 @@ export interface RotateKeyInput {
   rotationId?: string;
 }
 
-interface Progress {
+interface Progress extends RollProgress {
   step: RotationStep;
+  /** The API answered a roll with a new secret. */
   rolled: boolean;
-  rolls: number;
+  /** The new secret reached every destination. */
+  stored: boolean;
   lock?: HeldLock;
   intentSet: boolean;
   /** A leftover intent was found and the key is being re-rolled to repair it. */
   recovering?: string;
+  /** The API refused the freshly stored secret at verify. */
+  apiRejected?: boolean;
 }
 
 export async function rotateKey(input: RotateKeyInput, deps: RotationDeps): Promise<KeyOutcome> {
@@ -46,7 +50,7 @@ export async function rotateKey(input: RotateKeyInput, deps: RotationDeps): Prom
   const rotationId = input.rotationId ?? deps.newRotationId();
   const audit = deps.audit.child({ rotationId, keyId: key.id, organizationId: key.organizationId });
   const startedMs = deps.monotonicMs();
-  const progress: Progress = { step: 'preflight', rolled: false, rolls: 0, intentSet: false };
+  const progress: Progress = { step: 'preflight', rolled: false, stored: false, rolls: 0, mayHaveRolled: false, verdicts: [], intentSet: false };
   let stepStartedMs = startedMs;
   const endStep = (): void => {
     const nowMs = deps.monotonicMs();
@@ -69,6 +73,21 @@ export async function rotateKey(input: RotateKeyInput, deps: RotationDeps): Prom
     ...extra,
   });
 
+  const reportFailure = async (error: unknown, step: RotationStep, code: string, meaning: FailureMeaning): Promise<void> => {
+    const probes = progress.verdicts.length > 0 ? ` (probes after unanswered rolls: ${progress.verdicts.join(', ')})` : '';
+    audit.emit('key.failed', { step, errorCode: code, error: errorMessage(error), nextAction: meaning.nextAction, ...(progress.verdicts.length > 0 ? { verdicts: progress.verdicts } : {}) });
+    // Bookkeeping only under the lock: without it, a write could erase another runner's intent.
+    if (progress.lock) await recordFailureBestEffort(primary, { rotationId, step, errorCode: code, at: deps.now().toISOString() });
+    await sendAlert(deps, key, {
+      severity: meaning.severity,
+      summary: `keyroll could not rotate key ${key.id} (${key.organizationId}) at step ${step}: ${errorMessage(error)}${probes}`,
+      rotationId,
+      step,
+      errorCode: code,
+      nextAction: meaning.nextAction,
+    });
+  };
+
   try {
     // Invariant 1: every destination proves it can be written before anything is rolled.
     await deps.checkpoint?.('preflight');
@@ -89,7 +108,10 @@ export async function rotateKey(input: RotateKeyInput, deps: RotationDeps): Prom
     if (state.intent && state.intent.rotationId !== rotationId) {
       const verdict = await recoverLeftoverIntent(key, state.intent, destinations, deps, audit);
       if (verdict.kind === 'stored-secret-works') {
-        audit.emit('key.recovered', { step: 'recovery', result: 'stored-secret-works', repaired: verdict.repaired });
+        if (verdict.failed.length > 0) {
+          throw new RotationStepError('recovery', key.id, 'KR_RECOVERY_REPAIR_FAILED', `the stored secret works, but copying it to ${verdict.failed.join(', ')} failed; those destinations hold a stale or dead secret`);
+        }
+        audit.emit('key.recovered', { step: 'recovery', result: 'stored-secret-works', repaired: verdict.repaired, completedRotationId: verdict.completed?.rotationId });
         await sendAlert(deps, key, {
           severity: 'warning',
           summary: `keyroll recovered key ${key.id}: a run died mid-rotation; the stored secret still works`,
@@ -98,11 +120,16 @@ export async function rotateKey(input: RotateKeyInput, deps: RotationDeps): Prom
           errorCode: 'KR_RECOVERED_INTENT',
           nextAction: verdict.repaired.length > 0 ? `copied the working secret to ${verdict.repaired.join(', ')}` : 'nothing to do',
         });
-        if (!trigger.force && !stillDue(key, { ...state, intent: undefined }, deps.now())) {
+        const lastRotatedAt = verdict.completed?.rotatedAt ?? state.lastRotatedAt;
+        const rotateAnyway = trigger.force || (trigger.ignoreSchedule === true && !withinMinInterval(key, lastRotatedAt, deps.now()));
+        if (!rotateAnyway && !stillDue(key, { exists: state.exists, ...(lastRotatedAt ? { lastRotatedAt } : {}) }, deps.now())) {
           return outcome('recovered', { detail: 'stored-secret-works' });
         }
       } else {
+        // The stored secret is dead, missing or unprobeable: until the re-roll is stored the key
+        // may be unusable, so a failure from here on keeps the marker and alerts critical.
         progress.recovering = verdict.why;
+        progress.mayHaveRolled = true;
       }
     } else if (!trigger.force) {
       const skip = skipReason(key, state, deps.now(), trigger.ignoreSchedule === true);
@@ -117,6 +144,8 @@ export async function rotateKey(input: RotateKeyInput, deps: RotationDeps): Prom
     await primary.backend.setIntent(primary.target, { rotationId, keyId: key.id, owner: deps.owner, startedAt: deps.now().toISOString() });
     progress.intentSet = true;
     audit.emit('key.intent.set', { step: 'intent' });
+
+    await refreshLockBeforeRoll(key, primary, progress, deps, rotationId);
 
     endStep();
     progress.step = 'roll';
@@ -148,6 +177,7 @@ export async function rotateKey(input: RotateKeyInput, deps: RotationDeps): Prom
     if (!report.allDestinationsStored) {
       return await storeFailed(key, rotationId, rotatedAt, report, exposureMs, deps, audit, outcome);
     }
+    progress.stored = true;
 
     await enter('verify');
     const verified = await verifyStored(key, rolled.secret, report.stored, deps);
@@ -160,8 +190,9 @@ export async function rotateKey(input: RotateKeyInput, deps: RotationDeps): Prom
     for (const copy of report.stored) {
       await copy.destination.backend.recordRotation(copy.destination.target, { rotationId, rotatedAt, version: copy.version });
     }
-    // A read-back that did not match leaves the marker: the next run probes and repairs.
-    if (verified.readBackOk) {
+    // A read-back that did not match, or a new secret the API refuses, leaves the marker: the
+    // next run probes and repairs.
+    if (verified.readBackOk && !verified.apiRejected) {
       await primary.backend.clearIntent(primary.target, rotationId);
       progress.intentSet = false;
       audit.emit('key.intent.cleared', { step: 'finish' });
@@ -170,6 +201,7 @@ export async function rotateKey(input: RotateKeyInput, deps: RotationDeps): Prom
     if (verified.failures.length > 0) {
       audit.emit('key.verify.failed', { step: 'verify', failures: verified.failures });
       const first = verified.failures[0];
+      progress.apiRejected = verified.apiRejected;
       throw new RotationStepError('verify', key.id, first?.errorCode ?? 'KR_VERIFY_FAILED', `verification failed: ${verified.failures.map((f) => `${f.check}${f.backend ? ` ${f.backend}:${f.path ?? ''}` : ''} ${f.errorCode}`).join('; ')}`);
     }
 
@@ -188,26 +220,18 @@ export async function rotateKey(input: RotateKeyInput, deps: RotationDeps): Prom
     await notifySuccess(deps, key, { keyId: key.id, organizationId: key.organizationId, rotationId, rotatedAt, destinations: versions });
     return outcome(progress.recovering ? 'recovered' : 'rotated', { exposureMs, versions, ...(rolled.malformed ? { detail: 'malformed-roll-answer' } : {}) });
   } catch (error) {
-    if (error instanceof RunAbortedError) {
-      await cleanUpUnrolled(progress, primary, rotationId, audit);
-      throw error;
-    }
     const step = error instanceof RotationStepError ? error.step : progress.step;
     const code = errorCode(error);
-    const meaning = failureMeaning(step, progress.rolled);
-    // An unknown roll outcome keeps the intent marker: the API may have rolled (invariant 6).
-    const keepIntent = progress.rolled || (step === 'roll' && isOutcomeUnknown(error));
+    // An attempt that may have rolled keeps the intent marker whatever came after (invariant 6).
+    const keepIntent = progress.rolled || progress.mayHaveRolled;
     if (!keepIntent) await cleanUpUnrolled(progress, primary, rotationId, audit);
-    audit.emit('key.failed', { step, errorCode: code, error: errorMessage(error), nextAction: meaning.nextAction });
-    await recordFailureBestEffort(primary, { rotationId, step, errorCode: code, at: deps.now().toISOString() });
-    await sendAlert(deps, key, {
-      severity: meaning.severity,
-      summary: `keyroll could not rotate key ${key.id} (${key.organizationId}) at step ${step}: ${errorMessage(error)}`,
-      rotationId,
-      step,
-      errorCode: code,
-      nextAction: meaning.nextAction,
-    });
+    const meaning = failureMeaning({ ...progress, step, mayHaveRolled: keepIntent && !progress.rolled });
+    if (error instanceof RunAbortedError) {
+      // The run stops; a key left possibly dead still gets its own critical alert.
+      if (keepIntent) await reportFailure(error, step, code, meaning);
+      throw error;
+    }
+    await reportFailure(error, step, code, meaning);
     return outcome('failed', { step, errorCode: code, detail: errorMessage(error) });
   } finally {
     endStep();
@@ -246,6 +270,28 @@ async function preflightDestinations(key: KeyPolicy, destinations: readonly Reso
   audit.emit('key.preflight.passed', { step: 'preflight', destinations: checks, fallbackIssues });
 }
 
+function withinMinInterval(key: KeyPolicy, lastRotatedAt: string | undefined, now: Date): boolean {
+  return lastRotatedAt !== undefined && now.getTime() - Date.parse(lastRotatedAt) < key.minIntervalMs;
+}
+
+/**
+ * Invariant 5 holds only while the lock does: a long preflight or recovery may have eaten into
+ * its TTL, so a lock past half its life is renewed before the roll (acquiring again with the same
+ * owner and rotation id refreshes it). A lock that another runner took over stops the rotation.
+ */
+async function refreshLockBeforeRoll(key: KeyPolicy, primary: ResolvedDestination, progress: Progress, deps: RotationDeps, rotationId: string): Promise<void> {
+  const lock = progress.lock;
+  if (!lock) return;
+  const remaining = Date.parse(lock.expiresAt) - deps.now().getTime();
+  if (remaining > key.lockTtlMs / 2) return;
+  const refreshed = await primary.backend.acquireLock(primary.target, { owner: deps.owner, rotationId, ttlMs: key.lockTtlMs });
+  if (!refreshed.acquired) {
+    progress.lock = undefined;
+    throw new RotationStepError('lock', key.id, 'KR_LOCK_LOST', `the key lock expired and was taken by ${refreshed.holder.owner} before the roll; nothing was rolled`);
+  }
+  progress.lock = refreshed.lock;
+}
+
 function stillDue(key: KeyPolicy, state: KeyState, now: Date): boolean {
   return decideDue(key, { ...(state.lastRotatedAt ? { lastRotatedAt: state.lastRotatedAt } : {}) }, now).due;
 }
@@ -258,11 +304,6 @@ function skipReason(key: KeyPolicy, state: KeyState, now: Date, ignoreSchedule: 
   }
   if (!ignoreSchedule && !stillDue(key, state, now)) return 'already-rotated';
   return undefined;
-}
-
-function isOutcomeUnknown(error: unknown): boolean {
-  const cause = error instanceof RotationStepError ? error.cause : error;
-  return (cause as { outcomeUnknown?: unknown } | undefined)?.outcomeUnknown === true || !(cause as { status?: unknown } | undefined)?.status;
 }
 
 /** Nothing was rolled: the marker and lock would only confuse the next run. */

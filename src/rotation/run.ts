@@ -7,6 +7,8 @@ import { ApiError } from '../api/errors.ts';
 import { errorCode, errorMessage } from '../errors.ts';
 import { decideDue, type DueReason } from '../policy/due.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
+import type { AuditLog } from '../audit/events.ts';
+import { backoffDelay } from './backoff.ts';
 import { mapWithConcurrency } from './concurrency.ts';
 import { RunAbortedError } from './errors.ts';
 import { rotateKey } from './rotate-key.ts';
@@ -51,15 +53,8 @@ export async function runRotations(runtime: Runtime, options: RunOptions): Promi
   const abortRun = (reason: string, message: string): void => {
     aborted ??= { reason, message };
   };
-  try {
-    await runtime.checkApiCredential();
-  } catch (error) {
-    if (error instanceof ApiError && error.status === 401) {
-      abortRun('credential-refused', `keyroll's API credential (${runtime.credentialDescription}) was refused (401): check that it is set, valid and not expired`);
-    } else {
-      abortRun('api-unreachable', `the API credential check failed: ${errorMessage(error)}`);
-    }
-  }
+  const refusal = await checkCredentialWithRetries(runtime, deps.sleep, audit, options.signal);
+  if (refusal) abortRun(refusal.reason, refusal.message);
 
   const outcomes = await mapWithConcurrency(options.keys, options.concurrency ?? 4, async (key): Promise<KeyOutcome> => {
     const skippedAs = (result: KeyOutcome['result'], detail: string): KeyOutcome => ({ keyId: key.id, organizationId: key.organizationId, result, detail, durationMs: 0, rolls: 0 });
@@ -126,4 +121,45 @@ export async function runRotations(runtime: Runtime, options: RunOptions): Promi
   }
   audit.emit('run.finished', { rotated, failed, skipped, exitCode });
   return { runId, outcomes, rotated, failed, skipped, ...(aborted ? { aborted } : {}), exitCode };
+}
+
+const CREDENTIAL_CHECK_ATTEMPTS = 3;
+
+/**
+ * Invariant 1 for keyroll's own credential: one cheap authenticated call before any roll. A 401
+ * or an unobtainable credential (unreadable reference, OAuth client refused) stops the run; a
+ * transient failure is retried; a 402/403 on listing does not prove the principal cannot roll,
+ * so it is audited and each key's roll answer decides.
+ */
+async function checkCredentialWithRetries(
+  runtime: Runtime,
+  sleep: (ms: number, signal?: AbortSignal) => Promise<void>,
+  audit: AuditLog,
+  signal: AbortSignal | undefined,
+): Promise<{ reason: string; message: string } | undefined> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await runtime.checkApiCredential();
+      return undefined;
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 401) {
+        return { reason: 'credential-refused', message: `keyroll's API credential (${runtime.credentialDescription}) was refused (401): check that it is set, valid and not expired` };
+      }
+      if (error instanceof ApiError && (error.status === 402 || error.status === 403)) {
+        audit.emit('run.credential.limited', { errorCode: error.code });
+        return undefined;
+      }
+      if (!(error instanceof ApiError) || !error.retryable) {
+        return { reason: 'credential-unavailable', message: `keyroll's API credential (${runtime.credentialDescription}) could not be used: ${errorMessage(error)}` };
+      }
+      if (attempt >= CREDENTIAL_CHECK_ATTEMPTS) {
+        return { reason: 'api-unreachable', message: `the API did not answer the credential check after ${attempt} attempts: ${errorMessage(error)}` };
+      }
+      try {
+        await sleep(backoffDelay({ initialMs: 1_000, maxMs: 5_000 }, attempt), signal);
+      } catch {
+        return { reason: 'shutdown', message: 'shutdown during the credential check' };
+      }
+    }
+  }
 }

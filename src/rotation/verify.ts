@@ -18,10 +18,12 @@ export interface VerifyReport {
   /** False when a read-back did not match: the store itself is in doubt. */
   readBackOk: boolean;
   apiChecked: boolean;
+  /** The API answered 401 to the new secret: the old one is dead and the new one refused. */
+  apiRejected: boolean;
 }
 
 export async function verifyStored(key: KeyPolicy, secret: Secret, copies: readonly StoredCopy[], deps: RotationDeps): Promise<VerifyReport> {
-  const report: VerifyReport = { failures: [], readBackOk: true, apiChecked: false };
+  const report: VerifyReport = { failures: [], readBackOk: true, apiChecked: false, apiRejected: false };
   if (key.verify.readBack) {
     for (const copy of copies) {
       const { backendName, backend, target } = copy.destination;
@@ -41,7 +43,10 @@ export async function verifyStored(key: KeyPolicy, secret: Secret, copies: reado
     report.apiChecked = true;
     try {
       const verdict = await deps.api.probeSecret(secret, { organizationId: key.organizationId });
-      if (verdict !== 'valid') report.failures.push({ check: 'api', errorCode: 'KR_VERIFY_API_REJECTED' });
+      if (verdict !== 'valid') {
+        report.failures.push({ check: 'api', errorCode: 'KR_VERIFY_API_REJECTED' });
+        report.apiRejected = true;
+      }
     } catch (error) {
       report.failures.push({ check: 'api', errorCode: errorCode(error) });
     }
