@@ -41,6 +41,13 @@ export class VaultBackend implements Backend {
   readonly #expectedVersion = new Map<string, number>();
   /** What this process last wrote per path, so a retried write can answer alreadyApplied. */
   readonly #lastWrite = new Map<string, { rotationId: string; version: number }>();
+  /**
+   * The bookkeeping a write leaves running per path. writeSecret returns as soon as the secret is
+   * durable, so the exposure window is the one data write, not that write plus the two metadata
+   * requests naming its rotation; every later call on the path waits for this first, so the
+   * custom_metadata read-modify-writes never interleave and readers see what the write recorded.
+   */
+  readonly #bookkeeping = new Map<string, Promise<void>>();
 
   constructor(name: string, config: VaultBackendConfig, deps: BackendDeps = {}) {
     this.name = name;
@@ -58,7 +65,7 @@ export class VaultBackend implements Backend {
   }
 
   async preflight(target: StoreTarget): Promise<PreflightResult> {
-    const path = this.#path(target, 'preflight');
+    const path = await this.#settledPath(target, 'preflight');
     const token = await this.#kv.lookupSelf('preflight', path);
     const checks = [`token valid (policies: ${token.policies.join(', ') || 'none'}; ttl ${token.ttl === 0 ? 'none' : `${String(token.ttl)}s`})`];
     const [current, metadata] = await Promise.all([this.#kv.readData(path, 'preflight'), this.#kv.readMetadata(path, 'preflight')]);
@@ -69,11 +76,23 @@ export class VaultBackend implements Backend {
     return { exists, checks };
   }
 
+  async ensureFresh(minValidityMs: number): Promise<void> {
+    await this.#kv.ensureFreshToken(minValidityMs);
+  }
+
   async acquireLock(target: StoreTarget, request: LockRequest): Promise<LockOutcome> {
-    const path = this.#path(target, 'lock');
+    const path = await this.#settledPath(target, 'lock');
     const outcome = await acquireVaultLock(this.#kv, path, request, this.#now());
-    // The version the write after the roll will check-and-set against, seen under the lock.
-    if (outcome.acquired) this.#expectedVersion.set(path, (await this.#kv.readMetadata(path, 'lock'))?.currentVersion ?? 0);
+    if (!outcome.acquired) return outcome;
+    try {
+      // The version the write after the roll will check-and-set against, seen under the lock.
+      this.#expectedVersion.set(path, (await this.#kv.readMetadata(path, 'lock'))?.currentVersion ?? 0);
+    } catch (error) {
+      // The caller gets an error, not the lock, so it would never release it: the next runner
+      // (the on-call's immediate retry) would find the key busy for a whole TTL. Give it back.
+      await releaseVaultLock(this.#kv, path, outcome.lock).catch(() => undefined);
+      throw error;
+    }
     return outcome;
   }
 
@@ -82,28 +101,24 @@ export class VaultBackend implements Backend {
   }
 
   async setIntent(target: StoreTarget, intent: Intent): Promise<void> {
-    const path = this.#path(target, 'intent');
-    await this.#kv.updateCustomMetadata(path, (meta) => ({ ...meta, [META.intent]: encodeIntent(intent) }), 'intent');
+    const path = await this.#settledPath(target, 'intent');
+    await this.#kv.updateCustomMetadata(path, () => ({ [META.intent]: encodeIntent(intent) }), 'intent');
   }
 
   async clearIntent(target: StoreTarget, rotationId: string): Promise<void> {
-    const path = this.#path(target, 'intent');
+    const path = await this.#settledPath(target, 'intent');
     const metadata = await this.#kv.readMetadata(path, 'intent');
     if (metadata === undefined || readIntent(metadata.customMetadata)?.rotationId !== rotationId) return;
     await this.#kv.updateCustomMetadata(
       path,
-      (meta) => {
-        // Re-checked on the fresh read, so an intent set meanwhile by another rotation stays.
-        if (readIntent(meta)?.rotationId !== rotationId) return meta;
-        const { [META.intent]: _cleared, ...rest } = meta;
-        return rest;
-      },
+      // Re-checked on the fresh read, so an intent set meanwhile by another rotation stays.
+      (meta) => (readIntent(meta)?.rotationId === rotationId ? { [META.intent]: null } : undefined),
       'intent',
     );
   }
 
   async writeSecret(target: StoreTarget, record: SecretRecord): Promise<WriteResult> {
-    const path = this.#path(target, 'write');
+    const path = await this.#settledPath(target, 'write');
     const previous = this.#lastWrite.get(path);
     if (previous?.rotationId === record.rotationId) {
       const applied = await this.#appliedVersion(path, target, record);
@@ -116,7 +131,9 @@ export class VaultBackend implements Backend {
       if (current !== undefined && this.#holds(current, target, record)) return { version: String(current.version), alreadyApplied: true };
       cas = current?.version ?? 0;
     }
-    const written = await this.#kv.writeData(path, renderMap(target.shape, record), cas, 'write');
+    // `until-expiry`: a token past 2/3 of its TTL is not renewed here, before the write
+    // (invariant 2); ensureFresh renewed it before the roll. Only an expired one is replaced.
+    const written = await this.#kv.writeData(path, renderMap(target.shape, record), cas, 'write', 'until-expiry');
     if (written === 'cas-mismatch') {
       // Either an earlier attempt of this write landed (its answer was lost) or someone else wrote.
       this.#expectedVersion.delete(path);
@@ -132,20 +149,25 @@ export class VaultBackend implements Backend {
     }
     this.#expectedVersion.set(path, written.version);
     this.#lastWrite.set(path, { rotationId: record.rotationId, version: written.version });
-    // After the durable write, so it adds no I/O before it (invariant 2). Best effort: readSecret
-    // falls back to the value itself, and the secret is already safe.
-    await this.#kv
+    // After the durable write, so it adds no I/O before it (invariant 2), and not awaited here, so
+    // it adds no time to the exposure window either. Best effort: readSecret falls back to the
+    // value itself, and the secret is already safe.
+    const bookkeeping: Promise<void> = this.#kv
       .updateCustomMetadata(
         path,
-        (meta) => ({ ...meta, [META.lastWriteRotationId]: record.rotationId, [META.lastWriteVersion]: String(written.version) }),
+        () => ({ [META.lastWriteRotationId]: record.rotationId, [META.lastWriteVersion]: String(written.version) }),
         'write',
       )
-      .catch(() => undefined);
+      .catch(() => undefined)
+      .finally(() => {
+        if (this.#bookkeeping.get(path) === bookkeeping) this.#bookkeeping.delete(path);
+      });
+    this.#bookkeeping.set(path, bookkeeping);
     return { version: String(written.version), alreadyApplied: false };
   }
 
   async readSecret(target: StoreTarget): Promise<StoredSecret | undefined> {
-    const path = this.#path(target, 'read');
+    const path = await this.#settledPath(target, 'read');
     const current = await this.#kv.readData(path, 'read');
     if (current?.data === undefined) return undefined;
     const parsed = parseStoredValue(target.shape, current.data);
@@ -157,7 +179,7 @@ export class VaultBackend implements Backend {
   }
 
   async readState(target: StoreTarget): Promise<KeyState> {
-    const path = this.#path(target, 'state');
+    const path = await this.#settledPath(target, 'state');
     const [metadata, lock] = await Promise.all([this.#kv.readMetadata(path, 'state'), readVaultLock(this.#kv, path)]);
     return {
       exists: metadata?.liveCurrentVersion ?? false,
@@ -167,11 +189,10 @@ export class VaultBackend implements Backend {
   }
 
   async recordRotation(target: StoreTarget, rotation: { rotationId: string; rotatedAt: string; version: string }): Promise<void> {
-    const path = this.#path(target, 'record');
+    const path = await this.#settledPath(target, 'record');
     await this.#kv.updateCustomMetadata(
       path,
-      (meta) => ({
-        ...meta,
+      () => ({
         [META.lastRotatedAt]: rotation.rotatedAt,
         [META.lastRotationId]: rotation.rotationId,
         [META.lastRotationVersion]: rotation.version,
@@ -181,11 +202,13 @@ export class VaultBackend implements Backend {
   }
 
   async recordFailure(target: StoreTarget, failure: FailureRecord): Promise<void> {
-    const path = this.#path(target, 'record');
-    await this.#kv.updateCustomMetadata(path, (meta) => ({ ...meta, [META.lastFailure]: encodeFailure(failure) }), 'record');
+    const path = await this.#settledPath(target, 'record');
+    // Only the lastFailure key: an intent marker or lock-holder bookkeeping written meanwhile stays.
+    await this.#kv.updateCustomMetadata(path, () => ({ [META.lastFailure]: encodeFailure(failure) }), 'record');
   }
 
   async close(): Promise<void> {
+    await Promise.all(this.#bookkeeping.values());
     await this.#client.close();
   }
 
@@ -201,6 +224,13 @@ export class VaultBackend implements Backend {
   #holds(current: KvData, target: StoreTarget, record: SecretRecord): boolean {
     if (current.data === undefined) return false;
     return parseStoredValue(target.shape, current.data)?.secret.equals(record.secret) === true;
+  }
+
+  /** The KV path of `target`, once the bookkeeping of an earlier write to it has finished. */
+  async #settledPath(target: StoreTarget, operation: BackendOperation): Promise<string> {
+    const path = this.#path(target, operation);
+    await this.#bookkeeping.get(path);
+    return path;
   }
 
   #path(target: StoreTarget, operation: BackendOperation): string {

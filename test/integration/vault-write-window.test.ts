@@ -1,0 +1,61 @@
+// The Vault write after the roll is one request (the exposure window, benchmarked in
+// bench/exposure.ts): writeSecret resolves once the data write is answered, and the bookkeeping
+// that names the rotation (a custom_metadata read and write) follows without holding it up.
+// Every later call on the path waits for that bookkeeping, so readers still see it.
+import diagnosticsChannel from 'node:diagnostics_channel';
+import { describe, expect, it } from 'vitest';
+import type { StoreTarget } from '../../src/backends/types.ts';
+import { makeRecord } from '../backends/contract.ts';
+import { vaultServer } from './servers.ts';
+import { makeVaultBackend, uniqueName, vaultAdmin } from './vault-admin.ts';
+
+const server = vaultServer();
+
+/** Records every undici request to `pathPart` whose answer (status and headers) has arrived. */
+function recordAnswers(pathPart: string): { answered: string[]; stop: () => void } {
+  const answered: string[] = [];
+  const onHeaders = (message: unknown): void => {
+    const { request } = message as { request: { method: string; path: string } };
+    if (request.path.includes(pathPart)) answered.push(`${request.method} ${request.path.split('?')[0] ?? ''}`);
+  };
+  diagnosticsChannel.subscribe('undici:request:headers', onHeaders);
+  return { answered, stop: () => diagnosticsChannel.unsubscribe('undici:request:headers', onHeaders) };
+}
+
+describe.skipIf(server === undefined)('vault backend: the write after the roll', () => {
+  it('resolves after the one data write; readSecret then waits for the bookkeeping and names the rotation', async () => {
+    const vault = server!;
+    const backend = makeVaultBackend(vault);
+    const target: StoreTarget = { path: `window/${uniqueName('w')}`, shape: { format: 'raw', secretField: 'apiKey', fields: [] } };
+    await backend.preflight(target);
+    const record = makeRecord();
+    const requests = recordAnswers(target.path);
+    try {
+      await backend.writeSecret(target, record);
+      expect(requests.answered).toEqual([`POST /v1/secret/data/${target.path}`]);
+
+      expect((await backend.readSecret(target))?.rotationId).toBe(record.rotationId);
+      expect(requests.answered).toEqual([
+        `POST /v1/secret/data/${target.path}`,
+        `GET /v1/secret/metadata/${target.path}`,
+        `POST /v1/secret/metadata/${target.path}`,
+        `GET /v1/secret/data/${target.path}`,
+      ]);
+    } finally {
+      requests.stop();
+      await backend.close();
+    }
+  });
+
+  it('close() waits for the bookkeeping of the last write', async () => {
+    const vault = server!;
+    const backend = makeVaultBackend(vault);
+    const target: StoreTarget = { path: `window/${uniqueName('c')}`, shape: { format: 'raw', secretField: 'apiKey', fields: [] } };
+    await backend.preflight(target);
+    const record = makeRecord();
+    await backend.writeSecret(target, record);
+    await backend.close();
+    const meta = (await vaultAdmin(vault).must('GET', `secret/metadata/${target.path}`)).data as { custom_metadata: Record<string, string> | null };
+    expect(meta.custom_metadata?.keyroll_last_write_rotation_id).toBe(record.rotationId);
+  });
+});
