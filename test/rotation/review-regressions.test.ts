@@ -1,0 +1,120 @@
+// Regressions for defects a review found in the rotation transaction; each test failed before
+// its fix. The invariant each protects is named.
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { BackendError } from '../../src/backends/errors.ts';
+import { Secret } from '../../src/audit/secret.ts';
+import { keyPolicy, startBench, wrapBackend, JSON_SHAPE, type Bench } from './harness.ts';
+
+const KEY = 'key_demo_billing';
+let bench: Bench;
+afterEach(async () => {
+  await bench.close();
+});
+
+async function primaryOf(b: Bench) {
+  const rt = await b.runtime();
+  return { rt, primary: rt.resolveKey(b.key(KEY)).destinations[0]! };
+}
+
+describe('invariant 6: a possibly-applied roll keeps the intent whatever the last attempt answered', () => {
+  beforeEach(async () => {
+    bench = await startBench();
+  });
+
+  it('invariant 6: applied-then-500 followed by 429 past the budget keeps the intent, alerts critical, and the next run repairs', async () => {
+    await bench.run({ keys: [KEY] });
+    bench.emulator.faults.inject('roll', { kind: 'failAfterApply', then: 'status500' }, 1);
+    bench.emulator.faults.inject('roll', { kind: 'status', status: 429, retryAfter: '200' }, 5);
+    const failed = await bench.run({ keys: [KEY], trigger: { reason: 'leak', force: true }, runtime: { rollBudget: { attempts: 5, maxWaitMs: 1_000 } } });
+    expect(failed.outcomes[0]).toMatchObject({ result: 'failed', step: 'roll' });
+    const alert = bench.alerter.alerts.at(-1)?.alert;
+    expect(alert?.severity).toBe('critical');
+    expect(alert?.nextAction).toMatch(/DEAD/);
+    const { rt, primary } = await primaryOf(bench);
+    expect((await primary.backend.readState(primary.target)).intent).toBeDefined();
+    await rt.close();
+
+    bench.emulator.faults.clear();
+    const next = await bench.run({ keys: [KEY] });
+    expect(next.outcomes[0]?.result).toBe('recovered');
+  });
+});
+
+describe('invariant 7: a failed recovery repair is a failure', () => {
+  it('invariant 7: the stored secret works but a second destination cannot be repaired → failed, exit 1, error alert', async () => {
+    bench = await startBench({ keys: (org) => [keyPolicy(KEY, org(KEY), { destinations: [
+      { backend: 'files', target: { path: 'a.json', shape: JSON_SHAPE } },
+      { backend: 'fallback', target: { path: 'b.json', shape: JSON_SHAPE } },
+    ] })] });
+    await bench.run({ keys: [KEY] });
+    const { rt, primary } = await primaryOf(bench);
+    await primary.backend.setIntent(primary.target, { rotationId: 'r-died', keyId: KEY, owner: 'dead', startedAt: new Date().toISOString() });
+    const secondary = rt.resolveKey(bench.key(KEY)).destinations[1]!;
+    await secondary.backend.writeSecret(secondary.target, { secret: new Secret('stale-secret-value-123'), keyId: KEY, organizationId: bench.orgOf(KEY), rotationId: 'r-old', rotatedAt: new Date().toISOString() });
+    await rt.close();
+    const down = new BackendError('KR_BACKEND_UNAVAILABLE', 'injected: down', { backend: 'fallback', kind: 'file', operation: 'write', path: 'b.json' });
+    const summary = await bench.run({ keys: [KEY], runtime: { wrapBackend: (name, b) => (name === 'fallback' ? wrapBackend(b, { writeSecret: () => Promise.reject(down) }) : b) } });
+    expect(summary.outcomes[0]).toMatchObject({ result: 'failed', step: 'recovery', errorCode: 'KR_RECOVERY_REPAIR_FAILED' });
+    expect(summary.exitCode).toBe(1);
+    expect(bench.alerter.alerts.at(-1)?.alert.severity).toBe('error');
+  });
+});
+
+describe('invariant 6: a run that died after storing is not rolled again', () => {
+  beforeEach(async () => {
+    bench = await startBench();
+  });
+
+  it('invariant 6: the stored secret carries the died run\'s rotation id → its rotation is recorded, no second roll', async () => {
+    const secret = bench.emulator.state.rollKey(KEY); // the died run's roll, applied and stored
+    const { rt, primary } = await primaryOf(bench);
+    await primary.backend.writeSecret(primary.target, { secret: new Secret(secret), keyId: KEY, organizationId: bench.orgOf(KEY), rotationId: 'r-died', rotatedAt: new Date().toISOString() });
+    await primary.backend.setIntent(primary.target, { rotationId: 'r-died', keyId: KEY, owner: 'dead', startedAt: new Date().toISOString() });
+    await rt.close();
+    const rollsBefore = bench.emulator.state.rollCount(KEY);
+    const summary = await bench.run({ keys: [KEY] });
+    expect(summary.outcomes[0]).toMatchObject({ result: 'recovered', detail: 'stored-secret-works' });
+    expect(bench.emulator.state.rollCount(KEY)).toBe(rollsBefore);
+    expect(bench.emulator.state.isLiveSecret(KEY, secret)).toBe(true);
+    const check = await primaryOf(bench);
+    const state = await check.primary.backend.readState(check.primary.target);
+    expect(state.lastRotationId).toBe('r-died');
+    expect(state.intent).toBeUndefined();
+    await check.rt.close();
+  });
+
+  it('a manual rotate (ignoring schedules) with a leftover intent whose secret works still rotates', async () => {
+    await bench.run({ keys: [KEY] });
+    const again = await primaryOf(bench);
+    await again.primary.backend.setIntent(again.primary.target, { rotationId: 'r-died', keyId: KEY, owner: 'dead', startedAt: new Date().toISOString() });
+    await again.rt.close();
+    const later = new Date(Date.now() + 2 * 3600_000); // past the minimum interval
+    const summary = await bench.run({ keys: [KEY], trigger: { reason: 'plan-change', force: false, ignoreSchedule: true }, runtime: { now: () => later } });
+    expect(summary.outcomes[0]?.result).toBe('rotated');
+    expect(bench.emulator.state.rollCount(KEY)).toBe(2);
+  });
+});
+
+describe('shutdown', () => {
+  beforeEach(async () => {
+    bench = await startBench();
+  });
+
+  it('SIGTERM while waiting out a 429 aborts the run cleanly (no failure alert, intent cleared)', async () => {
+    bench.emulator.faults.inject('roll', { kind: 'status', status: 429, retryAfter: '30' }, 5);
+    const controller = new AbortController();
+    const rt = await bench.runtime({ sleep: (_ms, signal) => new Promise((_resolve, reject) => {
+      signal?.addEventListener('abort', () => { reject(new Error('SIGTERM received')); }, { once: true });
+      controller.abort();
+    }) });
+    const { runRotations } = await import('../../src/rotation/run.ts');
+    const summary = await runRotations(rt, { keys: [bench.key(KEY)], trigger: { reason: 'leak', force: true }, signal: controller.signal });
+    await rt.close();
+    expect(summary.exitCode).toBe(3);
+    expect(summary.aborted?.reason).toBe('shutdown');
+    expect(bench.alerter.alerts.filter((a) => a.alert.step === 'roll')).toEqual([]);
+    const check = await primaryOf(bench);
+    expect((await check.primary.backend.readState(check.primary.target)).intent).toBeUndefined();
+    await check.rt.close();
+  });
+});
