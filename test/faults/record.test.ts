@@ -85,6 +85,18 @@ describe('checkNoDoubleRoll', () => {
     expect(checkNoDoubleRoll([{ keyId: 'k1', emulatorRolls: 2, reportedRolls: 2 }]).mismatched).toBe(0);
     expect(checkNoDoubleRoll([{ keyId: 'k1', emulatorRolls: 3, reportedRolls: 2 }]).mismatched).toBe(1);
   });
+
+  it('counts the roll of a run that died before reporting it, once, when recovery finds the stored secret dead', () => {
+    const recovery = (left: string) => [
+      { event: 'key.recovery.started', keyId: 'k1', rotationId: 'r2', leftRotationId: left },
+      { event: 'key.probe', keyId: 'k1', rotationId: 'r2', step: 'recovery', verdict: 'stored-secret-dead' },
+      { event: 'key.rolled', keyId: 'k1', rotationId: 'r2' },
+    ];
+    // r1 died between roll and store: only the recovery knows it rolled.
+    expect(reportedRolls(recovery('r1'), 'k1')).toBe(2);
+    // r1 reported its roll (then failed to store): the recovery adds nothing.
+    expect(reportedRolls([{ event: 'key.rolled', keyId: 'k1', rotationId: 'r1' }, ...recovery('r1')], 'k1')).toBe(2);
+  });
 });
 
 describe('reporter', () => {

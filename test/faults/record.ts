@@ -244,17 +244,25 @@ export interface DoubleRollCheck {
 }
 
 /**
- * Rolls keyroll reports as applied for `keyId` in these audit records: one per `key.rolled`
- * (a roll answer received and acted on) plus one per roll-step probe that found the earlier,
- * unanswered roll had been applied (`rolled-and-lost`). A roll keyroll never heard of — a second
- * runner, a re-roll without cause — makes the emulator's count larger.
+ * Rolls keyroll reports as applied for `keyId` in these audit records (of every run of the case):
+ * - one per `key.rolled` (a roll answer received and acted on);
+ * - one per roll-step probe that found an earlier, unanswered roll had been applied
+ *   (`rolled-and-lost`);
+ * - one per crash recovery that found the stored secret dead after a run that never reported a
+ *   roll (`key.recovery.started` naming a rotation without `key.rolled`): the dead run rolled and
+ *   died before it could say so.
+ * A roll keyroll never accounts for — a second runner, a re-roll without cause — makes the
+ * emulator's count larger.
  */
 export function reportedRolls(records: readonly Record<string, unknown>[], keyId: string): number {
-  let rolls = 0;
-  for (const record of records) {
-    if (record.keyId !== keyId) continue;
-    if (record.event === 'key.rolled') rolls++;
-    else if (record.event === 'key.probe' && record.step === 'roll' && record.verdict === 'rolled-and-lost') rolls++;
+  const mine = records.filter((record) => record.keyId === keyId);
+  const reportedRotations = new Set(mine.filter((r) => r.event === 'key.rolled').map((r) => r.rotationId));
+  let rolls = mine.filter((r) => r.event === 'key.rolled').length;
+  rolls += mine.filter((r) => r.event === 'key.probe' && r.step === 'roll' && r.verdict === 'rolled-and-lost').length;
+  for (const started of mine.filter((r) => r.event === 'key.recovery.started')) {
+    if (reportedRotations.has(started.leftRotationId)) continue;
+    const foundDead = mine.some((r) => r.event === 'key.probe' && r.step === 'recovery' && r.rotationId === started.rotationId && r.verdict === 'stored-secret-dead');
+    if (foundDead) rolls++;
   }
   return rolls;
 }
