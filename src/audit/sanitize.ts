@@ -11,6 +11,29 @@ const MAX_TRACKED = 4096;
 
 const forms = new Map<string, string[]>();
 let pattern: RegExp | undefined;
+// Every form is at least PREFIX_LENGTH long, so a text holds one only if one of its
+// PREFIX_LENGTH-character windows is a form's first characters. Checking the windows first keeps
+// the common case (a line with no secret) linear in the text: the one regex of every form grows
+// with each rotation, and ran on every audit line it made a 1,000-key run quadratic
+// (bench/emergency.ts: 19 of 41 CPU seconds). Counted, as forms may share a prefix.
+const PREFIX_LENGTH = 8;
+const prefixes = new Map<string, number>();
+
+function countPrefixes(values: readonly string[], delta: 1 | -1): void {
+  for (const form of values) {
+    const prefix = form.slice(0, PREFIX_LENGTH);
+    const count = (prefixes.get(prefix) ?? 0) + delta;
+    if (count > 0) prefixes.set(prefix, count);
+    else prefixes.delete(prefix);
+  }
+}
+
+function mayHoldSecret(text: string): boolean {
+  for (let i = 0; i + PREFIX_LENGTH <= text.length; i++) {
+    if (prefixes.has(text.slice(i, i + PREFIX_LENGTH))) return true;
+  }
+  return false;
+}
 
 function formsOf(value: string): string[] {
   const buf = Buffer.from(value, 'utf8');
@@ -24,7 +47,7 @@ function formsOf(value: string): string[] {
     JSON.stringify(value).slice(1, -1),
   ];
   // Short values would blank ordinary words; secrets are long, so anything under 8 chars is ignored.
-  return [...new Set(candidates)].filter((form) => form.length >= 8);
+  return [...new Set(candidates)].filter((form) => form.length >= PREFIX_LENGTH);
 }
 
 function escapeRegExp(text: string): string {
@@ -36,15 +59,20 @@ export function registerSecretValue(value: string): void {
   if (value.length < 8 || forms.has(value)) return;
   if (forms.size >= MAX_TRACKED) {
     const oldest = forms.keys().next().value;
-    if (oldest !== undefined) forms.delete(oldest);
+    if (oldest !== undefined) {
+      countPrefixes(forms.get(oldest) ?? [], -1);
+      forms.delete(oldest);
+    }
   }
-  forms.set(value, formsOf(value));
+  const valueForms = formsOf(value);
+  forms.set(value, valueForms);
+  countPrefixes(valueForms, 1);
   pattern = undefined;
 }
 
 /** Blanks every registered secret (and its encoded forms) from `text`. */
 export function sanitizeText(text: string): string {
-  if (forms.size === 0) return text;
+  if (forms.size === 0 || !mayHoldSecret(text)) return text;
   if (pattern === undefined) {
     // Longest first so a base64 form that contains the raw value is replaced whole.
     const all = [...forms.values()].flat().sort((a, b) => b.length - a.length);
@@ -63,5 +91,6 @@ export function sanitizeValue<T>(value: T): T {
 /** For tests: forget all registered secrets. */
 export function resetSanitizerForTests(): void {
   forms.clear();
+  prefixes.clear();
   pattern = undefined;
 }
