@@ -56,7 +56,14 @@ function escapeRegExp(text: string): string {
 
 /** Registers a secret value so it is blanked from every sanitized text from now on. */
 export function registerSecretValue(value: string): void {
-  if (value.length < 8 || forms.has(value)) return;
+  if (value.length < 8) return;
+  if (forms.has(value)) {
+    // Seen again: move it to the young end, so credentials in use are the last to be evicted.
+    const known = forms.get(value) as string[];
+    forms.delete(value);
+    forms.set(value, known);
+    return;
+  }
   if (forms.size >= MAX_TRACKED) {
     const oldest = forms.keys().next().value;
     if (oldest !== undefined) {

@@ -1,7 +1,8 @@
 // Pieces every rotating command shares: loading the policy (exit 2 on any error, before
 // anything is touched), the audit log on stdout, shutdown signals, and the summary line.
-import type { Command } from 'commander';
+import { InvalidArgumentError, type Command } from 'commander';
 import { createAuditLog } from '../audit/logger.ts';
+import { sanitizeText } from '../audit/sanitize.ts';
 import { KeyrollError, errorMessage } from '../errors.ts';
 import { loadPolicy } from '../policy/load.ts';
 import type { Policy } from '../policy/schema.ts';
@@ -53,14 +54,15 @@ export function shutdownSignal(): { signal: AbortSignal; dispose: () => void } {
 }
 
 export function summaryLine(summary: RunSummary): string {
-  const tail = summary.aborted ? ` (aborted: ${summary.aborted.message})` : '';
+  const tail = summary.aborted ? ` (aborted: ${sanitizeText(summary.aborted.message)})` : '';
   return `rotated ${summary.rotated}, failed ${summary.failed}, skipped ${summary.skipped}${tail}`;
 }
 
 /** Maps an error escaping a command to its exit code, printing one line (never a secret). */
 export function exitForError(error: unknown): ExitCode {
   const code = error instanceof KeyrollError ? error.code : undefined;
-  process.stderr.write(`keyroll: ${errorMessage(error)}\n`);
+  // Messages never carry a secret by construction; the sanitizer is the second layer.
+  process.stderr.write(`keyroll: ${sanitizeText(errorMessage(error))}\n`);
   if (code?.startsWith('KR_POLICY') || code === 'KR_USAGE' || code === 'KR_REF_UNRESOLVED') return ExitCode.config;
   return ExitCode.aborted;
 }
@@ -83,4 +85,13 @@ export function testCheckpointFromEnv(env: NodeJS.ProcessEnv = process.env): ((s
       setInterval(() => undefined, 60_000);
     });
   };
+}
+
+/** Commander parser for --concurrency: a NaN or zero would start no worker and rotate nothing. */
+export function parseConcurrency(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > 256) {
+    throw new InvalidArgumentError(`${JSON.stringify(value)} is not a whole number from 1 to 256`);
+  }
+  return n;
 }

@@ -1,8 +1,9 @@
 import { Option, type Command } from 'commander';
 import { userInfo } from 'node:os';
+import { sanitizeText } from '../audit/sanitize.ts';
 import type { RotationReason } from '../rotation/types.ts';
 import { EXIT_CODES_HELP } from './exit-codes.ts';
-import { addPolicyOption, createStdoutAudit, exitForError, loadPolicyOrExit, shutdownSignal, summaryLine, testCheckpointFromEnv } from './common.ts';
+import { addPolicyOption, createStdoutAudit, exitForError, loadPolicyOrExit, shutdownSignal, summaryLine, testCheckpointFromEnv, parseConcurrency } from './common.ts';
 
 interface RotateFlags {
   policy: string;
@@ -13,7 +14,7 @@ interface RotateFlags {
   actor?: string;
   ticket?: string;
   force?: boolean;
-  concurrency: string;
+  concurrency: number;
   output: 'text' | 'json';
   pushgateway?: string;
 }
@@ -31,7 +32,7 @@ export function registerRotateCommand(program: Command): void {
     .option('--actor <name>', 'who asked (recorded in the audit trail)', process.env.KEYROLL_ACTOR)
     .option('--ticket <id>', 'incident or change ticket (recorded in the audit trail)')
     .option('--force', 'bypass the minimum interval for reasons other than leak/compromise')
-    .option('--concurrency <n>', 'keys rotated at once', '4')
+    .option('--concurrency <n>', 'keys rotated at once', parseConcurrency, 4)
     .addOption(new Option('-o, --output <format>', 'final report format (audit lines are always JSON)').choices(['text', 'json']).default('text'))
     .option('--pushgateway <url>', 'push metrics to this Prometheus Pushgateway when the run ends (a failed push is only a warning); env KEYROLL_PUSHGATEWAY', process.env.KEYROLL_PUSHGATEWAY)
     .addHelpText('after', `
@@ -74,7 +75,7 @@ async function rotateCommand(flags: RotateFlags): Promise<number> {
     const summary = await runRotations(runtime, {
       keys,
       trigger: { reason: flags.reason, force: urgent || flags.force === true, ignoreSchedule: true, actor, ...(flags.ticket ? { ticket: flags.ticket } : {}) },
-      concurrency: Number(flags.concurrency),
+      concurrency: flags.concurrency,
       signal: shutdown.signal,
       onKeyDone: (outcome) => {
         progress.keyDone(outcome);
@@ -86,7 +87,7 @@ async function rotateCommand(flags: RotateFlags): Promise<number> {
     await metrics?.push({ command: 'rotate' });
     await audit.flush();
     if (flags.output === 'json') {
-      process.stdout.write(`${JSON.stringify({ runId: summary.runId, rotated: summary.rotated, failed: summary.failed, skipped: summary.skipped, exitCode: summary.exitCode, aborted: summary.aborted, keys: summary.outcomes })}\n`);
+      process.stdout.write(`${sanitizeText(JSON.stringify({ runId: summary.runId, rotated: summary.rotated, failed: summary.failed, skipped: summary.skipped, exitCode: summary.exitCode, aborted: summary.aborted, keys: summary.outcomes }))}\n`);
     }
     process.stdout.write(`${summaryLine(summary)}\n`);
     return summary.exitCode;

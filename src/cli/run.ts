@@ -1,11 +1,11 @@
 import type { Command } from 'commander';
 import { EXIT_CODES_HELP } from './exit-codes.ts';
-import { addPolicyOption, createStdoutAudit, exitForError, loadPolicyOrExit, shutdownSignal, summaryLine, testCheckpointFromEnv } from './common.ts';
+import { addPolicyOption, createStdoutAudit, exitForError, loadPolicyOrExit, shutdownSignal, summaryLine, testCheckpointFromEnv, parseConcurrency } from './common.ts';
 
 interface RunFlags {
   policy: string;
   shard?: string;
-  concurrency: string;
+  concurrency: number;
   pushgateway?: string;
 }
 
@@ -14,7 +14,7 @@ export function registerRunCommand(program: Command): void {
     .command('run')
     .description('One pass over the policy: rotate every key that is due (CronJob mode). Prints the audit trail as JSON lines and ends with "rotated N, failed M, skipped K".')
     .option('--shard <i/N>', 'rotate only the keys of shard i of N (Indexed Jobs); env KEYROLL_SHARD', process.env.KEYROLL_SHARD)
-    .option('--concurrency <n>', 'keys rotated at once', '4')
+    .option('--concurrency <n>', 'keys rotated at once', parseConcurrency, 4)
     .option('--pushgateway <url>', 'push metrics to this Prometheus Pushgateway when the run ends (a failed push is only a warning); env KEYROLL_PUSHGATEWAY', process.env.KEYROLL_PUSHGATEWAY)
     .addHelpText('after', EXIT_CODES_HELP);
   addPolicyOption(command).action(async (flags: RunFlags) => {
@@ -49,7 +49,7 @@ async function runCommand(flags: RunFlags): Promise<number> {
     const summary = await runRotations(runtime, {
       keys,
       trigger: { reason: 'scheduled', force: false },
-      concurrency: Number(flags.concurrency),
+      concurrency: flags.concurrency,
       signal: shutdown.signal,
       onKeyDone: metrics?.onKeyDone,
       command: 'run',

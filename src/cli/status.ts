@@ -44,7 +44,8 @@ async function statusCommand(flags: StatusFlags): Promise<number> {
         overdue: view.decision?.overdue ?? null,
         lock: view.state?.lock && Date.parse(view.state.lock.expiresAt) > now.getTime() ? view.state.lock : null,
         intent: view.state?.intent ?? null,
-        lastFailure: view.state?.lastFailure ?? null,
+        // A failure older than the last successful rotation is history, not status.
+        lastFailure: view.state?.lastFailure && (!last || view.state.lastFailure.at > last) ? view.state.lastFailure : null,
         ...(view.readError ? { error: view.readError } : {}),
       };
     });

@@ -55,7 +55,9 @@ async function validateCommand(flags: ValidateFlags): Promise<number> {
         await runtime.checkApiCredential();
         checks.push({ check: `api credential ${runtime.credentialDescription}`, ok: true, detail: policy.api.baseUrl });
       } catch (error) {
-        credentialRefused = error instanceof ApiError && error.status === 401;
+        // A refused token (401) and a credential that cannot be obtained at all (unreadable
+        // reference, OAuth client refused by the token endpoint) both stop every run: exit 3.
+        credentialRefused = (error instanceof ApiError && error.status === 401) || ['KR_API_CREDENTIAL_UNAVAILABLE', 'KR_CREDENTIAL_UNAVAILABLE', 'KR_REF_UNRESOLVED'].includes(errorCode(error));
         const hint = credentialRefused ? 'refused (401): check that it is set, valid and not expired' : errorMessage(error);
         checks.push({ check: `api credential ${runtime.credentialDescription}`, ok: false, errorCode: errorCode(error), detail: hint });
       }

@@ -59,7 +59,12 @@ export async function runRotations(runtime: Runtime, options: RunOptions): Promi
   const outcomes = await mapWithConcurrency(options.keys, options.concurrency ?? 4, async (key): Promise<KeyOutcome> => {
     const skippedAs = (result: KeyOutcome['result'], detail: string): KeyOutcome => ({ keyId: key.id, organizationId: key.organizationId, result, detail, durationMs: 0, rolls: 0 });
     if (aborted || options.signal?.aborted) {
-      return skippedAs('aborted', aborted?.reason ?? 'shutdown');
+      // The audit trail is the record in non-terminal runs: it names every key left unrotated.
+      const why = aborted?.reason ?? 'shutdown';
+      audit.emit('key.skipped', { keyId: key.id, organizationId: key.organizationId, why: 'aborted', abortReason: why });
+      const skipped = skippedAs('aborted', why);
+      options.onKeyDone?.(skipped);
+      return skipped;
     }
     let outcome: KeyOutcome;
     try {
@@ -82,7 +87,12 @@ export async function runRotations(runtime: Runtime, options: RunOptions): Promi
       outcome = await rotateKey({ key, destinations, fallbacks, trigger, reasons, ...(options.signal ? { signal: options.signal } : {}), ...(rotationId ? { rotationId } : {}) }, deps);
     } catch (error) {
       if (error instanceof RunAbortedError) {
-        abortRun(error.reason, error.message);
+        abortRun(
+          error.reason,
+          error.reason === 'credential-refused'
+            ? `keyroll's API credential (${runtime.credentialDescription}) was refused (401) on a roll: check that it is set, valid and not expired`
+            : error.message,
+        );
         outcome = skippedAs('aborted', error.reason);
       } else {
         const nextAction = 'nothing was rolled; the next run retries';

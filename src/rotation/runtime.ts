@@ -2,6 +2,7 @@
 // credential and the shared rate limiter), one instance per named backend, the alerter, the
 // success notifier and the audit log. Commands and the daemon build one and close it after.
 import { hostname } from 'node:os';
+import { resolve as resolvePath } from 'node:path';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { Dispatcher } from 'undici';
@@ -109,7 +110,8 @@ export async function createRuntime(policy: Policy, options: RuntimeOptions): Pr
       // Alert and notification events carry the run's context (run id, actor, reason).
       alerter: withAudit(alerter, audit),
       notifySuccess: (notice, sinks) => notifier.withAudit(audit).notifySuccess(notice, sinks),
-      ...(policy.escrow ? { escrow: policy.escrow } : {}),
+      // Absolute, so the path in alerts and audit events is one an operator can open.
+      ...(policy.escrow ? { escrow: { ...policy.escrow, directory: resolvePath(policy.escrow.directory) } } : {}),
       owner,
       now,
       sleep: options.sleep ?? sleep,
