@@ -40,6 +40,7 @@ export const AUDIT_EVENTS = {
   'daemon.stopping': 'SIGTERM or SIGINT: schedules stopped, new triggers refused, in-flight rotations finishing their store.',
   'daemon.grace_expired': 'The shutdown grace ended with rotations in flight; the process exits and the next run recovers their intent markers.',
   'daemon.stopped': 'The daemon stopped; whether in-flight work finished within the grace, and the exit code.',
+  'daemon.failed': 'A step of the daemon itself failed (sweep, schedule tick, readiness check, closing a runtime); the daemon keeps running.',
   'metrics.push_failed': "Metrics could not be pushed to the Pushgateway; the run's exit code is unchanged.",
 } as const;
 

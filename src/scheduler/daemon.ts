@@ -105,6 +105,10 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     while (work.size > 0) await Promise.allSettled([...work]);
   };
 
+  const reportFailure = (what: string, error: unknown, extra: Record<string, unknown> = {}): void => {
+    audit.emit('daemon.failed', { what, errorCode: errorCode(error), message: errorMessage(error), ...extra });
+  };
+
   let stopping = false;
   // Read through a function after an await: TypeScript would keep a narrowing from before it.
   const isStopping = (): boolean => stopping;
@@ -126,7 +130,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     const runtimeOptions: RuntimeOptions = { audit, env, now, ...options.runtime, observer: metrics.observer, alerter };
     const runtime = await createRuntime(policy, runtimeOptions);
     return new Generation(policy, runtime, (error) => {
-      audit.emit('run.aborted', { why: 'runtime-close-failed', errorCode: errorCode(error), message: errorMessage(error) });
+      reportFailure('runtime-close', error);
     });
   };
 
@@ -154,22 +158,27 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
           for (const keyId of busy) audit.emit('key.skipped', { keyId, why: 'in-flight', schedule: group.pattern });
         },
         onError: (group, error) => {
-          audit.emit('run.aborted', { why: 'schedule-tick-failed', schedule: group.pattern, errorCode: errorCode(error), message: errorMessage(error) });
+          reportFailure('schedule-tick', error, { schedule: group.pattern });
         },
       }),
     );
   };
 
+  /** Never rejects: an unexpected failure leaves the readiness as it was, and is reported. */
   const checkReadiness = async (generation: Generation): Promise<void> => {
-    const result = await preflightDestinations(generation.runtime, generation.policy.keys, audit, now(), concurrency);
-    if (generation === current && !isStopping()) readiness = result;
+    try {
+      const result = await preflightDestinations(generation.runtime, generation.policy.keys, audit, now(), concurrency);
+      if (generation === current && !isStopping()) readiness = result;
+    } catch (error) {
+      reportFailure('readiness-check', error);
+    }
   };
 
   const sweeps = new SweepLoop({
     intervalMs: checkIntervalMs,
     track,
     onError: (error) => {
-      audit.emit('run.aborted', { why: 'sweep-failed', errorCode: errorCode(error), message: errorMessage(error) });
+      reportFailure('sweep', error);
     },
     sweepOnce: async (recheckReadiness) => {
       const generation = current;
@@ -264,7 +273,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     for (const key of previous.policy.keys) if (!next.policy.keys.some((kept) => kept.id === key.id)) metrics.forgetKey(key.id);
     health.keepOnly(next.policy.keys);
     // Closed once its last in-flight run (holding it through Generation.use) is over.
-    void previous.retire();
+    void track(previous.retire());
     audit.emit('policy.reloaded', { file: next.policy.file, keys: next.policy.keys.length, schedules: groupSchedules(next.policy.keys).length });
     void track(checkReadiness(next).then(() => sweeps.request(false)));
     return { ok: true, keys: next.policy.keys.length };

@@ -11,6 +11,7 @@ import type { AuditEventName } from '../../src/audit/events.ts';
 import { startEmulator, type RunningEmulator, type StartEmulatorOptions } from '../../src/emulator/server.ts';
 import { startDaemon, type Daemon, type DaemonOptions } from '../../src/scheduler/daemon.ts';
 import { signTriggerRequest } from '../../src/scheduler/trigger-auth.ts';
+import { expectNoSecrets } from '../cli/harness.ts';
 import { RecordingAlerter } from '../rotation/harness.ts';
 
 export const ORG = 'org_demo_acme';
@@ -103,10 +104,15 @@ export async function startDaemonBench(emulatorOptions: StartEmulatorOptions = {
     },
     storedSecret: async (keyId) => (JSON.parse(await readFile(join(secretsDir, `${keyId}.json`), 'utf8')) as { apiKey: string }).apiKey,
     events: (name) => audit.eventsNamed(name),
+    // Invariant 3: no minted secret, nor keyroll's token or the trigger secret, in any audit line or alert.
     close: async () => {
-      for (const daemon of daemons) await daemon.shutdown();
-      await emulator.close();
-      await rm(dir, { recursive: true, force: true });
+      try {
+        for (const daemon of daemons) await daemon.shutdown();
+        expectNoSecrets([...audit.lines, ...alerter.alerts.map((a) => JSON.stringify(a))], [...emulator.state.mintedSecrets(), OWNER_TOKEN, TRIGGER_SECRET]);
+      } finally {
+        await emulator.close();
+        await rm(dir, { recursive: true, force: true });
+      }
     },
   };
 }
