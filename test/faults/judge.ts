@@ -44,6 +44,11 @@ export interface CaseEvidence {
   /** Anything else keyroll produced: stderr, error messages, summaries, bookkeeping, escrow files. */
   otherOutput: readonly string[];
   emulator: RunningEmulator;
+  /**
+   * Keys whose rotation died with the process (SIGKILL) and left an intent marker. A dead process
+   * cannot alert; the failure becomes visible through the next run's one recovery alert.
+   */
+  crashed?: readonly string[];
 }
 
 export interface CaseVerdict {
@@ -110,8 +115,15 @@ export function judgeCase(evidence: CaseEvidence): CaseVerdict {
   for (const hit of leaks.hits) problems.push(`secret ${hit.fingerprint} leaked (${hit.form}) in output #${hit.haystack}`);
 
   // Alerted: one alert per failure, none for a success; delivered or audited as undeliverable.
-  const alerts = checkAlerted(evidence.runs, [...alertsFromAudit(records), ...alertsFromBodies(evidence.alertBodies)]);
+  const seen = [...alertsFromAudit(records), ...alertsFromBodies(evidence.alertBodies)];
+  const alerts = checkAlerted(evidence.runs, seen);
   problems.push(...alerts.problems);
+  for (const keyId of evidence.crashed ?? []) {
+    alerts.failures++;
+    const recoveries = new Set(seen.filter((alert) => alert.keyId === keyId && alert.step === 'recovery').map((alert) => alert.rotationId));
+    if (recoveries.size === 1) alerts.alerted++;
+    else problems.push(`key ${keyId} died mid-rotation and the next run raised ${recoveries.size} recovery alerts`);
+  }
 
   // Every key event names its key (and so can be told apart in a run of thousands).
   const anonymous = [...new Set(records.filter((r) => typeof r.event === 'string' && r.event.startsWith('key.') && typeof r.keyId !== 'string').map((r) => String(r.event)))];

@@ -3,8 +3,9 @@
 // docs/faults.md.
 import { afterAll, beforeAll, describe, it } from 'vitest';
 import { startFaultBench, type FaultBench } from './bench.ts';
-import { API_CASES, SINK_CASES, caseName, casesFor } from './cases.ts';
+import { API_CASES, SIGNAL_CASES, SINK_CASES, caseName, casesFor } from './cases.ts';
 import { runInProcessCase } from './run-case.ts';
+import { runSignalCase } from './signals.ts';
 
 let bench: FaultBench | undefined;
 beforeAll(async () => {
@@ -19,6 +20,15 @@ describe('fault matrix: file', () => {
     it(caseName(spec, 'file'), async (ctx) => {
       if (!bench) return ctx.skip();
       await runInProcessCase(ctx, bench, spec);
+    });
+  }
+});
+
+describe('fault matrix: file, signals to keyroll run', () => {
+  for (const spec of casesFor('file', SIGNAL_CASES)) {
+    it(caseName(spec, 'file'), async (ctx) => {
+      if (!bench) return ctx.skip();
+      await runSignalCase(ctx, bench, spec);
     });
   }
 });

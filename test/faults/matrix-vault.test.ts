@@ -2,8 +2,9 @@
 // faults at every backend step, alert sinks down, SIGTERM and SIGKILL. See docs/faults.md.
 import { afterAll, beforeAll, describe, it } from 'vitest';
 import { startFaultBench, type FaultBench } from './bench.ts';
-import { API_CASES, BACKEND_CASES, SINK_CASES, caseName, casesFor } from './cases.ts';
+import { API_CASES, BACKEND_CASES, SIGNAL_CASES, SINK_CASES, caseName, casesFor } from './cases.ts';
 import { runInProcessCase } from './run-case.ts';
+import { runSignalCase } from './signals.ts';
 
 let bench: FaultBench | undefined;
 beforeAll(async () => {
@@ -18,6 +19,15 @@ describe('fault matrix: OpenBao', () => {
     it(caseName(spec, 'vault'), async (ctx) => {
       if (!bench) return ctx.skip();
       await runInProcessCase(ctx, bench, spec);
+    });
+  }
+});
+
+describe('fault matrix: OpenBao, signals to keyroll run', () => {
+  for (const spec of casesFor('vault', SIGNAL_CASES)) {
+    it(caseName(spec, 'vault'), async (ctx) => {
+      if (!bench) return ctx.skip();
+      await runSignalCase(ctx, bench, spec);
     });
   }
 });

@@ -23,7 +23,8 @@ export const NEXT_RUN_LATER_MS = 10 * 60_000;
 
 const noWait = (): Promise<void> => Promise.resolve();
 
-async function runKeyroll(bench: FaultBench, policy: Policy, audit: AuditLog, armed: Partial<ArmedFault>, now?: () => Date): Promise<RunSummary> {
+/** One `keyroll run` of the policy's keys, in-process (the engine the CLI calls), with the fault armed. */
+export async function runKeyroll(bench: FaultBench, policy: Policy, audit: AuditLog, armed: Partial<ArmedFault>, now?: () => Date): Promise<RunSummary> {
   const alerter = createAlerter({ sinks: policy.alerts.sinks, audit, sleep: noWait, retry: { attempts: 2, initialBackoffMs: 1, maxBackoffMs: 1 } });
   const runtime = await createRuntime(policy, {
     audit,
