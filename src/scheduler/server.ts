@@ -53,18 +53,37 @@ function send(response: ServerResponse, status: number, body: unknown): void {
   response.end(text);
 }
 
-/** Reads at most MAX_TRIGGER_BODY_BYTES; past that, stops and reports 'too-large'. */
-async function readCappedBody(request: IncomingMessage): Promise<Buffer | 'too-large'> {
+/**
+ * Reads at most MAX_TRIGGER_BODY_BYTES. Past that, answers 'too-large' at once and drops the
+ * rest as it arrives (the answer closes the connection; the server's request timeout bounds a
+ * sender that never stops).
+ */
+function readCappedBody(request: IncomingMessage): Promise<Buffer | 'too-large'> {
   const declared = Number(request.headers['content-length']);
-  if (Number.isFinite(declared) && declared > MAX_TRIGGER_BODY_BYTES) return 'too-large';
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of request as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_TRIGGER_BODY_BYTES) return 'too-large';
-    chunks.push(chunk);
+  if (Number.isFinite(declared) && declared > MAX_TRIGGER_BODY_BYTES) {
+    request.resume();
+    return Promise.resolve('too-large');
   }
-  return Buffer.concat(chunks, size);
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let over = false;
+    request.on('data', (chunk: Buffer) => {
+      if (over) return;
+      size += chunk.length;
+      if (size > MAX_TRIGGER_BODY_BYTES) {
+        over = true;
+        chunks.length = 0;
+        resolve('too-large');
+        return;
+      }
+      chunks.push(chunk);
+    });
+    request.on('end', () => {
+      if (!over) resolve(Buffer.concat(chunks, size));
+    });
+    request.on('error', reject);
+  });
 }
 
 async function route(routes: DaemonRoutes, request: IncomingMessage, response: ServerResponse): Promise<void> {

@@ -2,6 +2,7 @@
 // rotation ids that the rotations then carry in the audit trail; every refusal (signature,
 // staleness, replay, body, unknown keys, disabled endpoint) is answered with its status, audited,
 // and rolls nothing.
+import { request } from 'node:http';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Secret } from '../../src/audit/secret.ts';
 import type { Daemon } from '../../src/scheduler/daemon.ts';
@@ -125,6 +126,20 @@ describe('trigger: refused', () => {
   it('413 for a body over 64 KiB', async () => {
     const huge = leakOf([BILLING], { ticket: 'x'.repeat(MAX_TRIGGER_BODY_BYTES) });
     await expectRefused(413, 'body-too-large', postTrigger(daemon, { body: huge }));
+  });
+
+  it('413 for a chunked body that grows past 64 KiB without a Content-Length', async () => {
+    const status = await new Promise<number>((resolve, reject) => {
+      const post = request(`${daemon.url}/v1/rotations`, { method: 'POST', headers: { 'transfer-encoding': 'chunked' } }, (response) => {
+        response.resume();
+        resolve(response.statusCode ?? 0);
+      });
+      post.on('error', reject);
+      for (let i = 0; i < 5; i++) post.write(Buffer.alloc(16 * 1024, 0x20));
+      post.end();
+    });
+    expect(status).toBe(413);
+    expect(bench.events('trigger.rejected')).toEqual([expect.objectContaining({ why: 'body-too-large', status: 413 })]);
   });
 
   it('404 when the daemon runs without a trigger secret', async () => {
