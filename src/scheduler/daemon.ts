@@ -225,7 +225,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
 
   activate(current);
   audit.emit('daemon.started', {
-    listen: server.url,
+    listen: `${options.listen.host.includes(':') ? `[${options.listen.host}]` : options.listen.host}:${server.port}`,
     file: current.policy.file,
     keys: current.policy.keys.length,
     schedules: groupSchedules(current.policy.keys).map((group) => ({ pattern: group.pattern, timezone: group.timezone, keys: group.keyIds.length })),
