@@ -48,6 +48,12 @@ export interface WriteResult {
   version: string;
   /** True when the write had already been applied by an earlier attempt (idempotent retry). */
   alreadyApplied: boolean;
+  /**
+   * Set when the value is durable but the backend could not update its own bookkeeping beside
+   * it (the file backend's sidecar): the write still succeeded, and the backend repairs the
+   * bookkeeping on its next change. A fixed text with no secret, for an audit warning.
+   */
+  bookkeepingError?: string;
 }
 
 /** Marker written before the roll (invariant 6): a run died mid-rotation if one is left behind. */
@@ -122,7 +128,25 @@ export interface Backend {
    */
   preflight(target: StoreTarget): Promise<PreflightResult>;
 
-  /** Takes the key's lock (invariant 5). A lock held by another owner is taken over only past its expiry. */
+  /**
+   * Optional. Makes the backend's credentials valid for at least `minValidityMs` from now
+   * (renewing a Vault token, logging in again, forcing the AWS SDK to fetch new credentials),
+   * so that neither the roll nor the write after it has to renew anything: the write after the
+   * roll answer must be the first I/O (invariant 2), and a renewal there would come before it.
+   * The engine calls it for every destination and fallback right before the roll, with the
+   * time the roll and the store may take. Throws a BackendError when the credentials cannot be
+   * made valid for that long (a token at its max TTL): then the engine must not roll
+   * (invariant 1). Backends without expiring credentials (file) do not implement it.
+   */
+  ensureFresh?(minValidityMs: number): Promise<void>;
+
+  /**
+   * Takes the key's lock (invariant 5). A lock held by another owner is taken over only past its
+   * expiry; a retried call with the same owner and rotationId gets the lock again. A call that
+   * throws leaves no lock of this request behind where it can tell: a lock write whose answer
+   * was lost is read back and returned as acquired, and a lock taken before a later step failed
+   * is released, so the caller never holds a lock it does not know about.
+   */
   acquireLock(target: StoreTarget, request: LockRequest): Promise<LockOutcome>;
   /** Releases a lock this process holds; a lock that is no longer ours is left alone. */
   releaseLock(target: StoreTarget, lock: HeldLock): Promise<void>;

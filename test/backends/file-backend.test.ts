@@ -97,15 +97,17 @@ describe('file backend', () => {
     await expect(backend.readState(target('k'))).rejects.toMatchObject({ code: 'KR_BACKEND_INVALID_RESPONSE', operation: 'state' });
   });
 
-  it('repairs the bookkeeping when a write landed but its sidecar update did not', async () => {
+  it('answers a retry whose first attempt landed without bookkeeping as already applied, and records it', async () => {
     const record = makeRecord();
-    const file = join(directory, 'base', 'k');
-    await backend.writeSecret(target('k'), makeRecord());
-    // A crash between the value rename and the sidecar update: the value is new, the sidecar old.
-    await writeFile(file, record.secret.reveal(), { mode: 0o600 });
+    const sidecar = join(directory, 'base', 'k.keyroll.json');
+    // The first attempt's sidecar update fails (a directory stands where the sidecar goes).
+    await mkdir(sidecar, { recursive: true });
+    const first = await backend.writeSecret(target('k'), record);
+    expect(first).toMatchObject({ version: expect.stringMatching(/^mtime-/) as unknown, alreadyApplied: false });
+    await rm(sidecar, { recursive: true });
     const retry = await backend.writeSecret(target('k'), record);
-    expect(retry).toEqual({ version: '2', alreadyApplied: true });
-    expect((await backend.readSecret(target('k')))?.rotationId).toBe(record.rotationId);
+    expect(retry).toEqual({ version: '1', alreadyApplied: true });
+    expect(await backend.readSecret(target('k'))).toMatchObject({ version: '1', rotationId: record.rotationId });
   });
 
   it('gives a hand-edited value an mtime version instead of claiming it as ours', async () => {

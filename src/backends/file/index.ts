@@ -4,12 +4,14 @@
 import type { Stats } from 'node:fs';
 import { access, constants, mkdir, open, stat, unlink } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import { AttemptLog } from '../attempts.ts';
 import { BackendError, type BackendOperation } from '../errors.ts';
 import type { BackendFactory, BackendDeps } from '../registry.ts';
 import { parseStoredValue, renderValue } from '../render.ts';
 import type {
   Backend,
   FailureRecord,
+  ValueShape,
   HeldLock,
   Intent,
   KeyState,
@@ -30,6 +32,13 @@ import { readSidecar, updateSidecar, type Sidecar } from './sidecar.ts';
 
 const DIRECTORY_MODE = 0o700;
 
+/** A durable value write whose sidecar update failed: recorded by the next sidecar change. */
+interface UnrecordedWrite {
+  rotationId: string;
+  digest: string;
+  shape: ValueShape;
+}
+
 export const createFileBackend: BackendFactory<'file'> = (name, config, deps) => new FileBackend(name, config, deps);
 
 export class FileBackend implements Backend {
@@ -37,6 +46,9 @@ export class FileBackend implements Backend {
   readonly name: string;
   readonly #directory: string;
   readonly #now: () => Date;
+  /** Writes attempted per (file, rotation): only a retry pays for the idempotency read. */
+  readonly #attempts = new AttemptLog();
+  readonly #unrecorded = new Map<string, UnrecordedWrite>();
 
   constructor(name: string, config: FileBackendConfig, deps: BackendDeps = {}) {
     this.name = name;
@@ -80,7 +92,7 @@ export class FileBackend implements Backend {
   async setIntent(target: StoreTarget, intent: Intent): Promise<void> {
     await this.#run('intent', target, async (file) => {
       await mkdir(dirname(file), { recursive: true, mode: DIRECTORY_MODE });
-      await updateSidecar(file, (sidecar) => ({ ...sidecar, intent: { ...intent } }));
+      await this.#updateSidecar(file, (sidecar) => ({ ...sidecar, intent: { ...intent } }));
     });
   }
 
@@ -88,43 +100,56 @@ export class FileBackend implements Backend {
     await this.#run('intent', target, async (file) => {
       const sidecar = await readSidecar(file);
       if (sidecar.intent?.rotationId !== rotationId) return;
-      await updateSidecar(file, ({ intent: _cleared, ...rest }) => rest);
+      // Re-checked under the sidecar guard, so an intent set meanwhile by another rotation stays.
+      await this.#updateSidecar(file, (current) => {
+        if (current.intent?.rotationId !== rotationId) return current;
+        const { intent: _cleared, ...rest } = current;
+        return rest;
+      });
     });
   }
 
   async writeSecret(target: StoreTarget, record: SecretRecord): Promise<WriteResult> {
-    return this.#run('write', target, async (file) => {
-      const digest = record.secret.digest();
-      // Idempotent retry (invariant 8): the secret is unique to its roll, so finding it stored
-      // means an earlier attempt landed. Repair the bookkeeping if that attempt died before it.
-      const stored = await this.#readStored(file, target);
-      if (stored?.secret.equals(record.secret) === true) {
-        const sidecar = await readSidecar(file);
-        if (sidecar.lastWrite?.rotationId === record.rotationId && sidecar.lastWrite.digest === digest) {
-          return { version: String(sidecar.lastWrite.version), alreadyApplied: true };
+    return this.#run(
+      'write',
+      target,
+      async (file) => {
+        const digest = record.secret.digest();
+        // Idempotent retry (invariant 8): the secret is unique to its roll, so finding it stored
+        // means an earlier attempt landed. Only a retry looks: the first attempt's only I/O is
+        // the atomic write itself (invariant 2).
+        if (this.#attempts.record(file, record.rotationId)) {
+          const stored = await this.#readStored(file, target);
+          if (stored?.secret.equals(record.secret) === true) {
+            const sidecar = await readSidecar(file).catch(() => undefined);
+            if (sidecar?.lastWrite?.rotationId === record.rotationId && sidecar.lastWrite.digest === digest) {
+              return { version: String(sidecar.lastWrite.version), alreadyApplied: true };
+            }
+            return this.#recordWrite(file, target, record, true);
+          }
         }
-        const repaired = await updateSidecar(file, (current) => bumpVersion(current, record.rotationId, digest));
-        return { version: String(repaired.version), alreadyApplied: true };
-      }
-      await mkdir(dirname(file), { recursive: true, mode: DIRECTORY_MODE });
-      const value = renderValue(target.shape, record);
-      const content = typeof value === 'string' ? value : `${JSON.stringify(value, null, 2)}\n`;
-      await writeFileAtomic(file, content);
-      const sidecar = await updateSidecar(file, (current) => bumpVersion(current, record.rotationId, digest));
-      return { version: String(sidecar.version), alreadyApplied: false };
-    });
+        const value = renderValue(target.shape, record);
+        await writeValueDurably(file, typeof value === 'string' ? value : `${JSON.stringify(value, null, 2)}\n`);
+        return this.#recordWrite(file, target, record, false);
+      },
+      { prepareDirectory: false },
+    );
   }
 
   async readSecret(target: StoreTarget): Promise<StoredSecret | undefined> {
     return this.#run('read', target, async (file) => {
       const stored = await this.#readStored(file, target);
       if (stored === undefined) return undefined;
-      const sidecar = await readSidecar(file);
-      const ours = sidecar.lastWrite !== undefined && sidecar.lastWrite.digest === stored.secret.digest();
+      // The value is what counts; bookkeeping that is missing, stale or unreadable only costs
+      // the version number (its mtime stands in) and, for raw values, the rotation id.
+      const sidecar = await readSidecar(file).catch(() => undefined);
+      const digest = stored.secret.digest();
+      const ours = sidecar?.lastWrite !== undefined && sidecar.lastWrite.digest === digest;
       const result: StoredSecret = { secret: stored.secret };
       // A value edited by hand since our last write has no version of ours; its mtime stands in.
       result.version = ours ? String(sidecar.lastWrite?.version) : `mtime-${String(stored.mtimeMs)}`;
-      const rotationId = stored.rotationId ?? (ours ? sidecar.lastWrite?.rotationId : undefined);
+      const unrecorded = this.#unrecorded.get(file);
+      const rotationId = stored.rotationId ?? (ours ? sidecar.lastWrite?.rotationId : unrecorded?.digest === digest ? unrecorded.rotationId : undefined);
       if (rotationId !== undefined) result.rotationId = rotationId;
       return result;
     });
@@ -145,7 +170,7 @@ export class FileBackend implements Backend {
 
   async recordRotation(target: StoreTarget, rotation: { rotationId: string; rotatedAt: string; version: string }): Promise<void> {
     await this.#run('record', target, async (file) => {
-      await updateSidecar(file, (sidecar) => ({
+      await this.#updateSidecar(file, (sidecar) => ({
         ...sidecar,
         lastRotatedAt: rotation.rotatedAt,
         lastRotationId: rotation.rotationId,
@@ -157,7 +182,8 @@ export class FileBackend implements Backend {
   async recordFailure(target: StoreTarget, failure: FailureRecord): Promise<void> {
     await this.#run('record', target, async (file) => {
       await mkdir(dirname(file), { recursive: true, mode: DIRECTORY_MODE });
-      await updateSidecar(file, (sidecar) => ({ ...sidecar, lastFailure: { ...failure } }));
+      // Only lastFailure changes, under the sidecar guard: the lock holder's intent stays.
+      await this.#updateSidecar(file, (sidecar) => ({ ...sidecar, lastFailure: { ...failure } }));
     });
   }
 
@@ -175,14 +201,51 @@ export class FileBackend implements Backend {
     return { ...parsed, mtimeMs: existing.mtimeMs };
   }
 
+  /**
+   * Records a durable value write in the sidecar. The value is the secret's only copy that
+   * counts: a sidecar that cannot be updated must not make the write look failed (that would
+   * send the secret to a fallback and alert that the primary holds a dead secret). The problem
+   * is reported in the result, and the next sidecar change records the write.
+   */
+  async #recordWrite(file: string, target: StoreTarget, record: SecretRecord, alreadyApplied: boolean): Promise<WriteResult> {
+    const digest = record.secret.digest();
+    try {
+      const sidecar = await updateSidecar(file, (current) => bumpVersion(current, record.rotationId, digest));
+      this.#unrecorded.delete(file);
+      return { version: String(sidecar.version), alreadyApplied };
+    } catch (error) {
+      this.#unrecorded.set(file, { rotationId: record.rotationId, digest, shape: target.shape });
+      const mtime = await stat(file).then(
+        (info) => `mtime-${String(info.mtimeMs)}`,
+        () => 'unrecorded',
+      );
+      return { version: mtime, alreadyApplied, bookkeepingError: fileBackendError(this.name, 'write', target.path, error).message };
+    }
+  }
+
+  /**
+   * Every sidecar change goes through here: it first records a write whose own sidecar update
+   * failed, if the value file still holds that write's secret (not replaced meanwhile).
+   */
+  async #updateSidecar(file: string, change: (current: Sidecar) => Sidecar): Promise<Sidecar> {
+    const unrecorded = this.#unrecorded.get(file);
+    const stillStored = unrecorded !== undefined && (await this.#readStored(file, { path: '', shape: unrecorded.shape }))?.secret.digest() === unrecorded.digest;
+    const next = await updateSidecar(file, (current) => {
+      const recorded = unrecorded !== undefined && stillStored && current.lastWrite?.digest !== unrecorded.digest;
+      return change(recorded ? bumpVersion(current, unrecorded.rotationId, unrecorded.digest) : current);
+    });
+    if (this.#unrecorded.get(file) === unrecorded) this.#unrecorded.delete(file);
+    return next;
+  }
+
   /** Resolves the target inside the directory, creates the directory, maps every failure to a BackendError. */
-  async #run<T>(operation: BackendOperation, target: StoreTarget, body: (file: string) => Promise<T>): Promise<T> {
+  async #run<T>(operation: BackendOperation, target: StoreTarget, body: (file: string) => Promise<T>, options: { prepareDirectory: boolean } = { prepareDirectory: true }): Promise<T> {
     const file = resolveInside(this.#directory, target.path);
     if (file === undefined) {
       throw this.#error('KR_BACKEND_INVALID_TARGET', operation, target, 'must be a relative path inside the backend directory');
     }
     try {
-      await mkdir(this.#directory, { recursive: true, mode: DIRECTORY_MODE });
+      if (options.prepareDirectory) await mkdir(this.#directory, { recursive: true, mode: DIRECTORY_MODE });
       return await body(file);
     } catch (error) {
       throw fileBackendError(this.name, operation, target.path, error);
@@ -196,6 +259,21 @@ export class FileBackend implements Backend {
       operation,
       path: target.path,
     });
+  }
+}
+
+/**
+ * The atomic write of the value (temp, fsync, rename, fsync of the directory), nothing before
+ * it: preflight and the lock created the directory. Only a write that finds no directory (a
+ * caller that skipped both) creates it and writes again.
+ */
+async function writeValueDurably(file: string, content: string): Promise<void> {
+  try {
+    await writeFileAtomic(file, content);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    await mkdir(dirname(file), { recursive: true, mode: DIRECTORY_MODE });
+    await writeFileAtomic(file, content);
   }
 }
 

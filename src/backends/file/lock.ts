@@ -57,7 +57,6 @@ function held(lock: FileLock, tookOver: boolean): HeldLock {
 }
 
 export async function acquireFileLock(valuePath: string, request: LockRequest, now: Date): Promise<LockOutcome> {
-  const path = lockPathFor(valuePath);
   const mine: FileLock = {
     owner: request.owner,
     rotationId: request.rotationId,
@@ -65,8 +64,25 @@ export async function acquireFileLock(valuePath: string, request: LockRequest, n
     token: randomBytes(12).toString('hex'),
   };
   const text = JSON.stringify(mine);
+  const attempt = { tookOver: false };
+  try {
+    return await takeFileLock(valuePath, mine, request, now, attempt);
+  } catch (error) {
+    // A failure after the lock file landed (the directory fsync after the link or rename):
+    // the lock is ours, and a caller that only saw the error would never release it.
+    const current = await readFileLock(valuePath).catch(() => undefined);
+    if (current?.lock.token === mine.token && current.text === text) return { acquired: true, lock: held(mine, attempt.tookOver) };
+    throw error;
+  }
+}
+
+/** The acquisition itself; `attempt.tookOver` says whether the write in flight takes over another's lock. */
+async function takeFileLock(valuePath: string, mine: FileLock, request: LockRequest, now: Date, attempt: { tookOver: boolean }): Promise<LockOutcome> {
+  const path = lockPathFor(valuePath);
+  const text = JSON.stringify(mine);
   // A few rounds: the lock can vanish (released) between our create attempt and our read.
   for (let round = 0; round < 5; round++) {
+    attempt.tookOver = false;
     if (await createFileExclusive(path, text)) return { acquired: true, lock: held(mine, false) };
     const current = await readFileLock(valuePath);
     if (current === undefined) continue;
@@ -76,6 +92,7 @@ export async function acquireFileLock(valuePath: string, request: LockRequest, n
     if (!sameHolder && !stale) return { acquired: false, holder: publicInfo(lock) };
     // Our own lock (a retried acquire) is refreshed; a stale one is taken over. Both replace
     // the file only if it still holds exactly what we read.
+    attempt.tookOver = !sameHolder;
     const replaced = await replaceLockIf(path, current.text, text);
     if (replaced === 'replaced') return { acquired: true, lock: held(mine, !sameHolder) };
     if (replaced === 'busy') {

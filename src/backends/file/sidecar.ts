@@ -2,6 +2,8 @@
 // (written atomically like the value): the version counter, what the last write was (for
 // idempotent retries), the intent marker, the last rotation and the last failure.
 // It holds no secret, only the SHA-256 digest of the last written one.
+import { open, stat, unlink } from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import { readTextIfExists, writeFileAtomic } from './atomic.ts';
 
@@ -65,9 +67,60 @@ export async function readSidecar(valuePath: string): Promise<Sidecar> {
   return parsed.data;
 }
 
-/** Read-modify-write of the sidecar. Callers hold the key lock, so writers do not interleave. */
+/**
+ * Read-modify-write of the sidecar under its guard file, so two writers never interleave: a
+ * failure recorded by a runner without the key lock cannot drop the intent marker the lock
+ * holder wrote a moment before (and `change` sees every field it does not own as it is now).
+ */
 export async function updateSidecar(valuePath: string, change: (current: Sidecar) => Sidecar): Promise<Sidecar> {
-  const next = change(await readSidecar(valuePath));
-  await writeFileAtomic(sidecarPathFor(valuePath), `${JSON.stringify(next, null, 2)}\n`);
-  return next;
+  return withSidecarGuard(valuePath, async () => {
+    const next = change(await readSidecar(valuePath));
+    await writeFileAtomic(sidecarPathFor(valuePath), `${JSON.stringify(next, null, 2)}\n`);
+    return next;
+  });
+}
+
+export function sidecarGuardPathFor(valuePath: string): string {
+  return `${sidecarPathFor(valuePath)}.guard`;
+}
+
+// The guard lives for one read and one atomic write. One older than this was left by a crash
+// (real file times: the guard's age is a fact of this filesystem, not of the injected clock).
+const GUARD_STALE_MS = 30_000;
+// How long a writer waits for another's guard before giving up (a retryable EBUSY).
+const GUARD_WAIT_MS = 5_000;
+
+async function withSidecarGuard<T>(valuePath: string, body: () => Promise<T>): Promise<T> {
+  const guard = sidecarGuardPathFor(valuePath);
+  const started = Date.now();
+  for (let delay = 2; ; delay = Math.min(delay * 2, 100)) {
+    try {
+      // O_EXCL: exactly one writer creates it; an empty file is enough.
+      await (await open(guard, 'wx', 0o600)).close();
+      break;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
+    if (await removeIfStale(guard)) continue;
+    if (Date.now() - started > GUARD_WAIT_MS) {
+      throw Object.assign(new Error(`${guard} is held by another writer`), { code: 'EBUSY' });
+    }
+    await sleep(delay);
+  }
+  try {
+    return await body();
+  } finally {
+    await unlink(guard).catch(() => undefined);
+  }
+}
+
+async function removeIfStale(guard: string): Promise<boolean> {
+  try {
+    if (Date.now() - (await stat(guard)).mtimeMs <= GUARD_STALE_MS) return false;
+    await unlink(guard);
+    return true;
+  } catch (error) {
+    // Gone meanwhile: try to create it again. Any other error: wait like for a live guard.
+    return (error as NodeJS.ErrnoException).code === 'ENOENT';
+  }
 }

@@ -1,0 +1,119 @@
+// The file backend's filesystem calls, recorded: the first attempt of a write after the roll is
+// the atomic write alone (invariant 2: no mkdir, stat or read before it), and a lock whose file
+// landed is never left behind when a later fsync fails. node:fs/promises is wrapped (not
+// replaced): every call still reaches the real filesystem, it is only recorded, or made to fail.
+import * as fs from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { FileBackend } from '../../src/backends/file/index.ts';
+import type { StoreTarget } from '../../src/backends/types.ts';
+import { makeRecord } from './contract.ts';
+
+const io = vi.hoisted(() => ({
+  calls: [] as string[],
+  /** When set, the next call equal to `call` fails with EIO (after the real call when `after`). */
+  failNext: undefined as { call: string; after: boolean } | undefined,
+}));
+
+vi.mock('node:fs/promises', async (importOriginal) => {
+  const real = await importOriginal<typeof import('node:fs/promises')>();
+  // Recorded as `name path`; for rename and link the path is the destination (argument 1).
+  const wrap =
+    <A extends unknown[], R>(name: string, fn: (...args: A) => Promise<R>, pathArg = 0) =>
+    async (...args: A): Promise<R> => {
+      const call = `${name} ${String(args[pathArg])}`;
+      io.calls.push(call);
+      const fail = io.failNext?.call === call ? io.failNext : undefined;
+      if (fail) io.failNext = undefined;
+      if (fail && !fail.after) throw Object.assign(new Error(`${call}: injected`), { code: 'EIO' });
+      const result = await fn(...args);
+      if (fail?.after) throw Object.assign(new Error(`${call}: injected`), { code: 'EIO' });
+      return result;
+    };
+  const wrapped = {
+    ...real,
+    access: wrap('access', real.access),
+    link: wrap('link', real.link, 1),
+    mkdir: wrap('mkdir', real.mkdir),
+    open: wrap('open', real.open),
+    readFile: wrap('readFile', real.readFile),
+    rename: wrap('rename', real.rename, 1),
+    stat: wrap('stat', real.stat),
+    unlink: wrap('unlink', real.unlink),
+  };
+  return { ...wrapped, default: wrapped };
+});
+
+describe('file backend filesystem calls', () => {
+  let directory: string;
+  let base: string;
+  let backend: FileBackend;
+  const t: StoreTarget = { path: 'apps/key', shape: { format: 'raw', secretField: 'apiKey', fields: [] } };
+  /** The calls since `mark`, with paths relative to the backend directory and temp names folded. */
+  const callsSince = (mark: number): string[] =>
+    io.calls.slice(mark).map((call) => {
+      const [name = '', path = ''] = call.split(' ');
+      return `${name} ${relative(base, path).replace(/\.[0-9a-f]{12}\.tmp$/, '.<random>.tmp') || '.'}`;
+    });
+
+  beforeEach(async () => {
+    directory = await fs.mkdtemp(join(tmpdir(), 'keyroll-file-io-'));
+    base = join(directory, 'base');
+    backend = new FileBackend('files', { kind: 'file', directory: base });
+    io.calls.length = 0;
+    io.failNext = undefined;
+  });
+  afterEach(async () => {
+    io.failNext = undefined;
+    await fs.rm(directory, { recursive: true, force: true });
+  });
+
+  it('makes the first write attempt after preflight and lock only the atomic write', async () => {
+    await backend.preflight(t);
+    const lock = await backend.acquireLock(t, { owner: 'a', rotationId: 'r', ttlMs: 60_000 });
+    expect(lock.acquired).toBe(true);
+    await backend.writeSecret(t, makeRecord()); // an earlier rotation: the value file exists
+    const rollAnswered = io.calls.length;
+    await backend.writeSecret(t, makeRecord());
+    const calls = callsSince(rollAnswered);
+    const durable = calls.indexOf('rename apps/key');
+    // temp file (open wx, write, fsync, close), rename over the value, fsync of the directory.
+    expect(calls.slice(0, durable + 2)).toEqual(['open apps/.key.<random>.tmp', 'rename apps/key', 'open apps']);
+  });
+
+  it('reads the stored value only on a retry of the same rotation', async () => {
+    await backend.preflight(t);
+    const record = makeRecord();
+    await backend.writeSecret(t, record);
+    const retried = io.calls.length;
+    expect(await backend.writeSecret(t, record)).toEqual({ version: '1', alreadyApplied: true });
+    expect(callsSince(retried)).toContain('readFile apps/key');
+  });
+
+  it('creates the directory itself when no preflight or lock did', async () => {
+    await backend.writeSecret(t, makeRecord());
+    expect((await backend.readState(t)).exists).toBe(true);
+  });
+
+  it('returns a lock whose file landed as acquired when the fsync after it fails', async () => {
+    await backend.preflight(t);
+    // link() puts the lock in place; the directory fsync right after it fails.
+    io.failNext = { call: `open ${join(base, 'apps')}`, after: false };
+    const armed = io.calls.length;
+    const outcome = await backend.acquireLock(t, { owner: 'a', rotationId: 'r', ttlMs: 60_000 });
+    expect(callsSince(armed)).toContain('link apps/key.keyroll.lock');
+    expect(io.failNext).toBeUndefined();
+    expect(outcome).toMatchObject({ acquired: true, lock: { owner: 'a', rotationId: 'r' } });
+    if (!outcome.acquired) return;
+    await backend.releaseLock(t, outcome.lock);
+    expect((await backend.acquireLock(t, { owner: 'b', rotationId: 'r2', ttlMs: 60_000 })).acquired).toBe(true);
+  });
+
+  it('still throws when the lock write itself failed, leaving no lock', async () => {
+    await backend.preflight(t);
+    io.failNext = { call: `link ${join(base, 'apps/key.keyroll.lock')}`, after: false };
+    await expect(backend.acquireLock(t, { owner: 'a', rotationId: 'r', ttlMs: 60_000 })).rejects.toMatchObject({ code: 'KR_BACKEND_FAILED', operation: 'lock' });
+    expect((await backend.readState(t)).lock).toBeUndefined();
+  });
+});
