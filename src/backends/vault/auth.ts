@@ -4,6 +4,9 @@
 // whose renewal fails) is replaced by a fresh login, or, for the token method, by re-reading
 // the reference (a mounted Kubernetes Secret may have been rotated). Renewal is checked before
 // each request against the injected clock, so no timer keeps a CronJob process alive.
+// The one exception is the write after the roll (invariant 2: it must be the first I/O after the
+// roll answer): it uses the current token for as long as it has not expired, and the engine
+// calls `ensureFresh` before the roll so that the token outlives the roll and the store.
 import { readFile } from 'node:fs/promises';
 import { Secret } from '../../audit/secret.ts';
 import { resolveRef } from '../../policy/refs.ts';
@@ -19,7 +22,16 @@ interface CurrentToken {
   ttlSeconds: number;
   /** Epoch ms (injected clock) after which the token is renewed or replaced. */
   refreshAt: number;
+  /** Epoch ms (injected clock) when the token expires; meaningless when ttlSeconds is 0. */
+  expiresAt: number;
 }
+
+/**
+ * How a call may treat a token that is due for renewal: `renew-when-due` renews it at 2/3 of
+ * its TTL (every call but one); `until-expiry` keeps using it until it has actually expired (the
+ * data write after the roll, which must not be preceded by a renewal).
+ */
+export type TokenUse = 'renew-when-due' | 'until-expiry';
 
 export interface VaultTokenSourceOptions {
   client: VaultClient;
@@ -43,21 +55,55 @@ export class VaultTokenSource {
   }
 
   /** A valid token, logging in or renewing first when due. Concurrent callers share one refresh. */
-  async token(operation: BackendOperation, target: string): Promise<Secret> {
+  async token(operation: BackendOperation, target: string, use: TokenUse = 'renew-when-due'): Promise<Secret> {
     const current = this.#current;
-    if (current !== undefined && (current.ttlSeconds === 0 || this.#options.now().getTime() < current.refreshAt)) {
-      return current.token;
+    if (current !== undefined) {
+      const now = this.#options.now().getTime();
+      if (current.ttlSeconds === 0 || now < current.refreshAt) return current.token;
+      // Past 2/3 of its TTL but not expired: still good for the one request that must not wait.
+      if (use === 'until-expiry' && now < current.expiresAt) return current.token;
     }
-    this.#pending ??= this.#refresh(current, operation, target).finally(() => {
-      this.#pending = undefined;
-    });
-    this.#current = await this.#pending;
-    return this.#current.token;
+    return (await this.#refreshShared(current, operation, target)).token;
+  }
+
+  /**
+   * Makes sure the token stays valid for `minValidityMs` more (renewing or logging in again
+   * now, before the roll, instead of inside the write after it). Throws KR_BACKEND_DENIED when
+   * not even a fresh token lives that long (a token at its max TTL, a static token near its end).
+   */
+  async ensureFresh(minValidityMs: number, operation: BackendOperation, target: string): Promise<void> {
+    const lacking = (token: CurrentToken | undefined): boolean => {
+      if (token === undefined) return true;
+      if (token.ttlSeconds === 0) return false;
+      const now = this.#options.now().getTime();
+      return now >= token.refreshAt || token.expiresAt - now < minValidityMs;
+    };
+    if (!lacking(this.#current)) return;
+    let fresh = await this.#refreshShared(this.#current, operation, target);
+    // A renewal capped by the max TTL may still fall short; a new login starts a new max TTL.
+    if (lacking(fresh) && this.method !== 'token') fresh = await this.#refreshShared(undefined, operation, target);
+    if (fresh.ttlSeconds !== 0 && fresh.expiresAt - this.#options.now().getTime() < minValidityMs) {
+      const left = Math.max(0, Math.floor((fresh.expiresAt - this.#options.now().getTime()) / 1000));
+      throw new BackendError(
+        'KR_BACKEND_DENIED',
+        `vault backend ${this.#options.backend}: ${operation} of ${target} failed, the Vault token expires in ${String(left)}s, sooner than the ${String(Math.ceil(minValidityMs / 1000))}s a rotation needs, and cannot be renewed further`,
+        { backend: this.#options.backend, kind: 'vault', operation, path: target },
+      );
+    }
   }
 
   /** Forgets the token (after a 403 that a fresh login may cure). */
   invalidate(): void {
     this.#current = undefined;
+  }
+
+  /** One refresh at a time: concurrent callers wait for the same renewal or login. */
+  async #refreshShared(current: CurrentToken | undefined, operation: BackendOperation, target: string): Promise<CurrentToken> {
+    this.#pending ??= this.#refresh(current, operation, target).finally(() => {
+      this.#pending = undefined;
+    });
+    this.#current = await this.#pending;
+    return this.#current;
   }
 
   async #refresh(current: CurrentToken | undefined, operation: BackendOperation, target: string): Promise<CurrentToken> {
@@ -73,6 +119,7 @@ export class VaultTokenSource {
   }
 
   async #renew(current: CurrentToken, operation: BackendOperation, target: string): Promise<CurrentToken> {
+    const sentAt = this.#options.now().getTime();
     const call: VaultCall = {
       method: 'POST',
       apiPath: 'auth/token/renew-self',
@@ -86,27 +133,32 @@ export class VaultTokenSource {
     // TTL a new login is cheaper than renewing again and again.
     const capped = auth.lease_duration < current.ttlSeconds / 3 && this.method !== 'token';
     if (capped) return this.#obtain(operation, target);
-    return this.#tokenState(current.token, auth.renewable, auth.lease_duration);
+    return this.#tokenState(current.token, auth.renewable, auth.lease_duration, sentAt);
   }
 
   async #obtain(operation: BackendOperation, target: string): Promise<CurrentToken> {
     const { auth, client, env } = this.#options;
+    // Lifetimes count from before the request: the server's clock started them no later.
+    const sentAt = this.#options.now().getTime();
     if (auth.method === 'token') {
       const token = await this.#resolve(auth.token, env, operation, target);
       const call: VaultCall = { method: 'GET', apiPath: 'auth/token/lookup-self', token, operation, target };
       const { data } = await client.json(call, TokenLookupResponse);
-      return this.#tokenState(token, data.renewable ?? false, data.ttl);
+      return this.#tokenState(token, data.renewable ?? false, data.ttl, sentAt);
     }
     let body: Record<string, string>;
     let mount: string;
     if (auth.method === 'kubernetes') {
-      let jwt: string;
+      // A Secret from the start: the service-account JWT is a credential, so the sanitizer must
+      // know it, and it goes nowhere but the login body (never into an error; an fs error names
+      // the file, not its content).
+      let jwt: Secret;
       try {
-        jwt = (await readFile(auth.jwtFile, 'utf8')).trim();
+        jwt = new Secret((await readFile(auth.jwtFile, 'utf8')).trim());
       } catch (error) {
         throw this.#error('KR_BACKEND_DENIED', operation, target, `cannot read the service-account token ${auth.jwtFile}`, error);
       }
-      body = { role: auth.role, jwt };
+      body = { role: auth.role, jwt: jwt.reveal() };
       mount = auth.mount;
     } else {
       const roleId = /^(env|file):/.test(auth.roleId) ? (await this.#resolve(auth.roleId, env, operation, target)).reveal() : auth.roleId;
@@ -125,12 +177,12 @@ export class VaultTokenSource {
       throw error;
     }
     const parsed = client.parse(call, answer, VaultAuthResponse);
-    return this.#tokenState(new Secret(parsed.auth.client_token), parsed.auth.renewable, parsed.auth.lease_duration);
+    return this.#tokenState(new Secret(parsed.auth.client_token), parsed.auth.renewable, parsed.auth.lease_duration, sentAt);
   }
 
-  #tokenState(token: Secret, renewable: boolean, ttlSeconds: number): CurrentToken {
-    const refreshAt = this.#options.now().getTime() + Math.floor((ttlSeconds * 1000 * 2) / 3);
-    return { token, renewable, ttlSeconds, refreshAt };
+  #tokenState(token: Secret, renewable: boolean, ttlSeconds: number, since: number): CurrentToken {
+    const refreshAt = since + Math.floor((ttlSeconds * 1000 * 2) / 3);
+    return { token, renewable, ttlSeconds, refreshAt, expiresAt: since + ttlSeconds * 1000 };
   }
 
   async #resolve(ref: string, env: NodeJS.ProcessEnv, operation: BackendOperation, target: string): Promise<Secret> {

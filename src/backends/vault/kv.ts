@@ -1,9 +1,9 @@
 // KV v2 operations keyroll needs, on top of the client: read/write a path's data with
-// check-and-set, read its metadata, replace its custom_metadata, and ask which capabilities the
-// token has. Every call goes through `VaultSession`, which attaches a valid token.
+// check-and-set, read its metadata, change keys of its custom_metadata, and ask which
+// capabilities the token has. Every call goes through `VaultSession`, which attaches a valid token.
 import type { BackendOperation } from '../errors.ts';
 import type { VaultAnswer, VaultCall, VaultClient, VaultMethod } from './client.ts';
-import type { VaultTokenSource } from './auth.ts';
+import type { TokenUse, VaultTokenSource } from './auth.ts';
 import { encodeMount } from './auth.ts';
 import {
   CapabilitiesResponse,
@@ -23,8 +23,16 @@ export class VaultSession {
     this.tokens = tokens;
   }
 
-  async send(method: VaultMethod, apiPath: string, operation: BackendOperation, target: string, body?: unknown): Promise<{ call: VaultCall; answer: VaultAnswer }> {
-    const call: VaultCall = { method, apiPath, operation, target, token: await this.tokens.token(operation, target), ...(body === undefined ? {} : { body }) };
+  async send(
+    method: VaultMethod,
+    apiPath: string,
+    operation: BackendOperation,
+    target: string,
+    body?: unknown,
+    tokenUse: TokenUse = 'renew-when-due',
+  ): Promise<{ call: VaultCall; answer: VaultAnswer }> {
+    const token = await this.tokens.token(operation, target, tokenUse);
+    const call: VaultCall = { method, apiPath, operation, target, token, ...(body === undefined ? {} : { body }) };
     let answer = await this.client.send(call);
     // A login token revoked or expired behind our back: a 403 is not applied, so one retry is safe.
     if (answer.status === 403 && this.tokens.method !== 'token') {
@@ -45,12 +53,20 @@ export interface KvData {
 
 export interface KvMetadata {
   currentVersion: number;
+  /** OpenBao's metadata version (check-and-set of metadata writes); undefined on Vault. */
+  metadataVersion: number | undefined;
   customMetadata: Record<string, string>;
   /** True when the current version exists and is neither deleted nor destroyed. */
   liveCurrentVersion: boolean;
 }
 
 const CAS_MISMATCH = /check-and-set|did not match the current version/i;
+const METADATA_CAS_MISMATCH = /metadata check-and-set/i;
+/** Rounds of a custom_metadata change that keeps losing its check-and-set to other writers. */
+const METADATA_ROUNDS = 5;
+
+/** Keys to set (a string) or remove (null) in custom_metadata; undefined when nothing changes. */
+export type CustomMetadataPatch = Record<string, string | null> | undefined;
 
 export class KvV2 {
   readonly #session: VaultSession;
@@ -80,9 +96,18 @@ export class KvV2 {
     return { data: data.data ?? undefined, version: data.metadata.version, customMetadata: data.metadata.custom_metadata ?? {} };
   }
 
-  /** Writes a new version if the current one is still `cas` (0: only if none exists). */
-  async writeData(path: string, data: Record<string, string>, cas: number, operation: BackendOperation): Promise<{ version: number } | 'cas-mismatch'> {
-    const { call, answer } = await this.#session.send('POST', this.apiPath('data', path), operation, path, { options: { cas }, data });
+  /**
+   * Writes a new version if the current one is still `cas` (0: only if none exists). The write
+   * after the roll passes `until-expiry`, so no token renewal comes before it (invariant 2).
+   */
+  async writeData(
+    path: string,
+    data: Record<string, string>,
+    cas: number,
+    operation: BackendOperation,
+    tokenUse: TokenUse = 'renew-when-due',
+  ): Promise<{ version: number } | 'cas-mismatch'> {
+    const { call, answer } = await this.#session.send('POST', this.apiPath('data', path), operation, path, { options: { cas }, data }, tokenUse);
     if (answer.status === 400 && CAS_MISMATCH.test(JSON.stringify(answer.body ?? ''))) return 'cas-mismatch';
     if (answer.status !== 200) throw this.#session.client.httpError(call, answer);
     return { version: this.#session.client.parse(call, answer, KvWriteResponse).data.version };
@@ -95,18 +120,43 @@ export class KvV2 {
     const { data } = this.#session.client.parse(call, answer, KvMetadataResponse);
     const current = data.versions?.[String(data.current_version)];
     const live = data.current_version > 0 && current !== undefined && (current.deletion_time ?? '') === '' && current.destroyed !== true;
-    return { currentVersion: data.current_version, customMetadata: data.custom_metadata ?? {}, liveCurrentVersion: live };
+    return {
+      currentVersion: data.current_version,
+      metadataVersion: data.current_metadata_version,
+      customMetadata: data.custom_metadata ?? {},
+      liveCurrentVersion: live,
+    };
   }
 
   /**
-   * Changes keyroll's custom_metadata keys. Vault replaces custom_metadata as a whole on every
-   * write, so this reads it first and keeps every key it does not change (an operator's own).
+   * Changes only the custom_metadata keys `patch` names, keeping every other key: keyroll's
+   * other bookkeeping written meanwhile by another runner (an intent marker) and an operator's
+   * own keys. A metadata write replaces custom_metadata as a whole, so each round reads it,
+   * applies the patch to what it read and writes it back at once. On OpenBao the write is a
+   * check-and-set against the metadata version just read (`metadata_cas`; 0 = only if no
+   * metadata exists), so a write that lost against another writer is redone on a fresh read.
+   * HashiCorp Vault has no metadata check-and-set (it ignores the parameter): there a writer
+   * between the read and the write can still be overwritten, which is why bookkeeping of a key
+   * is changed under its lock. `patch` sees the fresh map each round; undefined = no change.
    */
-  async updateCustomMetadata(path: string, change: (current: Record<string, string>) => Record<string, string>, operation: BackendOperation): Promise<void> {
-    const current = (await this.readMetadata(path, operation))?.customMetadata ?? {};
-    const next = change({ ...current });
-    const { call, answer } = await this.#session.send('POST', this.apiPath('metadata', path), operation, path, { custom_metadata: next });
-    if (answer.status < 200 || answer.status >= 300) throw this.#session.client.httpError(call, answer);
+  async updateCustomMetadata(path: string, patch: (current: Record<string, string>) => CustomMetadataPatch, operation: BackendOperation): Promise<void> {
+    let lost: { call: VaultCall; answer: VaultAnswer } | undefined;
+    for (let round = 0; round < METADATA_ROUNDS; round++) {
+      const metadata = await this.readMetadata(path, operation);
+      const current = metadata?.customMetadata ?? {};
+      const changes = patch({ ...current });
+      if (changes === undefined || !changesAnything(current, changes)) return;
+      const cas = metadata === undefined ? 0 : metadata.metadataVersion;
+      const body = { custom_metadata: applyPatch(current, changes), ...(cas === undefined ? {} : { metadata_cas: cas }) };
+      const sent = await this.#session.send('POST', this.apiPath('metadata', path), operation, path, body);
+      if (sent.answer.status >= 200 && sent.answer.status < 300) return;
+      if (sent.answer.status !== 400 || !METADATA_CAS_MISMATCH.test(JSON.stringify(sent.answer.body ?? ''))) {
+        throw this.#session.client.httpError(sent.call, sent.answer);
+      }
+      lost = sent;
+    }
+    // Every round lost against another writer: report it as the conflict it is.
+    throw this.#session.client.error('KR_BACKEND_CONFLICT', lost?.call ?? { method: 'POST', apiPath: this.apiPath('metadata', path), operation, target: path }, 400, undefined, 'custom_metadata kept changing under other writers');
   }
 
   /** The token's capabilities on each API path (as returned by apiPath). */
@@ -122,12 +172,26 @@ export class KvV2 {
     return result;
   }
 
+  /** Renews or replaces the token now unless it stays valid for `minValidityMs` (before a roll). */
+  async ensureFreshToken(minValidityMs: number): Promise<void> {
+    await this.#session.tokens.ensureFresh(minValidityMs, 'preflight', 'token');
+  }
+
   async lookupSelf(operation: BackendOperation, target: string): Promise<{ ttl: number; policies: string[] }> {
     const { call, answer } = await this.#session.send('GET', 'auth/token/lookup-self', operation, target);
     if (answer.status !== 200) throw this.#session.client.httpError(call, answer);
     const { data } = this.#session.client.parse(call, answer, TokenLookupResponse);
     return { ttl: data.ttl, policies: data.policies ?? [] };
   }
+}
+
+function changesAnything(current: Record<string, string>, changes: Record<string, string | null>): boolean {
+  return Object.entries(changes).some(([key, value]) => (value === null ? key in current : current[key] !== value));
+}
+
+function applyPatch(current: Record<string, string>, changes: Record<string, string | null>): Record<string, string> {
+  const merged: Record<string, string | null> = { ...current, ...changes };
+  return Object.fromEntries(Object.entries(merged).filter((entry): entry is [string, string] => entry[1] !== null));
 }
 
 /** Encodes each segment of a KV path; refuses empty, `.` and `..` segments (handled by the caller). */

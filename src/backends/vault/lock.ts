@@ -3,8 +3,12 @@
 // read (0 = create only), so of two runners racing only one write lands; the other re-reads and
 // sees the winner. A stale lock (past expiresAt) is taken over the same way, and a release
 // writes a `released` version with check-and-set, so a lock taken over meanwhile stays intact.
+// A lock write whose answer is lost (timeout, reset, 5xx) may have landed: the entry is read
+// back, and a lock carrying this attempt's random token is ours and returned as acquired, so a
+// caller never holds a lock it does not know about (and never leaves one behind for a TTL).
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
+import { BackendError } from '../errors.ts';
 import type { HeldLock, LockInfo, LockOutcome, LockRequest } from '../types.ts';
 import type { KvV2 } from './kv.ts';
 
@@ -67,13 +71,33 @@ export async function acquireVaultLock(kv: KvV2, path: string, request: LockRequ
       if (!sameHolder && !stale) return { acquired: false, holder: info(lock) };
       tookOver = !sameHolder;
     }
-    const written = await kv.writeData(lockPathFor(path), { ...mine }, version, 'lock');
-    if (written !== 'cas-mismatch') {
-      const held: HeldLock = { ...info(mine), token: mine.token, tookOver };
-      return { acquired: true, lock: held };
+    const held: HeldLock = { ...info(mine), token: mine.token, tookOver };
+    let written: Awaited<ReturnType<KvV2['writeData']>>;
+    try {
+      written = await kv.writeData(lockPathFor(path), { ...mine }, version, 'lock');
+    } catch (error) {
+      if (await landed(kv, path, mine, error)) return { acquired: true, lock: held };
+      throw error;
     }
+    if (written !== 'cas-mismatch') return { acquired: true, lock: held };
   }
   return { acquired: false, holder: info(last ?? mine) };
+}
+
+/**
+ * True when a lock write that failed with an unknown outcome (timeout, reset, 5xx, an answer
+ * that could not be read) did land: the entry now carries this attempt's token. A read-back that
+ * fails too counts as not landed; the caller's retry with the same owner and rotation then
+ * finds its own lock and takes it again.
+ */
+async function landed(kv: KvV2, path: string, mine: LockData, error: unknown): Promise<boolean> {
+  const unknownOutcome = !(error instanceof BackendError) || ['KR_BACKEND_TIMEOUT', 'KR_BACKEND_UNAVAILABLE', 'KR_BACKEND_INVALID_RESPONSE'].includes(error.code);
+  if (!unknownOutcome) return false;
+  try {
+    return (await readLockEntry(kv, path, 'lock')).lock?.token === mine.token;
+  } catch {
+    return false;
+  }
 }
 
 export async function releaseVaultLock(kv: KvV2, path: string, held: HeldLock): Promise<void> {

@@ -31,6 +31,8 @@ export const KvWriteResponse = z.object({ data: KvVersionMetadata });
 export const KvMetadataResponse = z.object({
   data: z.object({
     current_version: z.number().int().nonnegative(),
+    /** OpenBao only: the metadata's own version, the check-and-set value of a metadata write. */
+    current_metadata_version: z.number().int().nonnegative().optional(),
     custom_metadata: CustomMetadata,
     versions: z
       .record(z.string(), z.object({ deletion_time: z.string().optional(), destroyed: z.boolean().optional() }))
