@@ -22,6 +22,11 @@ export type BackendErrorCode =
   | 'KR_BACKEND_INVALID_RESPONSE'
   /** The target itself is unusable (a path escaping the base directory, an empty name). */
   | 'KR_BACKEND_INVALID_TARGET'
+  /**
+   * The secret (or its lock companion) is scheduled for deletion (AWS): nothing can use it, and
+   * its name stays reserved, until an operator restores it (RestoreSecret).
+   */
+  | 'KR_BACKEND_SCHEDULED_FOR_DELETION'
   /** Anything else the backend refused (4xx not covered above, an I/O error on disk). */
   | 'KR_BACKEND_FAILED';
 
@@ -143,6 +148,8 @@ export function describeCode(code: BackendErrorCode): string {
       return 'invalid response';
     case 'KR_BACKEND_INVALID_TARGET':
       return 'invalid target';
+    case 'KR_BACKEND_SCHEDULED_FOR_DELETION':
+      return 'scheduled for deletion';
     case 'KR_BACKEND_FAILED':
       return 'request failed';
   }

@@ -1,6 +1,7 @@
 // The AWS Secrets Manager backend: the Backend interface over one SecretsManagerClient.
 // Each concern lives in its own file (preflight, lock, write, metadata); this class checks the
 // target path once per call and hands each method to its file.
+import { AttemptLog } from '../attempts.ts';
 import type { BackendOperation } from '../errors.ts';
 import type {
   Backend,
@@ -17,7 +18,7 @@ import type {
   WriteResult,
 } from '../types.ts';
 import type { AwsBackendConfig } from './config.ts';
-import type { AwsStaticCredentials } from './client.ts';
+import type { AwsCredentialsInput } from './client.ts';
 import { SecretsManagerCalls } from './client.ts';
 import * as lock from './lock.ts';
 import type { LockContext } from './lock.ts';
@@ -33,8 +34,8 @@ export interface AwsBackendOptions {
   now: () => Date;
   /** Region when the config has none (else the SDK's chain: AWS_REGION, profile). */
   region?: string | undefined;
-  /** Static keys when the caller's environment carries them (else the SDK's default chain). */
-  credentials?: AwsStaticCredentials | undefined;
+  /** Static keys when the caller's environment carries them, or a provider (tests); else the SDK's default chain. */
+  credentials?: AwsCredentialsInput | undefined;
 }
 
 export class AwsBackend implements Backend {
@@ -58,7 +59,7 @@ export class AwsBackend implements Backend {
     const shared = { calls: this.#calls, backendName: name, kmsKeyId: config.kmsKeyId, tags: config.tags };
     this.#preflight = { ...shared, createIfMissing: config.createIfMissing, now: options.now };
     this.#lock = { ...shared, now: options.now };
-    this.#write = { ...shared, createIfMissing: config.createIfMissing, attempts: new values.AttemptLog() };
+    this.#write = { ...shared, createIfMissing: config.createIfMissing, attempts: new AttemptLog() };
     this.#metadata = { ...shared, createIfMissing: config.createIfMissing };
   }
 
@@ -69,6 +70,10 @@ export class AwsBackend implements Backend {
   async preflight(target: StoreTarget): Promise<PreflightResult> {
     this.#check(target, 'preflight');
     return checks.preflight(this.#preflight, target);
+  }
+
+  async ensureFresh(minValidityMs: number): Promise<void> {
+    await this.#calls.ensureFreshCredentials(minValidityMs);
   }
 
   async acquireLock(target: StoreTarget, request: LockRequest): Promise<LockOutcome> {

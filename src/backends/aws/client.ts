@@ -11,8 +11,9 @@ import type {
   PutSecretValueCommandInput,
   PutSecretValueCommandOutput,
   SecretsManagerClient,
+  SecretsManagerClientConfig,
 } from '@aws-sdk/client-secrets-manager';
-import type { BackendOperation } from '../errors.ts';
+import { BackendError, codeForTransportError, type BackendOperation } from '../errors.ts';
 import { awsErrorName, toBackendError } from './errors.ts';
 import type { AwsAction } from './errors.ts';
 
@@ -25,13 +26,17 @@ export interface AwsStaticCredentials {
   sessionToken?: string;
 }
 
+/** Static keys or a credential provider function, as the SDK takes them (tests only). */
+export type AwsCredentialsInput = NonNullable<SecretsManagerClientConfig['credentials']>;
+
 export interface AwsClientOptions {
   /** The policy's name for the backend instance (for errors). */
   backendName: string;
   region?: string | undefined;
   endpoint?: string | undefined;
   timeoutMs: number;
-  credentials?: AwsStaticCredentials | undefined;
+  /** Unset in production: the SDK's default chain (env, IRSA, profile, instance role). */
+  credentials?: AwsCredentialsInput | undefined;
 }
 
 /**
@@ -41,6 +46,13 @@ export interface AwsClientOptions {
  * PutSecretValue resends the same ClientRequestToken, so an SDK retry can never add a version.
  */
 export const SDK_MAX_ATTEMPTS = 2;
+
+/**
+ * The SDK fetches new credentials before a request whenever the ones it holds expire within 5
+ * minutes (EXPIRATION_MS in @smithy/core, credentialsTreatedAsExpired in the default chain).
+ * Credentials that must carry a request without a fetch first must outlive that window too.
+ */
+export const SDK_CREDENTIAL_REFRESH_WINDOW_MS = 300_000;
 
 export class SecretsManagerCalls {
   readonly #options: AwsClientOptions;
@@ -84,9 +96,11 @@ export class SecretsManagerCalls {
       );
       return 'moved';
     } catch (error) {
+      const mapped = toBackendError(error, { backend: this.#options.backendName, operation, action: 'UpdateSecretVersionStage', path: secretId });
       const name = awsErrorName(error);
-      if (name === 'InvalidParameterException' || name === 'InvalidRequestException') return 'stale';
-      throw toBackendError(error, { backend: this.#options.backendName, operation, action: 'UpdateSecretVersionStage', path: secretId });
+      const refused = name === 'InvalidParameterException' || name === 'InvalidRequestException';
+      if (refused && mapped.code !== 'KR_BACKEND_SCHEDULED_FOR_DELETION') return 'stale';
+      throw mapped;
     }
   }
 
@@ -96,6 +110,45 @@ export class SecretsManagerCalls {
 
   async untagResource(operation: BackendOperation, secretId: string, tagKeys: string[]): Promise<void> {
     await this.#call(operation, 'UntagResource', secretId, (client, sdk) => client.send(new sdk.UntagResourceCommand({ SecretId: secretId, TagKeys: tagKeys })));
+  }
+
+  /**
+   * Makes the client's credentials valid for `minValidityMs` beyond the SDK's own refresh window,
+   * forcing the provider chain to fetch new ones (STS for IRSA, the instance role, ...) now
+   * when they would not be, so the PutSecretValue after the roll is not preceded by a credential
+   * fetch (invariant 2). Uses the SDK's resolved, memoized provider (`config.credentials`, a
+   * MemoizedProvider taking `{ forceRefresh }`), whose expiry checks use the real clock.
+   * Static credentials (no expiration) need nothing.
+   */
+  async ensureFreshCredentials(minValidityMs: number): Promise<void> {
+    const needed = minValidityMs + SDK_CREDENTIAL_REFRESH_WINDOW_MS;
+    const validFor = (expiration: Date | undefined): number => (expiration === undefined ? Infinity : expiration.getTime() - Date.now());
+    let expiration: Date | undefined;
+    try {
+      const { client } = await this.#load();
+      expiration = (await client.config.credentials()).expiration;
+      if (validFor(expiration) >= needed) return;
+      expiration = (await client.config.credentials({ forceRefresh: true })).expiration;
+    } catch (error) {
+      throw this.#credentialsError(error, 'the SDK could not resolve credentials');
+    }
+    if (validFor(expiration) < needed) {
+      const left = Math.max(0, Math.floor(validFor(expiration) / 1000));
+      throw this.#credentialsError(undefined, `fresh credentials expire in ${String(left)}s, sooner than the ${String(Math.ceil(needed / 1000))}s a rotation needs (including the SDK's 5-minute refresh window)`);
+    }
+  }
+
+  #credentialsError(cause: unknown, problem: string): BackendError {
+    // A provider error names the source that failed (no token file, STS refused), never a key.
+    const code = cause === undefined ? 'KR_BACKEND_DENIED' : (codeForTransportError(cause) ?? 'KR_BACKEND_DENIED');
+    const name = cause === undefined ? '' : ` (${awsErrorName(cause)})`;
+    return new BackendError(code, `aws backend ${this.#options.backendName}: credentials not fresh enough for a rotation: ${problem}${name}`, {
+      backend: this.#options.backendName,
+      kind: 'aws',
+      operation: 'preflight',
+      path: 'credentials',
+      ...(cause === undefined ? {} : { cause }),
+    });
   }
 
   /** Closes the client's sockets; a later call opens a new client. */

@@ -48,8 +48,21 @@ const BY_NAME: Readonly<Record<string, BackendErrorCode>> = {
   RequestTimeoutException: 'KR_BACKEND_TIMEOUT',
 };
 
+/**
+ * What AWS (InvalidRequestException) and moto say about a secret scheduled for deletion:
+ * "You can't perform this operation on the secret because it was marked for deletion", "...
+ * because a secret with this name is already scheduled for deletion", "...currently marked
+ * deleted". Matched on the message, which itself is never kept (it may echo a request).
+ */
+const SCHEDULED_FOR_DELETION = /marked (for )?delet|scheduled for deletion/i;
+
+function isScheduledForDeletion(error: unknown, name: string): boolean {
+  return name === 'InvalidRequestException' && error instanceof Error && SCHEDULED_FOR_DELETION.test(error.message);
+}
+
 /** Hints for the operator, by code, appended to the fixed message. */
 function hint(code: BackendErrorCode, action: AwsAction, awsName: string): string {
+  if (code === 'KR_BACKEND_SCHEDULED_FOR_DELETION') return ': restore it first (aws secretsmanager restore-secret); its name stays reserved until then';
   if (awsName === 'EncryptionFailure' || awsName === 'DecryptionFailure') {
     return ': the KMS key of the secret refused the request (check kms:GenerateDataKey / kms:Decrypt for keyroll)';
   }
@@ -91,6 +104,7 @@ export function awsHttpStatus(error: unknown): number | undefined {
 }
 
 function codeFor(error: unknown, name: string, status: number | undefined): BackendErrorCode {
+  if (isScheduledForDeletion(error, name)) return 'KR_BACKEND_SCHEDULED_FOR_DELETION';
   const byName = BY_NAME[name];
   if (byName !== undefined) return byName;
   const transport = codeForTransportError(error);

@@ -9,6 +9,9 @@
 // reserved for its recovery window (and deletion is asynchronous even when forced), which would block
 // the next CreateSecret. The companion secret therefore stays, one per destination (it is billed as
 // a secret), and gains two versions per rotation; AWS prunes unlabelled versions itself.
+// A lock change whose answer is lost (timeout, reset, 5xx) may have landed: the lock is read back,
+// and one that carries this request's owner, rotation and expiry is ours and returned as acquired,
+// so a caller never holds a lock it does not know about (and never leaves one behind for a TTL).
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { BackendError } from '../errors.ts';
@@ -62,7 +65,7 @@ async function readCurrentLock(context: LockContext, lockName: string, operation
   }
   const parsed = answer.SecretString === undefined ? undefined : LockValue.safeParse(safeJson(answer.SecretString));
   if (answer.VersionId === undefined || !parsed?.success) {
-    throw new BackendError('KR_BACKEND_INVALID_RESPONSE', `aws lock secret ${lockName} holds a value keyroll did not write; delete it to free the lock`, {
+    throw new BackendError('KR_BACKEND_INVALID_RESPONSE', `aws lock secret ${lockName} holds a value keyroll did not write; ${FREE_IT}`, {
       backend: context.backendName,
       kind: 'aws',
       operation,
@@ -117,8 +120,48 @@ function holderOf(value: Extract<LockValue, { state: 'held' }>): LockInfo {
 /** At most this many create/read/CAS rounds; each lost CAS means another runner now holds a fresh lock. */
 const MAX_ROUNDS = 3;
 
+/** How an operator frees a lock (docs/runbook.md, "Clearing a stale lock"); never by deleting it. */
+const FREE_IT =
+  'to free it, write a released value (aws secretsmanager put-secret-value --secret-string \'{"state":"released","owner":"operator","rotationId":"manual-release","releasedAt":"<ISO time>"}\', see the runbook); never delete it: a deleted name stays reserved for 7-30 days and blocks every later lock';
+
+/** The error for a lock secret scheduled for deletion (someone deleted it), naming the repair. */
+function lockErrorOf(context: LockContext, lockName: string, error: unknown, operation: BackendOperation): unknown {
+  if (!(error instanceof BackendError) || error.code !== 'KR_BACKEND_SCHEDULED_FOR_DELETION') return error;
+  return new BackendError(
+    'KR_BACKEND_SCHEDULED_FOR_DELETION',
+    `aws lock secret ${lockName} is scheduled for deletion, so no runner can take the key's lock: restore it (aws secretsmanager restore-secret --secret-id ${lockName}), then write a released value if it is still held; never delete a lock secret`,
+    { backend: context.backendName, kind: 'aws', operation, path: lockName, ...(error.status === undefined ? {} : { status: error.status }) },
+  );
+}
+
 export async function acquireLock(context: LockContext, path: string, request: LockRequest): Promise<LockOutcome> {
   const lockName = lockSecretName(path);
+  try {
+    return await takeLock(context, lockName, request);
+  } catch (error) {
+    throw lockErrorOf(context, lockName, error, 'lock');
+  }
+}
+
+/**
+ * After a lock change that failed with an unknown outcome: the lock, when the change landed
+ * (AWSCURRENT holds `held`, this request's value); otherwise undefined. A read-back that fails
+ * too counts as not landed; the caller's retry with the same owner and rotation then finds its
+ * own lock and takes it again.
+ */
+async function landedLock(context: LockContext, lockName: string, held: Extract<LockValue, { state: 'held' }>, error: unknown, tookOver: boolean): Promise<LockOutcome | undefined> {
+  const unknownOutcome = !(error instanceof BackendError) || ['KR_BACKEND_TIMEOUT', 'KR_BACKEND_UNAVAILABLE', 'KR_BACKEND_INVALID_RESPONSE'].includes(error.code);
+  if (!unknownOutcome) return undefined;
+  try {
+    const current = await readCurrentLock(context, lockName, 'lock');
+    if (current?.value.state !== 'held' || !isOurs(current.value, held) || current.value.expiresAt !== held.expiresAt) return undefined;
+    return { acquired: true, lock: { ...holderOf(held), token: current.versionId, tookOver } };
+  } catch {
+    return undefined;
+  }
+}
+
+async function takeLock(context: LockContext, lockName: string, request: LockRequest): Promise<LockOutcome> {
   for (let round = 0; round < MAX_ROUNDS; round++) {
     const now = context.now();
     const held: LockValue = {
@@ -127,7 +170,14 @@ export async function acquireLock(context: LockContext, path: string, request: L
       rotationId: request.rotationId,
       expiresAt: new Date(now.getTime() + request.ttlMs).toISOString(),
     };
-    const created = await createLockSecret(context, lockName, held);
+    let created: string | undefined;
+    try {
+      created = await createLockSecret(context, lockName, held);
+    } catch (error) {
+      const ours = await landedLock(context, lockName, held, error, false);
+      if (ours) return ours;
+      throw error;
+    }
     if (created !== undefined) return { acquired: true, lock: { ...holderOf(held), token: created, tookOver: false } };
 
     const current = await readCurrentLock(context, lockName, 'lock');
@@ -136,11 +186,16 @@ export async function acquireLock(context: LockContext, path: string, request: L
     const free = value.state === 'released' || isOurs(value, request) || Date.parse(value.expiresAt) <= now.getTime();
     if (!free) return { acquired: false, holder: holderOf(value) };
 
-    const version = await compareAndSwap(context, lockName, current.versionId, held, 'lock');
-    if (version !== undefined) {
-      const tookOver = value.state === 'held' && !isOurs(value, request);
-      return { acquired: true, lock: { ...holderOf(held), token: version, tookOver } };
+    const tookOver = value.state === 'held' && !isOurs(value, request);
+    let version: string | undefined;
+    try {
+      version = await compareAndSwap(context, lockName, current.versionId, held, 'lock');
+    } catch (error) {
+      const ours = await landedLock(context, lockName, held, error, tookOver);
+      if (ours) return ours;
+      throw error;
     }
+    if (version !== undefined) return { acquired: true, lock: { ...holderOf(held), token: version, tookOver } };
   }
   throw new BackendError('KR_BACKEND_CONFLICT', `aws lock secret ${lockName} kept changing while keyroll tried to take it`, {
     backend: context.backendName,
@@ -155,7 +210,7 @@ async function createLockSecret(context: LockContext, lockName: string, value: L
   try {
     const answer = await context.calls.createSecret('lock', {
       Name: lockName,
-      Description: 'keyroll rotation lock; holds no secret. Delete it only when no rotation runs.',
+      Description: 'keyroll rotation lock; holds no secret. Never delete it (a deleted name stays reserved and blocks every later lock); to free it, write a released value (see the keyroll runbook).',
       SecretString: JSON.stringify(value),
       // A fresh token per attempt: the SDK's own retry of this call resends it, so a create whose
       // answer was lost is recognised as ours instead of as someone else's lock.
@@ -182,6 +237,14 @@ function invalidAnswer(context: LockContext, lockName: string, action: string): 
 /** Releases `lock` when it is still ours (same version, owner and rotation); otherwise leaves it alone. */
 export async function releaseLock(context: LockContext, path: string, lock: HeldLock): Promise<void> {
   const lockName = lockSecretName(path);
+  try {
+    await giveBack(context, lockName, lock);
+  } catch (error) {
+    throw lockErrorOf(context, lockName, error, 'unlock');
+  }
+}
+
+async function giveBack(context: LockContext, lockName: string, lock: HeldLock): Promise<void> {
   const current = await readCurrentLock(context, lockName, 'unlock');
   if (current?.versionId !== lock.token || current.value.state !== 'held' || !isOurs(current.value, lock)) return;
   const released: LockValue = { state: 'released', owner: lock.owner, rotationId: lock.rotationId, releasedAt: context.now().toISOString() };
@@ -191,6 +254,12 @@ export async function releaseLock(context: LockContext, path: string, lock: Held
 
 /** The lock as `status` and recovery see it: the holder (even past expiry), or undefined when free. */
 export async function readLockInfo(context: LockContext, path: string): Promise<LockInfo | undefined> {
-  const current = await readCurrentLock(context, lockSecretName(path), 'state');
+  const lockName = lockSecretName(path);
+  let current: CurrentLock | undefined;
+  try {
+    current = await readCurrentLock(context, lockName, 'state');
+  } catch (error) {
+    throw lockErrorOf(context, lockName, error, 'state');
+  }
   return current?.value.state === 'held' ? holderOf(current.value) : undefined;
 }

@@ -9,6 +9,7 @@ import { createHash } from 'node:crypto';
 import { BackendError } from '../errors.ts';
 import { parseStoredValue, renderText } from '../render.ts';
 import type { SecretRecord, StoreTarget, StoredSecret, WriteResult } from '../types.ts';
+import type { AttemptLog } from '../attempts.ts';
 import type { SecretsManagerCalls } from './client.ts';
 import { isSecretArn } from './target.ts';
 import { creationTags } from './tags.ts';
@@ -32,28 +33,6 @@ export function clientRequestToken(rotationId: string): string {
   const digest = createHash('sha256').update(rotationId, 'utf8').digest('hex');
   if (rotationId.length > 64) return digest;
   return `${rotationId}-${digest}`.slice(0, 64);
-}
-
-/** The (path, token) pairs this process has attempted to write; bounded, oldest forgotten first. */
-export class AttemptLog {
-  readonly #seen = new Set<string>();
-  readonly #limit: number;
-
-  constructor(limit = 4096) {
-    this.#limit = limit;
-  }
-
-  /** Records an attempt; true when the same pair was attempted before. */
-  record(path: string, token: string): boolean {
-    const key = `${path}\n${token}`;
-    if (this.#seen.has(key)) return true;
-    this.#seen.add(key);
-    if (this.#seen.size > this.#limit) {
-      const oldest = this.#seen.values().next().value;
-      if (oldest !== undefined) this.#seen.delete(oldest);
-    }
-    return false;
-  }
 }
 
 export async function writeSecret(context: WriteContext, target: StoreTarget, record: SecretRecord): Promise<WriteResult> {
