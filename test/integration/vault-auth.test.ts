@@ -1,10 +1,13 @@
 // Vault auth methods against a real OpenBao dev server: token renewal, AppRole login and
 // re-login, Kubernetes service-account login (with a loopback stand-in for the TokenReview API).
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { inspect } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sanitizeText } from '../../src/audit/sanitize.ts';
+import { BackendError } from '../../src/backends/errors.ts';
 import type { StoreTarget } from '../../src/backends/types.ts';
 import { createTestClock, makeRecord } from '../backends/contract.ts';
 import { vaultServer } from './servers.ts';
@@ -152,6 +155,21 @@ if (server === undefined) {
     it('is denied for a service account the role does not bind', async () => {
       const backend = makeBackend(vault, { auth: { method: 'kubernetes', role: 'keyroll', mount, jwtFile: join(dir, 'other-token') } });
       await expect(backend.preflight(target())).rejects.toMatchObject({ code: 'KR_BACKEND_DENIED' });
+      await backend.close();
+    });
+
+    it('treats the service-account JWT as a secret: the sanitizer blanks it and a refused login does not carry it', async () => {
+      const refusedJwt = await readFile(join(dir, 'other-token'), 'utf8');
+      const backend = makeBackend(vault, { auth: { method: 'kubernetes', role: 'keyroll', mount, jwtFile: join(dir, 'other-token') } });
+      const error: unknown = await backend.preflight(target()).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(BackendError);
+      const texts: string[] = [];
+      for (let current: unknown = error; current instanceof Error; current = current.cause) {
+        texts.push(current.message, String(current.stack), inspect(current, { depth: 8 }));
+      }
+      texts.push(JSON.stringify((error as BackendError).toFields()));
+      for (const text of texts) expect(text).not.toContain(refusedJwt);
+      expect(sanitizeText(`login with ${refusedJwt}`)).toBe('login with [REDACTED]');
       await backend.close();
     });
 
