@@ -1,10 +1,13 @@
 // The AWS lock secret under contention, on moto: several runners racing for one stale lock,
-// and the compare-and-swap interleaving forced step by step.
+// and the compare-and-swap interleaving forced step by step; lock changes whose answer is lost;
+// lock secrets an operator broke (a foreign value, a deletion).
+import { DeleteSecretCommand, DescribeSecretCommand, PutSecretValueCommand } from '@aws-sdk/client-secrets-manager';
 import { describe, expect, it } from 'vitest';
 import { SecretsManagerCalls } from '../../src/backends/aws/client.ts';
 import { acquireLock } from '../../src/backends/aws/lock.ts';
+import { BackendError } from '../../src/backends/errors.ts';
 import { createTestClock } from '../backends/contract.ts';
-import { makeBackend, newTarget } from './aws-fixtures.ts';
+import { makeBackend, newTarget, rejection, sdkClient } from './aws-fixtures.ts';
 import { motoServer } from './servers.ts';
 
 const moto = motoServer();
@@ -84,6 +87,131 @@ describe.skipIf(moto === undefined)('aws lock (moto)', () => {
         expect(b.moves).toEqual(['stale']);
       } finally {
         await Promise.all([first.close(), a.close(), b.close()]);
+      }
+    });
+  });
+  describe('a lock change whose answer is lost', () => {
+    /** Calls whose chosen action reaches moto and lands, but whose answer "times out". */
+    class LostAnswerCalls extends SecretsManagerCalls {
+      lose: 'createSecret' | 'moveCurrentStage' | undefined;
+      /** GetSecretValue calls to fail (as unavailable) after the lost answer. */
+      failReads = 0;
+
+      constructor(lose: LostAnswerCalls['lose']) {
+        super({ backendName: 'lossy', endpoint: server.endpoint, region: server.region, timeoutMs: 10_000, credentials: { accessKeyId: server.accessKeyId, secretAccessKey: server.secretAccessKey } });
+        this.lose = lose;
+      }
+
+      #lost(path: string): BackendError {
+        this.lose = undefined;
+        return new BackendError('KR_BACKEND_TIMEOUT', `lossy: answer for ${path} lost`, { backend: 'lossy', kind: 'aws', operation: 'lock', path });
+      }
+
+      override async createSecret(...args: Parameters<SecretsManagerCalls['createSecret']>): ReturnType<SecretsManagerCalls['createSecret']> {
+        const answer = await super.createSecret(...args);
+        if (this.lose === 'createSecret') throw this.#lost(args[1].Name);
+        return answer;
+      }
+
+      override async moveCurrentStage(...args: Parameters<SecretsManagerCalls['moveCurrentStage']>): Promise<'moved' | 'stale'> {
+        const answer = await super.moveCurrentStage(...args);
+        if (this.lose === 'moveCurrentStage') throw this.#lost(args[1]);
+        return answer;
+      }
+
+      override async getSecretValue(...args: Parameters<SecretsManagerCalls['getSecretValue']>): ReturnType<SecretsManagerCalls['getSecretValue']> {
+        if (this.lose === undefined && this.failReads > 0) {
+          this.failReads -= 1;
+          throw new BackendError('KR_BACKEND_UNAVAILABLE', 'lossy: read refused', { backend: 'lossy', kind: 'aws', operation: 'lock', path: args[1].SecretId });
+        }
+        return super.getSecretValue(...args);
+      }
+    }
+    const clock = createTestClock();
+    const context = (calls: SecretsManagerCalls) => ({ calls, backendName: 'lossy', tags: {}, now: clock.now });
+    const request = (owner: string) => ({ owner, rotationId: `rot-${owner}`, ttlMs: 900_000 });
+
+    it('returns the lock as acquired when the CreateSecret that made it landed', async () => {
+      const t = newTarget();
+      const calls = new LostAnswerCalls('createSecret');
+      const other = makeBackend(server, clock);
+      try {
+        expect(await acquireLock(context(calls), t.path, request('a'))).toMatchObject({ acquired: true, lock: { owner: 'a', tookOver: false } });
+        expect((await other.acquireLock(t, request('b'))).acquired).toBe(false);
+      } finally {
+        await Promise.all([calls.close(), other.close()]);
+      }
+    });
+
+    it('returns the lock as acquired when the compare-and-swap that took it landed', async () => {
+      const t = newTarget();
+      const first = makeBackend(server, clock);
+      const calls = new LostAnswerCalls(undefined);
+      try {
+        const held = await first.acquireLock(t, request('old'));
+        if (!held.acquired) throw new Error('expected the first lock');
+        await first.releaseLock(t, held.lock);
+        calls.lose = 'moveCurrentStage';
+        const outcome = await acquireLock(context(calls), t.path, request('a'));
+        expect(outcome).toMatchObject({ acquired: true, lock: { owner: 'a' } });
+        expect((await first.readState(t)).lock?.owner).toBe('a');
+      } finally {
+        await Promise.all([first.close(), calls.close()]);
+      }
+    });
+
+    it('gives the lock to a retried acquire when even the read-back failed', async () => {
+      const t = newTarget();
+      const calls = new LostAnswerCalls('createSecret');
+      calls.failReads = 1;
+      try {
+        const error = await rejection(acquireLock(context(calls), t.path, request('a')));
+        expect(error.code).toBe('KR_BACKEND_TIMEOUT');
+        // The on-call retries at once with the same owner and rotation: not busy.
+        expect(await acquireLock(context(calls), t.path, request('a'))).toMatchObject({ acquired: true, lock: { owner: 'a' } });
+      } finally {
+        await calls.close();
+      }
+    });
+  });
+
+  describe('a lock secret an operator broke', () => {
+    it('with a value keyroll did not write, says to write a released value, never to delete it', async () => {
+      const t = newTarget();
+      const backend = makeBackend(server, createTestClock());
+      const sdk = sdkClient(server);
+      try {
+        await backend.acquireLock(t, { owner: 'o', rotationId: 'r', ttlMs: 60_000 });
+        await sdk.send(new PutSecretValueCommand({ SecretId: `${t.path}.keyroll-lock`, SecretString: 'not a lock' }));
+        const error = await rejection(backend.acquireLock(t, { owner: 'p', rotationId: 'r2', ttlMs: 60_000 }));
+        expect(error.code).toBe('KR_BACKEND_INVALID_RESPONSE');
+        expect(error.message).toContain('"state":"released"');
+        expect(error.message).toContain('never delete it');
+        expect(error.message).not.toMatch(/delete it to free/);
+        const description = await sdk.send(new DescribeSecretCommand({ SecretId: `${t.path}.keyroll-lock` }));
+        expect(description.Description).toContain('Never delete it');
+      } finally {
+        await backend.close();
+        sdk.destroy();
+      }
+    });
+
+    it('scheduled for deletion, fails the lock step with KR_BACKEND_SCHEDULED_FOR_DELETION naming restore-secret', async () => {
+      const t = newTarget();
+      const backend = makeBackend(server, createTestClock());
+      const sdk = sdkClient(server);
+      try {
+        const held = await backend.acquireLock(t, { owner: 'o', rotationId: 'r', ttlMs: 60_000 });
+        if (!held.acquired) throw new Error('expected the lock');
+        await backend.releaseLock(t, held.lock);
+        await sdk.send(new DeleteSecretCommand({ SecretId: `${t.path}.keyroll-lock`, RecoveryWindowInDays: 7 }));
+        const error = await rejection(backend.acquireLock(t, { owner: 'p', rotationId: 'r2', ttlMs: 60_000 }));
+        expect(error).toMatchObject({ code: 'KR_BACKEND_SCHEDULED_FOR_DELETION', operation: 'lock', retryable: false, path: `${t.path}.keyroll-lock` });
+        expect(error.message).toContain(`restore-secret --secret-id ${t.path}.keyroll-lock`);
+        expect((await rejection(backend.readState(t))).code).toBe('KR_BACKEND_SCHEDULED_FOR_DELETION');
+      } finally {
+        await backend.close();
+        sdk.destroy();
       }
     });
   });

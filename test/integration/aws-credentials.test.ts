@@ -1,0 +1,104 @@
+// AWS credentials and the write after the roll (invariant 2), on moto: the SDK fetches new
+// credentials before any request once the ones it holds expire within 5 minutes, so without
+// ensureFresh the PutSecretValue after the roll could follow an STS call. A provider function
+// stands in for the default chain (IRSA's STS call, the instance role) and counts its calls;
+// only Date is faked (the SDK judges expiry by Date.now()), timers and sockets stay real.
+import { randomUUID } from 'node:crypto';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { AwsBackend } from '../../src/backends/aws/backend.ts';
+import { AwsBackendConfig } from '../../src/backends/aws/config.ts';
+import { createTestClock, makeRecord } from '../backends/contract.ts';
+import { newTarget, rejection } from './aws-fixtures.ts';
+import { motoServer, type MotoServer } from './servers.ts';
+
+const moto = motoServer();
+const MINUTE = 60_000;
+
+interface CountingProvider {
+  provider: (options?: { forceRefresh?: boolean }) => Promise<{ accessKeyId: string; secretAccessKey: string; expiration: Date }>;
+  /** One entry per fetch: whether it was forced. */
+  fetches: boolean[];
+}
+
+/** Credentials that live `lifetimeMs` from each fetch (moto accepts any keys). */
+function countingProvider(server: MotoServer, lifetimeMs: number): CountingProvider {
+  const fetches: boolean[] = [];
+  return {
+    fetches,
+    provider: (options) => {
+      fetches.push(options?.forceRefresh === true);
+      return Promise.resolve({ accessKeyId: server.accessKeyId, secretAccessKey: server.secretAccessKey, expiration: new Date(Date.now() + lifetimeMs) });
+    },
+  };
+}
+
+describe.skipIf(moto === undefined)('aws backend: credentials before the roll (moto)', () => {
+  const server = moto!;
+  const backendWith = (credentials: CountingProvider['provider'] | { accessKeyId: string; secretAccessKey: string }): AwsBackend =>
+    new AwsBackend('aws-credentials', AwsBackendConfig.parse({ kind: 'aws', endpoint: server.endpoint, createIfMissing: true }), {
+      now: createTestClock().now,
+      region: server.region,
+      credentials,
+    });
+
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('without ensureFresh, the SDK fetches credentials right before the put once they near expiry (the hazard)', async () => {
+    const counting = countingProvider(server, 15 * MINUTE);
+    const backend = backendWith(counting.provider);
+    const t = newTarget();
+    await backend.preflight(t);
+    vi.setSystemTime(Date.now() + 11 * MINUTE); // 4 minutes left: inside the SDK's 5-minute window
+    const rollAnswered = counting.fetches.length;
+    await backend.writeSecret(t, makeRecord({ rotationId: randomUUID() }));
+    expect(counting.fetches.length).toBeGreaterThan(rollAnswered);
+    await backend.close();
+  });
+
+  it('forces the refresh in ensureFresh, so nothing is fetched between the roll answer and the put', async () => {
+    const counting = countingProvider(server, 15 * MINUTE);
+    const backend = backendWith(counting.provider);
+    const t = newTarget();
+    await backend.preflight(t);
+    vi.setSystemTime(Date.now() + 9 * MINUTE); // 6 minutes left: the SDK would still use them
+    const beforeRoll = counting.fetches.length;
+    await backend.ensureFresh(2 * MINUTE); // 2 minutes + the SDK's 5 > 6 left: refresh now
+    expect(counting.fetches.slice(beforeRoll)).toEqual([true]);
+    const rollAnswered = counting.fetches.length;
+    const record = makeRecord({ rotationId: randomUUID() });
+    expect(await backend.writeSecret(t, record)).toEqual({ version: record.rotationId, alreadyApplied: false });
+    expect(counting.fetches.length).toBe(rollAnswered);
+    await backend.close();
+  });
+
+  it('fetches nothing in ensureFresh while the credentials outlive the time asked for', async () => {
+    const counting = countingProvider(server, 60 * MINUTE);
+    const backend = backendWith(counting.provider);
+    await backend.preflight(newTarget());
+    const beforeRoll = counting.fetches.length;
+    await backend.ensureFresh(10 * MINUTE);
+    expect(counting.fetches.length).toBe(beforeRoll);
+    await backend.close();
+  });
+
+  it('refuses in ensureFresh, before any roll, credentials that even fresh expire too soon', async () => {
+    const counting = countingProvider(server, 8 * MINUTE);
+    const backend = backendWith(counting.provider);
+    await backend.preflight(newTarget());
+    const error = await rejection(backend.ensureFresh(10 * MINUTE));
+    expect(error).toMatchObject({ code: 'KR_BACKEND_DENIED', kind: 'aws', retryable: false });
+    expect(error.message).toMatch(/expire in \d+s, sooner than the 900s/);
+    await backend.close();
+  });
+
+  it('needs nothing for static keys, which do not expire', async () => {
+    const backend = backendWith({ accessKeyId: server.accessKeyId, secretAccessKey: server.secretAccessKey });
+    await expect(backend.ensureFresh(60 * MINUTE)).resolves.toBeUndefined();
+    await backend.close();
+  });
+});
