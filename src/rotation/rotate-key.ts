@@ -14,7 +14,12 @@ import { storeSecret } from './store.ts';
 import { auditStore, recordFailureBestEffort, sendAlert, storeFailed } from './store-outcome.ts';
 import type { KeyOutcome, ResolvedDestination, RotationDeps, RotationStep, RunTrigger } from './types.ts';
 import { verifyStored } from './verify.ts';
-import { sealToEscrow } from './escrow.ts';
+
+// age and its elliptic curves take longer to load than the rest of a cold start, and only a
+// policy with an escrow can need them: loaded then, in preflight, so a broken install fails
+// before the roll, never after a secret was rolled (invariant 4).
+let escrowModule: Promise<typeof import('./escrow.ts')> | undefined;
+const loadEscrow = (): Promise<typeof import('./escrow.ts')> => (escrowModule ??= import('./escrow.ts'));
 
 export interface RotateKeyInput {
   key: KeyPolicy;
@@ -92,6 +97,7 @@ export async function rotateKey(input: RotateKeyInput, deps: RotationDeps): Prom
     // Invariant 1: every destination proves it can be written before anything is rolled.
     await deps.checkpoint?.('preflight');
     await preflightDestinations(key, destinations, fallbacks, audit);
+    const sealToEscrow = deps.escrow ? (await loadEscrow()).sealToEscrow : undefined;
 
     // Invariant 5: one roll at a time per key, across every runner.
     await enter('lock');
