@@ -36,6 +36,22 @@ describe('aws error mapping', () => {
     expect(error).toMatchObject({ code, retryable, backend: 'aws-main', kind: 'aws', operation: 'write', path: 'app/key' });
   });
 
+  it.each([
+    ["You can't perform this operation on the secret because it was marked for deletion."],
+    ["You can't create this secret because a secret with this name is already scheduled for deletion."],
+    ["You tried to perform the operation on a secret that's currently marked deleted."],
+  ])('maps an InvalidRequestException about deletion (%s) to KR_BACKEND_SCHEDULED_FOR_DELETION', (message) => {
+    const error = toBackendError(Object.assign(new Error(message), { name: 'InvalidRequestException', $metadata: { httpStatusCode: 400 } }), { ...context, action: 'GetSecretValue' });
+    expect(error).toMatchObject({ code: 'KR_BACKEND_SCHEDULED_FOR_DELETION', retryable: false });
+    expect(error.message).toContain('restore-secret');
+    expect(error.message).not.toContain(message);
+  });
+
+  it('keeps other InvalidRequestExceptions a plain failure', () => {
+    const error = toBackendError(Object.assign(new Error('You provided an invalid request.'), { name: 'InvalidRequestException', $metadata: { httpStatusCode: 400 } }), context);
+    expect(error.code).toBe('KR_BACKEND_FAILED');
+  });
+
   it('maps an unparsable 403 (an XML AccessDenied, as moto sends) to KR_BACKEND_DENIED naming the action', () => {
     const error = toBackendError(sdkError('SyntaxError', 403), context);
     expect(error.code).toBe('KR_BACKEND_DENIED');

@@ -177,6 +177,43 @@ describe('vault token source', () => {
     await expect(tokens.token('read', 'a')).rejects.toMatchObject({ code: 'KR_BACKEND_UNAVAILABLE' });
   });
 
+  it('keeps an until-expiry token past 2/3 of its TTL, and replaces it once it has expired', async () => {
+    const clock = createTestClock();
+    let logins = 0;
+    reply = (r) => (r.url.endsWith('/login') ? loginAnswer(`hvs.login-${String(++logins)}`, 60) : loginAnswer('hvs.login-1', 60));
+    const tokens = source(client(), clock);
+    await tokens.token('read', 'a');
+    clock.advance(41_000); // renewal due at 40 s
+    expect((await tokens.token('write', 'a', 'until-expiry')).reveal()).toBe('hvs.login-1');
+    expect(seen.map((r) => r.url)).toEqual(['/v1/auth/approle/login']);
+    clock.advance(20_000); // expired at 60 s
+    await tokens.token('write', 'a', 'until-expiry');
+    expect(seen.map((r) => r.url)).toEqual(['/v1/auth/approle/login', '/v1/auth/token/renew-self']);
+  });
+
+  it('logs in again in ensureFresh when a renewal cannot reach the validity asked for', async () => {
+    const clock = createTestClock();
+    let logins = 0;
+    reply = (r) => {
+      if (r.url.endsWith('/login')) return loginAnswer(`hvs.login-${String(++logins)}`, 600);
+      return loginAnswer('hvs.login-1', 250); // capped near its max TTL, still above 1/3
+    };
+    const tokens = source(client(), clock);
+    await tokens.token('read', 'a');
+    clock.advance(450_000);
+    await tokens.ensureFresh(300_000, 'preflight', 'token');
+    expect(seen.map((r) => r.url)).toEqual(['/v1/auth/approle/login', '/v1/auth/token/renew-self', '/v1/auth/approle/login']);
+    expect((await tokens.token('write', 'a', 'until-expiry')).reveal()).toBe('hvs.login-2');
+  });
+
+  it('refuses in ensureFresh when not even a fresh login lives long enough, without the token in the error', async () => {
+    reply = () => loginAnswer('hvs.short-lived-token-0001', 120);
+    const tokens = source(client());
+    const error: unknown = await tokens.ensureFresh(600_000, 'preflight', 'token').catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'KR_BACKEND_DENIED', operation: 'preflight' });
+    expect((error as Error).message).not.toContain('hvs.short-lived-token-0001');
+  });
+
   it('retries a request once with a fresh login after a 403', async () => {
     let logins = 0;
     reply = (r) => {
