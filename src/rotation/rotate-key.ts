@@ -155,7 +155,8 @@ export async function rotateKey(input: RotateKeyInput, deps: RotationDeps): Prom
 
     endStep();
     progress.step = 'roll';
-    const rolled: RollSuccess = await rollWithRetries(key, primary, deps, progress, input.signal);
+    // The key's audit, so the roll step's probe and retry events carry the key and rotation ids.
+    const rolled: RollSuccess = await rollWithRetries(key, primary, { ...deps, audit }, progress, input.signal);
     const answeredAtMs = deps.monotonicMs();
     const rotatedAt = deps.now().toISOString();
     progress.rolled = true;
