@@ -7,7 +7,7 @@ import type { Secret } from '../audit/secret.ts';
 import { staticCredential, type CredentialProvider } from './credentials.ts';
 import { decodeBody, decodeRolledKey, type RawResponse, type RolledKey } from './decode.ts';
 import { ApiError, transportError, type ApiOperation } from './errors.ts';
-import { headerValue, mediaType, readBodyText, ResponseTooLargeError } from './http.ts';
+import { headerValue, mediaType, readBodyText, ResponseDeadlineError, ResponseTooLargeError } from './http.ts';
 import type { RateLimiter } from './rate-limiter.ts';
 import { parseRetryAfter } from './retry-after.ts';
 import { ConsentSettingsBody, ProjectBody, ProjectListBody, type Branding, type ConsentSettings, type Project } from './schema.ts';
@@ -56,6 +56,8 @@ interface CallSpec {
 }
 
 const DEFAULT_TIMEOUT_MS = 10_000;
+/** The longest a 429 pauses every caller: the run's default 429 budget (src/rotation/runtime.ts). */
+export const MAX_SHARED_PAUSE_MS = 120_000;
 
 export class ApiClient {
   readonly #origin: string;
@@ -242,7 +244,8 @@ export class ApiClient {
         signal: spec.signal ?? null,
       });
       phase = 'body';
-      const { text, bytes } = await readBodyText(answer.body);
+      // timeouts.bodyMs bounds the whole body, not only the gap between chunks (a slow drip).
+      const { text, bytes } = await readBodyText(answer.body, undefined, this.#bodyTimeoutMs);
       response = { status: answer.statusCode, headers: answer.headers, contentType: mediaType(answer.headers), text, bytes };
     } catch (error) {
       if (error instanceof ResponseTooLargeError) {
@@ -253,13 +256,24 @@ export class ApiClient {
           outcomeUnknown: operation === 'roll',
         });
       }
+      if (error instanceof ResponseDeadlineError) {
+        throw new ApiError({
+          code: 'KR_API_TIMEOUT',
+          operation,
+          message: `${operation}: response body not complete within ${error.deadlineMs} ms`,
+          outcomeUnknown: operation === 'roll',
+          cause: error,
+        });
+      }
       throw transportError(error, operation, phase);
     }
 
     if (response.status === 429) {
       const retryAfterMs = parseRetryAfter(headerValue(response.headers, 'retry-after'), this.#now());
-      // Every caller sharing the limiter waits, not only this one (the limit is per credential).
-      if (retryAfterMs !== undefined) limiter?.pauseFor(retryAfterMs);
+      // Every caller sharing the limiter waits, not only this one (the limit is per credential),
+      // but never longer than a run's whole 429 budget: a hostile or broken `Retry-After: 99999`
+      // would otherwise stall every other key of the run for a day.
+      if (retryAfterMs !== undefined) limiter?.pauseFor(Math.min(retryAfterMs, MAX_SHARED_PAUSE_MS));
     }
     return response;
   }

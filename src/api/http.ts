@@ -14,22 +14,44 @@ export class ResponseTooLargeError extends Error {
   }
 }
 
+/**
+ * The body did not finish within its deadline. undici's own body timeout only bounds the gap
+ * between two chunks, so a server dripping one byte at a time would otherwise hold a call open
+ * until the size cap, days later.
+ */
+export class ResponseDeadlineError extends Error {
+  override name = 'ResponseDeadlineError';
+  readonly deadlineMs: number;
+  constructor(deadlineMs: number) {
+    super(`response body not complete within ${deadlineMs} ms`);
+    this.deadlineMs = deadlineMs;
+  }
+}
+
 export interface ResponseText {
   text: string;
   bytes: number;
 }
 
-/** Reads the whole body as UTF-8, giving up (and destroying the stream) past `maxBytes`. */
-export async function readBodyText(body: Dispatcher.ResponseData['body'], maxBytes = MAX_RESPONSE_BYTES): Promise<ResponseText> {
+/**
+ * Reads the whole body as UTF-8, giving up (and destroying the stream) past `maxBytes`, or past
+ * `deadlineMs` from the call when given.
+ */
+export async function readBodyText(body: Dispatcher.ResponseData['body'], maxBytes = MAX_RESPONSE_BYTES, deadlineMs?: number): Promise<ResponseText> {
   const chunks: Buffer[] = [];
   let bytes = 0;
-  for await (const chunk of body as AsyncIterable<Buffer>) {
-    bytes += chunk.length;
-    if (bytes > maxBytes) {
-      body.destroy();
-      throw new ResponseTooLargeError(maxBytes);
+  const deadline = deadlineMs === undefined ? undefined : setTimeout(() => body.destroy(new ResponseDeadlineError(deadlineMs)), deadlineMs);
+  try {
+    for await (const chunk of body as AsyncIterable<Buffer>) {
+      bytes += chunk.length;
+      if (bytes > maxBytes) {
+        body.destroy();
+        throw new ResponseTooLargeError(maxBytes);
+      }
+      chunks.push(chunk);
     }
-    chunks.push(chunk);
+  } finally {
+    clearTimeout(deadline);
   }
   return { text: Buffer.concat(chunks, bytes).toString('utf8'), bytes };
 }
