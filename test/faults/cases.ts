@@ -57,7 +57,7 @@ export const API_CASES: readonly CaseSpec[] = [
   { step: 'roll', fault: 'API 500 before applying', stores: ALL, expect: 'rotated' },
   { step: 'roll', fault: 'API reset before applying', stores: ALL, expect: 'rotated' },
   { step: 'roll', fault: 'API 500 after applying', stores: ALL, expect: 'rotated', ci: true },
-  { step: 'roll', fault: 'API timeout after applying', stores: ALL, expect: 'rotated' },
+  { step: 'roll', fault: 'API timeout after applying', stores: ALL, expect: 'rotated', ci: true },
   { step: 'roll', fault: 'API reset after applying', stores: ALL, expect: 'rotated', ci: true },
   { step: 'roll', fault: 'API 500 on every attempt', stores: ALL, expect: 'failed' },
   // keyroll's own credential check before any roll is the API's part of preflight.
@@ -68,7 +68,7 @@ export const API_CASES: readonly CaseSpec[] = [
 
 export const BACKEND_CASES: readonly CaseSpec[] = [
   { step: 'preflight', fault: 'backend down', stores: SERVERS, expect: 'failed', ci: true },
-  { step: 'preflight', fault: 'backend slow past the timeout', stores: SERVERS, expect: 'failed' },
+  { step: 'preflight', fault: 'backend slow past the timeout', stores: SERVERS, expect: 'failed', ci: true },
   { step: 'preflight', fault: 'backend permission denied', stores: SERVERS, expect: 'failed', ci: true },
   { step: 'lock', fault: 'backend down', stores: SERVERS, expect: 'failed' },
   { step: 'lock', fault: 'backend slow past the timeout', stores: SERVERS, expect: 'failed' },
@@ -78,13 +78,13 @@ export const BACKEND_CASES: readonly CaseSpec[] = [
   { step: 'intent', fault: 'backend permission denied', stores: SERVERS, expect: 'failed' },
   { step: 'store', fault: 'backend down', stores: SERVERS, safetyNet: 'none', expect: 'failed', ci: true },
   { step: 'store', fault: 'backend down', stores: SERVERS, safetyNet: 'escrow', expect: 'failed', ci: true },
-  { step: 'store', fault: 'backend down', stores: SERVERS, safetyNet: 'fallback', expect: 'failed' },
+  { step: 'store', fault: 'backend down', stores: SERVERS, safetyNet: 'fallback', expect: 'failed', ci: true },
   { step: 'store', fault: 'backend slow past the timeout', stores: SERVERS, safetyNet: 'none', expect: 'failed' },
   { step: 'store', fault: 'backend permission denied', stores: SERVERS, safetyNet: 'none', expect: 'failed' },
   { step: 'store', fault: 'backend permission denied', stores: SERVERS, safetyNet: 'escrow', expect: 'failed' },
   { step: 'store', fault: 'backend check-and-set conflict', stores: ['vault'], safetyNet: 'none', expect: 'failed', ci: true },
   { step: 'store', fault: 'backend down for the first attempts', stores: SERVERS, expect: 'rotated', ci: true },
-  { step: 'store', fault: 'backend answer lost after applying', stores: SERVERS, expect: 'rotated' },
+  { step: 'store', fault: 'backend answer lost after applying', stores: SERVERS, expect: 'rotated', ci: true },
   { step: 'verify', fault: 'backend down', stores: SERVERS, expect: 'failed' },
   { step: 'verify', fault: 'backend slow past the timeout', stores: SERVERS, expect: 'failed' },
   { step: 'finish', fault: 'backend down', stores: SERVERS, expect: 'failed' },
@@ -94,7 +94,7 @@ export const BACKEND_CASES: readonly CaseSpec[] = [
 export const SINK_CASES: readonly CaseSpec[] = [
   { step: 'roll', fault: 'alert sink answers 500', during: 'API 500 on every attempt', stores: ALL, expect: 'failed', ci: true },
   { step: 'roll', fault: 'alert sink closed', during: 'API 500 on every attempt', stores: ALL, expect: 'failed' },
-  { step: 'store', fault: 'alert sink closed', during: 'backend down', stores: SERVERS, safetyNet: 'none', expect: 'failed' },
+  { step: 'store', fault: 'alert sink closed', during: 'backend down', stores: SERVERS, safetyNet: 'none', expect: 'failed', ci: true },
 ];
 
 /** Child-process cases: where the signal lands, and how the process is held there. */
@@ -108,7 +108,7 @@ export const SIGNAL_CASES: readonly CaseSpec[] = [
   // The roll answer is held while SIGTERM arrives: the key in flight finishes its store, the next key is not started.
   { step: 'roll', fault: 'SIGTERM', stores: ALL, expect: 'aborted', ci: true },
   // The lock request is held at the proxy while SIGTERM arrives: nothing is rolled.
-  { step: 'lock', fault: 'SIGTERM', stores: SERVERS, expect: 'aborted' },
+  { step: 'lock', fault: 'SIGTERM', stores: SERVERS, expect: 'aborted', ci: true },
 ];
 
 export const FAULT_CASES: readonly CaseSpec[] = [...API_CASES, ...BACKEND_CASES, ...SINK_CASES, ...SIGNAL_CASES];
