@@ -14,6 +14,7 @@ import { storeSecret } from './store.ts';
 import { auditStore, recordFailureBestEffort, sendAlert, storeFailed } from './store-outcome.ts';
 import type { KeyOutcome, ResolvedDestination, RotationDeps, RotationStep, RunTrigger } from './types.ts';
 import { verifyStored } from './verify.ts';
+import { ensureFreshCredentials, preflightDestinations, refreshLockBeforeRoll } from './preflight.ts';
 
 // age and its elliptic curves take longer to load than the rest of a cold start, and only a
 // policy with an escrow can need them: loaded then, in preflight, so a broken install fails
@@ -145,6 +146,10 @@ export async function rotateKey(input: RotateKeyInput, deps: RotationDeps): Prom
       }
     }
 
+    // Invariant 2: credentials are renewed now, so no token renewal or login can land between
+    // the roll answer and the write.
+    await ensureFreshCredentials(key, [...destinations, ...fallbacks]);
+
     // Invariant 6: the intent marker is durable before the roll, so a crash after it is found.
     await enter('intent');
     await primary.backend.setIntent(primary.target, { rotationId, keyId: key.id, owner: deps.owner, startedAt: deps.now().toISOString() });
@@ -254,49 +259,8 @@ export async function rotateKey(input: RotateKeyInput, deps: RotationDeps): Prom
   }
 }
 
-async function preflightDestinations(key: KeyPolicy, destinations: readonly ResolvedDestination[], fallbacks: readonly ResolvedDestination[], audit: AuditLog): Promise<void> {
-  const checks: { backend: string; path: string; exists: boolean }[] = [];
-  for (const destination of destinations) {
-    try {
-      const result = await destination.backend.preflight(destination.target);
-      checks.push({ backend: destination.backendName, path: destination.target.path, exists: result.exists });
-    } catch (error) {
-      audit.emit('key.preflight.failed', { step: 'preflight', backend: destination.backendName, path: destination.target.path, errorCode: errorCode(error) });
-      throw new RotationStepError('preflight', key.id, errorCode(error), `destination ${destination.backendName}:${destination.target.path} failed preflight: ${errorMessage(error)}`, error);
-    }
-  }
-  // Fallbacks are the safety net, not the target: a broken one is reported, not fatal.
-  const fallbackIssues: { backend: string; path: string; errorCode: string }[] = [];
-  for (const fallback of fallbacks) {
-    try {
-      await fallback.backend.preflight(fallback.target);
-    } catch (error) {
-      fallbackIssues.push({ backend: fallback.backendName, path: fallback.target.path, errorCode: errorCode(error) });
-    }
-  }
-  audit.emit('key.preflight.passed', { step: 'preflight', destinations: checks, fallbackIssues });
-}
-
 function withinMinInterval(key: KeyPolicy, lastRotatedAt: string | undefined, now: Date): boolean {
   return lastRotatedAt !== undefined && now.getTime() - Date.parse(lastRotatedAt) < key.minIntervalMs;
-}
-
-/**
- * Invariant 5 holds only while the lock does: a long preflight or recovery may have eaten into
- * its TTL, so a lock past half its life is renewed before the roll (acquiring again with the same
- * owner and rotation id refreshes it). A lock that another runner took over stops the rotation.
- */
-async function refreshLockBeforeRoll(key: KeyPolicy, primary: ResolvedDestination, progress: Progress, deps: RotationDeps, rotationId: string): Promise<void> {
-  const lock = progress.lock;
-  if (!lock) return;
-  const remaining = Date.parse(lock.expiresAt) - deps.now().getTime();
-  if (remaining > key.lockTtlMs / 2) return;
-  const refreshed = await primary.backend.acquireLock(primary.target, { owner: deps.owner, rotationId, ttlMs: key.lockTtlMs });
-  if (!refreshed.acquired) {
-    progress.lock = undefined;
-    throw new RotationStepError('lock', key.id, 'KR_LOCK_LOST', `the key lock expired and was taken by ${refreshed.holder.owner} before the roll; nothing was rolled`);
-  }
-  progress.lock = refreshed.lock;
 }
 
 function stillDue(key: KeyPolicy, state: KeyState, now: Date): boolean {

@@ -118,3 +118,34 @@ describe('shutdown', () => {
     await check.rt.close();
   });
 });
+
+describe('invariant 2: credentials are renewed before the roll, not between roll and store', () => {
+  beforeEach(async () => {
+    bench = await startBench();
+  });
+
+  it('invariant 2: ensureFresh runs for every backend before the roll (once per backend), and the write follows the roll answer directly', async () => {
+    const trail: string[] = [];
+    const runtime = await bench.runtime({
+      wrapBackend: (_name, b) => Object.assign(wrapBackend(b, { writeSecret: (next) => { trail.push('write'); return next(); } }), {
+        ensureFresh: (ms: number) => { trail.push(`ensureFresh:${ms}`); return Promise.resolve(); },
+      }),
+    });
+    const originalRoll = runtime.api.rollKey.bind(runtime.api);
+    runtime.api.rollKey = async (...args) => {
+      trail.push('roll');
+      return originalRoll(...args);
+    };
+    const { runRotations } = await import('../../src/rotation/run.ts');
+    await runRotations(runtime, { keys: [bench.key(KEY)], trigger: { reason: 'manual', force: true } });
+    await runtime.close();
+    expect(trail).toEqual(['ensureFresh:60000', 'roll', 'write']);
+  });
+
+  it('invariant 1: credentials that cannot last the rotation stop it before the roll', async () => {
+    const refuse = new BackendError('KR_BACKEND_DENIED', 'injected: token at its max TTL', { backend: 'files', kind: 'file', operation: 'preflight', path: 'x' });
+    const summary = await bench.run({ keys: [KEY], runtime: { wrapBackend: (_n, b) => Object.assign(wrapBackend(b, {}), { ensureFresh: () => Promise.reject(refuse) }) } });
+    expect(summary.outcomes[0]).toMatchObject({ result: 'failed', step: 'preflight', errorCode: 'KR_BACKEND_DENIED' });
+    expect(bench.emulator.state.rollCount(KEY)).toBe(0);
+  });
+});

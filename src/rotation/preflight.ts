@@ -1,0 +1,69 @@
+// The checks before a roll (invariant 1) and the guards that keep the roll safe once it
+// starts: every destination writable, credentials renewed so nothing renews between the roll
+// answer and the write (invariant 2), and a lock with enough life left (invariant 5).
+import type { AuditLog } from '../audit/events.ts';
+import type { Backend, HeldLock } from '../backends/types.ts';
+import { errorCode, errorMessage } from '../errors.ts';
+import type { KeyPolicy } from '../policy/schema.ts';
+import { RotationStepError } from './errors.ts';
+import type { ResolvedDestination, RotationDeps } from './types.ts';
+
+export async function preflightDestinations(key: KeyPolicy, destinations: readonly ResolvedDestination[], fallbacks: readonly ResolvedDestination[], audit: AuditLog): Promise<void> {
+  const checks: { backend: string; path: string; exists: boolean }[] = [];
+  for (const destination of destinations) {
+    try {
+      const result = await destination.backend.preflight(destination.target);
+      checks.push({ backend: destination.backendName, path: destination.target.path, exists: result.exists });
+    } catch (error) {
+      audit.emit('key.preflight.failed', { step: 'preflight', backend: destination.backendName, path: destination.target.path, errorCode: errorCode(error) });
+      throw new RotationStepError('preflight', key.id, errorCode(error), `destination ${destination.backendName}:${destination.target.path} failed preflight: ${errorMessage(error)}`, error);
+    }
+  }
+  // Fallbacks are the safety net, not the target: a broken one is reported, not fatal.
+  const fallbackIssues: { backend: string; path: string; errorCode: string }[] = [];
+  for (const fallback of fallbacks) {
+    try {
+      await fallback.backend.preflight(fallback.target);
+    } catch (error) {
+      fallbackIssues.push({ backend: fallback.backendName, path: fallback.target.path, errorCode: errorCode(error) });
+    }
+  }
+  audit.emit('key.preflight.passed', { step: 'preflight', destinations: checks, fallbackIssues });
+}
+
+/**
+ * How long credentials must stay valid: the roll (attempts with timeouts and waits) plus the
+ * store (bounded retries per destination) fit in about five minutes, and in the lock's TTL.
+ */
+const MAX_FRESHNESS_MS = 5 * 60_000;
+
+export async function ensureFreshCredentials(key: KeyPolicy, places: readonly ResolvedDestination[]): Promise<void> {
+  const seen = new Set<Backend>();
+  for (const place of places) {
+    if (seen.has(place.backend)) continue;
+    seen.add(place.backend);
+    try {
+      await place.backend.ensureFresh?.(Math.min(key.lockTtlMs, MAX_FRESHNESS_MS));
+    } catch (error) {
+      throw new RotationStepError('preflight', key.id, errorCode(error), `credentials of backend ${place.backendName} cannot be made to last the rotation: ${errorMessage(error)}`, error);
+    }
+  }
+}
+
+/**
+ * Invariant 5 holds only while the lock does: a long preflight or recovery may have eaten into
+ * its TTL, so a lock past half its life is renewed before the roll (acquiring again with the same
+ * owner and rotation id refreshes it). A lock that another runner took over stops the rotation.
+ */
+export async function refreshLockBeforeRoll(key: KeyPolicy, primary: ResolvedDestination, progress: { lock?: HeldLock | undefined }, deps: RotationDeps, rotationId: string): Promise<void> {
+  const lock = progress.lock;
+  if (!lock) return;
+  const remaining = Date.parse(lock.expiresAt) - deps.now().getTime();
+  if (remaining > key.lockTtlMs / 2) return;
+  const refreshed = await primary.backend.acquireLock(primary.target, { owner: deps.owner, rotationId, ttlMs: key.lockTtlMs });
+  if (!refreshed.acquired) {
+    progress.lock = undefined;
+    throw new RotationStepError('lock', key.id, 'KR_LOCK_LOST', `the key lock expired and was taken by ${refreshed.holder.owner} before the roll; nothing was rolled`);
+  }
+  progress.lock = refreshed.lock;
+}
