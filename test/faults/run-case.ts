@@ -102,4 +102,8 @@ export async function runInProcessCase(ctx: TestContext, bench: FaultBench, spec
   verdict.assertInvariants();
   expect(result, `the faulted run's result for ${name}`).toBe(spec.expect);
   expect(resultOf(next, key.keyId), 'the next run').toMatch(/^(rotated|recovered|skipped)$/);
+  if (spec.fault === 'backend answer lost after applying' && bench.store.versions) {
+    // Invariant 8: the retried write of the same rotation added no second version (seed + one).
+    expect(await bench.store.versions(key.target), 'versions of the value').toBe(2);
+  }
 }

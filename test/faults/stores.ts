@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { DescribeSecretCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { DescribeSecretCommand, ListSecretVersionIdsCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { BackendConfig } from '../../src/backends/config.ts';
 import { createBackend } from '../../src/backends/registry.ts';
 import type { Backend, StoreTarget } from '../../src/backends/types.ts';
@@ -36,6 +36,8 @@ export interface StoreSide {
   writeFromOutside?: (target: StoreTarget) => Promise<void>;
   /** keyroll's bookkeeping beside the value (metadata, tags, sidecars), as text for the leak scan. */
   bookkeeping(target: StoreTarget): Promise<string>;
+  /** How many versions of the value exist (invariant 8: a retried write adds none); undefined for files. */
+  versions?: (target: StoreTarget) => Promise<number>;
   close(): Promise<void>;
 }
 
@@ -97,6 +99,10 @@ export async function startVaultStore(): Promise<StoreSide | undefined> {
       const metadata = await admin.call('GET', `secret/metadata/${target.path}`);
       const lock = await admin.call('GET', `secret/data/${target.path}.keyroll-lock`);
       return JSON.stringify([metadata.body, lock.body]);
+    },
+    versions: async (target) => {
+      const metadata = await admin.must('GET', `secret/metadata/${target.path}`);
+      return Object.keys((metadata.data as { versions?: Record<string, unknown> } | undefined)?.versions ?? {}).length;
     },
     close: async () => {
       await direct.close();
@@ -173,6 +179,10 @@ export async function startAwsStore(): Promise<StoreSide | undefined> {
         [target.path, `${target.path}.keyroll-lock`].map((id) => sdk.send(new DescribeSecretCommand({ SecretId: id })).catch((error: unknown) => ({ missing: (error as Error).name }))),
       );
       return JSON.stringify(described);
+    },
+    versions: async (target) => {
+      const listed = await sdk.send(new ListSecretVersionIdsCommand({ SecretId: target.path, IncludeDeprecated: true }));
+      return listed.Versions?.length ?? 0;
     },
     close: async () => {
       // Never leave moto enforcing IAM for the next test file.
