@@ -63,11 +63,12 @@ describe('runbook: recovering a secret from escrow', () => {
     expect(failed.code).toBe(1);
     const [escrowed] = eventsNamed(failed, 'key.escrowed');
     expect(escrowed).toMatchObject({ keyId: 'key_demo_billing', actor: 'alice', reason: 'leak' });
-    // The path as the policy gives the directory (here relative to the run's working directory).
-    expect(escrowed?.path).toBe(join('escrow', `key_demo_billing-${String(escrowed?.rotationId)}.age`));
+    // An absolute path, resolved from the policy's directory (here relative to the run's working
+    // directory), so the operator can open the file named in the alert from anywhere.
+    expect(escrowed?.path).toBe(join(cli.dir, 'escrow', `key_demo_billing-${String(escrowed?.rotationId)}.age`));
     const alerts = cli.receiver.requests.map((r) => r.body as Record<string, unknown>);
     expect(alerts).toEqual([expect.objectContaining({ severity: 'critical', step: 'store', summary: expect.stringContaining(`sealed in escrow at ${String(escrowed?.path)}`) as unknown })]);
-    const escrowFile = join(cli.dir, String(escrowed?.path));
+    const escrowFile = String(escrowed?.path);
 
     // Runbook step 2: open it with age and compare fingerprints.
     const { stdout } = await run(agePath, ['-d', '-i', identityFile, escrowFile]);
