@@ -1,0 +1,87 @@
+// Runs the keyroll CLI as an operator's CronJob or Job would: a child process of its own, the
+// compiled dist/ (as the Docker image runs it) or the TypeScript sources, timed from spawn to exit.
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+export const ENTRIES = {
+  dist: join(ROOT, 'dist/cli/entry.js'),
+  src: join(ROOT, 'src/cli/entry.ts'),
+} as const;
+export type Entry = keyof typeof ENTRIES;
+const RSS_PRELOAD = fileURLToPath(new URL('./report-rss.js', import.meta.url));
+
+export interface CliRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  /** performance.now() of this process just before spawn. */
+  spawnedAt: number;
+  /** Spawn → exit, ms. */
+  wallMs: number;
+  /** Peak RSS of the keyroll process, MB (only when asked for). */
+  maxRssMb?: number;
+}
+
+export interface CliOptions {
+  cwd: string;
+  env: Record<string, string>;
+  entry?: Entry;
+  /** Preload bench/lib/report-rss.js and report the peak RSS. */
+  measureRss?: boolean;
+  /** Kills the child after this long (every run is bounded). */
+  timeoutMs: number;
+}
+
+/** The child's environment: PATH and HOME, plus what the benchmark passes; nothing else of the bench's own. */
+export function childEnv(extra: Record<string, string>): Record<string, string> {
+  return { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/root', ...extra };
+}
+
+export async function runCli(args: readonly string[], options: CliOptions): Promise<CliRun> {
+  const entry = ENTRIES[options.entry ?? 'dist'];
+  if (!existsSync(entry)) throw new Error(`${entry} is missing: run the benchmarks through bench/run.sh (npm run bench), which builds dist/`);
+  const rssFile = join(options.cwd, `rss-${String(process.pid)}-${String(Math.round(performance.now()))}.json`);
+  // KEYROLL_BENCH_CPU_PROF=<dir> profiles every keyroll process a benchmark starts (docs/benchmarks.md).
+  const profileDir = process.env.KEYROLL_BENCH_CPU_PROF;
+  const nodeArgs = [
+    ...(options.measureRss ? ['--import', RSS_PRELOAD] : []),
+    ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []),
+  ];
+  const env = childEnv({ ...options.env, ...(options.measureRss ? { KEYROLL_BENCH_RSS_FILE: rssFile } : {}) });
+  const spawnedAt = performance.now();
+  const child = spawn(process.execPath, [...nodeArgs, entry, ...args], { cwd: options.cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+  // 'exit' can come before the last pipe bytes are read; the streams' 'close' comes after.
+  const drained = Promise.all([new Promise((r) => child.stdout.once('close', r)), new Promise((r) => child.stderr.once('close', r))]);
+  const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs);
+  const { code, exitedAt } = await new Promise<{ code: number | null; exitedAt: number }>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('exit', (exitCode) => {
+      resolve({ code: exitCode, exitedAt: performance.now() });
+    });
+  });
+  clearTimeout(timer);
+  await drained;
+  const run: CliRun = { code, stdout, stderr, spawnedAt, wallMs: exitedAt - spawnedAt };
+  if (options.measureRss) {
+    const report = JSON.parse(await readFile(rssFile, 'utf8')) as { maxRssKb: number };
+    run.maxRssMb = report.maxRssKb / 1024;
+  }
+  return run;
+}
+
+/** The last stdout line that parses as a JSON object with `keys` (the -o json report of run/rotate). */
+export function jsonReport(stdout: string): { rotated: number; failed: number; skipped: number; exitCode: number; keys: { keyId: string; result: string; errorCode?: string }[] } {
+  const lines = stdout.split('\n').filter((line) => line.startsWith('{"runId"'));
+  const last = lines.at(-1);
+  if (last === undefined) throw new Error(`no -o json report on stdout; tail:\n${stdout.slice(-2000)}`);
+  return JSON.parse(last) as ReturnType<typeof jsonReport>;
+}

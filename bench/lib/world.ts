@@ -1,0 +1,86 @@
+// The world a benchmark rotates in: the emulator with N fresh API keys of the demo enterprise
+// organization, a temp working directory, and a policy file naming those keys. Everything is on
+// 127.0.0.1; nothing here talks to any other host.
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startEmulator, type RunningEmulator } from '../../src/emulator/server.ts';
+
+/** The emulator seed's owner principal: a public demo-only fixture token, valid nowhere else. */
+export const OWNER_TOKEN = 'demo-owner-token';
+/** The seed's enterprise organization (API keys allowed, highest per-key rate). */
+export const ORG = 'org_demo_acme';
+
+export interface BenchKey {
+  id: string;
+  /** Backend instance name in the policy. */
+  backend: string;
+  path: string;
+  /** A cron schedule of the key's own (croner syntax). */
+  schedule?: string;
+}
+
+export interface PolicyOptions {
+  baseUrl: string;
+  /** keyroll's client-side ceiling (api.rateLimitPerMinute). */
+  rateLimitPerMinute: number;
+  /** YAML map entries under `backends:`, each line indented by two spaces. */
+  backends: string;
+  keys: readonly BenchKey[];
+  /** YAML map entries under `defaults:`, each line indented by two spaces. */
+  defaults?: string;
+}
+
+/** One flow-style line per key, so a 1,000-key policy stays a readable file. */
+export function policyYaml(options: PolicyOptions): string {
+  const keys = options.keys
+    .map((key) => `  - { id: ${key.id}, organization: ${ORG}, destinations: [{ backend: ${key.backend}, path: ${key.path} }]${key.schedule === undefined ? '' : `, schedule: "${key.schedule}"`} }`)
+    .join('\n');
+  return `version: 1
+api:
+  baseUrl: ${options.baseUrl}
+  credential: { type: bearer, token: env:KEYROLL_API_TOKEN }
+  rateLimitPerMinute: ${String(options.rateLimitPerMinute)}
+backends:
+${options.backends}
+defaults:
+${options.defaults ?? '  maxAge: 30d\n  minInterval: 1h'}
+keys:
+${keys}
+`;
+}
+
+export interface World {
+  emulator: RunningEmulator;
+  dir: string;
+  /** Adds `count` API keys to the emulator; ids are `${prefix}${index}` (zero-padded). */
+  addKeys(prefix: string, count: number): string[];
+  writePolicy(name: string, options: Omit<PolicyOptions, 'baseUrl'>): Promise<string>;
+  close(): Promise<void>;
+}
+
+export async function startWorld(options: { rollRateLimitPerMinute: number }): Promise<World> {
+  const dir = await mkdtemp(join(tmpdir(), 'keyroll-bench-'));
+  const emulator = await startEmulator({ port: 0, rollRateLimitPerMinute: options.rollRateLimitPerMinute });
+  return {
+    emulator,
+    dir,
+    addKeys(prefix, count) {
+      const width = String(count - 1).length;
+      return Array.from({ length: count }, (_, index) => {
+        const id = `${prefix}${String(index).padStart(width, '0')}`;
+        emulator.state.addApiKey({ id, name: id, organizationId: ORG });
+        return id;
+      });
+    },
+    async writePolicy(name, policy) {
+      const file = join(dir, name);
+      await writeFile(file, policyYaml({ baseUrl: emulator.url, ...policy }));
+      return file;
+    },
+    async close() {
+      await emulator.close();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
