@@ -7,7 +7,7 @@
 //   node bench/run.ts --quick              fewer samples (a smoke run; its figures are not the record)
 // Run it through bench/run.sh (npm run bench), which installs what it needs first.
 import { mkdir, writeFile } from 'node:fs/promises';
-import { cpus, totalmem, platform, release } from 'node:os';
+import { cpus, loadavg, totalmem, platform, release } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describeGoal, meets, type BenchResult, type Figure } from './lib/figures.ts';
@@ -29,7 +29,15 @@ const BENCHMARKS: Benchmark[] = [
   { name: 'daemon-day', run: async (o) => (await import('./daemon-day.ts')).runDaemonDayBench(o) },
 ];
 
-export function machine(): Record<string, unknown> {
+export interface Machine {
+  cpus: number;
+  cpuModel: string;
+  memoryGb: number;
+  node: string;
+  os: string;
+}
+
+export function machine(): Machine {
   const cpuList = cpus();
   return {
     cpus: cpuList.length,
@@ -73,6 +81,8 @@ async function main(argv: readonly string[]): Promise<number> {
   }
   const selected = names.length === 0 ? BENCHMARKS : BENCHMARKS.filter((b) => names.includes(b.name));
   const startedAt = new Date();
+  // Other work on the machine moves every figure; the load averages say how much there was.
+  const loadBefore = loadavg().map((l) => Math.round(l * 100) / 100);
   const figures: Figure[] = [];
   const notes: string[] = [];
   const results: Record<string, unknown> = {};
@@ -101,7 +111,7 @@ async function main(argv: readonly string[]): Promise<number> {
   for (const f of figures) if (f.goal) goals[f.name] = { goal: describeGoal(f.goal), met: meets(f.value, f.goal) };
   const report = {
     date: startedAt.toISOString(),
-    machine: machine(),
+    machine: { ...machine(), loadAverageBefore: loadBefore, loadAverageAfter: loadavg().map((l) => Math.round(l * 100) / 100) },
     quick,
     benchmarks: selected.map((b) => b.name),
     figures: flat,
@@ -112,13 +122,16 @@ async function main(argv: readonly string[]): Promise<number> {
   const out = join(BENCH_DIR, 'results', 'latest.json');
   await mkdir(dirname(out), { recursive: true });
   await writeFile(out, `${JSON.stringify(report, null, 2)}\n`);
-
+  // The same table in Markdown, ready for docs/benchmarks.md and the README.
   const m = report.machine;
-  console.log(`\nkeyroll benchmarks — ${startedAt.toISOString().slice(0, 10)} — ${String(m.cpus)} × ${String(m.cpuModel)}, ${String(m.memoryGb)} GB, Node ${String(m.node)}${quick ? ' — QUICK RUN' : ''}\n`);
+  const heading = `${startedAt.toISOString().slice(0, 10)} — ${String(m.cpus)} × ${m.cpuModel}, ${String(m.memoryGb)} GB, Node ${m.node}, load ${loadBefore.join(' ')}${quick ? ' — QUICK RUN' : ''}`;
+  await writeFile(join(BENCH_DIR, 'results', 'latest.md'), `${heading}\n\n${formatMarkdownTable(figures)}\n`);
+
+  console.log(`\nkeyroll benchmarks — ${heading}\n`);
   console.log(formatTable(figures));
   if (notes.length > 0) console.log(`\n${notes.map((n) => `- ${n}`).join('\n')}`);
   if (failures.length > 0) console.log(`\nFAILED: ${failures.join(', ')}`);
-  console.log(`\nwritten: ${out}`);
+  console.log(`\nwritten: ${out} (and latest.md)`);
   return failures.length > 0 ? 1 : 0;
 }
 
