@@ -9,4 +9,5 @@ cd "$(dirname "$(readlink -f "$0")")/.."
 keyroll_npm_ci
 npm run --silent typecheck
 npm run --silent lint
-exec npx vitest run "$@"
+# Every project (unit, integration, faults); the fault reporter adds the fault table and summary line.
+exec npx vitest run --reporter=default --reporter=./test/faults/reporter.ts "$@"
