@@ -1,26 +1,16 @@
 // Success notifications: after a finished rotation, the key's `notify.onSuccess` sinks hear
 // which key was rotated, where it was stored and at which version (never the secret). A lost
 // notification is audited (`notify.failed`) and changes nothing about the rotation.
-import type { Dispatcher } from 'undici';
 import type { AuditLog } from '../audit/events.ts';
 import { sanitizeValue } from '../audit/sanitize.ts';
-import { realSleep, reportResult } from './alerter.ts';
-import type { AlertSinkConfig } from './config.ts';
-import { DEFAULT_ALERT_RETRY, type RetryPolicy } from './deliver.ts';
+import { realSleep, reportResult, type AlerterOptions } from './alerter.ts';
+import { DEFAULT_ALERT_RETRY } from './deliver.ts';
 import { dispatchToSink, type SinkDispatchOptions } from './dispatch.ts';
 import { buildSuccessRequest } from './sinks.ts';
-import type { AlertResult, SuccessNotice } from './types.ts';
+import type { SuccessNotice } from './types.ts';
 
-export interface NotifierOptions {
-  sinks: Record<string, AlertSinkConfig>;
-  audit: AuditLog;
-  dispatcher?: Dispatcher;
-  retry?: RetryPolicy;
-  sleep?: (ms: number) => Promise<void>;
-  onResult?: (sink: string, result: AlertResult) => void;
-  env?: NodeJS.ProcessEnv;
-  now?: () => Date;
-}
+/** The alerter's options, less the default sinks: a success is told only to the sinks the key names. */
+export type NotifierOptions = Omit<AlerterOptions, 'defaultSinks'>;
 
 export interface Notifier {
   /** Tells `sinks` (webhook or Slack sinks) about a finished rotation. Never throws. */

@@ -1,25 +1,10 @@
 // Errors of the emulator: the spec's error envelope for HTTP answers, and KeyrollError
 // subclasses for a bad seed file or a test asking about something that does not exist.
+// The spec's list of `error.code` values lives once, with the API client's schemas.
+import { API_ERROR_CODES } from '../api/schema.ts';
 import { KeyrollError } from '../errors.ts';
 
-/** Every value the spec allows in `error.code`. */
-export const API_ERROR_CODES = [
-  'UNAUTHORIZED',
-  'FORBIDDEN',
-  'INSTANCE_LIMIT_REACHED',
-  'PLAN_LIMIT_REACHED',
-  'PLAN_REQUIRED',
-  'INVALID_ORIGIN',
-  'INVALID_REGION',
-  'INVALID_PAYLOAD',
-  'NOT_FOUND',
-  'CONFLICT',
-  'KEY_LIMIT_REACHED',
-  'PAYLOAD_TOO_LARGE',
-  'RATE_LIMITED',
-  'SERVICE_UNAVAILABLE',
-  'INTERNAL_ERROR',
-] as const;
+export { API_ERROR_CODES };
 export type ApiErrorCode = (typeof API_ERROR_CODES)[number];
 
 /** The code that goes with a status when nothing more specific applies (docs/emulator.md). */
