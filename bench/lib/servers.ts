@@ -1,123 +1,8 @@
-// The real servers the benchmarks write to: an OpenBao dev server (KV v2 at secret/) and moto
-// (AWS Secrets Manager), each on a free loopback port, started from the venv that
-// scripts/test-servers.sh installs (bench/setup.sh runs it). The minimum of
-// test/integration/global-setup.ts, which is a vitest global setup and exports none of it.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:net';
-import { resolve } from 'node:path';
+// The servers the benchmarks write to, from the venv bench/setup.sh installs: the same
+// start-up code as the integration tests (test/support/local-servers.ts).
+import { startMoto as startMotoIn, startOpenBao as startOpenBaoIn, type OpenBao, type RunningServer } from '../../test/support/local-servers.ts';
 
-const START_TIMEOUT_MS = 60_000;
-const STOP_TIMEOUT_MS = 10_000;
-
-export interface RunningServer {
-  url: string;
-  stop(): Promise<void>;
-}
-
-export interface OpenBao extends RunningServer {
-  rootToken: string;
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const server = createServer();
-    server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address !== null ? address.port : 0;
-      server.close(() => {
-        resolvePort(port);
-      });
-    });
-  });
-}
-
-interface Started {
-  child: ChildProcess;
-  output: string[];
-}
-
-// Every server started here, so an interrupted bench leaves none behind.
-const running = new Set<ChildProcess>();
-process.once('exit', () => {
-  for (const child of running) killGroup(child, 'SIGKILL');
-});
-
-function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
-  try {
-    if (child.pid !== undefined) process.kill(-child.pid, signal);
-  } catch {
-    // already gone
-  }
-}
-
-function startProcess(command: string, args: string[]): Started {
-  // Own process group, so stop() ends the server and anything it spawned.
-  const child = spawn(command, args, { detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
-  running.add(child);
-  const output: string[] = [];
-  const keep = (chunk: Buffer): void => {
-    output.push(chunk.toString('utf8'));
-    if (output.length > 200) output.shift();
-  };
-  child.stdout.on('data', keep);
-  child.stderr.on('data', keep);
-  return { child, output };
-}
-
-async function stopProcess({ child }: Started): Promise<void> {
-  running.delete(child);
-  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((r) => {
-    child.once('exit', () => {
-      r();
-    });
-  });
-  killGroup(child, 'SIGTERM');
-  const timer = setTimeout(() => {
-    killGroup(child, 'SIGKILL');
-  }, STOP_TIMEOUT_MS);
-  await exited;
-  clearTimeout(timer);
-}
-
-async function waitHealthy(started: Started, url: string, name: string): Promise<void> {
-  const deadline = Date.now() + START_TIMEOUT_MS;
-  while (Date.now() < deadline) {
-    if (started.child.exitCode !== null || started.child.signalCode !== null) {
-      throw new Error(`${name} exited before it was ready:\n${started.output.join('').slice(-2000)}`);
-    }
-    try {
-      const response = await fetch(url, { signal: AbortSignal.timeout(2_000) });
-      await response.body?.cancel();
-      if (response.ok) return;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`${name} did not answer ${url} within ${String(START_TIMEOUT_MS)} ms:\n${started.output.join('').slice(-2000)}`);
-}
-
-/** Starts a server on a fresh free port, trying again when the port was taken meanwhile. */
-async function startServer(name: string, launch: (port: number) => Started, healthPath: string): Promise<RunningServer> {
-  let lastError: unknown;
-  for (let attempt = 0; attempt < 3; attempt++) {
-    const port = await freePort();
-    const started = launch(port);
-    const url = `http://127.0.0.1:${String(port)}`;
-    try {
-      await waitHealthy(started, `${url}${healthPath}`, name);
-      return { url, stop: () => stopProcess(started) };
-    } catch (error) {
-      lastError = error;
-      await stopProcess(started);
-    }
-  }
-  throw lastError instanceof Error ? lastError : new Error(`${name} did not start`);
-}
+export { MOTO_ENV, type OpenBao, type RunningServer } from '../../test/support/local-servers.ts';
 
 /** The venv bin directory holding `bao` and `moto_server` (bench/setup.sh exports it). */
 export function serverBinDir(): string {
@@ -126,31 +11,10 @@ export function serverBinDir(): string {
   return dir;
 }
 
-export async function startOpenBao(binDir = serverBinDir()): Promise<OpenBao> {
-  const rootToken = `root-${randomBytes(12).toString('hex')}`;
-  const server = await startServer(
-    'OpenBao',
-    (port) =>
-      startProcess(resolve(binDir, 'bao'), [
-        'server',
-        '-dev',
-        `-dev-root-token-id=${rootToken}`,
-        `-dev-listen-address=127.0.0.1:${String(port)}`,
-        '-dev-no-store-token',
-      ]),
-    '/v1/sys/health',
-  );
-  return { ...server, rootToken };
+export function startOpenBao(binDir = serverBinDir()): Promise<OpenBao> {
+  return startOpenBaoIn(binDir);
 }
 
-export async function startMoto(binDir = serverBinDir()): Promise<RunningServer> {
-  return startServer('moto', (port) => startProcess(resolve(binDir, 'moto_server'), ['-H', '127.0.0.1', '-p', String(port)]), '/moto-api/');
+export function startMoto(binDir = serverBinDir()): Promise<RunningServer> {
+  return startMotoIn(binDir);
 }
-
-/** The static credentials moto accepts; set in the environment of everything that calls it. */
-export const MOTO_ENV = {
-  AWS_ACCESS_KEY_ID: 'testing',
-  AWS_SECRET_ACCESS_KEY: 'testing',
-  AWS_REGION: 'us-east-1',
-  AWS_DEFAULT_REGION: 'us-east-1',
-} as const;

@@ -3,24 +3,16 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Agent, request } from 'undici';
+import { freePort } from '../support/local-servers.ts';
 
 export interface TlsOpenBao {
   address: string;
   rootToken: string;
   caFile: string;
   stop(): Promise<void>;
-}
-
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const port = (probe.address() as { port: number }).port;
-  await new Promise((resolve) => probe.close(resolve));
-  return port;
 }
 
 export async function startTlsOpenBao(binDir: string): Promise<TlsOpenBao> {
