@@ -3,7 +3,7 @@ import { userInfo } from 'node:os';
 import { sanitizeText } from '../audit/sanitize.ts';
 import type { RotationReason } from '../rotation/types.ts';
 import { EXIT_CODES_HELP } from './exit-codes.ts';
-import { addPolicyOption, createStdoutAudit, exitForError, loadPolicyOrExit, shutdownSignal, summaryLine, testCheckpointFromEnv, parseConcurrency } from './common.ts';
+import { addPolicyOption, exitForError, loadPolicyOrExit, parseConcurrency } from './common.ts';
 
 interface RotateFlags {
   policy: string;
@@ -46,12 +46,7 @@ ${EXIT_CODES_HELP}`);
 }
 
 async function rotateCommand(flags: RotateFlags): Promise<number> {
-  const [{ createRuntime }, { runRotations }, { selectKeys }, { createProgressReporter }] = await Promise.all([
-    import('../rotation/runtime.ts'),
-    import('../rotation/run.ts'),
-    import('./select-keys.ts'),
-    import('./progress.ts'),
-  ]);
+  const [{ selectKeys }, { executeRun }] = await Promise.all([import('./select-keys.ts'), import('./execute-run.ts')]);
   let keys;
   let policy;
   let pushgateway;
@@ -63,40 +58,21 @@ async function rotateCommand(flags: RotateFlags): Promise<number> {
     return exitForError(error);
   }
   const urgent = flags.reason === 'leak' || flags.reason === 'compromise';
-  const actor = flags.actor ?? safeUserName();
-  const audit = createStdoutAudit();
-  const metrics = pushgateway?.start(policy, audit, flags.reason);
-  const shutdown = shutdownSignal();
-  const progress = createProgressReporter(keys.length);
-  let runtime;
-  try {
-    const checkpoint = testCheckpointFromEnv();
-    runtime = await createRuntime(policy, { audit, ...metrics?.runtimeOptions, ...(checkpoint ? { checkpoint } : {}) });
-    const summary = await runRotations(runtime, {
-      keys,
-      trigger: { reason: flags.reason, force: urgent || flags.force === true, ignoreSchedule: true, actor, ...(flags.ticket ? { ticket: flags.ticket } : {}) },
-      concurrency: flags.concurrency,
-      signal: shutdown.signal,
-      onKeyDone: (outcome) => {
-        progress.keyDone(outcome);
-        metrics?.onKeyDone(outcome);
-      },
-      command: 'rotate',
-    });
-    progress.finish();
-    await metrics?.push({ command: 'rotate' });
-    await audit.flush();
-    if (flags.output === 'json') {
-      process.stdout.write(`${sanitizeText(JSON.stringify({ runId: summary.runId, rotated: summary.rotated, failed: summary.failed, skipped: summary.skipped, exitCode: summary.exitCode, aborted: summary.aborted, keys: summary.outcomes }))}\n`);
-    }
-    process.stdout.write(`${summaryLine(summary)}\n`);
-    return summary.exitCode;
-  } catch (error) {
-    return exitForError(error);
-  } finally {
-    shutdown.dispose();
-    await runtime?.close();
-  }
+  return executeRun({
+    policy,
+    keys,
+    trigger: { reason: flags.reason, force: urgent || flags.force === true, ignoreSchedule: true, actor: flags.actor ?? safeUserName(), ...(flags.ticket ? { ticket: flags.ticket } : {}) },
+    concurrency: flags.concurrency,
+    command: 'rotate',
+    ...(pushgateway ? { pushgateway } : {}),
+    groupings: { command: 'rotate' },
+    ...(flags.output === 'json'
+      ? {
+          report: (summary) =>
+            sanitizeText(JSON.stringify({ runId: summary.runId, rotated: summary.rotated, failed: summary.failed, skipped: summary.skipped, exitCode: summary.exitCode, aborted: summary.aborted, keys: summary.outcomes })),
+        }
+      : {}),
+  });
 }
 
 function safeUserName(): string {

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { EXIT_CODES_HELP } from './exit-codes.ts';
-import { addPolicyOption, createStdoutAudit, exitForError, loadPolicyOrExit, shutdownSignal, summaryLine, testCheckpointFromEnv, parseConcurrency } from './common.ts';
+import { addPolicyOption, exitForError, loadPolicyOrExit, parseConcurrency } from './common.ts';
 
 interface RunFlags {
   policy: string;
@@ -23,11 +23,7 @@ export function registerRunCommand(program: Command): void {
 }
 
 async function runCommand(flags: RunFlags): Promise<number> {
-  const [{ createRuntime }, { runRotations }, { keyInShard, parseShard }] = await Promise.all([
-    import('../rotation/runtime.ts'),
-    import('../rotation/run.ts'),
-    import('../policy/shard.ts'),
-  ]);
+  const [{ keyInShard, parseShard }, { executeRun }] = await Promise.all([import('../policy/shard.ts'), import('./execute-run.ts')]);
   let policy;
   let shard;
   let pushgateway;
@@ -38,30 +34,13 @@ async function runCommand(flags: RunFlags): Promise<number> {
   } catch (error) {
     return exitForError(error);
   }
-  const audit = createStdoutAudit();
-  const metrics = pushgateway?.start(policy, audit, 'scheduled');
-  const shutdown = shutdownSignal();
-  let runtime;
-  try {
-    const checkpoint = testCheckpointFromEnv();
-    runtime = await createRuntime(policy, { audit, ...metrics?.runtimeOptions, ...(checkpoint ? { checkpoint } : {}) });
-    const keys = shard ? policy.keys.filter((key) => keyInShard(key.id, shard)) : policy.keys;
-    const summary = await runRotations(runtime, {
-      keys,
-      trigger: { reason: 'scheduled', force: false },
-      concurrency: flags.concurrency,
-      signal: shutdown.signal,
-      onKeyDone: metrics?.onKeyDone,
-      command: 'run',
-    });
-    await metrics?.push({ command: 'run', ...(shard ? { shard: `${shard.index}-of-${shard.total}` } : {}) });
-    await audit.flush();
-    process.stdout.write(`${summaryLine(summary)}\n`);
-    return summary.exitCode;
-  } catch (error) {
-    return exitForError(error);
-  } finally {
-    shutdown.dispose();
-    await runtime?.close();
-  }
+  return executeRun({
+    policy,
+    keys: shard ? policy.keys.filter((key) => keyInShard(key.id, shard)) : policy.keys,
+    trigger: { reason: 'scheduled', force: false },
+    concurrency: flags.concurrency,
+    command: 'run',
+    ...(pushgateway ? { pushgateway } : {}),
+    groupings: { command: 'run', ...(shard ? { shard: `${shard.index}-of-${shard.total}` } : {}) },
+  });
 }

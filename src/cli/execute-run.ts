@@ -1,0 +1,61 @@
+// The part `run` and `rotate` share once they know which keys and why: the audit trail on
+// stdout, shutdown signals, the progress line on a terminal, the optional Pushgateway export,
+// the run itself, and the summary line last. Heavy modules are loaded here, after the flags.
+import type { PushgatewayExport } from '../metrics/run-export.ts';
+import type { KeyPolicy, Policy } from '../policy/schema.ts';
+import type { RunSummary } from '../rotation/run.ts';
+import type { RunTrigger } from '../rotation/types.ts';
+import { createStdoutAudit, exitForError, shutdownSignal, summaryLine, testCheckpointFromEnv } from './common.ts';
+
+export interface ExecuteRunInput {
+  policy: Policy;
+  keys: readonly KeyPolicy[];
+  trigger: RunTrigger;
+  concurrency: number;
+  command: 'run' | 'rotate';
+  pushgateway?: PushgatewayExport;
+  /** Pushgateway grouping labels besides the job. */
+  groupings: Readonly<Record<string, string>>;
+  /** Extra output after the audit trail and before the summary line (rotate -o json). */
+  report?: (summary: RunSummary) => string | undefined;
+}
+
+export async function executeRun(input: ExecuteRunInput): Promise<number> {
+  const [{ createRuntime }, { runRotations }, { createProgressReporter }] = await Promise.all([
+    import('../rotation/runtime.ts'),
+    import('../rotation/run.ts'),
+    import('./progress.ts'),
+  ]);
+  const audit = createStdoutAudit();
+  const metrics = input.pushgateway?.start(input.policy, audit, input.trigger.reason);
+  const shutdown = shutdownSignal();
+  const progress = createProgressReporter(input.keys.length);
+  let runtime;
+  try {
+    const checkpoint = testCheckpointFromEnv();
+    runtime = await createRuntime(input.policy, { audit, ...metrics?.runtimeOptions, ...(checkpoint ? { checkpoint } : {}) });
+    const summary = await runRotations(runtime, {
+      keys: input.keys,
+      trigger: input.trigger,
+      concurrency: input.concurrency,
+      signal: shutdown.signal,
+      onKeyDone: (outcome) => {
+        progress.keyDone(outcome);
+        metrics?.onKeyDone(outcome);
+      },
+      command: input.command,
+    });
+    progress.finish();
+    await metrics?.push(input.groupings);
+    await audit.flush();
+    const report = input.report?.(summary);
+    if (report !== undefined) process.stdout.write(`${report}\n`);
+    process.stdout.write(`${summaryLine(summary)}\n`);
+    return summary.exitCode;
+  } catch (error) {
+    return exitForError(error);
+  } finally {
+    shutdown.dispose();
+    await runtime?.close();
+  }
+}
