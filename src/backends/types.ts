@@ -90,6 +90,15 @@ export type LockOutcome =
   | { acquired: true; lock: HeldLock }
   | { acquired: false; holder: LockInfo };
 
+/** A completed rotation, as recorded for due-ness and `status`. */
+export interface RotationRecord {
+  rotationId: string;
+  /** ISO-8601 time of the roll answer. */
+  rotatedAt: string;
+  /** Backend version id of the write. */
+  version: string;
+}
+
 export interface FailureRecord {
   rotationId: string;
   step: string;
@@ -167,8 +176,14 @@ export interface Backend {
 
   readState(target: StoreTarget): Promise<KeyState>;
 
-  /** Records a completed rotation (for due-ness and `status`). */
-  recordRotation(target: StoreTarget, rotation: { rotationId: string; rotatedAt: string; version: string }): Promise<void>;
+  /**
+   * Records a completed rotation (for due-ness and `status`). With `clearIntent`, also clears
+   * the intent marker when it names `rotation.rotationId`, as clearIntent does, in the same
+   * bookkeeping change where the backend can (one custom_metadata write on Vault, one tag call on
+   * AWS, one sidecar write for files): the finish step is then one change, not two, and no crash
+   * can land between recording the rotation and clearing its marker.
+   */
+  recordRotation(target: StoreTarget, rotation: RotationRecord, options?: { clearIntent?: boolean }): Promise<void>;
 
   /** Records the last failure (for `status`); best effort. */
   recordFailure(target: StoreTarget, failure: FailureRecord): Promise<void>;

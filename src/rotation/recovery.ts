@@ -70,15 +70,15 @@ export async function recoverLeftoverIntent(
   }
   // The died run stored its own secret before dying: record its rotation, so the key is not
   // rolled again (which would kill a secret consumers may already have loaded).
+  // A destination that could not be repaired keeps the marker, so the next run tries again.
+  const clearIntent = failed.length === 0;
   let completed: { rotationId: string; rotatedAt: string } | undefined;
   if (stored.rotationId === intent.rotationId) {
     completed = { rotationId: intent.rotationId, rotatedAt: intent.startedAt };
-    await primary.backend.recordRotation(primary.target, { ...completed, version: stored.version ?? 'unknown' });
-  }
-  // A destination that could not be repaired keeps the marker, so the next run tries again.
-  if (failed.length === 0) {
+    await primary.backend.recordRotation(primary.target, { ...completed, version: stored.version ?? 'unknown' }, { clearIntent });
+  } else if (clearIntent) {
     await primary.backend.clearIntent(primary.target, intent.rotationId);
-    audit.emit('key.intent.cleared', { step: 'recovery', clearedRotationId: intent.rotationId });
   }
+  if (clearIntent) audit.emit('key.intent.cleared', { step: 'recovery', clearedRotationId: intent.rotationId });
   return { kind: 'stored-secret-works', repaired, failed, ...(completed ? { completed } : {}) };
 }

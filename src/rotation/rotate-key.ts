@@ -199,13 +199,17 @@ export async function rotateKey(input: RotateKeyInput, deps: RotationDeps): Prom
 
     await enter('finish');
     const versions = report.stored.map((copy) => ({ backend: copy.destination.backendName, path: copy.destination.target.path, version: copy.version }));
-    for (const copy of report.stored) {
-      await copy.destination.backend.recordRotation(copy.destination.target, { rotationId, rotatedAt, version: copy.version });
-    }
     // A read-back that did not match, or a new secret the API refuses, leaves the marker: the
-    // next run probes and repairs.
-    if (verified.readBackOk && !verified.apiRejected) {
-      await primary.backend.clearIntent(primary.target, rotationId);
+    // next run probes and repairs. Otherwise the primary's record (every destination stored, so
+    // the primary too) clears it in the same change. The primary is recorded last, so a failure
+    // recording another copy still leaves the marker.
+    const clearIntent = verified.readBackOk && !verified.apiRejected;
+    const primaryLast = [...report.stored].sort((a, b) => Number(a.destination === primary) - Number(b.destination === primary));
+    for (const copy of primaryLast) {
+      const isPrimary = copy.destination === primary;
+      await copy.destination.backend.recordRotation(copy.destination.target, { rotationId, rotatedAt, version: copy.version }, { clearIntent: isPrimary && clearIntent });
+    }
+    if (clearIntent) {
       progress.intentSet = false;
       audit.emit('key.intent.cleared', { step: 'finish' });
     }

@@ -301,6 +301,29 @@ export function describeBackendContract(label: string, setup: () => Promise<Cont
         expect(state).toMatchObject({ exists: true, lastRotatedAt: '2030-01-02T03:04:05.000Z', lastRotationId: record.rotationId });
       });
 
+      it('records a rotation and clears its own intent marker in one call (clearIntent)', async () => {
+        const t = target();
+        const record = makeRecord();
+        await backend().setIntent(t, makeIntent(record.rotationId));
+        const written = await backend().writeSecret(t, record);
+        await backend().recordRotation(t, { rotationId: record.rotationId, rotatedAt: '2030-01-05T00:00:00.000Z', version: written.version }, { clearIntent: true });
+        const state = await backend().readState(t);
+        expect(state).toMatchObject({ exists: true, lastRotatedAt: '2030-01-05T00:00:00.000Z', lastRotationId: record.rotationId });
+        expect(state.intent).toBeUndefined();
+        expect((await backend().readSecret(t))?.secret.equals(record.secret)).toBe(true);
+      });
+
+      it('records a rotation but keeps the intent marker of another rotation (clearIntent)', async () => {
+        const t = target();
+        const record = makeRecord();
+        const written = await backend().writeSecret(t, record);
+        await backend().setIntent(t, makeIntent('rot-someone-else'));
+        await backend().recordRotation(t, { rotationId: record.rotationId, rotatedAt: record.rotatedAt, version: written.version }, { clearIntent: true });
+        const state = await backend().readState(t);
+        expect(state.lastRotationId).toBe(record.rotationId);
+        expect(state.intent?.rotationId).toBe('rot-someone-else');
+      });
+
       it('records the last failure', async () => {
         const t = target();
         const failure: FailureRecord = { rotationId: 'rot-failed', step: 'store', errorCode: 'KR_BACKEND_UNAVAILABLE', at: '2030-01-03T00:00:00.000Z' };

@@ -12,6 +12,7 @@ import type {
   LockOutcome,
   LockRequest,
   PreflightResult,
+  RotationRecord,
   SecretRecord,
   StoreTarget,
   StoredSecret,
@@ -111,9 +112,10 @@ export class AwsBackend implements Backend {
     return metadata.readState(this.#metadata, this.#lock, target);
   }
 
-  async recordRotation(target: StoreTarget, rotation: { rotationId: string; rotatedAt: string; version: string }): Promise<void> {
+  async recordRotation(target: StoreTarget, rotation: RotationRecord, options: { clearIntent?: boolean } = {}): Promise<void> {
     this.#check(target, 'record');
     await metadata.recordRotation(this.#metadata, target, rotation);
+    if (options.clearIntent === true) await metadata.clearIntent(this.#metadata, target, rotation.rotationId);
   }
 
   async recordFailure(target: StoreTarget, failure: FailureRecord): Promise<void> {

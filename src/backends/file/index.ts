@@ -19,6 +19,7 @@ import type {
   LockRequest,
   PreflightResult,
   SecretRecord,
+  RotationRecord,
   StoreTarget,
   StoredSecret,
   WriteResult,
@@ -168,14 +169,15 @@ export class FileBackend implements Backend {
     });
   }
 
-  async recordRotation(target: StoreTarget, rotation: { rotationId: string; rotatedAt: string; version: string }): Promise<void> {
+  async recordRotation(target: StoreTarget, rotation: RotationRecord, options: { clearIntent?: boolean } = {}): Promise<void> {
     await this.#run('record', target, async (file) => {
-      await this.#updateSidecar(file, (sidecar) => ({
-        ...sidecar,
-        lastRotatedAt: rotation.rotatedAt,
-        lastRotationId: rotation.rotationId,
-        lastRotationVersion: rotation.version,
-      }));
+      await this.#updateSidecar(file, (sidecar) => {
+        const recorded = { ...sidecar, lastRotatedAt: rotation.rotatedAt, lastRotationId: rotation.rotationId, lastRotationVersion: rotation.version };
+        // Under the sidecar guard: an intent set meanwhile by another rotation stays.
+        if (!options.clearIntent || recorded.intent?.rotationId !== rotation.rotationId) return recorded;
+        const { intent: _cleared, ...rest } = recorded;
+        return rest;
+      });
     });
   }
 

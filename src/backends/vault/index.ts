@@ -12,6 +12,7 @@ import type {
   LockOutcome,
   LockRequest,
   PreflightResult,
+  RotationRecord,
   SecretRecord,
   StoreTarget,
   StoredSecret,
@@ -188,14 +189,16 @@ export class VaultBackend implements Backend {
     };
   }
 
-  async recordRotation(target: StoreTarget, rotation: { rotationId: string; rotatedAt: string; version: string }): Promise<void> {
+  async recordRotation(target: StoreTarget, rotation: RotationRecord, options: { clearIntent?: boolean } = {}): Promise<void> {
     const path = await this.#settledPath(target, 'record');
     await this.#kv.updateCustomMetadata(
       path,
-      () => ({
+      (meta) => ({
         [META.lastRotatedAt]: rotation.rotatedAt,
         [META.lastRotationId]: rotation.rotationId,
         [META.lastRotationVersion]: rotation.version,
+        // Checked on the fresh read, so an intent set meanwhile by another rotation stays.
+        ...(options.clearIntent === true && readIntent(meta)?.rotationId === rotation.rotationId ? { [META.intent]: null } : {}),
       }),
       'record',
     );
