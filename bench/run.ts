@@ -24,6 +24,7 @@ const BENCHMARKS: Benchmark[] = [
   { name: 'exposure', run: async (o) => (await import('./exposure.ts')).runExposureBench(o) },
   { name: 'emergency', run: async (o) => (await import('./emergency.ts')).runEmergencyBench(o) },
   { name: 'shell-loop', run: async (o) => (await import('./shell-loop.ts')).runShellLoopBench(o) },
+  { name: 'requests', run: async () => (await import('./requests.ts')).runRequestsBench() },
   { name: 'cold-start', run: async (o) => (await import('./cold-start.ts')).runColdStartBench(o) },
   { name: 'memory', run: async (o) => (await import('./memory.ts')).runMemoryBench(o) },
   { name: 'daemon-day', run: async (o) => (await import('./daemon-day.ts')).runDaemonDayBench(o) },
