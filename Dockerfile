@@ -1,34 +1,35 @@
 # syntax=docker/dockerfile:1
 # keyroll container image: `docker build -t keyroll:0.1.0 .` (docs/kubernetes.md).
-# Three stages so the runtime image holds only the compiled CLI, its production dependencies
-# and the example configs: no TypeScript, no dev tools, no npm.
-# test/packaging/dockerfile.test.ts checks this file statically (there is no Docker engine in CI).
+# Two stages, so the runtime image holds only the bundled CLI and the example configs: no
+# TypeScript, no node_modules, no dev tools, no npm.
+# test/packaging/dockerfile.test.ts checks this file statically (there is no Docker engine in CI);
+# test/packaging/bundle.test.ts proves the bundle runs with no node_modules anywhere near it.
 # Production pins the base image by digest (node:24-bookworm-slim@sha256:…), e.g. with Renovate.
 
-# ---- build: compile src/ to dist/ with the dev toolchain (TypeScript).
+# ---- build: bundle src/ and its dependencies into dist/ with the dev toolchain (esbuild).
 FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --no-audit --no-fund --loglevel=error
-COPY tsconfig.json tsconfig.build.json ./
+# --ignore-scripts: esbuild's binary comes as an optional dependency; no install script needs to run.
+RUN npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+# tsconfig.json: esbuild follows its class-field and module settings, as tsc and the tests do.
+COPY tsconfig.json ./
+COPY scripts/build.ts ./scripts/
 COPY src ./src
 RUN npm run build
 
-# ---- runtime: production dependencies only, run as a numeric non-root user.
+# ---- runtime: the bundle (every dependency is inside it), run as a numeric non-root user.
 FROM node:24-bookworm-slim AS runtime
 ENV NODE_ENV=production \
     HOME=/tmp \
     TMPDIR=/tmp
 WORKDIR /app
-COPY package.json package-lock.json ./
-# --ignore-scripts: no dependency needs an install script, and none gets to run one here.
-# npm, npx, corepack and yarn are removed afterwards: the runtime never calls them (node runs
-# the CLI directly, because npm does not forward SIGTERM), so they are only attack surface.
-RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund --loglevel=error \
- && npm cache clean --force \
- && rm -rf /usr/local/lib/node_modules/npm /usr/local/lib/node_modules/corepack \
+# npm, npx, corepack and yarn are removed: the runtime never calls them (node runs the CLI
+# directly, because npm does not forward SIGTERM), so they are only attack surface.
+RUN rm -rf /usr/local/lib/node_modules/npm /usr/local/lib/node_modules/corepack \
            /usr/local/bin/npm /usr/local/bin/npx /usr/local/bin/corepack \
            /opt/yarn-* /usr/local/bin/yarn /usr/local/bin/yarnpkg /tmp/* /root/.npm
+COPY package.json ./
 COPY --from=build /app/dist ./dist
 COPY config ./config
 # Everything under /app stays owned by root and read-only to keyroll: the process cannot

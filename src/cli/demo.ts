@@ -1,6 +1,7 @@
 import { rm } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
+import { installedFile } from '../install-files.ts';
 import { EXIT_CODES_HELP } from './exit-codes.ts';
 
 interface DemoFlags {
@@ -12,7 +13,7 @@ export function registerDemoCommand(program: Command): void {
   program
     .command('demo')
     .description('Start the API emulator in-process and rotate the demo policy\'s keys into the file backend (no credentials needed). Shows the audit trail, what happened to each key, and the summary line.')
-    .option('-p, --policy <file>', 'demo policy', new URL('../../config/demo-policy.yaml', import.meta.url).pathname)
+    .option('-p, --policy <file>', 'demo policy', installedFile('config/demo-policy.yaml'))
     .option('--dir <dir>', 'where the file backend writes (wiped first; demo data only)', '.keyroll-demo')
     .addHelpText('after', EXIT_CODES_HELP)
     .action(async (flags: DemoFlags) => {

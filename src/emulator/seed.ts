@@ -2,13 +2,13 @@
 // Parsed strictly: a typo in a seed would silently change what a test exercises.
 // Seeds hold no API-key secrets: those are minted at random when the emulator starts.
 import { readFile } from 'node:fs/promises';
-import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
+import { installedFile } from '../install-files.ts';
 import { EmulatorSeedError } from './errors.ts';
 import { PLANS } from './plans.ts';
 
-export const DEFAULT_SEED_PATH = fileURLToPath(new URL('../../config/emulator-seed.yaml', import.meta.url));
+export const DEFAULT_SEED_PATH = installedFile('config/emulator-seed.yaml');
 
 const Id = z.string().regex(/^[A-Za-z0-9_.-]{1,128}$/, 'ids use letters, digits, _ . - (1-128 chars)');
 

@@ -1,0 +1,92 @@
+// The bundle the image runs (scripts/build.ts): built into a temp directory with the same
+// options as `npm run build`, then run from a directory with no node_modules above it, as in the
+// image (which ships no node_modules). Proves the bundle is whole, finds config/ beside dist/,
+// and keeps what `rotate` never needs out of the chunks every start loads.
+import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
+import { cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { isBuiltin } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build, type Metafile } from 'esbuild';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bundleOptions, externalImports } from '../../scripts/build.ts';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+
+/** Every input of the chunks reachable from `output` through static imports (loaded at start). */
+function loadedAtStart(metafile: Metafile, output: string): Set<string> {
+  const inputs = new Set<string>();
+  const seen = new Set<string>();
+  const visit = (name: string): void => {
+    if (seen.has(name)) return;
+    seen.add(name);
+    const chunk = metafile.outputs[name];
+    if (!chunk) return;
+    for (const input of Object.keys(chunk.inputs)) inputs.add(input);
+    for (const imported of chunk.imports) if (imported.kind === 'import-statement' && !imported.external) visit(imported.path);
+  };
+  visit(output);
+  return inputs;
+}
+
+describe('the bundled CLI (dist/, what the image runs)', () => {
+  let install: string;
+  let metafile: Metafile;
+
+  beforeAll(async () => {
+    install = await mkdtemp(join(tmpdir(), 'keyroll-bundle-'));
+    const result = await build({ ...bundleOptions(join(install, 'dist', 'cli')), logLevel: 'silent' });
+    metafile = result.metafile;
+    await writeFile(join(install, 'dist', 'package.json'), '{ "type": "module" }\n');
+    await cp(join(root, 'config'), join(install, 'config'), { recursive: true });
+    await mkdir(join(install, 'work'));
+  }, 60_000);
+
+  afterAll(async () => {
+    await rm(install, { recursive: true, force: true });
+  });
+
+  const run = (...args: string[]): SpawnSyncReturns<string> =>
+    spawnSync(process.execPath, [join(install, 'dist', 'cli', 'entry.js'), ...args], {
+      cwd: join(install, 'work'),
+      encoding: 'utf8',
+      timeout: 60_000,
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: install, TMPDIR: install },
+    });
+
+  it('imports nothing at run time but Node built-in modules', () => {
+    const external = externalImports(metafile);
+    expect(external.length).toBeGreaterThan(0);
+    expect(external.filter((path) => !isBuiltin(path))).toEqual([]);
+  });
+
+  it('runs the demo (emulator, file backend, rotation) with no node_modules anywhere above it', () => {
+    const demo = run('demo');
+    expect(demo.stderr).not.toMatch(/Cannot find (?:module|package)/);
+    expect(demo.status).toBe(0);
+    expect(demo.stdout).toContain('rotated 3, failed 0, skipped 0');
+  });
+
+  it('answers --version and --help', () => {
+    expect(run('--version').stdout.trim()).toBe('0.1.0');
+    const help = run('--help');
+    expect(help.status).toBe(0);
+    expect(help.stdout).toContain('rotate');
+  });
+
+  it('keeps the AWS SDK, the Vault client, fastify, age and prom-client out of what `rotate` loads before its first roll', () => {
+    // The chunks holding the modules `rotate` imports on its way to the first roll, and every
+    // chunk they import statically: what a cold start into the file backend compiles.
+    const startPath = ['src/cli/entry.ts', 'src/cli/main.ts', 'src/cli/rotate.ts', 'src/cli/execute-run.ts', 'src/cli/select-keys.ts', 'src/rotation/runtime.ts', 'src/rotation/run.ts', 'src/backends/file/index.ts'];
+    const chunks = Object.entries(metafile.outputs)
+      .filter(([, output]) => startPath.some((input) => input in output.inputs))
+      .map(([name]) => name);
+    expect(chunks.length).toBeGreaterThan(0);
+    const loaded = new Set(chunks.flatMap((chunk) => [...loadedAtStart(metafile, chunk)]));
+    for (const input of startPath) expect(loaded.has(input), input).toBe(true);
+    for (const heavy of ['node_modules/@aws-sdk/', 'node_modules/fastify/', 'node_modules/age-encryption/', 'node_modules/prom-client/', 'src/backends/vault/index.ts', 'src/backends/aws/backend.ts', 'src/emulator/server.ts']) {
+      expect([...loaded].filter((input) => input.includes(heavy)), heavy).toEqual([]);
+    }
+  });
+});
