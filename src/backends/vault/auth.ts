@@ -24,6 +24,14 @@ interface CurrentToken {
   refreshAt: number;
   /** Epoch ms (injected clock) when the token expires; meaningless when ttlSeconds is 0. */
   expiresAt: number;
+  /** What `auth/token/lookup-self` said about this token, once asked (a new or renewed token asks again). */
+  lookup?: TokenLookup;
+}
+
+/** The part of a `lookup-self` answer preflight reports. */
+export interface TokenLookup {
+  ttl: number;
+  policies: string[];
 }
 
 /**
@@ -92,6 +100,23 @@ export class VaultTokenSource {
     }
   }
 
+  /**
+   * The lookup-self answer for `token` if it is still the current token and was looked up since
+   * it was issued, read or last renewed: preflight needs one lookup per token, not one per key.
+   */
+  lookupOf(token: Secret): TokenLookup | undefined {
+    const current = this.#current;
+    if (current?.token !== token || current.lookup === undefined) return undefined;
+    // The time left now, from the lifetime the lookup (or the login or renewal) reported.
+    const ttl = current.ttlSeconds === 0 ? 0 : Math.max(0, Math.floor((current.expiresAt - this.#options.now().getTime()) / 1000));
+    return { ttl, policies: current.lookup.policies };
+  }
+
+  /** Keeps a lookup-self answer with `token`'s state, unless the token changed meanwhile. */
+  rememberLookup(token: Secret, lookup: TokenLookup): void {
+    if (this.#current?.token === token) this.#current.lookup = lookup;
+  }
+
   /** Forgets the token (after a 403 that a fresh login may cure). */
   invalidate(): void {
     this.#current = undefined;
@@ -144,7 +169,8 @@ export class VaultTokenSource {
       const token = await this.#resolve(auth.token, env, operation, target);
       const call: VaultCall = { method: 'GET', apiPath: 'auth/token/lookup-self', token, operation, target };
       const { data } = await client.json(call, TokenLookupResponse);
-      return this.#tokenState(token, data.renewable ?? false, data.ttl, sentAt);
+      // The lookup that reads the token's lifetime is also the one preflight reports.
+      return { ...this.#tokenState(token, data.renewable ?? false, data.ttl, sentAt), lookup: { ttl: data.ttl, policies: data.policies ?? [] } };
     }
     let body: Record<string, string>;
     let mount: string;

@@ -67,7 +67,7 @@ export class VaultBackend implements Backend {
 
   async preflight(target: StoreTarget): Promise<PreflightResult> {
     const path = await this.#settledPath(target, 'preflight');
-    const token = await this.#kv.lookupSelf('preflight', path);
+    const token = await this.#kv.tokenLookup('preflight', path);
     const checks = [`token valid (policies: ${token.policies.join(', ') || 'none'}; ttl ${token.ttl === 0 ? 'none' : `${String(token.ttl)}s`})`];
     const [current, metadata] = await Promise.all([this.#kv.readData(path, 'preflight'), this.#kv.readMetadata(path, 'preflight')]);
     const exists = current !== undefined && current.data !== undefined;

@@ -3,7 +3,7 @@
 // capabilities the token has. Every call goes through `VaultSession`, which attaches a valid token.
 import type { BackendOperation } from '../errors.ts';
 import type { VaultAnswer, VaultCall, VaultClient, VaultMethod } from './client.ts';
-import type { TokenUse, VaultTokenSource } from './auth.ts';
+import type { TokenLookup, TokenUse, VaultTokenSource } from './auth.ts';
 import { encodeMount } from './auth.ts';
 import {
   CapabilitiesResponse,
@@ -177,11 +177,23 @@ export class KvV2 {
     await this.#session.tokens.ensureFresh(minValidityMs, 'preflight', 'token');
   }
 
-  async lookupSelf(operation: BackendOperation, target: string): Promise<{ ttl: number; policies: string[] }> {
+  async lookupSelf(operation: BackendOperation, target: string): Promise<TokenLookup> {
     const { call, answer } = await this.#session.send('GET', 'auth/token/lookup-self', operation, target);
     if (answer.status !== 200) throw this.#session.client.httpError(call, answer);
     const { data } = this.#session.client.parse(call, answer, TokenLookupResponse);
-    return { ttl: data.ttl, policies: data.policies ?? [] };
+    const lookup = { ttl: data.ttl, policies: data.policies ?? [] };
+    if (call.token !== undefined) this.#session.tokens.rememberLookup(call.token, lookup);
+    return lookup;
+  }
+
+  /**
+   * What lookup-self says about the current token, asked once per token: a new login, a re-read
+   * static token or a renewal asks again. Each preflight still proves the token works for its
+   * path, through its own capabilities-self call.
+   */
+  async tokenLookup(operation: BackendOperation, target: string): Promise<TokenLookup> {
+    const known = this.#session.tokens.lookupOf(await this.#session.tokens.token(operation, target));
+    return known ?? (await this.lookupSelf(operation, target));
   }
 }
 
