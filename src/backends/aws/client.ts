@@ -19,6 +19,15 @@ import type { AwsAction } from './errors.ts';
 
 type Sdk = typeof import('@aws-sdk/client-secrets-manager');
 
+/**
+ * The SDK module's exports. The SDK is CommonJS: Node's own import() gives its named exports
+ * (and the same object as `default`), but the esbuild bundle (scripts/build.ts) turns the dynamic
+ * import of a CommonJS chunk into a module with only `default`. Both shapes are accepted.
+ */
+function sdkExports(loaded: Sdk | { default: Sdk }): Sdk {
+  return 'SecretsManagerClient' in loaded ? loaded : loaded.default;
+}
+
 /** Static credentials, for tests only: production uses the SDK's default chain (env, IRSA, profile, instance role). */
 export interface AwsStaticCredentials {
   accessKeyId: string;
@@ -178,7 +187,8 @@ export class SecretsManagerCalls {
   }
 
   #load(): Promise<{ sdk: Sdk; client: SecretsManagerClient }> {
-    this.#loaded ??= import('@aws-sdk/client-secrets-manager').then((sdk) => {
+    this.#loaded ??= import('@aws-sdk/client-secrets-manager').then((loaded) => {
+      const sdk = sdkExports(loaded);
       const { region, endpoint, timeoutMs, credentials } = this.#options;
       const client = new sdk.SecretsManagerClient({
         ...(region === undefined ? {} : { region }),
