@@ -10,6 +10,7 @@ interface EmulatorFlags {
   seed?: string;
   faultInjection: boolean;
   rollRateLimit: number;
+  rollBurstSeconds?: number;
   log: boolean;
 }
 
@@ -22,6 +23,7 @@ export function registerEmulatorCommand(program: Command): void {
     .option('--seed <file>', 'seed file, YAML or JSON (default: config/emulator-seed.yaml)')
     .option('--fault-injection', 'enable the unauthenticated /_emulator/ admin routes (faults, roll counts); keep on loopback', false)
     .option('--roll-rate-limit <n>', 'rolls per minute shared by OAuth/session principals', parsePositiveInt, 600)
+    .option('--roll-burst-seconds <s>', 'limit those rolls with a token bucket holding this many seconds of the rate (default: fixed clock-minute windows)', parsePositiveNumber)
     .option('--log', 'log one line per request (never headers or bodies)', false)
     // Commander copies exitOverride to subcommands only when set before they are created; set it
     // here so a bad flag reaches main() as a CommanderError (exit code 2), not process.exit(1).
@@ -42,6 +44,7 @@ async function runEmulator(flags: EmulatorFlags): Promise<ExitCode> {
       ...(flags.seed === undefined ? {} : { seed: flags.seed }),
       faultInjection: flags.faultInjection,
       rollRateLimitPerMinute: flags.rollRateLimit,
+      ...(flags.rollBurstSeconds === undefined ? {} : { rollRateBurstSeconds: flags.rollBurstSeconds }),
       logger: flags.log,
     });
   } catch (error) {
@@ -70,6 +73,12 @@ function parsePort(value: string): number {
   const port = Number(value);
   if (!/^\d+$/.test(value) || port > 65_535) throw new InvalidArgumentError('expected a port number from 0 to 65535');
   return port;
+}
+
+function parsePositiveNumber(value: string): number {
+  const n = Number(value);
+  if (!/^\d+(\.\d+)?$/.test(value) || !(n > 0)) throw new InvalidArgumentError('expected a positive number of seconds');
+  return n;
 }
 
 function parsePositiveInt(value: string): number {

@@ -8,13 +8,16 @@ import type { CursorCodec } from './cursor.ts';
 import { EmulatorRequestError, defaultCodeForStatus, errorEnvelope } from './errors.ts';
 import type { EmulatorFault, EmulatorOperation, FaultInjector } from './faults.ts';
 import { allowsApiKeys } from './plans.ts';
-import type { MinuteWindowLimiter } from './rate-limit.ts';
+import type { CallLimiter, RateVerdict } from './rate-limit.ts';
 import type { EmulatorState } from './state.ts';
 
 export interface EmulatorContext {
   state: EmulatorState;
   faults: FaultInjector;
-  limiter: MinuteWindowLimiter;
+  /** Per-API-key limits (fixed minute windows). */
+  limiter: CallLimiter;
+  /** The roll limit of OAuth/session principals: the same fixed windows, or a token bucket (`rollRateBurstSeconds`). */
+  rollLimiter: CallLimiter;
   cursors: CursorCodec;
   /** Rolls per minute shared by every OAuth/session principal of the emulator. */
   rollRateLimitPerMinute: number;
@@ -81,11 +84,11 @@ function enforceCallerLimits(ctx: EmulatorContext, operation: EmulatorOperation,
     return;
   }
   if (operation === 'roll') {
-    refuseWhenLimited(ctx.limiter.take('principal-rolls', ctx.rollRateLimitPerMinute), ctx.rollRateLimitPerMinute);
+    refuseWhenLimited(ctx.rollLimiter.take('principal-rolls', ctx.rollRateLimitPerMinute), ctx.rollRateLimitPerMinute);
   }
 }
 
-function refuseWhenLimited(verdict: ReturnType<MinuteWindowLimiter['take']>, perMinute: number): void {
+function refuseWhenLimited(verdict: RateVerdict, perMinute: number): void {
   if (verdict.allowed) return;
   throw new EmulatorRequestError(429, 'Rate limit exceeded; retry after the time given in Retry-After.', {
     details: { limitPerMinute: perMinute },

@@ -8,7 +8,7 @@ import { CursorCodec } from './cursor.ts';
 import { EmulatorRequestError, errorEnvelope } from './errors.ts';
 import { FaultInjector } from './faults.ts';
 import type { EmulatorContext } from './pipeline.ts';
-import { MinuteWindowLimiter } from './rate-limit.ts';
+import { MinuteWindowLimiter, TokenBucketLimiter } from './rate-limit.ts';
 import { registerAdminRoutes } from './routes/admin.ts';
 import { registerConsentRoutes } from './routes/consent.ts';
 import { registerKeyRoutes } from './routes/keys.ts';
@@ -39,6 +39,12 @@ export interface StartEmulatorOptions {
   now?: () => number;
   /** Rolls per minute shared by all OAuth/session principals (default 600; benchmarks raise it). */
   rollRateLimitPerMinute?: number;
+  /**
+   * When set, principal rolls are limited by a token bucket holding this many seconds of
+   * `rollRateLimitPerMinute` (refilled continuously) instead of fixed clock-minute windows, so a
+   * client faster than the rate meets 429 within a second. Must be a positive number.
+   */
+  rollRateBurstSeconds?: number;
   /** Lifetime of tokens from /oauth/token; default from the seed (3600 s). */
   oauthTokenTtlSeconds?: number;
   /** How a `delay` fault waits; tests may pass a controllable one. */
@@ -63,10 +69,13 @@ export async function startEmulator(options: StartEmulatorOptions = {}): Promise
   if (options.oauthTokenTtlSeconds !== undefined) seed.oauth.tokenTtlSeconds = options.oauthTokenTtlSeconds;
   const now = options.now ?? Date.now;
   const shutdown = new AbortController();
+  const limiter = new MinuteWindowLimiter(now);
   const ctx: EmulatorContext = {
     state: new EmulatorState(seed, now),
     faults: new FaultInjector(),
-    limiter: new MinuteWindowLimiter(now),
+    limiter,
+    // Throws on a burst that is not a positive number, before anything listens.
+    rollLimiter: options.rollRateBurstSeconds === undefined ? limiter : new TokenBucketLimiter(now, options.rollRateBurstSeconds),
     cursors: new CursorCodec(),
     rollRateLimitPerMinute: options.rollRateLimitPerMinute ?? DEFAULT_ROLL_RATE_LIMIT_PER_MINUTE,
     // A delay must not hold the process open after close().
