@@ -59,9 +59,23 @@ export interface World {
   close(): Promise<void>;
 }
 
-export async function startWorld(options: { rollRateLimitPerMinute: number }): Promise<World> {
+export interface WorldOptions {
+  /** The emulator's roll limit for OAuth/session principals (the bench's owner token). */
+  rollRateLimitPerMinute: number;
+  /**
+   * Enforce that limit as a token bucket holding this many seconds of the rate, so going faster
+   * than the rate meets 429 within a second; default: the emulator's clock-minute windows.
+   */
+  rollRateBurstSeconds?: number;
+}
+
+export async function startWorld(options: WorldOptions): Promise<World> {
   const dir = await mkdtemp(join(tmpdir(), 'keyroll-bench-'));
-  const emulator = await startEmulator({ port: 0, rollRateLimitPerMinute: options.rollRateLimitPerMinute });
+  const emulator = await startEmulator({
+    port: 0,
+    rollRateLimitPerMinute: options.rollRateLimitPerMinute,
+    ...(options.rollRateBurstSeconds === undefined ? {} : { rollRateBurstSeconds: options.rollRateBurstSeconds }),
+  });
   return {
     emulator,
     dir,
