@@ -39,5 +39,10 @@ COPY config ./config
 USER 10001:10001
 # keyroll handles SIGTERM itself (finishes in-flight stores, starts no new rotation), also as PID 1.
 STOPSIGNAL SIGTERM
-ENTRYPOINT ["node", "--enable-source-maps", "/app/dist/cli/entry.js"]
+# --max-semi-space-size=2: V8 sizes the young generation from the machine's memory, up to 64 MB
+# on a large node, while keyroll's live heap stays near 25 MB; 2 MB semi-spaces cut the peak RSS
+# of a 1,000-key rotation by about a third at no measurable cost (docs/benchmarks.md). No
+# --enable-source-maps: it parses the bundle's source maps at every start (+120 ms of CPU before
+# the first roll); set NODE_OPTIONS=--enable-source-maps when a stack trace needs TypeScript lines.
+ENTRYPOINT ["node", "--max-semi-space-size=2", "/app/dist/cli/entry.js"]
 CMD ["run", "--policy", "/etc/keyroll/policy.yaml"]

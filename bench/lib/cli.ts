@@ -1,7 +1,9 @@
 // Runs the keyroll CLI as an operator's CronJob or Job would: a child process of its own, the
-// compiled dist/ (as the Docker image runs it) or the TypeScript sources, timed from spawn to exit.
+// bundled dist/ with the Node flags the Docker image's ENTRYPOINT gives it (read from the
+// Dockerfile, so the figures are of what the image runs), or the TypeScript sources, timed from
+// spawn to exit.
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -14,6 +16,16 @@ export const ENTRIES = {
 } as const;
 export type Entry = keyof typeof ENTRIES;
 const RSS_PRELOAD = fileURLToPath(new URL('./report-rss.js', import.meta.url));
+
+/** The node options between `node` and the entry in the Dockerfile's exec-form ENTRYPOINT. */
+export function imageNodeFlags(dockerfile = readFileSync(join(ROOT, 'Dockerfile'), 'utf8')): string[] {
+  const line = dockerfile.split('\n').findLast((l) => l.startsWith('ENTRYPOINT '));
+  if (line === undefined) throw new Error('the Dockerfile has no ENTRYPOINT');
+  const words = JSON.parse(line.slice('ENTRYPOINT '.length)) as string[];
+  const entry = words.findIndex((word) => word.endsWith('/dist/cli/entry.js'));
+  if (words[0] !== 'node' || entry < 1) throw new Error(`unexpected ENTRYPOINT: ${line}`);
+  return words.slice(1, entry);
+}
 
 export interface CliRun {
   code: number | null;
@@ -35,6 +47,8 @@ export interface CliOptions {
   measureRss?: boolean;
   /** Kills the child after this long (every run is bounded). */
   timeoutMs: number;
+  /** Node options before the entry; default: the image's for dist/ (imageNodeFlags), none for src/. */
+  nodeFlags?: readonly string[];
 }
 
 /** The child's environment: PATH and HOME, plus what the benchmark passes; nothing else of the bench's own. */
@@ -49,6 +63,7 @@ export async function runCli(args: readonly string[], options: CliOptions): Prom
   // KEYROLL_BENCH_CPU_PROF=<dir> profiles every keyroll process a benchmark starts (docs/benchmarks.md).
   const profileDir = process.env.KEYROLL_BENCH_CPU_PROF;
   const nodeArgs = [
+    ...(options.nodeFlags ?? ((options.entry ?? 'dist') === 'dist' ? imageNodeFlags() : [])),
     ...(options.measureRss ? ['--import', RSS_PRELOAD] : []),
     ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []),
   ];

@@ -6,6 +6,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { imageNodeFlags } from '../../bench/lib/cli.ts';
 import { bundleOptions } from '../../scripts/build.ts';
 import { copySources, envAssignments, execForm, parseDockerfile, type Instruction, type Stage } from './dockerfile-syntax.ts';
 import { isIgnored, parseDockerignore } from './dockerignore.ts';
@@ -99,6 +100,15 @@ describe('Dockerfile', () => {
     const cmd = execForm(lastOf(runtime, 'CMD'));
     expect(cmd).toEqual(['run', '--policy', '/etc/keyroll/policy.yaml']);
     expect([...entrypoint!, ...cmd!].some((word) => /\bnpm\b|\bnpx\b/.test(word))).toBe(false);
+  });
+
+  it('gives bin/keyroll the same Node options as the image, and the benchmarks measure with them', () => {
+    const entrypoint = execForm(lastOf(runtime, 'ENTRYPOINT')) ?? [];
+    const flags = entrypoint.slice(1, entrypoint.indexOf('/app/dist/cli/entry.js'));
+    expect(flags).toContain('--max-semi-space-size=2');
+    const bin = readFileSync(`${root}bin/keyroll`, 'utf8');
+    expect(bin).toContain(`node_flags="${flags.join(' ')}"`);
+    expect(imageNodeFlags(readFileSync(`${root}Dockerfile`, 'utf8'))).toEqual(flags);
   });
 
   it('points at the entry the bundler writes for src/cli/entry.ts, and copies that output from the build stage', () => {
