@@ -30,10 +30,10 @@ describe('RateLimiter', () => {
     expect(clock.sleeps).toEqual([1000]);
   });
 
-  it('defaults the burst to one second of the rate', async () => {
+  it('defaults the burst to half a second of the rate', async () => {
     const clock = fakeClock();
     const limiter = new RateLimiter({ perMinute: 600, now: clock.now, sleep: clock.sleep });
-    for (let i = 0; i < 10; i += 1) await limiter.acquire();
+    for (let i = 0; i < 5; i += 1) await limiter.acquire();
     expect(clock.sleeps).toEqual([]);
     await limiter.acquire();
     expect(clock.sleeps).toEqual([100]);
