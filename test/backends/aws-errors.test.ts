@@ -150,6 +150,30 @@ describe('aws answers moto cannot give (nock)', () => {
     expect(result.checks.join('\n')).toContain('PutSecretValue allowed');
   });
 
+  it('meets a lock secret deleted after this process released it at the CAS: AWS refuses the put, the lock step names restore-secret', async () => {
+    // moto accepts PutSecretValue on a secret scheduled for deletion; AWS refuses it.
+    const config = AwsBackendConfig.parse({ kind: 'aws', endpoint, region: 'eu-west-1', timeoutMs: 2_000 });
+    const own = createAwsBackend('aws-main', config, { env: { AWS_ACCESS_KEY_ID: 'AKIDTEST', AWS_SECRET_ACCESS_KEY: 'test-secret-key' } });
+    const lockTarget: StoreTarget = { path: 'app/deleted-lock', shape: target.shape };
+    const request = { owner: 'host/1/a', rotationId: 'rot-1', ttlMs: 60_000 };
+    try {
+      // Acquire (the first lock: one CreateSecret), release (the CAS from the version we wrote: no read).
+      answer('CreateSecret', 200, { ARN: 'arn:aws:secretsmanager:eu-west-1:1:secret:app/deleted-lock.keyroll-lock-AbCdEf', Name: 'app/deleted-lock.keyroll-lock', VersionId: 'v-held' });
+      answer('PutSecretValue', 200, { VersionId: 'v-released', VersionStages: ['KEYROLL_CANDIDATE'] });
+      answer('UpdateSecretVersionStage', 200, {});
+      const held = await own.acquireLock(lockTarget, request);
+      if (!held.acquired) throw new Error('expected the lock');
+      await own.releaseLock(lockTarget, held.lock);
+      // The next acquire goes straight to the CAS from the released value it wrote.
+      answer('PutSecretValue', 400, { __type: 'InvalidRequestException', message: "You can't perform this operation on the secret because it was marked for deletion." });
+      const error: unknown = await own.acquireLock(lockTarget, { ...request, rotationId: 'rot-2' }).catch((e: unknown) => e);
+      expect(error).toMatchObject({ code: 'KR_BACKEND_SCHEDULED_FOR_DELETION', operation: 'lock', path: 'app/deleted-lock.keyroll-lock' });
+      expect((error as Error).message).toContain('restore-secret --secret-id app/deleted-lock.keyroll-lock');
+    } finally {
+      await own.close();
+    }
+  });
+
   it('keeps the secret out of the error for a garbled read-back answer', async () => {
     const value = 'sk_live_in_a_garbled_body_98765';
     answer('GetSecretValue', 200, `{"SecretString":"${value}","VersionId":`);

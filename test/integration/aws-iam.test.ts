@@ -118,7 +118,9 @@ function callsFor(config: AwsBackendConfig, region: string, account: string, pat
   const target = arn(path);
   const lock = arn(`${path}${LOCK_SUFFIX}`);
   const configured = Object.keys(config.tags);
-  const bookkeeping = [[TAG_INTENT], [TAG_LAST_ROTATED_AT, TAG_LAST_ROTATION_ID, TAG_LAST_VERSION], [TAG_LAST_FAILURE], [TAG_PREFLIGHT]];
+  const record = [TAG_LAST_ROTATED_AT, TAG_LAST_ROTATION_ID, TAG_LAST_VERSION];
+  // The finish step records the rotation and overwrites its marker in one TagResource.
+  const bookkeeping = [[TAG_INTENT], record, [...record, TAG_INTENT], [TAG_LAST_FAILURE], [TAG_PREFLIGHT]];
   const creating = (resource: string, extraKeys: string[]): Call[] => {
     const keys = [...configured, TAG_MANAGED_BY, ...extraKeys];
     const context: RequestContext = { 'aws:tagkeys': keys, [`aws:requesttag/${TAG_MANAGED_BY}`]: [MANAGED_BY_VALUE] };
@@ -131,7 +133,7 @@ function callsFor(config: AwsBackendConfig, region: string, account: string, pat
   };
   const calls: Call[] = [
     ...['DescribeSecret', 'GetSecretValue', 'PutSecretValue'].map((a) => ({ action: `secretsmanager:${a}`, resource: target })),
-    ...creating(target, bookkeeping.flat()),
+    ...creating(target, [...new Set(bookkeeping.flat())]),
     ...bookkeeping.map((keys) => ({ action: 'secretsmanager:TagResource', resource: target, context: { 'aws:tagkeys': keys } })),
     ...[[TAG_INTENT], [TAG_PREFLIGHT_PROBE]].map((keys) => ({ action: 'secretsmanager:UntagResource', resource: target, context: { 'aws:tagkeys': keys } })),
     ...creating(lock, []),
@@ -197,7 +199,7 @@ async function rotationCycle(backend: Backend, target: StoreTarget, clock: TestC
   await backend.setIntent(target, { rotationId: first.rotationId, keyId: first.keyId, owner: 'iam-test', startedAt: first.rotatedAt });
   const written = await backend.writeSecret(target, first);
   expect((await backend.readSecret(target))?.secret.equals(first.secret)).toBe(true);
-  await backend.recordRotation(target, { rotationId: first.rotationId, rotatedAt: first.rotatedAt, version: written.version });
+  await backend.recordRotation(target, { rotationId: first.rotationId, rotatedAt: first.rotatedAt, version: written.version }, { clearIntent: true });
   await backend.clearIntent(target, first.rotationId);
   await backend.releaseLock(target, lock.lock);
 

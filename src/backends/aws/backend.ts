@@ -1,6 +1,7 @@
 // The AWS Secrets Manager backend: the Backend interface over one SecretsManagerClient.
 // Each concern lives in its own file (preflight, lock, write, metadata); this class checks the
-// target path once per call and hands each method to its file.
+// target path once per call and hands each method to its file. It also keeps what the instance
+// learned from its own calls (known.ts), so a request whose answer is already known is skipped.
 import { AttemptLog } from '../attempts.ts';
 import type { BackendOperation } from '../errors.ts';
 import type {
@@ -21,8 +22,9 @@ import type {
 import type { AwsBackendConfig } from './config.ts';
 import type { AwsCredentialsInput } from './client.ts';
 import { SecretsManagerCalls } from './client.ts';
+import { HeldFacts, TargetHints } from './known.ts';
 import * as lock from './lock.ts';
-import type { LockContext } from './lock.ts';
+import { LockSightings, lockSecretName, type LockContext } from './lock.ts';
 import * as metadata from './metadata.ts';
 import type { MetadataContext } from './metadata.ts';
 import * as checks from './preflight.ts';
@@ -47,6 +49,9 @@ export class AwsBackend implements Backend {
   readonly #lock: LockContext;
   readonly #write: WriteContext;
   readonly #metadata: MetadataContext;
+  readonly #targets = new TargetHints();
+  readonly #held: HeldFacts;
+  readonly #sightings = new LockSightings();
 
   constructor(name: string, config: AwsBackendConfig, options: AwsBackendOptions) {
     this.name = name;
@@ -57,11 +62,12 @@ export class AwsBackend implements Backend {
       timeoutMs: config.timeoutMs,
       credentials: options.credentials,
     });
-    const shared = { calls: this.#calls, backendName: name, kmsKeyId: config.kmsKeyId, tags: config.tags };
+    this.#held = new HeldFacts(options.now);
+    const shared = { calls: this.#calls, backendName: name, kmsKeyId: config.kmsKeyId, tags: config.tags, targets: this.#targets };
     this.#preflight = { ...shared, createIfMissing: config.createIfMissing, now: options.now };
-    this.#lock = { ...shared, now: options.now };
+    this.#lock = { ...shared, now: options.now, sightings: this.#sightings };
     this.#write = { ...shared, createIfMissing: config.createIfMissing, attempts: new AttemptLog() };
-    this.#metadata = { ...shared, createIfMissing: config.createIfMissing };
+    this.#metadata = { ...shared, createIfMissing: config.createIfMissing, held: this.#held };
   }
 
   #check(target: StoreTarget, operation: BackendOperation): void {
@@ -79,11 +85,26 @@ export class AwsBackend implements Backend {
 
   async acquireLock(target: StoreTarget, request: LockRequest): Promise<LockOutcome> {
     this.#check(target, 'lock');
-    return lock.acquireLock(this.#lock, target.path, request);
+    const seen = this.#sightings.get(lockSecretName(target.path));
+    const lockLikelyExists = seen === undefined ? this.#targets.likelyExists(target.path) : seen !== 'missing';
+    let outcome: LockOutcome;
+    try {
+      outcome = await lock.acquireLock(this.#lock, target.path, request, { lockLikelyExists });
+    } catch (error) {
+      // A refresh whose outcome is unknown: the lock may be lost, so nothing known under it is kept.
+      this.#held.dropIfFor(target.path, request);
+      throw error;
+    }
+    // A new or refreshed lock starts with nothing known under it but itself; a refused refresh
+    // means the lock was lost.
+    if (outcome.acquired) this.#held.hold(target.path, outcome.lock, request.ttlMs);
+    else this.#held.dropIfFor(target.path, request);
+    return outcome;
   }
 
   async releaseLock(target: StoreTarget, held: HeldLock): Promise<void> {
     this.#check(target, 'unlock');
+    this.#held.dropIfFor(target.path, held);
     await lock.releaseLock(this.#lock, target.path, held);
   }
 
@@ -114,8 +135,7 @@ export class AwsBackend implements Backend {
 
   async recordRotation(target: StoreTarget, rotation: RotationRecord, options: { clearIntent?: boolean } = {}): Promise<void> {
     this.#check(target, 'record');
-    await metadata.recordRotation(this.#metadata, target, rotation);
-    if (options.clearIntent === true) await metadata.clearIntent(this.#metadata, target, rotation.rotationId);
+    await metadata.recordRotation(this.#metadata, target, rotation, options);
   }
 
   async recordFailure(target: StoreTarget, failure: FailureRecord): Promise<void> {

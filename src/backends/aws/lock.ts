@@ -12,6 +12,12 @@
 // A lock change whose answer is lost (timeout, reset, 5xx) may have landed: the lock is read back,
 // and one that carries this request's owner, rotation and expiry is ours and returned as acquired,
 // so a caller never holds a lock it does not know about (and never leaves one behind for a TTL).
+// Requests saved without weakening any of this: the CAS needs only the version it replaces, never
+// a read of its own. So acquiring starts from the lock value this process last saw or wrote when
+// that value was free (a released lock it gave back itself, say), and releasing starts from the
+// version this process holds (HeldLock.token); AWS refuses the move when that version is no longer
+// AWSCURRENT, and only then is the lock read. Lock versions are immutable, so a CAS from a version
+// whose value was free succeeds only while the lock is still exactly that free value.
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { BackendError } from '../errors.ts';
@@ -30,6 +36,7 @@ const LockValue = z.discriminatedUnion('state', [
   z.object({ state: z.literal('released'), owner: z.string(), rotationId: z.string(), releasedAt: z.iso.datetime() }),
 ]);
 type LockValue = z.infer<typeof LockValue>;
+type HeldValue = Extract<LockValue, { state: 'held' }>;
 
 export interface LockContext {
   calls: SecretsManagerCalls;
@@ -37,11 +44,30 @@ export interface LockContext {
   kmsKeyId?: string | undefined;
   tags: Readonly<Record<string, string>>;
   now: () => Date;
+  /** The last lock value this process saw or wrote, per lock secret (absent: none seen). */
+  sightings?: LockSightings;
 }
 
 interface CurrentLock {
   versionId: string;
   value: LockValue;
+}
+
+/**
+ * The lock value this process last saw or wrote, per lock secret name, or 'missing' when its read
+ * found no lock secret. A first guess only: every use goes through CreateSecret or the CAS, which
+ * refuse a guess that is out of date.
+ */
+export class LockSightings {
+  readonly #byName = new Map<string, CurrentLock | 'missing'>();
+
+  get(lockName: string): CurrentLock | 'missing' | undefined {
+    return this.#byName.get(lockName);
+  }
+
+  set(lockName: string, sighting: CurrentLock | 'missing'): void {
+    this.#byName.set(lockName, sighting);
+  }
 }
 
 /**
@@ -60,7 +86,10 @@ async function readCurrentLock(context: LockContext, lockName: string, operation
     // does not follow AWSCURRENT when UpdateSecretVersionStage moves it.
     answer = await context.calls.getSecretValue(operation, { SecretId: lockName, VersionStage: 'AWSCURRENT' });
   } catch (error) {
-    if (error instanceof BackendError && error.code === 'KR_BACKEND_NOT_FOUND') return undefined;
+    if (error instanceof BackendError && error.code === 'KR_BACKEND_NOT_FOUND') {
+      context.sightings?.set(lockName, 'missing');
+      return undefined;
+    }
     throw error;
   }
   const parsed = answer.SecretString === undefined ? undefined : LockValue.safeParse(safeJson(answer.SecretString));
@@ -72,7 +101,9 @@ async function readCurrentLock(context: LockContext, lockName: string, operation
       path: lockName,
     });
   }
-  return { versionId: answer.VersionId, value: parsed.data };
+  const current = { versionId: answer.VersionId, value: parsed.data };
+  context.sightings?.set(lockName, current);
+  return current;
 }
 
 function safeJson(text: string): unknown {
@@ -83,9 +114,12 @@ function safeJson(text: string): unknown {
   }
 }
 
+/** A CAS either moved AWSCURRENT to our new version, or lost and read what the lock is now. */
+type SwapOutcome = { won: true; versionId: string } | { won: false; now: CurrentLock | undefined };
+
 /**
- * Replaces the lock value `expectedVersionId` with `value`, atomically. Returns the new
- * version id, or undefined when another runner changed the lock first.
+ * Replaces the lock value `expectedVersionId` with `value`, atomically. When another runner changed
+ * the lock first, answers with the lock as it is now (read after the refused move).
  */
 async function compareAndSwap(
   context: LockContext,
@@ -93,7 +127,7 @@ async function compareAndSwap(
   expectedVersionId: string,
   value: LockValue,
   operation: BackendOperation,
-): Promise<string | undefined> {
+): Promise<SwapOutcome> {
   const candidate = randomUUID();
   await context.calls.putSecretValue(operation, {
     SecretId: lockName,
@@ -102,23 +136,29 @@ async function compareAndSwap(
     VersionStages: [CANDIDATE_STAGE],
   });
   const moved = await context.calls.moveCurrentStage(operation, lockName, expectedVersionId, candidate);
-  if (moved === 'moved') return candidate;
+  if (moved === 'moved') {
+    context.sightings?.set(lockName, { versionId: candidate, value });
+    return { won: true, versionId: candidate };
+  }
   // A refused move may also be the SDK's retry of a move whose first answer was lost: the label
   // then already sits on our candidate. Only a re-read tells the two apart.
   const now = await readCurrentLock(context, lockName, operation);
-  return now?.versionId === candidate ? candidate : undefined;
+  return now?.versionId === candidate ? { won: true, versionId: candidate } : { won: false, now };
 }
 
 function isOurs(value: LockValue, request: { owner: string; rotationId: string }): boolean {
   return value.owner === request.owner && value.rotationId === request.rotationId;
 }
 
-function holderOf(value: Extract<LockValue, { state: 'held' }>): LockInfo {
+function holderOf(value: HeldValue): LockInfo {
   return { owner: value.owner, rotationId: value.rotationId, expiresAt: value.expiresAt };
 }
 
-/** At most this many create/read/CAS rounds; each lost CAS means another runner now holds a fresh lock. */
-const MAX_ROUNDS = 3;
+/**
+ * At most this many rounds; each lost CAS means another runner now holds a fresh lock (one more
+ * round than a read-first loop needs, for a value remembered from before that turned out stale).
+ */
+const MAX_ROUNDS = 4;
 
 /** How an operator frees a lock (docs/runbook.md, "Clearing a stale lock"); never by deleting it. */
 const FREE_IT =
@@ -134,10 +174,15 @@ function lockErrorOf(context: LockContext, lockName: string, error: unknown, ope
   );
 }
 
-export async function acquireLock(context: LockContext, path: string, request: LockRequest): Promise<LockOutcome> {
+export interface AcquireHints {
+  /** The target existed when last described, so its lock secret most likely exists too: read before creating. */
+  lockLikelyExists: boolean;
+}
+
+export async function acquireLock(context: LockContext, path: string, request: LockRequest, hints: AcquireHints = { lockLikelyExists: false }): Promise<LockOutcome> {
   const lockName = lockSecretName(path);
   try {
-    return await takeLock(context, lockName, request);
+    return await takeLock(context, lockName, request, hints);
   } catch (error) {
     throw lockErrorOf(context, lockName, error, 'lock');
   }
@@ -149,7 +194,7 @@ export async function acquireLock(context: LockContext, path: string, request: L
  * too counts as not landed; the caller's retry with the same owner and rotation then finds its
  * own lock and takes it again.
  */
-async function landedLock(context: LockContext, lockName: string, held: Extract<LockValue, { state: 'held' }>, error: unknown, tookOver: boolean): Promise<LockOutcome | undefined> {
+async function landedLock(context: LockContext, lockName: string, held: HeldValue, error: unknown, tookOver: boolean): Promise<LockOutcome | undefined> {
   const unknownOutcome = !(error instanceof BackendError) || ['KR_BACKEND_TIMEOUT', 'KR_BACKEND_UNAVAILABLE', 'KR_BACKEND_INVALID_RESPONSE'].includes(error.code);
   if (!unknownOutcome) return undefined;
   try {
@@ -161,41 +206,79 @@ async function landedLock(context: LockContext, lockName: string, held: Extract<
   }
 }
 
-async function takeLock(context: LockContext, lockName: string, request: LockRequest): Promise<LockOutcome> {
+/** `value` when it keeps `request` out at `now` (held by another owner or rotation, not past expiry); else undefined. */
+function blockingHolder(value: LockValue, request: LockRequest, now: Date): HeldValue | undefined {
+  return value.state === 'held' && !isOurs(value, request) && Date.parse(value.expiresAt) > now.getTime() ? value : undefined;
+}
+
+/**
+ * How a round starts: create the lock secret (the first lock ever), read it, or go straight to the
+ * CAS from a value already known. `fresh` is false for a value remembered from an earlier call:
+ * such a value is tried only when free (the CAS refuses it if it is no longer current), and never
+ * answers "busy" without a new read.
+ */
+type RoundStart = { by: 'create' } | { by: 'read' } | { by: 'known'; lock: CurrentLock; fresh: boolean };
+
+function firstRound(context: LockContext, lockName: string, request: LockRequest, hints: AcquireHints): RoundStart {
+  const seen = context.sightings?.get(lockName);
+  if (seen === 'missing') return { by: 'create' };
+  if (seen !== undefined) return blockingHolder(seen.value, request, context.now()) ? { by: 'read' } : { by: 'known', lock: seen, fresh: false };
+  return hints.lockLikelyExists ? { by: 'read' } : { by: 'create' };
+}
+
+async function takeLock(context: LockContext, lockName: string, request: LockRequest, hints: AcquireHints): Promise<LockOutcome> {
+  let start = firstRound(context, lockName, request, hints);
   for (let round = 0; round < MAX_ROUNDS; round++) {
     const now = context.now();
-    const held: LockValue = {
+    const held: HeldValue = {
       state: 'held',
       owner: request.owner,
       rotationId: request.rotationId,
       expiresAt: new Date(now.getTime() + request.ttlMs).toISOString(),
     };
-    let created: string | undefined;
-    try {
-      created = await createLockSecret(context, lockName, held);
-    } catch (error) {
-      const ours = await landedLock(context, lockName, held, error, false);
-      if (ours) return ours;
-      throw error;
+    let current: CurrentLock | undefined;
+    let fresh = true;
+    if (start.by === 'create') {
+      let created: string | undefined;
+      try {
+        created = await createLockSecret(context, lockName, held);
+      } catch (error) {
+        const ours = await landedLock(context, lockName, held, error, false);
+        if (ours) return ours;
+        throw error;
+      }
+      if (created !== undefined) return { acquired: true, lock: { ...holderOf(held), token: created, tookOver: false } };
+      current = await readCurrentLock(context, lockName, 'lock');
+    } else if (start.by === 'read') {
+      current = await readCurrentLock(context, lockName, 'lock');
+    } else {
+      current = start.lock;
+      fresh = start.fresh;
     }
-    if (created !== undefined) return { acquired: true, lock: { ...holderOf(held), token: created, tookOver: false } };
-
-    const current = await readCurrentLock(context, lockName, 'lock');
-    if (current === undefined) continue; // deleted by hand between the two calls: create again
+    if (current === undefined) {
+      start = { by: 'create' }; // no lock secret (yet, or deleted by hand meanwhile): create it
+      continue;
+    }
     const { value } = current;
-    const free = value.state === 'released' || isOurs(value, request) || Date.parse(value.expiresAt) <= now.getTime();
-    if (!free) return { acquired: false, holder: holderOf(value) };
+    const holder = blockingHolder(value, request, now);
+    if (holder !== undefined) {
+      if (fresh) return { acquired: false, holder: holderOf(holder) };
+      start = { by: 'read' };
+      continue;
+    }
 
     const tookOver = value.state === 'held' && !isOurs(value, request);
-    let version: string | undefined;
+    let swap: SwapOutcome;
     try {
-      version = await compareAndSwap(context, lockName, current.versionId, held, 'lock');
+      swap = await compareAndSwap(context, lockName, current.versionId, held, 'lock');
     } catch (error) {
       const ours = await landedLock(context, lockName, held, error, tookOver);
       if (ours) return ours;
       throw error;
     }
-    if (version !== undefined) return { acquired: true, lock: { ...holderOf(held), token: version, tookOver } };
+    if (swap.won) return { acquired: true, lock: { ...holderOf(held), token: swap.versionId, tookOver } };
+    // Lost: the re-read after the refused move is the lock as it is now; decide on it directly.
+    start = swap.now === undefined ? { by: 'create' } : { by: 'known', lock: swap.now, fresh: true };
   }
   throw new BackendError('KR_BACKEND_CONFLICT', `aws lock secret ${lockName} kept changing while keyroll tried to take it`, {
     backend: context.backendName,
@@ -218,7 +301,9 @@ async function createLockSecret(context: LockContext, lockName: string, value: L
       ...(context.kmsKeyId === undefined ? {} : { KmsKeyId: context.kmsKeyId }),
       Tags: creationTags(context.tags),
     });
-    return answer.VersionId ?? invalidAnswer(context, lockName, 'CreateSecret');
+    const versionId = answer.VersionId ?? invalidAnswer(context, lockName, 'CreateSecret');
+    context.sightings?.set(lockName, { versionId, value });
+    return versionId;
   } catch (error) {
     if (error instanceof BackendError && error.code === 'KR_BACKEND_CONFLICT') return undefined;
     throw error;
@@ -245,11 +330,18 @@ export async function releaseLock(context: LockContext, path: string, lock: Held
 }
 
 async function giveBack(context: LockContext, lockName: string, lock: HeldLock): Promise<void> {
-  const current = await readCurrentLock(context, lockName, 'unlock');
-  if (current?.versionId !== lock.token || current.value.state !== 'held' || !isOurs(current.value, lock)) return;
+  // No read first: `lock.token` is the version this process wrote, and versions are immutable, so
+  // "AWSCURRENT is still on that version" is exactly "the lock is still ours". The CAS below moves
+  // AWSCURRENT only from that version; a lost CAS means our lock expired and another runner took
+  // it over (or it was released already): theirs now, left alone.
   const released: LockValue = { state: 'released', owner: lock.owner, rotationId: lock.rotationId, releasedAt: context.now().toISOString() };
-  // A lost CAS means our lock expired and another runner took it over: theirs now, left alone.
-  await compareAndSwap(context, lockName, current.versionId, released, 'unlock');
+  try {
+    await compareAndSwap(context, lockName, lock.token, released, 'unlock');
+  } catch (error) {
+    // No lock secret at all any more: nothing of ours left to release.
+    if (error instanceof BackendError && error.code === 'KR_BACKEND_NOT_FOUND') return;
+    throw error;
+  }
 }
 
 /** The lock as `status` and recovery see it: the holder (even past expiry), or undefined when free. */

@@ -4,14 +4,20 @@
 // create it, bookkeeping creates it empty (no value, no version): the intent marker must be
 // durable before the first roll of a brand-new destination, and the first write then adds the
 // value. Intent changes happen under the key lock, so a read-then-untag needs no CAS.
+// What this process wrote or read under the lock it still holds is not read again (known.ts):
+// the finish step then records the rotation and clears its own marker in one TagResource, the
+// marker overwritten with an empty value (TagResource cannot remove a tag; an empty value parses
+// as "no intent", and AWS allows tag values of length 0).
 import type { DescribeSecretCommandOutput } from '@aws-sdk/client-secrets-manager';
 import { BackendError } from '../errors.ts';
 import type { BackendOperation } from '../errors.ts';
-import type { FailureRecord, Intent, KeyState, StoreTarget } from '../types.ts';
+import type { FailureRecord, Intent, KeyState, LockInfo, StoreTarget } from '../types.ts';
 import type { SecretsManagerCalls } from './client.ts';
+import type { HeldFacts, TargetHints } from './known.ts';
 import type { LockContext } from './lock.ts';
 import { readLockInfo } from './lock.ts';
 import {
+  INTENT_CLEARED,
   TAG_INTENT,
   TAG_LAST_FAILURE,
   TAG_LAST_ROTATED_AT,
@@ -32,7 +38,13 @@ export interface MetadataContext {
   createIfMissing: boolean;
   kmsKeyId?: string | undefined;
   tags: Readonly<Record<string, string>>;
+  /** Whether targets existed when last described (which call to try first). */
+  targets: TargetHints;
+  /** The lock this process holds per target and the intent marker known under it. */
+  held: HeldFacts;
 }
+
+type TagList = { Key: string; Value: string }[];
 
 function isNotFound(error: unknown): boolean {
   return error instanceof BackendError && error.code === 'KR_BACKEND_NOT_FOUND';
@@ -58,13 +70,21 @@ export function currentVersionOf(description: DescribeSecretCommandOutput): stri
   return Object.keys(stages).find((versionId) => stages[versionId]?.includes('AWSCURRENT'));
 }
 
-/** Sets tags on the target, creating it empty first when it is missing and may be created. */
-async function tagTarget(context: MetadataContext, path: string, operation: BackendOperation, tags: { Key: string; Value: string }[]): Promise<void> {
-  try {
-    await context.calls.tagResource(operation, path, tags);
-    return;
-  } catch (error) {
-    if (!isNotFound(error) || !context.createIfMissing || isSecretArn(path)) throw error;
+/**
+ * Sets tags on the target, creating it empty first when it is missing and may be created. A
+ * target last seen missing is created (with the tags) at once instead of after a TagResource that
+ * would answer ResourceNotFound; when it exists after all, it is tagged.
+ */
+async function tagTarget(context: MetadataContext, path: string, operation: BackendOperation, tags: TagList): Promise<void> {
+  const mayCreate = context.createIfMissing && !isSecretArn(path);
+  if (!mayCreate || !context.targets.likelyMissing(path)) {
+    try {
+      await context.calls.tagResource(operation, path, tags);
+      context.targets.seen(path, true);
+      return;
+    } catch (error) {
+      if (!isNotFound(error) || !mayCreate) throw error;
+    }
   }
   try {
     await context.calls.createSecret(operation, {
@@ -77,37 +97,74 @@ async function tagTarget(context: MetadataContext, path: string, operation: Back
     if (!(error instanceof BackendError && error.code === 'KR_BACKEND_CONFLICT')) throw error;
     await context.calls.tagResource(operation, path, tags);
   }
+  context.targets.seen(path, true);
 }
 
 export async function setIntent(context: MetadataContext, target: StoreTarget, intent: Intent): Promise<void> {
+  const settle = context.held.changeIntent(target.path);
   await tagTarget(context, target.path, 'intent', [{ Key: TAG_INTENT, Value: intentTagValue(intent) }]);
+  settle(intent.rotationId);
+}
+
+/**
+ * Whether the marker on the target names `rotationId`: known without a request under a lock this
+ * process holds with time left (no other runner can have changed the marker since this process
+ * wrote or read it), else read (DescribeSecret).
+ */
+async function markerNames(context: MetadataContext, path: string, rotationId: string): Promise<boolean> {
+  if (context.held.intent(path) === rotationId) return true;
+  const description = await describeTarget(context, path, 'intent');
+  const marker = tagMap(description?.Tags).get(TAG_INTENT);
+  return marker !== undefined && parseIntentTag(marker)?.rotationId === rotationId;
 }
 
 export async function clearIntent(context: MetadataContext, target: StoreTarget, rotationId: string): Promise<void> {
-  const description = await describeTarget(context, target.path, 'intent');
-  const marker = tagMap(description?.Tags).get(TAG_INTENT);
-  if (marker === undefined || parseIntentTag(marker)?.rotationId !== rotationId) return;
+  if (!(await markerNames(context, target.path, rotationId))) return;
+  const settle = context.held.changeIntent(target.path);
   await context.calls.untagResource('intent', target.path, [TAG_INTENT]);
+  settle(null);
 }
 
+/**
+ * Records a completed rotation; with `clearIntent`, in the same TagResource also overwrites the
+ * marker with the empty value when it names this rotation, so the finish is one change.
+ */
 export async function recordRotation(
   context: MetadataContext,
   target: StoreTarget,
   rotation: { rotationId: string; rotatedAt: string; version: string },
+  options: { clearIntent?: boolean } = {},
 ): Promise<void> {
-  await tagTarget(context, target.path, 'record', [
+  const tags: TagList = [
     { Key: TAG_LAST_ROTATED_AT, Value: rotation.rotatedAt },
     { Key: TAG_LAST_ROTATION_ID, Value: rotation.rotationId },
     { Key: TAG_LAST_VERSION, Value: rotation.version },
-  ]);
+  ];
+  const clear = options.clearIntent === true && (await markerNames(context, target.path, rotation.rotationId));
+  if (!clear) {
+    await tagTarget(context, target.path, 'record', tags);
+    return;
+  }
+  const settle = context.held.changeIntent(target.path);
+  await tagTarget(context, target.path, 'record', [...tags, { Key: TAG_INTENT, Value: INTENT_CLEARED }]);
+  settle(null);
 }
 
 export async function recordFailure(context: MetadataContext, target: StoreTarget, failure: FailureRecord): Promise<void> {
   await tagTarget(context, target.path, 'record', [{ Key: TAG_LAST_FAILURE, Value: failureTagValue(failure) }]);
 }
 
+/**
+ * The key's state. The lock is read unless this process holds it with time left: then it is the
+ * lock this process took (no other runner can have changed it before its expiry). `status`,
+ * `plan` and the due-ness check before the lock hold no lock, so they read it.
+ */
 export async function readState(context: MetadataContext, lock: LockContext, target: StoreTarget): Promise<KeyState> {
-  const [description, lockInfo] = await Promise.all([describeTarget(context, target.path, 'state'), readLockInfo(lock, target.path)]);
+  const held = context.held.lock(target.path);
+  const keep = context.held.observeIntent(target.path);
+  const heldInfo: LockInfo | undefined = held && { owner: held.owner, rotationId: held.rotationId, expiresAt: held.expiresAt };
+  const [description, lockInfo] = await Promise.all([describeTarget(context, target.path, 'state'), heldInfo ?? readLockInfo(lock, target.path)]);
+  context.targets.seen(target.path, description !== undefined);
   const tags = tagMap(description?.Tags);
   const state: KeyState = {
     exists: description !== undefined && description.DeletedDate === undefined && currentVersionOf(description) !== undefined,
@@ -118,6 +175,7 @@ export async function readState(context: MetadataContext, lock: LockContext, tar
   if (lastRotationId !== undefined) state.lastRotationId = lastRotationId;
   const intent = parseIntentTag(tags.get(TAG_INTENT) ?? '');
   if (intent !== undefined) state.intent = intent;
+  keep(intent?.rotationId ?? null);
   const lastFailure = parseFailureTag(tags.get(TAG_LAST_FAILURE) ?? '');
   if (lastFailure !== undefined) state.lastFailure = lastFailure;
   if (lockInfo !== undefined) state.lock = lockInfo;

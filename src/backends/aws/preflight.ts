@@ -20,6 +20,7 @@
 import { BackendError } from '../errors.ts';
 import type { PreflightResult, StoreTarget } from '../types.ts';
 import type { SecretsManagerCalls } from './client.ts';
+import type { TargetHints } from './known.ts';
 import { currentVersionOf, describeTarget } from './metadata.ts';
 import { TAG_PREFLIGHT, TAG_PREFLIGHT_PROBE } from './tags.ts';
 import { isSecretArn } from './target.ts';
@@ -30,6 +31,8 @@ export interface PreflightContext {
   createIfMissing: boolean;
   kmsKeyId?: string | undefined;
   now: () => Date;
+  /** Where to note whether the target exists (the lock, intent and write calls choose their first try by it). */
+  targets: TargetHints;
 }
 
 /** A value no one stores: sent only with a token AWS is certain to refuse. */
@@ -61,6 +64,7 @@ async function expectRefusal(probe: Promise<unknown>, accepted: BackendError['co
 export async function preflight(context: PreflightContext, target: StoreTarget): Promise<PreflightResult> {
   const path = target.path;
   const description = await describeTarget(context, path, 'preflight');
+  context.targets.seen(path, description !== undefined);
   const checks = ['credentials accepted (secretsmanager:DescribeSecret)'];
 
   if (description === undefined) {

@@ -9,6 +9,12 @@ import type { FailureRecord, Intent } from '../types.ts';
 export const TAG_MANAGED_BY = 'managed-by';
 export const MANAGED_BY_VALUE = 'keyroll';
 export const TAG_INTENT = 'keyroll:intent';
+/**
+ * The intent marker's value once its rotation finished: TagResource cannot remove a tag, and the
+ * finish step records the rotation and clears the marker in one TagResource. Parses as no intent.
+ * (UntagResource, used when a marker is cleared on its own, removes the tag instead.)
+ */
+export const INTENT_CLEARED = '';
 export const TAG_LAST_ROTATED_AT = 'keyroll:last-rotated-at';
 export const TAG_LAST_ROTATION_ID = 'keyroll:last-rotation-id';
 export const TAG_LAST_VERSION = 'keyroll:last-version';

@@ -5,12 +5,16 @@
 // idempotent: same token and value, no second version. AWS does not say whether a put was new
 // or ignored, so `alreadyApplied` comes from a read that only a retry pays for: when this
 // process already attempted (rotation, path), it first looks for the version named by the token.
+// A target that preflight (or any description) last saw missing is created with the value at once,
+// rather than after a PutSecretValue that would answer ResourceNotFound: still one call before the
+// value is durable, and a put follows when it exists after all.
 import { createHash } from 'node:crypto';
 import { BackendError } from '../errors.ts';
 import { parseStoredValue, renderText } from '../render.ts';
 import type { SecretRecord, StoreTarget, StoredSecret, WriteResult } from '../types.ts';
 import type { AttemptLog } from '../attempts.ts';
 import type { SecretsManagerCalls } from './client.ts';
+import type { TargetHints } from './known.ts';
 import { isSecretArn } from './target.ts';
 import { creationTags } from './tags.ts';
 
@@ -21,6 +25,8 @@ export interface WriteContext {
   kmsKeyId?: string | undefined;
   tags: Readonly<Record<string, string>>;
   attempts: AttemptLog;
+  /** Whether targets existed when last described (create or put first). */
+  targets: TargetHints;
 }
 
 /**
@@ -45,11 +51,18 @@ export async function writeSecret(context: WriteContext, target: StoreTarget, re
       throw tokenInUse(context, target.path, token);
     }
   }
+  const written = await putOrCreate(context, target.path, value, token);
+  context.targets.seen(target.path, true);
+  return written;
+}
+
+async function putOrCreate(context: WriteContext, path: string, value: string, token: string): Promise<WriteResult> {
+  if (context.createIfMissing && !isSecretArn(path) && context.targets.likelyMissing(path)) return createWithValue(context, path, value, token);
   try {
-    return await putValue(context, target.path, value, token);
+    return await putValue(context, path, value, token);
   } catch (error) {
     if (!(error instanceof BackendError) || error.code !== 'KR_BACKEND_NOT_FOUND') throw error;
-    return await createWithValue(context, target.path, value, token);
+    return await createWithValue(context, path, value, token);
   }
 }
 

@@ -1,0 +1,131 @@
+// What this backend instance learned from its own calls, so it can skip a request whose answer it
+// already knows. Two kinds, trusted differently:
+// - Hints (TargetHints): whether a target existed when this process last described it. They only
+//   choose which call to try first (CreateSecret or TagResource / PutSecretValue, lock create or
+//   lock read); each call is atomic and the other one follows when the guess was wrong, so a stale
+//   hint costs one request, never correctness.
+// - Facts under the lock (HeldFacts): the lock this process holds on a target and the intent
+//   marker it wrote or read there while holding it. Only a runner holding the key's lock writes
+//   the marker, and another runner takes the lock over only past its expiry (invariant 5), so
+//   until then both facts stay true without reading them again. They are trusted only while the
+//   lock has a margin left (runners' clocks and the requests' own latency), and dropped on
+//   release, on any failed or refreshed acquire, and on any intent change whose outcome is unknown.
+// In memory only: a new process knows nothing and reads everything.
+import type { HeldLock } from '../types.ts';
+import { lockSecretName } from './lock.ts';
+
+/** Whether each target existed when this process last described it; hints only (see above). */
+export class TargetHints {
+  readonly #exists = new Map<string, boolean>();
+
+  seen(path: string, exists: boolean): void {
+    this.#exists.set(path, exists);
+  }
+
+  /** True when the last description found nothing at `path`; false when it found a secret or none was made. */
+  likelyMissing(path: string): boolean {
+    return this.#exists.get(path) === false;
+  }
+
+  likelyExists(path: string): boolean {
+    return this.#exists.get(path) === true;
+  }
+}
+
+/**
+ * A lock must have this much life left for its facts to be trusted: a quarter of its TTL, at most a
+ * minute. The lock itself already assumes runners' clocks agree well within its TTL.
+ */
+export function trustMarginMs(ttlMs: number): number {
+  return Math.min(60_000, Math.floor(ttlMs / 4));
+}
+
+/** What the intent marker names: a rotation id, or null for no marker. */
+export type KnownIntent = string | null;
+
+interface Held {
+  /** The exact target path the facts are about (a name and an ARN of one secret share a lock). */
+  path: string;
+  lock: HeldLock;
+  marginMs: number;
+  /** undefined: not known (never read under this lock, or an intent change is in flight or failed). */
+  intent?: KnownIntent;
+  /** Bumped by every intent change this process starts, so a read that raced one is not kept. */
+  generation: number;
+}
+
+/** The facts this process holds per key lock (keyed by the lock secret's name). */
+export class HeldFacts {
+  readonly #byLock = new Map<string, Held>();
+  readonly #now: () => Date;
+
+  constructor(now: () => Date) {
+    this.#now = now;
+  }
+
+  /** A lock was acquired (or refreshed): start over with only the lock known. */
+  hold(path: string, lock: HeldLock, ttlMs: number): void {
+    this.#byLock.set(lockSecretName(path), { path, lock, marginMs: trustMarginMs(ttlMs), generation: 0 });
+  }
+
+  /**
+   * Forgets the lock on `path` (and all known under it) when it was taken for `request`: before its
+   * release, or after a refresh that was refused or whose outcome is unknown (the lock may be lost).
+   */
+  dropIfFor(path: string, request: { owner: string; rotationId: string }): void {
+    const name = lockSecretName(path);
+    const held = this.#byLock.get(name);
+    if (held?.lock.owner === request.owner && held.lock.rotationId === request.rotationId) this.#byLock.delete(name);
+  }
+
+  /** The lock this process holds on `path`, while it has its margin left; else undefined. */
+  lock(path: string): HeldLock | undefined {
+    return this.#trusted(path)?.lock;
+  }
+
+  /** What the intent marker on `path` names, when known under a lock with its margin left. */
+  intent(path: string): KnownIntent | undefined {
+    return this.#trusted(path)?.intent;
+  }
+
+  /**
+   * Before an intent change: the marker is unknown until `settle` says what it became. Returns the
+   * settle function; a change that throws never settles, so the marker stays unknown.
+   */
+  changeIntent(path: string): (intent: KnownIntent) => void {
+    const held = this.#byLock.get(lockSecretName(path));
+    if (held === undefined) return () => undefined;
+    if (held.path !== path) {
+      // The same secret under another spelling: nothing known about either spelling's marker.
+      held.intent = undefined;
+      held.generation += 1;
+      return () => undefined;
+    }
+    held.intent = undefined;
+    held.generation += 1;
+    const generation = held.generation;
+    return (intent) => {
+      if (this.#byLock.get(lockSecretName(path)) === held && held.generation === generation) held.intent = intent;
+    };
+  }
+
+  /**
+   * Before reading the marker: returns a function that keeps what was read, unless the lock changed
+   * or an intent change started meanwhile (the read may predate it).
+   */
+  observeIntent(path: string): (intent: KnownIntent) => void {
+    const held = this.#trusted(path);
+    if (held === undefined) return () => undefined;
+    const generation = held.generation;
+    return (intent) => {
+      if (this.#byLock.get(lockSecretName(path)) === held && held.generation === generation && this.#trusted(path) === held) held.intent = intent;
+    };
+  }
+
+  #trusted(path: string): Held | undefined {
+    const held = this.#byLock.get(lockSecretName(path));
+    if (held?.path !== path) return undefined;
+    const left = Date.parse(held.lock.expiresAt) - this.#now().getTime();
+    return left > held.marginMs ? held : undefined;
+  }
+}

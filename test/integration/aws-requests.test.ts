@@ -1,0 +1,322 @@
+// What one rotation costs in Secrets Manager requests (moto, through a counting proxy), and why
+// each request the backend skips was safe to skip: the lock it holds and the intent marker it wrote
+// are not read again while the lock has time left, but a lock that expired and was taken over
+// makes it read (and leave the new holder's marker alone); remembered lock values and "missing"
+// targets only choose the first call, and a stale one is corrected by AWS's own refusal.
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { CreateSecretCommand, DescribeSecretCommand } from '@aws-sdk/client-secrets-manager';
+import { Agent, request } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AwsBackendConfig } from '../../src/backends/aws/config.ts';
+import type { Backend, Intent, StoreTarget } from '../../src/backends/types.ts';
+import { runRotations } from '../../src/rotation/run.ts';
+import { createTestClock, makeRecord, type TestClock } from '../backends/contract.ts';
+import { JSON_SHAPE, keyPolicy, startBench } from '../rotation/harness.ts';
+import { makeBackend, motoEnv, newTarget, run, sdkClient } from './aws-fixtures.ts';
+import { motoServer, type MotoServer } from './servers.ts';
+
+/** A loopback proxy in front of moto that records each request as `<Action> <target|lock>`. */
+interface CountingProxy {
+  endpoint: string;
+  /** The requests since the last take(), sorted (concurrent probes arrive in any order). */
+  take(): string[];
+  close(): Promise<void>;
+}
+
+async function countingProxy(upstream: string): Promise<CountingProxy> {
+  const agent = new Agent({ connections: 16 });
+  let seen: string[] = [];
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks);
+      const action = String(req.headers['x-amz-target'] ?? '').replace(/^secretsmanager\./, '');
+      let id = '';
+      try {
+        const parsed = JSON.parse(body.toString('utf8')) as { SecretId?: string; Name?: string };
+        id = parsed.SecretId ?? parsed.Name ?? '';
+      } catch {
+        // not a JSON request: counted by action only
+      }
+      seen.push(`${action} ${id.endsWith('.keyroll-lock') ? 'lock' : 'target'}`);
+      const headers = { ...req.headers };
+      delete headers.connection;
+      delete headers['transfer-encoding'];
+      request(new URL(req.url ?? '/', upstream), { method: 'POST', headers, body, dispatcher: agent })
+        .then(async (answer) => {
+          const out: Record<string, string | string[]> = {};
+          for (const [name, value] of Object.entries(answer.headers)) {
+            if (value !== undefined && !['connection', 'transfer-encoding', 'keep-alive'].includes(name)) out[name] = value;
+          }
+          res.writeHead(answer.statusCode, out);
+          res.end(Buffer.from(await answer.body.arrayBuffer()));
+        })
+        .catch(() => res.destroy());
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    endpoint: `http://127.0.0.1:${String(port)}`,
+    take: () => {
+      const taken = seen.sort();
+      seen = [];
+      return taken;
+    },
+    close: async () => {
+      await new Promise<void>((resolve) => {
+        server.close(() => {
+          resolve();
+        });
+      });
+      await agent.close();
+    },
+  };
+}
+
+const moto = motoServer();
+
+describe.skipIf(moto === undefined)('aws requests per rotation (moto)', () => {
+  const server = moto!;
+  let proxy: CountingProxy;
+  /** moto as the backends see it: through the counting proxy. */
+  let counted: MotoServer;
+
+  beforeAll(async () => {
+    proxy = await countingProxy(server.endpoint);
+    counted = { ...server, endpoint: proxy.endpoint };
+  });
+  afterAll(async () => {
+    await proxy.close();
+  });
+
+  describe('a rotation through the engine', () => {
+    const PREFLIGHT_EXISTING = ['DescribeSecret target', 'GetSecretValue target', 'PutSecretValue target', 'TagResource target', 'UntagResource target'];
+    const FINISH = [
+      'DescribeSecret target', // readState under the lock (the lock itself is not read: this process holds it)
+      'TagResource target', // setIntent
+      'PutSecretValue target', // the write
+      'GetSecretValue target', // verify: read back
+      'TagResource target', // record the rotation and clear its marker, one call
+      'PutSecretValue lock', // release: the CAS from the version this process holds, no read first
+      'UpdateSecretVersionStage lock',
+    ];
+
+    async function rotationBench(path: string, overrides: Parameters<typeof keyPolicy>[2] = {}) {
+      return startBench({
+        keys: (org) => [keyPolicy('key_demo_billing', org('key_demo_billing'), { destinations: [{ backend: 'aws', target: { path, shape: JSON_SHAPE } }], ...overrides })],
+        policy: { backends: { aws: AwsBackendConfig.parse({ kind: 'aws', endpoint: counted.endpoint, createIfMissing: true }) } },
+      });
+    }
+
+    it('costs 9 requests for a new secret and 15 for an existing one (a new process each time)', async () => {
+      const bench = await rotationBench(`keyroll-test/${run}/requests/${randomUUID().slice(0, 8)}`);
+      const env = motoEnv(server);
+      try {
+        proxy.take();
+        expect((await bench.run({ runtime: { env }, trigger: { force: true } })).rotated).toBe(1);
+        expect(proxy.take()).toEqual(
+          [
+            'DescribeSecret target', // preflight: missing, createIfMissing
+            'CreateSecret lock', // the first lock
+            'DescribeSecret target', // readState under the lock
+            'CreateSecret target', // setIntent creates the secret empty, with the marker, at once
+            'PutSecretValue target',
+            'GetSecretValue target',
+            'TagResource target',
+            'PutSecretValue lock',
+            'UpdateSecretVersionStage lock',
+          ].sort(),
+        );
+
+        expect((await bench.run({ runtime: { env }, trigger: { force: true } })).rotated).toBe(1);
+        expect(proxy.take()).toEqual(
+          [
+            ...PREFLIGHT_EXISTING,
+            // The target exists, so its lock most likely does: read it first (no CreateSecret that
+            // would answer ResourceExists), then the CAS.
+            'GetSecretValue lock',
+            'PutSecretValue lock',
+            'UpdateSecretVersionStage lock',
+            ...FINISH,
+          ].sort(),
+        );
+      } finally {
+        await bench.close();
+      }
+    });
+
+    it('costs 14 in a process that released the lock itself before, and 16 for a scheduled run that checks due-ness first', async () => {
+      // maxAge 1 ms: due again on every scheduled run, so the due-ness read before the lock happens.
+      const bench = await rotationBench(`keyroll-test/${run}/requests/${randomUUID().slice(0, 8)}`, { maxAgeMs: 1, minIntervalMs: 0 });
+      const runtime = await bench.runtime({ env: motoEnv(server) });
+      const keys = bench.policy.keys;
+      try {
+        expect((await runRotations(runtime, { keys, trigger: { reason: 'manual', force: true }, concurrency: 1 })).rotated).toBe(1);
+        proxy.take();
+        // The daemon's case: the same backend instance rotates the key again. It goes straight to
+        // the CAS from the released value it wrote (AWS refuses it if the lock changed since).
+        expect((await runRotations(runtime, { keys, trigger: { reason: 'manual', force: true }, concurrency: 1 })).rotated).toBe(1);
+        expect(proxy.take()).toEqual([...PREFLIGHT_EXISTING, 'PutSecretValue lock', 'UpdateSecretVersionStage lock', ...FINISH].sort());
+
+        // A scheduled run reads the state (target and lock) to decide due-ness before any lock:
+        // fresh, as `status` and `plan` do; the lock value it read is then the CAS's starting point.
+        expect((await runRotations(runtime, { keys, trigger: { reason: 'scheduled', force: false }, concurrency: 1 })).rotated).toBe(1);
+        expect(proxy.take()).toEqual(
+          ['DescribeSecret target', 'GetSecretValue lock', ...PREFLIGHT_EXISTING, 'PutSecretValue lock', 'UpdateSecretVersionStage lock', ...FINISH].sort(),
+        );
+      } finally {
+        await runtime.close();
+        await bench.close();
+      }
+    });
+  });
+
+  describe('what the backend knows under its lock, and when it stops trusting it', () => {
+    let clock: TestClock;
+    let a: Backend;
+    let b: Backend;
+    const intentOf = (rotationId: string, owner: string): Intent => ({ rotationId, keyId: 'key_requests', owner, startedAt: '2030-01-01T00:00:00.000Z' });
+
+    beforeAll(() => {
+      clock = createTestClock();
+      a = makeBackend(counted, clock);
+      b = makeBackend(counted, clock);
+    });
+    afterAll(async () => {
+      await Promise.all([a.close(), b.close()]);
+    });
+
+    async function holdAndMark(backend: Backend, t: StoreTarget, owner: string, ttlMs = 60_000): Promise<string> {
+      const rotationId = randomUUID();
+      const locked = await backend.acquireLock(t, { owner, rotationId, ttlMs });
+      if (!locked.acquired) throw new Error('expected the lock');
+      await backend.readState(t);
+      await backend.setIntent(t, intentOf(rotationId, owner));
+      return rotationId;
+    }
+
+    it('records the rotation and clears its own marker in one TagResource while its lock has time left', async () => {
+      const t = newTarget();
+      const rotationId = await holdAndMark(a, t, 'a');
+      const written = await a.writeSecret(t, makeRecord({ rotationId }));
+      proxy.take();
+      await a.recordRotation(t, { rotationId, rotatedAt: '2030-01-01T00:00:01.000Z', version: written.version }, { clearIntent: true });
+      expect(proxy.take()).toEqual(['TagResource target']);
+      const state = await b.readState(t);
+      expect(state.intent).toBeUndefined();
+      expect(state.lastRotationId).toBe(rotationId);
+    });
+
+    it('reads the marker again once its lock expired, and leaves the marker of the runner that took the lock over', async () => {
+      const t = newTarget();
+      const stale = await holdAndMark(a, t, 'a');
+      const written = await a.writeSecret(t, makeRecord({ rotationId: stale }));
+      clock.advance(61_000);
+      // b takes the expired lock over and starts its own rotation.
+      const fresh = await holdAndMark(b, t, 'b');
+      proxy.take();
+      await a.recordRotation(t, { rotationId: stale, rotatedAt: '2030-01-01T00:00:01.000Z', version: written.version }, { clearIntent: true });
+      expect(proxy.take()).toEqual(['DescribeSecret target', 'TagResource target']);
+      expect((await b.readState(t)).intent?.rotationId).toBe(fresh);
+      await a.clearIntent(t, stale);
+      expect((await b.readState(t)).intent?.rotationId).toBe(fresh);
+    });
+
+    it('stops trusting the lock a margin before it expires (a quarter of the TTL, at most a minute)', async () => {
+      const t = newTarget();
+      const rotationId = await holdAndMark(a, t, 'a');
+      clock.advance(46_000); // 14 s left of 60 s: inside the 15 s margin
+      proxy.take();
+      const state = await a.readState(t);
+      expect(proxy.take()).toEqual(['DescribeSecret target', 'GetSecretValue lock']);
+      expect(state.lock).toMatchObject({ owner: 'a', rotationId });
+      await a.clearIntent(t, rotationId);
+      expect(proxy.take()).toEqual(['DescribeSecret target', 'UntagResource target']);
+      expect((await b.readState(t)).intent).toBeUndefined();
+    });
+
+    it('reports its own lock from readState without reading it, and the new holder once it was taken over', async () => {
+      const t = newTarget();
+      const rotationId = await holdAndMark(a, t, 'a');
+      proxy.take();
+      expect((await a.readState(t)).lock).toMatchObject({ owner: 'a', rotationId });
+      expect(proxy.take()).toEqual(['DescribeSecret target']);
+      clock.advance(61_000);
+      await holdAndMark(b, t, 'b');
+      expect((await a.readState(t)).lock).toMatchObject({ owner: 'b' });
+    });
+
+    it('forgets its lock on release: readState reads the lock again', async () => {
+      const t = newTarget();
+      const rotationId = randomUUID();
+      const locked = await a.acquireLock(t, { owner: 'a', rotationId, ttlMs: 60_000 });
+      if (!locked.acquired) throw new Error('expected the lock');
+      await a.releaseLock(t, locked.lock);
+      proxy.take();
+      expect((await a.readState(t)).lock).toBeUndefined();
+      expect(proxy.take()).toEqual(['DescribeSecret target', 'GetSecretValue lock']);
+    });
+
+    it('goes straight to the CAS from the lock it released, and answers busy (after a read) when another runner holds it now', async () => {
+      const t = newTarget();
+      const first = await a.acquireLock(t, { owner: 'a', rotationId: randomUUID(), ttlMs: 60_000 });
+      if (!first.acquired) throw new Error('expected the lock');
+      await a.releaseLock(t, first.lock);
+      const held = await b.acquireLock(t, { owner: 'b', rotationId: randomUUID(), ttlMs: 60_000 });
+      if (!held.acquired) throw new Error('expected b to take the released lock');
+      proxy.take();
+      expect(await a.acquireLock(t, { owner: 'a', rotationId: randomUUID(), ttlMs: 60_000 })).toMatchObject({ acquired: false, holder: { owner: 'b' } });
+      // The CAS from the remembered released version is refused; the read after it names the holder.
+      expect(proxy.take()).toEqual(['GetSecretValue lock', 'PutSecretValue lock', 'UpdateSecretVersionStage lock']);
+      // b's lock is untouched: b releases it, and then a gets it.
+      await b.releaseLock(t, held.lock);
+      expect((await a.acquireLock(t, { owner: 'a', rotationId: randomUUID(), ttlMs: 60_000 })).acquired).toBe(true);
+    });
+
+    it('creates a target readState saw missing with the marker at once, and tags it when it was created meanwhile', async () => {
+      const missing = newTarget();
+      await holdAndMark(a, missing, 'a');
+      const sdk = sdkClient(server);
+      try {
+        // Created by someone else between readState and setIntent: CreateSecret is refused, TagResource follows.
+        const raced = newTarget();
+        const rotationId = randomUUID();
+        const locked = await a.acquireLock(raced, { owner: 'a', rotationId, ttlMs: 60_000 });
+        if (!locked.acquired) throw new Error('expected the lock');
+        expect((await a.readState(raced)).exists).toBe(false);
+        await sdk.send(new CreateSecretCommand({ Name: raced.path }));
+        proxy.take();
+        await a.setIntent(raced, intentOf(rotationId, 'a'));
+        expect(proxy.take()).toEqual(['CreateSecret target', 'TagResource target']);
+        expect((await b.readState(raced)).intent?.rotationId).toBe(rotationId);
+        const tags = (await sdk.send(new DescribeSecretCommand({ SecretId: missing.path }))).Tags ?? [];
+        expect(tags.map((tag) => tag.Key)).toEqual(expect.arrayContaining(['managed-by', 'keyroll:intent']));
+      } finally {
+        sdk.destroy();
+      }
+    });
+
+    it('writes a destination preflight saw missing with one CreateSecret, and puts into it when it was created meanwhile', async () => {
+      const t = newTarget();
+      expect((await a.preflight(t)).exists).toBe(false);
+      proxy.take();
+      const record = makeRecord({ rotationId: randomUUID() });
+      expect(await a.writeSecret(t, record)).toEqual({ version: record.rotationId, alreadyApplied: false });
+      expect(proxy.take()).toEqual(['CreateSecret target']);
+      expect((await b.readSecret(t))?.secret.equals(record.secret)).toBe(true);
+
+      const raced = newTarget();
+      expect((await a.preflight(raced)).exists).toBe(false);
+      await b.writeSecret(raced, makeRecord());
+      const mine = makeRecord({ rotationId: randomUUID() });
+      proxy.take();
+      expect((await a.writeSecret(raced, mine)).alreadyApplied).toBe(false);
+      expect(proxy.take()).toEqual(['CreateSecret target', 'PutSecretValue target']);
+      expect((await b.readSecret(raced))?.secret.equals(mine.secret)).toBe(true);
+    });
+  });
+});
