@@ -44,11 +44,10 @@ export function registerDaemonCommand(program: Command): void {
 }
 
 async function daemonCommand(flags: DaemonFlags): Promise<number> {
-  const [{ startDaemon }, { parseListenAddress }, { createMetrics }, { collectDefaultMetrics }, { parseDuration }, { SecretRef }] = await Promise.all([
+  const [{ startDaemon }, { parseListenAddress }, { createMetrics, collectDefaultMetrics }, { parseDuration }, { SecretRef }] = await Promise.all([
     import('../scheduler/daemon.ts'),
     import('../scheduler/server.ts'),
     import('../metrics/metrics.ts'),
-    import('prom-client'),
     import('../policy/duration.ts'),
     import('../policy/refs.ts'),
   ]);

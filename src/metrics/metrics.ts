@@ -2,7 +2,11 @@
 // daemon serves them on /metrics, `run` and `rotate` push them to a Pushgateway at the end.
 // Every update happens after the fact (the engine calls the observer after the store, never
 // between roll and store: invariant 2), and no label ever holds more than a key id.
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+// Static imports only: a dynamic import() of this CommonJS package yields no named exports in the
+// bundle the image runs (scripts/build.ts), so the daemon gets collectDefaultMetrics from here.
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+export { collectDefaultMetrics };
 import type { AlertResult } from '../alerts/types.ts';
 import type { KeyOutcome, KeyResult, RotationObserver, RotationReason, RotationStep } from '../rotation/types.ts';
 

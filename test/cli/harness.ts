@@ -46,6 +46,8 @@ export interface CliOptions {
   env?: Record<string, string | undefined>;
   /** Run through bin/keyroll instead of node + entry.ts. */
   viaBin?: boolean;
+  /** Run this entry (e.g. a bundled dist/cli/entry.js) with node instead of src/cli/entry.ts. */
+  entry?: string;
 }
 
 /** The child's environment: PATH and HOME only, plus keyroll's token; nothing from the test's own shell. */
@@ -73,7 +75,7 @@ function parseEvents(stdout: string): AuditRecord[] {
 }
 
 export function spawnCli(args: readonly string[], cwd: string, options: CliOptions = {}): RunningCli {
-  const [command, argv] = options.viaBin ? [BIN, [...args]] : [process.execPath, [ENTRY, ...args]];
+  const [command, argv] = options.viaBin ? [BIN, [...args]] : [process.execPath, [options.entry ?? ENTRY, ...args]];
   const child = spawn(command, argv, { cwd, env: childEnv(options.env), stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';

@@ -1,0 +1,119 @@
+// The bundle the image runs (scripts/build.ts), end to end against the real servers: a rotation
+// into OpenBao, a rotation into Secrets Manager (moto), and the daemon's HTTP endpoints. The unit
+// test (test/packaging/bundle.test.ts) only runs the demo (file backend); these are the chunks it
+// never loads, and bundling changes how they load (a dynamic import() of a CommonJS package gets
+// only a default export there: the AWS SDK and prom-client were each caught by such a run).
+import { cp, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { GetSecretValueCommand } from '@aws-sdk/client-secrets-manager';
+import { build } from 'esbuild';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bundleOptions } from '../../scripts/build.ts';
+import { ORG, useCliFixture, type RunningCli } from '../cli/harness.ts';
+import { motoEnv, sdkClient } from './aws-fixtures.ts';
+import { motoServer, vaultServer } from './servers.ts';
+import { uniqueName, vaultAdmin } from './vault-admin.ts';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const cli = useCliFixture();
+const KEY_IDS = ['key_demo_billing', 'key_demo_search', 'key_demo_ingest'] as const;
+let install: string;
+let entry: string;
+
+beforeAll(async () => {
+  install = await mkdtemp(join(tmpdir(), 'keyroll-bundle-e2e-'));
+  await build({ ...bundleOptions(join(install, 'dist', 'cli')), logLevel: 'silent' });
+  await writeFile(join(install, 'dist', 'package.json'), '{ "type": "module" }\n');
+  await cp(join(root, 'config'), join(install, 'config'), { recursive: true });
+  entry = join(install, 'dist', 'cli', 'entry.js');
+}, 60_000);
+
+afterAll(async () => {
+  await rm(install, { recursive: true, force: true });
+});
+
+function policyFor(backendLine: string, pathOf: (keyId: string) => string): string {
+  const keys = KEY_IDS.map((id) => `  - { id: ${id}, organization: ${ORG}, destinations: [{ backend: dest, path: "${pathOf(id)}" }] }`).join('\n');
+  return `version: 1
+api:
+  baseUrl: ${cli.emulator.url}
+  credential: { type: bearer, token: env:KEYROLL_API_TOKEN }
+backends:
+  dest: ${backendLine}
+defaults:
+  maxAge: 30d
+  minInterval: 1h
+keys:
+${keys}
+`;
+}
+
+describe('the bundled CLI against the real servers', () => {
+  it('rotates into OpenBao: every stored secret is the live one', async (ctx) => {
+    // Under CI=true a missing server fails the run (servers.ts); elsewhere the test is skipped.
+    const server = vaultServer();
+    if (!server) return ctx.skip();
+    const prefix = uniqueName('bundle');
+    await cli.writeFile('vault.yaml', policyFor(`{ kind: vault, address: "${server.address}", mount: secret, auth: { method: token, token: env:VAULT_TOKEN } }`, (id) => `${prefix}/${id}`));
+    cli.alsoSecret(server.rootToken);
+    const result = await cli.run(['rotate', '--all', '--reason', 'manual', '-p', 'vault.yaml'], { entry, env: { VAULT_TOKEN: server.rootToken } });
+    expect(result.stderr).not.toMatch(/is not a (?:constructor|function)/);
+    expect(result.code).toBe(0);
+    expect(result.lastLine).toBe('rotated 3, failed 0, skipped 0');
+    for (const id of KEY_IDS) {
+      const stored = await vaultAdmin(server).readData(`${prefix}/${id}`);
+      expect(cli.emulator.state.isLiveSecret(id, String(stored.data?.apiKey))).toBe(true);
+    }
+  });
+
+  it('rotates into Secrets Manager (moto): every stored secret is the live one', async (ctx) => {
+    const server = motoServer();
+    if (!server) return ctx.skip();
+    const prefix = uniqueName('bundle');
+    await cli.writeFile('aws.yaml', policyFor(`{ kind: aws, endpoint: "${server.endpoint}", region: ${server.region}, createIfMissing: true }`, (id) => `${prefix}/${id}`));
+    const result = await cli.run(['rotate', '--all', '--reason', 'manual', '-p', 'aws.yaml'], { entry, env: { ...motoEnv(server) } });
+    expect(result.stderr).not.toMatch(/is not a (?:constructor|function)/);
+    expect(result.code).toBe(0);
+    expect(result.lastLine).toBe('rotated 3, failed 0, skipped 0');
+    const sdk = sdkClient(server);
+    try {
+      for (const id of KEY_IDS) {
+        const stored = await sdk.send(new GetSecretValueCommand({ SecretId: `${prefix}/${id}` }));
+        const value = JSON.parse(stored.SecretString ?? '{}') as { apiKey?: string };
+        expect(cli.emulator.state.isLiveSecret(id, String(value.apiKey ?? stored.SecretString))).toBe(true);
+      }
+    } finally {
+      sdk.destroy();
+    }
+  });
+
+  it('runs the daemon: /healthz answers, /metrics has keyroll and process metrics, SIGTERM exits 0', async () => {
+    await cli.writePolicy();
+    const running = cli.spawn(['daemon', '-p', 'policy.yaml', '--listen', '127.0.0.1:0'], { entry });
+    const listen = await listenAddress(running);
+    expect((await fetch(`http://${listen}/healthz`)).status).toBe(200);
+    const metrics = await (await fetch(`http://${listen}/metrics`)).text();
+    expect(metrics).toContain('keyroll_rotations_total');
+    expect(metrics).toContain('process_cpu_user_seconds_total');
+    running.child.kill('SIGTERM');
+    expect((await running.result).code).toBe(0);
+  });
+});
+
+/** The daemon's `daemon.started` audit line names the address it listens on. */
+function listenAddress(running: RunningCli): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let buffer = '';
+    running.child.stdout?.on('data', (chunk: Buffer) => {
+      buffer += chunk.toString('utf8');
+      const line = buffer.split('\n').find((l) => l.includes('"event":"daemon.started"'));
+      if (line) resolve((JSON.parse(line) as { listen: string }).listen);
+    });
+    void running.result.then((result) => {
+      reject(new Error(`the daemon exited (${String(result.code)}) before starting: ${result.stderr.slice(-500)}`));
+    });
+  });
+}
+
