@@ -9,6 +9,7 @@ import type {
   HeldLock,
   Intent,
   KeyState,
+  LockInfo,
   LockOutcome,
   LockRequest,
   PreflightResult,
@@ -21,10 +22,11 @@ import type {
 import { VaultTokenSource } from './auth.ts';
 import { VaultClient } from './client.ts';
 import type { VaultBackendConfig } from './config.ts';
-import { isValidKvPath, KvV2, VaultSession, type KvData } from './kv.ts';
-import { acquireVaultLock, lockPathFor, readVaultLock, releaseVaultLock } from './lock.ts';
+import { isValidKvPath, KvV2, VaultSession, type CustomMetadataPatch, type KvData, type KvMetadata } from './kv.ts';
+import { PathKnowledgeMap } from './known.ts';
+import { acquireVaultLock, lockInfo, lockPathFor, readVaultLock, releaseVaultLock } from './lock.ts';
 import { checkCapabilities } from './preflight.ts';
-import { encodeFailure, encodeIntent, META, readIntent, stateFromMetadata } from './state.ts';
+import { encodeFailure, encodeIntent, META, readIntent, stateFromMetadata, writerOf } from './state.ts';
 
 export const createVaultBackend: BackendFactory<'vault'> = (name, config, deps) => new VaultBackend(name, config, deps);
 
@@ -34,19 +36,14 @@ export class VaultBackend implements Backend {
   readonly #client: VaultClient;
   readonly #kv: KvV2;
   readonly #now: () => Date;
+  /** What this process last saw or wrote per path: check-and-set bases, its lock, its bookkeeping. */
+  readonly #known = new PathKnowledgeMap();
   /**
-   * The version each path had when this process last looked (preflight, lock) or wrote: the
-   * check-and-set value of the next write, so the write after the roll is one request
-   * (invariant 2) and a write by anyone else in between is detected, never overwritten.
-   */
-  readonly #expectedVersion = new Map<string, number>();
-  /** What this process last wrote per path, so a retried write can answer alreadyApplied. */
-  readonly #lastWrite = new Map<string, { rotationId: string; version: number }>();
-  /**
-   * The bookkeeping a write leaves running per path. writeSecret returns as soon as the secret is
-   * durable, so the exposure window is the one data write, not that write plus the two metadata
-   * requests naming its rotation; every later call on the path waits for this first, so the
-   * custom_metadata read-modify-writes never interleave and readers see what the write recorded.
+   * The bookkeeping a write leaves running per path (when no intent marker of this process already
+   * names the version it wrote). writeSecret returns as soon as the secret is durable, so the
+   * exposure window is the one data write, not that write plus the metadata change naming its
+   * rotation; every later call on the path waits for this first, so the custom_metadata changes
+   * never interleave and readers see what the write recorded.
    */
   readonly #bookkeeping = new Map<string, Promise<void>>();
 
@@ -69,10 +66,15 @@ export class VaultBackend implements Backend {
     const path = await this.#settledPath(target, 'preflight');
     const token = await this.#kv.tokenLookup('preflight', path);
     const checks = [`token valid (policies: ${token.policies.join(', ') || 'none'}; ttl ${token.ttl === 0 ? 'none' : `${String(token.ttl)}s`})`];
-    const [current, metadata] = await Promise.all([this.#kv.readData(path, 'preflight'), this.#kv.readMetadata(path, 'preflight')]);
+    // The read proves the secret readable (the verify step and recovery read it back) and gives
+    // its current version. An answer with a version means a metadata entry exists too; a plain 404
+    // leaves that open (an entry with only custom_metadata answers the same).
+    const current = await this.#kv.readData(path, 'preflight');
     const exists = current !== undefined && current.data !== undefined;
-    checks.push(...(await checkCapabilities(this.#kv, path, { exists, metadataExists: metadata !== undefined, backend: this.name })));
-    this.#expectedVersion.set(path, metadata?.currentVersion ?? 0);
+    checks.push(...(await checkCapabilities(this.#kv, path, { exists, metadataExists: current === undefined ? undefined : true, backend: this.name })));
+    const known = this.#known.of(path);
+    known.expectedVersion = current?.version ?? 0;
+    known.neverWritten = current === undefined;
     checks.push(current !== undefined && exists ? `read ${this.#kv.apiPath('data', path)} (version ${String(current.version)})` : `${this.#kv.apiPath('data', path)} does not exist yet`);
     return { exists, checks };
   }
@@ -83,49 +85,79 @@ export class VaultBackend implements Backend {
 
   async acquireLock(target: StoreTarget, request: LockRequest): Promise<LockOutcome> {
     const path = await this.#settledPath(target, 'lock');
-    const outcome = await acquireVaultLock(this.#kv, path, request, this.#now());
-    if (!outcome.acquired) return outcome;
+    const known = this.#known.of(path);
+    const ours = known.heldLock;
+    const refreshing = ours?.lock.owner === request.owner && ours.lock.rotationId === request.rotationId;
+    // The first write goes without a read only against an entry whose content at that version is
+    // certain: the lock this process holds (a refresh), or none at all (version 0 only creates).
+    // Not against an entry seen or released earlier: one deleted and written again since could
+    // have reached that version again holding someone else's lock.
+    const base = refreshing ? ours : known.neverWritten === true ? { version: 0, lock: undefined } : undefined;
+    delete known.neverWritten;
+    const result = await acquireVaultLock(this.#kv, path, request, this.#now(), base);
+    if (!result.acquired) {
+      // Busy for this request. Unless the entry still holds the lock this process holds, that
+      // lock is gone (taken over), and so is what was true under it.
+      if (ours !== undefined && result.entry?.lock?.token !== ours.lock.token) this.#known.lockLetGo(path);
+      return result.outcome;
+    }
+    // A refresh written against the entry this process wrote when it took the lock: the lock never
+    // left it, so no other runner has changed the path since, and what it knows of the path holds.
+    if (refreshing && result.unread && known.metadata !== undefined) {
+      known.heldLock = result.entry;
+      return result.outcome;
+    }
+    this.#known.lockLetGo(path);
+    known.heldLock = result.entry;
+    let metadata: KvMetadata | undefined;
     try {
-      // The version the write after the roll will check-and-set against, seen under the lock.
-      this.#expectedVersion.set(path, (await this.#kv.readMetadata(path, 'lock'))?.currentVersion ?? 0);
+      metadata = await this.#kv.readMetadata(path, 'lock');
     } catch (error) {
       // The caller gets an error, not the lock, so it would never release it: the next runner
       // (the on-call's immediate retry) would find the key busy for a whole TTL. Give it back.
-      await releaseVaultLock(this.#kv, path, outcome.lock).catch(() => undefined);
+      await this.releaseLock(target, result.outcome.lock).catch(() => undefined);
       throw error;
     }
-    return outcome;
+    // Read under the lock: the version the write after the roll checks-and-sets against, the base
+    // of the bookkeeping changes, and the state the engine reads next to decide again.
+    known.expectedVersion = metadata?.currentVersion ?? 0;
+    known.metadata = { metadata };
+    if (!refreshing) known.stateAfterLock = stateOf(metadata, result.outcome.lock);
+    return result.outcome;
   }
 
   async releaseLock(target: StoreTarget, lock: HeldLock): Promise<void> {
-    await releaseVaultLock(this.#kv, this.#path(target, 'unlock'), lock);
+    const path = this.#path(target, 'unlock');
+    const ours = this.#known.of(path).heldLock;
+    const entry = ours?.lock.token === lock.token ? ours : undefined;
+    if (entry !== undefined) this.#known.lockLetGo(path);
+    await releaseVaultLock(this.#kv, path, lock, entry);
   }
 
   async setIntent(target: StoreTarget, intent: Intent): Promise<void> {
     const path = await this.#settledPath(target, 'intent');
-    await this.#kv.updateCustomMetadata(path, () => ({ [META.intent]: encodeIntent(intent) }), 'intent');
+    const known = this.#known.of(path);
+    // The write after the roll checks-and-sets against expectedVersion, so it creates the next one.
+    const writeVersion = known.expectedVersion === undefined ? undefined : known.expectedVersion + 1;
+    delete known.intendedWrite;
+    await this.#changeMetadata(path, () => ({ [META.intent]: encodeIntent(intent, writeVersion) }), 'intent');
+    if (writeVersion !== undefined) known.intendedWrite = { rotationId: intent.rotationId, version: writeVersion };
   }
 
   async clearIntent(target: StoreTarget, rotationId: string): Promise<void> {
     const path = await this.#settledPath(target, 'intent');
-    const metadata = await this.#kv.readMetadata(path, 'intent');
-    if (metadata === undefined || readIntent(metadata.customMetadata)?.rotationId !== rotationId) return;
-    await this.#kv.updateCustomMetadata(
-      path,
-      // Re-checked on the fresh read, so an intent set meanwhile by another rotation stays.
-      (meta) => (readIntent(meta)?.rotationId === rotationId ? { [META.intent]: null } : undefined),
-      'intent',
-    );
+    // Checked on the map the change starts from, so an intent set meanwhile by another rotation stays.
+    await this.#changeMetadata(path, (meta) => (readIntent(meta)?.rotationId === rotationId ? { [META.intent]: null } : undefined), 'intent');
   }
 
   async writeSecret(target: StoreTarget, record: SecretRecord): Promise<WriteResult> {
     const path = await this.#settledPath(target, 'write');
-    const previous = this.#lastWrite.get(path);
-    if (previous?.rotationId === record.rotationId) {
+    const known = this.#known.of(path);
+    if (known.lastWrite?.rotationId === record.rotationId) {
       const applied = await this.#appliedVersion(path, target, record);
       if (applied !== undefined) return { version: String(applied), alreadyApplied: true };
     }
-    let cas = this.#expectedVersion.get(path);
+    let cas = known.expectedVersion;
     if (cas === undefined) {
       // No preflight or lock in this process: look once (tests, direct callers).
       const current = await this.#kv.readData(path, 'write');
@@ -137,7 +169,7 @@ export class VaultBackend implements Backend {
     const written = await this.#kv.writeData(path, renderMap(target.shape, record), cas, 'write', 'until-expiry');
     if (written === 'cas-mismatch') {
       // Either an earlier attempt of this write landed (its answer was lost) or someone else wrote.
-      this.#expectedVersion.delete(path);
+      delete known.expectedVersion;
       const applied = await this.#appliedVersion(path, target, record);
       if (applied !== undefined) return { version: String(applied), alreadyApplied: true };
       throw new BackendError('KR_BACKEND_CONFLICT', `vault backend ${this.name}: write of ${path} failed, another writer changed it since version ${String(cas)}`, {
@@ -148,17 +180,28 @@ export class VaultBackend implements Backend {
         status: 400,
       });
     }
-    this.#expectedVersion.set(path, written.version);
-    this.#lastWrite.set(path, { rotationId: record.rotationId, version: written.version });
+    known.expectedVersion = written.version;
+    known.lastWrite = { rotationId: record.rotationId, version: written.version };
+    if (known.metadata !== undefined) {
+      // A data write moves current_version; OpenBao's metadata version stays as it was.
+      const before = known.metadata.metadata;
+      known.metadata = {
+        metadata: { currentVersion: written.version, metadataVersion: before === undefined ? 0 : before.metadataVersion, customMetadata: before?.customMetadata ?? {}, liveCurrentVersion: true },
+      };
+    }
+    // This rotation's intent marker, durable before the roll, already names the version it wrote
+    // (readSecret reads it there until the finish step records it): nothing to add now.
+    if (known.intendedWrite?.rotationId === record.rotationId && known.intendedWrite.version === written.version) {
+      return { version: String(written.version), alreadyApplied: false };
+    }
     // After the durable write, so it adds no I/O before it (invariant 2), and not awaited here, so
     // it adds no time to the exposure window either. Best effort: readSecret falls back to the
     // value itself, and the secret is already safe.
-    const bookkeeping: Promise<void> = this.#kv
-      .updateCustomMetadata(
-        path,
-        () => ({ [META.lastWriteRotationId]: record.rotationId, [META.lastWriteVersion]: String(written.version) }),
-        'write',
-      )
+    const bookkeeping: Promise<void> = this.#changeMetadata(
+      path,
+      () => ({ [META.lastWriteRotationId]: record.rotationId, [META.lastWriteVersion]: String(written.version) }),
+      'write',
+    )
       .catch(() => undefined)
       .finally(() => {
         if (this.#bookkeeping.get(path) === bookkeeping) this.#bookkeeping.delete(path);
@@ -173,31 +216,36 @@ export class VaultBackend implements Backend {
     if (current?.data === undefined) return undefined;
     const parsed = parseStoredValue(target.shape, current.data);
     if (parsed === undefined) return undefined;
-    const version = String(current.version);
-    const writtenBy = current.customMetadata[META.lastWriteVersion] === version ? current.customMetadata[META.lastWriteRotationId] : undefined;
-    const rotationId = parsed.rotationId ?? writtenBy;
-    return { secret: parsed.secret, version, ...(rotationId === undefined ? {} : { rotationId }) };
+    const rotationId = parsed.rotationId ?? writerOf(current.customMetadata, current.version);
+    return { secret: parsed.secret, version: String(current.version), ...(rotationId === undefined ? {} : { rotationId }) };
   }
 
   async readState(target: StoreTarget): Promise<KeyState> {
     const path = await this.#settledPath(target, 'state');
-    const [metadata, lock] = await Promise.all([this.#kv.readMetadata(path, 'state'), readVaultLock(this.#kv, path)]);
-    return {
-      exists: metadata?.liveCurrentVersion ?? false,
-      ...stateFromMetadata(metadata?.customMetadata ?? {}),
-      ...(lock === undefined ? {} : { lock }),
-    };
+    const known = this.#known.of(path);
+    // Right after taking the lock: what acquireLock read under it. Everyone else (status, plan,
+    // due-ness before the lock, a second look) reads the server.
+    const afterLock = known.stateAfterLock;
+    if (afterLock !== undefined) {
+      delete known.stateAfterLock;
+      return afterLock;
+    }
+    const [metadata, entry] = await Promise.all([this.#kv.readMetadata(path, 'state'), readVaultLock(this.#kv, path)]);
+    return stateOf(metadata, lockInfo(entry));
   }
 
   async recordRotation(target: StoreTarget, rotation: RotationRecord, options: { clearIntent?: boolean } = {}): Promise<void> {
     const path = await this.#settledPath(target, 'record');
-    await this.#kv.updateCustomMetadata(
+    const writeVersion = /^[1-9]\d*$/.test(rotation.version) ? rotation.version : undefined;
+    await this.#changeMetadata(
       path,
       (meta) => ({
         [META.lastRotatedAt]: rotation.rotatedAt,
         [META.lastRotationId]: rotation.rotationId,
         [META.lastRotationVersion]: rotation.version,
-        // Checked on the fresh read, so an intent set meanwhile by another rotation stays.
+        // The rotation wrote this version: recorded for good here, with the finish, in the same change.
+        ...(writeVersion === undefined ? {} : { [META.lastWriteRotationId]: rotation.rotationId, [META.lastWriteVersion]: writeVersion }),
+        // Checked on the map the change starts from, so an intent set meanwhile by another rotation stays.
         ...(options.clearIntent === true && readIntent(meta)?.rotationId === rotation.rotationId ? { [META.intent]: null } : {}),
       }),
       'record',
@@ -207,7 +255,7 @@ export class VaultBackend implements Backend {
   async recordFailure(target: StoreTarget, failure: FailureRecord): Promise<void> {
     const path = await this.#settledPath(target, 'record');
     // Only the lastFailure key: an intent marker or lock-holder bookkeeping written meanwhile stays.
-    await this.#kv.updateCustomMetadata(path, () => ({ [META.lastFailure]: encodeFailure(failure) }), 'record');
+    await this.#changeMetadata(path, () => ({ [META.lastFailure]: encodeFailure(failure) }), 'record');
   }
 
   async close(): Promise<void> {
@@ -215,11 +263,24 @@ export class VaultBackend implements Backend {
     await this.#client.close();
   }
 
+  /**
+   * One custom_metadata change, starting from what this process knows of the metadata while it
+   * holds the lock (kv.ts decides whether the server can check that base), and remembering what the
+   * change left while it still holds the lock. A change that fails leaves the metadata unknown.
+   */
+  async #changeMetadata(path: string, patch: (current: Record<string, string>) => CustomMetadataPatch, operation: BackendOperation): Promise<void> {
+    const known = this.#known.of(path);
+    const base = known.metadata;
+    delete known.metadata;
+    const after = await this.#kv.updateCustomMetadata(path, patch, operation, base);
+    if (this.#known.holdsLock(path)) known.metadata = after;
+  }
+
   /** The version now holding this record's secret, if the latest version does. */
   async #appliedVersion(path: string, target: StoreTarget, record: SecretRecord): Promise<number | undefined> {
     const current = await this.#kv.readData(path, 'write');
     if (current === undefined || !this.#holds(current, target, record)) return undefined;
-    this.#expectedVersion.set(path, current.version);
+    this.#known.of(path).expectedVersion = current.version;
     return current.version;
   }
 
@@ -248,4 +309,12 @@ export class VaultBackend implements Backend {
     }
     return path;
   }
+}
+
+function stateOf(metadata: KvMetadata | undefined, lock: LockInfo | undefined): KeyState {
+  return {
+    exists: metadata?.liveCurrentVersion ?? false,
+    ...stateFromMetadata(metadata?.customMetadata ?? {}),
+    ...(lock === undefined ? {} : { lock: { owner: lock.owner, rotationId: lock.rotationId, expiresAt: lock.expiresAt } }),
+  };
 }

@@ -68,9 +68,19 @@ const METADATA_ROUNDS = 5;
 /** Keys to set (a string) or remove (null) in custom_metadata; undefined when nothing changes. */
 export type CustomMetadataPatch = Record<string, string | null> | undefined;
 
+/** A path's metadata as this process last read or wrote it; `metadata` undefined: none existed. */
+export interface KnownMetadata {
+  metadata: KvMetadata | undefined;
+}
+
 export class KvV2 {
   readonly #session: VaultSession;
   readonly #mount: string;
+  /**
+   * Whether the server checks-and-sets metadata writes (OpenBao answers `current_metadata_version`;
+   * HashiCorp Vault does not), learned from the first metadata read that found an entry.
+   */
+  #metadataCas: boolean | undefined;
 
   constructor(session: VaultSession, mount: string) {
     this.#session = session;
@@ -118,6 +128,7 @@ export class KvV2 {
     if (answer.status === 404) return undefined;
     if (answer.status !== 200) throw this.#session.client.httpError(call, answer);
     const { data } = this.#session.client.parse(call, answer, KvMetadataResponse);
+    this.#metadataCas = data.current_metadata_version !== undefined;
     const current = data.versions?.[String(data.current_version)];
     const live = data.current_version > 0 && current !== undefined && (current.deletion_time ?? '') === '' && current.destroyed !== true;
     return {
@@ -131,25 +142,38 @@ export class KvV2 {
   /**
    * Changes only the custom_metadata keys `patch` names, keeping every other key: keyroll's
    * other bookkeeping written meanwhile by another runner (an intent marker) and an operator's
-   * own keys. A metadata write replaces custom_metadata as a whole, so each round reads it,
-   * applies the patch to what it read and writes it back at once. On OpenBao the write is a
-   * check-and-set against the metadata version just read (`metadata_cas`; 0 = only if no
-   * metadata exists), so a write that lost against another writer is redone on a fresh read.
-   * HashiCorp Vault has no metadata check-and-set (it ignores the parameter): there a writer
-   * between the read and the write can still be overwritten, which is why bookkeeping of a key
-   * is changed under its lock. `patch` sees the fresh map each round; undefined = no change.
+   * own keys. A metadata write replaces custom_metadata as a whole, so each round applies the patch
+   * to the map as read and writes it back at once. On OpenBao the write is a check-and-set against
+   * the metadata version read (`metadata_cas`; 0 = only if no metadata exists), so a write that
+   * lost against another writer is redone on a fresh read. There the first round may start from
+   * `known` (what this process last read or wrote, under its lock) instead of reading: the server
+   * refuses the write if anything changed since, and the next round reads. HashiCorp Vault has no
+   * metadata check-and-set (it ignores the parameter): there every round reads first, and a writer
+   * between the read and the write can still be overwritten, which is why bookkeeping of a key is
+   * changed under its lock. `patch` sees the map each round; undefined = no change. Returns the
+   * metadata as it stands after the change, with the metadata version the server gave it
+   * (OpenBao counts one per metadata write; a data write leaves it as it is).
    */
-  async updateCustomMetadata(path: string, patch: (current: Record<string, string>) => CustomMetadataPatch, operation: BackendOperation): Promise<void> {
+  async updateCustomMetadata(
+    path: string,
+    patch: (current: Record<string, string>) => CustomMetadataPatch,
+    operation: BackendOperation,
+    known?: KnownMetadata,
+  ): Promise<KnownMetadata> {
     let lost: { call: VaultCall; answer: VaultAnswer } | undefined;
     for (let round = 0; round < METADATA_ROUNDS; round++) {
-      const metadata = await this.readMetadata(path, operation);
+      const metadata = round === 0 && known !== undefined && this.#canCheckAndSet(known) ? known.metadata : await this.readMetadata(path, operation);
       const current = metadata?.customMetadata ?? {};
       const changes = patch({ ...current });
-      if (changes === undefined || !changesAnything(current, changes)) return;
+      if (changes === undefined || !changesAnything(current, changes)) return { metadata };
       const cas = metadata === undefined ? 0 : metadata.metadataVersion;
-      const body = { custom_metadata: applyPatch(current, changes), ...(cas === undefined ? {} : { metadata_cas: cas }) };
+      const customMetadata = applyPatch(current, changes);
+      const body = { custom_metadata: customMetadata, ...(cas === undefined ? {} : { metadata_cas: cas }) };
       const sent = await this.#session.send('POST', this.apiPath('metadata', path), operation, path, body);
-      if (sent.answer.status >= 200 && sent.answer.status < 300) return;
+      if (sent.answer.status >= 200 && sent.answer.status < 300) {
+        const metadataVersion = cas !== undefined && this.#metadataCas === true ? cas + 1 : undefined;
+        return { metadata: { currentVersion: metadata?.currentVersion ?? 0, metadataVersion, customMetadata, liveCurrentVersion: metadata?.liveCurrentVersion ?? false } };
+      }
       if (sent.answer.status !== 400 || !METADATA_CAS_MISMATCH.test(JSON.stringify(sent.answer.body ?? ''))) {
         throw this.#session.client.httpError(sent.call, sent.answer);
       }
@@ -157,6 +181,11 @@ export class KvV2 {
     }
     // Every round lost against another writer: report it as the conflict it is.
     throw this.#session.client.error('KR_BACKEND_CONFLICT', lost?.call ?? { method: 'POST', apiPath: this.apiPath('metadata', path), operation, target: path }, 400, undefined, 'custom_metadata kept changing under other writers');
+  }
+
+  /** A known state may stand in for a read only where the server will check the write against it. */
+  #canCheckAndSet(known: KnownMetadata): boolean {
+    return this.#metadataCas === true && (known.metadata === undefined || known.metadata.metadataVersion !== undefined);
   }
 
   /** The token's capabilities on each API path (as returned by apiPath). */

@@ -1,8 +1,12 @@
 // The key lock of a Vault destination (invariant 5): a separate KV entry `{path}.keyroll-lock`
-// whose data names the holder. Every change is a check-and-set write against the version just
-// read (0 = create only), so of two runners racing only one write lands; the other re-reads and
-// sees the winner. A stale lock (past expiresAt) is taken over the same way, and a release
-// writes a `released` version with check-and-set, so a lock taken over meanwhile stays intact.
+// whose data names the holder. Every change is a check-and-set write against a version whose
+// content is known (0 = create only), so of two runners racing only one write lands; the other
+// re-reads and sees the winner. A stale lock (past expiresAt) is taken over the same way, and a
+// release writes a `released` version with check-and-set, so a lock taken over meanwhile stays
+// intact. The version is the one just read, or one whose content this process knows without
+// reading: the lock it holds (its refresh and release) or, for a path never written, none at all
+// (version 0, create only). The write checks it all the same, so knowledge that is out of date
+// costs one refused write and a read, never a lock taken from its holder.
 // A lock write whose answer is lost (timeout, reset, 5xx) may have landed: the entry is read
 // back, and a lock carrying this attempt's random token is ours and returned as acquired, so a
 // caller never holds a lock it does not know about (and never leaves one behind for a TTL).
@@ -25,14 +29,26 @@ const LockData = z.object({
   token: z.string(),
   state: z.enum(['held', 'released']),
 });
-type LockData = z.infer<typeof LockData>;
+export type LockData = z.infer<typeof LockData>;
 
-interface LockEntry {
+export interface LockEntry {
   /** Version to check-and-set against (0 when the entry never existed). */
   version: number;
   /** The holder, when a lock is held (released or unreadable entries are free). */
   lock: LockData | undefined;
 }
+
+/** An entry holding a lock this process wrote. */
+export interface HeldEntry {
+  version: number;
+  lock: LockData;
+}
+
+export type AcquireResult =
+  /** `entry`: the version now holding the lock; `unread`: written against `known` without reading. */
+  | { acquired: true; outcome: Extract<LockOutcome, { acquired: true }>; entry: HeldEntry; unread: boolean }
+  /** `entry`: the entry as last read, when one was. */
+  | { acquired: false; outcome: Extract<LockOutcome, { acquired: false }>; entry: LockEntry | undefined };
 
 async function readLockEntry(kv: KvV2, path: string, operation: 'lock' | 'unlock' | 'state'): Promise<LockEntry> {
   const entry = await kv.readData(lockPathFor(path), operation);
@@ -45,12 +61,22 @@ function info(lock: LockData): LockInfo {
   return { owner: lock.owner, rotationId: lock.rotationId, expiresAt: lock.expiresAt };
 }
 
-export async function readVaultLock(kv: KvV2, path: string): Promise<LockInfo | undefined> {
-  const { lock } = await readLockEntry(kv, path, 'state');
-  return lock === undefined ? undefined : info(lock);
+export function lockInfo(entry: LockEntry | undefined): LockInfo | undefined {
+  return entry?.lock === undefined ? undefined : info(entry.lock);
 }
 
-export async function acquireVaultLock(kv: KvV2, path: string, request: LockRequest, now: Date): Promise<LockOutcome> {
+export async function readVaultLock(kv: KvV2, path: string): Promise<LockEntry> {
+  return readLockEntry(kv, path, 'state');
+}
+
+/**
+ * Takes the lock, or refreshes it for the same owner and rotation. `known` is an entry whose
+ * content at its version the caller knows (the lock it holds; version 0 for an entry that most
+ * likely does not exist): the first round writes against it instead of reading, which is safe
+ * because the write checks that version (a changed entry refuses it, and the next round reads).
+ * Only a refusal is never based on it: a known entry held by another owner is read again.
+ */
+export async function acquireVaultLock(kv: KvV2, path: string, request: LockRequest, now: Date, known?: LockEntry): Promise<AcquireResult> {
   const mine: LockData = {
     owner: request.owner,
     rotationId: request.rotationId,
@@ -58,17 +84,23 @@ export async function acquireVaultLock(kv: KvV2, path: string, request: LockRequ
     token: randomBytes(12).toString('hex'),
     state: 'held',
   };
-  let last: LockData | undefined;
+  let guess = known;
+  let entry: LockEntry | undefined;
   // A few rounds: every lost check-and-set means another runner changed the entry; re-read it.
   for (let round = 0; round < 5; round++) {
-    const { version, lock } = await readLockEntry(kv, path, 'lock');
-    last = lock;
+    const unread = guess !== undefined;
+    entry = guess ?? (await readLockEntry(kv, path, 'lock'));
+    guess = undefined;
+    const { version, lock } = entry;
     let tookOver = false;
     if (lock !== undefined) {
       const sameHolder = lock.owner === request.owner && lock.rotationId === request.rotationId;
       const expiry = Date.parse(lock.expiresAt);
       const stale = Number.isNaN(expiry) || expiry <= now.getTime();
-      if (!sameHolder && !stale) return { acquired: false, holder: info(lock) };
+      if (!sameHolder && !stale) {
+        if (unread) continue;
+        return { acquired: false, outcome: { acquired: false, holder: info(lock) }, entry };
+      }
       tookOver = !sameHolder;
     }
     const held: HeldLock = { ...info(mine), token: mine.token, tookOver };
@@ -76,31 +108,43 @@ export async function acquireVaultLock(kv: KvV2, path: string, request: LockRequ
     try {
       written = await kv.writeData(lockPathFor(path), { ...mine }, version, 'lock');
     } catch (error) {
-      if (await landed(kv, path, mine, error)) return { acquired: true, lock: held };
+      const landedAt = await landed(kv, path, mine, error);
+      if (landedAt !== undefined) return { acquired: true, outcome: { acquired: true, lock: held }, entry: { version: landedAt, lock: mine }, unread: false };
       throw error;
     }
-    if (written !== 'cas-mismatch') return { acquired: true, lock: held };
+    if (written !== 'cas-mismatch') return { acquired: true, outcome: { acquired: true, lock: held }, entry: { version: written.version, lock: mine }, unread };
   }
-  return { acquired: false, holder: info(last ?? mine) };
+  return { acquired: false, outcome: { acquired: false, holder: info(entry?.lock ?? mine) }, entry };
 }
 
 /**
- * True when a lock write that failed with an unknown outcome (timeout, reset, 5xx, an answer
- * that could not be read) did land: the entry now carries this attempt's token. A read-back that
- * fails too counts as not landed; the caller's retry with the same owner and rotation then
- * finds its own lock and takes it again.
+ * The entry's version when a lock write that failed with an unknown outcome (timeout, reset,
+ * 5xx, an answer that could not be read) did land: the entry now carries this attempt's token.
+ * A read-back that fails too counts as not landed; the caller's retry with the same owner and
+ * rotation then finds its own lock and takes it again.
  */
-async function landed(kv: KvV2, path: string, mine: LockData, error: unknown): Promise<boolean> {
+async function landed(kv: KvV2, path: string, mine: LockData, error: unknown): Promise<number | undefined> {
   const unknownOutcome = !(error instanceof BackendError) || ['KR_BACKEND_TIMEOUT', 'KR_BACKEND_UNAVAILABLE', 'KR_BACKEND_INVALID_RESPONSE'].includes(error.code);
-  if (!unknownOutcome) return false;
+  if (!unknownOutcome) return undefined;
   try {
-    return (await readLockEntry(kv, path, 'lock')).lock?.token === mine.token;
+    const entry = await readLockEntry(kv, path, 'lock');
+    return entry.lock?.token === mine.token ? entry.version : undefined;
   } catch {
-    return false;
+    return undefined;
   }
 }
 
-export async function releaseVaultLock(kv: KvV2, path: string, held: HeldLock): Promise<void> {
+/**
+ * Releases `held` if the entry still carries its token. `known` is the entry as this process
+ * wrote it when it took or refreshed the lock: writing against its version is the same check as
+ * reading first (the entry is still exactly this holder's lock), so the read is skipped; a refused
+ * write reads to decide (taken over meanwhile: not ours to release).
+ */
+export async function releaseVaultLock(kv: KvV2, path: string, held: HeldLock, known?: HeldEntry): Promise<void> {
+  if (known !== undefined && known.lock.token === held.token) {
+    const written = await kv.writeData(lockPathFor(path), { ...known.lock, state: 'released' }, known.version, 'unlock');
+    if (written !== 'cas-mismatch') return;
+  }
   for (let round = 0; round < 3; round++) {
     const { version, lock } = await readLockEntry(kv, path, 'unlock');
     // Gone, released, or taken over by another runner: not ours to release.

@@ -10,8 +10,11 @@ import { lockPathFor } from './lock.ts';
 export interface CapabilityContext {
   /** The secret has a live version: a write is an update. Otherwise it is a create. */
   exists: boolean;
-  /** The metadata entry exists: a custom_metadata write is an update. Otherwise a create. */
-  metadataExists: boolean;
+  /**
+   * The metadata entry exists: keyroll's custom_metadata writes are updates. False: the first is
+   * a create (the intent marker), the later ones updates. Undefined (not known): both.
+   */
+  metadataExists: boolean | undefined;
   backend: string;
 }
 
@@ -27,7 +30,8 @@ export async function checkCapabilities(kv: KvV2, path: string, context: Capabil
   const lockPath = kv.apiPath('data', lockPathFor(path));
   const needs: [string, string[]][] = [
     [dataPath, ['read', context.exists ? 'update' : 'create']],
-    [metadataPath, ['read', context.metadataExists ? 'update' : 'create']],
+    // The intent marker creates the entry when it is missing; the finish step then updates it.
+    [metadataPath, ['read', ...(context.metadataExists === true ? [] : ['create']), 'update']],
     // The lock entry is created once and updated on every later acquire and release.
     [lockPath, ['read', 'create', 'update']],
   ];

@@ -15,6 +15,8 @@ export const META = {
 } as const;
 
 const StoredIntent = z.object({ rotationId: z.string(), keyId: z.string(), owner: z.string(), startedAt: z.string() });
+/** The version the marked rotation's data write will create, when it was known before the roll. */
+const IntendedWrite = z.object({ rotationId: z.string(), writeVersion: z.number().int().positive() });
 const StoredFailure = z.object({ rotationId: z.string(), step: z.string(), errorCode: z.string(), at: z.string() });
 
 function parseJson<T>(text: string | undefined, schema: z.ZodType<T>): T | undefined {
@@ -27,9 +29,14 @@ function parseJson<T>(text: string | undefined, schema: z.ZodType<T>): T | undef
   }
 }
 
-export function encodeIntent(intent: Intent): string {
+/**
+ * The intent marker; `writeVersion` is the version the rotation's data write will create (the
+ * check-and-set version it writes against, plus one), so the version names its rotation from
+ * the moment it exists, before any bookkeeping after the write (see readIntendedWrite).
+ */
+export function encodeIntent(intent: Intent, writeVersion?: number): string {
   const { rotationId, keyId, owner, startedAt } = intent;
-  return JSON.stringify({ rotationId, keyId, owner, startedAt });
+  return JSON.stringify({ rotationId, keyId, owner, startedAt, ...(writeVersion === undefined ? {} : { writeVersion }) });
 }
 
 export function encodeFailure(failure: FailureRecord): string {
@@ -39,6 +46,18 @@ export function encodeFailure(failure: FailureRecord): string {
 
 export function readIntent(meta: Record<string, string>): Intent | undefined {
   return parseJson(meta[META.intent], StoredIntent);
+}
+
+/** The rotation whose intent marker says its write creates `version`, if one does. */
+export function readIntendedWrite(meta: Record<string, string>, version: number): string | undefined {
+  const intended = parseJson(meta[META.intent], IntendedWrite);
+  return intended?.writeVersion === version ? intended.rotationId : undefined;
+}
+
+/** The rotation that wrote `version`: the record written after the write, else the marker's forecast. */
+export function writerOf(meta: Record<string, string>, version: number): string | undefined {
+  if (meta[META.lastWriteVersion] === String(version)) return meta[META.lastWriteRotationId];
+  return readIntendedWrite(meta, version);
 }
 
 /** The KeyState fields kept in custom_metadata (exists and lock come from elsewhere). */
