@@ -6,7 +6,8 @@
 import diagnosticsChannel from 'node:diagnostics_channel';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { StoreTarget } from '../../src/backends/types.ts';
-import { createTestClock } from '../backends/contract.ts';
+import type { VaultBackend } from '../../src/backends/vault/index.ts';
+import { createTestClock, makeRecord } from '../backends/contract.ts';
 import { vaultServer, type VaultServer } from './servers.ts';
 import { makeVaultBackend, uniqueName, vaultAdmin } from './vault-admin.ts';
 
@@ -76,5 +77,191 @@ describe.skipIf(server === undefined)('vault requests: the token', () => {
     const error: unknown = await backend.preflight(raw(`requests/${uniqueName('b')}`)).catch((e: unknown) => e);
     expect(error).toMatchObject({ code: 'KR_BACKEND_DENIED', status: 403, operation: 'preflight' });
     await backend.close();
+  });
+});
+
+describe.skipIf(server === undefined)('vault requests: one rotation', () => {
+  const vault = server as VaultServer;
+  const admin = vaultAdmin(vault);
+  const owner = 'requests-test';
+
+  /** A backend that has read one existing metadata entry, so it knows the server checks-and-sets metadata. */
+  async function openBaoBackend(): Promise<VaultBackend> {
+    const backend = makeVaultBackend(vault);
+    const seen = raw(`requests/${uniqueName('seen')}`);
+    await admin.must('POST', `secret/data/${seen.path}`, { data: { apiKey: 'sk_existing_value_000000003' } });
+    await backend.readState(seen);
+    return backend;
+  }
+
+  /** The engine's calls for one rotation (src/rotation/rotate-key.ts), with the requests they made. */
+  async function rotate(backend: VaultBackend, t: StoreTarget): Promise<{ seen: string[]; rotationId: string; version: string }> {
+    const record = makeRecord();
+    const requests = record_(t);
+    await backend.preflight(t);
+    const locked = await backend.acquireLock(t, { owner, rotationId: record.rotationId, ttlMs: 600_000 });
+    if (!locked.acquired) throw new Error('expected the lock');
+    expect((await backend.readState(t)).lock).toMatchObject({ owner, rotationId: record.rotationId });
+    await backend.ensureFresh(300_000);
+    await backend.setIntent(t, { rotationId: record.rotationId, keyId: record.keyId, owner, startedAt: record.rotatedAt });
+    const written = await backend.writeSecret(t, record);
+    expect((await backend.readSecret(t))?.secret.equals(record.secret)).toBe(true);
+    await backend.recordRotation(t, { rotationId: record.rotationId, rotatedAt: record.rotatedAt, version: written.version }, { clearIntent: true });
+    await backend.releaseLock(t, locked.lock);
+    requests.stop();
+    return { seen: requests.seen, rotationId: record.rotationId, version: written.version };
+  }
+
+  const record_ = (t: StoreTarget): Recorder => record(`/v1/secret/data/${t.path}`, `/v1/secret/metadata/${t.path}`, '/v1/sys/capabilities-self', '/v1/auth/token/');
+
+  it('costs 9 requests for a new secret: no read that the lock, a check-and-set or the step before already answered', async () => {
+    const backend = await openBaoBackend();
+    const t = raw(`requests/${uniqueName('new')}`);
+    const { seen, rotationId, version } = await rotate(backend, t);
+    const data = `/v1/secret/data/${t.path}`;
+    const metadata = `/v1/secret/metadata/${t.path}`;
+    expect(seen).toEqual([
+      `GET ${data}`, // preflight: readable, its version (none yet)
+      'POST /v1/sys/capabilities-self', // preflight: writable
+      `POST ${data}.keyroll-lock`, // lock: create-only (never written, so never locked)
+      `GET ${metadata}`, // under the lock: the version to write against and the state to decide on
+      `POST ${metadata}`, // intent marker, naming the version the write will create
+      `POST ${data}`, // the write after the roll
+      `GET ${data}`, // verify: read back
+      `POST ${metadata}`, // finish: last rotation, which rotation wrote the version, intent cleared
+      `POST ${data}.keyroll-lock`, // release, against the version the lock write created
+    ]);
+    const meta = ((await admin.must('GET', `secret/metadata/${t.path}`)).data as { custom_metadata: Record<string, string> }).custom_metadata;
+    expect(meta).toMatchObject({ keyroll_last_rotation_id: rotationId, keyroll_last_write_rotation_id: rotationId, keyroll_last_write_version: version });
+    expect(meta).not.toHaveProperty('keyroll_intent');
+    expect(await backend.readState(t)).not.toHaveProperty('lock');
+    expect((await backend.readSecret(t))?.rotationId).toBe(rotationId);
+    await backend.close();
+  });
+
+  it('costs 10 requests for an existing secret in a new process: the lock entry is read before it is written', async () => {
+    const t = raw(`requests/${uniqueName('existing')}`);
+    const first = makeVaultBackend(vault);
+    await rotate(first, t);
+    await first.close();
+    const backend = makeVaultBackend(vault);
+    const { seen, rotationId } = await rotate(backend, t);
+    const data = `/v1/secret/data/${t.path}`;
+    const metadata = `/v1/secret/metadata/${t.path}`;
+    expect(seen.filter((line) => !line.includes('/auth/token/'))).toEqual([
+      `GET ${data}`,
+      'POST /v1/sys/capabilities-self',
+      `GET ${data}.keyroll-lock`,
+      `POST ${data}.keyroll-lock`,
+      `GET ${metadata}`,
+      `POST ${metadata}`,
+      `POST ${data}`,
+      `GET ${data}`,
+      `POST ${metadata}`,
+      `POST ${data}.keyroll-lock`,
+    ]);
+    expect(await backend.readState(t)).toMatchObject({ exists: true, lastRotationId: rotationId });
+    await backend.close();
+  });
+
+  it('names the rotation of a version written just before a crash, from the intent marker alone', async () => {
+    const dying = await openBaoBackend();
+    const t = raw(`requests/${uniqueName('crash')}`);
+    const record = makeRecord();
+    await dying.preflight(t);
+    expect((await dying.acquireLock(t, { owner, rotationId: record.rotationId, ttlMs: 600_000 })).acquired).toBe(true);
+    await dying.setIntent(t, { rotationId: record.rotationId, keyId: record.keyId, owner, startedAt: record.rotatedAt });
+    await dying.writeSecret(t, record);
+    // Killed here: no finish step, no bookkeeping after the write. The next run reads:
+    const meta = ((await admin.must('GET', `secret/metadata/${t.path}`)).data as { custom_metadata: Record<string, string> }).custom_metadata;
+    expect(meta).not.toHaveProperty('keyroll_last_write_version');
+    const next = makeVaultBackend(vault);
+    expect((await next.readState(t)).intent?.rotationId).toBe(record.rotationId);
+    expect(await next.readSecret(t)).toMatchObject({ version: '1', rotationId: record.rotationId });
+    await Promise.all([dying.close(), next.close()]);
+  });
+
+  it('does not name a rotation whose write never happened, though its marker announced the version', async () => {
+    const backend = await openBaoBackend();
+    const t = raw(`requests/${uniqueName('unwritten')}`);
+    await admin.must('POST', `secret/data/${t.path}`, { data: { apiKey: 'sk_existing_value_000000004' } });
+    await backend.preflight(t);
+    expect((await backend.acquireLock(t, { owner, rotationId: 'r-died-before-write', ttlMs: 600_000 })).acquired).toBe(true);
+    await backend.setIntent(t, { rotationId: 'r-died-before-write', keyId: 'k', owner, startedAt: '2030-01-01T00:00:00.000Z' });
+    // Killed after the roll, before the write: version 1 is still the old value, not the announced version 2.
+    const next = makeVaultBackend(vault);
+    expect(await next.readSecret(t)).not.toHaveProperty('rotationId');
+    await Promise.all([backend.close(), next.close()]);
+  });
+
+  it('keeps a metadata change made by someone else under its lock: the write based on what it knew is refused, and it reads', async () => {
+    const backend = await openBaoBackend();
+    const t = raw(`requests/${uniqueName('operator')}`);
+    await admin.must('POST', `secret/data/${t.path}`, { data: { apiKey: 'sk_existing_value_000000005' } });
+    await backend.preflight(t);
+    expect((await backend.acquireLock(t, { owner, rotationId: 'r1', ttlMs: 600_000 })).acquired).toBe(true);
+    await admin.must('POST', `secret/metadata/${t.path}`, { custom_metadata: { team: 'billing' } });
+    const requests = record(`/v1/secret/metadata/${t.path}`);
+    await backend.setIntent(t, { rotationId: 'r1', keyId: 'k', owner, startedAt: '2030-01-01T00:00:00.000Z' });
+    expect(requests.seen).toEqual([`POST /v1/secret/metadata/${t.path}`, `GET /v1/secret/metadata/${t.path}`, `POST /v1/secret/metadata/${t.path}`]);
+    const meta = ((await admin.must('GET', `secret/metadata/${t.path}`)).data as { custom_metadata: Record<string, string> }).custom_metadata;
+    expect(meta.team).toBe('billing');
+    expect(JSON.parse(meta.keyroll_intent ?? '{}')).toMatchObject({ rotationId: 'r1' });
+    await backend.close();
+  });
+
+  it('reads the server for every readState but the one right after the lock', async () => {
+    const backend = await openBaoBackend();
+    const t = raw(`requests/${uniqueName('status')}`);
+    expect((await backend.acquireLock(t, { owner, rotationId: 'r1', ttlMs: 600_000 })).acquired).toBe(true);
+    const afterLock = record(`/v1/secret/metadata/${t.path}`, `/v1/secret/data/${t.path}`);
+    expect(await backend.readState(t)).toMatchObject({ exists: false, lock: { owner, rotationId: 'r1' } });
+    expect(afterLock.seen).toEqual([]);
+    afterLock.stop();
+    await admin.must('POST', `secret/metadata/${t.path}`, { custom_metadata: { keyroll_last_rotated_at: '2030-01-01T00:00:00.000Z' } });
+    const later = record(`/v1/secret/metadata/${t.path}`, `/v1/secret/data/${t.path}`);
+    expect(await backend.readState(t)).toMatchObject({ lastRotatedAt: '2030-01-01T00:00:00.000Z', lock: { owner } });
+    expect([...later.seen].sort()).toEqual([`GET /v1/secret/data/${t.path}.keyroll-lock`, `GET /v1/secret/metadata/${t.path}`]);
+    await backend.close();
+  });
+
+  it('refreshes its lock against the version it wrote, without reading the entry or the metadata again', async () => {
+    const backend = await openBaoBackend();
+    const t = raw(`requests/${uniqueName('refresh')}`);
+    expect((await backend.acquireLock(t, { owner, rotationId: 'r1', ttlMs: 600_000 })).acquired).toBe(true);
+    const requests = record(`/v1/secret/metadata/${t.path}`, `/v1/secret/data/${t.path}`);
+    const refreshed = await backend.acquireLock(t, { owner, rotationId: 'r1', ttlMs: 600_000 });
+    expect(refreshed).toMatchObject({ acquired: true, lock: { tookOver: false } });
+    expect(requests.seen).toEqual([`POST /v1/secret/data/${t.path}.keyroll-lock`]);
+    await backend.close();
+  });
+
+  it('leaves alone a lock taken over from it: the release against its own version is refused, and the entry read', async () => {
+    const clock = createTestClock();
+    const former = makeVaultBackend(vault, { clock });
+    const t = raw(`requests/${uniqueName('takeover')}`);
+    const taken = await former.acquireLock(t, { owner: 'former', rotationId: 'r1', ttlMs: 1_000 });
+    if (!taken.acquired) throw new Error('expected the lock');
+    clock.advance(2_000);
+    const successor = makeVaultBackend(vault, { clock });
+    expect(await successor.acquireLock(t, { owner: 'successor', rotationId: 'r2', ttlMs: 600_000 })).toMatchObject({ acquired: true, lock: { tookOver: true } });
+    const requests = record(`/v1/secret/data/${t.path}.keyroll-lock`);
+    await former.releaseLock(t, taken.lock);
+    expect(requests.seen).toEqual([`POST /v1/secret/data/${t.path}.keyroll-lock`, `GET /v1/secret/data/${t.path}.keyroll-lock`]);
+    expect((await successor.readState(t)).lock).toMatchObject({ owner: 'successor' });
+    await Promise.all([former.close(), successor.close()]);
+  });
+
+  it('finds a lock entry on a path never written: the create-only write is refused, the entry read, the key busy', async () => {
+    const backend = makeVaultBackend(vault);
+    const t = raw(`requests/${uniqueName('first')}`);
+    await backend.preflight(t);
+    const holder = makeVaultBackend(vault);
+    const held = await holder.acquireLock(t, { owner: 'holder', rotationId: 'r-holder', ttlMs: 600_000 });
+    const requests = record(`/v1/secret/data/${t.path}.keyroll-lock`);
+    expect(await backend.acquireLock(t, { owner, rotationId: 'r1', ttlMs: 600_000 })).toMatchObject({ acquired: false, holder: { owner: 'holder' } });
+    expect(requests.seen).toEqual([`POST /v1/secret/data/${t.path}.keyroll-lock`, `GET /v1/secret/data/${t.path}.keyroll-lock`]);
+    if (held.acquired) await holder.releaseLock(t, held.lock);
+    await Promise.all([backend.close(), holder.close()]);
   });
 });
