@@ -150,13 +150,17 @@ export async function rotateKey(input: RotateKeyInput, deps: RotationDeps): Prom
     // the roll answer and the write.
     await ensureFreshCredentials(key, [...destinations, ...fallbacks]);
 
+    // Invariant 5 before invariant 6: a lock that a long preflight or recovery let expire may
+    // have been taken over, and the new holder may have set its own marker. Checking (and
+    // renewing) the lock first means this rotation never overwrites that marker, and never
+    // clears it afterwards as its own when the lost lock stops it.
+    await refreshLockBeforeRoll(key, primary, progress, deps, rotationId);
+
     // Invariant 6: the intent marker is durable before the roll, so a crash after it is found.
     await enter('intent');
     await primary.backend.setIntent(primary.target, { rotationId, keyId: key.id, owner: deps.owner, startedAt: deps.now().toISOString() });
     progress.intentSet = true;
     audit.emit('key.intent.set', { step: 'intent' });
-
-    await refreshLockBeforeRoll(key, primary, progress, deps, rotationId);
 
     endStep();
     progress.step = 'roll';

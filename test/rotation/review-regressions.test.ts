@@ -149,3 +149,45 @@ describe('invariant 2: credentials are renewed before the roll, not between roll
     expect(bench.emulator.state.rollCount(KEY)).toBe(0);
   });
 });
+
+describe('invariants 5 and 6: a lock lost before the roll leaves the new holder\'s intent marker alone', () => {
+  beforeEach(async () => {
+    bench = await startBench();
+  });
+
+  it('invariant 5: the lock expired during a long preflight and another runner took it and set its marker → no roll, its marker intact', async () => {
+    const key = bench.key(KEY);
+    let offsetMs = 0;
+    const now = (): Date => new Date(Date.now() + offsetMs);
+    const otherIntent = { rotationId: 'rot-other-runner', keyId: KEY, owner: 'other-host/1/x', startedAt: new Date().toISOString() };
+    let target: Parameters<typeof wrapBackend>[0] | undefined;
+    const summary = await bench.run({
+      keys: [KEY],
+      trigger: { reason: 'leak', force: true },
+      runtime: {
+        now,
+        wrapBackend: (name, inner) => {
+          if (name !== 'files') return inner;
+          target = inner;
+          return wrapBackend(inner, {
+            // The read under the lock is the last step before the roll's guards: time passes
+            // beyond the lock's TTL here, and another runner takes the key over and marks it.
+            readState: async (next, t) => {
+              const state = await next();
+              offsetMs = key.lockTtlMs + 1_000;
+              const taken = await inner.acquireLock(t, { owner: otherIntent.owner, rotationId: otherIntent.rotationId, ttlMs: key.lockTtlMs });
+              expect(taken.acquired).toBe(true);
+              await inner.setIntent(t, otherIntent);
+              return state;
+            },
+          });
+        },
+      },
+    });
+    expect(summary.outcomes[0]).toMatchObject({ result: 'failed', errorCode: 'KR_LOCK_LOST' });
+    expect(bench.emulator.state.rollCount(KEY)).toBe(0);
+    const state = await target!.readState(key.destinations[0]!.target);
+    expect(state.intent?.rotationId).toBe('rot-other-runner');
+    expect(state.lock?.owner).toBe(otherIntent.owner);
+  });
+});
