@@ -1,6 +1,6 @@
 // Benchmark 4: cold start, from process start (the bench's spawn) to the first roll request on
 // the wire (the emulator's HTTP server receiving its headers), median of 11 runs. The headline is
-// the compiled dist/ (`node dist/cli/entry.js`, as the Docker image runs it) with a file
+// the bundled dist/ (`node <ENTRYPOINT flags> dist/cli/entry.js`, as the Docker image runs it) with a file
 // destination; the TypeScript sources and the OpenBao and AWS (moto) destinations are reported
 // beside it. Everything before the roll counts: module loading, the policy, the credential check,
 // preflight, lock and intent marker. Runs of the variants are interleaved, so a noisy moment on
@@ -90,7 +90,7 @@ export async function runColdStartBench(options: { quick?: boolean } = {}): Prom
     return {
       figures,
       details: { coldStartMs, runs, variants: perVariant, measured: 'spawn of `node <entry> rotate --all --reason leak` (one key) to the emulator receiving the roll request' },
-      notes: [`cold start: median of ${String(runs)} runs per variant, spawn → first roll request received; coldStartMs = dist/ with a file destination`],
+      notes: [`cold start: median of ${String(runs)} runs per variant, spawn → first roll request received; coldStartMs = the bundled dist/ with the image's node flags, file destination`],
     };
   } finally {
     diagnosticsChannel.unsubscribe('http.server.request.start', onRequest);
