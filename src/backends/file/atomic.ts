@@ -13,13 +13,22 @@ export function tempPathFor(path: string): string {
   return join(dirname(path), `.${basename(path)}.${randomBytes(6).toString('hex')}.tmp`);
 }
 
-/** Writes `content` to a new temp file next to `path` (mode 0600, fsynced) and returns its path. */
-export async function writeTempFile(path: string, content: string): Promise<string> {
+/**
+ * How a write must survive a power cut. `durable` (values, the sidecar with the intent marker):
+ * fsync of the file and of its directory. `atomic` (lock files): the same temp-then-link/rename,
+ * so no reader ever sees a partial file, but no fsync: a lock only excludes runners that are
+ * alive, a power cut ends every runner on the host, and a lock file lost or torn by one reads as
+ * free or long expired (lock.ts), while the durable intent marker drives the recovery.
+ */
+export type WriteSafety = 'durable' | 'atomic';
+
+/** Writes `content` to a new temp file next to `path` (mode 0600, fsynced when durable) and returns its path. */
+export async function writeTempFile(path: string, content: string, safety: WriteSafety = 'durable'): Promise<string> {
   const temp = tempPathFor(path);
   const handle = await open(temp, 'wx', FILE_MODE);
   try {
     await handle.writeFile(content, 'utf8');
-    await handle.sync();
+    if (safety === 'durable') await handle.sync();
   } catch (error) {
     await handle.close();
     await unlink(temp).catch(() => undefined);
@@ -60,11 +69,11 @@ export async function writeFileAtomic(path: string, content: string): Promise<vo
  * which fails with EEXIST atomically), so no reader ever sees an empty or partial file.
  * Returns false when `path` already exists.
  */
-export async function createFileExclusive(path: string, content: string): Promise<boolean> {
-  const temp = await writeTempFile(path, content);
+export async function createFileExclusive(path: string, content: string, safety: WriteSafety = 'durable'): Promise<boolean> {
+  const temp = await writeTempFile(path, content, safety);
   try {
     await link(temp, path);
-    await syncDirectory(dirname(path));
+    if (safety === 'durable') await syncDirectory(dirname(path));
     return true;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;

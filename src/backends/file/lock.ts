@@ -3,12 +3,13 @@
 // A lock past its `expiresAt` is stale; taking it over happens under a short-lived takeover
 // guard (`<file>.keyroll.lock.takeover`, also created exclusively), after re-reading that the
 // lock is still the same stale one, so two runners racing for a stale lock cannot both win.
+// Lock files are written atomically but not fsynced (atomic.ts, WriteSafety): they matter only
+// while their runner lives, and one lost or torn by a power cut reads as free or expired.
 import { randomBytes } from 'node:crypto';
 import { readFile, rename, stat, unlink } from 'node:fs/promises';
-import { dirname } from 'node:path';
 import { z } from 'zod';
 import type { HeldLock, LockInfo, LockOutcome, LockRequest } from '../types.ts';
-import { createFileExclusive, readTextIfExists, syncDirectory, writeTempFile } from './atomic.ts';
+import { createFileExclusive, readTextIfExists, writeTempFile } from './atomic.ts';
 
 export const FileLock = z.object({
   owner: z.string(),
@@ -68,8 +69,8 @@ export async function acquireFileLock(valuePath: string, request: LockRequest, n
   try {
     return await takeFileLock(valuePath, mine, request, now, attempt);
   } catch (error) {
-    // A failure after the lock file landed (the directory fsync after the link or rename):
-    // the lock is ours, and a caller that only saw the error would never release it.
+    // A failure after the lock file landed (e.g. removing the temp file after the link): the
+    // lock is ours, and a caller that only saw the error would never release it.
     const current = await readFileLock(valuePath).catch(() => undefined);
     if (current?.lock.token === mine.token && current.text === text) return { acquired: true, lock: held(mine, attempt.tookOver) };
     throw error;
@@ -83,7 +84,7 @@ async function takeFileLock(valuePath: string, mine: FileLock, request: LockRequ
   // A few rounds: the lock can vanish (released) between our create attempt and our read.
   for (let round = 0; round < 5; round++) {
     attempt.tookOver = false;
-    if (await createFileExclusive(path, text)) return { acquired: true, lock: held(mine, false) };
+    if (await createFileExclusive(path, text, 'atomic')) return { acquired: true, lock: held(mine, false) };
     const current = await readFileLock(valuePath);
     if (current === undefined) continue;
     const { lock } = current;
@@ -107,16 +108,15 @@ async function takeFileLock(valuePath: string, mine: FileLock, request: LockRequ
 /** Swaps the lock file for `next` if it still reads `expected`, under the takeover guard. */
 async function replaceLockIf(path: string, expected: string, next: string): Promise<'replaced' | 'changed' | 'busy'> {
   const guard = `${path}.takeover`;
-  if (!(await createFileExclusive(guard, String(process.pid)))) {
+  if (!(await createFileExclusive(guard, String(process.pid), 'atomic'))) {
     await removeStaleGuard(guard);
     return 'busy';
   }
   try {
     const current = await readTextIfExists(path);
     if (current !== expected) return 'changed';
-    const temp = await writeTempFile(path, next);
+    const temp = await writeTempFile(path, next, 'atomic');
     await rename(temp, path);
-    await syncDirectory(dirname(path));
     return 'replaced';
   } finally {
     await unlink(guard).catch(() => undefined);
@@ -146,5 +146,4 @@ export async function releaseFileLock(valuePath: string, lock: HeldLock): Promis
   await unlink(path).catch((error: unknown) => {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
   });
-  await syncDirectory(dirname(path));
 }
