@@ -59,10 +59,10 @@ export async function startRequestCounter(targetUrl: string): Promise<RequestCou
     url: `http://127.0.0.1:${String(port)}`,
     counts: () => Object.fromEntries([...counts.entries()].sort((a, b) => b[1] - a[1])),
     total: () => [...counts.values()].reduce((sum, n) => sum + n, 0),
-    reset: () => counts.clear(),
+    reset: () => { counts.clear(); },
     close: async () => {
       server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await new Promise<void>((resolve) => server.close(() => { resolve(); }));
       await agent.close();
     },
   };
