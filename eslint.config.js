@@ -3,7 +3,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', 'coverage/', 'bench/results/', 'helm/'] },
+  { ignores: ['dist/', 'node_modules/', 'coverage/', 'bench/results/', 'helm/', '.cache/'] },
   js.configs.recommended,
   ...tseslint.configs.strictTypeChecked,
   {
