@@ -1,11 +1,15 @@
 // The part `run` and `rotate` share once they know which keys and why: the audit trail on
 // stdout, shutdown signals, the progress line on a terminal, the optional Pushgateway export,
-// the run itself, and the summary line last. Heavy modules are loaded here, after the flags.
+// the run itself, and the summary line last. This module is itself loaded only by those two
+// commands (a dynamic import, after the flags), so the rotation engine is imported statically
+// here: one round of module loading on the way to the first roll, not two.
 import type { PushgatewayExport } from '../metrics/run-export.ts';
 import type { KeyPolicy, Policy } from '../policy/schema.ts';
-import type { RunSummary } from '../rotation/run.ts';
+import { createRuntime } from '../rotation/runtime.ts';
+import { runRotations, type RunSummary } from '../rotation/run.ts';
 import type { RunTrigger } from '../rotation/types.ts';
 import { createStdoutAudit, exitForError, shutdownSignal, summaryLine, testCheckpointFromEnv } from './common.ts';
+import { createProgressReporter } from './progress.ts';
 
 export interface ExecuteRunInput {
   policy: Policy;
@@ -21,11 +25,6 @@ export interface ExecuteRunInput {
 }
 
 export async function executeRun(input: ExecuteRunInput): Promise<number> {
-  const [{ createRuntime }, { runRotations }, { createProgressReporter }] = await Promise.all([
-    import('../rotation/runtime.ts'),
-    import('../rotation/run.ts'),
-    import('./progress.ts'),
-  ]);
   const audit = createStdoutAudit();
   const metrics = input.pushgateway?.start(input.policy, audit, input.trigger.reason);
   const shutdown = shutdownSignal();

@@ -46,12 +46,17 @@ ${EXIT_CODES_HELP}`);
 }
 
 async function rotateCommand(flags: RotateFlags): Promise<number> {
-  const [{ selectKeys }, { executeRun }] = await Promise.all([import('./select-keys.ts'), import('./execute-run.ts')]);
+  // The engine's modules load while the policy is read and parsed.
+  const modules = Promise.all([import('./select-keys.ts'), import('./execute-run.ts')]);
+  const policyLoaded = loadPolicyOrExit(flags.policy);
+  // Its error is handled below, after the modules: not an unhandled rejection meanwhile.
+  policyLoaded.catch(() => undefined);
+  const [{ selectKeys }, { executeRun }] = await modules;
   let keys;
   let policy;
   let pushgateway;
   try {
-    policy = await loadPolicyOrExit(flags.policy);
+    policy = await policyLoaded;
     pushgateway = flags.pushgateway ? (await import('../metrics/run-export.ts')).preparePushgateway(flags.pushgateway) : undefined;
     keys = selectKeys(policy, { ...(flags.key ? { keys: flags.key } : {}), ...(flags.org ? { org: flags.org } : {}), ...(flags.all ? { all: true } : {}) });
   } catch (error) {

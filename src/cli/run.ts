@@ -23,12 +23,17 @@ export function registerRunCommand(program: Command): void {
 }
 
 async function runCommand(flags: RunFlags): Promise<number> {
-  const [{ keyInShard, parseShard }, { executeRun }] = await Promise.all([import('../policy/shard.ts'), import('./execute-run.ts')]);
+  // The engine's modules load while the policy is read and parsed.
+  const modules = Promise.all([import('../policy/shard.ts'), import('./execute-run.ts')]);
+  const policyLoaded = loadPolicyOrExit(flags.policy);
+  // Its error is handled below, after the modules: not an unhandled rejection meanwhile.
+  policyLoaded.catch(() => undefined);
+  const [{ keyInShard, parseShard }, { executeRun }] = await modules;
   let policy;
   let shard;
   let pushgateway;
   try {
-    policy = await loadPolicyOrExit(flags.policy);
+    policy = await policyLoaded;
     shard = flags.shard ? parseShard(flags.shard) : undefined;
     pushgateway = flags.pushgateway ? (await import('../metrics/run-export.ts')).preparePushgateway(flags.pushgateway) : undefined;
   } catch (error) {
