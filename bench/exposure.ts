@@ -29,9 +29,11 @@ import { percentile, round } from './lib/stats.ts';
 import { ORG, OWNER_TOKEN, policyYaml, type BenchKey } from './lib/world.ts';
 
 const WARMUP = 10;
-const MEASURED = 200;
+// 500, not the issue's minimum of 200: the p99 of 200 samples is the second largest, one
+// scheduling hiccup on a shared machine (0.8× to 2.2× seen in one afternoon); of 500, the fifth.
+const MEASURED = 500;
 /** Bounds the whole benchmark even if a server slows to a crawl. */
-const TIME_LIMIT_MS = 240_000;
+const TIME_LIMIT_MS = 480_000;
 
 type BackendName = 'vault' | 'aws';
 
@@ -207,6 +209,7 @@ export async function runExposureBench(options: { quick?: boolean } = {}): Promi
         return [
           { name: `exposure.${name}.p50Ms`, value: f.p50Ms ?? NaN, unit: 'ms' },
           { name: `exposure.${name}.p99Ms`, value: f.p99Ms ?? NaN, unit: 'ms' },
+          { name: `exposure.${name}.ratioP50`, value: f.ratioP50 ?? NaN, unit: '×' },
           { name: `exposure.${name}.ratioP99`, value: f.ratioP99 ?? NaN, unit: '×' },
         ];
       }),
