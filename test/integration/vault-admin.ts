@@ -14,6 +14,8 @@ export interface VaultAdmin {
   putPolicy(name: string, hcl: string): Promise<void>;
   createToken(options: { policies: string[]; ttl?: string; renewable?: boolean; noDefaultPolicy?: boolean }): Promise<string>;
   readData(path: string, headers?: Record<string, string>): Promise<{ status: number; data?: Record<string, unknown>; version?: number }>;
+  /** The secret's custom_metadata as the server holds it (empty when it has none). */
+  customMetadata(path: string): Promise<Record<string, string>>;
 }
 
 export function uniqueName(prefix: string): string {
@@ -57,6 +59,10 @@ export function vaultAdmin(server: VaultServer): VaultAdmin {
       if (answer.status !== 200) return { status: answer.status };
       const data = (answer.body as { data: { data: Record<string, unknown>; metadata: { version: number } } }).data;
       return { status: 200, data: data.data, version: data.metadata.version };
+    },
+    customMetadata: async (path) => {
+      const body = await must('GET', `secret/metadata/${path}`);
+      return (body.data as { custom_metadata: Record<string, string> | null }).custom_metadata ?? {};
     },
   };
 }

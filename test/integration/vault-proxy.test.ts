@@ -273,8 +273,7 @@ describe.skipIf(server === undefined)('vault backend through a recording proxy',
       await recording;
       const state = await holder.readState(t);
       expect(state).toMatchObject({ intent: { rotationId: 'rot-holder' }, lastFailure: failure });
-      const meta = (await admin.must('GET', `secret/metadata/${t.path}`)).data as { custom_metadata: Record<string, string> };
-      expect(meta.custom_metadata.team).toBe('billing');
+      expect((await admin.customMetadata(t.path)).team).toBe('billing');
       await Promise.all([holder.close(), bystander.close()]);
     });
 

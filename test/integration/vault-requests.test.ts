@@ -131,7 +131,7 @@ describe.skipIf(server === undefined)('vault requests: one rotation', () => {
       `POST ${metadata}`, // finish: last rotation, which rotation wrote the version, intent cleared
       `POST ${data}.keyroll-lock`, // release, against the version the lock write created
     ]);
-    const meta = ((await admin.must('GET', `secret/metadata/${t.path}`)).data as { custom_metadata: Record<string, string> }).custom_metadata;
+    const meta = await admin.customMetadata(t.path);
     expect(meta).toMatchObject({ keyroll_last_rotation_id: rotationId, keyroll_last_write_rotation_id: rotationId, keyroll_last_write_version: version });
     expect(meta).not.toHaveProperty('keyroll_intent');
     expect(await backend.readState(t)).not.toHaveProperty('lock');
@@ -173,7 +173,7 @@ describe.skipIf(server === undefined)('vault requests: one rotation', () => {
     await dying.setIntent(t, { rotationId: record.rotationId, keyId: record.keyId, owner, startedAt: record.rotatedAt });
     await dying.writeSecret(t, record);
     // Killed here: no finish step, no bookkeeping after the write. The next run reads:
-    const meta = ((await admin.must('GET', `secret/metadata/${t.path}`)).data as { custom_metadata: Record<string, string> }).custom_metadata;
+    const meta = await admin.customMetadata(t.path);
     expect(meta).not.toHaveProperty('keyroll_last_write_version');
     const next = makeVaultBackend(vault);
     expect((await next.readState(t)).intent?.rotationId).toBe(record.rotationId);
@@ -204,7 +204,7 @@ describe.skipIf(server === undefined)('vault requests: one rotation', () => {
     const requests = record(`/v1/secret/metadata/${t.path}`);
     await backend.setIntent(t, { rotationId: 'r1', keyId: 'k', owner, startedAt: '2030-01-01T00:00:00.000Z' });
     expect(requests.seen).toEqual([`POST /v1/secret/metadata/${t.path}`, `GET /v1/secret/metadata/${t.path}`, `POST /v1/secret/metadata/${t.path}`]);
-    const meta = ((await admin.must('GET', `secret/metadata/${t.path}`)).data as { custom_metadata: Record<string, string> }).custom_metadata;
+    const meta = await admin.customMetadata(t.path);
     expect(meta.team).toBe('billing');
     expect(JSON.parse(meta.keyroll_intent ?? '{}')).toMatchObject({ rotationId: 'r1' });
     await backend.close();

@@ -76,7 +76,6 @@ describe.skipIf(server === undefined)('vault backend: the write after the roll',
     const record = makeRecord();
     await backend.writeSecret(target, record);
     await backend.close();
-    const meta = (await vaultAdmin(vault).must('GET', `secret/metadata/${target.path}`)).data as { custom_metadata: Record<string, string> | null };
-    expect(meta.custom_metadata?.keyroll_last_write_rotation_id).toBe(record.rotationId);
+    expect((await vaultAdmin(vault).customMetadata(target.path)).keyroll_last_write_rotation_id).toBe(record.rotationId);
   });
 });
