@@ -8,31 +8,22 @@ import { staticCredential } from '../../src/api/credentials.ts';
 import { RateLimiter } from '../../src/api/rate-limiter.ts';
 import { Secret } from '../../src/audit/secret.ts';
 import { startEmulator, type RunningEmulator } from '../../src/emulator/server.ts';
+import { fakeClock } from './mock-api.ts';
 
 const OWNER = 'demo-owner-token';
 const ACME = 'org_demo_acme';
 
 let emulator: RunningEmulator;
 let client: ApiClient;
-let t: number;
 let waits: number[];
 let limiter: RateLimiter;
 
 beforeEach(async () => {
   emulator = await startEmulator({ port: 0 });
-  t = 0;
-  waits = [];
+  const clock = fakeClock(0);
+  waits = clock.sleeps;
   // One call per second, no burst beyond one: any call that takes a slot is visible in `waits`.
-  limiter = new RateLimiter({
-    perMinute: 60,
-    burst: 1,
-    now: () => t,
-    sleep: (ms) => {
-      waits.push(ms);
-      t += ms;
-      return Promise.resolve();
-    },
-  });
+  limiter = new RateLimiter({ perMinute: 60, burst: 1, now: clock.now, sleep: clock.sleep });
   client = new ApiClient({ baseUrl: emulator.url, credentials: staticCredential(new Secret(OWNER), 'owner'), limiter });
 });
 

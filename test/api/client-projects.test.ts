@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { ApiError } from '../../src/api/errors.ts';
 import { RateLimiter } from '../../src/api/rate-limiter.ts';
 import { Secret } from '../../src/audit/secret.ts';
-import { consentSettings, JSON_HEADERS, mockApi, project } from './mock-api.ts';
+import { consentSettings, fakeClock, JSON_HEADERS, mockApi, project } from './mock-api.ts';
 
 function page(items: Record<string, unknown>[], nextCursor: string | null, hasMore: boolean): Record<string, unknown> {
   return { success: true, data: items, pagination: { nextCursor, hasMore } };
@@ -227,28 +227,19 @@ describe('ApiClient.probeSecret', () => {
 
 describe('ApiClient with a shared RateLimiter', () => {
   it('makes every client sharing the limiter wait out a 429 that one of them saw', async () => {
-    let t = Date.parse('2030-01-01T00:00:00Z');
-    const sleeps: number[] = [];
-    const limiter = new RateLimiter({
-      perMinute: 6000,
-      now: () => t,
-      sleep: (ms) => {
-        sleeps.push(ms);
-        t += ms;
-        return Promise.resolve();
-      },
-    });
-    const first = mockApi({ limiter, now: () => t });
-    const second = mockApi({ limiter, now: () => t });
+    const clock = fakeClock(Date.parse('2030-01-01T00:00:00Z'));
+    const limiter = new RateLimiter({ perMinute: 6000, now: clock.now, sleep: clock.sleep });
+    const first = mockApi({ limiter, now: clock.now });
+    const second = mockApi({ limiter, now: clock.now });
     first.pool
       .intercept({ path: '/v1/projects?limit=1', method: 'GET' })
       .reply(429, { success: false, error: { code: 'RATE_LIMITED', message: 'slow down' } }, { headers: { ...JSON_HEADERS, 'retry-after': '10' } });
     second.pool.intercept({ path: '/v1/projects?limit=1', method: 'GET' }).reply(200, page([], null, false), { headers: JSON_HEADERS });
     await failure(first.client.listProjects({ limit: 1 }));
-    const pausedAt = t;
+    const pausedAt = clock.now();
     await second.client.listProjects({ limit: 1 });
-    expect(t - pausedAt).toBeGreaterThanOrEqual(10_000);
-    expect(sleeps[0]).toBe(10_000);
+    expect(clock.now() - pausedAt).toBeGreaterThanOrEqual(10_000);
+    expect(clock.sleeps[0]).toBe(10_000);
     await first.done();
     await second.done();
   });

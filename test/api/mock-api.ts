@@ -65,3 +65,24 @@ export function consentSettings(overrides: Record<string, unknown> = {}): Record
     ...overrides,
   };
 }
+
+/**
+ * A clock that only moves when the limiter sleeps (or the test advances it), so no test depends
+ * on wall-clock time; `sleeps` lists every sleep. Pass `now` and `sleep` to a RateLimiter.
+ */
+export function fakeClock(start = 1_000_000): { now: () => number; sleep: (ms: number) => Promise<void>; sleeps: number[]; advance: (ms: number) => void } {
+  let t = start;
+  const sleeps: number[] = [];
+  return {
+    now: () => t,
+    sleep: (ms) => {
+      sleeps.push(ms);
+      t += ms;
+      return Promise.resolve();
+    },
+    sleeps,
+    advance: (ms) => {
+      t += ms;
+    },
+  };
+}

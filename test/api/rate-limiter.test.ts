@@ -1,23 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { RateLimiter } from '../../src/api/rate-limiter.ts';
-
-/** A clock that only moves when the limiter sleeps, so no test depends on wall-clock time. */
-function fakeClock(start = 1_000_000): { now: () => number; sleep: (ms: number) => Promise<void>; sleeps: number[]; advance: (ms: number) => void } {
-  let t = start;
-  const sleeps: number[] = [];
-  return {
-    now: () => t,
-    sleep: (ms) => {
-      sleeps.push(ms);
-      t += ms;
-      return Promise.resolve();
-    },
-    sleeps,
-    advance: (ms) => {
-      t += ms;
-    },
-  };
-}
+import { fakeClock } from './mock-api.ts';
 
 describe('RateLimiter', () => {
   it('lets a burst through at once, then spaces requests at the steady rate', async () => {

@@ -3,6 +3,7 @@
 // next to the fixed minute windows that stay the default.
 import { afterEach, describe, expect, it } from 'vitest';
 import { RateLimiter } from '../../src/api/rate-limiter.ts';
+import { fakeClock } from '../api/mock-api.ts';
 import { MinuteWindowLimiter, TokenBucketLimiter, type RateVerdict } from '../../src/emulator/rate-limit.ts';
 import { startEmulator } from '../../src/emulator/server.ts';
 import { OWNER, TestClock, errorOf, expectError, startTestEmulator, type EmulatorEnv } from './support.ts';
@@ -128,20 +129,17 @@ describe('TokenBucketLimiter', () => {
  * and lets the emulator's bucket (1 s burst) judge them in arrival order; returns the refusals.
  */
 async function refusalsAtArrival(count: number, latencyMs: (index: number) => number, clientBurst?: number): Promise<number> {
-  let t = Date.UTC(2030, 0, 1);
+  const clock = fakeClock(Date.UTC(2030, 0, 1));
   const client = new RateLimiter({
     perMinute: RATE,
     ...(clientBurst === undefined ? {} : { burst: clientBurst }),
-    now: () => t,
-    sleep: (ms) => {
-      t += ms;
-      return Promise.resolve();
-    },
+    now: clock.now,
+    sleep: clock.sleep,
   });
   const arrivals: number[] = [];
   for (let i = 0; i < count; i++) {
     await client.acquire();
-    arrivals.push(t + latencyMs(i));
+    arrivals.push(clock.now() + latencyMs(i));
   }
   arrivals.sort((a, b) => a - b);
   let at = 0;

@@ -17,6 +17,7 @@ import { ApiClient, MAX_SHARED_PAUSE_MS } from '../../src/api/client.ts';
 import { staticCredential } from '../../src/api/credentials.ts';
 import { RateLimiter } from '../../src/api/rate-limiter.ts';
 import { Secret } from '../../src/audit/secret.ts';
+import { fakeClock } from '../api/mock-api.ts';
 import { checkAlerted, checkNoDoubleRoll, checkNotLeaked, checkNotLost, recordCase, reportedRolls, type FaultCaseResult, type RunReport } from './record.ts';
 import { OWNER_TOKEN, type ChildResult } from './b-child.ts';
 import { faultSeed } from './b-budget.ts';
@@ -221,17 +222,8 @@ describe('a 429 whose Retry-After is far past the run budget', () => {
   // 99999 s must not hold the run's other keys for a day: the pause stops at the run's 429 budget.
   // The limiter's clock and sleep are injected, so the pause is measured, not waited out.
   it('pauses the other callers for at most the run budget, then they go on', async (ctx) => {
-    let nowMs = 1_700_000_000_000;
-    const waits: number[] = [];
-    const limiter = new RateLimiter({
-      perMinute: 60_000,
-      now: () => nowMs,
-      sleep: (ms) => {
-        waits.push(ms);
-        nowMs += ms;
-        return Promise.resolve();
-      },
-    });
+    const clock = fakeClock(1_700_000_000_000);
+    const limiter = new RateLimiter({ perMinute: 60_000, now: clock.now, sleep: clock.sleep });
     let calls = 0;
     const server = createServer((_req, res) => {
       calls++;
@@ -251,7 +243,7 @@ describe('a 429 whose Retry-After is far past the run budget', () => {
         (error: unknown) => error,
       );
       const next = await client.listProjects({ limit: 1 });
-      const pausedMs = waits.reduce((total, ms) => total + ms, 0);
+      const pausedMs = clock.sleeps.reduce((total, ms) => total + ms, 0);
       recordCase(ctx, { case: 'hostile: 429 with Retry-After 99999, the next caller', fault: 'roll answer: 429 Retry-After 99999', backend: 'emulator', step: 'roll', result: 'rotated', lost: 0, leaked: 0, alerted: 0, failures: 0 });
 
       expect(refused).toMatchObject({ code: 'KR_API_RATE_LIMITED', retryAfterMs: 99_999_000 });
