@@ -24,7 +24,7 @@ import type { AwsCredentialsInput } from './client.ts';
 import { SecretsManagerCalls } from './client.ts';
 import { HeldFacts, TargetHints } from './known.ts';
 import * as lock from './lock.ts';
-import { LockSightings, lockSecretName, type LockContext } from './lock.ts';
+import { LockSightings, type LockContext } from './lock.ts';
 import * as metadata from './metadata.ts';
 import type { MetadataContext } from './metadata.ts';
 import * as checks from './preflight.ts';
@@ -51,7 +51,6 @@ export class AwsBackend implements Backend {
   readonly #metadata: MetadataContext;
   readonly #targets = new TargetHints();
   readonly #held: HeldFacts;
-  readonly #sightings = new LockSightings();
 
   constructor(name: string, config: AwsBackendConfig, options: AwsBackendOptions) {
     this.name = name;
@@ -65,7 +64,7 @@ export class AwsBackend implements Backend {
     this.#held = new HeldFacts(options.now);
     const shared = { calls: this.#calls, backendName: name, kmsKeyId: config.kmsKeyId, tags: config.tags, targets: this.#targets };
     this.#preflight = { ...shared, createIfMissing: config.createIfMissing, now: options.now };
-    this.#lock = { ...shared, now: options.now, sightings: this.#sightings };
+    this.#lock = { ...shared, now: options.now, sightings: new LockSightings() };
     this.#write = { ...shared, createIfMissing: config.createIfMissing, attempts: new AttemptLog() };
     this.#metadata = { ...shared, createIfMissing: config.createIfMissing, held: this.#held };
   }
@@ -85,11 +84,10 @@ export class AwsBackend implements Backend {
 
   async acquireLock(target: StoreTarget, request: LockRequest): Promise<LockOutcome> {
     this.#check(target, 'lock');
-    const seen = this.#sightings.get(lockSecretName(target.path));
-    const lockLikelyExists = seen === undefined ? this.#targets.likelyExists(target.path) : seen !== 'missing';
+    // The lock's own sightings (lock.ts) come first; the target's existence decides only when none.
     let outcome: LockOutcome;
     try {
-      outcome = await lock.acquireLock(this.#lock, target.path, request, { lockLikelyExists });
+      outcome = await lock.acquireLock(this.#lock, target.path, request, { lockLikelyExists: this.#targets.likelyExists(target.path) });
     } catch (error) {
       // A refresh whose outcome is unknown: the lock may be lost, so nothing known under it is kept.
       this.#held.dropIfFor(target.path, request);
