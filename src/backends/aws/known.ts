@@ -95,14 +95,10 @@ export class HeldFacts {
   changeIntent(path: string): (intent: KnownIntent) => void {
     const held = this.#byLock.get(lockSecretName(path));
     if (held === undefined) return () => undefined;
-    if (held.path !== path) {
-      // The same secret under another spelling: nothing known about either spelling's marker.
-      held.intent = undefined;
-      held.generation += 1;
-      return () => undefined;
-    }
     held.intent = undefined;
     held.generation += 1;
+    // The same secret under another spelling: nothing known about either spelling's marker.
+    if (held.path !== path) return () => undefined;
     const generation = held.generation;
     return (intent) => {
       if (this.#byLock.get(lockSecretName(path)) === held && held.generation === generation) held.intent = intent;
