@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { AwsBackend } from '../../src/backends/aws/backend.ts';
 import { AwsBackendConfig } from '../../src/backends/aws/config.ts';
+import type { StoreTarget } from '../../src/backends/types.ts';
 import { createTestClock, makeRecord } from '../backends/contract.ts';
 import { newTarget, rejection } from './aws-fixtures.ts';
 import { motoServer, type MotoServer } from './servers.ts';
@@ -40,65 +41,62 @@ describe.skipIf(moto === undefined)('aws backend: credentials before the roll (m
       region: server.region,
       credentials,
     });
+  /** The test's backend, closed after each test. */
+  let opened: AwsBackend | undefined;
+  /** A backend on credentials living `lifetimeMs` from each fetch, after a preflight of a new target (the first fetch). */
+  async function preflighted(lifetimeMs: number): Promise<{ fetches: boolean[]; backend: AwsBackend; target: StoreTarget }> {
+    const counting = countingProvider(server, lifetimeMs);
+    const backend = (opened = backendWith(counting.provider));
+    const target = newTarget();
+    await backend.preflight(target);
+    return { fetches: counting.fetches, backend, target };
+  }
 
   beforeEach(() => {
     vi.useFakeTimers({ toFake: ['Date'], now: Date.now() });
   });
-  afterEach(() => {
+  afterEach(async () => {
     vi.useRealTimers();
+    await opened?.close();
+    opened = undefined;
   });
 
   it('without ensureFresh, the SDK fetches credentials right before the put once they near expiry (the hazard)', async () => {
-    const counting = countingProvider(server, 15 * MINUTE);
-    const backend = backendWith(counting.provider);
-    const t = newTarget();
-    await backend.preflight(t);
+    const { fetches, backend, target } = await preflighted(15 * MINUTE);
     vi.setSystemTime(Date.now() + 11 * MINUTE); // 4 minutes left: inside the SDK's 5-minute window
-    const rollAnswered = counting.fetches.length;
-    await backend.writeSecret(t, makeRecord({ rotationId: randomUUID() }));
-    expect(counting.fetches.length).toBeGreaterThan(rollAnswered);
-    await backend.close();
+    const rollAnswered = fetches.length;
+    await backend.writeSecret(target, makeRecord({ rotationId: randomUUID() }));
+    expect(fetches.length).toBeGreaterThan(rollAnswered);
   });
 
   it('forces the refresh in ensureFresh, so nothing is fetched between the roll answer and the put', async () => {
-    const counting = countingProvider(server, 15 * MINUTE);
-    const backend = backendWith(counting.provider);
-    const t = newTarget();
-    await backend.preflight(t);
+    const { fetches, backend, target } = await preflighted(15 * MINUTE);
     vi.setSystemTime(Date.now() + 9 * MINUTE); // 6 minutes left: the SDK would still use them
-    const beforeRoll = counting.fetches.length;
+    const beforeRoll = fetches.length;
     await backend.ensureFresh(2 * MINUTE); // 2 minutes + the SDK's 5 > 6 left: refresh now
-    expect(counting.fetches.slice(beforeRoll)).toEqual([true]);
-    const rollAnswered = counting.fetches.length;
+    expect(fetches.slice(beforeRoll)).toEqual([true]);
+    const rollAnswered = fetches.length;
     const record = makeRecord({ rotationId: randomUUID() });
-    expect(await backend.writeSecret(t, record)).toEqual({ version: record.rotationId, alreadyApplied: false });
-    expect(counting.fetches.length).toBe(rollAnswered);
-    await backend.close();
+    expect(await backend.writeSecret(target, record)).toEqual({ version: record.rotationId, alreadyApplied: false });
+    expect(fetches.length).toBe(rollAnswered);
   });
 
   it('fetches nothing in ensureFresh while the credentials outlive the time asked for', async () => {
-    const counting = countingProvider(server, 60 * MINUTE);
-    const backend = backendWith(counting.provider);
-    await backend.preflight(newTarget());
-    const beforeRoll = counting.fetches.length;
+    const { fetches, backend } = await preflighted(60 * MINUTE);
+    const beforeRoll = fetches.length;
     await backend.ensureFresh(10 * MINUTE);
-    expect(counting.fetches.length).toBe(beforeRoll);
-    await backend.close();
+    expect(fetches.length).toBe(beforeRoll);
   });
 
   it('refuses in ensureFresh, before any roll, credentials that even fresh expire too soon', async () => {
-    const counting = countingProvider(server, 8 * MINUTE);
-    const backend = backendWith(counting.provider);
-    await backend.preflight(newTarget());
+    const { backend } = await preflighted(8 * MINUTE);
     const error = await rejection(backend.ensureFresh(10 * MINUTE));
     expect(error).toMatchObject({ code: 'KR_BACKEND_DENIED', kind: 'aws', retryable: false });
     expect(error.message).toMatch(/expire in \d+s, sooner than the 900s/);
-    await backend.close();
   });
 
   it('needs nothing for static keys, which do not expire', async () => {
-    const backend = backendWith({ accessKeyId: server.accessKeyId, secretAccessKey: server.secretAccessKey });
+    const backend = (opened = backendWith({ accessKeyId: server.accessKeyId, secretAccessKey: server.secretAccessKey }));
     await expect(backend.ensureFresh(60 * MINUTE)).resolves.toBeUndefined();
-    await backend.close();
   });
 });
