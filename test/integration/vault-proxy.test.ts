@@ -128,19 +128,20 @@ describe.skipIf(server === undefined)('vault backend through a recording proxy',
     await proxy.close();
   });
 
-  /** Preflight, lock and intent as the engine runs them before a roll. */
-  async function prepare(backend: VaultBackend, t: StoreTarget): Promise<void> {
+  /** A backend on a fresh token of that TTL, through the proxy, with preflight, lock and intent done as the engine runs them before a roll. */
+  async function prepared(ttl: string, extra: Record<string, unknown> = {}): Promise<{ clock: TestClock; backend: VaultBackend; t: StoreTarget }> {
+    const clock = createTestClock();
+    const backend = backendVia(proxy.address, await token(ttl, extra), clock);
+    const t = target();
     await backend.preflight(t);
     expect((await backend.acquireLock(t, { owner: 'proxy-test', rotationId: 'r', ttlMs: 600_000 })).acquired).toBe(true);
     await backend.setIntent(t, { rotationId: 'r', keyId: 'k', owner: 'proxy-test', startedAt: '2030-01-01T00:00:00.000Z' });
+    return { clock, backend, t };
   }
 
   describe('the write after the roll (invariant 2)', () => {
     it('is the first request after the roll answer, even with the token past 2/3 of its TTL', async () => {
-      const clock = createTestClock();
-      const backend = backendVia(proxy.address, await token('300s'), clock);
-      const t = target();
-      await prepare(backend, t);
+      const { clock, backend, t } = await prepared('300s');
       clock.advance(210_000); // renewal was due at 200 s; the token itself lives until 300 s
       const rollAnswered = proxy.requests.length;
       await backend.writeSecret(t, makeRecord());
@@ -149,10 +150,7 @@ describe.skipIf(server === undefined)('vault backend through a recording proxy',
     });
 
     it('gets its renewal from ensureFresh, before the roll', async () => {
-      const clock = createTestClock();
-      const backend = backendVia(proxy.address, await token('300s'), clock);
-      const t = target();
-      await prepare(backend, t);
+      const { clock, backend, t } = await prepared('300s');
       clock.advance(210_000);
       const beforeRoll = proxy.requests.length;
       await backend.ensureFresh(60_000);
@@ -169,10 +167,7 @@ describe.skipIf(server === undefined)('vault backend through a recording proxy',
     });
 
     it('renews in ensureFresh a token that would expire within the time asked for, though not yet due', async () => {
-      const clock = createTestClock();
-      const backend = backendVia(proxy.address, await token('300s'), clock);
-      const t = target();
-      await prepare(backend, t);
+      const { clock, backend } = await prepared('300s');
       clock.advance(100_000); // 200 s left, renewal not due before 200 s
       const beforeRoll = proxy.requests.length;
       await backend.ensureFresh(250_000);
@@ -181,10 +176,7 @@ describe.skipIf(server === undefined)('vault backend through a recording proxy',
     });
 
     it('does nothing in ensureFresh for a token that stays valid long enough', async () => {
-      const clock = createTestClock();
-      const backend = backendVia(proxy.address, await token('300s'), clock);
-      const t = target();
-      await prepare(backend, t);
+      const { clock, backend } = await prepared('300s');
       clock.advance(60_000);
       const beforeRoll = proxy.requests.length;
       await backend.ensureFresh(60_000);
@@ -193,10 +185,7 @@ describe.skipIf(server === undefined)('vault backend through a recording proxy',
     });
 
     it('refuses in ensureFresh, before any roll, a token that cannot be renewed for that long', async () => {
-      const clock = createTestClock();
-      const backend = backendVia(proxy.address, await token('60s', { explicit_max_ttl: '90s' }), clock);
-      const t = target();
-      await prepare(backend, t);
+      const { backend } = await prepared('60s', { explicit_max_ttl: '90s' });
       const error: unknown = await backend.ensureFresh(600_000).catch((e: unknown) => e);
       expect(error).toMatchObject({ code: 'KR_BACKEND_DENIED', kind: 'vault', retryable: false });
       expect((error as Error).message).toMatch(/expires in \d+s, sooner than the 600s/);
@@ -204,10 +193,7 @@ describe.skipIf(server === undefined)('vault backend through a recording proxy',
     });
 
     it('renews first only when the token has already expired: the one way the write can go out', async () => {
-      const clock = createTestClock();
-      const backend = backendVia(proxy.address, await token('300s'), clock);
-      const t = target();
-      await prepare(backend, t);
+      const { clock, backend, t } = await prepared('300s');
       clock.advance(301_000); // expired by the backend's clock (OpenBao's token still lives)
       const rollAnswered = proxy.requests.length;
       await backend.writeSecret(t, makeRecord());
