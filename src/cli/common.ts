@@ -23,8 +23,15 @@ export class UsageError extends KeyrollError {
   }
 }
 
-export async function loadPolicyOrExit(file: string): Promise<Policy> {
-  return loadPolicy(file);
+/**
+ * Starts loading the policy. Commands may start it before loading their own modules and await it
+ * later: its error then surfaces where it is awaited (exit 2), never as an unhandled rejection
+ * meanwhile.
+ */
+export function loadPolicyOrExit(file: string): Promise<Policy> {
+  const loading = loadPolicy(file);
+  loading.catch(() => undefined);
+  return loading;
 }
 
 export function createStdoutAudit(): ReturnType<typeof createAuditLog> {

@@ -49,8 +49,6 @@ async function rotateCommand(flags: RotateFlags): Promise<number> {
   // The engine's modules load while the policy is read and parsed.
   const modules = Promise.all([import('./select-keys.ts'), import('./execute-run.ts')]);
   const policyLoaded = loadPolicyOrExit(flags.policy);
-  // Its error is handled below, after the modules: not an unhandled rejection meanwhile.
-  policyLoaded.catch(() => undefined);
   const [{ selectKeys }, { executeRun }] = await modules;
   let keys;
   let policy;

@@ -26,8 +26,6 @@ async function runCommand(flags: RunFlags): Promise<number> {
   // The engine's modules load while the policy is read and parsed.
   const modules = Promise.all([import('../policy/shard.ts'), import('./execute-run.ts')]);
   const policyLoaded = loadPolicyOrExit(flags.policy);
-  // Its error is handled below, after the modules: not an unhandled rejection meanwhile.
-  policyLoaded.catch(() => undefined);
   const [{ keyInShard, parseShard }, { executeRun }] = await modules;
   let policy;
   let shard;
