@@ -6,7 +6,7 @@ import { resolve as resolvePath } from 'node:path';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { Dispatcher } from 'undici';
-import { ApiClient } from '../api/client.ts';
+import { ApiClient, MAX_SHARED_PAUSE_MS } from '../api/client.ts';
 import { oauthClientCredentials, refCredential, type CredentialProvider } from '../api/credentials.ts';
 import { RateLimiter } from '../api/rate-limiter.ts';
 import { createAlerter } from '../alerts/alerter.ts';
@@ -117,7 +117,8 @@ export async function createRuntime(policy: Policy, options: RuntimeOptions): Pr
       sleep: options.sleep ?? sleep,
       newRotationId: randomUUID,
       monotonicMs: () => performance.now(),
-      rollBudget: options.rollBudget ?? { attempts: 5, maxWaitMs: 120_000 },
+      // The 429 budget of a run is also the longest one 429 may pause every caller (the client's cap).
+      rollBudget: options.rollBudget ?? { attempts: 5, maxWaitMs: MAX_SHARED_PAUSE_MS },
       ...(options.checkpoint ? { checkpoint: options.checkpoint } : {}),
       ...(options.observer ? { observer: options.observer } : {}),
     }),
