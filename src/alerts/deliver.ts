@@ -1,7 +1,8 @@
 // One HTTP POST of a JSON body to an alert sink, retried with exponential backoff on network
 // errors, 5xx and 429 (honouring Retry-After). A 4xx other than 429 means the request is wrong
 // and sending it again cannot help, so it is not retried.
-import { request, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
+import { request } from '../http/undici.ts';
 import { parseRetryAfter } from '../api/retry-after.ts';
 import { errorCode } from '../errors.ts';
 import { AlertDeliveryError } from './errors.ts';

@@ -75,7 +75,7 @@ describe('the bundled CLI (dist/, what the image runs)', () => {
     expect(help.stdout).toContain('rotate');
   });
 
-  it('keeps the AWS SDK, the Vault client, fastify, age and prom-client out of what `rotate` loads before its first roll', () => {
+  it('keeps the AWS SDK, the Vault client, fastify, age, prom-client and undici’s index (fetch, WebSocket, mocks) out of what `rotate` loads before its first roll', () => {
     // The chunks holding the modules `rotate` imports on its way to the first roll, and every
     // chunk they import statically: what a cold start into the file backend compiles.
     const startPath = ['src/cli/entry.ts', 'src/cli/main.ts', 'src/cli/rotate.ts', 'src/cli/execute-run.ts', 'src/cli/select-keys.ts', 'src/rotation/runtime.ts', 'src/rotation/run.ts', 'src/backends/file/index.ts'];
@@ -85,7 +85,7 @@ describe('the bundled CLI (dist/, what the image runs)', () => {
     expect(chunks.length).toBeGreaterThan(0);
     const loaded = new Set(chunks.flatMap((chunk) => [...loadedAtStart(metafile, chunk)]));
     for (const input of startPath) expect(loaded.has(input), input).toBe(true);
-    for (const heavy of ['node_modules/@aws-sdk/', 'node_modules/fastify/', 'node_modules/age-encryption/', 'node_modules/prom-client/', 'src/backends/vault/index.ts', 'src/backends/aws/backend.ts', 'src/emulator/server.ts']) {
+    for (const heavy of ['node_modules/@aws-sdk/', 'node_modules/fastify/', 'node_modules/age-encryption/', 'node_modules/prom-client/', 'src/backends/vault/index.ts', 'src/backends/aws/backend.ts', 'src/emulator/server.ts', 'node_modules/undici/index.js', 'node_modules/undici/lib/web/websocket/', 'node_modules/undici/lib/mock/']) {
       expect([...loaded].filter((input) => input.includes(heavy)), heavy).toEqual([]);
     }
   });

@@ -1,0 +1,40 @@
+// The parts of undici keyroll uses (Agent, request, the global dispatcher), loaded from undici's
+// own files instead of its index. The index is one CommonJS module that requires all of undici on
+// load: fetch, WebSocket, EventSource, the cache API, the mock agents, HTTP/2, the SQLite cache
+// store, and the Node built-ins they pull in (stream/web, zlib, http2, dns, worker_threads). A
+// bundler cannot drop any of it, so every `keyroll rotate` paid for it before its first roll:
+// 1.33 MB of the 2.9 MB of JavaScript it loaded (docs/benchmarks.md has the before and after).
+//
+// What this module must keep equal to undici's index, and test/http/undici.test.ts checks:
+// - Dispatcher.prototype carries the API methods (`agent.request(…)`), which the index adds with
+//   the same Object.assign; adding them twice (the tests also load the index, for MockAgent) is
+//   harmless, the functions are the same.
+// - `request(url, options)` turns a URL into origin + path and falls back to the global
+//   dispatcher, as the index's `makeDispatcher` does.
+// Types come from undici's published declarations: the files below have none of their own.
+import type * as Undici from 'undici';
+import AgentImpl from 'undici/lib/dispatcher/agent.js';
+import DispatcherImpl from 'undici/lib/dispatcher/dispatcher.js';
+import api from 'undici/lib/api/index.js';
+import globalDispatcher from 'undici/lib/global.js';
+
+Object.assign(DispatcherImpl.prototype, api);
+
+export const Agent = AgentImpl;
+export type Agent = Undici.Agent;
+export const getGlobalDispatcher: typeof Undici.getGlobalDispatcher = globalDispatcher.getGlobalDispatcher;
+
+type RequestOptions = { dispatcher?: Undici.Dispatcher } & Omit<Undici.Dispatcher.RequestOptions, 'origin' | 'path' | 'method'> &
+  Partial<Pick<Undici.Dispatcher.RequestOptions, 'method'>>;
+
+/** undici's `request(url, options)`: one request on `options.dispatcher` (default: the global one). */
+export function request(url: string | URL, options: RequestOptions = {}): Promise<Undici.Dispatcher.ResponseData> {
+  const { dispatcher = getGlobalDispatcher(), method, ...rest } = options;
+  const parsed = typeof url === 'string' ? new URL(url) : url;
+  return dispatcher.request({
+    ...rest,
+    origin: parsed.origin,
+    path: `${parsed.pathname}${parsed.search}`,
+    method: method ?? (rest.body == null ? 'GET' : 'PUT'),
+  });
+}

@@ -1,0 +1,106 @@
+// src/http/undici.ts loads only the undici files keyroll uses. These tests hold it to what
+// undici's index gives (the API on every dispatcher, request's URL handling and default
+// dispatcher), against a real loopback server, and check in a fresh process that the index and
+// the parts behind it (fetch, WebSocket, mocks, cache) are never loaded.
+import { spawnSync } from 'node:child_process';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Agent, getGlobalDispatcher, request } from '../../src/http/undici.ts';
+
+interface Seen {
+  method: string;
+  url: string;
+  body: string;
+}
+
+describe('src/http/undici.ts', () => {
+  let server: Server;
+  let base: string;
+  const seen: Seen[] = [];
+
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
+      req.on('end', () => {
+        seen.push({ method: req.method ?? '', url: req.url ?? '', body });
+        res.setHeader('content-type', 'application/json');
+        res.end(JSON.stringify({ ok: true }));
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    base = `http://127.0.0.1:${String((server.address() as AddressInfo).port)}`;
+  });
+
+  afterAll(async () => {
+    await new Promise<void>((resolve) => {
+      server.close(() => {
+        resolve();
+      });
+    });
+  });
+
+  it('request() sends the path and query of the URL, GET without a body and PUT with one, as undici does', async () => {
+    seen.length = 0;
+    const get = await request(`${base}/v1/secret/data/a%2Fb?version=2`);
+    expect(get.statusCode).toBe(200);
+    expect(await get.body.json()).toEqual({ ok: true });
+    const put = await request(new URL(`${base}/put`), { body: 'x=1' });
+    await put.body.dump();
+    const post = await request(`${base}/post`, { method: 'POST', body: '{}' });
+    await post.body.dump();
+    expect(seen).toEqual([
+      { method: 'GET', url: '/v1/secret/data/a%2Fb?version=2', body: '' },
+      { method: 'PUT', url: '/put', body: 'x=1' },
+      { method: 'POST', url: '/post', body: '{}' },
+    ]);
+  });
+
+  it('request() uses the dispatcher it is given, and the global one otherwise', async () => {
+    const dispatched: string[] = [];
+    class RecordingAgent extends Agent {
+      override dispatch(options: Parameters<Agent['dispatch']>[0], handler: Parameters<Agent['dispatch']>[1]): boolean {
+        dispatched.push(options.path);
+        return super.dispatch(options, handler);
+      }
+    }
+    const agent = new RecordingAgent();
+    try {
+      await (await request(`${base}/through-agent`, { dispatcher: agent })).body.dump();
+      await (await request(`${base}/through-global`)).body.dump();
+      expect(dispatched).toEqual(['/through-agent']);
+      expect(getGlobalDispatcher()).not.toBe(agent);
+    } finally {
+      await agent.close();
+    }
+  });
+
+  it('gives every dispatcher the API methods (agent.request), as the index does', async () => {
+    const agent = new Agent();
+    try {
+      const answer = await agent.request({ origin: base, path: '/agent-request', method: 'GET' });
+      expect(answer.statusCode).toBe(200);
+      await answer.body.dump();
+    } finally {
+      await agent.close();
+    }
+  });
+
+  it('loads neither undici’s index nor fetch, WebSocket, the mocks or the cache API (a fresh process)', () => {
+    const moduleUrl = new URL('../../src/http/undici.ts', import.meta.url).href;
+    const script = `
+      const { Agent } = await import(${JSON.stringify(moduleUrl)});
+      const { createRequire } = await import('node:module');
+      const loaded = Object.keys(createRequire(import.meta.url).cache).filter((p) => p.includes('/undici/'));
+      console.log(JSON.stringify({ loaded, agentRequest: typeof new Agent().request }));`;
+    const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], { cwd: fileURLToPath(new URL('../../', import.meta.url)), encoding: 'utf8', timeout: 30_000 });
+    expect(child.stderr).toBe('');
+    const { loaded, agentRequest } = JSON.parse(child.stdout) as { loaded: string[]; agentRequest: string };
+    expect(agentRequest).toBe('function');
+    expect(loaded.some((path) => path.endsWith('/undici/lib/dispatcher/agent.js'))).toBe(true);
+    const relative = loaded.map((path) => path.slice(path.lastIndexOf('/undici/') + '/undici/'.length));
+    expect(relative.filter((path) => path === 'index.js' || /^lib\/(web|mock|cache|interceptor)\//.test(path))).toEqual([]);
+  });
+});
