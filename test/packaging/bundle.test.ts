@@ -3,14 +3,14 @@
 // image (which ships no node_modules). Proves the bundle is whole, finds config/ beside dist/,
 // and keeps what `rotate` never needs out of the chunks every start loads.
 import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
-import { cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { isBuiltin } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build, type Metafile } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bundleOptions, externalImports } from '../../scripts/build.ts';
+import { asciiComments, bundleOptions, externalImports } from '../../scripts/build.ts';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -38,6 +38,7 @@ describe('the bundled CLI (dist/, what the image runs)', () => {
     install = await mkdtemp(join(tmpdir(), 'keyroll-bundle-'));
     const result = await build({ ...bundleOptions(join(install, 'dist', 'cli')), logLevel: 'silent' });
     metafile = result.metafile;
+    await asciiComments(metafile);
     await writeFile(join(install, 'dist', 'package.json'), '{ "type": "module" }\n');
     await cp(join(root, 'config'), join(install, 'config'), { recursive: true });
     await mkdir(join(install, 'work'));
@@ -59,6 +60,15 @@ describe('the bundled CLI (dist/, what the image runs)', () => {
     const external = externalImports(metafile);
     expect(external.length).toBeGreaterThan(0);
     expect(external.filter((path) => !isBuiltin(path))).toEqual([]);
+  });
+
+  it('ships only ASCII JavaScript, so V8 holds every chunk as a one-byte string', async () => {
+    const chunks = Object.keys(metafile.outputs).filter((name) => name.endsWith('.js'));
+    expect(chunks.length).toBeGreaterThan(10);
+    for (const chunk of chunks) {
+      const text = await readFile(join(root, chunk), 'utf8');
+      expect(/[^\x00-\x7f]/.exec(text)?.[0], chunk).toBeUndefined();
+    }
   });
 
   it('runs the demo (emulator, file backend, rotation) with no node_modules anywhere above it', () => {
