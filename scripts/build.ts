@@ -65,7 +65,7 @@ export async function asciiComments(metafile: Metafile, root = ROOT): Promise<st
   for (const output of Object.keys(metafile.outputs).filter((name) => name.endsWith('.js'))) {
     const file = `${root}${output}`;
     const text = await readFile(file, 'utf8');
-    const ascii = text.replace(/[^\x00-\x7f]/g, '?');
+    const ascii = text.replace(/[\u0080-\uffff]/g, '?');
     if (ascii !== text) {
       await writeFile(file, ascii);
       changed.push(output);
