@@ -1,13 +1,14 @@
 // Runs the keyroll CLI as an operator's CronJob or Job would: a child process of its own, the
-// bundled dist/ with the Node flags the Docker image's ENTRYPOINT gives it (read from the
-// Dockerfile, so the figures are of what the image runs), or the TypeScript sources, timed from
-// spawn to exit.
+// bundled dist/ with the Node flags of the Docker image's ENTRYPOINT and the environment of its
+// ENV (read from the Dockerfile, so the figures are of what the image runs), or the TypeScript
+// sources, timed from spawn to exit.
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
+import { envAssignments, execForm, parseDockerfile, type Stage } from '../../test/packaging/dockerfile-syntax.ts';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const ENTRIES = {
@@ -17,14 +18,28 @@ export const ENTRIES = {
 export type Entry = keyof typeof ENTRIES;
 const RSS_PRELOAD = fileURLToPath(new URL('./report-rss.js', import.meta.url));
 
+function runtimeStage(dockerfile: string): Stage {
+  const stage = parseDockerfile(dockerfile).stages.at(-1);
+  if (stage === undefined) throw new Error('the Dockerfile has no FROM');
+  return stage;
+}
+
 /** The node options between `node` and the entry in the Dockerfile's exec-form ENTRYPOINT. */
 export function imageNodeFlags(dockerfile = readFileSync(join(ROOT, 'Dockerfile'), 'utf8')): string[] {
-  const line = dockerfile.split('\n').findLast((l) => l.startsWith('ENTRYPOINT '));
-  if (line === undefined) throw new Error('the Dockerfile has no ENTRYPOINT');
-  const words = JSON.parse(line.slice('ENTRYPOINT '.length)) as string[];
-  const entry = words.findIndex((word) => word.endsWith('/dist/cli/entry.js'));
-  if (words[0] !== 'node' || entry < 1) throw new Error(`unexpected ENTRYPOINT: ${line}`);
+  const entrypoint = runtimeStage(dockerfile).instructions.findLast((i) => i.keyword === 'ENTRYPOINT');
+  const words = entrypoint === undefined ? undefined : execForm(entrypoint);
+  const entry = words?.findIndex((word) => word.endsWith('/dist/cli/entry.js')) ?? -1;
+  if (words?.[0] !== 'node' || entry < 1) throw new Error(`unexpected ENTRYPOINT: ${entrypoint?.args ?? '(none)'}`);
   return words.slice(1, entry);
+}
+
+/**
+ * The environment the image's runtime stage sets (ENV), except HOME and TMPDIR, which name
+ * places in the image's file system: MALLOC_ARENA_MAX and NODE_ENV change how keyroll runs.
+ */
+export function imageEnv(dockerfile = readFileSync(join(ROOT, 'Dockerfile'), 'utf8')): Record<string, string> {
+  const assignments = runtimeStage(dockerfile).instructions.filter((i) => i.keyword === 'ENV').flatMap((i) => Object.entries(envAssignments(i)));
+  return Object.fromEntries(assignments.filter(([name]) => name !== 'HOME' && name !== 'TMPDIR'));
 }
 
 export interface CliRun {
@@ -67,7 +82,7 @@ export async function runCli(args: readonly string[], options: CliOptions): Prom
     ...(options.measureRss ? ['--import', RSS_PRELOAD] : []),
     ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []),
   ];
-  const env = childEnv({ ...options.env, ...(options.measureRss ? { KEYROLL_BENCH_RSS_FILE: rssFile } : {}) });
+  const env = childEnv({ ...((options.entry ?? 'dist') === 'dist' ? imageEnv() : {}), ...options.env, ...(options.measureRss ? { KEYROLL_BENCH_RSS_FILE: rssFile } : {}) });
   const spawnedAt = performance.now();
   const child = spawn(process.execPath, [...nodeArgs, entry, ...args], { cwd: options.cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';

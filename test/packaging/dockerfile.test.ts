@@ -6,7 +6,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { imageNodeFlags } from '../../bench/lib/cli.ts';
+import { imageEnv, imageNodeFlags } from '../../bench/lib/cli.ts';
 import { bundleOptions } from '../../scripts/build.ts';
 import { copySources, envAssignments, execForm, parseDockerfile, type Instruction, type Stage } from './dockerfile-syntax.ts';
 import { isIgnored, parseDockerignore } from './dockerignore.ts';
@@ -105,10 +105,17 @@ describe('Dockerfile', () => {
   it('gives bin/keyroll the same Node options as the image, and the benchmarks measure with them', () => {
     const entrypoint = execForm(lastOf(runtime, 'ENTRYPOINT')) ?? [];
     const flags = entrypoint.slice(1, entrypoint.indexOf('/app/dist/cli/entry.js'));
-    expect(flags).toEqual(expect.arrayContaining(['--max-semi-space-size=2', '--max-old-space-size=256']));
+    expect(flags).toEqual(expect.arrayContaining(['--max-semi-space-size=2', '--max-old-space-size=256', '--liftoff-only']));
     const bin = readFileSync(`${root}bin/keyroll`, 'utf8');
     expect(bin).toContain(`node_flags="${flags.join(' ')}"`);
     expect(imageNodeFlags(readFileSync(`${root}Dockerfile`, 'utf8'))).toEqual(flags);
+  });
+
+  it('limits glibc to two malloc arenas in the image and in bin/keyroll, and the benchmarks measure with that', () => {
+    const env = Object.assign({}, ...only(runtime, 'ENV').map(envAssignments)) as Record<string, string>;
+    expect(env.MALLOC_ARENA_MAX).toBe('2');
+    expect(readFileSync(`${root}bin/keyroll`, 'utf8')).toContain('export MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}"');
+    expect(imageEnv(readFileSync(`${root}Dockerfile`, 'utf8'))).toEqual({ NODE_ENV: 'production', MALLOC_ARENA_MAX: '2' });
   });
 
   it('points at the entry the bundler writes for src/cli/entry.ts, and copies that output from the build stage', () => {
