@@ -14,9 +14,73 @@
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import { isBuiltin } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import { build, type BuildOptions, type Metafile } from 'esbuild';
+import { build, type BuildOptions, type Metafile, type Plugin } from 'esbuild';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
+
+/** The node:http2 constants undici's client-h2.js reads when it loads (values fixed by RFC 9113 and nghttp2). */
+export const HTTP2_CONSTANTS_USED_BY_UNDICI = {
+  HTTP2_HEADER_AUTHORITY: ':authority',
+  HTTP2_HEADER_METHOD: ':method',
+  HTTP2_HEADER_PATH: ':path',
+  HTTP2_HEADER_SCHEME: ':scheme',
+  HTTP2_HEADER_CONTENT_LENGTH: 'content-length',
+  HTTP2_HEADER_EXPECT: 'expect',
+  HTTP2_HEADER_STATUS: ':status',
+  HTTP2_HEADER_PROTOCOL: ':protocol',
+  NGHTTP2_NO_ERROR: 0,
+  NGHTTP2_REFUSED_STREAM: 7,
+} as const;
+
+/**
+ * Built-in modules that a dependency loads on start for a feature keyroll never uses, each
+ * replaced, for that dependency only, by a stand-in that loads the real module on first use.
+ * undici's HTTP/1 client loads its HTTP/2 client, which loads node:http2 (and with it tls) to read
+ * header-name constants; keyroll never enables HTTP/2. commander loads node:child_process for
+ * executable subcommands, which keyroll has none of. Together about 15 ms of every cold start.
+ * test/packaging/lazy-builtins.test.ts checks each stand-in against the real module and against
+ * what the dependency uses of it, so an upgrade that needs more fails the tests, not a run.
+ */
+export const LAZY_BUILTINS: readonly { importer: RegExp; module: string; contents: string; loader: 'js' }[] = [
+  {
+    importer: /node_modules\/undici\/lib\/dispatcher\/client-h2\.js$/,
+    module: 'node:http2',
+    loader: 'js',
+    contents: [
+      "'use strict';",
+      '// keyroll stand-in for node:http2 inside undici (scripts/build.ts, LAZY_BUILTINS).',
+      'module.exports = {',
+      `  constants: ${JSON.stringify(HTTP2_CONSTANTS_USED_BY_UNDICI)},`,
+      "  connect: (...args) => require('node:http2').connect(...args),",
+      '};',
+    ].join('\n'),
+  },
+  {
+    importer: /node_modules\/commander\/lib\/command\.js$/,
+    module: 'node:child_process',
+    loader: 'js',
+    contents: [
+      '// keyroll stand-in for node:child_process inside commander (scripts/build.ts, LAZY_BUILTINS).',
+      "export default { spawn: (...args) => require('node:child_process').spawn(...args) };",
+    ].join('\n'),
+  },
+];
+
+function lazyBuiltins(): Plugin {
+  return {
+    name: 'keyroll-lazy-builtins',
+    setup(build) {
+      build.onResolve({ filter: /^node:(http2|child_process)$/ }, (args) => {
+        const stub = LAZY_BUILTINS.find((entry) => entry.module === args.path && entry.importer.test(args.importer));
+        return stub === undefined ? undefined : { path: args.path, namespace: 'keyroll-lazy-builtin', pluginData: stub };
+      });
+      build.onLoad({ filter: /.*/, namespace: 'keyroll-lazy-builtin' }, (args) => {
+        const stub = args.pluginData as (typeof LAZY_BUILTINS)[number];
+        return { contents: stub.contents, loader: stub.loader, resolveDir: ROOT };
+      });
+    },
+  };
+}
 
 /** The options, shared with the packaging test (which builds into a temp directory). */
 export function bundleOptions(outdir: string): BuildOptions & { metafile: true } {
@@ -39,6 +103,7 @@ export function bundleOptions(outdir: string): BuildOptions & { metafile: true }
     legalComments: 'linked',
     metafile: true,
     logLevel: 'warning',
+    plugins: [lazyBuiltins()],
     // CommonJS dependencies (pino, undici, commander, yaml, the AWS SDK) call require() for
     // Node's built-in modules; an ES module has no require, so each chunk gets one.
     banner: { js: "import { createRequire as __keyrollCreateRequire } from 'node:module'; const require = __keyrollCreateRequire(import.meta.url);" },

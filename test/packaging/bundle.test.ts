@@ -95,6 +95,8 @@ describe('the bundled CLI (dist/, what the image runs)', () => {
     expect(chunks.length).toBeGreaterThan(0);
     const loaded = new Set(chunks.flatMap((chunk) => [...loadedAtStart(metafile, chunk)]));
     for (const input of startPath) expect(loaded.has(input), input).toBe(true);
+    // undici and commander get stand-ins for node:http2 and node:child_process (lazy-builtins.test.ts).
+    expect(loaded.has('keyroll-lazy-builtin:node:http2') && loaded.has('keyroll-lazy-builtin:node:child_process')).toBe(true);
     for (const heavy of ['node_modules/@aws-sdk/', 'node_modules/fastify/', 'node_modules/age-encryption/', 'node_modules/prom-client/', 'src/backends/vault/index.ts', 'src/backends/aws/backend.ts', 'src/emulator/server.ts', 'node_modules/undici/index.js', 'node_modules/undici/lib/web/websocket/', 'node_modules/undici/lib/mock/']) {
       expect([...loaded].filter((input) => input.includes(heavy)), heavy).toEqual([]);
     }
