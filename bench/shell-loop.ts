@@ -7,8 +7,8 @@
 // Both sides are timed from process spawn to exit, on the same servers in the same run. The shell
 // loop does less (no lock, intent marker, verification, retry or bookkeeping) and is favoured in
 // one more way: the AWS secrets it puts into are created beforehand, untimed. keyroll then rotates
-// the same secrets (existing by then, as a user's would be: 15 AWS requests per rotation, not the
-// 9 of a new one) and creates its lock secrets in the timed run. The emulator (in this process)
+// the same secrets (existing by then, as a user's would be, which costs AWS more requests per
+// rotation than a new secret) and creates its lock secrets in the timed run. The emulator (in this process)
 // and keyroll allow 6,000 rolls/min, as in the emergency run.
 import { spawn } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
