@@ -35,11 +35,38 @@ export function imageNodeFlags(dockerfile = readFileSync(join(ROOT, 'Dockerfile'
 
 /**
  * The environment the image's runtime stage sets (ENV), except HOME and TMPDIR, which name
- * places in the image's file system: MALLOC_ARENA_MAX and NODE_ENV change how keyroll runs.
+ * places in the image's file system: MALLOC_ARENA_MAX, NODE_ENV and NODE_COMPILE_CACHE change how
+ * keyroll runs (runCli points the last at BENCH_COMPILE_CACHE).
  */
 export function imageEnv(dockerfile = readFileSync(join(ROOT, 'Dockerfile'), 'utf8')): Record<string, string> {
   const assignments = runtimeStage(dockerfile).instructions.filter((i) => i.keyword === 'ENV').flatMap((i) => Object.entries(envAssignments(i)));
   return Object.fromEntries(assignments.filter(([name]) => name !== 'HOME' && name !== 'TMPDIR'));
+}
+
+/**
+ * Where the benchmarks keep the compile cache for dist/: the counterpart of the image's
+ * NODE_COMPILE_CACHE (the Dockerfile ENV), filled the way the image's build fills its own
+ * (warmCompileCache). Inside dist/, so every build starts it afresh.
+ */
+export const BENCH_COMPILE_CACHE = join(ROOT, 'dist', 'compile-cache');
+
+/** Fills BENCH_COMPILE_CACHE as the Docker build does: scripts/warm-compile-cache.js with the ENTRYPOINT's flags. */
+export async function warmCompileCache(): Promise<void> {
+  const child = spawn(process.execPath, [...imageNodeFlags(), join(ROOT, 'scripts', 'warm-compile-cache.js'), join(ROOT, 'dist', 'cli')], {
+    env: childEnv({ NODE_COMPILE_CACHE: BENCH_COMPILE_CACHE }),
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const code = await new Promise<number | null>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('exit', resolve);
+  });
+  if (code !== 0) throw new Error(`scripts/warm-compile-cache.js exited ${String(code)}`);
+}
+
+/** imageEnv() for a run on this machine: the image's compile cache is BENCH_COMPILE_CACHE here. */
+function imageEnvHere(): Record<string, string> {
+  const env = imageEnv();
+  return env.NODE_COMPILE_CACHE === undefined ? env : { ...env, NODE_COMPILE_CACHE: BENCH_COMPILE_CACHE };
 }
 
 export interface CliRun {
@@ -82,7 +109,7 @@ export async function runCli(args: readonly string[], options: CliOptions): Prom
     ...(options.measureRss ? ['--import', RSS_PRELOAD] : []),
     ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []),
   ];
-  const env = childEnv({ ...((options.entry ?? 'dist') === 'dist' ? imageEnv() : {}), ...options.env, ...(options.measureRss ? { KEYROLL_BENCH_RSS_FILE: rssFile } : {}) });
+  const env = childEnv({ ...((options.entry ?? 'dist') === 'dist' ? imageEnvHere() : {}), ...options.env, ...(options.measureRss ? { KEYROLL_BENCH_RSS_FILE: rssFile } : {}) });
   const spawnedAt = performance.now();
   const child = spawn(process.execPath, [...nodeArgs, entry, ...args], { cwd: options.cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';

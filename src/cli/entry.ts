@@ -2,8 +2,9 @@
 import { enableCompileCache } from 'node:module';
 
 // Cold start is mostly compiling the dependencies (commander, pino, zod, yaml, undici): Node's
-// on-disk compile cache (in the OS temp dir, or NODE_COMPILE_CACHE) skips that after the first
-// run. Enabled before anything else is imported, hence the dynamic import below.
+// on-disk compile cache skips that. The image ships one made at build time (NODE_COMPILE_CACHE,
+// read-only; the Dockerfile says how); elsewhere it lives in the OS temp dir and helps from the
+// second run on. Enabled before anything else is imported, hence the dynamic import below.
 enableCompileCache();
 
 // A closed stdout (`keyroll rotate … | head -1`) must not crash the process between a roll and

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build, type Metafile } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { imageNodeFlags } from '../../bench/lib/cli.ts';
 import { asciiComments, bundleOptions, externalImports } from '../../scripts/build.ts';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -76,6 +77,25 @@ describe('the bundled CLI (dist/, what the image runs)', () => {
     expect(demo.stderr).not.toMatch(/Cannot find (?:module|package)/);
     expect(demo.status).toBe(0);
     expect(demo.stdout).toContain('rotated 3, failed 0, skipped 0');
+  });
+
+  it('runs on the compile cache scripts/warm-compile-cache.js fills, as the image does: every chunk it loads comes from the cache', () => {
+    const cache = join(install, 'compile-cache');
+    const flags = imageNodeFlags();
+    const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: install, TMPDIR: install, NODE_COMPILE_CACHE: cache };
+    const warm = spawnSync(process.execPath, [...flags, join(root, 'scripts', 'warm-compile-cache.js'), join(install, 'dist', 'cli')], { encoding: 'utf8', timeout: 60_000, env });
+    expect(warm.status, warm.stderr).toBe(0);
+    expect(warm.stderr).toMatch(/warm-compile-cache: \d+ chunks of /);
+    const demo = spawnSync(process.execPath, [...flags, join(install, 'dist', 'cli', 'entry.js'), 'demo'], {
+      cwd: join(install, 'work'),
+      encoding: 'utf8',
+      timeout: 60_000,
+      env: { ...env, NODE_DEBUG_NATIVE: 'COMPILE_CACHE' },
+    });
+    expect(demo.stdout).toContain('rotated 3, failed 0, skipped 0');
+    const chunkLines = demo.stderr.split('\n').filter((line) => /V8 code cache for ESM \S+\/chunks\//.test(line));
+    expect(chunkLines.length).toBeGreaterThan(10);
+    expect(chunkLines.filter((line) => !line.includes('was accepted'))).toEqual([]);
   });
 
   it('answers --version and --help', () => {

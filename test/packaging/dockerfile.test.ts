@@ -111,11 +111,34 @@ describe('Dockerfile', () => {
     expect(imageNodeFlags(readFileSync(`${root}Dockerfile`, 'utf8'))).toEqual(flags);
   });
 
+  it('ships a compile cache made as the runtime runs: same node, ENTRYPOINT flags, user and paths', () => {
+    const build = dockerfile.stages.find((stage) => only(stage, 'RUN').some((run) => run.args.includes('warm-compile-cache.js')));
+    expect(build, 'a stage warms the compile cache').toBeDefined();
+    expect(build!.image, 'the warming stage runs the runtime stage’s node').toBe(runtime.image);
+    const warmIndex = build!.instructions.findIndex((i) => i.keyword === 'RUN' && i.args.includes('warm-compile-cache.js'));
+    const warm = build!.instructions[warmIndex]!;
+    const userThen = build!.instructions.slice(0, warmIndex).findLast((i) => i.keyword === 'USER')?.args;
+    expect(userThen, 'warmed as the runtime user (Node keys the cache by user id)').toBe(lastOf(runtime, 'USER').args);
+    const entrypoint = execForm(lastOf(runtime, 'ENTRYPOINT')) ?? [];
+    const flags = entrypoint.slice(1, entrypoint.indexOf('/app/dist/cli/entry.js'));
+    const command = /NODE_COMPILE_CACHE=(\S+) node (.*?) scripts\/warm-compile-cache\.js (\S+)/.exec(warm.args);
+    expect(command, warm.args).not.toBeNull();
+    const [, cacheDir, warmFlags, distDir] = command!;
+    expect(warmFlags?.split(' '), 'the ENTRYPOINT’s flags (Node keys the cache by V8 flags)').toEqual(flags);
+    expect(distDir, 'the bundle at the path the runtime runs it from').toBe('/app/dist/cli');
+    expect(lastOf(build!, 'WORKDIR').args).toBe(lastOf(runtime, 'WORKDIR').args);
+    const copy = only(runtime, 'COPY').find((c) => c.flags.from === build!.name && copySources(c).includes(cacheDir!));
+    expect(copy, 'the runtime copies the cache').toBeDefined();
+    const env = Object.assign({}, ...only(runtime, 'ENV').map(envAssignments)) as Record<string, string>;
+    const target = copy!.args.split(/\s+/).at(-1)!;
+    expect(env.NODE_COMPILE_CACHE).toBe(target.startsWith('/') ? target : `${lastOf(runtime, 'WORKDIR').args}/${target.replace(/^\.\//, '')}`);
+  });
+
   it('limits glibc to two malloc arenas in the image and in bin/keyroll, and the benchmarks measure with that', () => {
     const env = Object.assign({}, ...only(runtime, 'ENV').map(envAssignments)) as Record<string, string>;
     expect(env.MALLOC_ARENA_MAX).toBe('2');
     expect(readFileSync(`${root}bin/keyroll`, 'utf8')).toContain('export MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}"');
-    expect(imageEnv(readFileSync(`${root}Dockerfile`, 'utf8'))).toEqual({ NODE_ENV: 'production', MALLOC_ARENA_MAX: '2' });
+    expect(imageEnv(readFileSync(`${root}Dockerfile`, 'utf8'))).toMatchObject({ NODE_ENV: 'production', MALLOC_ARENA_MAX: '2' });
   });
 
   it('points at the entry the bundler writes for src/cli/entry.ts, and copies that output from the build stage', () => {
