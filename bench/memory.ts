@@ -3,9 +3,10 @@
 // its own run, measured by the kernel's high-water mark (getrusage ru_maxrss) that a preload
 // (bench/lib/report-rss.js) reads as the process exits.
 // keyroll runs as the image runs it: the bundle with the ENTRYPOINT's Node flags (a 2 MB
-// young-generation semi-space, old space capped at 256 MB; the Dockerfile says why).
+// young-generation semi-space, old space capped at 256 MB, WebAssembly on the baseline compiler)
+// and its ENV (MALLOC_ARENA_MAX=2); the Dockerfile says why.
 // Beside it, to show where the memory goes: the same binary doing nothing (`--version`), the
-// same rotation of one key, and the 1,000 keys again with V8's own heap sizing (no flags).
+// same rotation of one key, and the 1,000 keys again without the Node flags (V8's own sizing).
 import { tmpdir } from 'node:os';
 import { EMERGENCY_CONCURRENCY, EMERGENCY_KEYS, rotateAllAfterLeak } from './emergency.ts';
 import { imageNodeFlags, runCli } from './lib/cli.ts';
