@@ -14,7 +14,7 @@
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import { isBuiltin } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import { build, type BuildOptions, type Metafile, type Plugin } from 'esbuild';
+import { build, transform, type BuildOptions, type Metafile, type Plugin } from 'esbuild';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 
@@ -33,11 +33,12 @@ export const HTTP2_CONSTANTS_USED_BY_UNDICI = {
 } as const;
 
 /**
- * Built-in modules that a dependency loads on start for a feature keyroll never uses, each
- * replaced, for that dependency only, by a stand-in that loads the real module on first use.
- * undici's HTTP/1 client loads its HTTP/2 client, which loads node:http2 (and with it tls) to read
- * header-name constants; keyroll never enables HTTP/2. commander loads node:child_process for
- * executable subcommands, which keyroll has none of. Together about 15 ms of every cold start.
+ * Built-in modules that a dependency loads on start for a feature keyroll's start does not use,
+ * each replaced, for that dependency only, by a stand-in that loads the real module on first use.
+ * undici's client loads its HTTP/2 client, which loads node:http2 (and with it tls) to read
+ * header-name constants; HTTP/2 is used only when a TLS server picks it (ALPN), and then the
+ * stand-in loads the real module. commander loads node:child_process for executable
+ * subcommands, which keyroll has none of. Together about 15 ms of every cold start.
  * test/packaging/lazy-builtins.test.ts checks each stand-in against the real module and against
  * what the dependency uses of it, so an upgrade that needs more fails the tests, not a run.
  */
@@ -93,9 +94,10 @@ export function bundleOptions(outdir: string): BuildOptions & { metafile: true }
     format: 'esm',
     platform: 'node',
     target: 'node22.19',
-    // ASCII output (with asciiComments below): V8 keeps each module's source in memory for the
-    // life of the process, as Latin-1 when every character fits and as UTF-16, twice the bytes,
-    // otherwise. One em dash in a comment of zod's made its 0.74 MB chunk a 1.48 MB string.
+    // ASCII output (esbuild's default, stated because asciiComments below relies on it): V8 keeps
+    // each module's source in memory for the life of the process, as Latin-1 when every character
+    // fits and as UTF-16, twice the bytes, otherwise. One em dash in a comment of zod's made its
+    // 0.74 MB chunk a 1.48 MB string.
     charset: 'ascii',
     chunkNames: 'chunks/[name]-[hash]',
     sourcemap: true,
@@ -121,20 +123,25 @@ export function externalImports(metafile: Metafile): string[] {
 
 /**
  * Replaces each character beyond ASCII left in the bundle's JavaScript with '?'. With charset
- * 'ascii' esbuild escapes them in code (strings, templates, regexes, names), so what is left is
- * inside comments, which esbuild keeps as written. One '?' per UTF-16 unit keeps every column, so
- * the source maps stay right. Returns the files it changed.
+ * 'ascii' esbuild escapes them in strings, templates and names, but writes comments, regular
+ * expression literals, the raw text of tagged templates and JSX text as they are. Only comments
+ * may change, so every changed file is checked: the code with comments dropped (esbuild,
+ * minifyWhitespace) must be the same before and after, or the build fails. One '?' per UTF-16 unit
+ * keeps every column, so the source maps stay right. Returns the files it changed.
  */
 export async function asciiComments(metafile: Metafile, root = ROOT): Promise<string[]> {
   const changed: string[] = [];
+  const codeOnly = async (text: string): Promise<string> => (await transform(text, { minifyWhitespace: true, format: 'esm', charset: 'utf8', legalComments: 'none', logLevel: 'silent' })).code;
   for (const output of Object.keys(metafile.outputs).filter((name) => name.endsWith('.js'))) {
     const file = `${root}${output}`;
     const text = await readFile(file, 'utf8');
     const ascii = text.replace(/[\u0080-\uffff]/g, '?');
-    if (ascii !== text) {
-      await writeFile(file, ascii);
-      changed.push(output);
+    if (ascii === text) continue;
+    if ((await codeOnly(text)) !== (await codeOnly(ascii))) {
+      throw new Error(`${output}: a character beyond ASCII sits outside a comment (a regex literal, a tagged template, JSX); it cannot be blanked`);
     }
+    await writeFile(file, ascii);
+    changed.push(output);
   }
   return changed;
 }

@@ -16,3 +16,10 @@ declare module 'undici/lib/global.js' {
   const global: Pick<typeof import('undici'), 'getGlobalDispatcher' | 'setGlobalDispatcher'>;
   export default global;
 }
+declare module 'undici/lib/core/util.js' {
+  const util: {
+    /** An http: or https: URL from a string or URL; InvalidArgumentError for anything else. */
+    parseURL(url: string | URL): URL;
+  };
+  export default util;
+}

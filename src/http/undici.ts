@@ -9,13 +9,14 @@
 // - Dispatcher.prototype carries the API methods (`agent.request(…)`), which the index adds with
 //   the same Object.assign; adding them twice (the tests also load the index, for MockAgent) is
 //   harmless, the functions are the same.
-// - `request(url, options)` turns a URL into origin + path and falls back to the global
-//   dispatcher, as the index's `makeDispatcher` does.
+// - `request(url, options)` checks the URL with undici's parseURL, turns it into origin + path
+//   and falls back to the global dispatcher, as the index's `makeDispatcher` does.
 // Types come from undici's published declarations: the files below have none of their own.
 import type * as Undici from 'undici';
 import AgentImpl from 'undici/lib/dispatcher/agent.js';
 import DispatcherImpl from 'undici/lib/dispatcher/dispatcher.js';
 import api from 'undici/lib/api/index.js';
+import util from 'undici/lib/core/util.js';
 import globalDispatcher from 'undici/lib/global.js';
 
 Object.assign(DispatcherImpl.prototype, api);
@@ -27,14 +28,18 @@ export const getGlobalDispatcher: typeof Undici.getGlobalDispatcher = globalDisp
 type RequestOptions = { dispatcher?: Undici.Dispatcher } & Omit<Undici.Dispatcher.RequestOptions, 'origin' | 'path' | 'method'> &
   Partial<Pick<Undici.Dispatcher.RequestOptions, 'method'>>;
 
-/** undici's `request(url, options)`: one request on `options.dispatcher` (default: the global one). */
+/**
+ * undici's `request(url, options)`, as its index builds it (`makeDispatcher`): the URL checked by
+ * undici's own parseURL (an http: or https: URL, else InvalidArgumentError), then undici's request
+ * API on `options.dispatcher`, or on the global dispatcher.
+ */
 export function request(url: string | URL, options: RequestOptions = {}): Promise<Undici.Dispatcher.ResponseData> {
+  const parsed = util.parseURL(url);
   const { dispatcher = getGlobalDispatcher(), method, ...rest } = options;
-  const parsed = typeof url === 'string' ? new URL(url) : url;
-  return dispatcher.request({
+  return api.request.call(dispatcher, {
     ...rest,
     origin: parsed.origin,
-    path: `${parsed.pathname}${parsed.search}`,
-    method: method ?? (rest.body == null ? 'GET' : 'PUT'),
-  });
+    path: parsed.search ? `${parsed.pathname}${parsed.search}` : parsed.pathname,
+    method: method ?? (rest.body ? 'PUT' : 'GET'),
+  }) as Promise<Undici.Dispatcher.ResponseData>;
 }

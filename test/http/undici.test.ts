@@ -7,7 +7,17 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { request as indexRequest } from 'undici';
 import { Agent, getGlobalDispatcher, request } from '../../src/http/undici.ts';
+
+function captureError(call: () => unknown): Error & { code?: string } {
+  try {
+    call();
+  } catch (error) {
+    return error as Error & { code?: string };
+  }
+  throw new Error('expected a synchronous throw');
+}
 
 interface Seen {
   method: string;
@@ -56,6 +66,16 @@ describe('src/http/undici.ts', () => {
       { method: 'PUT', url: '/put', body: 'x=1' },
       { method: 'POST', url: '/post', body: '{}' },
     ]);
+  });
+
+  it('request() refuses what undici’s own request refuses, with the same error (not http/https, no scheme)', () => {
+    for (const url of ['ftp://127.0.0.1/x', 'vault.internal:8200/v1/sys/health']) {
+      const ours = captureError(() => request(url));
+      const undicis = captureError(() => indexRequest(url));
+      expect(ours, url).toMatchObject({ name: 'InvalidArgumentError', code: 'UND_ERR_INVALID_ARG' });
+      expect(ours, url).toMatchObject({ name: undicis.name, code: undicis.code, message: undicis.message });
+    }
+    expect(captureError(() => request('not a url')).name).toBe(captureError(() => indexRequest('not a url')).name);
   });
 
   it('request() uses the dispatcher it is given, and the global one otherwise', async () => {

@@ -126,6 +126,7 @@ describe('Dockerfile', () => {
     const [, cacheDir, warmFlags, distDir] = command!;
     expect(warmFlags?.split(' '), 'the ENTRYPOINT’s flags (Node keys the cache by V8 flags)').toEqual(flags);
     expect(distDir, 'the bundle at the path the runtime runs it from').toBe('/app/dist/cli');
+    expect(warm.args, 'made readable by all: the runtime copy is root-owned').toMatch(/chmod -R a\+rX\S* \/compile-cache/);
     expect(lastOf(build!, 'WORKDIR').args).toBe(lastOf(runtime, 'WORKDIR').args);
     const copy = only(runtime, 'COPY').find((c) => c.flags.from === build!.name && copySources(c).includes(cacheDir!));
     expect(copy, 'the runtime copies the cache').toBeDefined();
