@@ -135,6 +135,6 @@ describe('custom_metadata changes on HashiCorp Vault (no metadata check-and-set)
     await store.readMetadata('app', 'lock'); // the server is known not to check
     state.seen = [];
     await store.updateCustomMetadata('app', setIntent, 'intent', { metadata: undefined });
-    expect(state.seen[0]).toBe(`GET ${METADATA}`);
+    expect(state.seen).toEqual([`GET ${METADATA}`, `POST ${METADATA} cas=undefined`]);
   });
 });

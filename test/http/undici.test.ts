@@ -3,12 +3,11 @@
 // dispatcher), against a real loopback server, and check in a fresh process that the index and
 // the parts behind it (fetch, WebSocket, mocks, cache) are never loaded.
 import { spawnSync } from 'node:child_process';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request as indexRequest } from 'undici';
 import { Agent, getGlobalDispatcher, request } from '../../src/http/undici.ts';
+import { startReceiver, type Receiver } from '../alerts/receiver.ts';
 
 function captureError(call: () => unknown): Error & { code?: string } {
   try {
@@ -19,49 +18,28 @@ function captureError(call: () => unknown): Error & { code?: string } {
   throw new Error('expected a synchronous throw');
 }
 
-interface Seen {
-  method: string;
-  url: string;
-  body: string;
-}
-
 describe('src/http/undici.ts', () => {
-  let server: Server;
-  let base: string;
-  const seen: Seen[] = [];
+  let receiver: Receiver;
 
   beforeAll(async () => {
-    server = createServer((req, res) => {
-      let body = '';
-      req.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
-      req.on('end', () => {
-        seen.push({ method: req.method ?? '', url: req.url ?? '', body });
-        res.setHeader('content-type', 'application/json');
-        res.end(JSON.stringify({ ok: true }));
-      });
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    base = `http://127.0.0.1:${String((server.address() as AddressInfo).port)}`;
+    receiver = await startReceiver();
   });
 
   afterAll(async () => {
-    await new Promise<void>((resolve) => {
-      server.close(() => {
-        resolve();
-      });
-    });
+    await receiver.close();
   });
 
   it('request() sends the path and query of the URL, GET without a body and PUT with one, as undici does', async () => {
-    seen.length = 0;
-    const get = await request(`${base}/v1/secret/data/a%2Fb?version=2`);
+    receiver.requests.length = 0;
+    receiver.answer({ status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ok: true }) });
+    const get = await request(`${receiver.url}/v1/secret/data/a%2Fb?version=2`);
     expect(get.statusCode).toBe(200);
     expect(await get.body.json()).toEqual({ ok: true });
-    const put = await request(new URL(`${base}/put`), { body: 'x=1' });
+    const put = await request(new URL(`${receiver.url}/put`), { body: 'x=1' });
     await put.body.dump();
-    const post = await request(`${base}/post`, { method: 'POST', body: '{}' });
+    const post = await request(`${receiver.url}/post`, { method: 'POST', body: '{}' });
     await post.body.dump();
-    expect(seen).toEqual([
+    expect(receiver.requests.map(({ method, path, raw }) => ({ method, url: path, body: raw }))).toEqual([
       { method: 'GET', url: '/v1/secret/data/a%2Fb?version=2', body: '' },
       { method: 'PUT', url: '/put', body: 'x=1' },
       { method: 'POST', url: '/post', body: '{}' },
@@ -88,8 +66,8 @@ describe('src/http/undici.ts', () => {
     }
     const agent = new RecordingAgent();
     try {
-      await (await request(`${base}/through-agent`, { dispatcher: agent })).body.dump();
-      await (await request(`${base}/through-global`)).body.dump();
+      await (await request(`${receiver.url}/through-agent`, { dispatcher: agent })).body.dump();
+      await (await request(`${receiver.url}/through-global`)).body.dump();
       expect(dispatched).toEqual(['/through-agent']);
       expect(getGlobalDispatcher()).not.toBe(agent);
     } finally {
@@ -100,7 +78,7 @@ describe('src/http/undici.ts', () => {
   it('gives every dispatcher the API methods (agent.request), as the index does', async () => {
     const agent = new Agent();
     try {
-      const answer = await agent.request({ origin: base, path: '/agent-request', method: 'GET' });
+      const answer = await agent.request({ origin: receiver.url, path: '/agent-request', method: 'GET' });
       expect(answer.statusCode).toBe(200);
       await answer.body.dump();
     } finally {

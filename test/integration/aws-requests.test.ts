@@ -67,6 +67,7 @@ async function countingProxy(upstream: string): Promise<CountingProxy> {
       return taken;
     },
     close: async () => {
+      server.closeAllConnections();
       await new Promise<void>((resolve) => {
         server.close(() => {
           resolve();

@@ -2,6 +2,7 @@
 // tokens, auth mounts, namespaces) and to look behind the backend's back. Plain fetch on
 // purpose: the code under test must not be the tool that checks it.
 import { randomBytes } from 'node:crypto';
+import diagnosticsChannel from 'node:diagnostics_channel';
 import { VaultBackendConfig } from '../../src/backends/vault/config.ts';
 import { VaultBackend } from '../../src/backends/vault/index.ts';
 import type { TestClock } from '../backends/contract.ts';
@@ -16,6 +17,28 @@ export interface VaultAdmin {
   readData(path: string, headers?: Record<string, string>): Promise<{ status: number; data?: Record<string, unknown>; version?: number }>;
   /** The secret's custom_metadata as the server holds it (empty when it has none). */
   customMetadata(path: string): Promise<Record<string, string>>;
+}
+
+/** The requests a recorder has seen, as `METHOD /v1/path` (query left off), in order. */
+export interface RequestRecorder {
+  seen: string[];
+  stop(): void;
+}
+
+/**
+ * Records every undici request (this process) whose path, query left off, contains one of
+ * `parts`, as it is published on `channel`: 'undici:request:create' when it is made,
+ * 'undici:request:headers' once its answer (status and headers) has arrived.
+ */
+export function recordRequests(channel: 'undici:request:create' | 'undici:request:headers', ...parts: string[]): RequestRecorder {
+  const seen: string[] = [];
+  const onMessage = (message: unknown): void => {
+    const { request } = message as { request: { method: string; path: string } };
+    const path = request.path.split('?')[0] ?? '';
+    if (parts.some((part) => path.includes(part))) seen.push(`${request.method} ${path}`);
+  };
+  diagnosticsChannel.subscribe(channel, onMessage);
+  return { seen, stop: () => diagnosticsChannel.unsubscribe(channel, onMessage) };
 }
 
 export function uniqueName(prefix: string): string {

@@ -3,38 +3,24 @@
 // saving rests on something this process knows (its token, its lock, what it last read or wrote
 // under that lock); these tests show the saving, and that the knowledge is dropped, and the
 // server asked again, whenever it may be wrong.
-import diagnosticsChannel from 'node:diagnostics_channel';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { StoreTarget } from '../../src/backends/types.ts';
 import type { VaultBackend } from '../../src/backends/vault/index.ts';
 import { createTestClock, makeRecord } from '../backends/contract.ts';
 import { vaultServer, type VaultServer } from './servers.ts';
-import { makeVaultBackend, uniqueName, vaultAdmin } from './vault-admin.ts';
+import { makeVaultBackend, recordRequests, uniqueName, vaultAdmin, type RequestRecorder } from './vault-admin.ts';
 
 const server = vaultServer();
 
-interface Recorder {
-  /** `METHOD /v1/path` of every request whose path contains one of the parts, in order. */
-  seen: string[];
-  stop(): void;
-}
-
-let active: Recorder | undefined;
+let active: RequestRecorder | undefined;
 afterEach(() => {
   active?.stop();
   active = undefined;
 });
 
-/** Records every undici request (this process) to a path containing one of `parts`. */
-function record(...parts: string[]): Recorder {
-  const seen: string[] = [];
-  const onCreate = (message: unknown): void => {
-    const { request } = message as { request: { method: string; path: string } };
-    const path = request.path.split('?')[0] ?? '';
-    if (parts.some((part) => path.includes(part))) seen.push(`${request.method} ${path}`);
-  };
-  diagnosticsChannel.subscribe('undici:request:create', onCreate);
-  active = { seen, stop: () => diagnosticsChannel.unsubscribe('undici:request:create', onCreate) };
+/** Records every undici request (this process) to a path containing one of `parts`; stopped after the test. */
+function requestsTo(...parts: string[]): RequestRecorder {
+  active = recordRequests('undici:request:create', ...parts);
   return active;
 }
 
@@ -46,7 +32,7 @@ describe.skipIf(server === undefined)('vault requests: the token', () => {
 
   it('is looked up once, not at every preflight: capabilities-self proves it works for each path', async () => {
     const backend = makeVaultBackend(vault);
-    const requests = record('/v1/auth/token/', '/v1/sys/capabilities-self');
+    const requests = requestsTo('/v1/auth/token/', '/v1/sys/capabilities-self');
     const first = await backend.preflight(raw(`requests/${uniqueName('a')}`));
     await backend.preflight(raw(`requests/${uniqueName('b')}`));
     expect(requests.seen).toEqual(['GET /v1/auth/token/lookup-self', 'POST /v1/sys/capabilities-self', 'POST /v1/sys/capabilities-self']);
@@ -59,7 +45,7 @@ describe.skipIf(server === undefined)('vault requests: the token', () => {
     await admin.putPolicy(policy, 'path "*" { capabilities = ["create", "read", "update"] }');
     const clock = createTestClock();
     const backend = makeVaultBackend(vault, { token: await admin.createToken({ policies: [policy], ttl: '300s', renewable: true }), clock });
-    const requests = record('/v1/auth/token/');
+    const requests = requestsTo('/v1/auth/token/');
     await backend.preflight(raw(`requests/${uniqueName('a')}`));
     clock.advance(210_000); // past 2/3 of the TTL: the next call renews first
     const renewed = await backend.preflight(raw(`requests/${uniqueName('b')}`));
@@ -94,10 +80,24 @@ describe.skipIf(server === undefined)('vault requests: one rotation', () => {
     return backend;
   }
 
+  /** Every request a rotation of `t` makes: its data and metadata, the capability check, the token. */
+  const rotationRequests = (t: StoreTarget): RequestRecorder =>
+    requestsTo(`/v1/secret/data/${t.path}`, `/v1/secret/metadata/${t.path}`, '/v1/sys/capabilities-self', '/v1/auth/token/');
+
+  /** A backend (as openBaoBackend) that has preflighted a new path, optionally given an existing value first, and holds its lock. */
+  async function lockedAfterPreflight(name: string, { existing, rotationId }: { existing?: string; rotationId: string }): Promise<{ backend: VaultBackend; t: StoreTarget }> {
+    const backend = await openBaoBackend();
+    const t = raw(`requests/${uniqueName(name)}`);
+    if (existing !== undefined) await admin.must('POST', `secret/data/${t.path}`, { data: { apiKey: existing } });
+    await backend.preflight(t);
+    expect((await backend.acquireLock(t, { owner, rotationId, ttlMs: 600_000 })).acquired).toBe(true);
+    return { backend, t };
+  }
+
   /** The engine's calls for one rotation (src/rotation/rotate-key.ts), with the requests they made. */
   async function rotate(backend: VaultBackend, t: StoreTarget): Promise<{ seen: string[]; rotationId: string; version: string }> {
     const record = makeRecord();
-    const requests = record_(t);
+    const requests = rotationRequests(t);
     await backend.preflight(t);
     const locked = await backend.acquireLock(t, { owner, rotationId: record.rotationId, ttlMs: 600_000 });
     if (!locked.acquired) throw new Error('expected the lock');
@@ -111,8 +111,6 @@ describe.skipIf(server === undefined)('vault requests: one rotation', () => {
     requests.stop();
     return { seen: requests.seen, rotationId: record.rotationId, version: written.version };
   }
-
-  const record_ = (t: StoreTarget): Recorder => record(`/v1/secret/data/${t.path}`, `/v1/secret/metadata/${t.path}`, '/v1/sys/capabilities-self', '/v1/auth/token/');
 
   it('costs 9 requests for a new secret: no read that the lock, a check-and-set or the step before already answered', async () => {
     const backend = await openBaoBackend();
@@ -165,11 +163,8 @@ describe.skipIf(server === undefined)('vault requests: one rotation', () => {
   });
 
   it('names the rotation of a version written just before a crash, from the intent marker alone', async () => {
-    const dying = await openBaoBackend();
-    const t = raw(`requests/${uniqueName('crash')}`);
     const record = makeRecord();
-    await dying.preflight(t);
-    expect((await dying.acquireLock(t, { owner, rotationId: record.rotationId, ttlMs: 600_000 })).acquired).toBe(true);
+    const { backend: dying, t } = await lockedAfterPreflight('crash', { rotationId: record.rotationId });
     await dying.setIntent(t, { rotationId: record.rotationId, keyId: record.keyId, owner, startedAt: record.rotatedAt });
     await dying.writeSecret(t, record);
     // Killed here: no finish step, no bookkeeping after the write. The next run reads:
@@ -182,26 +177,22 @@ describe.skipIf(server === undefined)('vault requests: one rotation', () => {
   });
 
   it('does not name a rotation whose write never happened, though its marker announced the version', async () => {
-    const backend = await openBaoBackend();
-    const t = raw(`requests/${uniqueName('unwritten')}`);
-    await admin.must('POST', `secret/data/${t.path}`, { data: { apiKey: 'sk_existing_value_000000004' } });
-    await backend.preflight(t);
-    expect((await backend.acquireLock(t, { owner, rotationId: 'r-died-before-write', ttlMs: 600_000 })).acquired).toBe(true);
+    const existing = 'sk_existing_value_000000004';
+    const { backend, t } = await lockedAfterPreflight('unwritten', { existing, rotationId: 'r-died-before-write' });
     await backend.setIntent(t, { rotationId: 'r-died-before-write', keyId: 'k', owner, startedAt: '2030-01-01T00:00:00.000Z' });
     // Killed after the roll, before the write: version 1 is still the old value, not the announced version 2.
     const next = makeVaultBackend(vault);
-    expect(await next.readSecret(t)).not.toHaveProperty('rotationId');
+    const stored = await next.readSecret(t);
+    expect(stored).not.toHaveProperty('rotationId');
+    expect(stored?.version).toBe('1');
+    expect(stored?.secret.reveal()).toBe(existing);
     await Promise.all([backend.close(), next.close()]);
   });
 
   it('keeps a metadata change made by someone else under its lock: the write based on what it knew is refused, and it reads', async () => {
-    const backend = await openBaoBackend();
-    const t = raw(`requests/${uniqueName('operator')}`);
-    await admin.must('POST', `secret/data/${t.path}`, { data: { apiKey: 'sk_existing_value_000000005' } });
-    await backend.preflight(t);
-    expect((await backend.acquireLock(t, { owner, rotationId: 'r1', ttlMs: 600_000 })).acquired).toBe(true);
+    const { backend, t } = await lockedAfterPreflight('operator', { existing: 'sk_existing_value_000000005', rotationId: 'r1' });
     await admin.must('POST', `secret/metadata/${t.path}`, { custom_metadata: { team: 'billing' } });
-    const requests = record(`/v1/secret/metadata/${t.path}`);
+    const requests = requestsTo(`/v1/secret/metadata/${t.path}`);
     await backend.setIntent(t, { rotationId: 'r1', keyId: 'k', owner, startedAt: '2030-01-01T00:00:00.000Z' });
     expect(requests.seen).toEqual([`POST /v1/secret/metadata/${t.path}`, `GET /v1/secret/metadata/${t.path}`, `POST /v1/secret/metadata/${t.path}`]);
     const meta = await admin.customMetadata(t.path);
@@ -214,12 +205,12 @@ describe.skipIf(server === undefined)('vault requests: one rotation', () => {
     const backend = await openBaoBackend();
     const t = raw(`requests/${uniqueName('status')}`);
     expect((await backend.acquireLock(t, { owner, rotationId: 'r1', ttlMs: 600_000 })).acquired).toBe(true);
-    const afterLock = record(`/v1/secret/metadata/${t.path}`, `/v1/secret/data/${t.path}`);
+    const afterLock = requestsTo(`/v1/secret/metadata/${t.path}`, `/v1/secret/data/${t.path}`);
     expect(await backend.readState(t)).toMatchObject({ exists: false, lock: { owner, rotationId: 'r1' } });
     expect(afterLock.seen).toEqual([]);
     afterLock.stop();
     await admin.must('POST', `secret/metadata/${t.path}`, { custom_metadata: { keyroll_last_rotated_at: '2030-01-01T00:00:00.000Z' } });
-    const later = record(`/v1/secret/metadata/${t.path}`, `/v1/secret/data/${t.path}`);
+    const later = requestsTo(`/v1/secret/metadata/${t.path}`, `/v1/secret/data/${t.path}`);
     expect(await backend.readState(t)).toMatchObject({ lastRotatedAt: '2030-01-01T00:00:00.000Z', lock: { owner } });
     expect([...later.seen].sort()).toEqual([`GET /v1/secret/data/${t.path}.keyroll-lock`, `GET /v1/secret/metadata/${t.path}`]);
     await backend.close();
@@ -229,7 +220,7 @@ describe.skipIf(server === undefined)('vault requests: one rotation', () => {
     const backend = await openBaoBackend();
     const t = raw(`requests/${uniqueName('refresh')}`);
     expect((await backend.acquireLock(t, { owner, rotationId: 'r1', ttlMs: 600_000 })).acquired).toBe(true);
-    const requests = record(`/v1/secret/metadata/${t.path}`, `/v1/secret/data/${t.path}`);
+    const requests = requestsTo(`/v1/secret/metadata/${t.path}`, `/v1/secret/data/${t.path}`);
     const refreshed = await backend.acquireLock(t, { owner, rotationId: 'r1', ttlMs: 600_000 });
     expect(refreshed).toMatchObject({ acquired: true, lock: { tookOver: false } });
     expect(requests.seen).toEqual([`POST /v1/secret/data/${t.path}.keyroll-lock`]);
@@ -245,7 +236,7 @@ describe.skipIf(server === undefined)('vault requests: one rotation', () => {
     clock.advance(2_000);
     const successor = makeVaultBackend(vault, { clock });
     expect(await successor.acquireLock(t, { owner: 'successor', rotationId: 'r2', ttlMs: 600_000 })).toMatchObject({ acquired: true, lock: { tookOver: true } });
-    const requests = record(`/v1/secret/data/${t.path}.keyroll-lock`);
+    const requests = requestsTo(`/v1/secret/data/${t.path}.keyroll-lock`);
     await former.releaseLock(t, taken.lock);
     expect(requests.seen).toEqual([`POST /v1/secret/data/${t.path}.keyroll-lock`, `GET /v1/secret/data/${t.path}.keyroll-lock`]);
     expect((await successor.readState(t)).lock).toMatchObject({ owner: 'successor' });
@@ -258,7 +249,7 @@ describe.skipIf(server === undefined)('vault requests: one rotation', () => {
     await backend.preflight(t);
     const holder = makeVaultBackend(vault);
     const held = await holder.acquireLock(t, { owner: 'holder', rotationId: 'r-holder', ttlMs: 600_000 });
-    const requests = record(`/v1/secret/data/${t.path}.keyroll-lock`);
+    const requests = requestsTo(`/v1/secret/data/${t.path}.keyroll-lock`);
     expect(await backend.acquireLock(t, { owner, rotationId: 'r1', ttlMs: 600_000 })).toMatchObject({ acquired: false, holder: { owner: 'holder' } });
     expect(requests.seen).toEqual([`POST /v1/secret/data/${t.path}.keyroll-lock`, `GET /v1/secret/data/${t.path}.keyroll-lock`]);
     if (held.acquired) await holder.releaseLock(t, held.lock);

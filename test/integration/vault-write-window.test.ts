@@ -4,25 +4,13 @@
 // follows it; a write without such a marker is followed by the bookkeeping that names the rotation
 // (a custom_metadata read and write), without holding it up. Every later call on the path waits
 // for that bookkeeping, so readers still see it.
-import diagnosticsChannel from 'node:diagnostics_channel';
 import { describe, expect, it } from 'vitest';
 import type { StoreTarget } from '../../src/backends/types.ts';
 import { makeRecord } from '../backends/contract.ts';
 import { vaultServer } from './servers.ts';
-import { makeVaultBackend, uniqueName, vaultAdmin } from './vault-admin.ts';
+import { makeVaultBackend, recordRequests, uniqueName, vaultAdmin } from './vault-admin.ts';
 
 const server = vaultServer();
-
-/** Records every undici request to `pathPart` whose answer (status and headers) has arrived. */
-function recordAnswers(pathPart: string): { answered: string[]; stop: () => void } {
-  const answered: string[] = [];
-  const onHeaders = (message: unknown): void => {
-    const { request } = message as { request: { method: string; path: string } };
-    if (request.path.includes(pathPart)) answered.push(`${request.method} ${request.path.split('?')[0] ?? ''}`);
-  };
-  diagnosticsChannel.subscribe('undici:request:headers', onHeaders);
-  return { answered, stop: () => diagnosticsChannel.unsubscribe('undici:request:headers', onHeaders) };
-}
 
 describe.skipIf(server === undefined)('vault backend: the write after the roll', () => {
   it('resolves after the one data write; readSecret then waits for the bookkeeping and names the rotation', async () => {
@@ -31,13 +19,13 @@ describe.skipIf(server === undefined)('vault backend: the write after the roll',
     const target: StoreTarget = { path: `window/${uniqueName('w')}`, shape: { format: 'raw', secretField: 'apiKey', fields: [] } };
     await backend.preflight(target);
     const record = makeRecord();
-    const requests = recordAnswers(target.path);
+    const requests = recordRequests('undici:request:headers', target.path);
     try {
       await backend.writeSecret(target, record);
-      expect(requests.answered).toEqual([`POST /v1/secret/data/${target.path}`]);
+      expect(requests.seen).toEqual([`POST /v1/secret/data/${target.path}`]);
 
       expect((await backend.readSecret(target))?.rotationId).toBe(record.rotationId);
-      expect(requests.answered).toEqual([
+      expect(requests.seen).toEqual([
         `POST /v1/secret/data/${target.path}`,
         `GET /v1/secret/metadata/${target.path}`,
         `POST /v1/secret/metadata/${target.path}`,
@@ -57,11 +45,11 @@ describe.skipIf(server === undefined)('vault backend: the write after the roll',
     await backend.preflight(target);
     expect((await backend.acquireLock(target, { owner: 'window-test', rotationId: record.rotationId, ttlMs: 60_000 })).acquired).toBe(true);
     await backend.setIntent(target, { rotationId: record.rotationId, keyId: record.keyId, owner: 'window-test', startedAt: record.rotatedAt });
-    const requests = recordAnswers(target.path);
+    const requests = recordRequests('undici:request:headers', target.path);
     try {
       await backend.writeSecret(target, record);
       expect((await backend.readSecret(target))?.rotationId).toBe(record.rotationId);
-      expect(requests.answered).toEqual([`POST /v1/secret/data/${target.path}`, `GET /v1/secret/data/${target.path}`]);
+      expect(requests.seen).toEqual([`POST /v1/secret/data/${target.path}`, `GET /v1/secret/data/${target.path}`]);
     } finally {
       requests.stop();
       await backend.close();
