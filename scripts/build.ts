@@ -13,6 +13,7 @@
 // Type checking is not done here (esbuild strips types): `npm run typecheck` does it, in CI.
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import { isBuiltin } from 'node:module';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build, transform, type BuildOptions, type Metafile, type Plugin } from 'esbuild';
 
@@ -42,11 +43,10 @@ export const HTTP2_CONSTANTS_USED_BY_UNDICI = {
  * test/packaging/lazy-builtins.test.ts checks each stand-in against the real module and against
  * what the dependency uses of it, so an upgrade that needs more fails the tests, not a run.
  */
-export const LAZY_BUILTINS: readonly { importer: RegExp; module: string; contents: string; loader: 'js' }[] = [
+export const LAZY_BUILTINS: readonly { importer: RegExp; module: string; contents: string }[] = [
   {
     importer: /node_modules\/undici\/lib\/dispatcher\/client-h2\.js$/,
     module: 'node:http2',
-    loader: 'js',
     contents: [
       "'use strict';",
       '// keyroll stand-in for node:http2 inside undici (scripts/build.ts, LAZY_BUILTINS).',
@@ -59,7 +59,6 @@ export const LAZY_BUILTINS: readonly { importer: RegExp; module: string; content
   {
     importer: /node_modules\/commander\/lib\/command\.js$/,
     module: 'node:child_process',
-    loader: 'js',
     contents: [
       '// keyroll stand-in for node:child_process inside commander (scripts/build.ts, LAZY_BUILTINS).',
       "export default { spawn: (...args) => require('node:child_process').spawn(...args) };",
@@ -71,19 +70,19 @@ function lazyBuiltins(): Plugin {
   return {
     name: 'keyroll-lazy-builtins',
     setup(build) {
-      build.onResolve({ filter: /^node:(http2|child_process)$/ }, (args) => {
+      build.onResolve({ filter: /^node:/ }, (args) => {
         const stub = LAZY_BUILTINS.find((entry) => entry.module === args.path && entry.importer.test(args.importer));
         return stub === undefined ? undefined : { path: args.path, namespace: 'keyroll-lazy-builtin', pluginData: stub };
       });
       build.onLoad({ filter: /.*/, namespace: 'keyroll-lazy-builtin' }, (args) => {
         const stub = args.pluginData as (typeof LAZY_BUILTINS)[number];
-        return { contents: stub.contents, loader: stub.loader, resolveDir: ROOT };
+        return { contents: stub.contents, loader: 'js', resolveDir: ROOT };
       });
     },
   };
 }
 
-/** The options, shared with the packaging test (which builds into a temp directory). */
+/** The esbuild options (buildBundle builds with them; the packaging tests read them). */
 export function bundleOptions(outdir: string): BuildOptions & { metafile: true } {
   return {
     absWorkingDir: ROOT,
@@ -146,17 +145,26 @@ export async function asciiComments(metafile: Metafile, root = ROOT): Promise<st
   return changed;
 }
 
-async function main(): Promise<void> {
-  const outdir = `${ROOT}dist/cli`;
-  await rm(`${ROOT}dist`, { recursive: true, force: true });
-  const result = await build(bundleOptions(outdir));
+/**
+ * The whole build into `distDir` (`<distDir>/cli/…`): the bundle, its comments made ASCII, the
+ * check that it imports nothing but Node's built-ins, and the package.json that makes its chunks
+ * ES modules. `npm run build` and the packaging tests build with this, so they test what ships.
+ */
+export async function buildBundle(distDir: string, logLevel: BuildOptions['logLevel'] = 'warning'): Promise<Metafile> {
+  await rm(distDir, { recursive: true, force: true });
+  const result = await build({ ...bundleOptions(join(distDir, 'cli')), logLevel });
   await asciiComments(result.metafile);
   const stray = externalImports(result.metafile).filter((path) => !isBuiltin(path));
   if (stray.length > 0) throw new Error(`the bundle would load ${stray.join(', ')} from node_modules at run time; bundle them or import them as node: built-ins`);
   // The chunks are ES modules wherever dist/ is copied to, without Node guessing from the syntax.
-  await writeFile(`${ROOT}dist/package.json`, `${JSON.stringify({ type: 'module', private: true }, null, 2)}\n`);
+  await writeFile(join(distDir, 'package.json'), `${JSON.stringify({ type: 'module', private: true }, null, 2)}\n`);
+  return result.metafile;
+}
+
+async function main(): Promise<void> {
+  const metafile = await buildBundle(`${ROOT}dist`);
   // What went into each chunk, for anyone asking what the image ships (esbuild's analyzer reads it).
-  await writeFile(`${ROOT}dist/meta.json`, JSON.stringify(result.metafile));
+  await writeFile(`${ROOT}dist/meta.json`, JSON.stringify(metafile));
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) await main();

@@ -264,6 +264,26 @@ export function expectNoSecrets(texts: readonly string[], secrets: readonly stri
   expect(leaks.length, `${leaks.length} secret form(s) appeared in CLI output or alert bodies`).toBe(0);
 }
 
+/** Resolves with the first stdout audit event named `event` of a running CLI (complete lines only). */
+export function nextEvent(running: RunningCli, event: string): Promise<Record<string, unknown>> {
+  return new Promise((resolve, reject) => {
+    let buffer = '';
+    const onData = (chunk: Buffer): void => {
+      buffer += chunk.toString('utf8');
+      const lines = buffer.split('\n');
+      buffer = lines.pop() ?? '';
+      const line = lines.find((l) => l.includes(`"event":"${event}"`));
+      if (line === undefined) return;
+      running.child.stdout?.off('data', onData);
+      resolve(JSON.parse(line) as Record<string, unknown>);
+    };
+    running.child.stdout?.on('data', onData);
+    void running.result.then((result) => {
+      reject(new Error(`the process exited (${String(result.code)}) before writing ${event}: ${result.stderr.slice(-500)}`));
+    });
+  });
+}
+
 export function eventsNamed(result: CliResult, name: string): AuditRecord[] {
   return result.events.filter((e) => e.event === name);
 }

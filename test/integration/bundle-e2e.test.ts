@@ -3,31 +3,22 @@
 // test (test/packaging/bundle.test.ts) only runs the demo (file backend); these are the chunks it
 // never loads, and bundling changes how they load (a dynamic import() of a CommonJS package gets
 // only a default export there: the AWS SDK and prom-client were each caught by such a run).
-import { cp, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { rm } from 'node:fs/promises';
 import { GetSecretValueCommand } from '@aws-sdk/client-secrets-manager';
-import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bundleOptions } from '../../scripts/build.ts';
-import { ORG, useCliFixture, type RunningCli } from '../cli/harness.ts';
+import { nextEvent, ORG, useCliFixture } from '../cli/harness.ts';
+import { installBundle } from '../support/bundle-install.ts';
 import { motoEnv, sdkClient } from './aws-fixtures.ts';
 import { motoServer, vaultServer } from './servers.ts';
 import { uniqueName, vaultAdmin } from './vault-admin.ts';
 
-const root = fileURLToPath(new URL('../../', import.meta.url));
 const cli = useCliFixture();
 const KEY_IDS = ['key_demo_billing', 'key_demo_search', 'key_demo_ingest'] as const;
 let install: string;
 let entry: string;
 
 beforeAll(async () => {
-  install = await mkdtemp(join(tmpdir(), 'keyroll-bundle-e2e-'));
-  await build({ ...bundleOptions(join(install, 'dist', 'cli')), logLevel: 'silent' });
-  await writeFile(join(install, 'dist', 'package.json'), '{ "type": "module" }\n');
-  await cp(join(root, 'config'), join(install, 'config'), { recursive: true });
-  entry = join(install, 'dist', 'cli', 'entry.js');
+  ({ dir: install, entry } = await installBundle('keyroll-bundle-e2e-'));
 }, 60_000);
 
 afterAll(async () => {
@@ -92,28 +83,17 @@ describe('the bundled CLI against the real servers', () => {
   it('runs the daemon: /healthz answers, /metrics has keyroll and process metrics, SIGTERM exits 0', async () => {
     await cli.writePolicy();
     const running = cli.spawn(['daemon', '-p', 'policy.yaml', '--listen', '127.0.0.1:0'], { entry });
-    const listen = await listenAddress(running);
-    expect((await fetch(`http://${listen}/healthz`)).status).toBe(200);
-    const metrics = await (await fetch(`http://${listen}/metrics`)).text();
-    expect(metrics).toContain('keyroll_rotations_total');
-    expect(metrics).toContain('process_cpu_user_seconds_total');
-    running.child.kill('SIGTERM');
-    expect((await running.result).code).toBe(0);
+    try {
+      // The daemon's `daemon.started` audit line names the address it listens on.
+      const { listen } = (await nextEvent(running, 'daemon.started')) as { listen: string };
+      expect((await fetch(`http://${listen}/healthz`)).status).toBe(200);
+      const metrics = await (await fetch(`http://${listen}/metrics`)).text();
+      expect(metrics).toContain('keyroll_rotations_total');
+      expect(metrics).toContain('process_cpu_user_seconds_total');
+      running.child.kill('SIGTERM');
+      expect((await running.result).code).toBe(0);
+    } finally {
+      running.child.kill('SIGKILL');
+    }
   });
 });
-
-/** The daemon's `daemon.started` audit line names the address it listens on. */
-function listenAddress(running: RunningCli): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let buffer = '';
-    running.child.stdout?.on('data', (chunk: Buffer) => {
-      buffer += chunk.toString('utf8');
-      const line = buffer.split('\n').find((l) => l.includes('"event":"daemon.started"'));
-      if (line) resolve((JSON.parse(line) as { listen: string }).listen);
-    });
-    void running.result.then((result) => {
-      reject(new Error(`the daemon exited (${String(result.code)}) before starting: ${result.stderr.slice(-500)}`));
-    });
-  });
-}
-

@@ -1,17 +1,17 @@
-// The bundle the image runs (scripts/build.ts): built into a temp directory with the same
-// options as `npm run build`, then run from a directory with no node_modules above it, as in the
+// The bundle the image runs (scripts/build.ts): built into a temp directory by the same build as
+// `npm run build` (buildBundle), then run from a directory with no node_modules above it, as in the
 // image (which ships no node_modules). Proves the bundle is whole, finds config/ beside dist/,
 // and keeps what `rotate` never needs out of the chunks every start loads.
 import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
-import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm } from 'node:fs/promises';
 import { isBuiltin } from 'node:module';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build, type Metafile } from 'esbuild';
+import type { Metafile } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { imageNodeFlags } from '../../bench/lib/cli.ts';
-import { asciiComments, bundleOptions, externalImports } from '../../scripts/build.ts';
+import { externalImports } from '../../scripts/build.ts';
+import { installBundle } from '../support/bundle-install.ts';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -36,12 +36,7 @@ describe('the bundled CLI (dist/, what the image runs)', () => {
   let metafile: Metafile;
 
   beforeAll(async () => {
-    install = await mkdtemp(join(tmpdir(), 'keyroll-bundle-'));
-    const result = await build({ ...bundleOptions(join(install, 'dist', 'cli')), logLevel: 'silent' });
-    metafile = result.metafile;
-    await asciiComments(metafile);
-    await writeFile(join(install, 'dist', 'package.json'), '{ "type": "module" }\n');
-    await cp(join(root, 'config'), join(install, 'config'), { recursive: true });
+    ({ dir: install, metafile } = await installBundle('keyroll-bundle-'));
     await mkdir(join(install, 'work'));
   }, 60_000);
 
@@ -49,13 +44,15 @@ describe('the bundled CLI (dist/, what the image runs)', () => {
     await rm(install, { recursive: true, force: true });
   });
 
-  const run = (...args: string[]): SpawnSyncReturns<string> =>
-    spawnSync(process.execPath, [join(install, 'dist', 'cli', 'entry.js'), ...args], {
+  /** Runs `node [nodeArgs] <script> [args]` (the entry by default) from the install's work dir. */
+  const node = (nodeArgs: string[], args: string[], env: Record<string, string> = {}, script = join(install, 'dist', 'cli', 'entry.js')): SpawnSyncReturns<string> =>
+    spawnSync(process.execPath, [...nodeArgs, script, ...args], {
       cwd: join(install, 'work'),
       encoding: 'utf8',
       timeout: 60_000,
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: install, TMPDIR: install },
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: install, TMPDIR: install, ...env },
     });
+  const run = (...args: string[]): SpawnSyncReturns<string> => node([], args);
 
   it('imports nothing at run time but Node built-in modules', () => {
     const external = externalImports(metafile);
@@ -80,18 +77,12 @@ describe('the bundled CLI (dist/, what the image runs)', () => {
   });
 
   it('runs on the compile cache scripts/warm-compile-cache.js fills, as the image does: every chunk it loads comes from the cache', () => {
-    const cache = join(install, 'compile-cache');
     const flags = imageNodeFlags();
-    const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: install, TMPDIR: install, NODE_COMPILE_CACHE: cache };
-    const warm = spawnSync(process.execPath, [...flags, join(root, 'scripts', 'warm-compile-cache.js'), join(install, 'dist', 'cli')], { encoding: 'utf8', timeout: 60_000, env });
+    const cache = { NODE_COMPILE_CACHE: join(install, 'compile-cache') };
+    const warm = node(flags, [join(install, 'dist', 'cli')], cache, join(root, 'scripts', 'warm-compile-cache.js'));
     expect(warm.status, warm.stderr).toBe(0);
     expect(warm.stderr).toMatch(/warm-compile-cache: \d+ chunks of /);
-    const demo = spawnSync(process.execPath, [...flags, join(install, 'dist', 'cli', 'entry.js'), 'demo'], {
-      cwd: join(install, 'work'),
-      encoding: 'utf8',
-      timeout: 60_000,
-      env: { ...env, NODE_DEBUG_NATIVE: 'COMPILE_CACHE' },
-    });
+    const demo = node(flags, ['demo'], { ...cache, NODE_DEBUG_NATIVE: 'COMPILE_CACHE' });
     expect(demo.stdout).toContain('rotated 3, failed 0, skipped 0');
     const chunkLines = demo.stderr.split('\n').filter((line) => /V8 code cache for ESM \S+\/chunks\//.test(line));
     expect(chunkLines.length).toBeGreaterThan(10);

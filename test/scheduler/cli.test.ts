@@ -2,7 +2,7 @@
 // emulator and a file backend (test/cli/harness.ts), stopped and reloaded with real signals.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { eventsNamed, openFileBackend, policyYaml, storedSecret, TARGETS, useCliFixture, type RunningCli } from '../cli/harness.ts';
+import { eventsNamed, nextEvent, openFileBackend, policyYaml, storedSecret, TARGETS, useCliFixture, type RunningCli } from '../cli/harness.ts';
 
 // The emulator's `delay` fault waits on this gate, so the test decides when the delayed roll answers.
 let delayReached = Promise.withResolvers<undefined>();
@@ -23,26 +23,6 @@ const BILLING = 'key_demo_billing';
 function startDaemon(extra: string[] = []): RunningCli {
   // The standard policy's three keys were never rotated by keyroll: the first sweep rotates them, one at a time.
   return cli.spawn(['daemon', '-p', 'policy.yaml', '--listen', '127.0.0.1:0', '--concurrency', '1', ...extra], { viaBin: true });
-}
-
-/** Resolves with the first stdout audit event named `event`. */
-function nextEvent(running: RunningCli, event: string): Promise<Record<string, unknown>> {
-  return new Promise((resolve, reject) => {
-    let buffer = '';
-    const onData = (chunk: Buffer): void => {
-      buffer += chunk.toString('utf8');
-      for (const line of buffer.split('\n')) {
-        if (!line.includes(`"event":"${event}"`)) continue;
-        running.child.stdout?.off('data', onData);
-        resolve(JSON.parse(line) as Record<string, unknown>);
-        return;
-      }
-    };
-    running.child.stdout?.on('data', onData);
-    void running.result.then(() => {
-      reject(new Error(`the daemon exited before writing ${event}`));
-    });
-  });
 }
 
 describe('keyroll daemon: SIGTERM', () => {

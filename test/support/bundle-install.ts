@@ -1,0 +1,24 @@
+// A temp install of the bundle the image runs: scripts/build.ts's whole build into <dir>/dist and
+// config/ beside it, in a directory with no node_modules above it (as in the image).
+import { cp, mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Metafile } from 'esbuild';
+import { buildBundle } from '../../scripts/build.ts';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+
+export interface BundleInstall {
+  dir: string;
+  /** `<dir>/dist/cli/entry.js`. */
+  entry: string;
+  metafile: Metafile;
+}
+
+export async function installBundle(prefix: string): Promise<BundleInstall> {
+  const dir = await mkdtemp(join(tmpdir(), prefix));
+  const metafile = await buildBundle(join(dir, 'dist'), 'silent');
+  await cp(join(root, 'config'), join(dir, 'config'), { recursive: true });
+  return { dir, entry: join(dir, 'dist', 'cli', 'entry.js'), metafile };
+}
