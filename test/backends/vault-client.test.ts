@@ -1,11 +1,14 @@
 // The Vault client and token source against a loopback stand-in for Vault, for the answers a
-// real OpenBao does not give on demand: 5xx, garbage bodies, silence, capped renewals.
+// real OpenBao does not give on demand: 5xx, garbage bodies, silence, capped renewals; and one
+// backend sequence the engine does not make (a metadata change between the lock and readState).
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { Secret } from '../../src/audit/secret.ts';
 import { BackendError } from '../../src/backends/errors.ts';
+import type { StoreTarget } from '../../src/backends/types.ts';
 import { VaultTokenSource } from '../../src/backends/vault/auth.ts';
+import { VaultBackend } from '../../src/backends/vault/index.ts';
 import { VaultClient } from '../../src/backends/vault/client.ts';
 import { KvV2, VaultSession } from '../../src/backends/vault/kv.ts';
 import { createTestClock } from './contract.ts';
@@ -225,5 +228,39 @@ describe('vault token source', () => {
     const kv = new KvV2(new VaultSession(c, source(c)), 'secret');
     await expect(kv.lookupSelf('preflight', 'a')).resolves.toEqual({ ttl: 100, policies: ['keyroll'] });
     expect(logins).toBe(2);
+  });
+});
+
+describe('vault backend', () => {
+  it('reads the state afresh when the metadata changed after the lock was taken', async () => {
+    // A minimal KV v2: the lock entry and the secret's custom_metadata, one version each.
+    let lock: unknown;
+    let custom: Record<string, string> | undefined;
+    reply = (r) => {
+      if (r.url === '/v1/auth/token/lookup-self') return { status: 200, body: { data: { ttl: 0, policies: [] } } };
+      if (r.url === '/v1/secret/data/app.keyroll-lock') {
+        if (r.method === 'POST') lock = (JSON.parse(r.body) as { data: unknown }).data;
+        if (lock === undefined) return { status: 404, body: { errors: [] } };
+        return { status: 200, body: { data: r.method === 'POST' ? { version: 1 } : { data: lock, metadata: { version: 1 } } } };
+      }
+      if (r.url === '/v1/secret/metadata/app') {
+        if (r.method === 'POST') custom = (JSON.parse(r.body) as { custom_metadata: Record<string, string> }).custom_metadata;
+        if (custom === undefined) return { status: 404, body: { errors: [] } };
+        return r.method === 'POST' ? { status: 204 } : { status: 200, body: { data: { current_version: 0, custom_metadata: custom } } };
+      }
+      return { status: 500, body: { errors: [`unexpected ${r.method} ${r.url}`] } };
+    };
+    const backend = new VaultBackend(
+      'vault-unit',
+      { kind: 'vault', address, mount: 'secret', timeoutMs: 5_000, auth: { method: 'token', token: 'env:T' } },
+      { env: { T: 'hvs.unit-test-token-0001' } },
+    );
+    const target: StoreTarget = { path: 'app', shape: { format: 'raw', secretField: 'apiKey', fields: [] } };
+    const locked = await backend.acquireLock(target, { owner: 'runner-a', rotationId: 'r1', ttlMs: 60_000 });
+    expect(locked.acquired).toBe(true);
+    const failure = { rotationId: 'r1', step: 'roll', errorCode: 'KR_TEST', at: '2024-01-01T00:00:00.000Z' };
+    await backend.recordFailure(target, failure);
+    await expect(backend.readState(target)).resolves.toMatchObject({ lastFailure: failure, lock: { owner: 'runner-a', rotationId: 'r1' } });
+    await backend.close();
   });
 });

@@ -36,12 +36,12 @@ export class TargetHints {
  * A lock must have this much life left for its facts to be trusted: a quarter of its TTL, at most a
  * minute. The lock itself already assumes runners' clocks agree well within its TTL.
  */
-export function trustMarginMs(ttlMs: number): number {
+function trustMarginMs(ttlMs: number): number {
   return Math.min(60_000, Math.floor(ttlMs / 4));
 }
 
 /** What the intent marker names: a rotation id, or null for no marker. */
-export type KnownIntent = string | null;
+type KnownIntent = string | null;
 
 interface Held {
   /** The exact target path the facts are about (a name and an ARN of one secret share a lock). */

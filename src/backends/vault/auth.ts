@@ -24,8 +24,11 @@ interface CurrentToken {
   refreshAt: number;
   /** Epoch ms (injected clock) when the token expires; meaningless when ttlSeconds is 0. */
   expiresAt: number;
-  /** What `auth/token/lookup-self` said about this token, once asked (a new or renewed token asks again). */
-  lookup?: TokenLookup;
+  /**
+   * The policies `auth/token/lookup-self` named for this token, once asked (a new or renewed token
+   * asks again); the TTL left is worked out from expiresAt when asked.
+   */
+  policies?: string[];
 }
 
 /** The part of a `lookup-self` answer preflight reports. */
@@ -106,15 +109,15 @@ export class VaultTokenSource {
    */
   lookupOf(token: Secret): TokenLookup | undefined {
     const current = this.#current;
-    if (current?.token !== token || current.lookup === undefined) return undefined;
+    if (current?.token !== token || current.policies === undefined) return undefined;
     // The time left now, from the lifetime the lookup (or the login or renewal) reported.
     const ttl = current.ttlSeconds === 0 ? 0 : Math.max(0, Math.floor((current.expiresAt - this.#options.now().getTime()) / 1000));
-    return { ttl, policies: current.lookup.policies };
+    return { ttl, policies: current.policies };
   }
 
-  /** Keeps a lookup-self answer with `token`'s state, unless the token changed meanwhile. */
+  /** Keeps the policies of a lookup-self answer with `token`'s state, unless the token changed meanwhile. */
   rememberLookup(token: Secret, lookup: TokenLookup): void {
-    if (this.#current?.token === token) this.#current.lookup = lookup;
+    if (this.#current?.token === token) this.#current.policies = lookup.policies;
   }
 
   /** Forgets the token (after a 403 that a fresh login may cure). */
@@ -170,7 +173,7 @@ export class VaultTokenSource {
       const call: VaultCall = { method: 'GET', apiPath: 'auth/token/lookup-self', token, operation, target };
       const { data } = await client.json(call, TokenLookupResponse);
       // The lookup that reads the token's lifetime is also the one preflight reports.
-      return { ...this.#tokenState(token, data.renewable ?? false, data.ttl, sentAt), lookup: { ttl: data.ttl, policies: data.policies ?? [] } };
+      return { ...this.#tokenState(token, data.renewable ?? false, data.ttl, sentAt), policies: data.policies ?? [] };
     }
     let body: Record<string, string>;
     let mount: string;

@@ -24,7 +24,7 @@ import { VaultClient } from './client.ts';
 import type { VaultBackendConfig } from './config.ts';
 import { isValidKvPath, KvV2, VaultSession, type CustomMetadataPatch, type KvData, type KvMetadata } from './kv.ts';
 import { PathKnowledgeMap } from './known.ts';
-import { acquireVaultLock, lockInfo, lockPathFor, readVaultLock, releaseVaultLock } from './lock.ts';
+import { acquireVaultLock, lockInfo, lockPathFor, readLockEntry, releaseVaultLock } from './lock.ts';
 import { checkCapabilities } from './preflight.ts';
 import { encodeFailure, encodeIntent, META, readIntent, stateFromMetadata, writerOf } from './state.ts';
 
@@ -71,7 +71,7 @@ export class VaultBackend implements Backend {
     // leaves that open (an entry with only custom_metadata answers the same).
     const current = await this.#kv.readData(path, 'preflight');
     const exists = current !== undefined && current.data !== undefined;
-    checks.push(...(await checkCapabilities(this.#kv, path, { exists, metadataExists: current === undefined ? undefined : true, backend: this.name })));
+    checks.push(...(await checkCapabilities(this.#kv, path, { exists, metadataExists: current !== undefined, backend: this.name })));
     const known = this.#known.of(path);
     known.expectedVersion = current?.version ?? 0;
     known.neverWritten = current === undefined;
@@ -105,6 +105,7 @@ export class VaultBackend implements Backend {
     // left it, so no other runner has changed the path since, and what it knows of the path holds.
     if (refreshing && result.unread && known.metadata !== undefined) {
       known.heldLock = result.entry;
+      delete known.stateAfterLock; // its lock has the expiry before this refresh
       return result.outcome;
     }
     this.#known.lockLetGo(path);
@@ -122,7 +123,7 @@ export class VaultBackend implements Backend {
     // of the bookkeeping changes, and the state the engine reads next to decide again.
     known.expectedVersion = metadata?.currentVersion ?? 0;
     known.metadata = { metadata };
-    if (!refreshing) known.stateAfterLock = stateOf(metadata, result.outcome.lock);
+    if (!refreshing) known.stateAfterLock = stateOf(metadata, lockInfo(result.entry));
     return result.outcome;
   }
 
@@ -164,6 +165,8 @@ export class VaultBackend implements Backend {
       if (current !== undefined && this.#holds(current, target, record)) return { version: String(current.version), alreadyApplied: true };
       cas = current?.version ?? 0;
     }
+    // The state read under the lock no longer holds once the data changes (or may have).
+    delete known.stateAfterLock;
     // `until-expiry`: a token past 2/3 of its TTL is not renewed here, before the write
     // (invariant 2); ensureFresh renewed it before the roll. Only an expired one is replaced.
     const written = await this.#kv.writeData(path, renderMap(target.shape, record), cas, 'write', 'until-expiry');
@@ -182,13 +185,6 @@ export class VaultBackend implements Backend {
     }
     known.expectedVersion = written.version;
     known.lastWrite = { rotationId: record.rotationId, version: written.version };
-    if (known.metadata !== undefined) {
-      // A data write moves current_version; OpenBao's metadata version stays as it was.
-      const before = known.metadata.metadata;
-      known.metadata = {
-        metadata: { currentVersion: written.version, metadataVersion: before === undefined ? 0 : before.metadataVersion, customMetadata: before?.customMetadata ?? {}, liveCurrentVersion: true },
-      };
-    }
     // This rotation's intent marker, durable before the roll, already names the version it wrote
     // (readSecret reads it there until the finish step records it): nothing to add now.
     if (known.intendedWrite?.rotationId === record.rotationId && known.intendedWrite.version === written.version) {
@@ -230,7 +226,7 @@ export class VaultBackend implements Backend {
       delete known.stateAfterLock;
       return afterLock;
     }
-    const [metadata, entry] = await Promise.all([this.#kv.readMetadata(path, 'state'), readVaultLock(this.#kv, path)]);
+    const [metadata, entry] = await Promise.all([this.#kv.readMetadata(path, 'state'), readLockEntry(this.#kv, path, 'state')]);
     return stateOf(metadata, lockInfo(entry));
   }
 
@@ -272,6 +268,7 @@ export class VaultBackend implements Backend {
     const known = this.#known.of(path);
     const base = known.metadata;
     delete known.metadata;
+    delete known.stateAfterLock;
     const after = await this.#kv.updateCustomMetadata(path, patch, operation, base);
     if (this.#known.holdsLock(path)) known.metadata = after;
   }
@@ -315,6 +312,6 @@ function stateOf(metadata: KvMetadata | undefined, lock: LockInfo | undefined): 
   return {
     exists: metadata?.liveCurrentVersion ?? false,
     ...stateFromMetadata(metadata?.customMetadata ?? {}),
-    ...(lock === undefined ? {} : { lock: { owner: lock.owner, rotationId: lock.rotationId, expiresAt: lock.expiresAt } }),
+    ...(lock === undefined ? {} : { lock }),
   };
 }

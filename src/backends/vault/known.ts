@@ -31,7 +31,10 @@ export interface PathKnowledge {
    * OpenBao; kv.ts reads afresh where the server cannot check).
    */
   metadata?: KnownMetadata;
-  /** The state read right after the lock was taken, for the one readState the engine makes next. */
+  /**
+   * The state read right after the lock was taken, for the one readState the engine makes next;
+   * dropped by any change this process makes to the path before then (metadata, data, lock).
+   */
   stateAfterLock?: KeyState;
   /** The data write this process's intent marker announced: its rotation and the version it creates. */
   intendedWrite?: { rotationId: string; version: number };

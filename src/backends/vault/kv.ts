@@ -68,9 +68,12 @@ const METADATA_ROUNDS = 5;
 /** Keys to set (a string) or remove (null) in custom_metadata; undefined when nothing changes. */
 export type CustomMetadataPatch = Record<string, string | null> | undefined;
 
-/** A path's metadata as this process last read or wrote it; `metadata` undefined: none existed. */
+/**
+ * A path's custom_metadata as this process last read or wrote it, with the metadata version a
+ * change checks-and-sets against; `metadata` undefined: none existed.
+ */
 export interface KnownMetadata {
-  metadata: KvMetadata | undefined;
+  metadata: Pick<KvMetadata, 'metadataVersion' | 'customMetadata'> | undefined;
 }
 
 export class KvV2 {
@@ -151,7 +154,7 @@ export class KvV2 {
    * metadata check-and-set (it ignores the parameter): there every round reads first, and a writer
    * between the read and the write can still be overwritten, which is why bookkeeping of a key is
    * changed under its lock. `patch` sees the map each round; undefined = no change. Returns the
-   * metadata as it stands after the change, with the metadata version the server gave it
+   * custom_metadata as it stands after the change, with the metadata version the server gave it
    * (OpenBao counts one per metadata write; a data write leaves it as it is).
    */
   async updateCustomMetadata(
@@ -172,7 +175,7 @@ export class KvV2 {
       const sent = await this.#session.send('POST', this.apiPath('metadata', path), operation, path, body);
       if (sent.answer.status >= 200 && sent.answer.status < 300) {
         const metadataVersion = cas !== undefined && this.#metadataCas === true ? cas + 1 : undefined;
-        return { metadata: { currentVersion: metadata?.currentVersion ?? 0, metadataVersion, customMetadata, liveCurrentVersion: metadata?.liveCurrentVersion ?? false } };
+        return { metadata: { metadataVersion, customMetadata } };
       }
       if (sent.answer.status !== 400 || !METADATA_CAS_MISMATCH.test(JSON.stringify(sent.answer.body ?? ''))) {
         throw this.#session.client.httpError(sent.call, sent.answer);

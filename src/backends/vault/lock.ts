@@ -29,9 +29,9 @@ const LockData = z.object({
   token: z.string(),
   state: z.enum(['held', 'released']),
 });
-export type LockData = z.infer<typeof LockData>;
+type LockData = z.infer<typeof LockData>;
 
-export interface LockEntry {
+interface LockEntry {
   /** Version to check-and-set against (0 when the entry never existed). */
   version: number;
   /** The holder, when a lock is held (released or unreadable entries are free). */
@@ -44,13 +44,13 @@ export interface HeldEntry {
   lock: LockData;
 }
 
-export type AcquireResult =
+type AcquireResult =
   /** `entry`: the version now holding the lock; `unread`: written against `known` without reading. */
   | { acquired: true; outcome: Extract<LockOutcome, { acquired: true }>; entry: HeldEntry; unread: boolean }
   /** `entry`: the entry as last read, when one was. */
   | { acquired: false; outcome: Extract<LockOutcome, { acquired: false }>; entry: LockEntry | undefined };
 
-async function readLockEntry(kv: KvV2, path: string, operation: 'lock' | 'unlock' | 'state'): Promise<LockEntry> {
+export async function readLockEntry(kv: KvV2, path: string, operation: 'lock' | 'unlock' | 'state'): Promise<LockEntry> {
   const entry = await kv.readData(lockPathFor(path), operation);
   if (entry === undefined) return { version: 0, lock: undefined };
   const parsed = LockData.safeParse(entry.data);
@@ -63,10 +63,6 @@ function info(lock: LockData): LockInfo {
 
 export function lockInfo(entry: LockEntry | undefined): LockInfo | undefined {
   return entry?.lock === undefined ? undefined : info(entry.lock);
-}
-
-export async function readVaultLock(kv: KvV2, path: string): Promise<LockEntry> {
-  return readLockEntry(kv, path, 'state');
 }
 
 /**

@@ -11,10 +11,10 @@ export interface CapabilityContext {
   /** The secret has a live version: a write is an update. Otherwise it is a create. */
   exists: boolean;
   /**
-   * The metadata entry exists: keyroll's custom_metadata writes are updates. False: the first is
-   * a create (the intent marker), the later ones updates. Undefined (not known): both.
+   * The metadata entry is known to exist: keyroll's custom_metadata writes are updates. False
+   * (none, or not known): the first may be a create (the intent marker), the later ones updates.
    */
-  metadataExists: boolean | undefined;
+  metadataExists: boolean;
   backend: string;
 }
 
@@ -31,7 +31,7 @@ export async function checkCapabilities(kv: KvV2, path: string, context: Capabil
   const needs: [string, string[]][] = [
     [dataPath, ['read', context.exists ? 'update' : 'create']],
     // The intent marker creates the entry when it is missing; the finish step then updates it.
-    [metadataPath, ['read', ...(context.metadataExists === true ? [] : ['create']), 'update']],
+    [metadataPath, ['read', ...(context.metadataExists ? [] : ['create']), 'update']],
     // The lock entry is created once and updated on every later acquire and release.
     [lockPath, ['read', 'create', 'update']],
   ];

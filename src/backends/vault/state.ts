@@ -49,7 +49,7 @@ export function readIntent(meta: Record<string, string>): Intent | undefined {
 }
 
 /** The rotation whose intent marker says its write creates `version`, if one does. */
-export function readIntendedWrite(meta: Record<string, string>, version: number): string | undefined {
+function readIntendedWrite(meta: Record<string, string>, version: number): string | undefined {
   const intended = parseJson(meta[META.intent], IntendedWrite);
   return intended?.writeVersion === version ? intended.rotationId : undefined;
 }
