@@ -55,7 +55,7 @@ async function countLost(world: World, keyIds: readonly string[], secretsDir: st
 }
 
 /** One leak rotation of `count` keys with the CLI; shared with the memory benchmark. */
-export async function rotateAllAfterLeak(options: { count: number; measureRss?: boolean; nodeOptions?: string; nodeFlags?: readonly string[] }): Promise<LeakRotation> {
+export async function rotateAllAfterLeak(options: { count: number; measureRss?: boolean; nodeFlags?: readonly string[] }): Promise<LeakRotation> {
   const world = await startWorld({ rollRateLimitPerMinute: EMERGENCY_RATE_PER_MINUTE, rollRateBurstSeconds: EMERGENCY_BURST_SECONDS });
   try {
     const keyIds = world.addKeys('key_leak_', options.count);
@@ -67,7 +67,7 @@ export async function rotateAllAfterLeak(options: { count: number; measureRss?: 
     });
     const run = await runCli(
       ['rotate', '--all', '--reason', 'leak', '--actor', 'bench', '--policy', policy, '--concurrency', String(EMERGENCY_CONCURRENCY), '-o', 'json'],
-      { cwd: world.dir, env: { KEYROLL_API_TOKEN: OWNER_TOKEN, ...(options.nodeOptions ? { NODE_OPTIONS: options.nodeOptions } : {}) }, measureRss: options.measureRss === true, timeoutMs: TIME_LIMIT_MS, ...(options.nodeFlags ? { nodeFlags: options.nodeFlags } : {}) },
+      { cwd: world.dir, env: { KEYROLL_API_TOKEN: OWNER_TOKEN }, measureRss: options.measureRss === true, timeoutMs: TIME_LIMIT_MS, ...(options.nodeFlags ? { nodeFlags: options.nodeFlags } : {}) },
     );
     const report = jsonReport(run.stdout);
     const rollRequests = world.emulator.state.callCount('roll');

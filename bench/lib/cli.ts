@@ -2,13 +2,13 @@
 // bundled dist/ with the Node flags of the Docker image's ENTRYPOINT and the environment of its
 // ENV (read from the Dockerfile, so the figures are of what the image runs), or the TypeScript
 // sources, timed from spawn to exit.
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { envAssignments, execForm, parseDockerfile, type Stage } from '../../test/packaging/dockerfile-syntax.ts';
+import { envAssignments, execForm, parseDockerfile, type Stage } from '../../scripts/lib/dockerfile.ts';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const ENTRIES = {
@@ -18,6 +18,13 @@ export const ENTRIES = {
 export type Entry = keyof typeof ENTRIES;
 const RSS_PRELOAD = fileURLToPath(new URL('./report-rss.js', import.meta.url));
 
+let dockerfileText: string | undefined;
+/** The repository's Dockerfile, read once per process (every run of dist/ needs its flags and ENV). */
+function ourDockerfile(): string {
+  dockerfileText ??= readFileSync(join(ROOT, 'Dockerfile'), 'utf8');
+  return dockerfileText;
+}
+
 function runtimeStage(dockerfile: string): Stage {
   const stage = parseDockerfile(dockerfile).stages.at(-1);
   if (stage === undefined) throw new Error('the Dockerfile has no FROM');
@@ -25,7 +32,7 @@ function runtimeStage(dockerfile: string): Stage {
 }
 
 /** The node options between `node` and the entry in the Dockerfile's exec-form ENTRYPOINT. */
-export function imageNodeFlags(dockerfile = readFileSync(join(ROOT, 'Dockerfile'), 'utf8')): string[] {
+export function imageNodeFlags(dockerfile = ourDockerfile()): string[] {
   const entrypoint = runtimeStage(dockerfile).instructions.findLast((i) => i.keyword === 'ENTRYPOINT');
   const words = entrypoint === undefined ? undefined : execForm(entrypoint);
   const entry = words?.findIndex((word) => word.endsWith('/dist/cli/entry.js')) ?? -1;
@@ -36,9 +43,9 @@ export function imageNodeFlags(dockerfile = readFileSync(join(ROOT, 'Dockerfile'
 /**
  * The environment the image's runtime stage sets (ENV), except HOME and TMPDIR, which name
  * places in the image's file system: MALLOC_ARENA_MAX, NODE_ENV and NODE_COMPILE_CACHE change how
- * keyroll runs (runCli points the last at BENCH_COMPILE_CACHE).
+ * keyroll runs (runCli points the last at this machine's cache, BENCH_COMPILE_CACHE).
  */
-export function imageEnv(dockerfile = readFileSync(join(ROOT, 'Dockerfile'), 'utf8')): Record<string, string> {
+export function imageEnv(dockerfile = ourDockerfile()): Record<string, string> {
   const assignments = runtimeStage(dockerfile).instructions.filter((i) => i.keyword === 'ENV').flatMap((i) => Object.entries(envAssignments(i)));
   return Object.fromEntries(assignments.filter(([name]) => name !== 'HOME' && name !== 'TMPDIR'));
 }
@@ -48,25 +55,15 @@ export function imageEnv(dockerfile = readFileSync(join(ROOT, 'Dockerfile'), 'ut
  * NODE_COMPILE_CACHE (the Dockerfile ENV), filled the way the image's build fills its own
  * (warmCompileCache). Inside dist/, so every build starts it afresh.
  */
-export const BENCH_COMPILE_CACHE = join(ROOT, 'dist', 'compile-cache');
+const BENCH_COMPILE_CACHE = join(ROOT, 'dist', 'compile-cache');
 
 /** Fills BENCH_COMPILE_CACHE as the Docker build does: scripts/warm-compile-cache.js with the ENTRYPOINT's flags. */
-export async function warmCompileCache(): Promise<void> {
-  const child = spawn(process.execPath, [...imageNodeFlags(), join(ROOT, 'scripts', 'warm-compile-cache.js'), join(ROOT, 'dist', 'cli')], {
+export function warmCompileCache(): void {
+  const warm = spawnSync(process.execPath, [...imageNodeFlags(), join(ROOT, 'scripts', 'warm-compile-cache.js'), join(ROOT, 'dist', 'cli')], {
     env: childEnv({ NODE_COMPILE_CACHE: BENCH_COMPILE_CACHE }),
     stdio: ['ignore', 'ignore', 'inherit'],
   });
-  const code = await new Promise<number | null>((resolve, reject) => {
-    child.once('error', reject);
-    child.once('exit', resolve);
-  });
-  if (code !== 0) throw new Error(`scripts/warm-compile-cache.js exited ${String(code)}`);
-}
-
-/** imageEnv() for a run on this machine: the image's compile cache is BENCH_COMPILE_CACHE here. */
-function imageEnvHere(): Record<string, string> {
-  const env = imageEnv();
-  return env.NODE_COMPILE_CACHE === undefined ? env : { ...env, NODE_COMPILE_CACHE: BENCH_COMPILE_CACHE };
+  if (warm.status !== 0) throw new Error(`scripts/warm-compile-cache.js exited ${String(warm.status)}${warm.error ? `: ${warm.error.message}` : ''}`);
 }
 
 export interface CliRun {
@@ -104,12 +101,15 @@ export async function runCli(args: readonly string[], options: CliOptions): Prom
   const rssFile = join(options.cwd, `rss-${String(process.pid)}-${String(Math.round(performance.now()))}.json`);
   // KEYROLL_BENCH_CPU_PROF=<dir> profiles every keyroll process a benchmark starts (docs/benchmarks.md).
   const profileDir = process.env.KEYROLL_BENCH_CPU_PROF;
+  const dist = (options.entry ?? 'dist') === 'dist';
   const nodeArgs = [
-    ...(options.nodeFlags ?? ((options.entry ?? 'dist') === 'dist' ? imageNodeFlags() : [])),
+    ...(options.nodeFlags ?? (dist ? imageNodeFlags() : [])),
     ...(options.measureRss ? ['--import', RSS_PRELOAD] : []),
     ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []),
   ];
-  const env = childEnv({ ...((options.entry ?? 'dist') === 'dist' ? imageEnvHere() : {}), ...options.env, ...(options.measureRss ? { KEYROLL_BENCH_RSS_FILE: rssFile } : {}) });
+  // The image's ENV, with its compile cache at this machine's counterpart.
+  const image = dist ? { ...imageEnv(), NODE_COMPILE_CACHE: BENCH_COMPILE_CACHE } : {};
+  const env = childEnv({ ...image, ...options.env, ...(options.measureRss ? { KEYROLL_BENCH_RSS_FILE: rssFile } : {}) });
   const spawnedAt = performance.now();
   const child = spawn(process.execPath, [...nodeArgs, entry, ...args], { cwd: options.cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';

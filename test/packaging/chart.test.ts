@@ -5,7 +5,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { execForm, parseDockerfile } from './dockerfile-syntax.ts';
+import { execForm, parseDockerfile } from '../../scripts/lib/dockerfile.ts';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const chart = `${root}helm/keyroll/`;

@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { imageEnv, imageNodeFlags } from '../../bench/lib/cli.ts';
 import { bundleOptions } from '../../scripts/build.ts';
-import { copySources, envAssignments, execForm, parseDockerfile, type Instruction, type Stage } from './dockerfile-syntax.ts';
+import { copySources, envAssignments, execForm, parseDockerfile, type Instruction, type Stage } from '../../scripts/lib/dockerfile.ts';
 import { isIgnored, parseDockerignore } from './dockerignore.ts';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -62,6 +62,10 @@ describe('.dockerignore reader', () => {
 });
 
 describe('Dockerfile', () => {
+  // Read here from the parsed file, not through bench/lib/cli.ts: that is one of the things checked.
+  const entrypointWords = execForm(lastOf(runtime, 'ENTRYPOINT')) ?? [];
+  const entrypointFlags = entrypointWords.slice(1, entrypointWords.indexOf('/app/dist/cli/entry.js'));
+  const runtimeEnv = Object.assign({}, ...only(runtime, 'ENV').map(envAssignments)) as Record<string, string>;
   it('builds in several stages, so the compiler and dev dependencies never reach the runtime image', () => {
     expect(dockerfile.stages.length).toBeGreaterThanOrEqual(2);
     const build = dockerfile.stages.find((stage) => only(stage, 'RUN').some((run) => run.args.includes('npm run build')));
@@ -103,12 +107,10 @@ describe('Dockerfile', () => {
   });
 
   it('gives bin/keyroll the same Node options as the image, and the benchmarks measure with them', () => {
-    const entrypoint = execForm(lastOf(runtime, 'ENTRYPOINT')) ?? [];
-    const flags = entrypoint.slice(1, entrypoint.indexOf('/app/dist/cli/entry.js'));
-    expect(flags).toEqual(expect.arrayContaining(['--max-semi-space-size=2', '--max-old-space-size=256', '--liftoff-only']));
+    expect(entrypointFlags).toEqual(expect.arrayContaining(['--max-semi-space-size=2', '--max-old-space-size=256', '--liftoff-only']));
     const bin = readFileSync(`${root}bin/keyroll`, 'utf8');
-    expect(bin).toContain(`node_flags="${flags.join(' ')}"`);
-    expect(imageNodeFlags(readFileSync(`${root}Dockerfile`, 'utf8'))).toEqual(flags);
+    expect(bin).toContain(`node_flags="${entrypointFlags.join(' ')}"`);
+    expect(imageNodeFlags(readFileSync(`${root}Dockerfile`, 'utf8'))).toEqual(entrypointFlags);
   });
 
   it('ships a compile cache made as the runtime runs: same node, ENTRYPOINT flags, user and paths', () => {
@@ -119,25 +121,21 @@ describe('Dockerfile', () => {
     const warm = build!.instructions[warmIndex]!;
     const userThen = build!.instructions.slice(0, warmIndex).findLast((i) => i.keyword === 'USER')?.args;
     expect(userThen, 'warmed as the runtime user (Node keys the cache by user id)').toBe(lastOf(runtime, 'USER').args);
-    const entrypoint = execForm(lastOf(runtime, 'ENTRYPOINT')) ?? [];
-    const flags = entrypoint.slice(1, entrypoint.indexOf('/app/dist/cli/entry.js'));
     const command = /NODE_COMPILE_CACHE=(\S+) node (.*?) scripts\/warm-compile-cache\.js (\S+)/.exec(warm.args);
     expect(command, warm.args).not.toBeNull();
     const [, cacheDir, warmFlags, distDir] = command!;
-    expect(warmFlags?.split(' '), 'the ENTRYPOINT’s flags (Node keys the cache by V8 flags)').toEqual(flags);
+    expect(warmFlags?.split(' '), 'the ENTRYPOINT’s flags (Node keys the cache by V8 flags)').toEqual(entrypointFlags);
     expect(distDir, 'the bundle at the path the runtime runs it from').toBe('/app/dist/cli');
     expect(warm.args, 'made readable by all: the runtime copy is root-owned').toMatch(/chmod -R a\+rX\S* \/compile-cache/);
     expect(lastOf(build!, 'WORKDIR').args).toBe(lastOf(runtime, 'WORKDIR').args);
     const copy = only(runtime, 'COPY').find((c) => c.flags.from === build!.name && copySources(c).includes(cacheDir!));
     expect(copy, 'the runtime copies the cache').toBeDefined();
-    const env = Object.assign({}, ...only(runtime, 'ENV').map(envAssignments)) as Record<string, string>;
     const target = copy!.args.split(/\s+/).at(-1)!;
-    expect(env.NODE_COMPILE_CACHE).toBe(target.startsWith('/') ? target : `${lastOf(runtime, 'WORKDIR').args}/${target.replace(/^\.\//, '')}`);
+    expect(runtimeEnv.NODE_COMPILE_CACHE).toBe(target.startsWith('/') ? target : `${lastOf(runtime, 'WORKDIR').args}/${target.replace(/^\.\//, '')}`);
   });
 
   it('limits glibc to two malloc arenas in the image and in bin/keyroll, and the benchmarks measure with that', () => {
-    const env = Object.assign({}, ...only(runtime, 'ENV').map(envAssignments)) as Record<string, string>;
-    expect(env.MALLOC_ARENA_MAX).toBe('2');
+    expect(runtimeEnv.MALLOC_ARENA_MAX).toBe('2');
     expect(readFileSync(`${root}bin/keyroll`, 'utf8')).toContain('export MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}"');
     expect(imageEnv(readFileSync(`${root}Dockerfile`, 'utf8'))).toMatchObject({ NODE_ENV: 'production', MALLOC_ARENA_MAX: '2' });
   });
@@ -158,8 +156,7 @@ describe('Dockerfile', () => {
   });
 
   it('sends HOME and TMPDIR to /tmp, the only writable place under a read-only root filesystem', () => {
-    const env = Object.assign({}, ...only(runtime, 'ENV').map(envAssignments)) as Record<string, string>;
-    expect(env).toMatchObject({ HOME: '/tmp', TMPDIR: '/tmp', NODE_ENV: 'production' });
+    expect(runtimeEnv).toMatchObject({ HOME: '/tmp', TMPDIR: '/tmp', NODE_ENV: 'production' });
   });
 
   it('copies only files the build context holds, so .dockerignore and COPY agree', () => {

@@ -1,5 +1,5 @@
-// A small Dockerfile reader for the static image checks (there is no Docker engine in CI).
-// It handles what BuildKit's parser does for the instructions we use: comments, line
+// A small Dockerfile reader for the static image checks (there is no Docker engine in CI) and
+// for the benchmarks, which run keyroll with the image's ENTRYPOINT flags and ENV. It handles what BuildKit's parser does for the instructions we use: comments, line
 // continuations (with comment lines inside them dropped), `--flag=value` options, and the JSON
 // exec form. It does not expand variables or heredocs; a Dockerfile that needs them fails
 // these tests loudly rather than being misread.
