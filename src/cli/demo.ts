@@ -5,7 +5,7 @@ import { installedFile } from '../install-files.ts';
 import { EXIT_CODES_HELP } from './exit-codes.ts';
 
 interface DemoFlags {
-  policy: string;
+  policy?: string;
   dir: string;
 }
 
@@ -13,7 +13,9 @@ export function registerDemoCommand(program: Command): void {
   program
     .command('demo')
     .description('Start the API emulator in-process and rotate the demo policy\'s keys into the file backend (no credentials needed). Shows the audit trail, what happened to each key, and the summary line.')
-    .option('-p, --policy <file>', 'demo policy', installedFile('config/demo-policy.yaml'))
+    // The default is found when demo runs, not here: every command registers this option, and
+    // finding the install's config/ walks up the file system.
+    .option('-p, --policy <file>', 'demo policy (default: config/demo-policy.yaml of this install)')
     .option('--dir <dir>', 'where the file backend writes (wiped first; demo data only)', '.keyroll-demo')
     .addHelpText('after', EXIT_CODES_HELP)
     .action(async (flags: DemoFlags) => {
@@ -32,7 +34,7 @@ async function demoCommand(flags: DemoFlags): Promise<number> {
   ]);
   let policy;
   try {
-    policy = await common.loadPolicyOrExit(flags.policy);
+    policy = await common.loadPolicyOrExit(flags.policy ?? installedFile('config/demo-policy.yaml'));
   } catch (error) {
     return common.exitForError(error);
   }

@@ -19,9 +19,8 @@ process.stdout.on('error', (error: NodeJS.ErrnoException) => {
 
 // zod compiles a fast path for each object schema (new Function) the first time it parses with
 // it: worth it for a server parsing millions of bodies, a loss for a CLI that parses a policy and
-// a few answers per key (zod's CPU in a cold `rotate`: 64 → 40 ms without it). Before any parse.
-const { z } = await import('zod');
+// a few answers per key (zod's CPU in a cold `rotate`: 64 → 40 ms without it). Set before the
+// first parse (main's modules only build schemas); loaded in the same round as main.
+const [{ z }, { main }] = await Promise.all([import('zod'), import('./main.ts')]);
 z.config({ jitless: true });
-
-const { main } = await import('./main.ts');
 await main(process.argv);

@@ -4,11 +4,11 @@
 // between roll and store: invariant 2), and no label ever holds more than a key id.
 // Static imports only: a dynamic import() of this CommonJS package yields no named exports in the
 // bundle the image runs (scripts/build.ts), so the daemon gets collectDefaultMetrics from here.
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-
-export { collectDefaultMetrics };
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { AlertResult } from '../alerts/types.ts';
 import type { KeyOutcome, KeyResult, RotationObserver, RotationReason, RotationStep } from '../rotation/types.ts';
+
+export { collectDefaultMetrics } from 'prom-client';
 
 /**
  * Roll answer → durable write. A healthy write takes milliseconds to a few hundred; store
