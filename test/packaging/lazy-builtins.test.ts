@@ -3,14 +3,14 @@
 // of the real module, with the real values, and load the real module when it is used after all.
 import { once } from 'node:events';
 import { constants as realHttp2Constants, type ClientHttp2Session } from 'node:http2';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { ChildProcess } from 'node:child_process';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { HTTP2_CONSTANTS_USED_BY_UNDICI, LAZY_BUILTINS } from '../../scripts/build.ts';
+import { useTempDir } from '../support/temp-dir.ts';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const stubFor = (module: string): (typeof LAZY_BUILTINS)[number] => {
@@ -21,13 +21,7 @@ const stubFor = (module: string): (typeof LAZY_BUILTINS)[number] => {
 const membersUsed = (source: string, name: string): string[] => [...new Set([...source.matchAll(new RegExp(`\\b${name}\\.(\\w+)`, 'g'))].map((m) => m[1] ?? ''))].sort();
 
 describe('lazy built-in stand-ins in the bundle', () => {
-  let dir: string;
-  beforeEach(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'keyroll-lazy-'));
-  });
-  afterEach(async () => {
-    await rm(dir, { recursive: true, force: true });
-  });
+  const temp = useTempDir('keyroll-lazy-');
 
   it('node:http2 for undici: the constants client-h2.js reads, with node:http2’s own values, and connect', async () => {
     const source = await readFile(join(root, 'node_modules/undici/lib/dispatcher/client-h2.js'), 'utf8');
@@ -38,7 +32,7 @@ describe('lazy built-in stand-ins in the bundle', () => {
     for (const name of names) expect(HTTP2_CONSTANTS_USED_BY_UNDICI[name as keyof typeof HTTP2_CONSTANTS_USED_BY_UNDICI], name).toBe(realHttp2Constants[name as keyof typeof realHttp2Constants]);
     expect(membersUsed(source, 'http2')).toEqual(['connect']);
 
-    const file = join(dir, 'http2-stub.cjs');
+    const file = join(temp.path(), 'http2-stub.cjs');
     await writeFile(file, stubFor('node:http2').contents);
     const stub = createRequire(import.meta.url)(file) as { constants: Record<string, unknown>; connect: (authority: string) => ClientHttp2Session };
     expect(stub.constants).toEqual(HTTP2_CONSTANTS_USED_BY_UNDICI);
@@ -53,7 +47,7 @@ describe('lazy built-in stand-ins in the bundle', () => {
     expect(source).toMatch(/^import childProcess from 'node:child_process';$/m);
     expect(membersUsed(source, 'childProcess')).toEqual(['spawn']);
 
-    const file = join(dir, 'child-process-stub.mjs');
+    const file = join(temp.path(), 'child-process-stub.mjs');
     // The bundle's banner gives every chunk a require(); the stand-in relies on it.
     await writeFile(file, `import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);\n${stubFor('node:child_process').contents}\n`);
     const { default: childProcess } = (await import(pathToFileURL(file).href)) as { default: { spawn: (command: string, args: string[]) => ChildProcess } };
