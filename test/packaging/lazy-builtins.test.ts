@@ -1,5 +1,5 @@
 // The stand-ins scripts/build.ts puts in the bundle for built-in modules a dependency loads on
-// start but keyroll never uses (LAZY_BUILTINS). Each must give the dependency everything it reads
+// start for features keyroll's start does not use (LAZY_BUILTINS). Each must give the dependency everything it reads
 // of the real module, with the real values, and load the real module when it is used after all.
 import { once } from 'node:events';
 import { constants as realHttp2Constants, type ClientHttp2Session } from 'node:http2';

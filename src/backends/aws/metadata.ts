@@ -30,7 +30,7 @@ import {
   parseIntentTag,
   tagMap,
 } from './tags.ts';
-import { isSecretArn } from './target.ts';
+import { mayCreateSecret } from './target.ts';
 
 export interface MetadataContext {
   calls: SecretsManagerCalls;
@@ -76,7 +76,7 @@ export function currentVersionOf(description: DescribeSecretCommandOutput): stri
  * would answer ResourceNotFound; when it exists after all, it is tagged.
  */
 async function tagTarget(context: MetadataContext, path: string, operation: BackendOperation, tags: TagList): Promise<void> {
-  const mayCreate = context.createIfMissing && !isSecretArn(path);
+  const mayCreate = mayCreateSecret(context.createIfMissing, path);
   if (!mayCreate || !context.targets.likelyMissing(path)) {
     try {
       await context.calls.tagResource(operation, path, tags);

@@ -14,6 +14,11 @@ export function isSecretArn(path: string): boolean {
   return SECRET_ARN.test(path);
 }
 
+/** Whether keyroll may create the secret at `path`: the backend allows it and the path is a name (no ARN). */
+export function mayCreateSecret(createIfMissing: boolean, path: string): boolean {
+  return createIfMissing && !isSecretArn(path);
+}
+
 /** The secret's name: the path itself, or the name inside a full ARN. */
 export function secretNameOf(path: string): string {
   return SECRET_ARN.exec(path)?.[1] ?? path;

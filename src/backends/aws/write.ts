@@ -15,7 +15,7 @@ import type { SecretRecord, StoreTarget, StoredSecret, WriteResult } from '../ty
 import type { AttemptLog } from '../attempts.ts';
 import type { SecretsManagerCalls } from './client.ts';
 import type { TargetHints } from './known.ts';
-import { isSecretArn } from './target.ts';
+import { isSecretArn, mayCreateSecret } from './target.ts';
 import { creationTags } from './tags.ts';
 
 export interface WriteContext {
@@ -57,7 +57,7 @@ export async function writeSecret(context: WriteContext, target: StoreTarget, re
 }
 
 async function putOrCreate(context: WriteContext, path: string, value: string, token: string): Promise<WriteResult> {
-  if (context.createIfMissing && !isSecretArn(path) && context.targets.likelyMissing(path)) return createWithValue(context, path, value, token);
+  if (mayCreateSecret(context.createIfMissing, path) && context.targets.likelyMissing(path)) return createWithValue(context, path, value, token);
   try {
     return await putValue(context, path, value, token);
   } catch (error) {
@@ -78,7 +78,7 @@ async function putValue(context: WriteContext, path: string, value: string, toke
 }
 
 async function createWithValue(context: WriteContext, path: string, value: string, token: string): Promise<WriteResult> {
-  if (!context.createIfMissing || isSecretArn(path)) {
+  if (!mayCreateSecret(context.createIfMissing, path)) {
     const why = isSecretArn(path) ? 'a secret cannot be created from an ARN' : 'createIfMissing is off for this backend';
     throw new BackendError('KR_BACKEND_NOT_FOUND', `aws secret ${path} does not exist and ${why}`, {
       backend: context.backendName,
