@@ -16,6 +16,8 @@ export type BackendErrorCode =
   | 'KR_BACKEND_DENIED'
   /** A check-and-set write lost against another writer. */
   | 'KR_BACKEND_CONFLICT'
+  /** A fenced write (or a lock refresh) found that this process no longer holds the key lock. */
+  | 'KR_LOCK_LOST'
   /** The secret (or its mount/parent) does not exist where it must. */
   | 'KR_BACKEND_NOT_FOUND'
   /** The backend answered with something that is not what its API documents. */
@@ -142,6 +144,8 @@ export function describeCode(code: BackendErrorCode): string {
       return 'permission denied';
     case 'KR_BACKEND_CONFLICT':
       return 'conflicting write';
+    case 'KR_LOCK_LOST':
+      return 'the key lock is held by another runner';
     case 'KR_BACKEND_NOT_FOUND':
       return 'not found';
     case 'KR_BACKEND_INVALID_RESPONSE':

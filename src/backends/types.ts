@@ -63,6 +63,12 @@ export interface Intent {
   owner: string;
   /** ISO-8601 */
   startedAt: string;
+  /**
+   * ISO-8601. Set when this rotation took the lock over from a runner that had left its own
+   * marker and may still act (a roll in flight, a paused process): until this time nobody clears
+   * the marker, even when the stored secret works; later runs probe again (invariant 9).
+   */
+  holdUntil?: string;
 }
 
 export interface LockRequest {
@@ -70,6 +76,24 @@ export interface LockRequest {
   owner: string;
   rotationId: string;
   ttlMs: number;
+  /**
+   * How far the runners' clocks may disagree (invariant 9): another owner's lock is stale, and
+   * may be taken over, only once its expiry lies this far in the past by the clock the backend
+   * judges with. Absent: 0.
+   */
+  clockSkewMs?: number;
+}
+
+/**
+ * Proof that a write comes from the current holder of the key lock (invariant 9). The backend
+ * checks it in the write itself: the lock still carries this lock's token (file: under the
+ * same guard a takeover takes), or the data is still at the version this process read under the
+ * lock (Vault check-and-set; AWS moves AWSCURRENT only from that version). A write whose fence
+ * no longer holds writes nothing visible and throws BackendError `KR_LOCK_LOST` (not retryable):
+ * a runner that lost its lock never overwrites what the new holder stored.
+ */
+export interface WriteFence {
+  lock: HeldLock;
 }
 
 export interface LockInfo {
@@ -157,6 +181,14 @@ export interface Backend {
    * is released, so the caller never holds a lock it does not know about.
    */
   acquireLock(target: StoreTarget, request: LockRequest): Promise<LockOutcome>;
+  /**
+   * Extends a lock this process holds to `ttlMs` from now, only while it is still exactly that
+   * lock (same holder and token or version): returns the lock as refreshed, or undefined when it
+   * is no longer ours (released, or expired and taken over). Never creates a lock: a runner whose
+   * lock was lost must stop, not take a fresh one (invariant 9). Throws only when the backend
+   * cannot answer; the caller then treats the lock as unproven.
+   */
+  refreshLock(target: StoreTarget, lock: HeldLock, ttlMs: number): Promise<HeldLock | undefined>;
   /** Releases a lock this process holds; a lock that is no longer ours is left alone. */
   releaseLock(target: StoreTarget, lock: HeldLock): Promise<void>;
 
@@ -167,9 +199,10 @@ export interface Backend {
   /**
    * Writes the new secret (invariant 2: the first I/O after the roll answer). Idempotent for
    * the same `record.rotationId` (invariant 8): a retried write that already landed returns
-   * `alreadyApplied: true` and creates no second version.
+   * `alreadyApplied: true` and creates no second version. With `fence` (the primary destination,
+   * whose lock the rotation holds), the write lands only while the fence holds (invariant 9).
    */
-  writeSecret(target: StoreTarget, record: SecretRecord): Promise<WriteResult>;
+  writeSecret(target: StoreTarget, record: SecretRecord, fence?: WriteFence): Promise<WriteResult>;
 
   /** Reads the stored secret back (for the digest check and the stored-secret probe). */
   readSecret(target: StoreTarget): Promise<StoredSecret | undefined>;

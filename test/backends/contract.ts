@@ -30,6 +30,11 @@ export interface ContractFixture {
   newTarget(shape?: Partial<ValueShape>): StoreTarget;
   /** The clock the backend was built with. */
   clock: TestClock;
+  /**
+   * A second backend instance on the same store and clock, as another runner (another process)
+   * would build it: no knowledge shared with `backend` (invariant 9's two-runner cases).
+   */
+  otherRunner(): Promise<Backend>;
   /** A target whose write must fail (default: an empty path). */
   failingTarget?(): StoreTarget;
   cleanup(): Promise<void>;
@@ -50,8 +55,8 @@ export function makeRecord(overrides: Partial<Omit<SecretRecord, 'secret'>> & { 
   };
 }
 
-function makeIntent(rotationId: string): Intent {
-  return { rotationId, keyId: 'key_contract', owner: 'host/1/contract', startedAt: '2030-01-01T00:00:00.000Z' };
+function makeIntent(rotationId: string, extra: Partial<Intent> = {}): Intent {
+  return { rotationId, keyId: 'key_contract', owner: 'host/1/contract', startedAt: '2030-01-01T00:00:00.000Z', ...extra };
 }
 
 export function describeBackendContract(label: string, setup: () => Promise<ContractFixture>): void {
@@ -239,6 +244,54 @@ export function describeBackendContract(label: string, setup: () => Promise<Cont
         expect(outcomes.filter((o) => o.acquired)).toHaveLength(1);
       });
 
+      it('refreshLock extends a held lock, so it outlives its first expiry', async () => {
+        const t = target();
+        const a = await backend().acquireLock(t, request('owner-a', 10_000));
+        if (!a.acquired) throw new Error('expected the lock to be acquired');
+        fixture.clock.advance(8_000);
+        const refreshed = await backend().refreshLock(t, a.lock, 10_000);
+        expect(refreshed).toMatchObject({ owner: 'owner-a', rotationId: 'rot-owner-a' });
+        fixture.clock.advance(8_000);
+        expect((await backend().acquireLock(t, request('owner-b'))).acquired).toBe(false);
+        if (!refreshed) throw new Error('expected a refreshed lock');
+        expect(await backend().refreshLock(t, refreshed, 10_000)).toBeDefined();
+      });
+
+      it('refreshLock reports a lock taken over by another runner as lost, and leaves the new holder alone', async () => {
+        const t = target();
+        const a = await backend().acquireLock(t, request('owner-a', 1_000));
+        if (!a.acquired) throw new Error('expected the lock to be acquired');
+        fixture.clock.advance(2_000);
+        const other = await fixture.otherRunner();
+        try {
+          const b = await other.acquireLock(t, request('owner-b'));
+          expect(b.acquired).toBe(true);
+          expect(await backend().refreshLock(t, a.lock, 60_000)).toBeUndefined();
+          expect(await backend().acquireLock(t, request('owner-c'))).toMatchObject({ acquired: false, holder: { owner: 'owner-b' } });
+        } finally {
+          await other.close();
+        }
+      });
+
+      it('refreshLock never creates a lock that was released', async () => {
+        const t = target();
+        const a = await backend().acquireLock(t, request('owner-a'));
+        if (!a.acquired) throw new Error('expected the lock to be acquired');
+        await backend().releaseLock(t, a.lock);
+        expect(await backend().refreshLock(t, a.lock, 60_000)).toBeUndefined();
+        expect((await backend().readState(t)).lock).toBeUndefined();
+      });
+
+      it('is taken over only once its expiry lies clockSkewMs in the past', async () => {
+        const t = target();
+        expect((await backend().acquireLock(t, request('owner-a', 10_000))).acquired).toBe(true);
+        fixture.clock.advance(20_000);
+        expect((await backend().acquireLock(t, { ...request('owner-b'), clockSkewMs: 30_000 })).acquired).toBe(false);
+        fixture.clock.advance(21_000);
+        const taken = await backend().acquireLock(t, { ...request('owner-b'), clockSkewMs: 30_000 });
+        expect(taken).toMatchObject({ acquired: true, lock: { owner: 'owner-b', tookOver: true } });
+      });
+
       it('tolerates the release of a lock that is already gone', async () => {
         const t = target();
         const outcome = await backend().acquireLock(t, request('owner-a'));
@@ -248,10 +301,76 @@ export function describeBackendContract(label: string, setup: () => Promise<Cont
       });
     });
 
+    describe('fenced writes (invariant 9)', () => {
+      const request = (owner: string, ttlMs = 60_000) => ({ owner, rotationId: `rot-${owner}`, ttlMs });
+
+      it('lands while the writer holds the lock', async () => {
+        const t = target();
+        await backend().preflight(t);
+        const a = await backend().acquireLock(t, request('owner-a'));
+        if (!a.acquired) throw new Error('expected the lock to be acquired');
+        await backend().readState(t);
+        const record = makeRecord();
+        const written = await backend().writeSecret(t, record, { lock: a.lock });
+        expect(written.alreadyApplied).toBe(false);
+        expect((await backend().readSecret(t))?.secret.equals(record.secret)).toBe(true);
+        await backend().releaseLock(t, a.lock);
+      });
+
+      it('is refused for a runner whose lock was taken over, and the new holder\'s secret stays', async () => {
+        const t = target();
+        await backend().writeSecret(t, makeRecord());
+        await backend().preflight(t);
+        const a = await backend().acquireLock(t, request('owner-a', 1_000));
+        if (!a.acquired) throw new Error('expected the lock to be acquired');
+        await backend().readState(t);
+        fixture.clock.advance(2_000);
+        const other = await fixture.otherRunner();
+        try {
+          await other.preflight(t);
+          const b = await other.acquireLock(t, request('owner-b'));
+          if (!b.acquired) throw new Error('expected the takeover');
+          await other.readState(t);
+          const winner = makeRecord();
+          await other.writeSecret(t, winner, { lock: b.lock });
+          const late = makeRecord();
+          await expect(backend().writeSecret(t, late, { lock: a.lock })).rejects.toMatchObject({ code: 'KR_LOCK_LOST', retryable: false });
+          // A retry of the refused write is refused too: the fence is not forgotten after one refusal.
+          await expect(backend().writeSecret(t, late, { lock: a.lock })).rejects.toMatchObject({ code: 'KR_LOCK_LOST' });
+          const stored = await other.readSecret(t);
+          expect(stored?.secret.equals(winner.secret)).toBe(true);
+          expect(inspect(await other.readState(t))).not.toContain(late.secret.reveal());
+          await other.releaseLock(t, b.lock);
+        } finally {
+          await other.close();
+        }
+      });
+
+      it('a retried fenced write of the same rotation is already applied, not refused', async () => {
+        const t = target();
+        await backend().preflight(t);
+        const a = await backend().acquireLock(t, request('owner-a'));
+        if (!a.acquired) throw new Error('expected the lock to be acquired');
+        await backend().readState(t);
+        const record = makeRecord();
+        const first = await backend().writeSecret(t, record, { lock: a.lock });
+        const retry = await backend().writeSecret(t, record, { lock: a.lock });
+        expect(retry).toEqual({ version: first.version, alreadyApplied: true });
+        await backend().releaseLock(t, a.lock);
+      });
+    });
+
     describe('intent marker', () => {
       it('is set and shown by readState', async () => {
         const t = target();
         const intent = makeIntent('rot-intent-1');
+        await backend().setIntent(t, intent);
+        expect((await backend().readState(t)).intent).toEqual(intent);
+      });
+
+      it('keeps holdUntil (a marker nobody may clear before then)', async () => {
+        const t = target();
+        const intent = makeIntent('rot-intent-hold', { holdUntil: '2030-01-01T00:10:00.000Z' });
         await backend().setIntent(t, intent);
         expect((await backend().readState(t)).intent).toEqual(intent);
       });
