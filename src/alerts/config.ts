@@ -1,31 +1,35 @@
 import { z } from 'zod';
 import { SecretRef } from '../policy/refs.ts';
+import { AllowInsecureHttp, HttpUrl } from '../policy/transport.ts';
 
 // The policy's `alerts.sinks.<name>` entries. URLs that embed credentials (Slack incoming
 // webhooks) and routing keys are references, never values.
 export const WebhookSinkConfig = z.strictObject({
   kind: z.literal('webhook'),
   /** Plain URL (not secret). */
-  url: z.url().optional(),
+  url: HttpUrl.optional(),
   /** Or a reference when the URL itself carries a token. */
   urlRef: SecretRef.optional(),
   /** Extra headers whose values are references (e.g. Authorization: env:SIEM_TOKEN). */
   headers: z.record(z.string(), SecretRef).default({}),
   timeoutMs: z.number().int().positive().default(5_000),
+  allowInsecureHttp: AllowInsecureHttp,
 });
 
 export const SlackSinkConfig = z.strictObject({
   kind: z.literal('slack'),
   webhookUrl: SecretRef,
   timeoutMs: z.number().int().positive().default(5_000),
+  allowInsecureHttp: AllowInsecureHttp,
 });
 
 export const PagerDutySinkConfig = z.strictObject({
   kind: z.literal('pagerduty'),
   routingKey: SecretRef,
   /** Events API v2 endpoint; override for tests or EU service regions. */
-  url: z.url().default('https://events.pagerduty.com/v2/enqueue'),
+  url: HttpUrl.default('https://events.pagerduty.com/v2/enqueue'),
   timeoutMs: z.number().int().positive().default(5_000),
+  allowInsecureHttp: AllowInsecureHttp,
 });
 
 export const AlertSinkConfig = z.discriminatedUnion('kind', [WebhookSinkConfig, SlackSinkConfig, PagerDutySinkConfig]);

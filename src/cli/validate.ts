@@ -1,6 +1,7 @@
 import { Option, type Command } from 'commander';
 import { EXIT_CODES_HELP, ExitCode } from './exit-codes.ts';
 import { addPolicyOption, exitForError, loadPolicyOrExit } from './common.ts';
+import { formatIssue } from '../policy/errors.ts';
 
 interface ValidateFlags {
   policy: string;
@@ -82,9 +83,12 @@ async function validateCommand(flags: ValidateFlags): Promise<number> {
       await runtime.close();
     }
   }
+  // Warnings do not change the exit code: the policy is valid, and says so on purpose.
+  const warnings = policy.warnings ?? [];
   if (flags.output === 'json') {
-    process.stdout.write(`${JSON.stringify({ policy: policy.file, checks }, null, 2)}\n`);
+    process.stdout.write(`${JSON.stringify({ policy: policy.file, checks, warnings }, null, 2)}\n`);
   } else {
+    for (const warning of warnings) process.stdout.write(`warn  ${formatIssue(warning)}\n`);
     for (const c of checks) {
       process.stdout.write(`${c.ok ? 'ok  ' : 'FAIL'}  ${c.check}${c.detail ? ` — ${c.detail}` : ''}${c.errorCode && !c.ok ? ` [${c.errorCode}]` : ''}\n`);
     }

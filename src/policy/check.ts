@@ -3,6 +3,7 @@
 import { posix } from 'node:path';
 import type { BackendConfig } from '../backends/config.ts';
 import { parseDuration, formatDuration } from './duration.ts';
+import { insecureEndpointIssues } from './endpoints.ts';
 import type { DocPath, PathIssue } from './issue-text.ts';
 import type { DestinationInput, PolicyDocument } from './schema.ts';
 import { effectiveSettings } from './settings.ts';
@@ -13,6 +14,7 @@ export function checkPolicy(doc: PolicyDocument): PathIssue[] {
     if (!issues.some((issue) => issue.message === message && samePath(issue.path, path))) issues.push({ path, message });
   };
 
+  for (const issue of insecureEndpointIssues(doc)) add(issue.path, issue.message);
   checkNotify(doc, ['defaults', 'notify'], doc.defaults?.notify, add);
 
   const idAt = new Map<string, number>();
@@ -31,13 +33,13 @@ export function checkPolicy(doc: PolicyDocument): PathIssue[] {
       ...(key.fallbacks ?? []).map((destination, at): [DestinationInput, DocPath] => [destination, [...keyPath, 'fallbacks', at]]),
     ];
     for (const [destination, path] of places) {
-      const backend = doc.backends[destination.backend];
+      const backend = ownEntry(doc.backends, destination.backend);
       if (backend === undefined) {
         add([...path, 'backend'], `backend ${JSON.stringify(destination.backend)} is not defined in backends (${listNames(doc.backends)})`);
         continue;
       }
       checkDestination(destination, backend, path, add);
-      const place = `${destination.backend}\u0000${normalizePath(backend, destination.path)}`;
+      const place = placeOf(backend, destination.path);
       const owner = placeOwner.get(place);
       if (owner === undefined) placeOwner.set(place, `keys[${index}] (${key.id})`);
       else add([...path, 'path'], `${destination.backend}:${destination.path} is already a destination of ${owner}; each secret needs its own path`);
@@ -78,7 +80,7 @@ function checkNotify(
   const sinks = doc.alerts?.sinks ?? {};
   for (const list of ['onFailure', 'onSuccess'] as const) {
     notify?.[list]?.forEach((name, at) => {
-      const sink = sinks[name];
+      const sink = ownEntry(sinks, name);
       if (sink === undefined) add([...path, list, at], `sink ${JSON.stringify(name)} is not defined in alerts.sinks (${listNames(sinks)})`);
       // Success notices feed automation (deploy hooks, inventories); chat and paging sinks are for people and failures.
       else if (list === 'onSuccess' && sink.kind !== 'webhook') add([...path, list, at], `sink ${JSON.stringify(name)} is a ${sink.kind} sink; onSuccess sinks must be kind webhook`);
@@ -121,10 +123,39 @@ function moreSpecific(a: DocPath | undefined, b: DocPath | undefined): DocPath |
   return a ?? b;
 }
 
-function normalizePath(backend: BackendConfig, path: string): string {
-  if (backend.kind === 'file') return posix.normalize(path);
-  if (backend.kind === 'vault') return path.replace(/^\/+|\/+$/g, '');
-  return path;
+/**
+ * The entry named `name`, own properties only: a plain object also answers `constructor`,
+ * `toString` and `__proto__` from Object.prototype, and a policy naming one of those passed this
+ * check while its alerts went nowhere at run time.
+ */
+function ownEntry<T>(entries: Record<string, T>, name: string): T | undefined {
+  return Object.hasOwn(entries, name) ? entries[name] : undefined;
+}
+
+/**
+ * One string per secret a destination writes, whatever spelling the policy uses: the same server
+ * (two backend names may point at one) and the path as the server reads it. AWS takes a secret's
+ * name or its ARN (`arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME-AbCdEf`, whose last six
+ * characters AWS appends to the name); Vault ignores empty segments (`a//b`, `/a/b/` and `a/b`
+ * are one secret); a file path is normalised (`a/./b`).
+ */
+function placeOf(backend: BackendConfig, path: string): string {
+  switch (backend.kind) {
+    case 'file':
+      return ['file', posix.normalize(backend.directory), posix.normalize(path)].join('\u0000');
+    case 'vault':
+      return ['vault', new URL(backend.address).href.replace(/\/+$/, ''), backend.namespace ?? '', trimSlashes(backend.mount), trimSlashes(path)].join('\u0000');
+    case 'aws': {
+      const arn = /^arn:aws[a-z-]*:secretsmanager:([^:]*):[^:]*:secret:(.+)$/.exec(path);
+      const region = arn?.[1] ?? backend.region ?? '';
+      const name = arn?.[2] === undefined ? path : arn[2].replace(/-[A-Za-z0-9]{6}$/, '');
+      return ['aws', backend.endpoint ?? '', region, name].join('\u0000');
+    }
+  }
+}
+
+function trimSlashes(path: string): string {
+  return path.split('/').filter((segment) => segment !== '').join('/');
 }
 
 function listNames(entries: Record<string, unknown>): string {

@@ -5,6 +5,7 @@
 import { open } from 'node:fs/promises';
 import { LineCounter, parseDocument, type Document } from 'yaml';
 import { checkPolicy } from './check.ts';
+import { insecureEndpointWarnings } from './endpoints.ts';
 import { PolicyError, type PolicyIssue } from './errors.ts';
 import { describeZodIssues, type PathIssue } from './issue-text.ts';
 import { formatPath, positionOf } from './locate.ts';
@@ -55,7 +56,8 @@ export function parsePolicy(text: string, file: string): Policy {
   }
   const semantic = checkPolicy(parsed.data);
   if (semantic.length > 0) throw new PolicyError('KR_POLICY_INVALID', file, locate(semantic));
-  return resolvePolicy(parsed.data, file);
+  const warnings = locate(insecureEndpointWarnings(parsed.data));
+  return { ...resolvePolicy(parsed.data, file), warnings };
 }
 
 async function readCapped(file: string): Promise<Buffer> {

@@ -7,9 +7,11 @@ import { z } from 'zod';
 import { AlertSinkConfig } from '../alerts/config.ts';
 import { BackendConfig } from '../backends/config.ts';
 import type { StoreTarget } from '../backends/types.ts';
+import type { PolicyIssue } from './errors.ts';
 import { cronProblem, timeZoneProblem } from './cron.ts';
 import { durationProblem } from './duration.ts';
 import { SecretRef } from './refs.ts';
+import { AllowInsecureHttp, HttpUrl } from './transport.ts';
 
 /** Names of backends and alert sinks: they appear in audit events, alerts and metric labels. */
 export const InstanceName = z
@@ -43,7 +45,6 @@ export const TimeZone = z
   })
   .describe('An IANA time zone, e.g. UTC or Europe/Berlin.');
 
-const HttpUrl = z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' });
 const HttpMethod = z.enum(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']);
 
 export const ApiCredential = z.discriminatedUnion('type', [
@@ -57,13 +58,15 @@ export const ApiCredential = z.discriminatedUnion('type', [
     clientId: z.string().min(1),
     clientSecret: SecretRef,
     scope: z.string().min(1).optional(),
-    audience: z.string().min(1).optional(),
+    audience: z.string().min(1).optional().describe('Sent as the form field `audience` of the token request (Auth0, Okta and others pick the API the token is for by it).'),
+    allowInsecureHttp: AllowInsecureHttp,
   }),
 ]);
 export type ApiCredential = z.infer<typeof ApiCredential>;
 
 export const ApiSettings = z.strictObject({
   baseUrl: HttpUrl.describe('Base URL of the key-management API.'),
+  allowInsecureHttp: AllowInsecureHttp,
   credential: ApiCredential,
   methods: z
     .strictObject({
@@ -201,4 +204,6 @@ export interface Policy {
   alerts: { sinks: Record<string, AlertSinkConfig> };
   escrow?: { directory: string; recipients: string[] };
   keys: KeyPolicy[];
+  /** What `validate` warns about (an endpoint with allowInsecureHttp: true), located like errors. */
+  warnings?: readonly PolicyIssue[];
 }

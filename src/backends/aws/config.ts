@@ -1,11 +1,13 @@
 import { z } from 'zod';
+import { AllowInsecureHttp, HttpUrl } from '../../policy/transport.ts';
 
 export const AwsBackendConfig = z.strictObject({
   kind: z.literal('aws'),
   /** Falls back to AWS_REGION / the default chain when omitted. */
   region: z.string().min(1).optional(),
   /** Endpoint override (moto, LocalStack, VPC endpoints). */
-  endpoint: z.url().optional(),
+  endpoint: HttpUrl.optional(),
+  allowInsecureHttp: AllowInsecureHttp,
   /** KMS key for new secrets and versions; the account default key when omitted. */
   kmsKeyId: z.string().min(1).optional(),
   /** Create the secret on first write when it does not exist (off: a missing secret fails preflight). */

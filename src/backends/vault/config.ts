@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { SecretRef } from '../../policy/refs.ts';
+import { AllowInsecureHttp, HttpUrl } from '../../policy/transport.ts';
 
 export const VaultAuth = z.discriminatedUnion('method', [
   z.strictObject({
@@ -23,7 +24,8 @@ export type VaultAuth = z.infer<typeof VaultAuth>;
 
 export const VaultBackendConfig = z.strictObject({
   kind: z.literal('vault'),
-  address: z.url(),
+  address: HttpUrl,
+  allowInsecureHttp: AllowInsecureHttp,
   /** KV v2 mount point. */
   mount: z.string().min(1).default('secret'),
   /** Vault Enterprise / OpenBao namespace, sent as X-Vault-Namespace. */

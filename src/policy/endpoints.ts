@@ -1,0 +1,73 @@
+// Every network endpoint a policy names, with the object its `allowInsecureHttp` sits on: the
+// plain-HTTP rule (transport.ts) is checked here as an error, and its exceptions as warnings.
+import type { DocPath, PathIssue } from './issue-text.ts';
+import type { PolicyDocument } from './schema.ts';
+import { insecureHttpHost, insecureHttpMessage } from './transport.ts';
+
+interface Endpoint {
+  /** The object that holds the URL field and may hold allowInsecureHttp. */
+  object: DocPath;
+  /** The URL field, e.g. `baseUrl`. */
+  field: string;
+  /** The URL as written; undefined when it comes from a reference (read at run time). */
+  url: string | undefined;
+  /** The reference the URL is read from, when it is one. */
+  ref?: string;
+  allowInsecureHttp: boolean;
+}
+
+function endpointsOf(doc: PolicyDocument): Endpoint[] {
+  const out: Endpoint[] = [{ object: ['api'], field: 'baseUrl', url: doc.api.baseUrl, allowInsecureHttp: doc.api.allowInsecureHttp === true }];
+  const credential = doc.api.credential;
+  if (credential.type === 'oauth2') {
+    out.push({ object: ['api', 'credential'], field: 'tokenUrl', url: credential.tokenUrl, allowInsecureHttp: credential.allowInsecureHttp === true });
+  }
+  for (const [name, backend] of Object.entries(doc.backends)) {
+    const allow = backend.kind !== 'file' && backend.allowInsecureHttp === true;
+    if (backend.kind === 'vault') out.push({ object: ['backends', name], field: 'address', url: backend.address, allowInsecureHttp: allow });
+    if (backend.kind === 'aws' && backend.endpoint !== undefined) out.push({ object: ['backends', name], field: 'endpoint', url: backend.endpoint, allowInsecureHttp: allow });
+  }
+  for (const [name, sink] of Object.entries(doc.alerts?.sinks ?? {})) {
+    const object: DocPath = ['alerts', 'sinks', name];
+    const allowInsecureHttp = sink.allowInsecureHttp === true;
+    if (sink.kind === 'slack') out.push({ object, field: 'webhookUrl', url: undefined, ref: sink.webhookUrl, allowInsecureHttp });
+    else if (sink.kind === 'pagerduty') out.push({ object, field: 'url', url: sink.url, allowInsecureHttp });
+    else if (sink.url !== undefined) out.push({ object, field: 'url', url: sink.url, allowInsecureHttp });
+    else if (sink.urlRef !== undefined) out.push({ object, field: 'urlRef', url: undefined, ref: sink.urlRef, allowInsecureHttp });
+  }
+  return out;
+}
+
+/** Errors: each endpoint written as http:// to another machine without allowInsecureHttp: true. */
+export function insecureEndpointIssues(doc: PolicyDocument): PathIssue[] {
+  const issues: PathIssue[] = [];
+  for (const endpoint of endpointsOf(doc)) {
+    if (endpoint.allowInsecureHttp || endpoint.url === undefined) continue;
+    const host = insecureHttpHost(endpoint.url);
+    if (host !== undefined) issues.push({ path: [...endpoint.object, endpoint.field], message: insecureHttpMessage(host) });
+  }
+  return issues;
+}
+
+/** Warnings `validate` prints: one per endpoint whose object sets allowInsecureHttp: true. */
+export function insecureEndpointWarnings(doc: PolicyDocument): PathIssue[] {
+  const warnings: PathIssue[] = [];
+  for (const endpoint of endpointsOf(doc)) {
+    if (!endpoint.allowInsecureHttp) continue;
+    const path: DocPath = [...endpoint.object, 'allowInsecureHttp'];
+    if (endpoint.url === undefined) {
+      // The reference's value is a credential: only its name is printed.
+      warnings.push({ path, message: `is true: the ${endpoint.field} read from ${endpoint.ref ?? 'its reference'} may use plain http:// to another machine, and what is sent there crosses the network in clear` });
+      continue;
+    }
+    const host = insecureHttpHost(endpoint.url);
+    warnings.push({
+      path,
+      message:
+        host === undefined
+          ? `is true but ${endpoint.field} is https:// or this machine, so it changes nothing; remove it`
+          : `is true: ${endpoint.field} uses plain http:// to ${JSON.stringify(host)}, so credentials and secrets sent there cross the network in clear`,
+    });
+  }
+  return warnings;
+}

@@ -1,0 +1,132 @@
+// Plain http:// to another machine is refused for every endpoint the policy names (issue 12 §6),
+// with the usual `file:line path: sentence`; loopback hosts stay valid (the emulator, the test
+// servers), and `allowInsecureHttp: true` on the endpoint's object accepts it with a warning.
+import { describe, expect, it } from 'vitest';
+import { PolicyError } from '../../src/policy/errors.ts';
+import { parsePolicy } from '../../src/policy/load.ts';
+import { insecureHttpHost, isLoopbackHost } from '../../src/policy/transport.ts';
+
+const KEYS = `keys:
+  - id: key_a
+    organization: org_a
+    destinations: [{ backend: files, path: a.json }]
+    maxAge: 30d
+`;
+
+/** A policy with `api`, `backends` and `alerts` blocks as given (each ends with a newline). */
+function policy(parts: { api?: string; backends?: string; alerts?: string }): string {
+  const api = parts.api ?? 'api:\n  baseUrl: https://keys.example.com\n  credential: { type: bearer, token: env:KEYROLL_API_TOKEN }\n';
+  const backends = `backends:\n  files: { kind: file, directory: ./secrets }\n${parts.backends ?? ''}`;
+  return `version: 1\n${api}${backends}${parts.alerts ?? ''}${KEYS}`;
+}
+
+function rejection(text: string): PolicyError {
+  try {
+    parsePolicy(text, 'policy.yaml');
+  } catch (error) {
+    if (error instanceof PolicyError) return error;
+    throw error;
+  }
+  throw new Error('expected the policy to be rejected');
+}
+
+const sentence = (host: string): string =>
+  `uses plain http:// to "${host}", which is not this machine, so credentials and secrets would cross the network in clear; use https://, or set allowInsecureHttp: true beside it to accept that`;
+
+describe('loopback hosts', () => {
+  it('are localhost, 127.0.0.0/8 and ::1, in any spelling the URL parser normalises', () => {
+    for (const url of ['http://localhost:8787', 'http://LOCALHOST.', 'http://127.0.0.1', 'http://127.255.3.4:1', 'http://127.1', 'http://0x7f.0.0.1', 'http://[::1]:8200', 'http://[0:0:0:0:0:0:0:1]']) {
+      expect(insecureHttpHost(url), url).toBeUndefined();
+    }
+    for (const url of ['http://keys.example.com', 'http://10.0.0.5', 'http://128.0.0.1', 'http://[::2]', 'http://localhost.example.com', 'http://127.0.0.1.nip.io']) {
+      expect(insecureHttpHost(url), url).toBeDefined();
+    }
+    expect(insecureHttpHost('https://keys.example.com')).toBeUndefined();
+    expect(isLoopbackHost('[::ffff:7f00:1]')).toBe(false);
+  });
+});
+
+describe('plain http:// to another machine', () => {
+  it('is refused for api.baseUrl, at its line', () => {
+    const error = rejection(policy({ api: 'api:\n  baseUrl: http://keys.example.com\n  credential: { type: bearer, token: env:KEYROLL_API_TOKEN }\n' }));
+    expect(error.code).toBe('KR_POLICY_INVALID');
+    expect(error.message).toBe(`policy.yaml:3 api.baseUrl: ${sentence('keys.example.com')}`);
+  });
+
+  it('is refused for the OAuth tokenUrl', () => {
+    const api = `api:
+  baseUrl: https://keys.example.com
+  credential:
+    type: oauth2
+    tokenUrl: http://auth.example.com/oauth/token
+    clientId: keyroll
+    clientSecret: env:CLIENT_SECRET
+`;
+    expect(rejection(policy({ api })).message).toBe(`policy.yaml:6 api.credential.tokenUrl: ${sentence('auth.example.com')}`);
+  });
+
+  it('is refused for a Vault address and an AWS endpoint', () => {
+    const backends = `  vault: { kind: vault, address: "http://vault.internal:8200", auth: { method: token, token: env:VAULT_TOKEN } }
+  aws: { kind: aws, region: eu-west-1, endpoint: "http://10.1.2.3:4566" }
+`;
+    expect(rejection(policy({ backends })).message).toBe(
+      [`policy.yaml:7 backends.vault.address: ${sentence('vault.internal')}`, `policy.yaml:8 backends.aws.endpoint: ${sentence('10.1.2.3')}`].join('\n'),
+    );
+  });
+
+  it('is refused for webhook and PagerDuty URLs', () => {
+    const alerts = `alerts:
+  sinks:
+    siem: { kind: webhook, url: "http://siem.example.com/hook" }
+    pager: { kind: pagerduty, routingKey: env:PD_KEY, url: "http://events.example.com/v2/enqueue" }
+`;
+    expect(rejection(policy({ alerts })).message).toBe(
+      [`policy.yaml:9 alerts.sinks.siem.url: ${sentence('siem.example.com')}`, `policy.yaml:10 alerts.sinks.pager.url: ${sentence('events.example.com')}`].join('\n'),
+    );
+  });
+
+  it('refuses a Vault address or an AWS endpoint that is not http(s) at all', () => {
+    const backends = '  vault: { kind: vault, address: "ftp://vault:21", auth: { method: token, token: env:VAULT_TOKEN } }\n';
+    expect(rejection(policy({ backends })).message).toBe('policy.yaml:7 backends.vault.address: must be an http:// or https:// URL');
+  });
+});
+
+describe('loopback and https endpoints', () => {
+  it('stay valid without allowInsecureHttp, and give no warning', () => {
+    const backends = `  vault: { kind: vault, address: "http://127.0.0.1:8200", auth: { method: token, token: env:VAULT_TOKEN } }
+  aws: { kind: aws, region: eu-west-1, endpoint: "http://localhost:4566" }
+`;
+    const alerts = 'alerts:\n  sinks:\n    hook: { kind: webhook, url: "http://[::1]:9000/hook" }\n';
+    const api = 'api:\n  baseUrl: http://127.0.0.1:8787\n  credential: { type: bearer, token: env:KEYROLL_API_TOKEN }\n';
+    const parsed = parsePolicy(policy({ api, backends, alerts }), 'policy.yaml');
+    expect(parsed.warnings).toEqual([]);
+  });
+});
+
+describe('allowInsecureHttp: true', () => {
+  it('accepts the endpoint it sits beside, and leaves a warning at its line for validate', () => {
+    const api = 'api:\n  baseUrl: http://keys.example.com\n  allowInsecureHttp: true\n  credential: { type: bearer, token: env:KEYROLL_API_TOKEN }\n';
+    const backends = `  vault:
+    kind: vault
+    address: http://vault.internal:8200
+    allowInsecureHttp: true
+    auth: { method: token, token: env:VAULT_TOKEN }
+`;
+    const alerts = 'alerts:\n  sinks:\n    chat: { kind: slack, webhookUrl: env:SLACK_URL, allowInsecureHttp: true }\n';
+    const parsed = parsePolicy(policy({ api, backends, alerts }), 'policy.yaml');
+    expect(parsed.warnings?.map((w) => `${w.line} ${w.path}: ${w.message}`)).toEqual([
+      '4 api.allowInsecureHttp: is true: baseUrl uses plain http:// to "keys.example.com", so credentials and secrets sent there cross the network in clear',
+      '11 backends.vault.allowInsecureHttp: is true: address uses plain http:// to "vault.internal", so credentials and secrets sent there cross the network in clear',
+      '15 alerts.sinks.chat.allowInsecureHttp: is true: the webhookUrl read from env:SLACK_URL may use plain http:// to another machine, and what is sent there crosses the network in clear',
+    ]);
+  });
+
+  it('covers only its own object: the OAuth token URL needs its own', () => {
+    const api = `api:
+  baseUrl: http://keys.example.com
+  allowInsecureHttp: true
+  credential: { type: oauth2, tokenUrl: "http://auth.example.com/token", clientId: k, clientSecret: env:S }
+`;
+    expect(rejection(policy({ api })).message).toBe(`policy.yaml:5 api.credential.tokenUrl: ${sentence('auth.example.com')}`);
+  });
+});
