@@ -60,6 +60,32 @@ describe('keyroll validate', () => {
     expect(existsSync(cli.secretsDir)).toBe(false);
   });
 
+  it('a Vault address over plain http:// to another machine exits 2 with file:line, contacting nothing', async () => {
+    const path = await cli.writePolicy({
+      extraBackends: '  vault-remote: { kind: vault, address: "http://vault.example.com:8200", auth: { method: token, token: env:VAULT_TOKEN } }\n',
+    });
+    const line = (await readFile(path, 'utf8')).split('\n').findIndex((l) => l.includes('vault-remote:')) + 1;
+    const result = await cli.run(['validate', '-p', 'policy.yaml']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain(`policy.yaml:${line} backends.vault-remote.address: uses plain http:// to "vault.example.com", which is not this machine`);
+    expect(cli.emulator.state.callCount('listProjects')).toBe(0);
+  });
+
+  it('allowInsecureHttp: true is accepted, and validate warns about it with file:line (text and json)', async () => {
+    const path = await cli.writePolicy({
+      extraBackends: '  vault-remote: { kind: vault, address: "http://vault.example.com:8200", allowInsecureHttp: true, auth: { method: token, token: env:VAULT_TOKEN } }\n',
+    });
+    const line = (await readFile(path, 'utf8')).split('\n').findIndex((l) => l.includes('vault-remote:')) + 1;
+    const warning = `policy.yaml:${line} backends.vault-remote.allowInsecureHttp: is true: address uses plain http:// to "vault.example.com", so credentials and secrets sent there cross the network in clear`;
+    const text = await cli.run(['validate', '-p', 'policy.yaml', '--offline']);
+    expect(text.code).toBe(0);
+    expect(text.stdout.split('\n')).toContain(`warn  ${warning}`);
+    const json = await cli.run(['validate', '-p', 'policy.yaml', '--offline', '-o', 'json']);
+    expect(json.code).toBe(0);
+    const warnings = (JSON.parse(json.stdout) as { warnings: { file: string; line: number; path: string }[] }).warnings;
+    expect(warnings).toEqual([expect.objectContaining({ file: 'policy.yaml', line, path: 'backends.vault-remote.allowInsecureHttp' })]);
+  });
+
   it('an unreachable destination exits 1 and names the backend, the path and the error code', async () => {
     await cli.writePolicy({
       extraBackends: `  vault-down: { kind: vault, address: "http://127.0.0.1:${await closedPort()}", timeoutMs: 2000, auth: { method: token, token: env:VAULT_TOKEN } }\n`,
