@@ -1,5 +1,6 @@
 // Generic webhook sink: POSTs the alert as JSON, for SIEMs, chat bridges and in-house tooling.
 import { resolveRef } from '../policy/refs.ts';
+import { insecureHttpHost } from '../policy/transport.ts';
 import type { WebhookSinkConfig } from './config.ts';
 import type { SinkRequest } from './deliver.ts';
 import { AlertDeliveryError } from './errors.ts';
@@ -28,6 +29,11 @@ async function webhookTarget(name: string, config: WebhookSinkConfig, context: S
     auditUrl = config.url;
   } else if (config.urlRef !== undefined) {
     url = (await resolveRef(config.urlRef, context.env)).reveal();
+    // The policy check cannot see a URL behind a reference (src/policy/transport.ts); the host alone is named.
+    const host = config.allowInsecureHttp === true ? undefined : insecureHttpHost(url);
+    if (host !== undefined) {
+      throw new AlertDeliveryError('KR_ALERT_SINK_INVALID', `webhook sink ${name}: the URL from ${config.urlRef} uses plain http:// to ${host}; use https:// or set allowInsecureHttp: true on the sink`, { sink: name, sinkKind: 'webhook' });
+    }
   } else {
     throw new AlertDeliveryError('KR_ALERT_SINK_INVALID', `webhook sink ${name} has neither url nor urlRef`, { sink: name, sinkKind: 'webhook' });
   }

@@ -2,6 +2,10 @@
 // with the usual `file:line path: sentence`; loopback hosts stay valid (the emulator, the test
 // servers), and `allowInsecureHttp: true` on the endpoint's object accepts it with a warning.
 import { describe, expect, it } from 'vitest';
+import { AlertSinkConfig, type SlackSinkConfig, type WebhookSinkConfig } from '../../src/alerts/config.ts';
+import { slackAlertRequest } from '../../src/alerts/slack.ts';
+import type { Alert } from '../../src/alerts/types.ts';
+import { webhookAlertRequest } from '../../src/alerts/webhook.ts';
 import { PolicyError } from '../../src/policy/errors.ts';
 import { parsePolicy } from '../../src/policy/load.ts';
 import { insecureHttpHost, isLoopbackHost } from '../../src/policy/transport.ts';
@@ -128,5 +132,27 @@ describe('allowInsecureHttp: true', () => {
   credential: { type: oauth2, tokenUrl: "http://auth.example.com/token", clientId: k, clientSecret: env:S }
 `;
     expect(rejection(policy({ api })).message).toBe(`policy.yaml:5 api.credential.tokenUrl: ${sentence('auth.example.com')}`);
+  });
+});
+
+describe('alert URLs read from a reference', () => {
+  const alert: Alert = { severity: 'critical', summary: 's', step: 'store', errorCode: 'KR_X', nextAction: 'n' };
+  const context = { env: { HOOK_URL: 'http://hooks.example.com/T0/B0/tok3n', LOCAL_URL: 'http://127.0.0.1:9/x' }, now: () => new Date(0) };
+
+  it('are refused over plain http:// to another machine when the request is built, naming the host only', async () => {
+    const slack = AlertSinkConfig.parse({ kind: 'slack', webhookUrl: 'env:HOOK_URL' }) as SlackSinkConfig;
+    const slackError = await slackAlertRequest('chat', slack, alert, context).catch((e: unknown) => e as Error);
+    expect(slackError).toBeInstanceOf(Error);
+    expect((slackError as Error).message).toContain('plain http:// to hooks.example.com');
+    expect((slackError as Error).message).not.toContain('tok3n');
+    const hook = AlertSinkConfig.parse({ kind: 'webhook', urlRef: 'env:HOOK_URL' }) as WebhookSinkConfig;
+    await expect(webhookAlertRequest('siem', hook, alert, context)).rejects.toMatchObject({ code: 'KR_ALERT_SINK_INVALID' });
+  });
+
+  it('are sent to loopback, or anywhere when the sink says allowInsecureHttp: true', async () => {
+    const local = AlertSinkConfig.parse({ kind: 'webhook', urlRef: 'env:LOCAL_URL' }) as WebhookSinkConfig;
+    expect((await webhookAlertRequest('siem', local, alert, context)).url).toBe('http://127.0.0.1:9/x');
+    const allowed = AlertSinkConfig.parse({ kind: 'slack', webhookUrl: 'env:HOOK_URL', allowInsecureHttp: true }) as SlackSinkConfig;
+    expect((await slackAlertRequest('chat', allowed, alert, context)).url).toBe('http://hooks.example.com/T0/B0/tok3n');
   });
 });
