@@ -19,7 +19,14 @@ export interface AlerterOptions {
   audit: AuditLog;
   dispatcher?: Dispatcher;
   retry?: RetryPolicy;
-  sleep?: (ms: number) => Promise<void>;
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+  /**
+   * Shutdown: once it aborts, each delivery has `shutdownWindowMs` (SHUTDOWN_WINDOW_MS by default)
+   * left, then is abandoned and audited as undelivered. The CLI's SIGTERM reaches every alerter
+   * without it (./shutdown.ts).
+   */
+  signal?: AbortSignal;
+  shutdownWindowMs?: number;
   /** Called once per sink and alert actually attempted (not for deduplicated ones); for metrics. */
   onResult?: (sink: string, result: AlertResult) => void;
   /** Where `env:` references resolve; process.env by default. */
@@ -32,8 +39,21 @@ export interface AuditedAlerter extends Alerter {
   withAudit(audit: AuditLog): Alerter;
 }
 
-export function realSleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
+/** Sleeps `ms`, or less when `signal` aborts first: a cut-off backoff leaves no timer keeping the process up. */
+export function realSleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) {
+      resolve();
+      return;
+    }
+    const done = (): void => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+  });
 }
 
 /** Reports a result to the metrics hook; a throwing hook must not break alerting. */
@@ -43,6 +63,15 @@ export function reportResult(onResult: AlerterOptions['onResult'], sink: string,
   } catch {
     // The hook is for metrics; losing one count is better than losing the alert's audit line.
   }
+}
+
+/** The dispatcher and the shutdown settings of `options`, as dispatch takes them. */
+export function deliveryLimits(options: Pick<AlerterOptions, 'dispatcher' | 'signal' | 'shutdownWindowMs'>): Pick<SinkDispatchOptions, 'dispatcher' | 'signal' | 'shutdownWindowMs'> {
+  return {
+    ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
+    ...(options.signal ? { signal: options.signal } : {}),
+    ...(options.shutdownWindowMs === undefined ? {} : { shutdownWindowMs: options.shutdownWindowMs }),
+  };
 }
 
 function alertContext(alert: Alert): AuditContext {
@@ -74,7 +103,7 @@ export function createAlerter(options: AlerterOptions): AuditedAlerter {
     retry: options.retry ?? DEFAULT_ALERT_RETRY,
     sleep: options.sleep ?? realSleep,
     context: { env: options.env ?? process.env, now: options.now ?? (() => new Date()) },
-    ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
+    ...deliveryLimits(options),
   };
 
   const alerterOn = (auditLog: AuditLog): Alerter => ({

@@ -4,6 +4,13 @@ import { AllowInsecureHttp, HttpUrl } from '../policy/transport.ts';
 
 // The policy's `alerts.sinks.<name>` entries. URLs that embed credentials (Slack incoming
 // webhooks) and routing keys are references, never values.
+//
+// Two limits per attempt: `timeoutMs` bounds the wait for the answer's headers and any silence in
+// its body (undici's headersTimeout and bodyTimeout); `deadlineMs` bounds the whole attempt,
+// headers and body. The second exists because the first restarts with every byte: a receiver
+// dripping one byte every 3 s kept a rotation waiting for 12 minutes (issue 12, section 2).
+const timeoutMs = z.number().int().positive().default(5_000);
+const deadlineMs = z.number().int().positive().default(10_000);
 export const WebhookSinkConfig = z.strictObject({
   kind: z.literal('webhook'),
   /** Plain URL (not secret). */
@@ -12,14 +19,16 @@ export const WebhookSinkConfig = z.strictObject({
   urlRef: SecretRef.optional(),
   /** Extra headers whose values are references (e.g. Authorization: env:SIEM_TOKEN). */
   headers: z.record(z.string(), SecretRef).default({}),
-  timeoutMs: z.number().int().positive().default(5_000),
+  timeoutMs,
+  deadlineMs,
   allowInsecureHttp: AllowInsecureHttp,
 });
 
 export const SlackSinkConfig = z.strictObject({
   kind: z.literal('slack'),
   webhookUrl: SecretRef,
-  timeoutMs: z.number().int().positive().default(5_000),
+  timeoutMs,
+  deadlineMs,
   allowInsecureHttp: AllowInsecureHttp,
 });
 
@@ -28,7 +37,8 @@ export const PagerDutySinkConfig = z.strictObject({
   routingKey: SecretRef,
   /** Events API v2 endpoint; override for tests or EU service regions. */
   url: HttpUrl.default('https://events.pagerduty.com/v2/enqueue'),
-  timeoutMs: z.number().int().positive().default(5_000),
+  timeoutMs,
+  deadlineMs,
   allowInsecureHttp: AllowInsecureHttp,
 });
 

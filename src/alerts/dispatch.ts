@@ -12,9 +12,12 @@ import type { SinkContext } from './types.ts';
 export interface SinkDispatchOptions {
   sinks: Readonly<Record<string, AlertSinkConfig>>;
   retry: RetryPolicy;
-  sleep: (ms: number) => Promise<void>;
+  sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
   context: SinkContext;
   dispatcher?: Dispatcher;
+  /** Shutdown: see AlerterOptions.signal. */
+  signal?: AbortSignal;
+  shutdownWindowMs?: number;
 }
 
 /** Builds the request for one sink; undefined when the sink cannot take this kind of message. */
@@ -62,6 +65,8 @@ export async function dispatchToSink(name: string, build: SinkRequestBuilder, op
       sleep: options.sleep,
       now: () => options.context.now().getTime(),
       ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
+      ...(options.signal ? { signal: options.signal } : {}),
+      ...(options.shutdownWindowMs === undefined ? {} : { shutdownWindowMs: options.shutdownWindowMs }),
     });
     if (result.delivered) return { sent: true, fields: { ...base, attempts: result.attempts, status: result.status } };
     return failure(base, result.attempts, result.error);

@@ -8,8 +8,13 @@ export type AlertDeliveryErrorCode =
   | 'KR_ALERT_REJECTED'
   /** The sink answered 5xx or 429 on every attempt. */
   | 'KR_ALERT_SINK_UNAVAILABLE'
-  /** Connection refused or reset, DNS failure or timeout on every attempt. */
+  /**
+   * Connection refused or reset, DNS failure or timeout on every attempt. An attempt that ran past
+   * its total deadline (deadlineMs) has networkCode KR_ALERT_DEADLINE.
+   */
   | 'KR_ALERT_NETWORK'
+  /** A shutdown (SIGTERM/SIGINT) cut the delivery off: it was abandoned, not retried. */
+  | 'KR_ALERT_ABORTED'
   /** The policy names a sink it does not define. */
   | 'KR_ALERT_SINK_UNKNOWN'
   /** The sink cannot take this kind of message (a success notice to PagerDuty). */
@@ -25,7 +30,7 @@ export interface AlertDeliveryContext {
   status?: number;
   /** The low-level code of a network failure (ECONNREFUSED, UND_ERR_HEADERS_TIMEOUT, ...). */
   networkCode?: string;
-  /** The first characters of the sink's error answer (Slack says `invalid_payload`, PagerDuty lists errors). */
+  /** The first characters of the sink's error answer, sanitized, then cut (Slack says `invalid_payload`, PagerDuty lists errors). */
   responseExcerpt?: string;
   cause?: unknown;
 }

@@ -3,7 +3,7 @@
 // notification is audited (`notify.failed`) and changes nothing about the rotation.
 import type { AuditLog } from '../audit/events.ts';
 import { sanitizeValue } from '../audit/sanitize.ts';
-import { realSleep, reportResult, type AlerterOptions } from './alerter.ts';
+import { deliveryLimits, realSleep, reportResult, type AlerterOptions } from './alerter.ts';
 import { DEFAULT_ALERT_RETRY } from './deliver.ts';
 import { dispatchToSink, type SinkDispatchOptions } from './dispatch.ts';
 import { buildSuccessRequest } from './sinks.ts';
@@ -25,7 +25,7 @@ export function createNotifier(options: NotifierOptions): Notifier {
     retry: options.retry ?? DEFAULT_ALERT_RETRY,
     sleep: options.sleep ?? realSleep,
     context: { env: options.env ?? process.env, now: options.now ?? (() => new Date()) },
-    ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
+    ...deliveryLimits(options),
   };
 
   const notifierOn = (auditLog: AuditLog): Notifier => ({

@@ -68,5 +68,5 @@ export async function pagerDutyAlertRequest(_name: string, config: PagerDutySink
   // Sanitizing happened before this point (the alerter sanitizes the Alert); the routing key is
   // added after, so the sanitizer — which knows it as a resolved Secret — cannot blank it.
   const routingKey = (await resolveRef(config.routingKey, context.env)).reveal();
-  return { url: config.url, auditUrl: config.url, headers: {}, timeoutMs: config.timeoutMs, body: pagerDutyEvent(alert, routingKey, context.now()) };
+  return { url: config.url, auditUrl: config.url, headers: {}, timeoutMs: config.timeoutMs, deadlineMs: config.deadlineMs, body: pagerDutyEvent(alert, routingKey, context.now()) };
 }

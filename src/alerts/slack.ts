@@ -89,7 +89,7 @@ async function slackTarget(config: SlackSinkConfig, context: SinkContext): Promi
   // The policy check cannot see a URL behind a reference (src/policy/transport.ts); the host alone is named.
   const host = config.allowInsecureHttp === true ? undefined : insecureHttpHost(url);
   if (host !== undefined) throw new Error(`the URL from ${config.webhookUrl} uses plain http:// to ${host}; use https:// or set allowInsecureHttp: true on the sink`);
-  return { url, headers: {}, timeoutMs: config.timeoutMs };
+  return { url, headers: {}, timeoutMs: config.timeoutMs, deadlineMs: config.deadlineMs };
 }
 
 export async function slackAlertRequest(_name: string, config: SlackSinkConfig, alert: Alert, context: SinkContext): Promise<SinkRequest> {

@@ -42,7 +42,7 @@ async function webhookTarget(name: string, config: WebhookSinkConfig, context: S
     // Revealed for the wire only; the value stays registered with the sanitizer.
     headers[header.toLowerCase()] = (await resolveRef(ref, context.env)).reveal();
   }
-  return { url, headers, timeoutMs: config.timeoutMs, ...(auditUrl === undefined ? {} : { auditUrl }) };
+  return { url, headers, timeoutMs: config.timeoutMs, deadlineMs: config.deadlineMs, ...(auditUrl === undefined ? {} : { auditUrl }) };
 }
 
 export async function webhookAlertRequest(name: string, config: WebhookSinkConfig, alert: Alert, context: SinkContext): Promise<SinkRequest> {
