@@ -9,8 +9,9 @@ import { BackendError } from '../../src/backends/errors.ts';
 import type { StoreTarget } from '../../src/backends/types.ts';
 import { VaultTokenSource } from '../../src/backends/vault/auth.ts';
 import { VaultBackend } from '../../src/backends/vault/index.ts';
-import { VaultClient } from '../../src/backends/vault/client.ts';
+import { MAX_VAULT_ANSWER_BYTES, VaultClient } from '../../src/backends/vault/client.ts';
 import { KvV2, VaultSession } from '../../src/backends/vault/kv.ts';
+import { startReceiver, type Receiver } from '../alerts/receiver.ts';
 import { createTestClock } from './contract.ts';
 
 interface Seen {
@@ -116,6 +117,37 @@ describe('vault client', () => {
     const c = new VaultClient({ backend: 'vault-unit', address, timeoutMs: 1000, caFile: '/nonexistent/ca.pem' });
     await expect(c.send(call)).rejects.toMatchObject({ code: 'KR_BACKEND_FAILED', message: expect.stringContaining('/nonexistent/ca.pem') as unknown });
     await c.close();
+  });
+});
+
+describe('vault client: answers are read up to a cap', () => {
+  const MiB = 1024 * 1024;
+  let hostile: Receiver;
+  beforeEach(async () => {
+    hostile = await startReceiver();
+  });
+  afterEach(async () => {
+    await hostile.close();
+  });
+  const hostileClient = (): VaultClient => new VaultClient({ backend: 'vault-unit', address: hostile.url, timeoutMs: 10_000 });
+
+  it('stops reading a 64 MiB error answer early and reports the status alone', async () => {
+    hostile.answer({ status: 500, streamBytes: 64 * MiB });
+    const c = hostileClient();
+    await expect(c.json(call, KvProbe)).rejects.toMatchObject({ code: 'KR_BACKEND_UNAVAILABLE', status: 500 });
+    await c.close();
+    await hostile.hostileAnswersDone();
+    // What the client read plus what the loopback socket buffers held when it closed.
+    expect(hostile.bodyBytesSent).toBeLessThan(16 * MiB);
+  });
+
+  it('refuses a 2xx answer past the cap as an invalid response, without reading it all', async () => {
+    hostile.answer({ status: 200, streamBytes: 64 * MiB });
+    const c = hostileClient();
+    await expect(c.send(call)).rejects.toMatchObject({ code: 'KR_BACKEND_INVALID_RESPONSE', status: 200, message: expect.stringContaining(`larger than ${String(MAX_VAULT_ANSWER_BYTES)} bytes`) as unknown });
+    await c.close();
+    await hostile.hostileAnswersDone();
+    expect(hostile.bodyBytesSent).toBeLessThan(16 * MiB);
   });
 });
 

@@ -1,16 +1,25 @@
 // A narrow, typed HTTP client for the Vault / OpenBao API over undici (the `@hashicorp/vault-client`
 // package is not published on npm). It sends the token and namespace headers, enforces the
-// configured timeout, trusts an extra CA file, validates answers with zod and turns every
-// failure into a BackendError. It never puts a request body, a response body or a token into
+// configured timeout (for the whole call, body included), trusts an extra CA file, reads no
+// answer past MAX_VAULT_ANSWER_BYTES, validates answers with zod and turns every failure into a
+// BackendError. It never puts a request body, a response body or a token into
 // an error: Vault's own error strings are short fixed texts, and they are sanitized anyway.
 import { readFile } from 'node:fs/promises';
 import type { Dispatcher } from 'undici';
 import { Agent, request } from '../../http/undici.ts';
+import { readBodyPrefix } from '../../http/body.ts';
 import type { z } from 'zod';
 import type { Secret } from '../../audit/secret.ts';
 import { sanitizeText } from '../../audit/sanitize.ts';
 import { BackendError, codeForHttpStatus, codeForTransportError, describeCode, type BackendOperation } from '../errors.ts';
 import { VaultErrorBody } from './schema.ts';
+
+/**
+ * The most of one answer the client reads. A KV v2 read is a few KiB (a secret, its metadata, at
+ * most a few hundred versions listed); anything past this is not Vault talking, and an error body
+ * was read unbounded before (issue 12, section 2). The stream is cut here, never buffered first.
+ */
+export const MAX_VAULT_ANSWER_BYTES = 1024 * 1024;
 
 export interface VaultClientOptions {
   /** The policy's name for the backend (for errors). */
@@ -61,6 +70,7 @@ export class VaultClient {
     if (call.body !== undefined) headers['content-type'] = 'application/json';
     const dispatcher = await this.#getDispatcher(call);
     let text: string;
+    let truncated: boolean;
     let status: number;
     try {
       const response = await request(`${this.#baseUrl}/v1/${call.apiPath}`, {
@@ -73,10 +83,15 @@ export class VaultClient {
         signal: AbortSignal.timeout(this.#options.timeoutMs),
       });
       status = response.statusCode;
-      text = await response.body.text();
+      ({ text, truncated } = await readBodyPrefix(response.body, MAX_VAULT_ANSWER_BYTES));
     } catch (error) {
       const code = codeForTransportError(error) ?? 'KR_BACKEND_UNAVAILABLE';
       throw this.error(code, call, undefined, error);
+    }
+    if (truncated) {
+      // An error answer this large says nothing its status does not: keep the status alone.
+      if (status < 200 || status >= 300) return { status, body: undefined };
+      throw this.error('KR_BACKEND_INVALID_RESPONSE', call, status, undefined, `the answer is larger than ${String(MAX_VAULT_ANSWER_BYTES)} bytes`);
     }
     if (text.trim() === '') return { status, body: undefined };
     try {
