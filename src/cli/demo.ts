@@ -1,8 +1,14 @@
-import { rm } from 'node:fs/promises';
-import { resolve } from 'node:path';
+import { lstat, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { installedFile } from '../install-files.ts';
-import { EXIT_CODES_HELP } from './exit-codes.ts';
+import { EXIT_CODES_HELP, ExitCode } from './exit-codes.ts';
+
+/**
+ * The file that marks a directory keyroll demo made. The demo wipes its directory before each
+ * run; without the mark, `--dir ~` (or any typo) would delete whatever was there.
+ */
+export const DEMO_DIR_MARKER = '.keyroll-demo-dir';
 
 interface DemoFlags {
   policy?: string;
@@ -16,7 +22,7 @@ export function registerDemoCommand(program: Command): void {
     // The default is found when demo runs, not here: every command registers this option, and
     // finding the install's config/ walks up the file system.
     .option('-p, --policy <file>', 'demo policy (default: config/demo-policy.yaml of this install)')
-    .option('--dir <dir>', 'where the file backend writes (wiped first; demo data only)', '.keyroll-demo')
+    .option('--dir <dir>', 'where the file backend writes: a new or empty directory, or one an earlier demo made (wiped first; demo data only)', '.keyroll-demo')
     .addHelpText('after', EXIT_CODES_HELP)
     .action(async (flags: DemoFlags) => {
       process.exitCode = await demoCommand(flags);
@@ -40,7 +46,11 @@ async function demoCommand(flags: DemoFlags): Promise<number> {
   }
   // Demo data only: every demo starts from an empty directory so the first run rotates every key.
   const directory = resolve(flags.dir, 'secrets');
-  await rm(resolve(flags.dir), { recursive: true, force: true });
+  const refusal = await prepareDemoDir(resolve(flags.dir));
+  if (refusal !== undefined) {
+    process.stderr.write(`keyroll demo: --dir ${flags.dir} ${refusal}\n`);
+    return ExitCode.config;
+  }
   const backends = Object.fromEntries(
     Object.entries(policy.backends).map(([name, config]) => [name, config.kind === 'file' ? { ...config, directory } : config]),
   );
@@ -74,4 +84,33 @@ async function demoCommand(flags: DemoFlags): Promise<number> {
     await runtime.close();
     await emulator.close();
   }
+}
+
+/**
+ * Makes `dir` an empty demo directory: a new one, an empty one, or one an earlier demo marked
+ * (wiped). Anything else is left as it is and the reason returned.
+ */
+export async function prepareDemoDir(dir: string): Promise<string | undefined> {
+  let isDirectory: boolean;
+  try {
+    // lstat: a symbolic link is not followed to whatever it points at.
+    isDirectory = (await lstat(dir)).isDirectory();
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') return `cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})`;
+    await mkdir(dir, { recursive: true });
+    await markDemoDir(dir);
+    return undefined;
+  }
+  if (!isDirectory) return 'is not a directory; give a new or empty directory';
+  const entries = await readdir(dir);
+  if (entries.length > 0 && !entries.includes(DEMO_DIR_MARKER)) {
+    return `is not empty and was not made by keyroll demo (it has no ${DEMO_DIR_MARKER}); the demo wipes its directory, so give a new or empty one`;
+  }
+  for (const entry of entries) await rm(join(dir, entry), { recursive: true, force: true });
+  await markDemoDir(dir);
+  return undefined;
+}
+
+async function markDemoDir(dir: string): Promise<void> {
+  await writeFile(join(dir, DEMO_DIR_MARKER), 'Made by keyroll demo: the next `keyroll demo --dir` here deletes everything in this directory.\n', { mode: 0o600 });
 }
