@@ -15,6 +15,11 @@ export interface OAuthClientCredentialsOptions {
   clientId: string;
   clientSecret: CredentialProvider;
   scope?: string;
+  /**
+   * The API the token is for, sent as the form field `audience` (Auth0, Okta and other providers
+   * issue tokens per audience; RFC 6749 lets a server ignore fields it does not know, as the emulator does).
+   */
+  audience?: string;
   /** Refresh this long before expiry (default 60 s; at most half the token's lifetime). */
   refreshBeforeMs?: number;
   dispatcher?: Dispatcher;
@@ -102,6 +107,7 @@ async function fetchToken(opts: OAuthClientCredentialsOptions, description: stri
     form.set('client_secret', clientSecret.reveal());
   }
   if (opts.scope !== undefined) form.set('scope', opts.scope);
+  if (opts.audience !== undefined) form.set('audience', opts.audience);
 
   const url = new URL(opts.tokenUrl);
   const timeout = opts.timeoutMs ?? 10_000;

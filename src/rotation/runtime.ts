@@ -61,6 +61,7 @@ function credentialFromPolicy(policy: Policy, dispatcher: Dispatcher | undefined
     clientId: credential.clientId,
     clientSecret: refCredential(credential.clientSecret),
     ...(credential.scope ? { scope: credential.scope } : {}),
+    ...(credential.audience ? { audience: credential.audience } : {}),
     ...(dispatcher ? { dispatcher } : {}),
   });
 }
