@@ -4,8 +4,9 @@ import { sanitizeText } from '../audit/sanitize.ts';
 import type { RotationReason } from '../rotation/types.ts';
 import { EXIT_CODES_HELP } from './exit-codes.ts';
 import { addPolicyOption, exitForError, loadPolicyOrExit, parseConcurrency } from './common.ts';
+import { addPushgatewayOptions, pushgatewayOptions, type PushgatewayFlags } from './pushgateway-flags.ts';
 
-interface RotateFlags {
+interface RotateFlags extends PushgatewayFlags {
   policy: string;
   key?: string[];
   org?: string;
@@ -40,6 +41,7 @@ Examples:
   keyroll rotate --key key_billing --reason leak --actor alice --ticket INC-1234
   keyroll rotate --org org_acme --reason compromise --actor oncall
 ${EXIT_CODES_HELP}`);
+  addPushgatewayOptions(command);
   addPolicyOption(command).action(async (flags: RotateFlags) => {
     process.exitCode = await rotateCommand(flags);
   });
@@ -55,7 +57,7 @@ async function rotateCommand(flags: RotateFlags): Promise<number> {
   let pushgateway;
   try {
     policy = await policyLoaded;
-    pushgateway = flags.pushgateway ? (await import('../metrics/run-export.ts')).preparePushgateway(flags.pushgateway) : undefined;
+    pushgateway = flags.pushgateway ? (await import('../metrics/run-export.ts')).preparePushgateway(flags.pushgateway, pushgatewayOptions(flags)) : undefined;
     keys = selectKeys(policy, { ...(flags.key ? { keys: flags.key } : {}), ...(flags.org ? { org: flags.org } : {}), ...(flags.all ? { all: true } : {}) });
   } catch (error) {
     return exitForError(error);

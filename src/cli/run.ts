@@ -1,8 +1,9 @@
 import type { Command } from 'commander';
 import { EXIT_CODES_HELP } from './exit-codes.ts';
 import { addPolicyOption, exitForError, loadPolicyOrExit, parseConcurrency } from './common.ts';
+import { addPushgatewayOptions, pushgatewayOptions, type PushgatewayFlags } from './pushgateway-flags.ts';
 
-interface RunFlags {
+interface RunFlags extends PushgatewayFlags {
   policy: string;
   shard?: string;
   concurrency: number;
@@ -17,6 +18,7 @@ export function registerRunCommand(program: Command): void {
     .option('--concurrency <n>', 'keys rotated at once', parseConcurrency, 4)
     .option('--pushgateway <url>', 'push metrics to this Prometheus Pushgateway when the run ends (a failed push is only a warning); env KEYROLL_PUSHGATEWAY', process.env.KEYROLL_PUSHGATEWAY)
     .addHelpText('after', EXIT_CODES_HELP);
+  addPushgatewayOptions(command);
   addPolicyOption(command).action(async (flags: RunFlags) => {
     process.exitCode = await runCommand(flags);
   });
@@ -33,7 +35,7 @@ async function runCommand(flags: RunFlags): Promise<number> {
   try {
     policy = await policyLoaded;
     shard = flags.shard ? parseShard(flags.shard) : undefined;
-    pushgateway = flags.pushgateway ? (await import('../metrics/run-export.ts')).preparePushgateway(flags.pushgateway) : undefined;
+    pushgateway = flags.pushgateway ? (await import('../metrics/run-export.ts')).preparePushgateway(flags.pushgateway, pushgatewayOptions(flags)) : undefined;
   } catch (error) {
     return exitForError(error);
   }

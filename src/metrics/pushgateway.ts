@@ -7,6 +7,8 @@ import { request } from '../http/undici.ts';
 import type { Registry } from 'prom-client';
 import { discardBody } from '../api/http.ts';
 import { KeyrollError, errorCode, errorMessage } from '../errors.ts';
+import { resolveRef, SecretRef } from '../policy/refs.ts';
+import { insecureHttpHost } from '../policy/transport.ts';
 
 export const DEFAULT_PUSH_TIMEOUT_MS = 10_000;
 
@@ -40,10 +42,21 @@ export interface PushOptions {
   groupings?: Readonly<Record<string, string>>;
   timeoutMs?: number;
   dispatcher?: Dispatcher;
+  /**
+   * A reference (env:NAME or file:/path, read at each push) to the gateway's credentials:
+   * `user:password` for basic auth, or a whole `Basic …`/`Bearer …` header value. Unlike
+   * user:pass in the URL, it shows in neither `ps` nor the pod spec.
+   */
+  auth?: string;
+  /** Accept http:// to a host other than this machine (the credentials and metrics cross in clear). */
+  allowInsecureHttp?: boolean;
 }
 
-/** Parses a Pushgateway URL (http or https); throws PushgatewayUrlError otherwise. */
-export function parsePushgatewayUrl(text: string): URL {
+/**
+ * Parses a Pushgateway URL (http or https; plain http only to this machine unless
+ * `allowInsecureHttp`) and checks the `auth` reference's form; throws PushgatewayUrlError otherwise.
+ */
+export function parsePushgatewayUrl(text: string, options: Pick<PushOptions, 'auth' | 'allowInsecureHttp'> = {}): URL {
   let url: URL;
   try {
     url = new URL(text);
@@ -53,6 +66,15 @@ export function parsePushgatewayUrl(text: string): URL {
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
     throw new PushgatewayUrlError('--pushgateway must be an http:// or https:// URL');
+  }
+  const host = options.allowInsecureHttp === true ? undefined : insecureHttpHost(url);
+  if (host !== undefined) {
+    throw new PushgatewayUrlError(`--pushgateway uses plain http:// to ${JSON.stringify(host)}, which is not this machine, so its credentials and the metrics would cross the network in clear; use https://, or add --pushgateway-allow-insecure-http to accept that`);
+  }
+  if (options.auth !== undefined) {
+    // The value is not echoed: someone may have pasted the password itself.
+    if (!SecretRef.safeParse(options.auth).success) throw new PushgatewayUrlError('--pushgateway-auth must be a reference like env:NAME or file:/absolute/path, never the credentials themselves');
+    if (url.username !== '' || url.password !== '') throw new PushgatewayUrlError('--pushgateway carries credentials and --pushgateway-auth names others; give one of the two');
   }
   return url;
 }
@@ -73,8 +95,9 @@ export function groupingPath(jobName: string, groupings: Readonly<Record<string,
  * failed push means (for `run` and `rotate`: a warning, never a different exit code).
  */
 export async function pushMetrics(gatewayUrl: string, jobName: string, registry: Registry, options: PushOptions = {}): Promise<void> {
-  const url = parsePushgatewayUrl(gatewayUrl);
+  const url = parsePushgatewayUrl(gatewayUrl, options);
   const headers: Record<string, string> = { 'content-type': registry.contentType };
+  if (options.auth !== undefined) headers.authorization = await authorizationFromRef(url.origin, options.auth);
   // Credentials in the URL become a header; the target and every message carry the origin only.
   if (url.username !== '' || url.password !== '') {
     const user = decodeURIComponent(url.username);
@@ -104,4 +127,15 @@ export async function pushMetrics(gatewayUrl: string, jobName: string, registry:
     // The answer body is not quoted: a proxy in front of the gateway may echo the request.
     throw new MetricsPushError(url.origin, `the Pushgateway at ${url.origin} answered ${statusCode}`, { status: statusCode });
   }
+}
+
+/** The Authorization header for a `--pushgateway-auth` reference; a RefError becomes a failed push. */
+async function authorizationFromRef(origin: string, ref: string): Promise<string> {
+  let value: string;
+  try {
+    value = (await resolveRef(ref)).reveal();
+  } catch (error) {
+    throw new MetricsPushError(origin, `the Pushgateway credentials could not be read (${errorMessage(error)})`, { cause: error });
+  }
+  return /^(?:Basic|Bearer) \S/.test(value) ? value : `Basic ${Buffer.from(value, 'utf8').toString('base64')}`;
 }

@@ -31,7 +31,7 @@ export interface PushgatewayExport {
 
 /** Validates the --pushgateway URL before anything runs (a bad one is a usage error, exit 2). */
 export function preparePushgateway(gatewayUrl: string, options: Omit<PushOptions, 'groupings'> & { env?: NodeJS.ProcessEnv } = {}): PushgatewayExport {
-  parsePushgatewayUrl(gatewayUrl);
+  parsePushgatewayUrl(gatewayUrl, options);
   const { env = process.env, ...pushOptions } = options;
   return {
     start(policy, audit, reason) {

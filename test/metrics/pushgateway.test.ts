@@ -64,3 +64,40 @@ describe('groupingPath and parsePushgatewayUrl', () => {
     expect(() => parsePushgatewayUrl('not a url with s3cr3t')).toThrow(expect.not.objectContaining({ message: expect.stringContaining('s3cr3t') as unknown }) as unknown);
   });
 });
+
+describe('Pushgateway credentials from a reference and plain HTTP (issue 12 §6, §7)', () => {
+  it('sends user:password from an env: reference as basic auth, and a Bearer value as it is', async () => {
+    process.env.KR_TEST_PUSH_AUTH = 'ops:s3cret-from-ref';
+    try {
+      await pushMetrics(gateway.url, 'keyroll', createMetrics().registry, { auth: 'env:KR_TEST_PUSH_AUTH' });
+      expect(gateway.requests[0]?.headers.authorization).toBe(`Basic ${Buffer.from('ops:s3cret-from-ref').toString('base64')}`);
+      process.env.KR_TEST_PUSH_AUTH = 'Bearer gateway-token-1';
+      await pushMetrics(gateway.url, 'keyroll', createMetrics().registry, { auth: 'env:KR_TEST_PUSH_AUTH' });
+      expect(gateway.requests[1]?.headers.authorization).toBe('Bearer gateway-token-1');
+    } finally {
+      delete process.env.KR_TEST_PUSH_AUTH;
+    }
+  });
+
+  it('an unreadable reference is a failed push naming the reference, not a crash', async () => {
+    await expect(pushMetrics(gateway.url, 'keyroll', createMetrics().registry, { auth: 'env:KR_TEST_PUSH_AUTH_UNSET' })).rejects.toMatchObject({
+      code: 'KR_METRICS_PUSH_FAILED',
+      message: expect.stringContaining('env:KR_TEST_PUSH_AUTH_UNSET') as unknown,
+    });
+    expect(gateway.requests).toEqual([]);
+  });
+
+  it('refuses a literal instead of a reference, and credentials given twice, without echoing them', () => {
+    expect(() => parsePushgatewayUrl('https://gw:9091', { auth: 'ops:hunter2' })).toThrow(expect.objectContaining({ code: 'KR_USAGE', message: expect.not.stringContaining('hunter2') as unknown }) as unknown);
+    expect(() => parsePushgatewayUrl('https://ops:pw@gw:9091', { auth: 'env:X' })).toThrow(expect.objectContaining({ code: 'KR_USAGE' }) as unknown);
+  });
+
+  it('refuses plain http:// to another machine unless allowInsecureHttp, and accepts loopback', () => {
+    expect(() => parsePushgatewayUrl('http://pushgateway.monitoring:9091')).toThrow(
+      expect.objectContaining({ code: 'KR_USAGE', message: expect.stringContaining('plain http:// to "pushgateway.monitoring"') as unknown }) as unknown,
+    );
+    expect(parsePushgatewayUrl('http://pushgateway.monitoring:9091', { allowInsecureHttp: true }).host).toBe('pushgateway.monitoring:9091');
+    expect(parsePushgatewayUrl('http://127.0.0.1:9091').host).toBe('127.0.0.1:9091');
+    expect(parsePushgatewayUrl('https://pushgateway.monitoring').host).toBe('pushgateway.monitoring');
+  });
+});

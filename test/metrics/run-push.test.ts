@@ -50,6 +50,25 @@ describe('run --pushgateway', () => {
   });
 });
 
+describe('run --pushgateway-auth and plain http', () => {
+  it('sends the credentials a reference names as the Authorization header, never on the command line', async () => {
+    await cli.writePolicy();
+    cli.alsoSecret('gw-pass-from-env');
+    const result = await cli.run(['run', '-p', 'policy.yaml', '--pushgateway', gateway.url, '--pushgateway-auth', 'env:GW_AUTH'], { env: { GW_AUTH: 'ops:gw-pass-from-env' } });
+    expect(result.code).toBe(0);
+    expect(gateway.requests[0]?.headers.authorization).toBe(`Basic ${Buffer.from('ops:gw-pass-from-env').toString('base64')}`);
+    expect(result.stdout + result.stderr).not.toContain('gw-pass-from-env');
+  });
+
+  it('a --pushgateway over plain http:// to another machine is a usage error (exit 2) before anything rotates', async () => {
+    await cli.writePolicy();
+    const result = await cli.run(['run', '-p', 'policy.yaml', '--pushgateway', 'http://pushgateway.example.com:9091']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('--pushgateway-allow-insecure-http');
+    expect(cli.emulator.state.totalRolls()).toBe(0);
+  });
+});
+
 describe('rotate --pushgateway', () => {
   it('labels the rotations with the reason given and groups the push under command=rotate', async () => {
     await cli.writePolicy();
