@@ -8,6 +8,7 @@ import { loadPolicy } from '../policy/load.ts';
 import type { Policy } from '../policy/schema.ts';
 import type { RunSummary } from '../rotation/run.ts';
 import { ExitCode } from './exit-codes.ts';
+import { abandonDeliveriesOn, SHUTDOWN_WINDOW_MS } from '../alerts/shutdown.ts';
 
 export const DEFAULT_POLICY = process.env.KEYROLL_POLICY ?? 'policy.yaml';
 
@@ -38,12 +39,17 @@ export function createStdoutAudit(): ReturnType<typeof createAuditLog> {
   return createAuditLog({ destination: process.stdout });
 }
 
-/** Aborts on the first SIGTERM/SIGINT; rotations past their roll still finish their store. */
+/**
+ * Aborts on the first SIGTERM/SIGINT; rotations past their roll still finish their store. Alert
+ * and notification deliveries get SHUTDOWN_WINDOW_MS more, whatever the sink does, then are
+ * abandoned (audited as undelivered), so the process ends within the pod's grace period.
+ */
 export function shutdownSignal(): { signal: AbortSignal; dispose: () => void } {
   const controller = new AbortController();
+  const releaseAlerts = abandonDeliveriesOn(controller.signal);
   const onSignal = (name: string): void => {
     if (!controller.signal.aborted) {
-      process.stderr.write(`keyroll: ${name} received; finishing in-flight stores, starting no new rotations\n`);
+      process.stderr.write(`keyroll: ${name} received; finishing in-flight stores, starting no new rotations, alerts get at most ${String(SHUTDOWN_WINDOW_MS / 1000)} s more\n`);
       controller.abort(new Error(`${name} received`));
     }
   };
@@ -56,13 +62,25 @@ export function shutdownSignal(): { signal: AbortSignal; dispose: () => void } {
     dispose: () => {
       process.off('SIGTERM', onTerm);
       process.off('SIGINT', onInt);
+      releaseAlerts();
     },
   };
 }
 
-export function summaryLine(summary: RunSummary): string {
-  const tail = summary.aborted ? ` (aborted: ${sanitizeText(summary.aborted.message)})` : '';
+export function summaryLine(summary: RunSummary, interruptedBy?: string): string {
+  const why = summary.aborted?.message ?? (interruptedBy === undefined ? undefined : `${interruptedBy} before the run finished`);
+  const tail = why === undefined ? '' : ` (aborted: ${sanitizeText(why)})`;
   return `rotated ${summary.rotated}, failed ${summary.failed}, skipped ${summary.skipped}${tail}`;
+}
+
+/**
+ * The exit code of a run that a shutdown signal may have interrupted. The engine reports a
+ * shutdown only when it left keys unstarted; a signal that arrived later (while a failed key's
+ * alert was still being delivered, say) still stopped the run before it finished: exit 3, as
+ * docs/exit-codes.md says for a shutdown before completion.
+ */
+export function exitCodeAfterShutdown(summary: RunSummary, interrupted: boolean): RunSummary['exitCode'] {
+  return interrupted ? ExitCode.aborted : summary.exitCode;
 }
 
 /** Maps an error escaping a command to its exit code, printing one line (never a secret). */

@@ -8,7 +8,7 @@ import type { KeyPolicy, Policy } from '../policy/schema.ts';
 import { createRuntime } from '../rotation/runtime.ts';
 import { runRotations, type RunSummary } from '../rotation/run.ts';
 import type { RunTrigger } from '../rotation/types.ts';
-import { createStdoutAudit, exitForError, shutdownSignal, summaryLine, testCheckpointFromEnv } from './common.ts';
+import { createStdoutAudit, exitCodeAfterShutdown, exitForError, shutdownSignal, summaryLine, testCheckpointFromEnv } from './common.ts';
 import { createProgressReporter } from './progress.ts';
 
 export interface ExecuteRunInput {
@@ -44,17 +44,25 @@ export async function executeRun(input: ExecuteRunInput): Promise<number> {
       },
       command: input.command,
     });
+    // Read at once: a signal after this point (during the push or the flush) finds a finished run.
+    const interruptedBy = shutdown.signal.aborted ? signalName(shutdown.signal) : undefined;
     progress.finish();
     await metrics?.push(input.groupings);
     await audit.flush();
-    const report = input.report?.(summary);
+    const exitCode = exitCodeAfterShutdown(summary, interruptedBy !== undefined);
+    const report = input.report?.({ ...summary, exitCode });
     if (report !== undefined) process.stdout.write(`${report}\n`);
-    process.stdout.write(`${summaryLine(summary)}\n`);
-    return summary.exitCode;
+    process.stdout.write(`${summaryLine(summary, interruptedBy)}\n`);
+    return exitCode;
   } catch (error) {
     return exitForError(error);
   } finally {
     shutdown.dispose();
     await runtime?.close();
   }
+}
+
+/** "SIGTERM received" (the reason shutdownSignal aborts with), or a plain word. */
+function signalName(signal: AbortSignal): string {
+  return signal.reason instanceof Error ? signal.reason.message : 'a shutdown signal';
 }

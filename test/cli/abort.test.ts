@@ -1,8 +1,9 @@
 // How `rotate` stops: keyroll's credential refused on roll (401, exit 3), an API key configured
 // as keyroll's credential (403 on roll, exit 1, explained), and SIGTERM while a roll is in
-// flight (the in-flight key finishes its store, the rest are not started, exit 3).
-import { beforeEach, describe, expect, it } from 'vitest';
-import { createDelayGate, eventsNamed, openFileBackend, storedSecret, TARGETS, useCliFixture, type CliResult } from './harness.ts';
+// flight (the in-flight key finishes its store, the rest are not started, exit 3), and SIGTERM
+// while an alert sink drips its answer (the delivery is abandoned, exit 3, promptly).
+import { beforeEach, describe, expect, it, vi } from 'vitest';
+import { createDelayGate, eventsNamed, openFileBackend, policyYaml, storedSecret, TARGETS, useCliFixture, type CliResult, type RunningCli } from './harness.ts';
 
 // The emulator's `delay` fault waits on this gate, so the test decides when the delayed roll answers.
 const gate = createDelayGate();
@@ -114,5 +115,54 @@ describe('keyroll rotate: SIGTERM during a leak rotation', () => {
     for (const id of ['key_demo_search', 'key_demo_ingest']) {
       expect(result.events.some((e) => e.keyId === id)).toBe(true);
     }
+  });
+});
+
+describe('keyroll rotate: SIGTERM while an alert sink holds the delivery', () => {
+  // Far longer than the bound below: nothing but SIGTERM can end this delivery in time.
+  const EXIT_BOUND_MS = 20_000;
+
+  async function exitWithin(running: RunningCli, ms: number): Promise<CliResult | 'still running'> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'still running'>((resolve) => {
+      timer = setTimeout(() => {
+        resolve('still running');
+      }, ms);
+    });
+    const outcome = await Promise.race([running.result, late]);
+    clearTimeout(timer);
+    if (outcome === 'still running') {
+      running.child.kill('SIGKILL');
+      await running.result;
+    }
+    return outcome;
+  }
+
+  it('abandons the delivery, audits the alert as undelivered and exits 3 within the bound', { timeout: 60_000 }, async () => {
+    const alertUrl = `${cli.receiver.url}/alerts`;
+    const policy = policyYaml({ baseUrl: cli.emulator.url, alertUrl }).replace(`url: "${alertUrl}" }`, `url: "${alertUrl}", timeoutMs: 120000, deadlineMs: 120000 }`);
+    expect(policy).toContain('deadlineMs: 120000');
+    await cli.writeFile('policy.yaml', policy);
+    // The key fails at once (404 on roll); its alert meets a receiver that answers 400 and then
+    // drips its body one byte a second, forever.
+    cli.emulator.faults.inject('roll', { kind: 'status', status: 404 });
+    cli.receiver.answer({ status: 400, dripMs: 1_000 });
+    const running = cli.spawn(['rotate', '-p', 'policy.yaml', '--key', 'key_demo_billing', '--reason', 'leak', '--actor', 'alice']);
+    await vi.waitFor(
+      () => {
+        expect(cli.receiver.requests).toHaveLength(1);
+      },
+      { timeout: 15_000, interval: 50 },
+    );
+
+    running.child.kill('SIGTERM');
+    const result = await exitWithin(running, EXIT_BOUND_MS);
+
+    expect(result).not.toBe('still running');
+    if (result === 'still running') return;
+    expect(result.code).toBe(3);
+    expect(result.lastLine).toBe('rotated 0, failed 1, skipped 0 (aborted: SIGTERM received before the run finished)');
+    expect(eventsNamed(result, 'alert.undeliverable')).toEqual([expect.objectContaining({ keyId: 'key_demo_billing', sink: 'hook', errorCode: 'KR_ALERT_ABORTED' })]);
+    expect(eventsNamed(result, 'alert.sent')).toEqual([]);
   });
 });
