@@ -20,8 +20,10 @@ export const AUDIT_EVENT_LEVELS: Record<AuditEventName, AuditLevel> = {
   // Not a failure: another runner is rotating the key (invariant 5); worth seeing, not paging.
   'key.lock.busy': 'warn',
   'key.lock.released': 'info',
+  'key.lock.lost': 'error',
   'key.intent.set': 'info',
   'key.intent.cleared': 'info',
+  'key.intent.kept': 'warn',
   'key.roll.retry': 'warn',
   'key.rolled': 'info',
   'key.stored': 'info',
@@ -49,6 +51,7 @@ export const AUDIT_EVENT_LEVELS: Record<AuditEventName, AuditLevel> = {
   'trigger.accepted': 'info',
   // The caller's failure (bad signature, replay), not keyroll's; security tooling keys on it.
   'trigger.rejected': 'warn',
+  'trigger.rejected_suppressed': 'warn',
   'daemon.started': 'info',
   // Readiness stays 503 and every rotation of the key would fail its own preflight: a failure.
   'daemon.preflight.failed': 'error',

@@ -6,7 +6,8 @@ import { parseDuration, formatDuration } from './duration.ts';
 import { insecureEndpointIssues } from './endpoints.ts';
 import type { DocPath, PathIssue } from './issue-text.ts';
 import type { DestinationInput, PolicyDocument } from './schema.ts';
-import { effectiveSettings } from './settings.ts';
+import { leaseNeededMs, writeTimeoutOf } from './lease.ts';
+import { effectiveSettings, type EffectiveSettings } from './settings.ts';
 
 export function checkPolicy(doc: PolicyDocument): PathIssue[] {
   const issues: PathIssue[] = [];
@@ -108,10 +109,34 @@ function checkEffectiveSettings(doc: PolicyDocument, index: number, add: (path: 
   }
   const initialMs = parseDuration(settings.initialBackoff.value);
   const maxMs = parseDuration(settings.maxBackoff.value);
+  checkLease(doc, index, settings, maxMs, add);
   if (initialMs > maxMs) {
     add(
       moreSpecific(settings.initialBackoff.path, settings.maxBackoff.path) ?? keyPath,
       `initialBackoff (${formatDuration(initialMs)}) is longer than maxBackoff (${formatDuration(maxMs)})`,
+    );
+  }
+}
+
+/**
+ * Invariant 9: before each roll attempt the lock must cover the attempt and the primary write
+ * with all its retries (src/policy/lease.ts); a shorter lockTtl could never start a roll safely.
+ */
+function checkLease(doc: PolicyDocument, index: number, settings: EffectiveSettings, maxBackoffMs: number, add: (path: DocPath, message: string) => void): void {
+  const primary = doc.keys[index]?.destinations[0];
+  const backend = primary === undefined || !Object.hasOwn(doc.backends, primary.backend) ? undefined : doc.backends[primary.backend];
+  const lockTtlMs = parseDuration(settings.lockTtl.value);
+  const needed = leaseNeededMs({
+    rollAttemptMs: doc.api.timeouts.headersMs + doc.api.timeouts.bodyMs,
+    writeTimeoutMs: writeTimeoutOf(backend),
+    attempts: settings.attempts.value,
+    maxBackoffMs,
+    clockSkewMs: parseDuration(settings.clockSkew.value),
+  });
+  if (lockTtlMs < needed) {
+    add(
+      settings.lockTtl.path ?? ['keys', index],
+      `lockTtl (${formatDuration(lockTtlMs)}) is shorter than one roll attempt plus the primary write with its retries plus clockSkew (${formatDuration(needed)}): a runner could lose its lock between the roll and the write; raise lockTtl or lower api.timeouts, store.attempts, store.maxBackoff or clockSkew`,
     );
   }
 }

@@ -38,6 +38,7 @@ function resolveKey(doc: PolicyDocument, index: number): KeyPolicy {
     ...(settings.maxAge.value === undefined ? {} : { maxAgeMs: parseDuration(settings.maxAge.value) }),
     minIntervalMs: parseDuration(settings.minInterval.value),
     lockTtlMs: parseDuration(settings.lockTtl.value),
+    clockSkewMs: parseDuration(settings.clockSkew.value),
     verify: { readBack: settings.readBack.value, apiCall: settings.apiCall.value },
     store: {
       attempts: settings.attempts.value,

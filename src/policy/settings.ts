@@ -9,6 +9,7 @@ export const BUILTIN_DEFAULTS = {
   timezone: 'UTC',
   minInterval: '1h',
   lockTtl: '15m',
+  clockSkew: '10s',
   verify: { readBack: true, apiCall: true },
   store: { attempts: 5, initialBackoff: '200ms', maxBackoff: '5s' },
   notify: { onSuccess: [] as string[] },
@@ -26,6 +27,7 @@ export interface EffectiveSettings {
   maxAge: Sourced<string | undefined>;
   minInterval: Sourced<string>;
   lockTtl: Sourced<string>;
+  clockSkew: Sourced<string>;
   readBack: Sourced<boolean>;
   apiCall: Sourced<boolean>;
   attempts: Sourced<number>;
@@ -44,7 +46,7 @@ export function effectiveSettings(doc: PolicyDocument, keyIndex: number): Effect
   const defaults = doc.defaults ?? {};
   const keyPath: DocPath = ['keys', keyIndex];
 
-  function top<F extends 'schedule' | 'timezone' | 'maxAge' | 'minInterval' | 'lockTtl'>(field: F): Sourced<KeyInput[F]> {
+  function top<F extends 'schedule' | 'timezone' | 'maxAge' | 'minInterval' | 'lockTtl' | 'clockSkew'>(field: F): Sourced<KeyInput[F]> {
     if (key?.[field] !== undefined) return { value: key[field], path: [...keyPath, field] };
     if (defaults[field] !== undefined) return { value: defaults[field], path: ['defaults', field] };
     return { value: undefined };
@@ -67,6 +69,7 @@ export function effectiveSettings(doc: PolicyDocument, keyIndex: number): Effect
     maxAge: withoutNull(top('maxAge')),
     minInterval: orBuiltin(top('minInterval'), BUILTIN_DEFAULTS.minInterval),
     lockTtl: orBuiltin(top('lockTtl'), BUILTIN_DEFAULTS.lockTtl),
+    clockSkew: orBuiltin(top('clockSkew'), BUILTIN_DEFAULTS.clockSkew),
     readBack: nested('verify', 'readBack', BUILTIN_DEFAULTS.verify.readBack),
     apiCall: nested('verify', 'apiCall', BUILTIN_DEFAULTS.verify.apiCall),
     attempts: nested('store', 'attempts', BUILTIN_DEFAULTS.store.attempts),

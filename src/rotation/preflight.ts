@@ -1,12 +1,12 @@
 // The checks before a roll (invariant 1) and the guards that keep the roll safe once it
 // starts: every destination writable, credentials renewed so nothing renews between the roll
-// answer and the write (invariant 2), and a lock with enough life left (invariant 5).
+// answer and the write (invariant 2). The lock's life is src/rotation/lock-keeper.ts's (invariant 9).
 import type { AuditLog } from '../audit/events.ts';
-import type { Backend, HeldLock } from '../backends/types.ts';
+import type { Backend } from '../backends/types.ts';
 import { errorCode, errorMessage } from '../errors.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
 import { RotationStepError } from './errors.ts';
-import type { ResolvedDestination, RotationDeps } from './types.ts';
+import type { ResolvedDestination } from './types.ts';
 
 export async function preflightDestinations(key: KeyPolicy, destinations: readonly ResolvedDestination[], fallbacks: readonly ResolvedDestination[], audit: AuditLog): Promise<void> {
   const checks: { backend: string; path: string; exists: boolean }[] = [];
@@ -48,22 +48,4 @@ export async function ensureFreshCredentials(key: KeyPolicy, places: readonly Re
       throw new RotationStepError('preflight', key.id, errorCode(error), `credentials of backend ${place.backendName} cannot be made to last the rotation: ${errorMessage(error)}`, error);
     }
   }
-}
-
-/**
- * Invariant 5 holds only while the lock does: a long preflight or recovery may have eaten into
- * its TTL, so a lock past half its life is renewed before the roll (acquiring again with the same
- * owner and rotation id refreshes it). A lock that another runner took over stops the rotation.
- */
-export async function refreshLockBeforeRoll(key: KeyPolicy, primary: ResolvedDestination, progress: { lock?: HeldLock | undefined }, deps: RotationDeps, rotationId: string): Promise<void> {
-  const lock = progress.lock;
-  if (!lock) return;
-  const remaining = Date.parse(lock.expiresAt) - deps.now().getTime();
-  if (remaining > key.lockTtlMs / 2) return;
-  const refreshed = await primary.backend.acquireLock(primary.target, { owner: deps.owner, rotationId, ttlMs: key.lockTtlMs });
-  if (!refreshed.acquired) {
-    progress.lock = undefined;
-    throw new RotationStepError('lock', key.id, 'KR_LOCK_LOST', `the key lock expired and was taken by ${refreshed.holder.owner} before the roll; nothing was rolled`);
-  }
-  progress.lock = refreshed.lock;
 }

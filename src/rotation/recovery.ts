@@ -3,6 +3,9 @@
 // rolled or stored before dying, so we clear the marker and copy the working secret to any
 // destination that holds something else; if it does not work, the key was rolled and the secret
 // lost (or revoked by the provider), and the caller re-rolls at once.
+// A marker whose runner may still act is never cleared (invariant 9): one whose lock this run just
+// took over (that runner may be paused, or its roll still in flight) or one held until a later
+// time (`holdUntil`). Such a marker stays, and later runs probe again.
 import { errorCode } from '../errors.ts';
 import type { Intent } from '../backends/types.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
@@ -15,9 +18,22 @@ export type RecoveryVerdict =
    * given the working secret; `completed` is set when the died run had stored its own secret
    * (its rotation is recorded now, so the key is not rotated twice).
    */
-  | { kind: 'stored-secret-works'; repaired: string[]; failed: string[]; completed?: { rotationId: string; rotatedAt: string } }
+  | { kind: 'stored-secret-works'; repaired: string[]; failed: string[]; completed?: { rotationId: string; rotatedAt: string }; kept?: MarkerKept }
   /** The stored secret is dead or missing: the key must be re-rolled now. */
   | { kind: 'reroll'; why: 'stored-secret-dead' | 'no-stored-secret' | 'probe-failed'; errorCode?: string };
+
+/** Why a marker stays although the stored secret works. */
+export type MarkerKept = 'lock-taken-over' | 'held-until';
+
+/**
+ * Whether the runner that left `intent` may still act on it: this run took its lock over (it
+ * may be paused or have a roll in flight), or the marker says to hold it until a later time.
+ */
+export function markerMayStillBeActedOn(intent: Intent, tookOver: boolean, now: Date): MarkerKept | undefined {
+  if (intent.holdUntil !== undefined && Date.parse(intent.holdUntil) > now.getTime()) return 'held-until';
+  if (tookOver) return 'lock-taken-over';
+  return undefined;
+}
 
 export async function recoverLeftoverIntent(
   key: KeyPolicy,
@@ -25,6 +41,7 @@ export async function recoverLeftoverIntent(
   destinations: readonly ResolvedDestination[],
   deps: RotationDeps,
   audit: AuditLog,
+  options: { tookOver: boolean },
 ): Promise<RecoveryVerdict> {
   const [primary, ...others] = destinations;
   if (!primary) throw new Error('a key has at least one destination');
@@ -67,6 +84,11 @@ export async function recoverLeftoverIntent(
     } catch (error) {
       failed.push(`${destination.backendName}:${destination.target.path} (${errorCode(error)})`);
     }
+  }
+  const kept = markerMayStillBeActedOn(intent, options.tookOver, deps.now());
+  if (kept !== undefined) {
+    audit.emit('key.intent.kept', { step: 'recovery', keptRotationId: intent.rotationId, why: kept, holdUntil: intent.holdUntil });
+    return { kind: 'stored-secret-works', repaired, failed, kept };
   }
   // The died run stored its own secret before dying: record its rotation, so the key is not
   // rolled again (which would kill a secret consumers may already have loaded).

@@ -69,12 +69,24 @@ async function waitOrAbort(deps: RotationDeps, ms: number, signal: AbortSignal |
   }
 }
 
+/**
+ * Invariant 9: every attempt first proves this runner still holds the key lock, long enough for
+ * the attempt and the write after it (`before`, which throws when it does not: nothing is sent);
+ * `after` runs when an attempt ends without a secret. After a secret, the caller ends the hold
+ * once the store is done.
+ */
+export interface AttemptGuard {
+  before(): Promise<void>;
+  after(): void;
+}
+
 export async function rollWithRetries(
   key: KeyPolicy,
   primary: ResolvedDestination,
   deps: RotationDeps,
   progress: RollProgress,
   signal?: AbortSignal,
+  guard?: AttemptGuard,
 ): Promise<RollSuccess> {
   const audit = deps.audit;
   const unknownOutcomes = progress.verdicts;
@@ -82,11 +94,13 @@ export async function rollWithRetries(
   for (let attempt = 1; ; attempt++) {
     if (signal?.aborted) throw new RunAbortedError('shutdown', 'shutdown requested before the roll');
     await deps.checkpoint?.('roll');
+    await guard?.before();
     try {
       progress.rolls++;
       const rolled = await deps.api.rollKey(key.id, { organizationId: key.organizationId });
       return { ...rolled, rolls: progress.rolls, unknownOutcomes };
     } catch (error) {
+      guard?.after();
       if (!(error instanceof ApiError)) {
         // Not an HTTP answer we understand (a bug or a network layer surprise): treat as unknown.
         progress.mayHaveRolled = true;

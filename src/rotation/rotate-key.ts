@@ -2,19 +2,21 @@
 // preflight → lock → intent → roll → store → verify → finish.
 // Each step that exists for safety says which invariant it serves.
 import type { AuditLog } from '../audit/events.ts';
-import type { HeldLock, KeyState } from '../backends/types.ts';
+import type { KeyState } from '../backends/types.ts';
 import { errorCode, errorMessage } from '../errors.ts';
 import { decideDue, type DueReason } from '../policy/due.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
 import { RotationStepError, RunAbortedError } from './errors.ts';
 import { failureMeaning, type FailureMeaning } from './failure.ts';
-import { recoverLeftoverIntent } from './recovery.ts';
-import { rollWithRetries, type RollProgress, type RollSuccess } from './roll.ts';
+import { LockKeeper } from './lock-keeper.ts';
+import { markerMayStillBeActedOn, recoverLeftoverIntent } from './recovery.ts';
+import { rollWithRetries, type AttemptGuard, type RollProgress, type RollSuccess } from './roll.ts';
 import { storeSecret } from './store.ts';
 import { auditStore, recordFailureBestEffort, sendAlert, storeFailed } from './store-outcome.ts';
 import type { KeyOutcome, ResolvedDestination, RotationDeps, RotationStep, RunTrigger } from './types.ts';
 import { verifyStored } from './verify.ts';
-import { ensureFreshCredentials, preflightDestinations, refreshLockBeforeRoll } from './preflight.ts';
+import { deferAlerts } from './deferred-alerts.ts';
+import { ensureFreshCredentials, preflightDestinations } from './preflight.ts';
 
 // age and its elliptic curves take longer to load than the rest of a cold start, and only a
 // policy with an escrow can need them: loaded then, in preflight, so a broken install fails
@@ -41,8 +43,11 @@ interface Progress extends RollProgress {
   rolled: boolean;
   /** The new secret reached every destination. */
   stored: boolean;
-  lock?: HeldLock;
+  /** Keeps the key lock alive while this rotation works (invariant 9); set once it is taken. */
+  keeper?: LockKeeper;
   intentSet: boolean;
+  /** This rotation's marker must outlive it: a runner whose lock it took over may still act. */
+  holdUntil?: string;
   /** A leftover intent was found and the key is being re-rolled to repair it. */
   recovering?: string;
   /** The API refused the freshly stored secret at verify. */
@@ -50,6 +55,17 @@ interface Progress extends RollProgress {
 }
 
 export async function rotateKey(input: RotateKeyInput, deps: RotationDeps): Promise<KeyOutcome> {
+  // Alerts and success notices go out after the key lock is released: a slow or hostile sink
+  // must never keep a lock held (and every other runner waiting) for as long as it likes.
+  const deferred = deferAlerts(deps);
+  try {
+    return await rotateKeyUnderLock(input, deferred.deps);
+  } finally {
+    await deferred.flush();
+  }
+}
+
+async function rotateKeyUnderLock(input: RotateKeyInput, deps: RotationDeps): Promise<KeyOutcome> {
   const { key, destinations, fallbacks, trigger } = input;
   const primary = destinations[0];
   if (!primary) throw new Error(`key ${key.id} has no destination`);
@@ -83,7 +99,7 @@ export async function rotateKey(input: RotateKeyInput, deps: RotationDeps): Prom
     const probes = progress.verdicts.length > 0 ? ` (probes after unanswered rolls: ${progress.verdicts.join(', ')})` : '';
     audit.emit('key.failed', { step, errorCode: code, error: errorMessage(error), nextAction: meaning.nextAction, ...(progress.verdicts.length > 0 ? { verdicts: progress.verdicts } : {}) });
     // Bookkeeping only under the lock: without it, a write could erase another runner's intent.
-    if (progress.lock) await recordFailureBestEffort(primary, { rotationId, step, errorCode: code, at: deps.now().toISOString() });
+    if (progress.keeper && !progress.keeper.lost) await recordFailureBestEffort(primary, { rotationId, step, errorCode: code, at: deps.now().toISOString() });
     await sendAlert(deps, key, {
       severity: meaning.severity,
       summary: `keyroll could not rotate key ${key.id} (${key.organizationId}) at step ${step}: ${errorMessage(error)}${probes}`,
@@ -102,19 +118,39 @@ export async function rotateKey(input: RotateKeyInput, deps: RotationDeps): Prom
 
     // Invariant 5: one roll at a time per key, across every runner.
     await enter('lock');
-    const locked = await primary.backend.acquireLock(primary.target, { owner: deps.owner, rotationId, ttlMs: key.lockTtlMs });
+    const takenAtMs = deps.monotonicMs();
+    const locked = await primary.backend.acquireLock(primary.target, { owner: deps.owner, rotationId, ttlMs: key.lockTtlMs, clockSkewMs: key.clockSkewMs });
     if (!locked.acquired) {
       audit.emit('key.lock.busy', { step: 'lock', holder: locked.holder.owner, holderRotationId: locked.holder.rotationId, expiresAt: locked.holder.expiresAt });
       return outcome('busy', { detail: 'lock-busy' });
     }
-    progress.lock = locked.lock;
+    // Invariant 9: the lock stays alive in the background until the rotation lets it go.
+    const keeper = new LockKeeper({
+      key,
+      primary,
+      lock: locked.lock,
+      takenAtMs,
+      monotonicMs: deps.monotonicMs,
+      onLost: () => { audit.emit('key.lock.lost', { step: progress.step }); },
+    });
+    progress.keeper = keeper;
+    keeper.start();
     audit.emit('key.lock.acquired', { step: 'lock', tookOver: locked.lock.tookOver, expiresAt: locked.lock.expiresAt });
 
     // Under the lock, decide again: another runner may have just rotated the key or died mid-way.
     const state = await primary.backend.readState(primary.target);
     if (state.intent && state.intent.rotationId !== rotationId) {
-      const verdict = await recoverLeftoverIntent(key, state.intent, destinations, deps, audit);
-      if (verdict.kind === 'stored-secret-works') {
+      const leftover = state.intent;
+      const verdict = await recoverLeftoverIntent(key, leftover, destinations, deps, audit, { tookOver: locked.lock.tookOver });
+      // Invariant 9: the runner that left the marker may still act (a roll in flight that lands
+      // after ours would kill what we store), so this rotation's own marker outlives it.
+      if (markerMayStillBeActedOn(leftover, locked.lock.tookOver, deps.now()) !== undefined) {
+        progress.holdUntil = laterOf(leftover.holdUntil, new Date(deps.now().getTime() + key.lockTtlMs).toISOString());
+      }
+      if (verdict.kind === 'stored-secret-works' && verdict.kept !== undefined) {
+        const rotateAnyway = trigger.force || (trigger.ignoreSchedule === true && !withinMinInterval(key, state.lastRotatedAt, deps.now()));
+        if (!rotateAnyway && !stillDue(key, state, deps.now())) return outcome('skipped', { detail: 'intent-kept' });
+      } else if (verdict.kind === 'stored-secret-works') {
         if (verdict.failed.length > 0) {
           throw new RotationStepError('recovery', key.id, 'KR_RECOVERY_REPAIR_FAILED', `the stored secret works, but copying it to ${verdict.failed.join(', ')} failed; those destinations hold a stale or dead secret`);
         }
@@ -154,18 +190,29 @@ export async function rotateKey(input: RotateKeyInput, deps: RotationDeps): Prom
     // have been taken over, and the new holder may have set its own marker. Checking (and
     // renewing) the lock first means this rotation never overwrites that marker, and never
     // clears it afterwards as its own when the lost lock stops it.
-    await refreshLockBeforeRoll(key, primary, progress, deps, rotationId);
+    if (keeper.remainingMs() < key.lockTtlMs / 2) await keeper.refresh();
+    keeper.assertHeld('lock');
 
     // Invariant 6: the intent marker is durable before the roll, so a crash after it is found.
     await enter('intent');
-    await primary.backend.setIntent(primary.target, { rotationId, keyId: key.id, owner: deps.owner, startedAt: deps.now().toISOString() });
+    await primary.backend.setIntent(primary.target, {
+      rotationId,
+      keyId: key.id,
+      owner: deps.owner,
+      startedAt: deps.now().toISOString(),
+      ...(progress.holdUntil === undefined ? {} : { holdUntil: progress.holdUntil }),
+    });
     progress.intentSet = true;
     audit.emit('key.intent.set', { step: 'intent' });
 
     endStep();
     progress.step = 'roll';
     // The key's audit, so the roll step's probe and retry events carry the key and rotation ids.
-    const rolled: RollSuccess = await rollWithRetries(key, primary, { ...deps, audit }, progress, input.signal);
+    // Invariant 9: each attempt proves the lock first and holds background refreshes until the
+    // store is done, so nothing but the write follows the roll answer (invariant 2).
+    const leaseMs = deps.leaseNeededMs?.(key) ?? 0;
+    const guard: AttemptGuard = { before: () => keeper.holdFor(leaseMs, 'roll'), after: () => { keeper.release(); } };
+    const rolled: RollSuccess = await rollWithRetries(key, primary, { ...deps, audit }, progress, input.signal, guard);
     const answeredAtMs = deps.monotonicMs();
     const rotatedAt = deps.now().toISOString();
     progress.rolled = true;
@@ -182,8 +229,10 @@ export async function rotateKey(input: RotateKeyInput, deps: RotationDeps): Prom
         monotonicMs: deps.monotonicMs,
         ...(deps.escrow ? { escrow: deps.escrow } : {}),
         sealToEscrow,
+        // Invariant 9: a runner that lost the lock cannot overwrite what the new holder stored.
+        fenceFor: (destination) => (destination === primary ? { lock: keeper.lock } : undefined),
       },
-    );
+    ).finally(() => { keeper.release(); });
     const exposureMs = report.firstDurableAtMs === undefined ? undefined : Math.round(report.firstDurableAtMs - answeredAtMs);
     deps.observer?.stepDuration('roll', answeredAtMs - stepStartedMs);
     stepStartedMs = answeredAtMs;
@@ -202,12 +251,16 @@ export async function rotateKey(input: RotateKeyInput, deps: RotationDeps): Prom
     }
 
     await enter('finish');
+    if (keeper.lost) {
+      throw new RotationStepError('finish', key.id, 'KR_LOCK_LOST', 'another runner took over the key lock after the new secret was stored; the intent marker stays and the next run probes the stored secret');
+    }
     const versions = report.stored.map((copy) => ({ backend: copy.destination.backendName, path: copy.destination.target.path, version: copy.version }));
     // A read-back that did not match, or a new secret the API refuses, leaves the marker: the
     // next run probes and repairs. Otherwise the primary's record (every destination stored, so
     // the primary too) clears it in the same change. The primary is recorded last, so a failure
     // recording another copy still leaves the marker.
-    const clearIntent = verified.readBackOk && !verified.apiRejected;
+    // A marker held for a runner whose lock this rotation took over stays too (invariant 9).
+    const clearIntent = verified.readBackOk && !verified.apiRejected && progress.holdUntil === undefined;
     const primaryLast = [...report.stored].sort((a, b) => Number(a.destination === primary) - Number(b.destination === primary));
     for (const copy of primaryLast) {
       const isPrimary = copy.destination === primary;
@@ -255,9 +308,11 @@ export async function rotateKey(input: RotateKeyInput, deps: RotationDeps): Prom
     return outcome('failed', { step, errorCode: code, detail: errorMessage(error) });
   } finally {
     endStep();
-    if (progress.lock) {
+    const keeper = progress.keeper;
+    keeper?.stop();
+    if (keeper && !keeper.lost) {
       try {
-        await primary.backend.releaseLock(primary.target, progress.lock);
+        await primary.backend.releaseLock(primary.target, keeper.lock);
         audit.emit('key.lock.released', { step: 'finish' });
       } catch (error) {
         // The lock expires by its TTL; the next runner takes it over then.
@@ -265,6 +320,10 @@ export async function rotateKey(input: RotateKeyInput, deps: RotationDeps): Prom
       }
     }
   }
+}
+
+function laterOf(a: string | undefined, b: string): string {
+  return a !== undefined && Date.parse(a) > Date.parse(b) ? a : b;
 }
 
 function withinMinInterval(key: KeyPolicy, lastRotatedAt: string | undefined, now: Date): boolean {

@@ -16,6 +16,7 @@ import type { Alerter } from '../alerts/types.ts';
 import type { AuditLog } from '../audit/events.ts';
 import { createBackend } from '../backends/registry.ts';
 import type { Backend } from '../backends/types.ts';
+import { leaseNeededMs, writeTimeoutOf } from '../policy/lease.ts';
 import type { KeyPolicy, Policy } from '../policy/schema.ts';
 import { sleep } from './backoff.ts';
 import type { ResolvedDestination, RotationDeps, RotationObserver } from './types.ts';
@@ -28,6 +29,8 @@ export interface RuntimeOptions {
   credentials?: CredentialProvider;
   dispatcher?: Dispatcher;
   now?: () => Date;
+  /** Overrides the monotonic clock leases and durations are measured on (tests that move time). */
+  monotonicMs?: () => number;
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
   checkpoint?: (step: string) => Promise<void>;
   env?: NodeJS.ProcessEnv;
@@ -117,9 +120,18 @@ export async function createRuntime(policy: Policy, options: RuntimeOptions): Pr
       now,
       sleep: options.sleep ?? sleep,
       newRotationId: randomUUID,
-      monotonicMs: () => performance.now(),
+      monotonicMs: options.monotonicMs ?? (() => performance.now()),
       // The 429 budget of a run is also the longest one 429 may pause every caller (the client's cap).
       rollBudget: options.rollBudget ?? { attempts: 5, maxWaitMs: MAX_SHARED_PAUSE_MS },
+      // The skew is the contenders' margin, not ours: this runner's lease already ends at its own expiry.
+      leaseNeededMs: (key) =>
+        leaseNeededMs({
+          rollAttemptMs: policy.api.timeouts.headersMs + policy.api.timeouts.bodyMs,
+          writeTimeoutMs: writeTimeoutOf(key.destinations[0] === undefined ? undefined : policy.backends[key.destinations[0].backend]),
+          attempts: key.store.attempts,
+          maxBackoffMs: key.store.maxBackoffMs,
+          clockSkewMs: 0,
+        }),
       ...(options.checkpoint ? { checkpoint: options.checkpoint } : {}),
       ...(options.observer ? { observer: options.observer } : {}),
     }),

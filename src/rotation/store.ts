@@ -3,7 +3,7 @@
 // metric — and returns a report the caller turns into audit events afterwards.
 // A destination that stays down is retried with backoff (bounded), then the key's fallbacks,
 // then the operators' escrow; the report says where the secret went (invariant 4).
-import type { SecretRecord } from '../backends/types.ts';
+import type { SecretRecord, WriteFence } from '../backends/types.ts';
 import { errorCode } from '../errors.ts';
 import { backoffDelay, type BackoffPolicy } from './backoff.ts';
 import type { EscrowSettings, ResolvedDestination } from './types.ts';
@@ -58,6 +58,11 @@ export interface StoreOptions {
   monotonicMs: () => number;
   escrow?: EscrowSettings;
   sealToEscrow?: (input: { record: SecretRecord; directory: string; recipients: string[] }) => Promise<{ path: string; fingerprint: string }>;
+  /**
+   * The fence a destination's writes carry (invariant 9): the primary's, whose lock the rotation
+   * holds, read at each attempt so a refresh between retries is seen. Other places have none.
+   */
+  fenceFor?: (destination: ResolvedDestination) => WriteFence | undefined;
 }
 
 async function writeWithRetries(
@@ -71,7 +76,8 @@ async function writeWithRetries(
   let lastError: unknown;
   for (let attempt = 1; attempt <= policy.attempts; attempt++) {
     try {
-      const result = await destination.backend.writeSecret(destination.target, record);
+      const fence = options.fenceFor?.(destination);
+      const result = await (fence === undefined ? destination.backend.writeSecret(destination.target, record) : destination.backend.writeSecret(destination.target, record, fence));
       return { destination, role, version: result.version, attempts: attempt, alreadyApplied: result.alreadyApplied, atMs: options.monotonicMs() };
     } catch (error) {
       lastError = error;

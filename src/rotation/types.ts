@@ -3,6 +3,7 @@ import type { Alerter } from '../alerts/types.ts';
 import type { AuditLog } from '../audit/events.ts';
 import type { Secret } from '../audit/secret.ts';
 import type { Backend, StoreTarget } from '../backends/types.ts';
+import type { KeyPolicy } from '../policy/schema.ts';
 
 export type RotationStep = 'preflight' | 'lock' | 'intent' | 'roll' | 'store' | 'verify' | 'finish' | 'recovery';
 export const ROTATION_STEPS: readonly RotationStep[] = ['preflight', 'lock', 'intent', 'roll', 'store', 'verify', 'finish'];
@@ -53,6 +54,11 @@ export interface RotationDeps {
   newRotationId: () => string;
   /** Monotonic milliseconds, for durations and the exposure window. */
   monotonicMs: () => number;
+  /**
+   * The lease a key lock must have left before a roll attempt: the attempt and the primary write
+   * with all its retries (src/policy/lease.ts; invariant 9). Absent: only "still held" is checked.
+   */
+  leaseNeededMs?: (key: KeyPolicy) => number;
   /** Budget for 429 waits and unknown-outcome re-rolls of one key. */
   rollBudget: { attempts: number; maxWaitMs: number };
   /** Metrics hooks (the daemon and the Pushgateway export); called after the fact, never between roll and store. */

@@ -14,6 +14,7 @@ function keyWith(overrides: Partial<KeyPolicy>): KeyPolicy {
     timezone: 'UTC',
     minIntervalMs: HOUR,
     lockTtlMs: 15 * 60_000,
+    clockSkewMs: 0,
     verify: { readBack: true, apiCall: true },
     store: { attempts: 5, initialBackoffMs: 200, maxBackoffMs: 5_000 },
     notify: { onFailure: [], onSuccess: [] },

@@ -75,6 +75,7 @@ describe('resolving defaults', () => {
         timezone: 'UTC',
         minIntervalMs: 3_600_000,
         lockTtlMs: 900_000,
+        clockSkewMs: 10_000,
         verify: { readBack: true, apiCall: true },
         store: { attempts: 5, initialBackoffMs: 200, maxBackoffMs: 5_000 },
         notify: { onFailure: [], onSuccess: [] },

@@ -56,6 +56,7 @@ export function keyPolicy(id: string, organizationId: string, overrides: Partial
     maxAgeMs: 30 * 24 * 3600_000,
     minIntervalMs: 3600_000,
     lockTtlMs: 60_000,
+    clockSkewMs: 0,
     verify: { readBack: true, apiCall: true },
     store: { attempts: 3, initialBackoffMs: 1, maxBackoffMs: 2 },
     notify: { onFailure: [], onSuccess: [] },
@@ -141,7 +142,7 @@ export async function startBench(options: { keys?: (org: (keyId: string) => stri
 /** A backend wrapper that lets a test fail or observe chosen calls. */
 export function wrapBackend(inner: Backend, hooks: Partial<{ [K in keyof Backend]: Backend[K] extends (...args: infer A) => infer R ? (next: () => R, ...args: A) => R : never }>): Backend {
   const wrapped: Record<string, unknown> = {};
-  for (const name of ['preflight', 'acquireLock', 'releaseLock', 'setIntent', 'clearIntent', 'writeSecret', 'readSecret', 'readState', 'recordRotation', 'recordFailure', 'close'] as const) {
+  for (const name of ['preflight', 'acquireLock', 'refreshLock', 'releaseLock', 'setIntent', 'clearIntent', 'writeSecret', 'readSecret', 'readState', 'recordRotation', 'recordFailure', 'close'] as const) {
     const hook = hooks[name] as ((next: () => unknown, ...args: unknown[]) => unknown) | undefined;
     const original = (inner[name] as (...args: unknown[]) => unknown).bind(inner);
     wrapped[name] = hook ? (...args: unknown[]) => hook(() => original(...args), ...args) : original;

@@ -159,6 +159,8 @@ describe('invariants 5 and 6: a lock lost before the roll leaves the new holder\
     const key = bench.key(KEY);
     let offsetMs = 0;
     const now = (): Date => new Date(Date.now() + offsetMs);
+    // Time passes for this runner too (its lease is judged on its monotonic clock).
+    const monotonicMs = (): number => performance.now() + offsetMs;
     const otherIntent = { rotationId: 'rot-other-runner', keyId: KEY, owner: 'other-host/1/x', startedAt: new Date().toISOString() };
     let target: Parameters<typeof wrapBackend>[0] | undefined;
     // Whether the other runner got the lock, asserted after the run: an expect failing inside
@@ -169,6 +171,7 @@ describe('invariants 5 and 6: a lock lost before the roll leaves the new holder\
       trigger: { reason: 'leak', force: true },
       runtime: {
         now,
+        monotonicMs,
         wrapBackend: (name, inner) => {
           if (name !== 'files') return inner;
           target = inner;
