@@ -4,10 +4,17 @@
 # TypeScript, no node_modules, no dev tools, no npm.
 # test/packaging/dockerfile.test.ts checks this file statically (there is no Docker engine in CI);
 # test/packaging/bundle.test.ts proves the bundle runs with no node_modules anywhere near it.
-# Production pins the base image by digest (node:24-bookworm-slim@sha256:…), e.g. with Renovate.
+
+# The base image of both stages. Pin it by digest for a release build, so the image is built from
+# exactly the bytes that were reviewed and scanned, whatever the tag points at later:
+#   docker build --build-arg NODE_IMAGE=node:24-bookworm-slim@sha256:<digest> -t keyroll:0.1.0 .
+# (`docker buildx imagetools inspect node:24-bookworm-slim` prints the digest; Renovate's
+# docker digest pinning keeps it current). The default below is the tag, unpinned, for local
+# builds only: no digest is written here that was not read from the registry.
+ARG NODE_IMAGE=node:24-bookworm-slim
 
 # ---- build: bundle src/ and its dependencies into dist/ with the dev toolchain (esbuild).
-FROM node:24-bookworm-slim AS build
+FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 # --ignore-scripts: esbuild's binary comes as an optional dependency; no install script needs to run.
@@ -16,7 +23,9 @@ RUN npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
 COPY tsconfig.json ./
 COPY scripts/build.ts ./scripts/
 COPY src ./src
-RUN npm run build
+# --without-emulator: the image carries no API emulator, whose fault-injection routes are
+# unauthenticated; `keyroll emulator` and `keyroll demo` say they are not in this build.
+RUN npm run build -- --without-emulator
 # Node's compile cache for the bundle, shipped in the image: a pod starts with an empty /tmp, so
 # a cache made at run time never helps, and compiling the chunks cost each cold start ~60 ms.
 # Node keys the cache by version, V8 flags, user id and path: it is made here with the same node,
@@ -30,7 +39,7 @@ RUN NODE_COMPILE_CACHE=/compile-cache node --max-semi-space-size=2 --max-old-spa
  && chmod -R a+rX,go-w /compile-cache
 
 # ---- runtime: the bundle (every dependency is inside it), run as a numeric non-root user.
-FROM node:24-bookworm-slim AS runtime
+FROM ${NODE_IMAGE} AS runtime
 # MALLOC_ARENA_MAX=2: glibc gives each thread that allocates (V8's helper threads, libuv's
 # pool) an arena of its own and keeps what it freed there; two arenas cut the peak RSS of a
 # 1,000-key rotation by about 5 MB at no measurable CPU cost (docs/benchmarks.md).

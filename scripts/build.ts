@@ -10,6 +10,10 @@
 // The image then needs no node_modules at all: test/packaging/bundle.test.ts checks that the
 // bundle imports nothing but Node's built-in modules.
 //
+// `--without-emulator` (the Dockerfile's build) leaves the API emulator out: its fault routes are
+// unauthenticated and production has no use for a fake API. `npm run build` keeps it, so the
+// packaging tests can run `keyroll demo` from the bundle.
+//
 // Type checking is not done here (esbuild strips types): `npm run typecheck` does it, in CI.
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import { isBuiltin } from 'node:module';
@@ -82,8 +86,37 @@ function lazyBuiltins(): Plugin {
   };
 }
 
+export interface BundleFeatures {
+  /** Bundle the API emulator (`keyroll emulator`, `keyroll demo`). Default true; the image says false. */
+  emulator?: boolean;
+}
+
+/**
+ * Leaves the emulator out: src/cli/build-features.ts says so to the CLI, and the emulator's server
+ * module (the only way into src/emulator/ from outside it) becomes an empty stand-in, so none of
+ * its code, nor fastify, is in the bundle.
+ */
+function withoutEmulator(): Plugin {
+  return {
+    name: 'keyroll-without-emulator',
+    setup(build) {
+      build.onLoad({ filter: /src\/cli\/build-features\.ts$/ }, async (args) => ({
+        contents: (await readFile(args.path, 'utf8')).replace('export const EMULATOR_IN_BUILD: boolean = true;', 'export const EMULATOR_IN_BUILD: boolean = false;'),
+        loader: 'ts',
+      }));
+      build.onResolve({ filter: /\/emulator\/server\.ts$/ }, (args) =>
+        /\/src\/emulator\//.test(args.importer) ? undefined : { path: 'emulator-left-out', namespace: 'keyroll-without-emulator' },
+      );
+      build.onLoad({ filter: /.*/, namespace: 'keyroll-without-emulator' }, () => ({
+        contents: "export async function startEmulator() { throw new Error('the API emulator is not in this build'); }",
+        loader: 'js',
+      }));
+    },
+  };
+}
+
 /** The esbuild options (buildBundle builds with them; the packaging tests read them). */
-export function bundleOptions(outdir: string): BuildOptions & { metafile: true } {
+export function bundleOptions(outdir: string, features: BundleFeatures = {}): BuildOptions & { metafile: true } {
   return {
     absWorkingDir: ROOT,
     entryPoints: ['src/cli/entry.ts'],
@@ -104,7 +137,7 @@ export function bundleOptions(outdir: string): BuildOptions & { metafile: true }
     legalComments: 'linked',
     metafile: true,
     logLevel: 'warning',
-    plugins: [lazyBuiltins()],
+    plugins: [lazyBuiltins(), ...(features.emulator === false ? [withoutEmulator()] : [])],
     // CommonJS dependencies (pino, undici, commander, yaml, the AWS SDK) call require() for
     // Node's built-in modules; an ES module has no require, so each chunk gets one.
     banner: { js: "import { createRequire as __keyrollCreateRequire } from 'node:module'; const require = __keyrollCreateRequire(import.meta.url);" },
@@ -150,9 +183,9 @@ export async function asciiComments(metafile: Metafile, root = ROOT): Promise<st
  * check that it imports nothing but Node's built-ins, and the package.json that makes its chunks
  * ES modules. `npm run build` and the packaging tests build with this, so they test what ships.
  */
-export async function buildBundle(distDir: string, logLevel: BuildOptions['logLevel'] = 'warning'): Promise<Metafile> {
+export async function buildBundle(distDir: string, logLevel: BuildOptions['logLevel'] = 'warning', features: BundleFeatures = {}): Promise<Metafile> {
   await rm(distDir, { recursive: true, force: true });
-  const result = await build({ ...bundleOptions(join(distDir, 'cli')), logLevel });
+  const result = await build({ ...bundleOptions(join(distDir, 'cli'), features), logLevel });
   await asciiComments(result.metafile);
   const stray = externalImports(result.metafile).filter((path) => !isBuiltin(path));
   if (stray.length > 0) throw new Error(`the bundle would load ${stray.join(', ')} from node_modules at run time; bundle them or import them as node: built-ins`);
@@ -162,7 +195,7 @@ export async function buildBundle(distDir: string, logLevel: BuildOptions['logLe
 }
 
 async function main(): Promise<void> {
-  const metafile = await buildBundle(`${ROOT}dist`);
+  const metafile = await buildBundle(`${ROOT}dist`, 'warning', { emulator: !process.argv.includes('--without-emulator') });
   // What went into each chunk, for anyone asking what the image ships (esbuild's analyzer reads it).
   await writeFile(`${ROOT}dist/meta.json`, JSON.stringify(metafile));
 }

@@ -72,7 +72,7 @@ export function parseDockerfile(text: string): Dockerfile {
     if (instruction.keyword === 'FROM') {
       const from = /^(\S+)(?:\s+AS\s+(\S+))?$/i.exec(instruction.args);
       if (from === null) throw new Error(`Dockerfile line ${line}: cannot read FROM "${instruction.args}"`);
-      file.stages.push({ image: from[1]!, ...(from[2] === undefined ? {} : { name: from[2] }), instructions: [] });
+      file.stages.push({ image: expandArgs(from[1]!, file.preamble, line), ...(from[2] === undefined ? {} : { name: from[2] }), instructions: [] });
     } else if (file.stages.length === 0) {
       file.preamble.push(instruction);
     } else {
@@ -111,4 +111,17 @@ export function envAssignments(instruction: Instruction): Record<string, string>
     env[pair[1]!] = value.startsWith('"') ? (JSON.parse(value) as string) : value;
   }
   return env;
+}
+
+/**
+ * A FROM's `${NAME}` / `$NAME` replaced by the default of the `ARG NAME=value` before the first
+ * FROM, as BuildKit does when no --build-arg overrides it. A name without a default fails loudly.
+ */
+function expandArgs(image: string, preamble: readonly Instruction[], line: number): string {
+  return image.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)/g, (_, braced: string | undefined, bare: string | undefined) => {
+    const name = braced ?? bare ?? '';
+    const arg = preamble.find((instruction) => instruction.keyword === 'ARG' && instruction.args.startsWith(`${name}=`));
+    if (arg === undefined) throw new Error(`Dockerfile line ${line}: FROM uses $${name}, which has no ARG default before the first FROM`);
+    return arg.args.slice(name.length + 1).replace(/^"(.*)"$/, '$1');
+  });
 }

@@ -2,6 +2,7 @@ import { lstat, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { installedFile } from '../install-files.ts';
+import { EMULATOR_IN_BUILD, EMULATOR_LEFT_OUT_MESSAGE } from './build-features.ts';
 import { EXIT_CODES_HELP, ExitCode } from './exit-codes.ts';
 
 /**
@@ -30,6 +31,10 @@ export function registerDemoCommand(program: Command): void {
 }
 
 async function demoCommand(flags: DemoFlags): Promise<number> {
+  if (!EMULATOR_IN_BUILD) {
+    process.stderr.write(`keyroll demo ${EMULATOR_LEFT_OUT_MESSAGE}\n`);
+    return ExitCode.config;
+  }
   const [{ startEmulator }, { createRuntime }, { runRotations }, { staticCredential }, { Secret }, common] = await Promise.all([
     import('../emulator/server.ts'),
     import('../rotation/runtime.ts'),

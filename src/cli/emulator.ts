@@ -2,6 +2,7 @@
 // The server module (fastify) is imported inside the action so other commands start fast.
 import { InvalidArgumentError, type Command } from 'commander';
 import { errorMessage } from '../errors.ts';
+import { EMULATOR_IN_BUILD, EMULATOR_LEFT_OUT_MESSAGE } from './build-features.ts';
 import { ExitCode } from './exit-codes.ts';
 
 interface EmulatorFlags {
@@ -35,6 +36,10 @@ export function registerEmulatorCommand(program: Command): void {
 }
 
 async function runEmulator(flags: EmulatorFlags): Promise<ExitCode> {
+  if (!EMULATOR_IN_BUILD) {
+    process.stderr.write(`keyroll emulator ${EMULATOR_LEFT_OUT_MESSAGE}\n`);
+    return ExitCode.config;
+  }
   const { startEmulator } = await import('../emulator/server.ts');
   let emulator: Awaited<ReturnType<typeof startEmulator>>;
   try {

@@ -43,6 +43,12 @@ describe('Dockerfile parser', () => {
     expect(parsed.stages[0]!.instructions).toEqual([{ keyword: 'RUN', flags: {}, args: 'echo 1 && echo 2', line: 2 }]);
   });
 
+  it('expands a FROM image from the default of an ARG before the first FROM, as BuildKit does', () => {
+    const parsed = parseDockerfile('ARG BASE=node:24-bookworm-slim@sha256:abc\nFROM ${BASE} AS one\nFROM $BASE\n');
+    expect(parsed.stages.map((stage) => stage.image)).toEqual(['node:24-bookworm-slim@sha256:abc', 'node:24-bookworm-slim@sha256:abc']);
+    expect(() => parseDockerfile('FROM ${NOPE}\n')).toThrow(/no ARG default/);
+  });
+
   it('separates --flags from arguments and reads the exec form as JSON', () => {
     const parsed = parseDockerfile('FROM a:1\nCOPY --from=build /app/dist ./dist\nENTRYPOINT ["node", "x.js"]\n');
     const [copy, entry] = parsed.stages[0]!.instructions;
@@ -78,6 +84,16 @@ describe('Dockerfile', () => {
     for (const stage of dockerfile.stages) {
       expect(stage.image, `stage ${stage.name ?? '?'} pins a Node 24 tag`).toMatch(/^(?:node:24[.-]|gcr\.io\/distroless\/nodejs24-)/);
     }
+  });
+
+  it('takes every stage\'s base image from one NODE_IMAGE build arg, documented as "pin by digest" (issue 12 §7)', () => {
+    const text = readFileSync(`${root}Dockerfile`, 'utf8');
+    expect(dockerfile.preamble.filter((i) => i.keyword === 'ARG').map((i) => i.args.split('=')[0])).toEqual(['NODE_IMAGE']);
+    expect(text.split('\n').filter((line) => line.startsWith('FROM ')).map((line) => line.split(/\s+/)[1])).toEqual(['${NODE_IMAGE}', '${NODE_IMAGE}']);
+    expect(text).toContain('Pin it by digest');
+    expect(text).toContain('--build-arg NODE_IMAGE=node:24-bookworm-slim@sha256:<digest>');
+    // No digest is written that was not read from the registry: the default is the bare tag.
+    expect(dockerfile.preamble[0]?.args).toBe('NODE_IMAGE=node:24-bookworm-slim');
   });
 
   it('ships no node_modules and installs nothing in the runtime image: the bundle carries every dependency', () => {
