@@ -14,9 +14,11 @@ describeBackendContract('file', async () => {
   const directory = await mkdtemp(join(tmpdir(), 'keyroll-file-contract-'));
   const clock = createTestClock();
   let n = 0;
+  const open = (): FileBackend => new FileBackend('files', { kind: 'file', directory: join(directory, 'secrets') }, { now: clock.now });
   return {
-    backend: new FileBackend('files', { kind: 'file', directory: join(directory, 'secrets') }, { now: clock.now }),
+    backend: open(),
     clock,
+    otherRunner: () => Promise.resolve(open()),
     newTarget: (shape) => {
       n += 1;
       return { path: `keys/key-${String(n)}`, shape: { ...RAW, ...shape } };

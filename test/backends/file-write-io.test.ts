@@ -14,6 +14,8 @@ const io = vi.hoisted(() => ({
   calls: [] as string[],
   /** When set, the next call equal to `call` fails with EIO (after the real call when `after`). */
   failNext: undefined as { call: string; after: boolean } | undefined,
+  /** When set, runs once right after the first call equal to `call` (another process acting in between). */
+  after: undefined as { call: string; run: () => Promise<void> } | undefined,
 }));
 
 vi.mock('node:fs/promises', async (importOriginal) => {
@@ -29,6 +31,11 @@ vi.mock('node:fs/promises', async (importOriginal) => {
       if (fail && !fail.after) throw Object.assign(new Error(`${call}: injected`), { code: 'EIO' });
       const result = await fn(...args);
       if (fail?.after) throw Object.assign(new Error(`${call}: injected`), { code: 'EIO' });
+      const hook = io.after?.call === call ? io.after : undefined;
+      if (hook) {
+        io.after = undefined;
+        await hook.run();
+      }
       return result;
     };
   const wrapped = {
@@ -63,9 +70,11 @@ describe('file backend filesystem calls', () => {
     backend = new FileBackend('files', { kind: 'file', directory: base });
     io.calls.length = 0;
     io.failNext = undefined;
+    io.after = undefined;
   });
   afterEach(async () => {
     io.failNext = undefined;
+    io.after = undefined;
     await fs.rm(directory, { recursive: true, force: true });
   });
 
@@ -118,5 +127,35 @@ describe('file backend filesystem calls', () => {
     io.failNext = { call: `link ${join(base, 'apps/key.keyroll.lock')}`, after: false };
     await expect(backend.acquireLock(t, { owner: 'a', rotationId: 'r', ttlMs: 60_000 })).rejects.toMatchObject({ code: 'KR_BACKEND_FAILED', operation: 'lock' });
     expect((await backend.readState(t)).lock).toBeUndefined();
+  });
+
+  it('makes a fenced write write its temp file first, then check the lock under the takeover guard and rename', async () => {
+    await backend.preflight(t);
+    const lock = await backend.acquireLock(t, { owner: 'a', rotationId: 'r', ttlMs: 60_000 });
+    if (!lock.acquired) throw new Error('expected the lock');
+    const rollAnswered = io.calls.length;
+    await backend.writeSecret(t, makeRecord(), { lock: lock.lock });
+    const calls = callsSince(rollAnswered);
+    expect(calls[0]).toBe('open apps/.key.<random>.tmp');
+    const guarded = calls.indexOf('link apps/key.keyroll.lock.takeover');
+    const checked = calls.indexOf('readFile apps/key.keyroll.lock');
+    const renamed = calls.indexOf('rename apps/key');
+    const released = calls.indexOf('unlink apps/key.keyroll.lock.takeover');
+    expect(guarded).toBeGreaterThan(0);
+    expect(checked).toBeGreaterThan(guarded);
+    expect(renamed).toBeGreaterThan(checked);
+    expect(released).toBeGreaterThan(renamed);
+  });
+
+  it('leaves alone a lock taken over between the release\'s first look and its removal', async () => {
+    await backend.preflight(t);
+    const lock = await backend.acquireLock(t, { owner: 'a', rotationId: 'r', ttlMs: 60_000 });
+    if (!lock.acquired) throw new Error('expected the lock');
+    const lockFile = join(base, 'apps/key.keyroll.lock');
+    const successor = JSON.stringify({ owner: 'b', rotationId: 'r2', expiresAt: '2999-01-01T00:00:00.000Z', token: 'successor-token', ttlMs: 60_000, clockOffsetMs: 0 });
+    // Another runner's takeover lands right after the release read the lock and found its token.
+    io.after = { call: `readFile ${lockFile}`, run: () => fs.writeFile(lockFile, successor) };
+    await backend.releaseLock(t, lock.lock);
+    expect(await fs.readFile(lockFile, 'utf8')).toBe(successor);
   });
 });

@@ -22,14 +22,16 @@ import type {
   RotationRecord,
   StoreTarget,
   StoredSecret,
+  WriteFence,
   WriteResult,
 } from '../types.ts';
 import type { FileBackendConfig } from './config.ts';
-import { readTextIfExists, tempPathFor, writeFileAtomic } from './atomic.ts';
+import { readTextIfExists, tempPathFor } from './atomic.ts';
 import { fileBackendError } from './fs-errors.ts';
-import { acquireFileLock, readLockInfo, releaseFileLock } from './lock.ts';
+import { acquireFileLock, readLockInfo, refreshFileLock, releaseFileLock } from './lock.ts';
 import { resolveInside } from './paths.ts';
 import { readSidecar, updateSidecar, type Sidecar } from './sidecar.ts';
+import { writeValueDurably, writeValueFenced } from './value-write.ts';
 
 const DIRECTORY_MODE = 0o700;
 
@@ -83,8 +85,12 @@ export class FileBackend implements Backend {
   async acquireLock(target: StoreTarget, request: LockRequest): Promise<LockOutcome> {
     return this.#run('lock', target, async (file) => {
       await mkdir(dirname(file), { recursive: true, mode: DIRECTORY_MODE });
-      return acquireFileLock(file, request, this.#now());
+      return acquireFileLock(file, request, this.#now);
     });
+  }
+
+  async refreshLock(target: StoreTarget, lock: HeldLock, ttlMs: number): Promise<HeldLock | undefined> {
+    return this.#run('lock', target, (file) => refreshFileLock(file, lock, ttlMs, this.#now));
   }
 
   async releaseLock(target: StoreTarget, lock: HeldLock): Promise<void> {
@@ -111,7 +117,7 @@ export class FileBackend implements Backend {
     });
   }
 
-  async writeSecret(target: StoreTarget, record: SecretRecord): Promise<WriteResult> {
+  async writeSecret(target: StoreTarget, record: SecretRecord, fence?: WriteFence): Promise<WriteResult> {
     return this.#run(
       'write',
       target,
@@ -131,7 +137,9 @@ export class FileBackend implements Backend {
           }
         }
         const value = renderValue(target.shape, record);
-        await writeValueDurably(file, typeof value === 'string' ? value : `${JSON.stringify(value, null, 2)}\n`);
+        const content = typeof value === 'string' ? value : `${JSON.stringify(value, null, 2)}\n`;
+        if (fence === undefined) await writeValueDurably(file, content);
+        else if ((await writeValueFenced(file, content, fence.lock)) === 'lost') throw this.#lockLost(target);
         return this.#recordWrite(file, target, record, false);
       },
       { prepareDirectory: false },
@@ -271,6 +279,17 @@ export class FileBackend implements Backend {
     return this.#directoryReady;
   }
 
+  /** A fenced write whose lock was taken over or released (invariant 9): not retryable, nothing written. */
+  #lockLost(target: StoreTarget): BackendError {
+    return new BackendError('KR_LOCK_LOST', `file backend ${this.name}: write of ${JSON.stringify(target.path)} refused, this runner no longer holds the key lock`, {
+      backend: this.name,
+      kind: 'file',
+      operation: 'write',
+      path: target.path,
+      retryable: false,
+    });
+  }
+
   #error(code: 'KR_BACKEND_INVALID_TARGET', operation: BackendOperation, target: StoreTarget, problem: string): BackendError {
     return new BackendError(code, `file backend ${this.name}: ${operation} of ${JSON.stringify(target.path)}: ${problem}`, {
       backend: this.name,
@@ -278,21 +297,6 @@ export class FileBackend implements Backend {
       operation,
       path: target.path,
     });
-  }
-}
-
-/**
- * The atomic write of the value (temp, fsync, rename, fsync of the directory), nothing before
- * it: preflight and the lock created the directory. Only a write that finds no directory (a
- * caller that skipped both) creates it and writes again.
- */
-async function writeValueDurably(file: string, content: string): Promise<void> {
-  try {
-    await writeFileAtomic(file, content);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-    await mkdir(dirname(file), { recursive: true, mode: DIRECTORY_MODE });
-    await writeFileAtomic(file, content);
   }
 }
 

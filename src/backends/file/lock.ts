@@ -1,28 +1,51 @@
 // The key lock of a file destination (invariant 5): `<file>.keyroll.lock`, created exclusively
 // (a finished temp file hard-linked into place, so the create is atomic and never half-written).
-// A lock past its `expiresAt` is stale; taking it over happens under a short-lived takeover
-// guard (`<file>.keyroll.lock.takeover`, also created exclusively), after re-reading that the
-// lock is still the same stale one, so two runners racing for a stale lock cannot both win.
+// Every change of an existing lock file (takeover, refresh, release) and every fenced value write
+// runs under the takeover guard (takeover-guard.ts), after re-reading that the lock is still
+// exactly what the change was decided on: two runners racing for a stale lock cannot both win,
+// and a runner whose lock was taken over can neither refresh, release nor write (invariant 9).
 // Lock files are written atomically but not fsynced (atomic.ts, WriteSafety): they matter only
 // while their runner lives, and one lost or torn by a power cut reads as free or expired.
+//
+// When a lock is stale (invariant 9: "file-lock staleness is judged by the contender's clock" was
+// the hole). A lock of another owner is taken over only when BOTH say so:
+// - keyroll's clock (BackendDeps.now): now >= expiresAt + clockSkewMs. `expiresAt` was computed
+//   by the writer's clock, so this rule alone trusts two clocks to agree;
+// - the filesystem's clock: the lock file's age, the takeover guard's mtime (created just now in
+//   the same directory) minus the lock file's mtime, is at least the lock's ttlMs + clockSkewMs.
+//   Both mtimes are stamped by the one clock of the filesystem (the kernel's, or the file
+//   server's on NFS), so neither runner's clock enters it: a runner whose clock runs ahead, or
+//   one that wrote its lock with a clock running behind, cannot make a fresh lock look stale.
+// Every refresh rewrites the file, so its mtime restarts with each extension.
+// Tests move keyroll's clock by hand (BackendDeps.now), and the filesystem cannot follow a
+// simulated clock: each lock records `clockOffsetMs`, how far its writer's keyroll clock stood
+// from the system clock when it wrote (0 in production, where keyroll's clock is the system
+// clock), and the filesystem age counts the judge's offset minus the writer's as time that
+// passed. In production that term is 0 and the age is the filesystem's alone.
+// A lock written by a keyroll before fenced locks has no ttlMs: keyroll's clock judges it alone.
+// An unreadable lock file counts as expired long ago by both rules.
 import { randomBytes } from 'node:crypto';
-import { readFile, rename, stat, unlink } from 'node:fs/promises';
+import { rename, stat, unlink } from 'node:fs/promises';
 import { z } from 'zod';
 import type { HeldLock, LockInfo, LockOutcome, LockRequest } from '../types.ts';
 import { createFileExclusive, readTextIfExists, writeTempFile } from './atomic.ts';
+import { withTakeoverGuard } from './takeover-guard.ts';
 
 export const FileLock = z.object({
   owner: z.string(),
   rotationId: z.string(),
   expiresAt: z.string(),
-  /** Random per acquisition, so a release only removes the lock it took. */
+  /** Random per acquisition, so a release, refresh or fenced write acts only on the lock it took. */
   token: z.string(),
+  /** The TTL of the last acquisition or refresh: the filesystem age at which the lock is stale. */
+  ttlMs: z.number().nonnegative().optional(),
+  /** The writer's keyroll clock minus its system clock, in ms (0 unless a test moves the clock). */
+  clockOffsetMs: z.number().optional(),
 });
 export type FileLock = z.infer<typeof FileLock>;
 
-// The guard is held for a few file operations; one older than this was left by a crash.
-// Real file times, not the injected clock: the guard's age is a fact of this filesystem.
-const GUARD_STALE_MS = 30_000;
+/** keyroll's clock: BackendDeps.now. */
+export type LockClock = () => Date;
 
 export function lockPathFor(valuePath: string): string {
   return `${valuePath}.keyroll.lock`;
@@ -57,17 +80,18 @@ function held(lock: FileLock, tookOver: boolean): HeldLock {
   return { ...publicInfo(lock), token: lock.token, tookOver };
 }
 
-export async function acquireFileLock(valuePath: string, request: LockRequest, now: Date): Promise<LockOutcome> {
-  const mine: FileLock = {
-    owner: request.owner,
-    rotationId: request.rotationId,
-    expiresAt: new Date(now.getTime() + request.ttlMs).toISOString(),
-    token: randomBytes(12).toString('hex'),
-  };
+/** The lock content for `ttlMs` from keyroll's now, with the writer's clock offset. */
+function lockContent(base: Pick<FileLock, 'owner' | 'rotationId' | 'token'>, ttlMs: number, clock: LockClock): FileLock {
+  const now = clock().getTime();
+  return { ...base, expiresAt: new Date(now + ttlMs).toISOString(), ttlMs, clockOffsetMs: now - Date.now() };
+}
+
+export async function acquireFileLock(valuePath: string, request: LockRequest, clock: LockClock): Promise<LockOutcome> {
+  const mine = lockContent({ owner: request.owner, rotationId: request.rotationId, token: randomBytes(12).toString('hex') }, request.ttlMs, clock);
   const text = JSON.stringify(mine);
   const attempt = { tookOver: false };
   try {
-    return await takeFileLock(valuePath, mine, request, now, attempt);
+    return await takeFileLock(valuePath, mine, request, clock, attempt);
   } catch (error) {
     // A failure after the lock file landed (e.g. removing the temp file after the link): the
     // lock is ours, and a caller that only saw the error would never release it.
@@ -78,9 +102,10 @@ export async function acquireFileLock(valuePath: string, request: LockRequest, n
 }
 
 /** The acquisition itself; `attempt.tookOver` says whether the write in flight takes over another's lock. */
-async function takeFileLock(valuePath: string, mine: FileLock, request: LockRequest, now: Date, attempt: { tookOver: boolean }): Promise<LockOutcome> {
+async function takeFileLock(valuePath: string, mine: FileLock, request: LockRequest, clock: LockClock, attempt: { tookOver: boolean }): Promise<LockOutcome> {
   const path = lockPathFor(valuePath);
   const text = JSON.stringify(mine);
+  const skewMs = request.clockSkewMs ?? 0;
   // A few rounds: the lock can vanish (released) between our create attempt and our read.
   for (let round = 0; round < 5; round++) {
     attempt.tookOver = false;
@@ -89,13 +114,19 @@ async function takeFileLock(valuePath: string, mine: FileLock, request: LockRequ
     if (current === undefined) continue;
     const { lock } = current;
     const sameHolder = lock.owner === request.owner && lock.rotationId === request.rotationId;
-    const stale = Date.parse(lock.expiresAt) <= now.getTime() || Number.isNaN(Date.parse(lock.expiresAt));
-    if (!sameHolder && !stale) return { acquired: false, holder: publicInfo(lock) };
-    // Our own lock (a retried acquire) is refreshed; a stale one is taken over. Both replace
-    // the file only if it still holds exactly what we read.
+    if (!sameHolder && !staleByClock(lock, clock, skewMs)) return { acquired: false, holder: publicInfo(lock) };
+    // Our own lock (a retried acquire) is refreshed; a stale one is taken over once the
+    // filesystem agrees it is stale. Both replace the file only if it still holds exactly what
+    // we read, all under the takeover guard.
     attempt.tookOver = !sameHolder;
-    const replaced = await replaceLockIf(path, current.text, text);
+    const replaced = await withTakeoverGuard(path, false, async (fsNowMs) => {
+      if ((await readTextIfExists(path)) !== current.text) return 'changed';
+      if (!sameHolder && !(await staleByFilesystem(path, lock, fsNowMs, clock, skewMs))) return 'fresh';
+      await replaceLock(path, text);
+      return 'replaced';
+    });
     if (replaced === 'replaced') return { acquired: true, lock: held(mine, !sameHolder) };
+    if (replaced === 'fresh') return { acquired: false, holder: publicInfo(lock) };
     if (replaced === 'busy') {
       const contender = await readFileLock(valuePath);
       if (contender !== undefined) return { acquired: false, holder: publicInfo(contender.lock) };
@@ -105,45 +136,84 @@ async function takeFileLock(valuePath: string, mine: FileLock, request: LockRequ
   return { acquired: false, holder: last === undefined ? publicInfo(mine) : publicInfo(last.lock) };
 }
 
-/** Swaps the lock file for `next` if it still reads `expected`, under the takeover guard. */
-async function replaceLockIf(path: string, expected: string, next: string): Promise<'replaced' | 'changed' | 'busy'> {
-  const guard = `${path}.takeover`;
-  if (!(await createFileExclusive(guard, String(process.pid), 'atomic'))) {
-    await removeStaleGuard(guard);
-    return 'busy';
-  }
+/** keyroll's clock says the lock expired clockSkewMs ago (an unreadable expiry: long ago). */
+function staleByClock(lock: FileLock, clock: LockClock, skewMs: number): boolean {
+  const expiry = Date.parse(lock.expiresAt);
+  return Number.isNaN(expiry) || expiry + skewMs <= clock().getTime();
+}
+
+/**
+ * The filesystem's clock says the lock file is older than its TTL plus the skew margin. Called
+ * under the guard, whose mtime (`fsNowMs`) the same filesystem clock stamped a moment ago.
+ */
+async function staleByFilesystem(path: string, lock: FileLock, fsNowMs: number, clock: LockClock, skewMs: number): Promise<boolean> {
+  if (lock.ttlMs === undefined) return true;
+  const fileAgeMs = fsNowMs - (await stat(path)).mtimeMs;
+  // Simulated time (tests move keyroll's clock): the judge's offset minus the writer's; 0 in production.
+  const simulatedMs = clock().getTime() - Date.now() - (lock.clockOffsetMs ?? 0);
+  return fileAgeMs + simulatedMs >= lock.ttlMs + skewMs;
+}
+
+async function replaceLock(path: string, text: string): Promise<void> {
+  const temp = await writeTempFile(path, text, 'atomic');
   try {
-    const current = await readTextIfExists(path);
-    if (current !== expected) return 'changed';
-    const temp = await writeTempFile(path, next, 'atomic');
     await rename(temp, path);
-    return 'replaced';
-  } finally {
-    await unlink(guard).catch(() => undefined);
-  }
-}
-
-async function removeStaleGuard(guard: string): Promise<void> {
-  try {
-    const info = await stat(guard);
-    if (Date.now() - info.mtimeMs > GUARD_STALE_MS) await unlink(guard);
-  } catch {
-    // gone already
-  }
-}
-
-/** Removes the lock only when it is still the one `held` took (a taken-over lock is left alone). */
-export async function releaseFileLock(valuePath: string, lock: HeldLock): Promise<void> {
-  const path = lockPathFor(valuePath);
-  let text: string;
-  try {
-    text = await readFile(path, 'utf8');
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
+    await unlink(temp).catch(() => undefined);
     throw error;
   }
-  if (parseLock(text)?.token !== lock.token) return;
-  await unlink(path).catch((error: unknown) => {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+}
+
+/** True when the lock file at `path`, as read now, is still exactly the lock `lock` took. */
+function stillHeld(text: string | undefined, lock: HeldLock): boolean {
+  if (text === undefined) return false;
+  const current = parseLock(text);
+  return current !== undefined && current.token === lock.token && current.owner === lock.owner && current.rotationId === lock.rotationId;
+}
+
+/**
+ * Extends `lock` to `ttlMs` from now if the lock file still carries its token (never creates
+ * one): the new content replaces the file under the takeover guard, so a takeover either came
+ * first (undefined: lost) or waits for the refreshed lock. The token stays, so the lock the caller
+ * holds keeps fencing its writes and releasing the lock.
+ */
+export async function refreshFileLock(valuePath: string, lock: HeldLock, ttlMs: number, clock: LockClock): Promise<HeldLock | undefined> {
+  const path = lockPathFor(valuePath);
+  const refreshed = await withTakeoverGuard(path, true, async () => {
+    if (!stillHeld(await readTextIfExists(path), lock)) return undefined;
+    const next = lockContent(lock, ttlMs, clock);
+    await replaceLock(path, JSON.stringify(next));
+    return held(next, lock.tookOver);
+  });
+  return refreshed === 'busy' ? undefined : refreshed;
+}
+
+/**
+ * Runs `body` (the rename of a value into place) only while the lock file carries `lock`'s
+ * token, under the takeover guard, so no takeover can land between the check and the rename.
+ * Returns 'lost' without running it otherwise (invariant 9).
+ */
+export async function whileFileLockHeld<T>(valuePath: string, lock: HeldLock, body: () => Promise<T>): Promise<T | 'lost'> {
+  const path = lockPathFor(valuePath);
+  const result = await withTakeoverGuard(path, true, async () => {
+    if (!stillHeld(await readTextIfExists(path), lock)) return 'lost' as const;
+    return { done: await body() };
+  });
+  // 'busy' only comes back without waiting; with waiting, a guard never freed throws EBUSY.
+  if (result === 'busy' || result === 'lost') return 'lost';
+  return result.done;
+}
+
+/** Removes the lock only when it is still the one `lock` took (a taken-over lock is left alone). */
+export async function releaseFileLock(valuePath: string, lock: HeldLock): Promise<void> {
+  const path = lockPathFor(valuePath);
+  // Cheap look first: a lock that is gone or someone else's needs no guard.
+  if (parseLock((await readTextIfExists(path)) ?? '')?.token !== lock.token) return;
+  // Re-checked under the guard: a takeover between the look and the unlink must not be removed.
+  await withTakeoverGuard(path, true, async () => {
+    if (parseLock((await readTextIfExists(path)) ?? '')?.token !== lock.token) return;
+    await unlink(path).catch((error: unknown) => {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    });
   });
 }

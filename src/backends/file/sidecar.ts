@@ -14,6 +14,8 @@ export const FileIntent = z.object({
   keyId: z.string(),
   owner: z.string(),
   startedAt: IsoTime,
+  /** Nobody clears the marker before this time (invariant 9); absent in markers of older keyrolls. */
+  holdUntil: IsoTime.optional(),
 });
 
 export const FileFailure = z.object({
