@@ -30,7 +30,7 @@ export interface OAuthClientCredentialsOptions {
    * Basic as RFC 6749 §2.3.1 prefers.
    */
   authMethod?: 'post' | 'basic';
-  /** Headers and body timeout of the token request (default 10 s). */
+  /** Headers and body timeout of the token request, and its total deadline (default 10 s). */
   timeoutMs?: number;
 }
 
@@ -52,6 +52,8 @@ interface CachedToken {
 }
 
 const DEFAULT_REFRESH_BEFORE_MS = 60_000;
+// A token answer is a few hundred bytes (a JWT access token a few KiB); the read stops here.
+const MAX_TOKEN_ANSWER_BYTES = 64 * 1024;
 
 export function oauthClientCredentials(opts: OAuthClientCredentialsOptions): CredentialProvider {
   const description = `oauth2 client ${opts.clientId} at ${opts.tokenUrl}`;
@@ -122,8 +124,10 @@ async function fetchToken(opts: OAuthClientCredentialsOptions, description: stri
       body: form.toString(),
       headersTimeout: timeout,
       bodyTimeout: timeout,
+      // A total deadline: the two timeouts above restart with every byte of a dripping answer.
+      signal: AbortSignal.timeout(timeout),
     });
-    ({ text } = await readBodyText(response.body));
+    ({ text } = await readBodyText(response.body, MAX_TOKEN_ANSWER_BYTES));
   } catch (error) {
     // undici errors name the socket or the timeout, never the request body.
     throw new CredentialError(description, 'the OAuth token request failed before an answer', { cause: error, retryable: true });

@@ -116,9 +116,13 @@ export async function pushMetrics(gatewayUrl: string, jobName: string, registry:
       body,
       headersTimeout: timeoutMs,
       bodyTimeout: timeoutMs,
+      // The whole push, answer included, within timeoutMs: the two timeouts above restart with
+      // every byte, and a gateway (or a proxy) dripping its answer would hold the run's exit.
+      signal: AbortSignal.timeout(timeoutMs),
       ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
     });
     statusCode = response.statusCode;
+    // Drains at most 128 KiB (undici's dump limit) before closing: the answer is never read.
     await discardBody(response.body);
   } catch (error) {
     throw new MetricsPushError(url.origin, `the Pushgateway at ${url.origin} could not be reached (${errorCode(error)}: ${errorMessage(error)})`, { cause: error });
