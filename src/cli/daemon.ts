@@ -1,22 +1,39 @@
-import type { Command } from 'commander';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { Option, type Command } from 'commander';
 import { addPolicyOption, createStdoutAudit, exitForError, loadPolicyOrExit, UsageError } from './common.ts';
 
 interface DaemonFlags {
   policy: string;
   listen: string;
   grace: string;
+  triggerKey: string[];
   triggerSecret?: string;
+  stateDir: string;
+  metricsToken?: string;
   checkInterval: string;
   retryFailed: string;
   concurrency: string;
 }
 
+/** This machine only: the endpoints are for whoever the operator lets in. The chart sets 0.0.0.0 for its pod. */
+export const DEFAULT_LISTEN = '127.0.0.1:8080';
+
+/** Where the trigger's replay record lives unless --state-dir says otherwise (XDG base directories). */
+export function defaultStateDir(env: NodeJS.ProcessEnv = process.env): string {
+  if (env.KEYROLL_STATE_DIR) return env.KEYROLL_STATE_DIR;
+  const stateHome = env.XDG_STATE_HOME ? env.XDG_STATE_HOME : join(env.HOME ?? homedir(), '.local', 'state');
+  return join(stateHome, 'keyroll');
+}
+
+const collect = (value: string, previous: string[]): string[] => [...previous, value];
+
 const DAEMON_HELP = `
 Endpoints:
   GET  /healthz        200 while the process runs
-  GET  /readyz         200 once the policy is loaded and every destination passed preflight
-  GET  /metrics        Prometheus text (docs/metrics.md)
-  POST /v1/rotations   signed trigger for leak responders (docs/daemon.md)
+  GET  /readyz         200 {"status":"ok"} once every destination passed preflight, else 503 (reasons in the audit)
+  GET  /metrics        Prometheus text (docs/metrics.md); per-key series only with --metrics-token
+  POST /v1/rotations   trigger for leak responders, signed with the caller's --trigger-key (docs/daemon.md)
 
 Signals:
   SIGHUP           reload the policy (an invalid one keeps the current policy and alerts)
@@ -31,9 +48,18 @@ export function registerDaemonCommand(program: Command): void {
   const command = program
     .command('daemon')
     .description('Run as a long-lived service: rotate keys on their schedules (croner) and by age, serve health, readiness, metrics and a signed trigger endpoint. Prints the audit trail as JSON lines.')
-    .option('--listen <host:port>', 'address of the HTTP server; env KEYROLL_LISTEN', process.env.KEYROLL_LISTEN ?? '0.0.0.0:8080')
+    .option('--listen <host:port>', 'address of the HTTP server (0.0.0.0:8080 for every interface); env KEYROLL_LISTEN', process.env.KEYROLL_LISTEN ?? DEFAULT_LISTEN)
     .option('--grace <duration>', 'on SIGTERM/SIGINT, how long in-flight rotations may take to finish', '30s')
-    .option('--trigger-secret <ref>', 'env:NAME or file:/path holding the HMAC secret of POST /v1/rotations (disabled without it); env KEYROLL_TRIGGER_SECRET', process.env.KEYROLL_TRIGGER_SECRET)
+    .option(
+      '--trigger-key <name=ref>',
+      "a caller of POST /v1/rotations and its HMAC key (env:NAME or file:/path); repeat for each caller; the caller's name is the audit's actor (disabled without any); env KEYROLL_TRIGGER_KEYS (comma-separated)",
+      collect,
+      (process.env.KEYROLL_TRIGGER_KEYS ?? '').split(',').map((entry) => entry.trim()).filter((entry) => entry !== ''),
+    )
+    .option('--state-dir <dir>', 'where the trigger keeps its replay record; env KEYROLL_STATE_DIR', defaultStateDir())
+    .option('--metrics-token <ref>', 'env:NAME or file:/path of a bearer token; /metrics serves per-key series only to a scraper sending it; env KEYROLL_METRICS_TOKEN', process.env.KEYROLL_METRICS_TOKEN)
+    // Replaced by --trigger-key: kept only to refuse it with a pointer instead of "unknown option".
+    .addOption(new Option('--trigger-secret <ref>').hideHelp())
     .option('--check-interval <duration>', "how often every key's state is read (age-based keys, leftover intents, missed slots)", '5m')
     .option('--retry-failed <duration>', 'how long the sweep waits before retrying a key whose rotation failed', '1h')
     .option('--concurrency <n>', 'keys rotated at once per run', '4')
@@ -44,9 +70,10 @@ export function registerDaemonCommand(program: Command): void {
 }
 
 async function daemonCommand(flags: DaemonFlags): Promise<number> {
-  const [{ startDaemon }, { parseListenAddress }, { createMetrics, collectDefaultMetrics }, { parseDuration }, { SecretRef }] = await Promise.all([
+  const [{ startDaemon }, { parseListenAddress }, { parseTriggerKeys }, { createMetrics, collectDefaultMetrics }, { parseDuration }, { SecretRef }] = await Promise.all([
     import('../scheduler/daemon.ts'),
     import('../scheduler/server.ts'),
+    import('../scheduler/trigger-keys.ts'),
     import('../metrics/metrics.ts'),
     import('../policy/duration.ts'),
     import('../policy/refs.ts'),
@@ -63,11 +90,18 @@ async function daemonCommand(flags: DaemonFlags): Promise<number> {
   try {
     const concurrency = Number(flags.concurrency);
     if (!Number.isInteger(concurrency) || concurrency < 1) throw new UsageError(`--concurrency ${JSON.stringify(flags.concurrency)} must be a whole number of at least 1`);
-    if (flags.triggerSecret !== undefined && !SecretRef.safeParse(flags.triggerSecret).success) {
-      throw new UsageError('--trigger-secret must be a reference like env:NAME or file:/absolute/path, never the secret itself');
+    if (flags.triggerSecret !== undefined || process.env.KEYROLL_TRIGGER_SECRET !== undefined) {
+      // A silently ignored shared secret would leave the trigger off (404) during a leak.
+      throw new UsageError('--trigger-secret and KEYROLL_TRIGGER_SECRET were replaced by --trigger-key NAME=REF (one key per caller; the signature now covers a nonce): see docs/daemon.md');
     }
+    if (flags.metricsToken !== undefined && !SecretRef.safeParse(flags.metricsToken).success) {
+      throw new UsageError('--metrics-token must be a reference like env:NAME or file:/absolute/path, never the token itself');
+    }
+    const triggerKeys = parseTriggerKeys(flags.triggerKey);
     settings = {
       listen: parseListenAddress(flags.listen),
+      ...(triggerKeys.length > 0 ? { triggerKeys, stateDir: flags.stateDir } : {}),
+      ...(flags.metricsToken ? { metricsTokenRef: flags.metricsToken } : {}),
       graceMs: duration('--grace', flags.grace),
       checkIntervalMs: duration('--check-interval', flags.checkInterval),
       retryFailedAfterMs: duration('--retry-failed', flags.retryFailed),
@@ -83,7 +117,7 @@ async function daemonCommand(flags: DaemonFlags): Promise<number> {
   collectDefaultMetrics({ register: metrics.registry });
   let daemon;
   try {
-    daemon = await startDaemon({ ...settings, policyFile: flags.policy, policy, audit, metrics, ...(flags.triggerSecret ? { triggerSecretRef: flags.triggerSecret } : {}) });
+    daemon = await startDaemon({ ...settings, policyFile: flags.policy, policy, audit, metrics });
   } catch (error) {
     return exitForError(error);
   }

@@ -1,7 +1,9 @@
 // keyroll's Prometheus metrics (docs/metrics.md), on one prom-client registry per process: the
 // daemon serves them on /metrics, `run` and `rotate` push them to a Pushgateway at the end.
 // Every update happens after the fact (the engine calls the observer after the store, never
-// between roll and store: invariant 2), and no label ever holds more than a key id.
+// between roll and store: invariant 2), and no label ever holds more than a key id. Series with
+// a key id are per-key metrics (PER_KEY_METRICS): the daemon serves them only to a scraper with
+// its metrics token, since key ids map the fleet for whoever reaches the port.
 // Static imports only: a dynamic import() of this CommonJS package yields no named exports in the
 // bundle the image runs (scripts/build.ts), so the daemon gets collectDefaultMetrics from here.
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
@@ -38,6 +40,8 @@ export interface KeyrollMetrics {
   readonly lastRotation: Gauge<'key_id'>;
   readonly keysOverdue: Gauge | undefined;
   readonly alerts: Counter<'sink' | 'result'>;
+  /** Daemon only: refused trigger requests by why, every one (the audit samples them). */
+  readonly triggerRejections: Counter<'why'>;
   /** Hooks for the rotation engine (RuntimeOptions.observer). */
   readonly observer: RotationObserver;
   /** Counts one key's outcome; a success also sets the key's last-rotation time to now. */
@@ -49,7 +53,13 @@ export interface KeyrollMetrics {
   setLastRotation(keyId: string, isoTime: string): void;
   /** Drops a key's series (the key left the policy). */
   forgetKey(keyId: string): void;
+  recordTriggerRejection(why: string): void;
+  /** The Prometheus text; without `perKey`, every metric but those labelled with a key id. */
+  exposition(options: { perKey: boolean }): Promise<string>;
 }
+
+/** Metrics whose series carry a `key_id` label. */
+export const PER_KEY_METRICS: ReadonlySet<string> = new Set(['keyroll_key_last_rotation_timestamp_seconds']);
 
 const SUCCESS: ReadonlySet<KeyResult> = new Set(['rotated', 'recovered']);
 
@@ -96,6 +106,13 @@ export function createMetrics(options: MetricsOptions = {}): KeyrollMetrics {
     registers: [registry],
   });
 
+  const triggerRejections = new Counter({
+    name: 'keyroll_trigger_rejections_total',
+    help: 'Refused POST /v1/rotations requests, by why (bad-signature, stale-timestamp, replay, ...); the audit trail records only a sample of them.',
+    labelNames: ['why'] as const,
+    registers: [registry],
+  });
+
   const setLastRotation = (keyId: string, isoTime: string): void => {
     const ms = Date.parse(isoTime);
     if (!Number.isNaN(ms)) lastRotation.set({ key_id: keyId }, ms / 1000);
@@ -109,6 +126,7 @@ export function createMetrics(options: MetricsOptions = {}): KeyrollMetrics {
     lastRotation,
     keysOverdue,
     alerts,
+    triggerRejections,
     observer: {
       stepDuration: (step: RotationStep, ms: number) => {
         stepDuration.observe({ step }, Math.max(0, ms) / 1000);
@@ -133,6 +151,16 @@ export function createMetrics(options: MetricsOptions = {}): KeyrollMetrics {
     setLastRotation,
     forgetKey(keyId) {
       lastRotation.remove({ key_id: keyId });
+    },
+    recordTriggerRejection(why) {
+      triggerRejections.inc({ why });
+    },
+    async exposition({ perKey }) {
+      if (perKey) return registry.metrics();
+      const shown = registry.getMetricsAsArray().filter((metric) => !PER_KEY_METRICS.has(metric.name));
+      // The same joining as Registry.metrics() (Prometheus text format), one metric at a time.
+      const texts = await Promise.all(shown.map((metric) => registry.getSingleMetricAsString(metric.name)));
+      return `${texts.join('\n\n')}\n`;
     },
   };
 }

@@ -3,7 +3,7 @@
 // shutdown that lets every rolled key finish its store (invariant 2 and 4: a secret is never
 // abandoned between roll and store). Due-ness always comes from the backends' state, so a
 // restarted daemon does not rotate again what its predecessor rotated. See docs/daemon.md.
-import { randomUUID } from 'node:crypto';
+import { randomUUID, timingSafeEqual } from 'node:crypto';
 import { createAlerter } from '../alerts/alerter.ts';
 import type { AuditLog } from '../audit/events.ts';
 import type { Secret } from '../audit/secret.ts';
@@ -20,11 +20,13 @@ import { KeyLocks } from './key-locks.ts';
 import { Launcher } from './launcher.ts';
 import { preflightDestinations, readinessAnswer, type Readiness } from './readiness.ts';
 import { groupSchedules, startSchedules, type ScheduleInfo } from './schedule.ts';
-import { startDaemonServer, type DaemonServer, type ListenAddress } from './server.ts';
+import { DEFAULT_REJECTIONS_AUDITED_PER_MINUTE, RejectionAudit } from './rejection-audit.ts';
+import { ReplayRecord } from './replay-record.ts';
+import { DEFAULT_HTTP_LIMITS, startDaemonServer, type DaemonServer, type HttpLimits, type ListenAddress } from './server.ts';
 import { checkKeys } from './sweep.ts';
 import { SweepLoop } from './sweep-loop.ts';
-import { createTriggerEndpoint } from './trigger.ts';
-import type { TriggerRequest } from './trigger-request.ts';
+import { createTriggerEndpoint, type AcceptedTrigger } from './trigger.ts';
+import { lookupIn, resolveTriggerKeys, TriggerKeyError, type TriggerKeySpec } from './trigger-keys.ts';
 
 export const DAEMON_DEFAULTS = {
   graceMs: 30_000,
@@ -46,8 +48,16 @@ export interface DaemonOptions {
   /** A key whose sweep-started rotation failed is retried by the sweep after this (its schedule still ticks). */
   retryFailedAfterMs?: number;
   concurrency?: number;
-  /** env:NAME or file:/path holding the trigger's HMAC secret; without it the trigger answers 404. */
-  triggerSecretRef?: string;
+  /** One HMAC key per caller (name -> env:NAME or file:/path); without any the trigger answers 404. */
+  triggerKeys?: readonly TriggerKeySpec[];
+  /** Where the trigger's replay record lives (replay-record.ts); required with triggerKeys. */
+  stateDir?: string;
+  /** env:NAME or file:/path of the bearer token that unlocks per-key series on /metrics; without it they are never served. */
+  metricsTokenRef?: string;
+  /** Connection cap and timeouts of the HTTP server (DEFAULT_HTTP_LIMITS). */
+  http?: Partial<HttpLimits>;
+  /** Refused triggers audited one by one per minute; the rest are summarized (DEFAULT_REJECTIONS_AUDITED_PER_MINUTE). */
+  rejectionsAuditedPerMinute?: number;
   audit: AuditLog;
   metrics?: KeyrollMetrics;
   /** Overrides for every runtime the daemon builds (tests: credentials, apiBaseUrl, sleep, alerter, wrapBackend). */
@@ -113,7 +123,22 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   // Read through a function after an await: TypeScript would keep a narrowing from before it.
   const isStopping = (): boolean => stopping;
   let readiness: Readiness = { state: 'starting' };
-  let triggerSecret: Secret | undefined = options.triggerSecretRef ? await resolveRef(options.triggerSecretRef, env) : undefined;
+  const triggerSpecs = options.triggerKeys ?? [];
+  let triggerKeys: ReadonlyMap<string, Secret> | undefined = triggerSpecs.length > 0 ? await resolveTriggerKeys(triggerSpecs, env) : undefined;
+  let metricsToken: Secret | undefined = options.metricsTokenRef ? await resolveRef(options.metricsTokenRef, env) : undefined;
+  if (triggerKeys !== undefined && options.stateDir === undefined) {
+    throw new TriggerKeyError('', 'the trigger needs a state directory for its replay record (--state-dir)');
+  }
+  // Opened before the server listens: no request is accepted that a restart could forget.
+  const replay = triggerKeys !== undefined && options.stateDir !== undefined ? await ReplayRecord.open(options.stateDir, Math.floor(now().getTime() / 1000)) : undefined;
+  const rejections = new RejectionAudit({
+    audit: () => audit,
+    perWindow: options.rejectionsAuditedPerMinute ?? DEFAULT_REJECTIONS_AUDITED_PER_MINUTE,
+    nowMs: () => now().getTime(),
+    counted: (why) => {
+      metrics.recordTriggerRejection(why);
+    },
+  });
 
   const buildGeneration = async (policy: Policy): Promise<Generation> => {
     const alerter =
@@ -197,27 +222,39 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     },
   });
 
-  const startTrigger = (keys: readonly KeyPolicy[], request: TriggerRequest, rotationIds: ReadonlyMap<string, string>): void => {
+  const startTrigger = (keys: readonly KeyPolicy[], accepted: AcceptedTrigger, rotationIds: ReadonlyMap<string, string>): void => {
+    const { request } = accepted;
     // The semantics of `keyroll rotate`: leak and compromise bypass the minimum interval.
     const urgent = request.reason === 'leak' || request.reason === 'compromise';
-    const trigger: RunTrigger = { reason: request.reason, force: urgent, ignoreSchedule: true, actor: request.actor, ...(request.ticket ? { ticket: request.ticket } : {}) };
+    // The actor is the caller whose key signed, never a name the body chose.
+    const trigger: RunTrigger = { reason: request.reason, force: urgent, ignoreSchedule: true, actor: accepted.caller, ...(request.ticket ? { ticket: request.ticket } : {}) };
     void track(launcher.runAll(current, keys, trigger, rotationIds));
   };
 
   let server: DaemonServer;
   try {
-    server = await startDaemonServer(options.listen, {
-      readiness: () => readinessAnswer(stopping ? { state: 'shutting-down' } : readiness, current.policy),
-      metrics: async () => ({ contentType: metrics.registry.contentType, text: await metrics.registry.metrics() }),
-      trigger: createTriggerEndpoint({
-        secret: () => triggerSecret,
-        now,
+    server = await startDaemonServer(
+      options.listen,
+      {
+        readiness: () => readinessAnswer(stopping ? { state: 'shutting-down' } : readiness),
+        metrics: async ({ authorization }) => {
+          const access = metricsAccess(metricsToken, authorization);
+          if (access === 'refused') return { status: 401, body: { error: { code: 'bad-token', message: 'the bearer token does not match' } } };
+          return { contentType: metrics.registry.contentType, text: await metrics.exposition({ perKey: access === 'per-key' }) };
+        },
+        trigger: createTriggerEndpoint({
+          keys: () => (triggerKeys === undefined ? undefined : lookupIn(triggerKeys)),
+          replay: () => replay,
+          rejections,
+          now,
         audit: () => audit,
-        accepting: () => !stopping,
-        policyKeys: () => current.policy.keys,
-        start: startTrigger,
-      }),
-    });
+          accepting: () => !stopping,
+          policyKeys: () => current.policy.keys,
+          start: startTrigger,
+        }),
+      },
+      { ...DEFAULT_HTTP_LIMITS, ...options.http },
+    );
   } catch (error) {
     await current.retire();
     throw error;
@@ -230,7 +267,9 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     keys: current.policy.keys.length,
     schedules: groupSchedules(current.policy.keys).map((group) => ({ pattern: group.pattern, timezone: group.timezone, keys: group.keyIds.length })),
     checkIntervalMs,
-    trigger: triggerSecret ? 'enabled' : 'disabled',
+    trigger: triggerKeys ? 'enabled' : 'disabled',
+    ...(triggerKeys ? { callers: [...triggerKeys.keys()], stateDir: replay?.dir, replayRecord: replay?.origin } : {}),
+    metrics: metricsToken ? 'per-key with token' : 'aggregate only',
   });
   void track(
     (async () => {
@@ -243,10 +282,12 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   const reloadOnce = async (): Promise<ReloadResult> => {
     if (stopping) return { ok: false, errorCode: 'KR_DAEMON_STOPPING', error: 'the daemon is shutting down' };
     let next: Generation;
-    let secret = triggerSecret;
+    let keys = triggerKeys;
+    let token = metricsToken;
     try {
       const policy = await loadPolicy(options.policyFile);
-      if (options.triggerSecretRef) secret = await resolveRef(options.triggerSecretRef, env);
+      if (triggerSpecs.length > 0) keys = await resolveTriggerKeys(triggerSpecs, env);
+      if (options.metricsTokenRef) token = await resolveRef(options.metricsTokenRef, env);
       next = await buildGeneration(policy);
     } catch (error) {
       audit.emit('policy.reload_failed', { file: options.policyFile, errorCode: errorCode(error), error: errorMessage(error) });
@@ -268,7 +309,8 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     }
     const previous = current;
     current = next;
-    triggerSecret = secret;
+    triggerKeys = keys;
+    metricsToken = token;
     activate(next);
     for (const key of previous.policy.keys) if (!next.policy.keys.some((kept) => kept.id === key.id)) metrics.forgetKey(key.id);
     health.keepOnly(next.policy.keys);
@@ -301,6 +343,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     const unfinished = finished ? [] : launcher.inFlight();
     if (!finished) audit.emit('daemon.grace_expired', { inFlight: unfinished, graceMs });
     await server.close();
+    rejections.flush();
     // With work still in flight the runtime stays open for it: the process is about to exit.
     if (finished) await current.retire();
     else void current.retire();
@@ -325,4 +368,13 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     shutdown: (signal = 'shutdown') => (shutdownResult ??= shutdown(signal)),
     idle,
   };
+}
+
+/** Per-key series need the metrics token; a wrong token is refused rather than quietly answered with less. */
+function metricsAccess(token: Secret | undefined, authorization: string | undefined): 'aggregate' | 'per-key' | 'refused' {
+  if (authorization === undefined) return 'aggregate';
+  if (token === undefined) return 'aggregate';
+  const given = Buffer.from(/^Bearer (.+)$/i.exec(authorization.trim())?.[1] ?? '', 'utf8');
+  const expected = Buffer.from(token.reveal(), 'utf8');
+  return given.length === expected.length && timingSafeEqual(given, expected) ? 'per-key' : 'refused';
 }

@@ -3,9 +3,8 @@
 // writable) at least once. A daemon that cannot write its destinations would fail every
 // rotation's own preflight (invariant 1); saying so at /readyz shows it before the first tick.
 import type { AuditLog } from '../audit/events.ts';
-import { sanitizeValue } from '../audit/sanitize.ts';
 import { errorCode, errorMessage } from '../errors.ts';
-import type { KeyPolicy, Policy } from '../policy/schema.ts';
+import type { KeyPolicy } from '../policy/schema.ts';
 import { mapWithConcurrency } from '../rotation/concurrency.ts';
 import type { Runtime } from '../rotation/runtime.ts';
 
@@ -48,25 +47,12 @@ export async function preflightDestinations(runtime: Runtime, keys: readonly Key
     : { state: 'preflight-failed', checkedAt, destinations: destinations.length, failures };
 }
 
-/** The /readyz answer: 200 only when ready; otherwise 503 with a status and a plain reason. */
-export function readinessAnswer(readiness: Readiness, policy: Policy): { ready: boolean; body: unknown } {
-  switch (readiness.state) {
-    case 'ready':
-      return { ready: true, body: { status: 'ready', policy: policy.file, keys: policy.keys.length, destinations: readiness.destinations, checkedAt: readiness.checkedAt } };
-    case 'starting':
-      return { ready: false, body: { status: 'starting', reason: 'the destinations have not passed preflight yet' } };
-    case 'shutting-down':
-      return { ready: false, body: { status: 'shutting-down', reason: 'shutdown in progress: in-flight rotations are finishing' } };
-    case 'preflight-failed':
-      // Backend messages name paths and codes, not values; the sanitizer still runs, as for any output.
-      return {
-        ready: false,
-        body: sanitizeValue({
-          status: 'preflight-failed',
-          reason: `${readiness.failures.length} of ${readiness.destinations} destinations failed preflight`,
-          checkedAt: readiness.checkedAt,
-          failures: readiness.failures,
-        }),
-      };
-  }
+/**
+ * The /readyz answer: a status and nothing else. Anyone who reaches the port may ask, and the
+ * reasons (policy path, backend names, secret paths, error codes) map the deployment for an
+ * attacker; they are in the audit trail (`daemon.preflight.failed`), where operators look.
+ */
+export function readinessAnswer(readiness: Readiness): { ready: boolean; body: { status: 'ok' | 'not-ready' } } {
+  const ready = readiness.state === 'ready';
+  return { ready, body: { status: ready ? 'ok' : 'not-ready' } };
 }

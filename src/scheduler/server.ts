@@ -1,7 +1,9 @@
 // The daemon's HTTP server on node:http: GET /healthz, GET /readyz, GET /metrics and the signed
 // POST /v1/rotations. node:http rather than fastify: four routes, and the trigger needs the raw
 // body bytes (the signature covers them) with a hard size cap, which is plainer here than
-// through a framework's body parsers.
+// through a framework's body parsers. The port is reachable by whoever the network lets in, so
+// the server bounds what one peer can hold: a connection cap and timeouts of a few seconds on
+// headers, bodies and idle keep-alive connections (HttpLimits).
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { KeyrollError } from '../errors.ts';
@@ -22,22 +24,47 @@ export class ListenAddressError extends KeyrollError {
   }
 }
 
-/** `0.0.0.0:8080`, `[::]:8080`, `127.0.0.1:0`, `:8080` (all IPv4 interfaces) or `8080`. */
+/** `0.0.0.0:8080`, `[::]:8080`, `127.0.0.1:0`, `:8080` (all IPv4 interfaces) or `8080` (loopback). */
 export function parseListenAddress(text: string): ListenAddress {
   const match = /^(?:(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]*):)?(\d{1,5})$/.exec(text.trim());
   const port = Number(match?.[2]);
   if (!match || !Number.isInteger(port) || port > 65_535) {
-    throw new ListenAddressError(text, `--listen ${JSON.stringify(text)} is not an address (use host:port, e.g. 0.0.0.0:8080 or [::]:8080)`);
+    throw new ListenAddressError(text, `--listen ${JSON.stringify(text)} is not an address (use host:port, e.g. 127.0.0.1:8080, 0.0.0.0:8080 or [::]:8080)`);
   }
-  const host = match[1] === undefined || match[1] === '' ? '0.0.0.0' : match[1].replace(/^\[(.*)\]$/, '$1');
+  // A bare port keeps the safe default host; `:port` asks for every interface explicitly (as in Go).
+  const host = match[1] === undefined ? '127.0.0.1' : match[1] === '' ? '0.0.0.0' : match[1].replace(/^\[(.*)\]$/, '$1');
   return { host, port };
+}
+
+export interface MetricsRequest {
+  authorization: string | undefined;
 }
 
 export interface DaemonRoutes {
   readiness(): { ready: boolean; body: unknown };
-  metrics(): Promise<{ contentType: string; text: string }>;
-  trigger(request: IncomingTrigger): HttpAnswer;
+  /** The exposition, or a refusal (a wrong bearer token). */
+  metrics(request: MetricsRequest): Promise<{ contentType: string; text: string } | HttpAnswer>;
+  trigger(request: IncomingTrigger): Promise<HttpAnswer>;
 }
+
+export interface HttpLimits {
+  /** Open connections at most; more are closed as they arrive. */
+  maxConnections: number;
+  /** From the first byte of a request until its headers are complete. */
+  headersTimeoutMs: number;
+  /** From the first byte of a request until its body is complete. */
+  requestTimeoutMs: number;
+  /** An idle keep-alive connection is closed after this. */
+  keepAliveTimeoutMs: number;
+}
+
+/** A trigger body is at most 64 KiB; a caller that needs seconds to send headers or that is stuck. */
+export const DEFAULT_HTTP_LIMITS: HttpLimits = {
+  maxConnections: 64,
+  headersTimeoutMs: 5_000,
+  requestTimeoutMs: 10_000,
+  keepAliveTimeoutMs: 5_000,
+};
 
 export interface DaemonServer {
   /** http://host:port as reachable from this machine. */
@@ -68,6 +95,7 @@ function readCappedBody(request: IncomingMessage): Promise<Buffer | 'too-large'>
     const chunks: Buffer[] = [];
     let size = 0;
     let over = false;
+    let ended = false;
     request.on('data', (chunk: Buffer) => {
       if (over) return;
       size += chunk.length;
@@ -80,9 +108,14 @@ function readCappedBody(request: IncomingMessage): Promise<Buffer | 'too-large'>
       chunks.push(chunk);
     });
     request.on('end', () => {
+      ended = true;
       if (!over) resolve(Buffer.concat(chunks, size));
     });
     request.on('error', reject);
+    // A request timeout destroys the socket without 'end' or always an 'error': settle anyway.
+    request.on('close', () => {
+      if (!ended && !over) reject(new Error('the request was closed before its body ended'));
+    });
   });
 }
 
@@ -101,7 +134,12 @@ async function route(routes: DaemonRoutes, request: IncomingMessage, response: S
     return;
   }
   if (path === '/metrics' && readOnly) {
-    const { contentType, text } = await routes.metrics();
+    const answer = await routes.metrics({ authorization: request.headers.authorization });
+    if ('status' in answer) {
+      send(response, answer.status, answer.body);
+      return;
+    }
+    const { contentType, text } = answer;
     response.writeHead(200, { 'content-type': contentType, 'content-length': Buffer.byteLength(text) });
     response.end(text);
     return;
@@ -109,7 +147,7 @@ async function route(routes: DaemonRoutes, request: IncomingMessage, response: S
   if (path === TRIGGER_PATH && method === 'POST') {
     const body = await readCappedBody(request);
     // Proxies' X-Forwarded-For is not trusted: the audit names the peer that connected.
-    const answer = routes.trigger({ headers: request.headers, body, remoteAddress: request.socket.remoteAddress ?? 'unknown' });
+    const answer = await routes.trigger({ headers: request.headers, body, remoteAddress: request.socket.remoteAddress ?? 'unknown' });
     // An unread rest of an oversized body is not waited for: the connection is closed instead.
     if (body === 'too-large') response.setHeader('connection', 'close');
     send(response, answer.status, answer.body);
@@ -124,14 +162,28 @@ async function route(routes: DaemonRoutes, request: IncomingMessage, response: S
   send(response, 404, { error: { code: 'not-found', message: 'no such route (try /healthz, /readyz, /metrics or POST /v1/rotations)' } });
 }
 
-export async function startDaemonServer(address: ListenAddress, routes: DaemonRoutes): Promise<DaemonServer> {
-  const server = createServer({ requestTimeout: 15_000, headersTimeout: 10_000, keepAliveTimeout: 5_000 }, (request, response) => {
-    route(routes, request, response).catch(() => {
-      // The detail stays out of the answer (it could name internals); the routes audit their own failures.
-      if (!response.headersSent) send(response, 500, { error: { code: 'internal', message: 'internal error' } });
-      else response.destroy();
-    });
-  });
+export async function startDaemonServer(address: ListenAddress, routes: DaemonRoutes, limits: HttpLimits = DEFAULT_HTTP_LIMITS): Promise<DaemonServer> {
+  const server = createServer(
+    {
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: Math.max(limits.requestTimeoutMs, limits.headersTimeoutMs),
+      keepAliveTimeout: limits.keepAliveTimeoutMs,
+      // node:http enforces the two timeouts above only when it sweeps its connections, every 30 s
+      // by default: that is what let a half-open request hold a socket for about 38 s.
+      connectionsCheckingInterval: Math.max(50, Math.min(1_000, Math.floor(limits.headersTimeoutMs / 4))),
+    },
+    (request, response) => {
+      route(routes, request, response).catch(() => {
+        // The detail stays out of the answer (it could name internals); the routes audit their own failures.
+        if (!response.headersSent) send(response, 500, { error: { code: 'internal', message: 'internal error' } });
+        else response.destroy();
+      });
+    },
+  );
+  server.maxConnections = limits.maxConnections;
+  // A connection that sends nothing at all never starts a request, so no request timeout covers
+  // it: the socket's own inactivity timeout does (without a 'timeout' listener node destroys it).
+  server.setTimeout(Math.max(limits.requestTimeoutMs, limits.headersTimeoutMs));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(address.port, address.host, () => {

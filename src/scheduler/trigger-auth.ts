@@ -1,30 +1,42 @@
-// Authentication of the trigger endpoint: an HMAC-SHA256 over "<timestamp>.<raw body>" with a
-// shared secret, in the manner of Stripe and Slack request signing.
-//   X-Keyroll-Timestamp: 1767225600               (unix seconds)
+// Authentication of the trigger endpoint: an HMAC-SHA256 with the caller's own key over
+// "<timestamp>.<nonce>.<raw body>", in the manner of Stripe and Slack request signing.
+//   X-Keyroll-Caller:    alice                      (names the key: one key per caller)
+//   X-Keyroll-Timestamp: 1767225600                 (unix seconds)
+//   X-Keyroll-Nonce:     6f1c0e...                  (16-64 of [A-Za-z0-9_-], fresh per request)
 //   X-Keyroll-Signature: sha256=<64 hex digits>
-// The timestamp bounds how long a captured request stays usable (5 minutes either way); within
-// that window each signature is accepted once (replays get 409). The body is signed as received,
-// byte for byte, so no JSON re-encoding can make two parties disagree.
+// The timestamp bounds how long a captured request stays usable (5 minutes either way); the
+// caller and nonce identify the request in the durable replay record (replay-record.ts), so a
+// captured request is refused even after a daemon restart. The body is signed as received, byte
+// for byte, so no JSON re-encoding can make two parties disagree. The caller that signed is the
+// actor: what the body says cannot change who asked.
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Secret } from '../audit/secret.ts';
 
+export const CALLER_HEADER = 'x-keyroll-caller';
 export const TIMESTAMP_HEADER = 'x-keyroll-timestamp';
+export const NONCE_HEADER = 'x-keyroll-nonce';
 export const SIGNATURE_HEADER = 'x-keyroll-signature';
 /** How far a request's timestamp may be from the daemon's clock, either way. */
 export const MAX_CLOCK_SKEW_SECONDS = 300;
+/** Caller names: what the audit's `actor` shows, and a --trigger-key NAME. */
+export const CALLER_NAME = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$/;
+const NONCE = /^[A-Za-z0-9_-]{16,64}$/;
 
 export type SignatureProblem = 'missing-signature' | 'malformed-signature' | 'stale-timestamp' | 'bad-signature';
 
-export type SignatureCheck = { ok: true; timestamp: number; digest: string } | { ok: false; why: SignatureProblem };
+export type SignatureCheck = { ok: true; caller: string; timestamp: number; nonce: string } | { ok: false; why: SignatureProblem };
 
-/** The signature header value for `body` sent at `timestamp` (tests, docs and callers in TypeScript). */
-export function signTriggerRequest(secret: Secret, timestamp: number, body: string | Buffer): string {
-  return `sha256=${hmacHex(secret, timestamp, typeof body === 'string' ? Buffer.from(body, 'utf8') : body)}`;
+/** The trigger keys by caller name; undefined for a caller the daemon does not know. */
+export type TriggerKeyLookup = (caller: string) => Secret | undefined;
+
+/** The signature header value for `body` sent at `timestamp` with `nonce` (tests, docs and callers in TypeScript). */
+export function signTriggerRequest(secret: Secret, timestamp: number, nonce: string, body: string | Buffer): string {
+  return `sha256=${hmacHex(secret.reveal(), timestamp, nonce, typeof body === 'string' ? Buffer.from(body, 'utf8') : body)}`;
 }
 
-function hmacHex(secret: Secret, timestamp: number, body: Buffer): string {
-  // The HMAC key is the one place the trigger secret's value is used.
-  return createHmac('sha256', secret.reveal()).update(`${timestamp}.`, 'utf8').update(body).digest('hex');
+function hmacHex(key: string, timestamp: number, nonce: string, body: Buffer): string {
+  // The HMAC key is the one place a trigger key's value is used.
+  return createHmac('sha256', key).update(`${timestamp}.${nonce}.`, 'utf8').update(body).digest('hex');
 }
 
 function single(value: string | string[] | undefined): string | undefined {
@@ -32,65 +44,37 @@ function single(value: string | string[] | undefined): string | undefined {
 }
 
 export interface SignedRequest {
+  callerHeader: string | string[] | undefined;
   timestampHeader: string | string[] | undefined;
+  nonceHeader: string | string[] | undefined;
   signatureHeader: string | string[] | undefined;
   rawBody: Buffer;
 }
 
+/** Stands in for an unknown caller's key, so an unknown name costs the same HMAC as a known one. */
+const UNKNOWN_CALLER_KEY = 'keyroll-unknown-caller';
+
 /**
- * Checks the timestamp, then the signature in constant time. The staleness check comes first and
- * needs no secret work, but both answers are 401: a caller learns nothing it could not see in
- * its own clock.
+ * Checks the headers' shape, the timestamp, then the caller's signature in constant time. The
+ * staleness check comes first and needs no secret work, but every answer is 401: a caller learns
+ * nothing it could not see in its own clock. An unknown caller is a bad signature (its name is
+ * not confirmed or denied).
  */
-export function checkTriggerSignature(request: SignedRequest, secret: Secret, nowSeconds: number): SignatureCheck {
+export function checkTriggerSignature(request: SignedRequest, keyOf: TriggerKeyLookup, nowSeconds: number): SignatureCheck {
+  const caller = single(request.callerHeader);
   const timestampText = single(request.timestampHeader);
+  const nonce = single(request.nonceHeader);
   const signatureText = single(request.signatureHeader);
-  if (timestampText === undefined || signatureText === undefined) return { ok: false, why: 'missing-signature' };
-  if (!/^\d{1,12}$/.test(timestampText)) return { ok: false, why: 'malformed-signature' };
+  if (caller === undefined || timestampText === undefined || nonce === undefined || signatureText === undefined) return { ok: false, why: 'missing-signature' };
+  if (!CALLER_NAME.test(caller) || !NONCE.test(nonce) || !/^\d{1,12}$/.test(timestampText)) return { ok: false, why: 'malformed-signature' };
   const match = /^sha256=([0-9a-fA-F]{64})$/.exec(signatureText.trim());
   if (!match?.[1]) return { ok: false, why: 'malformed-signature' };
   const timestamp = Number(timestampText);
   if (Math.abs(nowSeconds - timestamp) > MAX_CLOCK_SKEW_SECONDS) return { ok: false, why: 'stale-timestamp' };
-  const expected = Buffer.from(hmacHex(secret, timestamp, request.rawBody), 'hex');
+  const key = keyOf(caller);
+  const expected = Buffer.from(hmacHex(key?.reveal() ?? UNKNOWN_CALLER_KEY, timestamp, nonce, request.rawBody), 'hex');
   const given = Buffer.from(match[1], 'hex');
-  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { ok: false, why: 'bad-signature' };
-  return { ok: true, timestamp, digest: match[1].toLowerCase() };
-}
-
-/**
- * Remembers accepted signatures until their timestamp leaves the skew window (after that the
- * staleness check refuses them anyway). Bounded: past `maxEntries` live entries the oldest is
- * forgotten. Only correctly signed requests are recorded, so only a holder of the secret can
- * fill it; the bound keeps even that from growing the daemon without limit.
- */
-export class ReplayGuard {
-  readonly #seen = new Map<string, number>();
-  readonly #maxEntries: number;
-
-  constructor(maxEntries = 10_000) {
-    this.#maxEntries = maxEntries;
-  }
-
-  /** True when `digest` was accepted before (a replay); otherwise records it and returns false. */
-  checkAndRecord(digest: string, timestamp: number, nowSeconds: number): boolean {
-    this.#forgetExpired(nowSeconds);
-    if (this.#seen.has(digest)) return true;
-    this.#seen.set(digest, timestamp + MAX_CLOCK_SKEW_SECONDS);
-    while (this.#seen.size > this.#maxEntries) {
-      const oldest = this.#seen.keys().next();
-      if (oldest.done === true) break;
-      this.#seen.delete(oldest.value);
-    }
-    return false;
-  }
-
-  get size(): number {
-    return this.#seen.size;
-  }
-
-  #forgetExpired(nowSeconds: number): void {
-    for (const [digest, expiresAt] of this.#seen) {
-      if (expiresAt < nowSeconds) this.#seen.delete(digest);
-    }
-  }
+  const matches = given.length === expected.length && timingSafeEqual(given, expected);
+  if (key === undefined || !matches) return { ok: false, why: 'bad-signature' };
+  return { ok: true, caller, timestamp, nonce };
 }

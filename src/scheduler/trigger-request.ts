@@ -1,6 +1,7 @@
-// The body of POST /v1/rotations: which keys, why, and who asks. Our own API, so parsing is
-// strict (an unknown field is refused rather than silently ignored: a misspelt `keys` must not
-// turn into "no keys"). Key selection mirrors `keyroll rotate --key/--org/--all`.
+// The body of POST /v1/rotations: which keys and why. Our own API, so parsing is strict (an
+// unknown field is refused rather than silently ignored: a misspelt `keys` must not turn into
+// "no keys"). Key selection mirrors `keyroll rotate --key/--org/--all`. Who asks is the caller
+// whose key signed the request; `actor` may repeat that name and is refused when it differs.
 import { z } from 'zod';
 import type { KeyPolicy } from '../policy/schema.ts';
 
@@ -10,7 +11,7 @@ export const TriggerRequest = z
     org: z.string().min(1).max(256).optional(),
     all: z.literal(true).optional(),
     reason: z.enum(['leak', 'compromise', 'plan-change', 'manual']),
-    actor: z.string().trim().min(1).max(200),
+    actor: z.string().trim().min(1).max(200).optional(),
     ticket: z.string().trim().min(1).max(200).optional(),
   })
   .refine((body) => [body.keys !== undefined, body.org !== undefined, body.all === true].filter(Boolean).length === 1, {

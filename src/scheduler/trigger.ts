@@ -1,13 +1,16 @@
-// POST /v1/rotations: the leak responder's button. Checks run cheapest-first and every refusal is
-// audited with why and from where (`trigger.rejected`); an accepted request is audited with its
-// actor, reason, ticket and the rotation ids it was promised (`trigger.accepted`), answered 202
-// at once, and rotated in the background (force for leak/compromise, like `keyroll rotate`).
+// POST /v1/rotations: the leak responder's button. Checks run cheapest-first; every refusal is
+// counted and audited within a budget (`trigger.rejected`, rejection-audit.ts). An accepted
+// request is recorded durably (replay-record.ts) before anything starts, audited with the caller
+// whose key signed it as the actor, its reason, ticket and the rotation ids it was promised
+// (`trigger.accepted`), answered 202 at once, and rotated in the background (force for
+// leak/compromise, like `keyroll rotate`).
 import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { AuditLog } from '../audit/events.ts';
-import type { Secret } from '../audit/secret.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
-import { checkTriggerSignature, ReplayGuard, SIGNATURE_HEADER, TIMESTAMP_HEADER } from './trigger-auth.ts';
+import type { RejectionAudit } from './rejection-audit.ts';
+import type { ReplayRecord } from './replay-record.ts';
+import { CALLER_HEADER, checkTriggerSignature, MAX_CLOCK_SKEW_SECONDS, NONCE_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, type TriggerKeyLookup } from './trigger-auth.ts';
 import { selectTriggerKeys, TriggerRequest } from './trigger-request.ts';
 
 export const TRIGGER_PATH = '/v1/rotations';
@@ -31,20 +34,42 @@ export interface PromisedRotation {
   rotationId: string;
 }
 
+/** What a started trigger carries: the request and the caller that signed it (the actor). */
+export interface AcceptedTrigger {
+  request: TriggerRequest;
+  caller: string;
+}
+
 export interface TriggerEndpointOptions {
-  /** The HMAC secret; undefined when the daemon runs without --trigger-secret (endpoint disabled). */
-  secret: () => Secret | undefined;
+  /** The key of each caller; undefined when the daemon runs without --trigger-key (endpoint disabled). */
+  keys: () => TriggerKeyLookup | undefined;
+  /** Where accepted requests are recorded; present whenever keys are. */
+  replay: () => ReplayRecord | undefined;
+  rejections: RejectionAudit;
   now: () => Date;
   audit: () => AuditLog;
   /** False once shutdown began: no new work. */
   accepting: () => boolean;
   policyKeys: () => readonly KeyPolicy[];
   /** Starts the rotations in the background with the pre-assigned ids. Must not throw. */
-  start: (keys: readonly KeyPolicy[], request: TriggerRequest, rotationIds: ReadonlyMap<string, string>) => void;
-  replay?: ReplayGuard;
+  start: (keys: readonly KeyPolicy[], trigger: AcceptedTrigger, rotationIds: ReadonlyMap<string, string>) => void;
 }
 
-type Refusal = 'shutting-down' | 'disabled' | 'body-too-large' | 'missing-signature' | 'malformed-signature' | 'stale-timestamp' | 'bad-signature' | 'replay' | 'invalid-body' | 'unknown-keys' | 'unknown-org';
+export type Refusal =
+  | 'shutting-down'
+  | 'disabled'
+  | 'body-too-large'
+  | 'missing-signature'
+  | 'malformed-signature'
+  | 'stale-timestamp'
+  | 'bad-signature'
+  | 'replay'
+  | 'replay-record-full'
+  | 'replay-record-unavailable'
+  | 'invalid-body'
+  | 'actor-mismatch'
+  | 'unknown-keys'
+  | 'unknown-org';
 
 const STATUS: Record<Refusal, number> = {
   'shutting-down': 503,
@@ -55,68 +80,94 @@ const STATUS: Record<Refusal, number> = {
   'stale-timestamp': 401,
   'bad-signature': 401,
   replay: 409,
+  'replay-record-full': 503,
+  'replay-record-unavailable': 503,
   'invalid-body': 400,
+  'actor-mismatch': 400,
   'unknown-keys': 400,
   'unknown-org': 400,
 };
 
 const MESSAGES: Record<Refusal, string> = {
   'shutting-down': 'keyroll is shutting down and starts no new rotations; retry against the next instance',
-  disabled: 'the trigger endpoint is disabled (the daemon runs without --trigger-secret)',
+  disabled: 'the trigger endpoint is disabled (the daemon runs without --trigger-key)',
   'body-too-large': `the body exceeds ${MAX_TRIGGER_BODY_BYTES} bytes`,
-  'missing-signature': `the ${TIMESTAMP_HEADER} and ${SIGNATURE_HEADER} headers are required`,
-  'malformed-signature': `${TIMESTAMP_HEADER} must be unix seconds and ${SIGNATURE_HEADER} must be sha256=<64 hex digits>`,
-  'stale-timestamp': 'the timestamp is more than 300 seconds away from the daemon clock',
+  'missing-signature': `the ${CALLER_HEADER}, ${TIMESTAMP_HEADER}, ${NONCE_HEADER} and ${SIGNATURE_HEADER} headers are required`,
+  'malformed-signature': `${CALLER_HEADER} must be a caller name, ${TIMESTAMP_HEADER} unix seconds, ${NONCE_HEADER} 16-64 of [A-Za-z0-9_-] and ${SIGNATURE_HEADER} sha256=<64 hex digits>`,
+  'stale-timestamp': `the timestamp is more than ${MAX_CLOCK_SKEW_SECONDS} seconds away from the daemon clock`,
   'bad-signature': 'the signature does not match',
-  replay: 'this signed request was already accepted',
+  replay: 'this caller already used this nonce, or the request was signed before the daemon started; sign a new request with a fresh nonce',
+  'replay-record-full': 'too many triggers within the timestamp window; retry in a few minutes',
+  'replay-record-unavailable': 'the daemon cannot record the request durably; retry, or use keyroll rotate',
   'invalid-body': 'the body is not a valid trigger request',
+  'actor-mismatch': `actor must be left out or equal the caller named in ${CALLER_HEADER} (the key that signed is who asks)`,
   'unknown-keys': 'these keys are not in the policy',
   'unknown-org': 'no key of this organization is in the policy',
 };
 
-export function createTriggerEndpoint(options: TriggerEndpointOptions): (request: IncomingTrigger) => HttpAnswer {
-  const replay = options.replay ?? new ReplayGuard();
-
-  const refuse = (request: IncomingTrigger, why: Refusal, extra: { details?: unknown } = {}): HttpAnswer => {
-    options.audit().emit('trigger.rejected', { why, status: STATUS[why], remoteAddress: request.remoteAddress, ...(extra.details === undefined ? {} : { details: extra.details }) });
+export function createTriggerEndpoint(options: TriggerEndpointOptions): (request: IncomingTrigger) => Promise<HttpAnswer> {
+  const refuse = (request: IncomingTrigger, why: Refusal, extra: { details?: unknown; caller?: string } = {}): HttpAnswer => {
+    options.rejections.record({
+      why,
+      status: STATUS[why],
+      remoteAddress: request.remoteAddress,
+      ...(extra.caller === undefined ? {} : { caller: extra.caller }),
+      ...(extra.details === undefined ? {} : { details: extra.details }),
+    });
     return { status: STATUS[why], body: { error: { code: why, message: MESSAGES[why], ...(extra.details === undefined ? {} : { details: extra.details }) } } };
   };
 
-  return (request) => {
+  return async (request) => {
     if (!options.accepting()) return refuse(request, 'shutting-down');
-    const secret = options.secret();
-    if (secret === undefined) return refuse(request, 'disabled');
+    const keys = options.keys();
+    const replay = options.replay();
+    if (keys === undefined || replay === undefined) return refuse(request, 'disabled');
     if (request.body === 'too-large') return refuse(request, 'body-too-large');
 
     const nowSeconds = Math.floor(options.now().getTime() / 1000);
     const signed = checkTriggerSignature(
-      { timestampHeader: request.headers[TIMESTAMP_HEADER], signatureHeader: request.headers[SIGNATURE_HEADER], rawBody: request.body },
-      secret,
+      {
+        callerHeader: request.headers[CALLER_HEADER],
+        timestampHeader: request.headers[TIMESTAMP_HEADER],
+        nonceHeader: request.headers[NONCE_HEADER],
+        signatureHeader: request.headers[SIGNATURE_HEADER],
+        rawBody: request.body,
+      },
+      keys,
       nowSeconds,
     );
     if (!signed.ok) return refuse(request, signed.why);
-    // Recorded before the body is judged: a signed request is spent even when its body is refused.
-    if (replay.checkAndRecord(signed.digest, signed.timestamp, nowSeconds)) return refuse(request, 'replay');
+    const { caller } = signed;
+    // Recorded, durably, before the body is judged: a signed request is spent even when its body is refused.
+    let claim;
+    try {
+      claim = await replay.claim(caller, signed.nonce, signed.timestamp, nowSeconds);
+    } catch {
+      return refuse(request, 'replay-record-unavailable', { caller });
+    }
+    if (claim === 'full') return refuse(request, 'replay-record-full', { caller });
+    if (claim !== 'claimed') return refuse(request, 'replay', { caller, details: { record: claim } });
 
     let json: unknown;
     try {
       json = JSON.parse(request.body.toString('utf8'));
     } catch {
-      return refuse(request, 'invalid-body', { details: [{ path: '', message: 'is not JSON' }] });
+      return refuse(request, 'invalid-body', { caller, details: [{ path: '', message: 'is not JSON' }] });
     }
     const parsed = TriggerRequest.safeParse(json);
     if (!parsed.success) {
-      return refuse(request, 'invalid-body', { details: parsed.error.issues.map((issue) => ({ path: issue.path.join('.'), message: issue.message })) });
+      return refuse(request, 'invalid-body', { caller, details: parsed.error.issues.map((issue) => ({ path: issue.path.join('.'), message: issue.message })) });
     }
     const body = parsed.data;
+    if (body.actor !== undefined && body.actor !== caller) return refuse(request, 'actor-mismatch', { caller });
     const selection = selectTriggerKeys(options.policyKeys(), body);
-    if (!selection.ok) return refuse(request, selection.why, { details: { unknown: selection.unknown } });
+    if (!selection.ok) return refuse(request, selection.why, { caller, details: { unknown: selection.unknown } });
 
     const rotationIds = new Map(selection.keys.map((key) => [key.id, randomUUID()]));
     const rotations: PromisedRotation[] = selection.keys.map((key) => ({ keyId: key.id, rotationId: rotationIds.get(key.id) ?? '' }));
     const force = body.reason === 'leak' || body.reason === 'compromise';
     options.audit().emit('trigger.accepted', {
-      actor: body.actor,
+      actor: caller,
       reason: body.reason,
       ...(body.ticket === undefined ? {} : { ticket: body.ticket }),
       keys: selection.keys.map((key) => key.id),
@@ -124,7 +175,7 @@ export function createTriggerEndpoint(options: TriggerEndpointOptions): (request
       force,
       remoteAddress: request.remoteAddress,
     });
-    options.start(selection.keys, body, rotationIds);
-    return { status: 202, body: { reason: body.reason, force, rotations } };
+    options.start(selection.keys, { request: body, caller }, rotationIds);
+    return { status: 202, body: { reason: body.reason, force, actor: caller, rotations } };
   };
 }

@@ -96,9 +96,17 @@ describe('keyroll daemon: SIGHUP', () => {
 });
 
 describe('keyroll daemon: start-up errors', () => {
-  it('exits 2 on a bad --listen, --grace or --trigger-secret before touching anything', async () => {
+  it('exits 2 on a bad --listen, --grace, --trigger-key or --metrics-token, or the retired --trigger-secret, before touching anything', async () => {
     await cli.writePolicy();
-    for (const args of [['--listen', 'nowhere'], ['--grace', '30'], ['--trigger-secret', 'literal-secret-value'], ['--concurrency', '0']]) {
+    for (const args of [
+      ['--listen', 'nowhere'],
+      ['--grace', '30'],
+      ['--trigger-key', 'alice=literal-secret-value'],
+      ['--trigger-key', 'env:KEYROLL_TRIGGER_KEY'],
+      ['--metrics-token', 'literal-token-value'],
+      ['--trigger-secret', 'env:KEYROLL_TRIGGER_SECRET'],
+      ['--concurrency', '0'],
+    ]) {
       const result = await cli.run(['daemon', '-p', 'policy.yaml', ...args]);
       expect(result.code, args.join(' ')).toBe(2);
       expect(result.stdout, args.join(' ')).toBe('');
@@ -106,9 +114,9 @@ describe('keyroll daemon: start-up errors', () => {
     expect(cli.emulator.state.totalRolls()).toBe(0);
   });
 
-  it('exits 2 when the trigger secret reference cannot be read', async () => {
+  it('exits 2 when a trigger key reference cannot be read', async () => {
     await cli.writePolicy();
-    const result = await cli.run(['daemon', '-p', 'policy.yaml', '--listen', '127.0.0.1:0', '--trigger-secret', 'env:KEYROLL_NOT_SET']);
+    const result = await cli.run(['daemon', '-p', 'policy.yaml', '--listen', '127.0.0.1:0', '--state-dir', 'state', '--trigger-key', 'alice=env:KEYROLL_NOT_SET']);
     expect(result.code).toBe(2);
     expect(result.stderr).toContain('KEYROLL_NOT_SET');
     expect(cli.emulator.state.totalRolls()).toBe(0);

@@ -4,7 +4,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { Backend } from '../../src/backends/types.ts';
 import { wrapBackend } from '../rotation/harness.ts';
-import { createGate, keyYaml, postTrigger, startDaemonBench, type DaemonBench, type Gate } from './support.ts';
+import { createGate, keyYaml, postTrigger, startDaemonBench, TRIGGER_KEYS, type DaemonBench, type Gate } from './support.ts';
 
 const KEY = 'key_demo_billing';
 let bench: DaemonBench;
@@ -38,7 +38,7 @@ afterEach(async () => {
 
 describe('one rotation per key at a time', () => {
   it('a trigger for a key mid-rotation is accepted at once and rotates it right after', async () => {
-    const daemon = await bench.start({ triggerSecretRef: 'env:KEYROLL_TRIGGER_SECRET', runtime: { wrapBackend: holdFirstStore } });
+    const daemon = await bench.start({ triggerKeys: TRIGGER_KEYS, runtime: { wrapBackend: holdFirstStore } });
     await gate.reached;
     const answer = await postTrigger(daemon, { body: JSON.stringify({ keys: [KEY], reason: 'leak', actor: 'alice' }) });
     expect(answer.status).toBe(202);

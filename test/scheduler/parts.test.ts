@@ -7,11 +7,11 @@ import { selectTriggerKeys, TriggerRequest } from '../../src/scheduler/trigger-r
 import { keyPolicy } from '../rotation/harness.ts';
 
 describe('parseListenAddress', () => {
-  it('reads host:port, bracketed IPv6, a bare port and :port', () => {
+  it('reads host:port, bracketed IPv6, a bare port (loopback) and :port (every IPv4 interface)', () => {
     expect(parseListenAddress('0.0.0.0:8080')).toEqual({ host: '0.0.0.0', port: 8080 });
     expect(parseListenAddress('[::]:9000')).toEqual({ host: '::', port: 9000 });
     expect(parseListenAddress('localhost:0')).toEqual({ host: 'localhost', port: 0 });
-    expect(parseListenAddress('8080')).toEqual({ host: '0.0.0.0', port: 8080 });
+    expect(parseListenAddress('8080')).toEqual({ host: '127.0.0.1', port: 8080 });
     expect(parseListenAddress(':8080')).toEqual({ host: '0.0.0.0', port: 8080 });
   });
 

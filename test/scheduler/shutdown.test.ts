@@ -7,7 +7,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { Backend } from '../../src/backends/types.ts';
 import type { Daemon } from '../../src/scheduler/daemon.ts';
 import { wrapBackend } from '../rotation/harness.ts';
-import { createGate, keyYaml, postTrigger, startDaemonBench, type DaemonBench, type Gate } from './support.ts';
+import { createGate, keyYaml, postTrigger, startDaemonBench, TRIGGER_KEYS, type DaemonBench, type Gate } from './support.ts';
 
 const BILLING = 'key_demo_billing';
 const SEARCH = 'key_demo_search';
@@ -37,7 +37,7 @@ afterEach(async () => {
 
 async function startPausedAtStore(graceMs: number): Promise<Daemon> {
   // The first sweep rotates both never-rotated keys, one at a time: billing first.
-  const daemon = await bench.start({ graceMs, triggerSecretRef: 'env:KEYROLL_TRIGGER_SECRET', runtime: { wrapBackend: holdBillingStore } });
+  const daemon = await bench.start({ graceMs, triggerKeys: TRIGGER_KEYS, runtime: { wrapBackend: holdBillingStore } });
   await gate.reached;
   expect(bench.emulator.state.rollCount(BILLING)).toBe(1);
   return daemon;

@@ -10,13 +10,24 @@ import { Secret } from '../../src/audit/secret.ts';
 import type { AuditEventName } from '../../src/audit/events.ts';
 import { startEmulator, type RunningEmulator, type StartEmulatorOptions } from '../../src/emulator/server.ts';
 import { startDaemon, type Daemon, type DaemonOptions } from '../../src/scheduler/daemon.ts';
+import { randomBytes } from 'node:crypto';
 import { signTriggerRequest } from '../../src/scheduler/trigger-auth.ts';
+import type { TriggerKeySpec } from '../../src/scheduler/trigger-keys.ts';
 import { expectNoSecrets } from '../cli/harness.ts';
 import { RecordingAlerter } from '../rotation/harness.ts';
 
 export const ORG = 'org_demo_acme';
 export const OWNER_TOKEN = 'demo-owner-token';
-export const TRIGGER_SECRET = 'trigger-hmac-secret-for-tests';
+/** alice's trigger key (the default caller of postTrigger), and bob's. */
+export const TRIGGER_SECRET = 'trigger-hmac-key-of-alice-for-tests-0123456789';
+export const BOB_TRIGGER_SECRET = 'trigger-hmac-key-of-bob-for-the-tests-9876543210';
+/** The bearer token of /metrics' per-key series when a test passes `metricsTokenRef: 'env:KEYROLL_METRICS_TOKEN'`. */
+export const METRICS_TOKEN = 'metrics-bearer-token-for-the-tests-000111';
+/** Pass as `triggerKeys` to enable the trigger with the callers alice and bob. */
+export const TRIGGER_KEYS: readonly TriggerKeySpec[] = [
+  { caller: 'alice', ref: 'env:KEYROLL_TRIGGER_KEY_ALICE' },
+  { caller: 'bob', ref: 'env:KEYROLL_TRIGGER_KEY_BOB' },
+];
 
 /** One key entry of the test policy (YAML list item). */
 export function keyYaml(id: string, settings: string, path = `${id}.json`): string {
@@ -52,6 +63,8 @@ export interface DaemonBench {
   readonly dir: string;
   readonly secretsDir: string;
   readonly policyFile: string;
+  /** The daemons' state directory (the trigger's replay record), shared by every daemon of the bench. */
+  readonly stateDir: string;
   readonly audit: MemoryAuditLog;
   readonly alerter: RecordingAlerter;
   /** Writes the policy file with these key entries. */
@@ -70,6 +83,7 @@ export async function startDaemonBench(emulatorOptions: StartEmulatorOptions = {
   const dir = await mkdtemp(join(tmpdir(), 'keyroll-daemon-'));
   const secretsDir = join(dir, 'secrets');
   const policyFile = join(dir, 'policy.yaml');
+  const stateDir = join(dir, 'state');
   // Reads Date.now at each line, so audit times follow a fake clock installed later.
   const audit = createMemoryAuditLog({ now: () => Date.now() });
   const alerter = new RecordingAlerter();
@@ -79,6 +93,7 @@ export async function startDaemonBench(emulatorOptions: StartEmulatorOptions = {
     dir,
     secretsDir,
     policyFile,
+    stateDir,
     audit,
     alerter,
     writePolicy: (keys) => writeFile(policyFile, policyYaml(emulator.url, secretsDir, keys)),
@@ -90,7 +105,8 @@ export async function startDaemonBench(emulatorOptions: StartEmulatorOptions = {
         audit,
         checkIntervalMs: 24 * 3600_000,
         concurrency: 1,
-        env: { KEYROLL_TRIGGER_SECRET: TRIGGER_SECRET },
+        stateDir,
+        env: { KEYROLL_TRIGGER_KEY_ALICE: TRIGGER_SECRET, KEYROLL_TRIGGER_KEY_BOB: BOB_TRIGGER_SECRET, KEYROLL_METRICS_TOKEN: METRICS_TOKEN },
         ...options,
         runtime: {
           credentials: staticCredential(new Secret(OWNER_TOKEN), 'test owner token'),
@@ -108,7 +124,7 @@ export async function startDaemonBench(emulatorOptions: StartEmulatorOptions = {
     close: async () => {
       try {
         for (const daemon of daemons) await daemon.shutdown();
-        expectNoSecrets([...audit.lines, ...alerter.alerts.map((a) => JSON.stringify(a))], [...emulator.state.mintedSecrets(), OWNER_TOKEN, TRIGGER_SECRET]);
+        expectNoSecrets([...audit.lines, ...alerter.alerts.map((a) => JSON.stringify(a))], [...emulator.state.mintedSecrets(), OWNER_TOKEN, TRIGGER_SECRET, BOB_TRIGGER_SECRET, METRICS_TOKEN]);
       } finally {
         await emulator.close();
         await rm(dir, { recursive: true, force: true });
@@ -119,18 +135,31 @@ export async function startDaemonBench(emulatorOptions: StartEmulatorOptions = {
 
 export interface SignedPost {
   body: string;
+  /** alice by default. */
+  caller?: string;
   timestamp?: number;
+  /** A fresh random nonce by default. */
+  nonce?: string;
+  /** The caller's own key by default. */
   secret?: string;
   signature?: string;
 }
 
+/** The headers a leak responder's script sends: caller, timestamp, nonce and signature. */
+export function signedHeaders(request: SignedPost): Record<string, string> {
+  const caller = request.caller ?? 'alice';
+  const timestamp = request.timestamp ?? Math.floor(Date.now() / 1000);
+  const nonce = request.nonce ?? randomBytes(16).toString('hex');
+  const secret = request.secret ?? (caller === 'bob' ? BOB_TRIGGER_SECRET : TRIGGER_SECRET);
+  const signature = request.signature ?? signTriggerRequest(new Secret(secret), timestamp, nonce, request.body);
+  return { 'x-keyroll-caller': caller, 'x-keyroll-timestamp': String(timestamp), 'x-keyroll-nonce': nonce, 'x-keyroll-signature': signature };
+}
+
 /** POSTs a trigger request signed like a leak responder's script would. */
 export async function postTrigger(daemon: Daemon, request: SignedPost): Promise<{ status: number; json: Record<string, unknown> }> {
-  const timestamp = request.timestamp ?? Math.floor(Date.now() / 1000);
-  const signature = request.signature ?? signTriggerRequest(new Secret(request.secret ?? TRIGGER_SECRET), timestamp, request.body);
   const response = await fetch(`${daemon.url}/v1/rotations`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-keyroll-timestamp': String(timestamp), 'x-keyroll-signature': signature },
+    headers: { 'content-type': 'application/json', ...signedHeaders(request) },
     body: request.body,
   });
   return { status: response.status, json: (await response.json()) as Record<string, unknown> };

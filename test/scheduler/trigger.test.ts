@@ -1,14 +1,16 @@
 // POST /v1/rotations over real loopback HTTP: a correctly signed request is answered 202 with
-// rotation ids that the rotations then carry in the audit trail; every refusal (signature,
-// staleness, replay, body, unknown keys, disabled endpoint) is answered with its status, audited,
-// and rolls nothing.
+// rotation ids that the rotations then carry in the audit trail, and the caller whose key signed
+// as the actor; every refusal (signature, staleness, replay, also after a restart, body, actor,
+// unknown keys, disabled endpoint) is answered with its status, audited within a budget, and
+// rolls nothing.
 import { request } from 'node:http';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Secret } from '../../src/audit/secret.ts';
 import type { Daemon } from '../../src/scheduler/daemon.ts';
 import { MAX_TRIGGER_BODY_BYTES } from '../../src/scheduler/trigger.ts';
 import { signTriggerRequest } from '../../src/scheduler/trigger-auth.ts';
-import { keyYaml, postTrigger, startDaemonBench, TRIGGER_SECRET, type DaemonBench } from './support.ts';
+import { join } from 'node:path';
+import { keyYaml, postTrigger, signedHeaders, startDaemonBench, TRIGGER_KEYS, TRIGGER_SECRET, type DaemonBench } from './support.ts';
 
 const BILLING = 'key_demo_billing';
 const SEARCH = 'key_demo_search';
@@ -18,7 +20,7 @@ let daemon: Daemon;
 beforeEach(async () => {
   bench = await startDaemonBench();
   await bench.writePolicy(keyYaml(BILLING, 'schedule: "0 3 * * 1"') + keyYaml(SEARCH, 'schedule: "0 3 * * 1"'));
-  daemon = await bench.start({ triggerSecretRef: 'env:KEYROLL_TRIGGER_SECRET' });
+  daemon = await bench.start({ triggerKeys: TRIGGER_KEYS });
   // The first sweep rotates both keys (never rotated by keyroll); the triggers come after it.
   await daemon.idle();
   bench.audit.clear();
@@ -50,7 +52,7 @@ describe('trigger: accepted', () => {
   });
 
   it('a manual rotation respects the minimum interval (like keyroll rotate without --force)', async () => {
-    const answer = await postTrigger(daemon, { body: JSON.stringify({ keys: [BILLING], reason: 'manual', actor: 'bob' }) });
+    const answer = await postTrigger(daemon, { caller: 'bob', body: JSON.stringify({ keys: [BILLING], reason: 'manual', actor: 'bob' }) });
     expect(answer.status).toBe(202);
     await daemon.idle();
     expect(bench.emulator.state.rollCount(BILLING)).toBe(1);
@@ -58,7 +60,7 @@ describe('trigger: accepted', () => {
   });
 
   it('selects every key of an organization', async () => {
-    const answer = await postTrigger(daemon, { body: JSON.stringify({ org: 'org_demo_acme', reason: 'compromise', actor: 'oncall' }) });
+    const answer = await postTrigger(daemon, { body: JSON.stringify({ org: 'org_demo_acme', reason: 'compromise' }) });
     expect(answer.status).toBe(202);
     expect((answer.json.rotations as { keyId: string }[]).map((r) => r.keyId)).toEqual([BILLING, SEARCH]);
     await daemon.idle();
@@ -84,8 +86,13 @@ describe('trigger: refused', () => {
 
   it('401 for a body changed after signing', async () => {
     const timestamp = Math.floor(Date.now() / 1000);
-    const signature = signTriggerRequest(new Secret(TRIGGER_SECRET), timestamp, leakOf([SEARCH]));
-    await expectRefused(401, 'bad-signature', postTrigger(daemon, { body: leakOf([BILLING]), timestamp, signature }));
+    const nonce = 'nonce-of-the-changed-body-0001';
+    const signature = signTriggerRequest(new Secret(TRIGGER_SECRET), timestamp, nonce, leakOf([SEARCH]));
+    await expectRefused(401, 'bad-signature', postTrigger(daemon, { body: leakOf([BILLING]), timestamp, nonce, signature }));
+  });
+
+  it('401 for a caller the daemon has no key for', async () => {
+    await expectRefused(401, 'bad-signature', postTrigger(daemon, { body: leakOf([BILLING]), caller: 'mallory', secret: TRIGGER_SECRET }));
   });
 
   it('401 for a timestamp more than five minutes old', async () => {
@@ -100,8 +107,9 @@ describe('trigger: refused', () => {
   it('409 for the same signed request sent twice', async () => {
     const timestamp = Math.floor(Date.now() / 1000);
     const body = leakOf([BILLING]);
-    expect((await postTrigger(daemon, { body, timestamp })).status).toBe(202);
-    const replay = await postTrigger(daemon, { body, timestamp });
+    const nonce = 'nonce-sent-twice-000000000001';
+    expect((await postTrigger(daemon, { body, timestamp, nonce })).status).toBe(202);
+    const replay = await postTrigger(daemon, { body, timestamp, nonce });
     expect(replay).toMatchObject({ status: 409, json: { error: { code: 'replay' } } });
     await daemon.idle();
     expect(bench.emulator.state.rollCount(BILLING)).toBe(2);
@@ -115,11 +123,9 @@ describe('trigger: refused', () => {
     expect(bench.emulator.state.rollCount(BILLING)).toBe(1);
   });
 
-  it('400 for a body with an unknown field or without an actor', async () => {
+  it('400 for a body with an unknown field', async () => {
     const typo = await postTrigger(daemon, { body: JSON.stringify({ key: [BILLING], reason: 'leak', actor: 'alice' }) });
     expect(typo).toMatchObject({ status: 400, json: { error: { code: 'invalid-body' } } });
-    const anonymous = await postTrigger(daemon, { body: JSON.stringify({ keys: [BILLING], reason: 'leak' }) });
-    expect(anonymous).toMatchObject({ status: 400, json: { error: { code: 'invalid-body', details: [expect.objectContaining({ path: 'actor' })] } } });
     expect(bench.emulator.state.rollCount(BILLING)).toBe(1);
   });
 
@@ -142,12 +148,84 @@ describe('trigger: refused', () => {
     expect(bench.events('trigger.rejected')).toEqual([expect.objectContaining({ why: 'body-too-large', status: 413 })]);
   });
 
-  it('404 when the daemon runs without a trigger secret', async () => {
+  it('404 when the daemon runs without a trigger key', async () => {
     const plain = await bench.start();
     await plain.idle();
     bench.audit.clear();
     const answer = await postTrigger(plain, { body: leakOf([BILLING]) });
     expect(answer).toMatchObject({ status: 404, json: { error: { code: 'disabled' } } });
     expect(bench.emulator.state.rollCount(BILLING)).toBe(1);
+  });
+});
+
+describe('trigger: the actor is the caller whose key signed', () => {
+  it('a request signed with bob\'s key is bob\'s, on trigger.accepted and on every rotation event, without an actor in the body', async () => {
+    const answer = await postTrigger(daemon, { caller: 'bob', body: JSON.stringify({ keys: [BILLING], reason: 'leak', ticket: 'INC-8' }) });
+    expect(answer).toMatchObject({ status: 202, json: { actor: 'bob' } });
+    await daemon.idle();
+    expect(bench.events('trigger.accepted')).toEqual([expect.objectContaining({ actor: 'bob', keys: [BILLING] })]);
+    expect(bench.events('key.succeeded')).toEqual([expect.objectContaining({ keyId: BILLING, actor: 'bob', ticket: 'INC-8' })]);
+  });
+
+  it('400 actor-mismatch when the body names someone else than the signing caller; nothing rolls', async () => {
+    const answer = await postTrigger(daemon, { caller: 'bob', body: leakOf([BILLING]) });
+    expect(answer).toMatchObject({ status: 400, json: { error: { code: 'actor-mismatch' } } });
+    await daemon.idle();
+    expect(bench.emulator.state.rollCount(BILLING)).toBe(1);
+    expect(bench.events('trigger.accepted')).toEqual([]);
+    expect(bench.events('trigger.rejected')).toEqual([expect.objectContaining({ why: 'actor-mismatch', caller: 'bob' })]);
+  });
+});
+
+describe('trigger: replays across a restart', () => {
+  it('a request accepted before a restart is refused (409) by the next daemon on the same state directory', async () => {
+    const body = leakOf([BILLING]);
+    const headers = signedHeaders({ body });
+    const send = (target: Daemon): Promise<Response> => fetch(`${target.url}/v1/rotations`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
+    expect((await send(daemon)).status).toBe(202);
+    await daemon.idle();
+    await daemon.shutdown();
+    expect(bench.emulator.state.rollCount(BILLING)).toBe(2);
+
+    const restarted = await bench.start({ triggerKeys: TRIGGER_KEYS });
+    await restarted.idle();
+    bench.audit.clear();
+    const replay = await send(restarted);
+    expect(replay.status).toBe(409);
+    expect(await replay.json()).toMatchObject({ error: { code: 'replay' } });
+    await restarted.idle();
+    expect(bench.emulator.state.rollCount(BILLING)).toBe(2);
+    expect(bench.events('trigger.accepted')).toEqual([]);
+    expect(bench.events('trigger.rejected')).toEqual([expect.objectContaining({ why: 'replay', status: 409, caller: 'alice', details: { record: 'replay' } })]);
+  });
+
+  it('a daemon whose replay record is gone refuses requests signed before it started', async () => {
+    const body = leakOf([BILLING]);
+    const signedEarlier = signedHeaders({ body, timestamp: Math.floor(Date.now() / 1000) - 5 });
+    const fresh = await bench.start({ triggerKeys: TRIGGER_KEYS, stateDir: join(bench.dir, 'lost-state') });
+    await fresh.idle();
+    bench.audit.clear();
+    const answer = await fetch(`${fresh.url}/v1/rotations`, { method: 'POST', headers: { 'content-type': 'application/json', ...signedEarlier }, body });
+    expect(answer.status).toBe(409);
+    expect(bench.events('trigger.rejected')).toEqual([expect.objectContaining({ why: 'replay', details: { record: 'signed-before-start' } })]);
+    expect(bench.emulator.state.rollCount(BILLING)).toBe(1);
+  });
+});
+
+describe('trigger: a flood of refused requests', () => {
+  it('audits at most the budget one by one, counts every refusal in the metric, and summarizes the rest', async () => {
+    const flooded = await bench.start({ triggerKeys: TRIGGER_KEYS, rejectionsAuditedPerMinute: 3 });
+    await flooded.idle();
+    bench.audit.clear();
+    for (let i = 0; i < 25; i++) {
+      const response = await fetch(`${flooded.url}/v1/rotations`, { method: 'POST', body: leakOf([BILLING]) });
+      expect(response.status).toBe(401);
+    }
+    expect(bench.events('trigger.rejected')).toHaveLength(3);
+    const metrics = await (await fetch(`${flooded.url}/metrics`)).text();
+    expect(metrics).toContain('keyroll_trigger_rejections_total{why="missing-signature"} 25');
+    await flooded.shutdown();
+    expect(bench.events('trigger.rejected')).toHaveLength(3);
+    expect(bench.events('trigger.rejected_suppressed')).toEqual([expect.objectContaining({ suppressed: 22, byWhy: { 'missing-signature': 22 }, audited: 3 })]);
   });
 });

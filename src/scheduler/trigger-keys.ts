@@ -1,0 +1,54 @@
+// The trigger's keys: one per caller, given as `--trigger-key NAME=REF` (REF is env:NAME or
+// file:/path, never the key). The caller's name is the actor of every rotation it starts, so a
+// key is an identity, not a shared password: revoke one caller by removing its key.
+import type { Secret } from '../audit/secret.ts';
+import { KeyrollError } from '../errors.ts';
+import { resolveRef, SecretRef } from '../policy/refs.ts';
+import { CALLER_NAME, type TriggerKeyLookup } from './trigger-auth.ts';
+
+export interface TriggerKeySpec {
+  caller: string;
+  ref: string;
+}
+
+export class TriggerKeyError extends KeyrollError {
+  override name = 'TriggerKeyError';
+  readonly text: string;
+  constructor(text: string, message: string) {
+    // The CLI's usage code: a bad --trigger-key exits 2 like every other configuration error.
+    super('KR_USAGE', message);
+    this.text = text;
+  }
+}
+
+/** Parses `NAME=REF` entries; a repeated caller name or a literal value is refused. */
+export function parseTriggerKeys(entries: readonly string[]): TriggerKeySpec[] {
+  const specs: TriggerKeySpec[] = [];
+  for (const entry of entries) {
+    const at = entry.indexOf('=');
+    const caller = at < 0 ? '' : entry.slice(0, at).trim();
+    const ref = at < 0 ? '' : entry.slice(at + 1).trim();
+    // The text is never echoed back: a mistyped entry could be a literal key.
+    if (!CALLER_NAME.test(caller)) {
+      throw new TriggerKeyError(entry, '--trigger-key must be NAME=REF with a caller NAME of letters, digits and . _ @ - (at most 64), e.g. alice=file:/var/run/secrets/keyroll/trigger/alice');
+    }
+    if (!SecretRef.safeParse(ref).success) {
+      throw new TriggerKeyError(entry, `--trigger-key ${caller}=...: the key must be a reference like env:NAME or file:/absolute/path, never the key itself`);
+    }
+    if (specs.some((spec) => spec.caller === caller)) throw new TriggerKeyError(entry, `--trigger-key: caller ${caller} is given twice`);
+    specs.push({ caller, ref });
+  }
+  return specs;
+}
+
+/** Reads every caller's key (at start and on SIGHUP); any unreadable one fails the whole set. */
+export async function resolveTriggerKeys(specs: readonly TriggerKeySpec[], env: NodeJS.ProcessEnv): Promise<ReadonlyMap<string, Secret>> {
+  const keys = new Map<string, Secret>();
+  for (const spec of specs) keys.set(spec.caller, await resolveRef(spec.ref, env));
+  return keys;
+}
+
+export function lookupIn(keys: ReadonlyMap<string, Secret>): TriggerKeyLookup {
+  // Own entries of a Map only: no caller name can reach a prototype property.
+  return (caller) => keys.get(caller);
+}
