@@ -9,7 +9,7 @@
 // notifier are built by the runtime, far from the signal handler; an alerter may also be given a
 // signal of its own (AlerterOptions.signal).
 
-/** How long a delivery may go on after shutdown began (docs/alerts.md). */
+/** How long a delivery may go on after shutdown began (docs/exit-codes.md). */
 export const SHUTDOWN_WINDOW_MS = 5_000;
 
 const processSignals = new Set<AbortSignal>();
