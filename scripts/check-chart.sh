@@ -75,6 +75,12 @@ if [ -n "$rendered" ]; then
   manifests=$(sed -n 's/^manifests=//p' "$work/validate.out")
 fi
 
+# ---- 2b: what the defaults must render: a NetworkPolicy (nothing reaches keyroll pods unless
+# daemonIngressFrom says so).
+if [ -f "$work/defaults.yaml" ]; then
+  grep -q '^kind: NetworkPolicy$' "$work/defaults.yaml" || problem "the defaults render no NetworkPolicy"
+fi
+
 # ---- 3: the values files that must fail, each at its stage, with its error.
 caught=0
 caught_values=0

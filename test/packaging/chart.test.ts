@@ -114,6 +114,31 @@ describe('values.yaml', () => {
   });
 });
 
+describe('network exposure', () => {
+  const template = (name: string): string => readFileSync(`${chart}templates/${name}`, 'utf8');
+
+  it('renders a NetworkPolicy by default, admitting nobody to the daemon until daemonIngressFrom names peers', () => {
+    const policy = values.networkPolicy as { enabled: boolean; restrictEgress: boolean; daemonIngressFrom: unknown[] };
+    expect(policy.enabled).toBe(true);
+    expect(policy.daemonIngressFrom).toEqual([]);
+    // The whole template hangs on that one value: on by default means rendered by default.
+    expect(template('networkpolicy.yaml')).toMatch(/^{{- if \.Values\.networkPolicy\.enabled }}\n/);
+    expect(template('networkpolicy.yaml')).toMatch(/ingress:\n(.*\n)*?\s+{{- else }} \[\]/);
+  });
+
+  it('sets 0.0.0.0 for the daemon pod explicitly (keyroll itself defaults to loopback)', () => {
+    expect(template('deployment.yaml')).toContain('"--listen" (printf "0.0.0.0:%d" (int $d.port))');
+  });
+
+  it('gives the daemon one trigger key per caller and a state directory for the replay record', () => {
+    const daemon = values.daemon as Record<string, unknown>;
+    expect(daemon.triggerKeys).toEqual({});
+    expect(daemon).not.toHaveProperty('triggerSecret');
+    expect(template('deployment.yaml')).toContain('"--trigger-key"');
+    expect(template('deployment.yaml')).toContain('"--state-dir"');
+  });
+});
+
 describe('templates', () => {
   it('mount the policy where the image\'s default command reads it', () => {
     const helpers = readFileSync(`${chart}templates/_helpers.tpl`, 'utf8');
