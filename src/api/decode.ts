@@ -2,6 +2,7 @@
 // (V8 quotes the text) or a zod error (it may hold values) into an error: only the operation, the
 // status, the content type, the length, and the spec's error fields.
 import type { z } from 'zod';
+import { truncateSanitized } from '../audit/sanitize.ts';
 import { Secret } from '../audit/secret.ts';
 import { ApiError, codeForStatus, type ApiOperation } from './errors.ts';
 import { headerValue, isJsonMediaType, parseJsonQuietly } from './http.ts';
@@ -50,7 +51,8 @@ export function statusError(operation: ApiOperation, response: RawResponse, now:
       status: response.status,
       message: `${operation}: HTTP ${response.status} ${error.code}`,
       apiCode: error.code,
-      apiMessage: error.message.slice(0, MAX_API_MESSAGE),
+      // Sanitized before the cut: cut first, a secret the server echoed would leave its prefix.
+      apiMessage: truncateSanitized(error.message, MAX_API_MESSAGE),
       details: error.details,
       retryAfterMs,
       outcomeUnknown,

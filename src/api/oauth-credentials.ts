@@ -146,5 +146,7 @@ async function fetchToken(opts: OAuthClientCredentialsOptions, description: stri
     throw new CredentialError(description, `the OAuth token endpoint answered ${response.statusCode} without a usable bearer token (content-type ${type})`);
   }
   const lifetimeMs = body.data.expires_in === undefined ? Number.POSITIVE_INFINITY : body.data.expires_in * 1000;
-  return { token: new Secret(body.data.access_token), lifetimeMs };
+  // Pinned for its lifetime: a token fetched once and used for hours must stay blanked however
+  // many secrets are registered meanwhile.
+  return { token: new Secret(body.data.access_token).pinned(lifetimeMs), lifetimeMs };
 }

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { inspect } from 'node:util';
-import { registerSecretValue } from './sanitize.ts';
+import { pinSecretValue, registerSecretValue } from './sanitize.ts';
 
 const HIDDEN = '[Secret]';
 
@@ -8,7 +8,9 @@ const HIDDEN = '[Secret]';
  * A secret value that never prints itself (invariant 3). String(), template literals,
  * JSON.stringify and util.inspect all show `[Secret]`; the value comes out only through
  * `reveal()`, which only backend writes and the API probe call. Constructing one registers
- * the value with the sanitizer, so even an accidental copy is blanked from logs and alerts.
+ * the value with the sanitizer, so even an accidental copy is blanked from logs and alerts:
+ * inside a rotation's secret scope until the rotation ends, else in a bounded set (oldest
+ * evicted first). Long-lived credentials say so with `pinned()`.
  */
 export class Secret {
   readonly #value: string;
@@ -16,6 +18,16 @@ export class Secret {
   constructor(value: string) {
     this.#value = value;
     registerSecretValue(value);
+  }
+
+  /**
+   * Marks the value as a long-lived credential (trigger key, bearer token, Vault or OAuth token):
+   * the sanitizer keeps blanking it for `lifetimeMs` (for good when not given), however many
+   * other secrets come and go. Returns this Secret.
+   */
+  pinned(lifetimeMs?: number): this {
+    pinSecretValue(this.#value, lifetimeMs);
+    return this;
   }
 
   /** The plaintext. Call sites are few and reviewed: backend writes and the stored-secret probe. */

@@ -1,6 +1,7 @@
 // Credentials in the policy are references, never values: `env:NAME` reads an environment
 // variable, `file:/path` reads a file (re-read on every resolve, so a Kubernetes-mounted
-// Secret that rotates is picked up). Resolved values are wrapped in Secret at once.
+// Secret that rotates is picked up). Resolved values are wrapped in Secret at once, pinned: a
+// referenced value is a long-lived credential, blanked however many rotations come after.
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
 import { Secret } from '../audit/secret.ts';
@@ -30,7 +31,7 @@ export async function resolveRef(ref: string, env: NodeJS.ProcessEnv = process.e
     if (value === undefined || value === '') {
       throw new RefError(ref, `environment variable ${name} (from ${ref}) is not set`);
     }
-    return new Secret(value);
+    return new Secret(value).pinned();
   }
   if (ref.startsWith('file:')) {
     const path = ref.slice(5);
@@ -42,7 +43,7 @@ export async function resolveRef(ref: string, env: NodeJS.ProcessEnv = process.e
     }
     const value = text.replace(/\r?\n$/, '');
     if (value === '') throw new RefError(ref, `${path} (from ${ref}) is empty`);
-    return new Secret(value);
+    return new Secret(value).pinned();
   }
   throw new RefError(ref, `${ref} is not a reference (expected env:NAME or file:/path)`);
 }

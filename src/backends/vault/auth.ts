@@ -183,7 +183,8 @@ export class VaultTokenSource {
       // the file, not its content).
       let jwt: Secret;
       try {
-        jwt = new Secret((await readFile(auth.jwtFile, 'utf8')).trim());
+        // Pinned for a day: projected tokens live an hour by default and the file is re-read at each login.
+        jwt = new Secret((await readFile(auth.jwtFile, 'utf8')).trim()).pinned(24 * 60 * 60 * 1000);
       } catch (error) {
         throw this.#error('KR_BACKEND_DENIED', operation, target, `cannot read the service-account token ${auth.jwtFile}`, error);
       }
@@ -210,6 +211,8 @@ export class VaultTokenSource {
   }
 
   #tokenState(token: Secret, renewable: boolean, ttlSeconds: number, since: number): CurrentToken {
+    // Pinned in the sanitizer for its lifetime (renewals extend it; ttl 0 never expires).
+    token.pinned(ttlSeconds === 0 ? undefined : ttlSeconds * 1000);
     const refreshAt = since + Math.floor((ttlSeconds * 1000 * 2) / 3);
     return { token, renewable, ttlSeconds, refreshAt, expiresAt: since + ttlSeconds * 1000 };
   }

@@ -10,7 +10,7 @@ import { Agent, request } from '../../http/undici.ts';
 import { readBodyPrefix } from '../../http/body.ts';
 import type { z } from 'zod';
 import type { Secret } from '../../audit/secret.ts';
-import { sanitizeText } from '../../audit/sanitize.ts';
+import { truncateSanitized } from '../../audit/sanitize.ts';
 import { BackendError, codeForHttpStatus, codeForTransportError, describeCode, type BackendOperation } from '../errors.ts';
 import { VaultErrorBody } from './schema.ts';
 
@@ -175,5 +175,5 @@ export function vaultErrorText(body: unknown): string {
     .map((e) => e.replace(/\d+ errors? occurred:\s*/g, '').replace(/\s*\*\s*/g, ' ').trim())
     .filter((e) => e !== '')
     .join('; ');
-  return sanitizeText(text).slice(0, 200);
+  return truncateSanitized(text, 200);
 }
