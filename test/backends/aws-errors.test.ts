@@ -142,12 +142,18 @@ describe('aws answers moto cannot give (nock)', () => {
       .post('/', (body: { ClientRequestToken?: string; VersionStages?: string[] }) => body.ClientRequestToken === current && body.VersionStages?.join() === 'KEYROLL_PREFLIGHT_WRITE')
       .matchHeader('x-amz-target', 'secretsmanager.PutSecretValue')
       .reply(400, JSON.stringify({ __type: 'ResourceExistsException', message: 'token in use' }), { 'content-type': 'application/x-amz-json-1.1' });
+    // The stage probe only asks to remove a label the current version does not carry: never AWSCURRENT, never a move.
+    nock(endpoint)
+      .post('/', (body: Record<string, unknown>) => body.VersionStage === 'KEYROLL_PREFLIGHT_READ' && body.RemoveFromVersionId === current && !('MoveToVersionId' in body))
+      .matchHeader('x-amz-target', 'secretsmanager.UpdateSecretVersionStage')
+      .reply(400, JSON.stringify({ __type: 'InvalidParameterException', message: 'label not on that version' }), { 'content-type': 'application/x-amz-json-1.1' });
     answer('GetSecretValue', 400, { __type: 'ResourceNotFoundException', message: 'no such label' });
     answer('TagResource', 200, {});
     answer('UntagResource', 200, {});
     const result = await backend.preflight(target);
     expect(result.exists).toBe(true);
     expect(result.checks.join('\n')).toContain('PutSecretValue allowed');
+    expect(result.checks.join('\n')).toContain('UpdateSecretVersionStage allowed');
   });
 
   it('meets a lock secret deleted after this process released it at the CAS: AWS refuses the put, the lock step names restore-secret', async () => {

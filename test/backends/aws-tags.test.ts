@@ -55,6 +55,27 @@ describe('aws tag encoding', () => {
     expect(parseIntentTag(intentTagValue(intent))).toEqual(intent);
   });
 
+  it('round-trips holdUntil, and keeps it whole when the key id and owner must be cut', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'grapheme', maxLength: 300 }), fc.string({ unit: 'grapheme', maxLength: 300 }), (keyId, owner) => {
+        const intent = { rotationId: 'rot-hold', startedAt: '2030-01-01T00:00:00.000Z', keyId, owner, holdUntil: '2030-01-01T00:10:00.000Z' };
+        const value = intentTagValue(intent);
+        expect(value.length).toBeLessThanOrEqual(MAX_TAG_VALUE_LENGTH);
+        expect(parseIntentTag(value)).toMatchObject({ rotationId: 'rot-hold', holdUntil: '2030-01-01T00:10:00.000Z' });
+      }),
+    );
+  });
+
+  it('reads a marker written before holdUntil existed (four fields) as one without it', () => {
+    const old = '3f2c8a4e-1b7d-4e0a-9c55-0a1b2c3d4e5f 2030-01-01T00:00:00.000Z key_demo_billing host-1/42/ab';
+    const intent = parseIntentTag(old);
+    expect(intent).toEqual({ rotationId: '3f2c8a4e-1b7d-4e0a-9c55-0a1b2c3d4e5f', startedAt: '2030-01-01T00:00:00.000Z', keyId: 'key_demo_billing', owner: 'host-1/42/ab' });
+    expect(intent).not.toHaveProperty('holdUntil');
+    // ... and writes a marker without holdUntil in that same four-field form.
+    if (intent === undefined) throw new Error('expected an intent');
+    expect(intentTagValue(intent)).toBe(old);
+  });
+
   it('round-trips a failure record', () => {
     const failure = { rotationId: 'rot-2', step: 'store', errorCode: 'KR_BACKEND_UNAVAILABLE', at: '2030-01-02T00:00:00.000Z' };
     expect(parseFailureTag(failureTagValue(failure))).toEqual(failure);

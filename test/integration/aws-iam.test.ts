@@ -132,7 +132,8 @@ function callsFor(config: AwsBackendConfig, region: string, account: string, pat
     ];
   };
   const calls: Call[] = [
-    ...['DescribeSecret', 'GetSecretValue', 'PutSecretValue'].map((a) => ({ action: `secretsmanager:${a}`, resource: target })),
+    // UpdateSecretVersionStage on the target: the fenced write's move of AWSCURRENT and its preflight probe.
+    ...['DescribeSecret', 'GetSecretValue', 'PutSecretValue', 'UpdateSecretVersionStage'].map((a) => ({ action: `secretsmanager:${a}`, resource: target })),
     ...creating(target, [...new Set(bookkeeping.flat())]),
     ...bookkeeping.map((keys) => ({ action: 'secretsmanager:TagResource', resource: target, context: { 'aws:tagkeys': keys } })),
     ...[[TAG_INTENT], [TAG_PREFLIGHT_PROBE]].map((keys) => ({ action: 'secretsmanager:UntagResource', resource: target, context: { 'aws:tagkeys': keys } })),
@@ -189,7 +190,7 @@ async function enforceIam(server: MotoServer, on: boolean): Promise<void> {
   if (!response.ok) throw new Error(`moto reset-auth failed: ${String(response.status)}`);
 }
 
-/** Everything keyroll does to one destination over two rotations, including a stale lock takeover. */
+/** Everything keyroll does to one destination over two rotations (fenced writes, a refresh), including a stale lock takeover. */
 async function rotationCycle(backend: Backend, target: StoreTarget, clock: TestClock): Promise<void> {
   const owner = { owner: 'iam-test', ttlMs: 60_000 };
   expect((await backend.preflight(target)).exists).toBe(false);
@@ -197,7 +198,8 @@ async function rotationCycle(backend: Backend, target: StoreTarget, clock: TestC
   const lock = await backend.acquireLock(target, { ...owner, rotationId: first.rotationId });
   if (!lock.acquired) throw new Error('expected the lock');
   await backend.setIntent(target, { rotationId: first.rotationId, keyId: first.keyId, owner: 'iam-test', startedAt: first.rotatedAt });
-  const written = await backend.writeSecret(target, first);
+  await backend.readState(target);
+  const written = await backend.writeSecret(target, first, { lock: lock.lock });
   expect((await backend.readSecret(target))?.secret.equals(first.secret)).toBe(true);
   await backend.recordRotation(target, { rotationId: first.rotationId, rotatedAt: first.rotatedAt, version: written.version }, { clearIntent: true });
   await backend.clearIntent(target, first.rotationId);
@@ -207,8 +209,11 @@ async function rotationCycle(backend: Backend, target: StoreTarget, clock: TestC
   const second = makeRecord({ rotationId: randomUUID() });
   const again = await backend.acquireLock(target, { ...owner, rotationId: second.rotationId, ttlMs: 1_000 });
   if (!again.acquired) throw new Error('expected the lock');
-  await backend.writeSecret(target, second);
-  expect((await backend.writeSecret(target, second)).alreadyApplied).toBe(true);
+  // The fenced write of an existing secret: a durable put, then the move of AWSCURRENT.
+  await backend.readState(target);
+  await backend.writeSecret(target, second, { lock: again.lock });
+  expect((await backend.writeSecret(target, second, { lock: again.lock })).alreadyApplied).toBe(true);
+  expect(await backend.refreshLock(target, again.lock, 1_000)).toBeDefined();
   await backend.recordFailure(target, { rotationId: second.rotationId, step: 'verify', errorCode: 'KR_TEST', at: second.rotatedAt });
   clock.advance(2_000);
   const takeover = await backend.acquireLock(target, { ...owner, owner: 'iam-test-2', rotationId: randomUUID() });
@@ -303,6 +308,21 @@ describe.skipIf(moto === undefined)('shipped IAM policy (config/iam-policy.json)
       await rotationCycle(backend, target(), clock);
     } finally {
       await backend.close();
+    }
+  });
+
+  it('preflight of an existing secret is denied without UpdateSecretVersionStage on it, before any roll (the fenced write moves AWSCURRENT)', async () => {
+    const clock = createTestClock();
+    const writer = backendFor('least', clock);
+    const denied = backendFor('without-UpdateSecretVersionStage', clock);
+    const t = target();
+    try {
+      await writer.writeSecret(t, makeRecord({ rotationId: randomUUID() }));
+      const error: unknown = await denied.preflight(t).catch((e: unknown) => e);
+      expect(error).toMatchObject({ code: 'KR_BACKEND_DENIED', operation: 'preflight' });
+      expect((error as BackendError).message).toContain('secretsmanager:UpdateSecretVersionStage');
+    } finally {
+      await Promise.all([writer.close(), denied.close()]);
     }
   });
 

@@ -2,7 +2,8 @@
 // each request the backend skips was safe to skip: the lock it holds and the intent marker it wrote
 // are not read again while the lock has time left, but a lock that expired and was taken over
 // makes it read (and leave the new holder's marker alone); remembered lock values and "missing"
-// targets only choose the first call, and a stale one is corrected by AWS's own refusal.
+// targets only choose the first call, and a stale one is corrected by AWS's own refusal. A fenced
+// write adds only the move of AWSCURRENT while the lock it holds has its margin left.
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -10,7 +11,7 @@ import { CreateSecretCommand, DescribeSecretCommand } from '@aws-sdk/client-secr
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AwsBackendConfig } from '../../src/backends/aws/config.ts';
-import type { Backend, Intent, StoreTarget } from '../../src/backends/types.ts';
+import type { Backend, HeldLock, Intent, StoreTarget } from '../../src/backends/types.ts';
 import { runRotations } from '../../src/rotation/run.ts';
 import { createTestClock, makeRecord, type TestClock } from '../backends/contract.ts';
 import { JSON_SHAPE, keyPolicy, startBench } from '../rotation/harness.ts';
@@ -95,11 +96,19 @@ describe.skipIf(moto === undefined)('aws requests per rotation (moto)', () => {
   });
 
   describe('a rotation through the engine', () => {
-    const PREFLIGHT_EXISTING = ['DescribeSecret target', 'GetSecretValue target', 'PutSecretValue target', 'TagResource target', 'UntagResource target'];
+    const PREFLIGHT_EXISTING = [
+      'DescribeSecret target',
+      'GetSecretValue target',
+      'PutSecretValue target',
+      'TagResource target',
+      'UntagResource target',
+      'UpdateSecretVersionStage target', // proves the fenced write's move of AWSCURRENT (invariant 1)
+    ];
     const FINISH = [
       'DescribeSecret target', // readState under the lock (the lock itself is not read: this process holds it)
       'TagResource target', // setIntent
-      'PutSecretValue target', // the write
+      'PutSecretValue target', // the write, durable under KEYROLL_PENDING
+      'UpdateSecretVersionStage target', // the fence: AWSCURRENT moves from the version readState saw (no lock read: held with margin)
       'GetSecretValue target', // verify: read back
       'TagResource target', // record the rotation and clear its marker, one call
       'PutSecretValue lock', // release: the CAS from the version this process holds, no read first
@@ -113,7 +122,7 @@ describe.skipIf(moto === undefined)('aws requests per rotation (moto)', () => {
       });
     }
 
-    it('costs 9 requests for a new secret and 15 for an existing one (a new process each time)', async () => {
+    it('costs 9 requests for a new secret and 17 for an existing one (a new process each time)', async () => {
       const bench = await rotationBench(`keyroll-test/${run}/requests/${randomUUID().slice(0, 8)}`);
       const env = motoEnv(server);
       try {
@@ -125,7 +134,7 @@ describe.skipIf(moto === undefined)('aws requests per rotation (moto)', () => {
             'CreateSecret lock', // the first lock
             'DescribeSecret target', // readState under the lock
             'CreateSecret target', // setIntent creates the secret empty, with the marker, at once
-            'PutSecretValue target',
+            'PutSecretValue target', // the first version: AWS makes it AWSCURRENT itself, no move follows
             'GetSecretValue target',
             'TagResource target',
             'PutSecretValue lock',
@@ -150,7 +159,7 @@ describe.skipIf(moto === undefined)('aws requests per rotation (moto)', () => {
       }
     });
 
-    it('costs 14 in a process that released the lock itself before, and 16 for a scheduled run that checks due-ness first', async () => {
+    it('costs 16 in a process that released the lock itself before, and 18 for a scheduled run that checks due-ness first', async () => {
       // maxAge 1 ms: due again on every scheduled run, so the due-ness read before the lock happens.
       const bench = await rotationBench(`keyroll-test/${run}/requests/${randomUUID().slice(0, 8)}`, { maxAgeMs: 1, minIntervalMs: 0 });
       const runtime = await bench.runtime({ env: motoEnv(server) });
@@ -199,6 +208,42 @@ describe.skipIf(moto === undefined)('aws requests per rotation (moto)', () => {
       await backend.setIntent(t, intentOf(rotationId, owner));
       return rotationId;
     }
+
+    /** An existing target, locked by `a` for a new rotation, its state read under the lock. */
+    async function lockedTarget(ttlMs: number): Promise<{ t: StoreTarget; lock: HeldLock; rotationId: string }> {
+      const t = newTarget();
+      await b.writeSecret(t, makeRecord({ rotationId: randomUUID() }));
+      const rotationId = randomUUID();
+      const locked = await a.acquireLock(t, { owner: 'a', rotationId, ttlMs });
+      if (!locked.acquired) throw new Error('expected the lock');
+      await a.readState(t);
+      return { t, lock: locked.lock, rotationId };
+    }
+
+    it('fences a write under a lock with margin left by the move alone; past the margin it reads the lock and the target first', async () => {
+      const held = await lockedTarget(60_000);
+      proxy.take();
+      await a.writeSecret(held.t, makeRecord({ rotationId: held.rotationId }), { lock: held.lock });
+      expect(proxy.take()).toEqual(['PutSecretValue target', 'UpdateSecretVersionStage target']);
+
+      const late = await lockedTarget(60_000);
+      clock.advance(46_000); // inside the 15 s margin: another runner's clock may already call the lock stale
+      proxy.take();
+      await a.writeSecret(late.t, makeRecord({ rotationId: late.rotationId }), { lock: late.lock });
+      expect(proxy.take()).toEqual(['DescribeSecret target', 'GetSecretValue lock', 'PutSecretValue target', 'UpdateSecretVersionStage target']);
+    });
+
+    it('keeps what it knew under a refreshed lock: the fenced write after refreshLock reads nothing', async () => {
+      const held = await lockedTarget(60_000);
+      clock.advance(46_000);
+      proxy.take();
+      const refreshed = await a.refreshLock(held.t, held.lock, 60_000);
+      if (refreshed === undefined) throw new Error('expected the refresh');
+      // The CAS from the version this process holds: no read first.
+      expect(proxy.take()).toEqual(['PutSecretValue lock', 'UpdateSecretVersionStage lock']);
+      await a.writeSecret(held.t, makeRecord({ rotationId: held.rotationId }), { lock: refreshed });
+      expect(proxy.take()).toEqual(['PutSecretValue target', 'UpdateSecretVersionStage target']);
+    });
 
     it('records the rotation and clears its own marker in one TagResource while its lock has time left', async () => {
       const t = newTarget();

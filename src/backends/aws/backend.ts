@@ -2,6 +2,7 @@
 // Each concern lives in its own file (preflight, lock, write, metadata); this class checks the
 // target path once per call and hands each method to its file. It also keeps what the instance
 // learned from its own calls (known.ts), so a request whose answer is already known is skipped.
+// A write with a fence (the primary destination, whose lock the rotation holds) goes to fence.ts.
 import { AttemptLog } from '../attempts.ts';
 import type { BackendOperation } from '../errors.ts';
 import type {
@@ -17,14 +18,17 @@ import type {
   SecretRecord,
   StoreTarget,
   StoredSecret,
+  WriteFence,
   WriteResult,
 } from '../types.ts';
 import type { AwsBackendConfig } from './config.ts';
 import type { AwsCredentialsInput } from './client.ts';
 import { SecretsManagerCalls } from './client.ts';
+import { writeFenced, type FencedWriteContext } from './fence.ts';
 import { HeldFacts, TargetHints } from './known.ts';
 import * as lock from './lock.ts';
 import { LockSightings, type LockContext } from './lock.ts';
+import { refreshLock } from './lock-refresh.ts';
 import * as metadata from './metadata.ts';
 import type { MetadataContext } from './metadata.ts';
 import * as checks from './preflight.ts';
@@ -48,6 +52,7 @@ export class AwsBackend implements Backend {
   readonly #preflight: PreflightContext;
   readonly #lock: LockContext;
   readonly #write: WriteContext;
+  readonly #fenced: FencedWriteContext;
   readonly #metadata: MetadataContext;
   readonly #targets = new TargetHints();
   readonly #held: HeldFacts;
@@ -66,6 +71,7 @@ export class AwsBackend implements Backend {
     this.#preflight = { ...shared, createIfMissing: config.createIfMissing, now: options.now };
     this.#lock = { ...shared, now: options.now, sightings: new LockSightings() };
     this.#write = { ...shared, createIfMissing: config.createIfMissing, attempts: new AttemptLog() };
+    this.#fenced = { ...this.#write, held: this.#held, lock: this.#lock };
     this.#metadata = { ...shared, createIfMissing: config.createIfMissing, held: this.#held };
   }
 
@@ -100,6 +106,21 @@ export class AwsBackend implements Backend {
     return outcome;
   }
 
+  async refreshLock(target: StoreTarget, held: HeldLock, ttlMs: number): Promise<HeldLock | undefined> {
+    this.#check(target, 'lock');
+    let refreshed: HeldLock | undefined;
+    try {
+      refreshed = await refreshLock(this.#lock, target.path, held, ttlMs);
+    } catch (error) {
+      // Outcome unknown: the lock may be lost, so nothing known under it is kept.
+      this.#held.dropIfFor(target.path, held);
+      throw error;
+    }
+    if (refreshed === undefined) this.#held.dropIfFor(target.path, held);
+    else this.#held.refresh(target.path, refreshed, ttlMs);
+    return refreshed;
+  }
+
   async releaseLock(target: StoreTarget, held: HeldLock): Promise<void> {
     this.#check(target, 'unlock');
     this.#held.dropIfFor(target.path, held);
@@ -116,9 +137,10 @@ export class AwsBackend implements Backend {
     await metadata.clearIntent(this.#metadata, target, rotationId);
   }
 
-  async writeSecret(target: StoreTarget, record: SecretRecord): Promise<WriteResult> {
+  async writeSecret(target: StoreTarget, record: SecretRecord, fence?: WriteFence): Promise<WriteResult> {
     this.#check(target, 'write');
-    return values.writeSecret(this.#write, target, record);
+    // The same attempt log for both: a fenced retry of an unfenced attempt (or the reverse) reads first.
+    return fence === undefined ? values.writeSecret(this.#write, target, record) : writeFenced(this.#fenced, target, record, fence);
   }
 
   async readSecret(target: StoreTarget): Promise<StoredSecret | undefined> {

@@ -90,25 +90,41 @@ export class SecretsManagerCalls {
   /**
    * Moves AWSCURRENT from `fromVersionId` to `toVersionId`: a compare-and-swap, because AWS
    * refuses the move when AWSCURRENT is no longer on `fromVersionId`. Returns 'stale' then.
+   * Without `fromVersionId` (a secret that had no current version), AWS refuses the move when some
+   * version carries AWSCURRENT by now. Either way AWS moves AWSPREVIOUS to the version it left.
    */
-  async moveCurrentStage(operation: BackendOperation, secretId: string, fromVersionId: string, toVersionId: string): Promise<'moved' | 'stale'> {
+  async moveCurrentStage(operation: BackendOperation, secretId: string, fromVersionId: string | undefined, toVersionId: string): Promise<'moved' | 'stale'> {
+    const moved = await this.#updateStage(operation, secretId, {
+      VersionStage: 'AWSCURRENT',
+      ...(fromVersionId === undefined ? {} : { RemoveFromVersionId: fromVersionId }),
+      MoveToVersionId: toVersionId,
+    });
+    return moved ? 'moved' : 'stale';
+  }
+
+  /**
+   * Proves that UpdateSecretVersionStage passes IAM on `secretId` without changing a label: asks
+   * to remove `label` from `versionId`, which does not carry it. AWS checks IAM first, then either
+   * refuses the request (InvalidParameterException) or has nothing to remove; both prove the action.
+   */
+  async probeStageUpdate(operation: BackendOperation, secretId: string, versionId: string, label: string): Promise<void> {
+    await this.#updateStage(operation, secretId, { VersionStage: label, RemoveFromVersionId: versionId });
+  }
+
+  /** UpdateSecretVersionStage: true when done, false when AWS refused it as invalid now (a stale CAS). */
+  async #updateStage(
+    operation: BackendOperation,
+    secretId: string,
+    input: { VersionStage: string; RemoveFromVersionId?: string; MoveToVersionId?: string },
+  ): Promise<boolean> {
     try {
-      await this.#load().then(({ client, sdk }) =>
-        client.send(
-          new sdk.UpdateSecretVersionStageCommand({
-            SecretId: secretId,
-            VersionStage: 'AWSCURRENT',
-            RemoveFromVersionId: fromVersionId,
-            MoveToVersionId: toVersionId,
-          }),
-        ),
-      );
-      return 'moved';
+      await this.#load().then(({ client, sdk }) => client.send(new sdk.UpdateSecretVersionStageCommand({ SecretId: secretId, ...input })));
+      return true;
     } catch (error) {
       const mapped = toBackendError(error, { backend: this.#options.backendName, operation, action: 'UpdateSecretVersionStage', path: secretId });
       const name = awsErrorName(error);
       const refused = name === 'InvalidParameterException' || name === 'InvalidRequestException';
-      if (refused && mapped.code !== 'KR_BACKEND_SCHEDULED_FOR_DELETION') return 'stale';
+      if (refused && mapped.code !== 'KR_BACKEND_SCHEDULED_FOR_DELETION') return false;
       throw mapped;
     }
   }

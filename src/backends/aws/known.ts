@@ -10,6 +10,10 @@
 //   until then both facts stay true without reading them again. They are trusted only while the
 //   lock has a margin left (runners' clocks and the requests' own latency), and dropped on
 //   release, on any failed or refreshed acquire, and on any intent change whose outcome is unknown.
+//   A third fact, the version AWSCURRENT was on when this process read the target under the lock,
+//   is the compare-and-swap base of a fenced write (fence.ts); it is only ever an expectation AWS
+//   checks, so a stale one costs a refused move and a read, never a wrong write.
+//   refreshLock keeps all three: the lock stayed ours without a gap (its CAS moved from our version).
 // In memory only: a new process knows nothing and reads everything.
 import type { HeldLock } from '../types.ts';
 import { lockSecretName } from './lock.ts';
@@ -43,6 +47,9 @@ function trustMarginMs(ttlMs: number): number {
 /** What the intent marker names: a rotation id, or null for no marker. */
 type KnownIntent = string | null;
 
+/** The version AWSCURRENT was on, or null for a target without one (missing, or created empty). */
+type KnownCurrent = string | null;
+
 interface Held {
   /** The exact target path the facts are about (a name and an ARN of one secret share a lock). */
   path: string;
@@ -50,6 +57,8 @@ interface Held {
   marginMs: number;
   /** undefined: not known (never read under this lock, or an intent change is in flight or failed). */
   intent?: KnownIntent;
+  /** undefined: not read under this lock. */
+  current?: KnownCurrent;
   /** Bumped by every intent change this process starts, so a read that raced one is not kept. */
   generation: number;
 }
@@ -66,6 +75,47 @@ export class HeldFacts {
   /** A lock was acquired (or refreshed): start over with only the lock known. */
   hold(path: string, lock: HeldLock, ttlMs: number): void {
     this.#byLock.set(lockSecretName(path), { path, lock, marginMs: trustMarginMs(ttlMs), generation: 0 });
+  }
+
+  /**
+   * The lock was extended by refreshLock (a CAS from the version this process held, so no other
+   * runner held it in between): the facts known under it stay. A lock this process knew nothing
+   * about starts over with only the lock known.
+   */
+  refresh(path: string, lock: HeldLock, ttlMs: number): void {
+    const held = this.#byLock.get(lockSecretName(path));
+    if (held?.path !== path || held.lock.owner !== lock.owner || held.lock.rotationId !== lock.rotationId) {
+      this.hold(path, lock, ttlMs);
+      return;
+    }
+    held.lock = lock;
+    held.marginMs = trustMarginMs(ttlMs);
+  }
+
+  /**
+   * True when this process holds `lock` (same owner and rotation) on `path` with its margin left:
+   * no other runner can have taken it over (invariant 5), so a fenced write needs no lock read.
+   */
+  holds(path: string, lock: { owner: string; rotationId: string }): boolean {
+    const held = this.#trusted(path);
+    return held?.lock.owner === lock.owner && held.lock.rotationId === lock.rotationId;
+  }
+
+  /** The AWSCURRENT version read (or written) under the lock this process holds with margin left. */
+  current(path: string): KnownCurrent | undefined {
+    return this.#trusted(path)?.current;
+  }
+
+  /**
+   * Before reading the target's versions: returns a function that keeps what AWSCURRENT was on,
+   * when the lock is still the one held (with margin) at the time of the read.
+   */
+  observeCurrent(path: string): (current: KnownCurrent) => void {
+    const held = this.#trusted(path);
+    if (held === undefined) return () => undefined;
+    return (current) => {
+      if (this.#trusted(path) === held) held.current = current;
+    };
   }
 
   /**

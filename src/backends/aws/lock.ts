@@ -9,6 +9,9 @@
 // reserved for its recovery window (and deletion is asynchronous even when forced), which would block
 // the next CreateSecret. The companion secret therefore stays, one per destination (it is billed as
 // a secret), and gains two versions per rotation; AWS prunes unlabelled versions itself.
+// Another owner's lock is stale only once its expiry lies `clockSkewMs` in the past by this process's
+// clock (invariant 9: the runners' clocks may disagree by that much). Refreshing (lock-refresh.ts)
+// is the same CAS from the version this process holds, and never creates a lock.
 // A lock change whose answer is lost (timeout, reset, 5xx) may have landed: the lock is read back,
 // and one that carries this request's owner, rotation and expiry is ours and returned as acquired,
 // so a caller never holds a lock it does not know about (and never leaves one behind for a TTL).
@@ -35,8 +38,8 @@ const LockValue = z.discriminatedUnion('state', [
   z.object({ state: z.literal('held'), owner: z.string(), rotationId: z.string(), expiresAt: z.iso.datetime() }),
   z.object({ state: z.literal('released'), owner: z.string(), rotationId: z.string(), releasedAt: z.iso.datetime() }),
 ]);
-type LockValue = z.infer<typeof LockValue>;
-type HeldValue = Extract<LockValue, { state: 'held' }>;
+export type LockValue = z.infer<typeof LockValue>;
+export type HeldValue = Extract<LockValue, { state: 'held' }>;
 
 export interface LockContext {
   calls: SecretsManagerCalls;
@@ -48,7 +51,7 @@ export interface LockContext {
   sightings?: LockSightings;
 }
 
-interface CurrentLock {
+export interface CurrentLock {
   versionId: string;
   value: LockValue;
 }
@@ -79,7 +82,7 @@ export function lockSecretName(path: string): string {
 }
 
 /** The lock's current value, or undefined when no lock secret exists yet. */
-async function readCurrentLock(context: LockContext, lockName: string, operation: BackendOperation): Promise<CurrentLock | undefined> {
+export async function readCurrentLock(context: LockContext, lockName: string, operation: BackendOperation): Promise<CurrentLock | undefined> {
   let answer;
   try {
     // Always by stage: the unlabelled default of GetSecretValue is AWSCURRENT in AWS, but moto
@@ -115,13 +118,13 @@ function safeJson(text: string): unknown {
 }
 
 /** A CAS either moved AWSCURRENT to our new version, or lost and read what the lock is now. */
-type SwapOutcome = { won: true; versionId: string } | { won: false; now: CurrentLock | undefined };
+export type SwapOutcome = { won: true; versionId: string } | { won: false; now: CurrentLock | undefined };
 
 /**
  * Replaces the lock value `expectedVersionId` with `value`, atomically. When another runner changed
  * the lock first, answers with the lock as it is now (read after the refused move).
  */
-async function compareAndSwap(
+export async function compareAndSwap(
   context: LockContext,
   lockName: string,
   expectedVersionId: string,
@@ -146,11 +149,11 @@ async function compareAndSwap(
   return now?.versionId === candidate ? { won: true, versionId: candidate } : { won: false, now };
 }
 
-function isOurs(value: LockValue, request: { owner: string; rotationId: string }): boolean {
+export function isOurs(value: LockValue, request: { owner: string; rotationId: string }): boolean {
   return value.owner === request.owner && value.rotationId === request.rotationId;
 }
 
-function holderOf(value: HeldValue): LockInfo {
+export function holderOf(value: HeldValue): LockInfo {
   return { owner: value.owner, rotationId: value.rotationId, expiresAt: value.expiresAt };
 }
 
@@ -158,14 +161,14 @@ function holderOf(value: HeldValue): LockInfo {
  * At most this many rounds; each lost CAS means another runner now holds a fresh lock (one more
  * round than a read-first loop needs, for a value remembered from before that turned out stale).
  */
-const MAX_ROUNDS = 4;
+export const MAX_ROUNDS = 4;
 
 /** How an operator frees a lock (docs/runbook.md, "Clearing a stale lock"); never by deleting it. */
 const FREE_IT =
   'to free it, write a released value (aws secretsmanager put-secret-value --secret-string \'{"state":"released","owner":"operator","rotationId":"manual-release","releasedAt":"<ISO time>"}\', see the runbook); never delete it: a deleted name stays reserved for 7-30 days and blocks every later lock';
 
 /** The error for a lock secret scheduled for deletion (someone deleted it), naming the repair. */
-function lockErrorOf(context: LockContext, lockName: string, error: unknown, operation: BackendOperation): unknown {
+export function lockErrorOf(context: LockContext, lockName: string, error: unknown, operation: BackendOperation): unknown {
   if (!(error instanceof BackendError) || error.code !== 'KR_BACKEND_SCHEDULED_FOR_DELETION') return error;
   return new BackendError(
     'KR_BACKEND_SCHEDULED_FOR_DELETION',
@@ -194,7 +197,7 @@ export async function acquireLock(context: LockContext, path: string, request: L
  * too counts as not landed; the caller's retry with the same owner and rotation then finds its
  * own lock and takes it again.
  */
-async function landedLock(context: LockContext, lockName: string, held: HeldValue, error: unknown, tookOver: boolean): Promise<LockOutcome | undefined> {
+export async function landedLock(context: LockContext, lockName: string, held: HeldValue, error: unknown, tookOver: boolean): Promise<LockOutcome | undefined> {
   const unknownOutcome = !(error instanceof BackendError) || ['KR_BACKEND_TIMEOUT', 'KR_BACKEND_UNAVAILABLE', 'KR_BACKEND_INVALID_RESPONSE'].includes(error.code);
   if (!unknownOutcome) return undefined;
   try {
@@ -206,9 +209,13 @@ async function landedLock(context: LockContext, lockName: string, held: HeldValu
   }
 }
 
-/** `value` when it keeps `request` out at `now` (held by another owner or rotation, not past expiry); else undefined. */
+/**
+ * `value` when it keeps `request` out at `now`: held by another owner or rotation, and not stale,
+ * i.e. `now` is not yet past its expiry plus the runners' allowed clock skew; else undefined.
+ */
 function blockingHolder(value: LockValue, request: LockRequest, now: Date): HeldValue | undefined {
-  return value.state === 'held' && !isOurs(value, request) && Date.parse(value.expiresAt) > now.getTime() ? value : undefined;
+  if (value.state !== 'held' || isOurs(value, request)) return undefined;
+  return now.getTime() > Date.parse(value.expiresAt) + (request.clockSkewMs ?? 0) ? undefined : value;
 }
 
 /**

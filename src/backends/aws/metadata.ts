@@ -157,14 +157,17 @@ export async function recordFailure(context: MetadataContext, target: StoreTarge
 /**
  * The key's state. The lock is read unless this process holds it with time left: then it is the
  * lock this process took (no other runner can have changed it before its expiry). `status`,
- * `plan` and the due-ness check before the lock hold no lock, so they read it.
+ * `plan` and the due-ness check before the lock hold no lock, so they read it. Under the lock, the
+ * version AWSCURRENT is on is kept as the fenced write's compare-and-swap base (fence.ts).
  */
 export async function readState(context: MetadataContext, lock: LockContext, target: StoreTarget): Promise<KeyState> {
   const held = context.held.lock(target.path);
   const keep = context.held.observeIntent(target.path);
+  const keepCurrent = context.held.observeCurrent(target.path);
   const heldInfo: LockInfo | undefined = held && { owner: held.owner, rotationId: held.rotationId, expiresAt: held.expiresAt };
   const [description, lockInfo] = await Promise.all([describeTarget(context, target.path, 'state'), heldInfo ?? readLockInfo(lock, target.path)]);
   context.targets.seen(target.path, description !== undefined);
+  keepCurrent(description === undefined ? null : (currentVersionOf(description) ?? null));
   const tags = tagMap(description?.Tags);
   const state: KeyState = {
     exists: description !== undefined && description.DeletedDate === undefined && currentVersionOf(description) !== undefined,

@@ -11,6 +11,10 @@
 //   never replace the live secret.
 // - GetSecretValue of a staging label no version carries: proves the read-back is allowed
 //   (ResourceNotFoundException) without fetching the current secret.
+// - UpdateSecretVersionStage removing that same label from the AWSCURRENT version, which does not
+//   carry it: the fenced write moves AWSCURRENT with this action (fence.ts), and a denial there,
+//   after the roll, would leave the new secret durable but not current. AWS checks IAM, then
+//   refuses the request or has nothing to remove; no label changes either way.
 // - TagResource keyroll:preflight=<time> and UntagResource of a tag that is never set: the
 //   intent marker and bookkeeping will work.
 // Not provable without a change: KMS encryption with the secret's key (AWS refuses the reused
@@ -85,6 +89,7 @@ export async function preflight(context: PreflightContext, target: StoreTarget):
   ];
   if (current !== undefined) {
     probes.push(
+      context.calls.probeStageUpdate('preflight', path, current, PROBE_STAGE),
       expectRefusal(
         context.calls.putSecretValue('preflight', {
           SecretId: path,
@@ -101,7 +106,10 @@ export async function preflight(context: PreflightContext, target: StoreTarget):
   if (current === undefined) {
     checks.push(`${path} exists without a value; the first write adds it (PutSecretValue not provable without a version)`);
   } else {
-    checks.push(`secretsmanager:PutSecretValue allowed on ${path} (probe refused without storing)`);
+    checks.push(
+      `secretsmanager:PutSecretValue allowed on ${path} (probe refused without storing)`,
+      `secretsmanager:UpdateSecretVersionStage allowed on ${path} (the fenced write's move of AWSCURRENT; probe changed no label)`,
+    );
   }
   checks.push('secretsmanager:GetSecretValue allowed (read-back)', 'secretsmanager:TagResource and UntagResource allowed (intent marker)');
   if (description.RotationEnabled === true) {

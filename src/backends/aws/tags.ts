@@ -62,15 +62,15 @@ export function unescapeTagField(field: string): string {
 }
 
 /**
- * Joins fields into one tag value within 256 characters. Fields come most important first:
+ * Joins fields into one tag value within `max` characters (256). Fields come most important first:
  * when too long, the last ones are cut (at an escape boundary), never the first.
  */
-export function joinTagFields(fields: readonly string[]): string {
+export function joinTagFields(fields: readonly string[], max = MAX_TAG_VALUE_LENGTH): string {
   const escaped = fields.map(escapeTagField);
   let total = escaped.reduce((sum, field) => sum + field.length, 0) + escaped.length - 1;
-  for (let i = escaped.length - 1; i > 0 && total > MAX_TAG_VALUE_LENGTH; i--) {
+  for (let i = escaped.length - 1; i > 0 && total > max; i--) {
     const field = escaped[i] ?? '';
-    const keep = Math.max(0, field.length - (total - MAX_TAG_VALUE_LENGTH));
+    const keep = Math.max(0, field.length - (total - max));
     const cut = field.slice(0, keep).replace(/@[0-9A-F]?$/, '');
     total -= field.length - cut.length;
     escaped[i] = cut;
@@ -82,14 +82,23 @@ export function splitTagFields(value: string): string[] {
   return value.split(' ').map(unescapeTagField);
 }
 
+/**
+ * The intent marker: `rotationId startedAt keyId owner`, plus ` holdUntil` when the marker carries
+ * one (invariant 9). holdUntil goes last, so a marker written before it existed (4 fields) still
+ * parses, and a keyroll that predates it still reads the first four fields right. It is never cut:
+ * the four fields before it share what is left of the 256 characters (keyId and owner are cut first).
+ */
 export function intentTagValue(intent: Intent): string {
-  return joinTagFields([intent.rotationId, intent.startedAt, intent.keyId, intent.owner]);
+  const fields = [intent.rotationId, intent.startedAt, intent.keyId, intent.owner];
+  if (intent.holdUntil === undefined) return joinTagFields(fields);
+  const holdUntil = escapeTagField(intent.holdUntil);
+  return `${joinTagFields(fields, MAX_TAG_VALUE_LENGTH - holdUntil.length - 1)} ${holdUntil}`;
 }
 
 export function parseIntentTag(value: string): Intent | undefined {
-  const [rotationId, startedAt, keyId, owner] = splitTagFields(value);
+  const [rotationId, startedAt, keyId, owner, holdUntil] = splitTagFields(value);
   if (!rotationId || startedAt === undefined || keyId === undefined || owner === undefined) return undefined;
-  return { rotationId, startedAt, keyId, owner };
+  return { rotationId, startedAt, keyId, owner, ...(holdUntil ? { holdUntil } : {}) };
 }
 
 export function failureTagValue(failure: FailureRecord): string {

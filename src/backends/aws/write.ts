@@ -8,6 +8,9 @@
 // A target that preflight (or any description) last saw missing is created with the value at once,
 // rather than after a PutSecretValue that would answer ResourceNotFound: still one call before the
 // value is durable, and a put follows when it exists after all.
+// This is the unfenced write (fallbacks, secondary destinations, direct callers): its put makes the
+// version AWSCURRENT at once. The fenced write of the primary destination (fence.ts) sends the same
+// first request with a staging label of its own instead, and moves AWSCURRENT after it.
 import { createHash } from 'node:crypto';
 import { BackendError } from '../errors.ts';
 import { parseStoredValue, renderText } from '../render.ts';
@@ -45,31 +48,48 @@ export async function writeSecret(context: WriteContext, target: StoreTarget, re
   const value = renderText(target.shape, record);
   const token = clientRequestToken(record.rotationId);
   if (context.attempts.record(target.path, token)) {
-    const earlier = await readVersionValue(context, target.path, token);
+    const earlier = await readVersion(context, target.path, token);
     if (earlier !== undefined) {
-      if (earlier === value) return { version: token, alreadyApplied: true };
+      if (earlier.value === value) return { version: token, alreadyApplied: true };
       throw tokenInUse(context, target.path, token);
     }
   }
   const written = await putOrCreate(context, target.path, value, token);
   context.targets.seen(target.path, true);
-  return written;
+  return { version: written.version, alreadyApplied: false };
 }
 
-async function putOrCreate(context: WriteContext, path: string, value: string, token: string): Promise<WriteResult> {
-  if (mayCreateSecret(context.createIfMissing, path) && context.targets.likelyMissing(path)) return createWithValue(context, path, value, token);
+/** What one put or create did: the version it wrote, and whether that version is AWSCURRENT now. */
+export interface Landed {
+  version: string;
+  current: boolean;
+}
+
+/**
+ * The one request that makes the value durable: PutSecretValue, or CreateSecret when the target
+ * is (likely) missing and may be created. Without `stages` the version becomes AWSCURRENT; with
+ * them it carries only those labels, unless it is the secret's first version (AWS then attaches
+ * AWSCURRENT itself) or an earlier attempt already made it current.
+ */
+export async function putOrCreate(context: WriteContext, path: string, value: string, token: string, stages?: string[]): Promise<Landed> {
+  if (mayCreateSecret(context.createIfMissing, path) && context.targets.likelyMissing(path)) return createWithValue(context, path, value, token, stages);
   try {
-    return await putValue(context, path, value, token);
+    return await putValue(context, path, value, token, stages);
   } catch (error) {
     if (!(error instanceof BackendError) || error.code !== 'KR_BACKEND_NOT_FOUND') throw error;
-    return await createWithValue(context, path, value, token);
+    return await createWithValue(context, path, value, token, stages);
   }
 }
 
-async function putValue(context: WriteContext, path: string, value: string, token: string): Promise<WriteResult> {
+async function putValue(context: WriteContext, path: string, value: string, token: string, stages: string[] | undefined): Promise<Landed> {
   try {
-    const answer = await context.calls.putSecretValue('write', { SecretId: path, SecretString: value, ClientRequestToken: token });
-    return { version: answer.VersionId ?? token, alreadyApplied: false };
+    const answer = await context.calls.putSecretValue('write', {
+      SecretId: path,
+      SecretString: value,
+      ClientRequestToken: token,
+      ...(stages === undefined ? {} : { VersionStages: stages }),
+    });
+    return { version: answer.VersionId ?? token, current: stages === undefined || answer.VersionStages?.includes('AWSCURRENT') === true };
   } catch (error) {
     // PutSecretValue answers ResourceExistsException only for a token already used with another value.
     if (error instanceof BackendError && error.code === 'KR_BACKEND_CONFLICT') throw tokenInUse(context, path, token);
@@ -77,7 +97,7 @@ async function putValue(context: WriteContext, path: string, value: string, toke
   }
 }
 
-async function createWithValue(context: WriteContext, path: string, value: string, token: string): Promise<WriteResult> {
+async function createWithValue(context: WriteContext, path: string, value: string, token: string, stages: string[] | undefined): Promise<Landed> {
   if (!mayCreateSecret(context.createIfMissing, path)) {
     const why = isSecretArn(path) ? 'a secret cannot be created from an ARN' : 'createIfMissing is off for this backend';
     throw new BackendError('KR_BACKEND_NOT_FOUND', `aws secret ${path} does not exist and ${why}`, {
@@ -95,26 +115,27 @@ async function createWithValue(context: WriteContext, path: string, value: strin
       ...(context.kmsKeyId === undefined ? {} : { KmsKeyId: context.kmsKeyId }),
       Tags: creationTags(context.tags),
     });
-    return { version: answer.VersionId ?? token, alreadyApplied: false };
+    // A new secret's only version is AWSCURRENT: CreateSecret is atomic (it fails when the name exists).
+    return { version: answer.VersionId ?? token, current: true };
   } catch (error) {
     // Created meanwhile (another writer, or an intent marker on the empty secret): put into it.
-    if (error instanceof BackendError && error.code === 'KR_BACKEND_CONFLICT') return putValue(context, path, value, token);
+    if (error instanceof BackendError && error.code === 'KR_BACKEND_CONFLICT') return putValue(context, path, value, token, stages);
     throw error;
   }
 }
 
-/** The value of version `versionId`, or undefined when there is no such version (or secret). */
-async function readVersionValue(context: WriteContext, path: string, versionId: string): Promise<string | undefined> {
+/** Version `versionId`: its value and whether it is AWSCURRENT; undefined when there is no such version (or secret). */
+export async function readVersion(context: WriteContext, path: string, versionId: string): Promise<{ value: string | undefined; current: boolean } | undefined> {
   try {
     const answer = await context.calls.getSecretValue('write', { SecretId: path, VersionId: versionId });
-    return answer.SecretString;
+    return { value: answer.SecretString, current: answer.VersionStages?.includes('AWSCURRENT') === true };
   } catch (error) {
     if (error instanceof BackendError && error.code === 'KR_BACKEND_NOT_FOUND') return undefined;
     throw error;
   }
 }
 
-function tokenInUse(context: WriteContext, path: string, token: string): BackendError {
+export function tokenInUse(context: WriteContext, path: string, token: string): BackendError {
   return new BackendError(
     'KR_BACKEND_CONFLICT',
     `aws secret ${path} already has version ${token} with a different value (the same rotation wrote twice with different secrets)`,
