@@ -30,6 +30,7 @@ if (server === undefined) {
     return Promise.resolve({
       backend: makeBackend(vault, { clock }),
       clock,
+      otherRunner: () => Promise.resolve(makeBackend(vault, { clock })),
       newTarget: (shape?: Partial<ValueShape>) => target('contract', shape),
       cleanup: () => Promise.resolve(),
     });

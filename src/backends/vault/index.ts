@@ -17,6 +17,7 @@ import type {
   SecretRecord,
   StoreTarget,
   StoredSecret,
+  WriteFence,
   WriteResult,
 } from '../types.ts';
 import { VaultTokenSource } from './auth.ts';
@@ -24,7 +25,7 @@ import { VaultClient } from './client.ts';
 import type { VaultBackendConfig } from './config.ts';
 import { isValidKvPath, KvV2, VaultSession, type CustomMetadataPatch, type KvData, type KvMetadata } from './kv.ts';
 import { PathKnowledgeMap } from './known.ts';
-import { acquireVaultLock, lockInfo, lockPathFor, readLockEntry, releaseVaultLock } from './lock.ts';
+import { acquireVaultLock, lockInfo, lockPathFor, readLockEntry, refreshVaultLock, releaseVaultLock } from './lock.ts';
 import { checkCapabilities } from './preflight.ts';
 import { encodeFailure, encodeIntent, META, readIntent, stateFromMetadata, writerOf } from './state.ts';
 
@@ -98,7 +99,7 @@ export class VaultBackend implements Backend {
     if (!result.acquired) {
       // Busy for this request. Unless the entry still holds the lock this process holds, that
       // lock is gone (taken over), and so is what was true under it.
-      if (ours !== undefined && result.entry?.lock?.token !== ours.lock.token) this.#known.lockLetGo(path);
+      if (ours !== undefined && result.entry?.lock?.token !== ours.lock.token) this.#lockLost(path, ours.lock.token);
       return result.outcome;
     }
     // A refresh written against the entry this process wrote when it took the lock: the lock never
@@ -127,6 +128,24 @@ export class VaultBackend implements Backend {
     return result.outcome;
   }
 
+  async refreshLock(target: StoreTarget, lock: HeldLock, ttlMs: number): Promise<HeldLock | undefined> {
+    const path = await this.#settledPath(target, 'lock');
+    const known = this.#known.of(path);
+    const ours = known.heldLock?.lock.token === lock.token ? known.heldLock : undefined;
+    const refreshed = await refreshVaultLock(this.#kv, path, lock, ttlMs, this.#now(), ours);
+    if (refreshed === undefined) {
+      this.#lockLost(path, lock.token);
+      return undefined;
+    }
+    // The entry carried this lock's token all along (a takeover writes its own token), so no other
+    // runner held the lock in between and what this process knows of the path still holds; only
+    // the state read right after the lock names the old expiry.
+    known.heldLock = refreshed.entry;
+    delete known.stateAfterLock;
+    const { owner, rotationId, expiresAt } = refreshed.entry.lock;
+    return { owner, rotationId, expiresAt, token: lock.token, tookOver: lock.tookOver };
+  }
+
   async releaseLock(target: StoreTarget, lock: HeldLock): Promise<void> {
     const path = this.#path(target, 'unlock');
     const ours = this.#known.of(path).heldLock;
@@ -151,15 +170,20 @@ export class VaultBackend implements Backend {
     await this.#changeMetadata(path, (meta) => (readIntent(meta)?.rotationId === rotationId ? { [META.intent]: null } : undefined), 'intent');
   }
 
-  async writeSecret(target: StoreTarget, record: SecretRecord): Promise<WriteResult> {
+  async writeSecret(target: StoreTarget, record: SecretRecord, fence?: WriteFence): Promise<WriteResult> {
     const path = await this.#settledPath(target, 'write');
     const known = this.#known.of(path);
+    // A lock this process already knows it lost: refused with no request (invariant 9).
+    if (fence !== undefined && known.lostLockToken === fence.lock.token) throw this.#lockLostError(path);
     if (known.lastWrite?.rotationId === record.rotationId) {
       const applied = await this.#appliedVersion(path, target, record);
       if (applied !== undefined) return { version: String(applied), alreadyApplied: true };
     }
     let cas = known.expectedVersion;
     if (cas === undefined) {
+      // A fenced write checks-and-sets against the version read under the lock, never against one
+      // read now: that read could see a new holder's write, and the write would replace it.
+      if (fence !== undefined) throw this.#lockLostError(path, 'no version of the secret was read under the lock');
       // No preflight or lock in this process: look once (tests, direct callers).
       const current = await this.#kv.readData(path, 'write');
       if (current !== undefined && this.#holds(current, target, record)) return { version: String(current.version), alreadyApplied: true };
@@ -172,9 +196,20 @@ export class VaultBackend implements Backend {
     const written = await this.#kv.writeData(path, renderMap(target.shape, record), cas, 'write', 'until-expiry');
     if (written === 'cas-mismatch') {
       // Either an earlier attempt of this write landed (its answer was lost) or someone else wrote.
-      delete known.expectedVersion;
+      // Unfenced, a retry reads afresh. Fenced, the version read under the lock stays the base, so
+      // a retry is refused the same way (invariant 9).
+      if (fence === undefined) delete known.expectedVersion;
       const applied = await this.#appliedVersion(path, target, record);
       if (applied !== undefined) return { version: String(applied), alreadyApplied: true };
+      if (fence !== undefined) {
+        // After the refused write, so no request comes before the write (invariant 2): the lock
+        // says whether a new holder wrote (lost) or someone outside keyroll's lock did (conflict).
+        const entry = await readLockEntry(this.#kv, path, 'write');
+        if (entry.lock?.token !== fence.lock.token) {
+          this.#lockLost(path, fence.lock.token);
+          throw this.#lockLostError(path);
+        }
+      }
       throw new BackendError('KR_BACKEND_CONFLICT', `vault backend ${this.name}: write of ${path} failed, another writer changed it since version ${String(cas)}`, {
         backend: this.name,
         kind: 'vault',
@@ -271,6 +306,23 @@ export class VaultBackend implements Backend {
     delete known.stateAfterLock;
     const after = await this.#kv.updateCustomMetadata(path, patch, operation, base);
     if (this.#known.holdsLock(path)) known.metadata = after;
+  }
+
+  /** This process no longer holds the lock with `token`: forget what was true under it, and remember the loss. */
+  #lockLost(path: string, token: string): void {
+    const known = this.#known.of(path);
+    if (known.heldLock === undefined || known.heldLock.lock.token === token) this.#known.lockLetGo(path);
+    known.lostLockToken = token;
+  }
+
+  #lockLostError(path: string, why = 'this runner no longer holds the key lock'): BackendError {
+    return new BackendError('KR_LOCK_LOST', `vault backend ${this.name}: write of ${path} refused, ${why}`, {
+      backend: this.name,
+      kind: 'vault',
+      operation: 'write',
+      path,
+      retryable: false,
+    });
   }
 
   /** The version now holding this record's secret, if the latest version does. */

@@ -38,6 +38,12 @@ export interface PathKnowledge {
   stateAfterLock?: KeyState;
   /** The data write this process's intent marker announced: its rotation and the version it creates. */
   intendedWrite?: { rotationId: string; version: number };
+  /**
+   * The token of a lock this process learned it lost (a refresh found it taken over or released,
+   * a fenced write was refused): a fenced write with it is refused with no request at all, and
+   * stays refused (invariant 9). Kept past lockLetGo: that is when it matters.
+   */
+  lostLockToken?: string;
 }
 
 /** Per-path knowledge of one backend instance (one server, one token source). */

@@ -10,6 +10,9 @@
 // A lock write whose answer is lost (timeout, reset, 5xx) may have landed: the entry is read
 // back, and a lock carrying this attempt's random token is ours and returned as acquired, so a
 // caller never holds a lock it does not know about (and never leaves one behind for a TTL).
+// Invariant 9: another owner's lock is stale only once now >= expiresAt + clockSkewMs by keyroll's
+// clock; a refresh extends the lock only while the entry still carries the holder's token (a
+// check-and-set write keeping that token), and never writes an entry that is released or gone.
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { BackendError } from '../errors.ts';
@@ -50,7 +53,7 @@ type AcquireResult =
   /** `entry`: the entry as last read, when one was. */
   | { acquired: false; outcome: Extract<LockOutcome, { acquired: false }>; entry: LockEntry | undefined };
 
-export async function readLockEntry(kv: KvV2, path: string, operation: 'lock' | 'unlock' | 'state'): Promise<LockEntry> {
+export async function readLockEntry(kv: KvV2, path: string, operation: 'lock' | 'unlock' | 'state' | 'write'): Promise<LockEntry> {
   const entry = await kv.readData(lockPathFor(path), operation);
   if (entry === undefined) return { version: 0, lock: undefined };
   const parsed = LockData.safeParse(entry.data);
@@ -92,7 +95,7 @@ export async function acquireVaultLock(kv: KvV2, path: string, request: LockRequ
     if (lock !== undefined) {
       const sameHolder = lock.owner === request.owner && lock.rotationId === request.rotationId;
       const expiry = Date.parse(lock.expiresAt);
-      const stale = Number.isNaN(expiry) || expiry <= now.getTime();
+      const stale = Number.isNaN(expiry) || expiry + (request.clockSkewMs ?? 0) <= now.getTime();
       if (!sameHolder && !stale) {
         if (unread) continue;
         return { acquired: false, outcome: { acquired: false, holder: info(lock) }, entry };
@@ -128,6 +131,43 @@ async function landed(kv: KvV2, path: string, mine: LockData, error: unknown): P
   } catch {
     return undefined;
   }
+}
+
+/** True when `entry` holds exactly the lock `held` took (same holder and token, not released). */
+function carries(entry: LockData | undefined, held: HeldLock): entry is LockData {
+  return entry !== undefined && entry.token === held.token && entry.owner === held.owner && entry.rotationId === held.rotationId;
+}
+
+/**
+ * Extends `held` to `ttlMs` from `now`, keeping its token, only while the entry still carries it:
+ * the entry version now holding the refreshed lock, and whether it was written against `known`
+ * without a read (then the lock never left this process since that write). Undefined when the
+ * lock is released, gone or someone else's: nothing is written then (a lost lock is never
+ * re-created, invariant 9). A write whose answer is lost throws; the caller's lock is unproven
+ * and its next refresh reads the entry.
+ */
+export async function refreshVaultLock(
+  kv: KvV2,
+  path: string,
+  held: HeldLock,
+  ttlMs: number,
+  now: Date,
+  known?: HeldEntry,
+): Promise<{ entry: HeldEntry; unread: boolean } | undefined> {
+  const next: LockData = { owner: held.owner, rotationId: held.rotationId, token: held.token, expiresAt: new Date(now.getTime() + ttlMs).toISOString(), state: 'held' };
+  if (known !== undefined && carries(known.lock, held)) {
+    const written = await kv.writeData(lockPathFor(path), { ...next }, known.version, 'lock');
+    if (written !== 'cas-mismatch') return { entry: { version: written.version, lock: next }, unread: true };
+  }
+  // A few rounds: a lost check-and-set while the entry still carries our token is a write of ours
+  // whose answer was lost, or knowledge out of date; read and try again.
+  for (let round = 0; round < 3; round++) {
+    const entry = await readLockEntry(kv, path, 'lock');
+    if (!carries(entry.lock, held)) return undefined;
+    const written = await kv.writeData(lockPathFor(path), { ...next }, entry.version, 'lock');
+    if (written !== 'cas-mismatch') return { entry: { version: written.version, lock: next }, unread: false };
+  }
+  return undefined;
 }
 
 /**

@@ -14,7 +14,8 @@ export const META = {
   lastWriteVersion: 'keyroll_last_write_version',
 } as const;
 
-const StoredIntent = z.object({ rotationId: z.string(), keyId: z.string(), owner: z.string(), startedAt: z.string() });
+// holdUntil (invariant 9) is optional: markers written by older keyrolls lack it and still read.
+const StoredIntent = z.object({ rotationId: z.string(), keyId: z.string(), owner: z.string(), startedAt: z.string(), holdUntil: z.string().optional() });
 /** The version the marked rotation's data write will create, when it was known before the roll. */
 const IntendedWrite = z.object({ rotationId: z.string(), writeVersion: z.number().int().positive() });
 const StoredFailure = z.object({ rotationId: z.string(), step: z.string(), errorCode: z.string(), at: z.string() });
@@ -35,8 +36,8 @@ function parseJson<T>(text: string | undefined, schema: z.ZodType<T>): T | undef
  * the moment it exists, before any bookkeeping after the write (see readIntendedWrite).
  */
 export function encodeIntent(intent: Intent, writeVersion?: number): string {
-  const { rotationId, keyId, owner, startedAt } = intent;
-  return JSON.stringify({ rotationId, keyId, owner, startedAt, ...(writeVersion === undefined ? {} : { writeVersion }) });
+  const { rotationId, keyId, owner, startedAt, holdUntil } = intent;
+  return JSON.stringify({ rotationId, keyId, owner, startedAt, ...(holdUntil === undefined ? {} : { holdUntil }), ...(writeVersion === undefined ? {} : { writeVersion }) });
 }
 
 export function encodeFailure(failure: FailureRecord): string {
