@@ -20,9 +20,9 @@
 // without the lock (a runner that lost it and passed step 2 before the takeover, or a hand-made
 // change); the holder's secret is the live one, so the move is retried from the version now current.
 // So the holder's write always ends as AWSCURRENT, and a runner whose lock was taken over lands
-// nothing once the new holder wrote (its move from the old version is refused) and nothing after
-// the takeover is visible to it (step 2). What stays possible: a runner paused between step 2 and
-// step 3 lands its value before the new holder writes; the holder's write replaces it.
+// nothing once the new holder wrote (its move from the old version is refused), nor once its
+// step 2 sees the takeover. What stays possible: a runner paused between step 2 and step 3 lands
+// its value before the new holder writes; the holder's write then replaces it.
 // Idempotent (invariant 8): a retry in this process first reads the version named by the token;
 // AWSCURRENT already → alreadyApplied; durable but not current (an attempt refused or cut between
 // its put and its move) → steps 2-3 again, so a refused write is refused again.
