@@ -20,9 +20,9 @@ beforeEach(() => {
 
 const BILLING = 'key_demo_billing';
 
-function startDaemon(extra: string[] = []): RunningCli {
+function startDaemon(extra: string[] = [], env: Record<string, string> = {}): RunningCli {
   // The standard policy's three keys were never rotated by keyroll: the first sweep rotates them, one at a time.
-  return cli.spawn(['daemon', '-p', 'policy.yaml', '--listen', '127.0.0.1:0', '--concurrency', '1', ...extra], { viaBin: true });
+  return cli.spawn(['daemon', '-p', 'policy.yaml', '--listen', '127.0.0.1:0', '--concurrency', '1', ...extra], { viaBin: true, env });
 }
 
 describe('keyroll daemon: SIGTERM', () => {
@@ -92,6 +92,16 @@ describe('keyroll daemon: SIGHUP', () => {
     const result = await running.result;
     expect(result.code).toBe(0);
     expect(eventsNamed(result, 'policy.reloaded')).toEqual([]);
+  });
+});
+
+describe('keyroll daemon: the trigger from the command line', () => {
+  it('--trigger-key and --state-dir enable the trigger with its callers and a new replay record', async () => {
+    await cli.writePolicy();
+    const running = startDaemon(['--trigger-key', 'alice=env:KEYROLL_TRIGGER_KEY_ALICE', '--state-dir', 'daemon-state'], { KEYROLL_TRIGGER_KEY_ALICE: 'alice-trigger-key-for-the-cli-test-0123456789' });
+    expect(await nextEvent(running, 'daemon.started')).toMatchObject({ trigger: 'enabled', callers: ['alice'], replayRecord: 'new', metrics: 'aggregate only' });
+    running.child.kill('SIGTERM');
+    expect((await running.result).code).toBe(0);
   });
 });
 
