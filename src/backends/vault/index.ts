@@ -24,6 +24,7 @@ import { VaultTokenSource } from './auth.ts';
 import { VaultClient } from './client.ts';
 import type { VaultBackendConfig } from './config.ts';
 import { isValidKvPath, KvV2, VaultSession, type CustomMetadataPatch, type KvData, type KvMetadata } from './kv.ts';
+import { LOCK_LOST, refusedWriteError, whyFencedWriteRefused } from './fence.ts';
 import { PathKnowledgeMap } from './known.ts';
 import { acquireVaultLock, lockInfo, lockPathFor, readLockEntry, refreshVaultLock, releaseVaultLock } from './lock.ts';
 import { checkCapabilities } from './preflight.ts';
@@ -99,7 +100,7 @@ export class VaultBackend implements Backend {
     if (!result.acquired) {
       // Busy for this request. Unless the entry still holds the lock this process holds, that
       // lock is gone (taken over), and so is what was true under it.
-      if (ours !== undefined && result.entry?.lock?.token !== ours.lock.token) this.#lockLost(path, ours.lock.token);
+      if (ours !== undefined && result.entry?.lock?.token !== ours.lock.token) this.#known.lockLost(path, ours.lock.token);
       return result.outcome;
     }
     // A refresh written against the entry this process wrote when it took the lock: the lock never
@@ -134,7 +135,7 @@ export class VaultBackend implements Backend {
     const ours = known.heldLock?.lock.token === lock.token ? known.heldLock : undefined;
     const refreshed = await refreshVaultLock(this.#kv, path, lock, ttlMs, this.#now(), ours);
     if (refreshed === undefined) {
-      this.#lockLost(path, lock.token);
+      this.#known.lockLost(path, lock.token);
       return undefined;
     }
     // The entry carried this lock's token all along (a takeover writes its own token), so no other
@@ -174,7 +175,7 @@ export class VaultBackend implements Backend {
     const path = await this.#settledPath(target, 'write');
     const known = this.#known.of(path);
     // A lock this process already knows it lost: refused with no request (invariant 9).
-    if (fence !== undefined && known.lostLockToken === fence.lock.token) throw this.#lockLostError(path);
+    if (fence !== undefined && known.lostLockToken === fence.lock.token) throw refusedWriteError(this.name, path, 'KR_LOCK_LOST', LOCK_LOST);
     if (known.lastWrite?.rotationId === record.rotationId) {
       const applied = await this.#appliedVersion(path, target, record);
       if (applied !== undefined) return { version: String(applied), alreadyApplied: true };
@@ -183,7 +184,7 @@ export class VaultBackend implements Backend {
     if (cas === undefined) {
       // A fenced write checks-and-sets against the version read under the lock, never against one
       // read now: that read could see a new holder's write, and the write would replace it.
-      if (fence !== undefined) throw this.#lockLostError(path, 'no version of the secret was read under the lock');
+      if (fence !== undefined) throw refusedWriteError(this.name, path, 'KR_LOCK_LOST', 'no version of the secret was read under the lock');
       // No preflight or lock in this process: look once (tests, direct callers).
       const current = await this.#kv.readData(path, 'write');
       if (current !== undefined && this.#holds(current, target, record)) return { version: String(current.version), alreadyApplied: true };
@@ -201,22 +202,13 @@ export class VaultBackend implements Backend {
       if (fence === undefined) delete known.expectedVersion;
       const applied = await this.#appliedVersion(path, target, record);
       if (applied !== undefined) return { version: String(applied), alreadyApplied: true };
-      if (fence !== undefined) {
-        // After the refused write, so no request comes before the write (invariant 2): the lock
-        // says whether a new holder wrote (lost) or someone outside keyroll's lock did (conflict).
-        const entry = await readLockEntry(this.#kv, path, 'write');
-        if (entry.lock?.token !== fence.lock.token) {
-          this.#lockLost(path, fence.lock.token);
-          throw this.#lockLostError(path);
-        }
+      // Fenced: after the refused write, so no request comes before the write (invariant 2), the
+      // lock says whether a new holder wrote (lost) or someone outside keyroll's lock did.
+      if (fence !== undefined && (await whyFencedWriteRefused(this.#kv, path, fence)) === 'lock-lost') {
+        this.#known.lockLost(path, fence.lock.token);
+        throw refusedWriteError(this.name, path, 'KR_LOCK_LOST', LOCK_LOST);
       }
-      throw new BackendError('KR_BACKEND_CONFLICT', `vault backend ${this.name}: write of ${path} failed, another writer changed it since version ${String(cas)}`, {
-        backend: this.name,
-        kind: 'vault',
-        operation: 'write',
-        path,
-        status: 400,
-      });
+      throw refusedWriteError(this.name, path, 'KR_BACKEND_CONFLICT', `another writer changed it since version ${String(cas)}`);
     }
     known.expectedVersion = written.version;
     known.lastWrite = { rotationId: record.rotationId, version: written.version };
@@ -306,23 +298,6 @@ export class VaultBackend implements Backend {
     delete known.stateAfterLock;
     const after = await this.#kv.updateCustomMetadata(path, patch, operation, base);
     if (this.#known.holdsLock(path)) known.metadata = after;
-  }
-
-  /** This process no longer holds the lock with `token`: forget what was true under it, and remember the loss. */
-  #lockLost(path: string, token: string): void {
-    const known = this.#known.of(path);
-    if (known.heldLock === undefined || known.heldLock.lock.token === token) this.#known.lockLetGo(path);
-    known.lostLockToken = token;
-  }
-
-  #lockLostError(path: string, why = 'this runner no longer holds the key lock'): BackendError {
-    return new BackendError('KR_LOCK_LOST', `vault backend ${this.name}: write of ${path} refused, ${why}`, {
-      backend: this.name,
-      kind: 'vault',
-      operation: 'write',
-      path,
-      retryable: false,
-    });
   }
 
   /** The version now holding this record's secret, if the latest version does. */

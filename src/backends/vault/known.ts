@@ -72,4 +72,11 @@ export class PathKnowledgeMap {
     delete known.stateAfterLock;
     delete known.intendedWrite;
   }
+
+  /** This process no longer holds the lock with `token`: forget what was true under it, and remember the loss. */
+  lockLost(path: string, token: string): void {
+    const known = this.of(path);
+    if (known.heldLock === undefined || known.heldLock.lock.token === token) this.lockLetGo(path);
+    known.lostLockToken = token;
+  }
 }
