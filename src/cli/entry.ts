@@ -1,11 +1,16 @@
 // Process entry: `node src/cli/entry.ts …` (or dist/cli/entry.js in the image).
 import { enableCompileCache } from 'node:module';
+import { keepProcessMemoryPrivate } from '../audit/harden.ts';
 
 // Cold start is mostly compiling the dependencies (commander, pino, zod, yaml, undici): Node's
 // on-disk compile cache skips that. The image ships one made at build time (NODE_COMPILE_CACHE,
 // read-only; the Dockerfile says how); elsewhere it lives in the OS temp dir and helps from the
 // second run on. Enabled before anything else is imported, hence the dynamic import below.
 enableCompileCache();
+
+// No inspector on SIGUSR1 and no environment in diagnostic reports: the heap holds secrets
+// (src/audit/harden.ts says what else keeps it private).
+keepProcessMemoryPrivate();
 
 // A closed stdout (`keyroll rotate … | head -1`) must not crash the process between a roll and
 // its store: a broken pipe is handled like SIGTERM (in-flight stores finish, no new rotations).
