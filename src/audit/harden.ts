@@ -7,7 +7,7 @@
 //     environment, which holds the credentials that `env:NAME` references point at.
 // Core dumps are stopped outside the process: bin/keyroll runs `ulimit -c 0` before Node, and
 // the container runs as non-root with a read-only root filesystem and no capabilities
-// (docs/kubernetes.md, "Memory and core dumps").
+// (docs/sanitizer.md, "Memory, core files and the inspector").
 
 let hardened = false;
 
