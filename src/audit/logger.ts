@@ -2,8 +2,9 @@
 // and two layers that keep secrets out (invariant 3):
 //   1. `redact` paths blank fields that must never hold a value, whatever an emitter puts there;
 //   2. `hooks.streamWrite` runs every finished line through `sanitizeText`, which blanks every
-//      secret this process has seen (and its base64/base64url/hex/URL/JSON-escaped forms), so a
-//      secret that slipped into an error message or a plain string field is caught as well.
+//      secret this process knows (and its encoded forms, base64 runs that decode to text holding
+//      it, and a cut-off copy; docs/sanitizer.md), so a secret that slipped into an error message
+//      or a plain string field is caught as well.
 import { hostname } from 'node:os';
 import { pino, type DestinationStream, type Logger } from 'pino';
 import { KeyrollError } from '../errors.ts';
