@@ -50,9 +50,13 @@ describe('keyroll daemon: SIGTERM', () => {
   });
 
   it('when the grace ends first: exit 3 with the key named, its intent marker kept, and the next run repairs it', async () => {
-    // A short lock TTL, so the repairing run may take over the dead daemon's lock within the test.
-    const policy = policyYaml({ baseUrl: cli.emulator.url, alertUrl: `${cli.receiver.url}/alerts` });
-    await cli.writeFile('policy.yaml', policy.replace('  minInterval: 1h\n', '  minInterval: 1h\n  lockTtl: 1s\n'));
+    // A short lock TTL, so the repairing run may take over the dead daemon's lock within the test;
+    // validate accepts it only above one roll attempt (the API timeouts) plus the write and the
+    // clock skew, so those are shortened with it.
+    const policy = policyYaml({ baseUrl: cli.emulator.url, alertUrl: `${cli.receiver.url}/alerts` })
+      .replace('  rateLimitPerMinute: 6000\n', '  rateLimitPerMinute: 6000\n  timeouts: { headersMs: 500, bodyMs: 500 }\n')
+      .replace('  minInterval: 1h\n', '  minInterval: 1h\n  lockTtl: 2s\n  clockSkew: 100ms\n  store: { attempts: 1 }\n');
+    await cli.writeFile('policy.yaml', policy);
     cli.emulator.faults.inject('roll', { kind: 'delay', ms: 60_000 });
     const running = startDaemon(['--grace', '200ms']);
     await delayReached.promise;
@@ -65,9 +69,9 @@ describe('keyroll daemon: SIGTERM', () => {
     await expect.poll(() => cli.emulator.state.rollCount(BILLING)).toBe(1);
     const left = await (await openFileBackend(cli.secretsDir)).readState(TARGETS[BILLING]);
     expect(left.intent).toBeDefined();
-    // Invariant 5: the dead daemon's lock is taken over only once it has expired.
+    // Invariant 5: the dead daemon's lock is taken over only once it has expired, plus clockSkew.
     const expiresAt = Date.parse(left.lock?.expiresAt ?? '');
-    await sleep(Math.max(0, expiresAt - Date.now() + 50));
+    await sleep(Math.max(0, expiresAt - Date.now() + 100 + 50));
 
     const repair = await cli.run(['run', '-p', 'policy.yaml']);
     expect(repair.code).toBe(0);
