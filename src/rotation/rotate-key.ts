@@ -149,24 +149,44 @@ async function rotateKeyUnderLock(input: RotateKeyInput, deps: RotationDeps): Pr
       }
       if (verdict.kind === 'stored-secret-works' && verdict.kept !== undefined) {
         const rotateAnyway = trigger.force || (trigger.ignoreSchedule === true && !withinMinInterval(key, state.lastRotatedAt, deps.now()));
-        if (!rotateAnyway && !stillDue(key, state, deps.now())) return outcome('skipped', { detail: 'intent-kept' });
+        if (!rotateAnyway && !stillDue(key, state, deps.now())) {
+          // The next run, with nobody's lock to take over, clears the marker and alerts then.
+          audit.emit('key.skipped', { step: 'lock', why: 'intent-kept', lastRotatedAt: state.lastRotatedAt });
+          return outcome('skipped', { detail: 'intent-kept' });
+        }
+        // This rotation replaces the marker (with its own, held): the interrupted one is reported now.
+        await sendAlert(deps, key, {
+          severity: 'warning',
+          summary: `keyroll took over key ${key.id} from a run that stopped or stalled mid-rotation; the stored secret still works`,
+          rotationId,
+          step: 'recovery',
+          errorCode: 'KR_RECOVERED_INTENT',
+          nextAction: `rotating now; the intent marker stays until ${progress.holdUntil ?? 'later'} in case the stalled run still acts, and later runs probe the stored secret`,
+        });
       } else if (verdict.kind === 'stored-secret-works') {
         if (verdict.failed.length > 0) {
           throw new RotationStepError('recovery', key.id, 'KR_RECOVERY_REPAIR_FAILED', `the stored secret works, but copying it to ${verdict.failed.join(', ')} failed; those destinations hold a stale or dead secret`);
         }
-        audit.emit('key.recovered', { step: 'recovery', result: 'stored-secret-works', repaired: verdict.repaired, completedRotationId: verdict.completed?.rotationId });
-        await sendAlert(deps, key, {
-          severity: 'warning',
-          summary: `keyroll recovered key ${key.id}: a run died mid-rotation; the stored secret still works`,
-          rotationId,
-          step: 'recovery',
-          errorCode: 'KR_RECOVERED_INTENT',
-          nextAction: verdict.repaired.length > 0 ? `copied the working secret to ${verdict.repaired.join(', ')}` : 'nothing to do',
-        });
+        // A marker a finished rotation kept on purpose (holdUntil, after a takeover) whose secret
+        // works: nothing died, so it is cleared without a recovery alert.
+        const heldAndDone = leftover.holdUntil !== undefined && verdict.completed !== undefined && verdict.repaired.length === 0;
+        if (!heldAndDone) {
+          audit.emit('key.recovered', { step: 'recovery', result: 'stored-secret-works', repaired: verdict.repaired, completedRotationId: verdict.completed?.rotationId });
+          await sendAlert(deps, key, {
+            severity: 'warning',
+            summary: `keyroll recovered key ${key.id}: a run died mid-rotation; the stored secret still works`,
+            rotationId,
+            step: 'recovery',
+            errorCode: 'KR_RECOVERED_INTENT',
+            nextAction: verdict.repaired.length > 0 ? `copied the working secret to ${verdict.repaired.join(', ')}` : 'nothing to do',
+          });
+        }
         const lastRotatedAt = verdict.completed?.rotatedAt ?? state.lastRotatedAt;
         const rotateAnyway = trigger.force || (trigger.ignoreSchedule === true && !withinMinInterval(key, lastRotatedAt, deps.now()));
         if (!rotateAnyway && !stillDue(key, { exists: state.exists, ...(lastRotatedAt ? { lastRotatedAt } : {}) }, deps.now())) {
-          return outcome('recovered', { detail: 'stored-secret-works' });
+          if (!heldAndDone) return outcome('recovered', { detail: 'stored-secret-works' });
+          audit.emit('key.skipped', { step: 'lock', why: 'already-rotated', lastRotatedAt });
+          return outcome('skipped', { detail: 'already-rotated' });
         }
       } else {
         // The stored secret is dead, missing or unprobeable: until the re-roll is stored the key

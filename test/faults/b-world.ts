@@ -36,6 +36,7 @@ export interface PolicyOptions {
   alertUrl: string;
   keys: readonly FaultKey[];
   lockTtl?: string;
+  clockSkew?: string;
   headersMs?: number;
   bodyMs?: number;
 }
@@ -64,6 +65,7 @@ defaults:
   timezone: UTC
   minInterval: 1h
   lockTtl: ${options.lockTtl ?? '15m'}
+  clockSkew: ${options.clockSkew ?? '10s'}
   store: { attempts: 3, initialBackoff: 50ms, maxBackoff: 200ms }
 keys:
 ${keys}`;

@@ -146,7 +146,7 @@ export async function startFaultBench(kind: StoreKind): Promise<FaultBench | und
     },
     keyPolicy: keyPolicyFor,
     policy: (keys, { safetyNet, sinkUrl }) => {
-      const sinks: Record<string, AlertSinkConfig> = { hook: { kind: 'webhook', url: sinkUrl, headers: {}, timeoutMs: 2_000 } };
+      const sinks: Record<string, AlertSinkConfig> = { hook: { kind: 'webhook', url: sinkUrl, headers: {}, timeoutMs: 2_000, deadlineMs: 10_000 } };
       return {
         file: `faults-${kind}.yaml`,
         api: {

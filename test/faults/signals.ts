@@ -31,7 +31,7 @@ function childPolicy(bench: FaultBench, keys: readonly CaseKey[]): string {
     api: { baseUrl: bench.emulator.url, credential: { type: 'bearer', token: 'env:KEYROLL_API_TOKEN' }, timeouts: { headersMs: CHILD_API_TIMEOUT_MS, bodyMs: CHILD_API_TIMEOUT_MS }, rateLimitPerMinute: 60_000 },
     backends: { primary: bench.store.config },
     alerts: { sinks: { hook: { kind: 'webhook', url: `${bench.receiver.url}/alerts` } } },
-    defaults: { schedule: null, maxAge: '30d', minInterval: '1h', lockTtl: '1m', store: { attempts: 3, initialBackoff: '1ms', maxBackoff: '2ms' } },
+    defaults: { schedule: null, maxAge: '30d', minInterval: '1h', lockTtl: '10m', store: { attempts: 3, initialBackoff: '1ms', maxBackoff: '2ms' } },
     keys: keys.map((key) => ({ id: key.keyId, organization: key.organizationId, destinations: [{ backend: 'primary', path: key.target.path, shape: key.target.shape }] })),
   });
 }

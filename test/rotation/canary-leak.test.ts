@@ -35,7 +35,7 @@ beforeAll(async () => {
   bench = await startBench({
     keys: (org) => [keyPolicy(KEY, org(KEY), { fallbacks: [{ backend: 'fallback', target: { path: `${KEY}.json`, shape: { format: 'json', secretField: 'apiKey', fields: [] } } }] })],
     policy: {
-      alerts: { sinks: { hook: { kind: 'webhook', url, headers: {}, timeoutMs: 2_000 } } },
+      alerts: { sinks: { hook: { kind: 'webhook', url, headers: {}, timeoutMs: 2_000, deadlineMs: 10_000 } } },
       escrow: { directory: escrowDir, recipients: [recipient] },
     },
   });
