@@ -5,6 +5,7 @@
 // restarted daemon does not rotate again what its predecessor rotated. See docs/daemon.md.
 import { randomUUID, timingSafeEqual } from 'node:crypto';
 import { createAlerter } from '../alerts/alerter.ts';
+import { abandonDeliveriesOn } from '../alerts/shutdown.ts';
 import type { AuditLog } from '../audit/events.ts';
 import type { Secret } from '../audit/secret.ts';
 import { errorCode, errorMessage } from '../errors.ts';
@@ -102,6 +103,9 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   const metrics = options.metrics ?? createMetrics({ now });
   const health = new KeyHealth(metrics, options.retryFailedAfterMs ?? DAEMON_DEFAULTS.retryFailedAfterMs);
   const shutdownController = new AbortController();
+  // SIGTERM reaches every alert delivery too: a hanging sink gets a few seconds, then is abandoned
+  // (audited), so the grace period holds whatever a sink does.
+  const releaseDeliveries = abandonDeliveriesOn(shutdownController.signal);
   const work = new Set<Promise<unknown>>();
   const track = <T>(promise: Promise<T>): Promise<T> => {
     work.add(promise);
@@ -347,6 +351,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     // With work still in flight the runtime stays open for it: the process is about to exit.
     if (finished) await current.retire();
     else void current.retire();
+    releaseDeliveries();
     const result: ShutdownResult = { exitCode: finished ? 0 : 3, unfinished };
     audit.emit('daemon.stopped', { exitCode: result.exitCode, unfinished });
     return result;
