@@ -13,20 +13,8 @@
 // caught here as a last line of defence; the first line is never handing the value out.
 // Text is sanitized before it is cut (`truncateSanitized`): cut first, a prefix of the secret
 // would no longer match and would survive.
-import {
-  fitsAlphabet,
-  formsTagged,
-  isShortSecret,
-  keyedDigest,
-  knownCounts,
-  PREFIX_LENGTH,
-  pinValue,
-  prefixTag,
-  registerValue,
-  resetRegistryForTests,
-  rollTag,
-  shapesStartingWith,
-} from './secret-registry.ts';
+import { fitsAlphabet, keyedDigest, PREFIX_LENGTH, prefixTag, rollTag } from './secret-digest.ts';
+import { formsTagged, isShortSecret, knownCounts, pinValue, registerValue, resetRegistryForTests, shapesStartingWith } from './secret-registry.ts';
 
 export { withSecretScope } from './secret-registry.ts';
 
