@@ -2,6 +2,7 @@
 // preflight → lock → intent → roll → store → verify → finish.
 // Each step that exists for safety says which invariant it serves.
 import type { AuditLog } from '../audit/events.ts';
+import { withSecretScope } from '../audit/sanitize.ts';
 import type { KeyState } from '../backends/types.ts';
 import { errorCode, errorMessage } from '../errors.ts';
 import { decideDue, type DueReason } from '../policy/due.ts';
@@ -57,12 +58,16 @@ interface Progress extends RollProgress {
 export async function rotateKey(input: RotateKeyInput, deps: RotationDeps): Promise<KeyOutcome> {
   // Alerts and success notices go out after the key lock is released: a slow or hostile sink
   // must never keep a lock held (and every other runner waiting) for as long as it likes.
-  const deferred = deferAlerts(deps);
-  try {
-    return await rotateKeyUnderLock(input, deferred.deps);
-  } finally {
-    await deferred.flush();
-  }
+  // The rolled secret is known to the sanitizer for this rotation only (its alerts included):
+  // nothing keeps a trace of it in memory once the rotation is over.
+  return withSecretScope(async () => {
+    const deferred = deferAlerts(deps);
+    try {
+      return await rotateKeyUnderLock(input, deferred.deps);
+    } finally {
+      await deferred.flush();
+    }
+  });
 }
 
 async function rotateKeyUnderLock(input: RotateKeyInput, deps: RotationDeps): Promise<KeyOutcome> {

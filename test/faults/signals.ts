@@ -13,7 +13,7 @@ import { OWNER_TOKEN, type CaseKey, type FaultBench } from './bench.ts';
 import { caseName, type CaseSpec } from './cases.ts';
 import { isUsable, judgeCase, type KeyEvidence } from './judge.ts';
 import type { FaultCaseResult, RunReport } from './record.ts';
-import { NEXT_RUN_LATER_MS, resultOf, runKeyroll } from './run-case.ts';
+import { NEXT_RUN_LATER_MS, SETTLE_RUN_LATER_MS, markerHeldForSafety, resultOf, runKeyroll } from './run-case.ts';
 
 /** The child's API timeout: far longer than any hold, so the signal, not a timeout, ends the hold. */
 const CHILD_API_TIMEOUT_MS = 60_000;
@@ -117,7 +117,13 @@ export async function runSignalCase(ctx: TestContext, bench: FaultBench, spec: C
   const lines: string[] = [];
   const audit = createAuditLog({ destination: { write: (line: string) => void lines.push(line) } });
   const later = (): Date => new Date(Date.now() + NEXT_RUN_LATER_MS);
-  const next = await runKeyroll(bench, bench.policy(keys, { safetyNet: 'none', sinkUrl: `${bench.receiver.url}/alerts` }), audit, {}, later);
+  const nextPolicy = bench.policy(keys, { safetyNet: 'none', sinkUrl: `${bench.receiver.url}/alerts` });
+  const nextRuns = [await runKeyroll(bench, nextPolicy, audit, {}, later)];
+  // Invariant 9: a marker the next run kept (it took the dead runner's lock over) clears one run later.
+  const held = await Promise.all(keys.map(async (key) => markerHeldForSafety((await bench.store.direct.readState(key.target)).intent, lines)));
+  if (held.some(Boolean)) nextRuns.push(await runKeyroll(bench, nextPolicy, audit, {}, () => new Date(Date.now() + SETTLE_RUN_LATER_MS)));
+  const next = nextRuns.at(-1) ?? nextRuns[0];
+  if (next === undefined) throw new Error('no next run');
 
   const evidence: KeyEvidence[] = [];
   for (const [index, key] of keys.entries()) {
@@ -133,10 +139,10 @@ export async function runSignalCase(ctx: TestContext, bench: FaultBench, spec: C
   const childReport = reportOf(child, keys);
   const verdict = judgeCase({
     keys: evidence,
-    runs: [...(childReport ? [childReport] : []), next],
+    runs: [...(childReport ? [childReport] : []), ...nextRuns],
     auditLines: [child.stdout, ...lines],
     alertBodies: bench.receiver.requests.slice(bodiesBefore).map((r) => r.raw),
-    otherOutput: [child.stderr, JSON.stringify(next), ...(await Promise.all(keys.map((key) => bench.leftovers(key)))).flat()],
+    otherOutput: [child.stderr, JSON.stringify(nextRuns), ...(await Promise.all(keys.map((key) => bench.leftovers(key)))).flat()],
     emulator: bench.emulator,
     ...(spec.fault === 'SIGKILL' ? { crashed: evidence.filter((key) => key.intentAfterFault).map((key) => key.keyId) } : {}),
   });

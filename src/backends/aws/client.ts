@@ -2,6 +2,7 @@
 // error to a BackendError. The SDK is imported on first use, not at module load: `keyroll run`
 // with only Vault or file destinations never pays for it, and a benchmark of process start to
 // first roll loads it only when an AWS destination is preflighted.
+import { pinSecretValue } from '../../audit/sanitize.ts';
 import type {
   CreateSecretCommandInput,
   CreateSecretCommandOutput,
@@ -149,11 +150,19 @@ export class SecretsManagerCalls {
     const needed = minValidityMs + SDK_CREDENTIAL_REFRESH_WINDOW_MS;
     const validFor = (expiration: Date | undefined): number => (expiration === undefined ? Infinity : expiration.getTime() - Date.now());
     let expiration: Date | undefined;
+    // The secret key and session token are credentials like any other: known to the sanitizer
+    // for as long as they are valid, so no error text or log line can carry them.
+    const pin = (credentials: { secretAccessKey: string; sessionToken?: string | undefined; expiration?: Date | undefined }): Date | undefined => {
+      const lifetimeMs = credentials.expiration === undefined ? undefined : Math.max(0, credentials.expiration.getTime() - Date.now());
+      pinSecretValue(credentials.secretAccessKey, lifetimeMs);
+      if (credentials.sessionToken) pinSecretValue(credentials.sessionToken, lifetimeMs);
+      return credentials.expiration;
+    };
     try {
       const { client } = await this.#load();
-      expiration = (await client.config.credentials()).expiration;
+      expiration = pin(await client.config.credentials());
       if (validFor(expiration) >= needed) return;
-      expiration = (await client.config.credentials({ forceRefresh: true })).expiration;
+      expiration = pin(await client.config.credentials({ forceRefresh: true }));
     } catch (error) {
       throw this.#credentialsError(error, 'the SDK could not resolve credentials');
     }
