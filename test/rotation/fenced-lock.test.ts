@@ -246,4 +246,22 @@ describe('invariant 9: fenced locks', () => {
     expect(bench.emulator.state.rollCount(KEY)).toBe(rollsBefore);
     expect(bench.events().filter((e) => e.event === 'key.lock.lost')).toEqual([expect.objectContaining({ step: 'roll' })]);
   });
+
+  it('no key lock is held while an alert is delivered: a hanging sink cannot keep other runners out', async () => {
+    await runAs({});
+    bench.emulator.faults.inject('roll', { kind: 'status', status: 400 }, 1);
+    const locksSeenBySink: (string | undefined)[] = [];
+    const summary = await runAs({
+      alerter: {
+        send: async () => {
+          // What another runner would see while this sink takes its time.
+          locksSeenBySink.push((await stateOf()).state.lock?.owner);
+        },
+      },
+    });
+    expect(summary.outcomes[0]).toMatchObject({ result: 'failed', step: 'roll' });
+    expect(locksSeenBySink).toEqual([undefined]);
+    const order = bench.events().map((e) => e.event);
+    expect(order.lastIndexOf('key.lock.released')).toBeGreaterThan(order.lastIndexOf('key.failed'));
+  });
 });
