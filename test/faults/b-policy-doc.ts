@@ -6,8 +6,8 @@ import fc from 'fast-check';
 import { LineCounter, isMap, isScalar, isSeq, parseDocument, stringify } from 'yaml';
 
 /** The emulator's address goes here when the file is written (one line, so lines do not move). */
-export const BASE_URL_PLACEHOLDER = 'http://base-url.invalid';
-export const ALERT_URL_PLACEHOLDER = 'http://alert-url.invalid/alerts';
+export const BASE_URL_PLACEHOLDER = 'https://base-url.invalid';
+export const ALERT_URL_PLACEHOLDER = 'https://alert-url.invalid/alerts';
 
 export type Path = readonly (string | number)[];
 export type Doc = Record<string, unknown>;
