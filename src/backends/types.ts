@@ -121,6 +121,18 @@ export interface RotationRecord {
   rotatedAt: string;
   /** Backend version id of the write. */
   version: string;
+  /**
+   * The API key whose secret was stored. For a two-slot entry this is the slot now active
+   * (invariant 10): the next scheduled rotation rolls the other one. Absent in older records.
+   */
+  keyId?: string;
+}
+
+/** What a drift probe of the stored secret found (consumers' view: does it still work?). */
+export interface ProbeRecord {
+  /** ISO-8601 */
+  at: string;
+  result: 'works' | 'dead';
 }
 
 export interface FailureRecord {
@@ -136,6 +148,10 @@ export interface KeyState {
   /** ISO-8601 time of the last completed rotation recorded by keyroll. */
   lastRotatedAt?: string;
   lastRotationId?: string;
+  /** The API key whose secret the last recorded rotation stored (RotationRecord.keyId). */
+  lastKeyId?: string;
+  /** The last drift probe recorded (recordProbe). */
+  lastProbe?: ProbeRecord;
   intent?: Intent;
   lock?: LockInfo;
   lastFailure?: FailureRecord;
@@ -217,6 +233,19 @@ export interface Backend {
    * can land between recording the rotation and clearing its marker.
    */
   recordRotation(target: StoreTarget, rotation: RotationRecord, options?: { clearIntent?: boolean }): Promise<void>;
+
+  /**
+   * Records a drift probe of the stored secret (for `run`'s probe interval and `status`). Called
+   * under the key lock, like every bookkeeping change; best effort for the caller.
+   */
+  recordProbe(target: StoreTarget, probe: ProbeRecord): Promise<void>;
+
+  /**
+   * Optional. The value stored before the current one (Vault: the previous version; AWS:
+   * AWSPREVIOUS; file: the copy kept beside it), so a two-slot entry can probe its standby slot.
+   * Undefined when the backend keeps none or there was no earlier value.
+   */
+  readPrevious?(target: StoreTarget): Promise<StoredSecret | undefined>;
 
   /** Records the last failure (for `status`); best effort. */
   recordFailure(target: StoreTarget, failure: FailureRecord): Promise<void>;

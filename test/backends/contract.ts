@@ -360,6 +360,57 @@ export function describeBackendContract(label: string, setup: () => Promise<Cont
       });
     });
 
+    describe('slot and probe bookkeeping (invariant 10)', () => {
+      it('records which API key the rotation stored, and readState returns it', async () => {
+        const t = target();
+        const record = makeRecord({ keyId: 'key_slot_b' });
+        const written = await backend().writeSecret(t, record);
+        await backend().recordRotation(t, { rotationId: record.rotationId, rotatedAt: record.rotatedAt, version: written.version, keyId: 'key_slot_b' });
+        expect((await backend().readState(t)).lastKeyId).toBe('key_slot_b');
+        const next = makeRecord({ keyId: 'key_slot_a' });
+        const again = await backend().writeSecret(t, next);
+        await backend().recordRotation(t, { rotationId: next.rotationId, rotatedAt: next.rotatedAt, version: again.version, keyId: 'key_slot_a' });
+        expect((await backend().readState(t)).lastKeyId).toBe('key_slot_a');
+      });
+
+      it('a rotation recorded without keyId leaves lastKeyId unset (older records)', async () => {
+        const t = target();
+        const record = makeRecord();
+        const written = await backend().writeSecret(t, record);
+        await backend().recordRotation(t, { rotationId: record.rotationId, rotatedAt: record.rotatedAt, version: written.version });
+        expect((await backend().readState(t)).lastKeyId).toBeUndefined();
+      });
+
+      it('records a drift probe and shows the latest in readState, without touching the secret or the intent', async () => {
+        const t = target();
+        const record = makeRecord();
+        const written = await backend().writeSecret(t, record);
+        await backend().setIntent(t, makeIntent('rot-probe-1'));
+        await backend().recordProbe(t, { at: '2030-01-01T01:00:00.000Z', result: 'works' });
+        await backend().recordProbe(t, { at: '2030-01-01T02:00:00.000Z', result: 'dead' });
+        const state = await backend().readState(t);
+        expect(state.lastProbe).toEqual({ at: '2030-01-01T02:00:00.000Z', result: 'dead' });
+        expect(state.intent?.rotationId).toBe('rot-probe-1');
+        const stored = await backend().readSecret(t);
+        expect(stored?.secret.equals(record.secret)).toBe(true);
+        expect(stored?.version).toBe(written.version);
+      });
+
+      it('readPrevious, where offered, returns the value the latest write replaced', async () => {
+        const readPrevious = backend().readPrevious?.bind(backend());
+        if (readPrevious === undefined) return;
+        const t = target({ format: 'json', fields: ['keyId', 'rotationId'] });
+        expect(await readPrevious(t)).toBeUndefined();
+        const first = makeRecord({ keyId: 'key_slot_a' });
+        await backend().writeSecret(t, first);
+        expect(await readPrevious(t)).toBeUndefined();
+        const second = makeRecord({ keyId: 'key_slot_b' });
+        await backend().writeSecret(t, second);
+        expect((await readPrevious(t))?.secret.equals(first.secret)).toBe(true);
+        expect((await backend().readSecret(t))?.secret.equals(second.secret)).toBe(true);
+      });
+    });
+
     describe('intent marker', () => {
       it('is set and shown by readState', async () => {
         const t = target();
