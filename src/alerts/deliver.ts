@@ -5,8 +5,7 @@
 // Whatever the sink does, a delivery ends in bounded time and memory (issue 12, section 2): each
 // attempt has a total deadline (headers and body), at most EXCERPT_READ_BYTES of an error answer
 // are read, and a shutdown cuts the delivery off after a short window (./shutdown.ts).
-import type { Dispatcher } from 'undici';
-import { request } from '../http/undici.ts';
+import { request, type Dispatcher } from 'undici';
 import { readBodyPrefix } from '../http/body.ts';
 import { parseRetryAfter } from '../api/retry-after.ts';
 import { sanitizeText } from '../audit/sanitize.ts';

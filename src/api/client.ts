@@ -2,8 +2,7 @@
 // client keeps connections alive between calls; every answer is validated (decode.ts) and every
 // failure is one ApiError. The spec does not state HTTP methods: POST for the roll, GET for the
 // list, PATCH for the updates, each overridable because a real deployment may differ.
-import type { Dispatcher } from 'undici';
-import { Agent } from '../http/undici.ts';
+import { Agent, type Dispatcher } from 'undici';
 import type { Secret } from '../audit/secret.ts';
 import { staticCredential, type CredentialProvider } from './credentials.ts';
 import { decodeBody, decodeRolledKey, type RawResponse, type RolledKey } from './decode.ts';

@@ -2,8 +2,7 @@
 // token URL, cached, and refreshed before it expires so a roll never starts with a token that dies
 // mid-run. The client secret is itself a CredentialProvider (a reference), and neither it nor the
 // access token, nor the token endpoint's body, ever reaches an error message.
-import type { Dispatcher } from 'undici';
-import { getGlobalDispatcher } from '../http/undici.ts';
+import { getGlobalDispatcher, type Dispatcher } from 'undici';
 import { z } from 'zod';
 import { Secret } from '../audit/secret.ts';
 import type { CredentialProvider } from './credentials.ts';

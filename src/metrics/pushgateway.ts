@@ -2,8 +2,7 @@
 // Written on undici rather than prom-client's Pushgateway class, which parses URLs with the
 // deprecated url.parse (a DEP0169 warning on every push under Node 24), has no default timeout,
 // and puts the gateway's answer body into its error message.
-import type { Dispatcher } from 'undici';
-import { request } from '../http/undici.ts';
+import { request, type Dispatcher } from 'undici';
 import type { Registry } from 'prom-client';
 import { discardBody } from '../api/http.ts';
 import { KeyrollError, errorCode, errorMessage } from '../errors.ts';

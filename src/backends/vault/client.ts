@@ -5,8 +5,7 @@
 // BackendError. It never puts a request body, a response body or a token into
 // an error: Vault's own error strings are short fixed texts, and they are sanitized anyway.
 import { readFile } from 'node:fs/promises';
-import type { Dispatcher } from 'undici';
-import { Agent, request } from '../../http/undici.ts';
+import { Agent, request, type Dispatcher } from 'undici';
 import { readBodyPrefix } from '../../http/body.ts';
 import type { z } from 'zod';
 import type { Secret } from '../../audit/secret.ts';
