@@ -8,6 +8,7 @@ import type { DocPath, PathIssue } from './issue-text.ts';
 import type { DestinationInput, PolicyDocument } from './schema.ts';
 import { leaseNeededMs, writeTimeoutOf } from './lease.ts';
 import { effectiveSettings, type EffectiveSettings } from './settings.ts';
+import { checkSlotIds, checkSlotTiming } from './slots.ts';
 
 export function checkPolicy(doc: PolicyDocument): PathIssue[] {
   const issues: PathIssue[] = [];
@@ -49,6 +50,7 @@ export function checkPolicy(doc: PolicyDocument): PathIssue[] {
     checkNotify(doc, [...keyPath, 'notify'], key.notify, add);
     checkEffectiveSettings(doc, index, add);
   });
+  checkSlotIds(doc, add);
   return issues;
 }
 
@@ -110,6 +112,7 @@ function checkEffectiveSettings(doc: PolicyDocument, index: number, add: (path: 
   const initialMs = parseDuration(settings.initialBackoff.value);
   const maxMs = parseDuration(settings.maxBackoff.value);
   checkLease(doc, index, settings, maxMs, add);
+  checkSlotTiming(doc, index, settings, add);
   if (initialMs > maxMs) {
     add(
       moreSpecific(settings.initialBackoff.path, settings.maxBackoff.path) ?? keyPath,

@@ -47,7 +47,18 @@ function resolveKey(doc: PolicyDocument, index: number): KeyPolicy {
     },
     notify: { onFailure: [...settings.onFailure.value], onSuccess: [...settings.onSuccess.value] },
     labels: { ...(key.labels ?? {}) },
+    ...(key.slots === undefined ? {} : { slots: slotPair(key.slots) }),
+    ...(settings.consumerRefresh.value === undefined ? {} : { consumerRefreshMs: parseDuration(settings.consumerRefresh.value) }),
+    ...(settings.driftCheck.value === undefined ? {} : { driftCheckMs: parseDuration(settings.driftCheck.value) }),
+    onDrift: settings.onDrift.value,
   };
+}
+
+/** The schema admits exactly two slots; the tuple type lets the engine name them without index checks. */
+function slotPair(slots: readonly string[]): readonly [string, string] {
+  const [first, second] = slots;
+  if (first === undefined || second === undefined || slots.length !== 2) throw new RangeError('a slot entry has exactly two slots');
+  return Object.freeze([first, second] as const);
 }
 
 function resolveDestination(input: DestinationInput): Destination {

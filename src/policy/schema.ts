@@ -131,13 +131,22 @@ const settingsFields = {
       onSuccess: z.array(z.string().min(1)).optional().describe('Webhook sinks told about each success. Default none.'),
     })
     .optional(),
+  driftCheck: Duration.nullable()
+    .optional()
+    .describe('keyroll run probes the stored secret when its last probe (or rotation) is older than this; null switches the check off for run (the daemon probes every sweep). Default 1h.'),
+  onDrift: z
+    .enum(['rotate', 'alert'])
+    .optional()
+    .describe('What a stored secret that stopped working (drift) leads to: rotate heals it by a rotation, alert only reports it. Both audit and alert. Default rotate.'),
 };
 
 export const Defaults = z.strictObject(settingsFields);
 
+const ApiKeyId = z.string().regex(/^[^\s/?#]+$/, { error: 'must be a key id without spaces, "/", "?" or "#"' });
+
 export const KeyInput = z.strictObject({
-  id: z.string().regex(/^[^\s/?#]+$/, { error: 'must be a key id without spaces, "/", "?" or "#"' }),
-  organization: z.string().min(1).describe('Organization id the key belongs to.'),
+  id: ApiKeyId.describe('The API key id; for a slot entry, the name of the entry, which must not be an API key id.'),
+  organization: z.string().min(1).describe('Organization id the key belongs to (for a slot entry: both slots).'),
   destinations: z
     .array(DestinationInput)
     .min(1, { error: 'a key needs at least one destination' })
@@ -145,6 +154,13 @@ export const KeyInput = z.strictObject({
   fallbacks: z.array(DestinationInput).optional().describe('Tried in order when a destination stays down.'),
   labels: z.record(z.string().min(1), z.string()).optional(),
   ...settingsFields,
+  // Last, so the fields of a single key read first (and unknown-field hints list them first).
+  slots: z
+    .array(ApiKeyId)
+    .length(2, { error: 'must list exactly two API key ids' })
+    .optional()
+    .describe('Two-slot alternation: two distinct API key ids of the organization serving one consumer. A rotation rolls the standby slot and stores it as the active one.'),
+  consumerRefresh: Duration.optional().describe('Slot entries only (required there): the longest time a consumer may keep using a value it read. No slot is rolled sooner than this after it stopped being active.'),
 });
 
 export const Escrow = z.strictObject({
@@ -197,6 +213,14 @@ export interface KeyPolicy {
   /** Alert sink names. */
   notify: { onFailure: string[]; onSuccess: string[] };
   labels: Record<string, string>;
+  /** A slot entry's two API key ids (invariant 10); `id` then names the entry, not an API key. */
+  slots?: readonly [string, string];
+  /** Slot entries only: how long a consumer may keep a value it read; no slot is rolled sooner after it stopped being active. */
+  consumerRefreshMs?: number;
+  /** `keyroll run` probes the stored secret when its last probe or rotation is older than this; absent: run does not probe. */
+  driftCheckMs?: number;
+  /** What a stored secret that stopped working leads to (both audit and alert critical). */
+  onDrift: 'rotate' | 'alert';
 }
 
 export interface Policy {

@@ -13,6 +13,8 @@ export const BUILTIN_DEFAULTS = {
   verify: { readBack: true, apiCall: true },
   store: { attempts: 5, initialBackoff: '200ms', maxBackoff: '5s' },
   notify: { onSuccess: [] as string[] },
+  driftCheck: '1h',
+  onDrift: 'rotate',
 } as const;
 
 export interface Sourced<T> {
@@ -36,9 +38,16 @@ export interface EffectiveSettings {
   /** Without any notify.onFailure, failures go to every sink (invariant 7: every failure is visible). */
   onFailure: Sourced<string[]>;
   onSuccess: Sourced<string[]>;
+  /** Undefined when `null` switched the check off (the path then points at the null). */
+  driftCheck: Sourced<string | undefined>;
+  onDrift: Sourced<'rotate' | 'alert'>;
+  /** Slot entries only; never inherited (a consumer's refresh time belongs to the consumer of one entry). */
+  consumerRefresh: Sourced<string | undefined>;
 }
 
 type Group = 'verify' | 'store' | 'notify';
+type TopField = 'schedule' | 'timezone' | 'maxAge' | 'minInterval' | 'lockTtl' | 'clockSkew' | 'driftCheck' | 'onDrift';
+type TopSettings = Pick<KeyInput, TopField>;
 
 export function effectiveSettings(doc: PolicyDocument, keyIndex: number): EffectiveSettings {
   const key = doc.keys[keyIndex];
@@ -46,9 +55,12 @@ export function effectiveSettings(doc: PolicyDocument, keyIndex: number): Effect
   const defaults = doc.defaults ?? {};
   const keyPath: DocPath = ['keys', keyIndex];
 
-  function top<F extends 'schedule' | 'timezone' | 'maxAge' | 'minInterval' | 'lockTtl' | 'clockSkew'>(field: F): Sourced<KeyInput[F]> {
-    if (key?.[field] !== undefined) return { value: key[field], path: [...keyPath, field] };
-    if (defaults[field] !== undefined) return { value: defaults[field], path: ['defaults', field] };
+  // Both hold the same settings fields; naming them as one type lets `top` index either.
+  const own: TopSettings = key;
+  const shared: TopSettings = defaults;
+  function top<F extends TopField>(field: F): Sourced<TopSettings[F]> {
+    if (own[field] !== undefined) return { value: own[field], path: [...keyPath, field] };
+    if (shared[field] !== undefined) return { value: shared[field], path: ['defaults', field] };
     return { value: undefined };
   }
   function nested<T>(group: Group, field: string, builtin: T): Sourced<T> {
@@ -60,8 +72,11 @@ export function effectiveSettings(doc: PolicyDocument, keyIndex: number): Effect
   }
   // `null` switches off an inherited schedule or maxAge; it is still "written" at the key.
   const withoutNull = <T>(sourced: Sourced<T | null | undefined>): Sourced<T | undefined> => ({ ...sourced, value: sourced.value ?? undefined });
-  const orBuiltin = (sourced: Sourced<string | undefined>, builtin: string): Sourced<string> =>
+  const orBuiltin = <T extends string>(sourced: Sourced<T | undefined>, builtin: T): Sourced<T> =>
     sourced.value === undefined ? { value: builtin } : { value: sourced.value, ...(sourced.path ? { path: sourced.path } : {}) };
+  // Unlike schedule and maxAge, driftCheck has a built-in default: absent means 1h, `null` means off.
+  const driftCheck = (sourced: Sourced<string | null | undefined>): Sourced<string | undefined> =>
+    sourced.value === undefined ? { value: BUILTIN_DEFAULTS.driftCheck } : withoutNull(sourced);
 
   return {
     schedule: withoutNull(top('schedule')),
@@ -77,5 +92,8 @@ export function effectiveSettings(doc: PolicyDocument, keyIndex: number): Effect
     maxBackoff: nested('store', 'maxBackoff', BUILTIN_DEFAULTS.store.maxBackoff),
     onFailure: nested('notify', 'onFailure', Object.keys(doc.alerts?.sinks ?? {})),
     onSuccess: nested('notify', 'onSuccess', [...BUILTIN_DEFAULTS.notify.onSuccess]),
+    driftCheck: driftCheck(top('driftCheck')),
+    onDrift: orBuiltin(top('onDrift'), BUILTIN_DEFAULTS.onDrift),
+    consumerRefresh: key.consumerRefresh === undefined ? { value: undefined } : { value: key.consumerRefresh, path: [...keyPath, 'consumerRefresh'] },
   };
 }

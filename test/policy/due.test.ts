@@ -19,6 +19,7 @@ function keyWith(overrides: Partial<KeyPolicy>): KeyPolicy {
     store: { attempts: 5, initialBackoffMs: 200, maxBackoffMs: 5_000 },
     notify: { onFailure: [], onSuccess: [] },
     labels: {},
+    onDrift: 'rotate',
     ...overrides,
   };
 }

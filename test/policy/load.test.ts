@@ -80,6 +80,8 @@ describe('resolving defaults', () => {
         store: { attempts: 5, initialBackoffMs: 200, maxBackoffMs: 5_000 },
         notify: { onFailure: [], onSuccess: [] },
         labels: {},
+        driftCheckMs: 3_600_000,
+        onDrift: 'rotate',
       },
     ]);
   });

@@ -61,6 +61,7 @@ export function keyPolicy(id: string, organizationId: string, overrides: Partial
     store: { attempts: 3, initialBackoffMs: 1, maxBackoffMs: 2 },
     notify: { onFailure: [], onSuccess: [] },
     labels: {},
+    onDrift: 'rotate',
     ...overrides,
   };
 }
