@@ -87,6 +87,8 @@ export async function rollWithRetries(
   progress: RollProgress,
   signal?: AbortSignal,
   guard?: AttemptGuard,
+  /** The API key to roll: the key itself, or the slot of a two-slot entry (invariant 10). */
+  rollKeyId: string = key.id,
 ): Promise<RollSuccess> {
   const audit = deps.audit;
   const unknownOutcomes = progress.verdicts;
@@ -97,7 +99,7 @@ export async function rollWithRetries(
     await guard?.before();
     try {
       progress.rolls++;
-      const rolled = await deps.api.rollKey(key.id, { organizationId: key.organizationId });
+      const rolled = await deps.api.rollKey(rollKeyId, { organizationId: key.organizationId });
       return { ...rolled, rolls: progress.rolls, unknownOutcomes };
     } catch (error) {
       guard?.after();

@@ -8,7 +8,7 @@ import type { KeyPolicy } from '../policy/schema.ts';
 export type RotationStep = 'preflight' | 'lock' | 'intent' | 'roll' | 'store' | 'verify' | 'finish' | 'recovery';
 export const ROTATION_STEPS: readonly RotationStep[] = ['preflight', 'lock', 'intent', 'roll', 'store', 'verify', 'finish'];
 
-export type RotationReason = 'scheduled' | 'leak' | 'compromise' | 'plan-change' | 'manual' | 'recovery';
+export type RotationReason = 'scheduled' | 'leak' | 'compromise' | 'plan-change' | 'manual' | 'recovery' | 'drift';
 
 /** Why and by whom a run was started; recorded on every audit event of on-demand runs. */
 export interface RunTrigger {
@@ -100,4 +100,6 @@ export interface KeyOutcome {
   versions?: { backend: string; path: string; version: string }[];
   /** How many times the API was asked to roll this key in this run. */
   rolls: number;
+  /** Two-slot entries: the slot this rotation rolled (the active one once it succeeded). */
+  rolledKeyId?: string;
 }

@@ -1,0 +1,145 @@
+// Steps 2 and 3 of a rotation: take the key's lock (invariants 5 and 9), then decide under it
+// whether to go on: another runner may have just rotated the key, or died mid-way and left its
+// intent marker (invariant 6), which is repaired here. Both are safe to run again: a lock held
+// by this rotation is refreshed, and recovery only clears what it proved.
+import type { KeyState } from '../backends/types.ts';
+import { decideDue } from '../policy/due.ts';
+import type { KeyPolicy } from '../policy/schema.ts';
+import { RotationStepError } from './errors.ts';
+import { LockKeeper } from './lock-keeper.ts';
+import { markerMayStillBeActedOn, recoverLeftoverIntent } from './recovery.ts';
+import { planRoll, standbyStillInUse } from './slots.ts';
+import { sendAlert } from './store-outcome.ts';
+import type { Transaction } from './transaction.ts';
+import type { KeyOutcome } from './types.ts';
+
+/** Takes the lock and starts keeping it alive; an outcome when another runner holds it. */
+export async function takeLock(tx: Transaction): Promise<KeyOutcome | undefined> {
+  const { key, primary, deps, audit, progress } = tx;
+  await tx.enter('lock');
+  const takenAtMs = deps.monotonicMs();
+  const locked = await primary.backend.acquireLock(primary.target, { owner: deps.owner, rotationId: tx.rotationId, ttlMs: key.lockTtlMs, clockSkewMs: key.clockSkewMs });
+  if (!locked.acquired) {
+    audit.emit('key.lock.busy', { step: 'lock', holder: locked.holder.owner, holderRotationId: locked.holder.rotationId, expiresAt: locked.holder.expiresAt });
+    return tx.outcome('busy', { detail: 'lock-busy' });
+  }
+  // Invariant 9: the lock stays alive in the background until the rotation lets it go.
+  const keeper = new LockKeeper({
+    key,
+    primary,
+    lock: locked.lock,
+    takenAtMs,
+    monotonicMs: deps.monotonicMs,
+    onLost: () => {
+      audit.emit('key.lock.lost', { step: progress.step });
+    },
+  });
+  progress.keeper = keeper;
+  keeper.start();
+  audit.emit('key.lock.acquired', { step: 'lock', tookOver: locked.lock.tookOver, expiresAt: locked.lock.expiresAt });
+  return undefined;
+}
+
+/**
+ * Under the lock, reads the key's state and decides: an outcome ends the rotation here (skipped,
+ * recovered); undefined goes on to the roll, with `tx.plan` naming the key or slot to roll.
+ */
+export async function decideUnderLock(tx: Transaction): Promise<KeyOutcome | undefined> {
+  const { key, primary, deps, audit, progress, trigger, rotationId } = tx;
+  const tookOver = progress.keeper?.lock.tookOver ?? false;
+  const state = await primary.backend.readState(primary.target);
+  let storedDead = false;
+  if (state.intent && state.intent.rotationId !== rotationId) {
+    const leftover = state.intent;
+    const verdict = await recoverLeftoverIntent(key, leftover, tx.destinations, deps, audit, { tookOver });
+    // Invariant 9: the runner that left the marker may still act (a roll in flight that lands
+    // after ours would kill what we store), so this rotation's own marker outlives it.
+    if (markerMayStillBeActedOn(leftover, tookOver, deps.now()) !== undefined) {
+      progress.holdUntil = laterOf(leftover.holdUntil, new Date(deps.now().getTime() + key.lockTtlMs).toISOString());
+    }
+    if (verdict.kind === 'stored-secret-works' && verdict.kept !== undefined) {
+      const rotateAnyway = trigger.force || (trigger.ignoreSchedule === true && !withinMinInterval(key, state.lastRotatedAt, deps.now()));
+      if (!rotateAnyway && !stillDue(key, state, deps.now())) {
+        // The next run, with nobody's lock to take over, clears the marker and alerts then.
+        audit.emit('key.skipped', { step: 'lock', why: 'intent-kept', lastRotatedAt: state.lastRotatedAt });
+        return tx.outcome('skipped', { detail: 'intent-kept' });
+      }
+      // This rotation replaces the marker (with its own, held): the interrupted one is reported now.
+      await sendAlert(deps, key, {
+        severity: 'warning',
+        summary: `keyroll took over key ${key.id} from a run that stopped or stalled mid-rotation; the stored secret still works`,
+        rotationId,
+        step: 'recovery',
+        errorCode: 'KR_RECOVERED_INTENT',
+        nextAction: `rotating now; the intent marker stays until ${progress.holdUntil ?? 'later'} in case the stalled run still acts, and later runs probe the stored secret`,
+      });
+    } else if (verdict.kind === 'stored-secret-works') {
+      if (verdict.failed.length > 0) {
+        throw new RotationStepError('recovery', key.id, 'KR_RECOVERY_REPAIR_FAILED', `the stored secret works, but copying it to ${verdict.failed.join(', ')} failed; those destinations hold a stale or dead secret`);
+      }
+      // A marker a finished rotation kept on purpose (holdUntil, after a takeover) whose secret
+      // works: nothing died, so it is cleared without a recovery alert.
+      const heldAndDone = leftover.holdUntil !== undefined && verdict.completed !== undefined && verdict.repaired.length === 0;
+      if (!heldAndDone) {
+        audit.emit('key.recovered', { step: 'recovery', result: 'stored-secret-works', repaired: verdict.repaired, completedRotationId: verdict.completed?.rotationId });
+        await sendAlert(deps, key, {
+          severity: 'warning',
+          summary: `keyroll recovered key ${key.id}: a run died mid-rotation; the stored secret still works`,
+          rotationId,
+          step: 'recovery',
+          errorCode: 'KR_RECOVERED_INTENT',
+          nextAction: verdict.repaired.length > 0 ? `copied the working secret to ${verdict.repaired.join(', ')}` : 'nothing to do',
+        });
+      }
+      const lastRotatedAt = verdict.completed?.rotatedAt ?? state.lastRotatedAt;
+      const rotateAnyway = trigger.force || (trigger.ignoreSchedule === true && !withinMinInterval(key, lastRotatedAt, deps.now()));
+      if (!rotateAnyway && !stillDue(key, { exists: state.exists, ...(lastRotatedAt ? { lastRotatedAt } : {}) }, deps.now())) {
+        if (!heldAndDone) return tx.outcome('recovered', { detail: 'stored-secret-works' });
+        audit.emit('key.skipped', { step: 'lock', why: 'already-rotated', lastRotatedAt });
+        return tx.outcome('skipped', { detail: 'already-rotated' });
+      }
+    } else {
+      // The stored secret is dead, missing or unprobeable: until the re-roll is stored the key
+      // may be unusable, so a failure from here on keeps the marker and alerts critical.
+      progress.recovering = verdict.why;
+      progress.mayHaveRolled = true;
+      storedDead = verdict.why !== 'probe-failed';
+    }
+  } else if (!trigger.force) {
+    const skip = skipReason(key, state, deps.now(), trigger.ignoreSchedule === true);
+    if (skip) {
+      audit.emit('key.skipped', { step: 'lock', why: skip, lastRotatedAt: state.lastRotatedAt });
+      return tx.outcome('skipped', { detail: skip });
+    }
+  }
+
+  // Invariant 10: which key (or slot) this rotation rolls.
+  tx.plan = planRoll({ key, state, trigger, namedSlot: tx.input.slot, storedDead });
+  if (!progress.recovering && standbyStillInUse(key, tx.plan, state.lastRotatedAt, deps.now(), trigger)) {
+    audit.emit('key.skipped', { step: 'lock', why: 'consumer-refresh', lastRotatedAt: state.lastRotatedAt, standby: tx.plan.rollKeyId });
+    return tx.outcome('skipped', { detail: 'consumer-refresh' });
+  }
+  return undefined;
+}
+
+function laterOf(a: string | undefined, b: string): string {
+  return a !== undefined && Date.parse(a) > Date.parse(b) ? a : b;
+}
+
+function withinMinInterval(key: KeyPolicy, lastRotatedAt: string | undefined, now: Date): boolean {
+  return lastRotatedAt !== undefined && now.getTime() - Date.parse(lastRotatedAt) < key.minIntervalMs;
+}
+
+function stillDue(key: KeyPolicy, state: KeyState, now: Date): boolean {
+  return decideDue(key, { ...(state.lastRotatedAt ? { lastRotatedAt: state.lastRotatedAt } : {}) }, now).due;
+}
+
+/** Invariant 5: the minimum interval stops rotation loops; a forced run never gets here. */
+function skipReason(key: KeyPolicy, state: KeyState, now: Date, ignoreSchedule: boolean): string | undefined {
+  if (state.lastRotatedAt) {
+    const since = now.getTime() - Date.parse(state.lastRotatedAt);
+    if (since < key.minIntervalMs) return 'min-interval';
+  }
+  if (!ignoreSchedule && !stillDue(key, state, now)) return 'already-rotated';
+  return undefined;
+}

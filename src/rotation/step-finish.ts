@@ -1,0 +1,98 @@
+// Steps 7 and 8 of a rotation: verify what was stored (read back, the API accepts the new
+// secret, and for a two-slot entry the previous active secret still works: invariant 10), then
+// finish (record the rotation and the active key, clear the marker: invariant 6). Recording is
+// idempotent, so a retried finish changes nothing; a failed verify leaves the marker so the next
+// run probes and repairs.
+import type { Secret } from '../audit/secret.ts';
+import { errorCode } from '../errors.ts';
+import { RotationStepError } from './errors.ts';
+import { lockLostAfterStore, type Stored } from './step-roll.ts';
+import { sendAlert } from './store-outcome.ts';
+import type { Transaction } from './transaction.ts';
+import type { KeyOutcome } from './types.ts';
+import { verifyStored, type VerifyFailure } from './verify.ts';
+
+export async function verifyAndFinish(tx: Transaction, stored: Stored, keptAlive: Secret | undefined): Promise<KeyOutcome> {
+  const { key, deps, audit, progress, primary, rotationId } = tx;
+  const { rolled, report, rotatedAt, exposureMs } = stored;
+  await tx.enter('verify');
+  const verified = await verifyStored(key, rolled.secret, report.stored, deps);
+  const previous = keptAlive === undefined ? undefined : await previousStillWorks(tx, keptAlive);
+  if (verified.failures.length === 0) {
+    audit.emit('key.verified', { step: 'verify', readBack: key.verify.readBack, apiCall: verified.apiChecked, ...(previous === undefined ? {} : { previousActiveWorks: previous.works }) });
+  }
+
+  await tx.enter('finish');
+  if (progress.keeper?.lost === true) throw lockLostAfterStore(tx);
+  const versions = report.stored.map((copy) => ({ backend: copy.destination.backendName, path: copy.destination.target.path, version: copy.version }));
+  // A read-back that did not match, or a new secret the API refuses, leaves the marker: the
+  // next run probes and repairs. Otherwise the primary's record (every destination stored, so
+  // the primary too) clears it in the same change. The primary is recorded last, so a failure
+  // recording another copy still leaves the marker.
+  // A marker held for a runner whose lock this rotation took over stays too (invariant 9).
+  const clearIntent = verified.readBackOk && !verified.apiRejected && progress.holdUntil === undefined;
+  const primaryLast = [...report.stored].sort((a, b) => Number(a.destination === primary) - Number(b.destination === primary));
+  for (const copy of primaryLast) {
+    const isPrimary = copy.destination === primary;
+    // The key whose secret is now stored: for a slot entry, the slot now active (invariant 10).
+    await copy.destination.backend.recordRotation(copy.destination.target, { rotationId, rotatedAt, version: copy.version, keyId: tx.plan.rollKeyId }, { clearIntent: isPrimary && clearIntent });
+  }
+  if (clearIntent) {
+    progress.intentSet = false;
+    audit.emit('key.intent.cleared', { step: 'finish' });
+  }
+
+  if (verified.failures.length > 0) {
+    audit.emit('key.verify.failed', { step: 'verify', failures: verified.failures });
+    const first = verified.failures[0];
+    progress.apiRejected = verified.apiRejected;
+    throw new RotationStepError('verify', key.id, first?.errorCode ?? 'KR_VERIFY_FAILED', `verification failed: ${describe(verified.failures)}`);
+  }
+
+  const slotFacts = key.slots ? { rolledKeyId: tx.plan.rollKeyId, activeKeyId: tx.plan.rollKeyId, previousActiveKeyId: tx.plan.activeBefore } : {};
+  audit.emit('key.succeeded', { step: 'finish', durationMs: tx.elapsedMs(), exposureMs, versions, rolls: rolled.rolls, recovered: progress.recovering, ...slotFacts });
+  if (previous && !previous.works) await reportPreviousDead(tx, previous.errorCode);
+  if (progress.recovering) {
+    audit.emit('key.recovered', { step: 'recovery', result: 'rerolled', why: progress.recovering });
+    await sendAlert(deps, key, {
+      severity: 'warning',
+      summary: `keyroll recovered key ${key.id}: a run died mid-rotation and the stored secret no longer worked (${progress.recovering}); the key was re-rolled`,
+      rotationId,
+      step: 'recovery',
+      errorCode: 'KR_RECOVERED_REROLL',
+      nextAction: 'nothing to do: the new secret is stored and verified',
+    });
+  }
+  if (deps.notifySuccess && key.notify.onSuccess.length > 0) {
+    await deps.notifySuccess({ keyId: key.id, organizationId: key.organizationId, rotationId, rotatedAt, destinations: versions }, key.notify.onSuccess);
+  }
+  return tx.outcome(progress.recovering ? 'recovered' : 'rotated', { exposureMs, versions, ...(rolled.malformed ? { detail: 'malformed-roll-answer' } : {}) });
+}
+
+/** Invariant 10: consumers that have not refreshed yet use the previous active secret. */
+async function previousStillWorks(tx: Transaction, secret: Secret): Promise<{ works: boolean; errorCode?: string }> {
+  try {
+    const verdict = await tx.deps.api.probeSecret(secret, { organizationId: tx.key.organizationId });
+    return verdict === 'valid' ? { works: true } : { works: false, errorCode: 'KR_VERIFY_PREVIOUS_DEAD' };
+  } catch (error) {
+    return { works: false, errorCode: errorCode(error) };
+  }
+}
+
+/** The new secret is fine, but consumers still on the previous one fail: they must refresh now. */
+async function reportPreviousDead(tx: Transaction, code: string | undefined): Promise<void> {
+  const { key, audit, deps } = tx;
+  audit.emit('key.verify.failed', { step: 'verify', failures: [{ check: 'previous-active', errorCode: code ?? 'KR_VERIFY_PREVIOUS_DEAD' }] });
+  await sendAlert(deps, key, {
+    severity: 'error',
+    summary: `keyroll rotated key ${key.id}: the new secret of ${tx.plan.rollKeyId} is stored and works, but the previous active secret (${tx.plan.activeBefore ?? 'unknown'}) no longer works, so consumers that have not refreshed fail until they do`,
+    rotationId: tx.rotationId,
+    step: 'verify',
+    errorCode: code ?? 'KR_VERIFY_PREVIOUS_DEAD',
+    nextAction: `make consumers refresh now; check who rolled ${tx.plan.activeBefore ?? 'the previous slot'} outside keyroll (dashboard, another tool)`,
+  });
+}
+
+function describe(failures: readonly VerifyFailure[]): string {
+  return failures.map((f) => `${f.check}${f.backend ? ` ${f.backend}:${f.path ?? ''}` : ''} ${f.errorCode}`).join('; ');
+}
