@@ -68,13 +68,15 @@ describe('file backend', () => {
     await backend.writeSecret(target('k'), record);
     await backend.setIntent(target('k'), { rotationId: 'r', keyId: 'k', owner: 'o', startedAt: '2030-01-01T00:00:00.000Z' });
     const files = await readdir(join(directory, 'base'));
-    expect(files.sort()).toEqual(['k', 'k.keyroll.json']);
+    // k.keyroll.current is a second name (hard link) of the value itself, not a copy: readPrevious.
+    expect(files.sort()).toEqual(['k', 'k.keyroll.current', 'k.keyroll.json']);
+    expect((await stat(join(directory, 'base', 'k.keyroll.current'))).ino).toBe((await stat(join(directory, 'base', 'k'))).ino);
     const sidecar = await readFile(join(directory, 'base', 'k.keyroll.json'), 'utf8');
     expect(sidecar).not.toContain(record.secret.reveal());
     expect((await stat(join(directory, 'base', 'k.keyroll.json'))).mode & 0o777).toBe(0o600);
   });
 
-  it.each([['../escape'], ['/etc/passwd'], ['a/../../escape'], [''], ['k.keyroll.json'], ['k.keyroll.lock']])(
+  it.each([['../escape'], ['/etc/passwd'], ['a/../../escape'], [''], ['k.keyroll.json'], ['k.keyroll.lock'], ['k.keyroll.current'], ['k.keyroll.previous']])(
     'refuses the target path %j before touching any file',
     async (path) => {
       await expect(backend.preflight(target(path))).rejects.toMatchObject({ code: 'KR_BACKEND_INVALID_TARGET', operation: 'preflight' });

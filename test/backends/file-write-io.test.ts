@@ -41,7 +41,9 @@ vi.mock('node:fs/promises', async (importOriginal) => {
   const wrapped = {
     ...real,
     access: wrap('access', real.access),
+    chmod: wrap('chmod', real.chmod),
     link: wrap('link', real.link, 1),
+    lstat: wrap('lstat', real.lstat),
     mkdir: wrap('mkdir', real.mkdir),
     open: wrap('open', real.open),
     readFile: wrap('readFile', real.readFile),
@@ -89,6 +91,47 @@ describe('file backend filesystem calls', () => {
     const durable = calls.indexOf('rename apps/key');
     // temp file (open wx, write, fsync, close), rename over the value, fsync of the directory.
     expect(calls.slice(0, durable + 2)).toEqual(['open apps/.key.<random>.tmp', 'rename apps/key', 'open apps']);
+  });
+
+  it('keeps the replaced value only after the durable write, before the sidecar update whose directory fsync covers it', async () => {
+    await backend.preflight(t);
+    const first = makeRecord();
+    await backend.writeSecret(t, first);
+    const rollAnswered = io.calls.length;
+    await backend.writeSecret(t, makeRecord());
+    const calls = callsSince(rollAnswered);
+    const synced = calls.indexOf('open apps'); // the value's directory fsync: the write is durable
+    const moved = calls.indexOf('rename apps/key.keyroll.previous');
+    const linked = calls.indexOf('link apps/key.keyroll.current');
+    const sidecar = calls.indexOf('rename apps/key.keyroll.json');
+    expect(calls.indexOf('rename apps/key')).toBeLessThan(synced);
+    expect(synced).toBeLessThan(moved);
+    expect(moved).toBeLessThan(linked);
+    expect(linked).toBeLessThan(sidecar);
+    expect(calls.slice(sidecar)).toContain('open apps');
+    expect((await backend.readPrevious(t))?.secret.equals(first.secret)).toBe(true);
+  });
+
+  it('does not fail a durable write whose keeping of the replaced value failed: the result says so, without the secret', async () => {
+    await backend.preflight(t);
+    await backend.writeSecret(t, makeRecord());
+    const record = makeRecord();
+    io.failNext = { call: `rename ${join(base, 'apps/key.keyroll.previous')}`, after: false };
+    const written = await backend.writeSecret(t, record);
+    expect(written).toMatchObject({ version: '2', alreadyApplied: false, bookkeepingError: expect.stringContaining('keeping the value replaced') as unknown });
+    expect(written.bookkeepingError).not.toContain(record.secret.reveal());
+    expect((await backend.readSecret(t))?.secret.equals(record.secret)).toBe(true);
+  });
+
+  it('keeps the replaced value on the retry of a write that failed after its rename', async () => {
+    await backend.preflight(t);
+    const first = makeRecord();
+    await backend.writeSecret(t, first);
+    const record = makeRecord();
+    io.failNext = { call: `open ${join(base, 'apps')}`, after: true }; // the directory fsync after the rename
+    await expect(backend.writeSecret(t, record)).rejects.toMatchObject({ operation: 'write' });
+    expect(await backend.writeSecret(t, record)).toMatchObject({ alreadyApplied: true });
+    expect((await backend.readPrevious(t))?.secret.equals(first.secret)).toBe(true);
   });
 
   it('reads the stored value only on a retry of the same rotation', async () => {

@@ -1,6 +1,7 @@
 // The file backend: secrets as local files under one directory (the demo's embedded default and
 // a valid fallback destination). Values are written atomically with mode 0600; keyroll's
-// bookkeeping sits beside each value in `<file>.keyroll.json`, the lock in `<file>.keyroll.lock`.
+// bookkeeping sits beside each value in `<file>.keyroll.json`, the lock in `<file>.keyroll.lock`,
+// the value the latest write replaced in `<file>.keyroll.previous` (previous.ts).
 import type { Stats } from 'node:fs';
 import { access, constants, mkdir, open, stat, unlink } from 'node:fs/promises';
 import { dirname } from 'node:path';
@@ -18,6 +19,7 @@ import type {
   LockOutcome,
   LockRequest,
   PreflightResult,
+  ProbeRecord,
   SecretRecord,
   RotationRecord,
   StoreTarget,
@@ -30,6 +32,7 @@ import { readTextIfExists, tempPathFor } from './atomic.ts';
 import { fileBackendError } from './fs-errors.ts';
 import { acquireFileLock, readLockInfo, refreshFileLock, releaseFileLock } from './lock.ts';
 import { resolveInside } from './paths.ts';
+import { keepReplacedValue, readReplacedValue } from './previous.ts';
 import { readSidecar, updateSidecar, type Sidecar } from './sidecar.ts';
 import { writeValueDurably, writeValueFenced } from './value-write.ts';
 
@@ -100,6 +103,11 @@ export class FileBackend implements Backend {
   async setIntent(target: StoreTarget, intent: Intent): Promise<void> {
     await this.#run('intent', target, async (file) => {
       await mkdir(dirname(file), { recursive: true, mode: DIRECTORY_MODE });
+      // Before the roll, under the lock: the value this rotation may replace gets its second name,
+      // so the write after the roll keeps it with no I/O before the write (invariant 2). Before
+      // the sidecar update, whose directory fsync makes the link durable too. Best effort: the
+      // step after the write runs again and reports a failure there.
+      await keepReplacedValue(file).catch(() => undefined);
       await this.#updateSidecar(file, (sidecar) => ({ ...sidecar, intent: { ...intent } }));
     });
   }
@@ -131,16 +139,18 @@ export class FileBackend implements Backend {
           if (stored?.secret.equals(record.secret) === true) {
             const sidecar = await readSidecar(file).catch(() => undefined);
             if (sidecar?.lastWrite?.rotationId === record.rotationId && sidecar.lastWrite.digest === digest) {
-              return { version: String(sidecar.lastWrite.version), alreadyApplied: true };
+              // The earlier attempt may have ended before it kept the replaced value.
+              const kept = await this.#keepReplaced(file, target);
+              return { version: String(sidecar.lastWrite.version), alreadyApplied: true, ...(kept === undefined ? {} : { bookkeepingError: kept }) };
             }
-            return this.#recordWrite(file, target, record, true);
+            return this.#afterWrite(file, target, record, true);
           }
         }
         const value = renderValue(target.shape, record);
         const content = typeof value === 'string' ? value : `${JSON.stringify(value, null, 2)}\n`;
         if (fence === undefined) await writeValueDurably(file, content);
         else if ((await writeValueFenced(file, content, fence.lock)) === 'lost') throw this.#lockLost(target);
-        return this.#recordWrite(file, target, record, false);
+        return this.#afterWrite(file, target, record, false);
       },
       { prepareDirectory: false },
     );
@@ -165,12 +175,21 @@ export class FileBackend implements Backend {
     });
   }
 
+  async readPrevious(target: StoreTarget): Promise<StoredSecret | undefined> {
+    return this.#run('read', target, async (file) => {
+      const text = await readReplacedValue(file);
+      return text === undefined ? undefined : parseStoredValue(target.shape, text);
+    });
+  }
+
   async readState(target: StoreTarget): Promise<KeyState> {
     return this.#run('state', target, async (file) => {
       const [existing, sidecar, lock] = await Promise.all([statIfExists(file), readSidecar(file), readLockInfo(file)]);
       const state: KeyState = { exists: existing !== undefined };
       if (sidecar.lastRotatedAt !== undefined) state.lastRotatedAt = sidecar.lastRotatedAt;
       if (sidecar.lastRotationId !== undefined) state.lastRotationId = sidecar.lastRotationId;
+      if (sidecar.lastKeyId !== undefined) state.lastKeyId = sidecar.lastKeyId;
+      if (sidecar.lastProbe !== undefined) state.lastProbe = { ...sidecar.lastProbe };
       if (sidecar.intent !== undefined) state.intent = sidecar.intent;
       if (sidecar.lastFailure !== undefined) state.lastFailure = sidecar.lastFailure;
       if (lock !== undefined) state.lock = lock;
@@ -181,12 +200,29 @@ export class FileBackend implements Backend {
   async recordRotation(target: StoreTarget, rotation: RotationRecord, options: { clearIntent?: boolean } = {}): Promise<void> {
     await this.#run('record', target, async (file) => {
       await this.#updateSidecar(file, (sidecar) => {
-        const recorded = { ...sidecar, lastRotatedAt: rotation.rotatedAt, lastRotationId: rotation.rotationId, lastRotationVersion: rotation.version };
+        // lastKeyId names the key this rotation stored; a record without one (a single key, an
+        // older caller) leaves none, rather than the key of an earlier rotation.
+        const { lastKeyId: _earlier, ...kept } = sidecar;
+        const recorded: Sidecar = {
+          ...kept,
+          lastRotatedAt: rotation.rotatedAt,
+          lastRotationId: rotation.rotationId,
+          lastRotationVersion: rotation.version,
+          ...(rotation.keyId === undefined ? {} : { lastKeyId: rotation.keyId }),
+        };
         // Under the sidecar guard: an intent set meanwhile by another rotation stays.
         if (!options.clearIntent || recorded.intent?.rotationId !== rotation.rotationId) return recorded;
         const { intent: _cleared, ...rest } = recorded;
         return rest;
       });
+    });
+  }
+
+  async recordProbe(target: StoreTarget, probe: ProbeRecord): Promise<void> {
+    await this.#run('record', target, async (file) => {
+      await mkdir(dirname(file), { recursive: true, mode: DIRECTORY_MODE });
+      // Only lastProbe changes, under the sidecar guard: the intent and the write record stay.
+      await this.#updateSidecar(file, (sidecar) => ({ ...sidecar, lastProbe: { at: probe.at, result: probe.result } }));
     });
   }
 
@@ -210,6 +246,28 @@ export class FileBackend implements Backend {
     const parsed = parseStoredValue(target.shape, text);
     if (parsed === undefined) return undefined;
     return { ...parsed, mtimeMs: existing.mtimeMs };
+  }
+
+  /**
+   * After a durable value write: keep the value it replaced (readPrevious), then record the write.
+   * Neither step can fail the write; a problem is reported as `bookkeepingError`.
+   */
+  async #afterWrite(file: string, target: StoreTarget, record: SecretRecord, alreadyApplied: boolean): Promise<WriteResult> {
+    const kept = await this.#keepReplaced(file, target);
+    const result = await this.#recordWrite(file, target, record, alreadyApplied);
+    if (kept !== undefined && result.bookkeepingError === undefined) result.bookkeepingError = kept;
+    return result;
+  }
+
+  /** keepReplacedValue, best effort: a fixed text naming the problem (never the value), or undefined. */
+  async #keepReplaced(file: string, target: StoreTarget): Promise<string | undefined> {
+    try {
+      await keepReplacedValue(file);
+      return undefined;
+    } catch (error) {
+      const errno = (error as NodeJS.ErrnoException | undefined)?.code;
+      return `file backend ${this.name}: keeping the value replaced at ${JSON.stringify(target.path)} failed (${errno ?? 'error'})`;
+    }
   }
 
   /**

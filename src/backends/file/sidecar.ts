@@ -1,6 +1,7 @@
 // keyroll's bookkeeping for one file destination, kept beside it in `<file>.keyroll.json`
 // (written atomically like the value): the version counter, what the last write was (for
-// idempotent retries), the intent marker, the last rotation and the last failure.
+// idempotent retries), the intent marker, the last rotation (with the API key it stored: a
+// two-slot entry's active slot), the last drift probe and the last failure.
 // It holds no secret, only the SHA-256 digest of the last written one.
 import { open, stat, unlink } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -27,6 +28,11 @@ export const FileFailure = z.object({
 
 // Tolerant (extra fields kept out, not rejected): a newer keyroll may add fields, and an older
 // one reading the file must still find what it knows.
+export const FileProbe = z.object({
+  at: IsoTime,
+  result: z.enum(['works', 'dead']),
+});
+
 export const Sidecar = z.object({
   /** Incremented on every value write; the file backend's version id. */
   version: z.number().int().nonnegative().default(0),
@@ -42,6 +48,9 @@ export const Sidecar = z.object({
   lastRotatedAt: IsoTime.optional(),
   lastRotationId: z.string().optional(),
   lastRotationVersion: z.string().optional(),
+  /** The API key whose secret the last rotation stored (invariant 10); absent in older sidecars. */
+  lastKeyId: z.string().optional(),
+  lastProbe: FileProbe.optional(),
   lastFailure: FileFailure.optional(),
 });
 export type Sidecar = z.infer<typeof Sidecar>;
