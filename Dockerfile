@@ -35,7 +35,7 @@ RUN npm run build -- --without-emulator
 COPY scripts/warm-compile-cache.js ./scripts/
 RUN mkdir /compile-cache && chown 10001:10001 /compile-cache
 USER 10001:10001
-RUN NODE_COMPILE_CACHE=/compile-cache node --max-semi-space-size=2 --max-old-space-size=256 --liftoff-only scripts/warm-compile-cache.js /app/dist/cli \
+RUN NODE_COMPILE_CACHE=/compile-cache node --max-semi-space-size=2 --max-old-space-size=256 scripts/warm-compile-cache.js /app/dist/cli \
  && chmod -R a+rX,go-w /compile-cache
 
 # ---- runtime: the bundle (every dependency is inside it), run as a numeric non-root user.
@@ -71,11 +71,9 @@ STOPSIGNAL SIGTERM
 # --max-old-space-size=256 bounds the old one at twice what the largest policy keyroll accepts
 # (1 MiB, ~13,700 keys) needs to be planned (between 96 and 128 MB): the peak RSS of a 1,000-key
 # rotation falls from 176 to about 120 MB at no measurable cost (docs/benchmarks.md).
-# --liftoff-only keeps undici's HTTP parser (llhttp, WebAssembly) on V8's baseline compiler:
-# after a few dozen responses V8 recompiled it with its optimizing compiler, a one-off 22 MB of
-# compiler memory that glibc then kept (peak RSS 120 -> 106 MB); parsing a few hundred bytes of
-# headers per request gains nothing from the faster code. JavaScript is optimized as usual.
+# Only options Node documents and accepts in NODE_OPTIONS: no V8 tuning flags, whose meaning a
+# Node upgrade may change (test/packaging/dockerfile.test.ts checks).
 # No --enable-source-maps: it parses the bundle's source maps at every start (+120 ms of CPU before
 # the first roll); set NODE_OPTIONS=--enable-source-maps when a stack trace needs TypeScript lines.
-ENTRYPOINT ["node", "--max-semi-space-size=2", "--max-old-space-size=256", "--liftoff-only", "/app/dist/cli/entry.js"]
+ENTRYPOINT ["node", "--max-semi-space-size=2", "--max-old-space-size=256", "/app/dist/cli/entry.js"]
 CMD ["run", "--policy", "/etc/keyroll/policy.yaml"]
