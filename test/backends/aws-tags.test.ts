@@ -7,8 +7,12 @@ import {
   failureTagValue,
   intentTagValue,
   joinTagFields,
+  keyIdTagValue,
   parseFailureTag,
   parseIntentTag,
+  parseKeyIdTag,
+  parseProbeTag,
+  probeTagValue,
   splitTagFields,
   unescapeTagField,
 } from '../../src/backends/aws/tags.ts';
@@ -79,6 +83,28 @@ describe('aws tag encoding', () => {
   it('round-trips a failure record', () => {
     const failure = { rotationId: 'rot-2', step: 'store', errorCode: 'KR_BACKEND_UNAVAILABLE', at: '2030-01-02T00:00:00.000Z' };
     expect(parseFailureTag(failureTagValue(failure))).toEqual(failure);
+  });
+
+  it('round-trips any key id that fits, and records one too long as no key id rather than cut to another', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'grapheme', minLength: 1, maxLength: 300 }), (keyId) => {
+        const value = keyIdTagValue(keyId);
+        expect(value.length).toBeLessThanOrEqual(MAX_TAG_VALUE_LENGTH);
+        expect(value).toMatch(PORTABLE);
+        expect(parseKeyIdTag(value)).toBe(value === '' ? undefined : keyId);
+      }),
+    );
+    expect(parseKeyIdTag(keyIdTagValue('key_demo_billing_b'))).toBe('key_demo_billing_b');
+    expect(keyIdTagValue('k'.repeat(257))).toBe('');
+    expect(keyIdTagValue(undefined)).toBe('');
+  });
+
+  it('round-trips a probe record and reads an unknown result as no probe', () => {
+    const probe = { at: '2030-01-02T00:00:00.000Z', result: 'dead' } as const;
+    expect(probeTagValue(probe)).toBe('2030-01-02T00:00:00.000Z dead');
+    expect(parseProbeTag(probeTagValue(probe))).toEqual(probe);
+    expect(parseProbeTag('2030-01-02T00:00:00.000Z maybe')).toBeUndefined();
+    expect(parseProbeTag('')).toBeUndefined();
   });
 
   it('ignores a marker with missing fields instead of inventing them', () => {

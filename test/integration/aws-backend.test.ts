@@ -141,6 +141,31 @@ describe.skipIf(moto === undefined)('aws backend (moto)', () => {
       expect(value).toMatch(/^[A-Za-z0-9 _.:/=+@-]{1,256}$/);
     });
 
+    it('keeps the key id and the drift probe in portable tags, each record replacing only its own', async () => {
+      const t = newTarget();
+      const written = await backend.writeSecret(t, makeRecord({ rotationId: randomUUID() }));
+      const rotation = { rotationId: randomUUID(), rotatedAt: clock.now().toISOString(), version: written.version };
+      await backend.recordRotation(t, { ...rotation, keyId: 'key slot|ä/@b' });
+      await backend.recordProbe(t, { at: '2030-01-01T01:00:00.000Z', result: 'dead' });
+      expect(await backend.readState(t)).toMatchObject({ lastKeyId: 'key slot|ä/@b', lastProbe: { at: '2030-01-01T01:00:00.000Z', result: 'dead' } });
+      const tags = (await sdk.send(new DescribeSecretCommand({ SecretId: t.path }))).Tags ?? [];
+      for (const key of ['keyroll:last-key-id', 'keyroll:last-probe']) {
+        expect(tags.find((tag) => tag.Key === key)?.Value).toMatch(/^[A-Za-z0-9 _.:/=+@-]{1,256}$/);
+      }
+      // A record without a key id leaves no stale active slot behind; the probe is not the record's.
+      await backend.recordRotation(t, rotation);
+      const state = await backend.readState(t);
+      expect(state).not.toHaveProperty('lastKeyId');
+      expect(state.lastProbe).toEqual({ at: '2030-01-01T01:00:00.000Z', result: 'dead' });
+    });
+
+    it('records a drift probe only on a secret that exists: it never creates one to hold the record', async () => {
+      const t = newTarget();
+      expect((await rejection(backend.recordProbe(t, { at: clock.now().toISOString(), result: 'works' }))).code).toBe('KR_BACKEND_NOT_FOUND');
+      expect(await backend.readState(t)).toEqual({ exists: false });
+      expect(await backend.readPrevious?.(t)).toBeUndefined();
+    });
+
     it('preflight proves the write without adding a version and says what it proved', async () => {
       const t = newTarget();
       const written = await backend.writeSecret(t, makeRecord({ rotationId: randomUUID() }));

@@ -1,7 +1,8 @@
 // The fenced write and the lock refresh of the AWS backend (invariant 9) on moto, beyond the shared
 // contract: what the staging labels look like after a fenced write, a refused one and a holder's
 // write that had to move AWSCURRENT on from a version written without the lock; refreshes whose
-// answer was lost. Requests per fenced write: aws-requests.test.ts.
+// answer was lost; what readPrevious (AWSPREVIOUS, a two-slot entry's standby value) returns after
+// each of them. Requests per fenced write: aws-requests.test.ts.
 import { randomUUID } from 'node:crypto';
 import { DescribeSecretCommand, PutSecretValueCommand, UpdateSecretVersionStageCommand, type SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -58,6 +59,28 @@ describe.skipIf(moto === undefined)('aws fenced writes and lock refresh (moto)',
     expect((await b.readSecret(t))?.secret.equals(record.secret)).toBe(true);
   });
 
+  it('readPrevious returns the value each fenced rotation replaced (a two-slot entry\'s standby value)', async () => {
+    const t = newTarget({ format: 'json', fields: ['keyId', 'rotationId'] });
+    const slotA = makeRecord({ rotationId: randomUUID(), keyId: 'key_slot_a' });
+    await a.writeSecret(t, slotA);
+    const rotations = [makeRecord({ rotationId: randomUUID(), keyId: 'key_slot_b' }), makeRecord({ rotationId: randomUUID(), keyId: 'key_slot_a' })];
+    let replaced = slotA;
+    for (const [i, record] of rotations.entries()) {
+      // As the engine does it: lock, state under the lock, fenced write, release; each round by another runner.
+      const runner = i % 2 === 0 ? a : b;
+      const locked = await runner.acquireLock(t, { owner: `runner-${String(i)}`, rotationId: record.rotationId, ttlMs: 60_000 });
+      if (!locked.acquired) throw new Error('expected the lock');
+      await runner.readState(t);
+      expect((await runner.writeSecret(t, record, { lock: locked.lock })).alreadyApplied).toBe(false);
+      await runner.releaseLock(t, locked.lock);
+      const previous = await a.readPrevious?.(t);
+      expect(previous?.secret.equals(replaced.secret)).toBe(true);
+      expect(previous?.rotationId).toBe(replaced.rotationId);
+      expect((await b.readSecret(t))?.secret.equals(record.secret)).toBe(true);
+      replaced = record;
+    }
+  });
+
   it('refuses a runner whose lock was taken over even before the new holder wrote, and changes no label', async () => {
     const { t, lock, first } = await lockedWithValue(a, 'a', 1_000);
     clock.advance(2_000);
@@ -67,8 +90,9 @@ describe.skipIf(moto === undefined)('aws fenced writes and lock refresh (moto)',
     expect(error).toMatchObject({ code: 'KR_LOCK_LOST', retryable: false, operation: 'write', kind: 'aws' });
     expect(error.message).toContain('held by b');
     expect(error.message).not.toContain(late.secret.reveal());
-    // Durable (the secret is not lost), but not what anyone reads.
+    // Durable (the secret is not lost), but not what anyone reads, nor what readPrevious returns.
     expect(await stagesOf(t)).toEqual({ [first]: ['AWSCURRENT'], [late.rotationId]: ['KEYROLL_PENDING'] });
+    expect(await b.readPrevious?.(t)).toBeUndefined();
   });
 
   it('keeps the holder\'s write winning when a version written without the lock got in after its read', async () => {
@@ -82,6 +106,8 @@ describe.skipIf(moto === undefined)('aws fenced writes and lock refresh (moto)',
     expect(await b.writeSecret(t, record, { lock })).toEqual({ version: record.rotationId, alreadyApplied: false });
     expect((await a.readSecret(t))?.secret.equals(record.secret)).toBe(true);
     expect((await stagesOf(t))[put.VersionId!]).toEqual(['AWSPREVIOUS', 'ELSEWHERE']);
+    // The value the holder's write replaced is the one that got in, not the one read under the lock.
+    expect((await a.readPrevious?.(t))?.secret.reveal()).toBe('dead-value');
   });
 
   it('reads the lock and the target when the lock is past its margin, and lands while nobody took it over', async () => {
@@ -119,6 +145,7 @@ describe.skipIf(moto === undefined)('aws fenced writes and lock refresh (moto)',
     const record = makeRecord({ rotationId });
     expect(await a.writeSecret(t, record, { lock: locked.lock })).toEqual({ version: rotationId, alreadyApplied: false });
     expect(await stagesOf(t)).toEqual({ [rotationId]: ['AWSCURRENT', 'KEYROLL_PENDING'] });
+    expect(await a.readPrevious?.(t)).toBeUndefined();
   });
 
   describe('refreshLock', () => {

@@ -23,6 +23,8 @@ import {
   MANAGED_BY_VALUE,
   TAG_INTENT,
   TAG_LAST_FAILURE,
+  TAG_LAST_KEY_ID,
+  TAG_LAST_PROBE,
   TAG_LAST_ROTATED_AT,
   TAG_LAST_ROTATION_ID,
   TAG_LAST_VERSION,
@@ -118,9 +120,9 @@ function callsFor(config: AwsBackendConfig, region: string, account: string, pat
   const target = arn(path);
   const lock = arn(`${path}${LOCK_SUFFIX}`);
   const configured = Object.keys(config.tags);
-  const record = [TAG_LAST_ROTATED_AT, TAG_LAST_ROTATION_ID, TAG_LAST_VERSION];
+  const record = [TAG_LAST_ROTATED_AT, TAG_LAST_ROTATION_ID, TAG_LAST_VERSION, TAG_LAST_KEY_ID];
   // The finish step records the rotation and overwrites its marker in one TagResource.
-  const bookkeeping = [[TAG_INTENT], record, [...record, TAG_INTENT], [TAG_LAST_FAILURE], [TAG_PREFLIGHT]];
+  const bookkeeping = [[TAG_INTENT], record, [...record, TAG_INTENT], [TAG_LAST_FAILURE], [TAG_LAST_PROBE], [TAG_PREFLIGHT]];
   const creating = (resource: string, extraKeys: string[]): Call[] => {
     const keys = [...configured, TAG_MANAGED_BY, ...extraKeys];
     const context: RequestContext = { 'aws:tagkeys': keys, [`aws:requesttag/${TAG_MANAGED_BY}`]: [MANAGED_BY_VALUE] };
@@ -201,7 +203,7 @@ async function rotationCycle(backend: Backend, target: StoreTarget, clock: TestC
   await backend.readState(target);
   const written = await backend.writeSecret(target, first, { lock: lock.lock });
   expect((await backend.readSecret(target))?.secret.equals(first.secret)).toBe(true);
-  await backend.recordRotation(target, { rotationId: first.rotationId, rotatedAt: first.rotatedAt, version: written.version }, { clearIntent: true });
+  await backend.recordRotation(target, { rotationId: first.rotationId, rotatedAt: first.rotatedAt, version: written.version, keyId: first.keyId }, { clearIntent: true });
   await backend.clearIntent(target, first.rotationId);
   await backend.releaseLock(target, lock.lock);
 
@@ -215,6 +217,9 @@ async function rotationCycle(backend: Backend, target: StoreTarget, clock: TestC
   expect((await backend.writeSecret(target, second, { lock: again.lock })).alreadyApplied).toBe(true);
   expect(await backend.refreshLock(target, again.lock, 1_000)).toBeDefined();
   await backend.recordFailure(target, { rotationId: second.rotationId, step: 'verify', errorCode: 'KR_TEST', at: second.rotatedAt });
+  // A two-slot entry's drift probe of its standby value (AWSPREVIOUS), and its record.
+  expect((await backend.readPrevious?.(target))?.secret.equals(first.secret)).toBe(true);
+  await backend.recordProbe(target, { at: second.rotatedAt, result: 'works' });
   clock.advance(2_000);
   const takeover = await backend.acquireLock(target, { ...owner, owner: 'iam-test-2', rotationId: randomUUID() });
   expect(takeover).toMatchObject({ acquired: true, lock: { tookOver: true } });

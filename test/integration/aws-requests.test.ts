@@ -245,16 +245,29 @@ describe.skipIf(moto === undefined)('aws requests per rotation (moto)', () => {
       expect(proxy.take()).toEqual(['PutSecretValue target', 'UpdateSecretVersionStage target']);
     });
 
-    it('records the rotation and clears its own marker in one TagResource while its lock has time left', async () => {
+    it('records the rotation, the key it stored and clears its own marker in one TagResource while its lock has time left', async () => {
       const t = newTarget();
       const rotationId = await holdAndMark(a, t, 'a');
       const written = await a.writeSecret(t, makeRecord({ rotationId }));
       proxy.take();
-      await a.recordRotation(t, { rotationId, rotatedAt: '2030-01-01T00:00:01.000Z', version: written.version }, { clearIntent: true });
+      await a.recordRotation(t, { rotationId, rotatedAt: '2030-01-01T00:00:01.000Z', version: written.version, keyId: 'key_slot_b' }, { clearIntent: true });
       expect(proxy.take()).toEqual(['TagResource target']);
       const state = await b.readState(t);
       expect(state.intent).toBeUndefined();
       expect(state.lastRotationId).toBe(rotationId);
+      expect(state.lastKeyId).toBe('key_slot_b');
+    });
+
+    it('records a drift probe in one TagResource and reads the standby slot\'s value in one GetSecretValue', async () => {
+      const t = newTarget();
+      await holdAndMark(a, t, 'a');
+      await a.writeSecret(t, makeRecord({ rotationId: randomUUID() }));
+      await a.writeSecret(t, makeRecord({ rotationId: randomUUID() }));
+      proxy.take();
+      await a.recordProbe(t, { at: '2030-01-01T00:00:02.000Z', result: 'works' });
+      expect(proxy.take()).toEqual(['TagResource target']);
+      expect(await a.readPrevious?.(t)).toBeDefined();
+      expect(proxy.take()).toEqual(['GetSecretValue target']);
     });
 
     it('reads the marker again once its lock expired, and leaves the marker of the runner that took the lock over', async () => {

@@ -12,6 +12,7 @@ import type {
   Intent,
   KeyState,
   LockOutcome,
+  ProbeRecord,
   LockRequest,
   PreflightResult,
   RotationRecord,
@@ -148,6 +149,11 @@ export class AwsBackend implements Backend {
     return values.readSecret(this.#write, target);
   }
 
+  async readPrevious(target: StoreTarget): Promise<StoredSecret | undefined> {
+    this.#check(target, 'read');
+    return values.readPrevious(this.#write, target);
+  }
+
   async readState(target: StoreTarget): Promise<KeyState> {
     this.#check(target, 'state');
     return metadata.readState(this.#metadata, this.#lock, target);
@@ -156,6 +162,11 @@ export class AwsBackend implements Backend {
   async recordRotation(target: StoreTarget, rotation: RotationRecord, options: { clearIntent?: boolean } = {}): Promise<void> {
     this.#check(target, 'record');
     await metadata.recordRotation(this.#metadata, target, rotation, options);
+  }
+
+  async recordProbe(target: StoreTarget, probe: ProbeRecord): Promise<void> {
+    this.#check(target, 'record');
+    await metadata.recordProbe(this.#metadata, target, probe);
   }
 
   async recordFailure(target: StoreTarget, failure: FailureRecord): Promise<void> {

@@ -1,5 +1,6 @@
 // keyroll's bookkeeping on the target secret's tags: the intent marker (invariant 6), the last
-// rotation and the last failure (see tags.ts for the encoding), and the state read back from them.
+// rotation with the key it stored (the active slot, invariant 10), the last drift probe and the
+// last failure (see tags.ts for the encoding), and the state read back from them.
 // Tags change no secret version. When the target does not exist yet and the policy lets keyroll
 // create it, bookkeeping creates it empty (no value, no version): the intent marker must be
 // durable before the first roll of a brand-new destination, and the first write then adds the
@@ -11,7 +12,7 @@
 import type { DescribeSecretCommandOutput } from '@aws-sdk/client-secrets-manager';
 import { BackendError } from '../errors.ts';
 import type { BackendOperation } from '../errors.ts';
-import type { FailureRecord, Intent, KeyState, LockInfo, StoreTarget } from '../types.ts';
+import type { FailureRecord, Intent, KeyState, LockInfo, ProbeRecord, RotationRecord, StoreTarget } from '../types.ts';
 import type { SecretsManagerCalls } from './client.ts';
 import type { HeldFacts, TargetHints } from './known.ts';
 import type { LockContext } from './lock.ts';
@@ -20,14 +21,20 @@ import {
   INTENT_CLEARED,
   TAG_INTENT,
   TAG_LAST_FAILURE,
+  TAG_LAST_KEY_ID,
+  TAG_LAST_PROBE,
   TAG_LAST_ROTATED_AT,
   TAG_LAST_ROTATION_ID,
   TAG_LAST_VERSION,
   creationTags,
   failureTagValue,
   intentTagValue,
+  keyIdTagValue,
   parseFailureTag,
   parseIntentTag,
+  parseKeyIdTag,
+  parseProbeTag,
+  probeTagValue,
   tagMap,
 } from './tags.ts';
 import { mayCreateSecret } from './target.ts';
@@ -126,19 +133,22 @@ export async function clearIntent(context: MetadataContext, target: StoreTarget,
 }
 
 /**
- * Records a completed rotation; with `clearIntent`, in the same TagResource also overwrites the
- * marker with the empty value when it names this rotation, so the finish is one change.
+ * Records a completed rotation and the key it stored (the key id tag is part of the record, so it
+ * costs no request of its own and is emptied by a record without one); with `clearIntent`, in the
+ * same TagResource also overwrites the marker with the empty value when it names this rotation, so
+ * the finish is one change.
  */
 export async function recordRotation(
   context: MetadataContext,
   target: StoreTarget,
-  rotation: { rotationId: string; rotatedAt: string; version: string },
+  rotation: RotationRecord,
   options: { clearIntent?: boolean } = {},
 ): Promise<void> {
   const tags: TagList = [
     { Key: TAG_LAST_ROTATED_AT, Value: rotation.rotatedAt },
     { Key: TAG_LAST_ROTATION_ID, Value: rotation.rotationId },
     { Key: TAG_LAST_VERSION, Value: rotation.version },
+    { Key: TAG_LAST_KEY_ID, Value: keyIdTagValue(rotation.keyId) },
   ];
   const clear = options.clearIntent === true && (await markerNames(context, target.path, rotation.rotationId));
   if (!clear) {
@@ -148,6 +158,16 @@ export async function recordRotation(
   const settle = context.held.changeIntent(target.path);
   await tagTarget(context, target.path, 'record', [...tags, { Key: TAG_INTENT, Value: INTENT_CLEARED }]);
   settle(null);
+}
+
+/**
+ * Records a drift probe: one TagResource. Never creates the target: a probe is of a stored secret,
+ * and a secret created empty only to carry the record would be a change nobody asked for. A missing
+ * target is KR_BACKEND_NOT_FOUND (the caller treats the record as best effort).
+ */
+export async function recordProbe(context: MetadataContext, target: StoreTarget, probe: ProbeRecord): Promise<void> {
+  await context.calls.tagResource('record', target.path, [{ Key: TAG_LAST_PROBE, Value: probeTagValue(probe) }]);
+  context.targets.seen(target.path, true);
 }
 
 export async function recordFailure(context: MetadataContext, target: StoreTarget, failure: FailureRecord): Promise<void> {
@@ -176,6 +196,11 @@ export async function readState(context: MetadataContext, lock: LockContext, tar
   if (lastRotatedAt !== undefined) state.lastRotatedAt = lastRotatedAt;
   const lastRotationId = tags.get(TAG_LAST_ROTATION_ID);
   if (lastRotationId !== undefined) state.lastRotationId = lastRotationId;
+  // Absent on records written before keyroll recorded the key id.
+  const lastKeyId = parseKeyIdTag(tags.get(TAG_LAST_KEY_ID) ?? '');
+  if (lastKeyId !== undefined) state.lastKeyId = lastKeyId;
+  const lastProbe = parseProbeTag(tags.get(TAG_LAST_PROBE) ?? '');
+  if (lastProbe !== undefined) state.lastProbe = lastProbe;
   const intent = parseIntentTag(tags.get(TAG_INTENT) ?? '');
   if (intent !== undefined) state.intent = intent;
   keep(intent?.rotationId ?? null);

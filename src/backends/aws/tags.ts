@@ -4,7 +4,7 @@
 // while Secrets Manager itself checks only the length, tag policies and other AWS services
 // accept only letters, digits, spaces and `+ - = . _ : / @`. So each record is one tag whose
 // value is its fields joined by spaces, each field escaped to that alphabet (`@XX` per byte).
-import type { FailureRecord, Intent } from '../types.ts';
+import type { FailureRecord, Intent, ProbeRecord } from '../types.ts';
 
 export const TAG_MANAGED_BY = 'managed-by';
 export const MANAGED_BY_VALUE = 'keyroll';
@@ -19,6 +19,14 @@ export const TAG_LAST_ROTATED_AT = 'keyroll:last-rotated-at';
 export const TAG_LAST_ROTATION_ID = 'keyroll:last-rotation-id';
 export const TAG_LAST_VERSION = 'keyroll:last-version';
 export const TAG_LAST_FAILURE = 'keyroll:last-failure';
+/**
+ * The API key whose secret the last recorded rotation stored (for a two-slot entry, the active
+ * slot; invariant 10). Written in the same TagResource as the rotation's other tags, empty when the
+ * record names no key, so it never outlives the record it belongs to.
+ */
+export const TAG_LAST_KEY_ID = 'keyroll:last-key-id';
+/** The last drift probe of the stored secret: `at result`. */
+export const TAG_LAST_PROBE = 'keyroll:last-probe';
 /** Written by preflight to prove TagResource works; its value is the time of the check. */
 export const TAG_PREFLIGHT = 'keyroll:preflight';
 /** Removed (never present) by preflight to prove UntagResource works without changing anything. */
@@ -109,6 +117,31 @@ export function parseFailureTag(value: string): FailureRecord | undefined {
   const [rotationId, at, errorCode, step] = splitTagFields(value);
   if (!rotationId || at === undefined || errorCode === undefined || step === undefined) return undefined;
   return { rotationId, at, errorCode, step };
+}
+
+/**
+ * The key id as one whole field, or empty (no key id) when it would not fit in a tag value: a key
+ * id cut short would name another key, and an unknown one lets the engine fall back to the stored
+ * value's keyId field. API key ids are far shorter than 256 characters.
+ */
+export function keyIdTagValue(keyId: string | undefined): string {
+  if (keyId === undefined) return '';
+  const escaped = escapeTagField(keyId);
+  return escaped.length <= MAX_TAG_VALUE_LENGTH ? escaped : '';
+}
+
+export function parseKeyIdTag(value: string): string | undefined {
+  return value === '' ? undefined : unescapeTagField(value);
+}
+
+export function probeTagValue(probe: ProbeRecord): string {
+  return joinTagFields([probe.at, probe.result]);
+}
+
+export function parseProbeTag(value: string): ProbeRecord | undefined {
+  const [at, result] = splitTagFields(value);
+  if (!at || (result !== 'works' && result !== 'dead')) return undefined;
+  return { at, result };
 }
 
 /** The tags as a map; later duplicates win (AWS never returns duplicates). */

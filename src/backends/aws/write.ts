@@ -145,9 +145,23 @@ export function tokenInUse(context: WriteContext, path: string, token: string): 
 
 /** The AWSCURRENT value, or undefined when the secret, its current version or the secret field is missing. */
 export async function readSecret(context: Pick<WriteContext, 'calls'>, target: StoreTarget): Promise<StoredSecret | undefined> {
+  return readStage(context, target, 'AWSCURRENT');
+}
+
+/**
+ * The value the latest write replaced: AWSPREVIOUS, which AWS moves to the version AWSCURRENT left
+ * on every change of AWSCURRENT, the unfenced put's and the fenced write's move alike (fence.ts).
+ * A fenced write refused before its move changed neither label. Undefined when the secret has had
+ * only one value (or none).
+ */
+export async function readPrevious(context: Pick<WriteContext, 'calls'>, target: StoreTarget): Promise<StoredSecret | undefined> {
+  return readStage(context, target, 'AWSPREVIOUS');
+}
+
+async function readStage(context: Pick<WriteContext, 'calls'>, target: StoreTarget, stage: 'AWSCURRENT' | 'AWSPREVIOUS'): Promise<StoredSecret | undefined> {
   let answer;
   try {
-    answer = await context.calls.getSecretValue('read', { SecretId: target.path, VersionStage: 'AWSCURRENT' });
+    answer = await context.calls.getSecretValue('read', { SecretId: target.path, VersionStage: stage });
   } catch (error) {
     if (error instanceof BackendError && error.code === 'KR_BACKEND_NOT_FOUND') return undefined;
     throw error;
