@@ -55,8 +55,8 @@ describe('config/iam-policy.json', () => {
 });
 
 describe('config/vault-policy.hcl', () => {
-  it('grants create, read and update on the data, lock and metadata of every Vault destination of config/vault-policy.yaml', async () => {
-    const policy = await loadPolicy(config('vault-policy.yaml'));
+  it.each(['vault-policy.yaml', 'slot-policy.yaml'])('grants create, read and update on the data, lock and metadata of every Vault destination of config/%s', async (example) => {
+    const policy = await loadPolicy(config(example));
     const hcl = await readFile(config('vault-policy.hcl'), 'utf8');
     const rules = [...hcl.matchAll(/path "([^"]+)" \{\s*capabilities = \[([^\]]*)\]/g)].map((match) => ({
       path: globToRegExp(match[1] ?? ''),

@@ -2,6 +2,7 @@ import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { loadEmulatorSeed } from '../../src/emulator/seed.ts';
 import { PolicyError } from '../../src/policy/errors.ts';
 import { loadPolicy, MAX_POLICY_BYTES, parsePolicy } from '../../src/policy/load.ts';
 
@@ -33,16 +34,25 @@ function policyError(run: () => unknown): PolicyError {
 describe('example policies', () => {
   it('every config/*-policy.yaml loads', async () => {
     const files = (await readdir(CONFIG_DIR)).filter((name) => name.endsWith('-policy.yaml'));
-    expect(files).toEqual(expect.arrayContaining(['aws-policy.yaml', 'demo-policy.yaml', 'vault-policy.yaml']));
+    expect(files).toEqual(expect.arrayContaining(['aws-policy.yaml', 'demo-policy.yaml', 'slot-policy.yaml', 'vault-policy.yaml']));
     for (const name of files) {
       const policy = await loadPolicy(new URL(name, CONFIG_DIR).pathname);
       expect(policy.keys.length, name).toBeGreaterThan(0);
     }
   });
 
-  it('the demo policy rotates the three demo keys of the emulator seed through the file backend', async () => {
+  it('the demo policy rotates the three demo keys and one slot entry of the emulator seed through the file backend', async () => {
     const policy = await loadPolicy(new URL('demo-policy.yaml', CONFIG_DIR).pathname);
-    expect(policy.keys.map((key) => key.id)).toEqual(['key_demo_billing', 'key_demo_search', 'key_demo_ingest']);
+    expect(policy.keys.map((key) => key.id)).toEqual(['key_demo_billing', 'key_demo_search', 'key_demo_ingest', 'billing-api']);
+    expect(policy.keys[3]).toMatchObject({ slots: ['key_demo_billing_a', 'key_demo_billing_b'], consumerRefreshMs: 3_600_000 });
+    expect(policy.keys[3]?.destinations[0]?.target).toMatchObject({ path: 'billing-api.json', shape: { format: 'json', fields: expect.arrayContaining(['keyId']) as unknown } });
+    // Every API key the demo rolls exists in the default seed, in the entry's organization.
+    const seed = await loadEmulatorSeed();
+    for (const key of policy.keys) {
+      for (const apiKeyId of key.slots ?? [key.id]) {
+        expect(seed.apiKeys.find((apiKey) => apiKey.id === apiKeyId)?.organizationId, apiKeyId).toBe(key.organizationId);
+      }
+    }
     for (const key of policy.keys) {
       expect(key.organizationId).toBe('org_demo_acme');
       for (const destination of [...key.destinations, ...key.fallbacks]) {
