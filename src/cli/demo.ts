@@ -65,7 +65,8 @@ async function demoCommand(flags: DemoFlags): Promise<number> {
     process.stdout.write(`${line}\n`);
   };
   out(`keyroll demo: emulator at ${emulator.url}, file backend at ${directory}`);
-  const oldSecrets = new Map(policy.keys.map((key) => [key.id, emulator.state.currentSecret(key.id)]));
+  // A slot entry's id names the entry, not an API key: its two slots are the keys it rolls.
+  const oldSecrets = new Map(policy.keys.flatMap((key) => key.slots ?? [key.id]).map((id) => [id, emulator.state.currentSecret(id)]));
   const runtime = await createRuntime({ ...policy, backends }, {
     audit,
     apiBaseUrl: emulator.url,
@@ -77,11 +78,20 @@ async function demoCommand(flags: DemoFlags): Promise<number> {
     await audit.flush();
     out('');
     out('What happened:');
+    const oldSecretState = async (apiKeyId: string, organizationId: string): Promise<string> => {
+      const old = oldSecrets.get(apiKeyId);
+      if (old === undefined) return 'n/a';
+      return (await runtime.api.probeSecret(new Secret(old), { organizationId })) === 'valid' ? 'still works' : 'rejected (401)';
+    };
     for (const outcome of summary.outcomes) {
-      const old = oldSecrets.get(outcome.keyId);
-      const oldWorks = old === undefined ? 'n/a' : (await runtime.api.probeSecret(new Secret(old), { organizationId: outcome.organizationId })) === 'valid' ? 'still works' : 'rejected (401)';
+      const slots = policy.keys.find((key) => key.id === outcome.keyId)?.slots;
+      // A slot entry shows both slots: the rolled one's old secret is dead, the other's still works (consumers are safe).
+      const oldWorks =
+        slots === undefined
+          ? `old secret ${await oldSecretState(outcome.keyId, outcome.organizationId)}`
+          : `old secrets: ${(await Promise.all(slots.map(async (slot) => `${slot} ${await oldSecretState(slot, outcome.organizationId)}`))).join(', ')}`;
       const where = outcome.versions?.map((v) => `${v.backend}:${v.path} v${v.version}`).join(', ') ?? '-';
-      out(`  ${outcome.keyId.padEnd(20)} ${outcome.result.padEnd(9)} rolls=${outcome.rolls} stored=${where} exposure=${outcome.exposureMs ?? '-'}ms old secret ${oldWorks}`);
+      out(`  ${outcome.keyId.padEnd(20)} ${outcome.result.padEnd(9)} rolls=${outcome.rolls} stored=${where} exposure=${outcome.exposureMs ?? '-'}ms ${oldWorks}`);
     }
     out(common.summaryLine(summary));
     return summary.exitCode;
