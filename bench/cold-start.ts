@@ -1,5 +1,6 @@
 // Benchmark 4: cold start, from process start (the bench's spawn) to the first roll request on
-// the wire (the emulator's HTTP server receiving its headers), median of 11 runs. The headline is
+// the wire (the emulator's HTTP server receiving its headers), median of 11 runs. Printed, not a
+// goal (issue 14: a CronJob loses nothing to a slower start); it keeps the cost visible. The headline is
 // the bundled dist/ (`node <ENTRYPOINT flags> dist/cli/entry.js`, as the Docker image runs it) with a file
 // destination; the TypeScript sources and the OpenBao and AWS (moto) destinations are reported
 // beside it. Everything before the roll counts: module loading, the policy, the credential check,
@@ -84,7 +85,7 @@ export async function runColdStartBench(options: { quick?: boolean } = {}): Prom
     ) as Record<string, { medianMs: number; minMs: number; maxMs: number; wholeRunMedianMs: number; runs: number }>;
     const coldStartMs = perVariant['dist.file']?.medianMs ?? NaN;
     const figures: Figure[] = [
-      { name: 'coldStartMs', value: coldStartMs, unit: 'ms', goal: { op: '<=', target: 250 } },
+      { name: 'coldStartMs', value: coldStartMs, unit: 'ms' },
       ...VARIANTS.filter((v) => v.name !== 'dist.file').map((v) => ({ name: `coldStart.${v.name}.medianMs`, value: perVariant[v.name]?.medianMs ?? NaN, unit: 'ms' })),
     ];
     return {

@@ -3,8 +3,8 @@
 // its own run, measured by the kernel's high-water mark (getrusage ru_maxrss) that a preload
 // (bench/lib/report-rss.js) reads as the process exits.
 // keyroll runs as the image runs it: the bundle with the ENTRYPOINT's Node flags (a 2 MB
-// young-generation semi-space, old space capped at 256 MB, WebAssembly on the baseline compiler)
-// and its ENV (MALLOC_ARENA_MAX=2); the Dockerfile says why.
+// young-generation semi-space, old space capped at 256 MB) and its ENV (MALLOC_ARENA_MAX=2); the
+// Dockerfile says why. Printed, not a goal (issue 14): it keeps the cost of the memory visible.
 // Beside it, to show where the memory goes: the same binary doing nothing (`--version`), the
 // same rotation of one key, and the 1,000 keys again without the Node flags (V8's own sizing).
 import { tmpdir } from 'node:os';
@@ -27,7 +27,7 @@ export async function runMemoryBench(options: { quick?: boolean } = {}): Promise
   const rssMb = mb(all.maxRssMb);
   return {
     figures: [
-      { name: 'rssMb', value: rssMb, unit: 'MB', goal: { op: '<=', target: 90 } },
+      { name: 'rssMb', value: rssMb, unit: 'MB' },
       { name: 'rss.idleMb', value: mb(idle.maxRssMb), unit: 'MB' },
       { name: 'rss.oneKeyMb', value: mb(oneKey.maxRssMb), unit: 'MB' },
       { name: 'rss.v8DefaultsMb', value: mb(v8Defaults.maxRssMb), unit: 'MB' },
