@@ -104,6 +104,65 @@ if (server === undefined) {
     });
   });
 
+  describe('vault backend: the previous version and slot bookkeeping (invariant 10)', () => {
+    const writeTwice = async (t: StoreTarget): Promise<void> => {
+      await admin.must('POST', `secret/data/${t.path}`, { data: { apiKey: 'sk_standby_slot_value_00000001' } });
+      await admin.must('POST', `secret/data/${t.path}`, { data: { apiKey: 'sk_active_slot_value_000000002' } });
+    };
+
+    it('reads the version before the current one', async () => {
+      const backend = makeBackend(vault);
+      const t = target();
+      await writeTwice(t);
+      const previous = await backend.readPrevious(t);
+      expect(previous?.secret.reveal()).toBe('sk_standby_slot_value_00000001');
+      expect(previous?.version).toBe('1');
+      await backend.close();
+    });
+
+    it.each([
+      ['deleted', (path: string) => admin.must('POST', `secret/delete/${path}`, { versions: [1] })],
+      ['destroyed', (path: string) => admin.must('PUT', `secret/destroy/${path}`, { versions: [1] })],
+      [
+        'dropped by max_versions',
+        async (path: string) => {
+          await admin.must('POST', `secret/metadata/${path}`, { max_versions: 1 });
+          return admin.must('POST', `secret/data/${path}`, { data: { apiKey: 'sk_third_value_000000000003' } });
+        },
+      ],
+    ])('answers undefined when the previous version was %s', async (_how, remove) => {
+      const backend = makeBackend(vault);
+      const t = target();
+      await writeTwice(t);
+      await remove(t.path);
+      expect(await backend.readPrevious(t)).toBeUndefined();
+      expect(await backend.readSecret(t)).toBeDefined();
+      await backend.close();
+    });
+
+    it('keeps the active slot beside the last rotation keys, with an operator\'s own keys, and reads metadata of older keyrolls', async () => {
+      const backend = makeBackend(vault);
+      const t = target();
+      await admin.must('POST', `secret/data/${t.path}`, { data: { apiKey: 'sk_existing_value_000000009' } });
+      // An older keyroll's bookkeeping (no key id, no probe) and a probe record this keyroll cannot read.
+      await admin.must('POST', `secret/metadata/${t.path}`, {
+        custom_metadata: { team: 'billing', keyroll_last_rotation_id: 'rot-old', keyroll_last_rotated_at: '2029-12-01T00:00:00.000Z', keyroll_last_probe: '{not json' },
+      });
+      const before = await backend.readState(t);
+      expect(before).toMatchObject({ lastRotationId: 'rot-old' });
+      expect(before.lastKeyId).toBeUndefined();
+      expect(before.lastProbe).toBeUndefined();
+      await backend.recordRotation(t, { rotationId: 'rot-new', rotatedAt: '2030-01-02T00:00:00.000Z', version: '1', keyId: 'key_slot_a' });
+      await backend.recordProbe(t, { at: '2030-01-02T01:00:00.000Z', result: 'works' });
+      expect(await admin.customMetadata(t.path)).toMatchObject({ team: 'billing', keyroll_last_rotation_id: 'rot-new', keyroll_last_key_id: 'key_slot_a' });
+      expect(await backend.readState(t)).toMatchObject({ lastKeyId: 'key_slot_a', lastProbe: { at: '2030-01-02T01:00:00.000Z', result: 'works' } });
+      // A later rotation recorded without a key id: lastKeyId names the last rotation's key only.
+      await backend.recordRotation(t, { rotationId: 'rot-single', rotatedAt: '2030-01-03T00:00:00.000Z', version: '1' });
+      expect(await admin.customMetadata(t.path)).not.toHaveProperty('keyroll_last_key_id');
+      await backend.close();
+    });
+  });
+
   describe('vault backend: errors', () => {
     it('is unavailable and retryable when nothing listens at the address', async () => {
       const closed = await closedPort();

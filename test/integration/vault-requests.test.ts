@@ -3,6 +3,7 @@
 // saving rests on something this process knows (its token, its lock, what it last read or wrote
 // under that lock); these tests show the saving, and that the knowledge is dropped, and the
 // server asked again, whenever it may be wrong.
+import diagnosticsChannel from 'node:diagnostics_channel';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { StoreTarget } from '../../src/backends/types.ts';
 import type { VaultBackend } from '../../src/backends/vault/index.ts';
@@ -96,7 +97,8 @@ describe.skipIf(server === undefined)('vault requests: one rotation', () => {
 
   /** The engine's calls for one rotation (src/rotation/rotate-key.ts), with the requests they made. */
   async function rotate(backend: VaultBackend, t: StoreTarget): Promise<{ seen: string[]; rotationId: string; version: string }> {
-    const record = makeRecord();
+    // A two-slot entry's rotation (invariant 10): the slot it stored rides in the finish step's change.
+    const record = makeRecord({ keyId: 'key_slot_b' });
     const requests = rotationRequests(t);
     await backend.preflight(t);
     const locked = await backend.acquireLock(t, { owner, rotationId: record.rotationId, ttlMs: 600_000 });
@@ -106,7 +108,7 @@ describe.skipIf(server === undefined)('vault requests: one rotation', () => {
     await backend.setIntent(t, { rotationId: record.rotationId, keyId: record.keyId, owner, startedAt: record.rotatedAt });
     const written = await backend.writeSecret(t, record);
     expect((await backend.readSecret(t))?.secret.equals(record.secret)).toBe(true);
-    await backend.recordRotation(t, { rotationId: record.rotationId, rotatedAt: record.rotatedAt, version: written.version }, { clearIntent: true });
+    await backend.recordRotation(t, { rotationId: record.rotationId, rotatedAt: record.rotatedAt, version: written.version, keyId: record.keyId }, { clearIntent: true });
     await backend.releaseLock(t, locked.lock);
     requests.stop();
     return { seen: requests.seen, rotationId: record.rotationId, version: written.version };
@@ -126,11 +128,11 @@ describe.skipIf(server === undefined)('vault requests: one rotation', () => {
       `POST ${metadata}`, // intent marker, naming the version the write will create
       `POST ${data}`, // the write after the roll
       `GET ${data}`, // verify: read back
-      `POST ${metadata}`, // finish: last rotation, which rotation wrote the version, intent cleared
+      `POST ${metadata}`, // finish: last rotation and the key it stored, which rotation wrote the version, intent cleared
       `POST ${data}.keyroll-lock`, // release, against the version the lock write created
     ]);
     const meta = await admin.customMetadata(t.path);
-    expect(meta).toMatchObject({ keyroll_last_rotation_id: rotationId, keyroll_last_write_rotation_id: rotationId, keyroll_last_write_version: version });
+    expect(meta).toMatchObject({ keyroll_last_rotation_id: rotationId, keyroll_last_key_id: 'key_slot_b', keyroll_last_write_rotation_id: rotationId, keyroll_last_write_version: version });
     expect(meta).not.toHaveProperty('keyroll_intent');
     expect(await backend.readState(t)).not.toHaveProperty('lock');
     expect((await backend.readSecret(t))?.rotationId).toBe(rotationId);
@@ -159,6 +161,41 @@ describe.skipIf(server === undefined)('vault requests: one rotation', () => {
       `POST ${data}.keyroll-lock`,
     ]);
     expect(await backend.readState(t)).toMatchObject({ exists: true, lastRotationId: rotationId });
+    await backend.close();
+  });
+
+  it('records a drift probe under its lock in one request, from the metadata it knows', async () => {
+    const { backend, t } = await lockedAfterPreflight('probe', { existing: 'sk_existing_value_000000006', rotationId: 'r1' });
+    await backend.setIntent(t, { rotationId: 'r1', keyId: 'k', owner, startedAt: '2030-01-01T00:00:00.000Z' });
+    const requests = requestsTo(`/v1/secret/metadata/${t.path}`, `/v1/secret/data/${t.path}`);
+    await backend.recordProbe(t, { at: '2030-01-01T01:00:00.000Z', result: 'dead' });
+    expect(requests.seen).toEqual([`POST /v1/secret/metadata/${t.path}`]);
+    const meta = await admin.customMetadata(t.path);
+    expect(JSON.parse(meta.keyroll_last_probe ?? '{}')).toEqual({ at: '2030-01-01T01:00:00.000Z', result: 'dead' });
+    expect(JSON.parse(meta.keyroll_intent ?? '{}')).toMatchObject({ rotationId: 'r1' });
+    await backend.close();
+  });
+
+  it('reads the previous version in two requests, the metadata and that version: the current secret is not fetched', async () => {
+    const backend = makeVaultBackend(vault);
+    const t = raw(`requests/${uniqueName('previous')}`);
+    await admin.must('POST', `secret/data/${t.path}`, { data: { apiKey: 'sk_previous_value_0000000007' } });
+    await admin.must('POST', `secret/data/${t.path}`, { data: { apiKey: 'sk_current_value_00000000008' } });
+    const requests = recordRequests('undici:request:create', `/v1/secret/data/${t.path}`, `/v1/secret/metadata/${t.path}`);
+    active = requests;
+    const queries: string[] = [];
+    const onCreate = (message: unknown): void => {
+      const { request } = message as { request: { path: string } };
+      if (request.path.includes(`/v1/secret/data/${t.path}`)) queries.push(request.path.split('?')[1] ?? '');
+    };
+    diagnosticsChannel.subscribe('undici:request:create', onCreate);
+    try {
+      expect(await backend.readPrevious(t)).toMatchObject({ version: '1' });
+    } finally {
+      diagnosticsChannel.unsubscribe('undici:request:create', onCreate);
+    }
+    expect(requests.seen).toEqual([`GET /v1/secret/metadata/${t.path}`, `GET /v1/secret/data/${t.path}`]);
+    expect(queries).toEqual(['version=1']);
     await backend.close();
   });
 

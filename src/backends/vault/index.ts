@@ -13,6 +13,7 @@ import type {
   LockOutcome,
   LockRequest,
   PreflightResult,
+  ProbeRecord,
   RotationRecord,
   SecretRecord,
   StoreTarget,
@@ -28,7 +29,7 @@ import { LOCK_LOST, refusedWriteError, whyFencedWriteRefused } from './fence.ts'
 import { PathKnowledgeMap } from './known.ts';
 import { acquireVaultLock, lockInfo, lockPathFor, readLockEntry, refreshVaultLock, releaseVaultLock } from './lock.ts';
 import { checkCapabilities } from './preflight.ts';
-import { encodeFailure, encodeIntent, META, readIntent, stateFromMetadata, writerOf } from './state.ts';
+import { encodeFailure, encodeIntent, encodeProbe, META, readIntent, stateFromMetadata, writerOf } from './state.ts';
 
 export const createVaultBackend: BackendFactory<'vault'> = (name, config, deps) => new VaultBackend(name, config, deps);
 
@@ -243,6 +244,24 @@ export class VaultBackend implements Backend {
     return { secret: parsed.secret, version: String(current.version), ...(rotationId === undefined ? {} : { rotationId }) };
   }
 
+  /**
+   * The version before the current one (a two-slot entry's standby secret, invariant 10): two
+   * reads, the metadata for the current version number (it carries no secret), then that
+   * version's data. Undefined when there is none, or it was deleted, destroyed or dropped by
+   * `max_versions`.
+   */
+  async readPrevious(target: StoreTarget): Promise<StoredSecret | undefined> {
+    const path = await this.#settledPath(target, 'read');
+    const metadata = await this.#kv.readMetadata(path, 'read');
+    if (metadata === undefined || metadata.currentVersion < 2) return undefined;
+    const previous = await this.#kv.readData(path, 'read', metadata.currentVersion - 1);
+    if (previous?.data === undefined) return undefined;
+    const parsed = parseStoredValue(target.shape, previous.data);
+    if (parsed === undefined) return undefined;
+    const rotationId = parsed.rotationId ?? writerOf(metadata.customMetadata, previous.version);
+    return { secret: parsed.secret, version: String(previous.version), ...(rotationId === undefined ? {} : { rotationId }) };
+  }
+
   async readState(target: StoreTarget): Promise<KeyState> {
     const path = await this.#settledPath(target, 'state');
     const known = this.#known.of(path);
@@ -266,6 +285,9 @@ export class VaultBackend implements Backend {
         [META.lastRotatedAt]: rotation.rotatedAt,
         [META.lastRotationId]: rotation.rotationId,
         [META.lastRotationVersion]: rotation.version,
+        // In the same change as the rotation it belongs to (no extra request). A record without a
+        // key id (a single key, an older caller) removes it: it names the last rotation's key only.
+        [META.lastKeyId]: rotation.keyId ?? null,
         // The rotation wrote this version: recorded for good here, with the finish, in the same change.
         ...(writeVersion === undefined ? {} : { [META.lastWriteRotationId]: rotation.rotationId, [META.lastWriteVersion]: writeVersion }),
         // Checked on the map the change starts from, so an intent set meanwhile by another rotation stays.
@@ -273,6 +295,12 @@ export class VaultBackend implements Backend {
       }),
       'record',
     );
+  }
+
+  async recordProbe(target: StoreTarget, probe: ProbeRecord): Promise<void> {
+    const path = await this.#settledPath(target, 'record');
+    // Only the lastProbe key, like recordFailure: the intent marker and the rotation record stay.
+    await this.#changeMetadata(path, () => ({ [META.lastProbe]: encodeProbe(probe) }), 'record');
   }
 
   async recordFailure(target: StoreTarget, failure: FailureRecord): Promise<void> {

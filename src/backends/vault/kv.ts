@@ -95,9 +95,14 @@ export class KvV2 {
     return `${this.#mount}/${kind}/${encodePath(path)}`;
   }
 
-  /** The latest version, undefined when nothing was ever written (or all was deleted). */
-  async readData(path: string, operation: BackendOperation): Promise<KvData | undefined> {
-    const { call, answer } = await this.#session.send('GET', this.apiPath('data', path), operation, path);
+  /**
+   * The latest version (or `version`), undefined when nothing was ever written, all was deleted,
+   * or that version does not exist (any more: `max_versions` drops the oldest). A deleted or
+   * destroyed version reads with `data` undefined.
+   */
+  async readData(path: string, operation: BackendOperation, version?: number): Promise<KvData | undefined> {
+    const apiPath = version === undefined ? this.apiPath('data', path) : `${this.apiPath('data', path)}?version=${String(version)}`;
+    const { call, answer } = await this.#session.send('GET', apiPath, operation, path);
     if (answer.status === 404) {
       // A deleted latest version answers 404 with its metadata; plain absence has no data.
       const deleted = KvReadResponse.safeParse(answer.body);

@@ -1,14 +1,18 @@
 // keyroll's bookkeeping in a Vault secret's custom_metadata (string keys and string values of at
-// most 512 bytes): the intent marker, the last rotation, the last failure and which rotation
-// wrote which version. Keys are prefixed `keyroll_` so an operator's own keys sit beside them.
+// most 512 bytes): the intent marker, the last rotation (with the API key it stored: a two-slot
+// entry's active slot), the last drift probe, the last failure and which rotation wrote which
+// version. Keys are prefixed `keyroll_` so an operator's own keys sit beside them.
 import { z } from 'zod';
-import type { FailureRecord, Intent, KeyState } from '../types.ts';
+import type { FailureRecord, Intent, KeyState, ProbeRecord } from '../types.ts';
 
 export const META = {
   intent: 'keyroll_intent',
   lastRotatedAt: 'keyroll_last_rotated_at',
   lastRotationId: 'keyroll_last_rotation_id',
   lastRotationVersion: 'keyroll_last_rotation_version',
+  /** The API key the last rotation stored (invariant 10); absent in metadata of older keyrolls. */
+  lastKeyId: 'keyroll_last_key_id',
+  lastProbe: 'keyroll_last_probe',
   lastFailure: 'keyroll_last_failure',
   lastWriteRotationId: 'keyroll_last_write_rotation_id',
   lastWriteVersion: 'keyroll_last_write_version',
@@ -19,6 +23,7 @@ const StoredIntent = z.object({ rotationId: z.string(), keyId: z.string(), owner
 /** The version the marked rotation's data write will create, when it was known before the roll. */
 const IntendedWrite = z.object({ rotationId: z.string(), writeVersion: z.number().int().positive() });
 const StoredFailure = z.object({ rotationId: z.string(), step: z.string(), errorCode: z.string(), at: z.string() });
+const StoredProbe = z.object({ at: z.string(), result: z.enum(['works', 'dead']) });
 
 function parseJson<T>(text: string | undefined, schema: z.ZodType<T>): T | undefined {
   if (text === undefined) return undefined;
@@ -45,6 +50,11 @@ export function encodeFailure(failure: FailureRecord): string {
   return JSON.stringify({ rotationId, step, errorCode, at });
 }
 
+export function encodeProbe(probe: ProbeRecord): string {
+  const { at, result } = probe;
+  return JSON.stringify({ at, result });
+}
+
 export function readIntent(meta: Record<string, string>): Intent | undefined {
   return parseJson(meta[META.intent], StoredIntent);
 }
@@ -68,8 +78,12 @@ export function stateFromMetadata(meta: Record<string, string>): Omit<KeyState, 
   const lastRotationId = meta[META.lastRotationId];
   const intent = readIntent(meta);
   const lastFailure = parseJson(meta[META.lastFailure], StoredFailure);
+  const lastKeyId = meta[META.lastKeyId];
+  const lastProbe = parseJson(meta[META.lastProbe], StoredProbe);
   if (lastRotatedAt !== undefined) state.lastRotatedAt = lastRotatedAt;
   if (lastRotationId !== undefined) state.lastRotationId = lastRotationId;
+  if (lastKeyId !== undefined) state.lastKeyId = lastKeyId;
+  if (lastProbe !== undefined) state.lastProbe = lastProbe;
   if (intent !== undefined) state.intent = intent;
   if (lastFailure !== undefined) state.lastFailure = lastFailure;
   return state;
