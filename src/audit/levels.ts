@@ -24,6 +24,7 @@ export const AUDIT_EVENT_LEVELS: Record<AuditEventName, AuditLevel> = {
   'key.intent.set': 'info',
   'key.intent.cleared': 'info',
   'key.intent.kept': 'warn',
+  'key.drift.detected': 'error',
   'key.roll.retry': 'warn',
   'key.rolled': 'info',
   'key.stored': 'info',

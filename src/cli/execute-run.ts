@@ -20,6 +20,8 @@ export interface ExecuteRunInput {
   pushgateway?: PushgatewayExport;
   /** Pushgateway grouping labels besides the job. */
   groupings: Readonly<Record<string, string>>;
+  /** Two-slot entries named by one of their slots (`rotate --key <slot>`): entry id → slot. */
+  slots?: ReadonlyMap<string, string>;
   /** Extra output after the audit trail and before the summary line (rotate -o json). */
   report?: (summary: RunSummary) => string | undefined;
 }
@@ -43,6 +45,7 @@ export async function executeRun(input: ExecuteRunInput): Promise<number> {
         metrics?.onKeyDone(outcome);
       },
       command: input.command,
+      ...(input.slots ? { slots: input.slots } : {}),
     });
     // Read at once: a signal after this point (during the push or the flush) finds a finished run.
     const interruptedBy = shutdown.signal.aborted ? signalName(shutdown.signal) : undefined;

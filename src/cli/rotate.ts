@@ -51,14 +51,16 @@ async function rotateCommand(flags: RotateFlags): Promise<number> {
   // The engine's modules load while the policy is read and parsed.
   const modules = Promise.all([import('./select-keys.ts'), import('./execute-run.ts')]);
   const policyLoaded = loadPolicyOrExit(flags.policy);
-  const [{ selectKeys }, { executeRun }] = await modules;
+  const [{ namedSlots, selectKeys }, { executeRun }] = await modules;
   let keys;
+  let slots;
   let policy;
   let pushgateway;
   try {
     policy = await policyLoaded;
     pushgateway = flags.pushgateway ? (await import('../metrics/run-export.ts')).preparePushgateway(flags.pushgateway, pushgatewayOptions(flags)) : undefined;
     keys = selectKeys(policy, { ...(flags.key ? { keys: flags.key } : {}), ...(flags.org ? { org: flags.org } : {}), ...(flags.all ? { all: true } : {}) });
+    slots = namedSlots(policy, flags.key ?? []);
   } catch (error) {
     return exitForError(error);
   }
@@ -69,6 +71,7 @@ async function rotateCommand(flags: RotateFlags): Promise<number> {
     trigger: { reason: flags.reason, force: urgent || flags.force === true, ignoreSchedule: true, actor: flags.actor ?? safeUserName(), ...(flags.ticket ? { ticket: flags.ticket } : {}) },
     concurrency: flags.concurrency,
     command: 'rotate',
+    ...(slots.size > 0 ? { slots } : {}),
     ...(pushgateway ? { pushgateway } : {}),
     groupings: { command: 'rotate' },
     ...(flags.output === 'json'

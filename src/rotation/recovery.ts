@@ -97,7 +97,7 @@ export async function recoverLeftoverIntent(
   let completed: { rotationId: string; rotatedAt: string } | undefined;
   if (stored.rotationId === intent.rotationId) {
     completed = { rotationId: intent.rotationId, rotatedAt: intent.startedAt };
-    await primary.backend.recordRotation(primary.target, { ...completed, version: stored.version ?? 'unknown' }, { clearIntent });
+    await primary.backend.recordRotation(primary.target, { ...completed, version: stored.version ?? 'unknown', keyId: intent.keyId }, { clearIntent });
   } else if (clearIntent) {
     await primary.backend.clearIntent(primary.target, intent.rotationId);
   }

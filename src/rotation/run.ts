@@ -11,9 +11,11 @@ import type { AuditLog } from '../audit/events.ts';
 import { backoffDelay } from './backoff.ts';
 import { mapWithConcurrency } from './concurrency.ts';
 import { RunAbortedError } from './errors.ts';
+import type { KeyState } from '../backends/types.ts';
+import { driftCheckDue, probeForDrift, type DriftVerdict } from './drift.ts';
 import { rotateKey } from './rotate-key.ts';
 import type { Runtime } from './runtime.ts';
-import type { KeyOutcome, RunTrigger } from './types.ts';
+import type { KeyOutcome, ResolvedDestination, RotationDeps, RunTrigger } from './types.ts';
 
 export interface RunOptions {
   keys: readonly KeyPolicy[];
@@ -24,6 +26,14 @@ export interface RunOptions {
   onKeyDone?: (outcome: KeyOutcome) => void;
   /** Pre-assigned rotation ids by key id (the daemon's trigger answers with them at once). */
   rotationIds?: ReadonlyMap<string, string>;
+  /** Two-slot entries named by a slot (`rotate --key <slot>`): entry id → the slot to roll. */
+  slots?: ReadonlyMap<string, string>;
+  /**
+   * Drift probes of keys that are not due: `policy` (default for scheduled runs) probes a key
+   * whose last probe is older than its `driftCheck`; `every-run` (the daemon's sweep) probes
+   * every key each time; `off` never. Forced and on-demand runs rotate and never probe.
+   */
+  driftCheck?: 'policy' | 'every-run' | 'off';
   command?: string;
 }
 
@@ -76,15 +86,24 @@ export async function runRotations(runtime: Runtime, options: RunOptions): Promi
         const state = await primary.backend.readState(primary.target);
         const decision = decideDue(key, { ...(state.lastRotatedAt ? { lastRotatedAt: state.lastRotatedAt } : {}), ...(state.intent ? { intent: state.intent } : {}) }, deps.now());
         if (!decision.due) {
-          audit.emit('key.skipped', { keyId: key.id, organizationId: key.organizationId, why: 'not-due', lastRotatedAt: state.lastRotatedAt, nextRunAt: decision.nextRunAt?.toISOString() });
-          outcome = skippedAs('skipped', 'not-due');
+          const drift = await checkDriftIfDue(key, destinations, state, options.driftCheck ?? 'policy', deps);
+          if (drift !== 'dead' || key.onDrift !== 'rotate') {
+            audit.emit('key.skipped', { keyId: key.id, organizationId: key.organizationId, why: 'not-due', lastRotatedAt: state.lastRotatedAt, nextRunAt: decision.nextRunAt?.toISOString() });
+            outcome = drift === 'dead' ? { ...skippedAs('failed', 'drift'), step: 'drift', errorCode: 'KR_DRIFT_DETECTED' } : skippedAs('skipped', 'not-due');
+            options.onKeyDone?.(outcome);
+            return outcome;
+          }
+          // Drift healed by a rotation now: the stored secret is dead, so the minimum interval
+          // guards nothing (consumers are already failing).
+          outcome = await rotateKey({ key, destinations, fallbacks, trigger: { ...trigger, reason: 'drift', force: true }, reasons: [], ...(options.signal ? { signal: options.signal } : {}) }, deps);
           options.onKeyDone?.(outcome);
           return outcome;
         }
         reasons = decision.reasons;
       }
       const rotationId = options.rotationIds?.get(key.id);
-      outcome = await rotateKey({ key, destinations, fallbacks, trigger, reasons, ...(options.signal ? { signal: options.signal } : {}), ...(rotationId ? { rotationId } : {}) }, deps);
+      const slot = options.slots?.get(key.id);
+      outcome = await rotateKey({ key, destinations, fallbacks, trigger, reasons, ...(slot ? { slot } : {}), ...(options.signal ? { signal: options.signal } : {}), ...(rotationId ? { rotationId } : {}) }, deps);
     } catch (error) {
       if (error instanceof RunAbortedError) {
         abortRun(
@@ -131,6 +150,13 @@ export async function runRotations(runtime: Runtime, options: RunOptions): Promi
   }
   audit.emit('run.finished', { rotated, failed, skipped, exitCode });
   return { runId, outcomes, rotated, failed, skipped, ...(aborted ? { aborted } : {}), exitCode };
+}
+
+async function checkDriftIfDue(key: KeyPolicy, destinations: ResolvedDestination[], state: KeyState, mode: NonNullable<RunOptions['driftCheck']>, deps: RotationDeps): Promise<DriftVerdict | undefined> {
+  if (mode === 'off') return undefined;
+  if (mode === 'policy' && !driftCheckDue(key, state, deps.now())) return undefined;
+  if (mode === 'every-run' && !state.exists) return undefined;
+  return probeForDrift(key, destinations, deps);
 }
 
 const CREDENTIAL_CHECK_ATTEMPTS = 3;

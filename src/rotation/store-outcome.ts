@@ -51,6 +51,8 @@ export async function storeFailed(
   deps: RotationDeps,
   audit: AuditLog,
   outcome: (result: KeyOutcome['result'], extra?: Partial<KeyOutcome>) => KeyOutcome,
+  /** The API key whose secret was stored (a two-slot entry's rolled slot). */
+  storedKeyId: string = key.id,
 ): Promise<KeyOutcome> {
   const failedPlaces = report.failed.filter((f) => f.role === 'destination').map((f) => `${f.destination.backendName}:${f.destination.target.path} (${f.errorCode})`);
   const firstCode = report.failed[0]?.errorCode ?? 'KR_STORE_FAILED';
@@ -77,7 +79,7 @@ export async function storeFailed(
   // the key again once it has repaired the failed destinations.
   for (const copy of report.stored) {
     try {
-      await copy.destination.backend.recordRotation(copy.destination.target, { rotationId, rotatedAt, version: copy.version });
+      await copy.destination.backend.recordRotation(copy.destination.target, { rotationId, rotatedAt, version: copy.version, keyId: storedKeyId });
     } catch {
       // Best effort: the intent marker left behind makes the next run look at this key anyway.
     }

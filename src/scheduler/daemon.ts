@@ -170,6 +170,8 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     audit,
     track,
     onKeyDone: (outcome, trigger) => {
+      // A drift probe that found the key healthy is not a rotation outcome.
+      if (outcome.result === 'skipped' && outcome.detail === 'not-due') return;
       health.recordOutcome(outcome, trigger.reason, now().getTime(), stopping);
     },
   });
@@ -220,6 +222,10 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
         const nowMs = now().getTime();
         const due = result.due.filter((key) => health.maySweep(key.id, nowMs));
         if (due.length > 0) await launcher.runFree(generation, due, scheduled, 'sweep');
+        // Drift: every other key's stored secret is probed each sweep (a key rolled in the
+        // dashboard is found within one sweep, alerted, and healed when onDrift is rotate).
+        const probe = generation.policy.keys.filter((key) => !due.includes(key) && key.driftCheckMs !== undefined && health.maySweep(key.id, nowMs));
+        if (probe.length > 0 && !isStopping()) await launcher.runFree(generation, probe, scheduled, 'drift');
       } finally {
         done();
       }

@@ -22,7 +22,8 @@ export interface LauncherOptions {
   track: <T>(work: Promise<T>) => Promise<T>;
 }
 
-export type RunSource = 'schedule' | 'sweep' | 'trigger';
+/** `drift`: the sweep's probe of keys that are not due (every sweep: a dead stored secret is found within one). */
+export type RunSource = 'schedule' | 'sweep' | 'trigger' | 'drift';
 
 export class Launcher {
   readonly #options: LauncherOptions;
@@ -112,6 +113,7 @@ export class Launcher {
         concurrency: this.#options.concurrency,
         signal: this.#options.signal,
         command: `daemon ${source}`,
+        driftCheck: source === 'drift' ? 'every-run' : 'policy',
         ...(rotationIds ? { rotationIds } : {}),
         onKeyDone: (outcome) => {
           // The key is free as soon as its own rotation is over, not when the whole run is.
