@@ -35,6 +35,17 @@ export function markerMayStillBeActedOn(intent: Intent, tookOver: boolean, now: 
   return undefined;
 }
 
+async function probeStandby(key: KeyPolicy, primary: ResolvedDestination, deps: RotationDeps, audit: AuditLog): Promise<void> {
+  try {
+    const previous = await primary.backend.readPrevious?.(primary.target);
+    if (!previous) return;
+    const verdict = await deps.api.probeSecret(previous.secret, { organizationId: key.organizationId });
+    audit.emit('key.probe', { step: 'recovery', slot: 'standby', verdict: verdict === 'valid' ? 'stored-secret-works' : 'stored-secret-dead' });
+  } catch (error) {
+    audit.emit('key.probe', { step: 'recovery', slot: 'standby', verdict: 'probe-failed', errorCode: errorCode(error) });
+  }
+}
+
 export async function recoverLeftoverIntent(
   key: KeyPolicy,
   intent: Intent,
@@ -63,7 +74,10 @@ export async function recoverLeftoverIntent(
     // roll step will meet the same error and report it properly.
     return { kind: 'reroll', why: 'probe-failed', errorCode: errorCode(error) };
   }
-  audit.emit('key.probe', { step: 'recovery', verdict: verdict === 'valid' ? 'stored-secret-works' : 'stored-secret-dead' });
+  audit.emit('key.probe', { step: 'recovery', verdict: verdict === 'valid' ? 'stored-secret-works' : 'stored-secret-dead', ...(key.slots ? { slot: 'active' } : {}) });
+  // A two-slot entry: the standby's value (where the backend keeps it) is probed too, so the
+  // audit says whether consumers that have not refreshed yet still hold a working secret.
+  if (key.slots) await probeStandby(key, primary, deps, audit);
   if (verdict === 'invalid') return { kind: 'reroll', why: 'stored-secret-dead' };
 
   // The primary holds a working secret; make sure the other destinations hold the same one.
