@@ -29,6 +29,7 @@ const BENCHMARKS: Benchmark[] = [
   { name: 'cold-start', run: async (o) => (await import('./cold-start.ts')).runColdStartBench(o) },
   { name: 'memory', run: async (o) => (await import('./memory.ts')).runMemoryBench(o) },
   { name: 'daemon-day', run: async (o) => (await import('./daemon-day.ts')).runDaemonDayBench(o) },
+  { name: 'consumers', run: async (o) => (await import('./consumers.ts')).runConsumersBench(o) },
 ];
 
 export interface Machine {

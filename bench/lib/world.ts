@@ -18,6 +18,10 @@ export interface BenchKey {
   path: string;
   /** A cron schedule of the key's own (croner syntax). */
   schedule?: string;
+  /** A two-slot entry: `id` names the entry, these are its two API keys. */
+  slots?: readonly [string, string];
+  /** Slot entries: the policy's consumerRefresh (a duration, e.g. 5s). */
+  consumerRefresh?: string;
 }
 
 export interface PolicyOptions {
@@ -34,7 +38,10 @@ export interface PolicyOptions {
 /** One flow-style line per key, so a 1,000-key policy stays a readable file. */
 export function policyYaml(options: PolicyOptions): string {
   const keys = options.keys
-    .map((key) => `  - { id: ${key.id}, organization: ${ORG}, destinations: [{ backend: ${key.backend}, path: ${key.path} }]${key.schedule === undefined ? '' : `, schedule: "${key.schedule}"`} }`)
+    .map((key) => {
+      const slots = key.slots === undefined ? '' : `, slots: [${key.slots.join(', ')}]${key.consumerRefresh === undefined ? '' : `, consumerRefresh: ${key.consumerRefresh}`}`;
+      return `  - { id: ${key.id}, organization: ${ORG}${slots}, destinations: [{ backend: ${key.backend}, path: ${key.path} }]${key.schedule === undefined ? '' : `, schedule: "${key.schedule}"`} }`;
+    })
     .join('\n');
   return `version: 1
 api:
