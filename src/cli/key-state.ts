@@ -1,10 +1,11 @@
 // Reads what `plan` and `status` show for each key, without changing anything: the primary
-// destination's bookkeeping and the due decision.
+// destination's bookkeeping, the due decision and, for a two-slot entry, which slot is active.
 import { errorCode, errorMessage } from '../errors.ts';
 import { decideDue, type DueDecision } from '../policy/due.ts';
 import type { KeyPolicy, Policy } from '../policy/schema.ts';
 import { createBackend } from '../backends/registry.ts';
 import type { Backend, KeyState } from '../backends/types.ts';
+import { activeSlot } from '../rotation/slots.ts';
 
 export interface KeyView {
   key: KeyPolicy;
@@ -48,4 +49,56 @@ export async function viewKeys(policy: Policy, backends: ReadOnlyBackends, now: 
     }
   }
   return views;
+}
+
+/**
+ * When the key is next due: now when it is due, else the earlier of its next schedule run and
+ * the time its max age is reached. Undefined when neither applies (or the state is unreadable).
+ */
+export function nextDueAt(decision: DueDecision | undefined, now: Date): Date | undefined {
+  if (decision === undefined) return undefined;
+  if (decision.due) return now;
+  const candidates = [decision.nextRunAt, decision.maxAgeAt].filter((d): d is Date => d !== undefined);
+  return candidates.sort((a, b) => a.getTime() - b.getTime())[0];
+}
+
+/** A two-slot entry as `plan` and `status` show it (invariant 10). */
+export interface SlotView {
+  /** The entry's two API key ids, as the policy lists them. */
+  ids: readonly [string, string];
+  /** The slot whose secret is stored (consumers use it); null when the state cannot be read. */
+  active: string | null;
+  /** The slot the next scheduled rotation rolls; null when the state cannot be read. */
+  standby: string | null;
+  consumerRefreshMs: number | null;
+  /**
+   * ISO-8601: the last rotation + consumerRefresh. Until then a consumer may still hold the
+   * standby's value (it was active before the last rotation), so no scheduled rotation rolls it.
+   * Null when keyroll never rotated the entry (nothing holds the standby's value: free now).
+   */
+  standbyFreeAt: string | null;
+  /** ISO-8601: when a scheduled rotation next rolls the standby: the later of the entry's next due time and standbyFreeAt. */
+  standbyNextRollAt: string | null;
+}
+
+/** The slot view of a two-slot entry; undefined for a single key. */
+export function slotView(view: KeyView, now: Date): SlotView | undefined {
+  const { key, state } = view;
+  if (key.slots === undefined) return undefined;
+  const refresh = key.consumerRefreshMs ?? null;
+  if (state === undefined) return { ids: key.slots, active: null, standby: null, consumerRefreshMs: refresh, standbyFreeAt: null, standbyNextRollAt: null };
+  const active = activeSlot(key.slots, state);
+  const standby = key.slots[0] === active ? key.slots[1] : key.slots[0];
+  const last = state.lastRotatedAt === undefined ? Number.NaN : Date.parse(state.lastRotatedAt);
+  const freeAt = Number.isNaN(last) || refresh === null ? undefined : new Date(last + refresh);
+  const due = nextDueAt(view.decision, now);
+  const nextRoll = due === undefined ? undefined : freeAt !== undefined && freeAt > due ? freeAt : due;
+  return {
+    ids: key.slots,
+    active,
+    standby,
+    consumerRefreshMs: refresh,
+    standbyFreeAt: freeAt?.toISOString() ?? null,
+    standbyNextRollAt: nextRoll?.toISOString() ?? null,
+  };
 }

@@ -1,6 +1,7 @@
 import { Option, type Command } from 'commander';
 import { EXIT_CODES_HELP } from './exit-codes.ts';
 import { addPolicyOption, exitForError, loadPolicyOrExit } from './common.ts';
+import type { SlotView } from './key-state.ts';
 
 interface PlanFlags {
   policy: string;
@@ -11,7 +12,7 @@ interface PlanFlags {
 export function registerPlanCommand(program: Command): void {
   const command = program
     .command('plan')
-    .description('Dry run: which keys are due and why (schedule, max age, intent left behind), the next run of each schedule, and what would be written where. Reads backend bookkeeping only; changes nothing, rolls nothing.')
+    .description('Dry run: which keys are due and why (schedule, max age, intent left behind), the next run of each schedule, for a two-slot entry the active slot, the standby a rotation would roll and when it may, and what would be written where. Reads backend bookkeeping only; changes nothing, rolls nothing.')
     .option('--shard <i/N>', 'only the keys of shard i of N', process.env.KEYROLL_SHARD)
     .addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json']).default('text'))
     .addHelpText('after', EXIT_CODES_HELP);
@@ -21,7 +22,7 @@ export function registerPlanCommand(program: Command): void {
 }
 
 async function planCommand(flags: PlanFlags): Promise<number> {
-  const [{ openBackends, viewKeys }, { renderTable }, { keyInShard, parseShard }] = await Promise.all([
+  const [{ openBackends, viewKeys, slotView }, { renderTable }, { keyInShard, parseShard }] = await Promise.all([
     import('./key-state.ts'),
     import('./table.ts'),
     import('../policy/shard.ts'),
@@ -52,20 +53,25 @@ async function planCommand(flags: PlanFlags): Promise<number> {
       maxAgeMs: view.key.maxAgeMs ?? null,
       writes: view.key.destinations.map(describe),
       fallbacks: view.key.fallbacks.map(describe),
+      // Two-slot entries: the active slot, the standby a scheduled rotation would roll, and when it may.
+      ...(view.key.slots ? { slots: slotView(view, now) } : {}),
       ...(view.readError ? { error: view.readError } : {}),
     }));
     if (flags.output === 'json') {
       process.stdout.write(`${JSON.stringify({ policy: policy.file, at: now.toISOString(), keys: plan }, null, 2)}\n`);
     } else {
+      // The SLOTS column only when the policy has a two-slot entry: single-key tables read as before.
+      const withSlots = plan.some((p) => p.slots !== undefined);
       process.stdout.write(
         renderTable(
-          ['KEY', 'ORG', 'DUE', 'WHY', 'NEXT SCHEDULED', 'WOULD WRITE'],
+          ['KEY', 'ORG', 'DUE', 'WHY', 'NEXT SCHEDULED', ...(withSlots ? ['SLOTS'] : []), 'WOULD WRITE'],
           plan.map((p) => [
             p.keyId,
             p.organizationId,
             p.error ? 'unknown' : p.due ? 'yes' : 'no',
             p.error ? `cannot read state: ${p.error.errorCode}` : p.reasons.join(', ') || '-',
             p.nextRunAt ?? '-',
+            ...(withSlots ? [planSlotsCell(p.slots)] : []),
             [...p.writes, ...p.fallbacks.map((f) => `fallback ${f}`)].join('; '),
           ]),
         ),
@@ -77,4 +83,11 @@ async function planCommand(flags: PlanFlags): Promise<number> {
   } finally {
     await backends.close();
   }
+}
+
+function planSlotsCell(slots: SlotView | undefined): string {
+  if (slots === undefined) return '-';
+  if (slots.active === null || slots.standby === null) return `${slots.ids.join(', ')} (active unknown)`;
+  const free = slots.standbyFreeAt === null ? 'free now' : `free from ${slots.standbyFreeAt}`;
+  return `active ${slots.active}; would roll ${slots.standby}, ${free}, next roll ${slots.standbyNextRollAt ?? '-'}`;
 }

@@ -1,76 +1,111 @@
 import { Option, type Command } from 'commander';
 import { EXIT_CODES_HELP } from './exit-codes.ts';
 import { addPolicyOption, exitForError, loadPolicyOrExit } from './common.ts';
+import type { Runtime } from '../rotation/runtime.ts';
+import type { ReadOnlyBackends } from './key-state.ts';
+import type { StatusRow } from './status-table.ts';
 
 interface StatusFlags {
   policy: string;
   output?: 'table' | 'json';
+  probe?: boolean;
 }
 
 export function registerStatusCommand(program: Command): void {
   const command = program
     .command('status')
-    .description('Per key: last rotation, next due, overdue, lock holder, leftover intent, last error. A table on a terminal, JSON with -o json (and when stdout is not a terminal). Exit 1 when a key\'s state cannot be read.')
+    .description(
+      'Per key: last rotation, next due, overdue, lock holder, leftover intent, last error, the last recorded probe; for a two-slot entry the active slot, the standby and when it may next roll. With --probe, whether each stored secret (and a slot entry\'s standby) still works. A table on a terminal, JSON with -o json (and when stdout is not a terminal). Exit 1 when a key\'s state cannot be read, and with --probe when a stored secret is dead (drift) or cannot be probed.',
+    )
     .addOption(new Option('-o, --output <format>', 'output format (default: table on a terminal, json otherwise)').choices(['table', 'json']))
-    .addHelpText('after', EXIT_CODES_HELP);
+    .option('--probe', "probe each stored secret against the API (a one-item project list with it; read-only, records nothing); for a slot entry also the standby's previous value when the backend keeps it")
+    .addHelpText('after', `${EXIT_CODES_HELP}\n  status exits 1 when a key's state cannot be read, and with --probe when a stored secret is dead (drift) or the probe failed.`);
   addPolicyOption(command).action(async (flags: StatusFlags) => {
     process.exitCode = await statusCommand(flags);
   });
 }
 
 async function statusCommand(flags: StatusFlags): Promise<number> {
-  const [{ openBackends, viewKeys }, { renderTable }] = await Promise.all([import('./key-state.ts'), import('./table.ts')]);
+  const [{ openBackends, viewKeys, nextDueAt, slotView }, { renderTable }, { statusCells }] = await Promise.all([
+    import('./key-state.ts'),
+    import('./table.ts'),
+    import('./status-table.ts'),
+  ]);
   let policy;
   try {
     policy = await loadPolicyOrExit(flags.policy);
   } catch (error) {
     return exitForError(error);
   }
-  const backends = await openBackends(policy);
+  let runtime: Runtime | undefined;
+  let backends: ReadOnlyBackends;
+  try {
+    if (flags.probe === true) {
+      const [{ createRuntime }, { createNullAuditLog }, { backendsOfRuntime }] = await Promise.all([
+        import('../rotation/runtime.ts'),
+        import('../audit/logger.ts'),
+        import('./probe-keys.ts'),
+      ]);
+      // The probes use each stored secret as the bearer; keyroll's own credential is never sent.
+      runtime = await createRuntime(policy, { audit: createNullAuditLog() });
+      backends = backendsOfRuntime(policy, runtime);
+    } else {
+      backends = await openBackends(policy);
+    }
+  } catch (error) {
+    return exitForError(error);
+  }
   try {
     const now = new Date();
     const views = await viewKeys(policy, backends, now);
-    const rows = views.map((view) => {
+    const rows: StatusRow[] = [];
+    for (const view of views) {
       const last = view.state?.lastRotatedAt;
-      const byMaxAge = last && view.key.maxAgeMs !== undefined ? new Date(Date.parse(last) + view.key.maxAgeMs) : undefined;
-      const next = view.decision?.due ? now : [view.decision?.nextRunAt, byMaxAge].filter((d): d is Date => d !== undefined).sort((a, b) => a.getTime() - b.getTime())[0];
-      return {
+      const slots = slotView(view, now);
+      const row: StatusRow = {
         keyId: view.key.id,
         organizationId: view.key.organizationId,
         lastRotatedAt: last ?? null,
         lastRotationId: view.state?.lastRotationId ?? null,
-        nextDueAt: next?.toISOString() ?? null,
+        nextDueAt: nextDueAt(view.decision, now)?.toISOString() ?? null,
         due: view.decision?.due ?? null,
         overdue: view.decision?.overdue ?? null,
         lock: view.state?.lock && Date.parse(view.state.lock.expiresAt) > now.getTime() ? view.state.lock : null,
         intent: view.state?.intent ?? null,
-        // A failure older than the last successful rotation is history, not status.
+        // A failure (or probe) older than the last successful rotation is history, not status:
+        // it was about a value no longer stored.
         lastFailure: view.state?.lastFailure && (!last || view.state.lastFailure.at > last) ? view.state.lastFailure : null,
+        lastProbe: view.state?.lastProbe && (!last || view.state.lastProbe.at >= last) ? view.state.lastProbe : null,
+        ...(slots ? { slots } : {}),
         ...(view.readError ? { error: view.readError } : {}),
       };
-    });
+      if (runtime && !view.readError) {
+        const { probeKey, secretProbeOf } = await import('./probe-keys.ts');
+        row.probe = await probeKey({ key: view.key, active: slots?.active ?? null, standby: slots?.standby ?? null }, backends, secretProbeOf(runtime), new Date());
+        row.drift = row.probe.stored === 'dead';
+      }
+      rows.push(row);
+    }
     const output = flags.output ?? (process.stdout.isTTY ? 'table' : 'json');
     if (output === 'json') {
       process.stdout.write(`${JSON.stringify({ policy: policy.file, at: now.toISOString(), keys: rows }, null, 2)}\n`);
     } else {
-      process.stdout.write(
-        renderTable(
-          ['KEY', 'ORG', 'LAST ROTATED', 'NEXT DUE', 'OVERDUE', 'LOCK', 'INTENT', 'LAST ERROR'],
-          rows.map((r) => [
-            r.keyId,
-            r.organizationId,
-            r.lastRotatedAt ?? 'never',
-            r.error ? '?' : r.due ? 'now' : (r.nextDueAt ?? '-'),
-            r.overdue ? 'YES' : 'no',
-            r.lock ? `${r.lock.owner} until ${r.lock.expiresAt}` : '-',
-            r.intent ? `left by ${r.intent.owner} at ${r.intent.startedAt}` : '-',
-            r.error ? `cannot read: ${r.error.errorCode}` : r.lastFailure ? `${r.lastFailure.step} ${r.lastFailure.errorCode} at ${r.lastFailure.at}` : '-',
-          ]),
-        ),
+      const withSlots = rows.some((r) => r.slots !== undefined);
+      const withProbe = flags.probe === true || rows.some((r) => r.lastProbe !== null);
+      process.stdout.write(renderTable(...statusCells(rows, { withSlots, withProbe })));
+    }
+    for (const row of rows.filter((r) => r.drift === true)) {
+      const dead = row.slots?.active ?? row.keyId;
+      process.stderr.write(
+        `keyroll: drift: the stored secret of ${row.keyId}${row.slots ? ` (active slot ${dead})` : ''} no longer works: the key was rolled outside keyroll and consumers reading it fail. keyroll run heals it (onDrift: rotate), or now: keyroll rotate --key ${dead} --reason manual --force\n`,
       );
     }
-    return rows.some((r) => r.error) ? 1 : 0;
+    for (const row of rows.filter((r) => r.probe?.errorCode !== undefined)) {
+      process.stderr.write(`keyroll: ${row.keyId}: probe failed (${row.probe?.errorCode ?? ''}); its stored secret's state is unknown\n`);
+    }
+    return rows.some((r) => r.error !== undefined || r.drift === true || r.probe?.errorCode !== undefined) ? 1 : 0;
   } finally {
     await backends.close();
+    await runtime?.close();
   }
 }

@@ -1,0 +1,74 @@
+// What `status` reports per key (its `-o json` rows) and how a row reads in the table.
+import type { FailureRecord, Intent, LockInfo, ProbeRecord } from '../backends/types.ts';
+import type { SlotView } from './key-state.ts';
+import type { ProbeReport, StandbyVerdict, StoredVerdict } from './probe-keys.ts';
+
+export interface StatusRow {
+  keyId: string;
+  organizationId: string;
+  lastRotatedAt: string | null;
+  lastRotationId: string | null;
+  nextDueAt: string | null;
+  due: boolean | null;
+  overdue: boolean | null;
+  lock: LockInfo | null;
+  intent: Intent | null;
+  lastFailure: FailureRecord | null;
+  /** The last probe `run` or the daemon recorded of the stored value now in place (null: none since the last rotation). */
+  lastProbe: ProbeRecord | null;
+  /** Two-slot entries only. */
+  slots?: SlotView;
+  /** `--probe` only: what the probe found now. */
+  probe?: ProbeReport;
+  /** `--probe` only: the stored secret is dead (the key was rolled outside keyroll). */
+  drift?: boolean;
+  error?: { errorCode: string; message: string };
+}
+
+/** Headers and cells of the status table; the SLOTS and PROBE columns only when some row has something to show there. */
+export function statusCells(rows: readonly StatusRow[], columns: { withSlots: boolean; withProbe: boolean }): [string[], string[][]] {
+  const headers = ['KEY', 'ORG', 'LAST ROTATED', 'NEXT DUE', 'OVERDUE'];
+  if (columns.withSlots) headers.push('SLOTS');
+  if (columns.withProbe) headers.push('PROBE');
+  headers.push('LOCK', 'INTENT', 'LAST ERROR');
+  const cells = rows.map((r) => {
+    const row = [r.keyId, r.organizationId, r.lastRotatedAt ?? 'never', r.error ? '?' : r.due ? 'now' : (r.nextDueAt ?? '-'), r.overdue ? 'YES' : 'no'];
+    if (columns.withSlots) row.push(slotsCell(r));
+    if (columns.withProbe) row.push(probeCell(r));
+    row.push(
+      r.lock ? `${r.lock.owner} until ${r.lock.expiresAt}` : '-',
+      r.intent ? `left by ${r.intent.owner} at ${r.intent.startedAt}` : '-',
+      r.error ? `cannot read: ${r.error.errorCode}` : r.lastFailure ? `${r.lastFailure.step} ${r.lastFailure.errorCode} at ${r.lastFailure.at}` : '-',
+    );
+    return row;
+  });
+  return [headers, cells];
+}
+
+function slotsCell(r: StatusRow): string {
+  const slots = r.slots;
+  if (slots === undefined) return '-';
+  if (slots.active === null || slots.standby === null) return `${slots.ids.join(', ')} (active unknown)`;
+  const free = slots.standbyFreeAt === null ? 'free now' : `free from ${slots.standbyFreeAt}`;
+  return `active ${slots.active}; standby ${slots.standby} ${free}, next roll ${slots.standbyNextRollAt ?? '-'}`;
+}
+
+const VERDICT_TEXT: Record<StoredVerdict | StandbyVerdict, string> = {
+  works: 'works',
+  dead: 'DEAD',
+  'nothing-stored': 'nothing stored',
+  'not-kept': 'no previous value kept',
+  'probe-failed': 'probe failed',
+};
+
+function probeCell(r: StatusRow): string {
+  if (r.probe !== undefined) {
+    const failed = r.probe.errorCode === undefined ? '' : ` (${r.probe.errorCode})`;
+    if (r.probe.slots === undefined) return `${VERDICT_TEXT[r.probe.stored]}${r.drift === true ? ' (drift)' : ''}${failed}`;
+    const parts = Object.entries(r.probe.slots).map(([slot, verdict]) => `${slot} ${VERDICT_TEXT[verdict]}`);
+    return `${parts.join(', ')}${r.drift === true ? ' (drift)' : ''}${failed}`;
+  }
+  if (r.lastProbe === null) return '-';
+  const who = r.slots?.active ? `${r.slots.active} ` : '';
+  return `${who}${VERDICT_TEXT[r.lastProbe.result]} at ${r.lastProbe.at}`;
+}
