@@ -21,10 +21,18 @@ export interface FailureContext {
   verdicts: readonly ProbeVerdict[];
   /** The API refused the freshly stored secret at verify. */
   apiRejected?: boolean;
+  /**
+   * A two-slot entry rolling its standby: the stored secret is the active slot's, which the roll
+   * does not touch, so a lost or unstored roll kills nothing consumers use (invariant 10).
+   */
+  standby?: boolean;
 }
 
 export function failureMeaning(context: FailureContext): FailureMeaning {
   const { step, rolled, stored, mayHaveRolled, verdicts } = context;
+  if (context.standby === true && (mayHaveRolled || (rolled && !stored))) {
+    return { severity: 'error', nextAction: 'only the standby slot was rolled; the active slot consumers use still works; the intent marker stays and the next run repairs and rolls the standby again' };
+  }
   if (!rolled && mayHaveRolled) {
     const dead = verdicts.includes('rolled-and-lost');
     return {

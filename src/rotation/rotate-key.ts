@@ -68,7 +68,7 @@ async function rotateKeyUnderLock(input: RotateKeyInput, deps: RotationDeps): Pr
     // An attempt that may have rolled keeps the intent marker whatever came after (invariant 6).
     const keepIntent = progress.rolled || progress.mayHaveRolled;
     if (!keepIntent) await cleanUpUnrolled(progress, primary, rotationId, audit);
-    const meaning = failureMeaning({ ...progress, step, mayHaveRolled: keepIntent && !progress.rolled });
+    const meaning = failureMeaning({ ...progress, step, mayHaveRolled: keepIntent && !progress.rolled, standby: tx.plan.keepsAlive !== undefined && progress.recovering === undefined });
     if (error instanceof RunAbortedError) {
       // The run stops; a key left possibly dead still gets its own critical alert.
       if (keepIntent) await tx.reportFailure(error, step, code, meaning);

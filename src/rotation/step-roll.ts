@@ -109,7 +109,7 @@ export async function rollAndStore(tx: Transaction, sealToEscrow: Parameters<typ
   if (exposureMs !== undefined) deps.observer?.exposure(exposureMs);
   await deps.checkpoint?.('store');
   if (!report.allDestinationsStored) {
-    return await storeFailed(key, tx.rotationId, rotatedAt, report, exposureMs, deps, audit, (result, extra) => tx.outcome(result, extra), tx.plan.rollKeyId);
+    return await storeFailed(key, tx.rotationId, rotatedAt, report, exposureMs, deps, audit, (result, extra) => tx.outcome(result, extra), tx.plan.rollKeyId, tx.plan.keepsAlive);
   }
   progress.stored = true;
   return { rolled, report, rotatedAt, exposureMs };

@@ -53,6 +53,11 @@ export async function storeFailed(
   outcome: (result: KeyOutcome['result'], extra?: Partial<KeyOutcome>) => KeyOutcome,
   /** The API key whose secret was stored (a two-slot entry's rolled slot). */
   storedKeyId: string = key.id,
+  /**
+   * A two-slot entry that rolled its standby: the active slot, whose secret the primary still
+   * holds and consumers still use (invariant 10). Nothing they use died.
+   */
+  activeSlot?: string,
 ): Promise<KeyOutcome> {
   const failedPlaces = report.failed.filter((f) => f.role === 'destination').map((f) => `${f.destination.backendName}:${f.destination.target.path} (${f.errorCode})`);
   const firstCode = report.failed[0]?.errorCode ?? 'KR_STORE_FAILED';
@@ -60,7 +65,12 @@ export async function storeFailed(
   const escrowPath = report.escrow && 'path' in report.escrow ? report.escrow.path : undefined;
   let summary: string;
   let nextAction: string;
-  if (held.length === 0 && !escrowPath) {
+  let severity: 'critical' | 'error' = 'critical';
+  if (activeSlot !== undefined && !report.primaryStored) {
+    severity = 'error';
+    summary = `key ${key.id} (${key.organizationId}): the new secret of the standby slot ${storedKeyId} was not stored (${failedPlaces.join(', ')}); consumers keep using the active slot ${activeSlot}, whose secret still works`;
+    nextAction = `nothing consumers use died; the next rotation rolls ${storedKeyId} again once the destination is back`;
+  } else if (held.length === 0 && !escrowPath) {
     audit.emit('key.unusable', { step: 'store', failed: failedPlaces });
     summary = `key ${key.id} (${key.organizationId}) is UNUSABLE: it was rolled but the new secret could not be stored anywhere (${failedPlaces.join(', ')})`;
     nextAction = 'the old secret is dead and the new one is lost; the next run re-rolls the key (run `keyroll rotate --key ' + key.id + ' --reason manual` once the destination is back)';
@@ -74,7 +84,7 @@ export async function storeFailed(
       : 'the primary destination holds a dead secret; the next run re-rolls the key (or copy it from ' + held.join(', ') + ')';
   }
   audit.emit('key.failed', { step: 'store', errorCode: firstCode, nextAction, degraded: true });
-  await sendAlert(deps, key, { severity: 'critical', summary, rotationId, step: 'store', errorCode: firstCode, nextAction });
+  await sendAlert(deps, key, { severity, summary, rotationId, step: 'store', errorCode: firstCode, nextAction });
   // Copies that landed are real rotations: recording them keeps the next run from rotating
   // the key again once it has repaired the failed destinations.
   for (const copy of report.stored) {

@@ -77,6 +77,11 @@ describe('fault matrix: a two-slot entry', () => {
   it('store × backend down during an alternation: the rolled standby is lost, consumers keep the active one, the next run rolls the standby again', async (ctx) => {
     const { faulted, next } = await faultCase(ctx, 'store × backend down, no safety net', 'backend down', 'store', { wrapBackend: writesFail });
     expect(faulted.outcomes[0]).toMatchObject({ result: 'failed', step: 'store' });
+    // Only the standby was rolled: nothing consumers use died, so it is an error, not "unusable".
+    const storeAlert = bench.alerter.alerts.find(({ alert }) => alert.step === 'store')?.alert;
+    expect(storeAlert).toMatchObject({ severity: 'error' });
+    expect(storeAlert?.summary).toContain('consumers keep using the active slot');
+    expect(bench.events().some((e) => e.event === 'key.unusable')).toBe(false);
     expect(next.outcomes[0]?.result).toMatch(/^(rotated|recovered)$/);
   });
 
