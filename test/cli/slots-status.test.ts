@@ -179,4 +179,25 @@ describe('keyroll status --probe', () => {
     expect(table.stdout).toMatch(new RegExp(`^billing-api\\s.*\\s${SLOT_B} DEAD at \\S+\\s`, 'm'));
     expect(cli.emulator.state.callCount('listProjects')).toBe(callsBefore);
   });
+
+  it('a probe that cannot reach the API leaves the state unknown: probe failed, exit 1, no drift claimed', async () => {
+    await runSlotPolicy();
+    // The same destinations, an API nobody listens on.
+    await cli.writePolicy({ extraKeys: SLOT_ENTRY, baseUrl: 'http://127.0.0.1:9' }, 'unreachable.yaml');
+
+    const result = await cli.run(['status', '-p', 'unreachable.yaml', '--probe', '-o', 'json']);
+
+    expect(result.code).toBe(1);
+    const row = rows(result).get('key_demo_billing');
+    expect(row).toMatchObject({ drift: false, probe: { stored: 'probe-failed' } });
+    expect(row?.probe?.errorCode).toMatch(/^KR_/);
+    expect(result.stderr).toContain('key_demo_billing: probe failed');
+  });
+
+  it('--help documents --probe and the drift exit code', async () => {
+    const result = await cli.run(['status', '--help']);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain('--probe');
+    expect(result.stdout).toMatch(/status exits 1 .* with --probe when a stored secret is dead \(drift\)/);
+  });
 });
