@@ -3,6 +3,7 @@ import { EXIT_CODES_HELP } from './exit-codes.ts';
 import { addPolicyOption, exitForError, loadPolicyOrExit } from './common.ts';
 import type { Runtime } from '../rotation/runtime.ts';
 import type { ReadOnlyBackends } from './key-state.ts';
+import type { ProbeReport, ProbeTarget } from './probe-keys.ts';
 import type { StatusRow } from './status-table.ts';
 
 interface StatusFlags {
@@ -38,17 +39,20 @@ async function statusCommand(flags: StatusFlags): Promise<number> {
     return exitForError(error);
   }
   let runtime: Runtime | undefined;
+  let probe: ((target: ProbeTarget) => Promise<ProbeReport>) | undefined;
   let backends: ReadOnlyBackends;
   try {
     if (flags.probe === true) {
-      const [{ createRuntime }, { createNullAuditLog }, { backendsOfRuntime }] = await Promise.all([
+      const [{ createRuntime }, { createNullAuditLog }, { backendsOfRuntime, probeKey, secretProbeOf }] = await Promise.all([
         import('../rotation/runtime.ts'),
         import('../audit/logger.ts'),
         import('./probe-keys.ts'),
       ]);
       // The probes use each stored secret as the bearer; keyroll's own credential is never sent.
       runtime = await createRuntime(policy, { audit: createNullAuditLog() });
-      backends = backendsOfRuntime(policy, runtime);
+      const probeBackends = (backends = backendsOfRuntime(policy, runtime));
+      const probeSecret = secretProbeOf(runtime);
+      probe = (target) => probeKey(target, probeBackends, probeSecret, new Date());
     } else {
       backends = await openBackends(policy);
     }
@@ -79,9 +83,8 @@ async function statusCommand(flags: StatusFlags): Promise<number> {
         ...(slots ? { slots } : {}),
         ...(view.readError ? { error: view.readError } : {}),
       };
-      if (runtime && !view.readError) {
-        const { probeKey, secretProbeOf } = await import('./probe-keys.ts');
-        row.probe = await probeKey({ key: view.key, active: slots?.active ?? null, standby: slots?.standby ?? null }, backends, secretProbeOf(runtime), new Date());
+      if (probe && !view.readError) {
+        row.probe = await probe({ key: view.key, active: slots?.active ?? null, standby: slots?.standby ?? null });
         row.drift = row.probe.stored === 'dead';
       }
       rows.push(row);
