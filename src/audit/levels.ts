@@ -42,6 +42,14 @@ export const AUDIT_EVENT_LEVELS: Record<AuditEventName, AuditLevel> = {
   'key.recovery.started': 'warn',
   'key.recovered': 'info',
   'key.probe': 'info',
+  'leak.identified': 'info',
+  // Nothing to rotate; the responder must look elsewhere (another tool's key, a test value).
+  'leak.unmatched': 'warn',
+  'leak.proven-dead': 'info',
+  // The leak response failed at its one purpose: the value still opens the API.
+  'leak.still-alive': 'error',
+  // Nobody may assume the leak is closed: a failure until someone checks by hand.
+  'leak.unproven': 'error',
   'alert.sent': 'info',
   'alert.undeliverable': 'error',
   'notify.sent': 'info',

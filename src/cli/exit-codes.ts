@@ -8,6 +8,8 @@ export const ExitCode = {
   config: 2,
   /** Aborted: keyroll's own credential refused, every key lock busy, or shutdown before completion. */
   aborted: 3,
+  /** `identify`, `rotate --leaked-secret-stdin`: no policy entry holds the leaked value (every destination was read). */
+  noMatch: 4,
 } as const;
 export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
 
@@ -16,4 +18,5 @@ Exit codes:
   0  success (everything in scope rotated or nothing was due)
   1  some keys failed (alerts name each one; the rest finished)
   2  usage or configuration error (nothing was touched)
-  3  aborted (keyroll's API credential refused, every key lock busy, or shutdown before completion)`;
+  3  aborted (keyroll's API credential refused, every key lock busy, or shutdown before completion)
+  4  identify, rotate --leaked-secret-stdin: no policy entry holds the leaked value`;
