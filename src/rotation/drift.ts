@@ -7,10 +7,16 @@ import { withSecretScope } from '../audit/sanitize.ts';
 import type { KeyState } from '../backends/types.ts';
 import { errorCode, errorMessage } from '../errors.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
+import { activeSlot } from './slots.ts';
 import { sendAlert } from './store-outcome.ts';
 import type { ResolvedDestination, RotationDeps } from './types.ts';
 
 export type DriftVerdict = 'works' | 'dead' | 'busy' | 'nothing-stored' | 'probe-failed';
+
+/** What `rotate --key` should name to heal by hand: the key, or a slot entry's active (dead) slot. */
+function healTarget(key: KeyPolicy, state: Pick<KeyState, 'lastKeyId'> | undefined): string {
+  return key.slots && state ? activeSlot(key.slots, state) : key.id;
+}
 
 /** Whether `run` should probe now: the key's last probe (or rotation) is older than `driftCheck`. */
 export function driftCheckDue(key: KeyPolicy, state: Pick<KeyState, 'lastProbe' | 'lastRotatedAt' | 'exists'>, now: Date): boolean {
@@ -29,10 +35,12 @@ export async function probeForDrift(key: KeyPolicy, destinations: readonly Resol
   if (!primary) throw new Error(`key ${key.id} has no destination`);
   const probeId = deps.newRotationId();
   const audit = deps.audit.child({ rotationId: probeId, keyId: key.id, organizationId: key.organizationId });
+  let state: KeyState | undefined;
   const verdict = await withSecretScope(async (): Promise<DriftVerdict> => {
     const locked = await primary.backend.acquireLock(primary.target, { owner: deps.owner, rotationId: probeId, ttlMs: key.lockTtlMs, clockSkewMs: key.clockSkewMs });
     if (!locked.acquired) return 'busy';
     try {
+      if (key.slots) state = await primary.backend.readState(primary.target);
       const stored = await primary.backend.readSecret(primary.target);
       if (!stored) return 'nothing-stored';
       let answer: 'valid' | 'invalid';
@@ -64,7 +72,7 @@ export async function probeForDrift(key: KeyPolicy, destinations: readonly Resol
       rotationId: probeId,
       step: 'drift',
       errorCode: 'KR_DRIFT_DETECTED',
-      nextAction: heal ? 'keyroll rotates the key now (onDrift: rotate) and stores a working secret' : `rotate it: keyroll rotate --key ${key.id} --reason manual --force (onDrift: alert)`,
+      nextAction: heal ? 'keyroll rotates the key now (onDrift: rotate) and stores a working secret' : `rotate it: keyroll rotate --key ${healTarget(key, state)} --reason manual --force (onDrift: alert)`,
     });
   }
   return verdict;
