@@ -50,6 +50,14 @@ export const AUDIT_EVENT_LEVELS: Record<AuditEventName, AuditLevel> = {
   'leak.still-alive': 'error',
   // Nobody may assume the leak is closed: a failure until someone checks by hand.
   'leak.unproven': 'error',
+  'leak.intake.accepted': 'info',
+  'leak.intake.ignored': 'info',
+  'leak.intake.coalesced': 'info',
+  // A live leak left to a person on purpose: worth seeing at once, not a failure of keyroll.
+  'leak.intake.alert_only': 'warn',
+  'leak.intake.unidentified': 'warn',
+  'leak.intake.resolved': 'info',
+  'leak.intake.failed': 'error',
   'alert.sent': 'info',
   'alert.undeliverable': 'error',
   'notify.sent': 'info',

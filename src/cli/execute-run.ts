@@ -5,7 +5,7 @@
 // here: one round of module loading on the way to the first roll, not two.
 import type { PushgatewayExport } from '../metrics/run-export.ts';
 import type { KeyPolicy, Policy } from '../policy/schema.ts';
-import { createRuntime } from '../rotation/runtime.ts';
+import { createRuntime, type Runtime } from '../rotation/runtime.ts';
 import { runRotations, type RunSummary } from '../rotation/run.ts';
 import type { RunTrigger } from '../rotation/types.ts';
 import { createStdoutAudit, exitCodeAfterShutdown, exitForError, shutdownSignal, summaryLine, testCheckpointFromEnv } from './common.ts';
@@ -24,6 +24,12 @@ export interface ExecuteRunInput {
   slots?: ReadonlyMap<string, string>;
   /** Extra output after the audit trail and before the summary line (rotate -o json). */
   report?: (summary: RunSummary) => string | undefined;
+  /**
+   * Work after the rotations, with the run's runtime still open (rotate --leaked-secret-stdin
+   * proves the leaked value dead here); not called when a shutdown signal interrupted the run.
+   * An exit code it returns replaces the run's when higher.
+   */
+  afterRotations?: (runtime: Runtime, summary: RunSummary) => Promise<RunSummary['exitCode'] | undefined>;
 }
 
 export async function executeRun(input: ExecuteRunInput): Promise<number> {
@@ -50,9 +56,10 @@ export async function executeRun(input: ExecuteRunInput): Promise<number> {
     // Read at once: a signal after this point (during the push or the flush) finds a finished run.
     const interruptedBy = shutdown.signal.aborted ? signalName(shutdown.signal) : undefined;
     progress.finish();
+    const after = interruptedBy === undefined ? await input.afterRotations?.(runtime, summary) : undefined;
     await metrics?.push(input.groupings);
     await audit.flush();
-    const exitCode = exitCodeAfterShutdown(summary, interruptedBy !== undefined);
+    const exitCode = Math.max(exitCodeAfterShutdown(summary, interruptedBy !== undefined), after ?? 0) as RunSummary['exitCode'];
     const report = input.report?.({ ...summary, exitCode });
     if (report !== undefined) process.stdout.write(`${report}\n`);
     process.stdout.write(`${summaryLine(summary, interruptedBy)}\n`);

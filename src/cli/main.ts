@@ -6,6 +6,7 @@ import { EXIT_CODES_HELP, ExitCode } from './exit-codes.ts';
 import { registerDaemonCommand } from './daemon.ts';
 import { registerDemoCommand } from './demo.ts';
 import { registerEmulatorCommand } from './emulator.ts';
+import { registerIdentifyCommand } from './identify.ts';
 import { registerPlanCommand } from './plan.ts';
 import { registerRotateCommand } from './rotate.ts';
 import { registerStatusCommand } from './status.ts';
@@ -22,6 +23,7 @@ export function buildProgram(): Command {
     .addHelpText('after', EXIT_CODES_HELP);
   registerRunCommand(program);
   registerRotateCommand(program);
+  registerIdentifyCommand(program);
   registerPlanCommand(program);
   registerValidateCommand(program);
   registerStatusCommand(program);

@@ -3,7 +3,7 @@ import { userInfo } from 'node:os';
 import { sanitizeText } from '../audit/sanitize.ts';
 import type { RotationReason } from '../rotation/types.ts';
 import { EXIT_CODES_HELP } from './exit-codes.ts';
-import { addPolicyOption, exitForError, loadPolicyOrExit, parseConcurrency } from './common.ts';
+import { addPolicyOption, exitForError, loadPolicyOrExit, parseConcurrency, UsageError } from './common.ts';
 import { addPushgatewayOptions, pushgatewayOptions, type PushgatewayFlags } from './pushgateway-flags.ts';
 
 interface RotateFlags extends PushgatewayFlags {
@@ -18,6 +18,7 @@ interface RotateFlags extends PushgatewayFlags {
   concurrency: number;
   output: 'text' | 'json';
   pushgateway?: string;
+  leakedSecretStdin?: boolean;
 }
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
@@ -33,6 +34,7 @@ export function registerRotateCommand(program: Command): void {
     .option('--actor <name>', 'who asked (recorded in the audit trail)', process.env.KEYROLL_ACTOR)
     .option('--ticket <id>', 'incident or change ticket (recorded in the audit trail)')
     .option('--force', 'bypass the minimum interval for reasons other than leak/compromise')
+    .option('--leaked-secret-stdin', 'instead of --key/--org/--all: read a leaked value on standard input (never an argument or the environment), find the entry that holds it as keyroll identify does, rotate it (a two-slot entry: the slot it belongs to), then prove the leaked value dead (401). --reason defaults to leak; exit 4 when no entry holds it')
     .option('--concurrency <n>', 'keys rotated at once', parseConcurrency, 4)
     .addOption(new Option('-o, --output <format>', 'final report format (audit lines are always JSON)').choices(['text', 'json']).default('text'))
     .option('--pushgateway <url>', 'push metrics to this Prometheus Pushgateway when the run ends (a failed push is only a warning); env KEYROLL_PUSHGATEWAY', process.env.KEYROLL_PUSHGATEWAY)
@@ -40,14 +42,15 @@ export function registerRotateCommand(program: Command): void {
 Examples:
   keyroll rotate --key key_billing --reason leak --actor alice --ticket INC-1234
   keyroll rotate --org org_acme --reason compromise --actor oncall
+  pbpaste | keyroll rotate --leaked-secret-stdin --reason leak --actor alice --ticket INC-1234
 ${EXIT_CODES_HELP}`);
   addPushgatewayOptions(command);
-  addPolicyOption(command).action(async (flags: RotateFlags) => {
-    process.exitCode = await rotateCommand(flags);
+  addPolicyOption(command).action(async (flags: RotateFlags, self: Command) => {
+    process.exitCode = await rotateCommand(flags, self.getOptionValueSource('reason') === 'cli');
   });
 }
 
-async function rotateCommand(flags: RotateFlags): Promise<number> {
+async function rotateCommand(flags: RotateFlags, reasonGiven: boolean): Promise<number> {
   // The engine's modules load while the policy is read and parsed.
   const modules = Promise.all([import('./select-keys.ts'), import('./execute-run.ts')]);
   const policyLoaded = loadPolicyOrExit(flags.policy);
@@ -56,14 +59,26 @@ async function rotateCommand(flags: RotateFlags): Promise<number> {
   let slots;
   let policy;
   let pushgateway;
+  let leak;
   try {
+    if (flags.leakedSecretStdin === true) flags.reason = leakReason(flags, reasonGiven);
     policy = await policyLoaded;
     pushgateway = flags.pushgateway ? (await import('../metrics/run-export.ts')).preparePushgateway(flags.pushgateway, pushgatewayOptions(flags)) : undefined;
-    keys = selectKeys(policy, { ...(flags.key ? { keys: flags.key } : {}), ...(flags.org ? { org: flags.org } : {}), ...(flags.all ? { all: true } : {}) });
-    slots = namedSlots(policy, flags.key ?? []);
+    if (flags.leakedSecretStdin === true) {
+      const [{ readLeakedSecret }, { identifyForRotation }] = await Promise.all([import('./leaked-stdin.ts'), import('./leak-rotate.ts')]);
+      const context = { reason: flags.reason, actor: flags.actor ?? safeUserName(), ...(flags.ticket ? { ticket: flags.ticket } : {}) };
+      leak = await identifyForRotation(policy, await readLeakedSecret(), context);
+      if (typeof leak === 'number') return leak;
+      keys = leak.keys;
+      slots = leak.slots;
+    } else {
+      keys = selectKeys(policy, { ...(flags.key ? { keys: flags.key } : {}), ...(flags.org ? { org: flags.org } : {}), ...(flags.all ? { all: true } : {}) });
+      slots = namedSlots(policy, flags.key ?? []);
+    }
   } catch (error) {
     return exitForError(error);
   }
+  const leakRotation = leak;
   const urgent = flags.reason === 'leak' || flags.reason === 'compromise';
   return executeRun({
     policy,
@@ -74,13 +89,26 @@ async function rotateCommand(flags: RotateFlags): Promise<number> {
     ...(slots.size > 0 ? { slots } : {}),
     ...(pushgateway ? { pushgateway } : {}),
     groupings: { command: 'rotate' },
+    ...(leakRotation ? { afterRotations: leakRotation.prove } : {}),
     ...(flags.output === 'json'
       ? {
           report: (summary) =>
-            sanitizeText(JSON.stringify({ runId: summary.runId, rotated: summary.rotated, failed: summary.failed, skipped: summary.skipped, exitCode: summary.exitCode, aborted: summary.aborted, keys: summary.outcomes })),
+            sanitizeText(JSON.stringify({ runId: summary.runId, rotated: summary.rotated, failed: summary.failed, skipped: summary.skipped, exitCode: summary.exitCode, aborted: summary.aborted, keys: summary.outcomes, ...(leakRotation ? { leak: leakRotation.json() } : {}) })),
         }
-      : {}),
+      : leakRotation
+        ? { report: () => sanitizeText(leakRotation.textLines().join('\n')) }
+        : {}),
   });
+}
+
+/** --leaked-secret-stdin rotates with reason leak unless --reason compromise was given; any other reason is refused. */
+function leakReason(flags: RotateFlags, reasonGiven: boolean): RotateFlags['reason'] {
+  if (flags.key !== undefined || flags.org !== undefined || flags.all === true) {
+    throw new UsageError('--leaked-secret-stdin finds the key itself: leave out --key, --org and --all');
+  }
+  if (!reasonGiven) return 'leak';
+  if (flags.reason === 'leak' || flags.reason === 'compromise') return flags.reason;
+  throw new UsageError(`--leaked-secret-stdin rotates a leaked value: --reason must be leak or compromise, not ${flags.reason}`);
 }
 
 function safeUserName(): string {

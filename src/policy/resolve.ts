@@ -21,6 +21,7 @@ export function resolvePolicy(doc: PolicyDocument, file: string): Policy {
     alerts: { sinks: doc.alerts?.sinks ?? {} },
     ...(doc.escrow === undefined ? {} : { escrow: { directory: doc.escrow.directory, recipients: [...doc.escrow.recipients] } }),
     keys: doc.keys.map((_, index) => resolveKey(doc, index)),
+    ...(doc.intake === undefined ? {} : { intake: doc.intake }),
   };
 }
 

@@ -12,6 +12,7 @@ import { cronProblem, timeZoneProblem } from './cron.ts';
 import { durationProblem } from './duration.ts';
 import { SecretRef } from './refs.ts';
 import { AllowInsecureHttp, HttpUrl } from './transport.ts';
+import { IntakeSettings } from './intake.ts';
 
 /** Names of backends and alert sinks: they appear in audit events, alerts and metric labels. */
 export const InstanceName = z
@@ -179,6 +180,7 @@ export const PolicyDocument = z
     alerts: z.strictObject({ sinks: z.record(InstanceName, AlertSinkConfig).optional() }).optional(),
     escrow: Escrow.optional().describe('Last resort when no destination takes the secret: sealed to these age recipients.'),
     defaults: Defaults.optional(),
+    intake: IntakeSettings.optional(),
     keys: z.array(KeyInput).min(1, { error: 'a policy needs at least one key' }),
   })
   .meta({ title: 'keyroll rotation policy' });
@@ -231,6 +233,8 @@ export interface Policy {
   alerts: { sinks: Record<string, AlertSinkConfig> };
   escrow?: { directory: string; recipients: string[] };
   keys: KeyPolicy[];
+  /** Leak intake endpoints of the daemon (src/policy/intake.ts); absent: none served. */
+  intake?: IntakeSettings;
   /** What `validate` warns about (an endpoint with allowInsecureHttp: true), located like errors. */
   warnings?: readonly PolicyIssue[];
 }

@@ -48,6 +48,8 @@ export interface CliOptions {
   viaBin?: boolean;
   /** Run this entry (e.g. a bundled dist/cli/entry.js) with node instead of src/cli/entry.ts. */
   entry?: string;
+  /** Written to the child's stdin, which is then closed (default: stdin is empty). */
+  stdin?: string;
 }
 
 /** The child's environment: PATH and HOME only, plus keyroll's token; nothing from the test's own shell. */
@@ -76,7 +78,9 @@ function parseEvents(stdout: string): AuditRecord[] {
 
 export function spawnCli(args: readonly string[], cwd: string, options: CliOptions = {}): RunningCli {
   const [command, argv] = options.viaBin ? [BIN, [...args]] : [process.execPath, [options.entry ?? ENTRY, ...args]];
-  const child = spawn(command, argv, { cwd, env: childEnv(options.env), stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(command, argv, { cwd, env: childEnv(options.env), stdio: ['pipe', 'pipe', 'pipe'] });
+  // Closed at once: without `stdin`, the child reads end of input (as from /dev/null).
+  child.stdin.end(options.stdin ?? '');
   let stdout = '';
   let stderr = '';
   const stderrWaiters: { text: string; resolve: () => void }[] = [];
