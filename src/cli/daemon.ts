@@ -100,7 +100,9 @@ async function daemonCommand(flags: DaemonFlags): Promise<number> {
     const triggerKeys = parseTriggerKeys(flags.triggerKey);
     settings = {
       listen: parseListenAddress(flags.listen),
-      ...(triggerKeys.length > 0 ? { triggerKeys, stateDir: flags.stateDir } : {}),
+      // The leak endpoints of a policy `intake` need the replay record too; the daemon opens it only then.
+      ...(triggerKeys.length > 0 ? { triggerKeys } : {}),
+      stateDir: flags.stateDir,
       ...(flags.metricsToken ? { metricsTokenRef: flags.metricsToken } : {}),
       graceMs: duration('--grace', flags.grace),
       checkIntervalMs: duration('--check-interval', flags.checkInterval),

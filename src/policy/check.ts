@@ -4,6 +4,7 @@ import { posix } from 'node:path';
 import type { BackendConfig } from '../backends/config.ts';
 import { parseDuration, formatDuration } from './duration.ts';
 import { insecureEndpointIssues } from './endpoints.ts';
+import { checkIntake } from './intake.ts';
 import type { DocPath, PathIssue } from './issue-text.ts';
 import type { DestinationInput, PolicyDocument } from './schema.ts';
 import { leaseNeededMs, writeTimeoutOf } from './lease.ts';
@@ -51,6 +52,7 @@ export function checkPolicy(doc: PolicyDocument): PathIssue[] {
     checkEffectiveSettings(doc, index, add);
   });
   checkSlotIds(doc, add);
+  checkIntake(doc, add);
   return issues;
 }
 

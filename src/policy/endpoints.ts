@@ -35,6 +35,8 @@ function endpointsOf(doc: PolicyDocument): Endpoint[] {
     else if (sink.url !== undefined) out.push({ object, field: 'url', url: sink.url, allowInsecureHttp });
     else if (sink.urlRef !== undefined) out.push({ object, field: 'urlRef', url: undefined, ref: sink.urlRef, allowInsecureHttp });
   }
+  const github = doc.intake?.github;
+  if (github !== undefined) out.push({ object: ['intake', 'github'], field: 'apiUrl', url: github.apiUrl, allowInsecureHttp: github.allowInsecureHttp === true });
   return out;
 }
 

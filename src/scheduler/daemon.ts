@@ -14,7 +14,7 @@ import { loadPolicy } from '../policy/load.ts';
 import { resolveRef } from '../policy/refs.ts';
 import type { KeyPolicy, Policy } from '../policy/schema.ts';
 import { createRuntime, type RuntimeOptions } from '../rotation/runtime.ts';
-import type { RunTrigger } from '../rotation/types.ts';
+import type { KeyOutcome, RunTrigger } from '../rotation/types.ts';
 import { Generation } from './generation.ts';
 import { KeyHealth } from './key-health.ts';
 import { KeyLocks } from './key-locks.ts';
@@ -28,6 +28,11 @@ import { checkKeys } from './sweep.ts';
 import { SweepLoop } from './sweep-loop.ts';
 import { createTriggerEndpoint, type AcceptedTrigger } from './trigger.ts';
 import { lookupIn, resolveTriggerKeys, TriggerKeyError, type TriggerKeySpec } from './trigger-keys.ts';
+import { createGitguardianEndpoint, GITGUARDIAN_LEAK_PATH } from '../leaks/gitguardian/endpoint.ts';
+import { createGithubEndpoint, GITHUB_LEAK_PATH } from '../leaks/github/endpoint.ts';
+import { LeakIntake } from '../leaks/intake.ts';
+import { intakeEnabled, resolveIntake, type IntakeRuntime } from '../leaks/settings.ts';
+import { MAX_LEAK_WEBHOOK_BYTES } from '../leaks/webhook-answer.ts';
 
 export const DAEMON_DEFAULTS = {
   graceMs: 30_000,
@@ -51,7 +56,7 @@ export interface DaemonOptions {
   concurrency?: number;
   /** One HMAC key per caller (name -> env:NAME or file:/path); without any the trigger answers 404. */
   triggerKeys?: readonly TriggerKeySpec[];
-  /** Where the trigger's replay record lives (replay-record.ts); required with triggerKeys. */
+  /** Where the trigger's and the leak endpoints' replay record lives (replay-record.ts); required with triggerKeys or a policy `intake`. */
   stateDir?: string;
   /** env:NAME or file:/path of the bearer token that unlocks per-key series on /metrics; without it they are never served. */
   metricsTokenRef?: string;
@@ -134,7 +139,13 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     throw new TriggerKeyError('', 'the trigger needs a state directory for its replay record (--state-dir)');
   }
   // Opened before the server listens: no request is accepted that a restart could forget.
-  const replay = triggerKeys !== undefined && options.stateDir !== undefined ? await ReplayRecord.open(options.stateDir, Math.floor(now().getTime() / 1000)) : undefined;
+  let replay = triggerKeys !== undefined && options.stateDir !== undefined ? await ReplayRecord.open(options.stateDir, Math.floor(now().getTime() / 1000)) : undefined;
+  // The leak endpoints share it (their callers are named intake:github and intake:gitguardian).
+  const openReplayFor = async (policy: Policy): Promise<void> => {
+    if (replay !== undefined || !intakeEnabled(policy)) return;
+    if (options.stateDir === undefined) throw new TriggerKeyError('', 'the leak intake needs a state directory for its replay record (--state-dir)');
+    replay = await ReplayRecord.open(options.stateDir, Math.floor(now().getTime() / 1000));
+  };
   const rejections = new RejectionAudit({
     audit: () => audit,
     perWindow: options.rejectionsAuditedPerMinute ?? DEFAULT_REJECTIONS_AUDITED_PER_MINUTE,
@@ -178,6 +189,14 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   const scheduled: RunTrigger = { reason: 'scheduled', force: false };
 
   let current = await buildGeneration(options.policy ?? (await loadPolicy(options.policyFile)));
+  let intakeSettings: IntakeRuntime;
+  try {
+    intakeSettings = await resolveIntake(current.policy, env);
+    await openReplayFor(current.policy);
+  } catch (error) {
+    await current.retire();
+    throw error;
+  }
 
   const activate = (generation: Generation): void => {
     generation.startJobs(() =>
@@ -241,6 +260,42 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     void track(launcher.runAll(current, keys, trigger, rotationIds));
   };
 
+  // A leak report rotates its key through the launcher like a trigger (key locks, shutdown
+  // grace, the generation held open), the slot of a two-slot entry named, and waits for it.
+  const rotateForLeak = (key: KeyPolicy, slot: string | undefined, trigger: RunTrigger, rotationId: string): Promise<KeyOutcome> => {
+    let heard: KeyOutcome | undefined;
+    return launcher
+      .runAll(current, [key], trigger, new Map([[key.id, rotationId]]), {
+        ...(slot === undefined ? {} : { slots: new Map([[key.id, slot]]) }),
+        onKeyDone: (outcome) => {
+          if (outcome.keyId === key.id) heard = outcome;
+        },
+      })
+      .then(
+        () => heard ?? { keyId: key.id, organizationId: key.organizationId, result: 'failed', detail: 'no-outcome', durationMs: 0, rolls: 0, rotationId },
+        (): KeyOutcome => ({ keyId: key.id, organizationId: key.organizationId, result: 'failed', detail: 'launcher', durationMs: 0, rolls: 0, rotationId }),
+      );
+  };
+  const leakIntake = new LeakIntake({
+    policy: () => current.policy,
+    runtime: () => current.runtime,
+    alerter: () => current.runtime.alerter,
+    audit: () => audit,
+    rotate: rotateForLeak,
+  });
+  const leakEndpoint = {
+    replay: () => replay,
+    rejections,
+    now,
+    audit: () => audit,
+    alerter: () => current.runtime.alerter,
+    accepting: () => !stopping,
+    background: (work: Promise<void>) => {
+      void track(work);
+    },
+    intake: leakIntake,
+  };
+
   let server: DaemonServer;
   try {
     server = await startDaemonServer(
@@ -262,6 +317,10 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
           policyKeys: () => current.policy.keys,
           start: startTrigger,
         }),
+        leakIntake: new Map([
+          [GITHUB_LEAK_PATH, { maxBodyBytes: MAX_LEAK_WEBHOOK_BYTES, handle: createGithubEndpoint({ ...leakEndpoint, settings: () => intakeSettings.github, env }) }],
+          [GITGUARDIAN_LEAK_PATH, { maxBodyBytes: MAX_LEAK_WEBHOOK_BYTES, handle: createGitguardianEndpoint({ ...leakEndpoint, settings: () => intakeSettings.gitguardian }) }],
+        ]),
       },
       { ...DEFAULT_HTTP_LIMITS, ...options.http },
     );
@@ -280,6 +339,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     trigger: triggerKeys ? 'enabled' : 'disabled',
     ...(triggerKeys ? { callers: [...triggerKeys.keys()], stateDir: replay?.dir, replayRecord: replay?.origin } : {}),
     metrics: metricsToken ? 'per-key with token' : 'aggregate only',
+    leakIntake: Object.keys(intakeSettings),
   });
   void track(
     (async () => {
@@ -294,8 +354,11 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     let next: Generation;
     let keys = triggerKeys;
     let token = metricsToken;
+    let intake: IntakeRuntime;
     try {
       const policy = await loadPolicy(options.policyFile);
+      intake = await resolveIntake(policy, env);
+      await openReplayFor(policy);
       if (triggerSpecs.length > 0) keys = await resolveTriggerKeys(triggerSpecs, env);
       if (options.metricsTokenRef) token = await resolveRef(options.metricsTokenRef, env);
       next = await buildGeneration(policy);
@@ -321,6 +384,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     current = next;
     triggerKeys = keys;
     metricsToken = token;
+    intakeSettings = intake;
     activate(next);
     for (const key of previous.policy.keys) if (!next.policy.keys.some((kept) => kept.id === key.id)) metrics.forgetKey(key.id);
     health.keepOnly(next.policy.keys);

@@ -22,6 +22,12 @@ export interface LauncherOptions {
   track: <T>(work: Promise<T>) => Promise<T>;
 }
 
+/** What a trigger run may add: the slot to roll per entry id, and a listener for each key's outcome. */
+export interface RunExtras {
+  slots?: ReadonlyMap<string, string>;
+  onKeyDone?: (outcome: KeyOutcome) => void;
+}
+
 /** `drift`: the sweep's probe of keys that are not due (every sweep: a dead stored secret is found within one). */
 export type RunSource = 'schedule' | 'sweep' | 'trigger' | 'drift';
 
@@ -53,8 +59,12 @@ export class Launcher {
     return busy;
   }
 
-  /** Runs every key: the free ones at once, each busy one as soon as its current rotation ends. */
-  async runAll(generation: Generation, keys: readonly KeyPolicy[], trigger: RunTrigger, rotationIds: ReadonlyMap<string, string>): Promise<void> {
+  /**
+   * Runs every key: the free ones at once, each busy one as soon as its current rotation ends.
+   * `extra.slots` names the slot to roll of two-slot entries (a leak of one slot), and
+   * `extra.onKeyDone` hears each key's outcome (leak intake waits for its key's).
+   */
+  async runAll(generation: Generation, keys: readonly KeyPolicy[], trigger: RunTrigger, rotationIds: ReadonlyMap<string, string>, extra: RunExtras = {}): Promise<void> {
     const done = generation.use();
     try {
       const held = new Map<string, ReleaseKey>();
@@ -66,15 +76,15 @@ export class Launcher {
       }
       const runs: Promise<void>[] = [];
       const free = keys.filter((key) => held.has(key.id));
-      if (free.length > 0) runs.push(this.#runHeld(generation, free, held, trigger, 'trigger', rotationIds));
-      for (const key of waiting) runs.push(this.#runWhenFree(generation, key, trigger, rotationIds));
+      if (free.length > 0) runs.push(this.#runHeld(generation, free, held, trigger, 'trigger', rotationIds, extra));
+      for (const key of waiting) runs.push(this.#runWhenFree(generation, key, trigger, rotationIds, extra));
       await this.#options.track(Promise.all(runs));
     } finally {
       done();
     }
   }
 
-  async #runWhenFree(generation: Generation, key: KeyPolicy, trigger: RunTrigger, rotationIds: ReadonlyMap<string, string>): Promise<void> {
+  async #runWhenFree(generation: Generation, key: KeyPolicy, trigger: RunTrigger, rotationIds: ReadonlyMap<string, string>, extra: RunExtras): Promise<void> {
     let release: ReleaseKey;
     try {
       release = await this.#options.locks.acquire(key.id, this.#options.signal);
@@ -82,13 +92,15 @@ export class Launcher {
       // Shutdown came while the key was busy: the promised rotation never started.
       const rotationId = rotationIds.get(key.id);
       this.#auditFor(trigger).emit('key.skipped', { keyId: key.id, organizationId: key.organizationId, ...(rotationId ? { rotationId } : {}), why: 'shutdown' });
-      this.#options.onKeyDone({ keyId: key.id, organizationId: key.organizationId, result: 'aborted', detail: 'shutdown', durationMs: 0, rolls: 0, ...(rotationId ? { rotationId } : {}) }, trigger);
+      const aborted: KeyOutcome = { keyId: key.id, organizationId: key.organizationId, result: 'aborted', detail: 'shutdown', durationMs: 0, rolls: 0, ...(rotationId ? { rotationId } : {}) };
+      this.#options.onKeyDone(aborted, trigger);
+      extra.onKeyDone?.(aborted);
       return;
     }
-    await this.#runHeld(generation, [key], new Map([[key.id, release]]), trigger, 'trigger', rotationIds);
+    await this.#runHeld(generation, [key], new Map([[key.id, release]]), trigger, 'trigger', rotationIds, extra);
   }
 
-  async #runHeld(generation: Generation, keys: readonly KeyPolicy[], held: Map<string, ReleaseKey>, trigger: RunTrigger, source: RunSource, rotationIds?: ReadonlyMap<string, string>): Promise<void> {
+  async #runHeld(generation: Generation, keys: readonly KeyPolicy[], held: Map<string, ReleaseKey>, trigger: RunTrigger, source: RunSource, rotationIds?: ReadonlyMap<string, string>, extra: RunExtras = {}): Promise<void> {
     const done = generation.use();
     const began = new Set<string>();
     // runRotations resolves a key's destinations exactly when it starts rotating it.
@@ -115,11 +127,13 @@ export class Launcher {
         command: `daemon ${source}`,
         driftCheck: source === 'drift' ? 'every-run' : 'policy',
         ...(rotationIds ? { rotationIds } : {}),
+        ...(extra.slots ? { slots: extra.slots } : {}),
         onKeyDone: (outcome) => {
           // The key is free as soon as its own rotation is over, not when the whole run is.
           ended(outcome.keyId);
           held.get(outcome.keyId)?.();
           this.#options.onKeyDone(outcome, trigger);
+          extra.onKeyDone?.(outcome);
         },
       });
     } catch (error) {

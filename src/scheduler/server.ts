@@ -45,6 +45,13 @@ export interface DaemonRoutes {
   /** The exposition, or a refusal (a wrong bearer token). */
   metrics(request: MetricsRequest): Promise<{ contentType: string; text: string } | HttpAnswer>;
   trigger(request: IncomingTrigger): Promise<HttpAnswer>;
+  /** Leak scanners' webhooks by path (POST /v1/leaks/github, /v1/leaks/gitguardian), each with its body cap. */
+  leakIntake?: ReadonlyMap<string, LeakIntakeRoute>;
+}
+
+export interface LeakIntakeRoute {
+  maxBodyBytes: number;
+  handle(request: IncomingTrigger): Promise<HttpAnswer>;
 }
 
 export interface HttpLimits {
@@ -85,9 +92,9 @@ function send(response: ServerResponse, status: number, body: unknown): void {
  * rest as it arrives (the answer closes the connection; the server's request timeout bounds a
  * sender that never stops).
  */
-function readCappedBody(request: IncomingMessage): Promise<Buffer | 'too-large'> {
+function readCappedBody(request: IncomingMessage, maxBytes = MAX_TRIGGER_BODY_BYTES): Promise<Buffer | 'too-large'> {
   const declared = Number(request.headers['content-length']);
-  if (Number.isFinite(declared) && declared > MAX_TRIGGER_BODY_BYTES) {
+  if (Number.isFinite(declared) && declared > maxBytes) {
     request.resume();
     return Promise.resolve('too-large');
   }
@@ -99,7 +106,7 @@ function readCappedBody(request: IncomingMessage): Promise<Buffer | 'too-large'>
     request.on('data', (chunk: Buffer) => {
       if (over) return;
       size += chunk.length;
-      if (size > MAX_TRIGGER_BODY_BYTES) {
+      if (size > maxBytes) {
         over = true;
         chunks.length = 0;
         resolve('too-large');
@@ -153,9 +160,18 @@ async function route(routes: DaemonRoutes, request: IncomingMessage, response: S
     send(response, answer.status, answer.body);
     return;
   }
-  const known = path === '/healthz' || path === '/readyz' || path === '/metrics' || path === TRIGGER_PATH;
+  const leakRoute = routes.leakIntake?.get(path);
+  if (leakRoute !== undefined && method === 'POST') {
+    // Same discipline as the trigger: capped raw bytes, the handler verifies the sender first.
+    const body = await readCappedBody(request, leakRoute.maxBodyBytes);
+    const answer = await leakRoute.handle({ headers: request.headers, body, remoteAddress: request.socket.remoteAddress ?? 'unknown' });
+    if (body === 'too-large') response.setHeader('connection', 'close');
+    send(response, answer.status, answer.body);
+    return;
+  }
+  const known = path === '/healthz' || path === '/readyz' || path === '/metrics' || path === TRIGGER_PATH || leakRoute !== undefined;
   if (known) {
-    response.setHeader('allow', path === TRIGGER_PATH ? 'POST' : 'GET, HEAD');
+    response.setHeader('allow', path === TRIGGER_PATH || leakRoute !== undefined ? 'POST' : 'GET, HEAD');
     send(response, 405, { error: { code: 'method-not-allowed', message: `${method} is not allowed on ${path}` } });
     return;
   }

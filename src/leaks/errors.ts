@@ -1,0 +1,19 @@
+// Errors of leak intake. Context travels as fields (status, step), never the leaked value nor a
+// response body that may hold it (GitHub's alert answer carries the secret).
+import { KeyrollError } from '../errors.ts';
+
+export class ScannerApiError extends KeyrollError {
+  override name = 'ScannerApiError';
+  /** HTTP status of the scanner's answer; undefined when there was none (network, timeout). */
+  readonly status: number | undefined;
+  readonly operation: string;
+  constructor(code: string, operation: string, message: string, options: { status?: number; cause?: unknown; retryable?: boolean } = {}) {
+    super(code, message, { cause: options.cause, retryable: options.retryable ?? false });
+    this.operation = operation;
+    this.status = options.status;
+  }
+
+  override toFields(): Record<string, unknown> {
+    return { ...super.toFields(), operation: this.operation, status: this.status };
+  }
+}

@@ -1,0 +1,213 @@
+// The part of a scanner's leak report that does not depend on the scanner: given the leaked value,
+// find the key (identify.ts), rotate it with reason leak through the daemon's launcher (its key
+// locks, shutdown and generation), prove the leaked value dead (proof.ts), and say what happened
+// so the source can close its alert. Several alerts for one key that arrive while its leak
+// rotation runs join that rotation instead of starting another (a secret pushed to three repos
+// is three GitHub alerts within seconds, and one roll kills it for all three).
+import { randomUUID } from 'node:crypto';
+import type { Alerter } from '../alerts/types.ts';
+import type { AuditLog } from '../audit/events.ts';
+import type { Secret } from '../audit/secret.ts';
+import { errorCode, errorMessage } from '../errors.ts';
+import type { KeyPolicy, Policy } from '../policy/schema.ts';
+import type { Runtime } from '../rotation/runtime.ts';
+import type { KeyOutcome, RunTrigger } from '../rotation/types.ts';
+import { searchLeakedSecret, type LeakMatch } from './identify.ts';
+import { proveLeakDead, type DeathProof } from './proof.ts';
+
+export type LeakSource = 'github' | 'gitguardian';
+
+/** A scanner's alert, as audit lines, alerts and the rotation's actor name it. */
+export interface LeakReport {
+  source: LeakSource;
+  /** e.g. `octo/app#42` for GitHub; becomes the actor `github:octo/app#42`. */
+  ref: string;
+  /** The alert's page, for people. */
+  url?: string;
+}
+
+/** One key's share of a leak report. */
+export interface LeakKeyResult {
+  keyId: string;
+  slot?: string;
+  which: LeakMatch['which'];
+  /** What happened to the key: rotated (or recovered), the rotation's failure, or no rotation needed. */
+  result: KeyOutcome['result'] | 'already-dead' | 'alert-only';
+  rotationId?: string;
+  /** True when this alert joined a leak rotation another alert had started. */
+  coalesced: boolean;
+  /** The API's answer to the leaked value after the rotation (absent for alert-only keys). */
+  proof?: DeathProof;
+}
+
+export type LeakVerdict =
+  | { kind: 'unmatched' }
+  /** Every key is done with: rotated (or already dead) and the leaked value refused by the API. */
+  | { kind: 'closed'; keys: LeakKeyResult[] }
+  /** Something is still open: a key only alerted about, a failed rotation, a value not proven dead. */
+  | { kind: 'open'; keys: LeakKeyResult[] };
+
+export interface LeakIntakeOptions {
+  policy: () => Policy;
+  runtime: () => Pick<Runtime, 'resolveKey' | 'api'>;
+  alerter: () => Alerter;
+  audit: () => AuditLog;
+  /**
+   * Rotates one key now (the daemon: through its launcher, waiting for a busy key) and resolves
+   * with its outcome. Must not throw.
+   */
+  rotate: (key: KeyPolicy, slot: string | undefined, trigger: RunTrigger, rotationId: string) => Promise<KeyOutcome>;
+}
+
+interface SharedRotation {
+  rotationId: string;
+  outcome: Promise<KeyOutcome>;
+}
+
+export class LeakIntake {
+  readonly #options: LeakIntakeOptions;
+  /** Leak rotations in flight by rotation target (entry id and slot). */
+  readonly #inFlight = new Map<string, SharedRotation>();
+
+  constructor(options: LeakIntakeOptions) {
+    this.#options = options;
+  }
+
+  /** Number of leak rotations in flight (tests, shutdown reporting). */
+  get inFlight(): number {
+    return this.#inFlight.size;
+  }
+
+  /** Never throws: every failure is audited and alerted, and the verdict says the alert stays open. */
+  async handleLeak(report: LeakReport, leaked: Secret): Promise<LeakVerdict> {
+    const audit = this.#options.audit().child({ actor: actorOf(report), reason: 'leak' });
+    const alertFields = { source: report.source, alert: report.ref, ...(report.url === undefined ? {} : { alertUrl: report.url }) };
+    const fingerprint = leaked.fingerprint();
+    const policy = this.#options.policy();
+    let matches: LeakMatch[];
+    try {
+      const search = await searchLeakedSecret(policy, this.#options.runtime(), leaked);
+      matches = search.matches;
+      if (matches.length === 0) {
+        audit.emit('leak.unmatched', { ...alertFields, fingerprint, searched: search.searched, unread: search.unread });
+        return { kind: 'unmatched' };
+      }
+    } catch (error) {
+      await this.#failed(audit, report, 'identify', error, undefined);
+      return { kind: 'open', keys: [] };
+    }
+    const alertOnly = new Set(policy.intake?.alertOnly ?? []);
+    const keys = await Promise.all(
+      matches.map(async (match): Promise<LeakKeyResult> => {
+        const { key, slot, which, destination } = match;
+        const keyAudit = audit.child({ keyId: key.id, organizationId: key.organizationId });
+        keyAudit.emit('leak.identified', { ...alertFields, fingerprint, backend: destination.backendName, path: destination.target.path, which, ...(slot === undefined ? {} : { slot }) });
+        const base = { keyId: key.id, ...(slot === undefined ? {} : { slot }), which, coalesced: false };
+        if (alertOnly.has(key.id)) return this.#alertOnly(keyAudit, report, key, base, fingerprint);
+        try {
+          return await this.#rotateAndProve(report, match, leaked, base);
+        } catch (error) {
+          await this.#failed(keyAudit, report, 'rotate', error, key);
+          return { ...base, result: 'failed' };
+        }
+      }),
+    );
+    const closed = keys.every((key) => (key.result === 'rotated' || key.result === 'recovered' || key.result === 'already-dead') && key.proof === 'refused');
+    return { kind: closed ? 'closed' : 'open', keys };
+  }
+
+  async #rotateAndProve(report: LeakReport, match: LeakMatch, leaked: Secret, base: Omit<LeakKeyResult, 'result'>): Promise<LeakKeyResult> {
+    const { key, slot, which } = match;
+    const runtime = this.#options.runtime();
+    const audit = this.#options.audit().child({ actor: actorOf(report), reason: 'leak' });
+    if (which === 'previous' && key.slots === undefined) {
+      // A single key's previous value died when the key was last rolled (the API kills the old
+      // secret on roll); an alert that arrives after its leak rotation finished lands here. Proven
+      // dead, nothing is rolled again (that would break consumers for nothing).
+      const proof = await proveLeakDead(runtime, audit, this.#options.alerter(), { key, leaked });
+      if (proof.verdict === 'refused') return { ...base, result: 'already-dead', proof: 'refused' };
+    }
+    const target = `${key.id}\n${slot ?? ''}`;
+    let shared = this.#inFlight.get(target);
+    const coalesced = shared !== undefined;
+    if (shared === undefined) {
+      const rotationId = randomUUID();
+      const trigger: RunTrigger = { reason: 'leak', force: true, actor: actorOf(report), ...(report.url === undefined ? {} : { ticket: report.url.slice(0, 200) }) };
+      const started: SharedRotation = { rotationId, outcome: this.#options.rotate(key, slot, trigger, rotationId) };
+      shared = started;
+      this.#inFlight.set(target, started);
+      // Forgotten as soon as it ends: a later alert is judged afresh (identify finds the new value
+      // or the dead previous one).
+      void started.outcome.finally(() => {
+        if (this.#inFlight.get(target) === started) this.#inFlight.delete(target);
+      });
+    } else {
+      audit.child({ keyId: key.id, organizationId: key.organizationId, rotationId: shared.rotationId }).emit('leak.intake.coalesced', { source: report.source, alert: report.ref, ...(slot === undefined ? {} : { slot }) });
+    }
+    const outcome = await shared.outcome;
+    const proof = await proveLeakDead(runtime, audit, this.#options.alerter(), {
+      key,
+      leaked,
+      ...(slot === undefined ? {} : { slot }),
+      rotationId: shared.rotationId,
+      rotation: outcome.result,
+    });
+    return { ...base, result: outcome.result, rotationId: shared.rotationId, coalesced, proof: proof.verdict };
+  }
+
+  async #alertOnly(audit: AuditLog, report: LeakReport, key: KeyPolicy, base: Omit<LeakKeyResult, 'result'>, fingerprint: string): Promise<LeakKeyResult> {
+    audit.emit('leak.intake.alert_only', { source: report.source, alert: report.ref, fingerprint, ...(base.slot === undefined ? {} : { slot: base.slot }) });
+    await this.#options.alerter().send(
+      {
+        severity: 'critical',
+        summary: `${report.source} reports a leak of key ${base.slot ?? key.id} (${key.organizationId}, fingerprint ${fingerprint}) in ${report.ref}; the policy lists it under intake.alertOnly, so keyroll did not rotate it`,
+        keyId: key.id,
+        organizationId: key.organizationId,
+        step: 'leak-intake',
+        errorCode: 'KR_LEAK_ALERT_ONLY',
+        nextAction: `rotate it when its consumers allow: keyroll rotate --key ${base.slot ?? key.id} --reason leak${report.url === undefined ? '' : `, then close ${report.url}`}`,
+        details: { source: report.source, alert: report.ref, fingerprint },
+      },
+      key.notify.onFailure,
+    );
+    return { ...base, result: 'alert-only' };
+  }
+
+  async #failed(audit: AuditLog, report: LeakReport, step: string, error: unknown, key: KeyPolicy | undefined): Promise<void> {
+    await reportIntakeFailure(audit, this.#options.alerter(), { report, step, error, ...(key === undefined ? {} : { key }) });
+  }
+}
+
+export function actorOf(report: LeakReport): string {
+  return `${report.source}:${report.ref}`;
+}
+
+export interface IntakeFailure {
+  report: LeakReport;
+  /** identify, rotate, fetch-alert, resolve-alert, ... */
+  step: string;
+  error: unknown;
+  key?: KeyPolicy;
+  nextAction?: string;
+}
+
+/** `leak.intake.failed` and an error alert: a leak report keyroll could not carry through is a person's job now. */
+export async function reportIntakeFailure(audit: AuditLog, alerter: Alerter, failure: IntakeFailure): Promise<void> {
+  const { report, step, error, key } = failure;
+  const nextAction =
+    failure.nextAction ??
+    `finish by hand: pipe the leaked value to keyroll rotate --leaked-secret-stdin --reason leak${report.url === undefined ? '' : `, then close ${report.url}`}`;
+  audit.emit('leak.intake.failed', { source: report.source, alert: report.ref, step, errorCode: errorCode(error), error: errorMessage(error), nextAction, ...(key === undefined ? {} : { keyId: key.id }) });
+  await alerter.send(
+    {
+      severity: 'error',
+      summary: `keyroll could not handle the ${report.source} leak alert ${report.ref} at ${step}: ${errorMessage(error)}`,
+      ...(key === undefined ? {} : { keyId: key.id, organizationId: key.organizationId }),
+      step: 'leak-intake',
+      errorCode: errorCode(error),
+      nextAction,
+      details: { source: report.source, alert: report.ref, intakeStep: step },
+    },
+    key?.notify.onFailure,
+  );
+}

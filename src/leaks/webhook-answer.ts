@@ -1,0 +1,58 @@
+// Answers of the leak intake endpoints (POST /v1/leaks/github, /v1/leaks/gitguardian). Refusals
+// share the trigger's audit budget (rejection-audit.ts: `trigger.rejected` with the endpoint in
+// `details`), so a flood on any endpoint of the port cannot flood the audit trail.
+import type { RejectionAudit } from '../scheduler/rejection-audit.ts';
+import type { HttpAnswer, IncomingTrigger } from '../scheduler/trigger.ts';
+
+/** Scanner payloads are a few KiB; GitGuardian's may list many occurrences. */
+export const MAX_LEAK_WEBHOOK_BYTES = 512 * 1024;
+
+export type IntakeRefusal =
+  | 'shutting-down'
+  | 'disabled'
+  | 'body-too-large'
+  | 'missing-signature'
+  | 'malformed-signature'
+  | 'stale-timestamp'
+  | 'bad-signature'
+  | 'replay'
+  | 'replay-record-full'
+  | 'replay-record-unavailable'
+  | 'invalid-body';
+
+const STATUS: Record<IntakeRefusal, number> = {
+  'shutting-down': 503,
+  disabled: 404,
+  'body-too-large': 413,
+  'missing-signature': 401,
+  'malformed-signature': 401,
+  'stale-timestamp': 401,
+  'bad-signature': 401,
+  replay: 409,
+  'replay-record-full': 503,
+  'replay-record-unavailable': 503,
+  'invalid-body': 400,
+};
+
+const MESSAGES: Record<IntakeRefusal, string> = {
+  'shutting-down': 'keyroll is shutting down; the sender retries or redelivers',
+  disabled: 'this leak source is not enabled in the policy (intake)',
+  'body-too-large': `the body exceeds ${MAX_LEAK_WEBHOOK_BYTES} bytes`,
+  'missing-signature': 'the signature headers are missing',
+  'malformed-signature': 'the signature headers are malformed',
+  'stale-timestamp': 'the timestamp is too far from the daemon clock',
+  'bad-signature': 'the signature does not match',
+  replay: 'this delivery was already received',
+  'replay-record-full': 'too many deliveries within the replay window; retry in a few minutes',
+  'replay-record-unavailable': 'the daemon cannot record the delivery durably; redeliver later',
+  'invalid-body': 'the body is not a payload this endpoint understands',
+};
+
+export function refuseIntake(rejections: RejectionAudit, endpoint: string, request: IncomingTrigger, why: IntakeRefusal): HttpAnswer {
+  rejections.record({ why, status: STATUS[why], remoteAddress: request.remoteAddress, details: { endpoint } });
+  return { status: STATUS[why], body: { error: { code: why, message: MESSAGES[why] } } };
+}
+
+export function single(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? (value.length === 1 ? value[0] : undefined) : value;
+}
