@@ -4,6 +4,9 @@ import type { Command } from 'commander';
 import { installedFile } from '../install-files.ts';
 import { EMULATOR_IN_BUILD, EMULATOR_LEFT_OUT_MESSAGE } from './build-features.ts';
 import { EXIT_CODES_HELP, ExitCode } from './exit-codes.ts';
+import type { Policy } from '../policy/schema.ts';
+import { addOutputOptions, type OutputFlags } from './terminal/output-mode.ts';
+import type { RunOutput } from './terminal/run-output.ts';
 
 /**
  * The file that marks a directory keyroll demo made. The demo wipes its directory before each
@@ -11,15 +14,15 @@ import { EXIT_CODES_HELP, ExitCode } from './exit-codes.ts';
  */
 export const DEMO_DIR_MARKER = '.keyroll-demo-dir';
 
-interface DemoFlags {
+interface DemoFlags extends OutputFlags {
   policy?: string;
   dir: string;
 }
 
 export function registerDemoCommand(program: Command): void {
-  program
+  const command = program
     .command('demo')
-    .description('Start the API emulator in-process and rotate the demo policy\'s keys into the file backend (no credentials needed). Shows the audit trail, what happened to each key, and the summary line.')
+    .description('Start the API emulator in-process and rotate the demo policy\'s keys into the file backend (no credentials needed). Shows each key\'s progress (the audit trail as JSON lines when stdout is not a terminal, or with --log-format), what happened to each key, and the summary line.')
     // The default is found when demo runs, not here: every command registers this option, and
     // finding the install's config/ walks up the file system.
     .option('-p, --policy <file>', 'demo policy (default: config/demo-policy.yaml of this install)')
@@ -28,6 +31,7 @@ export function registerDemoCommand(program: Command): void {
     .action(async (flags: DemoFlags) => {
       process.exitCode = await demoCommand(flags);
     });
+  addOutputOptions(command);
 }
 
 async function demoCommand(flags: DemoFlags): Promise<number> {
@@ -35,20 +39,39 @@ async function demoCommand(flags: DemoFlags): Promise<number> {
     process.stderr.write(`keyroll demo ${EMULATOR_LEFT_OUT_MESSAGE}\n`);
     return ExitCode.config;
   }
-  const [{ startEmulator }, { createRuntime }, { runRotations }, { staticCredential }, { Secret }, common] = await Promise.all([
+  const modules = await loadDemoModules();
+  const { common } = modules;
+  let policy;
+  let output;
+  try {
+    policy = await common.loadPolicyOrExit(flags.policy ?? installedFile('config/demo-policy.yaml'));
+    // Before the directory is wiped: an --audit-file that cannot be opened exits 2 first.
+    output = await modules.openRunOutput(flags, policy.keys.map((key) => key.id));
+  } catch (error) {
+    return common.exitForError(error);
+  }
+  try {
+    return await demoRun(modules, policy, output, flags);
+  } finally {
+    output.close();
+  }
+}
+
+async function loadDemoModules() {
+  const [{ startEmulator }, { createRuntime }, { runRotations }, { staticCredential }, { Secret }, common, { openRunOutput }] = await Promise.all([
     import('../emulator/server.ts'),
     import('../rotation/runtime.ts'),
     import('../rotation/run.ts'),
     import('../api/credentials.ts'),
     import('../audit/secret.ts'),
     import('./common.ts'),
+    import('./terminal/run-output.ts'),
   ]);
-  let policy;
-  try {
-    policy = await common.loadPolicyOrExit(flags.policy ?? installedFile('config/demo-policy.yaml'));
-  } catch (error) {
-    return common.exitForError(error);
-  }
+  return { startEmulator, createRuntime, runRotations, staticCredential, Secret, common, openRunOutput };
+}
+
+async function demoRun(modules: Awaited<ReturnType<typeof loadDemoModules>>, policy: Policy, output: RunOutput, flags: DemoFlags): Promise<number> {
+  const { startEmulator, createRuntime, runRotations, staticCredential, Secret, common } = modules;
   // Demo data only: every demo starts from an empty directory so the first run rotates every key.
   const directory = resolve(flags.dir, 'secrets');
   const refusal = await prepareDemoDir(resolve(flags.dir));
@@ -60,7 +83,7 @@ async function demoCommand(flags: DemoFlags): Promise<number> {
     Object.entries(policy.backends).map(([name, config]) => [name, config.kind === 'file' ? { ...config, directory } : config]),
   );
   const emulator = await startEmulator({ port: 0 });
-  const audit = common.createStdoutAudit();
+  const { audit } = output;
   const out = (line: string): void => {
     process.stdout.write(`${line}\n`);
   };
@@ -74,8 +97,16 @@ async function demoCommand(flags: DemoFlags): Promise<number> {
     credentials: staticCredential(new Secret('demo-owner-token'), 'demo owner token (emulator seed)'),
   });
   try {
-    const summary = await runRotations(runtime, { keys: policy.keys, trigger: { reason: 'manual', force: false, actor: 'demo' }, command: 'demo' });
+    const summary = await runRotations(runtime, {
+      keys: policy.keys,
+      trigger: { reason: 'manual', force: false, actor: 'demo' },
+      command: 'demo',
+      onKeyDone: (outcome) => {
+        output.keyDone(outcome);
+      },
+    });
     await audit.flush();
+    output.finishView();
     out('');
     out('What happened:');
     const oldSecretState = async (apiKeyId: string, organizationId: string): Promise<string> => {
@@ -96,6 +127,7 @@ async function demoCommand(flags: DemoFlags): Promise<number> {
     out(common.summaryLine(summary));
     return summary.exitCode;
   } finally {
+    output.finishView();
     await runtime.close();
     await emulator.close();
   }

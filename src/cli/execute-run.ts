@@ -1,15 +1,17 @@
-// The part `run` and `rotate` share once they know which keys and why: the audit trail on
-// stdout, shutdown signals, the progress line on a terminal, the optional Pushgateway export,
-// the run itself, and the summary line last. This module is itself loaded only by those two
-// commands (a dynamic import, after the flags), so the rotation engine is imported statically
-// here: one round of module loading on the way to the first roll, not two.
+// The part `run` and `rotate` share once they know which keys and why: the output (the audit
+// trail as JSON lines when stdout is not a terminal, a progress view when it is; terminal/),
+// shutdown signals, the optional Pushgateway export, the run itself, and the summary line last.
+// This module is itself loaded only by those two commands (a dynamic import, after the flags), so
+// the rotation engine is imported statically here: one round of module loading on the way to the
+// first roll, not two.
 import type { PushgatewayExport } from '../metrics/run-export.ts';
 import type { KeyPolicy, Policy } from '../policy/schema.ts';
 import { createRuntime, type Runtime } from '../rotation/runtime.ts';
 import { runRotations, type RunSummary } from '../rotation/run.ts';
 import type { RunTrigger } from '../rotation/types.ts';
-import { createStdoutAudit, exitCodeAfterShutdown, exitForError, shutdownSignal, summaryLine, testCheckpointFromEnv } from './common.ts';
-import { createProgressReporter } from './progress.ts';
+import { exitCodeAfterShutdown, exitForError, shutdownSignal, summaryLine, testCheckpointFromEnv } from './common.ts';
+import type { OutputFlags } from './terminal/output-mode.ts';
+import { openRunOutput, type RunOutput } from './terminal/run-output.ts';
 
 export interface ExecuteRunInput {
   policy: Policy;
@@ -24,6 +26,8 @@ export interface ExecuteRunInput {
   slots?: ReadonlyMap<string, string>;
   /** Extra output after the audit trail and before the summary line (rotate -o json). */
   report?: (summary: RunSummary) => string | undefined;
+  /** `--log-format`, `--audit-file` (terminal/output-mode.ts). */
+  output?: OutputFlags;
   /**
    * Work after the rotations, with the run's runtime still open (rotate --leaked-secret-stdin
    * proves the leaked value dead here); not called when a shutdown signal interrupted the run.
@@ -33,10 +37,16 @@ export interface ExecuteRunInput {
 }
 
 export async function executeRun(input: ExecuteRunInput): Promise<number> {
-  const audit = createStdoutAudit();
+  let output: RunOutput;
+  try {
+    // Before anything is touched: an audit file that cannot be opened is a usage error (exit 2).
+    output = await openRunOutput(input.output ?? {}, input.keys.map((key) => key.id));
+  } catch (error) {
+    return exitForError(error);
+  }
+  const { audit } = output;
   const metrics = input.pushgateway?.start(input.policy, audit, input.trigger.reason);
   const shutdown = shutdownSignal();
-  const progress = createProgressReporter(input.keys.length);
   let runtime;
   try {
     const checkpoint = testCheckpointFromEnv();
@@ -47,7 +57,7 @@ export async function executeRun(input: ExecuteRunInput): Promise<number> {
       concurrency: input.concurrency,
       signal: shutdown.signal,
       onKeyDone: (outcome) => {
-        progress.keyDone(outcome);
+        output.keyDone(outcome);
         metrics?.onKeyDone(outcome);
       },
       command: input.command,
@@ -55,7 +65,7 @@ export async function executeRun(input: ExecuteRunInput): Promise<number> {
     });
     // Read at once: a signal after this point (during the push or the flush) finds a finished run.
     const interruptedBy = shutdown.signal.aborted ? signalName(shutdown.signal) : undefined;
-    progress.finish();
+    output.finishView();
     const after = interruptedBy === undefined ? await input.afterRotations?.(runtime, summary) : undefined;
     await metrics?.push(input.groupings);
     await audit.flush();
@@ -65,10 +75,12 @@ export async function executeRun(input: ExecuteRunInput): Promise<number> {
     process.stdout.write(`${summaryLine(summary, interruptedBy)}\n`);
     return exitCode;
   } catch (error) {
+    output.finishView();
     return exitForError(error);
   } finally {
     shutdown.dispose();
     await runtime?.close();
+    output.close();
   }
 }
 

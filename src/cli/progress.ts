@@ -1,5 +1,7 @@
-// Progress for long runs: on a terminal, one line per finished key plus a live counter on
-// stderr; elsewhere nothing (the audit lines on stdout are the record).
+// Progress for long runs whose stdout is piped (`keyroll run | jq`, `> run.log`) while a person
+// watches stderr: one line per finished key plus a live counter there. When stdout is itself the
+// terminal, the progress view (terminal/live-view.ts) shows this and more; in a pod, nothing (the
+// audit lines on stdout are the record). terminal/output-mode.ts decides which.
 import type { KeyOutcome } from '../rotation/types.ts';
 
 export interface ProgressReporter {

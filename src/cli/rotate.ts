@@ -5,8 +5,9 @@ import type { RotationReason } from '../rotation/types.ts';
 import { EXIT_CODES_HELP } from './exit-codes.ts';
 import { addPolicyOption, exitForError, loadPolicyOrExit, parseConcurrency, UsageError } from './common.ts';
 import { addPushgatewayOptions, pushgatewayOptions, type PushgatewayFlags } from './pushgateway-flags.ts';
+import { addOutputOptions, type OutputFlags } from './terminal/output-mode.ts';
 
-interface RotateFlags extends PushgatewayFlags {
+interface RotateFlags extends PushgatewayFlags, OutputFlags {
   policy: string;
   key?: string[];
   org?: string;
@@ -36,7 +37,7 @@ export function registerRotateCommand(program: Command): void {
     .option('--force', 'bypass the minimum interval for reasons other than leak/compromise')
     .option('--leaked-secret-stdin', 'instead of --key/--org/--all: read a leaked value on standard input (never an argument or the environment), find the entry that holds it as keyroll identify does, rotate it (a two-slot entry: the slot it belongs to), then prove the leaked value dead (401). --reason defaults to leak; exit 4 when no entry holds it')
     .option('--concurrency <n>', 'keys rotated at once', parseConcurrency, 4)
-    .addOption(new Option('-o, --output <format>', 'final report format (audit lines are always JSON)').choices(['text', 'json']).default('text'))
+    .addOption(new Option('-o, --output <format>', 'final report format (the audit trail is --log-format\'s)').choices(['text', 'json']).default('text'))
     .option('--pushgateway <url>', 'push metrics to this Prometheus Pushgateway when the run ends (a failed push is only a warning); env KEYROLL_PUSHGATEWAY', process.env.KEYROLL_PUSHGATEWAY)
     .addHelpText('after', `
 Examples:
@@ -45,6 +46,7 @@ Examples:
   pbpaste | keyroll rotate --leaked-secret-stdin --reason leak --actor alice --ticket INC-1234
 ${EXIT_CODES_HELP}`);
   addPushgatewayOptions(command);
+  addOutputOptions(command);
   addPolicyOption(command).action(async (flags: RotateFlags, self: Command) => {
     process.exitCode = await rotateCommand(flags, self.getOptionValueSource('reason') === 'cli');
   });
@@ -81,6 +83,7 @@ async function rotateCommand(flags: RotateFlags, reasonGiven: boolean): Promise<
   const leakRotation = leak;
   const urgent = flags.reason === 'leak' || flags.reason === 'compromise';
   return executeRun({
+    output: flags,
     policy,
     keys,
     trigger: { reason: flags.reason, force: urgent || flags.force === true, ignoreSchedule: true, actor: flags.actor ?? safeUserName(), ...(flags.ticket ? { ticket: flags.ticket } : {}) },
