@@ -138,6 +138,7 @@ describe('progress view', () => {
     view.keyDone(outcome('key_c', { result: 'skipped', detail: 'not-due' }));
     expect(visible(tty.writes.at(-1)!)).toContain('[1/3] skipped 1 · 2 in progress');
     view.finish();
+    expect(visible(tty.text())).toMatch(/– key_c +skipped +not-due\n/);
   });
 
   it('passes every frame through the sanitizer: a secret in an audit field is printed as [REDACTED]', () => {

@@ -76,7 +76,8 @@ export function finishedLine(finished: FinishedKey, style: RenderStyle, width: n
   } else if (outcome.detail) {
     parts.push(outcome.detail);
   }
-  parts.push(formatDuration(outcome.durationMs));
+  // A skip is a decision, not work: how long it took says nothing.
+  if (outcome.result !== 'skipped') parts.push(formatDuration(outcome.durationMs));
   const resultPaint = outcome.result === 'failed' ? c.red : outcome.result === 'rotated' || outcome.result === 'recovered' ? c.green : c.dim;
   return fitLine(
     [
