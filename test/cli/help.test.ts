@@ -3,9 +3,9 @@
 import { describe, expect, it } from 'vitest';
 import { useCliFixture } from './harness.ts';
 
-const COMMANDS = ['run', 'rotate', 'daemon', 'plan', 'validate', 'status', 'emulator', 'demo'];
+const COMMANDS = ['run', 'rotate', 'identify', 'daemon', 'plan', 'validate', 'status', 'emulator', 'demo'];
 // Commands that rotate or read keys once share the four exit codes of docs/exit-codes.md.
-const KEY_COMMANDS = ['run', 'rotate', 'plan', 'validate', 'status', 'demo'];
+const KEY_COMMANDS = ['run', 'rotate', 'identify', 'plan', 'validate', 'status', 'demo'];
 
 const cli = useCliFixture();
 
@@ -47,6 +47,13 @@ describe('keyroll --help', () => {
     expect(result.stdout).toContain('Exit codes:');
     expect(result.stdout).toMatch(/^\s+0\s+stopped by SIGINT or SIGTERM/m);
     expect(result.stdout).toMatch(/^\s+2\s+bad flag/m);
+  });
+
+  it('identify --help documents the no-match code 4 and reads the value from stdin only', async () => {
+    const result = await cli.run(['identify', '--help']);
+    expect(result.stdout).toMatch(/^\s+4\s+identify, rotate --leaked-secret-stdin: no policy entry holds the leaked value/m);
+    expect(result.stdout).toContain('standard input');
+    expect(result.stdout).not.toMatch(/--(value|secret)\b/);
   });
 
   it('rotate --help shows the leak example with actor and ticket', async () => {
