@@ -1,0 +1,239 @@
+// A loopback GitHub for the leak intake tests, pinned to GitHub's published artifacts so it cannot
+// drift from the real shapes:
+// - REST answers (GET and PATCH of /repos/{owner}/{repo}/secret-scanning/alerts/{n}) and the
+//   PATCH body keyroll sends are validated against @octokit/openapi (api.github.com), with ajv
+//   (already in node_modules through fastify) reading the OpenAPI component schemas;
+// - webhook payloads are validated against the same description's x-webhooks schema
+//   `webhook-secret-scanning-alert-*`. @octokit/webhooks-examples 7.6.1 has no
+//   secret_scanning_alert example, so a payload is assembled from its real pieces: the alert of
+//   the OpenAPI example `secret-scanning-alert-open` (minus `secret`, which webhooks never carry)
+//   and the repository and sender of the webhooks-examples code_scanning_alert example.
+import { readFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Ajv, type ValidateFunction } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+
+const OPENAPI = new URL('../../node_modules/@octokit/openapi/generated/api.github.com.json', import.meta.url);
+const WEBHOOK_EXAMPLES = new URL('../../node_modules/@octokit/webhooks-examples/api.github.com/index.json', import.meta.url);
+
+interface OpenApi {
+  components: { schemas: Record<string, unknown>; examples: Record<string, { value: Record<string, unknown> }> };
+}
+
+let spec: OpenApi | undefined;
+let ajv: Ajv | undefined;
+const validators = new Map<string, ValidateFunction>();
+
+function openApi(): OpenApi {
+  spec ??= JSON.parse(readFileSync(OPENAPI, 'utf8')) as OpenApi;
+  return spec;
+}
+
+/** A validator for one component schema of GitHub's OpenAPI description (OpenAPI 3.0: `nullable`). */
+export function githubSchema(name: string): ValidateFunction {
+  const cached = validators.get(name);
+  if (cached) return cached;
+  if (ajv === undefined) {
+    ajv = new Ajv({ strict: false, allErrors: true });
+    const addFormats = addFormatsModule as unknown as (instance: Ajv) => Ajv;
+    addFormats(ajv);
+    // Only the component schemas: the refs inside are `#/components/schemas/...` of this document.
+    ajv.addSchema({ components: { schemas: nullableEnums(structuredClone(openApi().components.schemas)) } }, 'github');
+  }
+  const validate = ajv.compile({ $ref: `github#/components/schemas/${name}` });
+  validators.set(name, validate);
+  return validate;
+}
+
+/**
+ * OpenAPI 3.0's `nullable: true` admits null; ajv applies it to `type` but still checks `enum`,
+ * where GitHub lists no null (e.g. an open alert's `resolution: null`). Read as OpenAPI tools do.
+ */
+function nullableEnums<T>(node: T): T {
+  // Depth first, so a node rewritten into anyOf is not walked again.
+  if (Array.isArray(node)) {
+    for (const item of node) nullableEnums(item);
+  } else if (typeof node === 'object' && node !== null) {
+    const record = node as Record<string, unknown>;
+    for (const value of Object.values(record)) nullableEnums(value);
+    if (record.nullable === true && Array.isArray(record.enum) && !record.enum.includes(null)) record.enum.push(null);
+    if (record.nullable === true && record.type === undefined) {
+      // ajv reads `nullable` only beside `type` (e.g. a nullable allOf): the same meaning as anyOf null.
+      const inner: Record<string, unknown> = { ...record };
+      delete inner.nullable;
+      for (const key of Object.keys(record)) delete record[key];
+      record.anyOf = [inner, { type: 'null' }];
+    }
+  }
+  return node;
+}
+
+export function schemaErrors(validate: ValidateFunction, value: unknown): string[] {
+  return validate(value) ? [] : (validate.errors ?? []).map((error) => `${error.instancePath} ${error.message ?? ''}`);
+}
+
+interface WebhookDefinition {
+  name: string;
+  examples: Record<string, unknown>[];
+}
+
+/** A secret_scanning_alert webhook payload for `action`, checked against GitHub's webhook schema. */
+export function secretScanningWebhook(action: 'created' | 'reopened' | 'publicly_leaked' | 'validated' | 'resolved', options: { number: number; owner: string; repo: string }): Record<string, unknown> {
+  const examples = JSON.parse(readFileSync(WEBHOOK_EXAMPLES, 'utf8')) as WebhookDefinition[];
+  const codeScanning = examples.find((definition) => definition.name === 'code_scanning_alert')?.examples[0];
+  if (codeScanning === undefined) throw new Error('no code_scanning_alert example in @octokit/webhooks-examples');
+  const restAlert = structuredClone(openApi().components.examples['secret-scanning-alert-open']?.value);
+  if (restAlert === undefined) throw new Error('no secret-scanning-alert-open example in @octokit/openapi');
+  const { secret: _secret, metadata: _metadata, ...alert } = restAlert;
+  const repository = structuredClone(codeScanning.repository) as Record<string, unknown> & { owner: Record<string, unknown> };
+  repository.name = options.repo;
+  repository.full_name = `${options.owner}/${options.repo}`;
+  repository.owner.login = options.owner;
+  const payload = {
+    action,
+    alert: {
+      ...alert,
+      number: options.number,
+      html_url: `https://github.com/${options.owner}/${options.repo}/security/secret-scanning/${options.number}`,
+      url: `https://api.github.com/repos/${options.owner}/${options.repo}/secret-scanning/alerts/${options.number}`,
+      secret_type: 'keyroll_api_key',
+      secret_type_display_name: 'keyroll API key',
+    },
+    repository,
+    sender: codeScanning.sender,
+  };
+  const errors = schemaErrors(githubSchema(`webhook-secret-scanning-alert-${action.replace('_', '-')}`), payload);
+  if (errors.length > 0) throw new Error(`the webhook payload does not match GitHub's schema: ${errors.join('; ')}`);
+  return payload;
+}
+
+export interface ReceivedRequest {
+  method: string;
+  url: string;
+  headers: IncomingMessage['headers'];
+  body: string;
+}
+
+export interface FakeAlert {
+  owner: string;
+  repo: string;
+  number: number;
+  state: 'open' | 'resolved';
+  /** The leaked value GitHub found; served only in the GET answer's `secret`. */
+  secret: string;
+  resolution?: string | null;
+  resolutionComment?: string | null;
+}
+
+export interface FakeGithub {
+  readonly url: string;
+  readonly token: string;
+  readonly requests: ReceivedRequest[];
+  /** Answers that failed GitHub's schema (a fake that drifted), and PATCH bodies that did. */
+  readonly schemaProblems: string[];
+  alerts: Map<string, FakeAlert>;
+  addAlert(alert: FakeAlert): void;
+  /** Resolves when a PATCH for this alert arrived. */
+  patched(owner: string, repo: string, number: number): Promise<ReceivedRequest>;
+  close(): Promise<void>;
+}
+
+const TOKEN = 'ghp_fake_github_token_for_leak_intake_tests_0001';
+
+export async function startFakeGithub(): Promise<FakeGithub> {
+  const requests: ReceivedRequest[] = [];
+  const schemaProblems: string[] = [];
+  const alerts = new Map<string, FakeAlert>();
+  const waiters = new Map<string, (request: ReceivedRequest) => void>();
+  const patchedRequests = new Map<string, ReceivedRequest>();
+  const server: Server = createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      const received: ReceivedRequest = { method: request.method ?? '', url: request.url ?? '', headers: request.headers, body: Buffer.concat(chunks).toString('utf8') };
+      requests.push(received);
+      const send = (status: number, body: unknown): void => {
+        response.writeHead(status, { 'content-type': 'application/json; charset=utf-8' });
+        response.end(JSON.stringify(body));
+      };
+      if (request.headers.authorization !== `Bearer ${TOKEN}`) {
+        send(401, { message: 'Bad credentials', documentation_url: 'https://docs.github.com/rest' });
+        return;
+      }
+      const match = /^\/repos\/([^/]+)\/([^/]+)\/secret-scanning\/alerts\/(\d+)$/.exec(received.url);
+      const id = match ? `${match[1]}/${match[2]}#${match[3]}` : '';
+      const alert = alerts.get(id);
+      if (!match || !alert) {
+        send(404, { message: 'Not Found', documentation_url: 'https://docs.github.com/rest' });
+        return;
+      }
+      if (received.method === 'PATCH') {
+        const body = JSON.parse(received.body) as { state?: 'open' | 'resolved'; resolution?: string; resolution_comment?: string };
+        const problems = schemaErrors(githubSchema('secret-scanning-alert-state'), body.state);
+        if (body.resolution !== undefined) problems.push(...schemaErrors(githubSchema('secret-scanning-alert-resolution'), body.resolution));
+        schemaProblems.push(...problems.map((p) => `PATCH body: ${p}`));
+        if (body.state === 'resolved' && body.resolution === undefined) {
+          send(422, { message: 'resolution is required when state is resolved' });
+          return;
+        }
+        if (body.state) alert.state = body.state;
+        alert.resolution = body.resolution ?? null;
+        alert.resolutionComment = body.resolution_comment ?? null;
+      } else if (received.method !== 'GET') {
+        send(404, { message: 'Not Found' });
+        return;
+      }
+      const answer = restAlert(alert, received.method === 'GET');
+      schemaProblems.push(...schemaErrors(githubSchema('secret-scanning-alert-with-metadata'), answer).map((p) => `${received.method} answer: ${p}`));
+      send(200, answer);
+      if (received.method === 'PATCH') {
+        patchedRequests.set(id, received);
+        waiters.get(id)?.(received);
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    token: TOKEN,
+    requests,
+    schemaProblems,
+    alerts,
+    addAlert: (alert) => alerts.set(`${alert.owner}/${alert.repo}#${alert.number}`, alert),
+    patched: (owner, repo, number) => {
+      const id = `${owner}/${repo}#${number}`;
+      const done = patchedRequests.get(id);
+      if (done) return Promise.resolve(done);
+      return new Promise((resolve) => waiters.set(id, resolve));
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+/** GitHub's REST shape of an alert (the OpenAPI example, made to describe `alert`). */
+function restAlert(alert: FakeAlert, withSecret: boolean): Record<string, unknown> {
+  const example = structuredClone(openApi().components.examples['secret-scanning-alert-open']?.value ?? {});
+  const base = `https://api.github.com/repos/${alert.owner}/${alert.repo}/secret-scanning/alerts/${alert.number}`;
+  const resolved = alert.state === 'resolved';
+  const { secret: _secret, ...withoutSecret } = example;
+  return {
+    ...(withSecret ? example : withoutSecret),
+    number: alert.number,
+    url: base,
+    html_url: `https://github.com/${alert.owner}/${alert.repo}/security/secret-scanning/${alert.number}`,
+    locations_url: `${base}/locations`,
+    state: alert.state,
+    resolution: resolved ? (alert.resolution ?? null) : null,
+    resolved_at: resolved ? '2026-01-01T00:00:00Z' : null,
+    resolution_comment: alert.resolutionComment ?? null,
+    secret_type: 'keyroll_api_key',
+    secret_type_display_name: 'keyroll API key',
+    ...(withSecret ? { secret: alert.secret } : {}),
+  };
+}
