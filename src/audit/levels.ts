@@ -42,6 +42,10 @@ export const AUDIT_EVENT_LEVELS: Record<AuditEventName, AuditLevel> = {
   'key.recovery.started': 'warn',
   'key.recovered': 'info',
   'key.probe': 'info',
+  // No automatic attempts until a person acts; the key's current secret still works.
+  'key.quarantined': 'error',
+  'key.failures.cleared': 'info',
+  'key.resumed': 'info',
   'leak.identified': 'info',
   // Nothing to rotate; the responder must look elsewhere (another tool's key, a test value).
   'leak.unmatched': 'warn',
@@ -60,6 +64,8 @@ export const AUDIT_EVENT_LEVELS: Record<AuditEventName, AuditLevel> = {
   'leak.intake.failed': 'error',
   'alert.sent': 'info',
   'alert.undeliverable': 'error',
+  // The failure itself is audited (key.failed, error); the unsent repeat is bookkeeping.
+  'alert.suppressed': 'info',
   'notify.sent': 'info',
   // The rotation itself succeeded; only the courtesy notification was lost.
   'notify.failed': 'warn',

@@ -135,12 +135,28 @@ export interface ProbeRecord {
   result: 'works' | 'dead';
 }
 
+/**
+ * The last failure of a key and the streak of consecutive failures it ends (failure backoff and
+ * quarantine: src/rotation/backoff-state.ts). Recorded at the primary destination, so the streak
+ * survives restarts and every runner sees the same one. The streak fields are optional: records
+ * written before they existed still read (as one failure, over once a rotation is recorded after it).
+ */
 export interface FailureRecord {
   rotationId: string;
   step: string;
   errorCode: string;
   /** ISO-8601 */
   at: string;
+  /** Consecutive failures up to this one; 0 once a success or `keyroll resume` ended the streak. */
+  consecutive?: number;
+  /** ISO-8601: the first failure of the streak. */
+  firstAt?: string;
+  /** ISO-8601: no automatic attempt before this time (exponential backoff, jittered). */
+  nextAttemptAt?: string;
+  /** ISO-8601: since when the key is quarantined (no automatic attempts until a person acts). */
+  quarantinedAt?: string;
+  /** ISO-8601: when the streak last raised an alert (first failure, quarantine, reminder). */
+  lastAlertedAt?: string;
 }
 
 /** keyroll's bookkeeping for one destination, read for due-ness, `status` and recovery. */
@@ -247,7 +263,10 @@ export interface Backend {
    */
   readPrevious?(target: StoreTarget): Promise<StoredSecret | undefined>;
 
-  /** Records the last failure (for `status`); best effort. */
+  /**
+   * Records the last failure and its streak (for backoff, quarantine and `status`), replacing the
+   * record before it whole and changing nothing else; best effort for the caller.
+   */
   recordFailure(target: StoreTarget, failure: FailureRecord): Promise<void>;
 
   close(): Promise<void>;

@@ -52,6 +52,13 @@ function resolveKey(doc: PolicyDocument, index: number): KeyPolicy {
     ...(settings.consumerRefresh.value === undefined ? {} : { consumerRefreshMs: parseDuration(settings.consumerRefresh.value) }),
     ...(settings.driftCheck.value === undefined ? {} : { driftCheckMs: parseDuration(settings.driftCheck.value) }),
     onDrift: settings.onDrift.value,
+    failures: {
+      backoffInitialMs: parseDuration(settings.backoffInitial.value),
+      backoffCapMs: parseDuration(settings.backoffCap.value),
+      jitter: settings.backoffJitter.value,
+      quarantineAfter: settings.quarantineAfter.value,
+      remindEveryMs: parseDuration(settings.remindEvery.value),
+    },
   };
 }
 

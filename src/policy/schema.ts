@@ -139,6 +139,20 @@ const settingsFields = {
     .enum(['rotate', 'alert'])
     .optional()
     .describe('What a stored secret that stopped working (drift) leads to: rotate heals it by a rotation, alert only reports it. Both audit and alert. Default rotate.'),
+  failures: z
+    .strictObject({
+      backoff: z
+        .strictObject({
+          initial: Duration.optional().describe('Wait after the first failure before the next automatic attempt; doubles with each further failure. Default 1h.'),
+          cap: Duration.optional().describe('The longest wait between automatic attempts. Default 24h.'),
+          jitter: z.number().min(0).max(1).optional().describe('Each wait is shortened by a random share of up to this fraction, so keys that failed together do not retry together. Default 0.2.'),
+        })
+        .optional(),
+      quarantineAfter: z.number().int().min(1).max(100).optional().describe('Consecutive failures after which the key is quarantined: no automatic attempts until `keyroll resume` or a manual or leak rotation succeeds. Default 5.'),
+      remindEvery: Duration.optional().describe('While a key keeps failing or stays quarantined, a reminder alert at most this often. Default 24h.'),
+    })
+    .optional()
+    .describe('Backoff and quarantine of a key that keeps failing (a key left with an intent marker is never backed off: it is repaired every run and alerts every time).'),
 };
 
 export const Defaults = z.strictObject(settingsFields);
@@ -223,6 +237,17 @@ export interface KeyPolicy {
   driftCheckMs?: number;
   /** What a stored secret that stopped working leads to (both audit and alert critical). */
   onDrift: 'rotate' | 'alert';
+  /** Backoff and quarantine of a key that keeps failing; absent: the built-in defaults (DEFAULT_FAILURE_SETTINGS). */
+  failures?: FailureSettings;
+}
+
+/** The `failures` settings of a key, durations in ms. */
+export interface FailureSettings {
+  backoffInitialMs: number;
+  backoffCapMs: number;
+  jitter: number;
+  quarantineAfter: number;
+  remindEveryMs: number;
 }
 
 export interface Policy {

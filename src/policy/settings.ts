@@ -15,6 +15,7 @@ export const BUILTIN_DEFAULTS = {
   notify: { onSuccess: [] as string[] },
   driftCheck: '1h',
   onDrift: 'rotate',
+  failures: { backoff: { initial: '1h', cap: '24h', jitter: 0.2 }, quarantineAfter: 5, remindEvery: '24h' },
 } as const;
 
 export interface Sourced<T> {
@@ -41,11 +42,16 @@ export interface EffectiveSettings {
   /** Undefined when `null` switched the check off (the path then points at the null). */
   driftCheck: Sourced<string | undefined>;
   onDrift: Sourced<'rotate' | 'alert'>;
+  backoffInitial: Sourced<string>;
+  backoffCap: Sourced<string>;
+  backoffJitter: Sourced<number>;
+  quarantineAfter: Sourced<number>;
+  remindEvery: Sourced<string>;
   /** Slot entries only; never inherited (a consumer's refresh time belongs to the consumer of one entry). */
   consumerRefresh: Sourced<string | undefined>;
 }
 
-type Group = 'verify' | 'store' | 'notify';
+type Group = 'verify' | 'store' | 'notify' | 'failures';
 type TopField = 'schedule' | 'timezone' | 'maxAge' | 'minInterval' | 'lockTtl' | 'clockSkew' | 'driftCheck' | 'onDrift';
 type TopSettings = Pick<KeyInput, TopField>;
 
@@ -68,6 +74,14 @@ export function effectiveSettings(doc: PolicyDocument, keyIndex: number): Effect
     if (own !== undefined) return { value: own as T, path: [...keyPath, group, field] };
     const shared = (defaults[group] as Record<string, unknown> | undefined)?.[field];
     if (shared !== undefined) return { value: shared as T, path: ['defaults', group, field] };
+    return { value: builtin };
+  }
+  // failures.backoff is one level deeper than the other groups; each field is inherited on its own.
+  function backoff<T>(field: 'initial' | 'cap' | 'jitter', builtin: T): Sourced<T> {
+    const own = (key?.failures?.backoff as Record<string, unknown> | undefined)?.[field];
+    if (own !== undefined) return { value: own as T, path: [...keyPath, 'failures', 'backoff', field] };
+    const shared = (defaults.failures?.backoff as Record<string, unknown> | undefined)?.[field];
+    if (shared !== undefined) return { value: shared as T, path: ['defaults', 'failures', 'backoff', field] };
     return { value: builtin };
   }
   // `null` switches off an inherited schedule or maxAge; it is still "written" at the key.
@@ -94,6 +108,11 @@ export function effectiveSettings(doc: PolicyDocument, keyIndex: number): Effect
     onSuccess: nested('notify', 'onSuccess', [...BUILTIN_DEFAULTS.notify.onSuccess]),
     driftCheck: driftCheck(top('driftCheck')),
     onDrift: orBuiltin(top('onDrift'), BUILTIN_DEFAULTS.onDrift),
+    backoffInitial: backoff<string>('initial', BUILTIN_DEFAULTS.failures.backoff.initial),
+    backoffCap: backoff<string>('cap', BUILTIN_DEFAULTS.failures.backoff.cap),
+    backoffJitter: backoff<number>('jitter', BUILTIN_DEFAULTS.failures.backoff.jitter),
+    quarantineAfter: nested('failures', 'quarantineAfter', BUILTIN_DEFAULTS.failures.quarantineAfter),
+    remindEvery: nested<string>('failures', 'remindEvery', BUILTIN_DEFAULTS.failures.remindEvery),
     consumerRefresh: key.consumerRefresh === undefined ? { value: undefined } : { value: key.consumerRefresh, path: [...keyPath, 'consumerRefresh'] },
   };
 }

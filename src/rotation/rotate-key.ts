@@ -54,14 +54,20 @@ async function rotateKeyUnderLock(input: RotateKeyInput, deps: RotationDeps): Pr
     if (busy) return busy;
     // 3. Invariant 6: under the lock, decide again (rotated meanwhile? died mid-way?).
     const decided = await decideUnderLock(tx);
-    if (decided) return decided;
+    if (decided) {
+      await tx.endFailureStreak(decided);
+      return decided;
+    }
     // 4. Invariants 2, 6 and 9: credentials, the lock proven, the marker.
     const { sealToEscrow, keptAlive } = await prepareRoll(tx);
     // 5 and 6. The roll, then the store and nothing else (invariants 2, 4, 8 and 9).
     const stored = await rollAndStore(tx, sealToEscrow);
     if (!isStored(stored)) return stored;
     // 7 and 8. Verify and finish (invariants 6 and 10).
-    return await verifyAndFinish(tx, stored, keptAlive);
+    const finished = await verifyAndFinish(tx, stored, keptAlive);
+    // Still under the lock: a success ends the failure streak (and lifts a quarantine).
+    await tx.endFailureStreak(finished);
+    return finished;
   } catch (error) {
     const step = error instanceof RotationStepError ? error.step : progress.step;
     const code = errorCode(error);

@@ -9,6 +9,8 @@ import { decideDue, type DueReason } from '../policy/due.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
 import type { AuditLog } from '../audit/events.ts';
 import { backoffDelay } from './backoff.ts';
+import { automaticAttemptGate, type AttemptGate } from './backoff-state.ts';
+import { remindQuarantined } from './quarantine.ts';
 import { mapWithConcurrency } from './concurrency.ts';
 import { RunAbortedError } from './errors.ts';
 import type { KeyState } from '../backends/types.ts';
@@ -82,8 +84,17 @@ export async function runRotations(runtime: Runtime, options: RunOptions): Promi
       const primary = destinations[0];
       if (!primary) throw new Error(`key ${key.id} has no destination`);
       let reasons: DueReason[] | undefined = trigger.force || trigger.ignoreSchedule ? [] : undefined;
+      let knownState: KeyState | undefined;
       if (!reasons) {
         const state = await primary.backend.readState(primary.target);
+        // Automatic attempts of a key in a failure streak wait out its backoff, and stop once it is
+        // quarantined; a key with an intent marker is always let through (invariant 6).
+        const gate = automaticAttemptGate(state, deps.now());
+        if (gate.kind !== 'go') {
+          outcome = await holdBack(key, primary, gate, deps, audit);
+          options.onKeyDone?.(outcome);
+          return outcome;
+        }
         const decision = decideDue(key, { ...(state.lastRotatedAt ? { lastRotatedAt: state.lastRotatedAt } : {}), ...(state.intent ? { intent: state.intent } : {}) }, deps.now());
         if (!decision.due) {
           const drift = await checkDriftIfDue(key, destinations, state, options.driftCheck ?? 'policy', deps);
@@ -95,15 +106,16 @@ export async function runRotations(runtime: Runtime, options: RunOptions): Promi
           }
           // Drift healed by a rotation now: the stored secret is dead, so the minimum interval
           // guards nothing (consumers are already failing).
-          outcome = await rotateKey({ key, destinations, fallbacks, trigger: { ...trigger, reason: 'drift', force: true }, reasons: [], ...(options.signal ? { signal: options.signal } : {}) }, deps);
+          outcome = await rotateKey({ key, destinations, fallbacks, trigger: { ...trigger, reason: 'drift', force: true }, reasons: [], knownState: state, ...(options.signal ? { signal: options.signal } : {}) }, deps);
           options.onKeyDone?.(outcome);
           return outcome;
         }
         reasons = decision.reasons;
+        knownState = state;
       }
       const rotationId = options.rotationIds?.get(key.id);
       const slot = options.slots?.get(key.id);
-      outcome = await rotateKey({ key, destinations, fallbacks, trigger, reasons, ...(slot ? { slot } : {}), ...(options.signal ? { signal: options.signal } : {}), ...(rotationId ? { rotationId } : {}) }, deps);
+      outcome = await rotateKey({ key, destinations, fallbacks, trigger, reasons, ...(knownState ? { knownState } : {}), ...(slot ? { slot } : {}), ...(options.signal ? { signal: options.signal } : {}), ...(rotationId ? { rotationId } : {}) }, deps);
     } catch (error) {
       if (error instanceof RunAbortedError) {
         abortRun(
@@ -150,6 +162,20 @@ export async function runRotations(runtime: Runtime, options: RunOptions): Promi
   }
   audit.emit('run.finished', { rotated, failed, skipped, exitCode });
   return { runId, outcomes, rotated, failed, skipped, ...(aborted ? { aborted } : {}), exitCode };
+}
+
+/** A key an automatic run leaves alone for now: in backoff, or quarantined (reminded now and then). */
+async function holdBack(key: KeyPolicy, primary: ResolvedDestination, gate: Exclude<AttemptGate, { kind: 'go' }>, deps: RotationDeps, audit: AuditLog): Promise<KeyOutcome> {
+  const { streak } = gate;
+  const facts = { keyId: key.id, organizationId: key.organizationId, consecutive: streak.consecutive, firstAt: streak.firstAt, lastErrorCode: streak.last.errorCode, lastStep: streak.last.step };
+  const skipped = { keyId: key.id, organizationId: key.organizationId, result: 'skipped' as const, detail: gate.kind, durationMs: 0, rolls: 0 };
+  if (gate.kind === 'backoff') {
+    audit.emit('key.skipped', { ...facts, why: 'backoff', nextAttemptAt: gate.until });
+    return skipped;
+  }
+  const reminded = await remindQuarantined(key, primary, deps, audit);
+  audit.emit('key.skipped', { ...facts, why: 'quarantined', quarantinedAt: gate.since, reminded });
+  return { ...skipped, quarantinedAt: gate.since };
 }
 
 async function checkDriftIfDue(key: KeyPolicy, destinations: ResolvedDestination[], state: KeyState, mode: NonNullable<RunOptions['driftCheck']>, deps: RotationDeps): Promise<DriftVerdict | undefined> {

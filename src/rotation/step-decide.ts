@@ -48,6 +48,7 @@ export async function decideUnderLock(tx: Transaction): Promise<KeyOutcome | und
   const { key, primary, deps, audit, progress, trigger, rotationId } = tx;
   const tookOver = progress.keeper?.lock.tookOver ?? false;
   const state = await primary.backend.readState(primary.target);
+  tx.stateUnderLock = state;
   let storedDead = false;
   if (state.intent && state.intent.rotationId !== rotationId) {
     const leftover = state.intent;

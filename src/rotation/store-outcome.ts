@@ -4,16 +4,18 @@
 // what happens next (invariant 4).
 import type { Alert } from '../alerts/types.ts';
 import type { AuditLog } from '../audit/events.ts';
+import type { FailureRecord } from '../backends/types.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
 import type { RollSuccess } from './roll.ts';
 import type { StoreReport } from './store.ts';
 import type { KeyOutcome, ResolvedDestination, RotationDeps } from './types.ts';
 
-export async function recordFailureBestEffort(primary: ResolvedDestination, failure: { rotationId: string; step: string; errorCode: string; at: string }): Promise<void> {
+export async function recordFailureBestEffort(primary: ResolvedDestination, failure: FailureRecord): Promise<void> {
   try {
     await primary.backend.recordFailure(primary.target, failure);
   } catch {
-    // Bookkeeping for `status` only; the audit event and alert already carry the failure.
+    // The audit event and alert already carry the failure. Without the record the next run sees
+    // the streak as it was, so it alerts again rather than staying quiet (backoff-state.ts).
   }
 }
 

@@ -2,8 +2,10 @@
 // has happened so far (rolled? stored? marker set?), the lock keeper, step timing, and the two
 // ways out (an outcome, or a failure reported with the meaning failure.ts gives it).
 import type { AuditLog } from '../audit/events.ts';
+import type { KeyState } from '../backends/types.ts';
 import { errorMessage } from '../errors.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
+import { activeStreak, describeStreak, endedStreak, failureSettingsOf, nextFailure, type FailureVerdict } from './backoff-state.ts';
 import type { FailureMeaning } from './failure.ts';
 import type { LockKeeper } from './lock-keeper.ts';
 import type { RollProgress } from './roll.ts';
@@ -37,6 +39,8 @@ export interface TransactionInput {
   slot?: string;
   signal?: AbortSignal;
   rotationId?: string;
+  /** The primary's state as the caller read it before the lock (scheduled runs), for the failure streak. */
+  knownState?: KeyState;
 }
 
 export class Transaction {
@@ -52,6 +56,10 @@ export class Transaction {
   readonly progress: TransactionProgress = { step: 'preflight', rolled: false, stored: false, rolls: 0, mayHaveRolled: false, verdicts: [], intentSet: false };
   /** Which API key this rotation rolls (the key itself, or a slot of a two-slot entry). */
   plan: RollPlan;
+  /** The primary's state read under the lock (decideUnderLock): the failure streak a success ends. */
+  stateUnderLock?: KeyState;
+  /** Set when this rotation's failure quarantined the key (or found it quarantined): for the gauge. */
+  #quarantinedAt: string | undefined;
   readonly #startedMs: number;
   #stepStartedMs: number;
 
@@ -105,26 +113,112 @@ export class Transaction {
       durationMs: this.elapsedMs(),
       rolls: this.progress.rolls,
       ...(this.key.slots ? { rolledKeyId: this.plan.rollKeyId } : {}),
+      ...(this.#quarantinedAt === undefined ? {} : { quarantinedAt: this.#quarantinedAt }),
       ...extra,
     };
   }
 
-  /** Invariant 7: the failed step, its code and what happens next, audited and alerted. */
+  /**
+   * Invariant 7: the failed step, its code and what happens next, audited every time. The failure
+   * joins the key's streak at the primary destination (backoff-state.ts), which decides whether
+   * it alerts: a change of state or a reminder does; a repeat inside remindEvery is audited as
+   * alert.suppressed instead. A key with an intent marker alerts every time.
+   */
   async reportFailure(error: unknown, step: RotationStep, code: string, meaning: FailureMeaning): Promise<void> {
-    const { progress, key } = this;
+    const { progress, key, audit } = this;
     const probes = progress.verdicts.length > 0 ? ` (probes after unanswered rolls: ${progress.verdicts.join(', ')})` : '';
-    this.audit.emit('key.failed', { step, errorCode: code, error: errorMessage(error), nextAction: meaning.nextAction, ...(progress.verdicts.length > 0 ? { verdicts: progress.verdicts } : {}) });
-    // Bookkeeping only under the lock: without it, a write could erase another runner's intent.
-    if (progress.keeper && !progress.keeper.lost) {
-      await recordFailureBestEffort(this.primary, { rotationId: this.rotationId, step, errorCode: code, at: this.deps.now().toISOString() });
+    const state = await this.#stateBeforeFailure();
+    const at = this.deps.now().toISOString();
+    const onDemand = this.trigger.reason !== 'scheduled' && this.trigger.reason !== 'drift';
+    const intentMarked = progress.rolled || progress.mayHaveRolled || state?.intent !== undefined;
+    const verdict = nextFailure(state && activeStreak(state), { rotationId: this.rotationId, step, errorCode: code, at, intentMarked, onDemand }, failureSettingsOf(key));
+    const { record } = verdict;
+    this.#quarantinedAt = record.quarantinedAt;
+    const nextAction = intentMarked ? meaning.nextAction : withStreak(meaning.nextAction, verdict);
+    audit.emit('key.failed', {
+      step,
+      errorCode: code,
+      error: errorMessage(error),
+      nextAction,
+      consecutive: record.consecutive,
+      ...(record.nextAttemptAt ? { nextAttemptAt: record.nextAttemptAt } : {}),
+      ...(record.quarantinedAt ? { quarantinedAt: record.quarantinedAt } : {}),
+      ...(progress.verdicts.length > 0 ? { verdicts: progress.verdicts } : {}),
+    });
+    // A runner that lost its lock writes nothing more (invariant 9). Before the lock there is none
+    // to lose: the backends change only the failure record, never another runner's marker.
+    if (progress.keeper?.lost !== true) await recordFailureBestEffort(this.primary, record);
+    if (verdict.alert === 'quarantine') {
+      audit.emit('key.quarantined', { step, errorCode: code, consecutive: record.consecutive, firstAt: record.firstAt, quarantinedAt: record.quarantinedAt });
+    }
+    if (verdict.alert === 'suppressed') {
+      audit.emit('alert.suppressed', { step, alertErrorCode: code, severity: meaning.severity, why: 'repeat-failure', consecutive: record.consecutive, lastAlertedAt: record.lastAlertedAt, nextAttemptAt: record.nextAttemptAt });
+      return;
+    }
+    const summary = `keyroll could not rotate key ${key.id} (${key.organizationId}) at step ${step}: ${errorMessage(error)}${probes}`;
+    if (verdict.alert === 'quarantine') {
+      await sendAlert(this.deps, key, {
+        severity: 'critical',
+        summary: `key ${key.id} (${key.organizationId}) is QUARANTINED after ${describeStreak(verdict.streak)}; the last failure was at step ${step} (${code}): ${errorMessage(error)}`,
+        rotationId: this.rotationId,
+        step,
+        errorCode: 'KR_KEY_QUARANTINED',
+        nextAction: `no automatic attempts until a person acts: fix the cause, then \`keyroll resume --key ${key.id} --actor <name>\` (or \`keyroll rotate --key ${key.id}\`); the current secret still works`,
+        details: { lastErrorCode: code, consecutive: record.consecutive, firstAt: record.firstAt, quarantinedAt: record.quarantinedAt },
+      });
+      return;
     }
     await sendAlert(this.deps, key, {
       severity: meaning.severity,
-      summary: `keyroll could not rotate key ${key.id} (${key.organizationId}) at step ${step}: ${errorMessage(error)}${probes}`,
+      summary: verdict.alert === 'reminder' ? `still failing: ${summary}` : summary,
       rotationId: this.rotationId,
       step,
       errorCode: code,
-      nextAction: meaning.nextAction,
+      nextAction,
+      ...(intentMarked ? {} : { details: { consecutive: record.consecutive, firstAt: record.firstAt, nextAttemptAt: record.nextAttemptAt } }),
     });
   }
+
+  /**
+   * After a success under the lock: ends the key's failure streak (a quarantine included: a
+   * manual or leak rotation that succeeds lifts it) and, when someone was told of the failures and
+   * this rotation has not already said it recovered, says so once.
+   */
+  async endFailureStreak(outcome: KeyOutcome): Promise<void> {
+    if (outcome.result !== 'rotated' && outcome.result !== 'recovered') return;
+    const streak = this.stateUnderLock && activeStreak(this.stateUnderLock);
+    if (streak === undefined || this.progress.keeper?.lost === true) return;
+    await recordFailureBestEffort(this.primary, endedStreak(streak));
+    this.audit.emit('key.failures.cleared', { step: 'finish', by: 'rotation', consecutive: streak.consecutive, firstAt: streak.firstAt, ...(streak.quarantinedAt ? { quarantinedAt: streak.quarantinedAt } : {}) });
+    const saidRecovered = outcome.result === 'recovered' || this.progress.recovering !== undefined;
+    if (streak.lastAlertedAt === undefined || saidRecovered) return;
+    await sendAlert(this.deps, this.key, {
+      severity: 'warning',
+      summary: `key ${this.key.id} (${this.key.organizationId}) rotated again after ${describeStreak(streak)}`,
+      rotationId: this.rotationId,
+      step: 'recovery',
+      errorCode: 'KR_KEY_RECOVERED',
+      nextAction: streak.quarantinedAt === undefined ? 'nothing to do: automatic rotations go on as scheduled' : 'nothing to do: the quarantine is lifted and automatic rotations go on as scheduled',
+    });
+  }
+
+  /** The state the failure streak continues from: read under the lock, else by the caller, else now (best effort). */
+  async #stateBeforeFailure(): Promise<KeyState | undefined> {
+    if (this.stateUnderLock) return this.stateUnderLock;
+    if (this.input.knownState) return this.input.knownState;
+    try {
+      return await this.primary.backend.readState(this.primary.target);
+    } catch {
+      // Unknown: the failure counts as a first one and alerts (never silent for lack of a read).
+      return undefined;
+    }
+  }
+}
+
+/** "The next run retries" is no longer true of a key in backoff or quarantine: say when it is retried. */
+function withStreak(nextAction: string, verdict: FailureVerdict): string {
+  const { record } = verdict;
+  const base = nextAction.replace(/(;|,) (then )?the next run retries$/, '');
+  if (record.quarantinedAt !== undefined) return `${base}; the key is quarantined: no automatic attempts until \`keyroll resume\` or a manual rotation`;
+  return `${base}; failure ${String(record.consecutive)} in a row: the next automatic attempt is not before ${record.nextAttemptAt ?? 'the next run'}`;
 }

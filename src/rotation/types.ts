@@ -102,4 +102,6 @@ export interface KeyOutcome {
   rolls: number;
   /** Two-slot entries: the slot this rotation rolled (the active one once it succeeded). */
   rolledKeyId?: string;
+  /** ISO-8601: the key is quarantined since then (skipped as quarantined, or quarantined by this failure). */
+  quarantinedAt?: string;
 }

@@ -20,4 +20,14 @@ describe('docs/policy.md', () => {
     expect(text).toContain(`| \`driftCheck\` | \`${BUILTIN_DEFAULTS.driftCheck}\` |`);
     expect(text).toContain(`| \`onDrift\` | \`${BUILTIN_DEFAULTS.onDrift}\` |`);
   });
+
+  it('states the built-in defaults of failures (backoff and quarantine)', async () => {
+    const text = await readFile(DOC, 'utf8');
+    const { backoff, quarantineAfter, remindEvery } = BUILTIN_DEFAULTS.failures;
+    expect(text).toContain(`| \`failures.backoff.initial\` | \`${backoff.initial}\` |`);
+    expect(text).toContain(`| \`failures.backoff.cap\` | \`${backoff.cap}\` |`);
+    expect(text).toContain(`| \`failures.backoff.jitter\` | \`${String(backoff.jitter)}\` |`);
+    expect(text).toContain(`| \`failures.quarantineAfter\` | \`${String(quarantineAfter)}\` |`);
+    expect(text).toContain(`| \`failures.remindEvery\` | \`${remindEvery}\` |`);
+  });
 });

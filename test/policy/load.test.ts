@@ -92,6 +92,7 @@ describe('resolving defaults', () => {
         labels: {},
         driftCheckMs: 3_600_000,
         onDrift: 'rotate',
+        failures: { backoffInitialMs: 3_600_000, backoffCapMs: 86_400_000, jitter: 0.2, quarantineAfter: 5, remindEveryMs: 86_400_000 },
       },
     ]);
   });
@@ -154,6 +155,33 @@ keys:
       labels: { team: 'billing' },
     });
     expect(overrides?.destinations[0]?.target.shape).toEqual({ format: 'raw', secretField: 'apiKey', fields: [] });
+  });
+
+  it('merges failures (backoff and quarantine) field by field, backoff fields one by one', () => {
+    const policy = parsePolicy(
+      `${MINIMAL.replace(/keys:[\s\S]*$/, '')}defaults:
+  schedule: "0 3 * * 1"
+  failures: { backoff: { initial: 30m, jitter: 0 }, remindEvery: 12h }
+keys:
+  - id: inherits
+    organization: org_a
+    destinations: [{ backend: files, path: a }]
+  - id: overrides
+    organization: org_a
+    destinations: [{ backend: files, path: b }]
+    failures: { backoff: { cap: 6h }, quarantineAfter: 3 }
+`,
+      'policy.yaml',
+    );
+    const [inherits, overrides] = policy.keys;
+    expect(inherits?.failures).toEqual({ backoffInitialMs: 1_800_000, backoffCapMs: 86_400_000, jitter: 0, quarantineAfter: 5, remindEveryMs: 43_200_000 });
+    expect(overrides?.failures).toEqual({ backoffInitialMs: 1_800_000, backoffCapMs: 21_600_000, jitter: 0, quarantineAfter: 3, remindEveryMs: 43_200_000 });
+  });
+
+  it('refuses a jitter outside 0..1 and a quarantineAfter below 1, naming the line', () => {
+    const doc = (failures: string): string => `${MINIMAL}    failures: ${failures}\n`;
+    expect(policyError(() => parsePolicy(doc('{ backoff: { jitter: 1.5 } }'), 'policy.yaml')).message).toMatch(/policy\.yaml:\d+.*jitter/s);
+    expect(policyError(() => parsePolicy(doc('{ quarantineAfter: 0 }'), 'policy.yaml')).message).toMatch(/policy\.yaml:\d+.*quarantineAfter/s);
   });
 });
 

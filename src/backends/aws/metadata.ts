@@ -19,6 +19,7 @@ import type { LockContext } from './lock.ts';
 import { readLockInfo } from './lock.ts';
 import {
   INTENT_CLEARED,
+  TAG_FAILURE_STREAK,
   TAG_INTENT,
   TAG_LAST_FAILURE,
   TAG_LAST_KEY_ID,
@@ -35,6 +36,7 @@ import {
   parseKeyIdTag,
   parseProbeTag,
   probeTagValue,
+  streakTagValue,
   tagMap,
 } from './tags.ts';
 import { mayCreateSecret } from './target.ts';
@@ -171,7 +173,10 @@ export async function recordProbe(context: MetadataContext, target: StoreTarget,
 }
 
 export async function recordFailure(context: MetadataContext, target: StoreTarget, failure: FailureRecord): Promise<void> {
-  await tagTarget(context, target.path, 'record', [{ Key: TAG_LAST_FAILURE, Value: failureTagValue(failure) }]);
+  await tagTarget(context, target.path, 'record', [
+    { Key: TAG_LAST_FAILURE, Value: failureTagValue(failure) },
+    { Key: TAG_FAILURE_STREAK, Value: streakTagValue(failure) },
+  ]);
 }
 
 /**
@@ -204,7 +209,7 @@ export async function readState(context: MetadataContext, lock: LockContext, tar
   const intent = parseIntentTag(tags.get(TAG_INTENT) ?? '');
   if (intent !== undefined) state.intent = intent;
   keep(intent?.rotationId ?? null);
-  const lastFailure = parseFailureTag(tags.get(TAG_LAST_FAILURE) ?? '');
+  const lastFailure = parseFailureTag(tags.get(TAG_LAST_FAILURE) ?? '', tags.get(TAG_FAILURE_STREAK) ?? '');
   if (lastFailure !== undefined) state.lastFailure = lastFailure;
   if (lockInfo !== undefined) state.lock = lockInfo;
   return state;

@@ -20,6 +20,13 @@ export const TAG_LAST_ROTATION_ID = 'keyroll:last-rotation-id';
 export const TAG_LAST_VERSION = 'keyroll:last-version';
 export const TAG_LAST_FAILURE = 'keyroll:last-failure';
 /**
+ * The failure streak beside the last failure (backoff and quarantine): `consecutive firstAt
+ * nextAttemptAt quarantinedAt lastAlertedAt`, `-` for a field the record lacks, empty for a record
+ * without a streak. A tag of its own, written in the same TagResource as the last failure, so the
+ * last failure's four fields read as before (older keyrolls) and neither is cut to fit 256 characters.
+ */
+export const TAG_FAILURE_STREAK = 'keyroll:failure-streak';
+/**
  * The API key whose secret the last recorded rotation stored (for a two-slot entry, the active
  * slot; invariant 10). Written in the same TagResource as the rotation's other tags, empty when the
  * record names no key, so it never outlives the record it belongs to.
@@ -113,10 +120,31 @@ export function failureTagValue(failure: FailureRecord): string {
   return joinTagFields([failure.rotationId, failure.at, failure.errorCode, failure.step]);
 }
 
-export function parseFailureTag(value: string): FailureRecord | undefined {
+export function parseFailureTag(value: string, streak = ''): FailureRecord | undefined {
   const [rotationId, at, errorCode, step] = splitTagFields(value);
   if (!rotationId || at === undefined || errorCode === undefined || step === undefined) return undefined;
-  return { rotationId, at, errorCode, step };
+  return { rotationId, at, errorCode, step, ...parseStreakTag(streak) };
+}
+
+const STREAK_ABSENT = '-';
+const STREAK_TIMES = ['firstAt', 'nextAttemptAt', 'quarantinedAt', 'lastAlertedAt'] as const;
+
+export function streakTagValue(failure: FailureRecord): string {
+  if (failure.consecutive === undefined) return '';
+  return joinTagFields([String(failure.consecutive), ...STREAK_TIMES.map((field) => failure[field] ?? STREAK_ABSENT)]);
+}
+
+function parseStreakTag(value: string): Partial<FailureRecord> {
+  if (value === '') return {};
+  const [consecutive, ...times] = splitTagFields(value);
+  const count = Number(consecutive);
+  if (!Number.isInteger(count) || count < 0) return {};
+  const streak: Partial<FailureRecord> = { consecutive: count };
+  STREAK_TIMES.forEach((field, index) => {
+    const time = times[index];
+    if (time !== undefined && time !== STREAK_ABSENT && time !== '') streak[field] = time;
+  });
+  return streak;
 }
 
 /**

@@ -24,6 +24,12 @@ export const FileFailure = z.object({
   step: z.string(),
   errorCode: z.string(),
   at: IsoTime,
+  // The failure streak (backoff and quarantine); absent in sidecars of older keyrolls.
+  consecutive: z.number().int().nonnegative().optional(),
+  firstAt: IsoTime.optional(),
+  nextAttemptAt: IsoTime.optional(),
+  quarantinedAt: IsoTime.optional(),
+  lastAlertedAt: IsoTime.optional(),
 });
 
 // Tolerant (extra fields kept out, not rejected): a newer keyroll may add fields, and an older

@@ -22,7 +22,18 @@ export const META = {
 const StoredIntent = z.object({ rotationId: z.string(), keyId: z.string(), owner: z.string(), startedAt: z.string(), holdUntil: z.string().optional() });
 /** The version the marked rotation's data write will create, when it was known before the roll. */
 const IntendedWrite = z.object({ rotationId: z.string(), writeVersion: z.number().int().positive() });
-const StoredFailure = z.object({ rotationId: z.string(), step: z.string(), errorCode: z.string(), at: z.string() });
+// The streak fields (backoff and quarantine) are optional: failures written by older keyrolls lack them and still read.
+const StoredFailure = z.object({
+  rotationId: z.string(),
+  step: z.string(),
+  errorCode: z.string(),
+  at: z.string(),
+  consecutive: z.number().int().nonnegative().optional(),
+  firstAt: z.string().optional(),
+  nextAttemptAt: z.string().optional(),
+  quarantinedAt: z.string().optional(),
+  lastAlertedAt: z.string().optional(),
+});
 const StoredProbe = z.object({ at: z.string(), result: z.enum(['works', 'dead']) });
 
 function parseJson<T>(text: string | undefined, schema: z.ZodType<T>): T | undefined {
@@ -46,8 +57,9 @@ export function encodeIntent(intent: Intent, writeVersion?: number): string {
 }
 
 export function encodeFailure(failure: FailureRecord): string {
-  const { rotationId, step, errorCode, at } = failure;
-  return JSON.stringify({ rotationId, step, errorCode, at });
+  const { rotationId, step, errorCode, at, consecutive, firstAt, nextAttemptAt, quarantinedAt, lastAlertedAt } = failure;
+  // JSON.stringify leaves out the streak fields a record does not have.
+  return JSON.stringify({ rotationId, step, errorCode, at, consecutive, firstAt, nextAttemptAt, quarantinedAt, lastAlertedAt });
 }
 
 export function encodeProbe(probe: ProbeRecord): string {

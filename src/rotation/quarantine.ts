@@ -1,0 +1,87 @@
+// What happens to a key in a failure streak outside a rotation: the reminder about a quarantined
+// key (no attempt runs, so no failure alerts it), and `keyroll resume`, which ends the streak so
+// the next run attempts the key at once. Both change the streak under the key lock, like every
+// bookkeeping change: a rotation that succeeds meanwhile ends the streak itself, and a reminder
+// written over its record would put the key back in quarantine.
+import type { AuditLog } from '../audit/events.ts';
+import type { KeyState, LockInfo } from '../backends/types.ts';
+import { errorCode } from '../errors.ts';
+import type { KeyPolicy } from '../policy/schema.ts';
+import { activeStreak, automaticAttemptGate, describeStreak, endedStreak, failureSettingsOf, quarantineReminderDue, type FailureStreak } from './backoff-state.ts';
+import { sendAlert } from './store-outcome.ts';
+import type { ResolvedDestination, RotationDeps } from './types.ts';
+
+type LockDeps = Pick<RotationDeps, 'owner' | 'now' | 'newRotationId'>;
+
+/** Runs `body` under the key's lock; `busy` with the holder when another runner has it. */
+async function underKeyLock<T>(key: KeyPolicy, primary: ResolvedDestination, deps: LockDeps, body: (state: KeyState) => Promise<T>): Promise<{ busy: LockInfo } | { done: T }> {
+  const locked = await primary.backend.acquireLock(primary.target, { owner: deps.owner, rotationId: deps.newRotationId(), ttlMs: key.lockTtlMs, clockSkewMs: key.clockSkewMs });
+  if (!locked.acquired) return { busy: locked.holder };
+  try {
+    return { done: await body(await primary.backend.readState(primary.target)) };
+  } finally {
+    // The lock expires by its TTL when the release fails; nothing was rolled.
+    await primary.backend.releaseLock(primary.target, locked.lock).catch(() => undefined);
+  }
+}
+
+/**
+ * A quarantined key that a run skips: when its last alert is `remindEvery` old, records the
+ * reminder and alerts (after the lock is released). True when a reminder went out. Never throws:
+ * the key stays quarantined and visible in `status` and the gauge whatever happens here.
+ */
+export async function remindQuarantined(key: KeyPolicy, primary: ResolvedDestination, deps: RotationDeps, audit: AuditLog): Promise<boolean> {
+  let streak: FailureStreak | undefined;
+  try {
+    const result = await underKeyLock(key, primary, deps, async (state) => {
+      const gate = automaticAttemptGate(state, deps.now());
+      if (gate.kind !== 'quarantined' || !quarantineReminderDue(gate.streak, failureSettingsOf(key), deps.now())) return undefined;
+      const lastAlertedAt = deps.now().toISOString();
+      await primary.backend.recordFailure(primary.target, { ...gate.streak.last, lastAlertedAt });
+      return { ...gate.streak, lastAlertedAt };
+    });
+    if ('done' in result) streak = result.done;
+  } catch (error) {
+    audit.emit('key.failed', { keyId: key.id, organizationId: key.organizationId, step: 'quarantine', errorCode: errorCode(error), nextAction: 'the key stays quarantined; the next run tries the reminder again' });
+    return false;
+  }
+  if (streak === undefined) return false;
+  await sendAlert(deps, key, {
+    severity: 'error',
+    summary: `key ${key.id} (${key.organizationId}) is still QUARANTINED: ${describeStreak(streak)}; the last failure was at step ${streak.last.step} (${streak.last.errorCode})`,
+    rotationId: deps.newRotationId(),
+    step: 'quarantine',
+    errorCode: 'KR_KEY_QUARANTINED',
+    nextAction: `no automatic attempts until a person acts: fix the cause, then \`keyroll resume --key ${key.id} --actor <name>\` (or \`keyroll rotate --key ${key.id}\`)`,
+    details: { lastErrorCode: streak.last.errorCode, consecutive: streak.consecutive, firstAt: streak.firstAt, quarantinedAt: streak.quarantinedAt },
+  });
+  return true;
+}
+
+export type ResumeResult =
+  | { kind: 'resumed'; streak: FailureStreak }
+  | { kind: 'no-streak' }
+  | { kind: 'busy'; holder: LockInfo };
+
+/**
+ * `keyroll resume`: ends the key's failure streak (quarantine or backoff) under its lock, so the
+ * next run attempts it at once. Audited with the actor; the last failure stays as history.
+ */
+export async function resumeKey(key: KeyPolicy, primary: ResolvedDestination, deps: LockDeps, audit: AuditLog, actor: string): Promise<ResumeResult> {
+  const result = await underKeyLock(key, primary, deps, async (state): Promise<ResumeResult> => {
+    const streak = activeStreak(state);
+    if (streak === undefined) return { kind: 'no-streak' };
+    await primary.backend.recordFailure(primary.target, endedStreak(streak));
+    audit.emit('key.resumed', {
+      keyId: key.id,
+      organizationId: key.organizationId,
+      actor,
+      consecutive: streak.consecutive,
+      firstAt: streak.firstAt,
+      lastErrorCode: streak.last.errorCode,
+      ...(streak.quarantinedAt ? { quarantinedAt: streak.quarantinedAt } : {}),
+    });
+    return { kind: 'resumed', streak };
+  });
+  return 'busy' in result ? { kind: 'busy', holder: result.busy } : result.done;
+}
