@@ -4,6 +4,7 @@
 // This module is itself loaded only by those two commands (a dynamic import, after the flags), so
 // the rotation engine is imported statically here: one round of module loading on the way to the
 // first roll, not two.
+import type { AuditLog } from '../audit/events.ts';
 import type { PushgatewayExport } from '../metrics/run-export.ts';
 import type { KeyPolicy, Policy } from '../policy/schema.ts';
 import { createRuntime, type Runtime } from '../rotation/runtime.ts';
@@ -28,6 +29,8 @@ export interface ExecuteRunInput {
   report?: (summary: RunSummary) => string | undefined;
   /** `--log-format`, `--audit-file` (terminal/output-mode.ts). */
   output?: OutputFlags;
+  /** Audit lines that belong before the run, on its output (rotate --leaked-secret-stdin: leak.identified). */
+  onStart?: (audit: AuditLog) => void;
   /**
    * Work after the rotations, with the run's runtime still open (rotate --leaked-secret-stdin
    * proves the leaked value dead here); not called when a shutdown signal interrupted the run.
@@ -45,6 +48,7 @@ export async function executeRun(input: ExecuteRunInput): Promise<number> {
     return exitForError(error);
   }
   const { audit } = output;
+  input.onStart?.(audit);
   const metrics = input.pushgateway?.start(input.policy, audit, input.trigger.reason);
   const shutdown = shutdownSignal();
   let runtime;

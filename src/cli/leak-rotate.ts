@@ -3,8 +3,8 @@
 // rotated with reason leak (a two-slot entry: the slot the value belongs to), and then the API is
 // called with the leaked value to prove it dead (src/leaks/proof.ts). Only fingerprints are ever
 // printed or audited (invariant 3).
-import type { AuditContext } from '../audit/events.ts';
-import { createStdoutAudit } from './common.ts';
+import type { AuditContext, AuditLog } from '../audit/events.ts';
+import { createAuditLog, createNullAuditLog } from '../audit/logger.ts';
 import type { Secret } from '../audit/secret.ts';
 import { searchLeakedSecret, type LeakMatch } from '../leaks/identify.ts';
 import { proveLeakDead, type LeakProof } from '../leaks/proof.ts';
@@ -13,6 +13,8 @@ import type { RunSummary } from '../rotation/run.ts';
 import { createRuntime, type Runtime } from '../rotation/runtime.ts';
 import { ExitCode } from './exit-codes.ts';
 import { describeMatch } from './identify.ts';
+import { openAuditFile } from './terminal/audit-file.ts';
+import { resolveOutputMode, type OutputFlags } from './terminal/output-mode.ts';
 
 export interface LeakRotation {
   leaked: Secret;
@@ -20,6 +22,8 @@ export interface LeakRotation {
   keys: KeyPolicy[];
   /** Two-slot entries: entry id → the slot the leaked value belongs to (the slot to roll). */
   slots: Map<string, string>;
+  /** executeRun's onStart: audits `leak.identified` on the run's own output, before the run. */
+  announce: (audit: AuditLog) => void;
   /** Filled by `prove` once the rotations ended. */
   proofs: LeakProof[];
   /** executeRun's afterRotations: probes the leaked value for every matched entry. */
@@ -31,40 +35,53 @@ export interface LeakRotation {
 }
 
 /**
- * Finds the entries that hold `leaked`, auditing `leak.identified` (or `leak.unmatched`) on
- * stdout. An exit code when there is nothing to rotate: 4 when every destination was read and
- * none holds the value, 1 when some could not be read.
+ * Finds the entries that hold `leaked` (the lookup itself writes no audit line: the run that
+ * follows announces what was found). An exit code when there is nothing to rotate, after auditing
+ * `leak.unmatched`: 4 when every destination was read and none holds the value, 1 when some
+ * could not be read.
  */
-export async function identifyForRotation(policy: Policy, leaked: Secret, context: AuditContext): Promise<LeakRotation | number> {
-  const audit = createStdoutAudit();
-  const trail = audit.child(context);
+export async function identifyForRotation(policy: Policy, leaked: Secret, context: AuditContext, output: OutputFlags): Promise<LeakRotation | number> {
   const fingerprint = leaked.fingerprint();
-  const runtime = await createRuntime(policy, { audit });
+  const runtime = await createRuntime(policy, { audit: createNullAuditLog() });
   let search;
   try {
     search = await searchLeakedSecret(policy, runtime, leaked);
   } finally {
     await runtime.close();
   }
-  for (const match of search.matches) {
-    trail.child({ keyId: match.key.id, organizationId: match.key.organizationId }).emit('leak.identified', {
-      fingerprint,
-      backend: match.destination.backendName,
-      path: match.destination.target.path,
-      which: match.which,
-      ...(match.slot === undefined ? {} : { slot: match.slot }),
-    });
-  }
-  if (search.matches.length === 0) trail.emit('leak.unmatched', { fingerprint, searched: search.searched, unread: search.unread });
-  await audit.flush();
   for (const unread of search.unread) {
     process.stderr.write(`keyroll: could not read ${unread.backend}:${unread.path} of ${unread.keyId} (${unread.errorCode}); the value may be there\n`);
   }
-  if (search.matches.length === 0) {
-    process.stderr.write(`keyroll: no policy entry holds this value (fingerprint ${fingerprint}); nothing rotated\n`);
-    return search.unread.length > 0 ? ExitCode.someFailed : ExitCode.noMatch;
+  if (search.matches.length > 0) return leakRotation(leaked, search.matches, context);
+  await auditUnmatched(output, (audit) => {
+    audit.child(context).emit('leak.unmatched', { fingerprint, searched: search.searched, unread: search.unread });
+  });
+  process.stderr.write(`keyroll: no policy entry holds this value (fingerprint ${fingerprint}); nothing rotated\n`);
+  return search.unread.length > 0 ? ExitCode.someFailed : ExitCode.noMatch;
+}
+
+/**
+ * `leak.unmatched` has no run to ride on: it goes where the run's trail would (JSON lines on a
+ * piped stdout or with --log-format json, the --audit-file); a person at a terminal reads the
+ * stderr line instead.
+ */
+async function auditUnmatched(flags: OutputFlags, emit: (audit: AuditLog) => void): Promise<void> {
+  const mode = resolveOutputMode(flags, { stdoutIsTTY: process.stdout.isTTY, stderrIsTTY: process.stderr.isTTY, env: process.env });
+  const file = mode.auditFile === undefined ? undefined : openAuditFile(mode.auditFile);
+  const audit = createAuditLog({
+    destination: {
+      write(line: string): void {
+        file?.write(line);
+        if (mode.trail !== 'none') process.stdout.write(line);
+      },
+    },
+  });
+  try {
+    emit(audit);
+    await audit.flush();
+  } finally {
+    file?.close();
   }
-  return leakRotation(leaked, search.matches, context);
 }
 
 function leakRotation(leaked: Secret, matches: LeakMatch[], context: AuditContext): LeakRotation {
@@ -76,6 +93,17 @@ function leakRotation(leaked: Secret, matches: LeakMatch[], context: AuditContex
     matches,
     keys: matches.map((match) => match.key),
     slots,
+    announce: (audit) => {
+      for (const match of matches) {
+        audit.child({ ...context, keyId: match.key.id, organizationId: match.key.organizationId }).emit('leak.identified', {
+          fingerprint: leaked.fingerprint(),
+          backend: match.destination.backendName,
+          path: match.destination.target.path,
+          which: match.which,
+          ...(match.slot === undefined ? {} : { slot: match.slot }),
+        });
+      }
+    },
     proofs,
     prove: async (runtime, summary) => {
       const audit = runtime.audit.child({ ...context, runId: summary.runId });

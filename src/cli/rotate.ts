@@ -69,7 +69,7 @@ async function rotateCommand(flags: RotateFlags, reasonGiven: boolean): Promise<
     if (flags.leakedSecretStdin === true) {
       const [{ readLeakedSecret }, { identifyForRotation }] = await Promise.all([import('./leaked-stdin.ts'), import('./leak-rotate.ts')]);
       const context = { reason: flags.reason, actor: flags.actor ?? safeUserName(), ...(flags.ticket ? { ticket: flags.ticket } : {}) };
-      leak = await identifyForRotation(policy, await readLeakedSecret(), context);
+      leak = await identifyForRotation(policy, await readLeakedSecret(), context, flags);
       if (typeof leak === 'number') return leak;
       keys = leak.keys;
       slots = leak.slots;
@@ -92,7 +92,7 @@ async function rotateCommand(flags: RotateFlags, reasonGiven: boolean): Promise<
     ...(slots.size > 0 ? { slots } : {}),
     ...(pushgateway ? { pushgateway } : {}),
     groupings: { command: 'rotate' },
-    ...(leakRotation ? { afterRotations: leakRotation.prove } : {}),
+    ...(leakRotation ? { onStart: leakRotation.announce, afterRotations: leakRotation.prove } : {}),
     ...(flags.output === 'json'
       ? {
           report: (summary) =>

@@ -101,7 +101,7 @@ describe('keyroll rotate --leaked-secret-stdin', () => {
     await cli.writePolicy();
     expect((await cli.run(['run', '-p', 'policy.yaml'])).code).toBe(0);
     const leaked = await storedSecret(cli.secretsDir, 'key_demo_billing');
-    const result = await cli.run(['rotate', '-p', 'policy.yaml', '--leaked-secret-stdin', '--reason', 'leak', '--actor', 'alice', '--ticket', 'INC-1'], { stdin: `${leaked}\n` });
+    const result = await cli.run(['rotate', '-p', 'policy.yaml', '--leaked-secret-stdin', '--reason', 'leak', '--actor', 'alice', '--ticket', 'INC-1', '--audit-file', 'audit.jsonl'], { stdin: `${leaked}\n` });
     expect(result.code, result.stderr).toBe(0);
     expect(result.lastLine).toBe('rotated 1, failed 0, skipped 0');
     expect(cli.emulator.state.rollCount('key_demo_billing')).toBe(2);
@@ -119,7 +119,11 @@ describe('keyroll rotate --leaked-secret-stdin', () => {
       expect.objectContaining({ keyId: 'key_demo_billing', rotationId, fingerprint, status: 401, rotation: 'rotated', actor: 'alice', reason: 'leak', ticket: 'INC-1' }),
     ]);
     expect(result.stdout).toContain(`leaked value ${fingerprint}: key_demo_billing proven dead: the API refused it (401)`);
-    expectNotLeaked([result], cli.emulator.state.mintedSecrets());
+    // The leak events ride on the run's own output: the audit file has them in order.
+    const file = await readFile(join(cli.dir, 'audit.jsonl'), 'utf8');
+    const named = file.split('\n').filter(Boolean).map((line) => (JSON.parse(line) as { event: string }).event);
+    expect(named.filter((e) => e.startsWith('leak.') || e === 'run.started' || e === 'key.succeeded')).toEqual(['leak.identified', 'run.started', 'key.succeeded', 'leak.proven-dead']);
+    expectNotLeaked([result, { ...result, stdout: file, stderr: '' }], cli.emulator.state.mintedSecrets());
   });
 
   it('a slot entry: the leaked current value rolls the active slot (the other slot is left alive), and -o json carries the proof', async () => {
