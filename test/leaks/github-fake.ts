@@ -60,9 +60,8 @@ function nullableEnums<T>(node: T): T {
     if (record.nullable === true && Array.isArray(record.enum) && !record.enum.includes(null)) record.enum.push(null);
     if (record.nullable === true && record.type === undefined) {
       // ajv reads `nullable` only beside `type` (e.g. a nullable allOf): the same meaning as anyOf null.
-      const inner: Record<string, unknown> = { ...record };
-      delete inner.nullable;
-      for (const key of Object.keys(record)) delete record[key];
+      const { nullable: _nullable, ...inner } = record;
+      for (const key of Object.keys(record)) Reflect.deleteProperty(record, key);
       record.anyOf = [inner, { type: 'null' }];
     }
   }
@@ -210,7 +209,9 @@ export async function startFakeGithub(): Promise<FakeGithub> {
     },
     close: () =>
       new Promise<void>((resolve) => {
-        server.close(() => resolve());
+        server.close(() => {
+          resolve();
+        });
         server.closeAllConnections();
       }),
   };
