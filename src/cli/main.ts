@@ -8,6 +8,7 @@ import { registerDemoCommand } from './demo.ts';
 import { registerEmulatorCommand } from './emulator.ts';
 import { registerIdentifyCommand } from './identify.ts';
 import { registerPlanCommand } from './plan.ts';
+import { registerResumeCommand } from './resume.ts';
 import { registerRotateCommand } from './rotate.ts';
 import { registerStatusCommand } from './status.ts';
 import { registerValidateCommand } from './validate.ts';
@@ -23,6 +24,7 @@ export function buildProgram(): Command {
     .addHelpText('after', EXIT_CODES_HELP);
   registerRunCommand(program);
   registerRotateCommand(program);
+  registerResumeCommand(program);
   registerIdentifyCommand(program);
   registerPlanCommand(program);
   registerValidateCommand(program);

@@ -12,7 +12,7 @@ interface PlanFlags {
 export function registerPlanCommand(program: Command): void {
   const command = program
     .command('plan')
-    .description('Dry run: which keys are due and why (schedule, max age, intent left behind), the next run of each schedule, for a two-slot entry the active slot, the standby a rotation would roll and when it may, and what would be written where. Reads backend bookkeeping only; changes nothing, rolls nothing.')
+    .description('Dry run: which keys are due and why (schedule, max age, intent left behind), which are held back (failure backoff, quarantine) and since when, the next run of each schedule, for a two-slot entry the active slot, the standby a rotation would roll and when it may, and what would be written where. Reads backend bookkeeping only; changes nothing, rolls nothing.')
     .option('--shard <i/N>', 'only the keys of shard i of N', process.env.KEYROLL_SHARD)
     .addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json']).default('text'))
     .addHelpText('after', EXIT_CODES_HELP);
@@ -22,10 +22,11 @@ export function registerPlanCommand(program: Command): void {
 }
 
 async function planCommand(flags: PlanFlags): Promise<number> {
-  const [{ openBackends, viewKeys, slotView }, { renderTable }, { keyInShard, parseShard }] = await Promise.all([
+  const [{ openBackends, viewKeys, slotView }, { renderTable }, { keyInShard, parseShard }, { streakCell, streakView }] = await Promise.all([
     import('./key-state.ts'),
     import('./table.ts'),
     import('../policy/shard.ts'),
+    import('../rotation/backoff-state.ts'),
   ]);
   let policy;
   let shard;
@@ -53,6 +54,8 @@ async function planCommand(flags: PlanFlags): Promise<number> {
       maxAgeMs: view.key.maxAgeMs ?? null,
       writes: view.key.destinations.map(describe),
       fallbacks: view.key.fallbacks.map(describe),
+      // A key in backoff or quarantine is held back by `run` even when due: why, and since when.
+      failureStreak: view.state ? streakView(view.state) : null,
       // Two-slot entries: the active slot, the standby a scheduled rotation would roll, and when it may.
       ...(view.key.slots ? { slots: slotView(view, now) } : {}),
       ...(view.readError ? { error: view.readError } : {}),
@@ -68,15 +71,15 @@ async function planCommand(flags: PlanFlags): Promise<number> {
           plan.map((p) => [
             p.keyId,
             p.organizationId,
-            p.error ? 'unknown' : p.due ? 'yes' : 'no',
-            p.error ? `cannot read state: ${p.error.errorCode}` : p.reasons.join(', ') || '-',
+            p.error ? 'unknown' : streakCell(p.failureStreak, now) !== undefined ? 'held' : p.due ? 'yes' : 'no',
+            p.error ? `cannot read state: ${p.error.errorCode}` : (streakCell(p.failureStreak, now) ?? (p.reasons.join(', ') || '-')),
             p.nextRunAt ?? '-',
             ...(withSlots ? [planSlotsCell(p.slots)] : []),
             [...p.writes, ...p.fallbacks.map((f) => `fallback ${f}`)].join('; '),
           ]),
         ),
       );
-      const due = plan.filter((p) => p.due).length;
+      const due = plan.filter((p) => p.due && streakCell(p.failureStreak, now) === undefined).length;
       process.stdout.write(`${due} of ${plan.length} keys due; nothing was changed\n`);
     }
     return plan.some((p) => p.error) ? 1 : 0;

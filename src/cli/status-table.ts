@@ -1,5 +1,6 @@
 // What `status` reports per key (its `-o json` rows) and how a row reads in the table.
 import type { FailureRecord, Intent, LockInfo, ProbeRecord } from '../backends/types.ts';
+import { streakCell, type StreakView } from '../rotation/backoff-state.ts';
 import type { SlotView } from './key-state.ts';
 import type { ProbeReport, StandbyVerdict, StoredVerdict } from './probe-keys.ts';
 
@@ -16,6 +17,8 @@ export interface StatusRow {
   lastFailure: FailureRecord | null;
   /** The last probe `run` or the daemon recorded of the stored value now in place (null: none since the last rotation). */
   lastProbe: ProbeRecord | null;
+  /** The failure streak in force (backoff, quarantine): why automatic runs hold the key back and since when. */
+  failureStreak: StreakView | null;
   /** Two-slot entries only. */
   slots?: SlotView;
   /** `--probe` only: what the probe found now. */
@@ -38,7 +41,7 @@ export function statusCells(rows: readonly StatusRow[], columns: { withSlots: bo
     row.push(
       r.lock ? `${r.lock.owner} until ${r.lock.expiresAt}` : '-',
       r.intent ? `left by ${r.intent.owner} at ${r.intent.startedAt}` : '-',
-      r.error ? `cannot read: ${r.error.errorCode}` : r.lastFailure ? `${r.lastFailure.step} ${r.lastFailure.errorCode} at ${r.lastFailure.at}` : '-',
+      r.error ? `cannot read: ${r.error.errorCode}` : (streakCell(r.failureStreak, new Date()) ?? (r.lastFailure ? `${r.lastFailure.step} ${r.lastFailure.errorCode} at ${r.lastFailure.at}` : '-')),
     );
     return row;
   });

@@ -16,7 +16,7 @@ export function registerStatusCommand(program: Command): void {
   const command = program
     .command('status')
     .description(
-      'Per key: last rotation, next due, overdue, lock holder, leftover intent, last error, the last recorded probe; for a two-slot entry the active slot, the standby and when it may next roll. With --probe, whether each stored secret (and a slot entry\'s standby) still works. A table on a terminal, JSON with -o json (and when stdout is not a terminal). Exit 1 when a key\'s state cannot be read, and with --probe when a stored secret is dead (drift) or cannot be probed.',
+      'Per key: last rotation, next due, overdue, lock holder, leftover intent, last error (or why and since when the key is quarantined or backing off), the last recorded probe; for a two-slot entry the active slot, the standby and when it may next roll. With --probe, whether each stored secret (and a slot entry\'s standby) still works. A table on a terminal, JSON with -o json (and when stdout is not a terminal). Exit 1 when a key\'s state cannot be read, and with --probe when a stored secret is dead (drift) or cannot be probed.',
     )
     .addOption(new Option('-o, --output <format>', 'output format (default: table on a terminal, json otherwise)').choices(['table', 'json']))
     .option('--probe', "probe each stored secret against the API (a one-item project list with it; read-only, records nothing); for a slot entry also the standby's previous value when the backend keeps it")
@@ -27,10 +27,11 @@ export function registerStatusCommand(program: Command): void {
 }
 
 async function statusCommand(flags: StatusFlags): Promise<number> {
-  const [{ openBackends, viewKeys, nextDueAt, slotView }, { renderTable }, { statusCells }] = await Promise.all([
+  const [{ openBackends, viewKeys, nextDueAt, slotView }, { renderTable }, { statusCells }, { streakView }] = await Promise.all([
     import('./key-state.ts'),
     import('./table.ts'),
     import('./status-table.ts'),
+    import('../rotation/backoff-state.ts'),
   ]);
   let policy;
   try {
@@ -80,6 +81,7 @@ async function statusCommand(flags: StatusFlags): Promise<number> {
         // it was about a value no longer stored.
         lastFailure: view.state?.lastFailure && (!last || view.state.lastFailure.at > last) ? view.state.lastFailure : null,
         lastProbe: view.state?.lastProbe && (!last || view.state.lastProbe.at >= last) ? view.state.lastProbe : null,
+        failureStreak: view.state ? streakView(view.state) : null,
         ...(slots ? { slots } : {}),
         ...(view.readError ? { error: view.readError } : {}),
       };

@@ -29,6 +29,11 @@ export interface MetricsOptions {
    * sweep); a one-shot run leaves it out rather than export a misleading 0.
    */
   overdue?: boolean;
+  /**
+   * Register `keyroll_keys_quarantined`. Known to the daemon (every sweep reads every key's state)
+   * and to a scheduled `run` (it reads the state of every key in scope); `rotate` leaves it out.
+   */
+  quarantined?: boolean;
   now?: () => Date;
 }
 
@@ -39,6 +44,7 @@ export interface KeyrollMetrics {
   readonly exposure: Histogram;
   readonly lastRotation: Gauge<'key_id'>;
   readonly keysOverdue: Gauge | undefined;
+  readonly keysQuarantined: Gauge | undefined;
   readonly alerts: Counter<'sink' | 'result'>;
   /** Daemon only: refused trigger requests by why, every one (the audit samples them). */
   readonly triggerRejections: Counter<'why'>;
@@ -49,6 +55,8 @@ export interface KeyrollMetrics {
   /** The alerter's onResult hook. */
   recordAlert(sink: string, result: AlertResult): void;
   setOverdue(count: number): void;
+  /** Keys quarantined after repeated failures (no automatic attempts until a person acts). */
+  setQuarantined(count: number): void;
   /** Sets the key's last rotation from an ISO-8601 time (ignored when unparseable). */
   setLastRotation(keyId: string, isoTime: string): void;
   /** Drops a key's series (the key left the policy). */
@@ -99,6 +107,14 @@ export function createMetrics(options: MetricsOptions = {}): KeyrollMetrics {
           help: 'Keys past their maxAge or more than one schedule period behind, from the state read on the last sweep.',
           registers: [registry],
         });
+  const keysQuarantined =
+    options.quarantined === false
+      ? undefined
+      : new Gauge({
+          name: 'keyroll_keys_quarantined',
+          help: 'Keys quarantined after failures.quarantineAfter consecutive failures: no automatic attempts until keyroll resume or a successful on-demand rotation.',
+          registers: [registry],
+        });
   const alerts = new Counter({
     name: 'keyroll_alerts_total',
     help: 'Alert messages attempted per sink, by result (sent, failed).',
@@ -125,6 +141,7 @@ export function createMetrics(options: MetricsOptions = {}): KeyrollMetrics {
     exposure,
     lastRotation,
     keysOverdue,
+    keysQuarantined,
     alerts,
     triggerRejections,
     observer: {
@@ -147,6 +164,9 @@ export function createMetrics(options: MetricsOptions = {}): KeyrollMetrics {
     },
     setOverdue(count) {
       keysOverdue?.set(count);
+    },
+    setQuarantined(count) {
+      keysQuarantined?.set(count);
     },
     setLastRotation,
     forgetKey(keyId) {

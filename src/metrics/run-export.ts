@@ -35,7 +35,11 @@ export function preparePushgateway(gatewayUrl: string, options: Omit<PushOptions
   const { env = process.env, ...pushOptions } = options;
   return {
     start(policy, audit, reason) {
-      const metrics = createMetrics({ overdue: false });
+      // A scheduled run reads every key's state in scope, so it knows which are quarantined; an
+      // on-demand `rotate` reads none and leaves the gauge out rather than claim zero.
+      const scheduled = reason === 'scheduled';
+      const metrics = createMetrics({ overdue: false, quarantined: scheduled });
+      const quarantined = new Set<string>();
       const alerter = createAlerter({
         sinks: policy.alerts.sinks,
         audit,
@@ -49,6 +53,10 @@ export function preparePushgateway(gatewayUrl: string, options: Omit<PushOptions
         runtimeOptions: { observer: metrics.observer, alerter },
         onKeyDone: (outcome) => {
           metrics.recordOutcome(outcome, reason);
+          if (!scheduled) return;
+          if (outcome.quarantinedAt === undefined) quarantined.delete(outcome.keyId);
+          else quarantined.add(outcome.keyId);
+          metrics.setQuarantined(quarantined.size);
         },
         async push(groupings) {
           try {

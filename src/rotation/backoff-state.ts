@@ -176,3 +176,42 @@ export function describeStreak(streak: FailureStreak): string {
   if (streak.nextAttemptAt !== undefined) return `${since}; next automatic attempt not before ${streak.nextAttemptAt}`;
   return since;
 }
+
+/** The streak as `status` and `plan` show it (their `-o json` field `failureStreak`). */
+export interface StreakView {
+  consecutive: number;
+  firstAt: string;
+  lastAt: string;
+  lastStep: string;
+  lastErrorCode: string;
+  /** No automatic attempt before this time (null: quarantined, or no backoff recorded). */
+  nextAttemptAt: string | null;
+  /** Quarantined since then (null: not quarantined). */
+  quarantinedAt: string | null;
+  /** An intent marker overrides the streak: the key is repaired every run regardless. */
+  intentMarked: boolean;
+}
+
+export function streakView(state: Pick<KeyState, 'lastFailure' | 'lastRotatedAt' | 'intent'>): StreakView | null {
+  const streak = activeStreak(state);
+  if (streak === undefined) return null;
+  return {
+    consecutive: streak.consecutive,
+    firstAt: streak.firstAt,
+    lastAt: streak.last.at,
+    lastStep: streak.last.step,
+    lastErrorCode: streak.last.errorCode,
+    nextAttemptAt: streak.nextAttemptAt ?? null,
+    quarantinedAt: state.intent === undefined ? (streak.quarantinedAt ?? null) : null,
+    intentMarked: state.intent !== undefined,
+  };
+}
+
+/** One table cell: why the key is held back and since when, or undefined when it is not. */
+export function streakCell(view: StreakView | null, now: Date): string | undefined {
+  if (view === null || view.intentMarked) return undefined;
+  const failures = `${String(view.consecutive)} failure${view.consecutive === 1 ? '' : 's'} since ${view.firstAt}, last ${view.lastStep} ${view.lastErrorCode}`;
+  if (view.quarantinedAt !== null) return `QUARANTINED since ${view.quarantinedAt} (${failures}; keyroll resume)`;
+  if (view.nextAttemptAt !== null && Date.parse(view.nextAttemptAt) > now.getTime()) return `backoff until ${view.nextAttemptAt} (${failures})`;
+  return undefined;
+}

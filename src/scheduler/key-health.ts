@@ -11,6 +11,8 @@ export class KeyHealth {
   readonly #metrics: KeyrollMetrics;
   readonly #retryFailedAfterMs: number;
   readonly #overdue = new Set<string>();
+  /** Quarantined keys, from the last sweep and the outcomes since (keyroll_keys_quarantined). */
+  readonly #quarantined = new Set<string>();
   /** Key id → epoch ms before which the sweep does not retry the key. */
   readonly #retryAfter = new Map<string, number>();
 
@@ -22,6 +24,9 @@ export class KeyHealth {
   /** One key's outcome from any run (schedule, sweep or trigger). */
   recordOutcome(outcome: KeyOutcome, reason: RotationReason, nowMs: number, shuttingDown: boolean): void {
     this.#metrics.recordOutcome(outcome, reason);
+    if (outcome.quarantinedAt !== undefined) this.#quarantined.add(outcome.keyId);
+    else if (outcome.result === 'rotated' || outcome.result === 'recovered') this.#quarantined.delete(outcome.keyId);
+    this.#metrics.setQuarantined(this.#quarantined.size);
     if (outcome.result === 'rotated' || outcome.result === 'recovered') {
       this.#retryAfter.delete(outcome.keyId);
       this.#overdue.delete(outcome.keyId);
@@ -37,6 +42,9 @@ export class KeyHealth {
     this.#overdue.clear();
     for (const keyId of result.overdue) this.#overdue.add(keyId);
     this.#metrics.setOverdue(this.#overdue.size);
+    this.#quarantined.clear();
+    for (const keyId of result.quarantined) this.#quarantined.add(keyId);
+    this.#metrics.setQuarantined(this.#quarantined.size);
   }
 
   /** False while a recently failed key waits out its back-off (its schedule and triggers still run it). */
@@ -47,12 +55,14 @@ export class KeyHealth {
   /** Forgets keys a reloaded policy no longer has. */
   keepOnly(keys: readonly KeyPolicy[]): void {
     const kept = new Set(keys.map((key) => key.id));
-    const known = new Set([...this.#overdue, ...this.#retryAfter.keys()]);
+    const known = new Set([...this.#overdue, ...this.#retryAfter.keys(), ...this.#quarantined]);
     for (const keyId of known) {
       if (kept.has(keyId)) continue;
       this.#overdue.delete(keyId);
       this.#retryAfter.delete(keyId);
+      this.#quarantined.delete(keyId);
     }
     this.#metrics.setOverdue(this.#overdue.size);
+    this.#metrics.setQuarantined(this.#quarantined.size);
   }
 }

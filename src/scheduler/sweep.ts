@@ -6,6 +6,7 @@
 import { errorCode, errorMessage } from '../errors.ts';
 import { decideDue, type DueDecision } from '../policy/due.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
+import { isQuarantined } from '../rotation/backoff-state.ts';
 import { mapWithConcurrency } from '../rotation/concurrency.ts';
 import type { Runtime } from '../rotation/runtime.ts';
 
@@ -16,6 +17,8 @@ export interface KeyCheck {
   lastRotatedAt?: string;
   /** Why the state could not be read (the key's own run reports it with an alert). */
   readError?: { errorCode: string; message: string };
+  /** The key is quarantined after repeated failures (its run skips it until a person acts). */
+  quarantined?: boolean;
 }
 
 export interface SweepResult {
@@ -23,6 +26,8 @@ export interface SweepResult {
   /** Due now, plus keys whose state could not be read: their run fails visibly (invariant 7). */
   due: KeyPolicy[];
   overdue: string[];
+  /** Keys quarantined after repeated failures (keyroll_keys_quarantined). */
+  quarantined: string[];
 }
 
 export async function checkKeys(runtime: Runtime, keys: readonly KeyPolicy[], now: Date, concurrency: number): Promise<SweepResult> {
@@ -32,7 +37,7 @@ export async function checkKeys(runtime: Runtime, keys: readonly KeyPolicy[], no
       if (!primary) throw new Error(`key ${key.id} has no destination`);
       const state = await primary.backend.readState(primary.target);
       const decision = decideDue(key, { ...(state.lastRotatedAt ? { lastRotatedAt: state.lastRotatedAt } : {}), ...(state.intent ? { intent: state.intent } : {}) }, now);
-      return { key, decision, ...(state.lastRotatedAt ? { lastRotatedAt: state.lastRotatedAt } : {}) };
+      return { key, decision, ...(state.lastRotatedAt ? { lastRotatedAt: state.lastRotatedAt } : {}), ...(isQuarantined(state) ? { quarantined: true } : {}) };
     } catch (error) {
       return { key, readError: { errorCode: errorCode(error), message: errorMessage(error) } };
     }
@@ -41,5 +46,6 @@ export async function checkKeys(runtime: Runtime, keys: readonly KeyPolicy[], no
     checks,
     due: checks.filter((check) => check.readError !== undefined || check.decision?.due === true).map((check) => check.key),
     overdue: checks.filter((check) => check.decision?.overdue === true).map((check) => check.key.id),
+    quarantined: checks.filter((check) => check.quarantined === true).map((check) => check.key.id),
   };
 }

@@ -25,6 +25,17 @@ describe('createMetrics', () => {
     expect(await globalRegistry.metrics()).not.toContain('keyroll_');
   });
 
+  it('keyroll_keys_quarantined is a gauge the daemon and scheduled runs set, left out where unknown', async () => {
+    const metrics = createMetrics();
+    metrics.setQuarantined(2);
+    const text = await metrics.registry.metrics();
+    expect(text).toContain('# TYPE keyroll_keys_quarantined gauge');
+    expect(text).toContain('keyroll_keys_quarantined 2');
+    const unknown = createMetrics({ quarantined: false });
+    unknown.setQuarantined(2);
+    expect(await unknown.registry.metrics()).not.toContain('keyroll_keys_quarantined');
+  });
+
   it('can leave out keyroll_keys_overdue (one-shot runs do not know it)', async () => {
     const metrics = createMetrics({ overdue: false });
     metrics.setOverdue(3);

@@ -3,7 +3,7 @@
 // nothing but a warning in the audit trail.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startReceiver, type Receiver } from '../alerts/receiver.ts';
-import { eventsNamed, useCliFixture } from '../cli/harness.ts';
+import { TARGETS, eventsNamed, openFileBackend, useCliFixture } from '../cli/harness.ts';
 
 const cli = useCliFixture();
 let gateway: Receiver;
@@ -29,6 +29,19 @@ describe('run --pushgateway', () => {
     // A one-shot run does not know how many keys are overdue, so it does not claim zero.
     expect(push?.raw).not.toContain('keyroll_keys_overdue');
     expect(eventsNamed(result, 'metrics.push_failed')).toEqual([]);
+  });
+
+  it('a scheduled run pushes how many keys are quarantined; rotate leaves the gauge out', async () => {
+    await cli.writePolicy();
+    const backend = await openFileBackend(cli.secretsDir);
+    const at = '2026-01-05T03:00:02.000Z';
+    await backend.recordFailure(TARGETS.key_demo_search, { rotationId: 'r-5', step: 'preflight', errorCode: 'KR_BACKEND_DENIED', at, consecutive: 5, firstAt: at, quarantinedAt: at, lastAlertedAt: at });
+    const run = await cli.run(['run', '-p', 'policy.yaml', '--pushgateway', gateway.url]);
+    expect(run.lastLine).toBe('rotated 2, failed 0, skipped 1');
+    expect(gateway.requests[0]?.raw).toContain('keyroll_keys_quarantined 1');
+    const rotate = await cli.run(['rotate', '-p', 'policy.yaml', '--key', 'key_demo_billing', '--force', '--pushgateway', gateway.url]);
+    expect(rotate.code).toBe(0);
+    expect(gateway.requests[1]?.raw).not.toContain('keyroll_keys_quarantined');
   });
 
   it('a failing gateway is a warning in the audit trail; the exit code still reports the rotations', async () => {
