@@ -114,6 +114,18 @@ async function daemonCommand(flags: DaemonFlags): Promise<number> {
     return exitForError(error);
   }
 
+  // Signals are caught before the daemon starts: `daemon.started` is written while it starts, and a
+  // SIGTERM that follows at once must stop it cleanly, not kill it with Node's default action.
+  let onSignal = (name: string): void => {
+    pendingStop ??= name;
+  };
+  let pendingStop: string | undefined;
+  process.on('SIGTERM', () => {
+    onSignal('SIGTERM');
+  });
+  process.on('SIGINT', () => {
+    onSignal('SIGINT');
+  });
   const audit = createStdoutAudit();
   const metrics = createMetrics();
   collectDefaultMetrics({ register: metrics.registry });
@@ -145,12 +157,8 @@ async function daemonCommand(flags: DaemonFlags): Promise<number> {
         resolve(result.exitCode);
       });
     };
-    process.on('SIGTERM', () => {
-      onStop('SIGTERM');
-    });
-    process.on('SIGINT', () => {
-      onStop('SIGINT');
-    });
+    onSignal = onStop;
+    if (pendingStop !== undefined) onStop(pendingStop);
   });
   process.off('SIGHUP', onHangUp);
   await audit.flush();
