@@ -251,13 +251,13 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     },
   });
 
-  const startTrigger = (keys: readonly KeyPolicy[], accepted: AcceptedTrigger, rotationIds: ReadonlyMap<string, string>): void => {
+  const startTrigger = (keys: readonly KeyPolicy[], accepted: AcceptedTrigger, rotationIds: ReadonlyMap<string, string>, slots?: ReadonlyMap<string, string>): void => {
     const { request } = accepted;
     // The semantics of `keyroll rotate`: leak and compromise bypass the minimum interval.
     const urgent = request.reason === 'leak' || request.reason === 'compromise';
     // The actor is the caller whose key signed, never a name the body chose.
     const trigger: RunTrigger = { reason: request.reason, force: urgent, ignoreSchedule: true, actor: accepted.caller, ...(request.ticket ? { ticket: request.ticket } : {}) };
-    void track(launcher.runAll(current, keys, trigger, rotationIds));
+    void track(launcher.runAll(current, keys, trigger, rotationIds, slots ? { slots } : {}));
   };
 
   // A leak report rotates its key through the launcher like a trigger (key locks, shutdown

@@ -19,7 +19,8 @@ export const TriggerRequest = z
   });
 export type TriggerRequest = z.infer<typeof TriggerRequest>;
 
-export type KeySelection = { ok: true; keys: KeyPolicy[] } | { ok: false; why: 'unknown-keys' | 'unknown-org'; message: string; unknown: string[] };
+/** `slots`: two-slot entries named by one of their slots (the slot a leak names): entry id → slot. */
+export type KeySelection = { ok: true; keys: KeyPolicy[]; slots?: Map<string, string> } | { ok: false; why: 'unknown-keys' | 'unknown-org'; message: string; unknown: string[] };
 
 /** The policy keys a request names: named keys in the order given (the leaked one first), else policy order. */
 export function selectTriggerKeys(policyKeys: readonly KeyPolicy[], request: TriggerRequest): KeySelection {
@@ -28,9 +29,23 @@ export function selectTriggerKeys(policyKeys: readonly KeyPolicy[], request: Tri
     const keys = policyKeys.filter((key) => key.organizationId === request.org);
     return keys.length > 0 ? { ok: true, keys } : { ok: false, why: 'unknown-org', message: 'no key of this organization is in the policy', unknown: [request.org] };
   }
-  const byId = new Map(policyKeys.map((key) => [key.id, key]));
+  // An entry id, or one slot of a two-slot entry (as `keyroll rotate --key` takes them).
+  const entryFor = (id: string): { key: KeyPolicy; slot?: string } | undefined => {
+    const byId = policyKeys.find((key) => key.id === id);
+    if (byId) return { key: byId };
+    const bySlot = policyKeys.find((key) => key.slots?.includes(id) === true);
+    return bySlot ? { key: bySlot, slot: id } : undefined;
+  };
   const named = [...new Set(request.keys ?? [])];
-  const unknown = named.filter((id) => !byId.has(id));
+  const unknown = named.filter((id) => entryFor(id) === undefined);
   if (unknown.length > 0) return { ok: false, why: 'unknown-keys', message: 'these keys are not in the policy', unknown };
-  return { ok: true, keys: named.map((id) => byId.get(id) as KeyPolicy) };
+  const keys: KeyPolicy[] = [];
+  const slots = new Map<string, string>();
+  for (const id of named) {
+    const match = entryFor(id);
+    if (!match) continue;
+    if (!keys.includes(match.key)) keys.push(match.key);
+    if (match.slot !== undefined) slots.set(match.key.id, match.slot);
+  }
+  return { ok: true, keys, ...(slots.size > 0 ? { slots } : {}) };
 }

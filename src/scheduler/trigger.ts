@@ -52,7 +52,7 @@ export interface TriggerEndpointOptions {
   accepting: () => boolean;
   policyKeys: () => readonly KeyPolicy[];
   /** Starts the rotations in the background with the pre-assigned ids. Must not throw. */
-  start: (keys: readonly KeyPolicy[], trigger: AcceptedTrigger, rotationIds: ReadonlyMap<string, string>) => void;
+  start: (keys: readonly KeyPolicy[], trigger: AcceptedTrigger, rotationIds: ReadonlyMap<string, string>, slots?: ReadonlyMap<string, string>) => void;
 }
 
 export type Refusal =
@@ -175,7 +175,7 @@ export function createTriggerEndpoint(options: TriggerEndpointOptions): (request
       force,
       remoteAddress: request.remoteAddress,
     });
-    options.start(selection.keys, { request: body, caller }, rotationIds);
+    options.start(selection.keys, { request: body, caller }, rotationIds, selection.slots);
     return { status: 202, body: { reason: body.reason, force, actor: caller, rotations } };
   };
 }

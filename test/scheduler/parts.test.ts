@@ -58,4 +58,11 @@ describe('trigger request', () => {
     expect(selectTriggerKeys(keys, parse({ org: 'org_x', reason: 'leak', actor: 'a' }))).toMatchObject({ ok: false, why: 'unknown-org', unknown: ['org_x'] });
     expect(selectTriggerKeys(keys, parse({ keys: ['k1', 'nope'], reason: 'leak', actor: 'a' }))).toMatchObject({ ok: false, why: 'unknown-keys', unknown: ['nope'] });
   });
+
+  it('takes a slot of a two-slot entry as that entry, with the slot to roll (a leaked standby)', () => {
+    const entry = keyPolicy('billing-api', 'org_a', { slots: ['slot_a', 'slot_b'], consumerRefreshMs: 3600_000 });
+    const withSlots = [...keys, entry];
+    expect(selectTriggerKeys(withSlots, parse({ keys: ['slot_b', 'k1'], reason: 'leak', actor: 'a' }))).toEqual({ ok: true, keys: [entry, keys[0]], slots: new Map([['billing-api', 'slot_b']]) });
+    expect(selectTriggerKeys(withSlots, parse({ keys: ['billing-api'], reason: 'leak', actor: 'a' }))).toEqual({ ok: true, keys: [entry] });
+  });
 });
