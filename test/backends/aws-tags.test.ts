@@ -14,6 +14,7 @@ import {
   parseProbeTag,
   probeTagValue,
   splitTagFields,
+  streakTagValue,
   unescapeTagField,
 } from '../../src/backends/aws/tags.ts';
 
@@ -83,6 +84,28 @@ describe('aws tag encoding', () => {
   it('round-trips a failure record', () => {
     const failure = { rotationId: 'rot-2', step: 'store', errorCode: 'KR_BACKEND_UNAVAILABLE', at: '2030-01-02T00:00:00.000Z' };
     expect(parseFailureTag(failureTagValue(failure))).toEqual(failure);
+  });
+
+  it('round-trips a failure streak in its own tag, within the portable alphabet and 256 characters', () => {
+    const failure = {
+      rotationId: '2f1d8a52-5b8e-4c1a-9d7e-0123456789ab',
+      step: 'preflight',
+      errorCode: 'KR_BACKEND_DENIED',
+      at: '2030-01-02T05:00:00.000Z',
+      consecutive: 12,
+      firstAt: '2030-01-01T00:00:00.000Z',
+      quarantinedAt: '2030-01-02T01:00:00.000Z',
+      lastAlertedAt: '2030-01-02T01:00:00.000Z',
+    };
+    const streak = streakTagValue(failure);
+    expect(streak.length).toBeLessThanOrEqual(MAX_TAG_VALUE_LENGTH);
+    expect(streak).toMatch(/^[A-Za-z0-9 _.:/=+@-]*$/);
+    // The last-failure tag keeps its four fields, so older keyrolls read it as before.
+    expect(parseFailureTag(failureTagValue(failure))).toEqual({ rotationId: failure.rotationId, step: 'preflight', errorCode: 'KR_BACKEND_DENIED', at: failure.at });
+    expect(parseFailureTag(failureTagValue(failure), streak)).toEqual(failure);
+    // A record without a streak writes an empty streak tag, which reads as none.
+    expect(streakTagValue({ rotationId: 'r', step: 's', errorCode: 'E', at: failure.at })).toBe('');
+    expect(parseFailureTag(failureTagValue(failure), '')).not.toHaveProperty('consecutive');
   });
 
   it('round-trips any key id that fits, and records one too long as no key id rather than cut to another', () => {

@@ -501,6 +501,30 @@ export function describeBackendContract(label: string, setup: () => Promise<Cont
         expect((await backend().readState(t)).lastFailure).toEqual(failure);
       });
 
+      it('records the failure streak (backoff, quarantine), and a later record without one leaves none behind', async () => {
+        const t = target();
+        const streak: FailureRecord = {
+          rotationId: 'rot-fifth',
+          step: 'preflight',
+          errorCode: 'KR_BACKEND_DENIED',
+          at: '2030-01-03T05:00:00.000Z',
+          consecutive: 5,
+          firstAt: '2030-01-03T00:00:00.000Z',
+          nextAttemptAt: '2030-01-03T21:00:00.000Z',
+          quarantinedAt: '2030-01-03T05:00:00.000Z',
+          lastAlertedAt: '2030-01-03T05:00:00.000Z',
+        };
+        await backend().recordFailure(t, streak);
+        expect((await backend().readState(t)).lastFailure).toEqual(streak);
+        // A record of an older shape (no streak) replaces the whole record: no stale quarantine.
+        const plain: FailureRecord = { rotationId: 'rot-plain', step: 'store', errorCode: 'KR_BACKEND_UNAVAILABLE', at: '2030-01-04T00:00:00.000Z' };
+        await backend().recordFailure(t, plain);
+        const after = (await backend().readState(t)).lastFailure;
+        expect(after).toMatchObject(plain);
+        expect(after?.consecutive).toBeUndefined();
+        expect(after?.quarantinedAt).toBeUndefined();
+      });
+
       it('keeps intent, last rotation and failure side by side', async () => {
         const t = target();
         const record = makeRecord();
