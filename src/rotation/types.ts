@@ -5,7 +5,7 @@ import type { Secret } from '../audit/secret.ts';
 import type { Backend, StoreTarget } from '../backends/types.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
 
-export type RotationStep = 'preflight' | 'lock' | 'intent' | 'roll' | 'store' | 'verify' | 'finish' | 'recovery';
+export type RotationStep = 'preflight' | 'lock' | 'intent' | 'roll' | 'store' | 'verify' | 'finish' | 'recovery' | 'drift';
 export const ROTATION_STEPS: readonly RotationStep[] = ['preflight', 'lock', 'intent', 'roll', 'store', 'verify', 'finish'];
 
 export type RotationReason = 'scheduled' | 'leak' | 'compromise' | 'plan-change' | 'manual' | 'recovery' | 'drift';
