@@ -11,6 +11,7 @@ export const AUDIT_EVENTS = {
   'key.lock.acquired': 'The key lock was taken (tookOver=true when a stale lock was taken over).',
   'key.lock.busy': 'Another runner holds the key lock; the key is skipped this run.',
   'key.lock.released': 'The key lock was released.',
+  'key.lock.refresh_failed': 'A refresh of the key lock could not reach the backend; the lease runs out by itself unless a later refresh succeeds (invariant 9).',
   'key.lock.lost': 'Another runner took the key lock over while this one held it; this runner stops and writes nothing more (invariant 9).',
   'key.intent.set': 'The intent marker was written before the roll (invariant 6).',
   'key.intent.cleared': 'The intent marker was cleared after a finished or repaired rotation.',

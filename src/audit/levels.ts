@@ -21,6 +21,7 @@ export const AUDIT_EVENT_LEVELS: Record<AuditEventName, AuditLevel> = {
   'key.lock.busy': 'warn',
   'key.lock.released': 'info',
   'key.lock.lost': 'error',
+  'key.lock.refresh_failed': 'warn',
   'key.intent.set': 'info',
   'key.intent.cleared': 'info',
   'key.intent.kept': 'warn',

@@ -101,6 +101,9 @@ async function rotateKeyUnderLock(input: RotateKeyInput, deps: RotationDeps): Pr
 /** Nothing was rolled: the marker and lock would only confuse the next run. */
 async function cleanUpUnrolled(progress: TransactionProgress, primary: ResolvedDestination, rotationId: string, audit: AuditLog): Promise<void> {
   if (!progress.intentSet || progress.rolled) return;
+  // A marker held for a runner whose lock this rotation took over stays (invariant 9): that
+  // runner may still act, even though this rotation rolled nothing.
+  if (progress.holdUntil !== undefined) return;
   try {
     await primary.backend.clearIntent(primary.target, rotationId);
     progress.intentSet = false;

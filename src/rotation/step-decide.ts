@@ -8,7 +8,7 @@ import type { KeyPolicy } from '../policy/schema.ts';
 import { RotationStepError } from './errors.ts';
 import { LockKeeper } from './lock-keeper.ts';
 import { markerMayStillBeActedOn, recoverLeftoverIntent } from './recovery.ts';
-import { planRoll, standbyStillInUse } from './slots.ts';
+import { isLeak, planRoll, standbyStillInUse } from './slots.ts';
 import { sendAlert } from './store-outcome.ts';
 import type { Transaction } from './transaction.ts';
 import type { KeyOutcome } from './types.ts';
@@ -32,6 +32,9 @@ export async function takeLock(tx: Transaction): Promise<KeyOutcome | undefined>
     monotonicMs: deps.monotonicMs,
     onLost: () => {
       audit.emit('key.lock.lost', { step: progress.step });
+    },
+    onRefreshError: (code) => {
+      audit.emit('key.lock.refresh_failed', { step: progress.step, errorCode: code });
     },
   });
   progress.keeper = keeper;
@@ -106,6 +109,15 @@ export async function decideUnderLock(tx: Transaction): Promise<KeyOutcome | und
       progress.mayHaveRolled = true;
       storedDead = verdict.why !== 'probe-failed';
     }
+  } else if (trigger.reason === 'drift') {
+    // A drift heal was decided on a probe made before this lock: another runner may have healed
+    // the key since. Probe again under the lock; roll only a secret that is still dead.
+    const stillDead = await storedSecretDead(tx);
+    if (!stillDead) {
+      audit.emit('key.skipped', { step: 'lock', why: 'drift-healed', lastRotatedAt: state.lastRotatedAt });
+      return tx.outcome('skipped', { detail: 'drift-healed' });
+    }
+    storedDead = true;
   } else if (!trigger.force) {
     const skip = skipReason(key, state, deps.now(), trigger.ignoreSchedule === true);
     if (skip) {
@@ -116,11 +128,29 @@ export async function decideUnderLock(tx: Transaction): Promise<KeyOutcome | und
 
   // Invariant 10: which key (or slot) this rotation rolls.
   tx.plan = planRoll({ key, state, trigger, namedSlot: tx.input.slot, storedDead });
-  if (!progress.recovering && standbyStillInUse(key, tx.plan, state.lastRotatedAt, deps.now(), trigger)) {
+  // Naming the active slot kills the value consumers use now: only a leak (it must die) or a
+  // dead stored secret (nobody it still serves) may do that.
+  if (key.slots && tx.plan.keepsAlive === undefined && !storedDead && !isLeak(trigger)) {
+    audit.emit('key.skipped', { step: 'lock', why: 'active-slot', activeKeyId: tx.plan.activeBefore });
+    return tx.outcome('skipped', { detail: 'active-slot' });
+  }
+  // The consumerRefresh wait is skipped only for a stored secret known dead (nobody is served).
+  if (!storedDead && standbyStillInUse(key, tx.plan, state.lastRotatedAt, deps.now(), trigger)) {
     audit.emit('key.skipped', { step: 'lock', why: 'consumer-refresh', lastRotatedAt: state.lastRotatedAt, standby: tx.plan.rollKeyId });
     return tx.outcome('skipped', { detail: 'consumer-refresh' });
   }
   return undefined;
+}
+
+/** True when the primary's stored secret is refused by the API (a probe failure counts as not dead). */
+async function storedSecretDead(tx: Transaction): Promise<boolean> {
+  try {
+    const stored = await tx.primary.backend.readSecret(tx.primary.target);
+    if (!stored) return false;
+    return (await tx.deps.api.probeSecret(stored.secret, { organizationId: tx.key.organizationId })) === 'invalid';
+  } catch {
+    return false;
+  }
 }
 
 function laterOf(a: string | undefined, b: string): string {

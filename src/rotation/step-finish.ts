@@ -23,7 +23,9 @@ export async function verifyAndFinish(tx: Transaction, stored: Stored, keptAlive
   }
 
   await tx.enter('finish');
-  if (progress.keeper?.lost === true) throw lockLostAfterStore(tx);
+  // Invariant 9: the bookkeeping is written only while the lock is provably ours (not taken over,
+  // lease not run out because refreshes failed); otherwise the marker stays for the next run.
+  if (progress.keeper && (progress.keeper.lost || progress.keeper.remainingMs() <= 0)) throw lockLostAfterStore(tx);
   const versions = report.stored.map((copy) => ({ backend: copy.destination.backendName, path: copy.destination.target.path, version: copy.version }));
   // A read-back that did not match, or a new secret the API refuses, leaves the marker: the
   // next run probes and repairs. Otherwise the primary's record (every destination stored, so

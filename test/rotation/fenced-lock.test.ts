@@ -264,4 +264,26 @@ describe('invariant 9: fenced locks', () => {
     const order = bench.events().map((e) => e.event);
     expect(order.lastIndexOf('key.lock.released')).toBeGreaterThan(order.lastIndexOf('key.failed'));
   });
+
+  it('a kept marker survives a rotation that fails before its roll (the stalled runner may still act)', async () => {
+    await runAs({});
+    const key = bench.key(KEY);
+    const aAtRoll = deferred();
+    void runAs({
+      checkpoint: async (step) => {
+        if (step !== 'roll') return;
+        aAtRoll.resolve();
+        await new Promise<void>(() => undefined);
+      },
+    });
+    await aAtRoll.promise;
+    // B takes A's lock over; the stored secret works, A's marker is kept and B's own (held)
+    // replaces it; then B's roll is refused (400) before anything is rolled.
+    bench.emulator.faults.inject('roll', { kind: 'status', status: 400 }, 1);
+    const skewed = clocks(() => key.lockTtlMs + 1_000);
+    const b = await runAs(skewed);
+    expect(b.outcomes[0]).toMatchObject({ result: 'failed', step: 'roll' });
+    const marker = (await stateOf(skewed)).state.intent;
+    expect(marker?.holdUntil).toBeDefined();
+  });
 });

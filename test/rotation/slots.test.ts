@@ -197,3 +197,24 @@ describe('drift', () => {
     expect(live(SLOT_B, after.secret)).toBe(true);
   });
 });
+
+describe('the active slot is not rolled without a reason that needs it (invariant 10)', () => {
+  it('rotate --key <active slot> --reason manual is refused: it would kill the value consumers use now', async () => {
+    await run(ENTRY);
+    const active = (await stored(ENTRY)).state.lastKeyId ?? '';
+    const rolls = bench.emulator.state.rollCount(active);
+    offsetMs = 3 * HOUR;
+    const summary = await run(ENTRY, { reason: 'manual', force: true, actor: 'test' }, active);
+    expect(summary.outcomes[0]).toMatchObject({ result: 'skipped', detail: 'active-slot' });
+    expect(bench.emulator.state.rollCount(active)).toBe(rolls);
+  });
+
+  it('a drift heal whose stored secret works again under the lock rolls nothing', async () => {
+    await run(SINGLE);
+    const rolls = bench.emulator.state.rollCount(SINGLE);
+    offsetMs = 10 * 60_000;
+    const summary = await run(SINGLE, { reason: 'drift', force: true });
+    expect(summary.outcomes[0]).toMatchObject({ result: 'skipped', detail: 'drift-healed' });
+    expect(bench.emulator.state.rollCount(SINGLE)).toBe(rolls);
+  });
+});
