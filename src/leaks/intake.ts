@@ -90,6 +90,12 @@ export class LeakIntake {
       matches = search.matches;
       if (matches.length === 0) {
         audit.emit('leak.unmatched', { ...alertFields, fingerprint, searched: search.searched, unread: search.unread });
+        // Invariant 7: a destination nobody could read may hold the value: a person must look.
+        if (search.unread.length > 0) {
+          const places = search.unread.map((u) => `${u.backend}:${u.path} (${u.errorCode})`).join(', ');
+          await this.#failed(audit, report, 'identify', new Error(`no readable destination holds the leaked value, but ${places} could not be read`), undefined);
+          return { kind: 'open', keys: [] };
+        }
         return { kind: 'unmatched' };
       }
     } catch (error) {
@@ -124,6 +130,12 @@ export class LeakIntake {
       // A single key's previous value died when the key was last rolled (the API kills the old
       // secret on roll); an alert that arrives after its leak rotation finished lands here. Proven
       // dead, nothing is rolled again (that would break consumers for nothing).
+      const proof = await proveLeakDead(runtime, audit, this.#options.alerter(), { key, leaked });
+      if (proof.verdict === 'refused') return { ...base, result: 'already-dead', proof: 'refused' };
+    } else if (which === 'previous' && (await refusedAlready(runtime, key, leaked))) {
+      // A slot entry's previous value is the standby's only after an alternation; after a leak of
+      // the active slot it is that slot's old, dead value. A value the API refuses already is dead:
+      // rolling the standby for it would cut off consumers for nothing (invariant 10).
       const proof = await proveLeakDead(runtime, audit, this.#options.alerter(), { key, leaked });
       if (proof.verdict === 'refused') return { ...base, result: 'already-dead', proof: 'refused' };
     }
@@ -175,6 +187,15 @@ export class LeakIntake {
 
   async #failed(audit: AuditLog, report: LeakReport, step: string, error: unknown, key: KeyPolicy | undefined): Promise<void> {
     await reportIntakeFailure(audit, this.#options.alerter(), { report, step, error, ...(key === undefined ? {} : { key }) });
+  }
+}
+
+/** A quiet probe (no audit, no alert): the API refuses the value now. */
+async function refusedAlready(runtime: Pick<Runtime, 'api'>, key: KeyPolicy, leaked: Secret): Promise<boolean> {
+  try {
+    return (await runtime.api.probeSecret(leaked, { organizationId: key.organizationId })) === 'invalid';
+  } catch {
+    return false;
   }
 }
 

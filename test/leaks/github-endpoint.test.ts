@@ -92,6 +92,29 @@ describe('POST /v1/leaks/github', () => {
     expect(JSON.stringify(bench.audit.lines)).not.toContain(foreign);
   });
 
+  it('an unmatched alert while some destination could not be read is alerted, not only audited, and stays open', async () => {
+    await bench.writePolicyText(intakePolicy(bench, github));
+    let failReads = false;
+    const daemon = await startWithIntake(bench, github, {
+      runtime: {
+        wrapBackend: (_name: string, backend: Backend): Backend =>
+          wrapBackend(backend, {
+            readSecret: (next) => (failReads ? Promise.reject(new Error('injected: destination unreadable')) : next()),
+          }),
+      },
+    });
+    await storeFirstSecret(bench, daemon, BILLING);
+    failReads = true;
+    const foreign = `kmk_live_${randomBytes(30).toString('base64url')}`;
+    github.addAlert({ owner: 'octo-org', repo: 'billing-app', number: 10, state: 'open', secret: foreign });
+    expect((await deliver(daemon, webhook(10))).status).toBe(202);
+    await until(() => bench.events('leak.intake.failed').length === 1, 'leak.intake.failed');
+    await daemon.idle();
+    expect(bench.alerter.alerts.some(({ alert }) => alert.step === 'leak-intake' && alert.details?.intakeStep === 'identify')).toBe(true);
+    expect(github.alerts.get('octo-org/billing-app#10')?.state).toBe('open');
+    expect(JSON.stringify(bench.audit.lines)).not.toContain(foreign);
+  });
+
   it('alerts about a leak of an alertOnly key and rotates nothing', async () => {
     await bench.writePolicyText(intakePolicy(bench, github, undefined, `  alertOnly: [${BILLING}]\n`));
     const daemon = await startWithIntake(bench, github);
