@@ -78,17 +78,22 @@ export function describeMatch(match: LeakMatch): string {
   return `${match.key.id} organization=${match.key.organizationId} destination=${match.destination.backendName}:${match.destination.target.path} value=${match.which}${slot}`;
 }
 
+/** A match in the JSON output of `keyroll identify` and of a leak rotation (`keyroll rotate --leaked-secret-stdin`). */
+export function matchJson(match: LeakMatch): Record<string, unknown> {
+  return {
+    keyId: match.key.id,
+    organizationId: match.key.organizationId,
+    backend: match.destination.backendName,
+    path: match.destination.target.path,
+    which: match.which,
+    ...(match.slot === undefined ? {} : { slot: match.slot }),
+  };
+}
+
 export function jsonReport(fingerprint: string, search: LeakSearch): Record<string, unknown> {
   return {
     fingerprint,
-    matches: search.matches.map((match) => ({
-      keyId: match.key.id,
-      organizationId: match.key.organizationId,
-      backend: match.destination.backendName,
-      path: match.destination.target.path,
-      which: match.which,
-      ...(match.slot === undefined ? {} : { slot: match.slot }),
-    })),
+    matches: search.matches.map(matchJson),
     unread: search.unread,
     searched: search.searched,
   };

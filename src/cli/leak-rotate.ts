@@ -12,7 +12,7 @@ import type { KeyPolicy, Policy } from '../policy/schema.ts';
 import type { RunSummary } from '../rotation/run.ts';
 import { createRuntime, type Runtime } from '../rotation/runtime.ts';
 import { ExitCode } from './exit-codes.ts';
-import { describeMatch } from './identify.ts';
+import { describeMatch, matchJson } from './identify.ts';
 import { openAuditFile } from './terminal/audit-file.ts';
 import { resolveOutputMode, type OutputFlags } from './terminal/output-mode.ts';
 
@@ -129,14 +129,7 @@ function leakRotation(leaked: Secret, matches: LeakMatch[], context: AuditContex
     ],
     json: () => ({
       fingerprint: leaked.fingerprint(),
-      matches: matches.map((match) => ({
-        keyId: match.key.id,
-        organizationId: match.key.organizationId,
-        backend: match.destination.backendName,
-        path: match.destination.target.path,
-        which: match.which,
-        ...(match.slot === undefined ? {} : { slot: match.slot }),
-      })),
+      matches: matches.map(matchJson),
       proofs,
     }),
   };
