@@ -1,8 +1,9 @@
 // Answers of the leak intake endpoints (POST /v1/leaks/github, /v1/leaks/gitguardian). Refusals
 // share the trigger's audit budget (rejection-audit.ts: `trigger.rejected` with the endpoint in
-// `details`), so a flood on any endpoint of the port cannot flood the audit trail.
+// `details`), so a flood on any endpoint of the port cannot flood the audit trail, and answer
+// with the trigger's status for the same code (REFUSAL_STATUS); only the messages are their own.
 import type { RejectionAudit } from '../scheduler/rejection-audit.ts';
-import type { HttpAnswer, IncomingTrigger } from '../scheduler/trigger.ts';
+import { REFUSAL_STATUS, type HttpAnswer, type IncomingTrigger } from '../scheduler/trigger.ts';
 
 /** Scanner payloads are a few KiB; GitGuardian's may list many occurrences. */
 export const MAX_LEAK_WEBHOOK_BYTES = 512 * 1024;
@@ -20,20 +21,6 @@ export type IntakeRefusal =
   | 'replay-record-unavailable'
   | 'invalid-body';
 
-const STATUS: Record<IntakeRefusal, number> = {
-  'shutting-down': 503,
-  disabled: 404,
-  'body-too-large': 413,
-  'missing-signature': 401,
-  'malformed-signature': 401,
-  'stale-timestamp': 401,
-  'bad-signature': 401,
-  replay: 409,
-  'replay-record-full': 503,
-  'replay-record-unavailable': 503,
-  'invalid-body': 400,
-};
-
 const MESSAGES: Record<IntakeRefusal, string> = {
   'shutting-down': 'keyroll is shutting down; the sender retries or redelivers',
   disabled: 'this leak source is not enabled in the policy (intake)',
@@ -49,8 +36,9 @@ const MESSAGES: Record<IntakeRefusal, string> = {
 };
 
 export function refuseIntake(rejections: RejectionAudit, endpoint: string, request: IncomingTrigger, why: IntakeRefusal): HttpAnswer {
-  rejections.record({ why, status: STATUS[why], remoteAddress: request.remoteAddress, details: { endpoint } });
-  return { status: STATUS[why], body: { error: { code: why, message: MESSAGES[why] } } };
+  const status = REFUSAL_STATUS[why];
+  rejections.record({ why, status, remoteAddress: request.remoteAddress, details: { endpoint } });
+  return { status, body: { error: { code: why, message: MESSAGES[why] } } };
 }
 
 export function single(value: string | string[] | undefined): string | undefined {

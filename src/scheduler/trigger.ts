@@ -71,7 +71,8 @@ export type Refusal =
   | 'unknown-keys'
   | 'unknown-org';
 
-const STATUS: Record<Refusal, number> = {
+/** The HTTP status of each refusal; the leak intake endpoints on this port answer their refusals with the same ones. */
+export const REFUSAL_STATUS: Record<Refusal, number> = {
   'shutting-down': 503,
   disabled: 404,
   'body-too-large': 413,
@@ -109,12 +110,12 @@ export function createTriggerEndpoint(options: TriggerEndpointOptions): (request
   const refuse = (request: IncomingTrigger, why: Refusal, extra: { details?: unknown; caller?: string } = {}): HttpAnswer => {
     options.rejections.record({
       why,
-      status: STATUS[why],
+      status: REFUSAL_STATUS[why],
       remoteAddress: request.remoteAddress,
       ...(extra.caller === undefined ? {} : { caller: extra.caller }),
       ...(extra.details === undefined ? {} : { details: extra.details }),
     });
-    return { status: STATUS[why], body: { error: { code: why, message: MESSAGES[why], ...(extra.details === undefined ? {} : { details: extra.details }) } } };
+    return { status: REFUSAL_STATUS[why], body: { error: { code: why, message: MESSAGES[why], ...(extra.details === undefined ? {} : { details: extra.details }) } } };
   };
 
   return async (request) => {
