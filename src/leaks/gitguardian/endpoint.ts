@@ -7,7 +7,7 @@
 import type { Secret } from '../../audit/secret.ts';
 import type { HttpAnswer, IncomingTrigger } from '../../scheduler/trigger.ts';
 import type { LeakEndpointOptions } from '../github/endpoint.ts';
-import { refuseIntake, single, type IntakeRefusal } from '../webhook-answer.ts';
+import { claimDelivery, parseBody, refuseIntake, single, type IntakeRefusal } from '../webhook-answer.ts';
 import { GITGUARDIAN_LEAK_ACTIONS, GitguardianEvent } from './payload.ts';
 import { checkGitguardianSignature, GITGUARDIAN_SIGNATURE_HEADER, GITGUARDIAN_TIMESTAMP_HEADER } from './signature.ts';
 
@@ -41,28 +41,13 @@ export function createGitguardianEndpoint(options: GitguardianEndpointOptions): 
       nowSeconds,
     );
     if (!signed.ok) return refuse(signed.why);
-    const replay = options.replay();
-    if (replay === undefined) return refuse('replay-record-unavailable');
-    let claim;
-    try {
-      // The signature is unique per (timestamp, body): a captured request replayed within the
-      // window is refused, and past the window the timestamp check refuses it.
-      claim = await replay.claim(GITGUARDIAN_REPLAY_CALLER, signed.signature, signed.timestamp, nowSeconds);
-    } catch {
-      return refuse('replay-record-unavailable');
-    }
-    if (claim === 'full') return refuse('replay-record-full');
-    if (claim !== 'claimed') return refuse('replay');
+    // The signature is unique per (timestamp, body): a captured request replayed within the
+    // window is refused, and past the window the timestamp check refuses it.
+    const unclaimed = await claimDelivery(options.replay(), GITGUARDIAN_REPLAY_CALLER, signed.signature, signed.timestamp, nowSeconds);
+    if (unclaimed !== undefined) return refuse(unclaimed);
 
-    let json: unknown;
-    try {
-      json = JSON.parse(request.body.toString('utf8'));
-    } catch {
-      return refuse('invalid-body');
-    }
-    const parsed = GitguardianEvent.safeParse(json);
-    if (!parsed.success) return refuse('invalid-body');
-    const event = parsed.data;
+    const event = parseBody(request.body, GitguardianEvent);
+    if (event === undefined) return refuse('invalid-body');
     const audit = options.audit();
     const incident = event.incident;
     const ref = incident === undefined ? 'no incident' : `incident ${String(incident.id)}`;

@@ -14,7 +14,7 @@ import type { ReplayRecord } from '../../scheduler/replay-record.ts';
 import type { HttpAnswer, IncomingTrigger } from '../../scheduler/trigger.ts';
 import { ScannerApiError } from '../errors.ts';
 import { actorOf, reportIntakeFailure, type LeakIntake, type LeakKeyResult, type LeakReport } from '../intake.ts';
-import { refuseIntake, single, type IntakeRefusal } from '../webhook-answer.ts';
+import { claimDelivery, parseBody, refuseIntake, single, type IntakeRefusal } from '../webhook-answer.ts';
 import { fetchGithubAlert, resolveGithubAlert, type GithubClientOptions } from './client.ts';
 import { GITHUB_LEAK_ACTIONS, GithubAlertWebhook, type GithubAlertRef } from './payload.ts';
 import { checkGithubSignature, GITHUB_DELIVERY_HEADER, GITHUB_EVENT_HEADER, GITHUB_SIGNATURE_HEADER } from './signature.ts';
@@ -62,19 +62,11 @@ export function createGithubEndpoint(options: GithubEndpointOptions): (request: 
 
     const delivery = single(request.headers[GITHUB_DELIVERY_HEADER]);
     if (delivery === undefined || !DELIVERY_ID.test(delivery)) return refuse('invalid-body');
-    const replay = options.replay();
-    if (replay === undefined) return refuse('replay-record-unavailable');
     // GitHub signs no time: the delivery id is kept for the record's window (5 minutes); past
     // it, a replayed delivery finds its alert resolved on GitHub and does nothing.
     const nowSeconds = Math.floor(options.now().getTime() / 1000);
-    let claim;
-    try {
-      claim = await replay.claim(GITHUB_REPLAY_CALLER, delivery, nowSeconds, nowSeconds);
-    } catch {
-      return refuse('replay-record-unavailable');
-    }
-    if (claim === 'full') return refuse('replay-record-full');
-    if (claim !== 'claimed') return refuse('replay');
+    const unclaimed = await claimDelivery(options.replay(), GITHUB_REPLAY_CALLER, delivery, nowSeconds, nowSeconds);
+    if (unclaimed !== undefined) return refuse(unclaimed);
 
     const event = single(request.headers[GITHUB_EVENT_HEADER]);
     if (event === 'ping') return { status: 200, body: { ok: true, event: 'ping' } };
@@ -83,15 +75,8 @@ export function createGithubEndpoint(options: GithubEndpointOptions): (request: 
       audit.emit('leak.intake.ignored', { source: 'github', delivery, event, why: 'not-secret-scanning-alert' });
       return { status: 202, body: { ignored: true, why: 'only secret_scanning_alert events are handled' } };
     }
-    let json: unknown;
-    try {
-      json = JSON.parse(request.body.toString('utf8'));
-    } catch {
-      return refuse('invalid-body');
-    }
-    const parsed = GithubAlertWebhook.safeParse(json);
-    if (!parsed.success) return refuse('invalid-body');
-    const payload = parsed.data;
+    const payload = parseBody(request.body, GithubAlertWebhook);
+    if (payload === undefined) return refuse('invalid-body');
     const ref: GithubAlertRef = { owner: payload.repository.owner.login, repo: payload.repository.name, number: payload.alert.number };
     const report: LeakReport = { source: 'github', ref: `${payload.repository.full_name}#${ref.number}`, ...(payload.alert.html_url === undefined ? {} : { url: payload.alert.html_url }) };
     if (!(GITHUB_LEAK_ACTIONS as readonly string[]).includes(payload.action)) {
