@@ -3,10 +3,11 @@
 // idempotent retries), the intent marker, the last rotation (with the API key it stored: a
 // two-slot entry's active slot), the last drift probe and the last failure.
 // It holds no secret, only the SHA-256 digest of the last written one.
-import { open, stat, unlink } from 'node:fs/promises';
+import { open, unlink } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import { readTextIfExists, writeFileAtomic } from './atomic.ts';
+import { removeStaleGuard } from './stale-guard.ts';
 
 const IsoTime = z.string().min(1);
 
@@ -101,9 +102,8 @@ export function sidecarGuardPathFor(valuePath: string): string {
   return `${sidecarPathFor(valuePath)}.guard`;
 }
 
-// The guard lives for one read and one atomic write. One older than this was left by a crash
-// (real file times: the guard's age is a fact of this filesystem, not of the injected clock).
-const GUARD_STALE_MS = 30_000;
+// The guard lives for one read and one atomic write; one left by a crash is removed after 30 s
+// (stale-guard.ts).
 // How long a writer waits for another's guard before giving up (a retryable EBUSY).
 const GUARD_WAIT_MS = 5_000;
 
@@ -118,7 +118,7 @@ async function withSidecarGuard<T>(valuePath: string, body: () => Promise<T>): P
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
     }
-    if (await removeIfStale(guard)) continue;
+    if (await removeStaleGuard(guard)) continue;
     if (Date.now() - started > GUARD_WAIT_MS) {
       throw Object.assign(new Error(`${guard} is held by another writer`), { code: 'EBUSY' });
     }
@@ -128,16 +128,5 @@ async function withSidecarGuard<T>(valuePath: string, body: () => Promise<T>): P
     return await body();
   } finally {
     await unlink(guard).catch(() => undefined);
-  }
-}
-
-async function removeIfStale(guard: string): Promise<boolean> {
-  try {
-    if (Date.now() - (await stat(guard)).mtimeMs <= GUARD_STALE_MS) return false;
-    await unlink(guard);
-    return true;
-  } catch (error) {
-    // Gone meanwhile: try to create it again. Any other error: wait like for a live guard.
-    return (error as NodeJS.ErrnoException).code === 'ENOENT';
   }
 }

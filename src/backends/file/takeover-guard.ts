@@ -5,13 +5,12 @@
 // a fenced write cannot land after a takeover it did not see, and a release cannot remove the
 // lock that a takeover put in place a moment after the release read it.
 // Creating a lock where none exists needs no guard (the exclusive hard link decides alone).
+// A guard left by a crash is removed after 30 s (stale-guard.ts).
 import { stat, unlink } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createFileExclusive } from './atomic.ts';
+import { removeStaleGuard } from './stale-guard.ts';
 
-// The guard is held for a few file operations; one older than this was left by a crash.
-// Real file times, not the injected clock: the guard's age is a fact of this filesystem.
-const GUARD_STALE_MS = 30_000;
 // How long a refresh, release or fenced write waits for another process's guard (then EBUSY,
 // a retryable KR_BACKEND_UNAVAILABLE). A takeover does not wait: it reports the key busy.
 const GUARD_WAIT_MS = 5_000;
@@ -41,16 +40,5 @@ export async function withTakeoverGuard<T>(lockPath: string, wait: boolean, body
     return await body((await stat(guard)).mtimeMs);
   } finally {
     await unlink(guard).catch(() => undefined);
-  }
-}
-
-/** Removes a guard left by a crash; true when it is gone (removed now or meanwhile). */
-async function removeStaleGuard(guard: string): Promise<boolean> {
-  try {
-    if (Date.now() - (await stat(guard)).mtimeMs <= GUARD_STALE_MS) return false;
-    await unlink(guard);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'ENOENT';
   }
 }

@@ -1,0 +1,19 @@
+// The guard files of the file backend (the sidecar's `<file>.keyroll.json.guard`, the lock's
+// `<file>.keyroll.lock.takeover`) exist only while one process does a few file operations. One
+// older than this was left by a crash. Real file times, not the injected clock: the guard's age
+// is a fact of this filesystem.
+import { stat, unlink } from 'node:fs/promises';
+
+const GUARD_STALE_MS = 30_000;
+
+/** Removes a guard left by a crash; true when it is gone (removed now or meanwhile). */
+export async function removeStaleGuard(guard: string): Promise<boolean> {
+  try {
+    if (Date.now() - (await stat(guard)).mtimeMs <= GUARD_STALE_MS) return false;
+    await unlink(guard);
+    return true;
+  } catch (error) {
+    // Gone meanwhile: try to create it again. Any other error: wait like for a live guard.
+    return (error as NodeJS.ErrnoException).code === 'ENOENT';
+  }
+}
