@@ -5,23 +5,13 @@
 import type { z } from 'zod';
 import type { RejectionAudit } from '../scheduler/rejection-audit.ts';
 import type { ReplayRecord } from '../scheduler/replay-record.ts';
-import { REFUSAL_STATUS, type HttpAnswer, type IncomingTrigger } from '../scheduler/trigger.ts';
+import { REFUSAL_STATUS, type HttpAnswer, type IncomingTrigger, type Refusal } from '../scheduler/trigger.ts';
 
 /** Scanner payloads are a few KiB; GitGuardian's may list many occurrences. */
 export const MAX_LEAK_WEBHOOK_BYTES = 512 * 1024;
 
-export type IntakeRefusal =
-  | 'shutting-down'
-  | 'disabled'
-  | 'body-too-large'
-  | 'missing-signature'
-  | 'malformed-signature'
-  | 'stale-timestamp'
-  | 'bad-signature'
-  | 'replay'
-  | 'replay-record-full'
-  | 'replay-record-unavailable'
-  | 'invalid-body';
+/** The trigger's refusals, less those about key selection and actors (a scanner names neither). */
+export type IntakeRefusal = Exclude<Refusal, 'actor-mismatch' | 'unknown-keys' | 'unknown-org'>;
 
 const MESSAGES: Record<IntakeRefusal, string> = {
   'shutting-down': 'keyroll is shutting down; the sender retries or redelivers',

@@ -7,7 +7,7 @@
 import { performance } from 'node:perf_hooks';
 import { describe, expect, it } from 'vitest';
 import { checkNotLeaked, checkNotLost, recordCase } from './record.ts';
-import { OWNER_TOKEN } from './b-child.ts';
+import { OWNER_TOKEN, type ChildResult, type RunningChild } from './b-child.ts';
 import { DEMO_KEYS, faultKey, faultPolicyYaml, openWorld, type FaultWorld } from './b-world.ts';
 import { startBench } from '../rotation/harness.ts';
 import { runRotations } from '../../src/rotation/run.ts';
@@ -60,25 +60,46 @@ async function waitOutLock(world: FaultWorld): Promise<void> {
 
 const isLive = (world: FaultWorld) => (keyId: string, secret: string): boolean => world.emulator.state.isLiveSecret(keyId, secret);
 
+/** A world whose next roll the emulator holds until the test opens `delay`; the key was rotated 10 minutes ago. */
+async function openHeldWorld(): Promise<{ world: FaultWorld; delay: ReturnType<typeof heldDelay> }> {
+  const delay = heldDelay();
+  const world = await openWorld({ sleep: delay.sleep });
+  await writePolicy(world);
+  await world.seedRotated(KEY, new Date(Date.now() - 10 * 60_000));
+  world.emulator.faults.inject('roll', { kind: 'delay', ms: 1 }, 1);
+  return { world, delay };
+}
+
+const leakRotation = (world: FaultWorld, actor: string): Promise<ChildResult> =>
+  world.run(['rotate', '--key', KEY.id, '--reason', 'leak', '--actor', actor, '-p', 'policy.yaml'], { killAfterMs: 60_000 });
+
+/** Runner A: a leak rotation whose roll has reached the server (which holds it). */
+async function holderAtServer(world: FaultWorld, delay: ReturnType<typeof heldDelay>): Promise<RunningChild> {
+  const a = world.spawn(['rotate', '--key', KEY.id, '--reason', 'leak', '--actor', 'runner-a', '-p', 'policy.yaml'], { killAfterMs: 60_000 });
+  await until(delay.entered, "runner A's roll at the server");
+  return a;
+}
+
+/** The next scheduled run, once the marker's hold has passed. */
+async function runAfterHold(world: FaultWorld, holdUntil: string | undefined): Promise<ChildResult> {
+  await new Promise((resolve) => setTimeout(resolve, Math.max(0, Date.parse(holdUntil ?? '') - Date.now() + 50)));
+  return world.run(['run', '-p', 'policy.yaml'], { killAfterMs: 60_000 });
+}
+
 describe('fenced locks: a runner that lost its lock', () => {
   it('killed with its roll in flight after a takeover: the late roll is found and repaired, not hidden', async (ctx) => {
-    const delay = heldDelay();
-    const world = await openWorld({ sleep: delay.sleep });
+    const { world, delay } = await openHeldWorld();
     try {
-      await writePolicy(world);
-      await world.seedRotated(KEY, new Date(Date.now() - 10 * 60_000));
-      world.emulator.faults.inject('roll', { kind: 'delay', ms: 1 }, 1);
 
       // Runner A: its roll reaches the server, which holds it; A is killed while it waits.
-      const a = world.spawn(['rotate', '--key', KEY.id, '--reason', 'leak', '--actor', 'runner-a', '-p', 'policy.yaml'], { killAfterMs: 60_000 });
-      await until(delay.entered, "runner A's roll at the server");
+      const a = await holderAtServer(world, delay);
       await a.kill();
       expect((await world.files.readState(KEY.target)).intent).toBeDefined();
 
       // Runner B, after A's lock expired: takes it over. The stored secret still works (A's roll
       // has not landed), but A may still act: its marker is not cleared, and B's own stays.
       await waitOutLock(world);
-      const b = await world.run(['rotate', '--key', KEY.id, '--reason', 'leak', '--actor', 'runner-b', '-p', 'policy.yaml'], { killAfterMs: 60_000 });
+      const b = await leakRotation(world, 'runner-b');
       expect(b.code, b.stderr).toBe(0);
       expect(b.events.some((e) => e.event === 'key.intent.kept')).toBe(true);
       const afterB = await world.storedSecret(KEY);
@@ -90,8 +111,7 @@ describe('fenced locks: a runner that lost its lock', () => {
       expect(marker?.holdUntil).toBeDefined();
 
       // The next scheduled run after the hold probes, finds the dead secret and re-rolls.
-      await new Promise((resolve) => setTimeout(resolve, Math.max(0, Date.parse(marker?.holdUntil ?? '') - Date.now() + 50)));
-      const c = await world.run(['run', '-p', 'policy.yaml'], { killAfterMs: 60_000 });
+      const c = await runAfterHold(world, marker?.holdUntil);
       expect(c.code, c.stderr).toBe(0);
 
       const lost = checkNotLost([{ keyId: KEY.id, secrets: [await world.storedSecret(KEY)] }], isLive(world));
@@ -109,18 +129,13 @@ describe('fenced locks: a runner that lost its lock', () => {
   });
 
   it('frozen (SIGSTOP) mid-roll past its lock: after SIGCONT it writes nothing over the new holder, and the key heals', async (ctx) => {
-    const delay = heldDelay();
-    const world = await openWorld({ sleep: delay.sleep });
+    const { world, delay } = await openHeldWorld();
     try {
-      await writePolicy(world);
-      await world.seedRotated(KEY, new Date(Date.now() - 10 * 60_000));
-      world.emulator.faults.inject('roll', { kind: 'delay', ms: 1 }, 1);
 
-      const a = world.spawn(['rotate', '--key', KEY.id, '--reason', 'leak', '--actor', 'runner-a', '-p', 'policy.yaml'], { killAfterMs: 60_000 });
-      await until(delay.entered, "runner A's roll at the server");
+      const a = await holderAtServer(world, delay);
       a.process.kill('SIGSTOP');
       await waitOutLock(world);
-      const b = await world.run(['rotate', '--key', KEY.id, '--reason', 'leak', '--actor', 'runner-b', '-p', 'policy.yaml'], { killAfterMs: 60_000 });
+      const b = await leakRotation(world, 'runner-b');
       expect(b.code, b.stderr).toBe(0);
       const storedByB = await world.storedSecret(KEY);
 
@@ -136,8 +151,7 @@ describe('fenced locks: a runner that lost its lock', () => {
       expect(await world.storedSecret(KEY)).toBe(storedByB);
 
       const marker = (await world.files.readState(KEY.target)).intent;
-      await new Promise((resolve) => setTimeout(resolve, Math.max(0, Date.parse(marker?.holdUntil ?? '') - Date.now() + 50)));
-      const c = await world.run(['run', '-p', 'policy.yaml'], { killAfterMs: 60_000 });
+      const c = await runAfterHold(world, marker?.holdUntil);
       expect(c.code, c.stderr).toBe(0);
 
       const lost = checkNotLost([{ keyId: KEY.id, secrets: [await world.storedSecret(KEY)] }], isLive(world));

@@ -2,24 +2,20 @@
 // replayed, alerts that match no key stay open, alertOnly keys are alerted and not rotated, and
 // several alerts for one key while its leak rotation runs become one rotation.
 import { randomBytes, randomUUID } from 'node:crypto';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import type { Backend } from '../../src/backends/types.ts';
 import { wrapBackend } from '../rotation/harness.ts';
-import { createGate, keyYaml, startDaemonBench, type DaemonBench } from '../scheduler/support.ts';
-import { secretScanningWebhook, startFakeGithub, type FakeGithub } from './github-fake.ts';
-import { BILLING, deliver, intakePolicy, startWithIntake, storeFirstSecret, until } from './github-support.ts';
+import { createGate, keyYaml, type DaemonBench } from '../scheduler/support.ts';
+import { secretScanningWebhook, type FakeGithub } from './github-fake.ts';
+import { BILLING, deliver, intakePolicy, startWithIntake, storeFirstSecret, until, useGithubBench } from './github-support.ts';
 
+const benches = useGithubBench();
 let bench: DaemonBench;
 let github: FakeGithub;
 
-beforeEach(async () => {
-  bench = await startDaemonBench();
-  github = await startFakeGithub();
-});
-
-afterEach(async () => {
-  await github.close();
-  await bench.close();
+beforeEach(() => {
+  bench = benches.bench();
+  github = benches.github();
 });
 
 const webhook = (number: number, repo = 'billing-app') => secretScanningWebhook('created', { owner: 'octo-org', repo, number });

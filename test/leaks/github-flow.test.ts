@@ -2,23 +2,19 @@
 // emulator: webhook -> fetch the alert -> identify -> roll -> store -> the leaked value refused
 // (401) -> the alert resolved as revoked naming the rotation; and no output carries the leaked
 // or the new value.
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { expectNoSecrets } from '../cli/harness.ts';
-import { startDaemonBench, type DaemonBench } from '../scheduler/support.ts';
-import { secretScanningWebhook, startFakeGithub, type FakeGithub } from './github-fake.ts';
-import { BILLING, deliver, GITHUB_WEBHOOK_SECRET, intakePolicy, startWithIntake, storeFirstSecret } from './github-support.ts';
+import type { DaemonBench } from '../scheduler/support.ts';
+import { secretScanningWebhook, type FakeGithub } from './github-fake.ts';
+import { BILLING, deliver, GITHUB_WEBHOOK_SECRET, intakePolicy, startWithIntake, storeFirstSecret, useGithubBench } from './github-support.ts';
 
+const benches = useGithubBench();
 let bench: DaemonBench;
 let github: FakeGithub;
 
-beforeEach(async () => {
-  bench = await startDaemonBench();
-  github = await startFakeGithub();
-});
-
-afterEach(async () => {
-  await github.close();
-  await bench.close();
+beforeEach(() => {
+  bench = benches.bench();
+  github = benches.github();
 });
 
 describe('GitHub secret scanning intake, end to end', () => {

@@ -1,13 +1,34 @@
 // The daemon bench of test/scheduler/support.ts with the GitHub intake enabled against the fake.
 import { randomUUID } from 'node:crypto';
+import { afterEach, beforeEach } from 'vitest';
 import { sign } from '@octokit/webhooks-methods';
 import type { Daemon, DaemonOptions } from '../../src/scheduler/daemon.ts';
 import { BOB_TRIGGER_SECRET, keyYaml, METRICS_TOKEN, policyYaml, postTrigger, TRIGGER_SECRET, type DaemonBench } from '../scheduler/support.ts';
-import type { FakeGithub } from './github-fake.ts';
+import { startDaemonBench } from '../scheduler/support.ts';
+import { startFakeGithub, type FakeGithub } from './github-fake.ts';
 
 export const GITHUB_WEBHOOK_SECRET = 'github-webhook-secret-for-the-leak-intake-tests';
 export const BILLING = 'key_demo_billing';
 export const SEARCH = 'key_demo_search';
+
+/** A fresh daemon bench and fake GitHub per test, closed after it; read them through the getters. */
+export function useGithubBench(): { bench: () => DaemonBench; github: () => FakeGithub } {
+  let bench: DaemonBench | undefined;
+  let github: FakeGithub | undefined;
+  beforeEach(async () => {
+    bench = await startDaemonBench();
+    github = await startFakeGithub();
+  });
+  afterEach(async () => {
+    await github?.close();
+    await bench?.close();
+  });
+  const need = <T>(value: T | undefined): T => {
+    if (value === undefined) throw new Error('the GitHub bench is set up in beforeEach');
+    return value;
+  };
+  return { bench: () => need(bench), github: () => need(github) };
+}
 
 export function intakePolicy(bench: DaemonBench, github: FakeGithub, keys = keyYaml(BILLING, 'schedule: "0 3 * * 1"'), extra = ''): string {
   return `${policyYaml(bench.emulator.url, bench.secretsDir, keys)}intake:

@@ -58,6 +58,25 @@ function deferred(): { promise: Promise<void>; resolve: () => void } {
   return { promise, resolve };
 }
 
+/**
+ * Runner A: takes the lock, sets its marker, and waits at the roll until `gate` opens (never, for
+ * a runner that died there with its request in flight). Resolves `atRoll` once it is there.
+ */
+async function runnerAtRoll(gate: Promise<void>): Promise<{ result: Promise<RunSummary> }> {
+  const atRoll = deferred();
+  const result = runAs({
+    checkpoint: async (step) => {
+      if (step !== 'roll') return;
+      atRoll.resolve();
+      await gate;
+    },
+  });
+  await atRoll.promise;
+  return { result };
+}
+
+const NEVER = new Promise<void>(() => undefined);
+
 function expectNoSecretIn(lines: readonly string[]): void {
   const text = lines.join('\n');
   for (const secret of bench.emulator.state.mintedSecrets()) expect(text).not.toContain(secret);
@@ -104,17 +123,8 @@ describe('invariant 9: fenced locks', () => {
   it('a holder killed mid-roll after a takeover: its marker is kept, and a roll landing late is found and repaired by a later run', async () => {
     await runAs({});
     const key = bench.key(KEY);
-    const aAtRoll = deferred();
-    const never = new Promise<void>(() => undefined);
     // Runner A sets its marker and "dies" at the roll (its request is still in flight).
-    void runAs({
-      checkpoint: async (step) => {
-        if (step !== 'roll') return;
-        aAtRoll.resolve();
-        await never;
-      },
-    });
-    await aAtRoll.promise;
+    await runnerAtRoll(NEVER);
     const leftByA = (await stateOf()).state.intent;
     expect(leftByA).toBeDefined();
 
@@ -147,15 +157,7 @@ describe('invariant 9: fenced locks', () => {
     await runAs({});
     const key = bench.key(KEY);
     const skewed = clocks(() => key.lockTtlMs + 1_000);
-    const aAtRoll = deferred();
-    void runAs({
-      checkpoint: async (step) => {
-        if (step !== 'roll') return;
-        aAtRoll.resolve();
-        await new Promise<void>(() => undefined);
-      },
-    });
-    await aAtRoll.promise;
+    await runnerAtRoll(NEVER);
     await runAs(skewed);
     const held = (await stateOf(skewed)).state.intent;
     expect(held?.holdUntil).toBeDefined();
@@ -178,16 +180,8 @@ describe('invariant 9: fenced locks', () => {
   it('clock skew between runners: a lock expired by less than clockSkew is not taken over', async () => {
     const key = bench.key(KEY);
     key.clockSkewMs = 30_000;
-    const aAtRoll = deferred();
     const release = deferred();
-    const runnerA = runAs({
-      checkpoint: async (step) => {
-        if (step !== 'roll') return;
-        aAtRoll.resolve();
-        await release.promise;
-      },
-    });
-    await aAtRoll.promise;
+    const runnerA = (await runnerAtRoll(release.promise)).result;
     // B's clock is 20 s past A's expiry: within the 30 s skew, so A's lock is not B's to take.
     const b = await runAs(clocks(() => key.lockTtlMs + 20_000));
     expect(b.outcomes[0]).toMatchObject({ result: 'busy' });
@@ -202,16 +196,8 @@ describe('invariant 9: fenced locks', () => {
     const key = bench.key(KEY);
     key.lockTtlMs = 900;
     bench.policy.api.timeouts = { headersMs: 100, bodyMs: 100 };
-    const aAtRoll = deferred();
     const release = deferred();
-    const runnerA = runAs({
-      checkpoint: async (step) => {
-        if (step !== 'roll') return;
-        aAtRoll.resolve();
-        await release.promise;
-      },
-    });
-    await aAtRoll.promise;
+    const runnerA = (await runnerAtRoll(release.promise)).result;
     // Wait (real time) well past the TTL while A is slow (a long 429 wait, probes, backoff).
     await new Promise((resolve) => setTimeout(resolve, 2_000));
     const b = await runAs({});
@@ -268,15 +254,7 @@ describe('invariant 9: fenced locks', () => {
   it('a kept marker survives a rotation that fails before its roll (the stalled runner may still act)', async () => {
     await runAs({});
     const key = bench.key(KEY);
-    const aAtRoll = deferred();
-    void runAs({
-      checkpoint: async (step) => {
-        if (step !== 'roll') return;
-        aAtRoll.resolve();
-        await new Promise<void>(() => undefined);
-      },
-    });
-    await aAtRoll.promise;
+    await runnerAtRoll(NEVER);
     // B takes A's lock over; the stored secret works, A's marker is kept and B's own (held)
     // replaces it; then B's roll is refused (400) before anything is rolled.
     bench.emulator.faults.inject('roll', { kind: 'status', status: 400 }, 1);
