@@ -44,11 +44,6 @@ export interface LeakSearch {
 /** How many keys are read at once: destinations are remote stores with their own rate limits. */
 const READ_CONCURRENCY = 8;
 
-/** The policy entries whose current or previous stored secret is `leaked` (see searchLeakedSecret). */
-export async function identifyLeakedSecret(policy: Policy, runtime: Pick<Runtime, 'resolveKey'>, leaked: Secret): Promise<LeakMatch[]> {
-  return (await searchLeakedSecret(policy, runtime, leaked)).matches;
-}
-
 /**
  * Reads every destination and fallback of every key and compares digests with `leaked`. A
  * destination that cannot be read is reported, not thrown: one unreachable store must not hide a

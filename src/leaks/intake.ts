@@ -13,7 +13,7 @@ import type { KeyPolicy, Policy } from '../policy/schema.ts';
 import type { Runtime } from '../rotation/runtime.ts';
 import type { KeyOutcome, RunTrigger } from '../rotation/types.ts';
 import { searchLeakedSecret, type LeakMatch } from './identify.ts';
-import { proveLeakDead, type DeathProof } from './proof.ts';
+import { probeLeakedSecret, proveLeakDead, type DeathProof } from './proof.ts';
 
 export type LeakSource = 'github' | 'gitguardian';
 
@@ -126,16 +126,14 @@ export class LeakIntake {
     const { key, slot, which } = match;
     const runtime = this.#options.runtime();
     const audit = this.#options.audit().child({ actor: actorOf(report), reason: 'leak' });
-    if (which === 'previous' && key.slots === undefined) {
-      // A single key's previous value died when the key was last rolled (the API kills the old
-      // secret on roll); an alert that arrives after its leak rotation finished lands here. Proven
-      // dead, nothing is rolled again (that would break consumers for nothing).
-      const proof = await proveLeakDead(runtime, audit, this.#options.alerter(), { key, leaked });
-      if (proof.verdict === 'refused') return { ...base, result: 'already-dead', proof: 'refused' };
-    } else if (which === 'previous' && (await refusedAlready(runtime, key, leaked))) {
-      // A slot entry's previous value is the standby's only after an alternation; after a leak of
-      // the active slot it is that slot's old, dead value. A value the API refuses already is dead:
-      // rolling the standby for it would cut off consumers for nothing (invariant 10).
+    // A previous value usually died when the key (or slot) was last rolled: an alert that arrives
+    // after its leak rotation finished, or a slot entry's previous value after a leak of its active
+    // slot (that slot's own old value, not the standby's). Proven dead, nothing is rolled again
+    // (that would cut consumers off for nothing). A single key's previous value is always proven
+    // (recorded) first; a slot entry's only when a quiet probe says it is refused, because its
+    // previous value is the live standby after an ordinary alternation (invariant 10).
+    const worthProving = which === 'previous' && (key.slots === undefined || (await probeLeakedSecret(runtime, leaked, key.organizationId)).verdict === 'refused');
+    if (worthProving) {
       const proof = await proveLeakDead(runtime, audit, this.#options.alerter(), { key, leaked });
       if (proof.verdict === 'refused') return { ...base, result: 'already-dead', proof: 'refused' };
     }
@@ -187,15 +185,6 @@ export class LeakIntake {
 
   async #failed(audit: AuditLog, report: LeakReport, step: string, error: unknown, key: KeyPolicy | undefined): Promise<void> {
     await reportIntakeFailure(audit, this.#options.alerter(), { report, step, error, ...(key === undefined ? {} : { key }) });
-  }
-}
-
-/** A quiet probe (no audit, no alert): the API refuses the value now. */
-async function refusedAlready(runtime: Pick<Runtime, 'api'>, key: KeyPolicy, leaked: Secret): Promise<boolean> {
-  try {
-    return (await runtime.api.probeSecret(leaked, { organizationId: key.organizationId })) === 'invalid';
-  } catch {
-    return false;
   }
 }
 

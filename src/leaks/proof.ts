@@ -19,11 +19,7 @@ export interface ProbeVerdict {
   errorCode?: string;
 }
 
-/** Calls the API with the leaked value: 401 proves it dead. */
-export async function proveDead(runtime: Pick<Runtime, 'api'>, leaked: Secret, organizationId: string): Promise<DeathProof> {
-  return (await probeLeakedSecret(runtime, leaked, organizationId)).verdict;
-}
-
+/** Calls the API with the leaked value: 401 proves it dead. Records nothing. */
 export async function probeLeakedSecret(runtime: Pick<Runtime, 'api'>, leaked: Secret, organizationId: string): Promise<ProbeVerdict> {
   try {
     return { verdict: (await runtime.api.probeSecret(leaked, { organizationId })) === 'invalid' ? 'refused' : 'still-works' };

@@ -14,8 +14,8 @@ import type { ResolvedDestination, RotationDeps } from './types.ts';
 export type DriftVerdict = 'works' | 'dead' | 'busy' | 'nothing-stored' | 'probe-failed';
 
 /** What `rotate --key` should name to heal by hand: the key, or a slot entry's active (dead) slot. */
-function healTarget(key: KeyPolicy, state: Pick<KeyState, 'lastKeyId'> | undefined): string {
-  return key.slots && state ? activeSlot(key.slots, state) : key.id;
+function healTarget(key: KeyPolicy, state: Pick<KeyState, 'lastKeyId'>): string {
+  return key.slots ? activeSlot(key.slots, state) : key.id;
 }
 
 /** Whether `run` should probe now: the key's last probe (or rotation) is older than `driftCheck`. */
@@ -30,17 +30,15 @@ export function driftCheckDue(key: KeyPolicy, state: Pick<KeyState, 'lastProbe' 
  * audited (`key.drift.detected`) and alerted critical after the lock is released; the caller
  * heals it with a rotation when `onDrift` is `rotate`.
  */
-export async function probeForDrift(key: KeyPolicy, destinations: readonly ResolvedDestination[], deps: RotationDeps): Promise<DriftVerdict> {
+export async function probeForDrift(key: KeyPolicy, destinations: readonly ResolvedDestination[], deps: RotationDeps, state: Pick<KeyState, 'lastKeyId'>): Promise<DriftVerdict> {
   const primary = destinations[0];
   if (!primary) throw new Error(`key ${key.id} has no destination`);
   const probeId = deps.newRotationId();
   const audit = deps.audit.child({ rotationId: probeId, keyId: key.id, organizationId: key.organizationId });
-  let state: KeyState | undefined;
   const verdict = await withSecretScope(async (): Promise<DriftVerdict> => {
     const locked = await primary.backend.acquireLock(primary.target, { owner: deps.owner, rotationId: probeId, ttlMs: key.lockTtlMs, clockSkewMs: key.clockSkewMs });
     if (!locked.acquired) return 'busy';
     try {
-      if (key.slots) state = await primary.backend.readState(primary.target);
       const stored = await primary.backend.readSecret(primary.target);
       if (!stored) return 'nothing-stored';
       let answer: 'valid' | 'invalid';

@@ -182,7 +182,8 @@ async function checkDriftIfDue(key: KeyPolicy, destinations: ResolvedDestination
   if (mode === 'off') return undefined;
   if (mode === 'policy' && !driftCheckDue(key, state, deps.now())) return undefined;
   if (mode === 'every-run' && !state.exists) return undefined;
-  return probeForDrift(key, destinations, deps);
+  // The state the run just read names the active slot for the alert's advice; no second read.
+  return probeForDrift(key, destinations, deps, state);
 }
 
 const CREDENTIAL_CHECK_ATTEMPTS = 3;

@@ -21,13 +21,11 @@ export interface RollPlan {
 }
 
 /**
- * The active slot: keyroll's own record (`lastKeyId`), else the `keyId` the stored value names,
- * else the first slot (an entry migrated from a single key lists that key first).
+ * The active slot: keyroll's own record (`lastKeyId`), else the first slot (an entry migrated from
+ * a single key lists that key first).
  */
-export function activeSlot(slots: readonly [string, string], state: Pick<KeyState, 'lastKeyId'>, storedKeyId?: string): string {
-  if (state.lastKeyId !== undefined && slots.includes(state.lastKeyId)) return state.lastKeyId;
-  if (storedKeyId !== undefined && slots.includes(storedKeyId)) return storedKeyId;
-  return slots[0];
+export function activeSlot(slots: readonly [string, string], state: Pick<KeyState, 'lastKeyId'>): string {
+  return state.lastKeyId !== undefined && slots.includes(state.lastKeyId) ? state.lastKeyId : slots[0];
 }
 
 export interface PlanInput {
@@ -36,8 +34,6 @@ export interface PlanInput {
   trigger: RunTrigger;
   /** The slot a leak named (`rotate --key <slot>`). */
   namedSlot?: string | undefined;
-  /** The keyId field of the stored value, when its shape has one. */
-  storedKeyId?: string | undefined;
   /** The stored secret is known dead (a recovery found it so): roll the dead slot. */
   storedDead?: boolean;
 }
@@ -45,7 +41,7 @@ export interface PlanInput {
 export function planRoll(input: PlanInput): RollPlan {
   const { key, trigger } = input;
   if (!key.slots) return { rollKeyId: key.id };
-  const active = activeSlot(key.slots, input.state, input.storedKeyId);
+  const active = activeSlot(key.slots, input.state);
   const standby = key.slots[0] === active ? key.slots[1] : key.slots[0];
   if (input.namedSlot !== undefined && key.slots.includes(input.namedSlot)) {
     return { rollKeyId: input.namedSlot, activeBefore: active, ...(input.namedSlot === standby ? { keepsAlive: active } : {}) };

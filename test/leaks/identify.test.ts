@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Secret } from '../../src/audit/secret.ts';
 import { BackendError } from '../../src/backends/errors.ts';
 import type { Backend } from '../../src/backends/types.ts';
-import { identifyLeakedSecret, searchLeakedSecret } from '../../src/leaks/identify.ts';
+import { searchLeakedSecret } from '../../src/leaks/identify.ts';
 import { runRotations } from '../../src/rotation/run.ts';
 import type { RunTrigger } from '../../src/rotation/types.ts';
 import { checkNotLeaked } from '../faults/record.ts';
@@ -71,7 +71,7 @@ function summary(result: Awaited<ReturnType<typeof searchLeakedSecret>>): unknow
 
 const LEAK = { reason: 'leak', force: true, actor: 'test' } as const;
 
-describe('identifyLeakedSecret', () => {
+describe('searchLeakedSecret', () => {
   it("the current stored value of a single key names that key, its destination and 'current'", async () => {
     await rotate(BILLING);
     await rotate(SEARCH);
@@ -137,7 +137,7 @@ describe('identifyLeakedSecret', () => {
       const fallback = runtime.resolveKey(bench.key(BILLING)).fallbacks[0];
       if (!fallback) throw new Error('no fallback');
       await fallback.backend.writeSecret(fallback.target, { secret: new Secret(value), keyId: BILLING, organizationId: bench.orgOf(BILLING), rotationId: 'r-test', rotatedAt: new Date().toISOString() });
-      const matches = await identifyLeakedSecret(bench.policy, runtime, new Secret(value));
+      const { matches } = await searchLeakedSecret(bench.policy, runtime, new Secret(value));
       expect(matches.map((m) => [m.key.id, m.destination.backendName, m.which])).toEqual([[BILLING, 'fallback', 'current']]);
     } finally {
       await runtime.close();

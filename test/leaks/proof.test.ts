@@ -3,7 +3,7 @@
 // is audited and alerted too. The leaked value never appears in what is written.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Secret } from '../../src/audit/secret.ts';
-import { proveDead, proveLeakDead } from '../../src/leaks/proof.ts';
+import { probeLeakedSecret, proveLeakDead } from '../../src/leaks/proof.ts';
 import type { Runtime } from '../../src/rotation/runtime.ts';
 import { checkNotLeaked } from '../faults/record.ts';
 import { keyPolicy, startBench, type Bench } from '../rotation/harness.ts';
@@ -32,20 +32,20 @@ function expectNothingLeaked(value: string): void {
   expect(checkNotLeaked(written, [value]).leaked).toBe(0);
 }
 
-describe('proveDead', () => {
+describe('probeLeakedSecret', () => {
   it("a rolled-away value is 'refused' (the API answered 401)", async () => {
     const value = leakedValue();
     bench.emulator.state.rollKey(BILLING);
-    expect(await proveDead(runtime, new Secret(value), bench.orgOf(BILLING))).toBe('refused');
+    expect((await probeLeakedSecret(runtime, new Secret(value), bench.orgOf(BILLING))).verdict).toBe('refused');
   });
 
   it("a value that still opens the API is 'still-works'", async () => {
-    expect(await proveDead(runtime, new Secret(leakedValue()), bench.orgOf(BILLING))).toBe('still-works');
+    expect((await probeLeakedSecret(runtime, new Secret(leakedValue()), bench.orgOf(BILLING))).verdict).toBe('still-works');
   });
 
   it("an answer that says nothing about the key (500) is 'unknown', not proof", async () => {
     bench.emulator.faults.inject('listProjects', { kind: 'status', status: 500 });
-    expect(await proveDead(runtime, new Secret(leakedValue()), bench.orgOf(BILLING))).toBe('unknown');
+    expect((await probeLeakedSecret(runtime, new Secret(leakedValue()), bench.orgOf(BILLING))).verdict).toBe('unknown');
   });
 });
 
