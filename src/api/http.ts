@@ -1,5 +1,6 @@
 // Small HTTP helpers shared by the API client and the OAuth token fetcher: reading a response body
 // with a size cap, and reading headers and content types the same way everywhere.
+import { readBodyPrefix } from '../http/body.ts';
 import type { Dispatcher } from 'undici';
 
 /** Far above any answer of the spec (pages of 100 projects); a larger body is not the API talking. */
@@ -38,22 +39,15 @@ export interface ResponseText {
  * `deadlineMs` from the call when given.
  */
 export async function readBodyText(body: Dispatcher.ResponseData['body'], maxBytes = MAX_RESPONSE_BYTES, deadlineMs?: number): Promise<ResponseText> {
-  const chunks: Buffer[] = [];
-  let bytes = 0;
   const deadline = deadlineMs === undefined ? undefined : setTimeout(() => body.destroy(new ResponseDeadlineError(deadlineMs)), deadlineMs);
   try {
-    for await (const chunk of body as AsyncIterable<Buffer>) {
-      bytes += chunk.length;
-      if (bytes > maxBytes) {
-        body.destroy();
-        throw new ResponseTooLargeError(maxBytes);
-      }
-      chunks.push(chunk);
-    }
+    // One capped reader for every body keyroll reads (src/http/body.ts); here a cut body is an error.
+    const { text, bytes, truncated } = await readBodyPrefix(body, maxBytes);
+    if (truncated) throw new ResponseTooLargeError(maxBytes);
+    return { text, bytes };
   } finally {
     clearTimeout(deadline);
   }
-  return { text: Buffer.concat(chunks, bytes).toString('utf8'), bytes };
 }
 
 /** Lets the connection go back to the pool without reading a body nobody needs. */
