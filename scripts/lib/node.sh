@@ -55,9 +55,23 @@ if ! keyroll_node_ok; then
   keyroll_node_ok || { echo "keyroll: $dir/bin/node does not run" >&2; exit 2; }
 fi
 
-# Installs the npm dependencies when node_modules is missing or older than the lockfile.
+# Installs the npm dependencies when node_modules is missing, older than the lockfile, or lacks
+# what the caller needs. `keyroll_npm_ci production` (the demo) installs the production
+# dependencies only (a fraction of the size) and is content with a full install; `keyroll_npm_ci`
+# (tests, bench) needs the dev dependencies too, so after a demo it installs everything. npm's own
+# record of the install (node_modules/.package-lock.json marks dev packages "dev": true) says which
+# kind is there, whichever command made it.
 keyroll_npm_ci() {
-  if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-    npm ci --no-audit --no-fund --loglevel=error
+  if [ ! -d node_modules ] || [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+    have=none
+  elif grep -q '"dev": true' node_modules/.package-lock.json; then
+    have=full
+  else
+    have=production
+  fi
+  if [ "${1:-full}" = production ]; then
+    [ "$have" != none ] || npm ci --omit=dev --no-audit --no-fund --loglevel=error
+  else
+    [ "$have" = full ] || npm ci --include=dev --no-audit --no-fund --loglevel=error
   fi
 }

@@ -1,11 +1,13 @@
 // No file under src/ or scripts/ imports a dependency's private files (issue 14 §3): what a
 // package does not publish in its `exports` map can move or change in any release, and code that
-// leans on it breaks on an update with no warning. A static scan of every import specifier.
+// leans on it breaks on an update with no warning. A static scan of every import specifier, which
+// also holds src/ to the production dependencies (`./scripts/demo.sh` installs only those).
 import { readdirSync, readFileSync } from 'node:fs';
+import { isBuiltin } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { importSpecifiers, installedExports, internalImport, isExported } from './package-imports.ts';
+import { importSpecifiers, installedExports, internalImport, isExported, splitSpecifier } from './package-imports.ts';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const exportsOf = installedExports(root);
@@ -34,6 +36,18 @@ describe('imports of dependencies', () => {
     // The scan reads real imports (not a silent pass over nothing).
     expect([...seen]).toEqual(expect.arrayContaining(['undici', 'zod', 'esbuild', 'node:fs/promises']));
     expect(internal).toEqual([]);
+  });
+
+  it('no file under src/ imports a package outside `dependencies`: ./scripts/demo.sh installs those alone', () => {
+    const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+    const outside: string[] = [];
+    for (const file of sourceFiles('src')) {
+      for (const specifier of importSpecifiers(readFileSync(join(root, file), 'utf8'))) {
+        if (/^(?:\.{1,2}\/|\/|#)/.test(specifier) || isBuiltin(specifier)) continue;
+        if (!(splitSpecifier(specifier).name in manifest.dependencies)) outside.push(`${file}: '${specifier}'`);
+      }
+    }
+    expect(outside).toEqual([]);
   });
 
   it('flags what src/http/undici.ts used to import (undici publishes its root only), and passes the root, listed sub-paths and built-ins', () => {
