@@ -1,32 +1,33 @@
 // A loopback GitHub for the leak intake tests, pinned to GitHub's published artifacts so it cannot
-// drift from the real shapes:
+// drift from the real shapes. Both come from test/fixtures/github/secret-scanning.json, an extract
+// of GitHub's OpenAPI description (@octokit/openapi) and of @octokit/webhooks-examples, with the
+// versions named in its `source` (scripts/refresh-github-schema.ts writes it; see the README there):
 // - REST answers (GET and PATCH of /repos/{owner}/{repo}/secret-scanning/alerts/{n}) and the
-//   PATCH body keyroll sends are validated against @octokit/openapi (api.github.com), with ajv
-//   (already in node_modules through fastify) reading the OpenAPI component schemas;
+//   PATCH body keyroll sends are validated against the OpenAPI component schemas, with ajv;
 // - webhook payloads are validated against the same description's x-webhooks schema
-//   `webhook-secret-scanning-alert-*`. @octokit/webhooks-examples 7.6.1 has no
-//   secret_scanning_alert example, so a payload is assembled from its real pieces: the alert of
-//   the OpenAPI example `secret-scanning-alert-open` (minus `secret`, which webhooks never carry)
-//   and the repository and sender of the webhooks-examples code_scanning_alert example.
+//   `webhook-secret-scanning-alert-*`. The webhooks examples have no secret_scanning_alert
+//   example, so a payload is assembled from real pieces: the alert of the OpenAPI example
+//   `secret-scanning-alert-open` (minus `secret`, which webhooks never carry) and the repository
+//   and sender of the code_scanning_alert webhook example.
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Ajv, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 
-const OPENAPI = new URL('../../node_modules/@octokit/openapi/generated/api.github.com.json', import.meta.url);
-const WEBHOOK_EXAMPLES = new URL('../../node_modules/@octokit/webhooks-examples/api.github.com/index.json', import.meta.url);
+const EXTRACT = new URL('../fixtures/github/secret-scanning.json', import.meta.url);
 
-interface OpenApi {
+interface GithubExtract {
   components: { schemas: Record<string, unknown>; examples: Record<string, { value: Record<string, unknown> }> };
+  webhookExamples: { code_scanning_alert: { repository: Record<string, unknown> & { owner: Record<string, unknown> }; sender: unknown } };
 }
 
-let spec: OpenApi | undefined;
+let spec: GithubExtract | undefined;
 let ajv: Ajv | undefined;
 const validators = new Map<string, ValidateFunction>();
 
-function openApi(): OpenApi {
-  spec ??= JSON.parse(readFileSync(OPENAPI, 'utf8')) as OpenApi;
+function githubExtract(): GithubExtract {
+  spec ??= JSON.parse(readFileSync(EXTRACT, 'utf8')) as GithubExtract;
   return spec;
 }
 
@@ -34,12 +35,13 @@ function openApi(): OpenApi {
 export function githubSchema(name: string): ValidateFunction {
   const cached = validators.get(name);
   if (cached) return cached;
+  if (!(name in githubExtract().components.schemas)) throw new Error(`${name} is not in the GitHub schema extract: add it to SCHEMA_ROOTS in scripts/refresh-github-schema.ts and run it`);
   if (ajv === undefined) {
     ajv = new Ajv({ strict: false, allErrors: true });
     const addFormats = addFormatsModule as unknown as (instance: Ajv) => Ajv;
     addFormats(ajv);
     // Only the component schemas: the refs inside are `#/components/schemas/...` of this document.
-    ajv.addSchema({ components: { schemas: nullableEnums(structuredClone(openApi().components.schemas)) } }, 'github');
+    ajv.addSchema({ components: { schemas: nullableEnums(structuredClone(githubExtract().components.schemas)) } }, 'github');
   }
   const validate = ajv.compile({ $ref: `github#/components/schemas/${name}` });
   validators.set(name, validate);
@@ -72,20 +74,13 @@ export function schemaErrors(validate: ValidateFunction, value: unknown): string
   return validate(value) ? [] : (validate.errors ?? []).map((error) => `${error.instancePath} ${error.message ?? ''}`);
 }
 
-interface WebhookDefinition {
-  name: string;
-  examples: Record<string, unknown>[];
-}
-
 /** A secret_scanning_alert webhook payload for `action`, checked against GitHub's webhook schema. */
 export function secretScanningWebhook(action: 'created' | 'reopened' | 'publicly_leaked' | 'validated' | 'resolved', options: { number: number; owner: string; repo: string }): Record<string, unknown> {
-  const examples = JSON.parse(readFileSync(WEBHOOK_EXAMPLES, 'utf8')) as WebhookDefinition[];
-  const codeScanning = examples.find((definition) => definition.name === 'code_scanning_alert')?.examples[0];
-  if (codeScanning === undefined) throw new Error('no code_scanning_alert example in @octokit/webhooks-examples');
-  const restAlert = structuredClone(openApi().components.examples['secret-scanning-alert-open']?.value);
-  if (restAlert === undefined) throw new Error('no secret-scanning-alert-open example in @octokit/openapi');
+  const codeScanning = githubExtract().webhookExamples.code_scanning_alert;
+  const restAlert = structuredClone(githubExtract().components.examples['secret-scanning-alert-open']?.value);
+  if (restAlert === undefined) throw new Error('no secret-scanning-alert-open example in the GitHub schema extract');
   const { secret: _secret, metadata: _metadata, ...alert } = restAlert;
-  const repository = structuredClone(codeScanning.repository) as Record<string, unknown> & { owner: Record<string, unknown> };
+  const repository = structuredClone(codeScanning.repository);
   repository.name = options.repo;
   repository.full_name = `${options.owner}/${options.repo}`;
   repository.owner.login = options.owner;
@@ -219,7 +214,7 @@ export async function startFakeGithub(): Promise<FakeGithub> {
 
 /** GitHub's REST shape of an alert (the OpenAPI example, made to describe `alert`). */
 function restAlert(alert: FakeAlert, withSecret: boolean): Record<string, unknown> {
-  const example = structuredClone(openApi().components.examples['secret-scanning-alert-open']?.value ?? {});
+  const example = structuredClone(githubExtract().components.examples['secret-scanning-alert-open']?.value ?? {});
   const base = `https://api.github.com/repos/${alert.owner}/${alert.repo}/secret-scanning/alerts/${alert.number}`;
   const resolved = alert.state === 'resolved';
   const { secret: _secret, ...withoutSecret } = example;

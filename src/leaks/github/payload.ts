@@ -1,7 +1,8 @@
 // What keyroll reads of GitHub's answers: tolerant parsing of a third party's shapes (unknown
 // fields pass), only the fields the flow needs. The webhook's alert carries no secret; the REST
 // alert does, in `secret`. Shapes: GitHub's OpenAPI description (@octokit/openapi), schemas
-// `webhook-secret-scanning-alert-*` and `secret-scanning-alert-with-metadata`.
+// `webhook-secret-scanning-alert-*` and `secret-scanning-alert-with-metadata` (the tests hold an
+// extract of them: test/fixtures/github/).
 import { z } from 'zod';
 
 /** The actions that mean "a secret may be live in the open": the rest (resolved, assigned, ...) are ignored. */
