@@ -56,7 +56,7 @@ function formatValue(figure: Figure): string {
   return `${String(figure.value)}${figure.unit === '×' ? '×' : figure.unit === '' ? '' : ` ${figure.unit}`}`;
 }
 
-/** A plain-text table; the README shows the same rows as Markdown (docs/benchmarks.md). */
+/** A plain-text table; docs/benchmarks.md shows the same rows as Markdown. */
 export function formatTable(figures: readonly Figure[]): string {
   const rows = [
     ['figure', 'value', 'goal', 'met?'],
@@ -127,7 +127,7 @@ async function main(argv: readonly string[]): Promise<number> {
   const out = join(BENCH_DIR, 'results', 'latest.json');
   await mkdir(dirname(out), { recursive: true });
   await writeFile(out, `${JSON.stringify(report, null, 2)}\n`);
-  // The same table in Markdown, ready for docs/benchmarks.md and the README.
+  // The same table in Markdown, ready for docs/benchmarks.md.
   const m = report.machine;
   const heading = `${startedAt.toISOString().slice(0, 10)} — ${String(m.cpus)} × ${m.cpuModel}, ${String(m.memoryGb)} GB, Node ${m.node}, load ${loadBefore.join(' ')}${quick ? ' — QUICK RUN' : ''}`;
   await writeFile(join(BENCH_DIR, 'results', 'latest.md'), `${heading}\n\n${formatMarkdownTable(figures)}\n`);

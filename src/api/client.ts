@@ -1,4 +1,4 @@
-// The typed client for the four operations of spec/key-management-api.md. One undici Agent per
+// The typed client for the four operations of docs/api.md. One undici Agent per
 // client keeps connections alive between calls; every answer is validated (decode.ts) and every
 // failure is one ApiError. The spec does not state HTTP methods: POST for the roll, GET for the
 // list, PATCH for the updates, each overridable because a real deployment may differ.

@@ -1,4 +1,4 @@
-// Response schemas, one per table of spec/key-management-api.md. Third-party answers are parsed
+// Response schemas, one per body of docs/api.md. Third-party answers are parsed
 // tolerantly (unknown fields are allowed, so a new API field breaks nothing) and strictly on the
 // fields the spec marks required.
 import { z } from 'zod';

@@ -1,4 +1,4 @@
-// A faithful local implementation of the key-management API (spec/key-management-api.md) with
+// A faithful local implementation of the key-management API (docs/api.md) with
 // fault injection, for the demo, the tests, the benchmarks and people trying keyroll without
 // the real service. Every choice made where the spec is silent is listed in docs/emulator.md.
 import type { AddressInfo } from 'node:net';

@@ -1,4 +1,4 @@
-// Drift (DESIGN.md, "Consumers and leaks"): a stored secret that stopped working because someone
+// Drift (docs/design.md, "Consumers and leaks"): a stored secret that stopped working because someone
 // rolled the key outside keyroll (the dashboard, another tool). Found by probing the stored
 // secret against the API (a one-item project list), under the key's lock so the probe record
 // never races a rotation's bookkeeping; reported critical (consumers are failing), and healed by

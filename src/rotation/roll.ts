@@ -1,4 +1,4 @@
-// The roll step, by what the API answers (DESIGN.md, roll outcomes):
+// The roll step, by what the API answers (docs/design.md, "Roll outcomes"):
 //   200 → return at once (the caller stores before anything else);
 //   401 → the whole run stops before more rolls; 400/402/403/404 → the key fails, no retry;
 //   429 → wait Retry-After and try again within the budget;

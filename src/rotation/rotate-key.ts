@@ -1,4 +1,4 @@
-// The rotation of one key as its named steps (DESIGN.md), in order:
+// The rotation of one key as its named steps (docs/design.md, "The rotation of one key"), in order:
 //   1 preflight → 2 lock → 3 decide under the lock (recovery) → 4 intent → 5 roll → 6 store →
 //   7 verify → 8 finish.
 // Each step lives in its own file and says which invariant it serves; a two-slot entry differs

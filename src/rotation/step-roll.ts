@@ -1,7 +1,7 @@
 // Steps 4 to 6 of a rotation: the intent marker (invariant 6), the roll, and the store that
 // follows it with nothing in between (invariant 2). The roll is the one step that is not safe
 // to repeat blindly once answered; everything before it is, and the marker makes a crash after
-// it visible to the next run, which probes and re-rolls (DESIGN.md, roll outcomes).
+// it visible to the next run, which probes and re-rolls (docs/design.md, "Roll outcomes").
 import type { Secret } from '../audit/secret.ts';
 import { RotationStepError } from './errors.ts';
 import { ensureFreshCredentials } from './preflight.ts';

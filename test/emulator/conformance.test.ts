@@ -1,4 +1,4 @@
-// The emulator against spec/key-management-api.md: one row per spec statement, each on a
+// The emulator against docs/api.md: one row per spec statement, each on a
 // fresh emulator over real loopback HTTP, with an injected clock for rate-limit windows.
 import { afterEach, describe, it } from 'vitest';
 import { consentStatements } from './conformance/consent.ts';

@@ -1,4 +1,4 @@
-// One or more tests per DESIGN.md invariant, each trying to break it. The invariant's number
+// One or more tests per invariant of docs/design.md, each trying to break it. The invariant's number
 // is in the test name.
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';

@@ -1,4 +1,4 @@
-// The roll-outcome table of DESIGN.md, one case per row, against the emulator over loopback.
+// The roll-outcome table of docs/design.md, one case per row, against the emulator over loopback.
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -23,7 +23,7 @@ function eventsNamed(name: string): Record<string, unknown>[] {
   return bench.events().filter((e) => e.event === name);
 }
 
-describe('roll outcomes (DESIGN.md table)', () => {
+describe('roll outcomes (docs/design.md table)', () => {
   it('200: the secret is stored at once and is the live secret', async () => {
     const summary = await bench.run({ keys: [KEY] });
     expect(summary.rotated).toBe(1);
