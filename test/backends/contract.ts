@@ -346,6 +346,34 @@ export function describeBackendContract(label: string, setup: () => Promise<Cont
         }
       });
 
+      it('is refused for a runner whose lock was taken over even when it writes before the new holder, and the new holder\'s write lands after it', async () => {
+        const t = target();
+        await backend().writeSecret(t, makeRecord());
+        await backend().preflight(t);
+        const a = await backend().acquireLock(t, request('owner-a', 1_000));
+        if (!a.acquired) throw new Error('expected the lock to be acquired');
+        await backend().readState(t);
+        fixture.clock.advance(2_000);
+        const other = await fixture.otherRunner();
+        try {
+          await other.preflight(t);
+          const b = await other.acquireLock(t, request('owner-b'));
+          if (!b.acquired) throw new Error('expected the takeover');
+          await other.readState(t);
+          // The old holder resumes first: its write must not land, whatever it read under its lock.
+          const late = makeRecord();
+          await expect(backend().writeSecret(t, late, { lock: a.lock })).rejects.toMatchObject({ code: 'KR_LOCK_LOST', retryable: false });
+          // The new holder's lease is valid: its write lands (it never loses it to the old holder).
+          const winner = makeRecord();
+          await expect(other.writeSecret(t, winner, { lock: b.lock })).resolves.toMatchObject({ alreadyApplied: false });
+          expect((await other.readSecret(t))?.secret.equals(winner.secret)).toBe(true);
+          expect(inspect(await other.readState(t))).not.toContain(late.secret.reveal());
+          await other.releaseLock(t, b.lock);
+        } finally {
+          await other.close();
+        }
+      });
+
       it('a retried fenced write of the same rotation is already applied, not refused', async () => {
         const t = target();
         await backend().preflight(t);

@@ -60,6 +60,97 @@ describe.skipIf(server === undefined)('vault fenced locks (invariant 9)', () => 
     return { former, lock, successor, winner: record.secret.reveal() };
   }
 
+  /** `former` holds the lock of `t` (TTL 1 s) and read its version; the clock passed it and `successor` took the lock over, writing nothing yet. */
+  async function takenOverBeforeAnyWrite(t: StoreTarget, seed?: string): Promise<{ former: VaultBackend; lock: HeldLock; successor: VaultBackend; successorLock: HeldLock }> {
+    const clock = createTestClock();
+    if (seed !== undefined) await admin.must('POST', `secret/data/${t.path}`, { data: { apiKey: seed } });
+    const { backend: former, lock } = await lockedRunner(t, 'former', 1_000, clock);
+    clock.advance(2_000);
+    const { backend: successor, lock: successorLock } = await lockedRunner(t, 'successor', 600_000, clock);
+    return { former, lock, successor, successorLock };
+  }
+
+  describe('the old holder resumes before the new holder writes (issue 18, finding 2)', () => {
+    it('refuses the old holder\'s write and lands the new holder\'s: the takeover moved the version the old fence checks', async () => {
+      const t = raw('resumes-first');
+      const { former, lock, successor, successorLock } = await takenOverBeforeAnyWrite(t, 'sk_before_the_rotations_0002');
+      // The takeover wrote the value again, unchanged, as the next version.
+      expect(await admin.readData(t.path)).toMatchObject({ data: { apiKey: 'sk_before_the_rotations_0002' }, version: 2 });
+      const late = makeRecord();
+      await expect(former.writeSecret(t, late, { lock })).rejects.toMatchObject({ code: 'KR_LOCK_LOST', retryable: false });
+      const winner = makeRecord();
+      await expect(successor.writeSecret(t, winner, { lock: successorLock })).resolves.toEqual({ version: '3', alreadyApplied: false });
+      expect((await admin.readData(t.path)).data).toEqual({ apiKey: winner.secret.reveal() });
+    });
+
+    it('does the same on a path never written: the takeover writes an empty version, so the old holder\'s create-only write is refused', async () => {
+      const t = raw('resumes-first-new');
+      const { former, lock, successor, successorLock } = await takenOverBeforeAnyWrite(t);
+      expect(await admin.readData(t.path)).toMatchObject({ data: {}, version: 1 });
+      expect(await successor.readSecret(t)).toBeUndefined();
+      await expect(former.writeSecret(t, makeRecord(), { lock })).rejects.toMatchObject({ code: 'KR_LOCK_LOST' });
+      const winner = makeRecord();
+      await successor.writeSecret(t, winner, { lock: successorLock });
+      expect((await admin.readData(t.path)).data).toEqual({ apiKey: winner.secret.reveal() });
+    });
+
+    it('attributes the copy to the rotation that wrote the value it copies, so recovery still finds that write', async () => {
+      const t = raw('copy-writer');
+      const clock = createTestClock();
+      const { backend: former, lock } = await lockedRunner(t, 'former', 1_000, clock);
+      const written = makeRecord();
+      await former.setIntent(t, { rotationId: written.rotationId, keyId: written.keyId, owner: 'former', startedAt: written.rotatedAt });
+      // The former holder's write landed (its marker names the version it created); then it stalled.
+      await former.writeSecret(t, written, { lock });
+      clock.advance(2_000);
+      const { backend: successor } = await lockedRunner(t, 'successor', 600_000, clock);
+      expect(await admin.readData(t.path)).toMatchObject({ data: { apiKey: written.secret.reveal() }, version: 2 });
+      expect(await successor.readSecret(t)).toMatchObject({ version: '2', rotationId: written.rotationId });
+    });
+
+    it('takes the forecast off a marker whose rotation has not written: the copy is not that rotation\'s write', async () => {
+      const t = raw('copy-forecast');
+      const clock = createTestClock();
+      await admin.must('POST', `secret/data/${t.path}`, { data: { apiKey: 'sk_before_the_rotations_0003' } });
+      const { backend: former } = await lockedRunner(t, 'former', 1_000, clock);
+      await former.setIntent(t, { rotationId: 'r-stalled', keyId: 'k', owner: 'former', startedAt: '2030-01-01T00:00:00.000Z', holdUntil: '2030-01-01T00:10:00.000Z' });
+      expect(JSON.parse((await admin.customMetadata(t.path)).keyroll_intent ?? '{}')).toMatchObject({ writeVersion: 2 });
+      clock.advance(2_000);
+      const { backend: successor } = await lockedRunner(t, 'successor', 600_000, clock);
+      expect(await admin.readData(t.path)).toMatchObject({ version: 2 });
+      const stored = await successor.readSecret(t);
+      expect(stored?.version).toBe('2');
+      expect(stored?.rotationId).toBeUndefined();
+      // The marker itself stays (its runner may still act), without the forecast.
+      expect(JSON.parse((await admin.customMetadata(t.path)).keyroll_intent ?? '{}')).toEqual({
+        rotationId: 'r-stalled',
+        keyId: 'k',
+        owner: 'former',
+        startedAt: '2030-01-01T00:00:00.000Z',
+        holdUntil: '2030-01-01T00:10:00.000Z',
+      });
+    });
+
+    it('reads the value before the copy as the previous one (the standby slot), not the copy', async () => {
+      const t = raw('copy-previous');
+      const clock = createTestClock();
+      await admin.must('POST', `secret/data/${t.path}`, { data: { apiKey: 'sk_standby_slot_secret_00001' } });
+      await admin.must('POST', `secret/data/${t.path}`, { data: { apiKey: 'sk_active_slot_secret_000001' } });
+      await lockedRunner(t, 'former', 1_000, clock);
+      clock.advance(2_000);
+      const { backend: successor } = await lockedRunner(t, 'successor', 1_000, clock);
+      expect(await admin.readData(t.path)).toMatchObject({ data: { apiKey: 'sk_active_slot_secret_000001' }, version: 3 });
+      expect(await successor.readPrevious(t)).toMatchObject({ version: '1' });
+      expect((await successor.readPrevious(t))?.secret.reveal()).toBe('sk_standby_slot_secret_00001');
+      // A second takeover without a write in between copies the copy: still the same previous value.
+      clock.advance(2_000);
+      const { backend: third } = await lockedRunner(t, 'third', 600_000, clock);
+      expect(await admin.readData(t.path)).toMatchObject({ version: 4 });
+      expect(JSON.parse((await admin.customMetadata(t.path)).keyroll_copied_version ?? '{}')).toEqual({ version: 4, of: 2 });
+      expect((await third.readPrevious(t))?.secret.reveal()).toBe('sk_standby_slot_secret_00001');
+    });
+  });
+
   it('keeps the fenced write after the roll a single data write', async () => {
     const t = raw('one-write');
     const { backend, lock } = await lockedRunner(t, 'holder', 600_000);

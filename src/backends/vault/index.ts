@@ -29,6 +29,7 @@ import { LOCK_LOST, refusedWriteError, whyFencedWriteRefused } from './fence.ts'
 import { PathKnowledgeMap } from './known.ts';
 import { acquireVaultLock, lockInfo, lockPathFor, readLockEntry, refreshVaultLock, releaseVaultLock } from './lock.ts';
 import { checkCapabilities } from './preflight.ts';
+import { copiedFrom, moveVersionPastFormerHolder } from './takeover.ts';
 import { encodeFailure, encodeIntent, encodeProbe, META, readIntent, stateFromMetadata, writerOf } from './state.ts';
 
 export const createVaultBackend: BackendFactory<'vault'> = (name, config, deps) => new VaultBackend(name, config, deps);
@@ -126,8 +127,28 @@ export class VaultBackend implements Backend {
     // of the bookkeeping changes, and the state the engine reads next to decide again.
     known.expectedVersion = metadata?.currentVersion ?? 0;
     known.metadata = { metadata };
+    if (result.outcome.lock.tookOver) {
+      // The runner whose lock this was may still hold a fenced write against that version: move
+      // the version past it before anything else (takeover.ts, invariant 9).
+      const moved = await this.#moveVersionPastFormerHolder(target, path, result.outcome.lock);
+      if (typeof moved !== 'number') return { acquired: false, holder: moved.lostTo };
+      known.expectedVersion = moved;
+    }
+    // custom_metadata keys the state does not read may have changed since (takeover.ts); the state holds.
     if (!refreshing) known.stateAfterLock = stateOf(metadata, lockInfo(result.entry));
     return result.outcome;
+  }
+
+  /** takeover.ts; a failure gives the lock back, as a failed metadata read does. */
+  async #moveVersionPastFormerHolder(target: StoreTarget, path: string, lock: HeldLock): Promise<number | { lostTo: LockInfo }> {
+    try {
+      const moved = await moveVersionPastFormerHolder(this.#kv, path, lock, (patch) => this.#changeMetadata(path, patch, 'lock'), this.name);
+      if (typeof moved !== 'number') this.#known.lockLost(path, lock.token);
+      return moved;
+    } catch (error) {
+      await this.releaseLock(target, lock).catch(() => undefined);
+      throw error;
+    }
   }
 
   async refreshLock(target: StoreTarget, lock: HeldLock, ttlMs: number): Promise<HeldLock | undefined> {
@@ -245,16 +266,20 @@ export class VaultBackend implements Backend {
   }
 
   /**
-   * The version before the current one (a two-slot entry's standby secret, invariant 10): two
-   * reads, the metadata for the current version number (it carries no secret), then that
-   * version's data. Undefined when there is none, or it was deleted, destroyed or dropped by
-   * `max_versions`.
+   * The value the latest write replaced (a two-slot entry's standby secret, invariant 10): the
+   * version before the current one, or before the version the current one copies when it is a
+   * takeover's copy (takeover.ts: a copy replaced nothing). Two reads, the metadata for the current
+   * version number and the copy record (it carries no secret, so the current secret is not fetched
+   * for nothing), then that version's data. Undefined when there is none, or it was deleted,
+   * destroyed or dropped by `max_versions`.
    */
   async readPrevious(target: StoreTarget): Promise<StoredSecret | undefined> {
     const path = await this.#settledPath(target, 'read');
     const metadata = await this.#kv.readMetadata(path, 'read');
-    if (metadata === undefined || metadata.currentVersion < 2) return undefined;
-    const previous = await this.#kv.readData(path, 'read', metadata.currentVersion - 1);
+    if (metadata === undefined) return undefined;
+    const before = (copiedFrom(metadata.customMetadata, metadata.currentVersion) ?? metadata.currentVersion) - 1;
+    if (before < 1) return undefined;
+    const previous = await this.#kv.readData(path, 'read', before);
     if (previous?.data === undefined) return undefined;
     const parsed = parseStoredValue(target.shape, previous.data);
     if (parsed === undefined) return undefined;

@@ -120,7 +120,7 @@ export class KvV2 {
    */
   async writeData(
     path: string,
-    data: Record<string, string>,
+    data: Record<string, unknown>,
     cas: number,
     operation: BackendOperation,
     tokenUse: TokenUse = 'renew-when-due',

@@ -16,6 +16,8 @@ export const META = {
   lastFailure: 'keyroll_last_failure',
   lastWriteRotationId: 'keyroll_last_write_rotation_id',
   lastWriteVersion: 'keyroll_last_write_version',
+  /** `{"version":N,"of":M}`: version N is a copy of version M written by a lock takeover (takeover.ts). */
+  copiedVersion: 'keyroll_copied_version',
 } as const;
 
 // holdUntil (invariant 9) is optional: markers written by older keyrolls lack it and still read.
