@@ -1,6 +1,7 @@
-// A guard file (the sidecar's, the lock's takeover guard) left by a crash is removed once it is
-// older than 30 s by the filesystem's clock; a live one stays.
-import { mkdtemp, rm, stat, utimes, writeFile } from 'node:fs/promises';
+// A guard (the sidecar's guard file, the lock's takeover guard) left by a crash is removed once it
+// is older than 30 s by the filesystem's clock; a live one stays. A takeover guard's holder that
+// was only paused finds, when it resumes, that what it meant to move into place moves nowhere.
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -35,13 +36,76 @@ describe('removeStaleGuard', () => {
   });
 });
 
+async function age(path: string, ageMs: number): Promise<void> {
+  const then = new Date(Date.now() - ageMs);
+  await utimes(path, then, then);
+}
+
+/** Ages every holder directory of a takeover guard as if its holder had been paused `ageMs`. */
+async function holdersAged(guard: string, ageMs: number): Promise<void> {
+  for (const holder of await readdir(guard)) await age(join(guard, holder), ageMs);
+}
+
 describe('withTakeoverGuard', () => {
-  it('takes over a takeover guard left by a crash, and reports busy while a live one is held', async () => {
+  it('takes over a guard file an older keyroll left by a crash, and reports busy while a live one is held', async () => {
     const lock = join(dir, 'x.keyroll.lock');
     await guardAged(takeoverGuardPathFor(lock), 5_000);
-    expect(await withTakeoverGuard(lock, false, () => Promise.resolve('ran'))).toBe('busy');
+    expect(await withTakeoverGuard(lock, { wait: false }, () => Promise.resolve('ran'))).toBe('busy');
     await guardAged(takeoverGuardPathFor(lock), 31_000);
-    expect(await withTakeoverGuard(lock, false, () => Promise.resolve('ran'))).toBe('ran');
+    expect(await withTakeoverGuard(lock, { wait: false }, () => Promise.resolve('ran'))).toBe('ran');
     await expect(stat(takeoverGuardPathFor(lock))).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
+  it('takes over a guard whose holder left it by a crash 30 s ago, and reports busy while its holder is younger', async () => {
+    const lock = join(dir, 'x.keyroll.lock');
+    const guard = takeoverGuardPathFor(lock);
+    await mkdir(join(guard, 'crashed0holder00'), { recursive: true });
+    await holdersAged(guard, 5_000);
+    expect(await withTakeoverGuard(lock, { wait: false }, () => Promise.resolve('ran'))).toBe('busy');
+    await holdersAged(guard, 31_000);
+    expect(await withTakeoverGuard(lock, { wait: false }, () => Promise.resolve('ran'))).toBe('ran');
+    // Nothing is left behind: the guard, its drafts, the stale holder moved aside.
+    expect(await readdir(dir)).toEqual([]);
+  });
+
+  it('moves nothing into place for a holder paused past the guard\'s staleness once another took the guard', async () => {
+    const lock = join(dir, 'x.keyroll.lock');
+    const guard = takeoverGuardPathFor(lock);
+    const target = join(dir, 'x');
+    await writeFile(target, 'before');
+    let resume: () => void = () => undefined;
+    const paused = new Promise<void>((resolve) => {
+      resume = resolve;
+    });
+    let checked: () => void = () => undefined;
+    const atCheck = new Promise<void>((resolve) => {
+      checked = resolve;
+    });
+    // The holder checked what it had to under the guard, then stalls before its move.
+    const holder = withTakeoverGuard(lock, { wait: true, stage: { name: 'value', content: 'from-the-paused-holder', safety: 'durable' } }, async (held) => {
+      checked();
+      await paused;
+      await held.place('value', target);
+      return 'placed';
+    });
+    await atCheck;
+    await holdersAged(guard, 31_000);
+    const contender = await withTakeoverGuard(lock, { wait: false, stage: { name: 'value', content: 'from-the-new-holder', safety: 'durable' } }, async (held) => {
+      await held.place('value', target);
+      return 'placed';
+    });
+    expect(contender).toBe('placed');
+    resume();
+    await expect(holder).rejects.toMatchObject({ code: 'EBUSY' });
+    expect(await readFile(target, 'utf8')).toBe('from-the-new-holder');
+    expect((await readdir(dir)).sort()).toEqual(['x']);
+  });
+
+  it('removes a file under the guard by moving it into the holder\'s directory, and answers absent for a missing one', async () => {
+    const lock = join(dir, 'x.keyroll.lock');
+    await writeFile(lock, '{}');
+    expect(await withTakeoverGuard(lock, { wait: true }, (held) => held.remove(lock))).toBe('removed');
+    expect(await withTakeoverGuard(lock, { wait: true }, (held) => held.remove(lock))).toBe('absent');
+    expect(await readdir(dir)).toEqual([]);
   });
 });

@@ -63,7 +63,11 @@ describe('file backend filesystem calls', () => {
   const callsSince = (mark: number): string[] =>
     io.calls.slice(mark).map((call) => {
       const [name = '', path = ''] = call.split(' ');
-      return `${name} ${relative(base, path).replace(/\.[0-9a-f]{12}\.tmp$/, '.<random>.tmp') || '.'}`;
+      const folded = relative(base, path)
+        .replace(/\.[0-9a-f]{12}\.tmp$/, '.<random>.tmp')
+        .replace(/\.takeover\.[0-9a-f]{16}\.draft/, '.takeover.<id>.draft')
+        .replace(/\/[0-9a-f]{16}(\/|$)/g, '/<id>$1');
+      return `${name} ${folded || '.'}`;
     });
 
   beforeEach(async () => {
@@ -156,8 +160,9 @@ describe('file backend filesystem calls', () => {
     if (!outcome.acquired) return;
     await backend.releaseLock(t, outcome.lock);
     const lockCalls = callsSince(armed);
-    // A finished temp file hard-linked into place (never a partial lock), then removed.
-    expect(lockCalls).toEqual(expect.arrayContaining(['open apps/.key.keyroll.lock.<random>.tmp', 'link apps/key.keyroll.lock', 'unlink apps/key.keyroll.lock']));
+    // A finished temp file hard-linked into place (never a partial lock), then removed: moved into
+    // the takeover guard's holder directory, which goes with the guard.
+    expect(lockCalls).toEqual(expect.arrayContaining(['open apps/.key.keyroll.lock.<random>.tmp', 'link apps/key.keyroll.lock', 'rename apps/key.keyroll.lock.takeover/<id>/removed']));
     expect(lockCalls, 'no directory fsync for the lock (opening the directory is how it is synced)').not.toContain('open apps');
     const written = io.calls.length;
     await backend.writeSecret(t, makeRecord());
@@ -172,22 +177,28 @@ describe('file backend filesystem calls', () => {
     expect((await backend.readState(t)).lock).toBeUndefined();
   });
 
-  it('makes a fenced write write its temp file first, then check the lock under the takeover guard and rename', async () => {
+  it('makes a fenced write write its value into the takeover guard\'s holder directory first, then take the guard, check the lock and rename', async () => {
     await backend.preflight(t);
     const lock = await backend.acquireLock(t, { owner: 'a', rotationId: 'r', ttlMs: 60_000 });
     if (!lock.acquired) throw new Error('expected the lock');
     const rollAnswered = io.calls.length;
     await backend.writeSecret(t, makeRecord(), { lock: lock.lock });
     const calls = callsSince(rollAnswered);
-    expect(calls[0]).toBe('open apps/.key.<random>.tmp');
-    const guarded = calls.indexOf('link apps/key.keyroll.lock.takeover');
+    // The guard's draft and its holder directory, the value written (and fsynced) in it, the draft
+    // renamed into place as the guard, the lock read, the value renamed into place from the guard,
+    // the value's directory fsynced.
+    expect(calls.slice(0, 4)).toEqual([
+      'mkdir apps/key.keyroll.lock.takeover.<id>.draft',
+      'mkdir apps/key.keyroll.lock.takeover.<id>.draft/<id>',
+      'open apps/key.keyroll.lock.takeover.<id>.draft/<id>/value',
+      'rename apps/key.keyroll.lock.takeover',
+    ]);
     const checked = calls.indexOf('readFile apps/key.keyroll.lock');
     const renamed = calls.indexOf('rename apps/key');
-    const released = calls.indexOf('unlink apps/key.keyroll.lock.takeover');
-    expect(guarded).toBeGreaterThan(0);
-    expect(checked).toBeGreaterThan(guarded);
+    expect(checked).toBeGreaterThan(3);
     expect(renamed).toBeGreaterThan(checked);
-    expect(released).toBeGreaterThan(renamed);
+    expect(calls[renamed + 1]).toBe('open apps');
+    expect(await fs.readdir(join(base, 'apps'))).not.toContain('key.keyroll.lock.takeover');
   });
 
   it('leaves alone a lock taken over between the release\'s first look and its removal', async () => {

@@ -38,6 +38,18 @@ export async function writeTempFile(path: string, content: string, safety: Write
   return temp;
 }
 
+/** Creates `directory/name` with `content` (mode 0600, fsynced when durable); it must not exist yet. */
+export async function writeFileIn(directory: string, name: string, content: string, safety: WriteSafety): Promise<void> {
+  const path = join(directory, name);
+  const handle = await open(path, 'wx', FILE_MODE);
+  try {
+    await handle.writeFile(content, 'utf8');
+    if (safety === 'durable') await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
 /** Makes a finished rename or link durable. Some filesystems cannot fsync a directory; that is not an error. */
 export async function syncDirectory(directory: string): Promise<void> {
   let handle;

@@ -4,6 +4,8 @@
 // runs under the takeover guard (takeover-guard.ts), after re-reading that the lock is still
 // exactly what the change was decided on: two runners racing for a stale lock cannot both win,
 // and a runner whose lock was taken over can neither refresh, release nor write (invariant 9).
+// The change itself is a rename through the guard's holder directory, so one decided under a
+// guard that was since taken away (a holder paused past the guard's staleness) does not happen.
 // Lock files are written atomically but not fsynced (atomic.ts, WriteSafety): they matter only
 // while their runner lives, and one lost or torn by a power cut reads as free or expired.
 //
@@ -11,8 +13,9 @@
 // the hole). A lock of another owner is taken over only when BOTH say so:
 // - keyroll's clock (BackendDeps.now): now >= expiresAt + clockSkewMs. `expiresAt` was computed
 //   by the writer's clock, so this rule alone trusts two clocks to agree;
-// - the filesystem's clock: the lock file's age, the takeover guard's mtime (created just now in
-//   the same directory) minus the lock file's mtime, is at least the lock's ttlMs + clockSkewMs.
+// - the filesystem's clock: the lock file's age, the mtime of the takeover guard's holder directory
+//   (filled just now in the same directory) minus the lock file's mtime, is at least the lock's
+//   ttlMs + clockSkewMs.
 //   Both mtimes are stamped by the one clock of the filesystem (the kernel's, or the file
 //   server's on NFS), so neither runner's clock enters it: a runner whose clock runs ahead, or
 //   one that wrote its lock with a clock running behind, cannot make a fresh lock look stale.
@@ -25,11 +28,11 @@
 // A lock written by a keyroll before fenced locks has no ttlMs: keyroll's clock judges it alone.
 // An unreadable lock file counts as expired long ago by both rules.
 import { randomBytes } from 'node:crypto';
-import { rename, stat, unlink } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { z } from 'zod';
 import type { HeldLock, LockInfo, LockOutcome, LockRequest } from '../types.ts';
-import { createFileExclusive, readTextIfExists, writeTempFile } from './atomic.ts';
-import { withTakeoverGuard } from './takeover-guard.ts';
+import { createFileExclusive, readTextIfExists } from './atomic.ts';
+import { withTakeoverGuard, type StagedFile } from './takeover-guard.ts';
 
 export const FileLock = z.object({
   owner: z.string(),
@@ -119,10 +122,16 @@ async function takeFileLock(valuePath: string, mine: FileLock, request: LockRequ
     // filesystem agrees it is stale. Both replace the file only if it still holds exactly what
     // we read, all under the takeover guard.
     attempt.tookOver = !sameHolder;
-    const replaced = await withTakeoverGuard(path, false, async (fsNowMs) => {
+    const replaced = await withTakeoverGuard(path, { wait: false, stage: { name: 'lock', content: text, safety: 'atomic' } }, async (guard) => {
       if ((await readTextIfExists(path)) !== current.text) return 'changed';
-      if (!sameHolder && !(await staleByFilesystem(path, lock, fsNowMs, clock, skewMs))) return 'fresh';
-      await replaceLock(path, text);
+      if (!sameHolder && !(await staleByFilesystem(path, lock, guard.fsNowMs, clock, skewMs))) return 'fresh';
+      try {
+        await guard.place('lock', path);
+      } catch (error) {
+        // The guard was taken from us (we were paused that long): nothing moved; look again.
+        if ((error as NodeJS.ErrnoException).code === 'EBUSY') return 'changed';
+        throw error;
+      }
       return 'replaced';
     });
     if (replaced === 'replaced') return { acquired: true, lock: held(mine, !sameHolder) };
@@ -144,7 +153,8 @@ function staleByClock(lock: FileLock, clock: LockClock, skewMs: number): boolean
 
 /**
  * The filesystem's clock says the lock file is older than its TTL plus the skew margin. Called
- * under the guard, whose mtime (`fsNowMs`) the same filesystem clock stamped a moment ago.
+ * under the guard, whose holder directory's mtime (`fsNowMs`) the same filesystem clock stamped a
+ * moment ago.
  */
 async function staleByFilesystem(path: string, lock: FileLock, fsNowMs: number, clock: LockClock, skewMs: number): Promise<boolean> {
   if (lock.ttlMs === undefined) return true;
@@ -152,16 +162,6 @@ async function staleByFilesystem(path: string, lock: FileLock, fsNowMs: number, 
   // Simulated time (tests move keyroll's clock): the judge's offset minus the writer's; 0 in production.
   const simulatedMs = clock().getTime() - Date.now() - (lock.clockOffsetMs ?? 0);
   return fileAgeMs + simulatedMs >= lock.ttlMs + skewMs;
-}
-
-async function replaceLock(path: string, text: string): Promise<void> {
-  const temp = await writeTempFile(path, text, 'atomic');
-  try {
-    await rename(temp, path);
-  } catch (error) {
-    await unlink(temp).catch(() => undefined);
-    throw error;
-  }
 }
 
 /** True when the lock file at `path`, as read now, is still exactly the lock `lock` took. */
@@ -179,29 +179,32 @@ function stillHeld(text: string | undefined, lock: HeldLock): boolean {
  */
 export async function refreshFileLock(valuePath: string, lock: HeldLock, ttlMs: number, clock: LockClock): Promise<HeldLock | undefined> {
   const path = lockPathFor(valuePath);
-  const refreshed = await withTakeoverGuard(path, true, async () => {
+  const next = lockContent(lock, ttlMs, clock);
+  // A guard taken from us meanwhile throws EBUSY from place(): unproven, not lost (the caller retries).
+  const refreshed = await withTakeoverGuard(path, { wait: true, stage: { name: 'lock', content: JSON.stringify(next), safety: 'atomic' } }, async (guard) => {
     if (!stillHeld(await readTextIfExists(path), lock)) return undefined;
-    const next = lockContent(lock, ttlMs, clock);
-    await replaceLock(path, JSON.stringify(next));
+    await guard.place('lock', path);
     return held(next, lock.tookOver);
   });
   return refreshed === 'busy' ? undefined : refreshed;
 }
 
 /**
- * Runs `body` (the rename of a value into place) only while the lock file carries `lock`'s
- * token, under the takeover guard, so no takeover can land between the check and the rename.
- * Returns 'lost' without running it otherwise (invariant 9).
+ * Moves `value` (staged in the guard's holder directory before the guard is taken) to
+ * `valuePath` only while the lock file carries `lock`'s token, under the takeover guard, so no
+ * takeover can land between the check and the move, and a move whose guard was taken from it
+ * (paused past the guard's staleness) fails with EBUSY, retryable, having moved nothing.
+ * Returns 'lost' without moving it when the lock is not `lock` any more (invariant 9).
  */
-export async function whileFileLockHeld<T>(valuePath: string, lock: HeldLock, body: () => Promise<T>): Promise<T | 'lost'> {
+export async function placeWhileFileLockHeld(valuePath: string, lock: HeldLock, value: StagedFile): Promise<'placed' | 'lost'> {
   const path = lockPathFor(valuePath);
-  const result = await withTakeoverGuard(path, true, async () => {
+  const result = await withTakeoverGuard(path, { wait: true, stage: value }, async (guard) => {
     if (!stillHeld(await readTextIfExists(path), lock)) return 'lost' as const;
-    return { done: await body() };
+    await guard.place(value.name, valuePath);
+    return 'placed' as const;
   });
   // 'busy' only comes back without waiting; with waiting, a guard never freed throws EBUSY.
-  if (result === 'busy' || result === 'lost') return 'lost';
-  return result.done;
+  return result === 'busy' ? 'lost' : result;
 }
 
 /** Removes the lock only when it is still the one `lock` took (a taken-over lock is left alone). */
@@ -209,11 +212,9 @@ export async function releaseFileLock(valuePath: string, lock: HeldLock): Promis
   const path = lockPathFor(valuePath);
   // Cheap look first: a lock that is gone or someone else's needs no guard.
   if (parseLock((await readTextIfExists(path)) ?? '')?.token !== lock.token) return;
-  // Re-checked under the guard: a takeover between the look and the unlink must not be removed.
-  await withTakeoverGuard(path, true, async () => {
+  // Re-checked under the guard: a takeover between the look and the removal must not be removed.
+  await withTakeoverGuard(path, { wait: true }, async (guard) => {
     if (parseLock((await readTextIfExists(path)) ?? '')?.token !== lock.token) return;
-    await unlink(path).catch((error: unknown) => {
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-    });
+    await guard.remove(path);
   });
 }

@@ -1,14 +1,14 @@
 // The write of a value file after the roll (invariant 2: its first I/O is the write itself).
 // Unfenced: the atomic write alone (temp, fsync, rename, fsync of the directory). Fenced
-// (invariant 9): the same, but the rename happens under the lock's takeover guard and only while
-// the lock file still carries the writer's token, so a runner whose lock was taken over never
-// replaces what the new holder stored. The temp file is written and fsynced before the guard is
-// taken, so the guard is held for one read and one rename.
-import { mkdir, rename, unlink } from 'node:fs/promises';
+// (invariant 9): the same, but the value is written into the takeover guard's holder directory and
+// renamed into place under the guard, only while the lock file still carries the writer's token,
+// so a runner whose lock was taken over never replaces what the new holder stored, not even one
+// paused between its check and its rename (takeover-guard.ts).
+import { mkdir, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { HeldLock } from '../types.ts';
-import { syncDirectory, writeFileAtomic, writeTempFile } from './atomic.ts';
-import { whileFileLockHeld } from './lock.ts';
+import { syncDirectory, writeFileAtomic } from './atomic.ts';
+import { placeWhileFileLockHeld } from './lock.ts';
 
 const DIRECTORY_MODE = 0o700;
 
@@ -27,31 +27,29 @@ export async function writeValueDurably(file: string, content: string): Promise<
 }
 
 /**
- * The fenced write: 'lost' (nothing visible changed, the temp file removed) when the lock file no
- * longer carries `lock`'s token. A missing directory means the lock file is gone with it: lost.
+ * The fenced write: 'lost' (nothing visible changed) when the lock file no longer carries `lock`'s
+ * token. The value is written and fsynced inside the takeover guard's holder directory before the
+ * guard is taken, so the guard is held for one read and one rename, and a rename whose guard was
+ * taken away fails (EBUSY, retryable: the retry checks the lock again). A missing directory means
+ * the lock file is gone with it: lost.
  */
 export async function writeValueFenced(file: string, content: string, lock: HeldLock): Promise<'written' | 'lost'> {
-  let temp: string;
+  let outcome: 'placed' | 'lost';
   try {
-    temp = await writeTempFile(file, content);
+    outcome = await placeWhileFileLockHeld(file, lock, { name: 'value', content, safety: 'durable' });
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return 'lost';
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT' && !(await directoryExists(dirname(file)))) return 'lost';
     throw error;
   }
-  let outcome: 'lost' | 'renamed';
-  try {
-    outcome = await whileFileLockHeld(file, lock, async () => {
-      await rename(temp, file);
-      return 'renamed' as const;
-    });
-  } catch (error) {
-    await unlink(temp).catch(() => undefined);
-    throw error;
-  }
-  if (outcome === 'lost') {
-    await unlink(temp).catch(() => undefined);
-    return 'lost';
-  }
+  if (outcome === 'lost') return 'lost';
   await syncDirectory(dirname(file));
   return 'written';
+}
+
+async function directoryExists(directory: string): Promise<boolean> {
+  try {
+    return (await stat(directory)).isDirectory();
+  } catch {
+    return false;
+  }
 }
