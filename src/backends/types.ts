@@ -85,12 +85,16 @@ export interface LockRequest {
 }
 
 /**
- * Proof that a write comes from the current holder of the key lock (invariant 9). The backend
- * checks it in the write itself: the lock still carries this lock's token (file: under the
- * same guard a takeover takes), or the data is still at the version this process read under the
- * lock (Vault check-and-set; AWS moves AWSCURRENT only from that version). A write whose fence
- * no longer holds writes nothing visible and throws BackendError `KR_LOCK_LOST` (not retryable):
- * a runner that lost its lock never overwrites what the new holder stored.
+ * Proof that a write comes from the current holder of the lock of the target it writes
+ * (invariant 9; a key holds one lock per destination). The backend checks it in the write itself:
+ * the lock still carries this lock's token (file: under the same guard a takeover takes, and a
+ * rename through that guard, so a holder paused past the guard's staleness renames nothing), or
+ * the data is still at the version this process read under the lock (Vault check-and-set, and a
+ * takeover writes the data again as a new version so an old holder's base no longer matches; AWS
+ * moves AWSCURRENT only from that version). A write whose fence no longer holds writes nothing
+ * visible and throws BackendError `KR_LOCK_LOST` (not retryable): a runner that lost its lock
+ * never overwrites what the new holder stored, whether it resumes before or after the new
+ * holder's write.
  */
 export interface WriteFence {
   lock: HeldLock;
@@ -231,8 +235,9 @@ export interface Backend {
   /**
    * Writes the new secret (invariant 2: the first I/O after the roll answer). Idempotent for
    * the same `record.rotationId` (invariant 8): a retried write that already landed returns
-   * `alreadyApplied: true` and creates no second version. With `fence` (the primary destination,
-   * whose lock the rotation holds), the write lands only while the fence holds (invariant 9).
+   * `alreadyApplied: true` and creates no second version. With `fence` (a destination whose lock
+   * the rotation holds: every destination; never a fallback), the write lands only while the
+   * fence holds (invariant 9).
    */
   writeSecret(target: StoreTarget, record: SecretRecord, fence?: WriteFence): Promise<WriteResult>;
 

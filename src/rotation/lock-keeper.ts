@@ -1,6 +1,9 @@
-// Keeps a key lock alive for the whole roll → store → verify (invariant 9), and answers, before
-// each roll attempt, whether this runner still holds it long enough for the attempt and the
-// write after it.
+// Keeps a key's locks alive for the whole roll → store → verify (invariant 9), and answers, before
+// each roll attempt, whether this runner still holds them long enough for the attempt and the
+// writes after it. A key has one lock per destination, each in its destination's backend, so every
+// write of the new secret to a destination is fenced by that destination's own lock (a backend can
+// only check a lock it holds); the primary's is taken first and is the one bookkeeping and
+// recovery go by. The locks are taken together, refreshed together and share one lease.
 //
 // The lease is judged on this process's monotonic clock from the moment each take or refresh
 // was *sent*: the backend stamps the expiry no earlier than that, and other runners take the
@@ -12,17 +15,22 @@
 // Refreshes run in the background every third of the TTL, except while a roll attempt and the
 // store after it are in flight (`hold`): between the roll answer and the write nothing else may
 // do I/O (invariant 2), so the lease is made long enough for both before the attempt is sent.
-import type { HeldLock } from '../backends/types.ts';
+import type { HeldLock, WriteFence } from '../backends/types.ts';
 import { errorCode } from '../errors.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
 import { RotationStepError } from './errors.ts';
 import type { ResolvedDestination, RotationStep } from './types.ts';
 
+/** A destination's lock as this rotation holds it. */
+export interface KeptLock {
+  destination: ResolvedDestination;
+  lock: HeldLock;
+}
+
 export interface LockKeeperOptions {
   key: KeyPolicy;
-  primary: ResolvedDestination;
-  /** The lock as taken, and the monotonic time the take was sent. */
-  lock: HeldLock;
+  /** The locks as taken, the primary destination's first, and the monotonic time the first take was sent. */
+  locks: readonly KeptLock[];
   takenAtMs: number;
   monotonicMs: () => number;
   /** Called once when a refresh finds the lock taken by another runner (for the audit). */
@@ -33,7 +41,9 @@ export interface LockKeeperOptions {
 
 export class LockKeeper {
   readonly #options: LockKeeperOptions;
-  #lock: HeldLock;
+  readonly #locks: KeptLock[];
+  /** The primary's entry of #locks (the same object, updated by each refresh). */
+  readonly #primary: KeptLock;
   #validUntilMs: number;
   #lost = false;
   #holds = 0;
@@ -43,13 +53,35 @@ export class LockKeeper {
 
   constructor(options: LockKeeperOptions) {
     this.#options = options;
-    this.#lock = options.lock;
+    this.#locks = options.locks.map((kept) => ({ ...kept }));
+    const [primary] = this.#locks;
+    if (primary === undefined) throw new Error('a lock keeper needs the primary destination\'s lock');
+    this.#primary = primary;
     this.#validUntilMs = options.takenAtMs + options.key.lockTtlMs;
   }
 
-  /** The lock as last refreshed: the fence every write of this rotation carries. */
+  /** The primary destination's lock as last refreshed. */
   get lock(): HeldLock {
-    return this.#lock;
+    return this.#primary.lock;
+  }
+
+  /** Every lock this rotation holds, the primary's first, as last refreshed. */
+  get locks(): readonly KeptLock[] {
+    return this.#locks;
+  }
+
+  /** True when any of the locks was taken over from a stale holder, who may still act. */
+  get tookOver(): boolean {
+    return this.#locks.some((kept) => kept.lock.tookOver);
+  }
+
+  /**
+   * The fence a write to `destination` carries: its own lock as last refreshed (invariant 9).
+   * Undefined for a place this rotation holds no lock of (a fallback, which is not locked).
+   */
+  fenceFor(destination: ResolvedDestination): WriteFence | undefined {
+    const kept = this.#locks.find((candidate) => candidate.destination === destination);
+    return kept === undefined ? undefined : { lock: kept.lock };
   }
 
   /** True once a refresh found the lock held by someone else (or gone). */
@@ -116,18 +148,22 @@ export class LockKeeper {
   async #refreshOnce(): Promise<void> {
     if (this.#lost) return;
     const sentAtMs = this.#options.monotonicMs();
-    const { primary, key } = this.#options;
-    try {
-      const refreshed = await primary.backend.refreshLock(primary.target, this.#lock, key.lockTtlMs);
-      if (refreshed === undefined) {
-        this.#markLost();
+    const { key } = this.#options;
+    // The lease is extended only once every lock is: a lock left unrefreshed runs out on its own.
+    for (const kept of this.#locks) {
+      try {
+        const refreshed = await kept.destination.backend.refreshLock(kept.destination.target, kept.lock, key.lockTtlMs);
+        if (refreshed === undefined) {
+          this.#markLost();
+          return;
+        }
+        kept.lock = refreshed;
+      } catch (error) {
+        this.#options.onRefreshError?.(errorCode(error));
         return;
       }
-      this.#lock = refreshed;
-      this.#validUntilMs = sentAtMs + key.lockTtlMs;
-    } catch (error) {
-      this.#options.onRefreshError?.(errorCode(error));
     }
+    this.#validUntilMs = sentAtMs + key.lockTtlMs;
   }
 
   #assertHeld(step: RotationStep): void {

@@ -7,7 +7,7 @@
 // took over (that runner may be paused, or its roll still in flight) or one held until a later
 // time (`holdUntil`). Such a marker stays, and later runs probe again.
 import { errorCode } from '../errors.ts';
-import type { Intent } from '../backends/types.ts';
+import type { Intent, WriteFence } from '../backends/types.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
 import type { ResolvedDestination, RotationDeps } from './types.ts';
 import type { AuditLog } from '../audit/events.ts';
@@ -52,7 +52,11 @@ export async function recoverLeftoverIntent(
   destinations: readonly ResolvedDestination[],
   deps: RotationDeps,
   audit: AuditLog,
-  options: { tookOver: boolean },
+  options: {
+    tookOver: boolean;
+    /** The fence of a repair write to a destination: its lock, held by this rotation (invariant 9). */
+    fenceFor?: (destination: ResolvedDestination) => WriteFence | undefined;
+  },
 ): Promise<RecoveryVerdict> {
   const [primary, ...others] = destinations;
   if (!primary) throw new Error('a key has at least one destination');
@@ -87,13 +91,11 @@ export async function recoverLeftoverIntent(
     try {
       const copy = await destination.backend.readSecret(destination.target);
       if (copy?.secret.digest() === stored.secret.digest()) continue;
-      await destination.backend.writeSecret(destination.target, {
-        secret: stored.secret,
-        keyId: key.id,
-        organizationId: key.organizationId,
-        rotationId: stored.rotationId ?? intent.rotationId,
-        rotatedAt: deps.now().toISOString(),
-      });
+      const record = { secret: stored.secret, keyId: key.id, organizationId: key.organizationId, rotationId: stored.rotationId ?? intent.rotationId, rotatedAt: deps.now().toISOString() };
+      // Under the destination's own lock, like the store step's writes: a runner that lost it
+      // meanwhile copies nothing over what the new holder stored (invariant 9).
+      const fence = options.fenceFor?.(destination);
+      await (fence === undefined ? destination.backend.writeSecret(destination.target, record) : destination.backend.writeSecret(destination.target, record, fence));
       repaired.push(`${destination.backendName}:${destination.target.path}`);
     } catch (error) {
       failed.push(`${destination.backendName}:${destination.target.path} (${errorCode(error)})`);

@@ -87,13 +87,18 @@ async function rotateKeyUnderLock(input: RotateKeyInput, deps: RotationDeps): Pr
     const keeper = progress.keeper;
     keeper?.stop();
     if (keeper && !keeper.lost) {
-      try {
-        await primary.backend.releaseLock(primary.target, keeper.lock);
-        audit.emit('key.lock.released', { step: 'finish' });
-      } catch (error) {
-        // The lock expires by its TTL; the next runner takes it over then.
-        audit.emit('key.failed', { step: 'finish', errorCode: errorCode(error), nextAction: 'the lock expires by its TTL' });
+      // The destinations' locks, the last taken first; the primary's last.
+      let released = true;
+      for (const { destination, lock } of [...keeper.locks].reverse()) {
+        try {
+          await destination.backend.releaseLock(destination.target, lock);
+        } catch (error) {
+          // The lock expires by its TTL; the next runner takes it over then.
+          released = false;
+          audit.emit('key.failed', { step: 'finish', errorCode: errorCode(error), nextAction: 'the lock expires by its TTL', ...(destination === primary ? {} : { backend: destination.backendName, path: destination.target.path }) });
+        }
       }
+      if (released) audit.emit('key.lock.released', { step: 'finish' });
     }
   }
 }

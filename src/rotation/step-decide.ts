@@ -2,32 +2,49 @@
 // whether to go on: another runner may have just rotated the key, or died mid-way and left its
 // intent marker (invariant 6), which is repaired here. Both are safe to run again: a lock held
 // by this rotation is refreshed, and recovery only clears what it proved.
-import type { KeyState } from '../backends/types.ts';
+import type { KeyState, LockOutcome } from '../backends/types.ts';
 import { decideDue } from '../policy/due.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
 import { RotationStepError } from './errors.ts';
-import { LockKeeper } from './lock-keeper.ts';
+import { LockKeeper, type KeptLock } from './lock-keeper.ts';
 import { markerMayStillBeActedOn, recoverLeftoverIntent } from './recovery.ts';
 import { isLeak, planRoll, standbyStillInUse } from './slots.ts';
 import { sendAlert } from './store-outcome.ts';
 import type { Transaction } from './transaction.ts';
 import type { KeyOutcome } from './types.ts';
 
-/** Takes the lock and starts keeping it alive; an outcome when another runner holds it. */
+/**
+ * Takes the key's locks, one per destination in policy order (the primary's first), and starts
+ * keeping them alive; an outcome when another runner holds one. Every destination is locked so
+ * that every write of the new secret to it is fenced by a lock its own backend checks
+ * (invariant 9); all runners take them in the same order, so none waits on another in a circle.
+ */
 export async function takeLock(tx: Transaction): Promise<KeyOutcome | undefined> {
-  const { key, primary, deps, audit, progress } = tx;
+  const { key, deps, audit, progress } = tx;
   await tx.enter('lock');
   const takenAtMs = deps.monotonicMs();
-  const locked = await primary.backend.acquireLock(primary.target, { owner: deps.owner, rotationId: tx.rotationId, ttlMs: key.lockTtlMs, clockSkewMs: key.clockSkewMs });
-  if (!locked.acquired) {
-    audit.emit('key.lock.busy', { step: 'lock', holder: locked.holder.owner, holderRotationId: locked.holder.rotationId, expiresAt: locked.holder.expiresAt });
-    return tx.outcome('busy', { detail: 'lock-busy' });
+  const request = { owner: deps.owner, rotationId: tx.rotationId, ttlMs: key.lockTtlMs, clockSkewMs: key.clockSkewMs };
+  const locks: KeptLock[] = [];
+  for (const destination of tx.destinations) {
+    let locked: LockOutcome;
+    try {
+      locked = await destination.backend.acquireLock(destination.target, request);
+    } catch (error) {
+      await releaseLocks(locks);
+      throw error;
+    }
+    if (!locked.acquired) {
+      await releaseLocks(locks);
+      const { holder } = locked;
+      audit.emit('key.lock.busy', { step: 'lock', holder: holder.owner, holderRotationId: holder.rotationId, expiresAt: holder.expiresAt, ...(locks.length > 0 ? { backend: destination.backendName, path: destination.target.path } : {}) });
+      return tx.outcome('busy', { detail: 'lock-busy' });
+    }
+    locks.push({ destination, lock: locked.lock });
   }
-  // Invariant 9: the lock stays alive in the background until the rotation lets it go.
+  // Invariant 9: the locks stay alive in the background until the rotation lets them go.
   const keeper = new LockKeeper({
     key,
-    primary,
-    lock: locked.lock,
+    locks,
     takenAtMs,
     monotonicMs: deps.monotonicMs,
     onLost: () => {
@@ -39,8 +56,15 @@ export async function takeLock(tx: Transaction): Promise<KeyOutcome | undefined>
   });
   progress.keeper = keeper;
   keeper.start();
-  audit.emit('key.lock.acquired', { step: 'lock', tookOver: locked.lock.tookOver, expiresAt: locked.lock.expiresAt });
+  audit.emit('key.lock.acquired', { step: 'lock', tookOver: keeper.tookOver, expiresAt: keeper.lock.expiresAt, ...(locks.length > 1 ? { locks: locks.length } : {}) });
   return undefined;
+}
+
+/** Gives back locks this rotation holds, the last taken first; best effort (a lock left behind expires by its TTL). */
+export async function releaseLocks(locks: readonly KeptLock[]): Promise<void> {
+  for (const { destination, lock } of [...locks].reverse()) {
+    await destination.backend.releaseLock(destination.target, lock).catch(() => undefined);
+  }
 }
 
 /**
@@ -49,13 +73,13 @@ export async function takeLock(tx: Transaction): Promise<KeyOutcome | undefined>
  */
 export async function decideUnderLock(tx: Transaction): Promise<KeyOutcome | undefined> {
   const { key, primary, deps, audit, progress, trigger, rotationId } = tx;
-  const tookOver = progress.keeper?.lock.tookOver ?? false;
+  const tookOver = progress.keeper?.tookOver ?? false;
   const state = await primary.backend.readState(primary.target);
   tx.stateUnderLock = state;
   let storedDead = false;
   if (state.intent && state.intent.rotationId !== rotationId) {
     const leftover = state.intent;
-    const verdict = await recoverLeftoverIntent(key, leftover, tx.destinations, deps, audit, { tookOver });
+    const verdict = await recoverLeftoverIntent(key, leftover, tx.destinations, deps, audit, { tookOver, fenceFor: (destination) => progress.keeper?.fenceFor(destination) });
     // Invariant 9: the runner that left the marker may still act (a roll in flight that lands
     // after ours would kill what we store), so this rotation's own marker outlives it.
     if (markerMayStillBeActedOn(leftover, tookOver, deps.now()) !== undefined) {

@@ -97,8 +97,9 @@ export async function rollAndStore(tx: Transaction, sealToEscrow: Parameters<typ
       monotonicMs: deps.monotonicMs,
       ...(deps.escrow ? { escrow: deps.escrow } : {}),
       sealToEscrow,
-      // Invariant 9: a runner that lost the lock cannot overwrite what the new holder stored.
-      fenceFor: (destination) => (destination === primary ? { lock: keeper.lock } : undefined),
+      // Invariant 9: every destination's write carries that destination's lock, so a runner that
+      // lost its locks cannot overwrite what the new holder stored anywhere. Fallbacks hold none.
+      fenceFor: (destination) => keeper.fenceFor(destination),
     },
   ).finally(() => {
     keeper.release();

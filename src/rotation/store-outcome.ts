@@ -63,8 +63,21 @@ export async function storeFailed(
 ): Promise<KeyOutcome> {
   const failedPlaces = report.failed.filter((f) => f.role === 'destination').map((f) => `${f.destination.backendName}:${f.destination.target.path} (${f.errorCode})`);
   const firstCode = report.failed[0]?.errorCode ?? 'KR_STORE_FAILED';
-  const held = report.stored.map((copy) => `${copy.destination.backendName}:${copy.destination.target.path}`);
+  const held = report.stored.map((copy) => `${copy.destination.backendName}:${copy.destination.target.path}${copy.role === 'fallback' ? ' (a fallback)' : ''}`);
   const escrowPath = report.escrow && 'path' in report.escrow ? report.escrow.path : undefined;
+  // A fallback holds no lock of this key: its copy was written without a fence (store.ts).
+  const unfenced = report.stored.filter((copy) => copy.role === 'fallback').map((copy) => `${copy.destination.backendName}:${copy.destination.target.path}`);
+  if (report.lockLost !== undefined) {
+    // Invariant 9: another runner holds the key now; this one wrote nothing after the refusal.
+    const { destination } = report.lockLost;
+    const before = held.length > 0 ? `; it had been stored at ${held.join(', ')} before that` : '';
+    const summary = `key ${key.id} (${key.organizationId}): this runner lost the key lock before its write to ${destination.backendName}:${destination.target.path} (another runner took the key over); the backend refused the write and nothing more was written, to no destination, fallback or escrow${before}`;
+    const nextAction = 'the runner that holds the lock now finds this rotation\'s intent marker, probes the stored secret and re-rolls the key if this roll killed it; run `keyroll status` after the next run to see the marker cleared';
+    audit.emit('key.failed', { step: 'store', errorCode: 'KR_LOCK_LOST', nextAction, degraded: true });
+    await sendAlert(deps, key, { severity: 'critical', summary, rotationId, step: 'store', errorCode: 'KR_LOCK_LOST', nextAction });
+    // A runner that lost its lock records nothing either (the new holder's bookkeeping stays).
+    return outcome('failed', { step: 'store', errorCode: 'KR_LOCK_LOST', degraded: true, ...(exposureMs === undefined ? {} : { exposureMs }), detail: summary });
+  }
   let summary: string;
   let nextAction: string;
   let severity: 'critical' | 'error' = 'critical';
@@ -80,13 +93,14 @@ export async function storeFailed(
     summary = `key ${key.id} (${key.organizationId}): no destination took the new secret (${failedPlaces.join(', ')}); it is sealed in escrow at ${escrowPath}`;
     nextAction = 'consumers read a dead secret: recover it with `age -d -i <identity> ' + escrowPath + '`, or let the next run re-roll the key';
   } else {
-    summary = `key ${key.id} (${key.organizationId}): destination(s) ${failedPlaces.join(', ')} did not take the new secret; it is stored at ${held.join(', ')}`;
+    const unfencedNote = unfenced.length > 0 ? ` (the fallback copy was written without a lock fence: a fallback holds no lock of this key, so if another runner rotates the key meanwhile that copy is stale)` : '';
+    summary = `key ${key.id} (${key.organizationId}): destination(s) ${failedPlaces.join(', ')} did not take the new secret; it is stored at ${held.join(', ')}${unfencedNote}`;
     nextAction = report.primaryStored
       ? 'the failed destinations hold a dead secret; the next run copies the working secret to them'
       : 'the primary destination holds a dead secret; the next run re-rolls the key (or copy it from ' + held.join(', ') + ')';
   }
-  audit.emit('key.failed', { step: 'store', errorCode: firstCode, nextAction, degraded: true });
-  await sendAlert(deps, key, { severity, summary, rotationId, step: 'store', errorCode: firstCode, nextAction });
+  audit.emit('key.failed', { step: 'store', errorCode: firstCode, nextAction, degraded: true, ...(unfenced.length > 0 ? { unfenced } : {}) });
+  await sendAlert(deps, key, { severity, summary, rotationId, step: 'store', errorCode: firstCode, nextAction, ...(unfenced.length > 0 ? { details: { unfenced } } : {}) });
   // Copies that landed are real rotations: recording them keeps the next run from rotating
   // the key again once it has repaired the failed destinations.
   for (const copy of report.stored) {

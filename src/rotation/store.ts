@@ -3,6 +3,15 @@
 // metric — and returns a report the caller turns into audit events afterwards.
 // A destination that stays down is retried with backoff (bounded), then the key's fallbacks,
 // then the operators' escrow; the report says where the secret went (invariant 4).
+// Every destination's write is fenced by that destination's lock (invariant 9). A write refused
+// because the lock was lost (KR_LOCK_LOST) ends the store: another runner holds the key now, and
+// this one writes nothing more anywhere, no other destination, fallback or escrow (the new holder
+// finds this rotation's intent marker, probes and re-rolls). Fallbacks and escrow are not fenced:
+// a fallback is a place in some backend that holds no lock of this key (locking every fallback
+// before each roll, for the rare store that needs one, would cost requests on every rotation and
+// could make a key busy for a place it may never use), and an escrow file is named by this
+// rotation's id, so no other runner ever writes it. A copy that went to a fallback is reported as
+// unfenced, and its alert says so.
 import type { SecretRecord, WriteFence } from '../backends/types.ts';
 import { errorCode } from '../errors.ts';
 import { backoffDelay, type BackoffPolicy } from './backoff.ts';
@@ -42,6 +51,8 @@ export interface StoreRetry {
 export interface StoreReport {
   stored: StoredCopy[];
   failed: FailedCopy[];
+  /** Set when a fenced write was refused because this runner lost the lock: the store stopped there. */
+  lockLost?: FailedCopy;
   retries: StoreRetry[];
   escrow?: { path: string; fingerprint: string } | { errorCode: string; error: unknown };
   /** monotonic ms of the first durable write (destination, fallback or escrow) */
@@ -59,8 +70,8 @@ export interface StoreOptions {
   escrow?: EscrowSettings;
   sealToEscrow?: (input: { record: SecretRecord; directory: string; recipients: string[] }) => Promise<{ path: string; fingerprint: string }>;
   /**
-   * The fence a destination's writes carry (invariant 9): the primary's, whose lock the rotation
-   * holds, read at each attempt so a refresh between retries is seen. Other places have none.
+   * The fence a destination's writes carry (invariant 9): its own lock, which the rotation holds,
+   * read at each attempt so a refresh between retries is seen. Fallbacks have none.
    */
   fenceFor?: (destination: ResolvedDestination) => WriteFence | undefined;
 }
@@ -117,11 +128,16 @@ export async function storeSecret(
 
   // Destinations in policy order: the primary first, so the exposure window is one write long.
   for (const destination of destinations) {
-    note(await writeWithRetries(destination, 'destination', record, options, report.retries));
+    const copy = await writeWithRetries(destination, 'destination', record, options, report.retries);
+    note(copy);
+    if (!isStored(copy) && copy.errorCode === 'KR_LOCK_LOST') {
+      report.lockLost = copy;
+      break;
+    }
   }
   report.primaryStored = report.stored.some((copy) => copy.destination === destinations[0]);
-  report.allDestinationsStored = report.failed.length === 0;
-  if (report.allDestinationsStored) return report;
+  report.allDestinationsStored = report.lockLost === undefined && report.failed.length === 0;
+  if (report.allDestinationsStored || report.lockLost !== undefined) return report;
 
   // Some destination stayed down: the first fallback that takes the secret is enough.
   for (const fallback of fallbacks) {

@@ -1,4 +1,4 @@
-// The fenced write of the primary destination (invariant 9): a runner that lost the key lock must
+// The fenced write of a destination under its lock (invariant 9): a runner that lost the lock must
 // not make its secret the one consumers read, and above all never replace what the new holder
 // stored. Secrets Manager has no write conditioned on another secret (the lock companion), so the
 // fence is the target's own AWSCURRENT label, moved by compare-and-swap:

@@ -8,8 +8,8 @@
 // A target that preflight (or any description) last saw missing is created with the value at once,
 // rather than after a PutSecretValue that would answer ResourceNotFound: still one call before the
 // value is durable, and a put follows when it exists after all.
-// This is the unfenced write (fallbacks, secondary destinations, direct callers): its put makes the
-// version AWSCURRENT at once. The fenced write of the primary destination (fence.ts) sends the same
+// This is the unfenced write (fallbacks, direct callers): its put makes the version AWSCURRENT at
+// once. The fenced write of a destination under its lock (fence.ts) sends the same
 // first request with a staging label of its own instead, and moves AWSCURRENT after it.
 import { createHash } from 'node:crypto';
 import { BackendError } from '../errors.ts';
