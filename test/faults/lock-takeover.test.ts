@@ -5,12 +5,15 @@
 // case needs it to: after the takeover, which is what a server that applies a request late, or a
 // runner frozen by SIGSTOP, a GC pause or a frozen VM, looks like.
 import { performance } from 'node:perf_hooks';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkNotLeaked, checkNotLost, recordCase } from './record.ts';
 import { OWNER_TOKEN, type ChildResult, type RunningChild } from './b-child.ts';
 import { DEMO_KEYS, faultKey, faultPolicyYaml, openWorld, type FaultWorld } from './b-world.ts';
 import { startBench } from '../rotation/harness.ts';
 import { runRotations } from '../../src/rotation/run.ts';
+import { startFaultBench, type FaultBench } from './bench.ts';
+import type { StoreKind } from './stores.ts';
+import { runOldHolderResumesFirst } from './takeover-order.ts';
 
 const KEY = faultKey(DEMO_KEYS[0], 0);
 const LOCK_TTL_MS = 2_000;
@@ -212,3 +215,22 @@ describe('fenced locks: a runner that lost its lock', () => {
     }
   });
 });
+
+// Issue 18: the old holder resumes *before* the new holder writes, on every store (OpenBao and moto
+// real servers). Neither secret may be lost, and the holder with a valid lease lands its write.
+for (const kind of ['file', 'vault', 'aws'] as const satisfies readonly StoreKind[]) {
+  describe(`fenced locks: the old holder resumes before the new holder writes (${kind})`, () => {
+    let bench: FaultBench | undefined;
+    beforeAll(async () => {
+      bench = await startFaultBench(kind);
+    });
+    afterAll(async () => {
+      await bench?.close();
+    });
+
+    it(`refuses the old holder's write and lands the new holder's (${kind})`, async (ctx) => {
+      if (!bench) return ctx.skip();
+      await runOldHolderResumesFirst(ctx, bench);
+    });
+  });
+}
