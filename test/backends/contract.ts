@@ -6,7 +6,7 @@ import { inspect } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Secret } from '../../src/audit/secret.ts';
 import { BackendError } from '../../src/backends/errors.ts';
-import type { Backend, FailureRecord, Intent, SecretRecord, StoreTarget, ValueShape } from '../../src/backends/types.ts';
+import type { Backend, FailureRecord, HeldLock, Intent, SecretRecord, StoreTarget, ValueShape } from '../../src/backends/types.ts';
 
 /** A clock the test moves by hand; pass `clock.now` as BackendDeps.now. */
 export interface TestClock {
@@ -317,7 +317,12 @@ export function describeBackendContract(label: string, setup: () => Promise<Cont
         await backend().releaseLock(t, a.lock);
       });
 
-      it('is refused for a runner whose lock was taken over, and the new holder\'s secret stays', async () => {
+      /**
+       * Runner A (this fixture's backend) holds the lock of a stored target (TTL 1 s) and read its
+       * state; the clock passes the lock, and runner B (another instance) takes it over the way the
+       * engine does (preflight, lock, state), writing nothing yet. `body` gets both; B is closed after.
+       */
+      async function takenOver(body: (t: StoreTarget, a: HeldLock, other: Backend, b: HeldLock) => Promise<void>): Promise<void> {
         const t = target();
         await backend().writeSecret(t, makeRecord());
         await backend().preflight(t);
@@ -331,47 +336,38 @@ export function describeBackendContract(label: string, setup: () => Promise<Cont
           const b = await other.acquireLock(t, request('owner-b'));
           if (!b.acquired) throw new Error('expected the takeover');
           await other.readState(t);
+          await body(t, a.lock, other, b.lock);
+          await other.releaseLock(t, b.lock);
+        } finally {
+          await other.close();
+        }
+      }
+
+      it('is refused for a runner whose lock was taken over, and the new holder\'s secret stays', async () => {
+        await takenOver(async (t, a, other, b) => {
           const winner = makeRecord();
-          await other.writeSecret(t, winner, { lock: b.lock });
+          await other.writeSecret(t, winner, { lock: b });
           const late = makeRecord();
-          await expect(backend().writeSecret(t, late, { lock: a.lock })).rejects.toMatchObject({ code: 'KR_LOCK_LOST', retryable: false });
+          await expect(backend().writeSecret(t, late, { lock: a })).rejects.toMatchObject({ code: 'KR_LOCK_LOST', retryable: false });
           // A retry of the refused write is refused too: the fence is not forgotten after one refusal.
-          await expect(backend().writeSecret(t, late, { lock: a.lock })).rejects.toMatchObject({ code: 'KR_LOCK_LOST' });
+          await expect(backend().writeSecret(t, late, { lock: a })).rejects.toMatchObject({ code: 'KR_LOCK_LOST' });
           const stored = await other.readSecret(t);
           expect(stored?.secret.equals(winner.secret)).toBe(true);
           expect(inspect(await other.readState(t))).not.toContain(late.secret.reveal());
-          await other.releaseLock(t, b.lock);
-        } finally {
-          await other.close();
-        }
+        });
       });
 
       it('is refused for a runner whose lock was taken over even when it writes before the new holder, and the new holder\'s write lands after it', async () => {
-        const t = target();
-        await backend().writeSecret(t, makeRecord());
-        await backend().preflight(t);
-        const a = await backend().acquireLock(t, request('owner-a', 1_000));
-        if (!a.acquired) throw new Error('expected the lock to be acquired');
-        await backend().readState(t);
-        fixture.clock.advance(2_000);
-        const other = await fixture.otherRunner();
-        try {
-          await other.preflight(t);
-          const b = await other.acquireLock(t, request('owner-b'));
-          if (!b.acquired) throw new Error('expected the takeover');
-          await other.readState(t);
+        await takenOver(async (t, a, other, b) => {
           // The old holder resumes first: its write must not land, whatever it read under its lock.
           const late = makeRecord();
-          await expect(backend().writeSecret(t, late, { lock: a.lock })).rejects.toMatchObject({ code: 'KR_LOCK_LOST', retryable: false });
+          await expect(backend().writeSecret(t, late, { lock: a })).rejects.toMatchObject({ code: 'KR_LOCK_LOST', retryable: false });
           // The new holder's lease is valid: its write lands (it never loses it to the old holder).
           const winner = makeRecord();
-          await expect(other.writeSecret(t, winner, { lock: b.lock })).resolves.toMatchObject({ alreadyApplied: false });
+          await expect(other.writeSecret(t, winner, { lock: b })).resolves.toMatchObject({ alreadyApplied: false });
           expect((await other.readSecret(t))?.secret.equals(winner.secret)).toBe(true);
           expect(inspect(await other.readState(t))).not.toContain(late.secret.reveal());
-          await other.releaseLock(t, b.lock);
-        } finally {
-          await other.close();
-        }
+        });
       });
 
       it('a retried fenced write of the same rotation is already applied, not refused', async () => {

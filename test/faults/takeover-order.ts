@@ -15,7 +15,7 @@ import type { AuditLog } from '../../src/audit/events.ts';
 import { createAuditLog } from '../../src/audit/logger.ts';
 import { Secret } from '../../src/audit/secret.ts';
 import type { Policy } from '../../src/policy/schema.ts';
-import { createRuntime } from '../../src/rotation/runtime.ts';
+import { createRuntime, type RuntimeOptions } from '../../src/rotation/runtime.ts';
 import { runRotations, type RunSummary } from '../../src/rotation/run.ts';
 import type { RunTrigger } from '../../src/rotation/types.ts';
 import { wrapBackend } from '../rotation/harness.ts';
@@ -60,38 +60,35 @@ function deferred(): { promise: Promise<void>; resolve: () => void } {
 function runnerFrozenBeforeWrite(bench: FaultBench, policy: Policy, audit: AuditLog, clock: CaseClock, trigger: RunTrigger): Frozen {
   const reached = deferred();
   const resume = deferred();
-  const result = (async (): Promise<RunSummary> => {
-    const alerter = createAlerter({ sinks: policy.alerts.sinks, audit, sleep: () => Promise.resolve(), retry: { attempts: 2, initialBackoffMs: 1, maxBackoffMs: 1 } });
-    const runtime = await createRuntime(policy, {
-      audit,
-      alerter,
-      credentials: staticCredential(new Secret(OWNER_TOKEN), 'fault-suite owner token'),
-      sleep: () => Promise.resolve(),
-      env: { ...bench.store.env },
-      now: clock.now,
-      monotonicMs: clock.monotonicMs,
-      wrapBackend: (name, backend) =>
-        name !== 'primary'
-          ? backend
-          : wrapBackend(backend, {
-              writeSecret: async (next) => {
-                reached.resolve();
-                await resume.promise;
-                return next();
-              },
-            }),
-    });
-    try {
-      return await runRotations(runtime, { keys: policy.keys, trigger, concurrency: 1 });
-    } finally {
-      await runtime.close();
-    }
-  })();
+  const result = runOnce(bench, policy, audit, { now: clock.now, monotonicMs: clock.monotonicMs }, trigger, (name, backend) =>
+    name !== 'primary'
+      ? backend
+      : wrapBackend(backend, {
+          writeSecret: async (next) => {
+            reached.resolve();
+            await resume.promise;
+            return next();
+          },
+        }),
+  );
   return { reached: reached.promise, resume: resume.resolve, result };
 }
 
 /** The next scheduled run, in-process, `laterMs` after the case clock. */
-async function laterRun(bench: FaultBench, policy: Policy, audit: AuditLog, clock: CaseClock, laterMs: number): Promise<RunSummary> {
+function laterRun(bench: FaultBench, policy: Policy, audit: AuditLog, clock: CaseClock, laterMs: number): Promise<RunSummary> {
+  const later = { now: () => new Date(clock.now().getTime() + laterMs), monotonicMs: () => clock.monotonicMs() + laterMs };
+  return runOnce(bench, policy, audit, later, { reason: 'scheduled', force: false });
+}
+
+/** One run of the policy's keys by its own runtime (owner, backend instances), on the given clocks. */
+async function runOnce(
+  bench: FaultBench,
+  policy: Policy,
+  audit: AuditLog,
+  clocks: Pick<CaseClock, 'now' | 'monotonicMs'>,
+  trigger: RunTrigger,
+  wrap?: RuntimeOptions['wrapBackend'],
+): Promise<RunSummary> {
   const alerter = createAlerter({ sinks: policy.alerts.sinks, audit, sleep: () => Promise.resolve(), retry: { attempts: 2, initialBackoffMs: 1, maxBackoffMs: 1 } });
   const runtime = await createRuntime(policy, {
     audit,
@@ -99,11 +96,11 @@ async function laterRun(bench: FaultBench, policy: Policy, audit: AuditLog, cloc
     credentials: staticCredential(new Secret(OWNER_TOKEN), 'fault-suite owner token'),
     sleep: () => Promise.resolve(),
     env: { ...bench.store.env },
-    now: () => new Date(clock.now().getTime() + laterMs),
-    monotonicMs: () => clock.monotonicMs() + laterMs,
+    ...clocks,
+    ...(wrap === undefined ? {} : { wrapBackend: wrap }),
   });
   try {
-    return await runRotations(runtime, { keys: policy.keys, trigger: { reason: 'scheduled', force: false }, concurrency: 1 });
+    return await runRotations(runtime, { keys: policy.keys, trigger, concurrency: 1 });
   } finally {
     await runtime.close();
   }
