@@ -100,6 +100,8 @@ export async function rollAndStore(tx: Transaction, sealToEscrow: Parameters<typ
       // Invariant 9: every destination's write carries that destination's lock, so a runner that
       // lost its locks cannot overwrite what the new holder stored anywhere. Fallbacks hold none.
       fenceFor: (destination) => keeper.fenceFor(destination),
+      // The lease proven before the roll covers the primary's write; the others get a fresh one.
+      afterPrimary: () => keeper.refresh(),
     },
   ).finally(() => {
     keeper.release();

@@ -74,6 +74,13 @@ export interface StoreOptions {
    * read at each attempt so a refresh between retries is seen. Fallbacks have none.
    */
   fenceFor?: (destination: ResolvedDestination) => WriteFence | undefined;
+  /**
+   * Called once the primary holds the secret, before any other destination is written: the
+   * secret is durable, so I/O may come now (invariant 2), and the lease checked before the roll
+   * covered the roll and the primary's write only. The engine refreshes the locks here, so the
+   * other destinations' fences are as fresh as they can be.
+   */
+  afterPrimary?: () => Promise<void>;
 }
 
 async function writeWithRetries(
@@ -127,13 +134,14 @@ export async function storeSecret(
   };
 
   // Destinations in policy order: the primary first, so the exposure window is one write long.
-  for (const destination of destinations) {
+  for (const [index, destination] of destinations.entries()) {
     const copy = await writeWithRetries(destination, 'destination', record, options, report.retries);
     note(copy);
     if (!isStored(copy) && copy.errorCode === 'KR_LOCK_LOST') {
       report.lockLost = copy;
       break;
     }
+    if (index === 0 && isStored(copy) && destinations.length > 1) await options.afterPrimary?.();
   }
   report.primaryStored = report.stored.some((copy) => copy.destination === destinations[0]);
   report.allDestinationsStored = report.lockLost === undefined && report.failed.length === 0;

@@ -130,6 +130,26 @@ describe('invariant 9: every destination write is fenced by its own lock', () =>
     expect(b.events().find((e) => e.event === 'key.lock.acquired')).toMatchObject({ locks: 2 });
   });
 
+  it('refreshes every lock once the primary holds the secret, before the second destination is written', async () => {
+    const b = (bench = await startBench({ keys: withSecond }));
+    const trail: string[] = [];
+    const summary = await runAs(b, {
+      wrapBackend: (name, inner) =>
+        wrapBackend(inner, {
+          writeSecret: (next, target) => {
+            trail.push(`write ${name}:${target.path}`);
+            return next();
+          },
+          refreshLock: (next, target) => {
+            trail.push(`refresh ${name}:${target.path}`);
+            return next();
+          },
+        }),
+    });
+    expect(summary.outcomes[0]).toMatchObject({ result: 'rotated' });
+    expect(trail.slice(0, 4)).toEqual([`write files:${KEY}.json`, `refresh files:${KEY}.json`, `refresh fallback:${SECOND}`, `write fallback:${SECOND}`]);
+  });
+
   it('finds the key busy when another runner holds the second destination\'s lock, and gives the primary\'s back', async () => {
     const b = (bench = await startBench({ keys: withSecond }));
     const runtime = await b.runtime();
