@@ -71,6 +71,27 @@ describe.skipIf(server === undefined)('vault fenced locks (invariant 9)', () => 
   }
 
   describe('the old holder resumes before the new holder writes (issue 18, finding 2)', () => {
+    it('costs a takeover 4 requests more than a plain acquisition: the data read, the lock read that confirms it, the copy, the copy record', async () => {
+      const t = raw('takeover-requests');
+      const clock = createTestClock();
+      await admin.must('POST', `secret/data/${t.path}`, { data: { apiKey: 'sk_before_the_rotations_0004' } });
+      await lockedRunner(t, 'former', 1_000, clock);
+      clock.advance(2_000);
+      const successor = open(clock);
+      await successor.preflight(t);
+      const requests = requestsTo(t.path);
+      expect(await successor.acquireLock(t, { owner: 'successor', rotationId: 'r-successor', ttlMs: 600_000 })).toMatchObject({ acquired: true, lock: { tookOver: true } });
+      expect(requests.seen).toEqual([
+        `GET /v1/secret/data/${t.path}.keyroll-lock`,
+        `POST /v1/secret/data/${t.path}.keyroll-lock`,
+        `GET /v1/secret/metadata/${t.path}`,
+        `GET /v1/secret/data/${t.path}`,
+        `GET /v1/secret/data/${t.path}.keyroll-lock`,
+        `POST /v1/secret/data/${t.path}`,
+        `POST /v1/secret/metadata/${t.path}`,
+      ]);
+    });
+
     it('refuses the old holder\'s write and lands the new holder\'s: the takeover moved the version the old fence checks', async () => {
       const t = raw('resumes-first');
       const { former, lock, successor, successorLock } = await takenOverBeforeAnyWrite(t, 'sk_before_the_rotations_0002');
