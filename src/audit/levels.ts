@@ -47,6 +47,8 @@ export const AUDIT_EVENT_LEVELS: Record<AuditEventName, AuditLevel> = {
   'key.quarantined': 'error',
   'key.failures.cleared': 'info',
   'key.resumed': 'info',
+  // keyroll acts safely on its own (absent means attempt and alert now); worth a look, not a page.
+  'key.record.distrusted': 'warn',
   'leak.identified': 'info',
   // Nothing to rotate; the responder must look elsewhere (another tool's key, a test value).
   'leak.unmatched': 'warn',

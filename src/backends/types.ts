@@ -163,6 +163,27 @@ export interface FailureRecord {
   lastAlertedAt?: string;
 }
 
+/** The KeyState fields a record keyroll reads back may be doubted in. */
+export type DoubtedRecord = 'lastRotatedAt' | 'lastRotationId' | 'lastKeyId' | 'lastProbe' | 'intent' | 'lock' | 'lastFailure';
+
+/**
+ * A record (or one field of it) keyroll found at a destination and does not act on as written:
+ * `malformed` (not keyroll's format: corruption, or an edit by someone who may change tags or
+ * metadata but not the secret), `future` (dated after now, beyond the policy's clock skew), or
+ * `beyond-policy` (a backoff longer than the policy's cap). What keyroll did instead: `ignored`
+ * (read as absent), `bounded` (held to the policy's limit) or `kept` (an intent marker: a damaged
+ * marker still means a roll may have happened, invariant 6). Never carries a malformed value.
+ */
+export interface RecordDoubt {
+  record: DoubtedRecord;
+  /** The field inside the record (e.g. `quarantinedAt`); absent when the record as a whole is doubted. */
+  field?: string;
+  problem: 'malformed' | 'future' | 'beyond-policy';
+  action: 'ignored' | 'bounded' | 'kept';
+  /** For `future` and `beyond-policy`: the time the record said, as ISO-8601. */
+  value?: string;
+}
+
 /** keyroll's bookkeeping for one destination, read for due-ness, `status` and recovery. */
 export interface KeyState {
   /** ISO-8601 time of the last completed rotation recorded by keyroll. */
@@ -175,6 +196,12 @@ export interface KeyState {
   intent?: Intent;
   lock?: LockInfo;
   lastFailure?: FailureRecord;
+  /**
+   * Records present at the destination that keyroll does not trust as written: a backend notes
+   * those it cannot decode at all, and trustState (src/rotation/trusted-state.ts), which every
+   * reader of the state goes through, adds those that fail the record schemas or the policy's bounds.
+   */
+  doubts?: RecordDoubt[];
   /** False when nothing exists at the path yet. */
   exists: boolean;
 }

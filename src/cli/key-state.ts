@@ -6,6 +6,7 @@ import type { KeyPolicy, Policy } from '../policy/schema.ts';
 import { createBackend } from '../backends/registry.ts';
 import type { Backend, KeyState } from '../backends/types.ts';
 import { activeSlot } from '../rotation/slots.ts';
+import { readTrustedState } from '../rotation/trusted-state.ts';
 
 export interface KeyView {
   key: KeyPolicy;
@@ -41,7 +42,7 @@ export async function viewKeys(policy: Policy, backends: ReadOnlyBackends, now: 
     const primary = key.destinations[0];
     if (!primary) continue;
     try {
-      const state = await backends.get(primary.backend).readState(primary.target);
+      const state = await readTrustedState({ backend: backends.get(primary.backend), target: primary.target }, key, now);
       const decision = decideDue(key, { ...(state.lastRotatedAt ? { lastRotatedAt: state.lastRotatedAt } : {}), ...(state.intent ? { intent: state.intent } : {}) }, now);
       views.push({ key, state, decision });
     } catch (error) {

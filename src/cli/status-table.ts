@@ -1,5 +1,5 @@
 // What `status` reports per key (its `-o json` rows) and how a row reads in the table.
-import type { FailureRecord, Intent, LockInfo, ProbeRecord } from '../backends/types.ts';
+import type { FailureRecord, Intent, LockInfo, ProbeRecord, RecordDoubt } from '../backends/types.ts';
 import { streakCell, type StreakView } from '../rotation/backoff-state.ts';
 import type { SlotView } from './key-state.ts';
 import type { ProbeReport, StandbyVerdict, StoredVerdict } from './probe-keys.ts';
@@ -19,6 +19,8 @@ export interface StatusRow {
   lastProbe: ProbeRecord | null;
   /** The failure streak in force (backoff, quarantine): why automatic runs hold the key back and since when. */
   failureStreak: StreakView | null;
+  /** Records at the primary destination keyroll does not act on as written (malformed, future): corruption or tampering. */
+  distrusted: RecordDoubt[];
   /** Two-slot entries only. */
   slots?: SlotView;
   /** `--probe` only: what the probe found now. */
@@ -26,6 +28,12 @@ export interface StatusRow {
   /** `--probe` only: the stored secret is dead (the key was rolled outside keyroll). */
   drift?: boolean;
   error?: { errorCode: string; message: string };
+}
+
+/** One stderr line naming what keyroll distrusts in a key's bookkeeping, never a malformed value. */
+export function distrustLine(row: StatusRow): string {
+  const doubts = row.distrusted.map((d) => `${d.record}${d.field === undefined ? '' : `.${d.field}`} ${d.problem}${d.value === undefined ? '' : ` (${d.value})`}, ${d.action}`);
+  return `keyroll: ${row.keyId}: keyroll does not trust part of its bookkeeping: ${doubts.join('; ')}. Corruption, a clock far off, or an edit by someone who may change the destination's tags or metadata: see "Distrusted bookkeeping" in docs/runbook.md\n`;
 }
 
 /** Headers and cells of the status table; the SLOTS and PROBE columns only when some row has something to show there. */

@@ -27,7 +27,7 @@ export function registerStatusCommand(program: Command): void {
 }
 
 async function statusCommand(flags: StatusFlags): Promise<number> {
-  const [{ openBackends, viewKeys, nextDueAt, slotView }, { renderTable }, { statusCells }, { streakView }] = await Promise.all([
+  const [{ openBackends, viewKeys, nextDueAt, slotView }, { renderTable }, { statusCells, distrustLine }, { streakView }] = await Promise.all([
     import('./key-state.ts'),
     import('./table.ts'),
     import('./status-table.ts'),
@@ -82,6 +82,7 @@ async function statusCommand(flags: StatusFlags): Promise<number> {
         lastFailure: view.state?.lastFailure && (!last || view.state.lastFailure.at > last) ? view.state.lastFailure : null,
         lastProbe: view.state?.lastProbe && (!last || view.state.lastProbe.at >= last) ? view.state.lastProbe : null,
         failureStreak: view.state ? streakView(view.state) : null,
+        distrusted: view.state?.doubts ?? [],
         ...(slots ? { slots } : {}),
         ...(view.readError ? { error: view.readError } : {}),
       };
@@ -105,6 +106,7 @@ async function statusCommand(flags: StatusFlags): Promise<number> {
         `keyroll: drift: the stored secret of ${row.keyId}${row.slots ? ` (active slot ${dead})` : ''} no longer works: the key was rolled outside keyroll and consumers reading it fail. keyroll run heals it (onDrift: rotate), or now: keyroll rotate --key ${dead} --reason manual --force\n`,
       );
     }
+    for (const row of rows.filter((r) => r.distrusted.length > 0)) process.stderr.write(distrustLine(row));
     for (const row of rows.filter((r) => r.probe?.errorCode !== undefined)) {
       process.stderr.write(`keyroll: ${row.keyId}: probe failed (${row.probe?.errorCode ?? ''}); its stored secret's state is unknown\n`);
     }

@@ -112,7 +112,7 @@ const settingsFields = {
   maxAge: Duration.nullable().optional().describe('Rotate when the last rotation is at least this old.'),
   minInterval: Duration.optional().describe('Minimum time between two rotations of a key (guards against rotation loops; leak/force rotations bypass it). Default 1h.'),
   lockTtl: Duration.optional().describe('How long a key lock holds before another runner may take it over; the holder keeps it alive while it works. At least one roll attempt plus the primary write with its retries plus clockSkew. Default 15m.'),
-  clockSkew: Duration.optional().describe("How far runners' clocks may disagree: another runner's lock is taken over only this long after it expired. Default 10s."),
+  clockSkew: Duration.optional().describe("How far runners' clocks may disagree: another runner's lock is taken over only this long after it expired, and a time in keyroll's bookkeeping further ahead is not trusted. Default 10s."),
   verify: z
     .strictObject({
       readBack: z.boolean().optional().describe('Read the stored secret back and compare digests. Default true.'),

@@ -23,7 +23,7 @@ export const DEFAULT_FAILURE_SETTINGS: Readonly<FailureSettings> = Object.freeze
   remindEveryMs: parseDuration(BUILTIN_DEFAULTS.failures.remindEvery),
 });
 
-export function failureSettingsOf(key: KeyPolicy): FailureSettings {
+export function failureSettingsOf(key: Pick<KeyPolicy, 'failures'>): FailureSettings {
   return key.failures ?? DEFAULT_FAILURE_SETTINGS;
 }
 

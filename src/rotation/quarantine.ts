@@ -9,6 +9,7 @@ import { errorCode } from '../errors.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
 import { activeStreak, automaticAttemptGate, describeStreak, endedStreak, failureSettingsOf, quarantineReminderDue, type FailureStreak } from './backoff-state.ts';
 import { sendAlert } from './store-outcome.ts';
+import { readTrustedState } from './trusted-state.ts';
 import type { ResolvedDestination, RotationDeps } from './types.ts';
 
 type LockDeps = Pick<RotationDeps, 'owner' | 'now' | 'newRotationId'>;
@@ -18,7 +19,7 @@ async function underKeyLock<T>(key: KeyPolicy, primary: ResolvedDestination, dep
   const locked = await primary.backend.acquireLock(primary.target, { owner: deps.owner, rotationId: deps.newRotationId(), ttlMs: key.lockTtlMs, clockSkewMs: key.clockSkewMs });
   if (!locked.acquired) return { busy: locked.holder };
   try {
-    return { done: await body(await primary.backend.readState(primary.target)) };
+    return { done: await body(await readTrustedState(primary, key, deps.now())) };
   } finally {
     // The lock expires by its TTL when the release fails; nothing was rolled.
     await primary.backend.releaseLock(primary.target, locked.lock).catch(() => undefined);

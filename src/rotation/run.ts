@@ -15,6 +15,7 @@ import { mapWithConcurrency } from './concurrency.ts';
 import { RunAbortedError } from './errors.ts';
 import type { KeyState } from '../backends/types.ts';
 import { driftCheckDue, probeForDrift, type DriftVerdict } from './drift.ts';
+import { auditDoubts, readTrustedState } from './trusted-state.ts';
 import { rotateKey } from './rotate-key.ts';
 import type { Runtime } from './runtime.ts';
 import type { KeyOutcome, ResolvedDestination, RotationDeps, RunTrigger } from './types.ts';
@@ -86,7 +87,8 @@ export async function runRotations(runtime: Runtime, options: RunOptions): Promi
       let reasons: DueReason[] | undefined = trigger.force || trigger.ignoreSchedule ? [] : undefined;
       let knownState: KeyState | undefined;
       if (!reasons) {
-        const state = await primary.backend.readState(primary.target);
+        const state = await readTrustedState(primary, key, deps.now());
+        auditDoubts(audit, state, { keyId: key.id, organizationId: key.organizationId });
         // Automatic attempts of a key in a failure streak wait out its backoff, and stop once it is
         // quarantined; a key with an intent marker is always let through (invariant 6).
         const gate = automaticAttemptGate(state, deps.now());
@@ -180,7 +182,9 @@ async function holdBack(key: KeyPolicy, primary: ResolvedDestination, gate: Excl
 
 async function checkDriftIfDue(key: KeyPolicy, destinations: ResolvedDestination[], state: KeyState, mode: NonNullable<RunOptions['driftCheck']>, deps: RotationDeps): Promise<DriftVerdict | undefined> {
   if (mode === 'off') return undefined;
-  if (mode === 'policy' && !driftCheckDue(key, state, deps.now())) return undefined;
+  // A marker keyroll could not read at all is probed for at once: recovery would start there.
+  const markerUnread = state.doubts?.some((doubt) => doubt.record === 'intent' && doubt.action === 'ignored') === true;
+  if (mode === 'policy' && !markerUnread && !driftCheckDue(key, state, deps.now())) return undefined;
   if (mode === 'every-run' && !state.exists) return undefined;
   // The state the run just read names the active slot for the alert's advice; no second read.
   return probeForDrift(key, destinations, deps, state);

@@ -10,6 +10,7 @@ import { LockKeeper, type KeptLock } from './lock-keeper.ts';
 import { markerMayStillBeActedOn, recoverLeftoverIntent } from './recovery.ts';
 import { isLeak, planRoll, standbyStillInUse } from './slots.ts';
 import { sendAlert } from './store-outcome.ts';
+import { auditDoubts, trustState } from './trusted-state.ts';
 import type { Transaction } from './transaction.ts';
 import type { KeyOutcome } from './types.ts';
 
@@ -74,7 +75,9 @@ export async function releaseLocks(locks: readonly KeptLock[]): Promise<void> {
 export async function decideUnderLock(tx: Transaction): Promise<KeyOutcome | undefined> {
   const { key, primary, deps, audit, progress, trigger, rotationId } = tx;
   const tookOver = progress.keeper?.tookOver ?? false;
-  const state = await primary.backend.readState(primary.target);
+  const state = trustState(await primary.backend.readState(primary.target), key, deps.now());
+  // Doubts the run already audited from its read before the lock are not audited twice.
+  auditDoubts(audit, state, { step: 'lock' }, tx.input.knownState);
   tx.stateUnderLock = state;
   let storedDead = false;
   if (state.intent && state.intent.rotationId !== rotationId) {

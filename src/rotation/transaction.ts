@@ -11,6 +11,7 @@ import type { LockKeeper } from './lock-keeper.ts';
 import type { RollProgress } from './roll.ts';
 import type { RollPlan } from './slots.ts';
 import { recordFailureBestEffort, sendAlert } from './store-outcome.ts';
+import { readTrustedState } from './trusted-state.ts';
 import type { KeyOutcome, ResolvedDestination, RotationDeps, RotationStep, RunTrigger } from './types.ts';
 
 export interface TransactionProgress extends RollProgress {
@@ -207,7 +208,7 @@ export class Transaction {
     if (this.stateUnderLock) return this.stateUnderLock;
     if (this.input.knownState) return this.input.knownState;
     try {
-      return await this.primary.backend.readState(this.primary.target);
+      return await readTrustedState(this.primary, this.key, this.deps.now());
     } catch {
       // Unknown: the failure counts as a first one and alerts (never silent for lack of a read).
       return undefined;

@@ -9,6 +9,7 @@ import type { KeyPolicy } from '../policy/schema.ts';
 import { isQuarantined } from '../rotation/backoff-state.ts';
 import { mapWithConcurrency } from '../rotation/concurrency.ts';
 import type { Runtime } from '../rotation/runtime.ts';
+import { readTrustedState } from '../rotation/trusted-state.ts';
 
 export interface KeyCheck {
   key: KeyPolicy;
@@ -35,7 +36,7 @@ export async function checkKeys(runtime: Runtime, keys: readonly KeyPolicy[], no
     try {
       const primary = runtime.resolveKey(key).destinations[0];
       if (!primary) throw new Error(`key ${key.id} has no destination`);
-      const state = await primary.backend.readState(primary.target);
+      const state = await readTrustedState(primary, key, now);
       const decision = decideDue(key, { ...(state.lastRotatedAt ? { lastRotatedAt: state.lastRotatedAt } : {}), ...(state.intent ? { intent: state.intent } : {}) }, now);
       return { key, decision, ...(state.lastRotatedAt ? { lastRotatedAt: state.lastRotatedAt } : {}), ...(isQuarantined(state) ? { quarantined: true } : {}) };
     } catch (error) {

@@ -130,6 +130,20 @@ describe('aws tag encoding', () => {
     expect(parseProbeTag('')).toBeUndefined();
   });
 
+  it('reads a failure record that is not keyroll\'s format as it is, for the record schema to judge (never dropped in silence)', () => {
+    expect(parseFailureTag('x')).toEqual({ rotationId: 'x', at: '', errorCode: '', step: '' });
+    expect(parseFailureTag('r 2030-01-02T00:00:00.000Z E s', 'seven 2030-01-01T00:00:00.000Z - x x')).toEqual({
+      rotationId: 'r',
+      at: '2030-01-02T00:00:00.000Z',
+      errorCode: 'E',
+      step: 's',
+      consecutive: Number.NaN,
+      firstAt: '2030-01-01T00:00:00.000Z',
+      quarantinedAt: 'x',
+      lastAlertedAt: 'x',
+    });
+  });
+
   it('ignores a marker with missing fields instead of inventing them', () => {
     expect(parseIntentTag('only-an-id')).toBeUndefined();
     expect(parseFailureTag('')).toBeUndefined();

@@ -123,6 +123,21 @@ describe('keyroll status', () => {
     expect(result.stdout).toMatch(/^key_demo_ingest\s.*roll KR_API_FORBIDDEN at 2026-01-05T03:00:02\.000Z$/m);
   });
 
+  it('shows a quarantine only with a time it can show, and names a forged one on stderr without its value', async () => {
+    await cli.writePolicy();
+    const backend = await openFileBackend(cli.secretsDir);
+    const failure = { rotationId: 'r-fail', step: 'preflight', errorCode: 'KR_BACKEND_DENIED', at: '2026-01-05T03:00:02.000Z', consecutive: 6, firstAt: '2026-01-01T03:00:00.000Z' };
+    await backend.recordFailure(TARGETS.key_demo_billing, { ...failure, quarantinedAt: '2026-01-05T03:00:02.000Z' });
+    await backend.recordFailure(TARGETS.key_demo_search, { ...failure, quarantinedAt: 'x-forged' });
+    const result = await cli.run(['status', '-p', 'policy.yaml', '-o', 'json']);
+    expect(result.code).toBe(0);
+    const keys = (JSON.parse(result.stdout) as { keys: (StatusKey & { failureStreak: { quarantinedAt: string | null } | null; distrusted: unknown[] })[] }).keys;
+    expect(keys[0]).toMatchObject({ failureStreak: { quarantinedAt: '2026-01-05T03:00:02.000Z' }, distrusted: [] });
+    expect(keys[1]).toMatchObject({ failureStreak: { quarantinedAt: null }, distrusted: [{ record: 'lastFailure', field: 'quarantinedAt', problem: 'malformed', action: 'ignored' }] });
+    expect(result.stderr).toContain('keyroll: key_demo_search: keyroll does not trust part of its bookkeeping: lastFailure.quarantinedAt malformed, ignored.');
+    expect(result.stderr).not.toContain('x-forged');
+  });
+
   it('exits 1 and says which key cannot be read when a destination is unreadable', async () => {
     await cli.writeFile('not-a-directory', 'a file where the backend expects a directory\n');
     await cli.writePolicy({

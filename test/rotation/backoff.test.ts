@@ -115,7 +115,7 @@ describe('failure backoff and quarantine', () => {
     expect((await run()).outcomes[0]).toMatchObject({ result: 'skipped', detail: 'quarantined' });
 
     clock.broken = false;
-    const rt = await bench.runtime();
+    const rt = await bench.runtime({ now: () => new Date(Date.now() + clock.offsetMs) });
     const primary = rt.resolveKey(bench.key(KEY)).destinations[0]!;
     const resumed = await resumeKey(bench.key(KEY), primary, rt.rotationDeps(bench.audit), bench.audit, 'alice');
     await rt.close();

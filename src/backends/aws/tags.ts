@@ -120,9 +120,14 @@ export function failureTagValue(failure: FailureRecord): string {
   return joinTagFields([failure.rotationId, failure.at, failure.errorCode, failure.step]);
 }
 
+/**
+ * The last failure. A tag that is not keyroll's format still reads, with its missing fields empty
+ * and a bad count as NaN: the record schema (src/backends/schema.ts) then names what is wrong and
+ * the engine audits it, where dropping it here would hide a forged or corrupt record.
+ */
 export function parseFailureTag(value: string, streak = ''): FailureRecord | undefined {
-  const [rotationId, at, errorCode, step] = splitTagFields(value);
-  if (!rotationId || at === undefined || errorCode === undefined || step === undefined) return undefined;
+  if (value === '') return undefined;
+  const [rotationId = '', at = '', errorCode = '', step = ''] = splitTagFields(value);
   return { rotationId, at, errorCode, step, ...parseStreakTag(streak) };
 }
 
@@ -136,10 +141,8 @@ export function streakTagValue(failure: FailureRecord): string {
 
 function parseStreakTag(value: string): Partial<FailureRecord> {
   if (value === '') return {};
-  const [consecutive, ...times] = splitTagFields(value);
-  const count = Number(consecutive);
-  if (!Number.isInteger(count) || count < 0) return {};
-  const streak: Partial<FailureRecord> = { consecutive: count };
+  const [consecutive = '', ...times] = splitTagFields(value);
+  const streak: Partial<FailureRecord> = { consecutive: /^\d+$/.test(consecutive) ? Number(consecutive) : Number.NaN };
   STREAK_TIMES.forEach((field, index) => {
     const time = times[index];
     if (time !== undefined && time !== STREAK_ABSENT && time !== '') streak[field] = time;

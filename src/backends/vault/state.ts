@@ -3,7 +3,7 @@
 // entry's active slot), the last drift probe, the last failure and which rotation wrote which
 // version. Keys are prefixed `keyroll_` so an operator's own keys sit beside them.
 import { z } from 'zod';
-import type { FailureRecord, Intent, KeyState, ProbeRecord } from '../types.ts';
+import type { DoubtedRecord, FailureRecord, Intent, KeyState, ProbeRecord, RecordDoubt } from '../types.ts';
 
 export const META = {
   intent: 'keyroll_intent',
@@ -39,12 +39,17 @@ const StoredFailure = z.object({
 const StoredProbe = z.object({ at: z.string(), result: z.enum(['works', 'dead']) });
 
 function parseJson<T>(text: string | undefined, schema: z.ZodType<T>): T | undefined {
-  if (text === undefined) return undefined;
+  return decodeJson(text, schema).value;
+}
+
+/** The record in `text`; `unreadable` when there is one but it is not JSON of the record's shape. */
+function decodeJson<T>(text: string | undefined, schema: z.ZodType<T>): { value?: T; unreadable?: true } {
+  if (text === undefined) return {};
   try {
     const parsed = schema.safeParse(JSON.parse(text));
-    return parsed.success ? parsed.data : undefined;
+    return parsed.success ? { value: parsed.data } : { unreadable: true };
   } catch {
-    return undefined;
+    return { unreadable: true };
   }
 }
 
@@ -90,15 +95,23 @@ export function stateFromMetadata(meta: Record<string, string>): Omit<KeyState, 
   const state: Omit<KeyState, 'exists' | 'lock'> = {};
   const lastRotatedAt = meta[META.lastRotatedAt];
   const lastRotationId = meta[META.lastRotationId];
-  const intent = readIntent(meta);
-  const lastFailure = parseJson(meta[META.lastFailure], StoredFailure);
+  // A record that does not decode is noted, not dropped in silence: trustState audits it.
+  const doubts: RecordDoubt[] = [];
+  const decode = <T>(record: DoubtedRecord, text: string | undefined, schema: z.ZodType<T>): T | undefined => {
+    const { value, unreadable } = decodeJson(text, schema);
+    if (unreadable) doubts.push({ record, problem: 'malformed', action: 'ignored' });
+    return value;
+  };
+  const intent = decode('intent', meta[META.intent], StoredIntent);
+  const lastFailure = decode('lastFailure', meta[META.lastFailure], StoredFailure);
   const lastKeyId = meta[META.lastKeyId];
-  const lastProbe = parseJson(meta[META.lastProbe], StoredProbe);
+  const lastProbe = decode('lastProbe', meta[META.lastProbe], StoredProbe);
   if (lastRotatedAt !== undefined) state.lastRotatedAt = lastRotatedAt;
   if (lastRotationId !== undefined) state.lastRotationId = lastRotationId;
   if (lastKeyId !== undefined) state.lastKeyId = lastKeyId;
   if (lastProbe !== undefined) state.lastProbe = lastProbe;
   if (intent !== undefined) state.intent = intent;
   if (lastFailure !== undefined) state.lastFailure = lastFailure;
+  if (doubts.length > 0) state.doubts = doubts;
   return state;
 }
