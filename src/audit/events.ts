@@ -54,6 +54,7 @@ export const AUDIT_EVENTS = {
   'notify.failed': 'A success notification webhook failed.',
   'policy.reloaded': 'The daemon loaded a new policy (SIGHUP).',
   'policy.reload_failed': 'A new policy was invalid; the old one stays in force.',
+  'policy.plain_http': "An endpoint may use plain http:// to another machine (allowInsecureHttp: true in the policy, or --pushgateway-allow-insecure-http): written once when run, rotate or the daemon starts, and by the daemon for one a reloaded policy adds. Names the endpoint and its host, or the reference its URL is read from; never the URL.",
   'trigger.accepted': 'A signed trigger request started rotations.',
   'trigger.rejected': 'A trigger request was refused (bad signature, stale timestamp, replay).',
   'trigger.rejected_suppressed': 'Trigger refusals past the per-minute audit budget, counted instead of audited one by one.',

@@ -74,6 +74,8 @@ export const AUDIT_EVENT_LEVELS: Record<AuditEventName, AuditLevel> = {
   'notify.failed': 'warn',
   'policy.reloaded': 'info',
   'policy.reload_failed': 'error',
+  // Not a failure: an operator's opt-in, said once so nobody runs on it unknowingly.
+  'policy.plain_http': 'warn',
   'trigger.accepted': 'info',
   // The caller's failure (bad signature, replay), not keyroll's; security tooling keys on it.
   'trigger.rejected': 'warn',

@@ -6,6 +6,7 @@
 // first roll, not two.
 import type { AuditLog } from '../audit/events.ts';
 import type { PushgatewayExport } from '../metrics/run-export.ts';
+import { announcePlainHttp } from '../policy/plain-http-notice.ts';
 import type { KeyPolicy, Policy } from '../policy/schema.ts';
 import { createRuntime, type Runtime } from '../rotation/runtime.ts';
 import { runRotations, type RunSummary } from '../rotation/run.ts';
@@ -48,6 +49,7 @@ export async function executeRun(input: ExecuteRunInput): Promise<number> {
     return exitForError(error);
   }
   const { audit } = output;
+  announcePlainHttp([...(input.policy.plainHttp ?? []), ...(input.pushgateway?.plainHttp ?? [])], audit);
   input.onStart?.(audit);
   const metrics = input.pushgateway?.start(input.policy, audit, input.trigger.reason);
   const shutdown = shutdownSignal();

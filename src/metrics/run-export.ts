@@ -5,7 +5,9 @@
 import { createAlerter } from '../alerts/alerter.ts';
 import type { AuditLog } from '../audit/events.ts';
 import { errorCode, errorMessage, KeyrollError } from '../errors.ts';
+import type { PlainHttpEndpoint } from '../policy/endpoints.ts';
 import type { Policy } from '../policy/schema.ts';
+import { insecureHttpHost } from '../policy/transport.ts';
 import type { RuntimeOptions } from '../rotation/runtime.ts';
 import type { KeyOutcome, RotationReason } from '../rotation/types.ts';
 import { createMetrics, type KeyrollMetrics } from './metrics.ts';
@@ -25,15 +27,19 @@ export interface RunMetricsExport {
 }
 
 export interface PushgatewayExport {
+  /** The gateway, when --pushgateway-allow-insecure-http lets it use plain http:// to another machine (the run warns at start). */
+  readonly plainHttp: readonly PlainHttpEndpoint[];
   /** Builds the metrics of one run, pushed to the validated URL. */
   start(policy: Policy, audit: AuditLog, reason: RotationReason): RunMetricsExport;
 }
 
 /** Validates the --pushgateway URL before anything runs (a bad one is a usage error, exit 2). */
 export function preparePushgateway(gatewayUrl: string, options: Omit<PushOptions, 'groupings'> & { env?: NodeJS.ProcessEnv } = {}): PushgatewayExport {
-  parsePushgatewayUrl(gatewayUrl, options);
+  const url = parsePushgatewayUrl(gatewayUrl, options);
   const { env = process.env, ...pushOptions } = options;
+  const host = insecureHttpHost(url);
   return {
+    plainHttp: host === undefined ? [] : [{ endpoint: '--pushgateway', host }],
     start(policy, audit, reason) {
       // A scheduled run reads every key's state in scope, so it knows which are quarantined; an
       // on-demand `rotate` reads none and leaves the gauge out rather than claim zero.

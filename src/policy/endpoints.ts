@@ -51,6 +51,34 @@ export function insecureEndpointIssues(doc: PolicyDocument): PathIssue[] {
   return issues;
 }
 
+/**
+ * An endpoint opted into plain http:// to another machine: the policy path of its URL field (or
+ * a flag), and the host it reaches in clear, or, for a URL read from a reference, the reference's
+ * name. Never the URL itself: a webhook URL may carry a token in its path or query.
+ */
+export interface PlainHttpEndpoint {
+  /** e.g. `backends.vault.address`, `alerts.sinks.slack.webhookUrl`, `--pushgateway`. */
+  endpoint: string;
+  host?: string;
+  ref?: string;
+}
+
+/** The endpoints whose `allowInsecureHttp: true` lets them use plain http:// to another machine (run and daemon warn at start). */
+export function plainHttpEndpoints(doc: PolicyDocument): PlainHttpEndpoint[] {
+  const out: PlainHttpEndpoint[] = [];
+  for (const endpoint of endpointsOf(doc)) {
+    if (!endpoint.allowInsecureHttp) continue;
+    const path = [...endpoint.object, endpoint.field].join('.');
+    if (endpoint.url === undefined) {
+      out.push({ endpoint: path, ...(endpoint.ref === undefined ? {} : { ref: endpoint.ref }) });
+      continue;
+    }
+    const host = insecureHttpHost(endpoint.url);
+    if (host !== undefined) out.push({ endpoint: path, host });
+  }
+  return out;
+}
+
 /** Warnings `validate` prints: one per endpoint whose object sets allowInsecureHttp: true. */
 export function insecureEndpointWarnings(doc: PolicyDocument): PathIssue[] {
   const warnings: PathIssue[] = [];

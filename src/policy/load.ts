@@ -5,7 +5,7 @@
 import { open } from 'node:fs/promises';
 import { LineCounter, parseDocument, type Document } from 'yaml';
 import { checkPolicy } from './check.ts';
-import { insecureEndpointWarnings } from './endpoints.ts';
+import { insecureEndpointWarnings, plainHttpEndpoints } from './endpoints.ts';
 import { PolicyError, type PolicyIssue } from './errors.ts';
 import { describeZodIssues, type PathIssue } from './issue-text.ts';
 import { formatPath, positionOf } from './locate.ts';
@@ -57,7 +57,7 @@ export function parsePolicy(text: string, file: string): Policy {
   const semantic = checkPolicy(parsed.data);
   if (semantic.length > 0) throw new PolicyError('KR_POLICY_INVALID', file, locate(semantic));
   const warnings = locate(insecureEndpointWarnings(parsed.data));
-  return { ...resolvePolicy(parsed.data, file), warnings };
+  return { ...resolvePolicy(parsed.data, file), warnings, plainHttp: plainHttpEndpoints(parsed.data) };
 }
 
 async function readCapped(file: string): Promise<Buffer> {

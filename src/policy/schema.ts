@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { AlertSinkConfig } from '../alerts/config.ts';
 import { BackendConfig } from '../backends/config.ts';
 import type { StoreTarget } from '../backends/types.ts';
+import type { PlainHttpEndpoint } from './endpoints.ts';
 import type { PolicyIssue } from './errors.ts';
 import { cronProblem, timeZoneProblem } from './cron.ts';
 import { durationProblem } from './duration.ts';
@@ -262,4 +263,6 @@ export interface Policy {
   intake?: IntakeSettings;
   /** What `validate` warns about (an endpoint with allowInsecureHttp: true), located like errors. */
   warnings?: readonly PolicyIssue[];
+  /** Endpoints opted into plain http:// to another machine (endpoints.ts); `run` and the daemon warn about each at start. */
+  plainHttp?: readonly PlainHttpEndpoint[];
 }

@@ -11,6 +11,7 @@ import type { Secret } from '../audit/secret.ts';
 import { errorCode, errorMessage } from '../errors.ts';
 import { createMetrics, type KeyrollMetrics } from '../metrics/metrics.ts';
 import { loadPolicy } from '../policy/load.ts';
+import { announcePlainHttp } from '../policy/plain-http-notice.ts';
 import { resolveRef } from '../policy/refs.ts';
 import type { KeyPolicy, Policy } from '../policy/schema.ts';
 import { createRuntime, type RuntimeOptions } from '../rotation/runtime.ts';
@@ -70,6 +71,8 @@ export interface DaemonOptions {
   runtime?: Partial<Omit<RuntimeOptions, 'audit' | 'observer'>>;
   now?: () => Date;
   env?: NodeJS.ProcessEnv;
+  /** Where start-up warnings go besides the audit trail (plain-HTTP endpoints); default stderr. */
+  warn?: (line: string) => void;
 }
 
 export interface ShutdownResult {
@@ -189,6 +192,9 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   const scheduled: RunTrigger = { reason: 'scheduled', force: false };
 
   let current = await buildGeneration(options.policy ?? (await loadPolicy(options.policyFile)));
+  // Said once per endpoint for the daemon's life: at start, and for one a reloaded policy adds.
+  const plainHttpAnnounced = new Set<string>();
+  announcePlainHttp(current.policy.plainHttp ?? [], audit, plainHttpAnnounced, options.warn);
   let intakeSettings: IntakeRuntime;
   try {
     intakeSettings = await resolveIntake(current.policy, env);
@@ -391,6 +397,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     // Closed once its last in-flight run (holding it through Generation.use) is over.
     void track(previous.retire());
     audit.emit('policy.reloaded', { file: next.policy.file, keys: next.policy.keys.length, schedules: groupSchedules(next.policy.keys).length });
+    announcePlainHttp(next.policy.plainHttp ?? [], audit, plainHttpAnnounced, options.warn);
     void track(checkReadiness(next).then(() => sweeps.request(false)));
     return { ok: true, keys: next.policy.keys.length };
   };

@@ -30,6 +30,22 @@ describe('keyroll run', () => {
     expect(eventsNamed(result, 'run.finished')[0]).toMatchObject({ rotated: 3, failed: 0, skipped: 0, exitCode: 0 });
   });
 
+  it('names each endpoint opted into plain HTTP once at start, on stderr and in the audit trail, never its URL', async () => {
+    await cli.writePolicy({ extraBackends: '  vault: { kind: vault, address: "http://vault.invalid:8200", allowInsecureHttp: true, auth: { method: token, token: env:KEYROLL_UNUSED_VAULT_TOKEN } }\n' });
+    const result = await cli.run(['run', '-p', 'policy.yaml', '--pushgateway', 'http://pushgateway.invalid:9091/', '--pushgateway-allow-insecure-http']);
+    expect(result.code).toBe(0);
+    expect(result.stderr.split('\n').filter((line) => line.startsWith('keyroll: warning:'))).toEqual([
+      'keyroll: warning: backends.vault.address uses plain http:// to "vault.invalid" (allowInsecureHttp: true): credentials and secrets sent there cross the network in clear',
+      'keyroll: warning: --pushgateway uses plain http:// to "pushgateway.invalid" (--pushgateway-allow-insecure-http): credentials and secrets sent there cross the network in clear',
+    ]);
+    expect(eventsNamed(result, 'policy.plain_http').map((e) => [e.endpoint, e.host])).toEqual([
+      ['backends.vault.address', 'vault.invalid'],
+      ['--pushgateway', 'pushgateway.invalid'],
+    ]);
+    // Before the run starts, so an operator reading the trail meets it first.
+    expect(result.events.findIndex((e) => e.event === 'policy.plain_http')).toBeLessThan(result.events.findIndex((e) => e.event === 'run.started'));
+  });
+
   it('a second run right after skips every key as not due and rolls nothing', async () => {
     await cli.writePolicy();
     expect((await cli.run(['run', '-p', 'policy.yaml'])).code).toBe(0);
