@@ -30,7 +30,7 @@ export const AUDIT_EVENTS = {
   'key.recovery.started': 'An intent marker was found from a run that died mid-rotation; probing.',
   'key.recovered': 'A leftover intent was repaired (stored secret still works, or the key was re-rolled).',
   'key.probe': 'The stored secret was probed against the API (after an unknown roll outcome, a crash, or a drift check).',
-  'key.drift.detected': 'The stored secret no longer works: the key was rolled outside keyroll. Alerted critical; healed by a rotation when onDrift is rotate.',
+  'key.drift.detected': 'The stored secret (or, with slot=standby, the standby of a slot entry) no longer works: the key was rolled outside keyroll. Alerted critical (a standby: error, KR_DRIFT_STANDBY_DEAD); healed by a rotation when onDrift is rotate (a standby: rolled as the standby, never the active slot).',
   'key.quarantined': 'A key reached failures.quarantineAfter consecutive failures: no automatic attempts until `keyroll resume` or a successful on-demand rotation. Alerted critical once (KR_KEY_QUARANTINED).',
   'key.failures.cleared': "A success ended the key's failure streak (and lifted its quarantine); alerted once (KR_KEY_RECOVERED) when the failures had alerted.",
   'key.resumed': "`keyroll resume` ended the key's failure streak (quarantine or backoff); carries the actor. The next run attempts the key at once.",

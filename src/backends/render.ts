@@ -45,6 +45,8 @@ export interface ParsedValue {
   secret: Secret;
   /** Present when the value carries a `rotationId` field (json shapes that store it). */
   rotationId?: string;
+  /** Present when the value carries a `keyId` field (json shapes that store it; the default). */
+  keyId?: string;
 }
 
 /**
@@ -64,8 +66,8 @@ export function parseStoredValue(shape: ValueShape, stored: string | Record<stri
   }
   const value = map[shape.secretField];
   if (typeof value !== 'string' || value === '') return undefined;
-  const rotationId = map.rotationId;
-  return typeof rotationId === 'string' ? { secret: new Secret(value), rotationId } : { secret: new Secret(value) };
+  const { rotationId, keyId } = map;
+  return { secret: new Secret(value), ...(typeof rotationId === 'string' ? { rotationId } : {}), ...(typeof keyId === 'string' && keyId !== '' ? { keyId } : {}) };
 }
 
 /** The secret of a stored value, or undefined when it is not there. */

@@ -41,6 +41,11 @@ export interface StoredSecret {
   version?: string;
   /** The rotation that wrote it, when the backend recorded one. */
   rotationId?: string;
+  /**
+   * The API key whose secret it is, when the stored value names it (json shapes with the `keyId`
+   * field, the default): for a two-slot entry, which slot a kept earlier value belongs to.
+   */
+  keyId?: string;
 }
 
 export interface WriteResult {

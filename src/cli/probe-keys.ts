@@ -10,11 +10,11 @@ import type { Backend, StoreTarget, StoredSecret } from '../backends/types.ts';
 import { errorCode } from '../errors.ts';
 import type { KeyPolicy, Policy } from '../policy/schema.ts';
 import type { Runtime } from '../rotation/runtime.ts';
+import { readStandbyValue, type StandbyVerdict } from '../rotation/standby.ts';
 import type { ReadOnlyBackends } from './key-state.ts';
 
 export type StoredVerdict = 'works' | 'dead' | 'nothing-stored' | 'probe-failed';
-/** `not-kept`: the backend keeps no earlier value (or there was none), so the standby cannot be probed. */
-export type StandbyVerdict = 'works' | 'dead' | 'not-kept' | 'probe-failed';
+export type { StandbyVerdict };
 
 export interface ProbeReport {
   /** ISO-8601 time of the probe. */
@@ -79,19 +79,17 @@ export async function probeKey(target: ProbeTarget, backends: ReadOnlyBackends, 
       report.stored = fail(error);
     }
     if (key.slots !== undefined && target.active && target.standby) {
-      const standby = await probeStandby(backend, primary.target, stored, key.organizationId, probe).catch(fail);
+      const standby = await probeStandby({ backend, target: primary.target }, stored, target.standby, key.organizationId, probe).catch(fail);
       report.slots = { [target.active]: report.stored, [target.standby]: standby };
     }
     return report;
   });
 }
 
-async function probeStandby(backend: Backend, target: StoreTarget, stored: StoredSecret | undefined, organizationId: string, probe: SecretProbe): Promise<StandbyVerdict> {
-  if (backend.readPrevious === undefined) return 'not-kept';
-  const previous = await backend.readPrevious(target);
-  // A previous value equal to the current one (a write repeated by hand) is not the standby's.
-  if (previous === undefined || (stored !== undefined && previous.secret.equals(stored.secret))) return 'not-kept';
-  return verdictOf(probe, previous.secret, organizationId);
+async function probeStandby(primary: { backend: Backend; target: StoreTarget }, stored: StoredSecret | undefined, standbyId: string, organizationId: string, probe: SecretProbe): Promise<StandbyVerdict> {
+  // None kept, the current one again (a write repeated by hand), or another key's (standby.ts).
+  const kept = await readStandbyValue(primary, stored, standbyId);
+  return kept === undefined ? 'not-kept' : verdictOf(probe, kept.value.secret, organizationId);
 }
 
 async function verdictOf(probe: SecretProbe, secret: Secret, organizationId: string): Promise<'works' | 'dead'> {

@@ -3,15 +3,27 @@
 // secret against the API (a one-item project list), under the key's lock so the probe record
 // never races a rotation's bookkeeping; reported critical (consumers are failing), and healed by
 // a rotation when the policy says `onDrift: rotate`.
+// A two-slot entry has its standby probed too (standby.ts). A dead standby serves nobody (consumers
+// read the active slot; one that has not refreshed since the last alternation fails until it
+// does) but whoever rolled it holds its live secret: it is alerted (error, KR_DRIFT_STANDBY_DEAD)
+// and re-rolled at its turn, as the standby (an alternation), never by rolling the active slot.
 import { withSecretScope } from '../audit/sanitize.ts';
 import type { KeyState } from '../backends/types.ts';
 import { errorCode, errorMessage } from '../errors.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
 import { activeSlot } from './slots.ts';
+import { probeStandby, type StandbyProbe } from './standby.ts';
 import { sendAlert } from './store-outcome.ts';
 import type { ResolvedDestination, RotationDeps } from './types.ts';
 
 export type DriftVerdict = 'works' | 'dead' | 'busy' | 'nothing-stored' | 'probe-failed';
+
+export interface DriftReport {
+  /** The stored secret (a two-slot entry's active slot). */
+  stored: DriftVerdict;
+  /** Two-slot entries whose stored secret could be read: the standby slot. */
+  standby?: StandbyProbe;
+}
 
 /** What `rotate --key` should name to heal by hand: the key, or a slot entry's active (dead) slot. */
 function healTarget(key: KeyPolicy, state: Pick<KeyState, 'lastKeyId'>): string {
@@ -26,44 +38,47 @@ export function driftCheckDue(key: KeyPolicy, state: Pick<KeyState, 'lastProbe' 
 }
 
 /**
- * Probes the stored secret of `key` under its lock and records the probe. A dead secret is
- * audited (`key.drift.detected`) and alerted critical after the lock is released; the caller
- * heals it with a rotation when `onDrift` is `rotate`.
+ * Probes the stored secret of `key` under its lock and records the probe; a two-slot entry's
+ * standby is probed as well. A dead stored secret is audited (`key.drift.detected`) and alerted
+ * critical after the lock is released, a dead standby alerted as an error; the caller heals either
+ * with a rotation when `onDrift` is `rotate` (the active slot, or the standby at its turn).
  */
-export async function probeForDrift(key: KeyPolicy, destinations: readonly ResolvedDestination[], deps: RotationDeps, state: Pick<KeyState, 'lastKeyId'>): Promise<DriftVerdict> {
+export async function probeForDrift(key: KeyPolicy, destinations: readonly ResolvedDestination[], deps: RotationDeps, state: Pick<KeyState, 'lastKeyId'>): Promise<DriftReport> {
   const primary = destinations[0];
   if (!primary) throw new Error(`key ${key.id} has no destination`);
   const probeId = deps.newRotationId();
   const audit = deps.audit.child({ rotationId: probeId, keyId: key.id, organizationId: key.organizationId });
-  const verdict = await withSecretScope(async (): Promise<DriftVerdict> => {
+  const report = await withSecretScope(async (): Promise<DriftReport> => {
     const locked = await primary.backend.acquireLock(primary.target, { owner: deps.owner, rotationId: probeId, ttlMs: key.lockTtlMs, clockSkewMs: key.clockSkewMs });
-    if (!locked.acquired) return 'busy';
+    if (!locked.acquired) return { stored: 'busy' };
     try {
       const stored = await primary.backend.readSecret(primary.target);
-      if (!stored) return 'nothing-stored';
+      if (!stored) return { stored: 'nothing-stored' };
       let answer: 'valid' | 'invalid';
       try {
         answer = await deps.api.probeSecret(stored.secret, { organizationId: key.organizationId });
       } catch (error) {
         audit.emit('key.probe', { step: 'drift', verdict: 'probe-failed', errorCode: errorCode(error) });
-        return 'probe-failed';
+        return { stored: 'probe-failed' };
       }
       const result = answer === 'valid' ? 'works' : 'dead';
-      audit.emit('key.probe', { step: 'drift', verdict: result === 'works' ? 'stored-secret-works' : 'stored-secret-dead' });
+      audit.emit('key.probe', { step: 'drift', verdict: result === 'works' ? 'stored-secret-works' : 'stored-secret-dead', ...(key.slots ? { slot: 'active' } : {}) });
+      const standby = key.slots ? await probeStandby({ organizationId: key.organizationId, slots: key.slots }, primary, state, stored, (secret, organizationId) => deps.api.probeSecret(secret, { organizationId })) : undefined;
+      if (standby !== undefined) audit.emit('key.probe', { step: 'drift', slot: 'standby', standbyKeyId: standby.keyId, verdict: standbyVerdictText(standby), ...(standby.errorCode ? { errorCode: standby.errorCode } : {}) });
       try {
         await primary.backend.recordProbe(primary.target, { at: deps.now().toISOString(), result });
       } catch (error) {
         // Only the probe interval depends on it: the next run probes again sooner.
         audit.emit('key.failed', { step: 'drift', errorCode: errorCode(error), error: errorMessage(error), nextAction: 'the next run probes again' });
       }
-      return result;
+      return { stored: result, ...(standby ? { standby } : {}) };
     } finally {
       await primary.backend.releaseLock(primary.target, locked.lock).catch(() => undefined);
     }
   });
-  if (verdict === 'dead') {
+  if (report.stored === 'dead') {
     const heal = key.onDrift === 'rotate';
-    audit.emit('key.drift.detected', { step: 'drift', onDrift: key.onDrift });
+    audit.emit('key.drift.detected', { step: 'drift', onDrift: key.onDrift, ...(key.slots ? { slot: 'active' } : {}) });
     await sendAlert(deps, key, {
       severity: 'critical',
       summary: `the stored secret of key ${key.id} (${key.organizationId}) no longer works: the key was rolled outside keyroll (dashboard, another tool), and consumers reading it fail`,
@@ -72,6 +87,34 @@ export async function probeForDrift(key: KeyPolicy, destinations: readonly Resol
       errorCode: 'KR_DRIFT_DETECTED',
       nextAction: heal ? 'keyroll rotates the key now (onDrift: rotate) and stores a working secret' : `rotate it: keyroll rotate --key ${healTarget(key, state)} --reason manual --force (onDrift: alert)`,
     });
+  } else if (report.standby?.verdict === 'dead') {
+    await alertDeadStandby(key, report.standby, probeId, deps, audit);
   }
-  return verdict;
+  return report;
+}
+
+function standbyVerdictText(standby: StandbyProbe): string {
+  if (standby.verdict === 'works') return 'stored-secret-works';
+  if (standby.verdict === 'dead') return 'stored-secret-dead';
+  return standby.verdict;
+}
+
+/**
+ * A dead standby: nobody can use its value, so rolling it breaks no consumer (invariant 10), but
+ * whoever rolled it outside keyroll holds a live secret of the organization until it is rolled.
+ * It is rolled as the standby, never by rolling the active slot, whose value consumers use.
+ */
+async function alertDeadStandby(key: KeyPolicy, standby: StandbyProbe, probeId: string, deps: RotationDeps, audit: RotationDeps['audit']): Promise<void> {
+  const heal = key.onDrift === 'rotate';
+  audit.emit('key.drift.detected', { step: 'drift', onDrift: key.onDrift, slot: 'standby', standbyKeyId: standby.keyId });
+  await sendAlert(deps, key, {
+    severity: 'error',
+    summary: `the standby slot ${standby.keyId} of key ${key.id} (${key.organizationId}) no longer works: it was rolled outside keyroll (dashboard, another tool); consumers read the active slot, which still works, and one that has not refreshed since the last rotation fails until it does`,
+    rotationId: probeId,
+    step: 'drift',
+    errorCode: 'KR_DRIFT_STANDBY_DEAD',
+    nextAction: heal
+      ? `keyroll rolls the standby ${standby.keyId} at its turn (onDrift: rotate): now, or once consumerRefresh has passed since the last rotation when the stored value does not name its key; the active slot is not rolled`
+      : `the next scheduled rotation rolls it (onDrift: alert); to end the outside secret sooner: keyroll rotate --key ${standby.keyId} --reason leak`,
+  });
 }

@@ -14,7 +14,7 @@ import { remindQuarantined } from './quarantine.ts';
 import { mapWithConcurrency } from './concurrency.ts';
 import { RunAbortedError } from './errors.ts';
 import type { KeyState } from '../backends/types.ts';
-import { driftCheckDue, probeForDrift, type DriftVerdict } from './drift.ts';
+import { driftCheckDue, probeForDrift, type DriftReport } from './drift.ts';
 import { auditDoubts, readTrustedState } from './trusted-state.ts';
 import { rotateKey } from './rotate-key.ts';
 import type { Runtime } from './runtime.ts';
@@ -100,15 +100,21 @@ export async function runRotations(runtime: Runtime, options: RunOptions): Promi
         const decision = decideDue(key, { ...(state.lastRotatedAt ? { lastRotatedAt: state.lastRotatedAt } : {}), ...(state.intent ? { intent: state.intent } : {}) }, deps.now());
         if (!decision.due) {
           const drift = await checkDriftIfDue(key, destinations, state, options.driftCheck ?? 'policy', deps);
-          if (drift !== 'dead' || key.onDrift !== 'rotate') {
+          const heal = drift === undefined ? undefined : driftHeal(key, drift);
+          if (heal === undefined) {
             audit.emit('key.skipped', { keyId: key.id, organizationId: key.organizationId, why: 'not-due', lastRotatedAt: state.lastRotatedAt, nextRunAt: decision.nextRunAt?.toISOString() });
-            outcome = drift === 'dead' ? { ...skippedAs('failed', 'drift'), step: 'drift', errorCode: 'KR_DRIFT_DETECTED' } : skippedAs('skipped', 'not-due');
+            const dead = drift?.stored === 'dead' ? 'KR_DRIFT_DETECTED' : drift?.standby?.verdict === 'dead' ? 'KR_DRIFT_STANDBY_DEAD' : undefined;
+            outcome = dead === undefined ? skippedAs('skipped', 'not-due') : { ...skippedAs('failed', dead === 'KR_DRIFT_DETECTED' ? 'drift' : 'drift-standby'), step: 'drift', errorCode: dead };
             options.onKeyDone?.(outcome);
             return outcome;
           }
-          // Drift healed by a rotation now: the stored secret is dead, so the minimum interval
-          // guards nothing (consumers are already failing).
-          outcome = await rotateKey({ key, destinations, fallbacks, trigger: { ...trigger, reason: 'drift', force: true }, reasons: [], knownState: state, ...(options.signal ? { signal: options.signal } : {}) }, deps);
+          // Drift healed by a rotation now: the dead value guards nothing, so neither does the
+          // minimum interval (consumers of a dead active slot are already failing).
+          outcome = await rotateKey({ key, destinations, fallbacks, trigger: { ...trigger, reason: 'drift', force: true }, reasons: [], knownState: state, ...(heal.slot ? { slot: heal.slot } : {}), ...(options.signal ? { signal: options.signal } : {}) }, deps);
+          // A dead standby still within consumerRefresh is rolled at its turn, later: reported like
+          // drift with onDrift: alert, so the daemon probes it again after --retry-failed instead of
+          // alerting on every sweep until then.
+          if (heal.slot !== undefined && outcome.result === 'skipped' && outcome.detail === 'consumer-refresh') outcome = { ...outcome, result: 'failed', detail: 'drift-standby', step: 'drift', errorCode: 'KR_DRIFT_STANDBY_DEAD' };
           options.onKeyDone?.(outcome);
           return outcome;
         }
@@ -180,7 +186,18 @@ async function holdBack(key: KeyPolicy, primary: ResolvedDestination, gate: Excl
   return { ...skipped, quarantinedAt: gate.since };
 }
 
-async function checkDriftIfDue(key: KeyPolicy, destinations: ResolvedDestination[], state: KeyState, mode: NonNullable<RunOptions['driftCheck']>, deps: RotationDeps): Promise<DriftVerdict | undefined> {
+/**
+ * What `onDrift: rotate` heals: a dead stored secret by rolling it (a slot entry's active slot),
+ * else a dead standby by rolling the standby (never the active slot: its value still works).
+ */
+function driftHeal(key: KeyPolicy, drift: DriftReport): { slot?: string } | undefined {
+  if (key.onDrift !== 'rotate') return undefined;
+  if (drift.stored === 'dead') return {};
+  if (drift.stored === 'works' && drift.standby?.verdict === 'dead') return { slot: drift.standby.keyId };
+  return undefined;
+}
+
+async function checkDriftIfDue(key: KeyPolicy, destinations: ResolvedDestination[], state: KeyState, mode: NonNullable<RunOptions['driftCheck']>, deps: RotationDeps): Promise<DriftReport | undefined> {
   if (mode === 'off') return undefined;
   // A marker keyroll could not read at all is probed for at once: recovery would start there.
   const markerUnread = state.doubts?.some((doubt) => doubt.record === 'intent' && doubt.action === 'ignored') === true;

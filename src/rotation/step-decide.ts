@@ -8,7 +8,8 @@ import type { KeyPolicy } from '../policy/schema.ts';
 import { RotationStepError } from './errors.ts';
 import { LockKeeper, type KeptLock } from './lock-keeper.ts';
 import { markerMayStillBeActedOn, recoverLeftoverIntent } from './recovery.ts';
-import { isLeak, planRoll, standbyStillInUse } from './slots.ts';
+import { activeSlot, isLeak, planRoll, standbyStillInUse } from './slots.ts';
+import { probeStandby } from './standby.ts';
 import { sendAlert } from './store-outcome.ts';
 import { auditDoubts, trustState } from './trusted-state.ts';
 import type { Transaction } from './transaction.ts';
@@ -80,6 +81,7 @@ export async function decideUnderLock(tx: Transaction): Promise<KeyOutcome | und
   auditDoubts(audit, state, { step: 'lock' }, tx.input.knownState);
   tx.stateUnderLock = state;
   let storedDead = false;
+  let standbyKnownDead = false;
   if (state.intent && state.intent.rotationId !== rotationId) {
     const leftover = state.intent;
     const verdict = await recoverLeftoverIntent(key, leftover, tx.destinations, deps, audit, { tookOver, fenceFor: (destination) => progress.keeper?.fenceFor(destination) });
@@ -138,13 +140,18 @@ export async function decideUnderLock(tx: Transaction): Promise<KeyOutcome | und
     }
   } else if (trigger.reason === 'drift') {
     // A drift heal was decided on a probe made before this lock: another runner may have healed
-    // the key since. Probe again under the lock; roll only a secret that is still dead.
-    const stillDead = await storedSecretDead(tx);
-    if (!stillDead) {
+    // the key since. Probe again under the lock; roll only a secret that is still dead: the stored
+    // one, or the standby a heal of a dead standby names (never the active slot for it).
+    const standby = key.slots && tx.input.slot !== undefined && tx.input.slot !== activeSlot(key.slots, state) ? tx.input.slot : undefined;
+    const stillDead = standby === undefined ? await storedSecretDead(tx) : await standbyDead(tx, state, standby);
+    if (stillDead === false) {
       audit.emit('key.skipped', { step: 'lock', why: 'drift-healed', lastRotatedAt: state.lastRotatedAt });
       return tx.outcome('skipped', { detail: 'drift-healed' });
     }
-    storedDead = true;
+    if (standby === undefined) storedDead = true;
+    // Invariant 10: nobody can use a dead value, so a standby known dead need not wait for
+    // consumers to refresh away from it. Known only when its kept value names it as its key.
+    else standbyKnownDead = stillDead === 'certain';
   } else if (!trigger.force) {
     const skip = skipReason(key, state, deps.now(), trigger.ignoreSchedule === true);
     if (skip) {
@@ -161,8 +168,9 @@ export async function decideUnderLock(tx: Transaction): Promise<KeyOutcome | und
     audit.emit('key.skipped', { step: 'lock', why: 'active-slot', activeKeyId: tx.plan.activeBefore });
     return tx.outcome('skipped', { detail: 'active-slot' });
   }
-  // The consumerRefresh wait is skipped only for a stored secret known dead (nobody is served).
-  if (!storedDead && standbyStillInUse(key, tx.plan, state.lastRotatedAt, deps.now(), trigger)) {
+  // The consumerRefresh wait is skipped only for a secret known dead (nobody is served): the
+  // stored one, or the standby being rolled.
+  if (!storedDead && !standbyKnownDead && standbyStillInUse(key, tx.plan, state.lastRotatedAt, deps.now(), trigger)) {
     audit.emit('key.skipped', { step: 'lock', why: 'consumer-refresh', lastRotatedAt: state.lastRotatedAt, standby: tx.plan.rollKeyId });
     return tx.outcome('skipped', { detail: 'consumer-refresh' });
   }
@@ -178,6 +186,19 @@ async function storedSecretDead(tx: Transaction): Promise<boolean> {
   } catch {
     return false;
   }
+}
+
+/**
+ * Whether the standby `slotId` is still dead: `certain` when its kept value names it as its key,
+ * `uncertain` when the value names no key, false when it works or cannot be probed now.
+ */
+async function standbyDead(tx: Transaction, state: KeyState, slotId: string): Promise<'certain' | 'uncertain' | false> {
+  const { key, primary, deps } = tx;
+  if (!key.slots) return false;
+  const stored = await primary.backend.readSecret(primary.target).catch(() => undefined);
+  const probe = await probeStandby({ organizationId: key.organizationId, slots: key.slots }, primary, state, stored, (secret, organizationId) => deps.api.probeSecret(secret, { organizationId }));
+  if (probe.keyId !== slotId || probe.verdict !== 'dead') return false;
+  return probe.certain ? 'certain' : 'uncertain';
 }
 
 function laterOf(a: string | undefined, b: string): string {

@@ -44,6 +44,11 @@ describe('parseStoredValue', () => {
     expect(parsed?.rotationId).toBe('rot_1');
   });
 
+  it('reads the key id a json value names (which slot a kept value belongs to), and none from a raw one', () => {
+    expect(parseStoredValue(json, renderText(json, record))?.keyId).toBe('key_1');
+    expect(parseStoredValue(raw, 'sk_live_render_test_0123456789')).not.toHaveProperty('keyId');
+  });
+
   it('reads a map back whatever the format (Vault raw shape)', () => {
     expect(extractSecret(raw, { apiKey: 'sk_live_render_test_0123456789' })?.equals(record.secret)).toBe(true);
   });

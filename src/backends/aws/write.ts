@@ -173,5 +173,6 @@ async function readStage(context: Pick<WriteContext, 'calls'>, target: StoreTarg
     secret: parsed.secret,
     ...(answer.VersionId === undefined ? {} : { version: answer.VersionId }),
     ...(parsed.rotationId === undefined ? {} : { rotationId: parsed.rotationId }),
+    ...(parsed.keyId === undefined ? {} : { keyId: parsed.keyId }),
   };
 }

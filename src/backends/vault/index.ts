@@ -284,7 +284,7 @@ export class VaultBackend implements Backend {
     const parsed = parseStoredValue(target.shape, previous.data);
     if (parsed === undefined) return undefined;
     const rotationId = parsed.rotationId ?? writerOf(metadata.customMetadata, previous.version);
-    return { secret: parsed.secret, version: String(previous.version), ...(rotationId === undefined ? {} : { rotationId }) };
+    return { secret: parsed.secret, version: String(previous.version), ...(rotationId === undefined ? {} : { rotationId }), ...(parsed.keyId === undefined ? {} : { keyId: parsed.keyId }) };
   }
 
   async readState(target: StoreTarget): Promise<KeyState> {
