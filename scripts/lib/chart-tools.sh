@@ -2,35 +2,27 @@
 # Sourced by scripts/check-chart.sh: installs the chart-checking tools, once, into the cache
 # shared by every clone (${KEYROLL_CACHE:-~/.cache/keyroll}), from the registries the machines
 # reach:
-#   helm: built from source with `go install` (the Go module proxy); needs the Go toolchain.
-#         Building takes several minutes on two cores, so each version is built once.
+#   helm: built from source with `go install` (the Go module proxy; scripts/lib/go-tools.sh
+#         caches it); needs the Go toolchain. Building takes several minutes on two cores, so
+#         each version is built once.
 #   kubernetes-validate: from PyPI into the project's venv; bundles the Kubernetes JSON schemas.
 # Versions are pinned so every machine checks the chart the same way.
 KEYROLL_HELM_VERSION="${KEYROLL_HELM_VERSION:-v3.22.0}"
 KEYROLL_KUBERNETES_VALIDATE_VERSION="${KEYROLL_KUBERNETES_VALIDATE_VERSION:-1.37.0}"
 KEYROLL_CACHE="${KEYROLL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/keyroll}"
+. scripts/lib/go-tools.sh
 
 chart_tools_say() { echo "keyroll check-chart: $*" >&2; }
 
+chart_tools_build_helm() { # out-dir
+  GOBIN="$1" go install "helm.sh/helm/v3/cmd/helm@$KEYROLL_HELM_VERSION"
+}
+
 # Prints the path of a helm binary of the pinned version, building it when missing.
 keyroll_helm() {
-  dir="$KEYROLL_CACHE/tools/helm-$KEYROLL_HELM_VERSION"
-  if [ ! -x "$dir/helm" ]; then
-    command -v go >/dev/null 2>&1 || {
-      chart_tools_say "helm $KEYROLL_HELM_VERSION is not in $dir and there is no Go toolchain to build it (install Go >= 1.24)"
-      return 1
-    }
-    mkdir -p "$dir"
-    # Serialized: two checks started at once would build the same binary twice.
-    (
-      flock 9 2>/dev/null || true
-      [ -x "$dir/helm" ] && exit 0
-      chart_tools_say "building helm $KEYROLL_HELM_VERSION with go install into $dir (several minutes, once)"
-      GOBIN="$dir" go install "helm.sh/helm/v3/cmd/helm@$KEYROLL_HELM_VERSION" >&2
-    ) 9>"$KEYROLL_CACHE/tools/.helm.lock" || { chart_tools_say "go install helm.sh/helm/v3/cmd/helm@$KEYROLL_HELM_VERSION failed"; return 1; }
-  fi
-  "$dir/helm" version --short >/dev/null 2>&1 || { chart_tools_say "$dir/helm does not run"; return 1; }
-  echo "$dir/helm"
+  helm_dir=$(keyroll_go_tool "helm-$KEYROLL_HELM_VERSION" chart_tools_build_helm helm) || return 1
+  "$helm_dir/helm" version --short >/dev/null 2>&1 || { chart_tools_say "$helm_dir/helm does not run"; return 1; }
+  echo "$helm_dir/helm"
 }
 
 # Prints the path of a Python that imports kubernetes_validate at the pinned version, installing

@@ -1,0 +1,132 @@
+# shellcheck shell=sh
+# Sourced by the scripts that need tools built from source through the Go module proxy (the only
+# place this project's machines can get them from). Each tool is built once per pinned version
+# into the cache shared by every clone, ${KEYROLL_CACHE:-~/.cache/keyroll}/tools/NAME-VERSION/,
+# and reused from there; a fresh machine pays each build once.
+#   helm            go install helm.sh/helm/v3/cmd/helm (scripts/lib/chart-tools.sh)
+#   kube-apiserver  k8s.io/kubernetes/cmd/kube-apiserver, through a generated module (see below)
+#   etcd            go.etcd.io/etcd/server/v3/etcdmain at the version kube-apiserver pins,
+#                   built in the same module, so the two always match
+#   promtool        go install github.com/prometheus/prometheus/cmd/promtool
+# Versions are pinned so every machine tests against the same tools. The Kubernetes minor matches
+# the one scripts/check-chart.sh validates the chart against.
+KEYROLL_CACHE="${KEYROLL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/keyroll}"
+KEYROLL_KUBE_VERSION="${KEYROLL_KUBE_VERSION:-v1.31.14}"
+KEYROLL_PROMTOOL_VERSION="${KEYROLL_PROMTOOL_VERSION:-v0.316.0}"
+
+go_tools_say() { echo "keyroll tools: $*" >&2; }
+
+# go_tools_has DIR "BIN…": every named binary is an executable file in DIR.
+go_tools_has() {
+  for go_tools_bin in $2; do
+    [ -x "$1/$go_tools_bin" ] || return 1
+  done
+}
+
+# keyroll_go_tool NAME-VERSION BUILD "BIN…": prints $KEYROLL_CACHE/tools/NAME-VERSION, first
+# running the shell function BUILD with an empty directory as its argument when a binary is
+# missing. The build goes to a temporary directory that is renamed into place only when every
+# binary is in it, so an interrupted build leaves nothing a later run would take for a tool.
+keyroll_go_tool() {
+  go_tool_dir="$KEYROLL_CACHE/tools/$1"
+  if ! go_tools_has "$go_tool_dir" "$3"; then
+    command -v go >/dev/null 2>&1 || {
+      go_tools_say "$1 is not in $go_tool_dir and there is no Go toolchain to build it (install Go >= 1.26)"
+      return 1
+    }
+    mkdir -p "$KEYROLL_CACHE/tools"
+    # Serialized: two runs started at once would build the same binaries twice.
+    (
+      flock 9 2>/dev/null || true
+      go_tools_has "$go_tool_dir" "$3" && exit 0
+      go_tool_tmp=$(mktemp -d "$go_tool_dir.building.XXXXXX") || exit 1
+      trap 'rm -rf "$go_tool_tmp"' EXIT
+      go_tools_say "building $1 into $go_tool_dir (minutes, once per machine)"
+      go_tool_started=$(date +%s)
+      "$2" "$go_tool_tmp" >&2 || exit 1
+      go_tools_has "$go_tool_tmp" "$3" || { go_tools_say "the build of $1 made no $3"; exit 1; }
+      chmod 755 "$go_tool_tmp"
+      if [ ! -e "$go_tool_dir" ]; then
+        mv "$go_tool_tmp" "$go_tool_dir"
+      else
+        # A directory left without its binaries (by hand, or by an older script): fill it in,
+        # the binaries last, rather than delete what someone else may be writing to.
+        for go_tool_entry in "$go_tool_tmp"/*; do
+          case " $3 " in *" ${go_tool_entry##*/} "*) continue ;; esac
+          rm -rf "${go_tool_dir:?}/${go_tool_entry##*/}" && mv "$go_tool_entry" "$go_tool_dir/"
+        done
+        for go_tools_bin in $3; do mv -f "$go_tool_tmp/$go_tools_bin" "$go_tool_dir/"; done
+      fi
+      go_tools_say "built $1 in $(($(date +%s) - go_tool_started)) s"
+    ) 9>"$KEYROLL_CACHE/tools/.$1.lock" || { go_tools_say "building $1 failed"; return 1; }
+  fi
+  echo "$go_tool_dir"
+}
+
+# kube-apiserver cannot be built with `go install k8s.io/kubernetes/cmd/kube-apiserver@VERSION`:
+# k8s.io/kubernetes's go.mod replaces every k8s.io staging module (k8s.io/api, k8s.io/apiserver,
+# …) with a directory inside its own repository, and `go install` refuses a module with replace
+# directives. The staging modules are published on their own as v0.MINOR.PATCH for Kubernetes
+# v1.MINOR.PATCH, so a small module that requires k8s.io/kubernetes and replaces each of them with
+# that published version builds the same code. The list of staging modules is read from
+# k8s.io/kubernetes's own go.mod, so another KEYROLL_KUBE_VERSION needs no edit here. Static
+# binaries (CGO_ENABLED=0, as Kubernetes releases them), without symbol tables (smaller, faster link).
+go_tools_build_kube() { # out-dir
+  # The generated module stays beside the binaries (go.mod, go.sum): the record of what was built.
+  kube_mod="$1/module"
+  mkdir -p "$kube_mod" || return 1
+  kube_gomod=$(go mod download -json "k8s.io/kubernetes@$KEYROLL_KUBE_VERSION" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",*$/\1/p')
+  [ -f "$kube_gomod" ] || { go_tools_say "the Go module proxy has no k8s.io/kubernetes@$KEYROLL_KUBE_VERSION"; return 1; }
+  kube_staging="v0.${KEYROLL_KUBE_VERSION#v1.}"
+  kube_go=$(sed -n 's/^go \([0-9.]*\)$/\1/p' "$kube_gomod")
+  kube_etcd=$(sed -n 's|^[[:space:]]*go.etcd.io/etcd/server/v3 \(v[^ ]*\).*|\1|p' "$kube_gomod")
+  [ -n "$kube_etcd" ] || { go_tools_say "k8s.io/kubernetes@$KEYROLL_KUBE_VERSION's go.mod names no go.etcd.io/etcd/server/v3 version"; return 1; }
+  {
+    echo "// Generated by scripts/lib/go-tools.sh: builds kube-apiserver $KEYROLL_KUBE_VERSION and the etcd it pins."
+    echo "module keyroll.test/kube-servers"
+    echo
+    echo "go $kube_go"
+    echo
+    echo "require k8s.io/kubernetes $KEYROLL_KUBE_VERSION"
+    echo
+    echo "replace ("
+    sed -n "s|^[[:space:]]*\(k8s.io/[^ ]*\) => ./staging/src/.*|	\1 => \1 $kube_staging|p" "$kube_gomod"
+    echo ")"
+  } >"$kube_mod/go.mod"
+  mkdir -p "$kube_mod/etcd"
+  cat >"$kube_mod/etcd/main.go" <<'EOF'
+// The etcd server, at the version k8s.io/kubernetes's go.mod pins.
+package main
+
+import (
+	"os"
+
+	"go.etcd.io/etcd/server/v3/etcdmain"
+)
+
+func main() { etcdmain.Main(os.Args) }
+EOF
+  kube_minor=${KEYROLL_KUBE_VERSION#v1.}
+  kube_minor=${kube_minor%%.*}
+  (
+    cd "$kube_mod" &&
+      go get "k8s.io/kubernetes/cmd/kube-apiserver@$KEYROLL_KUBE_VERSION" "go.etcd.io/etcd/server/v3/etcdmain@$kube_etcd" &&
+      CGO_ENABLED=0 go build -trimpath -o "$1/" \
+        -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=$KEYROLL_KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$kube_minor -X k8s.io/component-base/version.gitTreeState=clean" \
+        k8s.io/kubernetes/cmd/kube-apiserver ./etcd
+  )
+}
+
+go_tools_build_promtool() { # out-dir
+  CGO_ENABLED=0 GOBIN="$1" go install -trimpath -ldflags "-s -w" "github.com/prometheus/prometheus/cmd/promtool@$KEYROLL_PROMTOOL_VERSION"
+}
+
+# Prints the directory holding kube-apiserver and etcd, building them when missing.
+keyroll_kube_servers() {
+  keyroll_go_tool "kube-$KEYROLL_KUBE_VERSION" go_tools_build_kube "kube-apiserver etcd"
+}
+
+# Prints the directory holding promtool, building it when missing.
+keyroll_promtool_dir() {
+  keyroll_go_tool "promtool-$KEYROLL_PROMTOOL_VERSION" go_tools_build_promtool promtool
+}
