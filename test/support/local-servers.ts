@@ -34,7 +34,8 @@ export async function freePort(): Promise<number> {
   });
 }
 
-interface Started {
+/** A server process started by startProcess; `output` keeps its last lines for error messages. */
+export interface Started {
   child: ChildProcess;
   output: string[];
 }
@@ -53,7 +54,7 @@ function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
   }
 }
 
-function startProcess(command: string, args: string[]): Started {
+export function startProcess(command: string, args: string[]): Started {
   // Own process group, so stop() ends the server and anything it spawned.
   const child = spawn(command, args, { detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   running.add(child);
@@ -67,7 +68,7 @@ function startProcess(command: string, args: string[]): Started {
   return { child, output };
 }
 
-async function stopProcess({ child }: Started): Promise<void> {
+export async function stopProcess({ child }: Started): Promise<void> {
   running.delete(child);
   if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise<void>((r) => {
@@ -83,22 +84,29 @@ async function stopProcess({ child }: Started): Promise<void> {
   clearTimeout(timer);
 }
 
-async function waitHealthy(started: Started, url: string, name: string): Promise<void> {
+/** Polls `isReady` until it answers true; fails when the process exits or the time is up. */
+export async function waitReady(started: Started, name: string, isReady: () => Promise<boolean>): Promise<void> {
   const deadline = Date.now() + START_TIMEOUT_MS;
   while (Date.now() < deadline) {
     if (started.child.exitCode !== null || started.child.signalCode !== null) {
       throw new Error(`${name} exited before it was ready:\n${started.output.join('').slice(-2000)}`);
     }
     try {
-      const response = await fetch(url, { signal: AbortSignal.timeout(2_000) });
-      await response.body?.cancel();
-      if (response.ok) return;
+      if (await isReady()) return;
     } catch {
       // not listening yet
     }
     await new Promise((r) => setTimeout(r, 100));
   }
-  throw new Error(`${name} did not answer ${url} within ${String(START_TIMEOUT_MS)} ms:\n${started.output.join('').slice(-2000)}`);
+  throw new Error(`${name} was not ready within ${String(START_TIMEOUT_MS)} ms:\n${started.output.join('').slice(-2000)}`);
+}
+
+async function waitHealthy(started: Started, url: string, name: string): Promise<void> {
+  await waitReady(started, `${name} at ${url}`, async () => {
+    const response = await fetch(url, { signal: AbortSignal.timeout(2_000) });
+    await response.body?.cancel();
+    return response.ok;
+  });
 }
 
 /** Starts a server on a fresh free port, trying again when the port was taken meanwhile. */
