@@ -1,7 +1,8 @@
 import { defineConfig } from 'vitest/config';
 
 // Three projects: `unit` (no external servers; the emulator and loopback receivers run in-process),
-// `integration` (real OpenBao and moto servers started by test/integration/global-setup.ts) and
+// `integration` (real OpenBao and moto servers started by test/integration/global-setup.ts, and a
+// real Kubernetes API server it starts when a test file first asks for one) and
 // `faults` (the fault matrix, same servers; see docs/faults.md).
 // `npm test` runs all three; under CI=true a server that cannot start fails the run.
 export default defineConfig({

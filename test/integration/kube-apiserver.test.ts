@@ -78,7 +78,7 @@ if (server === undefined) {
   const kube = server;
 
   describe('the test Kubernetes API server', () => {
-    it('answers with the pinned Kubernetes version, and refuses a service account that no Role names', async () => {
+    it('answers /version, and refuses (403) a service account that no Role names', async () => {
       const version = await adminKubeConfig(kube).makeApiClient(VersionApi).getCode();
       expect(version.gitVersion).toMatch(/^v1\.\d+\.\d+$/);
 
