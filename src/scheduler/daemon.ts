@@ -3,12 +3,15 @@
 // shutdown that lets every rolled key finish its store (invariant 2 and 4: a secret is never
 // abandoned between roll and store). Due-ness always comes from the backends' state, so a
 // restarted daemon does not rotate again what its predecessor rotated. See docs/daemon.md.
-import { randomUUID, timingSafeEqual } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { createAlerter } from '../alerts/alerter.ts';
 import { abandonDeliveriesOn } from '../alerts/shutdown.ts';
 import type { AuditLog } from '../audit/events.ts';
 import type { Secret } from '../audit/secret.ts';
 import { errorCode, errorMessage } from '../errors.ts';
+import { DEFAULT_REJECTIONS_AUDITED_PER_MINUTE, RejectionAudit } from '../inbound/rejection-audit.ts';
+import { ReplayRecord } from '../inbound/replay-record.ts';
+import { sameBytes } from '../inbound/signature.ts';
 import { createMetrics, type KeyrollMetrics } from '../metrics/metrics.ts';
 import { loadPolicy } from '../policy/load.ts';
 import { announcePlainHttp } from '../policy/plain-http-notice.ts';
@@ -22,8 +25,6 @@ import { KeyLocks } from './key-locks.ts';
 import { Launcher } from './launcher.ts';
 import { preflightDestinations, readinessAnswer, type Readiness } from './readiness.ts';
 import { groupSchedules, startSchedules, type ScheduleInfo } from './schedule.ts';
-import { DEFAULT_REJECTIONS_AUDITED_PER_MINUTE, RejectionAudit } from './rejection-audit.ts';
-import { ReplayRecord } from './replay-record.ts';
 import { DEFAULT_HTTP_LIMITS, startDaemonServer, type DaemonServer, type HttpLimits, type ListenAddress } from './server.ts';
 import { checkKeys } from './sweep.ts';
 import { SweepLoop } from './sweep-loop.ts';
@@ -57,7 +58,7 @@ export interface DaemonOptions {
   concurrency?: number;
   /** One HMAC key per caller (name -> env:NAME or file:/path); without any the trigger answers 404. */
   triggerKeys?: readonly TriggerKeySpec[];
-  /** Where the trigger's and the leak endpoints' replay record lives (replay-record.ts); required with triggerKeys or a policy `intake`. */
+  /** Where the trigger's and the leak endpoints' replay record lives (inbound/replay-record.ts); required with triggerKeys or a policy `intake`. */
   stateDir?: string;
   /** env:NAME or file:/path of the bearer token that unlocks per-key series on /metrics; without it they are never served. */
   metricsTokenRef?: string;
@@ -458,5 +459,5 @@ function metricsAccess(token: Secret | undefined, authorization: string | undefi
   if (token === undefined) return 'aggregate';
   const given = Buffer.from(/^Bearer (.+)$/i.exec(authorization.trim())?.[1] ?? '', 'utf8');
   const expected = Buffer.from(token.reveal(), 'utf8');
-  return given.length === expected.length && timingSafeEqual(given, expected) ? 'per-key' : 'refused';
+  return sameBytes(given, expected) ? 'per-key' : 'refused';
 }

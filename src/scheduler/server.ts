@@ -7,7 +7,8 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { KeyrollError } from '../errors.ts';
-import { MAX_TRIGGER_BODY_BYTES, TRIGGER_PATH, type HttpAnswer, type IncomingTrigger } from './trigger.ts';
+import type { HttpAnswer, InboundRequest } from '../inbound/answers.ts';
+import { MAX_TRIGGER_BODY_BYTES, TRIGGER_PATH } from './trigger.ts';
 
 export interface ListenAddress {
   host: string;
@@ -44,14 +45,14 @@ export interface DaemonRoutes {
   readiness(): { ready: boolean; body: unknown };
   /** The exposition, or a refusal (a wrong bearer token). */
   metrics(request: MetricsRequest): Promise<{ contentType: string; text: string } | HttpAnswer>;
-  trigger(request: IncomingTrigger): Promise<HttpAnswer>;
+  trigger(request: InboundRequest): Promise<HttpAnswer>;
   /** Leak scanners' webhooks by path (POST /v1/leaks/github, /v1/leaks/gitguardian), each with its body cap. */
   leakIntake?: ReadonlyMap<string, LeakIntakeRoute>;
 }
 
 export interface LeakIntakeRoute {
   maxBodyBytes: number;
-  handle(request: IncomingTrigger): Promise<HttpAnswer>;
+  handle(request: InboundRequest): Promise<HttpAnswer>;
 }
 
 export interface HttpLimits {

@@ -5,12 +5,13 @@
 //   X-Keyroll-Nonce:     6f1c0e...                  (16-64 of [A-Za-z0-9_-], fresh per request)
 //   X-Keyroll-Signature: sha256=<64 hex digits>
 // The timestamp bounds how long a captured request stays usable (5 minutes either way); the
-// caller and nonce identify the request in the durable replay record (replay-record.ts), so a
+// caller and nonce identify the request in the durable replay record (inbound/replay-record.ts), so a
 // captured request is refused even after a daemon restart. The body is signed as received, byte
 // for byte, so no JSON re-encoding can make two parties disagree. The caller that signed is the
 // actor: what the body says cannot change who asked.
-import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Secret } from '../audit/secret.ts';
+import { singleHeader } from '../inbound/answers.ts';
+import { hmacSha256, sameBytes, sha256Header, sha256HeaderBytes } from '../inbound/signature.ts';
 
 export const CALLER_HEADER = 'x-keyroll-caller';
 export const TIMESTAMP_HEADER = 'x-keyroll-timestamp';
@@ -31,16 +32,12 @@ export type TriggerKeyLookup = (caller: string) => Secret | undefined;
 
 /** The signature header value for `body` sent at `timestamp` with `nonce` (tests, docs and callers in TypeScript). */
 export function signTriggerRequest(secret: Secret, timestamp: number, nonce: string, body: string | Buffer): string {
-  return `sha256=${hmacHex(secret.reveal(), timestamp, nonce, typeof body === 'string' ? Buffer.from(body, 'utf8') : body)}`;
+  return sha256Header(triggerMac(secret.reveal(), timestamp, nonce, body));
 }
 
-function hmacHex(key: string, timestamp: number, nonce: string, body: Buffer): string {
+function triggerMac(key: string, timestamp: number, nonce: string, body: string | Buffer): Buffer {
   // The HMAC key is the one place a trigger key's value is used.
-  return createHmac('sha256', key).update(`${timestamp}.${nonce}.`, 'utf8').update(body).digest('hex');
-}
-
-function single(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? (value.length === 1 ? value[0] : undefined) : value;
+  return hmacSha256(key, `${timestamp}.${nonce}.`, body);
 }
 
 export interface SignedRequest {
@@ -61,20 +58,18 @@ const UNKNOWN_CALLER_KEY = 'keyroll-unknown-caller';
  * not confirmed or denied).
  */
 export function checkTriggerSignature(request: SignedRequest, keyOf: TriggerKeyLookup, nowSeconds: number): SignatureCheck {
-  const caller = single(request.callerHeader);
-  const timestampText = single(request.timestampHeader);
-  const nonce = single(request.nonceHeader);
-  const signatureText = single(request.signatureHeader);
+  const caller = singleHeader(request.callerHeader);
+  const timestampText = singleHeader(request.timestampHeader);
+  const nonce = singleHeader(request.nonceHeader);
+  const signatureText = singleHeader(request.signatureHeader);
   if (caller === undefined || timestampText === undefined || nonce === undefined || signatureText === undefined) return { ok: false, why: 'missing-signature' };
   if (!CALLER_NAME.test(caller) || !NONCE.test(nonce) || !/^\d{1,12}$/.test(timestampText)) return { ok: false, why: 'malformed-signature' };
-  const match = /^sha256=([0-9a-fA-F]{64})$/.exec(signatureText.trim());
-  if (!match?.[1]) return { ok: false, why: 'malformed-signature' };
+  const given = sha256HeaderBytes(signatureText);
+  if (given === undefined) return { ok: false, why: 'malformed-signature' };
   const timestamp = Number(timestampText);
   if (Math.abs(nowSeconds - timestamp) > MAX_CLOCK_SKEW_SECONDS) return { ok: false, why: 'stale-timestamp' };
   const key = keyOf(caller);
-  const expected = Buffer.from(hmacHex(key?.reveal() ?? UNKNOWN_CALLER_KEY, timestamp, nonce, request.rawBody), 'hex');
-  const given = Buffer.from(match[1], 'hex');
-  const matches = given.length === expected.length && timingSafeEqual(given, expected);
+  const matches = sameBytes(given, triggerMac(key?.reveal() ?? UNKNOWN_CALLER_KEY, timestamp, nonce, request.rawBody));
   if (key === undefined || !matches) return { ok: false, why: 'bad-signature' };
   return { ok: true, caller, timestamp, nonce };
 }

@@ -1,33 +1,21 @@
 // POST /v1/rotations: the leak responder's button. Checks run cheapest-first; every refusal is
-// counted and audited within a budget (`trigger.rejected`, rejection-audit.ts). An accepted
-// request is recorded durably (replay-record.ts) before anything starts, audited with the caller
+// counted and audited within a budget (`trigger.rejected`, inbound/rejection-audit.ts). An accepted
+// request is recorded durably (inbound/replay-record.ts) before anything starts, audited with the caller
 // whose key signed it as the actor, its reason, ticket and the rotation ids it was promised
 // (`trigger.accepted`), answered 202 at once, and rotated in the background (force for
 // leak/compromise, like `keyroll rotate`).
 import { randomUUID } from 'node:crypto';
-import type { IncomingHttpHeaders } from 'node:http';
 import type { AuditLog } from '../audit/events.ts';
+import { refuse as refuseRequest, type HttpAnswer, type InboundRequest, type Refusal } from '../inbound/answers.ts';
+import type { RejectionAudit } from '../inbound/rejection-audit.ts';
+import { claimOrRefuse, type ReplayRecord } from '../inbound/replay-record.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
-import type { RejectionAudit } from './rejection-audit.ts';
-import type { ReplayRecord } from './replay-record.ts';
 import { CALLER_HEADER, checkTriggerSignature, MAX_CLOCK_SKEW_SECONDS, NONCE_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, type TriggerKeyLookup } from './trigger-auth.ts';
 import { selectTriggerKeys, TriggerRequest } from './trigger-request.ts';
 
 export const TRIGGER_PATH = '/v1/rotations';
 /** A request names keys, not payloads: 64 KiB holds a thousand key ids with room to spare. */
 export const MAX_TRIGGER_BODY_BYTES = 64 * 1024;
-
-export interface IncomingTrigger {
-  headers: IncomingHttpHeaders;
-  /** The raw body, or 'too-large' when it passed MAX_TRIGGER_BODY_BYTES (reading stopped there). */
-  body: Buffer | 'too-large';
-  remoteAddress: string;
-}
-
-export interface HttpAnswer {
-  status: number;
-  body: unknown;
-}
 
 export interface PromisedRotation {
   keyId: string;
@@ -55,40 +43,6 @@ export interface TriggerEndpointOptions {
   start: (keys: readonly KeyPolicy[], trigger: AcceptedTrigger, rotationIds: ReadonlyMap<string, string>, slots?: ReadonlyMap<string, string>) => void;
 }
 
-export type Refusal =
-  | 'shutting-down'
-  | 'disabled'
-  | 'body-too-large'
-  | 'missing-signature'
-  | 'malformed-signature'
-  | 'stale-timestamp'
-  | 'bad-signature'
-  | 'replay'
-  | 'replay-record-full'
-  | 'replay-record-unavailable'
-  | 'invalid-body'
-  | 'actor-mismatch'
-  | 'unknown-keys'
-  | 'unknown-org';
-
-/** The HTTP status of each refusal; the leak intake endpoints on this port answer their refusals with the same ones. */
-export const REFUSAL_STATUS: Record<Refusal, number> = {
-  'shutting-down': 503,
-  disabled: 404,
-  'body-too-large': 413,
-  'missing-signature': 401,
-  'malformed-signature': 401,
-  'stale-timestamp': 401,
-  'bad-signature': 401,
-  replay: 409,
-  'replay-record-full': 503,
-  'replay-record-unavailable': 503,
-  'invalid-body': 400,
-  'actor-mismatch': 400,
-  'unknown-keys': 400,
-  'unknown-org': 400,
-};
-
 const MESSAGES: Record<Refusal, string> = {
   'shutting-down': 'keyroll is shutting down and starts no new rotations; retry against the next instance',
   disabled: 'the trigger endpoint is disabled (the daemon runs without --trigger-key)',
@@ -106,17 +60,9 @@ const MESSAGES: Record<Refusal, string> = {
   'unknown-org': 'no key of this organization is in the policy',
 };
 
-export function createTriggerEndpoint(options: TriggerEndpointOptions): (request: IncomingTrigger) => Promise<HttpAnswer> {
-  const refuse = (request: IncomingTrigger, why: Refusal, extra: { details?: unknown; caller?: string } = {}): HttpAnswer => {
-    options.rejections.record({
-      why,
-      status: REFUSAL_STATUS[why],
-      remoteAddress: request.remoteAddress,
-      ...(extra.caller === undefined ? {} : { caller: extra.caller }),
-      ...(extra.details === undefined ? {} : { details: extra.details }),
-    });
-    return { status: REFUSAL_STATUS[why], body: { error: { code: why, message: MESSAGES[why], ...(extra.details === undefined ? {} : { details: extra.details }) } } };
-  };
+export function createTriggerEndpoint(options: TriggerEndpointOptions): (request: InboundRequest) => Promise<HttpAnswer> {
+  const refuse = (request: InboundRequest, why: Refusal, extra: { details?: unknown; caller?: string } = {}): HttpAnswer =>
+    refuseRequest(options.rejections, request, why, { message: MESSAGES[why], ...extra });
 
   return async (request) => {
     if (!options.accepting()) return refuse(request, 'shutting-down');
@@ -140,14 +86,8 @@ export function createTriggerEndpoint(options: TriggerEndpointOptions): (request
     if (!signed.ok) return refuse(request, signed.why);
     const { caller } = signed;
     // Recorded, durably, before the body is judged: a signed request is spent even when its body is refused.
-    let claim;
-    try {
-      claim = await replay.claim(caller, signed.nonce, signed.timestamp, nowSeconds);
-    } catch {
-      return refuse(request, 'replay-record-unavailable', { caller });
-    }
-    if (claim === 'full') return refuse(request, 'replay-record-full', { caller });
-    if (claim !== 'claimed') return refuse(request, 'replay', { caller, details: { record: claim } });
+    const unclaimed = await claimOrRefuse(replay, caller, signed.nonce, signed.timestamp, nowSeconds, MAX_CLOCK_SKEW_SECONDS);
+    if (unclaimed !== undefined) return refuse(request, unclaimed.why, { caller, ...(unclaimed.claim === undefined ? {} : { details: { record: unclaimed.claim } }) });
 
     let json: unknown;
     try {

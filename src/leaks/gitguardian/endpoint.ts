@@ -5,14 +5,17 @@
 // and the one command that finishes the job; identifying, rotating, proving and closing the
 // incident need a person to supply the value (docs/runbook.md, "A secret leaked").
 import type { Secret } from '../../audit/secret.ts';
-import type { HttpAnswer, IncomingTrigger } from '../../scheduler/trigger.ts';
+import { singleHeader, type HttpAnswer, type InboundRequest } from '../../inbound/answers.ts';
+import { claimOrRefuse } from '../../inbound/replay-record.ts';
 import type { LeakEndpointOptions } from '../github/endpoint.ts';
-import { claimDelivery, parseBody, refuseIntake, single, type IntakeRefusal } from '../webhook-answer.ts';
+import { parseBody, refuseIntake, type IntakeRefusal } from '../webhook-answer.ts';
 import { GITGUARDIAN_LEAK_ACTIONS, GitguardianEvent } from './payload.ts';
 import { checkGitguardianSignature, GITGUARDIAN_SIGNATURE_HEADER, GITGUARDIAN_TIMESTAMP_HEADER } from './signature.ts';
 
 export const GITGUARDIAN_LEAK_PATH = '/v1/leaks/gitguardian';
 export const GITGUARDIAN_REPLAY_CALLER = 'intake:gitguardian';
+/** How long a signature is remembered (at least the timestamp window, past which it is refused as stale). */
+const REPLAY_WINDOW_SECONDS = 300;
 
 /** `intake.gitguardian` with its signature token resolved. */
 export interface GitguardianIntakeRuntime {
@@ -25,7 +28,7 @@ export interface GitguardianEndpointOptions extends LeakEndpointOptions {
   settings: () => GitguardianIntakeRuntime | undefined;
 }
 
-export function createGitguardianEndpoint(options: GitguardianEndpointOptions): (request: IncomingTrigger) => Promise<HttpAnswer> {
+export function createGitguardianEndpoint(options: GitguardianEndpointOptions): (request: InboundRequest) => Promise<HttpAnswer> {
   return async (request) => {
     const refuse = (why: IntakeRefusal): HttpAnswer => refuseIntake(options.rejections, GITGUARDIAN_LEAK_PATH, request, why);
     if (!options.accepting()) return refuse('shutting-down');
@@ -36,15 +39,15 @@ export function createGitguardianEndpoint(options: GitguardianEndpointOptions): 
     const signed = checkGitguardianSignature(
       settings.webhookSecret,
       request.body,
-      single(request.headers[GITGUARDIAN_TIMESTAMP_HEADER]),
-      single(request.headers[GITGUARDIAN_SIGNATURE_HEADER]),
+      singleHeader(request.headers[GITGUARDIAN_TIMESTAMP_HEADER]),
+      singleHeader(request.headers[GITGUARDIAN_SIGNATURE_HEADER]),
       nowSeconds,
     );
     if (!signed.ok) return refuse(signed.why);
     // The signature is unique per (timestamp, body): a captured request replayed within the
     // window is refused, and past the window the timestamp check refuses it.
-    const unclaimed = await claimDelivery(options.replay(), GITGUARDIAN_REPLAY_CALLER, signed.signature, signed.timestamp, nowSeconds);
-    if (unclaimed !== undefined) return refuse(unclaimed);
+    const unclaimed = await claimOrRefuse(options.replay(), GITGUARDIAN_REPLAY_CALLER, signed.signature, signed.timestamp, nowSeconds, REPLAY_WINDOW_SECONDS);
+    if (unclaimed !== undefined) return refuse(unclaimed.why);
 
     const event = parseBody(request.body, GitguardianEvent);
     if (event === undefined) return refuse('invalid-body');

@@ -3,8 +3,8 @@
 // signature token (GitGuardian's documented scheme: "the key used is a string concatenation of
 // the timestamp and the signature token"). GitGuardian advises dropping a request whose timestamp
 // is "more than a few seconds" from the receiver's clock; keyroll allows MAX_SKEW_SECONDS.
-import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Secret } from '../../audit/secret.ts';
+import { hmacSha256, sameBytes, sha256Header, sha256HeaderBytes } from '../../inbound/signature.ts';
 
 export const GITGUARDIAN_SIGNATURE_HEADER = 'gitguardian-signature';
 export const GITGUARDIAN_TIMESTAMP_HEADER = 'timestamp';
@@ -17,19 +17,21 @@ export type GitguardianSignatureCheck =
 
 /** The header value GitGuardian would send (tests and docs). */
 export function signGitguardianPayload(token: Secret, timestampText: string, body: Buffer | string): string {
-  return `sha256=${createHmac('sha256', `${timestampText}${token.reveal()}`).update(body).digest('hex')}`;
+  return sha256Header(gitguardianMac(token, timestampText, body));
+}
+
+function gitguardianMac(token: Secret, timestampText: string, body: Buffer | string): Buffer {
+  return hmacSha256(`${timestampText}${token.reveal()}`, body);
 }
 
 export function checkGitguardianSignature(token: Secret, rawBody: Buffer, timestampHeader: string | undefined, signatureHeader: string | undefined, nowSeconds: number): GitguardianSignatureCheck {
   if (timestampHeader === undefined || signatureHeader === undefined) return { ok: false, why: 'missing-signature' };
   // Unix seconds, possibly with a fraction; the text itself is part of the HMAC key.
   if (!/^\d{9,12}(\.\d{1,9})?$/.test(timestampHeader)) return { ok: false, why: 'malformed-signature' };
-  const match = /^sha256=([0-9a-f]{64})$/.exec(signatureHeader.trim());
-  if (!match?.[1]) return { ok: false, why: 'malformed-signature' };
+  const given = sha256HeaderBytes(signatureHeader);
+  if (given === undefined) return { ok: false, why: 'malformed-signature' };
   const timestamp = Math.floor(Number(timestampHeader));
   if (Math.abs(nowSeconds - timestamp) > GITGUARDIAN_MAX_SKEW_SECONDS) return { ok: false, why: 'stale-timestamp' };
-  const expected = Buffer.from(signGitguardianPayload(token, timestampHeader, rawBody).slice('sha256='.length), 'hex');
-  const given = Buffer.from(match[1], 'hex');
-  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { ok: false, why: 'bad-signature' };
-  return { ok: true, timestamp, signature: match[1] };
+  if (!sameBytes(given, gitguardianMac(token, timestampHeader, rawBody))) return { ok: false, why: 'bad-signature' };
+  return { ok: true, timestamp, signature: given.toString('hex') };
 }

@@ -1,6 +1,6 @@
 // POST /v1/leaks/github: GitHub's secret_scanning_alert webhook. In order, cheapest first: is the
 // source enabled, is the body within its cap, does X-Hub-Signature-256 verify (nothing of the
-// body is read before), is the delivery new (durable record, replay-record.ts). Then the event is
+// body is read before), is the delivery new (durable record, inbound/replay-record.ts). Then the event is
 // judged, audited (`leak.intake.accepted`) and answered 202 at once (GitHub waits 10 s at most);
 // the alert is fetched, its secret identified, rotated, proven dead and the alert resolved in the
 // background, where every failure is audited and alerted (invariant 7).
@@ -9,12 +9,12 @@ import type { Alerter } from '../../alerts/types.ts';
 import type { AuditLog } from '../../audit/events.ts';
 import type { Secret } from '../../audit/secret.ts';
 import { resolveRef } from '../../policy/refs.ts';
-import type { RejectionAudit } from '../../scheduler/rejection-audit.ts';
-import type { ReplayRecord } from '../../scheduler/replay-record.ts';
-import type { HttpAnswer, IncomingTrigger } from '../../scheduler/trigger.ts';
+import { singleHeader, type HttpAnswer, type InboundRequest } from '../../inbound/answers.ts';
+import type { RejectionAudit } from '../../inbound/rejection-audit.ts';
+import { claimOrRefuse, type ReplayRecord } from '../../inbound/replay-record.ts';
 import { ScannerApiError } from '../errors.ts';
 import { actorOf, reportIntakeFailure, type LeakIntake, type LeakKeyResult, type LeakReport } from '../intake.ts';
-import { claimDelivery, parseBody, refuseIntake, single, type IntakeRefusal } from '../webhook-answer.ts';
+import { parseBody, refuseIntake, type IntakeRefusal } from '../webhook-answer.ts';
 import { fetchGithubAlert, resolveGithubAlert, type GithubClientOptions } from './client.ts';
 import { GITHUB_LEAK_ACTIONS, GithubAlertWebhook, type GithubAlertRef } from './payload.ts';
 import { checkGithubSignature, GITHUB_DELIVERY_HEADER, GITHUB_EVENT_HEADER, GITHUB_SIGNATURE_HEADER } from './signature.ts';
@@ -23,6 +23,8 @@ export const GITHUB_LEAK_PATH = '/v1/leaks/github';
 /** The replay record's caller name for GitHub deliveries (":" keeps it apart from trigger callers). */
 export const GITHUB_REPLAY_CALLER = 'intake:github';
 const DELIVERY_ID = /^[A-Za-z0-9-]{8,64}$/;
+/** How long a delivery id is remembered. */
+const GITHUB_DELIVERY_WINDOW_SECONDS = 300;
 
 /** `intake.github` with its webhook secret resolved (at start and on reload; the token is read per alert). */
 export interface GithubIntakeRuntime {
@@ -50,25 +52,25 @@ export interface GithubEndpointOptions extends LeakEndpointOptions {
   dispatcher?: Dispatcher;
 }
 
-export function createGithubEndpoint(options: GithubEndpointOptions): (request: IncomingTrigger) => Promise<HttpAnswer> {
+export function createGithubEndpoint(options: GithubEndpointOptions): (request: InboundRequest) => Promise<HttpAnswer> {
   return async (request) => {
     const refuse = (why: IntakeRefusal): HttpAnswer => refuseIntake(options.rejections, GITHUB_LEAK_PATH, request, why);
     if (!options.accepting()) return refuse('shutting-down');
     const settings = options.settings();
     if (settings === undefined) return refuse('disabled');
     if (request.body === 'too-large') return refuse('body-too-large');
-    const signed = await checkGithubSignature(settings.webhookSecret, request.body, single(request.headers[GITHUB_SIGNATURE_HEADER]));
+    const signed = checkGithubSignature(settings.webhookSecret, request.body, singleHeader(request.headers[GITHUB_SIGNATURE_HEADER]));
     if (signed !== 'ok') return refuse(signed);
 
-    const delivery = single(request.headers[GITHUB_DELIVERY_HEADER]);
+    const delivery = singleHeader(request.headers[GITHUB_DELIVERY_HEADER]);
     if (delivery === undefined || !DELIVERY_ID.test(delivery)) return refuse('invalid-body');
     // GitHub signs no time: the delivery id is kept for the record's window (5 minutes); past
     // it, a replayed delivery finds its alert resolved on GitHub and does nothing.
     const nowSeconds = Math.floor(options.now().getTime() / 1000);
-    const unclaimed = await claimDelivery(options.replay(), GITHUB_REPLAY_CALLER, delivery, nowSeconds, nowSeconds);
-    if (unclaimed !== undefined) return refuse(unclaimed);
+    const unclaimed = await claimOrRefuse(options.replay(), GITHUB_REPLAY_CALLER, delivery, nowSeconds, nowSeconds, GITHUB_DELIVERY_WINDOW_SECONDS);
+    if (unclaimed !== undefined) return refuse(unclaimed.why);
 
-    const event = single(request.headers[GITHUB_EVENT_HEADER]);
+    const event = singleHeader(request.headers[GITHUB_EVENT_HEADER]);
     if (event === 'ping') return { status: 200, body: { ok: true, event: 'ping' } };
     const audit = options.audit();
     if (event !== 'secret_scanning_alert') {

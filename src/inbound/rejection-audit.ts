@@ -1,8 +1,10 @@
-// Refused triggers are audited with a budget: anyone who reaches the port can send refused
-// requests, and one audit line each would let them flood the audit trail (and whatever ships
-// and stores it). The first `perWindow` refusals of each window are audited one by one
-// (`trigger.rejected`); the rest are counted, and one `trigger.rejected_suppressed` line per
-// window says how many were left out and why. The metric counts every refusal regardless.
+// Refusals of every signed endpoint (the trigger and the leak intake) are audited with one
+// budget: anyone who reaches the port can send refused requests, and one audit line each would
+// let them flood the audit trail (and whatever ships and stores it). The first `perWindow`
+// refusals of each window are audited one by one (`trigger.rejected`, the event name kept from
+// when the trigger was the only endpoint); the rest are counted, and one
+// `trigger.rejected_suppressed` line per window says how many were left out and why. The metric
+// counts every refusal regardless.
 import type { AuditLog } from '../audit/events.ts';
 
 export const DEFAULT_REJECTIONS_AUDITED_PER_MINUTE = 10;
@@ -12,6 +14,8 @@ export interface Rejection {
   why: string;
   status: number;
   remoteAddress: string;
+  /** The caller whose key verified (the trigger). */
+  caller?: string;
   details?: unknown;
 }
 

@@ -1,5 +1,6 @@
-// The trigger's replay record: every accepted (caller, nonce) until its timestamp leaves the
-// skew window, kept in a small file in the daemon's state directory and fsynced before the
+// The replay record of the signed endpoints: every accepted (caller, id) until its timestamp
+// leaves the sender's window (the trigger's callers; the leak intake as intake:github and
+// intake:gitguardian), kept in a small file in the daemon's state directory and fsynced before the
 // request is answered or any rotation starts. A restarted daemon reads it back, so a request
 // captured on the wire is refused after a restart as it was before (409), not replayed into a
 // second rotation of every key it named.
@@ -12,7 +13,6 @@ import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { KeyrollError } from '../errors.ts';
-import { MAX_CLOCK_SKEW_SECONDS } from './trigger-auth.ts';
 
 export const REPLAY_RECORD_FILE = 'trigger-replay.json';
 /** Live entries at most: 10,000 accepted triggers within five minutes is abuse by a key holder, not use. */
@@ -87,18 +87,19 @@ export class ReplayRecord {
   }
 
   /**
-   * Records (caller, nonce) unless seen before; resolves once the record is on disk. Throws
+   * Records (caller, nonce) unless seen before, until `windowSeconds` after `timestamp` (past
+   * that the sender's staleness check refuses it anyway); resolves once the record is on disk. Throws
    * ReplayRecordError when it cannot be written: the request must then be refused, since a
    * restart would forget it.
    */
-  async claim(caller: string, nonce: string, timestamp: number, nowSeconds: number): Promise<ReplayClaim> {
+  async claim(caller: string, nonce: string, timestamp: number, nowSeconds: number, windowSeconds: number): Promise<ReplayClaim> {
     if (timestamp < this.#notBefore) return 'signed-before-start';
     for (const [id, expiresAt] of this.#seen) if (expiresAt < nowSeconds) this.#seen.delete(id);
     const id = `${caller}\n${nonce}`;
     // Checked and set before the first await: a duplicate arriving while this one is written is a replay.
     if (this.#seen.has(id)) return 'replay';
     if (this.#seen.size >= this.#capacity) return 'full';
-    this.#seen.set(id, timestamp + MAX_CLOCK_SKEW_SECONDS);
+    this.#seen.set(id, timestamp + windowSeconds);
     try {
       await this.#persist();
     } catch (error) {
@@ -146,4 +147,26 @@ export class ReplayRecord {
       throw new ReplayRecordError(this.dir, `cannot write the trigger replay record in ${this.dir}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`, error);
     }
   }
+}
+
+/** The refusal a claim turns into, with the record's own word for a replay (`replay` or `signed-before-start`). */
+export interface ReplayRefusal {
+  why: 'replay' | 'replay-record-full' | 'replay-record-unavailable';
+  claim?: ReplayClaim;
+}
+
+/**
+ * Claims (caller, id) in `record`: undefined when it is new and on disk; the refusal otherwise,
+ * including when there is no record or it cannot be written (a restart would forget the request).
+ */
+export async function claimOrRefuse(record: ReplayRecord | undefined, caller: string, id: string, timestamp: number, nowSeconds: number, windowSeconds: number): Promise<ReplayRefusal | undefined> {
+  if (record === undefined) return { why: 'replay-record-unavailable' };
+  let claim: ReplayClaim;
+  try {
+    claim = await record.claim(caller, id, timestamp, nowSeconds, windowSeconds);
+  } catch {
+    return { why: 'replay-record-unavailable' };
+  }
+  if (claim === 'claimed') return undefined;
+  return claim === 'full' ? { why: 'replay-record-full' } : { why: 'replay', claim };
 }
