@@ -41,7 +41,7 @@ export const AUDIT_EVENTS = {
   'leak.still-alive': 'After the leak rotation the API still accepted the leaked value. Alerted critical (KR_LEAK_STILL_ALIVE).',
   'leak.unproven': 'After the leak rotation the API gave no answer that says whether the leaked value is dead (network, 5xx, 429). Alerted (KR_LEAK_UNPROVEN).',
   'leak.intake.accepted': 'A leak scanner (GitHub, GitGuardian) called the daemon with a verified, new alert; the alert is handled in the background.',
-  'leak.intake.ignored': "A verified scanner event needs no rotation (another event or action, an alert no longer open, a detector not listed).",
+  'leak.intake.ignored': "A verified scanner event needs no rotation (another event or action, an alert no longer open, a detector not listed, an alert already handled within the hour); audited once per delivery body per hour.",
   'leak.intake.coalesced': 'An alert for a key whose leak rotation is in flight joined that rotation instead of starting another.',
   'leak.intake.alert_only': 'A scanner reported a leak of a key listed under intake.alertOnly: alerted critical, not rotated.',
   'leak.intake.unidentified': 'A scanner reported a leak without the value (GitGuardian): alerted critical; a person must supply the value.',

@@ -32,7 +32,8 @@ export type Refusal =
   | 'invalid-body'
   | 'actor-mismatch'
   | 'unknown-keys'
-  | 'unknown-org';
+  | 'unknown-org'
+  | 'intake-busy';
 
 export const REFUSAL_STATUS: Record<Refusal, number> = {
   'shutting-down': 503,
@@ -49,6 +50,7 @@ export const REFUSAL_STATUS: Record<Refusal, number> = {
   'actor-mismatch': 400,
   'unknown-keys': 400,
   'unknown-org': 400,
+  'intake-busy': 503,
 };
 
 export interface RefusalNote {

@@ -21,10 +21,11 @@ const MESSAGES: Record<IntakeRefusal, string> = {
   'malformed-signature': 'the signature headers are malformed',
   'stale-timestamp': 'the timestamp is too far from the daemon clock',
   'bad-signature': 'the signature does not match',
-  replay: 'this delivery was already received',
+  replay: 'this delivery (the same signed body) was already received',
   'replay-record-full': 'too many deliveries within the replay window; retry in a few minutes',
   'replay-record-unavailable': 'the daemon cannot record the delivery durably; redeliver later',
   'invalid-body': 'the body is not a payload this endpoint understands',
+  'intake-busy': 'too many leak alerts are being handled at once; redeliver in a few minutes',
 };
 
 export function refuseIntake(rejections: RejectionAudit, endpoint: string, request: InboundRequest, why: IntakeRefusal): HttpAnswer {

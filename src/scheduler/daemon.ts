@@ -10,7 +10,7 @@ import type { AuditLog } from '../audit/events.ts';
 import type { Secret } from '../audit/secret.ts';
 import { errorCode, errorMessage } from '../errors.ts';
 import { DEFAULT_REJECTIONS_AUDITED_PER_MINUTE, RejectionAudit } from '../inbound/rejection-audit.ts';
-import { ReplayRecord } from '../inbound/replay-record.ts';
+import { ReplayRecords } from '../inbound/replay-records.ts';
 import { sameBytes } from '../inbound/signature.ts';
 import { createMetrics, type KeyrollMetrics } from '../metrics/metrics.ts';
 import { loadPolicy } from '../policy/load.ts';
@@ -58,7 +58,7 @@ export interface DaemonOptions {
   concurrency?: number;
   /** One HMAC key per caller (name -> env:NAME or file:/path); without any the trigger answers 404. */
   triggerKeys?: readonly TriggerKeySpec[];
-  /** Where the trigger's and the leak endpoints' replay record lives (inbound/replay-record.ts); required with triggerKeys or a policy `intake`. */
+  /** Where the trigger's and the leak endpoints' replay records live (inbound/replay-records.ts); required with triggerKeys or a policy `intake`. */
   stateDir?: string;
   /** env:NAME or file:/path of the bearer token that unlocks per-key series on /metrics; without it they are never served. */
   metricsTokenRef?: string;
@@ -142,13 +142,15 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   if (triggerKeys !== undefined && options.stateDir === undefined) {
     throw new TriggerKeyError('', 'the trigger needs a state directory for its replay record (--state-dir)');
   }
-  // Opened before the server listens: no request is accepted that a restart could forget.
-  let replay = triggerKeys !== undefined && options.stateDir !== undefined ? await ReplayRecord.open(options.stateDir, Math.floor(now().getTime() / 1000)) : undefined;
-  // The leak endpoints share it (their callers are named intake:github and intake:gitguardian).
-  const openReplayFor = async (policy: Policy): Promise<void> => {
-    if (replay !== undefined || !intakeEnabled(policy)) return;
-    if (options.stateDir === undefined) throw new TriggerKeyError('', 'the leak intake needs a state directory for its replay record (--state-dir)');
-    replay = await ReplayRecord.open(options.stateDir, Math.floor(now().getTime() / 1000));
+  // One record per source (inbound/replay-records.ts), each opened before its endpoint serves:
+  // no request is accepted that a restart could forget.
+  const replays = options.stateDir === undefined ? undefined : new ReplayRecords(options.stateDir, () => Math.floor(now().getTime() / 1000));
+  const triggerReplay = triggerKeys !== undefined ? await replays?.open('trigger') : undefined;
+  const openIntakeReplays = async (policy: Policy): Promise<void> => {
+    if (!intakeEnabled(policy)) return;
+    if (replays === undefined) throw new TriggerKeyError('', 'the leak intake needs a state directory for its replay record (--state-dir)');
+    if (policy.intake?.github !== undefined) await replays.open('github');
+    if (policy.intake?.gitguardian !== undefined) await replays.open('gitguardian');
   };
   const rejections = new RejectionAudit({
     audit: () => audit,
@@ -199,7 +201,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   let intakeSettings: IntakeRuntime;
   try {
     intakeSettings = await resolveIntake(current.policy, env);
-    await openReplayFor(current.policy);
+    await openIntakeReplays(current.policy);
   } catch (error) {
     await current.retire();
     throw error;
@@ -291,7 +293,6 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     rotate: rotateForLeak,
   });
   const leakEndpoint = {
-    replay: () => replay,
     rejections,
     now,
     audit: () => audit,
@@ -316,7 +317,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
         },
         trigger: createTriggerEndpoint({
           keys: () => (triggerKeys === undefined ? undefined : lookupIn(triggerKeys)),
-          replay: () => replay,
+          replay: () => triggerReplay,
           rejections,
           now,
         audit: () => audit,
@@ -325,8 +326,8 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
           start: startTrigger,
         }),
         leakIntake: new Map([
-          [GITHUB_LEAK_PATH, { maxBodyBytes: MAX_LEAK_WEBHOOK_BYTES, handle: createGithubEndpoint({ ...leakEndpoint, settings: () => intakeSettings.github, env }) }],
-          [GITGUARDIAN_LEAK_PATH, { maxBodyBytes: MAX_LEAK_WEBHOOK_BYTES, handle: createGitguardianEndpoint({ ...leakEndpoint, settings: () => intakeSettings.gitguardian }) }],
+          [GITHUB_LEAK_PATH, { maxBodyBytes: MAX_LEAK_WEBHOOK_BYTES, handle: createGithubEndpoint({ ...leakEndpoint, replay: () => replays?.get('github'), settings: () => intakeSettings.github, env }) }],
+          [GITGUARDIAN_LEAK_PATH, { maxBodyBytes: MAX_LEAK_WEBHOOK_BYTES, handle: createGitguardianEndpoint({ ...leakEndpoint, replay: () => replays?.get('gitguardian'), settings: () => intakeSettings.gitguardian }) }],
         ]),
       },
       { ...DEFAULT_HTTP_LIMITS, ...options.http },
@@ -344,7 +345,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     schedules: groupSchedules(current.policy.keys).map((group) => ({ pattern: group.pattern, timezone: group.timezone, keys: group.keyIds.length })),
     checkIntervalMs,
     trigger: triggerKeys ? 'enabled' : 'disabled',
-    ...(triggerKeys ? { callers: [...triggerKeys.keys()], stateDir: replay?.dir, replayRecord: replay?.origin } : {}),
+    ...(triggerKeys ? { callers: [...triggerKeys.keys()], stateDir: replays?.dir, replayRecord: triggerReplay?.origin } : {}),
     metrics: metricsToken ? 'per-key with token' : 'aggregate only',
     leakIntake: Object.keys(intakeSettings),
   });
@@ -365,7 +366,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     try {
       const policy = await loadPolicy(options.policyFile);
       intake = await resolveIntake(policy, env);
-      await openReplayFor(policy);
+      await openIntakeReplays(policy);
       if (triggerSpecs.length > 0) keys = await resolveTriggerKeys(triggerSpecs, env);
       if (options.metricsTokenRef) token = await resolveRef(options.metricsTokenRef, env);
       next = await buildGeneration(policy);

@@ -43,7 +43,10 @@ export interface TriggerEndpointOptions {
   start: (keys: readonly KeyPolicy[], trigger: AcceptedTrigger, rotationIds: ReadonlyMap<string, string>, slots?: ReadonlyMap<string, string>) => void;
 }
 
-const MESSAGES: Record<Refusal, string> = {
+/** The trigger's refusals: all but the leak intake's own. */
+export type TriggerRefusal = Exclude<Refusal, 'intake-busy'>;
+
+const MESSAGES: Record<TriggerRefusal, string> = {
   'shutting-down': 'keyroll is shutting down and starts no new rotations; retry against the next instance',
   disabled: 'the trigger endpoint is disabled (the daemon runs without --trigger-key)',
   'body-too-large': `the body exceeds ${MAX_TRIGGER_BODY_BYTES} bytes`,
@@ -61,7 +64,7 @@ const MESSAGES: Record<Refusal, string> = {
 };
 
 export function createTriggerEndpoint(options: TriggerEndpointOptions): (request: InboundRequest) => Promise<HttpAnswer> {
-  const refuse = (request: InboundRequest, why: Refusal, extra: { details?: unknown; caller?: string } = {}): HttpAnswer =>
+  const refuse = (request: InboundRequest, why: TriggerRefusal, extra: { details?: unknown; caller?: string } = {}): HttpAnswer =>
     refuseRequest(options.rejections, request, why, { message: MESSAGES[why], ...extra });
 
   return async (request) => {
@@ -86,7 +89,8 @@ export function createTriggerEndpoint(options: TriggerEndpointOptions): (request
     if (!signed.ok) return refuse(request, signed.why);
     const { caller } = signed;
     // Recorded, durably, before the body is judged: a signed request is spent even when its body is refused.
-    const unclaimed = await claimOrRefuse(replay, caller, signed.nonce, signed.timestamp, nowSeconds, MAX_CLOCK_SKEW_SECONDS);
+    // The record keeps (caller, nonce) until the timestamp leaves the window; past it the staleness check refuses it.
+    const unclaimed = await claimOrRefuse(replay, `${caller}\n${signed.nonce}`, signed.timestamp + MAX_CLOCK_SKEW_SECONDS, nowSeconds, signed.timestamp);
     if (unclaimed !== undefined) return refuse(request, unclaimed.why, { caller, ...(unclaimed.claim === undefined ? {} : { details: { record: unclaimed.claim } }) });
 
     let json: unknown;

@@ -117,4 +117,24 @@ describe('POST /v1/leaks/gitguardian', () => {
     expect(bench.events('leak.intake.ignored').map((event) => event.why)).toEqual(['detector-not-listed', 'action-not-handled']);
     expect(bench.alerter.alerts).toEqual([]);
   });
+
+  it('records no ignored event: the same signed event again is answered alike and audited once (issue 18)', async () => {
+    const daemon = await startWith();
+    const timestamp = String(Math.floor(Date.now() / 1000));
+    expect(await post(daemon, incidentEvent('incident_assigned'), { timestamp })).toMatchObject({ status: 202, json: { ignored: true } });
+    expect(await post(daemon, incidentEvent('incident_assigned'), { timestamp })).toMatchObject({ status: 202, json: { ignored: true } });
+    await daemon.idle();
+    expect(bench.events('leak.intake.ignored')).toHaveLength(1);
+    expect(bench.events('trigger.rejected')).toEqual([]);
+  });
+
+  it('alerts once per incident and action within the window: a second, differently signed event for it is audited as already handled (issue 18)', async () => {
+    const daemon = await startWith();
+    const now = Math.floor(Date.now() / 1000);
+    expect((await post(daemon, incidentEvent(), { timestamp: String(now) })).status).toBe(202);
+    expect(await post(daemon, incidentEvent(), { timestamp: String(now + 1) })).toMatchObject({ status: 202, json: { ignored: true } });
+    await daemon.idle();
+    expect(bench.alerter.alerts).toHaveLength(1);
+    expect(bench.events('leak.intake.ignored')).toEqual([expect.objectContaining({ alert: 'incident 3899', why: 'alert-already-handled' })]);
+  });
 });

@@ -1,21 +1,21 @@
 // POST /v1/leaks/gitguardian: GitGuardian's custom webhook. Verified before anything is read
-// (timestamp window, then the HMAC), recorded durably (the signature identifies the delivery),
-// then judged. GitGuardian's events carry no secret value, so the flow stops where the payload
-// does: the incident is audited (`leak.intake.unidentified`) and alerted critical with its page
-// and the one command that finishes the job; identifying, rotating, proving and closing the
-// incident need a person to supply the value (docs/runbook.md, "A secret leaked").
+// (timestamp window, then the HMAC), then judged: an event keyroll ignores is answered without
+// recording anything. An incident that asks for work passes the intake gate (intake-gate.ts): a
+// place in the bounded queue, the durable replay record (the signature, which covers the
+// timestamp and the body, identifies the delivery), one alert per incident and action within the
+// window. GitGuardian's events carry no secret value, so the flow stops where the payload does:
+// the incident is audited (`leak.intake.unidentified`) and alerted critical with its page and the
+// one command that finishes the job; identifying, rotating, proving and closing the incident need
+// a person to supply the value (docs/runbook.md, "A secret leaked").
 import type { Secret } from '../../audit/secret.ts';
 import { singleHeader, type HttpAnswer, type InboundRequest } from '../../inbound/answers.ts';
-import { claimOrRefuse } from '../../inbound/replay-record.ts';
 import type { LeakEndpointOptions } from '../github/endpoint.ts';
+import { IntakeGate } from '../intake-gate.ts';
 import { parseBody, refuseIntake, type IntakeRefusal } from '../webhook-answer.ts';
 import { GITGUARDIAN_LEAK_ACTIONS, GitguardianEvent } from './payload.ts';
-import { checkGitguardianSignature, GITGUARDIAN_SIGNATURE_HEADER, GITGUARDIAN_TIMESTAMP_HEADER } from './signature.ts';
+import { checkGitguardianSignature, GITGUARDIAN_MAX_SKEW_SECONDS, GITGUARDIAN_SIGNATURE_HEADER, GITGUARDIAN_TIMESTAMP_HEADER } from './signature.ts';
 
 export const GITGUARDIAN_LEAK_PATH = '/v1/leaks/gitguardian';
-export const GITGUARDIAN_REPLAY_CALLER = 'intake:gitguardian';
-/** How long a signature is remembered (at least the timestamp window, past which it is refused as stale). */
-const REPLAY_WINDOW_SECONDS = 300;
 
 /** `intake.gitguardian` with its signature token resolved. */
 export interface GitguardianIntakeRuntime {
@@ -29,13 +29,15 @@ export interface GitguardianEndpointOptions extends LeakEndpointOptions {
 }
 
 export function createGitguardianEndpoint(options: GitguardianEndpointOptions): (request: InboundRequest) => Promise<HttpAnswer> {
+  const gate = new IntakeGate(options.background, options.limits);
   return async (request) => {
     const refuse = (why: IntakeRefusal): HttpAnswer => refuseIntake(options.rejections, GITGUARDIAN_LEAK_PATH, request, why);
     if (!options.accepting()) return refuse('shutting-down');
     const settings = options.settings();
     if (settings === undefined) return refuse('disabled');
     if (request.body === 'too-large') return refuse('body-too-large');
-    const nowSeconds = Math.floor(options.now().getTime() / 1000);
+    const now = options.now();
+    const nowSeconds = Math.floor(now.getTime() / 1000);
     const signed = checkGitguardianSignature(
       settings.webhookSecret,
       request.body,
@@ -44,24 +46,36 @@ export function createGitguardianEndpoint(options: GitguardianEndpointOptions): 
       nowSeconds,
     );
     if (!signed.ok) return refuse(signed.why);
-    // The signature is unique per (timestamp, body): a captured request replayed within the
-    // window is refused, and past the window the timestamp check refuses it.
-    const unclaimed = await claimOrRefuse(options.replay(), GITGUARDIAN_REPLAY_CALLER, signed.signature, signed.timestamp, nowSeconds, REPLAY_WINDOW_SECONDS);
-    if (unclaimed !== undefined) return refuse(unclaimed.why);
-
     const event = parseBody(request.body, GitguardianEvent);
     if (event === undefined) return refuse('invalid-body');
     const audit = options.audit();
     const incident = event.incident;
     const ref = incident === undefined ? 'no incident' : `incident ${String(incident.id)}`;
+    const ignore = (fields: Record<string, unknown>, why: string): HttpAnswer => {
+      if (gate.firstIgnored(signed.signature, now)) audit.emit('leak.intake.ignored', { source: 'gitguardian', alert: ref, action: event.action, ...fields });
+      return { status: 202, body: { ignored: true, why } };
+    };
     if (incident === undefined || !(GITGUARDIAN_LEAK_ACTIONS as readonly string[]).includes(event.action)) {
-      audit.emit('leak.intake.ignored', { source: 'gitguardian', alert: ref, action: event.action, why: 'action-not-handled' });
-      return { status: 202, body: { ignored: true, why: `action ${event.action} needs no rotation` } };
+      return ignore({ why: 'action-not-handled' }, `action ${event.action} needs no rotation`);
     }
     const detector = incident.detector?.name;
     if (settings.detectors !== undefined && (detector === undefined || !settings.detectors.includes(detector))) {
-      audit.emit('leak.intake.ignored', { source: 'gitguardian', alert: ref, action: event.action, detector, why: 'detector-not-listed' });
-      return { status: 202, body: { ignored: true, why: 'the detector is not one of intake.gitguardian.detectors' } };
+      return ignore({ detector, why: 'detector-not-listed' }, 'the detector is not one of intake.gitguardian.detectors');
+    }
+    // The signature is unique per (timestamp, body): a captured request replayed within the
+    // window is refused, and past the window the timestamp check refuses it.
+    const admission = await gate.admit({
+      replay: options.replay(),
+      id: signed.signature,
+      expiresAt: signed.timestamp + GITGUARDIAN_MAX_SKEW_SECONDS,
+      signedAt: signed.timestamp,
+      alert: `${ref}:${event.action}`,
+      now,
+    });
+    if (admission.kind === 'refused') return refuse(admission.why);
+    if (admission.kind === 'duplicate-alert') {
+      audit.emit('leak.intake.ignored', { source: 'gitguardian', alert: ref, action: event.action, detector, why: 'alert-already-handled' });
+      return { status: 202, body: { ignored: true, why: `${ref} (${event.action}) was already alerted within the last hour` } };
     }
     const fields = {
       source: 'gitguardian',
@@ -75,7 +89,7 @@ export function createGitguardianEndpoint(options: GitguardianEndpointOptions): 
     audit.emit('leak.intake.accepted', { ...fields, remoteAddress: request.remoteAddress });
     audit.emit('leak.intake.unidentified', fields);
     const page = incident.gitguardian_url ?? 'the incident in GitGuardian';
-    options.background(
+    admission.place.run(() =>
       options.alerter().send({
         severity: 'critical',
         summary: `GitGuardian reports a leaked ${incident.detector?.display_name ?? detector ?? 'secret'} (${ref}, validity ${incident.validity ?? 'unknown'}); its webhook carries no secret value, so keyroll cannot tell which key it is and rotated nothing`,

@@ -1,18 +1,30 @@
 // POST /v1/leaks/github: GitHub's secret_scanning_alert webhook. In order, cheapest first: is the
 // source enabled, is the body within its cap, does X-Hub-Signature-256 verify (nothing of the
-// body is read before), is the delivery new (durable record, inbound/replay-record.ts). Then the event is
-// judged, audited (`leak.intake.accepted`) and answered 202 at once (GitHub waits 10 s at most);
-// the alert is fetched, its secret identified, rotated, proven dead and the alert resolved in the
+// body is read before). Then the event is judged: a ping or an event keyroll ignores is answered
+// without recording anything (it costs no write and starts no work, however often it comes).
+// A delivery that asks for work passes the intake gate (intake-gate.ts): a place in the bounded
+// queue, the durable replay record, one job per alert and action within the window. It is
+// audited (`leak.intake.accepted`) and answered 202 at once (GitHub waits 10 s at most); the
+// alert is fetched, its secret identified, rotated, proven dead and the alert resolved in the
 // background, where every failure is audited and alerted (invariant 7).
+//
+// GitHub signs the body and nothing else: X-GitHub-Delivery and X-GitHub-Event are not covered,
+// and no time is signed. So a delivery is known by the SHA-256 digest of its raw body, kept for
+// GITHUB_REPLAY_WINDOW_SECONDS: a captured body replayed under a fresh delivery id is the same
+// delivery (409), and so is GitHub's own Redeliver of it. Past the window a replay costs one
+// fetch of an alert that is resolved by then (or still open because a person must act), at most
+// once per alert and action per window.
+import { createHash } from 'node:crypto';
 import type { Dispatcher } from 'undici';
 import type { Alerter } from '../../alerts/types.ts';
 import type { AuditLog } from '../../audit/events.ts';
 import type { Secret } from '../../audit/secret.ts';
-import { resolveRef } from '../../policy/refs.ts';
 import { singleHeader, type HttpAnswer, type InboundRequest } from '../../inbound/answers.ts';
 import type { RejectionAudit } from '../../inbound/rejection-audit.ts';
-import { claimOrRefuse, type ReplayRecord } from '../../inbound/replay-record.ts';
+import type { ReplayRecord } from '../../inbound/replay-record.ts';
+import { resolveRef } from '../../policy/refs.ts';
 import { ScannerApiError } from '../errors.ts';
+import { IntakeGate, type IntakeLimits } from '../intake-gate.ts';
 import { actorOf, reportIntakeFailure, type LeakIntake, type LeakKeyResult, type LeakReport } from '../intake.ts';
 import { parseBody, refuseIntake, type IntakeRefusal } from '../webhook-answer.ts';
 import { fetchGithubAlert, resolveGithubAlert, type GithubClientOptions } from './client.ts';
@@ -20,11 +32,9 @@ import { GITHUB_LEAK_ACTIONS, GithubAlertWebhook, type GithubAlertRef } from './
 import { checkGithubSignature, GITHUB_DELIVERY_HEADER, GITHUB_EVENT_HEADER, GITHUB_SIGNATURE_HEADER } from './signature.ts';
 
 export const GITHUB_LEAK_PATH = '/v1/leaks/github';
-/** The replay record's caller name for GitHub deliveries (":" keeps it apart from trigger callers). */
-export const GITHUB_REPLAY_CALLER = 'intake:github';
+/** How long the digest of a delivery's body is remembered: one hour (GitHub signs no time to bound it by). */
+export const GITHUB_REPLAY_WINDOW_SECONDS = 3600;
 const DELIVERY_ID = /^[A-Za-z0-9-]{8,64}$/;
-/** How long a delivery id is remembered. */
-const GITHUB_DELIVERY_WINDOW_SECONDS = 300;
 
 /** `intake.github` with its webhook secret resolved (at start and on reload; the token is read per alert). */
 export interface GithubIntakeRuntime {
@@ -34,6 +44,7 @@ export interface GithubIntakeRuntime {
 }
 
 export interface LeakEndpointOptions {
+  /** This source's own replay record (inbound/replay-records.ts). */
   replay: () => ReplayRecord | undefined;
   rejections: RejectionAudit;
   now: () => Date;
@@ -44,6 +55,8 @@ export interface LeakEndpointOptions {
   /** Runs accepted work in the background, where shutdown waits for it. Must not throw. */
   background: (work: Promise<void>) => void;
   intake: LeakIntake;
+  /** The intake gate's window and queue (DEFAULT_INTAKE_LIMITS). */
+  limits?: Partial<IntakeLimits>;
 }
 
 export interface GithubEndpointOptions extends LeakEndpointOptions {
@@ -53,6 +66,7 @@ export interface GithubEndpointOptions extends LeakEndpointOptions {
 }
 
 export function createGithubEndpoint(options: GithubEndpointOptions): (request: InboundRequest) => Promise<HttpAnswer> {
+  const gate = new IntakeGate(options.background, { alertWindowMs: GITHUB_REPLAY_WINDOW_SECONDS * 1000, ...options.limits });
   return async (request) => {
     const refuse = (why: IntakeRefusal): HttpAnswer => refuseIntake(options.rejections, GITHUB_LEAK_PATH, request, why);
     if (!options.accepting()) return refuse('shutting-down');
@@ -62,31 +76,41 @@ export function createGithubEndpoint(options: GithubEndpointOptions): (request: 
     const signed = checkGithubSignature(settings.webhookSecret, request.body, singleHeader(request.headers[GITHUB_SIGNATURE_HEADER]));
     if (signed !== 'ok') return refuse(signed);
 
+    // Not signed, so it identifies nothing; kept on the audit lines to find the delivery in GitHub's list.
     const delivery = singleHeader(request.headers[GITHUB_DELIVERY_HEADER]);
     if (delivery === undefined || !DELIVERY_ID.test(delivery)) return refuse('invalid-body');
-    // GitHub signs no time: the delivery id is kept for the record's window (5 minutes); past
-    // it, a replayed delivery finds its alert resolved on GitHub and does nothing.
-    const nowSeconds = Math.floor(options.now().getTime() / 1000);
-    const unclaimed = await claimOrRefuse(options.replay(), GITHUB_REPLAY_CALLER, delivery, nowSeconds, nowSeconds, GITHUB_DELIVERY_WINDOW_SECONDS);
-    if (unclaimed !== undefined) return refuse(unclaimed.why);
-
     const event = singleHeader(request.headers[GITHUB_EVENT_HEADER]);
     if (event === 'ping') return { status: 200, body: { ok: true, event: 'ping' } };
+    const now = options.now();
+    const digest = createHash('sha256').update(request.body).digest('hex');
     const audit = options.audit();
-    if (event !== 'secret_scanning_alert') {
-      audit.emit('leak.intake.ignored', { source: 'github', delivery, event, why: 'not-secret-scanning-alert' });
-      return { status: 202, body: { ignored: true, why: 'only secret_scanning_alert events are handled' } };
-    }
+    const ignore = (fields: Record<string, unknown>, why: string): HttpAnswer => {
+      if (gate.firstIgnored(digest, now)) audit.emit('leak.intake.ignored', { source: 'github', delivery, ...fields });
+      return { status: 202, body: { ignored: true, why } };
+    };
+    if (event !== 'secret_scanning_alert') return ignore({ event, why: 'not-secret-scanning-alert' }, 'only secret_scanning_alert events are handled');
     const payload = parseBody(request.body, GithubAlertWebhook);
     if (payload === undefined) return refuse('invalid-body');
     const ref: GithubAlertRef = { owner: payload.repository.owner.login, repo: payload.repository.name, number: payload.alert.number };
     const report: LeakReport = { source: 'github', ref: `${payload.repository.full_name}#${ref.number}`, ...(payload.alert.html_url === undefined ? {} : { url: payload.alert.html_url }) };
     if (!(GITHUB_LEAK_ACTIONS as readonly string[]).includes(payload.action)) {
-      audit.emit('leak.intake.ignored', { source: 'github', alert: report.ref, delivery, action: payload.action, why: 'action-not-handled' });
-      return { status: 202, body: { ignored: true, why: `action ${payload.action} needs no rotation` } };
+      return ignore({ alert: report.ref, action: payload.action, why: 'action-not-handled' }, `action ${payload.action} needs no rotation`);
+    }
+
+    const admission = await gate.admit({
+      replay: options.replay(),
+      id: digest,
+      expiresAt: Math.floor(now.getTime() / 1000) + GITHUB_REPLAY_WINDOW_SECONDS,
+      alert: `${report.ref}:${payload.action}`,
+      now,
+    });
+    if (admission.kind === 'refused') return refuse(admission.why);
+    if (admission.kind === 'duplicate-alert') {
+      audit.emit('leak.intake.ignored', { source: 'github', alert: report.ref, action: payload.action, delivery, why: 'alert-already-handled' });
+      return { status: 202, body: { ignored: true, why: `alert ${report.ref} (${payload.action}) is already being handled or was within the last hour` } };
     }
     audit.emit('leak.intake.accepted', { source: 'github', alert: report.ref, action: payload.action, delivery, secretType: payload.alert.secret_type, remoteAddress: request.remoteAddress });
-    options.background(handleGithubAlert(options, settings, ref, report));
+    admission.place.run(() => handleGithubAlert(options, settings, ref, report));
     return { status: 202, body: { accepted: true, alert: report.ref } };
   };
 }
@@ -107,7 +131,7 @@ export async function handleGithubAlert(options: GithubEndpointOptions, settings
   try {
     alert = await fetchGithubAlert(client, ref);
   } catch (error) {
-    await fail('fetch-alert', error, `fix the cause, then redeliver the webhook from the repository's webhook settings (Recent Deliveries), or pipe the value to keyroll rotate --leaked-secret-stdin --reason leak`);
+    await fail('fetch-alert', error, `fix the cause, then copy the secret from the alert page and pipe it to keyroll rotate --leaked-secret-stdin --reason leak (a redelivery of the same webhook is refused for an hour after the first)`);
     return;
   }
   if (alert.state !== 'open') {

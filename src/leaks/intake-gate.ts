@@ -1,0 +1,87 @@
+// What a verified scanner delivery that asks for work passes before the work starts, the same for
+// every source: a place in the bounded queue (else 503 intake-busy, nothing spent), the durable
+// replay record (what the signature covers, claimed once: else 409), and one job per scanner
+// alert and action within the window (a second, different delivery for the same alert is audited
+// as ignored, not worked on again). So however often a captured delivery is replayed, and however
+// many deliveries one alert gets, GitHub is fetched and a person alerted at most once per alert
+// and action per window, and never more than `capacity` jobs wait.
+import type { ReplayRecord } from '../inbound/replay-record.ts';
+import { claimOrRefuse } from '../inbound/replay-record.ts';
+import { DEFAULT_INTAKE_QUEUE, IntakeQueue, type QueuePlace } from './intake-queue.ts';
+import { OncePerWindow } from './once-per-window.ts';
+import type { IntakeRefusal } from './webhook-answer.ts';
+
+export interface IntakeLimits {
+  /** One job per alert and action within this window; also how long an ignored delivery is audited once. */
+  alertWindowMs: number;
+  /** Jobs running at once. */
+  concurrency: number;
+  /** Jobs running or waiting, at most. */
+  queueCapacity: number;
+  /** Alerts (and ignored deliveries) remembered for the window, at most. */
+  remembered: number;
+}
+
+export const DEFAULT_INTAKE_LIMITS: IntakeLimits = {
+  alertWindowMs: 3_600_000,
+  concurrency: DEFAULT_INTAKE_QUEUE.concurrency,
+  queueCapacity: DEFAULT_INTAKE_QUEUE.capacity,
+  remembered: 10_000,
+};
+
+export interface DeliveryToAdmit {
+  replay: ReplayRecord | undefined;
+  /** The replay record's id: what the sender's signature covers. */
+  id: string;
+  /** Unix seconds until the record keeps `id`. */
+  expiresAt: number;
+  /** The sender's signed timestamp, where it signs one. */
+  signedAt?: number;
+  /** The scanner alert and action the job is about, e.g. `octo/app#42:created`. */
+  alert: string;
+  now: Date;
+}
+
+export type Admission = { kind: 'refused'; why: IntakeRefusal } | { kind: 'duplicate-alert' } | { kind: 'admitted'; place: QueuePlace };
+
+export class IntakeGate {
+  readonly #queue: IntakeQueue;
+  readonly #alerts: OncePerWindow;
+  readonly #ignored: OncePerWindow;
+
+  constructor(background: (work: Promise<void>) => void, limits: Partial<IntakeLimits> = {}) {
+    const { alertWindowMs, concurrency, queueCapacity, remembered } = { ...DEFAULT_INTAKE_LIMITS, ...limits };
+    this.#queue = new IntakeQueue({ concurrency, capacity: queueCapacity, background });
+    this.#alerts = new OncePerWindow(alertWindowMs, remembered);
+    this.#ignored = new OncePerWindow(alertWindowMs, remembered);
+  }
+
+  /** Jobs running, waiting or about to be queued. */
+  get queued(): number {
+    return this.#queue.size;
+  }
+
+  async admit(delivery: DeliveryToAdmit): Promise<Admission> {
+    const place = this.#queue.reserve();
+    if (place === undefined) return { kind: 'refused', why: 'intake-busy' };
+    // Taken before the claim's await: two deliveries for one alert at once are one job.
+    const first = this.#alerts.first(delivery.alert, delivery.now.getTime());
+    const nowSeconds = Math.floor(delivery.now.getTime() / 1000);
+    const unclaimed = await claimOrRefuse(delivery.replay, delivery.id, delivery.expiresAt, nowSeconds, delivery.signedAt);
+    if (unclaimed !== undefined || !first) {
+      place.release();
+      if (unclaimed !== undefined && first) this.#alerts.forget(delivery.alert);
+      return unclaimed === undefined ? { kind: 'duplicate-alert' } : { kind: 'refused', why: unclaimed.why };
+    }
+    return { kind: 'admitted', place };
+  }
+
+  /**
+   * True the first time an ignored delivery (`id`: what its signature covers) comes within the
+   * window: it is audited then, and answered alike but not audited again when replayed (ignored
+   * deliveries are never recorded, so nothing else stops their replays).
+   */
+  firstIgnored(id: string, now: Date): boolean {
+    return this.#ignored.first(id, now.getTime());
+  }
+}
