@@ -4,6 +4,20 @@
 // here: the `sha256=<64 hex digits>` header, the MAC, and a comparison whose time does not say
 // how many leading bytes matched.
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { Secret } from '../audit/secret.ts';
+
+/**
+ * The shortest HMAC key any signed endpoint accepts (trigger keys, GitHub's webhook secret,
+ * GitGuardian's signature token), in bytes: a key shorter than the hash's 32-byte output is
+ * guessable sooner than the signature itself, and short values are the ones the sanitizer can only
+ * blank after a credential marker.
+ */
+export const MIN_SIGNING_KEY_BYTES = 32;
+
+/** True when `key` is shorter than MIN_SIGNING_KEY_BYTES (UTF-8 bytes, not characters). */
+export function signingKeyTooShort(key: Secret): boolean {
+  return Buffer.byteLength(key.reveal(), 'utf8') < MIN_SIGNING_KEY_BYTES;
+}
 
 /** True when both hold the same bytes; the time taken depends on the lengths only. */
 export function sameBytes(given: Buffer, expected: Buffer): boolean {

@@ -17,3 +17,15 @@ export class ScannerApiError extends KeyrollError {
     return { ...super.toFields(), operation: this.operation, status: this.status };
   }
 }
+
+/** A webhook secret in the policy's `intake` that keyroll refuses to verify with (too short). */
+export class WebhookSecretError extends KeyrollError {
+  override name = 'WebhookSecretError';
+  /** The policy field, e.g. intake.github.webhookSecret. */
+  readonly field: string;
+  constructor(field: string, ref: string, message: string) {
+    // A configuration error: the daemon exits 2 at start, a reload keeps the old policy.
+    super('KR_USAGE', `${field} (${ref}): ${message}`);
+    this.field = field;
+  }
+}

@@ -1,8 +1,11 @@
 // The policy's `intake` section with its webhook secrets read (at daemon start and on every
-// reload, like the trigger keys). The GitHub token stays a reference: it is read per alert, so a
-// token file a sidecar renews is picked up without a reload.
+// reload, like the trigger keys, and held to their 32-byte minimum). The GitHub token stays a
+// reference: it is read per alert, so a token file a sidecar renews is picked up without a reload.
+import type { Secret } from '../audit/secret.ts';
+import { MIN_SIGNING_KEY_BYTES, signingKeyTooShort } from '../inbound/signature.ts';
 import { resolveRef } from '../policy/refs.ts';
 import type { Policy } from '../policy/schema.ts';
+import { WebhookSecretError } from './errors.ts';
 import type { GitguardianIntakeRuntime } from './gitguardian/endpoint.ts';
 import type { GithubIntakeRuntime } from './github/endpoint.ts';
 
@@ -15,15 +18,24 @@ export async function resolveIntake(policy: Policy, env: NodeJS.ProcessEnv): Pro
   const intake = policy.intake;
   const out: IntakeRuntime = {};
   if (intake?.github !== undefined) {
-    out.github = { webhookSecret: await resolveRef(intake.github.webhookSecret, env), apiUrl: intake.github.apiUrl, tokenRef: intake.github.token };
+    out.github = { webhookSecret: await readWebhookSecret('intake.github.webhookSecret', intake.github.webhookSecret, env), apiUrl: intake.github.apiUrl, tokenRef: intake.github.token };
   }
   if (intake?.gitguardian !== undefined) {
     out.gitguardian = {
-      webhookSecret: await resolveRef(intake.gitguardian.webhookSecret, env),
+      webhookSecret: await readWebhookSecret('intake.gitguardian.webhookSecret', intake.gitguardian.webhookSecret, env),
       ...(intake.gitguardian.detectors === undefined ? {} : { detectors: [...intake.gitguardian.detectors] }),
     };
   }
   return out;
+}
+
+/** The same minimum as trigger keys (MIN_SIGNING_KEY_BYTES): the secret keys an HMAC anyone may try to forge. */
+async function readWebhookSecret(field: string, ref: string, env: NodeJS.ProcessEnv): Promise<Secret> {
+  const secret = await resolveRef(ref, env);
+  if (signingKeyTooShort(secret)) {
+    throw new WebhookSecretError(field, ref, `the secret is shorter than ${String(MIN_SIGNING_KEY_BYTES)} bytes; set at least ${String(MIN_SIGNING_KEY_BYTES)} random bytes (e.g. openssl rand -hex 32) in the scanner's webhook settings and here`);
+  }
+  return secret;
 }
 
 export function intakeEnabled(policy: Policy): boolean {

@@ -11,7 +11,7 @@ export const GITHUB_API_URL = 'https://api.github.com';
 
 export const GithubIntake = z
   .strictObject({
-    webhookSecret: SecretRef.describe("Reference to the webhook's secret (GitHub signs each delivery with it: X-Hub-Signature-256)."),
+    webhookSecret: SecretRef.describe("Reference to the webhook's secret (GitHub signs each delivery with it: X-Hub-Signature-256); at least 32 bytes, e.g. openssl rand -hex 32 (the daemon refuses a shorter one)."),
     apiUrl: HttpUrl.default(GITHUB_API_URL).describe('GitHub REST API base URL; GitHub Enterprise Server: https://HOST/api/v3. Default https://api.github.com.'),
     token: SecretRef.describe('Reference to a GitHub token that may read and resolve secret scanning alerts (fine-grained: "Secret scanning alerts" read and write; classic: repo or security_events).'),
     allowInsecureHttp: AllowInsecureHttp,
@@ -20,7 +20,7 @@ export const GithubIntake = z
 
 export const GitguardianIntake = z
   .strictObject({
-    webhookSecret: SecretRef.describe("Reference to the custom webhook's signature token (GitGuardian-Signature)."),
+    webhookSecret: SecretRef.describe("Reference to the custom webhook's signature token (GitGuardian-Signature); at least 32 bytes (the daemon refuses a shorter one: replace a shorter generated token in GitGuardian's settings)."),
     detectors: z
       .array(z.string().min(1))
       .min(1)

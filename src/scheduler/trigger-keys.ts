@@ -3,6 +3,7 @@
 // key is an identity, not a shared password: revoke one caller by removing its key.
 import type { Secret } from '../audit/secret.ts';
 import { KeyrollError } from '../errors.ts';
+import { MIN_SIGNING_KEY_BYTES, signingKeyTooShort } from '../inbound/signature.ts';
 import { resolveRef, SecretRef } from '../policy/refs.ts';
 import { CALLER_NAME, type TriggerKeyLookup } from './trigger-auth.ts';
 
@@ -41,19 +42,15 @@ export function parseTriggerKeys(entries: readonly string[]): TriggerKeySpec[] {
   return specs;
 }
 
-/**
- * The shortest trigger key accepted, in bytes (issue 12): an HMAC key shorter than the hash's
- * 32-byte output is guessable sooner than the signature itself, and short values are the ones
- * the sanitizer can only blank after a credential marker.
- */
-export const MIN_TRIGGER_KEY_BYTES = 32;
+/** The shortest trigger key accepted, in bytes (issue 12): every signed endpoint's minimum. */
+export const MIN_TRIGGER_KEY_BYTES = MIN_SIGNING_KEY_BYTES;
 
 /** Reads every caller's key (at start and on SIGHUP); any unreadable or short one fails the whole set. */
 export async function resolveTriggerKeys(specs: readonly TriggerKeySpec[], env: NodeJS.ProcessEnv): Promise<ReadonlyMap<string, Secret>> {
   const keys = new Map<string, Secret>();
   for (const spec of specs) {
     const key = await resolveRef(spec.ref, env);
-    if (Buffer.byteLength(key.reveal(), 'utf8') < MIN_TRIGGER_KEY_BYTES) {
+    if (signingKeyTooShort(key)) {
       throw new TriggerKeyError(spec.ref, `--trigger-key ${spec.caller}=${spec.ref}: the key is shorter than ${String(MIN_TRIGGER_KEY_BYTES)} bytes; use at least ${String(MIN_TRIGGER_KEY_BYTES)} random bytes (e.g. openssl rand -hex 32)`);
     }
     keys.set(spec.caller, key);
