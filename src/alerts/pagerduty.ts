@@ -1,5 +1,6 @@
 // PagerDuty Events API v2 sink. The routing key is a reference, revealed only into the request
 // body; it never appears in the audit trail (and, being a Secret, is blanked if it ever did).
+import { randomUUID } from 'node:crypto';
 import { resolveRef } from '../policy/refs.ts';
 import type { PagerDutySinkConfig } from './config.ts';
 import type { SinkRequest } from './deliver.ts';
@@ -26,13 +27,17 @@ export interface PagerDutyEvent {
 const SUMMARY_MAX = 1024;
 
 /**
- * One incident per key rotation: a second trigger for the same rotation (a retried alert, an
- * escalation) updates that incident instead of opening another. Run-level alerts (no key) get
- * one per run, step and error code.
+ * One incident per key rotation: a second trigger for the same rotation (an escalation) updates
+ * that incident instead of opening another. Run-level alerts (no key) get one per run, step and
+ * error code. An alert without a rotation id (a leak report, a failed reload) is tied to nothing
+ * that would make a later alert the same incident, so it gets a key of its own (`fresh`): a
+ * second, unrelated leak of the same key opens a second incident and pages, instead of folding
+ * into one left open. The key is made once per send, so a delivery retried by the sink keeps it.
  */
-export function pagerDutyDedupKey(alert: Alert): string {
-  if (alert.keyId !== undefined) return `keyroll:${alert.keyId}:${alert.rotationId ?? '-'}`;
-  return `keyroll:run:${alert.rotationId ?? '-'}:${alert.step}:${alert.errorCode}`;
+export function pagerDutyDedupKey(alert: Alert, fresh: () => string = randomUUID): string {
+  const rotation = alert.rotationId ?? `alert-${fresh()}`;
+  if (alert.keyId !== undefined) return `keyroll:${alert.keyId}:${rotation}`;
+  return `keyroll:run:${rotation}:${alert.step}:${alert.errorCode}`;
 }
 
 export function pagerDutyEvent(alert: Alert, routingKey: string, time: Date): PagerDutyEvent {

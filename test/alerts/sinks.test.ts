@@ -162,4 +162,24 @@ describe('PagerDuty sink', () => {
   it('gives run-level alerts a dedup key per run, step and error code', () => {
     expect(pagerDutyDedupKey({ ...alert, keyId: undefined, rotationId: 'run-1', step: 'run', errorCode: 'KR_RUN_SHUTDOWN' })).toBe('keyroll:run:run-1:run:KR_RUN_SHUTDOWN');
   });
+
+  it('opens an incident of its own for each alert without a rotation id: a second leak of the same key pages again (issue 18)', async () => {
+    const leak = (source: string): Alert => ({ ...alert, rotationId: undefined, severity: 'critical', step: 'leak-intake', errorCode: 'KR_LEAK_ALERT_ONLY', details: { source } });
+    await alerter().send(leak('github'), ['pagerEnv']);
+    await alerter().send(leak('gitguardian'), ['pagerEnv']);
+    const keys = receiver.requests.map((request) => (request.body as PagerDutyEvent).dedup_key);
+    expect(keys).toHaveLength(2);
+    expect(keys[0]).toMatch(/^keyroll:key-1:alert-[0-9a-f-]{36}$/);
+    expect(keys[1]).not.toBe(keys[0]);
+    const runLevel = { ...alert, keyId: undefined, rotationId: undefined };
+    expect(pagerDutyDedupKey(runLevel)).not.toBe(pagerDutyDedupKey(runLevel));
+  });
+
+  it('keeps the dedup key of one alert across the retries of its delivery', async () => {
+    receiver.answer({ status: 500, body: 'try again' }, { status: 202, body: '{"status":"success"}' });
+    await alerter().send({ ...alert, rotationId: undefined }, ['pagerEnv']);
+    const keys = receiver.requests.map((request) => (request.body as PagerDutyEvent).dedup_key);
+    expect(keys).toHaveLength(2);
+    expect(keys[1]).toBe(keys[0]);
+  });
 });
