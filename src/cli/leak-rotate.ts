@@ -1,12 +1,15 @@
 // `keyroll rotate --leaked-secret-stdin`: the responder holds a leaked value, not a key id. The
 // value is read on stdin, identified as `keyroll identify` does, the entries that hold it are
 // rotated with reason leak (a two-slot entry: the slot the value belongs to), and then the API is
-// called with the leaked value to prove it dead (src/leaks/proof.ts). Only fingerprints are ever
-// printed or audited (invariant 3).
+// called with the leaked value to prove it dead (src/leaks/proof.ts). An entry where the value is
+// only the previous one, already refused by the API, is not rolled again: the daemon's leak
+// intake decides the same way, through the same function (src/leaks/previous-value.ts). Only
+// fingerprints are ever printed or audited (invariant 3).
 import type { AuditContext, AuditLog } from '../audit/events.ts';
 import { createAuditLog, createNullAuditLog } from '../audit/logger.ts';
 import type { Secret } from '../audit/secret.ts';
 import { searchLeakedSecret, type LeakMatch } from '../leaks/identify.ts';
+import { needsLeakRotation } from '../leaks/previous-value.ts';
 import { proveLeakDead, type LeakProof } from '../leaks/proof.ts';
 import type { KeyPolicy, Policy } from '../policy/schema.ts';
 import type { RunSummary } from '../rotation/run.ts';
@@ -19,6 +22,7 @@ import { resolveOutputMode, type OutputFlags } from './terminal/output-mode.ts';
 export interface LeakRotation {
   leaked: Secret;
   matches: LeakMatch[];
+  /** The entries to rotate: every match but those whose value is already dead. */
   keys: KeyPolicy[];
   /** Two-slot entries: entry id → the slot the leaked value belongs to (the slot to roll). */
   slots: Map<string, string>;
@@ -44,15 +48,17 @@ export async function identifyForRotation(policy: Policy, leaked: Secret, contex
   const fingerprint = leaked.fingerprint();
   const runtime = await createRuntime(policy, { audit: createNullAuditLog() });
   let search;
+  const alreadyDead = new Set<LeakMatch>();
   try {
     search = await searchLeakedSecret(policy, runtime, leaked);
+    for (const match of search.matches) if (!(await needsLeakRotation(runtime, match, leaked))) alreadyDead.add(match);
   } finally {
     await runtime.close();
   }
   for (const unread of search.unread) {
     process.stderr.write(`keyroll: could not read ${unread.backend}:${unread.path} of ${unread.keyId} (${unread.errorCode}); the value may be there\n`);
   }
-  if (search.matches.length > 0) return leakRotation(leaked, search.matches, context);
+  if (search.matches.length > 0) return leakRotation(leaked, search.matches, alreadyDead, context);
   await auditUnmatched(output, (audit) => {
     audit.child(context).emit('leak.unmatched', { fingerprint, searched: search.searched, unread: search.unread });
   });
@@ -84,14 +90,17 @@ async function auditUnmatched(flags: OutputFlags, emit: (audit: AuditLog) => voi
   }
 }
 
-function leakRotation(leaked: Secret, matches: LeakMatch[], context: AuditContext): LeakRotation {
+function leakRotation(leaked: Secret, matches: LeakMatch[], alreadyDead: ReadonlySet<LeakMatch>, context: AuditContext): LeakRotation {
+  const rotated = matches.filter((match) => !alreadyDead.has(match));
   const slots = new Map<string, string>();
-  for (const match of matches) if (match.slot !== undefined) slots.set(match.key.id, match.slot);
+  for (const match of rotated) if (match.slot !== undefined) slots.set(match.key.id, match.slot);
   const proofs: LeakProof[] = [];
+  const deadTarget = (keyId: string, slot: string | undefined): string => `${keyId}\n${slot ?? ''}`;
+  const deadTargets = new Set([...alreadyDead].map((match) => deadTarget(match.key.id, match.slot)));
   return {
     leaked,
     matches,
-    keys: matches.map((match) => match.key),
+    keys: rotated.map((match) => match.key),
     slots,
     announce: (audit) => {
       for (const match of matches) {
@@ -109,7 +118,8 @@ function leakRotation(leaked: Secret, matches: LeakMatch[], context: AuditContex
       const audit = runtime.audit.child({ ...context, runId: summary.runId });
       const alerter = runtime.rotationDeps(audit).alerter;
       for (const match of matches) {
-        const outcome = summary.outcomes.find((o) => o.keyId === match.key.id);
+        // An already-dead value's key was not in the run: its proof has no rotation.
+        const outcome = alreadyDead.has(match) ? undefined : summary.outcomes.find((o) => o.keyId === match.key.id);
         proofs.push(
           await proveLeakDead(runtime, audit, alerter, {
             key: match.key,
@@ -125,11 +135,12 @@ function leakRotation(leaked: Secret, matches: LeakMatch[], context: AuditContex
     },
     textLines: () => [
       ...matches.map((match) => `leaked value ${leaked.fingerprint()}: ${describeMatch(match)}`),
-      ...proofs.map((proof) => `leaked value ${proof.fingerprint}: ${proof.keyId}${proof.slot === undefined ? '' : ` slot=${proof.slot}`} ${proofSentence(proof)}`),
+      ...proofs.map((proof) => `leaked value ${proof.fingerprint}: ${proof.keyId}${proof.slot === undefined ? '' : ` slot=${proof.slot}`} ${proofSentence(proof)}${deadTargets.has(deadTarget(proof.keyId, proof.slot)) ? '; it was already rotated away, so nothing was rotated' : ''}`),
     ],
     json: () => ({
       fingerprint: leaked.fingerprint(),
       matches: matches.map(matchJson),
+      alreadyDead: [...alreadyDead].map((match) => match.slot ?? match.key.id),
       proofs,
     }),
   };

@@ -13,7 +13,8 @@ import type { KeyPolicy, Policy } from '../policy/schema.ts';
 import type { Runtime } from '../rotation/runtime.ts';
 import type { KeyOutcome, RunTrigger } from '../rotation/types.ts';
 import { searchLeakedSecret, type LeakMatch } from './identify.ts';
-import { probeLeakedSecret, proveLeakDead, type DeathProof } from './proof.ts';
+import { needsLeakRotation } from './previous-value.ts';
+import { proveLeakDead, type DeathProof } from './proof.ts';
 
 export type LeakSource = 'github' | 'gitguardian';
 
@@ -123,18 +124,13 @@ export class LeakIntake {
   }
 
   async #rotateAndProve(report: LeakReport, match: LeakMatch, leaked: Secret, base: Omit<LeakKeyResult, 'result'>): Promise<LeakKeyResult> {
-    const { key, slot, which } = match;
+    const { key, slot } = match;
     const runtime = this.#options.runtime();
     const audit = this.#options.audit().child({ actor: actorOf(report), reason: 'leak' });
-    // A previous value usually died when the key (or slot) was last rolled: an alert that arrives
-    // after its leak rotation finished, or a slot entry's previous value after a leak of its active
-    // slot (that slot's own old value, not the standby's). Proven dead, nothing is rolled again
-    // (that would cut consumers off for nothing). A single key's previous value is always proven
-    // (recorded) first; a slot entry's only when a quiet probe says it is refused, because its
-    // previous value is the live standby after an ordinary alternation (invariant 10).
-    const worthProving = which === 'previous' && (key.slots === undefined || (await probeLeakedSecret(runtime, leaked, key.organizationId)).verdict === 'refused');
-    if (worthProving) {
-      const proof = await proveLeakDead(runtime, audit, this.#options.alerter(), { key, leaked });
+    // The same question `keyroll rotate --leaked-secret-stdin` asks (previous-value.ts): a
+    // previous value the API already refuses is proven dead (recorded) and not rolled again.
+    if (!(await needsLeakRotation(runtime, match, leaked))) {
+      const proof = await proveLeakDead(runtime, audit, this.#options.alerter(), { key, leaked, ...(slot === undefined ? {} : { slot }) });
       if (proof.verdict === 'refused') return { ...base, result: 'already-dead', proof: 'refused' };
     }
     const target = `${key.id}\n${slot ?? ''}`;

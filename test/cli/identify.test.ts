@@ -185,6 +185,23 @@ describe('keyroll rotate --leaked-secret-stdin', () => {
     expectNotLeaked([result], cli.emulator.state.mintedSecrets());
   });
 
+  it('a value that is only the previous one and already dead rolls nothing: proven dead, as the daemon decides (issue 18)', async () => {
+    await cli.writePolicy();
+    expect((await cli.run(['run', '-p', 'policy.yaml'])).code).toBe(0);
+    const old = await storedSecret(cli.secretsDir, 'key_demo_billing');
+    expect((await cli.run(['rotate', '-p', 'policy.yaml', '--key', 'key_demo_billing', '--reason', 'manual', '--force'])).code).toBe(0);
+    expect(cli.emulator.state.rollCount('key_demo_billing')).toBe(2);
+
+    const result = await cli.run(['rotate', '-p', 'policy.yaml', '--leaked-secret-stdin', '--reason', 'leak', '--actor', 'alice'], { stdin: old });
+    expect(result.code, result.stderr).toBe(0);
+    expect(cli.emulator.state.rollCount('key_demo_billing')).toBe(2);
+    expect(result.lastLine).toBe('rotated 0, failed 0, skipped 0');
+    expect(eventsNamed(result, 'leak.identified')).toEqual([expect.objectContaining({ keyId: 'key_demo_billing', which: 'previous' })]);
+    expect(eventsNamed(result, 'leak.proven-dead')).toEqual([expect.objectContaining({ keyId: 'key_demo_billing', fingerprint: fingerprintOf(old), status: 401 })]);
+    expect(result.stdout).toContain(`leaked value ${fingerprintOf(old)}: key_demo_billing proven dead: the API refused it (401); it was already rotated away, so nothing was rotated`);
+    expectNotLeaked([result], cli.emulator.state.mintedSecrets());
+  });
+
   it('refuses --key/--org/--all and a reason other than leak or compromise (exit 2), before reading anything', async () => {
     await cli.writePolicy();
     const withKey = await cli.run(['rotate', '-p', 'policy.yaml', '--leaked-secret-stdin', '--key', 'key_demo_billing'], { stdin: 'whatever-value-1234' });

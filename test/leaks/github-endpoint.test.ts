@@ -5,7 +5,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { Backend } from '../../src/backends/types.ts';
 import { wrapBackend } from '../rotation/harness.ts';
-import { createGate, keyYaml, type DaemonBench } from '../scheduler/support.ts';
+import { createGate, keyYaml, postTrigger, type DaemonBench } from '../scheduler/support.ts';
 import { secretScanningWebhook, type FakeGithub } from './github-fake.ts';
 import { BILLING, deliver, intakePolicy, startWithIntake, storeFirstSecret, until, useGithubBench } from './github-support.ts';
 
@@ -157,5 +157,21 @@ describe('POST /v1/leaks/github', () => {
     expect((JSON.parse(first.body) as { resolution_comment: string }).resolution_comment).toContain(rotationId);
     expect((JSON.parse(second.body) as { resolution_comment: string }).resolution_comment).toContain(rotationId);
     expect(bench.emulator.state.isLiveSecret(BILLING, leaked)).toBe(false);
+  });
+
+  it('an alert whose value is only the previous one, already dead, rolls nothing and is resolved (the same decision as rotate --leaked-secret-stdin)', async () => {
+    await bench.writePolicyText(intakePolicy(bench, github));
+    const daemon = await startWithIntake(bench, github);
+    const old = await storeFirstSecret(bench, daemon, BILLING);
+    await postTrigger(daemon, { body: JSON.stringify({ keys: [BILLING], reason: 'leak' }) });
+    await daemon.idle();
+    const rolls = bench.emulator.state.rollCount(BILLING);
+    github.addAlert({ owner: 'octo-org', repo: 'billing-app', number: 31, state: 'open', secret: old });
+    expect((await deliver(daemon, webhook(31))).status).toBe(202);
+    const patch = await github.patched('octo-org', 'billing-app', 31);
+    await daemon.idle();
+    expect(bench.emulator.state.rollCount(BILLING)).toBe(rolls);
+    expect(bench.events('leak.proven-dead')).toEqual([expect.objectContaining({ keyId: BILLING, status: 401 })]);
+    expect((JSON.parse(patch.body) as { resolution_comment: string }).resolution_comment).toContain('already rotated away');
   });
 });
