@@ -9,10 +9,18 @@ import { AllowInsecureHttp, HttpUrl } from './transport.ts';
 
 export const GITHUB_API_URL = 'https://api.github.com';
 
+/**
+ * A REST base URL that keyroll appends paths to: a query string or fragment would end up before
+ * the path it appends, so the token would go to another path than the alert's (issue 18).
+ */
+const ApiBaseUrl = HttpUrl.refine((url) => !url.includes('?') && !url.includes('#'), {
+  error: 'must be a base URL without a query string (?) or fragment (#): keyroll appends /repos/... to it, and the token would be sent to another path',
+});
+
 export const GithubIntake = z
   .strictObject({
     webhookSecret: SecretRef.describe("Reference to the webhook's secret (GitHub signs each delivery with it: X-Hub-Signature-256); at least 32 bytes, e.g. openssl rand -hex 32 (the daemon refuses a shorter one)."),
-    apiUrl: HttpUrl.default(GITHUB_API_URL).describe('GitHub REST API base URL; GitHub Enterprise Server: https://HOST/api/v3. Default https://api.github.com.'),
+    apiUrl: ApiBaseUrl.default(GITHUB_API_URL).describe('GitHub REST API base URL; GitHub Enterprise Server: https://HOST/api/v3. Default https://api.github.com.'),
     token: SecretRef.describe('Reference to a GitHub token that may read and resolve secret scanning alerts (fine-grained: "Secret scanning alerts" read and write; classic: repo or security_events).'),
     allowInsecureHttp: AllowInsecureHttp,
   })

@@ -1,0 +1,63 @@
+// The policy's `intake` section: intake.github.apiUrl is a base URL keyroll appends paths to, so a
+// query string or fragment is refused at load, at its line (issue 18, finding 5); alertOnly must
+// name key entries.
+import { describe, expect, it } from 'vitest';
+import { PolicyError } from '../../src/policy/errors.ts';
+import { parsePolicy } from '../../src/policy/load.ts';
+import { useCliFixture } from '../cli/harness.ts';
+
+const BASE = `version: 1
+api:
+  baseUrl: https://keys.example.com
+  credential: { type: bearer, token: env:KEYROLL_API_TOKEN }
+backends:
+  files: { kind: file, directory: ./secrets }
+keys:
+  - id: key_a
+    organization: org_a
+    destinations: [{ backend: files, path: a.json }]
+    maxAge: 30d
+`;
+
+const withApiUrl = (apiUrl: string): string => `${BASE}intake:
+  github:
+    webhookSecret: env:GH_SECRET
+    token: env:GH_TOKEN
+    apiUrl: ${apiUrl}
+`;
+
+function rejection(text: string): PolicyError {
+  try {
+    parsePolicy(text, 'policy.yaml');
+  } catch (error) {
+    if (error instanceof PolicyError) return error;
+    throw error;
+  }
+  throw new Error('expected the policy to be rejected');
+}
+
+describe('intake.github.apiUrl', () => {
+  it('refuses a query string or a fragment, at its line', () => {
+    for (const url of ['"https://github.example.com/api/v3?per_page=1"', '"https://github.example.com/api/v3#frag"', '"https://github.example.com/api/v3?"']) {
+      const error = rejection(withApiUrl(url));
+      expect(error.code, url).toBe('KR_POLICY_INVALID');
+      expect(error.message, url).toMatch(/^policy\.yaml:16 intake\.github\.apiUrl: must be a base URL without a query string \(\?\) or fragment \(#\)/);
+    }
+  });
+
+  it('accepts a base URL with a path (GitHub Enterprise Server), and defaults to api.github.com', () => {
+    expect(parsePolicy(withApiUrl('https://github.example.com/api/v3'), 'policy.yaml').intake?.github?.apiUrl).toBe('https://github.example.com/api/v3');
+    expect(parsePolicy(`${BASE}intake:\n  github:\n    webhookSecret: env:GH_SECRET\n    token: env:GH_TOKEN\n`, 'policy.yaml').intake?.github?.apiUrl).toBe('https://api.github.com');
+  });
+});
+
+describe('keyroll validate with a query string in intake.github.apiUrl', () => {
+  const cli = useCliFixture();
+
+  it('exits 2 naming the file and line', async () => {
+    await cli.writeFile('policy.yaml', withApiUrl('"https://github.example.com/api/v3?x=1"'));
+    const result = await cli.run(['validate', '-p', 'policy.yaml']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('policy.yaml:16 intake.github.apiUrl: must be a base URL without a query string');
+  });
+});
