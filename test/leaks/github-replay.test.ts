@@ -79,7 +79,7 @@ interface Flood {
   statuses: Map<number, number>;
 }
 
-/** Sends `count` copies of one signed body, each under a fresh delivery id, `connections` at a time. */
+/** Sends `count` copies of one signed body, each under a fresh delivery id, 16 at a time; `onHalf` is sent halfway. */
 async function flood(pool: Pool, body: string, event: string, count: number, onHalf: () => Promise<void>): Promise<Flood> {
   const signature = await sign(GITHUB_WEBHOOK_SECRET, body);
   const statuses = new Map<number, number>();

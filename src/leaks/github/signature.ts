@@ -1,7 +1,8 @@
 // GitHub signs each delivery with the webhook secret: X-Hub-Signature-256 = sha256=<hex
 // HMAC-SHA256 of the raw body>, checked in constant time before a byte of the body is parsed.
-// GitHub signs no timestamp, so a captured delivery stays valid: replays are bounded by the
-// delivery id record and, above all, by the alert's state fetched from GitHub.
+// GitHub signs no timestamp and nothing but the body (X-GitHub-Delivery and X-GitHub-Event are
+// not covered), so a captured delivery stays valid under any delivery id: the endpoint knows a
+// delivery by its body's digest (endpoint.ts).
 import type { Secret } from '../../audit/secret.ts';
 import { hmacSha256, sameBytes, sha256HeaderBytes } from '../../inbound/signature.ts';
 
