@@ -1,7 +1,7 @@
 // Each kind of mistake an operator makes gives one exact `file:line path: sentence`.
 import { describe, expect, it } from 'vitest';
-import { PolicyError, type PolicyIssue } from '../../src/policy/errors.ts';
-import { parsePolicy } from '../../src/policy/load.ts';
+import type { PolicyIssue } from '../../src/policy/errors.ts';
+import { policyRejection } from '../support/policy-rejection.ts';
 
 // Lines 1-9 are valid; tests append or replace below. Line 8 is `  - id: key_a`.
 const HEAD = `version: 1
@@ -16,18 +16,8 @@ keys:
 `;
 const DESTINATION = '    destinations: [{ backend: files, path: a.json }]\n';
 
-function rejection(text: string, file = 'policy.yaml'): PolicyError {
-  try {
-    parsePolicy(text, file);
-  } catch (error) {
-    if (error instanceof PolicyError) return error;
-    throw error;
-  }
-  throw new Error('expected the policy to be rejected');
-}
-
 function messageOf(text: string): string {
-  return rejection(text).message;
+  return policyRejection(text).message;
 }
 
 describe('schema errors', () => {
@@ -85,7 +75,7 @@ describe('schema errors', () => {
 
   it('a literal secret where a reference belongs, without echoing it', () => {
     const literal = 'sk_live_4f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c';
-    const error = rejection(`${HEAD.replace('env:KEYROLL_API_TOKEN', literal)}${DESTINATION}    maxAge: 7d\n`);
+    const error = policyRejection(`${HEAD.replace('env:KEYROLL_API_TOKEN', literal)}${DESTINATION}    maxAge: 7d\n`);
     expect(error.message).toBe(
       'policy.yaml:4 api.credential.token: must be a reference like env:NAME or file:/absolute/path, never a literal secret',
     );
@@ -112,7 +102,7 @@ describe('schema errors', () => {
   it('a literal OAuth client secret is refused without being echoed', () => {
     const literal = 'cs_8d7f6e5d4c3b2a1908f7e6d5c4b3a291';
     const oauth = `{ type: oauth2, tokenUrl: https://keys.example.com/oauth/token, clientId: keyroll, clientSecret: ${literal} }`;
-    const error = rejection(`${HEAD.replace('{ type: bearer, token: env:KEYROLL_API_TOKEN }', oauth)}${DESTINATION}    maxAge: 7d\n`);
+    const error = policyRejection(`${HEAD.replace('{ type: bearer, token: env:KEYROLL_API_TOKEN }', oauth)}${DESTINATION}    maxAge: 7d\n`);
     expect(error.message).toBe(
       'policy.yaml:4 api.credential.clientSecret: must be a reference like env:NAME or file:/absolute/path, never a literal secret',
     );
@@ -134,7 +124,7 @@ describe('schema errors', () => {
   });
 
   it('lists every issue, in line order', () => {
-    const error = rejection(`${HEAD.replace('version: 1', 'version: 3')}${DESTINATION}    schedule: nope\n    maxAge: soon\n`);
+    const error = policyRejection(`${HEAD.replace('version: 1', 'version: 3')}${DESTINATION}    schedule: nope\n    maxAge: soon\n`);
     expect(error.code).toBe('KR_POLICY_INVALID');
     expect(error.issues.map((issue: PolicyIssue) => `${issue.line} ${issue.path}`)).toEqual(['1 version', '11 keys[0].schedule', '12 keys[0].maxAge']);
     expect(error.message.split('\n')).toHaveLength(3);
@@ -214,13 +204,13 @@ describe('semantic errors', () => {
 
 describe('YAML errors', () => {
   it('a duplicate YAML key names the field and its line', () => {
-    const error = rejection(`${HEAD}${DESTINATION}    maxAge: 7d\n    maxAge: 14d\n`);
+    const error = policyRejection(`${HEAD}${DESTINATION}    maxAge: 7d\n    maxAge: 14d\n`);
     expect(error.code).toBe('KR_POLICY_SYNTAX');
     expect(error.message).toBe('policy.yaml:12 keys[0].maxAge: is written twice in the same mapping (YAML keys must be unique)');
   });
 
   it('a syntax error gives its line', () => {
-    const error = rejection(`${HEAD}    destinations: [{ backend: files, path: a.json }\n    maxAge: 7d\n`);
+    const error = policyRejection(`${HEAD}    destinations: [{ backend: files, path: a.json }\n    maxAge: 7d\n`);
     expect(error.code).toBe('KR_POLICY_SYNTAX');
     expect(error.issues[0]?.line).toBe(11);
     expect(error.message).toMatch(/^policy\.yaml:11: invalid YAML: /);
@@ -241,6 +231,6 @@ describe('YAML errors', () => {
   });
 
   it('names the file as the user gave it', () => {
-    expect(rejection(`${HEAD}${DESTINATION}`, '../deploy/prod.yaml').message).toMatch(/^\.\.\/deploy\/prod\.yaml:8 keys\[0\]: /);
+    expect(policyRejection(`${HEAD}${DESTINATION}`, '../deploy/prod.yaml').message).toMatch(/^\.\.\/deploy\/prod\.yaml:8 keys\[0\]: /);
   });
 });

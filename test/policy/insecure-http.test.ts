@@ -6,9 +6,9 @@ import { AlertSinkConfig, type SlackSinkConfig, type WebhookSinkConfig } from '.
 import { slackAlertRequest } from '../../src/alerts/slack.ts';
 import type { Alert } from '../../src/alerts/types.ts';
 import { webhookAlertRequest } from '../../src/alerts/webhook.ts';
-import { PolicyError } from '../../src/policy/errors.ts';
 import { parsePolicy } from '../../src/policy/load.ts';
 import { insecureHttpHost, isLoopbackHost } from '../../src/policy/transport.ts';
+import { policyRejection } from '../support/policy-rejection.ts';
 
 const KEYS = `keys:
   - id: key_a
@@ -22,16 +22,6 @@ function policy(parts: { api?: string; backends?: string; alerts?: string }): st
   const api = parts.api ?? 'api:\n  baseUrl: https://keys.example.com\n  credential: { type: bearer, token: env:KEYROLL_API_TOKEN }\n';
   const backends = `backends:\n  files: { kind: file, directory: ./secrets }\n${parts.backends ?? ''}`;
   return `version: 1\n${api}${backends}${parts.alerts ?? ''}${KEYS}`;
-}
-
-function rejection(text: string): PolicyError {
-  try {
-    parsePolicy(text, 'policy.yaml');
-  } catch (error) {
-    if (error instanceof PolicyError) return error;
-    throw error;
-  }
-  throw new Error('expected the policy to be rejected');
 }
 
 const sentence = (host: string): string =>
@@ -52,7 +42,7 @@ describe('loopback hosts', () => {
 
 describe('plain http:// to another machine', () => {
   it('is refused for api.baseUrl, at its line', () => {
-    const error = rejection(policy({ api: 'api:\n  baseUrl: http://keys.example.com\n  credential: { type: bearer, token: env:KEYROLL_API_TOKEN }\n' }));
+    const error = policyRejection(policy({ api: 'api:\n  baseUrl: http://keys.example.com\n  credential: { type: bearer, token: env:KEYROLL_API_TOKEN }\n' }));
     expect(error.code).toBe('KR_POLICY_INVALID');
     expect(error.message).toBe(`policy.yaml:3 api.baseUrl: ${sentence('keys.example.com')}`);
   });
@@ -66,14 +56,14 @@ describe('plain http:// to another machine', () => {
     clientId: keyroll
     clientSecret: env:CLIENT_SECRET
 `;
-    expect(rejection(policy({ api })).message).toBe(`policy.yaml:6 api.credential.tokenUrl: ${sentence('auth.example.com')}`);
+    expect(policyRejection(policy({ api })).message).toBe(`policy.yaml:6 api.credential.tokenUrl: ${sentence('auth.example.com')}`);
   });
 
   it('is refused for a Vault address and an AWS endpoint', () => {
     const backends = `  vault: { kind: vault, address: "http://vault.internal:8200", auth: { method: token, token: env:VAULT_TOKEN } }
   aws: { kind: aws, region: eu-west-1, endpoint: "http://10.1.2.3:4566" }
 `;
-    expect(rejection(policy({ backends })).message).toBe(
+    expect(policyRejection(policy({ backends })).message).toBe(
       [`policy.yaml:7 backends.vault.address: ${sentence('vault.internal')}`, `policy.yaml:8 backends.aws.endpoint: ${sentence('10.1.2.3')}`].join('\n'),
     );
   });
@@ -84,14 +74,14 @@ describe('plain http:// to another machine', () => {
     siem: { kind: webhook, url: "http://siem.example.com/hook" }
     pager: { kind: pagerduty, routingKey: env:PD_KEY, url: "http://events.example.com/v2/enqueue" }
 `;
-    expect(rejection(policy({ alerts })).message).toBe(
+    expect(policyRejection(policy({ alerts })).message).toBe(
       [`policy.yaml:9 alerts.sinks.siem.url: ${sentence('siem.example.com')}`, `policy.yaml:10 alerts.sinks.pager.url: ${sentence('events.example.com')}`].join('\n'),
     );
   });
 
   it('refuses a Vault address or an AWS endpoint that is not http(s) at all', () => {
     const backends = '  vault: { kind: vault, address: "ftp://vault:21", auth: { method: token, token: env:VAULT_TOKEN } }\n';
-    expect(rejection(policy({ backends })).message).toBe('policy.yaml:7 backends.vault.address: must be an http:// or https:// URL');
+    expect(policyRejection(policy({ backends })).message).toBe('policy.yaml:7 backends.vault.address: must be an http:// or https:// URL');
   });
 });
 
@@ -131,7 +121,7 @@ describe('allowInsecureHttp: true', () => {
   allowInsecureHttp: true
   credential: { type: oauth2, tokenUrl: "http://auth.example.com/token", clientId: k, clientSecret: env:S }
 `;
-    expect(rejection(policy({ api })).message).toBe(`policy.yaml:5 api.credential.tokenUrl: ${sentence('auth.example.com')}`);
+    expect(policyRejection(policy({ api })).message).toBe(`policy.yaml:5 api.credential.tokenUrl: ${sentence('auth.example.com')}`);
   });
 });
 

@@ -2,9 +2,9 @@
 // query string or fragment is refused at load, at its line (issue 18, finding 5); alertOnly must
 // name key entries.
 import { describe, expect, it } from 'vitest';
-import { PolicyError } from '../../src/policy/errors.ts';
 import { parsePolicy } from '../../src/policy/load.ts';
 import { useCliFixture } from '../cli/harness.ts';
+import { policyRejection } from '../support/policy-rejection.ts';
 
 const BASE = `version: 1
 api:
@@ -26,20 +26,10 @@ const withApiUrl = (apiUrl: string): string => `${BASE}intake:
     apiUrl: ${apiUrl}
 `;
 
-function rejection(text: string): PolicyError {
-  try {
-    parsePolicy(text, 'policy.yaml');
-  } catch (error) {
-    if (error instanceof PolicyError) return error;
-    throw error;
-  }
-  throw new Error('expected the policy to be rejected');
-}
-
 describe('intake.github.apiUrl', () => {
   it('refuses a query string or a fragment, at its line', () => {
     for (const url of ['"https://github.example.com/api/v3?per_page=1"', '"https://github.example.com/api/v3#frag"', '"https://github.example.com/api/v3?"']) {
-      const error = rejection(withApiUrl(url));
+      const error = policyRejection(withApiUrl(url));
       expect(error.code, url).toBe('KR_POLICY_INVALID');
       expect(error.message, url).toMatch(/^policy\.yaml:16 intake\.github\.apiUrl: must be a base URL without a query string \(\?\) or fragment \(#\)/);
     }

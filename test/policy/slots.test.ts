@@ -2,10 +2,10 @@
 // every key has, each refusal as one exact `file:line path: sentence`, and the lookup that lets
 // an operator name an entry or one of its slots.
 import { describe, expect, it } from 'vitest';
-import { PolicyError } from '../../src/policy/errors.ts';
 import { findKeyEntry } from '../../src/policy/key-entry.ts';
 import { parsePolicy } from '../../src/policy/load.ts';
 import { smallestScheduleGap } from '../../src/policy/slots.ts';
+import { policyRejection } from '../support/policy-rejection.ts';
 
 const HOUR = 3_600_000;
 
@@ -26,17 +26,7 @@ function entry(id: string, extra: string[]): string {
 
 const SLOT_ENTRY = ['slots: [key_a, key_b]', 'consumerRefresh: 1h', 'maxAge: 7d'];
 
-function rejection(text: string): PolicyError {
-  try {
-    parsePolicy(text, 'policy.yaml');
-  } catch (error) {
-    if (error instanceof PolicyError) return error;
-    throw error;
-  }
-  throw new Error('expected the policy to be rejected');
-}
-
-const messageOf = (text: string): string => rejection(text).message;
+const messageOf = (text: string): string => policyRejection(text).message;
 
 describe('resolving slot entries and drift settings', () => {
   it('a slot entry resolves to its two slots, consumerRefreshMs and the drift defaults', () => {
@@ -125,7 +115,7 @@ describe('refusals', () => {
   });
 
   it('a maxAge shorter than consumerRefresh', () => {
-    const error = rejection(`${HEAD}${entry('billing-api', ['slots: [key_a, key_b]', 'consumerRefresh: 2h', 'maxAge: 90m', 'minInterval: 1h'])}`);
+    const error = policyRejection(`${HEAD}${entry('billing-api', ['slots: [key_a, key_b]', 'consumerRefresh: 2h', 'maxAge: 90m', 'minInterval: 1h'])}`);
     expect(error.issues.map((issue) => `${issue.line} ${issue.path}: ${issue.message}`)).toContain(
       '13 keys[0].maxAge: maxAge (1h30m) is shorter than consumerRefresh (2h), so a slot could be rolled while consumers may still use its value; raise maxAge or lower consumerRefresh',
     );
