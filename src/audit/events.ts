@@ -47,6 +47,7 @@ export const AUDIT_EVENTS = {
   'leak.intake.unidentified': 'A scanner reported a leak without the value (GitGuardian): alerted critical; a person must supply the value.',
   'leak.intake.resolved': "The scanner's alert was resolved as revoked, naming the rotations.",
   'leak.intake.failed': 'A step of handling a scanner alert failed (token, fetch, identify, rotate, resolve); alerted; the alert stays open.',
+  'backend.throttled': "A backend refused a request for its request quota (AWS ThrottlingException, a Vault/OpenBao rate-limit 429); keyroll waits it out and sends it again (debug level: counted in keyroll_backend_throttled_total either way).",
   'alert.sent': 'An alert reached its sink.',
   'alert.undeliverable': 'An alert could not be delivered after retries.',
   'alert.suppressed': 'A repeat failure of a key in backoff was not alerted: its streak alerted within failures.remindEvery. Carries the step, error code and severity the alert would have had.',

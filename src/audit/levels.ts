@@ -1,11 +1,12 @@
 import type { AuditEventName } from './events.ts';
 
-export type AuditLevel = 'error' | 'warn' | 'info';
+export type AuditLevel = 'error' | 'warn' | 'info' | 'debug';
 
 /**
  * The level of each catalogue event. Failures (and undeliverable alerts) are `error`, so a
  * level filter in the log pipeline never drops them; retries and degradations that keyroll
- * is handling itself are `warn`; the rest is `info`. A Record keyed by the catalogue makes a
+ * is handling itself are `warn`; the rest is `info`, except what happens by the hundred in a
+ * normal emergency (a throttle answer waited out), which is `debug` (KEYROLL_AUDIT_LEVEL=debug). A Record keyed by the catalogue makes a
  * new event without a level fail the type check.
  */
 export const AUDIT_EVENT_LEVELS: Record<AuditEventName, AuditLevel> = {
@@ -65,6 +66,8 @@ export const AUDIT_EVENT_LEVELS: Record<AuditEventName, AuditLevel> = {
   'leak.intake.unidentified': 'warn',
   'leak.intake.resolved': 'info',
   'leak.intake.failed': 'error',
+  // Routine under a busy account: the wait is the design (invariant 11); written only at debug.
+  'backend.throttled': 'debug',
   'alert.sent': 'info',
   'alert.undeliverable': 'error',
   // The failure itself is audited (key.failed, error); the unsent repeat is bookkeeping.

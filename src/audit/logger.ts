@@ -52,7 +52,7 @@ export const REDACTED_VALUE = '[REDACTED]';
 export interface AuditLogOptions {
   /** Where lines go; stdout (synchronous writes) when omitted. */
   destination?: DestinationStream | NodeJS.WritableStream;
-  /** Lowest level written: `info` (default), `warn` or `error`. */
+  /** Lowest level written: `debug`, `info` (default), `warn` or `error`; else KEYROLL_AUDIT_LEVEL. */
   level?: string;
   /** Context carried by every event of this log (e.g. the run id of a one-shot run). */
   base?: AuditContext;
@@ -97,12 +97,20 @@ export function serializeAuditError(error: unknown, depth = 0): unknown {
   return fields;
 }
 
+const AUDIT_LEVELS: ReadonlySet<string> = new Set(['debug', 'info', 'warn', 'error']);
+
+/** KEYROLL_AUDIT_LEVEL when it names a level (debug shows throttle answers waited out), else `info`. */
+export function auditLevelFromEnv(env: NodeJS.ProcessEnv): string {
+  const level = env.KEYROLL_AUDIT_LEVEL?.trim().toLowerCase();
+  return level !== undefined && AUDIT_LEVELS.has(level) ? level : 'info';
+}
+
 function createPinoLogger(options: AuditLogOptions): Logger {
   const now = options.now ?? Date.now;
   const destination = options.destination ?? pino.destination({ dest: 1, sync: true });
   return pino(
     {
-      level: options.level ?? 'info',
+      level: options.level ?? auditLevelFromEnv(process.env),
       base: { pid: process.pid, hostname: hostname() },
       messageKey: 'msg',
       timestamp: () => `,"time":"${new Date(now()).toISOString()}"`,

@@ -8,8 +8,14 @@ import type { BackendKind } from './types.ts';
 export type BackendOperation = 'preflight' | 'lock' | 'unlock' | 'intent' | 'write' | 'read' | 'state' | 'record';
 
 export type BackendErrorCode =
-  /** Connection refused/reset, DNS failure, 5xx, throttling: the backend may answer later. */
+  /** Connection refused/reset, DNS failure, 5xx: the backend may answer later. */
   | 'KR_BACKEND_UNAVAILABLE'
+  /**
+   * A request quota (AWS ThrottlingException, a Vault/OpenBao rate-limit quota's 429) still
+   * refused the call after it waited out its budget (invariant 11): the backend answers, only not
+   * this fast. Raised only once the wait is over, so it is a failure of the step, not of a request.
+   */
+  | 'KR_BACKEND_THROTTLED'
   /** The request did not finish in time; its outcome is unknown. */
   | 'KR_BACKEND_TIMEOUT'
   /** 401/403, AccessDenied, a policy without the needed capability, a file permission error. */
@@ -33,7 +39,7 @@ export type BackendErrorCode =
   | 'KR_BACKEND_FAILED';
 
 /** Codes where the same call may succeed when tried again. */
-const RETRYABLE_CODES: ReadonlySet<BackendErrorCode> = new Set(['KR_BACKEND_UNAVAILABLE', 'KR_BACKEND_TIMEOUT']);
+const RETRYABLE_CODES: ReadonlySet<BackendErrorCode> = new Set(['KR_BACKEND_UNAVAILABLE', 'KR_BACKEND_THROTTLED', 'KR_BACKEND_TIMEOUT']);
 
 export interface BackendErrorContext {
   /** The policy's name for the backend instance. */
@@ -89,8 +95,10 @@ export function codeForHttpStatus(status: number): BackendErrorCode {
   if (status === 404) return 'KR_BACKEND_NOT_FOUND';
   if (status === 408) return 'KR_BACKEND_TIMEOUT';
   if (status === 409 || status === 412) return 'KR_BACKEND_CONFLICT';
-  // 429 and every 5xx (including Vault's 503 "sealed" / standby) may pass.
-  if (status === 429 || status >= 500) return 'KR_BACKEND_UNAVAILABLE';
+  // A rate-limit quota: waited out by the client (src/backends/quota/throttle.ts) before it shows.
+  if (status === 429) return 'KR_BACKEND_THROTTLED';
+  // Every 5xx (including Vault's 503 "sealed" / standby) may pass.
+  if (status >= 500) return 'KR_BACKEND_UNAVAILABLE';
   return 'KR_BACKEND_FAILED';
 }
 
@@ -138,6 +146,8 @@ export function describeCode(code: BackendErrorCode): string {
   switch (code) {
     case 'KR_BACKEND_UNAVAILABLE':
       return 'backend unavailable';
+    case 'KR_BACKEND_THROTTLED':
+      return 'throttled by a request quota past the wait allowed';
     case 'KR_BACKEND_TIMEOUT':
       return 'timed out';
     case 'KR_BACKEND_DENIED':

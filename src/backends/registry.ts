@@ -4,6 +4,7 @@
 // file-backed demo, and a CronJob pays the cold start on every run.
 import type { Dispatcher } from 'undici';
 import type { BackendConfig } from './config.ts';
+import type { QuotaDeps } from './quota/observer.ts';
 import type { Backend, BackendKind } from './types.ts';
 
 /** What a backend may take from its surroundings; everything has a real default. */
@@ -14,6 +15,8 @@ export interface BackendDeps {
   dispatcher?: Dispatcher;
   /** Environment for `env:` references and SDK credential chains. */
   env?: NodeJS.ProcessEnv;
+  /** Who hears of paced and throttled requests, and how many shards share the quotas. */
+  quota?: QuotaDeps;
 }
 
 export type BackendFactory<K extends BackendKind> = (

@@ -211,6 +211,12 @@ export interface KeyState {
   exists: boolean;
 }
 
+/** Request budget taken before a roll for the write after it (Backend.reserveWrite). */
+export interface WriteReservation {
+  /** Gives back what the write did not spend; safe to call more than once. */
+  release(): void;
+}
+
 export interface PreflightResult {
   /** False when the secret does not exist yet and will be created by the first write. */
   exists: boolean;
@@ -240,6 +246,18 @@ export interface Backend {
    * (invariant 1). Backends without expiring credentials (file) do not implement it.
    */
   ensureFresh?(minValidityMs: number): Promise<void>;
+
+  /**
+   * Optional. Takes, before the roll, the request budget the write after it needs, so that after
+   * the roll answer the write is sent at once and never waits for its turn in a request quota
+   * (invariant 2 under invariant 11): AWS reserves the put and the stage move of the fenced write
+   * in its account's write quota. `fenced`: the primary destination's write, which carries the
+   * lock's fence. The engine releases the reservation when the store is over; what the write did
+   * not spend goes back. Throws a BackendError (KR_BACKEND_THROTTLED) when the budget cannot be
+   * had within the backend's wait limit: then nothing is rolled. Backends without client-side
+   * quotas do not implement it.
+   */
+  reserveWrite?(target: StoreTarget, options: { fenced: boolean }): Promise<WriteReservation>;
 
   /**
    * Takes the key's lock (invariant 5). A lock held by another owner is taken over only past its

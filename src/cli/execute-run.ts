@@ -24,6 +24,8 @@ export interface ExecuteRunInput {
   pushgateway?: PushgatewayExport;
   /** Pushgateway grouping labels besides the job. */
   groupings: Readonly<Record<string, string>>;
+  /** `run --shard i/N`: N runners spend the same backend quotas at once (each paces at 1/N). */
+  shards?: number;
   /** Two-slot entries named by one of their slots (`rotate --key <slot>`): entry id → slot. */
   slots?: ReadonlyMap<string, string>;
   /** Extra output after the audit trail and before the summary line (rotate -o json). */
@@ -56,7 +58,7 @@ export async function executeRun(input: ExecuteRunInput): Promise<number> {
   let runtime;
   try {
     const checkpoint = testCheckpointFromEnv();
-    runtime = await createRuntime(input.policy, { audit, ...metrics?.runtimeOptions, ...(checkpoint ? { checkpoint } : {}) });
+    runtime = await createRuntime(input.policy, { audit, ...metrics?.runtimeOptions, ...(checkpoint ? { checkpoint } : {}), ...(input.shards ? { shards: input.shards } : {}) });
     const summary = await runRotations(runtime, {
       keys: input.keys,
       trigger: input.trigger,

@@ -50,5 +50,6 @@ async function runCommand(flags: RunFlags): Promise<number> {
     command: 'run',
     ...(pushgateway ? { pushgateway } : {}),
     groupings: { command: 'run', ...(shard ? { shard: `${shard.index}-of-${shard.total}` } : {}) },
+    ...(shard ? { shards: shard.total } : {}),
   });
 }

@@ -122,6 +122,19 @@ export function createMetrics(options: MetricsOptions = {}): KeyrollMetrics {
     registers: [registry],
   });
 
+  const backendThrottled = new Counter({
+    name: 'keyroll_backend_throttled_total',
+    help: 'Backend requests refused for a request quota (AWS ThrottlingException, a Vault/OpenBao rate-limit 429) and waited out, by backend and quota group (aws: write, tag, read, create; vault: request).',
+    labelNames: ['backend', 'group'] as const,
+    registers: [registry],
+  });
+  const backendQuotaWait = new Counter({
+    name: 'keyroll_backend_quota_wait_seconds_total',
+    help: "Time backend requests waited for their turn in keyroll's own pacing of a request quota, by backend and quota group.",
+    labelNames: ['backend', 'group'] as const,
+    registers: [registry],
+  });
+
   const triggerRejections = new Counter({
     name: 'keyroll_trigger_rejections_total',
     help: 'Refused POST /v1/rotations requests, by why (bad-signature, stale-timestamp, replay, ...); the audit trail records only a sample of them.',
@@ -150,6 +163,12 @@ export function createMetrics(options: MetricsOptions = {}): KeyrollMetrics {
       },
       exposure: (ms: number) => {
         exposure.observe(Math.max(0, ms) / 1000);
+      },
+      paced: (event) => {
+        backendQuotaWait.inc({ backend: event.backend, group: event.group }, Math.max(0, event.waitMs) / 1000);
+      },
+      throttled: (event) => {
+        backendThrottled.inc({ backend: event.backend, group: event.group });
       },
     },
     recordOutcome(outcome, reason) {

@@ -11,7 +11,7 @@ import type { DueReason } from '../policy/due.ts';
 import { deferAlerts } from './deferred-alerts.ts';
 import { RotationStepError, RunAbortedError } from './errors.ts';
 import { failureMeaning } from './failure.ts';
-import { preflightDestinations } from './preflight.ts';
+import { preflightDestinations, releaseAll } from './preflight.ts';
 import { decideUnderLock, takeLock } from './step-decide.ts';
 import { verifyAndFinish } from './step-finish.ts';
 import { isStored, prepareRoll, rollAndStore } from './step-roll.ts';
@@ -84,6 +84,7 @@ async function rotateKeyUnderLock(input: RotateKeyInput, deps: RotationDeps): Pr
     return tx.outcome('failed', { step, errorCode: code, detail: errorMessage(error) });
   } finally {
     tx.endStep();
+    releaseAll(progress.writeBudget);
     const keeper = progress.keeper;
     keeper?.stop();
     if (keeper && !keeper.lost) {

@@ -14,6 +14,7 @@ import { createNotifier } from '../alerts/notify.ts';
 import type { AuditedAlerter } from '../alerts/alerter.ts';
 import type { Alerter } from '../alerts/types.ts';
 import type { AuditLog } from '../audit/events.ts';
+import type { QuotaDeps } from '../backends/quota/observer.ts';
 import { createBackend } from '../backends/registry.ts';
 import type { Backend } from '../backends/types.ts';
 import { leaseNeededMs, writeTimeoutOf } from '../policy/lease.ts';
@@ -41,6 +42,8 @@ export interface RuntimeOptions {
   alerter?: Alerter;
   /** Wraps each backend instance (tests inject faults here; the daemon adds metrics). */
   wrapBackend?: (name: string, backend: Backend) => Backend;
+  /** Runners that spend the same backend quotas at once (`run --shard i/N`: N); default 1. */
+  shards?: number;
 }
 
 export interface Runtime {
@@ -83,8 +86,9 @@ export async function createRuntime(policy: Policy, options: RuntimeOptions): Pr
     ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
   });
   const backends = new Map<string, Backend>();
+  const quota = quotaDeps(options);
   for (const [name, config] of Object.entries(policy.backends)) {
-    const backend = await createBackend(name, config, { now, ...(options.env ? { env: options.env } : {}) });
+    const backend = await createBackend(name, config, { now, quota, ...(options.env ? { env: options.env } : {}) });
     backends.set(name, options.wrapBackend ? options.wrapBackend(name, backend) : backend);
   }
   const alerter = options.alerter ?? createAlerter({ sinks: policy.alerts.sinks, audit: options.audit, ...(options.env ? { env: options.env } : {}) });
@@ -138,6 +142,26 @@ export async function createRuntime(policy: Policy, options: RuntimeOptions): Pr
     close: async () => {
       await api.close();
       for (const backend of backends.values()) await backend.close();
+    },
+  };
+}
+
+/**
+ * How backends report their request quotas: paced waits and throttle answers to the metrics
+ * observer, throttle answers also to the audit trail at debug level. A throttle answer met by a
+ * write after a roll is only counted here: the store step audits its retry after the store
+ * (invariant 2: no audit line between the roll answer and the write).
+ */
+function quotaDeps(options: RuntimeOptions): QuotaDeps {
+  const observer = options.observer;
+  return {
+    shards: options.shards ?? 1,
+    observer: {
+      paced: (event) => observer?.paced?.(event),
+      throttled: (event) => {
+        if (!event.afterRoll) options.audit.emit('backend.throttled', { backend: event.backend, backendKind: event.kind, group: event.group, operation: event.operation, path: event.path, attempt: event.attempt, waitMs: event.waitMs, ...(event.retryAfterMs === undefined ? {} : { retryAfterMs: event.retryAfterMs }) });
+        observer?.throttled?.(event);
+      },
     },
   };
 }

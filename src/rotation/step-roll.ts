@@ -4,7 +4,7 @@
 // it visible to the next run, which probes and re-rolls (docs/design.md, "Roll outcomes").
 import type { Secret } from '../audit/secret.ts';
 import { RotationStepError } from './errors.ts';
-import { ensureFreshCredentials } from './preflight.ts';
+import { ensureFreshCredentials, releaseAll, reserveWriteBudget } from './preflight.ts';
 import { rollWithRetries, type AttemptGuard, type RollSuccess } from './roll.ts';
 import { storeSecret, type StoreReport } from './store.ts';
 import { auditStore, storeFailed } from './store-outcome.ts';
@@ -60,6 +60,9 @@ export async function prepareRoll(tx: Transaction): Promise<{ sealToEscrow: Para
   });
   progress.intentSet = true;
   tx.audit.emit('key.intent.set', { step: 'intent', ...(key.slots ? { rollingKeyId: tx.plan.rollKeyId, activeKeyId: tx.plan.activeBefore } : {}) });
+  // Invariants 2 and 11: the writes after the roll have their turn in the backend's quota now,
+  // so the roll answer is followed by the write at once, however busy the account is.
+  progress.writeBudget = await reserveWriteBudget(tx.destinations);
   return { sealToEscrow, ...(keptAlive ? { keptAlive } : {}) };
 }
 
@@ -105,6 +108,7 @@ export async function rollAndStore(tx: Transaction, sealToEscrow: Parameters<typ
     },
   ).finally(() => {
     keeper.release();
+    releaseAll(progress.writeBudget);
   });
   const exposureMs = report.firstDurableAtMs === undefined ? undefined : Math.round(report.firstDurableAtMs - answeredAtMs);
   tx.endRollAt(answeredAtMs);

@@ -2,7 +2,7 @@
 // has happened so far (rolled? stored? marker set?), the lock keeper, step timing, and the two
 // ways out (an outcome, or a failure reported with the meaning failure.ts gives it).
 import type { AuditLog } from '../audit/events.ts';
-import type { KeyState } from '../backends/types.ts';
+import type { KeyState, WriteReservation } from '../backends/types.ts';
 import { errorMessage } from '../errors.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
 import { activeStreak, describeStreak, endedStreak, failureSettingsOf, nextFailure, type FailureVerdict } from './backoff-state.ts';
@@ -29,6 +29,8 @@ export interface TransactionProgress extends RollProgress {
   recovering?: string;
   /** The API refused the freshly stored secret at verify. */
   apiRejected?: boolean;
+  /** Request budget taken before the roll for the writes after it (released once the store is over). */
+  writeBudget?: WriteReservation[];
 }
 
 export interface TransactionInput {

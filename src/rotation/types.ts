@@ -2,6 +2,7 @@
 import type { Alerter } from '../alerts/types.ts';
 import type { AuditLog } from '../audit/events.ts';
 import type { Secret } from '../audit/secret.ts';
+import type { QuotaObserver } from '../backends/quota/observer.ts';
 import type { Backend, StoreTarget } from '../backends/types.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
 
@@ -67,7 +68,8 @@ export interface RotationDeps {
   checkpoint?: (step: string) => Promise<void>;
 }
 
-export interface RotationObserver {
+/** Metrics hooks of the engine; the request-quota hooks come from the backends (src/backends/quota/). */
+export interface RotationObserver extends QuotaObserver {
   stepDuration(step: RotationStep, ms: number): void;
   /** Roll answer → first durable write. */
   exposure(ms: number): void;

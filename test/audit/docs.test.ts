@@ -7,7 +7,7 @@ import { AUDIT_REDACT_PATHS } from '../../src/audit/logger.ts';
 const docs = await readFile(new URL('../../docs/audit-events.md', import.meta.url), 'utf8');
 
 // Catalogue rows look like: | `key.rolled` | info | fields | meaning |
-const rows = [...docs.matchAll(/^\| `([a-z_.-]+)` \| (info|warn|error) \| .* \| (.*) \|$/gm)].map((m) => ({ name: m[1]!, level: m[2]!, meaning: m[3]! }));
+const rows = [...docs.matchAll(/^\| `([a-z_.-]+)` \| (debug|info|warn|error) \| .* \| (.*) \|$/gm)].map((m) => ({ name: m[1]!, level: m[2]!, meaning: m[3]! }));
 
 describe('docs/audit-events.md', () => {
   it('documents every catalogue event, and no event outside it', () => {

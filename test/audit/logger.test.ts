@@ -4,7 +4,7 @@ import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AUDIT_EVENTS, type AuditEventName } from '../../src/audit/events.ts';
 import { AUDIT_EVENT_LEVELS } from '../../src/audit/levels.ts';
-import { AUDIT_REDACT_PATHS, createAuditLog, createMemoryAuditLog, createNullAuditLog } from '../../src/audit/logger.ts';
+import { AUDIT_REDACT_PATHS, auditLevelFromEnv, createAuditLog, createMemoryAuditLog, createNullAuditLog } from '../../src/audit/logger.ts';
 import { resetSanitizerForTests } from '../../src/audit/sanitize.ts';
 import { KeyrollError } from '../../src/errors.ts';
 
@@ -26,7 +26,7 @@ describe('createAuditLog: line shape', () => {
   });
 
   it('writes every catalogue event at its catalogue level', () => {
-    const log = createMemoryAuditLog();
+    const log = createMemoryAuditLog({ level: 'debug' });
     const names = Object.keys(AUDIT_EVENTS) as AuditEventName[];
 
     for (const name of names) log.emit(name);
@@ -40,6 +40,15 @@ describe('createAuditLog: line shape', () => {
     expect(AUDIT_EVENT_LEVELS['key.store.retry']).toBe('warn');
     expect(AUDIT_EVENT_LEVELS['key.roll.retry']).toBe('warn');
     expect(AUDIT_EVENT_LEVELS['key.stored']).toBe('info');
+  });
+
+  it('writes debug events (throttle answers waited out) only when asked to, by option or KEYROLL_AUDIT_LEVEL', () => {
+    const quiet = createMemoryAuditLog();
+    quiet.emit('backend.throttled', { group: 'write' });
+    expect(quiet.events).toEqual([]);
+    expect(auditLevelFromEnv({ KEYROLL_AUDIT_LEVEL: 'DEBUG' })).toBe('debug');
+    expect(auditLevelFromEnv({ KEYROLL_AUDIT_LEVEL: 'verbose' })).toBe('info');
+    expect(auditLevelFromEnv({})).toBe('info');
   });
 
   it('drops events below the configured level', () => {

@@ -26,7 +26,7 @@ describe('aws error mapping', () => {
     ['ExpiredTokenException', 400, 'KR_BACKEND_DENIED', false],
     ['DecryptionFailure', 400, 'KR_BACKEND_DENIED', false],
     ['ResourceExistsException', 400, 'KR_BACKEND_CONFLICT', false],
-    ['ThrottlingException', 400, 'KR_BACKEND_UNAVAILABLE', true],
+    ['ThrottlingException', 400, 'KR_BACKEND_THROTTLED', true],
     ['InternalServiceError', 500, 'KR_BACKEND_UNAVAILABLE', true],
     ['TimeoutError', undefined, 'KR_BACKEND_TIMEOUT', true],
     ['InvalidParameterException', 400, 'KR_BACKEND_FAILED', false],
@@ -109,11 +109,35 @@ describe('aws answers moto cannot give (nock)', () => {
     return `${String(error)}\n${inspect(error, { depth: 10 })}\n${JSON.stringify((error as BackendError).toFields())}`;
   }
 
-  it('retries a throttled call once (SDK maxAttempts 2), then reports a retryable KR_BACKEND_UNAVAILABLE', async () => {
-    answer('DescribeSecret', 400, { __type: 'ThrottlingException', message: 'Rate exceeded' }, 2);
-    const error: unknown = await backend.preflight(target).catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(BackendError);
-    expect(error).toMatchObject({ code: 'KR_BACKEND_UNAVAILABLE', retryable: true, operation: 'preflight', status: 400 });
+  it('waits out throttle answers (the SDK never retries them itself), counts each, and returns the answer', async () => {
+    const throttled: string[] = [];
+    const config = AwsBackendConfig.parse({ kind: 'aws', endpoint, region: 'eu-west-1', timeoutMs: 2_000 });
+    const counted = createAwsBackend('aws-counted', config, {
+      env: { AWS_ACCESS_KEY_ID: 'AKIDTEST', AWS_SECRET_ACCESS_KEY: 'test-secret-key' },
+      quota: { observer: { throttled: (event) => throttled.push(`${event.group} ${String(event.attempt)}`) } },
+    });
+    try {
+      answer('GetSecretValue', 400, { __type: 'ThrottlingException', message: 'Rate exceeded' }, 2);
+      answer('GetSecretValue', 200, { ARN: 'arn:aws:secretsmanager:eu-west-1:1:secret:app/key-AbCdEf', Name: 'app/key', VersionId: 'v1', SecretString: 'sk_live_after_the_wait', VersionStages: ['AWSCURRENT'] });
+      expect((await counted.readSecret(target))?.secret.reveal()).toBe('sk_live_after_the_wait');
+      expect(throttled).toEqual(['read 1', 'read 2']);
+    } finally {
+      await counted.close();
+    }
+  });
+
+  it('fails with a retryable KR_BACKEND_THROTTLED once the call has waited its budget (quotas.maxWaitMs)', async () => {
+    const config = AwsBackendConfig.parse({ kind: 'aws', endpoint, region: 'eu-west-1', timeoutMs: 2_000, quotas: { maxWaitMs: 300 } });
+    const impatient = createAwsBackend('aws-impatient', config, { env: { AWS_ACCESS_KEY_ID: 'AKIDTEST', AWS_SECRET_ACCESS_KEY: 'test-secret-key' } });
+    try {
+      // The first wait is 125-250 ms, the second 250-500 ms: the second answer is the last.
+      answer('DescribeSecret', 400, { __type: 'ThrottlingException', message: 'Rate exceeded' }, 2);
+      const error: unknown = await impatient.preflight(target).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(BackendError);
+      expect(error).toMatchObject({ code: 'KR_BACKEND_THROTTLED', retryable: true, operation: 'preflight', status: 400 });
+    } finally {
+      await impatient.close();
+    }
   });
 
   it('reports a 500 on the write as retryable KR_BACKEND_UNAVAILABLE', async () => {

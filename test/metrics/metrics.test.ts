@@ -36,6 +36,17 @@ describe('createMetrics', () => {
     expect(await unknown.registry.metrics()).not.toContain('keyroll_keys_quarantined');
   });
 
+  it('counts throttle answers and paced waits per backend and quota group', async () => {
+    const metrics = createMetrics();
+    const event = { backend: 'aws-prod', kind: 'aws', group: 'write', operation: 'write', path: 'keyroll/a' } as const;
+    metrics.observer.throttled?.({ ...event, attempt: 1, waitMs: 250, afterRoll: false });
+    metrics.observer.throttled?.({ ...event, attempt: 2, waitMs: 500, afterRoll: true });
+    metrics.observer.paced?.({ ...event, waitMs: 1500 });
+    const text = await metrics.registry.metrics();
+    expect(text).toContain('keyroll_backend_throttled_total{backend="aws-prod",group="write"} 2');
+    expect(text).toContain('keyroll_backend_quota_wait_seconds_total{backend="aws-prod",group="write"} 1.5');
+  });
+
   it('can leave out keyroll_keys_overdue (one-shot runs do not know it)', async () => {
     const metrics = createMetrics({ overdue: false });
     metrics.setOverdue(3);

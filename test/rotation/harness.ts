@@ -143,7 +143,10 @@ export async function startBench(options: { keys?: (org: (keyId: string) => stri
 /** A backend wrapper that lets a test fail or observe chosen calls. */
 export function wrapBackend(inner: Backend, hooks: Partial<{ [K in keyof Backend]: Backend[K] extends (...args: infer A) => infer R ? (next: () => R, ...args: A) => R : never }>): Backend {
   const wrapped: Record<string, unknown> = {};
-  for (const name of ['preflight', 'acquireLock', 'refreshLock', 'releaseLock', 'setIntent', 'clearIntent', 'writeSecret', 'readSecret', 'readState', 'recordRotation', 'recordProbe', 'recordFailure', 'close'] as const) {
+  const required = ['preflight', 'acquireLock', 'refreshLock', 'releaseLock', 'setIntent', 'clearIntent', 'writeSecret', 'readSecret', 'readState', 'recordRotation', 'recordProbe', 'recordFailure', 'close'] as const;
+  // The optional methods stay optional: a wrapped backend has exactly those the inner one has.
+  const optional = (['ensureFresh', 'reserveWrite', 'readPrevious'] as const).filter((name) => inner[name] !== undefined);
+  for (const name of [...required, ...optional]) {
     const hook = hooks[name] as ((next: () => unknown, ...args: unknown[]) => unknown) | undefined;
     const original = (inner[name] as (...args: unknown[]) => unknown).bind(inner);
     wrapped[name] = hook ? (...args: unknown[]) => hook(() => original(...args), ...args) : original;

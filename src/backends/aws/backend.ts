@@ -20,8 +20,10 @@ import type {
   StoreTarget,
   StoredSecret,
   WriteFence,
+  WriteReservation,
   WriteResult,
 } from '../types.ts';
+import type { QuotaDeps } from '../quota/observer.ts';
 import type { AwsBackendConfig } from './config.ts';
 import type { AwsCredentialsInput } from './client.ts';
 import { SecretsManagerCalls } from './client.ts';
@@ -44,6 +46,8 @@ export interface AwsBackendOptions {
   region?: string | undefined;
   /** Static keys when the caller's environment carries them, or a provider (tests); else the SDK's default chain. */
   credentials?: AwsCredentialsInput | undefined;
+  /** Paced and throttled requests are reported here; shards divide the quotas. */
+  quota?: QuotaDeps;
 }
 
 export class AwsBackend implements Backend {
@@ -66,6 +70,8 @@ export class AwsBackend implements Backend {
       endpoint: config.endpoint,
       timeoutMs: config.timeoutMs,
       credentials: options.credentials,
+      quotas: config.quotas,
+      quotaDeps: options.quota,
     });
     this.#held = new HeldFacts(options.now);
     const shared = { calls: this.#calls, backendName: name, kmsKeyId: config.kmsKeyId, tags: config.tags, targets: this.#targets };
@@ -87,6 +93,14 @@ export class AwsBackend implements Backend {
 
   async ensureFresh(minValidityMs: number): Promise<void> {
     await this.#calls.ensureFreshCredentials(minValidityMs);
+  }
+
+  async reserveWrite(target: StoreTarget, options: { fenced: boolean }): Promise<WriteReservation> {
+    this.#check(target, 'write');
+    // The fenced write is a put and a stage move (fence.ts); an unfenced one a put. A target last
+    // seen missing is created by the write (CreateSecret), or put into when it exists after all.
+    const counts = this.#targets.likelyMissing(target.path) ? { create: 1, write: 1 } : { write: options.fenced ? 2 : 1 };
+    return this.#calls.reserve(target.path, counts);
   }
 
   async acquireLock(target: StoreTarget, request: LockRequest): Promise<LockOutcome> {

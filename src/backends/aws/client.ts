@@ -15,8 +15,11 @@ import type {
   SecretsManagerClientConfig,
 } from '@aws-sdk/client-secrets-manager';
 import { BackendError, codeForTransportError, type BackendOperation } from '../errors.ts';
+import type { QuotaDeps } from '../quota/observer.ts';
 import { awsErrorName, toBackendError } from './errors.ts';
 import type { AwsAction } from './errors.ts';
+import { AwsPacer, type QuotaReservation } from './pacing.ts';
+import { AwsQuotas, type AwsQuotaGroup } from './quotas.ts';
 
 type Sdk = typeof import('@aws-sdk/client-secrets-manager');
 
@@ -47,15 +50,38 @@ export interface AwsClientOptions {
   timeoutMs: number;
   /** Unset in production: the SDK's default chain (env, IRSA, profile, instance role). */
   credentials?: AwsCredentialsInput | undefined;
+  /** Absent: AWS's documented quotas (quotas.ts). */
+  quotas?: AwsQuotas | undefined;
+  quotaDeps?: QuotaDeps | undefined;
 }
 
 /**
- * The SDK's own retries, per call. Two attempts absorb one throttle or dropped connection on
- * reads, tags and lock calls; the rotation engine retries failed writes itself with backoff and
+ * The SDK's own retries, per call. Two attempts absorb one dropped connection or 5xx on reads,
+ * tags and lock calls; the rotation engine retries failed writes itself with backoff and
  * fallbacks, so more SDK attempts would only stretch the exposure window (invariant 4). A retried
  * PutSecretValue resends the same ClientRequestToken, so an SDK retry can never add a version.
+ * A throttle answer is never the SDK's to retry: the pacer (pacing.ts) waits it out, counted, and
+ * slows every caller of the same quota, not only the one that met it.
  */
 export const SDK_MAX_ATTEMPTS = 2;
+
+type SdkRetryStrategy = Extract<NonNullable<SecretsManagerClientConfig['retryStrategy']>, { acquireInitialRetryToken: unknown }>;
+type SdkRetryToken = Awaited<ReturnType<SdkRetryStrategy['acquireInitialRetryToken']>>;
+
+function sdkRetryToken(count: number, delayMs: number): SdkRetryToken {
+  return { getRetryCount: () => count, getRetryDelay: () => delayMs };
+}
+
+/** Transport failures and 5xx (the SDK's TRANSIENT) once more after 50-150 ms; nothing else. */
+export const sdkRetryStrategy: SdkRetryStrategy = {
+  acquireInitialRetryToken: () => Promise.resolve(sdkRetryToken(0, 0)),
+  refreshRetryTokenForRetry: (token, info) => {
+    const attempts = token.getRetryCount() + 1;
+    if (info.errorType !== 'TRANSIENT' || attempts >= SDK_MAX_ATTEMPTS) return Promise.reject(new Error('no retry'));
+    return Promise.resolve(sdkRetryToken(attempts, 50 + Math.round(Math.random() * 100)));
+  },
+  recordSuccess: () => undefined,
+};
 
 /**
  * The SDK fetches new credentials before a request whenever the ones it holds expire within 5
@@ -66,10 +92,31 @@ export const SDK_CREDENTIAL_REFRESH_WINDOW_MS = 300_000;
 
 export class SecretsManagerCalls {
   readonly #options: AwsClientOptions;
+  readonly #pacer: AwsPacer;
   #loaded: Promise<{ sdk: Sdk; client: SecretsManagerClient }> | undefined;
 
   constructor(options: AwsClientOptions) {
     this.#options = options;
+    this.#pacer = new AwsPacer({
+      backendName: options.backendName,
+      quotas: options.quotas ?? AwsQuotas.parse({}),
+      deps: options.quotaDeps ?? {},
+      // The quota is the account's in one region: the endpoint and the region the SDK resolved.
+      scope: async () => {
+        let region = 'unknown-region';
+        try {
+          region = await (await this.#load()).client.config.region();
+        } catch {
+          // No region anywhere: every call fails on it anyway (errors.ts says so).
+        }
+        return `${options.endpoint ?? 'aws'} ${region}`;
+      },
+    });
+  }
+
+  /** Takes the turns of calls on `secretId` now (before a roll), so they are sent without a wait later. */
+  reserve(secretId: string, counts: Partial<Record<AwsQuotaGroup, number>>): Promise<QuotaReservation> {
+    return this.#pacer.reserve(secretId, counts);
   }
 
   describeSecret(operation: BackendOperation, secretId: string): Promise<DescribeSecretCommandOutput> {
@@ -119,7 +166,8 @@ export class SecretsManagerCalls {
     input: { VersionStage: string; RemoveFromVersionId?: string; MoveToVersionId?: string },
   ): Promise<boolean> {
     try {
-      await this.#load().then(({ client, sdk }) => client.send(new sdk.UpdateSecretVersionStageCommand({ SecretId: secretId, ...input })));
+      const { client, sdk } = await this.#load();
+      await this.#pacer.send({ action: 'UpdateSecretVersionStage', operation, path: secretId }, () => client.send(new sdk.UpdateSecretVersionStageCommand({ SecretId: secretId, ...input })));
       return true;
     } catch (error) {
       const mapped = toBackendError(error, { backend: this.#options.backendName, operation, action: 'UpdateSecretVersionStage', path: secretId });
@@ -205,7 +253,7 @@ export class SecretsManagerCalls {
   ): Promise<T> {
     try {
       const { client, sdk } = await this.#load();
-      return await run(client, sdk);
+      return await this.#pacer.send({ action, operation, path }, () => run(client, sdk));
     } catch (error) {
       throw toBackendError(error, { backend: this.#options.backendName, operation, action, path });
     }
@@ -220,6 +268,7 @@ export class SecretsManagerCalls {
         ...(endpoint === undefined ? {} : { endpoint }),
         ...(credentials === undefined ? {} : { credentials }),
         maxAttempts: SDK_MAX_ATTEMPTS,
+        retryStrategy: sdkRetryStrategy,
         // Without throwOnRequestTimeout the SDK only logs a slow request and waits for ever.
         requestHandler: { connectionTimeout: timeoutMs, requestTimeout: timeoutMs, throwOnRequestTimeout: true },
       });

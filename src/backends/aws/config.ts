@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { AllowInsecureHttp, HttpUrl } from '../../policy/transport.ts';
+import { AwsQuotas } from './quotas.ts';
 
 export const AwsBackendConfig = z.strictObject({
   kind: z.literal('aws'),
@@ -15,5 +16,7 @@ export const AwsBackendConfig = z.strictObject({
   /** Extra tags for secrets keyroll creates; `managed-by: keyroll` is always added. */
   tags: z.record(z.string(), z.string()).default({}),
   timeoutMs: z.number().int().positive().default(10_000),
+  /** The account's request quotas in this region (absent: AWS's documented ones): keyroll paces itself inside them. */
+  quotas: AwsQuotas.optional(),
 });
 export type AwsBackendConfig = z.infer<typeof AwsBackendConfig>;

@@ -37,9 +37,10 @@ const BY_NAME: Readonly<Record<string, BackendErrorCode>> = {
   DecryptionFailure: 'KR_BACKEND_DENIED',
   // A ClientRequestToken reused with a different value, or a name already taken.
   ResourceExistsException: 'KR_BACKEND_CONFLICT',
-  ThrottlingException: 'KR_BACKEND_UNAVAILABLE',
-  TooManyRequestsException: 'KR_BACKEND_UNAVAILABLE',
-  RequestLimitExceeded: 'KR_BACKEND_UNAVAILABLE',
+  // Over the account's request quota (src/backends/aws/pacing.ts waits these out first).
+  ThrottlingException: 'KR_BACKEND_THROTTLED',
+  TooManyRequestsException: 'KR_BACKEND_THROTTLED',
+  RequestLimitExceeded: 'KR_BACKEND_THROTTLED',
   InternalServiceError: 'KR_BACKEND_UNAVAILABLE',
   InternalFailure: 'KR_BACKEND_UNAVAILABLE',
   ServiceUnavailable: 'KR_BACKEND_UNAVAILABLE',
@@ -114,7 +115,8 @@ function codeFor(error: unknown, name: string, status: number | undefined): Back
     // still has a status that says what happened.
     if (status === 401 || status === 403) return 'KR_BACKEND_DENIED';
     if (status === 404) return 'KR_BACKEND_NOT_FOUND';
-    if (status === 429 || status >= 500) return 'KR_BACKEND_UNAVAILABLE';
+    if (status === 429) return 'KR_BACKEND_THROTTLED';
+    if (status >= 500) return 'KR_BACKEND_UNAVAILABLE';
     if (name === 'SyntaxError' || name.includes('Deserialization')) return 'KR_BACKEND_INVALID_RESPONSE';
     return 'KR_BACKEND_FAILED';
   }

@@ -28,7 +28,7 @@ function fromEnv(env: NodeJS.ProcessEnv | undefined): { credentials?: AwsStaticC
 
 export function createAwsBackend(name: string, config: AwsBackendConfig, deps: BackendDeps): Backend {
   const { credentials, region } = fromEnv(deps.env);
-  return new AwsBackend(name, config, { now: deps.now ?? (() => new Date()), credentials, region });
+  return new AwsBackend(name, config, { now: deps.now ?? (() => new Date()), credentials, region, ...(deps.quota ? { quota: deps.quota } : {}) });
 }
 
 export { AwsBackend } from './backend.ts';

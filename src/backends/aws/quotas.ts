@@ -1,0 +1,47 @@
+// AWS Secrets Manager's request quotas, per account and region, as AWS documents them ("AWS
+// Secrets Manager quotas"; none is adjustable), and which quota each call keyroll makes counts
+// against. The policy may state lower (or, for a test double, other) rates per backend.
+import { z } from 'zod';
+import type { AwsAction } from './errors.ts';
+
+export type AwsQuotaGroup = 'write' | 'tag' | 'read' | 'create';
+
+/**
+ * PutSecretValue, UpdateSecret and UpdateSecretVersionStage share 50 per second (with the
+ * replication calls); TagResource and UntagResource 50; GetSecretValue and DescribeSecret 10,000;
+ * CreateSecret 50.
+ */
+export const AWS_DOCUMENTED_QUOTAS: Readonly<Record<AwsQuotaGroup, number>> = { write: 50, tag: 50, read: 10_000, create: 50 };
+
+export const QUOTA_GROUP_OF: Readonly<Record<AwsAction, AwsQuotaGroup>> = {
+  PutSecretValue: 'write',
+  UpdateSecretVersionStage: 'write',
+  TagResource: 'tag',
+  UntagResource: 'tag',
+  GetSecretValue: 'read',
+  DescribeSecret: 'read',
+  CreateSecret: 'create',
+};
+
+/** The longest one call waits for its turn and out throttle answers before it fails (KR_BACKEND_THROTTLED). */
+export const DEFAULT_QUOTA_WAIT_MS = 60_000;
+
+export const AwsQuotas = z.strictObject({
+  /** PutSecretValue, UpdateSecret and UpdateSecretVersionStage per second, for the account and region. */
+  writesPerSecond: z.number().positive().default(AWS_DOCUMENTED_QUOTAS.write),
+  /** TagResource and UntagResource per second. */
+  tagsPerSecond: z.number().positive().default(AWS_DOCUMENTED_QUOTAS.tag),
+  /** GetSecretValue and DescribeSecret per second. */
+  readsPerSecond: z.number().positive().default(AWS_DOCUMENTED_QUOTAS.read),
+  /** CreateSecret per second. */
+  createsPerSecond: z.number().positive().default(AWS_DOCUMENTED_QUOTAS.create),
+  /** `run --shard i/N` paces each shard at 1/N of every rate: the shards spend one account's budget. */
+  shareAmongShards: z.boolean().default(true),
+  /** The longest one call waits, for its turn and out throttle answers, before it fails. */
+  maxWaitMs: z.number().int().positive().default(DEFAULT_QUOTA_WAIT_MS),
+});
+export type AwsQuotas = z.infer<typeof AwsQuotas>;
+
+export function ratesOf(quotas: AwsQuotas): Record<AwsQuotaGroup, number> {
+  return { write: quotas.writesPerSecond, tag: quotas.tagsPerSecond, read: quotas.readsPerSecond, create: quotas.createsPerSecond };
+}

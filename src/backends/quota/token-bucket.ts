@@ -1,0 +1,101 @@
+// A token bucket for one request quota of a backend (AWS Secrets Manager's write group of one
+// account and region, say), shared by every caller in the process (invariant 11: a quota is a
+// budget, not a failure). It is kept in the GCRA form: one "theoretical arrival time" instead of
+// a token count and a timer, so a caller learns at once how long its turn is away, turns are
+// handed out in call order (no waiter starves), and tokens taken ahead of time (a reservation
+// for the write after a roll) are simply a turn taken early.
+// Waits are computed, not polled: a caller sleeps exactly until its turn. A throttle answer from
+// the server (another writer in the account used the budget) pauses the bucket for everyone.
+import { setTimeout as delay } from 'node:timers/promises';
+
+export interface TokenBucketOptions {
+  /** Tokens per second, on average. */
+  ratePerSecond: number;
+  /** Tokens that may be taken back to back before the rate applies; default half a second's worth. */
+  burst?: number;
+  nowMs?: () => number;
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+}
+
+export interface TakeOptions {
+  /** Take nothing and answer undefined when the turn is further away than this. */
+  maxWaitMs?: number;
+  /** Aborts the wait; the tokens are given back. */
+  signal?: AbortSignal;
+}
+
+export class TokenBucket {
+  readonly ratePerSecond: number;
+  readonly burst: number;
+  readonly #intervalMs: number;
+  readonly #burstMs: number;
+  readonly #now: () => number;
+  readonly #sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
+  /** When the bucket would be full again if nobody took more (GCRA's theoretical arrival time). */
+  #fullAtMs: number;
+  #pausedUntilMs = 0;
+
+  constructor(options: TokenBucketOptions) {
+    if (!Number.isFinite(options.ratePerSecond) || options.ratePerSecond <= 0) throw new RangeError('a token bucket needs a positive rate');
+    this.ratePerSecond = options.ratePerSecond;
+    // Half a second by default, not a whole one: the server's own bucket sees our requests after
+    // a varying delay, and a client holding the server's whole burst has no margin for that jitter
+    // (the same reasoning as the API's rate limiter, src/api/rate-limiter.ts).
+    this.burst = Math.max(1, options.burst ?? Math.floor(options.ratePerSecond / 2));
+    this.#intervalMs = 1000 / options.ratePerSecond;
+    this.#burstMs = this.burst * this.#intervalMs;
+    this.#now = options.nowMs ?? Date.now;
+    this.#sleep = options.sleep ?? ((ms, signal) => delay(ms, undefined, signal === undefined ? {} : { signal }));
+    this.#fullAtMs = this.#now();
+  }
+
+  /** How long a take of `count` tokens would wait now (0: at once). */
+  waitFor(count = 1): number {
+    return this.#turn(count).waitMs;
+  }
+
+  /**
+   * Takes `count` tokens, waiting for them after every caller that asked first. Resolves with the
+   * milliseconds waited, or undefined (nothing taken) when the turn is further than `maxWaitMs`.
+   */
+  async take(count = 1, options: TakeOptions = {}): Promise<number | undefined> {
+    const turn = this.#turn(count);
+    if (options.maxWaitMs !== undefined && turn.waitMs > options.maxWaitMs) return undefined;
+    this.#fullAtMs = turn.fullAtMs;
+    const startedMs = this.#now();
+    try {
+      let waitMs = turn.waitMs;
+      // A pause that began while this caller slept (a throttle answer) holds it too.
+      while (waitMs > 0) {
+        await this.#sleep(waitMs, options.signal);
+        waitMs = Math.max(0, this.#pausedUntilMs - this.#now());
+      }
+    } catch (error) {
+      this.giveBack(count);
+      throw error;
+    }
+    return this.#now() - startedMs;
+  }
+
+  /** Returns tokens taken and not used (a reservation the write did not need). */
+  giveBack(count: number): void {
+    this.#fullAtMs -= count * this.#intervalMs;
+  }
+
+  /**
+   * The server refused a request for its quota: nobody takes a token for `ms`, and the bucket
+   * starts empty after it, so the callers do not all come back at once.
+   */
+  pause(ms: number): void {
+    const until = this.#now() + Math.max(0, ms);
+    this.#pausedUntilMs = Math.max(this.#pausedUntilMs, until);
+    this.#fullAtMs = Math.max(this.#fullAtMs, until + this.#burstMs);
+  }
+
+  #turn(count: number): { waitMs: number; fullAtMs: number } {
+    const now = this.#now();
+    const fullAtMs = Math.max(this.#fullAtMs, now) + count * this.#intervalMs;
+    const allowedAt = Math.max(fullAtMs - this.#burstMs, this.#pausedUntilMs);
+    return { waitMs: Math.max(0, Math.ceil(allowedAt - now)), fullAtMs };
+  }
+}

@@ -1,0 +1,137 @@
+// The shared pacing of backend request quotas (src/backends/quota/): the token bucket every
+// caller of one quota waits in, and the loop that waits out a server's throttle answers.
+import { describe, expect, it } from 'vitest';
+import { TokenBucket } from '../../src/backends/quota/token-bucket.ts';
+import { retryThrottled, type ThrottleWait } from '../../src/backends/quota/throttle.ts';
+import { fakeClock } from '../api/mock-api.ts';
+
+class Throttled extends Error {
+  readonly retryAfterMs: number | undefined;
+  constructor(retryAfterMs?: number) {
+    super('Rate exceeded');
+    this.retryAfterMs = retryAfterMs;
+  }
+}
+const throttleOf = (error: unknown): { retryAfterMs?: number } | undefined => (error instanceof Throttled ? { retryAfterMs: error.retryAfterMs } : undefined);
+
+describe('TokenBucket', () => {
+  it('lets a burst through at once, then spaces takes at the rate', async () => {
+    const clock = fakeClock();
+    const bucket = new TokenBucket({ ratePerSecond: 10, burst: 2, nowMs: clock.now, sleep: clock.sleep });
+    expect(await bucket.take()).toBe(0);
+    expect(await bucket.take()).toBe(0);
+    expect(await bucket.take()).toBe(100);
+    expect(clock.sleeps).toEqual([100]);
+  });
+
+  it('defaults the burst to half a second of the rate', async () => {
+    const clock = fakeClock();
+    const bucket = new TokenBucket({ ratePerSecond: 50, nowMs: clock.now, sleep: clock.sleep });
+    expect(bucket.burst).toBe(25);
+    for (let i = 0; i < 25; i++) await bucket.take();
+    expect(clock.sleeps).toEqual([]);
+    expect(bucket.waitFor()).toBe(20);
+  });
+
+  it('hands turns out in call order: callers that asked later wait longer', () => {
+    const clock = fakeClock();
+    const bucket = new TokenBucket({ ratePerSecond: 10, burst: 1, nowMs: clock.now, sleep: () => new Promise(() => undefined) });
+    const waits: number[] = [];
+    for (let i = 0; i < 4; i++) {
+      waits.push(bucket.waitFor());
+      void bucket.take();
+    }
+    expect(waits).toEqual([0, 100, 200, 300]);
+  });
+
+  it('takes nothing when the turn is further away than the caller may wait', async () => {
+    const clock = fakeClock();
+    const bucket = new TokenBucket({ ratePerSecond: 10, burst: 1, nowMs: clock.now, sleep: clock.sleep });
+    await bucket.take();
+    expect(await bucket.take(1, { maxWaitMs: 50 })).toBeUndefined();
+    expect(bucket.waitFor()).toBe(100);
+  });
+
+  it('takes a reservation ahead and gets back what was not spent', async () => {
+    const clock = fakeClock();
+    const bucket = new TokenBucket({ ratePerSecond: 10, burst: 2, nowMs: clock.now, sleep: clock.sleep });
+    await bucket.take(2);
+    expect(bucket.waitFor()).toBe(100);
+    bucket.giveBack(1);
+    expect(bucket.waitFor()).toBe(0);
+  });
+
+  it('holds every caller through a pause after a throttle answer, and starts empty after it', async () => {
+    const clock = fakeClock();
+    const bucket = new TokenBucket({ ratePerSecond: 10, burst: 5, nowMs: clock.now, sleep: clock.sleep });
+    bucket.pause(2_000);
+    expect(await bucket.take()).toBe(2_100);
+    expect(bucket.waitFor()).toBe(100);
+  });
+
+  it('gives the tokens back when the wait is aborted', async () => {
+    const clock = fakeClock();
+    const bucket = new TokenBucket({ ratePerSecond: 10, burst: 1, nowMs: clock.now, sleep: (_ms, signal) => Promise.reject(signal?.reason as Error) });
+    await bucket.take(1, {});
+    const controller = new AbortController();
+    controller.abort(new Error('shutdown'));
+    await expect(bucket.take(1, { signal: controller.signal })).rejects.toThrow('shutdown');
+    expect(bucket.waitFor()).toBe(100);
+  });
+});
+
+describe('retryThrottled', () => {
+  it('waits out throttle answers with a growing backoff, pauses the shared bucket, and returns the answer', async () => {
+    const clock = fakeClock();
+    const waits: ThrottleWait[] = [];
+    const pauses: number[] = [];
+    let calls = 0;
+    const result = await retryThrottled(
+      () => {
+        calls++;
+        return calls < 3 ? Promise.reject(new Throttled()) : Promise.resolve('done');
+      },
+      { maxWaitMs: 60_000, throttleOf, nowMs: clock.now, sleep: clock.sleep, random: () => 0.5, onThrottled: (w) => waits.push(w), pause: (ms) => pauses.push(ms) },
+    );
+    expect(result).toBe('done');
+    expect(waits).toEqual([
+      { attempt: 1, waitMs: 188 },
+      { attempt: 2, waitMs: 375 },
+    ]);
+    expect(pauses).toEqual([188, 375]);
+  });
+
+  it("waits the server's Retry-After where it sends one", async () => {
+    const clock = fakeClock();
+    let first = true;
+    await retryThrottled(
+      () => {
+        if (!first) return Promise.resolve();
+        first = false;
+        return Promise.reject(new Throttled(3_000));
+      },
+      { maxWaitMs: 60_000, throttleOf, nowMs: clock.now, sleep: clock.sleep },
+    );
+    expect(clock.sleeps).toEqual([3_000]);
+  });
+
+  it('hands the call the budget it has left, and throws the last throttle answer once the budget is spent', async () => {
+    const clock = fakeClock();
+    const budgets: number[] = [];
+    const error = await retryThrottled(
+      (remainingMs) => {
+        budgets.push(remainingMs);
+        return Promise.reject(new Throttled(4_000));
+      },
+      { maxWaitMs: 10_000, throttleOf, nowMs: clock.now, sleep: clock.sleep },
+    ).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(Throttled);
+    expect(budgets).toEqual([10_000, 6_000, 2_000]);
+  });
+
+  it('throws any other error at once', async () => {
+    const clock = fakeClock();
+    await expect(retryThrottled(() => Promise.reject(new Error('denied')), { maxWaitMs: 60_000, throttleOf, nowMs: clock.now, sleep: clock.sleep })).rejects.toThrow('denied');
+    expect(clock.sleeps).toEqual([]);
+  });
+});
