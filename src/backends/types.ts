@@ -217,6 +217,30 @@ export interface WriteReservation {
   release(): void;
 }
 
+export interface PreflightOptions {
+  /**
+   * The caller takes the key lock on this target and writes the intent marker on it right after,
+   * before any roll (the rotation engine, for a key's primary destination): the backend may leave
+   * to them what they prove themselves (AWS: TagResource, by the intent marker's own tag), so the
+   * rotation does not pay twice for one proof. Invariant 1 still holds: the roll comes after both.
+   */
+  lockAndIntentFollow?: boolean;
+}
+
+/** Options of the records written under the key lock (recordRotation, recordProbe). */
+export interface RecordOptions {
+  /** Also clear the intent marker when it names the recorded rotation (recordRotation only). */
+  clearIntent?: boolean;
+  /**
+   * The caller is done with this lock once the record is written (nothing more under it): a
+   * backend that can give the lock back in the same change does so (AWS: a tag of the record
+   * frees it; no request of its own, where the lock's compare-and-swap costs two of the account's
+   * write quota), and the caller's releaseLock for it then sends nothing. Other backends release
+   * on releaseLock as before.
+   */
+  releaseLock?: HeldLock;
+}
+
 export interface PreflightResult {
   /** False when the secret does not exist yet and will be created by the first write. */
   exists: boolean;
@@ -233,7 +257,7 @@ export interface Backend {
    * Proves, without changing the stored secret, that credentials work and `target` can be
    * written (invariant 1). Throws a BackendError naming what failed.
    */
-  preflight(target: StoreTarget): Promise<PreflightResult>;
+  preflight(target: StoreTarget, options?: PreflightOptions): Promise<PreflightResult>;
 
   /**
    * Optional. Makes the backend's credentials valid for at least `minValidityMs` from now
@@ -303,13 +327,13 @@ export interface Backend {
    * AWS, one sidecar write for files): the finish step is then one change, not two, and no crash
    * can land between recording the rotation and clearing its marker.
    */
-  recordRotation(target: StoreTarget, rotation: RotationRecord, options?: { clearIntent?: boolean }): Promise<void>;
+  recordRotation(target: StoreTarget, rotation: RotationRecord, options?: RecordOptions): Promise<void>;
 
   /**
    * Records a drift probe of the stored secret (for `run`'s probe interval and `status`). Called
    * under the key lock, like every bookkeeping change; best effort for the caller.
    */
-  recordProbe(target: StoreTarget, probe: ProbeRecord): Promise<void>;
+  recordProbe(target: StoreTarget, probe: ProbeRecord, options?: Pick<RecordOptions, 'releaseLock'>): Promise<void>;
 
   /**
    * Optional. The value stored before the current one (Vault: the previous version; AWS:

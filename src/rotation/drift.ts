@@ -66,7 +66,8 @@ export async function probeForDrift(key: KeyPolicy, destinations: readonly Resol
       const standby = key.slots ? await probeStandby({ organizationId: key.organizationId, slots: key.slots }, primary, state, stored, (secret, organizationId) => deps.api.probeSecret(secret, { organizationId })) : undefined;
       if (standby !== undefined) audit.emit('key.probe', { step: 'drift', slot: 'standby', standbyKeyId: standby.keyId, verdict: standbyVerdictText(standby), ...(standby.errorCode ? { errorCode: standby.errorCode } : {}) });
       try {
-        await primary.backend.recordProbe(primary.target, { at: deps.now().toISOString(), result });
+        // The last write under the lock: a backend that can gives the lock back with it (AWS).
+        await primary.backend.recordProbe(primary.target, { at: deps.now().toISOString(), result }, { releaseLock: locked.lock });
       } catch (error) {
         // Only the probe interval depends on it: the next run probes again sooner.
         audit.emit('key.failed', { step: 'drift', errorCode: errorCode(error), error: errorMessage(error), nextAction: 'the next run probes again' });

@@ -10,9 +10,10 @@ import type { ResolvedDestination } from './types.ts';
 
 export async function preflightDestinations(key: KeyPolicy, destinations: readonly ResolvedDestination[], fallbacks: readonly ResolvedDestination[], audit: AuditLog): Promise<void> {
   const checks: { backend: string; path: string; exists: boolean }[] = [];
-  for (const destination of destinations) {
+  for (const [index, destination] of destinations.entries()) {
     try {
-      const result = await destination.backend.preflight(destination.target);
+      // The primary destination's lock and intent marker come next, before any roll.
+      const result = await destination.backend.preflight(destination.target, { lockAndIntentFollow: index === 0 });
       checks.push({ backend: destination.backendName, path: destination.target.path, exists: result.exists });
     } catch (error) {
       audit.emit('key.preflight.failed', { step: 'preflight', backend: destination.backendName, path: destination.target.path, errorCode: errorCode(error) });

@@ -5,6 +5,7 @@
 // run probes and repairs.
 import type { Secret } from '../audit/secret.ts';
 import { errorCode } from '../errors.ts';
+import { activeStreak } from './backoff-state.ts';
 import { RotationStepError } from './errors.ts';
 import { lockLostAfterStore, type Stored } from './step-roll.ts';
 import { sendAlert } from './store-outcome.ts';
@@ -33,11 +34,20 @@ export async function verifyAndFinish(tx: Transaction, stored: Stored, keptAlive
   // recording another copy still leaves the marker.
   // A marker held for a runner whose lock this rotation took over stays too (invariant 9).
   const clearIntent = verified.readBackOk && !verified.apiRejected && progress.holdUntil === undefined;
+  // The primary's record also gives the key lock back when nothing more is written under it: the
+  // marker is cleared with it and no failure streak is left to end after it (a backend that can
+  // do it in the same change saves the lock's own release: AWS, invariant 11).
+  const lastUnderLock = clearIntent && verified.failures.length === 0 && tx.stateUnderLock !== undefined && activeStreak(tx.stateUnderLock) === undefined;
   const primaryLast = [...report.stored].sort((a, b) => Number(a.destination === primary) - Number(b.destination === primary));
   for (const copy of primaryLast) {
     const isPrimary = copy.destination === primary;
+    const releaseLock = isPrimary && lastUnderLock ? progress.keeper?.lock : undefined;
     // The key whose secret is now stored: for a slot entry, the slot now active (invariant 10).
-    await copy.destination.backend.recordRotation(copy.destination.target, { rotationId, rotatedAt, version: copy.version, keyId: tx.plan.rollKeyId }, { clearIntent: isPrimary && clearIntent });
+    await copy.destination.backend.recordRotation(
+      copy.destination.target,
+      { rotationId, rotatedAt, version: copy.version, keyId: tx.plan.rollKeyId },
+      { clearIntent: isPrimary && clearIntent, ...(releaseLock ? { releaseLock } : {}) },
+    );
   }
   if (clearIntent) {
     progress.intentSet = false;

@@ -173,7 +173,6 @@ describe('aws answers moto cannot give (nock)', () => {
       .reply(400, JSON.stringify({ __type: 'InvalidParameterException', message: 'label not on that version' }), { 'content-type': 'application/x-amz-json-1.1' });
     answer('GetSecretValue', 400, { __type: 'ResourceNotFoundException', message: 'no such label' });
     answer('TagResource', 200, {});
-    answer('UntagResource', 200, {});
     const result = await backend.preflight(target);
     expect(result.exists).toBe(true);
     expect(result.checks.join('\n')).toContain('PutSecretValue allowed');

@@ -113,7 +113,7 @@ export async function startVaultStore(): Promise<StoreSide | undefined> {
 
 // ── moto with IAM enforcement switched on for "permission denied" ─────────────────────
 
-const SM_ACTIONS = ['DescribeSecret', 'GetSecretValue', 'PutSecretValue', 'CreateSecret', 'UpdateSecretVersionStage', 'TagResource', 'UntagResource'];
+const SM_ACTIONS = ['DescribeSecret', 'GetSecretValue', 'PutSecretValue', 'CreateSecret', 'UpdateSecretVersionStage', 'TagResource'];
 const SM_READ = ['DescribeSecret', 'GetSecretValue'];
 
 function iamPolicy(actions: readonly string[]): string {

@@ -29,8 +29,8 @@ import {
   TAG_LAST_ROTATION_ID,
   TAG_LAST_VERSION,
   TAG_MANAGED_BY,
+  TAG_LOCK_RELEASED,
   TAG_PREFLIGHT,
-  TAG_PREFLIGHT_PROBE,
 } from '../../src/backends/aws/tags.ts';
 import { BackendError } from '../../src/backends/errors.ts';
 import type { Backend, StoreTarget } from '../../src/backends/types.ts';
@@ -43,7 +43,7 @@ const POLICY_FILE = new URL('../../config/iam-policy.json', import.meta.url);
 const EXAMPLE_POLICY_FILE = new URL('../../config/aws-policy.yaml', import.meta.url);
 
 /** Every Secrets Manager action the backend calls (src/backends/aws/errors.ts AwsAction). */
-const USED_ACTIONS = ['DescribeSecret', 'GetSecretValue', 'PutSecretValue', 'CreateSecret', 'UpdateSecretVersionStage', 'TagResource', 'UntagResource'];
+const USED_ACTIONS = ['DescribeSecret', 'GetSecretValue', 'PutSecretValue', 'CreateSecret', 'UpdateSecretVersionStage', 'TagResource'];
 
 interface Statement {
   Sid?: string;
@@ -121,8 +121,9 @@ function callsFor(config: AwsBackendConfig, region: string, account: string, pat
   const lock = arn(`${path}${LOCK_SUFFIX}`);
   const configured = Object.keys(config.tags);
   const record = [TAG_LAST_ROTATED_AT, TAG_LAST_ROTATION_ID, TAG_LAST_VERSION, TAG_LAST_KEY_ID];
-  // The finish step records the rotation and overwrites its marker in one TagResource.
-  const bookkeeping = [[TAG_INTENT], record, [...record, TAG_INTENT], [TAG_LAST_FAILURE], [TAG_LAST_PROBE], [TAG_PREFLIGHT]];
+  // The finish step records the rotation, overwrites its marker and gives the lock back in one
+  // TagResource; a drift probe's record gives the lock back too; a marker is cleared by overwriting.
+  const bookkeeping = [[TAG_INTENT], record, [...record, TAG_INTENT, TAG_LOCK_RELEASED], [TAG_LAST_FAILURE], [TAG_LAST_PROBE, TAG_LOCK_RELEASED], [TAG_PREFLIGHT]];
   const creating = (resource: string, extraKeys: string[]): Call[] => {
     const keys = [...configured, TAG_MANAGED_BY, ...extraKeys];
     const context: RequestContext = { 'aws:tagkeys': keys, [`aws:requesttag/${TAG_MANAGED_BY}`]: [MANAGED_BY_VALUE] };
@@ -138,7 +139,6 @@ function callsFor(config: AwsBackendConfig, region: string, account: string, pat
     ...['DescribeSecret', 'GetSecretValue', 'PutSecretValue', 'UpdateSecretVersionStage'].map((a) => ({ action: `secretsmanager:${a}`, resource: target })),
     ...creating(target, [...new Set(bookkeeping.flat())]),
     ...bookkeeping.map((keys) => ({ action: 'secretsmanager:TagResource', resource: target, context: { 'aws:tagkeys': keys } })),
-    ...[[TAG_INTENT], [TAG_PREFLIGHT_PROBE]].map((keys) => ({ action: 'secretsmanager:UntagResource', resource: target, context: { 'aws:tagkeys': keys } })),
     ...creating(lock, []),
     ...['GetSecretValue', 'PutSecretValue', 'UpdateSecretVersionStage'].map((a) => ({ action: `secretsmanager:${a}`, resource: lock })),
   ];

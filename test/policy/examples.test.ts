@@ -32,7 +32,7 @@ describe('config/iam-policy.json', () => {
         for (const name of [destination.target.path, `${destination.target.path}.keyroll-lock`]) {
           // Secrets Manager ARNs end in a random 6-character suffix.
           const arn = `arn:aws:secretsmanager:${backend.region ?? ''}:123456789012:secret:${name}-AbCdEf`;
-          for (const action of ['DescribeSecret', 'GetSecretValue', 'PutSecretValue', 'UpdateSecretVersionStage', 'CreateSecret', 'TagResource', 'UntagResource']) {
+          for (const action of ['DescribeSecret', 'GetSecretValue', 'PutSecretValue', 'UpdateSecretVersionStage', 'CreateSecret', 'TagResource']) {
             expect(allows(`secretsmanager:${action}`, arn), `${action} on ${arn}`).toBe(true);
           }
         }

@@ -14,6 +14,8 @@ import type {
   LockOutcome,
   ProbeRecord,
   LockRequest,
+  RecordOptions,
+  PreflightOptions,
   PreflightResult,
   RotationRecord,
   SecretRecord,
@@ -33,6 +35,7 @@ import * as lock from './lock.ts';
 import { LockSightings, type LockContext } from './lock.ts';
 import { refreshLock } from './lock-refresh.ts';
 import * as metadata from './metadata.ts';
+import { describeTarget } from './metadata.ts';
 import type { MetadataContext } from './metadata.ts';
 import * as checks from './preflight.ts';
 import type { PreflightContext } from './preflight.ts';
@@ -74,9 +77,11 @@ export class AwsBackend implements Backend {
       quotaDeps: options.quota,
     });
     this.#held = new HeldFacts(options.now);
-    const shared = { calls: this.#calls, backendName: name, kmsKeyId: config.kmsKeyId, tags: config.tags, targets: this.#targets };
+    // One record of lock sightings and release marks for every file: any description of a target
+    // says which lock its finish record gave back (lock.ts).
+    const shared = { calls: this.#calls, backendName: name, kmsKeyId: config.kmsKeyId, tags: config.tags, targets: this.#targets, sightings: new LockSightings() };
     this.#preflight = { ...shared, createIfMissing: config.createIfMissing, now: options.now };
-    this.#lock = { ...shared, now: options.now, sightings: new LockSightings() };
+    this.#lock = { ...shared, now: options.now };
     this.#write = { ...shared, createIfMissing: config.createIfMissing, attempts: new AttemptLog() };
     this.#fenced = { ...this.#write, held: this.#held, lock: this.#lock };
     this.#metadata = { ...shared, createIfMissing: config.createIfMissing, held: this.#held };
@@ -86,9 +91,9 @@ export class AwsBackend implements Backend {
     checkTargetPath(target.path, { backendName: this.name, operation });
   }
 
-  async preflight(target: StoreTarget): Promise<PreflightResult> {
+  async preflight(target: StoreTarget, options: PreflightOptions = {}): Promise<PreflightResult> {
     this.#check(target, 'preflight');
-    return checks.preflight(this.#preflight, target);
+    return checks.preflight(this.#preflight, target, options);
   }
 
   async ensureFresh(minValidityMs: number): Promise<void> {
@@ -107,8 +112,11 @@ export class AwsBackend implements Backend {
     this.#check(target, 'lock');
     // The lock's own sightings (lock.ts) come first; the target's existence decides only when none.
     let outcome: LockOutcome;
+    const readReleaseMark = async (): Promise<void> => {
+      await describeTarget(this.#metadata, target.path, 'lock');
+    };
     try {
-      outcome = await lock.acquireLock(this.#lock, target.path, request, { lockLikelyExists: this.#targets.likelyExists(target.path) });
+      outcome = await lock.acquireLock(this.#lock, target.path, request, { lockLikelyExists: this.#targets.likelyExists(target.path), readReleaseMark });
     } catch (error) {
       // A refresh whose outcome is unknown: the lock may be lost, so nothing known under it is kept.
       this.#held.dropIfFor(target.path, request);
@@ -123,6 +131,8 @@ export class AwsBackend implements Backend {
 
   async refreshLock(target: StoreTarget, held: HeldLock, ttlMs: number): Promise<HeldLock | undefined> {
     this.#check(target, 'lock');
+    // Given back with the finish record already: nothing to keep alive, and nothing is sent.
+    if (this.#held.wasReleased(target.path, held)) return held;
     let refreshed: HeldLock | undefined;
     try {
       refreshed = await refreshLock(this.#lock, target.path, held, ttlMs);
@@ -139,6 +149,8 @@ export class AwsBackend implements Backend {
   async releaseLock(target: StoreTarget, held: HeldLock): Promise<void> {
     this.#check(target, 'unlock');
     this.#held.dropIfFor(target.path, held);
+    // Given back with the finish record (or the drift probe's): no compare-and-swap, no write.
+    if (this.#held.takeReleased(target.path, held)) return;
     await lock.releaseLock(this.#lock, target.path, held);
   }
 
@@ -173,14 +185,14 @@ export class AwsBackend implements Backend {
     return metadata.readState(this.#metadata, this.#lock, target);
   }
 
-  async recordRotation(target: StoreTarget, rotation: RotationRecord, options: { clearIntent?: boolean } = {}): Promise<void> {
+  async recordRotation(target: StoreTarget, rotation: RotationRecord, options: RecordOptions = {}): Promise<void> {
     this.#check(target, 'record');
     await metadata.recordRotation(this.#metadata, target, rotation, options);
   }
 
-  async recordProbe(target: StoreTarget, probe: ProbeRecord): Promise<void> {
+  async recordProbe(target: StoreTarget, probe: ProbeRecord, options: Pick<RecordOptions, 'releaseLock'> = {}): Promise<void> {
     this.#check(target, 'record');
-    await metadata.recordProbe(this.#metadata, target, probe);
+    await metadata.recordProbe(this.#metadata, target, probe, options);
   }
 
   async recordFailure(target: StoreTarget, failure: FailureRecord): Promise<void> {

@@ -182,10 +182,6 @@ export class SecretsManagerCalls {
     await this.#call(operation, 'TagResource', secretId, (client, sdk) => client.send(new sdk.TagResourceCommand({ SecretId: secretId, Tags: tags })));
   }
 
-  async untagResource(operation: BackendOperation, secretId: string, tagKeys: string[]): Promise<void> {
-    await this.#call(operation, 'UntagResource', secretId, (client, sdk) => client.send(new sdk.UntagResourceCommand({ SecretId: secretId, TagKeys: tagKeys })));
-  }
-
   /**
    * Makes the client's credentials valid for `minValidityMs` beyond the SDK's own refresh window,
    * forcing the provider chain to fetch new ones (STS for IRSA, the instance role, ...) now

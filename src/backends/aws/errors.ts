@@ -11,8 +11,7 @@ export type AwsAction =
   | 'PutSecretValue'
   | 'CreateSecret'
   | 'UpdateSecretVersionStage'
-  | 'TagResource'
-  | 'UntagResource';
+  | 'TagResource';
 
 /**
  * Calls whose request or successful response carries a secret value. Their errors keep no

@@ -66,6 +66,8 @@ interface Held {
 /** The facts this process holds per key lock (keyed by the lock secret's name). */
 export class HeldFacts {
   readonly #byLock = new Map<string, Held>();
+  /** Locks given back with a finish record (lock.ts), until the caller's releaseLock for them. */
+  readonly #givenBack = new Set<string>();
   readonly #now: () => Date;
 
   constructor(now: () => Date) {
@@ -128,6 +130,25 @@ export class HeldFacts {
     if (held?.lock.owner === request.owner && held.lock.rotationId === request.rotationId) this.#byLock.delete(name);
   }
 
+  /**
+   * `lock` was given back with a record on the target (lock.ts): nothing known under it is kept,
+   * and the caller's releaseLock (and any refresh before it) sends nothing for it.
+   */
+  released(path: string, lock: { owner: string; rotationId: string }): void {
+    this.dropIfFor(path, lock);
+    this.#givenBack.add(givenBackKey(path, lock));
+  }
+
+  /** True once for a lock given back with a record: its releaseLock sends nothing. */
+  takeReleased(path: string, lock: { owner: string; rotationId: string }): boolean {
+    return this.#givenBack.delete(givenBackKey(path, lock));
+  }
+
+  /** True while a lock given back with a record waits for its releaseLock (a refresh then sends nothing). */
+  wasReleased(path: string, lock: { owner: string; rotationId: string }): boolean {
+    return this.#givenBack.has(givenBackKey(path, lock));
+  }
+
   /** The lock this process holds on `path`, while it has its margin left; else undefined. */
   lock(path: string): HeldLock | undefined {
     return this.#trusted(path)?.lock;
@@ -174,4 +195,8 @@ export class HeldFacts {
     const left = Date.parse(held.lock.expiresAt) - this.#now().getTime();
     return left > held.marginMs ? held : undefined;
   }
+}
+
+function givenBackKey(path: string, lock: { owner: string; rotationId: string }): string {
+  return `${lockSecretName(path)}\n${lock.owner}\n${lock.rotationId}`;
 }

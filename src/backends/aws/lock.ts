@@ -21,13 +21,18 @@
 // version this process holds (HeldLock.token); AWS refuses the move when that version is no longer
 // AWSCURRENT, and only then is the lock read. Lock versions are immutable, so a CAS from a version
 // whose value was free succeeds only while the lock is still exactly that free value.
+// A finished rotation gives its lock back without a request of its own: the finish step's
+// TagResource on the target names the lock (`keyroll:lock-released` = owner and rotation, tags.ts),
+// and a lock value of that owner and rotation is free from then on (the CAS's two writes would
+// cost a rotation a quarter of its write quota). The holder writes nothing under the lock after
+// that record; a reader that saw the target's tags before it answers busy (or reads them once more).
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { BackendError } from '../errors.ts';
 import type { BackendOperation } from '../errors.ts';
 import type { HeldLock, LockInfo, LockOutcome, LockRequest } from '../types.ts';
 import type { SecretsManagerCalls } from './client.ts';
-import { creationTags } from './tags.ts';
+import { creationTags, lockReleasedTagValue } from './tags.ts';
 import { secretNameOf } from './target.ts';
 
 export const LOCK_SUFFIX = '.keyroll-lock';
@@ -63,6 +68,8 @@ export interface CurrentLock {
  */
 export class LockSightings {
   readonly #byName = new Map<string, CurrentLock | 'missing'>();
+  /** The target's `keyroll:lock-released` value last seen (or written), per lock secret name. */
+  readonly #released = new Map<string, string>();
 
   get(lockName: string): CurrentLock | 'missing' | undefined {
     return this.#byName.get(lockName);
@@ -70,6 +77,19 @@ export class LockSightings {
 
   set(lockName: string, sighting: CurrentLock | 'missing'): void {
     this.#byName.set(lockName, sighting);
+  }
+
+  /** Notes the release mark read from (or written to) the target's tags; undefined: none there. */
+  sawReleaseMark(lockName: string, mark: string | undefined): void {
+    if (mark === undefined || mark === '') this.#released.delete(lockName);
+    else this.#released.set(lockName, mark);
+  }
+
+  /** True when `value` is a held lock its holder gave back with the finish step's record (tags.ts). */
+  isReleased(lockName: string, value: LockValue): boolean {
+    if (value.state !== 'held') return false;
+    const mark = this.#released.get(lockName);
+    return mark !== undefined && mark === lockReleasedTagValue(value);
   }
 }
 
@@ -180,6 +200,12 @@ export function lockErrorOf(context: LockContext, lockName: string, error: unkno
 export interface AcquireHints {
   /** The target existed when last described, so its lock secret most likely exists too: read before creating. */
   lockLikelyExists: boolean;
+  /**
+   * Reads the target's tags again (its `keyroll:lock-released`, into the sightings): asked once
+   * when a freshly read lock is held by another rotation, which may have given it back with its
+   * finish record since the target was last described.
+   */
+  readReleaseMark?: () => Promise<void>;
 }
 
 export async function acquireLock(context: LockContext, path: string, request: LockRequest, hints: AcquireHints = { lockLikelyExists: false }): Promise<LockOutcome> {
@@ -213,9 +239,13 @@ export async function landedLock(context: LockContext, lockName: string, held: H
  * `value` when it keeps `request` out at `now`: held by another owner or rotation, and not stale,
  * i.e. `now` is not yet past its expiry plus the runners' allowed clock skew; else undefined.
  */
-function blockingHolder(value: LockValue, request: LockRequest, now: Date): HeldValue | undefined {
-  if (value.state !== 'held' || isOurs(value, request)) return undefined;
+function blockingHolder(value: LockValue, request: LockRequest, now: Date, released: boolean): HeldValue | undefined {
+  if (value.state !== 'held' || isOurs(value, request) || released) return undefined;
   return now.getTime() > Date.parse(value.expiresAt) + (request.clockSkewMs ?? 0) ? undefined : value;
+}
+
+function releasedByRecord(context: LockContext, lockName: string, value: LockValue): boolean {
+  return context.sightings?.isReleased(lockName, value) === true;
 }
 
 /**
@@ -229,12 +259,13 @@ type RoundStart = { by: 'create' } | { by: 'read' } | { by: 'known'; lock: Curre
 function firstRound(context: LockContext, lockName: string, request: LockRequest, hints: AcquireHints): RoundStart {
   const seen = context.sightings?.get(lockName);
   if (seen === 'missing') return { by: 'create' };
-  if (seen !== undefined) return blockingHolder(seen.value, request, context.now()) ? { by: 'read' } : { by: 'known', lock: seen, fresh: false };
+  if (seen !== undefined) return blockingHolder(seen.value, request, context.now(), releasedByRecord(context, lockName, seen.value)) ? { by: 'read' } : { by: 'known', lock: seen, fresh: false };
   return hints.lockLikelyExists ? { by: 'read' } : { by: 'create' };
 }
 
 async function takeLock(context: LockContext, lockName: string, request: LockRequest, hints: AcquireHints): Promise<LockOutcome> {
   let start = firstRound(context, lockName, request, hints);
+  let askedForMark = false;
   for (let round = 0; round < MAX_ROUNDS; round++) {
     const now = context.now();
     const held: HeldValue = {
@@ -267,14 +298,22 @@ async function takeLock(context: LockContext, lockName: string, request: LockReq
       continue;
     }
     const { value } = current;
-    const holder = blockingHolder(value, request, now);
+    let holder = blockingHolder(value, request, now, releasedByRecord(context, lockName, value));
+    if (holder !== undefined && fresh && !askedForMark && hints.readReleaseMark !== undefined) {
+      // Held by another rotation: it may have given the lock back with its finish record since
+      // the target's tags were read. One more read of them decides.
+      askedForMark = true;
+      await hints.readReleaseMark();
+      holder = blockingHolder(value, request, now, releasedByRecord(context, lockName, value));
+    }
     if (holder !== undefined) {
       if (fresh) return { acquired: false, holder: holderOf(holder) };
       start = { by: 'read' };
       continue;
     }
 
-    const tookOver = value.state === 'held' && !isOurs(value, request);
+    // A lock given back with its holder's finish record is free, not taken over.
+    const tookOver = value.state === 'held' && !isOurs(value, request) && !releasedByRecord(context, lockName, value);
     let swap: SwapOutcome;
     try {
       swap = await compareAndSwap(context, lockName, current.versionId, held, 'lock');
@@ -351,14 +390,19 @@ async function giveBack(context: LockContext, lockName: string, lock: HeldLock):
   }
 }
 
-/** The lock as `status` and recovery see it: the holder (even past expiry), or undefined when free. */
-export async function readLockInfo(context: LockContext, path: string): Promise<LockInfo | undefined> {
+/**
+ * The lock as `status` and recovery see it: the holder (even past expiry), or undefined when free.
+ * A held value its holder gave back with its finish record counts as free once the target's tags
+ * naming it were seen: `markRead` is the read of those tags running beside this one.
+ */
+export async function readLockInfo(context: LockContext, path: string, markRead: Promise<unknown> = Promise.resolve()): Promise<LockInfo | undefined> {
   const lockName = lockSecretName(path);
   let current: CurrentLock | undefined;
   try {
-    current = await readCurrentLock(context, lockName, 'state');
+    [current] = await Promise.all([readCurrentLock(context, lockName, 'state'), markRead]);
   } catch (error) {
     throw lockErrorOf(context, lockName, error, 'state');
   }
-  return current?.value.state === 'held' ? holderOf(current.value) : undefined;
+  if (current?.value.state !== 'held' || releasedByRecord(context, lockName, current.value)) return undefined;
+  return holderOf(current.value);
 }

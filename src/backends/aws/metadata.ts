@@ -12,15 +12,16 @@
 import type { DescribeSecretCommandOutput } from '@aws-sdk/client-secrets-manager';
 import { BackendError } from '../errors.ts';
 import type { BackendOperation } from '../errors.ts';
-import type { FailureRecord, Intent, KeyState, LockInfo, ProbeRecord, RotationRecord, StoreTarget } from '../types.ts';
+import type { FailureRecord, HeldLock, Intent, KeyState, LockInfo, ProbeRecord, RotationRecord, StoreTarget } from '../types.ts';
 import type { SecretsManagerCalls } from './client.ts';
 import type { HeldFacts, TargetHints } from './known.ts';
 import type { LockContext } from './lock.ts';
-import { readLockInfo } from './lock.ts';
+import { LockSightings, lockSecretName, readLockInfo } from './lock.ts';
 import {
   INTENT_CLEARED,
   TAG_FAILURE_STREAK,
   TAG_INTENT,
+  TAG_LOCK_RELEASED,
   TAG_LAST_FAILURE,
   TAG_LAST_KEY_ID,
   TAG_LAST_PROBE,
@@ -31,6 +32,7 @@ import {
   failureTagValue,
   intentTagValue,
   keyIdTagValue,
+  lockReleasedTagValue,
   parseFailureTag,
   parseIntentTag,
   parseKeyIdTag,
@@ -51,6 +53,8 @@ export interface MetadataContext {
   targets: TargetHints;
   /** The lock this process holds per target and the intent marker known under it. */
   held: HeldFacts;
+  /** Lock values and release marks this process saw (the finish record gives a lock back, lock.ts). */
+  sightings: LockSightings;
 }
 
 type TagList = { Key: string; Value: string }[];
@@ -61,16 +65,20 @@ function isNotFound(error: unknown): boolean {
 
 /** The secret's description, or undefined when it does not exist. */
 export async function describeTarget(
-  context: Pick<MetadataContext, 'calls'>,
+  context: Pick<MetadataContext, 'calls'> & { sightings?: LockSightings },
   path: string,
   operation: BackendOperation,
 ): Promise<DescribeSecretCommandOutput | undefined> {
+  let description: DescribeSecretCommandOutput;
   try {
-    return await context.calls.describeSecret(operation, path);
+    description = await context.calls.describeSecret(operation, path);
   } catch (error) {
     if (isNotFound(error)) return undefined;
     throw error;
   }
+  // Every description says which lock a finish record gave back (lock.ts).
+  context.sightings?.sawReleaseMark(lockSecretName(path), tagMap(description.Tags).get(TAG_LOCK_RELEASED));
+  return description;
 }
 
 /** The AWSCURRENT version id, or undefined for a secret without a value yet. */
@@ -130,8 +138,24 @@ async function markerNames(context: MetadataContext, path: string, rotationId: s
 export async function clearIntent(context: MetadataContext, target: StoreTarget, rotationId: string): Promise<void> {
   if (!(await markerNames(context, target.path, rotationId))) return;
   const settle = context.held.changeIntent(target.path);
-  await context.calls.untagResource('intent', target.path, [TAG_INTENT]);
+  // Overwritten with the empty value, as the finish step does (tags.ts): no UntagResource.
+  await context.calls.tagResource('intent', target.path, [{ Key: TAG_INTENT, Value: INTENT_CLEARED }]);
   settle(null);
+}
+
+/**
+ * The tag that gives `lock` back with the record (lock.ts), when the caller is done with it;
+ * noted as written once the record landed. Undefined when the lock is not given back this way.
+ */
+function releaseTag(lock: HeldLock | undefined): { Key: string; Value: string } | undefined {
+  const value = lock === undefined ? undefined : lockReleasedTagValue(lock);
+  return value === undefined ? undefined : { Key: TAG_LOCK_RELEASED, Value: value };
+}
+
+function noteReleased(context: MetadataContext, path: string, lock: HeldLock | undefined, tag: { Value: string } | undefined): void {
+  if (lock === undefined || tag === undefined) return;
+  context.sightings.sawReleaseMark(lockSecretName(path), tag.Value);
+  context.held.released(path, lock);
 }
 
 /**
@@ -144,32 +168,39 @@ export async function recordRotation(
   context: MetadataContext,
   target: StoreTarget,
   rotation: RotationRecord,
-  options: { clearIntent?: boolean } = {},
+  options: { clearIntent?: boolean; releaseLock?: HeldLock } = {},
 ): Promise<void> {
+  const release = releaseTag(options.releaseLock);
   const tags: TagList = [
     { Key: TAG_LAST_ROTATED_AT, Value: rotation.rotatedAt },
     { Key: TAG_LAST_ROTATION_ID, Value: rotation.rotationId },
     { Key: TAG_LAST_VERSION, Value: rotation.version },
     { Key: TAG_LAST_KEY_ID, Value: keyIdTagValue(rotation.keyId) },
+    ...(release === undefined ? [] : [release]),
   ];
   const clear = options.clearIntent === true && (await markerNames(context, target.path, rotation.rotationId));
   if (!clear) {
     await tagTarget(context, target.path, 'record', tags);
+    noteReleased(context, target.path, options.releaseLock, release);
     return;
   }
   const settle = context.held.changeIntent(target.path);
   await tagTarget(context, target.path, 'record', [...tags, { Key: TAG_INTENT, Value: INTENT_CLEARED }]);
   settle(null);
+  noteReleased(context, target.path, options.releaseLock, release);
 }
 
 /**
- * Records a drift probe: one TagResource. Never creates the target: a probe is of a stored secret,
- * and a secret created empty only to carry the record would be a change nobody asked for. A missing
- * target is KR_BACKEND_NOT_FOUND (the caller treats the record as best effort).
+ * Records a drift probe: one TagResource (which also gives the probe's lock back when asked).
+ * Never creates the target: a probe is of a stored secret, and a secret created empty only to
+ * carry the record would be a change nobody asked for. A missing target is KR_BACKEND_NOT_FOUND
+ * (the caller treats the record as best effort).
  */
-export async function recordProbe(context: MetadataContext, target: StoreTarget, probe: ProbeRecord): Promise<void> {
-  await context.calls.tagResource('record', target.path, [{ Key: TAG_LAST_PROBE, Value: probeTagValue(probe) }]);
+export async function recordProbe(context: MetadataContext, target: StoreTarget, probe: ProbeRecord, options: { releaseLock?: HeldLock } = {}): Promise<void> {
+  const release = releaseTag(options.releaseLock);
+  await context.calls.tagResource('record', target.path, [{ Key: TAG_LAST_PROBE, Value: probeTagValue(probe) }, ...(release === undefined ? [] : [release])]);
   context.targets.seen(target.path, true);
+  noteReleased(context, target.path, options.releaseLock, release);
 }
 
 export async function recordFailure(context: MetadataContext, target: StoreTarget, failure: FailureRecord): Promise<void> {
@@ -190,7 +221,8 @@ export async function readState(context: MetadataContext, lock: LockContext, tar
   const keep = context.held.observeIntent(target.path);
   const keepCurrent = context.held.observeCurrent(target.path);
   const heldInfo: LockInfo | undefined = held && { owner: held.owner, rotationId: held.rotationId, expiresAt: held.expiresAt };
-  const [description, lockInfo] = await Promise.all([describeTarget(context, target.path, 'state'), heldInfo ?? readLockInfo(lock, target.path)]);
+  const described = describeTarget(context, target.path, 'state');
+  const [description, lockInfo] = await Promise.all([described, heldInfo ?? readLockInfo(lock, target.path, described.catch(() => undefined))]);
   context.targets.seen(target.path, description !== undefined);
   keepCurrent(description === undefined ? null : (currentVersionOf(description) ?? null));
   const tags = tagMap(description?.Tags);

@@ -15,18 +15,22 @@
 //   carry it: the fenced write moves AWSCURRENT with this action (fence.ts), and a denial there,
 //   after the roll, would leave the new secret durable but not current. AWS checks IAM, then
 //   refuses the request or has nothing to remove; no label changes either way.
-// - TagResource keyroll:preflight=<time> and UntagResource of a tag that is never set: the
-//   intent marker and bookkeeping will work.
+// - TagResource keyroll:preflight=<time>: the intent marker and bookkeeping will work. Left out
+//   when the rotation engine preflights a key's primary destination (`lockAndIntentFollow`): the
+//   intent marker's own TagResource follows before the roll and proves the same action on the
+//   same secret, so a rotation does not spend the account's tag quota twice on one proof.
+//   (UntagResource is no longer used at all: a marker is cleared by overwriting it, tags.ts.)
 // Not provable without a change: KMS encryption with the secret's key (AWS refuses the reused
 // token before encrypting), and CreateSecret for a missing secret (the lock secret's creation
 // exercises CreateSecret on `<name>.keyroll-lock` right after). Resource-based secret policies
 // and SCPs are covered, since every probe is a real call on the real secret.
 import { BackendError } from '../errors.ts';
-import type { PreflightResult, StoreTarget } from '../types.ts';
+import type { PreflightOptions, PreflightResult, StoreTarget } from '../types.ts';
+import type { LockSightings } from './lock.ts';
 import type { SecretsManagerCalls } from './client.ts';
 import type { TargetHints } from './known.ts';
 import { currentVersionOf, describeTarget } from './metadata.ts';
-import { TAG_PREFLIGHT, TAG_PREFLIGHT_PROBE } from './tags.ts';
+import { TAG_PREFLIGHT } from './tags.ts';
 import { isSecretArn } from './target.ts';
 
 export interface PreflightContext {
@@ -37,6 +41,8 @@ export interface PreflightContext {
   now: () => Date;
   /** Where to note whether the target exists (the lock, intent and write calls choose their first try by it). */
   targets: TargetHints;
+  /** Where a description's lock release mark is noted (lock.ts). */
+  sightings?: LockSightings;
 }
 
 /** A value no one stores: sent only with a token AWS is certain to refuse. */
@@ -65,7 +71,7 @@ async function expectRefusal(probe: Promise<unknown>, accepted: BackendError['co
   }
 }
 
-export async function preflight(context: PreflightContext, target: StoreTarget): Promise<PreflightResult> {
+export async function preflight(context: PreflightContext, target: StoreTarget, options: PreflightOptions = {}): Promise<PreflightResult> {
   const path = target.path;
   const description = await describeTarget(context, path, 'preflight');
   context.targets.seen(path, description !== undefined);
@@ -82,11 +88,8 @@ export async function preflight(context: PreflightContext, target: StoreTarget):
   }
 
   const current = currentVersionOf(description);
-  const probes: Promise<void>[] = [
-    expectRefusal(context.calls.getSecretValue('preflight', { SecretId: path, VersionStage: PROBE_STAGE }), 'KR_BACKEND_NOT_FOUND'),
-    context.calls.tagResource('preflight', path, [{ Key: TAG_PREFLIGHT, Value: context.now().toISOString() }]),
-    context.calls.untagResource('preflight', path, [TAG_PREFLIGHT_PROBE]),
-  ];
+  const probes: Promise<void>[] = [expectRefusal(context.calls.getSecretValue('preflight', { SecretId: path, VersionStage: PROBE_STAGE }), 'KR_BACKEND_NOT_FOUND')];
+  if (options.lockAndIntentFollow !== true) probes.push(context.calls.tagResource('preflight', path, [{ Key: TAG_PREFLIGHT, Value: context.now().toISOString() }]));
   if (current !== undefined) {
     probes.push(
       context.calls.probeStageUpdate('preflight', path, current, PROBE_STAGE),
@@ -111,7 +114,10 @@ export async function preflight(context: PreflightContext, target: StoreTarget):
       `secretsmanager:UpdateSecretVersionStage allowed on ${path} (the fenced write's move of AWSCURRENT; probe changed no label)`,
     );
   }
-  checks.push('secretsmanager:GetSecretValue allowed (read-back)', 'secretsmanager:TagResource and UntagResource allowed (intent marker)');
+  checks.push(
+    'secretsmanager:GetSecretValue allowed (read-back)',
+    options.lockAndIntentFollow === true ? 'secretsmanager:TagResource: proven by the intent marker before the roll' : 'secretsmanager:TagResource allowed (intent marker)',
+  );
   if (description.RotationEnabled === true) {
     checks.push(`warning: ${path} also has AWS-native rotation enabled; its rotation function would replace keyroll's secret`);
   }

@@ -17,7 +17,6 @@ export const QUOTA_GROUP_OF: Readonly<Record<AwsAction, AwsQuotaGroup>> = {
   PutSecretValue: 'write',
   UpdateSecretVersionStage: 'write',
   TagResource: 'tag',
-  UntagResource: 'tag',
   GetSecretValue: 'read',
   DescribeSecret: 'read',
   CreateSecret: 'create',
@@ -29,7 +28,7 @@ export const DEFAULT_QUOTA_WAIT_MS = 60_000;
 export const AwsQuotas = z.strictObject({
   /** PutSecretValue, UpdateSecret and UpdateSecretVersionStage per second, for the account and region. */
   writesPerSecond: z.number().positive().default(AWS_DOCUMENTED_QUOTAS.write),
-  /** TagResource and UntagResource per second. */
+  /** TagResource and UntagResource per second (keyroll calls only TagResource). */
   tagsPerSecond: z.number().positive().default(AWS_DOCUMENTED_QUOTAS.tag),
   /** GetSecretValue and DescribeSecret per second. */
   readsPerSecond: z.number().positive().default(AWS_DOCUMENTED_QUOTAS.read),

@@ -10,9 +10,10 @@ export const TAG_MANAGED_BY = 'managed-by';
 export const MANAGED_BY_VALUE = 'keyroll';
 export const TAG_INTENT = 'keyroll:intent';
 /**
- * The intent marker's value once its rotation finished: TagResource cannot remove a tag, and the
- * finish step records the rotation and clears the marker in one TagResource. Parses as no intent.
- * (UntagResource, used when a marker is cleared on its own, removes the tag instead.)
+ * The intent marker's value once cleared: TagResource cannot remove a tag, and the finish step
+ * records the rotation and clears the marker in one TagResource. Parses as no intent. A marker
+ * cleared on its own is overwritten the same way (no UntagResource: one IAM action and one
+ * request of the tag quota less).
  */
 export const INTENT_CLEARED = '';
 export const TAG_LAST_ROTATED_AT = 'keyroll:last-rotated-at';
@@ -36,8 +37,13 @@ export const TAG_LAST_KEY_ID = 'keyroll:last-key-id';
 export const TAG_LAST_PROBE = 'keyroll:last-probe';
 /** Written by preflight to prove TagResource works; its value is the time of the check. */
 export const TAG_PREFLIGHT = 'keyroll:preflight';
-/** Removed (never present) by preflight to prove UntagResource works without changing anything. */
-export const TAG_PREFLIGHT_PROBE = 'keyroll:preflight-probe';
+/**
+ * `owner rotationId` of a key lock given back in the finish step's own TagResource (lock.ts):
+ * a lock companion still holding that owner's and rotation's lock is free. Releasing it this way
+ * costs no request of its own, where the companion's compare-and-swap costs two of the account's
+ * write quota.
+ */
+export const TAG_LOCK_RELEASED = 'keyroll:lock-released';
 
 export const MAX_TAG_VALUE_LENGTH = 256;
 
@@ -191,4 +197,13 @@ export function creationTags(configured: Readonly<Record<string, string>>): { Ke
     .map(([Key, Value]) => ({ Key, Value }));
   tags.push({ Key: TAG_MANAGED_BY, Value: MANAGED_BY_VALUE });
   return tags;
+}
+
+/**
+ * The `keyroll:lock-released` value for the lock of `owner` and `rotationId`; undefined when it
+ * would not fit a tag whole (a cut value could name another lock: that lock is released the usual way).
+ */
+export function lockReleasedTagValue(lock: { owner: string; rotationId: string }): string | undefined {
+  const value = `${escapeTagField(lock.owner)} ${escapeTagField(lock.rotationId)}`;
+  return value.length <= MAX_TAG_VALUE_LENGTH ? value : undefined;
 }
