@@ -159,7 +159,7 @@ function quotaDeps(options: RuntimeOptions): QuotaDeps {
     observer: {
       paced: (event) => observer?.paced?.(event),
       throttled: (event) => {
-        if (!event.afterRoll) options.audit.emit('backend.throttled', { backend: event.backend, backendKind: event.kind, group: event.group, operation: event.operation, path: event.path, attempt: event.attempt, waitMs: event.waitMs, ...(event.retryAfterMs === undefined ? {} : { retryAfterMs: event.retryAfterMs }) });
+        if (!event.afterRoll) options.audit.emit('backend.throttled', { backend: event.backend, backendKind: event.kind, group: event.group, operation: event.operation, path: event.path, attempt: event.attempt, waitMs: event.waitMs, ...(event.retryAfterMs === undefined ? {} : { retryAfterMs: event.retryAfterMs }), ...(event.gaveUp === true ? { gaveUp: true } : {}) });
         observer?.throttled?.(event);
       },
     },

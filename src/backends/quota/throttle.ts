@@ -1,7 +1,7 @@
 // Waiting out a backend's throttle answers (invariant 11: a quota is a budget, not a failure).
 // AWS answers a request over its account's quota with ThrottlingException, Vault/OpenBao with 429
 // when a rate-limit quota is configured. Neither is a failure of the request: it is waited out
-// (the server's Retry-After where it sends one, else a jittered backoff) and sent again, within
+// (a jittered backoff, or the server's Retry-After when that is longer) and sent again, within
 // the call's budget, and every such answer is counted. Only a call that is still refused when its
 // budget is spent fails, with the backend's throttle code.
 import { setTimeout as delay } from 'node:timers/promises';
@@ -11,12 +11,15 @@ export interface ThrottleAnswer {
   retryAfterMs?: number | undefined;
 }
 
-/** One throttle answer that is being waited out (for the metric and the debug audit line). */
+/** One throttle answer (for the metric and the debug audit line), waited out or the last one. */
 export interface ThrottleWait {
   /** Answers refused so far for this call, this one included. */
   attempt: number;
+  /** The wait before the call is sent again; 0 when it is not (`gaveUp`, or not this loop's to wait). */
   waitMs: number;
   retryAfterMs?: number;
+  /** The call's budget does not cover the wait: this answer is its last, and the call fails. */
+  gaveUp?: boolean;
 }
 
 export interface ThrottleRetryOptions {
@@ -54,10 +57,16 @@ export async function retryThrottled<T>(call: (remainingMs: number) => Promise<T
     } catch (error) {
       const answer = options.throttleOf(error);
       if (answer === undefined) throw error;
-      const waitMs = answer.retryAfterMs ?? throttleBackoffMs(attempt, options.random);
-      if (now() - startedMs + waitMs > options.maxWaitMs) throw error;
+      // At least the backoff: a Retry-After in whole seconds reads 0 within the last second
+      // (OpenBao sends exactly that), and waiting 0 would only hammer the quota.
+      const waitMs = Math.max(answer.retryAfterMs ?? 0, throttleBackoffMs(attempt, options.random));
+      const retryAfter = answer.retryAfterMs === undefined ? {} : { retryAfterMs: answer.retryAfterMs };
       options.pause?.(waitMs);
-      options.onThrottled?.({ attempt, waitMs, ...(answer.retryAfterMs === undefined ? {} : { retryAfterMs: answer.retryAfterMs }) });
+      if (now() - startedMs + waitMs > options.maxWaitMs) {
+        options.onThrottled?.({ attempt, waitMs: 0, ...retryAfter, gaveUp: true });
+        throw error;
+      }
+      options.onThrottled?.({ attempt, waitMs, ...retryAfter });
       await sleep(waitMs);
     }
   }

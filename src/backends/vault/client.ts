@@ -4,9 +4,19 @@
 // answer past MAX_VAULT_ANSWER_BYTES, validates answers with zod and turns every failure into a
 // BackendError. It never puts a request body, a response body or a token into
 // an error: Vault's own error strings are short fixed texts, and they are sanitized anyway.
+// A 429 from a rate-limit quota (`sys/quotas/rate-limit`) is waited out, not failed (invariant 11):
+// the server's Retry-After where it sends one (`enable_rate_limit_response_headers`), else a
+// jittered backoff, within `quotas.maxWaitMs`, counted (src/backends/quota/). The write of a
+// rotation (operation `write`, after the roll) is not held here: its 429 goes back to the store
+// step at once, which retries it with its own backoff and audits the retry after the store
+// (invariant 2: nothing but the write between the roll answer and the write).
 import { readFile } from 'node:fs/promises';
 import { Agent, request, type Dispatcher } from 'undici';
 import { readBodyPrefix } from '../../http/body.ts';
+import { headerValue } from '../../api/http.ts';
+import { parseRetryAfter } from '../../api/retry-after.ts';
+import type { QuotaObserver } from '../quota/observer.ts';
+import { retryThrottled } from '../quota/throttle.ts';
 import type { z } from 'zod';
 import type { Secret } from '../../audit/secret.ts';
 import { truncateSanitized } from '../../audit/sanitize.ts';
@@ -28,6 +38,9 @@ export interface VaultClientOptions {
   caFile?: string;
   timeoutMs: number;
   dispatcher?: Dispatcher;
+  /** The longest one call waits out the server's rate-limit quota (429) before it fails; default 60 s. */
+  quotaWaitMs?: number;
+  quotaObserver?: QuotaObserver;
 }
 
 export type VaultMethod = 'GET' | 'POST' | 'PUT' | 'DELETE';
@@ -48,6 +61,20 @@ export interface VaultAnswer {
   status: number;
   /** Parsed JSON, or undefined for an empty body (204). */
   body: unknown;
+  /** A 429's Retry-After, in ms. */
+  retryAfterMs?: number;
+}
+
+/** The longest one call waits out a rate-limit quota by default (VaultBackendConfig.quotas). */
+export const DEFAULT_VAULT_QUOTA_WAIT_MS = 60_000;
+
+/** A 429 answer, thrown only inside send() so the throttle loop can wait it out. */
+class RateLimitedAnswer extends Error {
+  readonly answer: VaultAnswer;
+  constructor(answer: VaultAnswer) {
+    super('rate limited');
+    this.answer = answer;
+  }
 }
 
 export class VaultClient {
@@ -61,8 +88,39 @@ export class VaultClient {
     this.#baseUrl = options.address.replace(/\/+$/, '');
   }
 
-  /** Sends a call; any HTTP status comes back as is, transport failures throw a BackendError. */
+  /**
+   * Sends a call; any HTTP status comes back as is (a 429 once its wait is spent), transport
+   * failures throw a BackendError.
+   */
   async send(call: VaultCall): Promise<VaultAnswer> {
+    const observer = this.#options.quotaObserver;
+    const event = { backend: this.#options.backend, kind: 'vault' as const, group: 'request', operation: call.operation, path: call.target };
+    if (call.operation === 'write') {
+      // After the roll: no wait here (see the top of this file); counted only, no I/O.
+      const answer = await this.#sendOnce(call);
+      if (answer.status === 429) observer?.throttled?.({ ...event, attempt: 1, waitMs: 0, afterRoll: true, ...(answer.retryAfterMs === undefined ? {} : { retryAfterMs: answer.retryAfterMs }) });
+      return answer;
+    }
+    try {
+      return await retryThrottled(
+        async () => {
+          const answer = await this.#sendOnce(call);
+          if (answer.status === 429) throw new RateLimitedAnswer(answer);
+          return answer;
+        },
+        {
+          maxWaitMs: this.#options.quotaWaitMs ?? DEFAULT_VAULT_QUOTA_WAIT_MS,
+          throttleOf: (error) => (error instanceof RateLimitedAnswer ? { retryAfterMs: error.answer.retryAfterMs } : undefined),
+          onThrottled: (wait) => observer?.throttled?.({ ...event, ...wait, afterRoll: false }),
+        },
+      );
+    } catch (error) {
+      if (error instanceof RateLimitedAnswer) return error.answer;
+      throw error;
+    }
+  }
+
+  async #sendOnce(call: VaultCall): Promise<VaultAnswer> {
     const headers: Record<string, string> = { 'x-vault-request': 'true' };
     if (call.token !== undefined) headers['x-vault-token'] = call.token.reveal();
     if (this.#options.namespace !== undefined) headers['x-vault-namespace'] = this.#options.namespace;
@@ -71,6 +129,7 @@ export class VaultClient {
     let text: string;
     let truncated: boolean;
     let status: number;
+    let retryAfterMs: number | undefined;
     try {
       const response = await request(`${this.#baseUrl}/v1/${call.apiPath}`, {
         method: call.method,
@@ -82,19 +141,21 @@ export class VaultClient {
         signal: AbortSignal.timeout(this.#options.timeoutMs),
       });
       status = response.statusCode;
+      if (status === 429) retryAfterMs = parseRetryAfter(headerValue(response.headers, 'retry-after'), Date.now());
       ({ text, truncated } = await readBodyPrefix(response.body, MAX_VAULT_ANSWER_BYTES));
     } catch (error) {
       const code = codeForTransportError(error) ?? 'KR_BACKEND_UNAVAILABLE';
       throw this.error(code, call, undefined, error);
     }
+    const retry = retryAfterMs === undefined ? {} : { retryAfterMs };
     if (truncated) {
       // An error answer this large says nothing its status does not: keep the status alone.
-      if (status < 200 || status >= 300) return { status, body: undefined };
+      if (status < 200 || status >= 300) return { status, body: undefined, ...retry };
       throw this.error('KR_BACKEND_INVALID_RESPONSE', call, status, undefined, `the answer is larger than ${String(MAX_VAULT_ANSWER_BYTES)} bytes`);
     }
-    if (text.trim() === '') return { status, body: undefined };
+    if (text.trim() === '') return { status, body: undefined, ...retry };
     try {
-      return { status, body: JSON.parse(text) as unknown };
+      return { status, body: JSON.parse(text) as unknown, ...retry };
     } catch {
       // Not wrapped with cause on purpose: a JSON parse error quotes the text, which may hold a secret.
       throw this.error('KR_BACKEND_INVALID_RESPONSE', call, status);

@@ -34,5 +34,7 @@ export const VaultBackendConfig = z.strictObject({
   caFile: z.string().min(1).optional(),
   timeoutMs: z.number().int().positive().default(10_000),
   auth: VaultAuth,
+  /** Rate-limit quotas of the server (sys/quotas/rate-limit): how long one call waits out a 429 before it fails (default 60 s). */
+  quotas: z.strictObject({ maxWaitMs: z.number().int().positive().default(60_000) }).optional(),
 });
 export type VaultBackendConfig = z.infer<typeof VaultBackendConfig>;

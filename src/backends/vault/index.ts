@@ -61,6 +61,8 @@ export class VaultBackend implements Backend {
       ...(config.namespace === undefined ? {} : { namespace: config.namespace }),
       ...(config.caFile === undefined ? {} : { caFile: config.caFile }),
       ...(deps.dispatcher === undefined ? {} : { dispatcher: deps.dispatcher }),
+      ...(config.quotas === undefined ? {} : { quotaWaitMs: config.quotas.maxWaitMs }),
+      ...(deps.quota?.observer === undefined ? {} : { quotaObserver: deps.quota.observer }),
     });
     const tokens = new VaultTokenSource({ client: this.#client, auth: config.auth, backend: name, now: this.#now, env: deps.env ?? process.env });
     this.#kv = new KvV2(new VaultSession(this.#client, tokens), config.mount);
