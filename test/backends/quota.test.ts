@@ -61,12 +61,28 @@ describe('TokenBucket', () => {
     expect(bucket.waitFor()).toBe(0);
   });
 
-  it('holds every caller through a pause after a throttle answer, and starts empty after it', async () => {
+  it('holds every caller through a pause after a throttle answer, starts empty after it at half the rate', async () => {
     const clock = fakeClock();
     const bucket = new TokenBucket({ ratePerSecond: 10, burst: 5, nowMs: clock.now, sleep: clock.sleep });
     bucket.pause(2_000);
-    expect(await bucket.take()).toBe(2_100);
-    expect(bucket.waitFor()).toBe(100);
+    expect(bucket.currentRate).toBe(5);
+    expect(await bucket.take()).toBe(2_200);
+    expect(bucket.waitFor()).toBe(200);
+  });
+
+  it('halves its rate once per crowded moment, never below a tenth, and climbs back to the stated rate once answers come', () => {
+    const clock = fakeClock();
+    const bucket = new TokenBucket({ ratePerSecond: 50, nowMs: clock.now, sleep: clock.sleep });
+    bucket.pause(500);
+    bucket.pause(300); // refused in the same moment: one event
+    expect(bucket.currentRate).toBe(25);
+    for (let i = 0; i < 5; i++) {
+      clock.advance(1_000);
+      bucket.pause(100);
+    }
+    expect(bucket.currentRate).toBe(5);
+    for (let i = 0; i < 25; i++) bucket.answered();
+    expect(bucket.currentRate).toBe(50);
   });
 
   it('gives the tokens back when the wait is aborted', async () => {

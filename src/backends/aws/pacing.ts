@@ -28,6 +28,18 @@ export function isThrottleAnswer(error: unknown): boolean {
   return THROTTLE_NAMES.has(awsErrorName(error)) || awsHttpStatus(error) === 429;
 }
 
+/** Runs `run`; any answer but a throttle one (an error included: AWS answered) lets the rate recover. */
+async function answered<T>(bucket: TokenBucket, run: () => Promise<T>): Promise<T> {
+  try {
+    const result = await run();
+    bucket.answered();
+    return result;
+  } catch (error) {
+    if (!isThrottleAnswer(error)) bucket.answered();
+    throw error;
+  }
+}
+
 export interface PacedCall {
   action: AwsAction;
   operation: BackendOperation;
@@ -69,7 +81,7 @@ export class AwsPacer {
     if (this.#spendCredit(call.path, group)) {
       // Reserved before the roll: sent at once (invariant 2); a throttle answer is the store's to retry.
       try {
-        return await run();
+        return await answered(bucket, run);
       } catch (error) {
         if (isThrottleAnswer(error)) {
           const waitMs = throttleBackoffMs(1);
@@ -84,7 +96,7 @@ export class AwsPacer {
         const waitedMs = await bucket.take(1, { maxWaitMs: remainingMs });
         if (waitedMs === undefined) throw this.#tooLong(call, group);
         if (waitedMs > 0) deps.observer?.paced?.({ ...event, waitMs: waitedMs });
-        return run();
+        return answered(bucket, run);
       },
       {
         maxWaitMs: quotas.maxWaitMs,

@@ -5,7 +5,12 @@
 // handed out in call order (no waiter starves), and tokens taken ahead of time (a reservation
 // for the write after a roll) are simply a turn taken early.
 // Waits are computed, not polled: a caller sleeps exactly until its turn. A throttle answer from
-// the server (another writer in the account used the budget) pauses the bucket for everyone.
+// the server (another writer in the account used the budget) pauses the bucket for everyone and
+// halves its rate, once per pause (the answers of one crowded moment are one event); each answer
+// that was not a throttle gives a twentieth of the stated rate back (additive increase,
+// multiplicative decrease, as TCP does). In a busy account the callers settle near what the others
+// leave instead of being refused over and over; alone they are back at the stated rate within
+// twenty answers.
 import { setTimeout as delay } from 'node:timers/promises';
 
 export interface TokenBucketOptions {
@@ -24,11 +29,17 @@ export interface TakeOptions {
   signal?: AbortSignal;
 }
 
+/** The lowest share of its stated rate a bucket slows down to after throttle answers. */
+const MIN_RATE_SHARE = 1 / 10;
+/** What one answer that was not a throttle gives back, as a share of the stated rate. */
+const RECOVERY_SHARE = 1 / 20;
+
 export class TokenBucket {
+  /** The stated rate (the quota); `currentRate` may be lower after throttle answers. */
   readonly ratePerSecond: number;
   readonly burst: number;
-  readonly #intervalMs: number;
-  readonly #burstMs: number;
+  #intervalMs: number;
+  #burstMs: number;
   readonly #now: () => number;
   readonly #sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
   /** When the bucket would be full again if nobody took more (GCRA's theoretical arrival time). */
@@ -47,6 +58,11 @@ export class TokenBucket {
     this.#now = options.nowMs ?? Date.now;
     this.#sleep = options.sleep ?? ((ms, signal) => delay(ms, undefined, signal === undefined ? {} : { signal }));
     this.#fullAtMs = this.#now();
+  }
+
+  /** Tokens per second now: the stated rate, or less after throttle answers. */
+  get currentRate(): number {
+    return 1000 / this.#intervalMs;
   }
 
   /** How long a take of `count` tokens would wait now (0: at once). */
@@ -83,13 +99,25 @@ export class TokenBucket {
   }
 
   /**
-   * The server refused a request for its quota: nobody takes a token for `ms`, and the bucket
-   * starts empty after it, so the callers do not all come back at once.
+   * The server refused a request for its quota: nobody takes a token for `ms`, the bucket starts
+   * empty after it (so the callers do not all come back at once), and its rate is halved.
    */
   pause(ms: number): void {
-    const until = this.#now() + Math.max(0, ms);
+    const now = this.#now();
+    const until = now + Math.max(0, ms);
+    if (now >= this.#pausedUntilMs) this.#setRate(Math.max(this.ratePerSecond * MIN_RATE_SHARE, this.currentRate / 2));
     this.#pausedUntilMs = Math.max(this.#pausedUntilMs, until);
     this.#fullAtMs = Math.max(this.#fullAtMs, until + this.#burstMs);
+  }
+
+  /** The server took a request: the rate creeps back towards the stated one. */
+  answered(): void {
+    if (this.currentRate < this.ratePerSecond) this.#setRate(Math.min(this.ratePerSecond, this.currentRate + this.ratePerSecond * RECOVERY_SHARE));
+  }
+
+  #setRate(ratePerSecond: number): void {
+    this.#intervalMs = 1000 / ratePerSecond;
+    this.#burstMs = this.burst * this.#intervalMs;
   }
 
   #turn(count: number): { waitMs: number; fullAtMs: number } {
