@@ -4,9 +4,11 @@
 // everything back before the next run.
 import type { Backend } from '../../src/backends/types.ts';
 import type { EmulatorFault, EmulatorOperation } from '../../src/emulator/server.ts';
+import type { RotationObserver } from '../../src/rotation/types.ts';
+import type { QuotaGroup } from '../support/aws-quota-proxy.ts';
 import { wrapBackend } from '../rotation/harness.ts';
 import type { CaseKey, FaultBench } from './bench.ts';
-import type { ApiFault, BackendFault, CaseSpec, MatrixStep } from './cases.ts';
+import type { ApiFault, BackendFault, CaseSpec, MatrixStep, ThrottleFault } from './cases.ts';
 
 /** The engine's roll budget (src/rotation/runtime.ts default): a fault on every attempt exhausts it. */
 export const ROLL_ATTEMPTS = 5;
@@ -14,6 +16,10 @@ export const ROLL_ATTEMPTS = 5;
 export interface ArmedFault {
   wrapBackend?: (name: string, backend: Backend) => Backend;
   checkpoint?: (step: string) => Promise<void>;
+  /** Hears what the faulted run reports besides its audit (throttle answers it counted). */
+  observer?: RotationObserver;
+  /** Checks, after the faulted run, what only the fault knows (every throttle answer counted). */
+  afterRun?(): { refused: number; counted: number };
   restore(): Promise<void>;
 }
 
@@ -136,6 +142,80 @@ function armBackendFault(bench: FaultBench, key: CaseKey, step: MatrixStep, faul
   };
 }
 
+const THROTTLED_GROUPS: Readonly<Record<ThrottleFault, readonly QuotaGroup[]>> = {
+  'AWS throttles the write group': ['write'],
+  'AWS throttles the tag group': ['tag'],
+  'AWS throttles the write and tag groups': ['write', 'tag'],
+};
+
+/** Refusals per group: as many as the SDK's own two attempts met before keyroll waited throttling out (they failed the key), well inside the wait budget. */
+export const THROTTLED_CALLS = 2;
+
+/** The next THROTTLED_CALLS calls of the fault's groups are refused, from the step's first backend call on. */
+function armThrottleFault(bench: FaultBench, step: MatrixStep, fault: ThrottleFault): ArmedFault {
+  const quota = bench.store.quota;
+  if (quota === undefined) throw new Error(`${fault} needs the AWS quota proxy (startFaultBench('aws', { awsQuotas: true }))`);
+  const groups = THROTTLED_GROUPS[fault];
+  quota.resetCounts();
+  let armed = false;
+  let stored = false;
+  const arm = (): void => {
+    if (armed) return;
+    armed = true;
+    quota.refuseNext(groups, THROTTLED_CALLS);
+  };
+  let counted = 0;
+  const observer: RotationObserver = {
+    stepDuration: () => undefined,
+    exposure: () => undefined,
+    throttled: () => {
+      counted++;
+    },
+  };
+  const refused = (): number => Object.values(quota.throttledByGroup()).reduce((sum, n) => sum + n, 0);
+  const restore = (): Promise<void> => {
+    quota.refuseNext(groups, 0);
+    return Promise.resolve();
+  };
+  if (step === 'roll') {
+    return {
+      checkpoint: (reached) => {
+        if (reached === 'roll') arm();
+        return Promise.resolve();
+      },
+      observer,
+      afterRun: () => ({ refused: refused(), counted }),
+      restore,
+    };
+  }
+  const call = STEP_CALL[step];
+  return {
+    wrapBackend: (name, backend) => {
+      if (name !== 'primary') return backend;
+      return wrapBackend(backend, {
+        writeSecret: async (next) => {
+          if (call === 'writeSecret') arm();
+          const result = await next();
+          stored = true;
+          return result;
+        },
+        ...(call === 'writeSecret'
+          ? {}
+          : {
+              [call]: (next: () => unknown) => {
+                // The read-back of verify, not the probes before the roll.
+                if (call !== 'readSecret' || stored) arm();
+                return next();
+              },
+            }),
+      });
+    },
+    observer,
+    afterRun: () => ({ refused: refused(), counted }),
+    restore,
+  };
+}
+
 function isApiFault(fault: string): fault is ApiFault {
   return fault.startsWith('API ');
 }
@@ -145,5 +225,6 @@ export function armFault(bench: FaultBench, key: CaseKey, spec: CaseSpec): Armed
   const fault = spec.during ?? spec.fault;
   if (isApiFault(fault)) return armApiFault(bench, spec.step, fault);
   if (fault.startsWith('backend ')) return armBackendFault(bench, key, spec.step, fault as BackendFault);
+  if (fault.startsWith('AWS throttles ')) return armThrottleFault(bench, spec.step, fault as ThrottleFault);
   throw new Error(`${fault} is not armed in-process`);
 }

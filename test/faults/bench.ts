@@ -19,7 +19,7 @@ import { startReceiver, type Receiver } from '../alerts/receiver.ts';
 import { JSON_SHAPE, keyPolicy } from '../rotation/harness.ts';
 import type { SafetyNet } from './cases.ts';
 import type { KeyCopies } from './record.ts';
-import { startStore, type StoreKind, type StoreSide } from './stores.ts';
+import { startStore, type StoreKind, type StoreOptions, type StoreSide } from './stores.ts';
 
 const execFileAsync = promisify(execFile);
 const REPO = resolve(import.meta.dirname, '../..');
@@ -91,9 +91,9 @@ async function findAge(): Promise<string> {
 }
 
 /** undefined when the store's server is unavailable outside CI (the file then skips its tests). */
-export async function startFaultBench(kind: StoreKind): Promise<FaultBench | undefined> {
+export async function startFaultBench(kind: StoreKind, options: StoreOptions = {}): Promise<FaultBench | undefined> {
   const dir = await mkdtemp(join(tmpdir(), `keyroll-faults-${kind}-`));
-  const store = await startStore(kind, dir);
+  const store = await startStore(kind, dir, options);
   if (!store) {
     await rm(dir, { recursive: true, force: true });
     return undefined;

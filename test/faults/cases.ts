@@ -28,9 +28,12 @@ export type BackendFault =
 
 export type SinkFault = 'alert sink answers 500' | 'alert sink closed';
 
+/** AWS's quota answers (test/support/aws-quota-proxy.ts): the next calls of a quota group are refused with ThrottlingException. */
+export type ThrottleFault = 'AWS throttles the write group' | 'AWS throttles the tag group' | 'AWS throttles the write and tag groups';
+
 export type SignalFault = 'SIGTERM' | 'SIGKILL';
 
-export type Fault = ApiFault | BackendFault | SinkFault | SignalFault;
+export type Fault = ApiFault | BackendFault | SinkFault | SignalFault | ThrottleFault;
 
 /** Where a secret goes when no destination takes it. */
 export type SafetyNet = 'none' | 'escrow' | 'fallback';
@@ -97,6 +100,18 @@ export const SINK_CASES: readonly CaseSpec[] = [
   { step: 'store', fault: 'alert sink closed', during: 'backend down', stores: SERVERS, safetyNet: 'none', expect: 'failed', ci: true },
 ];
 
+/**
+ * Invariant 11: a throttle answer is waited out, never a failure. Armed when the engine reaches the
+ * step (the next calls of the group are refused, wherever in the rotation they come), on moto
+ * behind the quota proxy; every case must end rotated, and keyroll must have counted every
+ * refusal the proxy sent.
+ */
+const THROTTLE_FAULTS: readonly ThrottleFault[] = ['AWS throttles the write group', 'AWS throttles the tag group', 'AWS throttles the write and tag groups'];
+const THROTTLE_CI: ReadonlySet<string> = new Set(['preflight AWS throttles the write and tag groups', 'lock AWS throttles the write group', 'intent AWS throttles the tag group', 'store AWS throttles the write group', 'finish AWS throttles the tag group']);
+export const THROTTLE_CASES: readonly CaseSpec[] = (['preflight', 'lock', 'intent', 'roll', 'store', 'verify', 'finish'] as const).flatMap((step) =>
+  THROTTLE_FAULTS.map((fault): CaseSpec => ({ step, fault, stores: ['aws'], expect: 'rotated', ...(THROTTLE_CI.has(`${step} ${fault}`) ? { ci: true } : {}) })),
+);
+
 /** Child-process cases: where the signal lands, and how the process is held there. */
 export const SIGNAL_CASES: readonly CaseSpec[] = [
   // Paused at the step (KEYROLL_TEST_PAUSE_AT), then killed.
@@ -111,7 +126,7 @@ export const SIGNAL_CASES: readonly CaseSpec[] = [
   { step: 'lock', fault: 'SIGTERM', stores: SERVERS, expect: 'aborted', ci: true },
 ];
 
-export const FAULT_CASES: readonly CaseSpec[] = [...API_CASES, ...BACKEND_CASES, ...SINK_CASES, ...SIGNAL_CASES];
+export const FAULT_CASES: readonly CaseSpec[] = [...API_CASES, ...BACKEND_CASES, ...SINK_CASES, ...THROTTLE_CASES, ...SIGNAL_CASES];
 
 /** Whether the suite runs every case (KEYROLL_FAULTS=full) or the CI subset. */
 export function fullMatrix(env: NodeJS.ProcessEnv = process.env): boolean {

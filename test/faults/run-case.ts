@@ -47,6 +47,7 @@ export async function runKeyroll(bench: FaultBench, policy: Policy, audit: Audit
     ...(now ? { now } : {}),
     ...(armed.wrapBackend ? { wrapBackend: armed.wrapBackend } : {}),
     ...(armed.checkpoint ? { checkpoint: armed.checkpoint } : {}),
+    ...(armed.observer ? { observer: armed.observer } : {}),
   });
   try {
     return await runRotations(runtime, { keys: policy.keys, trigger: { reason: 'scheduled', force: false }, concurrency: 1 });
@@ -84,8 +85,10 @@ export async function runInProcessCase(ctx: TestContext, bench: FaultBench, spec
 
   const armed = armFault(bench, key, spec);
   let first: RunSummary;
+  let throttles: { refused: number; counted: number } | undefined;
   try {
     first = await runKeyroll(bench, bench.policy([key], { safetyNet, sinkUrl: sink.url }), audit, armed);
+    throttles = armed.afterRun?.();
   } finally {
     await armed.restore();
     await sink.receiver?.close();
@@ -121,6 +124,8 @@ export async function runInProcessCase(ctx: TestContext, bench: FaultBench, spec
   verdict.assertInvariants();
   expect(result, `the faulted run's result for ${name}`).toBe(spec.expect);
   expect(resultOf(next, key.keyId), 'the next run').toMatch(/^(rotated|recovered|skipped)$/);
+  // Invariant 11: every throttle answer the quota proxy sent was met, waited out and counted.
+  if (throttles !== undefined) expect(throttles.counted, 'throttle answers keyroll counted').toBe(throttles.refused);
   if (spec.fault === 'backend answer lost after applying' && bench.store.versions) {
     // Invariant 8: the retried write of the same rotation added no second version (seed + one).
     expect(await bench.store.versions(key.target), 'versions of the value').toBe(2);

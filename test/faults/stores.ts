@@ -12,6 +12,7 @@ import type { Backend, StoreTarget } from '../../src/backends/types.ts';
 import { motoEnv } from '../integration/aws-fixtures.ts';
 import { motoServer, vaultServer, type MotoServer } from '../integration/servers.ts';
 import { vaultAdmin } from '../integration/vault-admin.ts';
+import { startAwsQuotaProxy, type AwsQuotaProxy } from '../support/aws-quota-proxy.ts';
 import { startFaultProxy, type FaultProxy } from './proxy.ts';
 
 export type StoreKind = 'file' | 'vault' | 'aws';
@@ -26,6 +27,8 @@ export interface StoreSide {
   /** Environment keyroll needs for it (the Vault token, AWS keys). */
   env: Record<string, string>;
   proxy?: FaultProxy;
+  /** AWS only, when asked for: AWS's request quotas enforced in front of moto (keyroll → quotas → fault proxy → moto). */
+  quota?: AwsQuotaProxy;
   /** Full rights, straight to the server: seeding and reading behind keyroll's back. */
   direct: Backend;
   targetPath(keyId: string): string;
@@ -141,7 +144,12 @@ async function enforceIam(server: MotoServer, on: boolean): Promise<void> {
   if (!response.ok) throw new Error(`moto reset-auth failed: ${String(response.status)}`);
 }
 
-export async function startAwsStore(): Promise<StoreSide | undefined> {
+export interface StoreOptions {
+  /** AWS: put the quota proxy (test/support/aws-quota-proxy.ts) in front of the fault proxy. */
+  awsQuotas?: boolean;
+}
+
+export async function startAwsStore(options: StoreOptions = {}): Promise<StoreSide | undefined> {
   const server = motoServer();
   if (!server) return undefined;
   const user = `keyroll-faults-${run}`;
@@ -153,7 +161,8 @@ export async function startAwsStore(): Promise<StoreSide | undefined> {
   const secretAccessKey = /<SecretAccessKey>([^<]+)<\/SecretAccessKey>/.exec(keys)?.[1];
   if (accessKeyId === undefined || secretAccessKey === undefined) throw new Error('moto CreateAccessKey answered without keys');
   const proxy = await startFaultProxy(server.endpoint);
-  const config: BackendConfig = { kind: 'aws', endpoint: proxy.url, region: server.region, createIfMissing: true, tags: {}, timeoutMs: BACKEND_TIMEOUT_MS };
+  const quota = options.awsQuotas === true ? await startAwsQuotaProxy({ upstream: proxy.url }) : undefined;
+  const config: BackendConfig = { kind: 'aws', endpoint: quota?.url ?? proxy.url, region: server.region, createIfMissing: true, tags: {}, timeoutMs: BACKEND_TIMEOUT_MS };
   const direct = await createBackend('direct', { ...config, endpoint: server.endpoint, timeoutMs: 10_000 }, { env: motoEnv(server) });
   const sdk = new SecretsManagerClient({ endpoint: server.endpoint, region: server.region, credentials: { accessKeyId: server.accessKeyId, secretAccessKey: server.secretAccessKey } });
   let enforced = false;
@@ -162,6 +171,7 @@ export async function startAwsStore(): Promise<StoreSide | undefined> {
     config,
     env: { AWS_ACCESS_KEY_ID: accessKeyId, AWS_SECRET_ACCESS_KEY: secretAccessKey, AWS_REGION: server.region },
     proxy,
+    ...(quota ? { quota } : {}),
     direct,
     targetPath: (keyId) => `keyroll-faults/${run}/${keyId}`,
     denyWrites: async () => {
@@ -189,13 +199,14 @@ export async function startAwsStore(): Promise<StoreSide | undefined> {
       if (enforced) await enforceIam(server, false);
       sdk.destroy();
       await direct.close();
+      await quota?.close();
       await proxy.close();
     },
   };
 }
 
-export async function startStore(kind: StoreKind, dir: string): Promise<StoreSide | undefined> {
+export async function startStore(kind: StoreKind, dir: string, options: StoreOptions = {}): Promise<StoreSide | undefined> {
   if (kind === 'file') return startFileStore(dir);
   if (kind === 'vault') return startVaultStore();
-  return startAwsStore();
+  return startAwsStore(options);
 }
