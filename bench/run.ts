@@ -26,6 +26,7 @@ const BENCHMARKS: Benchmark[] = [
   { name: 'emergency', run: async (o) => (await import('./emergency.ts')).runEmergencyBench(o) },
   { name: 'shell-loop', run: async (o) => (await import('./shell-loop.ts')).runShellLoopBench(o) },
   { name: 'requests', run: async () => (await import('./requests.ts')).runRequestsBench() },
+  { name: 'aws-quota', run: async (o) => (await import('./aws-quota.ts')).runAwsQuotaBench(o) },
   { name: 'cold-start', run: async (o) => (await import('./cold-start.ts')).runColdStartBench(o) },
   { name: 'memory', run: async (o) => (await import('./memory.ts')).runMemoryBench(o) },
   { name: 'daemon-day', run: async (o) => (await import('./daemon-day.ts')).runDaemonDayBench(o) },
