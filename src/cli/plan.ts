@@ -22,11 +22,12 @@ export function registerPlanCommand(program: Command): void {
 }
 
 async function planCommand(flags: PlanFlags): Promise<number> {
-  const [{ openBackends, viewKeys, slotView }, { renderTable }, { keyInShard, parseShard }, { streakCell, streakView }] = await Promise.all([
+  const [{ openBackends, viewKeys, slotView }, { renderTable }, { keyInShard, parseShard }, { streakCell, streakView }, { describeEmergency, estimateEmergency }] = await Promise.all([
     import('./key-state.ts'),
     import('./table.ts'),
     import('../policy/shard.ts'),
     import('../rotation/backoff-state.ts'),
+    import('../rotation/emergency-estimate.ts'),
   ]);
   let policy;
   let shard;
@@ -60,8 +61,10 @@ async function planCommand(flags: PlanFlags): Promise<number> {
       ...(view.key.slots ? { slots: slotView(view, now) } : {}),
       ...(view.readError ? { error: view.readError } : {}),
     }));
+    // Invariant 11: what an emergency over these keys costs in time, and which quota bounds it.
+    const emergency = estimateEmergency(policy, keys, { ...(shard ? { shards: shard.total } : {}), env: process.env });
     if (flags.output === 'json') {
-      process.stdout.write(`${JSON.stringify({ policy: policy.file, at: now.toISOString(), keys: plan }, null, 2)}\n`);
+      process.stdout.write(`${JSON.stringify({ policy: policy.file, at: now.toISOString(), keys: plan, emergency }, null, 2)}\n`);
     } else {
       // The SLOTS column only when the policy has a two-slot entry: single-key tables read as before.
       const withSlots = plan.some((p) => p.slots !== undefined);
@@ -80,6 +83,7 @@ async function planCommand(flags: PlanFlags): Promise<number> {
         ),
       );
       const due = plan.filter((p) => p.due && streakCell(p.failureStreak, now) === undefined).length;
+      process.stdout.write(`${describeEmergency(emergency)}\n`);
       process.stdout.write(`${due} of ${plan.length} keys due; nothing was changed\n`);
     }
     return plan.some((p) => p.error) ? 1 : 0;

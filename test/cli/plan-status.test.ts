@@ -64,6 +64,9 @@ describe('keyroll plan', () => {
     expect(byId.get('key_demo_search')).toMatchObject({ due: true, reasons: ['intent'], writes: ['files:search.key (raw)'] });
     expect(byId.get('key_demo_ingest')).toMatchObject({ due: false, reasons: [], nextRunAt: null, writes: ['files:ingest.json (json)'] });
     expect(text.lastLine).toBe('2 of 3 keys due; nothing was changed');
+    // What an emergency over the selected keys costs in time, and what bounds it (file backend: the API).
+    expect(text.stdout).toContain('an emergency over these 3 keys (rotate --reason leak) takes at least 0.1s, bound by the API rate');
+    expect((JSON.parse(json.stdout) as { emergency: { keys: number; boundBy: { budget: string } } }).emergency).toMatchObject({ keys: 3, boundBy: { budget: 'api' } });
     expect(text.stdout).toMatch(/^key_demo_billing\s+org_demo_acme\s+yes\s+schedule, max-age\s+\S+\s+files:billing\.json \(json\)$/m);
     expect(text.stdout).toMatch(/^key_demo_search\s+org_demo_acme\s+yes\s+intent\s/m);
   });
