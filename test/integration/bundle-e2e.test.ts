@@ -71,7 +71,8 @@ describe('the bundled CLI against the real servers', () => {
     const sdk = sdkClient(server);
     try {
       for (const id of KEY_IDS) {
-        const stored = await sdk.send(new GetSecretValueCommand({ SecretId: `${prefix}/${id}` }));
+        // By stage: moto's unlabelled default does not follow AWSCURRENT.
+        const stored = await sdk.send(new GetSecretValueCommand({ SecretId: `${prefix}/${id}`, VersionStage: 'AWSCURRENT' }));
         const value = JSON.parse(stored.SecretString ?? '{}') as { apiKey?: string };
         expect(cli.emulator.state.isLiveSecret(id, String(value.apiKey ?? stored.SecretString))).toBe(true);
       }

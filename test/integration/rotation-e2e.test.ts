@@ -98,7 +98,8 @@ describe('rotation end to end: emulator → moto (AWS Secrets Manager)', () => {
       expect(emulator.state.isLiveSecret(id, stored[i]!.secret.reveal())).toBe(true);
       expect(emulator.state.isLiveSecret(id, before.get(id)!)).toBe(false);
       expect(state[i]?.lastRotatedAt).toEqual(expect.any(String));
-      const current = await sdk.send(new GetSecretValueCommand({ SecretId: `${prefix}/${id}` }));
+      // By stage: moto's unlabelled default does not follow AWSCURRENT.
+      const current = await sdk.send(new GetSecretValueCommand({ SecretId: `${prefix}/${id}`, VersionStage: 'AWSCURRENT' }));
       expect((JSON.parse(current.SecretString ?? '{}') as { apiKey?: string }).apiKey).toBe(stored[i]!.secret.reveal());
     }
     sdk.destroy();
