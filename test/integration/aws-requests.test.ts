@@ -5,16 +5,14 @@
 // targets only choose the first call, and a stale one is corrected by AWS's own refusal. A fenced
 // write adds only the move of AWSCURRENT while the lock it holds has its margin left.
 import { randomUUID } from 'node:crypto';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { CreateSecretCommand, DescribeSecretCommand } from '@aws-sdk/client-secrets-manager';
-import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AwsBackendConfig } from '../../src/backends/aws/config.ts';
 import type { Backend, HeldLock, Intent, StoreTarget } from '../../src/backends/types.ts';
 import { runRotations } from '../../src/rotation/run.ts';
 import { createTestClock, makeRecord, type TestClock } from '../backends/contract.ts';
 import { JSON_SHAPE, keyPolicy, startBench } from '../rotation/harness.ts';
+import { startAwsQuotaProxy } from '../support/aws-quota-proxy.ts';
 import { makeBackend, motoEnv, newTarget, run, sdkClient } from './aws-fixtures.ts';
 import { motoServer, type MotoServer } from './servers.ts';
 
@@ -26,15 +24,12 @@ interface CountingProxy {
   close(): Promise<void>;
 }
 
+/** The quota proxy (AWS's documented quotas, far above what these tests send), recording each request. */
 async function countingProxy(upstream: string): Promise<CountingProxy> {
-  const agent = new Agent({ connections: 16 });
   let seen: string[] = [];
-  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      const body = Buffer.concat(chunks);
-      const action = String(req.headers['x-amz-target'] ?? '').replace(/^secretsmanager\./, '');
+  const proxy = await startAwsQuotaProxy({
+    upstream,
+    onRequest: (action, body) => {
       let id = '';
       try {
         const parsed = JSON.parse(body.toString('utf8')) as { SecretId?: string; Name?: string };
@@ -43,39 +38,16 @@ async function countingProxy(upstream: string): Promise<CountingProxy> {
         // not a JSON request: counted by action only
       }
       seen.push(`${action} ${id.endsWith('.keyroll-lock') ? 'lock' : 'target'}`);
-      const headers = { ...req.headers };
-      delete headers.connection;
-      delete headers['transfer-encoding'];
-      request(new URL(req.url ?? '/', upstream), { method: 'POST', headers, body, dispatcher: agent })
-        .then(async (answer) => {
-          const out: Record<string, string | string[]> = {};
-          for (const [name, value] of Object.entries(answer.headers)) {
-            if (value !== undefined && !['connection', 'transfer-encoding', 'keep-alive'].includes(name)) out[name] = value;
-          }
-          res.writeHead(answer.statusCode, out);
-          res.end(Buffer.from(await answer.body.arrayBuffer()));
-        })
-        .catch(() => res.destroy());
-    });
+    },
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
   return {
-    endpoint: `http://127.0.0.1:${String(port)}`,
+    endpoint: proxy.url,
     take: () => {
       const taken = seen.sort();
       seen = [];
       return taken;
     },
-    close: async () => {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => {
-        server.close(() => {
-          resolve();
-        });
-      });
-      await agent.close();
-    },
+    close: () => proxy.close(),
   };
 }
 

@@ -45,6 +45,8 @@ export interface AwsQuotaProxyOptions {
   rates?: Partial<Record<Exclude<QuotaGroup, 'other'>, number>>;
   /** Seconds of its rate each bucket holds; default 1. */
   burstSeconds?: number;
+  /** Hears every request as it arrives, throttled or not: its action and its JSON body. */
+  onRequest?: (action: string, body: Buffer) => void;
 }
 
 export interface AwsQuotaProxy {
@@ -111,6 +113,7 @@ export async function startAwsQuotaProxy(options: AwsQuotaProxyOptions): Promise
     req.on('end', () => {
       const action = String(req.headers['x-amz-target'] ?? '').replace(/^secretsmanager\./, '');
       const group = quotaGroupOf(action);
+      options.onRequest?.(action, Buffer.concat(chunks));
       if (!admit(group)) {
         throttled[group]++;
         res.writeHead(400, {
