@@ -111,7 +111,8 @@ describe('aws answers moto cannot give (nock)', () => {
 
   it('waits out throttle answers (the SDK never retries them itself), counts each, and returns the answer', async () => {
     const throttled: string[] = [];
-    const config = AwsBackendConfig.parse({ kind: 'aws', endpoint, region: 'eu-west-1', timeoutMs: 2_000 });
+    // A region of its own: the pause its throttle answers cause is not the other tests' (buckets are per region).
+    const config = AwsBackendConfig.parse({ kind: 'aws', endpoint, region: 'eu-north-1', timeoutMs: 2_000 });
     const counted = createAwsBackend('aws-counted', config, {
       env: { AWS_ACCESS_KEY_ID: 'AKIDTEST', AWS_SECRET_ACCESS_KEY: 'test-secret-key' },
       quota: { observer: { throttled: (event) => throttled.push(`${event.group} ${String(event.attempt)}`) } },
@@ -127,11 +128,11 @@ describe('aws answers moto cannot give (nock)', () => {
   });
 
   it('fails with a retryable KR_BACKEND_THROTTLED once the call has waited its budget (quotas.maxWaitMs)', async () => {
-    const config = AwsBackendConfig.parse({ kind: 'aws', endpoint, region: 'eu-west-1', timeoutMs: 2_000, quotas: { maxWaitMs: 300 } });
+    const config = AwsBackendConfig.parse({ kind: 'aws', endpoint, region: 'eu-central-1', timeoutMs: 2_000, quotas: { maxWaitMs: 50 } });
     const impatient = createAwsBackend('aws-impatient', config, { env: { AWS_ACCESS_KEY_ID: 'AKIDTEST', AWS_SECRET_ACCESS_KEY: 'test-secret-key' } });
     try {
-      // The first wait is 125-250 ms, the second 250-500 ms: the second answer is the last.
-      answer('DescribeSecret', 400, { __type: 'ThrottlingException', message: 'Rate exceeded' }, 2);
+      // The first wait after a throttle answer is at least 125 ms: past the budget, so that answer is the last.
+      answer('DescribeSecret', 400, { __type: 'ThrottlingException', message: 'Rate exceeded' });
       const error: unknown = await impatient.preflight(target).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(BackendError);
       expect(error).toMatchObject({ code: 'KR_BACKEND_THROTTLED', retryable: true, operation: 'preflight', status: 400 });
