@@ -1,9 +1,7 @@
-// Keeps a key's locks alive for the whole roll → store → verify (invariant 9), and answers, before
-// each roll attempt, whether this runner still holds them long enough for the attempt and the
-// writes after it. A key has one lock per destination, each in its destination's backend, so every
-// write of the new secret to a destination is fenced by that destination's own lock (a backend can
-// only check a lock it holds); the primary's is taken first and is the one bookkeeping and
-// recovery go by. The locks are taken together, refreshed together and share one lease.
+// Keeps a key's locks alive for the whole roll → store → verify (long work under the key lock,
+// key-lock.ts says what the locks are and why), and answers, before each roll attempt, whether this
+// runner still holds them long enough for the attempt and the writes after it. The primary's lock
+// is the one bookkeeping and recovery go by. The locks are refreshed together and share one lease.
 //
 // The lease is judged on this process's monotonic clock from the moment each take or refresh
 // was *sent*: the backend stamps the expiry no earlier than that, and other runners take the

@@ -11,6 +11,7 @@ import type { DueReason } from '../policy/due.ts';
 import { deferAlerts } from './deferred-alerts.ts';
 import { RotationStepError, RunAbortedError } from './errors.ts';
 import { failureMeaning } from './failure.ts';
+import { releaseKeptKeyLock } from './key-lock.ts';
 import { preflightDestinations, releaseAll } from './preflight.ts';
 import { decideUnderLock, takeLock } from './step-decide.ts';
 import { verifyAndFinish } from './step-finish.ts';
@@ -85,21 +86,13 @@ async function rotateKeyUnderLock(input: RotateKeyInput, deps: RotationDeps): Pr
   } finally {
     tx.endStep();
     releaseAll(progress.writeBudget);
-    const keeper = progress.keeper;
-    keeper?.stop();
-    if (keeper && !keeper.lost) {
-      // The destinations' locks, the last taken first; the primary's last.
-      let released = true;
-      for (const { destination, lock } of [...keeper.locks].reverse()) {
-        try {
-          await destination.backend.releaseLock(destination.target, lock);
-        } catch (error) {
-          // The lock expires by its TTL; the next runner takes it over then.
-          released = false;
-          audit.emit('key.failed', { step: 'finish', errorCode: errorCode(error), nextAction: 'the lock expires by its TTL', ...(destination === primary ? {} : { backend: destination.backendName, path: destination.target.path }) });
-        }
-      }
-      if (released) audit.emit('key.lock.released', { step: 'finish' });
+    if (progress.keeper) {
+      // The destinations' locks, the last taken first; the primary's last (key-lock.ts).
+      const released = await releaseKeptKeyLock(progress.keeper, (destination, error) => {
+        // The lock expires by its TTL; the next runner takes it over then.
+        audit.emit('key.failed', { step: 'finish', errorCode: errorCode(error), nextAction: 'the lock expires by its TTL', ...(destination === primary ? {} : { backend: destination.backendName, path: destination.target.path }) });
+      });
+      if (released === true) audit.emit('key.lock.released', { step: 'finish' });
     }
   }
 }

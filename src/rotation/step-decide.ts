@@ -1,12 +1,13 @@
-// Steps 2 and 3 of a rotation: take the key's lock (invariants 5 and 9), then decide under it
-// whether to go on: another runner may have just rotated the key, or died mid-way and left its
-// intent marker (invariant 6), which is repaired here. Both are safe to run again: a lock held
+// Steps 2 and 3 of a rotation: take the key's lock (key-lock.ts, invariants 5 and 9), then decide
+// under it whether to go on: another runner may have just rotated the key, or died mid-way and left
+// its intent marker (invariant 6), which is repaired here. Both are safe to run again: a lock held
 // by this rotation is refreshed, and recovery only clears what it proved.
-import type { KeyState, LockOutcome } from '../backends/types.ts';
+import type { KeyState } from '../backends/types.ts';
 import { decideDue } from '../policy/due.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
 import { RotationStepError } from './errors.ts';
-import { LockKeeper, type KeptLock } from './lock-keeper.ts';
+import { takeKeyLock } from './key-lock.ts';
+import { LockKeeper } from './lock-keeper.ts';
 import { markerMayStillBeActedOn, recoverLeftoverIntent } from './recovery.ts';
 import { activeSlot, isLeak, planRoll, standbyStillInUse } from './slots.ts';
 import { probeStandby } from './standby.ts';
@@ -16,33 +17,21 @@ import type { Transaction } from './transaction.ts';
 import type { KeyOutcome } from './types.ts';
 
 /**
- * Takes the key's locks, one per destination in policy order (the primary's first), and starts
- * keeping them alive; an outcome when another runner holds one. Every destination is locked so
- * that every write of the new secret to it is fenced by a lock its own backend checks
- * (invariant 9); all runners take them in the same order, so none waits on another in a circle.
+ * Takes the key's lock at every destination (key-lock.ts: every destination receives the new
+ * secret, so every one is locked) and starts keeping it alive for the rotation; an outcome when
+ * another runner holds one. rotate-key.ts gives the locks back when the rotation ends.
  */
 export async function takeLock(tx: Transaction): Promise<KeyOutcome | undefined> {
   const { key, deps, audit, progress } = tx;
   await tx.enter('lock');
   const takenAtMs = deps.monotonicMs();
-  const request = { owner: deps.owner, rotationId: tx.rotationId, ttlMs: key.lockTtlMs, clockSkewMs: key.clockSkewMs };
-  const locks: KeptLock[] = [];
-  for (const destination of tx.destinations) {
-    let locked: LockOutcome;
-    try {
-      locked = await destination.backend.acquireLock(destination.target, request);
-    } catch (error) {
-      await releaseLocks(locks);
-      throw error;
-    }
-    if (!locked.acquired) {
-      await releaseLocks(locks);
-      const { holder } = locked;
-      audit.emit('key.lock.busy', { step: 'lock', holder: holder.owner, holderRotationId: holder.rotationId, expiresAt: holder.expiresAt, ...(locks.length > 0 ? { backend: destination.backendName, path: destination.target.path } : {}) });
-      return tx.outcome('busy', { detail: 'lock-busy' });
-    }
-    locks.push({ destination, lock: locked.lock });
+  const taken = await takeKeyLock({ key, destinations: tx.destinations, owner: deps.owner, rotationId: tx.rotationId });
+  if ('busy' in taken) {
+    const { busy: holder, at, heldBefore } = taken;
+    audit.emit('key.lock.busy', { step: 'lock', holder: holder.owner, holderRotationId: holder.rotationId, expiresAt: holder.expiresAt, ...(heldBefore > 0 ? { backend: at.backendName, path: at.target.path } : {}) });
+    return tx.outcome('busy', { detail: 'lock-busy' });
   }
+  const locks = taken.held;
   // Invariant 9: the locks stay alive in the background until the rotation lets them go.
   const keeper = new LockKeeper({
     key,
@@ -60,13 +49,6 @@ export async function takeLock(tx: Transaction): Promise<KeyOutcome | undefined>
   keeper.start();
   audit.emit('key.lock.acquired', { step: 'lock', tookOver: keeper.tookOver, expiresAt: keeper.lock.expiresAt, ...(locks.length > 1 ? { locks: locks.length } : {}) });
   return undefined;
-}
-
-/** Gives back locks this rotation holds, the last taken first; best effort (a lock left behind expires by its TTL). */
-export async function releaseLocks(locks: readonly KeptLock[]): Promise<void> {
-  for (const { destination, lock } of [...locks].reverse()) {
-    await destination.backend.releaseLock(destination.target, lock).catch(() => undefined);
-  }
 }
 
 /**
