@@ -11,6 +11,7 @@ import { withSecretScope } from '../audit/sanitize.ts';
 import type { KeyState } from '../backends/types.ts';
 import { errorCode, errorMessage } from '../errors.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
+import { underKeyLock } from './key-lock.ts';
 import { activeSlot } from './slots.ts';
 import { probeStandby, type StandbyProbe } from './standby.ts';
 import { sendAlert } from './store-outcome.ts';
@@ -49,9 +50,8 @@ export async function probeForDrift(key: KeyPolicy, destinations: readonly Resol
   const probeId = deps.newRotationId();
   const audit = deps.audit.child({ rotationId: probeId, keyId: key.id, organizationId: key.organizationId });
   const report = await withSecretScope(async (): Promise<DriftReport> => {
-    const locked = await primary.backend.acquireLock(primary.target, { owner: deps.owner, rotationId: probeId, ttlMs: key.lockTtlMs, clockSkewMs: key.clockSkewMs });
-    if (!locked.acquired) return { stored: 'busy' };
-    try {
+    // The primary's lock alone: the probe writes only its record there (key-lock.ts).
+    const probed = await underKeyLock({ key, destinations: [primary], owner: deps.owner, rotationId: probeId }, async (): Promise<DriftReport> => {
       const stored = await primary.backend.readSecret(primary.target);
       if (!stored) return { stored: 'nothing-stored' };
       let answer: 'valid' | 'invalid';
@@ -73,9 +73,8 @@ export async function probeForDrift(key: KeyPolicy, destinations: readonly Resol
         audit.emit('key.failed', { step: 'drift', errorCode: errorCode(error), error: errorMessage(error), nextAction: 'the next run probes again' });
       }
       return { stored: result, ...(standby ? { standby } : {}) };
-    } finally {
-      await primary.backend.releaseLock(primary.target, locked.lock).catch(() => undefined);
-    }
+    });
+    return 'busy' in probed ? { stored: 'busy' } : probed.done;
   });
   if (report.stored === 'dead') {
     const heal = key.onDrift === 'rotate';
