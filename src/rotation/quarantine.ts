@@ -8,22 +8,19 @@ import type { KeyState, LockInfo } from '../backends/types.ts';
 import { errorCode } from '../errors.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
 import { activeStreak, automaticAttemptGate, describeStreak, endedStreak, failureSettingsOf, quarantineReminderDue, type FailureStreak } from './backoff-state.ts';
+import { underKeyLock } from './key-lock.ts';
 import { sendAlert } from './store-outcome.ts';
 import { readTrustedState } from './trusted-state.ts';
 import type { ResolvedDestination, RotationDeps } from './types.ts';
 
 type LockDeps = Pick<RotationDeps, 'owner' | 'now' | 'newRotationId'>;
 
-/** Runs `body` under the key's lock; `busy` with the holder when another runner has it. */
-async function underKeyLock<T>(key: KeyPolicy, primary: ResolvedDestination, deps: LockDeps, body: (state: KeyState) => Promise<T>): Promise<{ busy: LockInfo } | { done: T }> {
-  const locked = await primary.backend.acquireLock(primary.target, { owner: deps.owner, rotationId: deps.newRotationId(), ttlMs: key.lockTtlMs, clockSkewMs: key.clockSkewMs });
-  if (!locked.acquired) return { busy: locked.holder };
-  try {
-    return { done: await body(await readTrustedState(primary, key, deps.now())) };
-  } finally {
-    // The lock expires by its TTL when the release fails; nothing was rolled.
-    await primary.backend.releaseLock(primary.target, locked.lock).catch(() => undefined);
-  }
+/**
+ * Runs `body` on the key's trusted state under the primary's lock (key-lock.ts: the streak is
+ * bookkeeping of the primary alone); `busy` with the holder when another runner has it.
+ */
+async function underPrimaryLock<T>(key: KeyPolicy, primary: ResolvedDestination, deps: LockDeps, body: (state: KeyState) => Promise<T>): Promise<{ busy: LockInfo } | { done: T }> {
+  return underKeyLock({ key, destinations: [primary], owner: deps.owner, rotationId: deps.newRotationId() }, async () => body(await readTrustedState(primary, key, deps.now())));
 }
 
 /**
@@ -34,7 +31,7 @@ async function underKeyLock<T>(key: KeyPolicy, primary: ResolvedDestination, dep
 export async function remindQuarantined(key: KeyPolicy, primary: ResolvedDestination, deps: RotationDeps, audit: AuditLog): Promise<boolean> {
   let streak: FailureStreak | undefined;
   try {
-    const result = await underKeyLock(key, primary, deps, async (state) => {
+    const result = await underPrimaryLock(key, primary, deps, async (state) => {
       const gate = automaticAttemptGate(state, deps.now());
       if (gate.kind !== 'quarantined' || !quarantineReminderDue(gate.streak, failureSettingsOf(key), deps.now())) return undefined;
       const lastAlertedAt = deps.now().toISOString();
@@ -69,7 +66,7 @@ export type ResumeResult =
  * next run attempts it at once. Audited with the actor; the last failure stays as history.
  */
 export async function resumeKey(key: KeyPolicy, primary: ResolvedDestination, deps: LockDeps, audit: AuditLog, actor: string): Promise<ResumeResult> {
-  const result = await underKeyLock(key, primary, deps, async (state): Promise<ResumeResult> => {
+  const result = await underPrimaryLock(key, primary, deps, async (state): Promise<ResumeResult> => {
     const streak = activeStreak(state);
     if (streak === undefined) return { kind: 'no-streak' };
     await primary.backend.recordFailure(primary.target, endedStreak(streak));
