@@ -8,7 +8,7 @@ import { Secret } from '../../src/audit/secret.ts';
 import { BackendError } from '../../src/backends/errors.ts';
 import type { StoreTarget } from '../../src/backends/types.ts';
 import { VaultTokenSource } from '../../src/backends/vault/auth.ts';
-import { VaultBackend } from '../../src/backends/vault/index.ts';
+import { VaultBackend } from '../../src/backends/vault/backend.ts';
 import { MAX_VAULT_ANSWER_BYTES, VaultClient } from '../../src/backends/vault/client.ts';
 import { KvV2, VaultSession } from '../../src/backends/vault/kv.ts';
 import { startReceiver, type Receiver } from '../alerts/receiver.ts';

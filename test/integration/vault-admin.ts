@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import diagnosticsChannel from 'node:diagnostics_channel';
 import { VaultBackendConfig } from '../../src/backends/vault/config.ts';
-import { VaultBackend } from '../../src/backends/vault/index.ts';
+import { VaultBackend } from '../../src/backends/vault/backend.ts';
 import type { TestClock } from '../backends/contract.ts';
 import type { VaultServer } from './servers.ts';
 

@@ -5,7 +5,7 @@
 // marker keeps holdUntil. The shared contract (vault-backend.test.ts) covers the common cases.
 import { afterEach, describe, expect, it } from 'vitest';
 import type { HeldLock, StoreTarget } from '../../src/backends/types.ts';
-import type { VaultBackend } from '../../src/backends/vault/index.ts';
+import type { VaultBackend } from '../../src/backends/vault/backend.ts';
 import { createTestClock, makeRecord, type TestClock } from '../backends/contract.ts';
 import { vaultServer, type VaultServer } from './servers.ts';
 import { makeVaultBackend, recordRequests, uniqueName, vaultAdmin, type RequestRecorder } from './vault-admin.ts';

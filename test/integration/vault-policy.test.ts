@@ -4,7 +4,7 @@
 import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
 import { VaultBackendConfig } from '../../src/backends/vault/config.ts';
-import { VaultBackend } from '../../src/backends/vault/index.ts';
+import { VaultBackend } from '../../src/backends/vault/backend.ts';
 import type { StoreTarget } from '../../src/backends/types.ts';
 import { createTestClock, makeRecord } from '../backends/contract.ts';
 import { vaultServer, type VaultServer } from './servers.ts';

@@ -9,7 +9,7 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { VaultBackendConfig } from '../../src/backends/vault/config.ts';
-import { VaultBackend } from '../../src/backends/vault/index.ts';
+import { VaultBackend } from '../../src/backends/vault/backend.ts';
 import type { StoreTarget } from '../../src/backends/types.ts';
 import { createTestClock, makeRecord, type TestClock } from '../backends/contract.ts';
 import { vaultServer, type VaultServer } from './servers.ts';

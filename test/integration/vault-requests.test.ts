@@ -6,7 +6,7 @@
 import diagnosticsChannel from 'node:diagnostics_channel';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { StoreTarget } from '../../src/backends/types.ts';
-import type { VaultBackend } from '../../src/backends/vault/index.ts';
+import type { VaultBackend } from '../../src/backends/vault/backend.ts';
 import { createTestClock, makeRecord } from '../backends/contract.ts';
 import { vaultServer, type VaultServer } from './servers.ts';
 import { makeVaultBackend, recordRequests, uniqueName, vaultAdmin, type RequestRecorder } from './vault-admin.ts';
