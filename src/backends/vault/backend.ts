@@ -1,7 +1,8 @@
-// The Vault / OpenBao KV v2 backend: check-and-set writes, keyroll's bookkeeping in the secret's
-// custom_metadata, the lock as a sibling KV entry, token / Kubernetes / AppRole auth with renewal.
+// The Vault / OpenBao KV v2 backend's class: check-and-set writes, keyroll's bookkeeping in the
+// secret's custom_metadata, the lock as a sibling KV entry, token / Kubernetes / AppRole auth with
+// renewal.
 import { BackendError, type BackendOperation } from '../errors.ts';
-import type { BackendDeps, BackendFactory } from '../registry.ts';
+import type { BackendDeps } from '../registry.ts';
 import { parseStoredValue, renderMap } from '../render.ts';
 import type {
   Backend,
@@ -31,8 +32,6 @@ import { acquireVaultLock, lockInfo, lockPathFor, readLockEntry, refreshVaultLoc
 import { checkCapabilities } from './preflight.ts';
 import { copiedFrom, moveVersionPastFormerHolder } from './takeover.ts';
 import { encodeFailure, encodeIntent, encodeProbe, META, readIntent, stateFromMetadata, writerOf } from './state.ts';
-
-export const createVaultBackend: BackendFactory<'vault'> = (name, config, deps) => new VaultBackend(name, config, deps);
 
 export class VaultBackend implements Backend {
   readonly kind = 'vault';
