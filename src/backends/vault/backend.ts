@@ -31,7 +31,7 @@ import { PathKnowledgeMap } from './known.ts';
 import { acquireVaultLock, lockInfo, lockPathFor, readLockEntry, refreshVaultLock, releaseVaultLock } from './lock.ts';
 import { checkCapabilities } from './preflight.ts';
 import { copiedFrom, moveVersionPastFormerHolder } from './takeover.ts';
-import { encodeFailure, encodeIntent, encodeProbe, META, readIntent, stateFromMetadata, writerOf } from './state.ts';
+import { encodeFailure, encodeIntent, encodeProbe, META, readIntent, stateFromMetadata, writerOf } from './records.ts';
 
 export class VaultBackend implements Backend {
   readonly kind = 'vault';

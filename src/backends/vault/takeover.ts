@@ -24,7 +24,7 @@ import { BackendError } from '../errors.ts';
 import type { CustomMetadataPatch, KvV2 } from './kv.ts';
 import type { HeldLock, LockInfo } from '../types.ts';
 import { lockInfo, readLockEntry } from './lock.ts';
-import { encodeIntent, META, readIntent, writerOf } from './state.ts';
+import { encodeIntent, META, readIntent, writerOf } from './records.ts';
 
 /** Rounds of a copy that keeps losing its check-and-set to writers that landed in between. */
 const COPY_ROUNDS = 5;

@@ -1,7 +1,7 @@
-// keyroll's records in Vault custom_metadata (src/backends/vault/state.ts): one that does not
+// keyroll's records in Vault custom_metadata (src/backends/vault/records.ts): one that does not
 // decode is noted as a doubt for the engine to audit, never dropped in silence (issue 18 §3).
 import { describe, expect, it } from 'vitest';
-import { META, encodeFailure, stateFromMetadata } from '../../src/backends/vault/state.ts';
+import { META, encodeFailure, stateFromMetadata } from '../../../src/backends/vault/records.ts';
 
 describe('vault bookkeeping records', () => {
   it('read as written', () => {
