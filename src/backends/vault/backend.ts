@@ -77,9 +77,7 @@ export class VaultBackend implements Backend {
     const current = await this.#kv.readData(path, 'preflight');
     const exists = current !== undefined && current.data !== undefined;
     checks.push(...(await checkCapabilities(this.#kv, path, { exists, metadataExists: current !== undefined, backend: this.name })));
-    const known = this.#known.of(path);
-    known.expectedVersion = current?.version ?? 0;
-    known.neverWritten = current === undefined;
+    this.#known.of(path).preflightRead(current === undefined ? undefined : current.version);
     checks.push(current !== undefined && exists ? `read ${this.#kv.apiPath('data', path)} (version ${String(current.version)})` : `${this.#kv.apiPath('data', path)} does not exist yet`);
     return { exists, checks };
   }
@@ -93,28 +91,16 @@ export class VaultBackend implements Backend {
     const known = this.#known.of(path);
     const ours = known.heldLock;
     const refreshing = ours?.lock.owner === request.owner && ours.lock.rotationId === request.rotationId;
-    // The first write goes without a read only against an entry whose content at that version is
-    // certain: the lock this process holds (a refresh), or none at all (version 0 only creates).
-    // Not against an entry seen or released earlier: one deleted and written again since could
-    // have reached that version again holding someone else's lock.
-    const base = refreshing ? ours : known.neverWritten === true ? { version: 0, lock: undefined } : undefined;
-    delete known.neverWritten;
-    const result = await acquireVaultLock(this.#kv, path, request, this.#now(), base);
+    const result = await acquireVaultLock(this.#kv, path, request, this.#now(), known.lockWriteStarting(refreshing));
     if (!result.acquired) {
       // Busy for this request. Unless the entry still holds the lock this process holds, that
       // lock is gone (taken over), and so is what was true under it.
-      if (ours !== undefined && result.entry?.lock?.token !== ours.lock.token) this.#known.lockLost(path, ours.lock.token);
+      if (ours !== undefined && result.entry?.lock?.token !== ours.lock.token) known.lostLock(ours.lock.token);
       return result.outcome;
     }
-    // A refresh written against the entry this process wrote when it took the lock: the lock never
-    // left it, so no other runner has changed the path since, and what it knows of the path holds.
-    if (refreshing && result.unread && known.metadata !== undefined) {
-      known.heldLock = result.entry;
-      delete known.stateAfterLock; // its lock has the expiry before this refresh
-      return result.outcome;
-    }
-    this.#known.lockLetGo(path);
-    known.heldLock = result.entry;
+    // A refresh written against the entry this process wrote when it took the lock: nothing to read.
+    if (refreshing && result.unread && known.refreshedUnread(result.entry)) return result.outcome;
+    known.tookLock(result.entry);
     let metadata: KvMetadata | undefined;
     try {
       metadata = await this.#kv.readMetadata(path, 'lock');
@@ -126,17 +112,16 @@ export class VaultBackend implements Backend {
     }
     // Read under the lock: the version the write after the roll checks-and-sets against, the base
     // of the bookkeeping changes, and the state the engine reads next to decide again.
-    known.expectedVersion = metadata?.currentVersion ?? 0;
-    known.metadata = { metadata };
+    known.readUnderLock(metadata);
     if (result.outcome.lock.tookOver) {
       // The runner whose lock this was may still hold a fenced write against that version: move
       // the version past it before anything else (takeover.ts, invariant 9).
       const moved = await this.#moveVersionPastFormerHolder(target, path, result.outcome.lock);
       if (typeof moved !== 'number') return { acquired: false, holder: moved.lostTo };
-      known.expectedVersion = moved;
+      known.movedVersionPastFormerHolder(moved);
     }
     // custom_metadata keys the state does not read may have changed since (takeover.ts); the state holds.
-    if (!refreshing) known.stateAfterLock = stateOf(metadata, lockInfo(result.entry));
+    if (!refreshing) known.stateReadUnderLock(stateOf(metadata, lockInfo(result.entry)));
     return result.outcome;
   }
 
@@ -144,7 +129,7 @@ export class VaultBackend implements Backend {
   async #moveVersionPastFormerHolder(target: StoreTarget, path: string, lock: HeldLock): Promise<number | { lostTo: LockInfo }> {
     try {
       const moved = await moveVersionPastFormerHolder(this.#kv, path, lock, (patch) => this.#changeMetadata(path, patch, 'lock'), this.name);
-      if (typeof moved !== 'number') this.#known.lockLost(path, lock.token);
+      if (typeof moved !== 'number') this.#known.of(path).lostLock(lock.token);
       return moved;
     } catch (error) {
       await this.releaseLock(target, lock).catch(() => undefined);
@@ -155,37 +140,27 @@ export class VaultBackend implements Backend {
   async refreshLock(target: StoreTarget, lock: HeldLock, ttlMs: number): Promise<HeldLock | undefined> {
     const path = await this.#settledPath(target, 'lock');
     const known = this.#known.of(path);
-    const ours = known.heldLock?.lock.token === lock.token ? known.heldLock : undefined;
-    const refreshed = await refreshVaultLock(this.#kv, path, lock, ttlMs, this.#now(), ours);
+    const refreshed = await refreshVaultLock(this.#kv, path, lock, ttlMs, this.#now(), known.heldEntryWith(lock.token));
     if (refreshed === undefined) {
-      this.#known.lockLost(path, lock.token);
+      known.lostLock(lock.token);
       return undefined;
     }
-    // The entry carried this lock's token all along (a takeover writes its own token), so no other
-    // runner held the lock in between and what this process knows of the path still holds; only
-    // the state read right after the lock names the old expiry.
-    known.heldLock = refreshed.entry;
-    delete known.stateAfterLock;
+    known.refreshedLock(refreshed.entry);
     const { owner, rotationId, expiresAt } = refreshed.entry.lock;
     return { owner, rotationId, expiresAt, token: lock.token, tookOver: lock.tookOver };
   }
 
   async releaseLock(target: StoreTarget, lock: HeldLock): Promise<void> {
     const path = this.#path(target, 'unlock');
-    const ours = this.#known.of(path).heldLock;
-    const entry = ours?.lock.token === lock.token ? ours : undefined;
-    if (entry !== undefined) this.#known.lockLetGo(path);
-    await releaseVaultLock(this.#kv, path, lock, entry);
+    await releaseVaultLock(this.#kv, path, lock, this.#known.of(path).releasingLock(lock.token));
   }
 
   async setIntent(target: StoreTarget, intent: Intent): Promise<void> {
     const path = await this.#settledPath(target, 'intent');
     const known = this.#known.of(path);
-    // The write after the roll checks-and-sets against expectedVersion, so it creates the next one.
-    const writeVersion = known.expectedVersion === undefined ? undefined : known.expectedVersion + 1;
-    delete known.intendedWrite;
+    const writeVersion = known.markingIntent();
     await this.#changeMetadata(path, () => ({ [META.intent]: encodeIntent(intent, writeVersion) }), 'intent');
-    if (writeVersion !== undefined) known.intendedWrite = { rotationId: intent.rotationId, version: writeVersion };
+    if (writeVersion !== undefined) known.markedIntent(intent.rotationId, writeVersion);
   }
 
   async clearIntent(target: StoreTarget, rotationId: string): Promise<void> {
@@ -198,8 +173,8 @@ export class VaultBackend implements Backend {
     const path = await this.#settledPath(target, 'write');
     const known = this.#known.of(path);
     // A lock this process already knows it lost: refused with no request (invariant 9).
-    if (fence !== undefined && known.lostLockToken === fence.lock.token) throw refusedWriteError(this.name, path, 'KR_LOCK_LOST', LOCK_LOST);
-    if (known.lastWrite?.rotationId === record.rotationId) {
+    if (fence !== undefined && known.hasLost(fence.lock.token)) throw refusedWriteError(this.name, path, 'KR_LOCK_LOST', LOCK_LOST);
+    if (known.lastWroteFor(record.rotationId)) {
       const applied = await this.#appliedVersion(path, target, record);
       if (applied !== undefined) return { version: String(applied), alreadyApplied: true };
     }
@@ -213,8 +188,7 @@ export class VaultBackend implements Backend {
       if (current !== undefined && this.#holds(current, target, record)) return { version: String(current.version), alreadyApplied: true };
       cas = current?.version ?? 0;
     }
-    // The state read under the lock no longer holds once the data changes (or may have).
-    delete known.stateAfterLock;
+    known.writingData();
     // `until-expiry`: a token past 2/3 of its TTL is not renewed here, before the write
     // (invariant 2); ensureFresh renewed it before the roll. Only an expired one is replaced.
     const written = await this.#kv.writeData(path, renderMap(target.shape, record), cas, 'write', 'until-expiry');
@@ -222,22 +196,21 @@ export class VaultBackend implements Backend {
       // Either an earlier attempt of this write landed (its answer was lost) or someone else wrote.
       // Unfenced, a retry reads afresh. Fenced, the version read under the lock stays the base, so
       // a retry is refused the same way (invariant 9).
-      if (fence === undefined) delete known.expectedVersion;
+      if (fence === undefined) known.unfencedWriteRefused();
       const applied = await this.#appliedVersion(path, target, record);
       if (applied !== undefined) return { version: String(applied), alreadyApplied: true };
       // Fenced: after the refused write, so no request comes before the write (invariant 2), the
       // lock says whether a new holder wrote (lost) or someone outside keyroll's lock did.
       if (fence !== undefined && (await whyFencedWriteRefused(this.#kv, path, fence)) === 'lock-lost') {
-        this.#known.lockLost(path, fence.lock.token);
+        known.lostLock(fence.lock.token);
         throw refusedWriteError(this.name, path, 'KR_LOCK_LOST', LOCK_LOST);
       }
       throw refusedWriteError(this.name, path, 'KR_BACKEND_CONFLICT', `another writer changed it since version ${String(cas)}`);
     }
-    known.expectedVersion = written.version;
-    known.lastWrite = { rotationId: record.rotationId, version: written.version };
+    known.wroteSecret(record.rotationId, written.version);
     // This rotation's intent marker, durable before the roll, already names the version it wrote
     // (readSecret reads it there until the finish step records it): nothing to add now.
-    if (known.intendedWrite?.rotationId === record.rotationId && known.intendedWrite.version === written.version) {
+    if (known.markerAnnounced(record.rotationId, written.version)) {
       return { version: String(written.version), alreadyApplied: false };
     }
     // After the durable write, so it adds no I/O before it (invariant 2), and not awaited here, so
@@ -290,14 +263,10 @@ export class VaultBackend implements Backend {
 
   async readState(target: StoreTarget): Promise<KeyState> {
     const path = await this.#settledPath(target, 'state');
-    const known = this.#known.of(path);
     // Right after taking the lock: what acquireLock read under it. Everyone else (status, plan,
     // due-ness before the lock, a second look) reads the server.
-    const afterLock = known.stateAfterLock;
-    if (afterLock !== undefined) {
-      delete known.stateAfterLock;
-      return afterLock;
-    }
+    const afterLock = this.#known.of(path).takeStateReadUnderLock();
+    if (afterLock !== undefined) return afterLock;
     const [metadata, entry] = await Promise.all([this.#kv.readMetadata(path, 'state'), readLockEntry(this.#kv, path, 'state')]);
     return stateOf(metadata, lockInfo(entry));
   }
@@ -347,18 +316,15 @@ export class VaultBackend implements Backend {
    */
   async #changeMetadata(path: string, patch: (current: Record<string, string>) => CustomMetadataPatch, operation: BackendOperation): Promise<void> {
     const known = this.#known.of(path);
-    const base = known.metadata;
-    delete known.metadata;
-    delete known.stateAfterLock;
-    const after = await this.#kv.updateCustomMetadata(path, patch, operation, base);
-    if (this.#known.holdsLock(path)) known.metadata = after;
+    const after = await this.#kv.updateCustomMetadata(path, patch, operation, known.changingMetadata());
+    known.changedMetadata(after);
   }
 
   /** The version now holding this record's secret, if the latest version does. */
   async #appliedVersion(path: string, target: StoreTarget, record: SecretRecord): Promise<number | undefined> {
     const current = await this.#kv.readData(path, 'write');
     if (current === undefined || !this.#holds(current, target, record)) return undefined;
-    this.#known.of(path).expectedVersion = current.version;
+    this.#known.of(path).foundWriteApplied(current.version);
     return current.version;
   }
 

@@ -34,7 +34,7 @@ const LockData = z.object({
 });
 type LockData = z.infer<typeof LockData>;
 
-interface LockEntry {
+export interface LockEntry {
   /** Version to check-and-set against (0 when the entry never existed). */
   version: number;
   /** The holder, when a lock is held (released or unreadable entries are free). */
