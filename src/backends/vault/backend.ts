@@ -1,7 +1,7 @@
 // The Vault / OpenBao KV v2 backend's class: check-and-set writes, keyroll's bookkeeping in the
 // secret's custom_metadata, the lock as a sibling KV entry, token / Kubernetes / AppRole auth with
 // renewal.
-import { BackendError, type BackendOperation } from '../errors.ts';
+import type { BackendOperation } from '../errors.ts';
 import type { BackendDeps } from '../registry.ts';
 import { parseStoredValue, renderMap } from '../render.ts';
 import type {
@@ -25,13 +25,15 @@ import type {
 import { VaultTokenSource } from './auth.ts';
 import { VaultClient } from './client.ts';
 import type { VaultBackendConfig } from './config.ts';
-import { isValidKvPath, KvV2, VaultSession, type CustomMetadataPatch, type KvData, type KvMetadata } from './kv.ts';
-import { LOCK_LOST, refusedWriteError, whyFencedWriteRefused } from './fence.ts';
+import { KvV2, VaultSession, type CustomMetadataPatch, type KvData, type KvMetadata } from './kv.ts';
+import { LOCK_LOST, refusedWriteError } from './errors.ts';
+import { whyFencedWriteRefused } from './fence.ts';
 import { PathKnowledgeMap } from './known.ts';
-import { acquireVaultLock, lockInfo, lockPathFor, readLockEntry, refreshVaultLock, releaseVaultLock } from './lock.ts';
+import { acquireVaultLock, lockInfo, readLockEntry, refreshVaultLock, releaseVaultLock } from './lock.ts';
 import { checkCapabilities } from './preflight.ts';
 import { copiedFrom, moveVersionPastFormerHolder } from './takeover.ts';
 import { encodeFailure, encodeIntent, encodeProbe, META, readIntent, stateFromMetadata, writerOf } from './records.ts';
+import { kvPathOf } from './target.ts';
 
 export class VaultBackend implements Backend {
   readonly kind = 'vault';
@@ -342,16 +344,7 @@ export class VaultBackend implements Backend {
   }
 
   #path(target: StoreTarget, operation: BackendOperation): string {
-    const path = target.path.replace(/^\/+|\/+$/g, '');
-    if (!isValidKvPath(path) || path.endsWith(lockPathFor(''))) {
-      throw new BackendError('KR_BACKEND_INVALID_TARGET', `vault backend ${this.name}: ${operation} of ${JSON.stringify(target.path)} failed, not a usable KV path`, {
-        backend: this.name,
-        kind: 'vault',
-        operation,
-        path: target.path,
-      });
-    }
-    return path;
+    return kvPathOf(target, this.name, operation);
   }
 }
 
