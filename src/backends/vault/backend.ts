@@ -29,10 +29,11 @@ import { KvV2, VaultSession, type CustomMetadataPatch, type KvData, type KvMetad
 import { LOCK_LOST, refusedWriteError } from './errors.ts';
 import { whyFencedWriteRefused } from './fence.ts';
 import { PathKnowledgeMap } from './known.ts';
-import { acquireVaultLock, lockInfo, readLockEntry, refreshVaultLock, releaseVaultLock } from './lock.ts';
+import { acquireVaultLock, lockInfo, refreshVaultLock, releaseVaultLock } from './lock.ts';
 import { checkCapabilities } from './preflight.ts';
 import { copiedFrom, moveVersionPastFormerHolder } from './takeover.ts';
-import { encodeFailure, encodeIntent, encodeProbe, META, readIntent, stateFromMetadata, writerOf } from './records.ts';
+import * as records from './records.ts';
+import { META, stateOf, writerOf, type RecordsContext } from './records.ts';
 import { kvPathOf } from './target.ts';
 
 export class VaultBackend implements Backend {
@@ -51,6 +52,8 @@ export class VaultBackend implements Backend {
    * never interleave and readers see what the write recorded.
    */
   readonly #bookkeeping = new Map<string, Promise<void>>();
+  /** What the operation files (records.ts) work with. */
+  readonly #context: RecordsContext;
 
   constructor(name: string, config: VaultBackendConfig, deps: BackendDeps = {}) {
     this.name = name;
@@ -67,6 +70,7 @@ export class VaultBackend implements Backend {
     });
     const tokens = new VaultTokenSource({ client: this.#client, auth: config.auth, backend: name, now: this.#now, env: deps.env ?? process.env });
     this.#kv = new KvV2(new VaultSession(this.#client, tokens), config.mount);
+    this.#context = { kv: this.#kv, known: this.#known };
   }
 
   async preflight(target: StoreTarget): Promise<PreflightResult> {
@@ -158,17 +162,11 @@ export class VaultBackend implements Backend {
   }
 
   async setIntent(target: StoreTarget, intent: Intent): Promise<void> {
-    const path = await this.#settledPath(target, 'intent');
-    const known = this.#known.of(path);
-    const writeVersion = known.markingIntent();
-    await this.#changeMetadata(path, () => ({ [META.intent]: encodeIntent(intent, writeVersion) }), 'intent');
-    if (writeVersion !== undefined) known.markedIntent(intent.rotationId, writeVersion);
+    await records.setIntent(this.#context, await this.#settledPath(target, 'intent'), intent);
   }
 
   async clearIntent(target: StoreTarget, rotationId: string): Promise<void> {
-    const path = await this.#settledPath(target, 'intent');
-    // Checked on the map the change starts from, so an intent set meanwhile by another rotation stays.
-    await this.#changeMetadata(path, (meta) => (readIntent(meta)?.rotationId === rotationId ? { [META.intent]: null } : undefined), 'intent');
+    await records.clearIntent(this.#context, await this.#settledPath(target, 'intent'), rotationId);
   }
 
   async writeSecret(target: StoreTarget, record: SecretRecord, fence?: WriteFence): Promise<WriteResult> {
@@ -264,46 +262,19 @@ export class VaultBackend implements Backend {
   }
 
   async readState(target: StoreTarget): Promise<KeyState> {
-    const path = await this.#settledPath(target, 'state');
-    // Right after taking the lock: what acquireLock read under it. Everyone else (status, plan,
-    // due-ness before the lock, a second look) reads the server.
-    const afterLock = this.#known.of(path).takeStateReadUnderLock();
-    if (afterLock !== undefined) return afterLock;
-    const [metadata, entry] = await Promise.all([this.#kv.readMetadata(path, 'state'), readLockEntry(this.#kv, path, 'state')]);
-    return stateOf(metadata, lockInfo(entry));
+    return records.readState(this.#context, await this.#settledPath(target, 'state'));
   }
 
   async recordRotation(target: StoreTarget, rotation: RotationRecord, options: { clearIntent?: boolean } = {}): Promise<void> {
-    const path = await this.#settledPath(target, 'record');
-    const writeVersion = /^[1-9]\d*$/.test(rotation.version) ? rotation.version : undefined;
-    await this.#changeMetadata(
-      path,
-      (meta) => ({
-        [META.lastRotatedAt]: rotation.rotatedAt,
-        [META.lastRotationId]: rotation.rotationId,
-        [META.lastRotationVersion]: rotation.version,
-        // In the same change as the rotation it belongs to (no extra request). A record without a
-        // key id (a single key, an older caller) removes it: it names the last rotation's key only.
-        [META.lastKeyId]: rotation.keyId ?? null,
-        // The rotation wrote this version: recorded for good here, with the finish, in the same change.
-        ...(writeVersion === undefined ? {} : { [META.lastWriteRotationId]: rotation.rotationId, [META.lastWriteVersion]: writeVersion }),
-        // Checked on the map the change starts from, so an intent set meanwhile by another rotation stays.
-        ...(options.clearIntent === true && readIntent(meta)?.rotationId === rotation.rotationId ? { [META.intent]: null } : {}),
-      }),
-      'record',
-    );
+    await records.recordRotation(this.#context, await this.#settledPath(target, 'record'), rotation, options);
   }
 
   async recordProbe(target: StoreTarget, probe: ProbeRecord): Promise<void> {
-    const path = await this.#settledPath(target, 'record');
-    // Only the lastProbe key, like recordFailure: the intent marker and the rotation record stay.
-    await this.#changeMetadata(path, () => ({ [META.lastProbe]: encodeProbe(probe) }), 'record');
+    await records.recordProbe(this.#context, await this.#settledPath(target, 'record'), probe);
   }
 
   async recordFailure(target: StoreTarget, failure: FailureRecord): Promise<void> {
-    const path = await this.#settledPath(target, 'record');
-    // Only the lastFailure key: an intent marker or lock-holder bookkeeping written meanwhile stays.
-    await this.#changeMetadata(path, () => ({ [META.lastFailure]: encodeFailure(failure) }), 'record');
+    await records.recordFailure(this.#context, await this.#settledPath(target, 'record'), failure);
   }
 
   async close(): Promise<void> {
@@ -311,15 +282,8 @@ export class VaultBackend implements Backend {
     await this.#client.close();
   }
 
-  /**
-   * One custom_metadata change, starting from what this process knows of the metadata while it
-   * holds the lock (kv.ts decides whether the server can check that base), and remembering what the
-   * change left while it still holds the lock. A change that fails leaves the metadata unknown.
-   */
   async #changeMetadata(path: string, patch: (current: Record<string, string>) => CustomMetadataPatch, operation: BackendOperation): Promise<void> {
-    const known = this.#known.of(path);
-    const after = await this.#kv.updateCustomMetadata(path, patch, operation, known.changingMetadata());
-    known.changedMetadata(after);
+    await records.changeMetadata(this.#context, path, patch, operation);
   }
 
   /** The version now holding this record's secret, if the latest version does. */
@@ -346,12 +310,4 @@ export class VaultBackend implements Backend {
   #path(target: StoreTarget, operation: BackendOperation): string {
     return kvPathOf(target, this.name, operation);
   }
-}
-
-function stateOf(metadata: KvMetadata | undefined, lock: LockInfo | undefined): KeyState {
-  return {
-    exists: metadata?.liveCurrentVersion ?? false,
-    ...stateFromMetadata(metadata?.customMetadata ?? {}),
-    ...(lock === undefined ? {} : { lock }),
-  };
 }

@@ -1,9 +1,15 @@
 // keyroll's bookkeeping in a Vault secret's custom_metadata (string keys and string values of at
 // most 512 bytes): the intent marker, the last rotation (with the API key it stored: a two-slot
 // entry's active slot), the last drift probe, the last failure and which rotation wrote which
-// version. Keys are prefixed `keyroll_` so an operator's own keys sit beside them.
+// version. Keys are prefixed `keyroll_` so an operator's own keys sit beside them. Below the
+// encoding, the bookkeeping operations of the backend: each is one custom_metadata change that sets
+// or removes only its own keys.
 import { z } from 'zod';
-import type { DoubtedRecord, FailureRecord, Intent, KeyState, ProbeRecord, RecordDoubt } from '../types.ts';
+import type { BackendOperation } from '../errors.ts';
+import type { DoubtedRecord, FailureRecord, Intent, KeyState, LockInfo, ProbeRecord, RecordDoubt, RotationRecord } from '../types.ts';
+import type { PathKnowledgeMap } from './known.ts';
+import type { CustomMetadataPatch, KvMetadata, KvV2 } from './kv.ts';
+import { lockInfo, readLockEntry } from './lock.ts';
 
 export const META = {
   intent: 'keyroll_intent',
@@ -114,4 +120,83 @@ export function stateFromMetadata(meta: Record<string, string>): Omit<KeyState, 
   if (lastFailure !== undefined) state.lastFailure = lastFailure;
   if (doubts.length > 0) state.doubts = doubts;
   return state;
+}
+
+/** What the bookkeeping operations work with: the KV calls and what this process knows per path. */
+export interface RecordsContext {
+  kv: KvV2;
+  known: PathKnowledgeMap;
+}
+
+/**
+ * One custom_metadata change, starting from what this process knows of the metadata while it
+ * holds the lock (kv.ts decides whether the server can check that base), and remembering what the
+ * change left while it still holds the lock. A change that fails leaves the metadata unknown.
+ */
+export async function changeMetadata(context: RecordsContext, path: string, patch: (current: Record<string, string>) => CustomMetadataPatch, operation: BackendOperation): Promise<void> {
+  const known = context.known.of(path);
+  const after = await context.kv.updateCustomMetadata(path, patch, operation, known.changingMetadata());
+  known.changedMetadata(after);
+}
+
+export async function setIntent(context: RecordsContext, path: string, intent: Intent): Promise<void> {
+  const known = context.known.of(path);
+  // The write after the roll checks-and-sets against the version known now, so it creates the next one.
+  const writeVersion = known.markingIntent();
+  await changeMetadata(context, path, () => ({ [META.intent]: encodeIntent(intent, writeVersion) }), 'intent');
+  if (writeVersion !== undefined) known.markedIntent(intent.rotationId, writeVersion);
+}
+
+export async function clearIntent(context: RecordsContext, path: string, rotationId: string): Promise<void> {
+  // Checked on the map the change starts from, so an intent set meanwhile by another rotation stays.
+  await changeMetadata(context, path, (meta) => (readIntent(meta)?.rotationId === rotationId ? { [META.intent]: null } : undefined), 'intent');
+}
+
+export async function recordRotation(context: RecordsContext, path: string, rotation: RotationRecord, options: { clearIntent?: boolean }): Promise<void> {
+  const writeVersion = /^[1-9]\d*$/.test(rotation.version) ? rotation.version : undefined;
+  await changeMetadata(
+    context,
+    path,
+    (meta) => ({
+      [META.lastRotatedAt]: rotation.rotatedAt,
+      [META.lastRotationId]: rotation.rotationId,
+      [META.lastRotationVersion]: rotation.version,
+      // In the same change as the rotation it belongs to (no extra request). A record without a
+      // key id (a single key, an older caller) removes it: it names the last rotation's key only.
+      [META.lastKeyId]: rotation.keyId ?? null,
+      // The rotation wrote this version: recorded for good here, with the finish, in the same change.
+      ...(writeVersion === undefined ? {} : { [META.lastWriteRotationId]: rotation.rotationId, [META.lastWriteVersion]: writeVersion }),
+      // Checked on the map the change starts from, so an intent set meanwhile by another rotation stays.
+      ...(options.clearIntent === true && readIntent(meta)?.rotationId === rotation.rotationId ? { [META.intent]: null } : {}),
+    }),
+    'record',
+  );
+}
+
+export async function recordProbe(context: RecordsContext, path: string, probe: ProbeRecord): Promise<void> {
+  // Only the lastProbe key, like recordFailure: the intent marker and the rotation record stay.
+  await changeMetadata(context, path, () => ({ [META.lastProbe]: encodeProbe(probe) }), 'record');
+}
+
+export async function recordFailure(context: RecordsContext, path: string, failure: FailureRecord): Promise<void> {
+  // Only the lastFailure key: an intent marker or lock-holder bookkeeping written meanwhile stays.
+  await changeMetadata(context, path, () => ({ [META.lastFailure]: encodeFailure(failure) }), 'record');
+}
+
+export async function readState(context: RecordsContext, path: string): Promise<KeyState> {
+  // Right after taking the lock: what acquireLock read under it. Everyone else (status, plan,
+  // due-ness before the lock, a second look) reads the server.
+  const afterLock = context.known.of(path).takeStateReadUnderLock();
+  if (afterLock !== undefined) return afterLock;
+  const [metadata, entry] = await Promise.all([context.kv.readMetadata(path, 'state'), readLockEntry(context.kv, path, 'state')]);
+  return stateOf(metadata, lockInfo(entry));
+}
+
+/** The key's state from the secret's metadata and its lock entry. */
+export function stateOf(metadata: KvMetadata | undefined, lock: LockInfo | undefined): KeyState {
+  return {
+    exists: metadata?.liveCurrentVersion ?? false,
+    ...stateFromMetadata(metadata?.customMetadata ?? {}),
+    ...(lock === undefined ? {} : { lock }),
+  };
 }
