@@ -3,7 +3,6 @@
 // renewal.
 import type { BackendOperation } from '../errors.ts';
 import type { BackendDeps } from '../registry.ts';
-import { parseStoredValue, renderMap } from '../render.ts';
 import type {
   Backend,
   FailureRecord,
@@ -25,16 +24,16 @@ import type {
 import { VaultTokenSource } from './auth.ts';
 import { VaultClient } from './client.ts';
 import type { VaultBackendConfig } from './config.ts';
-import { KvV2, VaultSession, type CustomMetadataPatch, type KvData, type KvMetadata } from './kv.ts';
-import { LOCK_LOST, refusedWriteError } from './errors.ts';
-import { whyFencedWriteRefused } from './fence.ts';
+import { KvV2, VaultSession, type CustomMetadataPatch, type KvMetadata } from './kv.ts';
 import { PathKnowledgeMap } from './known.ts';
 import { acquireVaultLock, lockInfo, refreshVaultLock, releaseVaultLock } from './lock.ts';
 import { checkCapabilities } from './preflight.ts';
-import { copiedFrom, moveVersionPastFormerHolder } from './takeover.ts';
+import { moveVersionPastFormerHolder } from './takeover.ts';
 import * as records from './records.ts';
-import { META, stateOf, writerOf, type RecordsContext } from './records.ts';
+import { stateOf } from './records.ts';
 import { kvPathOf } from './target.ts';
+import * as write from './write.ts';
+import { BookkeepingAfterWrites, type WriteContext } from './write.ts';
 
 export class VaultBackend implements Backend {
   readonly kind = 'vault';
@@ -44,16 +43,10 @@ export class VaultBackend implements Backend {
   readonly #now: () => Date;
   /** What this process last saw or wrote per path: check-and-set bases, its lock, its bookkeeping. */
   readonly #known = new PathKnowledgeMap();
-  /**
-   * The bookkeeping a write leaves running per path (when no intent marker of this process already
-   * names the version it wrote). writeSecret returns as soon as the secret is durable, so the
-   * exposure window is the one data write, not that write plus the metadata change naming its
-   * rotation; every later call on the path waits for this first, so the custom_metadata changes
-   * never interleave and readers see what the write recorded.
-   */
-  readonly #bookkeeping = new Map<string, Promise<void>>();
-  /** What the operation files (records.ts) work with. */
-  readonly #context: RecordsContext;
+  /** The bookkeeping a write leaves running per path (write.ts): every later call on the path waits for it. */
+  readonly #bookkeeping = new BookkeepingAfterWrites();
+  /** What the operation files (records.ts, write.ts) work with. */
+  readonly #context: WriteContext;
 
   constructor(name: string, config: VaultBackendConfig, deps: BackendDeps = {}) {
     this.name = name;
@@ -70,7 +63,7 @@ export class VaultBackend implements Backend {
     });
     const tokens = new VaultTokenSource({ client: this.#client, auth: config.auth, backend: name, now: this.#now, env: deps.env ?? process.env });
     this.#kv = new KvV2(new VaultSession(this.#client, tokens), config.mount);
-    this.#context = { kv: this.#kv, known: this.#known };
+    this.#context = { backend: name, kv: this.#kv, known: this.#known, bookkeeping: this.#bookkeeping };
   }
 
   async preflight(target: StoreTarget): Promise<PreflightResult> {
@@ -170,95 +163,15 @@ export class VaultBackend implements Backend {
   }
 
   async writeSecret(target: StoreTarget, record: SecretRecord, fence?: WriteFence): Promise<WriteResult> {
-    const path = await this.#settledPath(target, 'write');
-    const known = this.#known.of(path);
-    // A lock this process already knows it lost: refused with no request (invariant 9).
-    if (fence !== undefined && known.hasLost(fence.lock.token)) throw refusedWriteError(this.name, path, 'KR_LOCK_LOST', LOCK_LOST);
-    if (known.lastWroteFor(record.rotationId)) {
-      const applied = await this.#appliedVersion(path, target, record);
-      if (applied !== undefined) return { version: String(applied), alreadyApplied: true };
-    }
-    let cas = known.expectedVersion;
-    if (cas === undefined) {
-      // A fenced write checks-and-sets against the version read under the lock, never against one
-      // read now: that read could see a new holder's write, and the write would replace it.
-      if (fence !== undefined) throw refusedWriteError(this.name, path, 'KR_LOCK_LOST', 'no version of the secret was read under the lock');
-      // No preflight or lock in this process: look once (tests, direct callers).
-      const current = await this.#kv.readData(path, 'write');
-      if (current !== undefined && this.#holds(current, target, record)) return { version: String(current.version), alreadyApplied: true };
-      cas = current?.version ?? 0;
-    }
-    known.writingData();
-    // `until-expiry`: a token past 2/3 of its TTL is not renewed here, before the write
-    // (invariant 2); ensureFresh renewed it before the roll. Only an expired one is replaced.
-    const written = await this.#kv.writeData(path, renderMap(target.shape, record), cas, 'write', 'until-expiry');
-    if (written === 'cas-mismatch') {
-      // Either an earlier attempt of this write landed (its answer was lost) or someone else wrote.
-      // Unfenced, a retry reads afresh. Fenced, the version read under the lock stays the base, so
-      // a retry is refused the same way (invariant 9).
-      if (fence === undefined) known.unfencedWriteRefused();
-      const applied = await this.#appliedVersion(path, target, record);
-      if (applied !== undefined) return { version: String(applied), alreadyApplied: true };
-      // Fenced: after the refused write, so no request comes before the write (invariant 2), the
-      // lock says whether a new holder wrote (lost) or someone outside keyroll's lock did.
-      if (fence !== undefined && (await whyFencedWriteRefused(this.#kv, path, fence)) === 'lock-lost') {
-        known.lostLock(fence.lock.token);
-        throw refusedWriteError(this.name, path, 'KR_LOCK_LOST', LOCK_LOST);
-      }
-      throw refusedWriteError(this.name, path, 'KR_BACKEND_CONFLICT', `another writer changed it since version ${String(cas)}`);
-    }
-    known.wroteSecret(record.rotationId, written.version);
-    // This rotation's intent marker, durable before the roll, already names the version it wrote
-    // (readSecret reads it there until the finish step records it): nothing to add now.
-    if (known.markerAnnounced(record.rotationId, written.version)) {
-      return { version: String(written.version), alreadyApplied: false };
-    }
-    // After the durable write, so it adds no I/O before it (invariant 2), and not awaited here, so
-    // it adds no time to the exposure window either. Best effort: readSecret falls back to the
-    // value itself, and the secret is already safe.
-    const bookkeeping: Promise<void> = this.#changeMetadata(
-      path,
-      () => ({ [META.lastWriteRotationId]: record.rotationId, [META.lastWriteVersion]: String(written.version) }),
-      'write',
-    )
-      .catch(() => undefined)
-      .finally(() => {
-        if (this.#bookkeeping.get(path) === bookkeeping) this.#bookkeeping.delete(path);
-      });
-    this.#bookkeeping.set(path, bookkeeping);
-    return { version: String(written.version), alreadyApplied: false };
+    return write.writeSecret(this.#context, await this.#settledPath(target, 'write'), target, record, fence);
   }
 
   async readSecret(target: StoreTarget): Promise<StoredSecret | undefined> {
-    const path = await this.#settledPath(target, 'read');
-    const current = await this.#kv.readData(path, 'read');
-    if (current?.data === undefined) return undefined;
-    const parsed = parseStoredValue(target.shape, current.data);
-    if (parsed === undefined) return undefined;
-    const rotationId = parsed.rotationId ?? writerOf(current.customMetadata, current.version);
-    return { secret: parsed.secret, version: String(current.version), ...(rotationId === undefined ? {} : { rotationId }) };
+    return write.readSecret(this.#context, await this.#settledPath(target, 'read'), target);
   }
 
-  /**
-   * The value the latest write replaced (a two-slot entry's standby secret, invariant 10): the
-   * version before the current one, or before the version the current one copies when it is a
-   * takeover's copy (takeover.ts: a copy replaced nothing). Two reads, the metadata for the current
-   * version number and the copy record (it carries no secret, so the current secret is not fetched
-   * for nothing), then that version's data. Undefined when there is none, or it was deleted,
-   * destroyed or dropped by `max_versions`.
-   */
   async readPrevious(target: StoreTarget): Promise<StoredSecret | undefined> {
-    const path = await this.#settledPath(target, 'read');
-    const metadata = await this.#kv.readMetadata(path, 'read');
-    if (metadata === undefined) return undefined;
-    const before = (copiedFrom(metadata.customMetadata, metadata.currentVersion) ?? metadata.currentVersion) - 1;
-    if (before < 1) return undefined;
-    const previous = await this.#kv.readData(path, 'read', before);
-    if (previous?.data === undefined) return undefined;
-    const parsed = parseStoredValue(target.shape, previous.data);
-    if (parsed === undefined) return undefined;
-    const rotationId = parsed.rotationId ?? writerOf(metadata.customMetadata, previous.version);
-    return { secret: parsed.secret, version: String(previous.version), ...(rotationId === undefined ? {} : { rotationId }), ...(parsed.keyId === undefined ? {} : { keyId: parsed.keyId }) };
+    return write.readPrevious(this.#context, await this.#settledPath(target, 'read'), target);
   }
 
   async readState(target: StoreTarget): Promise<KeyState> {
@@ -278,7 +191,7 @@ export class VaultBackend implements Backend {
   }
 
   async close(): Promise<void> {
-    await Promise.all(this.#bookkeeping.values());
+    await this.#bookkeeping.settleAll();
     await this.#client.close();
   }
 
@@ -286,24 +199,10 @@ export class VaultBackend implements Backend {
     await records.changeMetadata(this.#context, path, patch, operation);
   }
 
-  /** The version now holding this record's secret, if the latest version does. */
-  async #appliedVersion(path: string, target: StoreTarget, record: SecretRecord): Promise<number | undefined> {
-    const current = await this.#kv.readData(path, 'write');
-    if (current === undefined || !this.#holds(current, target, record)) return undefined;
-    this.#known.of(path).foundWriteApplied(current.version);
-    return current.version;
-  }
-
-  /** The secret is unique to its roll, so finding it stored means this rotation's write landed. */
-  #holds(current: KvData, target: StoreTarget, record: SecretRecord): boolean {
-    if (current.data === undefined) return false;
-    return parseStoredValue(target.shape, current.data)?.secret.equals(record.secret) === true;
-  }
-
   /** The KV path of `target`, once the bookkeeping of an earlier write to it has finished. */
   async #settledPath(target: StoreTarget, operation: BackendOperation): Promise<string> {
     const path = this.#path(target, operation);
-    await this.#bookkeeping.get(path);
+    await this.#bookkeeping.running(path);
     return path;
   }
 

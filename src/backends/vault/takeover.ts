@@ -1,5 +1,5 @@
 // What a takeover of a Vault lock must do before anything else (invariant 9). The fence of a
-// Vault write is a check-and-set against the data version read under the lock (fence.ts), and the
+// Vault write is a check-and-set against the data version read under the lock (write.ts), and the
 // takeover itself writes only the lock entry: the version stays where it was, so a runner whose
 // lock was taken over (paused, frozen, cut off) would still hold a base that matches. If it
 // resumed before the new holder wrote, its write would land and the new holder's, against the
