@@ -27,7 +27,7 @@ import type { VaultBackendConfig } from './config.ts';
 import { KvV2, VaultSession, type CustomMetadataPatch, type KvMetadata } from './kv.ts';
 import { PathKnowledgeMap } from './known.ts';
 import { acquireVaultLock, lockInfo, refreshVaultLock, releaseVaultLock } from './lock.ts';
-import { checkCapabilities } from './preflight.ts';
+import { preflight } from './preflight.ts';
 import { moveVersionPastFormerHolder } from './takeover.ts';
 import * as records from './records.ts';
 import { stateOf } from './records.ts';
@@ -67,18 +67,7 @@ export class VaultBackend implements Backend {
   }
 
   async preflight(target: StoreTarget): Promise<PreflightResult> {
-    const path = await this.#settledPath(target, 'preflight');
-    const token = await this.#kv.tokenLookup('preflight', path);
-    const checks = [`token valid (policies: ${token.policies.join(', ') || 'none'}; ttl ${token.ttl === 0 ? 'none' : `${String(token.ttl)}s`})`];
-    // The read proves the secret readable (the verify step and recovery read it back) and gives
-    // its current version. An answer with a version means a metadata entry exists too; a plain 404
-    // leaves that open (an entry with only custom_metadata answers the same).
-    const current = await this.#kv.readData(path, 'preflight');
-    const exists = current !== undefined && current.data !== undefined;
-    checks.push(...(await checkCapabilities(this.#kv, path, { exists, metadataExists: current !== undefined, backend: this.name })));
-    this.#known.of(path).preflightRead(current === undefined ? undefined : current.version);
-    checks.push(current !== undefined && exists ? `read ${this.#kv.apiPath('data', path)} (version ${String(current.version)})` : `${this.#kv.apiPath('data', path)} does not exist yet`);
-    return { exists, checks };
+    return preflight(this.#context, await this.#settledPath(target, 'preflight'));
   }
 
   async ensureFresh(minValidityMs: number): Promise<void> {

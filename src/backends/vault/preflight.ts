@@ -1,13 +1,38 @@
-// The capability half of the Vault preflight (invariant 1): asks sys/capabilities-self what the
-// token may do on the secret's data and metadata paths and on the lock entry, and refuses before
-// the roll when a write, the read-back or the bookkeeping would be denied. A policy that grants
-// only what is needed (config/vault-policy.hcl) passes; anything narrower fails here, not after
-// the old secret has died.
+// The Vault preflight (invariant 1): the token works (lookup-self), the secret is readable (the
+// verify step and recovery read it back), and sys/capabilities-self says the token may do what the
+// rotation will do on the secret's data and metadata paths and on the lock entry: a write, the
+// read-back or the bookkeeping that would be denied is refused here, before the roll. A policy that
+// grants only what is needed (config/vault-policy.hcl) passes; anything narrower fails here, not
+// after the old secret has died.
 import { BackendError } from '../errors.ts';
+import type { PreflightResult } from '../types.ts';
+import type { PathKnowledgeMap } from './known.ts';
 import type { KvV2 } from './kv.ts';
 import { lockPathFor } from './lock.ts';
 
-export interface CapabilityContext {
+export interface PreflightContext {
+  backend: string;
+  kv: KvV2;
+  known: PathKnowledgeMap;
+}
+
+/** Proves `path` writable without writing; the version it read is the check-and-set base of the first write. */
+export async function preflight(context: PreflightContext, path: string): Promise<PreflightResult> {
+  const { kv, backend } = context;
+  const token = await kv.tokenLookup('preflight', path);
+  const checks = [`token valid (policies: ${token.policies.join(', ') || 'none'}; ttl ${token.ttl === 0 ? 'none' : `${String(token.ttl)}s`})`];
+  // The read proves the secret readable (the verify step and recovery read it back) and gives
+  // its current version. An answer with a version means a metadata entry exists too; a plain 404
+  // leaves that open (an entry with only custom_metadata answers the same).
+  const current = await kv.readData(path, 'preflight');
+  const exists = current !== undefined && current.data !== undefined;
+  checks.push(...(await checkCapabilities(kv, path, { exists, metadataExists: current !== undefined, backend })));
+  context.known.of(path).preflightRead(current === undefined ? undefined : current.version);
+  checks.push(current !== undefined && exists ? `read ${kv.apiPath('data', path)} (version ${String(current.version)})` : `${kv.apiPath('data', path)} does not exist yet`);
+  return { exists, checks };
+}
+
+interface CapabilityContext {
   /** The secret has a live version: a write is an update. Otherwise it is a create. */
   exists: boolean;
   /**
@@ -24,7 +49,7 @@ function allows(granted: string[], needed: string): boolean {
 }
 
 /** Returns the facts proven; throws KR_BACKEND_DENIED naming every missing capability. */
-export async function checkCapabilities(kv: KvV2, path: string, context: CapabilityContext): Promise<string[]> {
+async function checkCapabilities(kv: KvV2, path: string, context: CapabilityContext): Promise<string[]> {
   const dataPath = kv.apiPath('data', path);
   const metadataPath = kv.apiPath('metadata', path);
   const lockPath = kv.apiPath('data', lockPathFor(path));
