@@ -1,6 +1,9 @@
 // The Vault / OpenBao KV v2 backend's class: check-and-set writes, keyroll's bookkeeping in the
 // secret's custom_metadata, the lock as a sibling KV entry, token / Kubernetes / AppRole auth with
-// renewal.
+// renewal. Each method checks the target (target.ts), waits for the bookkeeping an earlier write
+// left running on the path (write.ts), and hands the rest to the file of its concern: preflight.ts,
+// write.ts, records.ts; the lock's protocol is lock.ts and takeover.ts, and what a lock change
+// makes true of the path is decided here, through the transitions of known.ts.
 import type { BackendOperation } from '../errors.ts';
 import type { BackendDeps } from '../registry.ts';
 import type {
@@ -24,13 +27,12 @@ import type {
 import { VaultTokenSource } from './auth.ts';
 import { VaultClient } from './client.ts';
 import type { VaultBackendConfig } from './config.ts';
-import { KvV2, VaultSession, type CustomMetadataPatch, type KvMetadata } from './kv.ts';
 import { PathKnowledgeMap } from './known.ts';
+import { KvV2, VaultSession, type KvMetadata } from './kv.ts';
 import { acquireVaultLock, lockInfo, refreshVaultLock, releaseVaultLock } from './lock.ts';
 import { preflight } from './preflight.ts';
-import { moveVersionPastFormerHolder } from './takeover.ts';
 import * as records from './records.ts';
-import { stateOf } from './records.ts';
+import { moveVersionPastFormerHolder } from './takeover.ts';
 import { kvPathOf } from './target.ts';
 import * as write from './write.ts';
 import { BookkeepingAfterWrites, type WriteContext } from './write.ts';
@@ -109,14 +111,14 @@ export class VaultBackend implements Backend {
       known.movedVersionPastFormerHolder(moved);
     }
     // custom_metadata keys the state does not read may have changed since (takeover.ts); the state holds.
-    if (!refreshing) known.stateReadUnderLock(stateOf(metadata, lockInfo(result.entry)));
+    if (!refreshing) known.stateReadUnderLock(records.stateOf(metadata, lockInfo(result.entry)));
     return result.outcome;
   }
 
   /** takeover.ts; a failure gives the lock back, as a failed metadata read does. */
   async #moveVersionPastFormerHolder(target: StoreTarget, path: string, lock: HeldLock): Promise<number | { lostTo: LockInfo }> {
     try {
-      const moved = await moveVersionPastFormerHolder(this.#kv, path, lock, (patch) => this.#changeMetadata(path, patch, 'lock'), this.name);
+      const moved = await moveVersionPastFormerHolder(this.#kv, path, lock, (patch) => records.changeMetadata(this.#context, path, patch, 'lock'), this.name);
       if (typeof moved !== 'number') this.#known.of(path).lostLock(lock.token);
       return moved;
     } catch (error) {
@@ -182,10 +184,6 @@ export class VaultBackend implements Backend {
   async close(): Promise<void> {
     await this.#bookkeeping.settleAll();
     await this.#client.close();
-  }
-
-  async #changeMetadata(path: string, patch: (current: Record<string, string>) => CustomMetadataPatch, operation: BackendOperation): Promise<void> {
-    await records.changeMetadata(this.#context, path, patch, operation);
   }
 
   /** The KV path of `target`, once the bookkeeping of an earlier write to it has finished. */
