@@ -4,15 +4,15 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { Secret } from '../../src/audit/secret.ts';
-import { BackendError } from '../../src/backends/errors.ts';
-import type { StoreTarget } from '../../src/backends/types.ts';
-import { VaultTokenSource } from '../../src/backends/vault/auth.ts';
-import { VaultBackend } from '../../src/backends/vault/backend.ts';
-import { MAX_VAULT_ANSWER_BYTES, VaultClient } from '../../src/backends/vault/client.ts';
-import { KvV2, VaultSession } from '../../src/backends/vault/kv.ts';
-import { startReceiver, type Receiver } from '../alerts/receiver.ts';
-import { createTestClock } from './contract.ts';
+import { Secret } from '../../../src/audit/secret.ts';
+import { BackendError } from '../../../src/backends/errors.ts';
+import type { StoreTarget } from '../../../src/backends/types.ts';
+import { VaultTokenSource } from '../../../src/backends/vault/auth.ts';
+import { VaultBackend } from '../../../src/backends/vault/backend.ts';
+import { MAX_VAULT_ANSWER_BYTES, VaultClient } from '../../../src/backends/vault/client.ts';
+import { KvV2, VaultSession } from '../../../src/backends/vault/kv.ts';
+import { startReceiver, type Receiver } from '../../alerts/receiver.ts';
+import { createTestClock } from '../contract.ts';
 
 interface Seen {
   method: string;

@@ -4,9 +4,9 @@
 // it cannot, every change reads first. (The real OpenBao: test/integration/vault-requests.test.ts.)
 import { createServer, type Server } from 'node:http';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { VaultTokenSource } from '../../src/backends/vault/auth.ts';
-import { VaultClient } from '../../src/backends/vault/client.ts';
-import { KvV2, VaultSession, type KvMetadata } from '../../src/backends/vault/kv.ts';
+import { VaultTokenSource } from '../../../src/backends/vault/auth.ts';
+import { VaultClient } from '../../../src/backends/vault/client.ts';
+import { KvV2, VaultSession, type KvMetadata } from '../../../src/backends/vault/kv.ts';
 
 interface StandIn {
   /** `METHOD /v1/path` of each request, with the metadata_cas a write carried. */
