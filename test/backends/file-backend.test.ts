@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { BackendError } from '../../src/backends/errors.ts';
-import { FileBackend } from '../../src/backends/file/index.ts';
+import { FileBackend } from '../../src/backends/file/backend.ts';
 import type { StoreTarget, ValueShape } from '../../src/backends/types.ts';
 import { createTestClock, describeBackendContract, makeRecord } from './contract.ts';
 

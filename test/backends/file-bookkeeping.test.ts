@@ -5,7 +5,7 @@ import { mkdir, mkdtemp, readdir, readFile, rm, utimes, writeFile } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { FileBackend } from '../../src/backends/file/index.ts';
+import { FileBackend } from '../../src/backends/file/backend.ts';
 import type { FailureRecord, Intent, StoreTarget, ValueShape } from '../../src/backends/types.ts';
 import { makeRecord } from './contract.ts';
 

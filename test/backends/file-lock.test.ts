@@ -6,7 +6,7 @@ import { mkdir, mkdtemp, readdir, readFile, rm, stat, utimes, writeFile } from '
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { FileBackend } from '../../src/backends/file/index.ts';
+import { FileBackend } from '../../src/backends/file/backend.ts';
 import type { HeldLock, StoreTarget } from '../../src/backends/types.ts';
 import { makeRecord } from './contract.ts';
 

@@ -6,7 +6,7 @@ import { chmod, mkdir, mkdtemp, readFile, rename, rm, stat, writeFile } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { FileBackend } from '../../src/backends/file/index.ts';
+import { FileBackend } from '../../src/backends/file/backend.ts';
 import type { Intent, StoreTarget, ValueShape } from '../../src/backends/types.ts';
 import { makeRecord } from './contract.ts';
 
