@@ -31,7 +31,7 @@ export type BackendLoader<K extends BackendKind> = () => Promise<BackendFactory<
 export const backendFactories: { [K in BackendKind]: BackendLoader<K> } = {
   aws: async () => (await import('./aws/index.ts')).createAwsBackend,
   vault: async () => (await import('./vault/index.ts')).createVaultBackend,
-  file: async () => (await import('./file/backend.ts')).createFileBackend,
+  file: async () => (await import('./file/index.ts')).createFileBackend,
 };
 
 /** Builds the backend instance the policy names `name`. */

@@ -1,5 +1,5 @@
-// The file backend: secrets as local files under one directory (the demo's embedded default and
-// a valid fallback destination). Values are written atomically with mode 0600; keyroll's
+// The file backend's class: secrets as local files under one directory (the demo's embedded default
+// and a valid fallback destination). Values are written atomically with mode 0600; keyroll's
 // bookkeeping sits beside each value in `<file>.keyroll.json`, the lock in `<file>.keyroll.lock`,
 // the value the latest write replaced in `<file>.keyroll.previous` (previous.ts).
 import type { Stats } from 'node:fs';
@@ -7,7 +7,7 @@ import { access, constants, mkdir, open, stat, unlink } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { AttemptLog } from '../attempts.ts';
 import { BackendError, type BackendOperation } from '../errors.ts';
-import type { BackendFactory, BackendDeps } from '../registry.ts';
+import type { BackendDeps } from '../registry.ts';
 import { parseStoredValue, renderValue } from '../render.ts';
 import type {
   Backend,
@@ -44,8 +44,6 @@ interface UnrecordedWrite {
   digest: string;
   shape: ValueShape;
 }
-
-export const createFileBackend: BackendFactory<'file'> = (name, config, deps) => new FileBackend(name, config, deps);
 
 export class FileBackend implements Backend {
   readonly kind = 'file';
