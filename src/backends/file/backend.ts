@@ -33,7 +33,7 @@ import { fileBackendError } from './fs-errors.ts';
 import { acquireFileLock, readLockInfo, refreshFileLock, releaseFileLock } from './lock.ts';
 import { resolveInside } from './paths.ts';
 import { keepReplacedValue, readReplacedValue } from './previous.ts';
-import { readSidecar, updateSidecar, type Sidecar } from './sidecar.ts';
+import { readSidecar, updateSidecar, type Sidecar } from './records.ts';
 import { writeValueDurably, writeValueFenced } from './value-write.ts';
 
 const DIRECTORY_MODE = 0o700;

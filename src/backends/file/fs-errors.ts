@@ -1,7 +1,7 @@
 // Maps a filesystem error to a BackendError. Node's fs errors name the syscall and the path,
 // never file contents, so keeping them as `cause` is safe.
 import { BackendError, type BackendErrorCode, type BackendOperation } from '../errors.ts';
-import { SidecarCorruptError } from './sidecar.ts';
+import { SidecarCorruptError } from './records.ts';
 
 function codeForErrno(errno: string | undefined): BackendErrorCode {
   switch (errno) {

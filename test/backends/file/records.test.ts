@@ -5,9 +5,9 @@ import { mkdir, mkdtemp, readdir, readFile, rm, utimes, writeFile } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { FileBackend } from '../../src/backends/file/backend.ts';
-import type { FailureRecord, Intent, StoreTarget, ValueShape } from '../../src/backends/types.ts';
-import { makeRecord } from './contract.ts';
+import { FileBackend } from '../../../src/backends/file/backend.ts';
+import type { FailureRecord, Intent, StoreTarget, ValueShape } from '../../../src/backends/types.ts';
+import { makeRecord } from '../contract.ts';
 
 const RAW: ValueShape = { format: 'raw', secretField: 'apiKey', fields: [] };
 const WITH_ROTATION: ValueShape = { format: 'json', secretField: 'apiKey', fields: ['rotationId'] };
