@@ -29,7 +29,7 @@ import type {
 } from '../types.ts';
 import type { FileBackendConfig } from './config.ts';
 import { readTextIfExists, tempPathFor } from './atomic.ts';
-import { fileBackendError } from './fs-errors.ts';
+import { fileBackendError } from './errors.ts';
 import { acquireFileLock, readLockInfo, refreshFileLock, releaseFileLock } from './lock.ts';
 import { resolveInside } from './paths.ts';
 import { keepReplacedValue, readReplacedValue } from './previous.ts';
