@@ -6,7 +6,7 @@ import type { Stats } from 'node:fs';
 import { access, constants, mkdir, open, stat, unlink } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { AttemptLog } from '../attempts.ts';
-import { BackendError, type BackendOperation } from '../errors.ts';
+import type { BackendOperation } from '../errors.ts';
 import type { BackendDeps } from '../registry.ts';
 import { parseStoredValue, renderValue } from '../render.ts';
 import type {
@@ -29,7 +29,7 @@ import type {
 } from '../types.ts';
 import type { FileBackendConfig } from './config.ts';
 import { readTextIfExists, tempPathFor } from './atomic.ts';
-import { fileBackendError } from './errors.ts';
+import { fileBackendError, invalidTargetError, lockLostError } from './errors.ts';
 import { acquireFileLock, readLockInfo, refreshFileLock, releaseFileLock } from './lock.ts';
 import { resolveInside } from './paths.ts';
 import { keepReplacedValue, readReplacedValue } from './previous.ts';
@@ -73,7 +73,7 @@ export class FileBackend implements Backend {
       checks.push(`directory ${dirname(file)} writable`);
       const existing = await statIfExists(file);
       if (existing !== undefined) {
-        if (!existing.isFile()) throw this.#error('KR_BACKEND_INVALID_TARGET', 'preflight', target, 'is not a regular file');
+        if (!existing.isFile()) throw invalidTargetError(this.name, 'preflight', target.path, 'is not a regular file');
         await access(file, constants.R_OK | constants.W_OK);
         checks.push(`${file} readable and writable`);
       }
@@ -147,7 +147,7 @@ export class FileBackend implements Backend {
         const value = renderValue(target.shape, record);
         const content = typeof value === 'string' ? value : `${JSON.stringify(value, null, 2)}\n`;
         if (fence === undefined) await writeValueDurably(file, content);
-        else if ((await writeValueFenced(file, content, fence.lock)) === 'lost') throw this.#lockLost(target);
+        else if ((await writeValueFenced(file, content, fence.lock)) === 'lost') throw lockLostError(this.name, target.path);
         return this.#afterWrite(file, target, record, false);
       },
       { prepareDirectory: false },
@@ -309,7 +309,7 @@ export class FileBackend implements Backend {
   async #run<T>(operation: BackendOperation, target: StoreTarget, body: (file: string) => Promise<T>, options: { prepareDirectory: boolean } = { prepareDirectory: true }): Promise<T> {
     const file = resolveInside(this.#directory, target.path);
     if (file === undefined) {
-      throw this.#error('KR_BACKEND_INVALID_TARGET', operation, target, 'must be a relative path inside the backend directory');
+      throw invalidTargetError(this.name, operation, target.path, 'must be a relative path inside the backend directory');
     }
     try {
       if (options.prepareDirectory) await this.#prepareDirectory();
@@ -333,26 +333,6 @@ export class FileBackend implements Backend {
       },
     );
     return this.#directoryReady;
-  }
-
-  /** A fenced write whose lock was taken over or released (invariant 9): not retryable, nothing written. */
-  #lockLost(target: StoreTarget): BackendError {
-    return new BackendError('KR_LOCK_LOST', `file backend ${this.name}: write of ${JSON.stringify(target.path)} refused, this runner no longer holds the key lock`, {
-      backend: this.name,
-      kind: 'file',
-      operation: 'write',
-      path: target.path,
-      retryable: false,
-    });
-  }
-
-  #error(code: 'KR_BACKEND_INVALID_TARGET', operation: BackendOperation, target: StoreTarget, problem: string): BackendError {
-    return new BackendError(code, `file backend ${this.name}: ${operation} of ${JSON.stringify(target.path)}: ${problem}`, {
-      backend: this.name,
-      kind: 'file',
-      operation,
-      path: target.path,
-    });
   }
 }
 

@@ -1,5 +1,6 @@
-// Maps a filesystem error to a BackendError. Node's fs errors name the syscall and the path,
-// never file contents, so keeping them as `cause` is safe.
+// The file backend's errors: a filesystem error mapped to a BackendError (Node's fs errors name the
+// syscall and the path, never file contents, so keeping them as `cause` is safe), and the errors the
+// backend raises itself: a fenced write refused (invariant 9) and an unusable target.
 import { BackendError, type BackendErrorCode, type BackendOperation } from '../errors.ts';
 import { SidecarCorruptError } from './records.ts';
 
@@ -44,5 +45,26 @@ export function fileBackendError(backend: string, operation: BackendOperation, p
     operation,
     path,
     cause: error,
+  });
+}
+
+/** A fenced write whose lock was taken over or released (invariant 9): not retryable, nothing written. */
+export function lockLostError(backend: string, targetPath: string): BackendError {
+  return new BackendError('KR_LOCK_LOST', `file backend ${backend}: write of ${JSON.stringify(targetPath)} refused, this runner no longer holds the key lock`, {
+    backend,
+    kind: 'file',
+    operation: 'write',
+    path: targetPath,
+    retryable: false,
+  });
+}
+
+/** A target the backend cannot use (target.ts, or not a regular file); `problem` says why. */
+export function invalidTargetError(backend: string, operation: BackendOperation, targetPath: string, problem: string): BackendError {
+  return new BackendError('KR_BACKEND_INVALID_TARGET', `file backend ${backend}: ${operation} of ${JSON.stringify(targetPath)}: ${problem}`, {
+    backend,
+    kind: 'file',
+    operation,
+    path: targetPath,
   });
 }
