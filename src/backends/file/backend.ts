@@ -31,7 +31,7 @@ import type { FileBackendConfig } from './config.ts';
 import { readTextIfExists, tempPathFor } from './atomic.ts';
 import { fileBackendError, invalidTargetError, lockLostError } from './errors.ts';
 import { acquireFileLock, readLockInfo, refreshFileLock, releaseFileLock } from './lock.ts';
-import { resolveInside } from './paths.ts';
+import { resolveInside } from './target.ts';
 import { keepReplacedValue, readReplacedValue } from './previous.ts';
 import { readSidecar, updateSidecar, type Sidecar } from './records.ts';
 import { writeValueDurably, writeValueFenced } from './value-write.ts';
