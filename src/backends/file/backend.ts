@@ -34,7 +34,7 @@ import { acquireFileLock, readLockInfo, refreshFileLock, releaseFileLock } from 
 import { resolveInside } from './target.ts';
 import { keepReplacedValue, readReplacedValue } from './previous.ts';
 import { readSidecar, updateSidecar, type Sidecar } from './records.ts';
-import { writeValueDurably, writeValueFenced } from './value-write.ts';
+import { writeValueDurably, writeValueFenced } from './write.ts';
 
 const DIRECTORY_MODE = 0o700;
 
