@@ -5,14 +5,12 @@
 import type { Stats } from 'node:fs';
 import { access, constants, mkdir, open, stat, unlink } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { AttemptLog } from '../attempts.ts';
 import type { BackendOperation } from '../errors.ts';
 import type { BackendDeps } from '../registry.ts';
 import { parseStoredValue, renderValue } from '../render.ts';
 import type {
   Backend,
   FailureRecord,
-  ValueShape,
   HeldLock,
   Intent,
   KeyState,
@@ -30,6 +28,7 @@ import type {
 import type { FileBackendConfig } from './config.ts';
 import { readTextIfExists, tempPathFor } from './atomic.ts';
 import { fileBackendError, invalidTargetError, lockLostError } from './errors.ts';
+import { FileKnowledge } from './known.ts';
 import { acquireFileLock, readLockInfo, refreshFileLock, releaseFileLock } from './lock.ts';
 import { resolveInside } from './target.ts';
 import { keepReplacedValue, readReplacedValue } from './previous.ts';
@@ -38,21 +37,13 @@ import { writeValueDurably, writeValueFenced } from './write.ts';
 
 const DIRECTORY_MODE = 0o700;
 
-/** A durable value write whose sidecar update failed: recorded by the next sidecar change. */
-interface UnrecordedWrite {
-  rotationId: string;
-  digest: string;
-  shape: ValueShape;
-}
-
 export class FileBackend implements Backend {
   readonly kind = 'file';
   readonly name: string;
   readonly #directory: string;
   readonly #now: () => Date;
-  /** Writes attempted per (file, rotation): only a retry pays for the idempotency read. */
-  readonly #attempts = new AttemptLog();
-  readonly #unrecorded = new Map<string, UnrecordedWrite>();
+  /** Writes attempted, and a durable write whose sidecar update failed (known.ts). */
+  readonly #known = new FileKnowledge();
   #directoryReady: Promise<void> | undefined;
 
   constructor(name: string, config: FileBackendConfig, deps: BackendDeps = {}) {
@@ -132,7 +123,7 @@ export class FileBackend implements Backend {
         // Idempotent retry (invariant 8): the secret is unique to its roll, so finding it stored
         // means an earlier attempt landed. Only a retry looks: the first attempt's only I/O is
         // the atomic write itself (invariant 2).
-        if (this.#attempts.record(file, record.rotationId)) {
+        if (this.#known.writeAttempted(file, record.rotationId)) {
           const stored = await this.#readStored(file, target);
           if (stored?.secret.equals(record.secret) === true) {
             const sidecar = await readSidecar(file).catch(() => undefined);
@@ -166,7 +157,7 @@ export class FileBackend implements Backend {
       const result: StoredSecret = { secret: stored.secret };
       // A value edited by hand since our last write has no version of ours; its mtime stands in.
       result.version = ours ? String(sidecar.lastWrite?.version) : `mtime-${String(stored.mtimeMs)}`;
-      const unrecorded = this.#unrecorded.get(file);
+      const unrecorded = this.#known.unrecordedWrite(file);
       const rotationId = stored.rotationId ?? (ours ? sidecar.lastWrite?.rotationId : unrecorded?.digest === digest ? unrecorded.rotationId : undefined);
       if (rotationId !== undefined) result.rotationId = rotationId;
       return result;
@@ -278,10 +269,10 @@ export class FileBackend implements Backend {
     const digest = record.secret.digest();
     try {
       const sidecar = await updateSidecar(file, (current) => bumpVersion(current, record.rotationId, digest));
-      this.#unrecorded.delete(file);
+      this.#known.sidecarRecordedWrite(file);
       return { version: String(sidecar.version), alreadyApplied };
     } catch (error) {
-      this.#unrecorded.set(file, { rotationId: record.rotationId, digest, shape: target.shape });
+      this.#known.sidecarMissedWrite(file, { rotationId: record.rotationId, digest, shape: target.shape });
       const mtime = await stat(file).then(
         (info) => `mtime-${String(info.mtimeMs)}`,
         () => 'unrecorded',
@@ -295,13 +286,13 @@ export class FileBackend implements Backend {
    * failed, if the value file still holds that write's secret (not replaced meanwhile).
    */
   async #updateSidecar(file: string, change: (current: Sidecar) => Sidecar): Promise<Sidecar> {
-    const unrecorded = this.#unrecorded.get(file);
+    const unrecorded = this.#known.unrecordedWrite(file);
     const stillStored = unrecorded !== undefined && (await this.#readStored(file, { path: '', shape: unrecorded.shape }))?.secret.digest() === unrecorded.digest;
     const next = await updateSidecar(file, (current) => {
       const recorded = unrecorded !== undefined && stillStored && current.lastWrite?.digest !== unrecorded.digest;
       return change(recorded ? bumpVersion(current, unrecorded.rotationId, unrecorded.digest) : current);
     });
-    if (this.#unrecorded.get(file) === unrecorded) this.#unrecorded.delete(file);
+    this.#known.sidecarCaughtUp(file, unrecorded);
     return next;
   }
 
