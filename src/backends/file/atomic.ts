@@ -7,6 +7,8 @@ import { link, open, readFile, rename, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 
 const FILE_MODE = 0o600;
+/** Directories the file backend creates: its owner only, like the files in them. */
+export const DIRECTORY_MODE = 0o700;
 
 /** A temp file name next to `path`, hidden and unique, so a crash leaves recognisable debris. */
 export function tempPathFor(path: string): string {

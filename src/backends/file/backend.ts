@@ -2,7 +2,6 @@
 // and a valid fallback destination). Values are written atomically with mode 0600; keyroll's
 // bookkeeping sits beside each value in `<file>.keyroll.json`, the lock in `<file>.keyroll.lock`,
 // the value the latest write replaced in `<file>.keyroll.previous` (previous.ts).
-import type { Stats } from 'node:fs';
 import { access, constants, mkdir, open, stat, unlink } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { BackendOperation } from '../errors.ts';
@@ -26,16 +25,16 @@ import type {
   WriteResult,
 } from '../types.ts';
 import type { FileBackendConfig } from './config.ts';
-import { readTextIfExists, tempPathFor } from './atomic.ts';
+import { DIRECTORY_MODE, tempPathFor } from './atomic.ts';
 import { fileBackendError, invalidTargetError, lockLostError } from './errors.ts';
 import { FileKnowledge } from './known.ts';
-import { acquireFileLock, readLockInfo, refreshFileLock, releaseFileLock } from './lock.ts';
+import { acquireFileLock, refreshFileLock, releaseFileLock } from './lock.ts';
 import { resolveInside } from './target.ts';
 import { keepReplacedValue, readReplacedValue } from './previous.ts';
-import { readSidecar, updateSidecar, type Sidecar } from './records.ts';
+import * as records from './records.ts';
+import { bumpVersion, readSidecar, updateSidecar, type RecordsContext } from './records.ts';
+import { readStoredValue, statIfExists } from './stored-value.ts';
 import { writeValueDurably, writeValueFenced } from './write.ts';
-
-const DIRECTORY_MODE = 0o700;
 
 export class FileBackend implements Backend {
   readonly kind = 'file';
@@ -44,6 +43,8 @@ export class FileBackend implements Backend {
   readonly #now: () => Date;
   /** Writes attempted, and a durable write whose sidecar update failed (known.ts). */
   readonly #known = new FileKnowledge();
+  /** What the operation files (records.ts) work with. */
+  readonly #context: RecordsContext = { known: this.#known };
   #directoryReady: Promise<void> | undefined;
 
   constructor(name: string, config: FileBackendConfig, deps: BackendDeps = {}) {
@@ -90,28 +91,11 @@ export class FileBackend implements Backend {
   }
 
   async setIntent(target: StoreTarget, intent: Intent): Promise<void> {
-    await this.#run('intent', target, async (file) => {
-      await mkdir(dirname(file), { recursive: true, mode: DIRECTORY_MODE });
-      // Before the roll, under the lock: the value this rotation may replace gets its second name,
-      // so the write after the roll keeps it with no I/O before the write (invariant 2). Before
-      // the sidecar update, whose directory fsync makes the link durable too. Best effort: the
-      // step after the write runs again and reports a failure there.
-      await keepReplacedValue(file).catch(() => undefined);
-      await this.#updateSidecar(file, (sidecar) => ({ ...sidecar, intent: { ...intent } }));
-    });
+    await this.#run('intent', target, (file) => records.setIntent(this.#context, file, intent));
   }
 
   async clearIntent(target: StoreTarget, rotationId: string): Promise<void> {
-    await this.#run('intent', target, async (file) => {
-      const sidecar = await readSidecar(file);
-      if (sidecar.intent?.rotationId !== rotationId) return;
-      // Re-checked under the sidecar guard, so an intent set meanwhile by another rotation stays.
-      await this.#updateSidecar(file, (current) => {
-        if (current.intent?.rotationId !== rotationId) return current;
-        const { intent: _cleared, ...rest } = current;
-        return rest;
-      });
-    });
+    await this.#run('intent', target, (file) => records.clearIntent(this.#context, file, rotationId));
   }
 
   async writeSecret(target: StoreTarget, record: SecretRecord, fence?: WriteFence): Promise<WriteResult> {
@@ -124,7 +108,7 @@ export class FileBackend implements Backend {
         // means an earlier attempt landed. Only a retry looks: the first attempt's only I/O is
         // the atomic write itself (invariant 2).
         if (this.#known.writeAttempted(file, record.rotationId)) {
-          const stored = await this.#readStored(file, target);
+          const stored = await readStoredValue(file, target.shape);
           if (stored?.secret.equals(record.secret) === true) {
             const sidecar = await readSidecar(file).catch(() => undefined);
             if (sidecar?.lastWrite?.rotationId === record.rotationId && sidecar.lastWrite.digest === digest) {
@@ -147,7 +131,7 @@ export class FileBackend implements Backend {
 
   async readSecret(target: StoreTarget): Promise<StoredSecret | undefined> {
     return this.#run('read', target, async (file) => {
-      const stored = await this.#readStored(file, target);
+      const stored = await readStoredValue(file, target.shape);
       if (stored === undefined) return undefined;
       // The value is what counts; bookkeeping that is missing, stale or unreadable only costs
       // the version number (its mtime stands in) and, for raw values, the rotation id.
@@ -172,69 +156,23 @@ export class FileBackend implements Backend {
   }
 
   async readState(target: StoreTarget): Promise<KeyState> {
-    return this.#run('state', target, async (file) => {
-      const [existing, sidecar, lock] = await Promise.all([statIfExists(file), readSidecar(file), readLockInfo(file)]);
-      const state: KeyState = { exists: existing !== undefined };
-      if (sidecar.lastRotatedAt !== undefined) state.lastRotatedAt = sidecar.lastRotatedAt;
-      if (sidecar.lastRotationId !== undefined) state.lastRotationId = sidecar.lastRotationId;
-      if (sidecar.lastKeyId !== undefined) state.lastKeyId = sidecar.lastKeyId;
-      if (sidecar.lastProbe !== undefined) state.lastProbe = { ...sidecar.lastProbe };
-      if (sidecar.intent !== undefined) state.intent = sidecar.intent;
-      if (sidecar.lastFailure !== undefined) state.lastFailure = sidecar.lastFailure;
-      if (lock !== undefined) state.lock = lock;
-      return state;
-    });
+    return this.#run('state', target, (file) => records.readState(file));
   }
 
   async recordRotation(target: StoreTarget, rotation: RotationRecord, options: { clearIntent?: boolean } = {}): Promise<void> {
-    await this.#run('record', target, async (file) => {
-      await this.#updateSidecar(file, (sidecar) => {
-        // lastKeyId names the key this rotation stored; a record without one (a single key, an
-        // older caller) leaves none, rather than the key of an earlier rotation.
-        const { lastKeyId: _earlier, ...kept } = sidecar;
-        const recorded: Sidecar = {
-          ...kept,
-          lastRotatedAt: rotation.rotatedAt,
-          lastRotationId: rotation.rotationId,
-          lastRotationVersion: rotation.version,
-          ...(rotation.keyId === undefined ? {} : { lastKeyId: rotation.keyId }),
-        };
-        // Under the sidecar guard: an intent set meanwhile by another rotation stays.
-        if (!options.clearIntent || recorded.intent?.rotationId !== rotation.rotationId) return recorded;
-        const { intent: _cleared, ...rest } = recorded;
-        return rest;
-      });
-    });
+    await this.#run('record', target, (file) => records.recordRotation(this.#context, file, rotation, options));
   }
 
   async recordProbe(target: StoreTarget, probe: ProbeRecord): Promise<void> {
-    await this.#run('record', target, async (file) => {
-      await mkdir(dirname(file), { recursive: true, mode: DIRECTORY_MODE });
-      // Only lastProbe changes, under the sidecar guard: the intent and the write record stay.
-      await this.#updateSidecar(file, (sidecar) => ({ ...sidecar, lastProbe: { at: probe.at, result: probe.result } }));
-    });
+    await this.#run('record', target, (file) => records.recordProbe(this.#context, file, probe));
   }
 
   async recordFailure(target: StoreTarget, failure: FailureRecord): Promise<void> {
-    await this.#run('record', target, async (file) => {
-      await mkdir(dirname(file), { recursive: true, mode: DIRECTORY_MODE });
-      // Only lastFailure changes, under the sidecar guard: the lock holder's intent stays.
-      await this.#updateSidecar(file, (sidecar) => ({ ...sidecar, lastFailure: { ...failure } }));
-    });
+    await this.#run('record', target, (file) => records.recordFailure(this.#context, file, failure));
   }
 
   close(): Promise<void> {
     return Promise.resolve();
-  }
-
-  async #readStored(file: string, target: StoreTarget): Promise<(StoredSecret & { mtimeMs: number }) | undefined> {
-    const existing = await statIfExists(file);
-    if (existing === undefined) return undefined;
-    const text = await readTextIfExists(file);
-    if (text === undefined) return undefined;
-    const parsed = parseStoredValue(target.shape, text);
-    if (parsed === undefined) return undefined;
-    return { ...parsed, mtimeMs: existing.mtimeMs };
   }
 
   /**
@@ -281,21 +219,6 @@ export class FileBackend implements Backend {
     }
   }
 
-  /**
-   * Every sidecar change goes through here: it first records a write whose own sidecar update
-   * failed, if the value file still holds that write's secret (not replaced meanwhile).
-   */
-  async #updateSidecar(file: string, change: (current: Sidecar) => Sidecar): Promise<Sidecar> {
-    const unrecorded = this.#known.unrecordedWrite(file);
-    const stillStored = unrecorded !== undefined && (await this.#readStored(file, { path: '', shape: unrecorded.shape }))?.secret.digest() === unrecorded.digest;
-    const next = await updateSidecar(file, (current) => {
-      const recorded = unrecorded !== undefined && stillStored && current.lastWrite?.digest !== unrecorded.digest;
-      return change(recorded ? bumpVersion(current, unrecorded.rotationId, unrecorded.digest) : current);
-    });
-    this.#known.sidecarCaughtUp(file, unrecorded);
-    return next;
-  }
-
   /** Resolves the target inside the directory, creates the directory, maps every failure to a BackendError. */
   async #run<T>(operation: BackendOperation, target: StoreTarget, body: (file: string) => Promise<T>, options: { prepareDirectory: boolean } = { prepareDirectory: true }): Promise<T> {
     const file = resolveInside(this.#directory, target.path);
@@ -324,19 +247,5 @@ export class FileBackend implements Backend {
       },
     );
     return this.#directoryReady;
-  }
-}
-
-function bumpVersion(sidecar: Sidecar, rotationId: string, digest: string): Sidecar {
-  const version = sidecar.version + 1;
-  return { ...sidecar, version, lastWrite: { rotationId, digest, version } };
-}
-
-async function statIfExists(path: string): Promise<Stats | undefined> {
-  try {
-    return await stat(path);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw error;
   }
 }

@@ -2,12 +2,19 @@
 // (written atomically like the value): the version counter, what the last write was (for
 // idempotent retries), the intent marker, the last rotation (with the API key it stored: a
 // two-slot entry's active slot), the last drift probe and the last failure.
-// It holds no secret, only the SHA-256 digest of the last written one.
-import { open, unlink } from 'node:fs/promises';
+// It holds no secret, only the SHA-256 digest of the last written one. Below the format, the
+// bookkeeping operations of the backend: each changes only its own fields, under the sidecar guard.
+import { mkdir, open, unlink } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
-import { readTextIfExists, writeFileAtomic } from './atomic.ts';
+import type { FailureRecord, Intent, KeyState, ProbeRecord, RotationRecord } from '../types.ts';
+import { DIRECTORY_MODE, readTextIfExists, writeFileAtomic } from './atomic.ts';
+import type { FileKnowledge } from './known.ts';
+import { readLockInfo } from './lock.ts';
+import { keepReplacedValue } from './previous.ts';
 import { removeStaleGuard } from './stale-guard.ts';
+import { readStoredValue, statIfExists } from './stored-value.ts';
 
 const IsoTime = z.string().min(1);
 
@@ -129,4 +136,96 @@ async function withSidecarGuard<T>(valuePath: string, body: () => Promise<T>): P
   } finally {
     await unlink(guard).catch(() => undefined);
   }
+}
+
+/** The sidecar after a durable write of `rotationId`'s secret (its digest): the next version. */
+export function bumpVersion(sidecar: Sidecar, rotationId: string, digest: string): Sidecar {
+  const version = sidecar.version + 1;
+  return { ...sidecar, version, lastWrite: { rotationId, digest, version } };
+}
+
+/** What the bookkeeping operations work with: what the instance remembers between calls. */
+export interface RecordsContext {
+  known: FileKnowledge;
+}
+
+/**
+ * Every sidecar change of the backend goes through here: it first records a write whose own sidecar
+ * update failed, if the value file still holds that write's secret (not replaced meanwhile).
+ */
+export async function changeSidecar(context: RecordsContext, file: string, change: (current: Sidecar) => Sidecar): Promise<Sidecar> {
+  const unrecorded = context.known.unrecordedWrite(file);
+  const stillStored = unrecorded !== undefined && (await readStoredValue(file, unrecorded.shape))?.secret.digest() === unrecorded.digest;
+  const next = await updateSidecar(file, (current) => {
+    const recorded = unrecorded !== undefined && stillStored && current.lastWrite?.digest !== unrecorded.digest;
+    return change(recorded ? bumpVersion(current, unrecorded.rotationId, unrecorded.digest) : current);
+  });
+  context.known.sidecarCaughtUp(file, unrecorded);
+  return next;
+}
+
+export async function setIntent(context: RecordsContext, file: string, intent: Intent): Promise<void> {
+  await mkdir(dirname(file), { recursive: true, mode: DIRECTORY_MODE });
+  // Before the roll, under the lock: the value this rotation may replace gets its second name,
+  // so the write after the roll keeps it with no I/O before the write (invariant 2). Before
+  // the sidecar update, whose directory fsync makes the link durable too. Best effort: the
+  // step after the write runs again and reports a failure there.
+  await keepReplacedValue(file).catch(() => undefined);
+  await changeSidecar(context, file, (sidecar) => ({ ...sidecar, intent: { ...intent } }));
+}
+
+export async function clearIntent(context: RecordsContext, file: string, rotationId: string): Promise<void> {
+  const sidecar = await readSidecar(file);
+  if (sidecar.intent?.rotationId !== rotationId) return;
+  // Re-checked under the sidecar guard, so an intent set meanwhile by another rotation stays.
+  await changeSidecar(context, file, (current) => {
+    if (current.intent?.rotationId !== rotationId) return current;
+    const { intent: _cleared, ...rest } = current;
+    return rest;
+  });
+}
+
+export async function recordRotation(context: RecordsContext, file: string, rotation: RotationRecord, options: { clearIntent?: boolean }): Promise<void> {
+  await changeSidecar(context, file, (sidecar) => {
+    // lastKeyId names the key this rotation stored; a record without one (a single key, an
+    // older caller) leaves none, rather than the key of an earlier rotation.
+    const { lastKeyId: _earlier, ...kept } = sidecar;
+    const recorded: Sidecar = {
+      ...kept,
+      lastRotatedAt: rotation.rotatedAt,
+      lastRotationId: rotation.rotationId,
+      lastRotationVersion: rotation.version,
+      ...(rotation.keyId === undefined ? {} : { lastKeyId: rotation.keyId }),
+    };
+    // Under the sidecar guard: an intent set meanwhile by another rotation stays.
+    if (!options.clearIntent || recorded.intent?.rotationId !== rotation.rotationId) return recorded;
+    const { intent: _cleared, ...rest } = recorded;
+    return rest;
+  });
+}
+
+export async function recordProbe(context: RecordsContext, file: string, probe: ProbeRecord): Promise<void> {
+  await mkdir(dirname(file), { recursive: true, mode: DIRECTORY_MODE });
+  // Only lastProbe changes, under the sidecar guard: the intent and the write record stay.
+  await changeSidecar(context, file, (sidecar) => ({ ...sidecar, lastProbe: { at: probe.at, result: probe.result } }));
+}
+
+export async function recordFailure(context: RecordsContext, file: string, failure: FailureRecord): Promise<void> {
+  await mkdir(dirname(file), { recursive: true, mode: DIRECTORY_MODE });
+  // Only lastFailure changes, under the sidecar guard: the lock holder's intent stays.
+  await changeSidecar(context, file, (sidecar) => ({ ...sidecar, lastFailure: { ...failure } }));
+}
+
+/** The key's state from the sidecar, the value file's existence and the lock file. */
+export async function readState(file: string): Promise<KeyState> {
+  const [existing, sidecar, lock] = await Promise.all([statIfExists(file), readSidecar(file), readLockInfo(file)]);
+  const state: KeyState = { exists: existing !== undefined };
+  if (sidecar.lastRotatedAt !== undefined) state.lastRotatedAt = sidecar.lastRotatedAt;
+  if (sidecar.lastRotationId !== undefined) state.lastRotationId = sidecar.lastRotationId;
+  if (sidecar.lastKeyId !== undefined) state.lastKeyId = sidecar.lastKeyId;
+  if (sidecar.lastProbe !== undefined) state.lastProbe = { ...sidecar.lastProbe };
+  if (sidecar.intent !== undefined) state.intent = sidecar.intent;
+  if (sidecar.lastFailure !== undefined) state.lastFailure = sidecar.lastFailure;
+  if (lock !== undefined) state.lock = lock;
+  return state;
 }

@@ -7,10 +7,8 @@
 import { mkdir, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { HeldLock } from '../types.ts';
-import { syncDirectory, writeFileAtomic } from './atomic.ts';
+import { DIRECTORY_MODE, syncDirectory, writeFileAtomic } from './atomic.ts';
 import { placeWhileFileLockHeld } from './lock.ts';
-
-const DIRECTORY_MODE = 0o700;
 
 /**
  * The atomic write of the value, nothing before it: preflight and the lock created the directory.
