@@ -1,8 +1,11 @@
 // The file backend's class: secrets as local files under one directory (the demo's embedded default
 // and a valid fallback destination). Values are written atomically with mode 0600; keyroll's
 // bookkeeping sits beside each value in `<file>.keyroll.json`, the lock in `<file>.keyroll.lock`,
-// the value the latest write replaced in `<file>.keyroll.previous` (previous.ts).
-import { access, constants, mkdir, open, unlink } from 'node:fs/promises';
+// the value the latest write replaced in `<file>.keyroll.previous` (previous.ts). Each method
+// resolves the target inside the directory (target.ts), maps every failure to a BackendError
+// (errors.ts), and hands the rest to the file of its concern: preflight.ts, lock.ts, write.ts,
+// records.ts; what the instance remembers between calls is known.ts.
+import { mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { BackendOperation } from '../errors.ts';
 import type { BackendDeps } from '../registry.ts';
@@ -23,14 +26,13 @@ import type {
   WriteFence,
   WriteResult,
 } from '../types.ts';
-import { DIRECTORY_MODE, tempPathFor } from './atomic.ts';
+import { DIRECTORY_MODE } from './atomic.ts';
 import type { FileBackendConfig } from './config.ts';
 import { fileBackendError, invalidTargetError } from './errors.ts';
 import { FileKnowledge } from './known.ts';
 import { acquireFileLock, refreshFileLock, releaseFileLock } from './lock.ts';
+import { preflight } from './preflight.ts';
 import * as records from './records.ts';
-import { readSidecar } from './records.ts';
-import { statIfExists } from './stored-value.ts';
 import { resolveInside } from './target.ts';
 import * as write from './write.ts';
 import type { WriteContext } from './write.ts';
@@ -54,25 +56,7 @@ export class FileBackend implements Backend {
   }
 
   async preflight(target: StoreTarget): Promise<PreflightResult> {
-    return this.#run('preflight', target, async (file) => {
-      const checks: string[] = [];
-      await mkdir(dirname(file), { recursive: true, mode: DIRECTORY_MODE });
-      // Prove the directory takes a new file (the atomic write needs exactly that), then remove it.
-      const probe = tempPathFor(file);
-      const handle = await open(probe, 'wx', 0o600);
-      await handle.close();
-      await unlink(probe);
-      checks.push(`directory ${dirname(file)} writable`);
-      const existing = await statIfExists(file);
-      if (existing !== undefined) {
-        if (!existing.isFile()) throw invalidTargetError(this.name, 'preflight', target.path, 'is not a regular file');
-        await access(file, constants.R_OK | constants.W_OK);
-        checks.push(`${file} readable and writable`);
-      }
-      await readSidecar(file);
-      checks.push('bookkeeping readable');
-      return { exists: existing !== undefined, checks };
-    });
+    return this.#run('preflight', target, (file) => preflight(this.name, file, target));
   }
 
   async acquireLock(target: StoreTarget, request: LockRequest): Promise<LockOutcome> {
