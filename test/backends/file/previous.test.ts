@@ -6,9 +6,9 @@ import { chmod, mkdir, mkdtemp, readFile, rename, rm, stat, writeFile } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { FileBackend } from '../../src/backends/file/backend.ts';
-import type { Intent, StoreTarget, ValueShape } from '../../src/backends/types.ts';
-import { makeRecord } from './contract.ts';
+import { FileBackend } from '../../../src/backends/file/backend.ts';
+import type { Intent, StoreTarget, ValueShape } from '../../../src/backends/types.ts';
+import { makeRecord } from '../contract.ts';
 
 const RAW: ValueShape = { format: 'raw', secretField: 'apiKey', fields: [] };
 

@@ -5,8 +5,8 @@ import { mkdir, mkdtemp, readdir, readFile, rm, stat, utimes, writeFile } from '
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { removeStaleGuard } from '../../src/backends/file/stale-guard.ts';
-import { takeoverGuardPathFor, withTakeoverGuard } from '../../src/backends/file/takeover-guard.ts';
+import { removeStaleGuard } from '../../../src/backends/file/stale-guard.ts';
+import { takeoverGuardPathFor, withTakeoverGuard } from '../../../src/backends/file/takeover-guard.ts';
 
 let dir: string;
 

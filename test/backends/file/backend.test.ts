@@ -2,10 +2,10 @@ import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { BackendError } from '../../src/backends/errors.ts';
-import { FileBackend } from '../../src/backends/file/backend.ts';
-import type { StoreTarget, ValueShape } from '../../src/backends/types.ts';
-import { createTestClock, describeBackendContract, makeRecord } from './contract.ts';
+import { BackendError } from '../../../src/backends/errors.ts';
+import { FileBackend } from '../../../src/backends/file/backend.ts';
+import type { StoreTarget, ValueShape } from '../../../src/backends/types.ts';
+import { createTestClock, describeBackendContract, makeRecord } from '../contract.ts';
 
 const RAW: ValueShape = { format: 'raw', secretField: 'apiKey', fields: [] };
 const JSON_SHAPE: ValueShape = { format: 'json', secretField: 'apiKey', fields: ['keyId', 'organizationId', 'rotatedAt', 'rotationId'] };

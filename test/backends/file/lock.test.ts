@@ -1,14 +1,14 @@
 // The file lock under invariant 9: staleness judged by the filesystem's clock as well as
 // keyroll's, refreshes that never create a lock, and fenced writes that a runner whose lock was
-// taken over cannot land. The shared contract (file-backend.test.ts) covers the common cases;
+// taken over cannot land. The shared contract (backend.test.ts) covers the common cases;
 // these are the file-only ones (lock files written by hand stand for another host's runner).
 import { mkdir, mkdtemp, readdir, readFile, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { FileBackend } from '../../src/backends/file/backend.ts';
-import type { HeldLock, StoreTarget } from '../../src/backends/types.ts';
-import { makeRecord } from './contract.ts';
+import { FileBackend } from '../../../src/backends/file/backend.ts';
+import type { HeldLock, StoreTarget } from '../../../src/backends/types.ts';
+import { makeRecord } from '../contract.ts';
 
 const t: StoreTarget = { path: 'k', shape: { format: 'raw', secretField: 'apiKey', fields: [] } };
 

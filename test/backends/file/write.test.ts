@@ -6,9 +6,9 @@ import * as fs from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { FileBackend } from '../../src/backends/file/backend.ts';
-import type { StoreTarget } from '../../src/backends/types.ts';
-import { makeRecord } from './contract.ts';
+import { FileBackend } from '../../../src/backends/file/backend.ts';
+import type { StoreTarget } from '../../../src/backends/types.ts';
+import { makeRecord } from '../contract.ts';
 
 const io = vi.hoisted(() => ({
   calls: [] as string[],

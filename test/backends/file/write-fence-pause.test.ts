@@ -8,9 +8,9 @@ import { mkdtemp, readdir, rm, stat, utimes } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { FileBackend } from '../../src/backends/file/backend.ts';
-import type { StoreTarget } from '../../src/backends/types.ts';
-import { createTestClock, makeRecord } from './contract.ts';
+import { FileBackend } from '../../../src/backends/file/backend.ts';
+import type { StoreTarget } from '../../../src/backends/types.ts';
+import { createTestClock, makeRecord } from '../contract.ts';
 
 /** The rename the test holds: the first one whose destination is `destination`, once armed. */
 const held = vi.hoisted(() => ({
