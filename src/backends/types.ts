@@ -1,6 +1,7 @@
 // The one interface every secret backend implements (AWS Secrets Manager, Vault/OpenBao KV v2,
 // local files). The rotation engine talks only to this interface; a backend folder holds the
-// rest. Every method may be retried by the engine, so each must be safe to run again.
+// rest, laid out alike in every folder (README.md beside this file). Every method may be retried
+// by the engine, so each must be safe to run again.
 import type { Secret } from '../audit/secret.ts';
 
 export type BackendKind = 'aws' | 'vault' | 'file';
