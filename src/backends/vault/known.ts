@@ -59,11 +59,6 @@ export class PathKnowledge {
     return this.#heldLock;
   }
 
-  /** True while this process holds the lock of the path (it took or refreshed it and has not let go). */
-  get holdsLock(): boolean {
-    return this.#heldLock !== undefined;
-  }
-
   /** The entry holding the lock with `token`, when that is the lock this process holds. */
   heldEntryWith(token: string): HeldEntry | undefined {
     return this.#heldLock?.lock.token === token ? this.#heldLock : undefined;
@@ -126,7 +121,7 @@ export class PathKnowledge {
 
   /** This process took the lock (new, or taken again): what was true under an earlier lock is forgotten. */
   tookLock(entry: HeldEntry): void {
-    this.letGoOfLock();
+    this.#letGoOfLock();
     this.#heldLock = entry;
   }
 
@@ -159,12 +154,12 @@ export class PathKnowledge {
   /** This process is releasing the lock with `token`: the entry it holds it in, if it does, and let go of it. */
   releasingLock(token: string): HeldEntry | undefined {
     const entry = this.heldEntryWith(token);
-    if (entry !== undefined) this.letGoOfLock();
+    if (entry !== undefined) this.#letGoOfLock();
     return entry;
   }
 
   /** Forgets what was true only under the lock: another runner may change the path from now on. */
-  letGoOfLock(): void {
+  #letGoOfLock(): void {
     this.#heldLock = undefined;
     this.#metadata = undefined;
     this.#stateAfterLock = undefined;
@@ -173,7 +168,7 @@ export class PathKnowledge {
 
   /** This process no longer holds the lock with `token`: forget what was true under it, and remember the loss. */
   lostLock(token: string): void {
-    if (this.#heldLock === undefined || this.#heldLock.lock.token === token) this.letGoOfLock();
+    if (this.#heldLock === undefined || this.#heldLock.lock.token === token) this.#letGoOfLock();
     this.#lostLockToken = token;
   }
 
@@ -226,7 +221,8 @@ export class PathKnowledge {
 
   /** A custom_metadata change left `after`: remembered while this process still holds the lock. */
   changedMetadata(after: KnownMetadata): void {
-    if (this.holdsLock) this.#metadata = after;
+    // Only while this process holds the lock (it took or refreshed it and has not let go).
+    if (this.#heldLock !== undefined) this.#metadata = after;
   }
 }
 
