@@ -51,7 +51,7 @@ export async function probeForDrift(key: KeyPolicy, destinations: readonly Resol
   const audit = deps.audit.child({ rotationId: probeId, keyId: key.id, organizationId: key.organizationId });
   const report = await withSecretScope(async (): Promise<DriftReport> => {
     // The primary's lock alone: the probe writes only its record there (key-lock.ts).
-    const probed = await underKeyLock({ key, destinations: [primary], owner: deps.owner, rotationId: probeId }, async (): Promise<DriftReport> => {
+    const probed = await underKeyLock({ key, destinations: [primary], owner: deps.owner, rotationId: probeId }, async (held): Promise<DriftReport> => {
       const stored = await primary.backend.readSecret(primary.target);
       if (!stored) return { stored: 'nothing-stored' };
       let answer: 'valid' | 'invalid';
@@ -67,7 +67,7 @@ export async function probeForDrift(key: KeyPolicy, destinations: readonly Resol
       if (standby !== undefined) audit.emit('key.probe', { step: 'drift', slot: 'standby', standbyKeyId: standby.keyId, verdict: standbyVerdictText(standby), ...(standby.errorCode ? { errorCode: standby.errorCode } : {}) });
       try {
         // The last write under the lock: a backend that can gives the lock back with it (AWS).
-        await primary.backend.recordProbe(primary.target, { at: deps.now().toISOString(), result }, { releaseLock: locked.lock });
+        await primary.backend.recordProbe(primary.target, { at: deps.now().toISOString(), result }, ...(held[0] ? [{ releaseLock: held[0].lock }] : []));
       } catch (error) {
         // Only the probe interval depends on it: the next run probes again sooner.
         audit.emit('key.failed', { step: 'drift', errorCode: errorCode(error), error: errorMessage(error), nextAction: 'the next run probes again' });

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BackendError } from '../../src/backends/errors.ts';
 import type { StoreTarget } from '../../src/backends/types.ts';
 import { VaultBackendConfig } from '../../src/backends/vault/config.ts';
-import { VaultBackend } from '../../src/backends/vault/index.ts';
+import { VaultBackend } from '../../src/backends/vault/backend.ts';
 import { sleep } from '../../src/rotation/backoff.ts';
 import { makeRecord } from '../backends/contract.ts';
 import { DEMO_KEYS, JSON_SHAPE, keyPolicy, startBench } from '../rotation/harness.ts';
