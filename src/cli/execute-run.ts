@@ -5,6 +5,7 @@
 // the rotation engine is imported statically here: one round of module loading on the way to the
 // first roll, not two.
 import type { AuditLog } from '../audit/events.ts';
+import type { KeyrollMetrics } from '../metrics/metrics.ts';
 import type { PushgatewayExport } from '../metrics/run-export.ts';
 import { announcePlainHttp } from '../policy/plain-http-notice.ts';
 import type { KeyPolicy, Policy } from '../policy/schema.ts';
@@ -37,9 +38,10 @@ export interface ExecuteRunInput {
   /**
    * Work after the rotations, with the run's runtime still open (rotate --leaked-secret-stdin
    * proves the leaked value dead here); not called when a shutdown signal interrupted the run.
-   * An exit code it returns replaces the run's when higher.
+   * An exit code it returns replaces the run's when higher. `metrics` is the run's Pushgateway
+   * export, when there is one (pushed after this work).
    */
-  afterRotations?: (runtime: Runtime, summary: RunSummary) => Promise<RunSummary['exitCode'] | undefined>;
+  afterRotations?: (runtime: Runtime, summary: RunSummary, metrics: KeyrollMetrics | undefined) => Promise<RunSummary['exitCode'] | undefined>;
 }
 
 export async function executeRun(input: ExecuteRunInput): Promise<number> {
@@ -74,7 +76,7 @@ export async function executeRun(input: ExecuteRunInput): Promise<number> {
     // Read at once: a signal after this point (during the push or the flush) finds a finished run.
     const interruptedBy = shutdown.signal.aborted ? signalName(shutdown.signal) : undefined;
     output.finishView();
-    const after = interruptedBy === undefined ? await input.afterRotations?.(runtime, summary) : undefined;
+    const after = interruptedBy === undefined ? await input.afterRotations?.(runtime, summary, metrics?.metrics) : undefined;
     await metrics?.push(input.groupings);
     await audit.flush();
     const exitCode = Math.max(exitCodeAfterShutdown(summary, interruptedBy !== undefined), after ?? 0) as RunSummary['exitCode'];

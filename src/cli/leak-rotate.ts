@@ -10,6 +10,7 @@ import { createAuditLog, createNullAuditLog } from '../audit/logger.ts';
 import type { Secret } from '../audit/secret.ts';
 import { searchLeakedSecret, type LeakMatch } from '../leaks/identify.ts';
 import { needsLeakRotation } from '../leaks/previous-value.ts';
+import type { KeyrollMetrics } from '../metrics/metrics.ts';
 import { proveLeakDead, type LeakProof } from '../leaks/proof.ts';
 import type { KeyPolicy, Policy } from '../policy/schema.ts';
 import type { RunSummary } from '../rotation/run.ts';
@@ -31,7 +32,7 @@ export interface LeakRotation {
   /** Filled by `prove` once the rotations ended. */
   proofs: LeakProof[];
   /** executeRun's afterRotations: probes the leaked value for every matched entry. */
-  prove: (runtime: Runtime, summary: RunSummary) => Promise<RunSummary['exitCode'] | undefined>;
+  prove: (runtime: Runtime, summary: RunSummary, metrics: KeyrollMetrics | undefined) => Promise<RunSummary['exitCode'] | undefined>;
   /** Lines for the text report (before the summary line). */
   textLines: () => string[];
   /** The `leak` member of the `-o json` report. */
@@ -97,6 +98,8 @@ function leakRotation(leaked: Secret, matches: LeakMatch[], alreadyDead: Readonl
   const proofs: LeakProof[] = [];
   const deadTarget = (keyId: string, slot: string | undefined): string => `${keyId}\n${slot ?? ''}`;
   const deadTargets = new Set([...alreadyDead].map((match) => deadTarget(match.key.id, match.slot)));
+  // keyroll_leak_time_to_dead_seconds counts from here: the command has the leaked value in hand.
+  const identifiedAt = performance.now();
   return {
     leaked,
     matches,
@@ -114,21 +117,21 @@ function leakRotation(leaked: Secret, matches: LeakMatch[], alreadyDead: Readonl
       }
     },
     proofs,
-    prove: async (runtime, summary) => {
+    prove: async (runtime, summary, metrics) => {
       const audit = runtime.audit.child({ ...context, runId: summary.runId });
       const alerter = runtime.rotationDeps(audit).alerter;
       for (const match of matches) {
         // An already-dead value's key was not in the run: its proof has no rotation.
         const outcome = alreadyDead.has(match) ? undefined : summary.outcomes.find((o) => o.keyId === match.key.id);
-        proofs.push(
-          await proveLeakDead(runtime, audit, alerter, {
-            key: match.key,
-            leaked,
-            ...(match.slot === undefined ? {} : { slot: match.slot }),
-            ...(outcome?.rotationId === undefined ? {} : { rotationId: outcome.rotationId }),
-            ...(outcome === undefined ? {} : { rotation: outcome.result }),
-          }),
-        );
+        const proof = await proveLeakDead(runtime, audit, alerter, {
+          key: match.key,
+          leaked,
+          ...(match.slot === undefined ? {} : { slot: match.slot }),
+          ...(outcome?.rotationId === undefined ? {} : { rotationId: outcome.rotationId }),
+          ...(outcome === undefined ? {} : { rotation: outcome.result }),
+        });
+        proofs.push(proof);
+        if (proof.verdict === 'refused' && (outcome?.result === 'rotated' || outcome?.result === 'recovered')) metrics?.recordLeakDead(performance.now() - identifiedAt);
       }
       // A rotation that left the leaked value alive (or unproven) did not do its job: exit 1.
       return proofs.some((proof) => proof.verdict !== 'refused') ? ExitCode.someFailed : undefined;

@@ -58,6 +58,12 @@ export interface LeakIntakeOptions {
    * with its outcome. Must not throw.
    */
   rotate: (key: KeyPolicy, slot: string | undefined, trigger: RunTrigger, rotationId: string) => Promise<KeyOutcome>;
+  /**
+   * A leaked value this report's own rotation killed, proven dead `ms` after the report arrived
+   * (keyroll_leak_time_to_dead_seconds). Not called for a value found dead already, nor for an
+   * alert that joined another alert's rotation (that one reports it).
+   */
+  onProvenDead?: (ms: number) => void;
 }
 
 interface SharedRotation {
@@ -81,6 +87,7 @@ export class LeakIntake {
 
   /** Never throws: every failure is audited and alerted, and the verdict says the alert stays open. */
   async handleLeak(report: LeakReport, leaked: Secret): Promise<LeakVerdict> {
+    const receivedAt = performance.now();
     const audit = this.#options.audit().child({ actor: actorOf(report), reason: 'leak' });
     const alertFields = { source: report.source, alert: report.ref, ...(report.url === undefined ? {} : { alertUrl: report.url }) };
     const fingerprint = leaked.fingerprint();
@@ -119,6 +126,9 @@ export class LeakIntake {
         }
       }),
     );
+    for (const key of keys) {
+      if (key.proof === 'refused' && !key.coalesced && (key.result === 'rotated' || key.result === 'recovered')) this.#options.onProvenDead?.(performance.now() - receivedAt);
+    }
     const closed = keys.every((key) => (key.result === 'rotated' || key.result === 'recovered' || key.result === 'already-dead') && key.proof === 'refused');
     return { kind: closed ? 'closed' : 'open', keys };
   }

@@ -18,6 +18,12 @@ export { collectDefaultMetrics } from 'prom-client';
  */
 export const EXPOSURE_BUCKETS_SECONDS: readonly number[] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
+/**
+ * Leak report (or `rotate --leaked-secret-stdin`) → the API refusing the leaked value: a rotation
+ * and its proof take seconds; a busy key lock or 429 waits stretch it to minutes.
+ */
+export const LEAK_TIME_TO_DEAD_BUCKETS_SECONDS: readonly number[] = [1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600];
+
 /** Steps range from a local file write (ms) to a 429 wait inside the roll (minutes). */
 export const STEP_BUCKETS_SECONDS: readonly number[] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 
@@ -34,6 +40,11 @@ export interface MetricsOptions {
    * and to a scheduled `run` (it reads the state of every key in scope); `rotate` leaves it out.
    */
   quarantined?: boolean;
+  /**
+   * Register `keyroll_keys_drifted` and `keyroll_keys_locked`. Daemon only, like `overdue`: its
+   * sweep reads every key's state (last drift probe, lock) each check interval.
+   */
+  sweepGauges?: boolean;
   now?: () => Date;
 }
 
@@ -45,6 +56,10 @@ export interface KeyrollMetrics {
   readonly lastRotation: Gauge<'key_id'>;
   readonly keysOverdue: Gauge | undefined;
   readonly keysQuarantined: Gauge | undefined;
+  readonly keysDrifted: Gauge | undefined;
+  readonly keysLocked: Gauge | undefined;
+  readonly maxAge: Gauge<'key_id'>;
+  readonly leakTimeToDead: Histogram;
   readonly alerts: Counter<'sink' | 'result'>;
   /** Daemon only: refused trigger requests by why, every one (the audit samples them). */
   readonly triggerRejections: Counter<'why'>;
@@ -57,6 +72,14 @@ export interface KeyrollMetrics {
   setOverdue(count: number): void;
   /** Keys quarantined after repeated failures (no automatic attempts until a person acts). */
   setQuarantined(count: number): void;
+  /** Keys whose stored secret the last drift probe found dead, with no rotation since. */
+  setDrifted(count: number): void;
+  /** Keys whose backend lock a runner held when the sweep read them. */
+  setLocked(count: number): void;
+  /** The key's maxAge from the policy; a key without one has no series. */
+  setMaxAge(keyId: string, maxAgeMs: number | undefined): void;
+  /** A leaked value proven dead (the API answered 401), `ms` after keyroll learnt of the leak. */
+  recordLeakDead(ms: number): void;
   /** Sets the key's last rotation from an ISO-8601 time (ignored when unparseable). */
   setLastRotation(keyId: string, isoTime: string): void;
   /** Drops a key's series (the key left the policy). */
@@ -67,7 +90,7 @@ export interface KeyrollMetrics {
 }
 
 /** Metrics whose series carry a `key_id` label. */
-export const PER_KEY_METRICS: ReadonlySet<string> = new Set(['keyroll_key_last_rotation_timestamp_seconds']);
+export const PER_KEY_METRICS: ReadonlySet<string> = new Set(['keyroll_key_last_rotation_timestamp_seconds', 'keyroll_key_max_age_seconds']);
 
 const SUCCESS: ReadonlySet<KeyResult> = new Set(['rotated', 'recovered']);
 
@@ -115,6 +138,34 @@ export function createMetrics(options: MetricsOptions = {}): KeyrollMetrics {
           help: 'Keys quarantined after failures.quarantineAfter consecutive failures: no automatic attempts until keyroll resume or a successful on-demand rotation.',
           registers: [registry],
         });
+  const keysDrifted =
+    options.sweepGauges === false
+      ? undefined
+      : new Gauge({
+          name: 'keyroll_keys_drifted',
+          help: 'Keys whose stored secret stopped working (rolled outside keyroll) and has not been healed by a rotation since, from the last sweep and the outcomes after it.',
+          registers: [registry],
+        });
+  const keysLocked =
+    options.sweepGauges === false
+      ? undefined
+      : new Gauge({
+          name: 'keyroll_keys_locked',
+          help: 'Keys whose backend lock was held by a runner (this daemon included) when the last sweep read their state.',
+          registers: [registry],
+        });
+  const maxAge = new Gauge({
+    name: 'keyroll_key_max_age_seconds',
+    help: "Each key's maxAge from the policy (keys without one have no series): compare with keyroll_key_last_rotation_timestamp_seconds.",
+    labelNames: ['key_id'] as const,
+    registers: [registry],
+  });
+  const leakTimeToDead = new Histogram({
+    name: 'keyroll_leak_time_to_dead_seconds',
+    help: 'Time from a leak report (or rotate --leaked-secret-stdin) to the API refusing the leaked value (401), for every leaked value proven dead.',
+    buckets: [...LEAK_TIME_TO_DEAD_BUCKETS_SECONDS],
+    registers: [registry],
+  });
   const alerts = new Counter({
     name: 'keyroll_alerts_total',
     help: 'Alert messages attempted per sink, by result (sent, failed).',
@@ -155,6 +206,10 @@ export function createMetrics(options: MetricsOptions = {}): KeyrollMetrics {
     lastRotation,
     keysOverdue,
     keysQuarantined,
+    keysDrifted,
+    keysLocked,
+    maxAge,
+    leakTimeToDead,
     alerts,
     triggerRejections,
     observer: {
@@ -187,9 +242,23 @@ export function createMetrics(options: MetricsOptions = {}): KeyrollMetrics {
     setQuarantined(count) {
       keysQuarantined?.set(count);
     },
+    setDrifted(count) {
+      keysDrifted?.set(count);
+    },
+    setLocked(count) {
+      keysLocked?.set(count);
+    },
+    setMaxAge(keyId, maxAgeMs) {
+      if (maxAgeMs === undefined) maxAge.remove({ key_id: keyId });
+      else maxAge.set({ key_id: keyId }, maxAgeMs / 1000);
+    },
+    recordLeakDead(ms) {
+      leakTimeToDead.observe(Math.max(0, ms) / 1000);
+    },
     setLastRotation,
     forgetKey(keyId) {
       lastRotation.remove({ key_id: keyId });
+      maxAge.remove({ key_id: keyId });
     },
     recordTriggerRejection(why) {
       triggerRejections.inc({ why });

@@ -44,7 +44,8 @@ export function preparePushgateway(gatewayUrl: string, options: Omit<PushOptions
       // A scheduled run reads every key's state in scope, so it knows which are quarantined; an
       // on-demand `rotate` reads none and leaves the gauge out rather than claim zero.
       const scheduled = reason === 'scheduled';
-      const metrics = createMetrics({ overdue: false, quarantined: scheduled });
+      const metrics = createMetrics({ overdue: false, quarantined: scheduled, sweepGauges: false });
+      const maxAges = new Map(policy.keys.map((key) => [key.id, key.maxAgeMs]));
       const quarantined = new Set<string>();
       const alerter = createAlerter({
         sinks: policy.alerts.sinks,
@@ -59,6 +60,8 @@ export function preparePushgateway(gatewayUrl: string, options: Omit<PushOptions
         runtimeOptions: { observer: metrics.observer, alerter },
         onKeyDone: (outcome) => {
           metrics.recordOutcome(outcome, reason);
+          // Beside its last rotation, so "time since the last rotation against maxAge" has both.
+          metrics.setMaxAge(outcome.keyId, maxAges.get(outcome.keyId));
           if (!scheduled) return;
           if (outcome.quarantinedAt === undefined) quarantined.delete(outcome.keyId);
           else quarantined.add(outcome.keyId);

@@ -291,6 +291,9 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
     alerter: () => current.runtime.alerter,
     audit: () => audit,
     rotate: rotateForLeak,
+    onProvenDead: (ms) => {
+      metrics.recordLeakDead(ms);
+    },
   });
   const leakEndpoint = {
     rejections,

@@ -1,10 +1,11 @@
 // The sweep: every check interval the daemon reads each key's state from its primary destination
 // and decides, as `run` would, which keys are due. It catches what no cron tick covers: keys
 // rotated by age only (maxAge), intent markers left by a crashed runner, and schedule slots
-// missed while the daemon was down or the key was busy. It is also where keyroll_keys_overdue
-// and the last-rotation gauges come from.
+// missed while the daemon was down or the key was busy. It is also where keyroll_keys_overdue,
+// _quarantined, _drifted, _locked and the per-key last-rotation and maxAge gauges come from.
 import { errorCode, errorMessage } from '../errors.ts';
 import { decideDue, type DueDecision } from '../policy/due.ts';
+import type { KeyState } from '../backends/types.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
 import { isQuarantined } from '../rotation/backoff-state.ts';
 import { mapWithConcurrency } from '../rotation/concurrency.ts';
@@ -20,6 +21,10 @@ export interface KeyCheck {
   readError?: { errorCode: string; message: string };
   /** The key is quarantined after repeated failures (its run skips it until a person acts). */
   quarantined?: boolean;
+  /** The last drift probe found the stored secret dead and no rotation was recorded after it. */
+  drifted?: boolean;
+  /** A runner held the key's lock (unexpired) when the state was read. */
+  locked?: boolean;
 }
 
 export interface SweepResult {
@@ -29,6 +34,16 @@ export interface SweepResult {
   overdue: string[];
   /** Keys quarantined after repeated failures (keyroll_keys_quarantined). */
   quarantined: string[];
+  /** Keys whose stored secret is dead and not healed yet (keyroll_keys_drifted). */
+  drifted: string[];
+  /** Keys locked by a runner when read (keyroll_keys_locked). */
+  locked: string[];
+}
+
+/** Drift not healed: the last probe said dead, and no rotation was recorded at or after it. */
+export function driftUnhealed(state: Pick<KeyState, 'lastProbe' | 'lastRotatedAt'>): boolean {
+  if (state.lastProbe?.result !== 'dead') return false;
+  return state.lastRotatedAt === undefined || Date.parse(state.lastRotatedAt) < Date.parse(state.lastProbe.at);
 }
 
 export async function checkKeys(runtime: Runtime, keys: readonly KeyPolicy[], now: Date, concurrency: number): Promise<SweepResult> {
@@ -38,7 +53,14 @@ export async function checkKeys(runtime: Runtime, keys: readonly KeyPolicy[], no
       if (!primary) throw new Error(`key ${key.id} has no destination`);
       const state = await readTrustedState(primary, key, now);
       const decision = decideDue(key, { ...(state.lastRotatedAt ? { lastRotatedAt: state.lastRotatedAt } : {}), ...(state.intent ? { intent: state.intent } : {}) }, now);
-      return { key, decision, ...(state.lastRotatedAt ? { lastRotatedAt: state.lastRotatedAt } : {}), ...(isQuarantined(state) ? { quarantined: true } : {}) };
+      return {
+        key,
+        decision,
+        ...(state.lastRotatedAt ? { lastRotatedAt: state.lastRotatedAt } : {}),
+        ...(isQuarantined(state) ? { quarantined: true } : {}),
+        ...(driftUnhealed(state) ? { drifted: true } : {}),
+        ...(state.lock !== undefined && Date.parse(state.lock.expiresAt) > now.getTime() ? { locked: true } : {}),
+      };
     } catch (error) {
       return { key, readError: { errorCode: errorCode(error), message: errorMessage(error) } };
     }
@@ -48,5 +70,7 @@ export async function checkKeys(runtime: Runtime, keys: readonly KeyPolicy[], no
     due: checks.filter((check) => check.readError !== undefined || check.decision?.due === true).map((check) => check.key),
     overdue: checks.filter((check) => check.decision?.overdue === true).map((check) => check.key.id),
     quarantined: checks.filter((check) => check.quarantined === true).map((check) => check.key.id),
+    drifted: checks.filter((check) => check.drifted === true).map((check) => check.key.id),
+    locked: checks.filter((check) => check.locked === true).map((check) => check.key.id),
   };
 }

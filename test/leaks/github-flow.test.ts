@@ -38,6 +38,8 @@ describe('GitHub secret scanning intake, end to end', () => {
     const proven = bench.events('leak.proven-dead');
     expect(proven).toHaveLength(1);
     expect(proven[0]).toMatchObject({ keyId: BILLING, status: 401, actor: 'github:octo-org/billing-app#42' });
+    // keyroll_leak_time_to_dead_seconds: one leaked value killed by this report's rotation.
+    expect(await daemon.metrics.registry.getSingleMetricAsString('keyroll_leak_time_to_dead_seconds')).toContain('keyroll_leak_time_to_dead_seconds_count 1');
 
     // The rotation was a leak rotation by the alert, and the alert names it.
     const succeeded = bench.events('key.succeeded').filter((event) => event.reason === 'leak');

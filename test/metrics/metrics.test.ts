@@ -2,7 +2,7 @@
 // a rotation, and that every metric lives in its own registry (never prom-client's global one).
 import { register as globalRegistry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { createMetrics, EXPOSURE_BUCKETS_SECONDS } from '../../src/metrics/metrics.ts';
+import { createMetrics, EXPOSURE_BUCKETS_SECONDS, LEAK_TIME_TO_DEAD_BUCKETS_SECONDS, PER_KEY_METRICS } from '../../src/metrics/metrics.ts';
 import type { KeyOutcome } from '../../src/rotation/types.ts';
 
 const outcome = (result: KeyOutcome['result'], extra: Partial<KeyOutcome> = {}): KeyOutcome => ({ keyId: 'k1', organizationId: 'o', result, durationMs: 1, rolls: 1, ...extra });
@@ -45,6 +45,45 @@ describe('createMetrics', () => {
     const text = await metrics.registry.metrics();
     expect(text).toContain('keyroll_backend_throttled_total{backend="aws-prod",group="write"} 2');
     expect(text).toContain('keyroll_backend_quota_wait_seconds_total{backend="aws-prod",group="write"} 1.5');
+  });
+
+  it('the sweep gauges (drifted, locked) are the daemon\'s, left out of one-shot runs', async () => {
+    const metrics = createMetrics();
+    metrics.setDrifted(1);
+    metrics.setLocked(2);
+    const text = await metrics.registry.metrics();
+    expect(text).toContain('# TYPE keyroll_keys_drifted gauge');
+    expect(text).toContain('keyroll_keys_drifted 1');
+    expect(text).toContain('keyroll_keys_locked 2');
+    const oneShot = createMetrics({ sweepGauges: false });
+    oneShot.setDrifted(1);
+    oneShot.setLocked(1);
+    expect(await oneShot.registry.metrics()).not.toMatch(/keyroll_keys_(drifted|locked)/);
+  });
+
+  it('publishes each key maxAge in seconds as a per-key series, removed with the key or its maxAge', async () => {
+    const metrics = createMetrics();
+    metrics.setMaxAge('k1', 30 * 86_400_000);
+    metrics.setMaxAge('k2', 3_600_000);
+    metrics.setMaxAge('k2', undefined);
+    metrics.setMaxAge('k3', 60_000);
+    metrics.forgetKey('k3');
+    const text = await metrics.registry.metrics();
+    expect(text).toContain('keyroll_key_max_age_seconds{key_id="k1"} 2592000');
+    expect(text).not.toMatch(/key_id="k[23]"/);
+    expect(PER_KEY_METRICS.has('keyroll_key_max_age_seconds')).toBe(true);
+    expect(await metrics.exposition({ perKey: false })).not.toContain('keyroll_key_max_age_seconds{');
+  });
+
+  it('observes the time from a leak report to its leaked value refused, in seconds', async () => {
+    const metrics = createMetrics();
+    metrics.recordLeakDead(4_200);
+    const text = await metrics.registry.metrics();
+    expect(text).toContain('keyroll_leak_time_to_dead_seconds_count 1');
+    expect(text).toContain('keyroll_leak_time_to_dead_seconds_sum 4.2');
+    expect(text).toContain('keyroll_leak_time_to_dead_seconds_bucket{le="2.5"} 0');
+    expect(text).toContain('keyroll_leak_time_to_dead_seconds_bucket{le="5"} 1');
+    expect(LEAK_TIME_TO_DEAD_BUCKETS_SECONDS.at(-1)).toBe(3600);
   });
 
   it('can leave out keyroll_keys_overdue (one-shot runs do not know it)', async () => {

@@ -3,7 +3,7 @@
 // nothing but a warning in the audit trail.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startReceiver, type Receiver } from '../alerts/receiver.ts';
-import { TARGETS, eventsNamed, openFileBackend, useCliFixture } from '../cli/harness.ts';
+import { TARGETS, eventsNamed, openFileBackend, storedSecret, useCliFixture } from '../cli/harness.ts';
 
 const cli = useCliFixture();
 let gateway: Receiver;
@@ -42,6 +42,21 @@ describe('run --pushgateway', () => {
     const rotate = await cli.run(['rotate', '-p', 'policy.yaml', '--key', 'key_demo_billing', '--force', '--pushgateway', gateway.url]);
     expect(rotate.code).toBe(0);
     expect(gateway.requests[1]?.raw).not.toContain('keyroll_keys_quarantined');
+  });
+
+  it('rotate --leaked-secret-stdin pushes the time to dead of the leaked value and each key maxAge beside its last rotation', async () => {
+    await cli.writePolicy();
+    expect((await cli.run(['run', '-p', 'policy.yaml'])).code).toBe(0);
+    const leaked = await storedSecret(cli.secretsDir, 'key_demo_billing');
+    const result = await cli.run(['rotate', '-p', 'policy.yaml', '--leaked-secret-stdin', '--reason', 'leak', '--actor', 'alice', '--pushgateway', gateway.url], { stdin: `${leaked}\n` });
+    expect(result.code, result.stderr).toBe(0);
+    const [push] = gateway.requests;
+    expect(push?.path).toBe('/metrics/job/keyroll/command/rotate');
+    expect(push?.raw).toContain('keyroll_rotations_total{result="rotated",reason="leak"} 1');
+    expect(push?.raw).toContain('keyroll_leak_time_to_dead_seconds_count 1');
+    // billing has a 7-day maxAge.
+    expect(push?.raw).toContain('keyroll_key_max_age_seconds{key_id="key_demo_billing"} 604800');
+    expect(push?.raw).not.toMatch(/keyroll_keys_(drifted|locked)/);
   });
 
   it('a failing gateway is a warning in the audit trail; the exit code still reports the rotations', async () => {
