@@ -8,6 +8,9 @@
 #      values` — the values schema rejects it; `# expect-stage: manifest` — it renders, and the
 #      rendered manifest is rejected) with the error it names (`# expect-error: …`). A must-fail
 #      file that passes fails the check: it proves the checks above can fail at all.
+#   4. the alert rules: `promtool check rules` on config/prometheus-rules.yaml and on the groups of
+#      every rendered PrometheusRule (which must equal the plain file's, checked in step 2), and
+#      `promtool test rules` with the unit tests of every alert (helm/tests/prometheus-rules.test.yaml).
 # Quiet on success: the last line is the summary. Tools: scripts/lib/chart-tools.sh.
 set -eu
 cd "$(dirname "$(readlink -f "$0")")/.."
@@ -20,6 +23,7 @@ namespace=keyroll
 
 helm=$(keyroll_helm)
 python=$(keyroll_validator_python)
+promtool=$(keyroll_promtool)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT INT TERM
 
@@ -66,9 +70,10 @@ for values in "$chart"/ci/*-values.yaml; do
   fi
 done
 manifests=0
+mkdir "$work/rules"
 if [ -n "$rendered" ]; then
   # shellcheck disable=SC2086 # one path per word, none with spaces (mktemp + fixed names)
-  if validate $rendered >"$work/validate.out" 2>&1; then :; else
+  if validate --rules-file config/prometheus-rules.yaml --extract-rules "$work/rules" $rendered >"$work/validate.out" 2>&1; then :; else
     grep -v '^manifests=' "$work/validate.out" | sed "s|$work/||" >&2
     problem "rendered manifests do not validate against Kubernetes $KUBERNETES_VERSION"
   fi
@@ -117,6 +122,14 @@ for values in helm/tests/must-fail/*-values.yaml; do
   esac
 done
 
+# ---- 4: the alert rules, by Prometheus' own checker.
+rule_files=$(find "$work/rules" -name '*.rules.yaml' | sort)
+[ -n "$rule_files" ] || problem "no values file renders a PrometheusRule"
+# shellcheck disable=SC2086 # one path per word, none with spaces
+quietly "$promtool" check rules config/prometheus-rules.yaml $rule_files || problem "promtool check rules"
+rule_tests=$(grep -c '^  - name:' helm/tests/prometheus-rules.test.yaml)
+quietly "$promtool" test rules helm/tests/prometheus-rules.test.yaml || problem "promtool test rules helm/tests/prometheus-rules.test.yaml"
+
 # Both kinds of check must have shown that they can fail.
 [ "$caught_values" -gt 0 ] || problem "no must-fail file was caught by the values schema"
 [ "$caught_manifest" -gt 0 ] || problem "no must-fail file was caught by manifest validation"
@@ -126,4 +139,4 @@ if [ "$problems" -gt 0 ]; then
   echo "chart: $problems problem(s); $manifests manifests rendered across $values_files values files" >&2
   exit 1
 fi
-echo "chart: $manifests manifests valid against Kubernetes $KUBERNETES_VERSION across $values_files values files, $caught expected failures caught"
+echo "chart: $manifests manifests valid against Kubernetes $KUBERNETES_VERSION across $values_files values files, $caught expected failures caught; alert rules pass promtool check and $rule_tests rule tests"

@@ -3,12 +3,20 @@
 For every document in every file given:
   * Kubernetes kinds: the bundled OpenAPI-derived schemas of kubernetes-validate, in strict
     mode (an unknown or misspelt field is an error), for the Kubernetes version given.
-  * Custom resources (ServiceMonitor): the schemas in helm/tests/schemas/.
+  * Custom resources (ServiceMonitor, PrometheusRule): the schemas in helm/tests/schemas/;
+    every alert rule has a summary and a runbook_url.
+  * The Grafana dashboard ConfigMap: its JSON parses, panel ids are unique, every panel sits
+    inside the 24-column grid and queries the dashboard's datasource variable.
   * A kind with no schema is an error, not a warning: nothing passes unchecked.
   * Pods (of CronJobs, Jobs, Deployments, test Pods): the Pod Security Standard "restricted"
     plus a read-only root filesystem.
   * The chart never renders a Secret (credentials come from existing Secrets).
   * The rotation policy ConfigMap validates against config/policy.schema.json.
+
+With --rules-file, every group a PrometheusRule renders must equal the group of that name in
+the plain rules file (config/prometheus-rules.yaml), runbook links aside, which may carry the
+chart's runbookBaseUrl in front; with --extract-rules DIR, each PrometheusRule's groups are also
+written to DIR/<name>.rules.yaml for `promtool check rules`.
 
 Prints one `ERROR file: kind/name: problem` line per problem, and on the last line
 `manifests=N`. Exit status 1 when any problem was found.
@@ -27,7 +35,11 @@ RESTRICTED_VOLUME_TYPES = {
     "configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim",
     "projected", "secret",
 }
-CUSTOM_SCHEMAS = {("monitoring.coreos.com/v1", "ServiceMonitor"): "servicemonitor-monitoring-v1.json"}
+CUSTOM_SCHEMAS = {
+    ("monitoring.coreos.com/v1", "ServiceMonitor"): "servicemonitor-monitoring-v1.json",
+    ("monitoring.coreos.com/v1", "PrometheusRule"): "prometheusrule-monitoring-v1.json",
+}
+DASHBOARD_DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
 
 
 def load_documents(path):
@@ -88,7 +100,69 @@ def restricted_problems(spec):
     return problems
 
 
-def validate_document(doc, version, schema_dir, policy_schema):
+def rule_problems(spec):
+    """Every alert says what fired and where the runbook section is."""
+    problems = []
+    for group in spec.get("groups") or []:
+        for rule in group.get("rules") or []:
+            annotations = rule.get("annotations") or {}
+            for key in ("summary", "runbook_url"):
+                if "alert" in rule and not annotations.get(key):
+                    problems.append(f"rule {rule['alert']} in group {group.get('name')} has no {key}")
+    return problems
+
+
+def with_relative_runbooks(group, plain_group):
+    """The group with each runbook_url cut back to the plain file's, when it merely prefixes it."""
+    plain_urls = {rule.get("alert"): (rule.get("annotations") or {}).get("runbook_url") for rule in plain_group.get("rules") or []}
+    rules = []
+    for rule in group.get("rules") or []:
+        annotations = dict(rule.get("annotations") or {})
+        plain = plain_urls.get(rule.get("alert"))
+        if plain and str(annotations.get("runbook_url", "")).endswith("/" + plain):
+            annotations["runbook_url"] = plain
+        rules.append({**rule, "annotations": annotations})
+    return {**group, "rules": rules}
+
+
+def plain_file_problems(spec, plain_groups):
+    problems = []
+    for group in spec.get("groups") or []:
+        plain = plain_groups.get(group.get("name"))
+        if plain is None:
+            problems.append(f"group {group.get('name')} is not in the plain rules file")
+        elif with_relative_runbooks(group, plain) != plain:
+            problems.append(f"group {group.get('name')} differs from the plain rules file")
+    return problems
+
+
+def dashboard_problems(text):
+    """The dashboard JSON as Grafana's sidecar will load it."""
+    try:
+        dashboard = json.loads(text)
+    except json.JSONDecodeError as error:
+        return [f"dashboard JSON does not parse: {error}"]
+    problems, ids = [], set()
+    for panel in dashboard.get("panels") or []:
+        name = f"panel {panel.get('id')} ({panel.get('title')})"
+        if panel.get("id") in ids:
+            problems.append(f"{name}: duplicate id")
+        ids.add(panel.get("id"))
+        grid = panel.get("gridPos") or {}
+        if grid.get("x", -1) < 0 or grid.get("x", 0) + grid.get("w", 0) > 24 or grid.get("h", 0) < 1:
+            problems.append(f"{name}: gridPos {grid} is outside the 24-column grid")
+        if panel.get("type") == "row":
+            continue
+        targets = panel.get("targets") or []
+        if not targets:
+            problems.append(f"{name}: no query")
+        for target in [panel] + targets:
+            if target.get("datasource") != DASHBOARD_DATASOURCE:
+                problems.append(f"{name}: datasource is {target.get('datasource')}, not the $datasource variable")
+    return problems
+
+
+def validate_document(doc, version, schema_dir, policy_schema, plain_groups=None):
     api_version, kind = doc.get("apiVersion"), doc.get("kind")
     problems = []
     custom = CUSTOM_SCHEMAS.get((api_version, kind))
@@ -107,6 +181,14 @@ def validate_document(doc, version, schema_dir, policy_schema):
     except (kv.SchemaNotFoundError, kv.InvalidSchemaError) as error:
         problems.append(f"no schema to check it against ({error.message})")
 
+    if kind == "PrometheusRule":
+        problems.extend(rule_problems(doc.get("spec") or {}))
+        if plain_groups is not None:
+            problems.extend(plain_file_problems(doc.get("spec") or {}, plain_groups))
+    if kind == "ConfigMap":
+        for key, text in (doc.get("data") or {}).items():
+            if key == "keyroll.json":
+                problems.extend(f"{key}: {problem}" for problem in dashboard_problems(text))
     if kind == "Secret":
         problems.append("the chart renders a Secret; credentials must come from existing Secrets")
     spec = pod_spec(doc)
@@ -126,8 +208,15 @@ def main():
     parser.add_argument("--kubernetes-version", required=True)
     parser.add_argument("--schemas", required=True, help="folder of custom resource schemas")
     parser.add_argument("--policy-schema", required=True, help="config/policy.schema.json")
+    parser.add_argument("--rules-file", help="config/prometheus-rules.yaml: rendered rule groups must equal its groups")
+    parser.add_argument("--extract-rules", help="folder to write each PrometheusRule's groups to, as a rules file")
     parser.add_argument("files", nargs="+")
     args = parser.parse_args()
+
+    plain_groups = None
+    if args.rules_file:
+        with open(args.rules_file, encoding="utf-8") as handle:
+            plain_groups = {group["name"]: group for group in yaml.safe_load(handle)["groups"]}
 
     with open(args.policy_schema, encoding="utf-8") as handle:
         policy_schema = json.load(handle)
@@ -136,9 +225,13 @@ def main():
         for doc in load_documents(path):
             count += 1
             name = f"{str(doc.get('kind')).lower()}/{(doc.get('metadata') or {}).get('name')}"
-            for problem in validate_document(doc, args.kubernetes_version, args.schemas, policy_schema):
+            for problem in validate_document(doc, args.kubernetes_version, args.schemas, policy_schema, plain_groups):
                 print(f"ERROR {path}: {name}: {problem}")
                 failed = True
+            if args.extract_rules and doc.get("kind") == "PrometheusRule":
+                target = os.path.join(args.extract_rules, f"{os.path.basename(path)}-{(doc.get('metadata') or {}).get('name')}.rules.yaml")
+                with open(target, "w", encoding="utf-8") as handle:
+                    yaml.safe_dump({"groups": (doc.get("spec") or {}).get("groups") or []}, handle, sort_keys=False)
     print(f"manifests={count}")
     return 1 if failed else 0
 
