@@ -69,6 +69,8 @@ export interface KeyrollMetrics {
   recordOutcome(outcome: KeyOutcome, reason: RotationReason): void;
   /** The alerter's onResult hook. */
   recordAlert(sink: string, result: AlertResult): void;
+  /** Starts each sink's sent and failed counts at 0 (so the first failed delivery is an increase). */
+  knowSinks(sinks: readonly string[]): void;
   setOverdue(count: number): void;
   /** Keys quarantined after repeated failures (no automatic attempts until a person acts). */
   setQuarantined(count: number): void;
@@ -93,6 +95,12 @@ export interface KeyrollMetrics {
 export const PER_KEY_METRICS: ReadonlySet<string> = new Set(['keyroll_key_last_rotation_timestamp_seconds', 'keyroll_key_max_age_seconds']);
 
 const SUCCESS: ReadonlySet<KeyResult> = new Set(['rotated', 'recovered']);
+
+/** Every result a key outcome can have (a Record, so a new KeyResult without an entry fails the type check). */
+const RESULTS: Record<KeyResult, true> = { rotated: true, recovered: true, failed: true, skipped: true, busy: true, aborted: true };
+/** The reasons runs are started with (recovery and drift are steps inside a run, never its reason). */
+export const RUN_REASONS: readonly RotationReason[] = ['scheduled', 'leak', 'compromise', 'plan-change', 'manual'];
+const ALERT_RESULTS: readonly AlertResult[] = ['sent', 'failed'];
 
 export function createMetrics(options: MetricsOptions = {}): KeyrollMetrics {
   const registry = options.registry ?? new Registry();
@@ -193,6 +201,10 @@ export function createMetrics(options: MetricsOptions = {}): KeyrollMetrics {
     registers: [registry],
   });
 
+  // Every result and reason starts at 0: a counter series that first appears at 1 shows
+  // Prometheus no increase, so the first failed leak rotation of a daemon would fire no alert.
+  for (const result of Object.keys(RESULTS) as KeyResult[]) for (const reason of RUN_REASONS) rotations.inc({ result, reason }, 0);
+
   const setLastRotation = (keyId: string, isoTime: string): void => {
     const ms = Date.parse(isoTime);
     if (!Number.isNaN(ms)) lastRotation.set({ key_id: keyId }, ms / 1000);
@@ -235,6 +247,9 @@ export function createMetrics(options: MetricsOptions = {}): KeyrollMetrics {
     },
     recordAlert(sink, result) {
       alerts.inc({ sink, result });
+    },
+    knowSinks(sinks) {
+      for (const sink of sinks) for (const result of ALERT_RESULTS) alerts.inc({ sink, result }, 0);
     },
     setOverdue(count) {
       keysOverdue?.set(count);

@@ -162,6 +162,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   });
 
   const buildGeneration = async (policy: Policy): Promise<Generation> => {
+    metrics.knowSinks(Object.keys(policy.alerts.sinks));
     const alerter =
       options.runtime?.alerter ??
       createAlerter({

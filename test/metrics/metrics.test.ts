@@ -2,7 +2,7 @@
 // a rotation, and that every metric lives in its own registry (never prom-client's global one).
 import { register as globalRegistry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { createMetrics, EXPOSURE_BUCKETS_SECONDS, LEAK_TIME_TO_DEAD_BUCKETS_SECONDS, PER_KEY_METRICS } from '../../src/metrics/metrics.ts';
+import { createMetrics, EXPOSURE_BUCKETS_SECONDS, LEAK_TIME_TO_DEAD_BUCKETS_SECONDS, PER_KEY_METRICS, RUN_REASONS } from '../../src/metrics/metrics.ts';
 import type { KeyOutcome } from '../../src/rotation/types.ts';
 
 const outcome = (result: KeyOutcome['result'], extra: Partial<KeyOutcome> = {}): KeyOutcome => ({ keyId: 'k1', organizationId: 'o', result, durationMs: 1, rolls: 1, ...extra });
@@ -86,6 +86,17 @@ describe('createMetrics', () => {
     expect(LEAK_TIME_TO_DEAD_BUCKETS_SECONDS.at(-1)).toBe(3600);
   });
 
+  it('starts every result and run reason, and each known sink, at 0, so the first failure is an increase Prometheus sees', async () => {
+    const metrics = createMetrics();
+    metrics.knowSinks(['pager', 'chat']);
+    const text = await metrics.registry.metrics();
+    for (const result of ['rotated', 'recovered', 'failed', 'skipped', 'busy', 'aborted']) {
+      for (const reason of RUN_REASONS) expect(text).toContain(`keyroll_rotations_total{result="${result}",reason="${reason}"} 0`);
+    }
+    expect(text).not.toMatch(/reason="(recovery|drift)"/);
+    for (const sink of ['pager', 'chat']) for (const result of ['sent', 'failed']) expect(text).toContain(`keyroll_alerts_total{sink="${sink}",result="${result}"} 0`);
+  });
+
   it('can leave out keyroll_keys_overdue (one-shot runs do not know it)', async () => {
     const metrics = createMetrics({ overdue: false });
     metrics.setOverdue(3);
@@ -104,7 +115,7 @@ describe('createMetrics', () => {
     expect(text).toContain('keyroll_rotations_total{result="recovered",reason="leak"} 1');
     expect(text).toContain('keyroll_rotations_total{result="failed",reason="scheduled"} 1');
     expect(text).toContain('keyroll_rotations_total{result="skipped",reason="manual"} 1');
-    expect(text).not.toContain('result="skipped",reason="scheduled"');
+    expect(text).toContain('keyroll_rotations_total{result="skipped",reason="scheduled"} 0');
     expect(text).toContain(`keyroll_key_last_rotation_timestamp_seconds{key_id="k1"} ${at.getTime() / 1000}`);
     expect(text).toContain(`keyroll_key_last_rotation_timestamp_seconds{key_id="k2"} ${at.getTime() / 1000}`);
     expect(text).not.toContain('key_id="k3"');

@@ -96,6 +96,8 @@ describe('/metrics', () => {
     expect(metrics.text).toMatch(new RegExp(`keyroll_key_last_rotation_timestamp_seconds\\{key_id="${KEY}"\\} \\d+`));
     expect(metrics.text).toContain('keyroll_keys_overdue 0');
     expect(metrics.text).toContain('# TYPE keyroll_alerts_total counter');
+    // The first failure of each result, reason and sink must be an increase from 0 to Prometheus.
+    expect(metrics.text).toContain('keyroll_rotations_total{result="failed",reason="leak"} 0');
     // The secret's fingerprint is the most that may appear anywhere; here not even that.
     expect(metrics.text).not.toContain(await bench.storedSecret(KEY));
   });
@@ -110,7 +112,8 @@ describe('/metrics', () => {
     const text = (await get(`${second.url}/metrics`, withToken)).text;
     const match = new RegExp(`keyroll_key_last_rotation_timestamp_seconds\\{key_id="${KEY}"\\} (\\d+(?:\\.\\d+)?)`).exec(text);
     expect(Number(match?.[1])).toBeCloseTo(Date.parse(rotatedAt) / 1000, 0);
-    expect(text).not.toContain('keyroll_rotations_total{');
+    // Nothing rotated by this daemon: every count is still 0.
+    expect(text).not.toMatch(/keyroll_rotations_total\{[^}]*\} [1-9]/);
   });
 });
 
