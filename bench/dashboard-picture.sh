@@ -5,12 +5,10 @@
 # dashboard, and commit the picture.  Usage: sh bench/dashboard-picture.sh [--minutes 8]
 set -eu
 cd "$(dirname "$(readlink -f "$0")")/.."
-. scripts/lib/chart-tools.sh
+. scripts/lib/go-tools.sh
 . scripts/lib/node.sh
-dir="$KEYROLL_CACHE/tools/prometheus-$KEYROLL_PROMTOOL_VERSION"
-if [ ! -x "$dir/prometheus" ]; then
-  echo "dashboard-picture: building prometheus $KEYROLL_PROMTOOL_VERSION into $dir (minutes, once)" >&2
-  mkdir -p "$dir"
-  CGO_ENABLED=0 GOBIN="$dir" go install -trimpath -ldflags "-s -w" "github.com/prometheus/prometheus/cmd/prometheus@$KEYROLL_PROMTOOL_VERSION"
-fi
-PROMETHEUS="$dir/prometheus" node bench/dashboard-picture.ts "$@"
+build_prometheus() { # out-dir
+  CGO_ENABLED=0 GOBIN="$1" go install -trimpath -ldflags "-s -w" "github.com/prometheus/prometheus/cmd/prometheus@$KEYROLL_PROMTOOL_VERSION"
+}
+prometheus=$(keyroll_go_tool "prometheus-$KEYROLL_PROMTOOL_VERSION" build_prometheus prometheus)
+PROMETHEUS="$prometheus/prometheus" node bench/dashboard-picture.ts "$@"

@@ -5,13 +5,12 @@
 #   helm: built from source with `go install` (the Go module proxy; scripts/lib/go-tools.sh
 #         caches it); needs the Go toolchain. Building takes several minutes on two cores, so
 #         each version is built once.
-#   kubernetes-validate: from PyPI into the project's venv; bundles the Kubernetes JSON schemas.
 #   promtool: Prometheus' rule checker (`check rules`, `test rules` for the alert rules), built
-#         with `go install` like helm. The Go module github.com/prometheus/prometheus v0.316.0 is
-#         Prometheus 3.16.0.
+#         and cached by scripts/lib/go-tools.sh (KEYROLL_PROMTOOL_VERSION v0.316.0 of the Go module
+#         github.com/prometheus/prometheus is Prometheus 3.16.0).
+#   kubernetes-validate: from PyPI into the project's venv; bundles the Kubernetes JSON schemas.
 # Versions are pinned so every machine checks the chart the same way.
 KEYROLL_HELM_VERSION="${KEYROLL_HELM_VERSION:-v3.22.0}"
-KEYROLL_PROMTOOL_VERSION="${KEYROLL_PROMTOOL_VERSION:-v0.316.0}"
 KEYROLL_KUBERNETES_VALIDATE_VERSION="${KEYROLL_KUBERNETES_VALIDATE_VERSION:-1.37.0}"
 KEYROLL_CACHE="${KEYROLL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/keyroll}"
 . scripts/lib/go-tools.sh
@@ -29,30 +28,11 @@ keyroll_helm() {
   echo "$helm_dir/helm"
 }
 
-# Prints the path of a promtool binary of the pinned version, building it when missing, into
-# $KEYROLL_CACHE/tools/promtool-VERSION/. The build goes to a temporary directory renamed into place
-# once it holds the binary, so an interrupted build leaves nothing a later check would take for a tool.
+# Prints the path of a promtool binary of the pinned version, building it when missing.
 keyroll_promtool() {
-  dir="$KEYROLL_CACHE/tools/promtool-$KEYROLL_PROMTOOL_VERSION"
-  if [ ! -x "$dir/promtool" ]; then
-    command -v go >/dev/null 2>&1 || {
-      chart_tools_say "promtool $KEYROLL_PROMTOOL_VERSION is not in $dir and there is no Go toolchain to build it (install Go >= 1.24)"
-      return 1
-    }
-    mkdir -p "$KEYROLL_CACHE/tools"
-    (
-      flock 9 2>/dev/null || true
-      [ -x "$dir/promtool" ] && exit 0
-      tmp=$(mktemp -d "$dir.building.XXXXXX") || exit 1
-      trap 'rm -rf "$tmp"' EXIT
-      chart_tools_say "building promtool $KEYROLL_PROMTOOL_VERSION with go install into $dir (several minutes, once)"
-      CGO_ENABLED=0 GOBIN="$tmp" go install -trimpath -ldflags "-s -w" "github.com/prometheus/prometheus/cmd/promtool@$KEYROLL_PROMTOOL_VERSION" >&2 || exit 1
-      [ -x "$tmp/promtool" ] || exit 1
-      rm -rf "$dir" && mv "$tmp" "$dir"
-    ) 9>"$KEYROLL_CACHE/tools/.promtool-$KEYROLL_PROMTOOL_VERSION.lock" || { chart_tools_say "go install github.com/prometheus/prometheus/cmd/promtool@$KEYROLL_PROMTOOL_VERSION failed"; return 1; }
-  fi
-  "$dir/promtool" --version >/dev/null 2>&1 || { chart_tools_say "$dir/promtool does not run"; return 1; }
-  echo "$dir/promtool"
+  promtool_dir=$(keyroll_promtool_dir) || return 1
+  "$promtool_dir/promtool" --version >/dev/null 2>&1 || { chart_tools_say "$promtool_dir/promtool does not run"; return 1; }
+  echo "$promtool_dir/promtool"
 }
 
 # Prints the path of a Python that imports kubernetes_validate at the pinned version, installing
