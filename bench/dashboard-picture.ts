@@ -12,9 +12,10 @@
 // Needs: a prometheus binary (PROMETHEUS=path, or built by bench/dashboard-picture.sh) and
 // chromium (apt-get install chromium).
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve as resolvePath } from 'node:path';
 import { parseArgs } from 'node:util';
 import { sign } from '@octokit/webhooks-methods';
 import { staticCredential } from '../src/api/credentials.ts';
@@ -113,7 +114,7 @@ const prometheusUrl = `http://127.0.0.1:${prometheusPort}`;
 
 async function postTrigger(body: string): Promise<number> {
   const timestamp = Math.floor(Date.now() / 1000);
-  const nonce = `n${Date.now()}${Math.random()}`;
+  const nonce = randomBytes(16).toString('hex');
   const signature = signTriggerRequest(new Secret(TRIGGER_KEY), timestamp, nonce, body);
   const response = await fetch(`${daemon.url}/v1/rotations`, {
     method: 'POST',
@@ -162,20 +163,27 @@ try {
   await at(4 * part);
   if (held.acquired) await backend.releaseLock(lockTarget, held.lock);
   await leakBilling();
+  await at(5 * part);
+  // ...and again from minute 5 on: the picture ends with it held.
+  const heldAgain = await backend.acquireLock(lockTarget, { owner: 'other-runner/4712', rotationId: 'held-again', ttlMs: 60 * 60_000, clockSkewMs: 0 });
   await at(6 * part);
   await leakBilling();
   await at(minutes);
   await sleep(6_000);
+  if (heldAgain.acquired) await backend.releaseLock(lockTarget, heldAgain.lock);
 
   const end = Date.now() / 1000;
-  const dashboard = dashboardObject() as { panels: { id: number; type: string; title: string; gridPos: { x: number; y: number; w: number; h: number }; targets?: { expr: string; legendFormat?: string }[]; fieldConfig?: { defaults?: { unit?: string; thresholds?: { steps: { color: string; value: number | null }[] }; custom?: { drawStyle?: string } } } }[] };
+  const dashboard = dashboardObject() as { panels: { id: number; type: string; title: string; gridPos: { x: number; y: number; w: number; h: number }; targets?: { expr: string; legendFormat?: string }[]; fieldConfig?: { defaults?: { unit?: string; decimals?: number; thresholds?: { steps: { color: string; value: number | null }[] }; custom?: { drawStyle?: string } } } }[] };
   const panels: PanelData[] = [];
   for (const panel of dashboard.panels) {
     const series: PanelData['series'] = [];
     for (const target of panel.targets ?? []) {
+      // Grafana's $__rate_interval here: one minute, and bars one minute apart, so each bar counts
+      // its own minute (the scrape interval is 5 s).
       const expr = target.expr.replace(/\$__rate_interval/g, '1m');
       const instant = panel.type !== 'timeseries';
-      const url = instant ? `${prometheusUrl}/api/v1/query?query=${encodeURIComponent(expr)}&time=${end}` : `${prometheusUrl}/api/v1/query_range?query=${encodeURIComponent(expr)}&start=${start / 1000}&end=${end}&step=15`;
+      const bars = panel.fieldConfig?.defaults?.custom?.drawStyle === 'bars';
+      const url = instant ? `${prometheusUrl}/api/v1/query?query=${encodeURIComponent(expr)}&time=${end}` : `${prometheusUrl}/api/v1/query_range?query=${encodeURIComponent(expr)}&start=${start / 1000 + 60}&end=${end}&step=${bars ? 60 : 20}`;
       const answer = (await (await fetch(url)).json()) as { status: string; error?: string; data: { result: { metric: Record<string, string>; value?: [number, string]; values?: [number, string][] }[] } };
       if (answer.status !== 'success') throw new Error(`Prometheus refused ${expr}: ${answer.error ?? ''}`);
       for (const result of answer.data.result) {
@@ -184,17 +192,21 @@ try {
         series.push({ legend, points });
       }
     }
-    panels.push({ id: panel.id, type: panel.type, title: panel.title, gridPos: panel.gridPos, unit: panel.fieldConfig?.defaults?.unit ?? 'short', thresholds: panel.fieldConfig?.defaults?.thresholds?.steps ?? [], bars: panel.fieldConfig?.defaults?.custom?.drawStyle === 'bars', series });
+    panels.push({ id: panel.id, type: panel.type, title: panel.title, gridPos: panel.gridPos, unit: panel.fieldConfig?.defaults?.unit ?? 'short', decimals: panel.fieldConfig?.defaults?.decimals, thresholds: panel.fieldConfig?.defaults?.thresholds?.steps ?? [], bars: panel.fieldConfig?.defaults?.custom?.drawStyle === 'bars', series });
   }
   const html = renderDashboardHtml({ title: 'keyroll', from: start / 1000, to: end, panels });
   await writeFile(join(dir, 'dashboard.html'), html);
   const height = Math.max(...panels.map((p) => p.gridPos.y + p.gridPos.h)) * 34 + 70;
   const out = values.out;
   await new Promise<void>((resolve, reject) => {
-    const shot = spawn(chromium, ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--hide-scrollbars', `--user-data-dir=${join(dir, 'chromium')}`, `--window-size=1600,${height}`, `--screenshot=${join(process.cwd(), out)}`, `file://${join(dir, 'dashboard.html')}`], { stdio: 'ignore' });
+    const shot = spawn(chromium, ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--hide-scrollbars', `--user-data-dir=${join(dir, 'chromium')}`, `--window-size=1600,${height}`, `--screenshot=${resolvePath(out)}`, `file://${join(dir, 'dashboard.html')}`], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let log = '';
+    shot.stderr.on('data', (chunk: Buffer) => {
+      log = (log + chunk.toString()).slice(-2000);
+    });
     shot.on('exit', (code) => {
-      if (code === 0) resolve();
-      else reject(new Error(`chromium exited ${String(code)}`));
+      if (code === 0 && /bytes written to file/.test(log)) resolve();
+      else reject(new Error(`chromium exited ${String(code)} without a screenshot: ${log}`));
     });
   });
   say(`wrote ${out} (${panels.filter((p) => p.type !== 'row').length} panels, ${Math.round(end - start / 1000)} s of data); emulator rolls: ${emulator.state.totalRolls()}`);

@@ -9,6 +9,7 @@ export interface PanelData {
   title: string;
   gridPos: { x: number; y: number; w: number; h: number };
   unit: string;
+  decimals?: number;
   thresholds: { color: string; value: number | null }[];
   bars: boolean;
   series: { legend: string; points: [number, number][] }[];
@@ -24,8 +25,9 @@ const BY_LEGEND: Record<string, string> = { rotated: '#73bf69', recovered: '#579
 
 const escape = (text: string): string => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 
-export function formatValue(value: number, unit: string): string {
+export function formatValue(value: number, unit: string, decimals?: number): string {
   if (!Number.isFinite(value)) return '—';
+  if (decimals !== undefined && unit === 'short') return value.toFixed(decimals);
   if (unit === 'percentunit') return `${(value * 100).toFixed(value < 0.1 ? 1 : 0)}%`;
   if (unit === 's') {
     const abs = Math.abs(value);
@@ -46,7 +48,7 @@ function thresholdColor(thresholds: PanelData['thresholds'], value: number): str
 }
 
 function seriesColor(legend: string, index: number): string {
-  return BY_LEGEND[legend.split(' ').at(-1) ?? ''] ?? BY_LEGEND[legend] ?? PALETTE[index % PALETTE.length] ?? '#73bf69';
+  return BY_LEGEND[legend] ?? PALETTE[index % PALETTE.length] ?? '#73bf69';
 }
 
 function box(panel: PanelData): { left: number; top: number; width: number; height: number } {
@@ -61,7 +63,7 @@ function lastValue(panel: PanelData): number | undefined {
 function statBody(panel: PanelData, width: number, height: number): string {
   const value = lastValue(panel);
   if (value === undefined) return `<div class="nodata" style="height:${height}px">No data</div>`;
-  return `<div class="stat" style="background:${thresholdColor(panel.thresholds, value)};height:${height}px;font-size:${Math.min(height * 0.55, width / 4)}px">${escape(formatValue(value, panel.unit))}</div>`;
+  return `<div class="stat" style="background:${thresholdColor(panel.thresholds, value)};height:${height}px;font-size:${Math.min(height * 0.55, width / 4)}px">${escape(formatValue(value, panel.unit, panel.decimals))}</div>`;
 }
 
 function barGaugeBody(panel: PanelData, width: number, height: number): string {
@@ -102,17 +104,20 @@ function timeSeriesBody(panel: PanelData, width: number, height: number, from: n
     }
   }
   top = top === 0 ? 1 : top * 1.1;
+  // Whole numbers on the axis of counts: three ticks of a whole step.
+  if (panel.decimals === 0) top = 3 * Math.ceil(top / 3);
   const x = (t: number): number => plotLeft + ((t - from) / (to - from)) * plotWidth;
-  const y = (v: number): number => plotHeight - (v / top) * plotHeight;
+  const y = (v: number): number => 8 + (plotHeight - 8) - (v / top) * (plotHeight - 8);
   const parts: string[] = [];
   for (let i = 0; i <= 3; i++) {
     const v = (top * i) / 3;
-    parts.push(`<line x1="${plotLeft}" x2="${plotLeft + plotWidth}" y1="${y(v)}" y2="${y(v)}" class="grid"/><text x="${plotLeft - 6}" y="${y(v) + 4}" class="axis" text-anchor="end">${escape(formatValue(v, panel.unit))}</text>`);
+    const text = formatValue(v, panel.unit, panel.decimals);
+    parts.push(`<line x1="${plotLeft}" x2="${plotLeft + plotWidth}" y1="${y(v)}" y2="${y(v)}" class="grid"/><text x="${plotLeft - 6}" y="${y(v) + 4}" class="axis" text-anchor="end">${escape(text)}</text>`);
   }
   for (let i = 0; i <= 4; i++) {
     const t = from + ((to - from) * i) / 4;
     const label = new Date(t * 1000).toISOString().slice(11, 16);
-    parts.push(`<text x="${x(t)}" y="${plotHeight + 14}" class="axis" text-anchor="middle">${label}</text>`);
+    parts.push(`<text x="${x(t)}" y="${plotHeight + 14}" class="axis" text-anchor="${i === 4 ? 'end' : 'middle'}">${label}</text>`);
   }
   const base = new Map<number, number>();
   const barWidth = Math.max(1.5, (plotWidth * step) / (to - from) - 1);

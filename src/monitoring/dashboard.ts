@@ -24,6 +24,8 @@ export interface PanelSpec {
   queries: PanelQuery[];
   /** Grafana unit id: short, s, percentunit, ... */
   unit: string;
+  /** Decimals shown; counts of events are whole (increase() extrapolates to fractions). */
+  decimals?: number;
   /** Width in Grafana's 24-column grid. */
   width: number;
   height?: number;
@@ -46,6 +48,7 @@ const stat = (title: string, expr: string, description: string, thresholds: read
   description,
   queries: [{ expr }],
   unit: 'short',
+  decimals: 0,
   width: 4,
   height: 4,
   thresholds,
@@ -57,20 +60,18 @@ const countsOverTime = (title: string, expr: string, legend: string, description
   description,
   queries: [{ expr, legend }],
   unit: 'short',
+  decimals: 0,
   width,
   bars: true,
 });
 
-const quantiles = (title: string, bucket: string, by: string, description: string, width = 12): PanelSpec => ({
+const quantiles = (title: string, bucket: string, description: string, width = 12): PanelSpec => ({
   kind: 'timeseries',
   title,
   description,
   unit: 's',
   width,
-  queries: [0.5, 0.9, 0.99].map((q) => ({
-    expr: `histogram_quantile(${q}, sum by (${by}) (rate(${bucket}[$__rate_interval])))`,
-    legend: by === 'le' ? `p${q * 100}` : `p${q * 100} {{${by.replace(/^le, ?/, '')}}}`,
-  })),
+  queries: [0.5, 0.9, 0.99].map((q) => ({ expr: `histogram_quantile(${q}, sum by (le) (rate(${bucket}[$__rate_interval])))`, legend: `p${q * 100}` })),
 });
 
 export const DASHBOARD_ROWS: readonly RowSpec[] = [
@@ -90,7 +91,14 @@ export const DASHBOARD_ROWS: readonly RowSpec[] = [
     panels: [
       countsOverTime('Rotations by result', `sum by (result) (increase(${daemonCounter('keyroll_rotations_total')}[$__rate_interval]))`, '{{result}}', 'Every key handled under its lock: rotated, recovered, failed, busy, skipped, aborted.'),
       countsOverTime('Failures by reason', `sum by (reason) (increase(${daemonCounter('keyroll_rotations_total', 'result="failed"')}[$__rate_interval]))`, '{{reason}}', 'Failed rotations by why they ran: scheduled, leak, compromise, plan-change, manual.'),
-      quantiles('Step duration', daemonCounter('keyroll_rotation_step_duration_seconds_bucket'), 'le, step', 'Where the time of a rotation goes: preflight, lock, intent, roll (429 waits included), store (retries included), verify, finish.', 24),
+      {
+        kind: 'timeseries',
+        title: 'Step duration (p90)',
+        description: 'Where the time of a rotation goes, per step: preflight, lock, intent, roll (429 waits included), store (retries included), verify, finish.',
+        queries: [{ expr: `histogram_quantile(0.9, sum by (le, step) (rate(${daemonCounter('keyroll_rotation_step_duration_seconds_bucket')}[$__rate_interval])))`, legend: '{{step}}' }],
+        unit: 's',
+        width: 24,
+      },
     ],
   },
   {
@@ -115,14 +123,14 @@ export const DASHBOARD_ROWS: readonly RowSpec[] = [
         width: 12,
         height: 10,
       },
-      quantiles('Exposure window', daemonCounter('keyroll_secret_exposure_window_seconds_bucket'), 'le', 'Roll answer → first durable write: the only copy of the only working secret is in memory meanwhile. Milliseconds when healthy; seconds mean store retries.', 24),
+      quantiles('Exposure window', daemonCounter('keyroll_secret_exposure_window_seconds_bucket'), 'Roll answer → first durable write: the only copy of the only working secret is in memory meanwhile. Milliseconds when healthy; seconds mean store retries.', 24),
     ],
   },
   {
     title: 'Leaks',
     panels: [
       countsOverTime('Leak rotations by result', `sum by (result) (increase(${daemonCounter('keyroll_rotations_total', 'reason="leak"')}[$__rate_interval]))`, '{{result}}', 'Rotations after a leak report, a trigger or rotate --reason leak.'),
-      quantiles('Leak report → leaked value dead', daemonCounter('keyroll_leak_time_to_dead_seconds_bucket'), 'le', 'From the leak report (or rotate --leaked-secret-stdin) to the API refusing the leaked value (401).'),
+      quantiles('Leak report → leaked value dead', daemonCounter('keyroll_leak_time_to_dead_seconds_bucket'), 'From the leak report (or rotate --leaked-secret-stdin) to the API refusing the leaked value (401).'),
     ],
   },
   {
@@ -191,7 +199,7 @@ function panelJson(panel: PanelSpec, id: number, gridPos: GridPos): Record<strin
     gridPos,
     targets,
     fieldConfig: {
-      defaults: { unit: panel.unit, thresholds: thresholdSteps(panel.thresholds), ...(custom === undefined ? {} : { custom }) },
+      defaults: { unit: panel.unit, ...(panel.decimals === undefined ? {} : { decimals: panel.decimals }), thresholds: thresholdSteps(panel.thresholds), ...(custom === undefined ? {} : { custom }) },
       overrides: [],
     },
     options,
