@@ -178,12 +178,13 @@ try {
   for (const panel of dashboard.panels) {
     const series: PanelData['series'] = [];
     for (const target of panel.targets ?? []) {
-      // Grafana's $__rate_interval here: one minute, and bars one minute apart, so each bar counts
-      // its own minute (the scrape interval is 5 s).
-      const expr = target.expr.replace(/\$__rate_interval/g, '1m');
-      const instant = panel.type !== 'timeseries';
+      // $__rate_interval as Grafana computes it: the step plus the scrape interval (5 s), so no
+      // increase falls between two windows; bars one minute apart, lines every 20 s.
       const bars = panel.fieldConfig?.defaults?.custom?.drawStyle === 'bars';
-      const url = instant ? `${prometheusUrl}/api/v1/query?query=${encodeURIComponent(expr)}&time=${end}` : `${prometheusUrl}/api/v1/query_range?query=${encodeURIComponent(expr)}&start=${start / 1000 + 60}&end=${end}&step=${bars ? 60 : 20}`;
+      const step = bars ? 60 : 20;
+      const expr = target.expr.replace(/\$__rate_interval/g, `${step + 5}s`);
+      const instant = panel.type !== 'timeseries';
+      const url = instant ? `${prometheusUrl}/api/v1/query?query=${encodeURIComponent(expr)}&time=${end}` : `${prometheusUrl}/api/v1/query_range?query=${encodeURIComponent(expr)}&start=${start / 1000 + 60}&end=${end}&step=${step}`;
       const answer = (await (await fetch(url)).json()) as { status: string; error?: string; data: { result: { metric: Record<string, string>; value?: [number, string]; values?: [number, string][] }[] } };
       if (answer.status !== 'success') throw new Error(`Prometheus refused ${expr}: ${answer.error ?? ''}`);
       for (const result of answer.data.result) {

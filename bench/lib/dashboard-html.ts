@@ -48,7 +48,8 @@ function thresholdColor(thresholds: PanelData['thresholds'], value: number): str
 }
 
 function seriesColor(legend: string, index: number): string {
-  return BY_LEGEND[legend] ?? PALETTE[index % PALETTE.length] ?? '#73bf69';
+  const last = legend.split(' ').at(-1) ?? legend;
+  return BY_LEGEND[legend] ?? (last === 'sent' ? '#73bf69' : last === 'failed' ? '#f2495c' : undefined) ?? PALETTE[index % PALETTE.length] ?? '#73bf69';
 }
 
 function box(panel: PanelData): { left: number; top: number; width: number; height: number } {
@@ -131,16 +132,15 @@ function timeSeriesBody(panel: PanelData, width: number, height: number, from: n
         parts.push(`<rect x="${x(t) - barWidth / 2}" y="${y(below + v)}" width="${barWidth}" height="${y(below) - y(below + v)}" fill="${color}" fill-opacity="0.85"/>`);
       }
     } else {
+      // Prometheus leaves out steps without a value and answers NaN where a quantile has no
+      // observations: both break the line, and a value with no neighbour is drawn as a dot.
+      const finite = s.points.filter(([, v]) => Number.isFinite(v));
+      const near = (a: number | undefined, b: number): boolean => a !== undefined && Math.abs(a - b) <= step * 1.5;
       let path = '';
-      let pen = 'M';
-      for (const [t, v] of s.points) {
-        if (!Number.isFinite(v)) {
-          pen = 'M';
-          continue;
-        }
-        path += `${pen}${x(t).toFixed(1)},${y(v).toFixed(1)} `;
-        pen = 'L';
-      }
+      finite.forEach(([t, v], at) => {
+        path += `${near(finite[at - 1]?.[0], t) ? 'L' : 'M'}${x(t).toFixed(1)},${y(v).toFixed(1)} `;
+        if (!near(finite[at - 1]?.[0], t) && !near(finite[at + 1]?.[0], t)) parts.push(`<circle cx="${x(t).toFixed(1)}" cy="${y(v).toFixed(1)}" r="3" fill="${color}"/>`);
+      });
       parts.push(`<path d="${path}" fill="none" stroke="${color}" stroke-width="1.5"/>`);
     }
   });
