@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { SecretRef } from '../policy/refs.ts';
-import { AllowInsecureHttp, HttpUrl } from '../policy/transport.ts';
+import { SecretRef } from '../refs/secret-ref.ts';
+import { AllowInsecureHttp, HttpUrl } from '../http/transport.ts';
 
 // The policy's `alerts.sinks.<name>` entries. URLs that embed credentials (Slack incoming
 // webhooks) and routing keys are references, never values.

@@ -1,7 +1,7 @@
 // Slack incoming-webhook sink. The webhook URL embeds its own token, so it is always a reference
 // and never appears in the audit trail.
-import { resolveRef } from '../policy/refs.ts';
-import { insecureHttpHost } from '../policy/transport.ts';
+import { resolveRef } from '../refs/secret-ref.ts';
+import { insecureHttpHost } from '../http/transport.ts';
 import type { SlackSinkConfig } from './config.ts';
 import type { SinkRequest } from './deliver.ts';
 import type { Alert, AlertSeverity, SinkContext, SuccessNotice } from './types.ts';
@@ -86,7 +86,7 @@ export function slackSuccessMessage(notice: SuccessNotice, time: Date): SlackMes
 
 async function slackTarget(config: SlackSinkConfig, context: SinkContext): Promise<Omit<SinkRequest, 'body'>> {
   const url = (await resolveRef(config.webhookUrl, context.env)).reveal();
-  // The policy check cannot see a URL behind a reference (src/policy/transport.ts); the host alone is named.
+  // The policy check cannot see a URL behind a reference (src/http/transport.ts); the host alone is named.
   const host = config.allowInsecureHttp === true ? undefined : insecureHttpHost(url);
   if (host !== undefined) throw new Error(`the URL from ${config.webhookUrl} uses plain http:// to ${host}; use https:// or set allowInsecureHttp: true on the sink`);
   return { url, headers: {}, timeoutMs: config.timeoutMs, deadlineMs: config.deadlineMs };

@@ -1,6 +1,6 @@
 // Generic webhook sink: POSTs the alert as JSON, for SIEMs, chat bridges and in-house tooling.
-import { resolveRef } from '../policy/refs.ts';
-import { insecureHttpHost } from '../policy/transport.ts';
+import { resolveRef } from '../refs/secret-ref.ts';
+import { insecureHttpHost } from '../http/transport.ts';
 import type { WebhookSinkConfig } from './config.ts';
 import type { SinkRequest } from './deliver.ts';
 import { AlertDeliveryError } from './errors.ts';
@@ -29,7 +29,7 @@ async function webhookTarget(name: string, config: WebhookSinkConfig, context: S
     auditUrl = config.url;
   } else if (config.urlRef !== undefined) {
     url = (await resolveRef(config.urlRef, context.env)).reveal();
-    // The policy check cannot see a URL behind a reference (src/policy/transport.ts); the host alone is named.
+    // The policy check cannot see a URL behind a reference (src/http/transport.ts); the host alone is named.
     const host = config.allowInsecureHttp === true ? undefined : insecureHttpHost(url);
     if (host !== undefined) {
       throw new AlertDeliveryError('KR_ALERT_SINK_INVALID', `webhook sink ${name}: the URL from ${config.urlRef} uses plain http:// to ${host}; use https:// or set allowInsecureHttp: true on the sink`, { sink: name, sinkKind: 'webhook' });

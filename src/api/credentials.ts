@@ -2,7 +2,7 @@
 // describes itself without the value ("file:/var/run/keyroll/token"), so logs and errors can say
 // which credential failed without ever holding it (invariant 3).
 import { Secret } from '../audit/secret.ts';
-import { resolveRef } from '../policy/refs.ts';
+import { resolveRef } from '../refs/secret-ref.ts';
 
 export interface CredentialProvider {
   /** Where the credential comes from, e.g. "file:/var/run/keyroll/token"; never the value. */

@@ -76,7 +76,7 @@ async function daemonCommand(flags: DaemonFlags): Promise<number> {
     import('../scheduler/trigger-keys.ts'),
     import('../metrics/metrics.ts'),
     import('../policy/duration.ts'),
-    import('../policy/refs.ts'),
+    import('../refs/secret-ref.ts'),
   ]);
   const duration = (flag: string, text: string): number => {
     try {

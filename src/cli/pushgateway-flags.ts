@@ -1,6 +1,6 @@
 // The Pushgateway flags `run` and `rotate` share, beside their own --pushgateway <url>: where the
 // gateway's credentials come from (a reference, not user:pass in the URL, which `ps` and the pod
-// spec show) and the opt-in to plain http:// to another machine (src/policy/transport.ts).
+// spec show) and the opt-in to plain http:// to another machine (src/http/transport.ts).
 import type { Command } from 'commander';
 import type { PushOptions } from '../metrics/pushgateway.ts';
 

@@ -3,7 +3,7 @@
 // reference: it is read per alert, so a token file a sidecar renews is picked up without a reload.
 import type { Secret } from '../audit/secret.ts';
 import { MIN_SIGNING_KEY_BYTES, signingKeyTooShort } from '../inbound/signature.ts';
-import { resolveRef } from '../policy/refs.ts';
+import { resolveRef } from '../refs/secret-ref.ts';
 import type { Policy } from '../policy/schema.ts';
 import { WebhookSecretError } from './errors.ts';
 import type { GitguardianIntakeRuntime } from './gitguardian/endpoint.ts';

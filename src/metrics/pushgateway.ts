@@ -6,8 +6,8 @@ import { request, type Dispatcher } from 'undici';
 import type { Registry } from 'prom-client';
 import { discardBody } from '../api/http.ts';
 import { KeyrollError, errorCode, errorMessage } from '../errors.ts';
-import { resolveRef, SecretRef } from '../policy/refs.ts';
-import { insecureHttpHost } from '../policy/transport.ts';
+import { resolveRef, SecretRef } from '../refs/secret-ref.ts';
+import { insecureHttpHost } from '../http/transport.ts';
 
 export const DEFAULT_PUSH_TIMEOUT_MS = 10_000;
 

@@ -7,7 +7,7 @@ import type { AuditLog } from '../audit/events.ts';
 import { errorCode, errorMessage, KeyrollError } from '../errors.ts';
 import type { PlainHttpEndpoint } from '../policy/endpoints.ts';
 import type { Policy } from '../policy/schema.ts';
-import { insecureHttpHost } from '../policy/transport.ts';
+import { insecureHttpHost } from '../http/transport.ts';
 import type { RuntimeOptions } from '../rotation/runtime.ts';
 import type { KeyOutcome, RotationReason } from '../rotation/types.ts';
 import { createMetrics, type KeyrollMetrics } from './metrics.ts';

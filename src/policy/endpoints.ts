@@ -1,8 +1,8 @@
 // Every network endpoint a policy names, with the object its `allowInsecureHttp` sits on: the
-// plain-HTTP rule (transport.ts) is checked here as an error, and its exceptions as warnings.
+// plain-HTTP rule (http/transport.ts) is checked here as an error, and its exceptions as warnings.
 import type { DocPath, PathIssue } from './issue-text.ts';
 import type { PolicyDocument } from './schema.ts';
-import { insecureHttpHost, insecureHttpMessage } from './transport.ts';
+import { insecureHttpHost, insecureHttpMessage } from '../http/transport.ts';
 
 interface Endpoint {
   /** The object that holds the URL field and may hold allowInsecureHttp. */

@@ -4,8 +4,8 @@
 // block being present; without an `intake` section the daemon serves no leak endpoint (404).
 import { z } from 'zod';
 import type { DocPath } from './issue-text.ts';
-import { SecretRef } from './refs.ts';
-import { AllowInsecureHttp, HttpUrl } from './transport.ts';
+import { SecretRef } from '../refs/secret-ref.ts';
+import { AllowInsecureHttp, HttpUrl } from '../http/transport.ts';
 
 export const GITHUB_API_URL = 'https://api.github.com';
 

@@ -11,8 +11,8 @@ import type { PlainHttpEndpoint } from './endpoints.ts';
 import type { PolicyIssue } from './errors.ts';
 import { cronProblem, timeZoneProblem } from './cron.ts';
 import { durationProblem } from './duration.ts';
-import { SecretRef } from './refs.ts';
-import { AllowInsecureHttp, HttpUrl } from './transport.ts';
+import { SecretRef } from '../refs/secret-ref.ts';
+import { AllowInsecureHttp, HttpUrl } from '../http/transport.ts';
 import { IntakeSettings } from './intake.ts';
 
 /** Names of backends and alert sinks: they appear in audit events, alerts and metric labels. */

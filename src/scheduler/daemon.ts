@@ -15,7 +15,7 @@ import { sameBytes } from '../inbound/signature.ts';
 import { createMetrics, type KeyrollMetrics } from '../metrics/metrics.ts';
 import { loadPolicy } from '../policy/load.ts';
 import { announcePlainHttp } from '../policy/plain-http-notice.ts';
-import { resolveRef } from '../policy/refs.ts';
+import { resolveRef } from '../refs/secret-ref.ts';
 import type { KeyPolicy, Policy } from '../policy/schema.ts';
 import { createRuntime, type RuntimeOptions } from '../rotation/runtime.ts';
 import type { KeyOutcome, RunTrigger } from '../rotation/types.ts';

@@ -4,7 +4,7 @@
 import type { Secret } from '../audit/secret.ts';
 import { KeyrollError } from '../errors.ts';
 import { MIN_SIGNING_KEY_BYTES, signingKeyTooShort } from '../inbound/signature.ts';
-import { resolveRef, SecretRef } from '../policy/refs.ts';
+import { resolveRef, SecretRef } from '../refs/secret-ref.ts';
 import { CALLER_NAME, type TriggerKeyLookup } from './trigger-auth.ts';
 
 export interface TriggerKeySpec {

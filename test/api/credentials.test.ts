@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { refCredential, staticCredential } from '../../src/api/credentials.ts';
 import { ApiError } from '../../src/api/errors.ts';
 import { Secret } from '../../src/audit/secret.ts';
-import { RefError } from '../../src/policy/refs.ts';
+import { RefError } from '../../src/refs/secret-ref.ts';
 import { mockApi } from './mock-api.ts';
 
 let dir: string;

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { oauthClientCredentials, staticCredential } from '../../src/api/credentials.ts';
 import { registerSecretValue, resetSanitizerForTests, sanitizeText, withSecretScope } from '../../src/audit/sanitize.ts';
 import { Secret } from '../../src/audit/secret.ts';
-import { resolveRef } from '../../src/policy/refs.ts';
+import { resolveRef } from '../../src/refs/secret-ref.ts';
 
 afterEach(() => {
   vi.useRealTimers();

@@ -7,7 +7,7 @@ import { slackAlertRequest } from '../../src/alerts/slack.ts';
 import type { Alert } from '../../src/alerts/types.ts';
 import { webhookAlertRequest } from '../../src/alerts/webhook.ts';
 import { parsePolicy } from '../../src/policy/load.ts';
-import { insecureHttpHost, isLoopbackHost } from '../../src/policy/transport.ts';
+import { insecureHttpHost, isLoopbackHost } from '../../src/http/transport.ts';
 import { policyRejection } from '../support/policy-rejection.ts';
 
 const KEYS = `keys:

@@ -9,7 +9,7 @@
 // calls `ensureFresh` before the roll so that the token outlives the roll and the store.
 import { readFile } from 'node:fs/promises';
 import { Secret } from '../../audit/secret.ts';
-import { resolveRef } from '../../policy/refs.ts';
+import { resolveRef } from '../../refs/secret-ref.ts';
 import { BackendError, type BackendOperation } from '../errors.ts';
 import type { VaultClient, VaultCall } from './client.ts';
 import type { VaultAuth } from './config.ts';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { SecretRef } from '../../policy/refs.ts';
-import { AllowInsecureHttp, HttpUrl } from '../../policy/transport.ts';
+import { SecretRef } from '../../refs/secret-ref.ts';
+import { AllowInsecureHttp, HttpUrl } from '../../http/transport.ts';
 
 export const VaultAuth = z.discriminatedUnion('method', [
   z.strictObject({

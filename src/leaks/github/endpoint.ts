@@ -22,7 +22,7 @@ import type { Secret } from '../../audit/secret.ts';
 import { singleHeader, type HttpAnswer, type InboundRequest } from '../../inbound/answers.ts';
 import type { RejectionAudit } from '../../inbound/rejection-audit.ts';
 import type { ReplayRecord } from '../../inbound/replay-record.ts';
-import { resolveRef } from '../../policy/refs.ts';
+import { resolveRef } from '../../refs/secret-ref.ts';
 import { ScannerApiError } from '../errors.ts';
 import { IntakeGate, type IntakeLimits } from '../intake-gate.ts';
 import { actorOf, reportIntakeFailure, type LeakIntake, type LeakKeyResult, type LeakReport } from '../intake.ts';

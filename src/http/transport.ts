@@ -4,6 +4,8 @@
 // emulator, a sidecar) or the endpoint's object says `allowInsecureHttp: true`; `validate`
 // warns about every endpoint that says so. URLs that arrive through references (a Slack webhook,
 // a webhook's urlRef) and the --pushgateway flag are checked the same way when they are read.
+// The backends', alert sinks' and API's own config schemas use these pieces, so they live on the
+// http/ floor below all of them (docs/layout.md).
 import { z } from 'zod';
 
 /** An http:// or https:// URL (any other scheme is refused by the schema). */

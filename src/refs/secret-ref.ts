@@ -2,6 +2,8 @@
 // variable, `file:/path` reads a file (re-read on every resolve, so a Kubernetes-mounted
 // Secret that rotates is picked up). Resolved values are wrapped in Secret at once, pinned: a
 // referenced value is a long-lived credential, blanked however many rotations come after.
+// It stands below every folder that reads a reference (api, backends, alerts, policy, leaks,
+// metrics), so none of them imports policy/ for it (docs/layout.md).
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
 import { Secret } from '../audit/secret.ts';
