@@ -2,22 +2,8 @@
 // without an entry here fails the type check. Each backend module is imported only when a
 // policy uses it: the AWS SDK alone takes longer to load than a whole `keyroll run` of a
 // file-backed demo, and a CronJob pays the cold start on every run.
-import type { Dispatcher } from 'undici';
 import type { BackendConfig } from './config.ts';
-import type { QuotaDeps } from './quota/observer.ts';
-import type { Backend, BackendKind } from './types.ts';
-
-/** What a backend may take from its surroundings; everything has a real default. */
-export interface BackendDeps {
-  /** Clock for lock expiry and timestamps (tests move it by hand). */
-  now?: () => Date;
-  /** HTTP dispatcher for HTTP-based backends (tests, proxies). */
-  dispatcher?: Dispatcher;
-  /** Environment for `env:` references and SDK credential chains. */
-  env?: NodeJS.ProcessEnv;
-  /** Who hears of paced and throttled requests, and how many shards share the quotas. */
-  quota?: QuotaDeps;
-}
+import type { Backend, BackendDeps, BackendKind } from './types.ts';
 
 export type BackendFactory<K extends BackendKind> = (
   name: string,

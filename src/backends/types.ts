@@ -2,9 +2,23 @@
 // local files). The rotation engine talks only to this interface; a backend folder holds the
 // rest, laid out alike in every folder (README.md beside this file). Every method may be retried
 // by the engine, so each must be safe to run again.
+import type { Dispatcher } from 'undici';
 import type { Secret } from '../audit/secret.ts';
+import type { QuotaDeps } from './quota/observer.ts';
 
 export type BackendKind = 'aws' | 'vault' | 'file';
+
+/** What a backend may take from its surroundings; everything has a real default. */
+export interface BackendDeps {
+  /** Clock for lock expiry and timestamps (tests move it by hand). */
+  now?: () => Date;
+  /** HTTP dispatcher for HTTP-based backends (tests, proxies). */
+  dispatcher?: Dispatcher;
+  /** Environment for `env:` references and SDK credential chains. */
+  env?: NodeJS.ProcessEnv;
+  /** Who hears of paced and throttled requests, and how many shards share the quotas. */
+  quota?: QuotaDeps;
+}
 
 /** Extra fields a JSON-shaped stored value may carry beside the secret. */
 export type StoredField = 'keyId' | 'organizationId' | 'rotatedAt' | 'rotationId';

@@ -1,7 +1,6 @@
 // The AWS Secrets Manager backend's factory, as the registry loads it. Importing this module
 // does not load the AWS SDK; the first call that needs AWS does (see client.ts).
-import type { BackendDeps } from '../registry.ts';
-import type { Backend } from '../types.ts';
+import type { Backend, BackendDeps } from '../types.ts';
 import { AwsBackend } from './backend.ts';
 import type { AwsStaticCredentials } from './client.ts';
 import type { AwsBackendConfig } from './config.ts';

@@ -8,9 +8,9 @@
 import { mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { BackendOperation } from '../errors.ts';
-import type { BackendDeps } from '../registry.ts';
 import type {
   Backend,
+  BackendDeps,
   FailureRecord,
   HeldLock,
   Intent,

@@ -5,9 +5,9 @@
 // write.ts, records.ts; the lock's protocol is lock.ts and takeover.ts, and what a lock change
 // makes true of the path is decided here, through the transitions of known.ts.
 import type { BackendOperation } from '../errors.ts';
-import type { BackendDeps } from '../registry.ts';
 import type {
   Backend,
+  BackendDeps,
   FailureRecord,
   HeldLock,
   Intent,
