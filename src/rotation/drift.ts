@@ -14,7 +14,7 @@ import type { KeyPolicy } from '../policy/schema.ts';
 import { underKeyLock } from './key-lock.ts';
 import { activeSlot } from './slots.ts';
 import { probeStandby, type StandbyProbe } from './standby.ts';
-import { sendAlert } from './store-outcome.ts';
+import { sendAlert } from './key-alert.ts';
 import type { ResolvedDestination, RotationDeps } from './types.ts';
 
 export type DriftVerdict = 'works' | 'dead' | 'busy' | 'nothing-stored' | 'probe-failed';

@@ -8,8 +8,8 @@ import type { KeyState, LockInfo } from '../backends/types.ts';
 import { errorCode } from '../errors.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
 import { activeStreak, automaticAttemptGate, describeStreak, endedStreak, failureSettingsOf, quarantineReminderDue, type FailureStreak } from './backoff-state.ts';
+import { sendAlert } from './key-alert.ts';
 import { underKeyLock } from './key-lock.ts';
-import { sendAlert } from './store-outcome.ts';
 import { readTrustedState } from './trusted-state.ts';
 import type { ResolvedDestination, RotationDeps } from './types.ts';
 

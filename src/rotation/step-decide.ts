@@ -11,7 +11,7 @@ import { LockKeeper } from './lock-keeper.ts';
 import { markerMayStillBeActedOn, recoverLeftoverIntent } from './recovery.ts';
 import { activeSlot, isLeak, planRoll, standbyStillInUse } from './slots.ts';
 import { probeStandby } from './standby.ts';
-import { sendAlert } from './store-outcome.ts';
+import { sendAlert } from './key-alert.ts';
 import { auditDoubts, trustState } from './trusted-state.ts';
 import type { Transaction } from './transaction.ts';
 import type { KeyOutcome } from './types.ts';

@@ -8,7 +8,7 @@ import { errorCode } from '../errors.ts';
 import { activeStreak } from './backoff-state.ts';
 import { RotationStepError } from './errors.ts';
 import { lockLostAfterStore, type Stored } from './step-roll.ts';
-import { sendAlert } from './store-outcome.ts';
+import { sendAlert } from './key-alert.ts';
 import type { Transaction } from './transaction.ts';
 import type { KeyOutcome } from './types.ts';
 import { verifyStored, type VerifyFailure } from './verify.ts';

@@ -2,10 +2,10 @@
 // the audit events of the roll and the writes (emitted only now, invariant 2), and for a store
 // that did not reach every destination the critical alert that says where the secret is and
 // what happens next (invariant 4).
-import type { Alert } from '../alerts/types.ts';
 import type { AuditLog } from '../audit/events.ts';
 import type { FailureRecord } from '../backends/types.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
+import { sendAlert } from './key-alert.ts';
 import type { RollSuccess } from './roll.ts';
 import type { StoreReport } from './store.ts';
 import type { KeyOutcome, ResolvedDestination, RotationDeps } from './types.ts';
@@ -115,9 +115,4 @@ export async function storeFailed(
     await recordFailureBestEffort(primary.destination, { rotationId, step: 'store', errorCode: firstCode, at: deps.now().toISOString() });
   }
   return outcome('failed', { step: 'store', errorCode: firstCode, degraded: true, ...(exposureMs === undefined ? {} : { exposureMs }), detail: summary });
-}
-
-export async function sendAlert(deps: RotationDeps, key: KeyPolicy, alert: Omit<Alert, 'keyId' | 'organizationId'>): Promise<void> {
-  const sinks = key.notify.onFailure.length > 0 ? key.notify.onFailure : undefined;
-  await deps.alerter.send({ ...alert, keyId: key.id, organizationId: key.organizationId }, sinks);
 }

@@ -10,7 +10,8 @@ import type { FailureMeaning } from './failure.ts';
 import type { LockKeeper } from './lock-keeper.ts';
 import type { RollProgress } from './roll.ts';
 import type { RollPlan } from './slots.ts';
-import { recordFailureBestEffort, sendAlert } from './store-outcome.ts';
+import { sendAlert } from './key-alert.ts';
+import { recordFailureBestEffort } from './store-outcome.ts';
 import { readTrustedState } from './trusted-state.ts';
 import type { KeyOutcome, ResolvedDestination, RotationDeps, RotationStep, RunTrigger } from './types.ts';
 
