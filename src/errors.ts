@@ -25,6 +25,18 @@ export class KeyrollError extends Error {
   }
 }
 
+/**
+ * A wrong flag, argument or configuration value: one plain message and exit 2 (`KR_USAGE`,
+ * docs/exit-codes.md), before anything is touched. The message never echoes text that could be a
+ * secret (a mistyped --trigger-key could be the key itself).
+ */
+export class UsageError extends KeyrollError {
+  override name = 'UsageError';
+  constructor(message: string, options: { cause?: unknown } = {}) {
+    super('KR_USAGE', message, options);
+  }
+}
+
 /** The error's stable code when it has one, else a generic one for foreign errors. */
 export function errorCode(error: unknown): string {
   if (error instanceof KeyrollError) return error.code;

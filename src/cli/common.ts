@@ -16,14 +16,6 @@ export function addPolicyOption(command: Command): Command {
   return command.option('-p, --policy <file>', 'rotation policy (YAML or JSON); env KEYROLL_POLICY', DEFAULT_POLICY);
 }
 
-/** A configuration error: printed as one plain message, exit 2. */
-export class UsageError extends KeyrollError {
-  override name = 'UsageError';
-  constructor(message: string) {
-    super('KR_USAGE', message);
-  }
-}
-
 /**
  * Starts loading the policy. Commands may start it before loading their own modules and await it
  * later: its error then surfaces where it is awaited (exit 2), never as an unhandled rejection

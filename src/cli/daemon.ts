@@ -1,7 +1,8 @@
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { Option, type Command } from 'commander';
-import { addPolicyOption, createStdoutAudit, exitForError, loadPolicyOrExit, UsageError } from './common.ts';
+import { addPolicyOption, createStdoutAudit, exitForError, loadPolicyOrExit } from './common.ts';
+import { UsageError } from '../errors.ts';
 
 interface DaemonFlags {
   policy: string;

@@ -4,7 +4,7 @@
 // typed or pasted there is echoed to the screen and its scrollback (and to any recording of the
 // session), which is one more copy of the leak.
 import { Secret } from '../audit/secret.ts';
-import { UsageError } from './common.ts';
+import { UsageError } from '../errors.ts';
 
 /** Far above any API key; a whole file or log piped in by mistake is refused, not searched. */
 export const MAX_LEAKED_BYTES = 16 * 1024;

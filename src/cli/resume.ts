@@ -5,7 +5,8 @@ import { randomUUID } from 'node:crypto';
 import { hostname, userInfo } from 'node:os';
 import type { Command } from 'commander';
 import { EXIT_CODES_HELP, ExitCode } from './exit-codes.ts';
-import { addPolicyOption, createStdoutAudit, exitForError, loadPolicyOrExit, UsageError } from './common.ts';
+import { addPolicyOption, createStdoutAudit, exitForError, loadPolicyOrExit } from './common.ts';
+import { UsageError } from '../errors.ts';
 
 interface ResumeFlags {
   policy: string;

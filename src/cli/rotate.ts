@@ -3,7 +3,8 @@ import { userInfo } from 'node:os';
 import { sanitizeText } from '../audit/sanitize.ts';
 import type { RotationReason } from '../rotation/types.ts';
 import { EXIT_CODES_HELP } from './exit-codes.ts';
-import { addPolicyOption, exitForError, loadPolicyOrExit, parseConcurrency, UsageError } from './common.ts';
+import { addPolicyOption, exitForError, loadPolicyOrExit, parseConcurrency } from './common.ts';
+import { UsageError } from '../errors.ts';
 import { addPushgatewayOptions, pushgatewayOptions, type PushgatewayFlags } from './pushgateway-flags.ts';
 import { addOutputOptions, type OutputFlags } from './terminal/output-mode.ts';
 

@@ -3,7 +3,7 @@
 // organization so one tenant's keys finish together.
 import { findKeyEntry } from '../policy/key-entry.ts';
 import type { KeyPolicy, Policy } from '../policy/schema.ts';
-import { UsageError } from './common.ts';
+import { UsageError } from '../errors.ts';
 
 export interface KeySelection {
   keys?: string[];

@@ -1,6 +1,6 @@
 // Errors of leak intake. Context travels as fields (status, step), never the leaked value nor a
 // response body that may hold it (GitHub's alert answer carries the secret).
-import { KeyrollError } from '../errors.ts';
+import { KeyrollError, UsageError } from '../errors.ts';
 
 export class ScannerApiError extends KeyrollError {
   override name = 'ScannerApiError';
@@ -19,13 +19,13 @@ export class ScannerApiError extends KeyrollError {
 }
 
 /** A webhook secret in the policy's `intake` that keyroll refuses to verify with (too short). */
-export class WebhookSecretError extends KeyrollError {
+export class WebhookSecretError extends UsageError {
   override name = 'WebhookSecretError';
   /** The policy field, e.g. intake.github.webhookSecret. */
   readonly field: string;
   constructor(field: string, ref: string, message: string) {
     // A configuration error: the daemon exits 2 at start, a reload keeps the old policy.
-    super('KR_USAGE', `${field} (${ref}): ${message}`);
+    super(`${field} (${ref}): ${message}`);
     this.field = field;
   }
 }

@@ -5,7 +5,7 @@
 import { request, type Dispatcher } from 'undici';
 import type { Registry } from 'prom-client';
 import { discardBody } from '../api/http.ts';
-import { KeyrollError, errorCode, errorMessage } from '../errors.ts';
+import { KeyrollError, UsageError, errorCode, errorMessage } from '../errors.ts';
 import { resolveRef, SecretRef } from '../refs/secret-ref.ts';
 import { insecureHttpHost } from '../http/transport.ts';
 
@@ -28,14 +28,6 @@ export class MetricsPushError extends KeyrollError {
   }
 }
 
-/** A --pushgateway value that is not an http(s) URL: a usage error (exit 2), like a bad --shard. */
-export class PushgatewayUrlError extends KeyrollError {
-  override name = 'PushgatewayUrlError';
-  constructor(message: string, cause?: unknown) {
-    super('KR_USAGE', message, { cause });
-  }
-}
-
 export interface PushOptions {
   /** Extra grouping labels after the job (e.g. `{ command: 'run', shard: '2-of-8' }`). */
   groupings?: Readonly<Record<string, string>>;
@@ -53,7 +45,7 @@ export interface PushOptions {
 
 /**
  * Parses a Pushgateway URL (http or https; plain http only to this machine unless
- * `allowInsecureHttp`) and checks the `auth` reference's form; throws PushgatewayUrlError otherwise.
+ * `allowInsecureHttp`) and checks the `auth` reference's form; throws UsageError (exit 2) otherwise.
  */
 export function parsePushgatewayUrl(text: string, options: Pick<PushOptions, 'auth' | 'allowInsecureHttp'> = {}): URL {
   let url: URL;
@@ -61,19 +53,19 @@ export function parsePushgatewayUrl(text: string, options: Pick<PushOptions, 'au
     url = new URL(text);
   } catch (error) {
     // The text itself is not echoed: it may carry credentials.
-    throw new PushgatewayUrlError('--pushgateway is not a URL (expected e.g. http://pushgateway:9091)', error);
+    throw new UsageError('--pushgateway is not a URL (expected e.g. http://pushgateway:9091)', { cause: error });
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new PushgatewayUrlError('--pushgateway must be an http:// or https:// URL');
+    throw new UsageError('--pushgateway must be an http:// or https:// URL');
   }
   const host = options.allowInsecureHttp === true ? undefined : insecureHttpHost(url);
   if (host !== undefined) {
-    throw new PushgatewayUrlError(`--pushgateway uses plain http:// to ${JSON.stringify(host)}, which is not this machine, so its credentials and the metrics would cross the network in clear; use https://, or add --pushgateway-allow-insecure-http to accept that`);
+    throw new UsageError(`--pushgateway uses plain http:// to ${JSON.stringify(host)}, which is not this machine, so its credentials and the metrics would cross the network in clear; use https://, or add --pushgateway-allow-insecure-http to accept that`);
   }
   if (options.auth !== undefined) {
     // The value is not echoed: someone may have pasted the password itself.
-    if (!SecretRef.safeParse(options.auth).success) throw new PushgatewayUrlError('--pushgateway-auth must be a reference like env:NAME or file:/absolute/path, never the credentials themselves');
-    if (url.username !== '' || url.password !== '') throw new PushgatewayUrlError('--pushgateway carries credentials and --pushgateway-auth names others; give one of the two');
+    if (!SecretRef.safeParse(options.auth).success) throw new UsageError('--pushgateway-auth must be a reference like env:NAME or file:/absolute/path, never the credentials themselves');
+    if (url.username !== '' || url.password !== '') throw new UsageError('--pushgateway carries credentials and --pushgateway-auth names others; give one of the two');
   }
   return url;
 }

@@ -43,16 +43,3 @@ export class PolicyError extends KeyrollError {
   }
 }
 
-/**
- * A bad `--shard i/N` argument. Its code is the CLI's generic usage code (`KR_USAGE`, see
- * src/cli/common.ts), so it exits 2 like every other usage or configuration error.
- */
-export class ShardError extends KeyrollError {
-  override name = 'ShardError';
-  readonly text: string;
-
-  constructor(text: string, message: string) {
-    super('KR_USAGE', message);
-    this.text = text;
-  }
-}

@@ -8,7 +8,7 @@ import { createAlerter } from '../alerts/alerter.ts';
 import { abandonDeliveriesOn } from '../alerts/shutdown.ts';
 import type { AuditLog } from '../audit/events.ts';
 import type { Secret } from '../audit/secret.ts';
-import { errorCode, errorMessage } from '../errors.ts';
+import { errorCode, errorMessage, UsageError } from '../errors.ts';
 import { DEFAULT_REJECTIONS_AUDITED_PER_MINUTE, RejectionAudit } from '../inbound/rejection-audit.ts';
 import { ReplayRecords } from '../inbound/replay-records.ts';
 import { sameBytes } from '../inbound/signature.ts';
@@ -29,7 +29,7 @@ import { DEFAULT_HTTP_LIMITS, startDaemonServer, type DaemonServer, type HttpLim
 import { checkKeys } from './sweep.ts';
 import { SweepLoop } from './sweep-loop.ts';
 import { createTriggerEndpoint, type AcceptedTrigger } from './trigger.ts';
-import { lookupIn, resolveTriggerKeys, TriggerKeyError, type TriggerKeySpec } from './trigger-keys.ts';
+import { lookupIn, resolveTriggerKeys, type TriggerKeySpec } from './trigger-keys.ts';
 import { createGitguardianEndpoint, GITGUARDIAN_LEAK_PATH } from '../leaks/gitguardian/endpoint.ts';
 import { createGithubEndpoint, GITHUB_LEAK_PATH } from '../leaks/github/endpoint.ts';
 import { LeakIntake } from '../leaks/intake.ts';
@@ -140,7 +140,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   let triggerKeys: ReadonlyMap<string, Secret> | undefined = triggerSpecs.length > 0 ? await resolveTriggerKeys(triggerSpecs, env) : undefined;
   let metricsToken: Secret | undefined = options.metricsTokenRef ? await resolveRef(options.metricsTokenRef, env) : undefined;
   if (triggerKeys !== undefined && options.stateDir === undefined) {
-    throw new TriggerKeyError('', 'the trigger needs a state directory for its replay record (--state-dir)');
+    throw new UsageError('the trigger needs a state directory for its replay record (--state-dir)');
   }
   // One record per source (inbound/replay-records.ts), each opened before its endpoint serves:
   // no request is accepted that a restart could forget.
@@ -148,7 +148,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   const triggerReplay = triggerKeys !== undefined ? await replays?.open('trigger') : undefined;
   const openIntakeReplays = async (policy: Policy): Promise<void> => {
     if (!intakeEnabled(policy)) return;
-    if (replays === undefined) throw new TriggerKeyError('', 'the leak intake needs a state directory for its replay record (--state-dir)');
+    if (replays === undefined) throw new UsageError('the leak intake needs a state directory for its replay record (--state-dir)');
     if (policy.intake?.github !== undefined) await replays.open('github');
     if (policy.intake?.gitguardian !== undefined) await replays.open('gitguardian');
   };

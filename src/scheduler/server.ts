@@ -6,7 +6,7 @@
 // headers, bodies and idle keep-alive connections (HttpLimits).
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { KeyrollError } from '../errors.ts';
+import { UsageError } from '../errors.ts';
 import type { HttpAnswer, InboundRequest } from '../inbound/answers.ts';
 import { MAX_TRIGGER_BODY_BYTES, TRIGGER_PATH } from './trigger.ts';
 
@@ -15,22 +15,12 @@ export interface ListenAddress {
   port: number;
 }
 
-export class ListenAddressError extends KeyrollError {
-  override name = 'ListenAddressError';
-  readonly text: string;
-  constructor(text: string, message: string) {
-    // The CLI's usage code: a bad --listen exits 2 like every other configuration error.
-    super('KR_USAGE', message);
-    this.text = text;
-  }
-}
-
 /** `0.0.0.0:8080`, `[::]:8080`, `127.0.0.1:0`, `:8080` (all IPv4 interfaces) or `8080` (loopback). */
 export function parseListenAddress(text: string): ListenAddress {
   const match = /^(?:(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]*):)?(\d{1,5})$/.exec(text.trim());
   const port = Number(match?.[2]);
   if (!match || !Number.isInteger(port) || port > 65_535) {
-    throw new ListenAddressError(text, `--listen ${JSON.stringify(text)} is not an address (use host:port, e.g. 127.0.0.1:8080, 0.0.0.0:8080 or [::]:8080)`);
+    throw new UsageError(`--listen ${JSON.stringify(text)} is not an address (use host:port, e.g. 127.0.0.1:8080, 0.0.0.0:8080 or [::]:8080)`);
   }
   // A bare port keeps the safe default host; `:port` asks for every interface explicitly (as in Go).
   const host = match[1] === undefined ? '127.0.0.1' : match[1] === '' ? '0.0.0.0' : match[1].replace(/^\[(.*)\]$/, '$1');

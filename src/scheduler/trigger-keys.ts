@@ -2,7 +2,7 @@
 // file:/path, never the key). The caller's name is the actor of every rotation it starts, so a
 // key is an identity, not a shared password: revoke one caller by removing its key.
 import type { Secret } from '../audit/secret.ts';
-import { KeyrollError } from '../errors.ts';
+import { UsageError } from '../errors.ts';
 import { MIN_SIGNING_KEY_BYTES, signingKeyTooShort } from '../inbound/signature.ts';
 import { resolveRef, SecretRef } from '../refs/secret-ref.ts';
 import { CALLER_NAME, type TriggerKeyLookup } from './trigger-auth.ts';
@@ -10,16 +10,6 @@ import { CALLER_NAME, type TriggerKeyLookup } from './trigger-auth.ts';
 export interface TriggerKeySpec {
   caller: string;
   ref: string;
-}
-
-export class TriggerKeyError extends KeyrollError {
-  override name = 'TriggerKeyError';
-  readonly text: string;
-  constructor(text: string, message: string) {
-    // The CLI's usage code: a bad --trigger-key exits 2 like every other configuration error.
-    super('KR_USAGE', message);
-    this.text = text;
-  }
 }
 
 /** Parses `NAME=REF` entries; a repeated caller name or a literal value is refused. */
@@ -31,12 +21,12 @@ export function parseTriggerKeys(entries: readonly string[]): TriggerKeySpec[] {
     const ref = at < 0 ? '' : entry.slice(at + 1).trim();
     // The text is never echoed back: a mistyped entry could be a literal key.
     if (!CALLER_NAME.test(caller)) {
-      throw new TriggerKeyError(entry, '--trigger-key must be NAME=REF with a caller NAME of letters, digits and . _ @ - (at most 64), e.g. alice=file:/var/run/secrets/keyroll/trigger/alice');
+      throw new UsageError('--trigger-key must be NAME=REF with a caller NAME of letters, digits and . _ @ - (at most 64), e.g. alice=file:/var/run/secrets/keyroll/trigger/alice');
     }
     if (!SecretRef.safeParse(ref).success) {
-      throw new TriggerKeyError(entry, `--trigger-key ${caller}=...: the key must be a reference like env:NAME or file:/absolute/path, never the key itself`);
+      throw new UsageError(`--trigger-key ${caller}=...: the key must be a reference like env:NAME or file:/absolute/path, never the key itself`);
     }
-    if (specs.some((spec) => spec.caller === caller)) throw new TriggerKeyError(entry, `--trigger-key: caller ${caller} is given twice`);
+    if (specs.some((spec) => spec.caller === caller)) throw new UsageError(`--trigger-key: caller ${caller} is given twice`);
     specs.push({ caller, ref });
   }
   return specs;
@@ -51,7 +41,7 @@ export async function resolveTriggerKeys(specs: readonly TriggerKeySpec[], env: 
   for (const spec of specs) {
     const key = await resolveRef(spec.ref, env);
     if (signingKeyTooShort(key)) {
-      throw new TriggerKeyError(spec.ref, `--trigger-key ${spec.caller}=${spec.ref}: the key is shorter than ${String(MIN_TRIGGER_KEY_BYTES)} bytes; use at least ${String(MIN_TRIGGER_KEY_BYTES)} random bytes (e.g. openssl rand -hex 32)`);
+      throw new UsageError(`--trigger-key ${spec.caller}=${spec.ref}: the key is shorter than ${String(MIN_TRIGGER_KEY_BYTES)} bytes; use at least ${String(MIN_TRIGGER_KEY_BYTES)} random bytes (e.g. openssl rand -hex 32)`);
     }
     keys.set(spec.caller, key);
   }

@@ -1,7 +1,8 @@
 // Trigger keys of at least 32 bytes (issue 12, section 3): a shorter HMAC key is refused when the
 // daemon starts (exit 2, naming the caller and the reference, never the key) and on reload.
 import { describe, expect, it } from 'vitest';
-import { MIN_TRIGGER_KEY_BYTES, resolveTriggerKeys, TriggerKeyError } from '../../src/scheduler/trigger-keys.ts';
+import { UsageError } from '../../src/errors.ts';
+import { MIN_TRIGGER_KEY_BYTES, resolveTriggerKeys } from '../../src/scheduler/trigger-keys.ts';
 import { useCliFixture } from '../cli/harness.ts';
 
 const SHORT_KEY = 'k'.repeat(MIN_TRIGGER_KEY_BYTES - 1);
@@ -15,8 +16,8 @@ describe('trigger key length', () => {
       error = caught;
     }
 
-    expect(error).toBeInstanceOf(TriggerKeyError);
-    expect((error as TriggerKeyError).code).toBe('KR_USAGE');
+    expect(error).toBeInstanceOf(UsageError);
+    expect((error as UsageError).code).toBe('KR_USAGE');
     expect((error as Error).message).toContain('alice=env:ALICE_KEY');
     expect((error as Error).message).not.toContain(SHORT_KEY);
   });

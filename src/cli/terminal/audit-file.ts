@@ -5,7 +5,7 @@
 // (invariant 6 relies on the trail), and no buffered write fires later inside a roll window.
 import { closeSync, constants, fchmodSync, fstatSync, openSync, writeSync } from 'node:fs';
 import { sanitizeText } from '../../audit/sanitize.ts';
-import { UsageError } from '../common.ts';
+import { UsageError } from '../../errors.ts';
 
 export interface AuditFileSink {
   write(line: string): void;

@@ -8,7 +8,7 @@ import type { KeyOutcome } from '../../rotation/types.ts';
 import { createProgressReporter } from '../progress.ts';
 import { openAuditFile, type AuditFileSink } from './audit-file.ts';
 import { createProgressView, type ProgressView, type ViewStream } from './live-view.ts';
-import { UsageError } from '../common.ts';
+import { UsageError } from '../../errors.ts';
 import { isLogFormat, LOG_FORMATS, resolveOutputMode, type OutputFlags, type OutputMode } from './output-mode.ts';
 
 export interface RunOutputIo {
