@@ -5,7 +5,7 @@ import { decideDue, type DueDecision } from '../policy/due.ts';
 import type { KeyPolicy, Policy } from '../policy/schema.ts';
 import { createBackend } from '../backends/registry.ts';
 import type { Backend, KeyState } from '../backends/types.ts';
-import { activeSlot } from '../rotation/slots.ts';
+import { activeSlot, standbySlot } from '../rotation/slots.ts';
 import { readTrustedState } from '../rotation/trusted-state.ts';
 
 export interface KeyView {
@@ -89,7 +89,7 @@ export function slotView(view: KeyView, now: Date): SlotView | undefined {
   const refresh = key.consumerRefreshMs ?? null;
   if (state === undefined) return { ids: key.slots, active: null, standby: null, consumerRefreshMs: refresh, standbyFreeAt: null, standbyNextRollAt: null };
   const active = activeSlot(key.slots, state);
-  const standby = key.slots[0] === active ? key.slots[1] : key.slots[0];
+  const standby = standbySlot(key.slots, state);
   const last = state.lastRotatedAt === undefined ? Number.NaN : Date.parse(state.lastRotatedAt);
   const freeAt = Number.isNaN(last) || refresh === null ? undefined : new Date(last + refresh);
   const due = nextDueAt(view.decision, now);

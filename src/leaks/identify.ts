@@ -10,7 +10,7 @@ import { errorCode } from '../errors.ts';
 import type { KeyPolicy, Policy } from '../policy/schema.ts';
 import { mapWithConcurrency } from '../rotation/concurrency.ts';
 import type { Runtime } from '../rotation/runtime.ts';
-import { activeSlot } from '../rotation/slots.ts';
+import { activeSlot, standbySlot } from '../rotation/slots.ts';
 import type { ResolvedDestination } from '../rotation/types.ts';
 
 export interface LeakMatch {
@@ -89,9 +89,7 @@ export async function searchLeakedSecret(policy: Policy, runtime: Pick<Runtime, 
         // value); a previous match cannot be placed and stays unmatched.
         return best.which === 'current' ? { key, ...best } : undefined;
       }
-      const active = activeSlot(key.slots, state);
-      const other = key.slots[0] === active ? key.slots[1] : key.slots[0];
-      return { key, ...best, slot: best.which === 'current' ? active : other };
+      return { key, ...best, slot: best.which === 'current' ? activeSlot(key.slots, state) : standbySlot(key.slots, state) };
     }),
   );
   return { matches: perKey.filter((match) => match !== undefined), unread, searched };

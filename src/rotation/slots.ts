@@ -28,6 +28,11 @@ export function activeSlot(slots: readonly [string, string], state: Pick<KeyStat
   return state.lastKeyId !== undefined && slots.includes(state.lastKeyId) ? state.lastKeyId : slots[0];
 }
 
+/** The slot the next scheduled rotation rolls: the one that is not active. */
+export function standbySlot(slots: readonly [string, string], state: Pick<KeyState, 'lastKeyId'>): string {
+  return slots[0] === activeSlot(slots, state) ? slots[1] : slots[0];
+}
+
 export interface PlanInput {
   key: KeyPolicy;
   state: Pick<KeyState, 'lastKeyId'>;
@@ -42,7 +47,7 @@ export function planRoll(input: PlanInput): RollPlan {
   const { key, trigger } = input;
   if (!key.slots) return { rollKeyId: key.id };
   const active = activeSlot(key.slots, input.state);
-  const standby = key.slots[0] === active ? key.slots[1] : key.slots[0];
+  const standby = standbySlot(key.slots, input.state);
   if (input.namedSlot !== undefined && key.slots.includes(input.namedSlot)) {
     return { rollKeyId: input.namedSlot, activeBefore: active, ...(input.namedSlot === standby ? { keepsAlive: active } : {}) };
   }

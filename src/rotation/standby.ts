@@ -8,7 +8,7 @@
 import type { Backend, StoreTarget, StoredSecret } from '../backends/types.ts';
 import { errorCode } from '../errors.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
-import { activeSlot } from './slots.ts';
+import { standbySlot } from './slots.ts';
 
 /** What a probe of the standby found; `not-kept`: the backend keeps no value of it to probe. */
 export type StandbyVerdict = 'works' | 'dead' | 'not-kept' | 'probe-failed';
@@ -20,11 +20,6 @@ export interface StandbyProbe {
   /** The probed value names the standby slot as its key, so the verdict is certainly the standby's. */
   certain: boolean;
   errorCode?: string;
-}
-
-/** The slot the next scheduled rotation rolls: the one that is not active. */
-export function standbySlot(slots: readonly [string, string], state: { lastKeyId?: string }): string {
-  return slots[0] === activeSlot(slots, state) ? slots[1] : slots[0];
 }
 
 /**
