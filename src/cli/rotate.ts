@@ -1,7 +1,7 @@
 import { Option, type Command } from 'commander';
 import { userInfo } from 'node:os';
 import { sanitizeText } from '../audit/sanitize.ts';
-import type { RotationReason } from '../rotation/types.ts';
+import { isLeakReason, type RotationReason } from '../rotation/types.ts';
 import { EXIT_CODES_HELP } from './exit-codes.ts';
 import { addPolicyOption, exitForError, loadPolicyOrExit, parseConcurrency } from './common.ts';
 import { UsageError } from '../errors.ts';
@@ -82,7 +82,7 @@ async function rotateCommand(flags: RotateFlags, reasonGiven: boolean): Promise<
     return exitForError(error);
   }
   const leakRotation = leak;
-  const urgent = flags.reason === 'leak' || flags.reason === 'compromise';
+  const urgent = isLeakReason(flags.reason);
   return executeRun({
     output: flags,
     policy,
@@ -111,7 +111,7 @@ function leakReason(flags: RotateFlags, reasonGiven: boolean): RotateFlags['reas
     throw new UsageError('--leaked-secret-stdin finds the key itself: leave out --key, --org and --all');
   }
   if (!reasonGiven) return 'leak';
-  if (flags.reason === 'leak' || flags.reason === 'compromise') return flags.reason;
+  if (isLeakReason(flags.reason)) return flags.reason;
   throw new UsageError(`--leaked-secret-stdin rotates a leaked value: --reason must be leak or compromise, not ${flags.reason}`);
 }
 

@@ -6,7 +6,7 @@
 // (drift, or a crash that lost it), where rolling the dead slot breaks nobody who still works.
 import type { KeyState } from '../backends/types.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
-import type { RunTrigger } from './types.ts';
+import { isLeakReason, type RunTrigger } from './types.ts';
 
 export interface RollPlan {
   /** The API key this rotation rolls: the key itself, or one slot of a two-slot entry. */
@@ -56,7 +56,7 @@ export function planRoll(input: PlanInput): RollPlan {
 }
 
 export function isLeak(trigger: RunTrigger): boolean {
-  return trigger.reason === 'leak' || trigger.reason === 'compromise';
+  return isLeakReason(trigger.reason);
 }
 
 /**

@@ -11,6 +11,15 @@ export const ROTATION_STEPS: readonly RotationStep[] = ['preflight', 'lock', 'in
 
 export type RotationReason = 'scheduled' | 'leak' | 'compromise' | 'plan-change' | 'manual' | 'recovery' | 'drift';
 
+/**
+ * Leak and compromise: the value must die now, so their rotations bypass the minimum interval
+ * (invariant 5) and a two-slot entry rolls the leaked slot whatever consumerRefresh says
+ * (invariant 10). Every command and endpoint that starts rotations asks this one question.
+ */
+export function isLeakReason(reason: string): reason is 'leak' | 'compromise' {
+  return reason === 'leak' || reason === 'compromise';
+}
+
 /** Why and by whom a run was started; recorded on every audit event of on-demand runs. */
 export interface RunTrigger {
   reason: RotationReason;

@@ -18,7 +18,7 @@ import { announcePlainHttp } from '../policy/plain-http-notice.ts';
 import { resolveRef } from '../refs/secret-ref.ts';
 import type { KeyPolicy, Policy } from '../policy/schema.ts';
 import { createRuntime, type RuntimeOptions } from '../rotation/runtime.ts';
-import type { KeyOutcome, RunTrigger } from '../rotation/types.ts';
+import { isLeakReason, type KeyOutcome, type RunTrigger } from '../rotation/types.ts';
 import { Generation } from './generation.ts';
 import { KeyHealth } from './key-health.ts';
 import { KeyLocks } from './key-locks.ts';
@@ -264,7 +264,7 @@ export async function startDaemon(options: DaemonOptions): Promise<Daemon> {
   const startTrigger = (keys: readonly KeyPolicy[], accepted: AcceptedTrigger, rotationIds: ReadonlyMap<string, string>, slots?: ReadonlyMap<string, string>): void => {
     const { request } = accepted;
     // The semantics of `keyroll rotate`: leak and compromise bypass the minimum interval.
-    const urgent = request.reason === 'leak' || request.reason === 'compromise';
+    const urgent = isLeakReason(request.reason);
     // The actor is the caller whose key signed, never a name the body chose.
     const trigger: RunTrigger = { reason: request.reason, force: urgent, ignoreSchedule: true, actor: accepted.caller, ...(request.ticket ? { ticket: request.ticket } : {}) };
     void track(launcher.runAll(current, keys, trigger, rotationIds, slots ? { slots } : {}));

@@ -10,6 +10,7 @@ import { refuse as refuseRequest, type HttpAnswer, type InboundRequest, type Ref
 import type { RejectionAudit } from '../inbound/rejection-audit.ts';
 import { claimOrRefuse, type ReplayRecord } from '../inbound/replay-record.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
+import { isLeakReason } from '../rotation/types.ts';
 import { CALLER_HEADER, checkTriggerSignature, MAX_CLOCK_SKEW_SECONDS, NONCE_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, type TriggerKeyLookup } from './trigger-auth.ts';
 import { selectTriggerKeys, TriggerRequest } from './trigger-request.ts';
 
@@ -110,7 +111,7 @@ export function createTriggerEndpoint(options: TriggerEndpointOptions): (request
 
     const rotationIds = new Map(selection.keys.map((key) => [key.id, randomUUID()]));
     const rotations: PromisedRotation[] = selection.keys.map((key) => ({ keyId: key.id, rotationId: rotationIds.get(key.id) ?? '' }));
-    const force = body.reason === 'leak' || body.reason === 'compromise';
+    const force = isLeakReason(body.reason);
     options.audit().emit('trigger.accepted', {
       actor: caller,
       reason: body.reason,
