@@ -2,8 +2,8 @@
 // is slow, hangs or answers with a flood must never keep a key lock held: every other runner of
 // that key would wait (or take the lock over) while the sink decides. The audit events of each
 // step are still written at once; only the delivery to sinks waits for the rotation to let go.
-import type { Alert } from '../alerts/types.ts';
-import type { RotationDeps, SuccessNotice } from './types.ts';
+import type { Alert, SuccessNotice } from '../alerts/types.ts';
+import type { RotationDeps } from './types.ts';
 
 type Queued =
   | { kind: 'alert'; alert: Alert; sinks: readonly string[] | undefined }

@@ -1,5 +1,5 @@
 // Shapes shared by the rotation steps, the orchestrator and the commands.
-import type { Alerter } from '../alerts/types.ts';
+import type { Alerter, SuccessNotice } from '../alerts/types.ts';
 import type { AuditLog } from '../audit/events.ts';
 import type { Secret } from '../audit/secret.ts';
 import type { QuotaObserver } from '../backends/quota/observer.ts';
@@ -82,14 +82,6 @@ export interface RotationObserver extends QuotaObserver {
   stepDuration(step: RotationStep, ms: number): void;
   /** Roll answer → first durable write. */
   exposure(ms: number): void;
-}
-
-export interface SuccessNotice {
-  keyId: string;
-  organizationId: string;
-  rotationId: string;
-  rotatedAt: string;
-  destinations: { backend: string; path: string; version: string }[];
 }
 
 export type KeyResult = 'rotated' | 'failed' | 'skipped' | 'busy' | 'recovered' | 'aborted';
