@@ -65,9 +65,13 @@ export function reportResult(onResult: AlerterOptions['onResult'], sink: string,
   }
 }
 
-/** The dispatcher and the shutdown settings of `options`, as dispatch takes them. */
-export function deliveryLimits(options: Pick<AlerterOptions, 'dispatcher' | 'signal' | 'shutdownWindowMs'>): Pick<SinkDispatchOptions, 'dispatcher' | 'signal' | 'shutdownWindowMs'> {
+/** How alerts and success notices reach their sinks: the sinks, retries, clock, dispatcher and shutdown settings of `options`. */
+export function dispatchOptions(options: Omit<AlerterOptions, 'defaultSinks' | 'audit' | 'onResult'>): SinkDispatchOptions {
   return {
+    sinks: options.sinks,
+    retry: options.retry ?? DEFAULT_ALERT_RETRY,
+    sleep: options.sleep ?? realSleep,
+    context: { env: options.env ?? process.env, now: options.now ?? (() => new Date()) },
     ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
     ...(options.signal ? { signal: options.signal } : {}),
     ...(options.shutdownWindowMs === undefined ? {} : { shutdownWindowMs: options.shutdownWindowMs }),
@@ -98,13 +102,7 @@ function sanitizedAlert(alert: Alert): Alert {
 export function createAlerter(options: AlerterOptions): AuditedAlerter {
   const deduper = new AlertDeduper();
   const defaultSinks = options.defaultSinks ?? Object.keys(options.sinks);
-  const dispatch: SinkDispatchOptions = {
-    sinks: options.sinks,
-    retry: options.retry ?? DEFAULT_ALERT_RETRY,
-    sleep: options.sleep ?? realSleep,
-    context: { env: options.env ?? process.env, now: options.now ?? (() => new Date()) },
-    ...deliveryLimits(options),
-  };
+  const dispatch = dispatchOptions(options);
 
   const alerterOn = (auditLog: AuditLog): Alerter => ({
     async send(alert: Alert, sinks?: readonly string[]): Promise<void> {

@@ -3,9 +3,8 @@
 // notification is audited (`notify.failed`) and changes nothing about the rotation.
 import type { AuditLog } from '../audit/events.ts';
 import { sanitizeValue } from '../audit/sanitize.ts';
-import { deliveryLimits, realSleep, reportResult, type AlerterOptions } from './alerter.ts';
-import { DEFAULT_ALERT_RETRY } from './deliver.ts';
-import { dispatchToSink, type SinkDispatchOptions } from './dispatch.ts';
+import { dispatchOptions, reportResult, type AlerterOptions } from './alerter.ts';
+import { dispatchToSink } from './dispatch.ts';
 import { buildSuccessRequest } from './sinks.ts';
 import type { SuccessNotice } from './types.ts';
 
@@ -20,13 +19,7 @@ export interface Notifier {
 }
 
 export function createNotifier(options: NotifierOptions): Notifier {
-  const dispatch: SinkDispatchOptions = {
-    sinks: options.sinks,
-    retry: options.retry ?? DEFAULT_ALERT_RETRY,
-    sleep: options.sleep ?? realSleep,
-    context: { env: options.env ?? process.env, now: options.now ?? (() => new Date()) },
-    ...deliveryLimits(options),
-  };
+  const dispatch = dispatchOptions(options);
 
   const notifierOn = (auditLog: AuditLog): Notifier => ({
     async notifySuccess(notice: SuccessNotice, sinks: readonly string[]): Promise<void> {
