@@ -1,4 +1,4 @@
-// The measured process of bench/daemon-day.ts: `keyroll daemon` (startDaemon, in this process)
+// The measured process of bench/daemon-day.ts: `keyroll daemon` (Daemon.start, in this process)
 // over one simulated day on a fake clock, against the emulator in another process and a file
 // backend. Started as `node --expose-gc bench/daemon-day-run.ts <settings JSON>`; prints one JSON
 // line with the heap after full collections at the end of the first and of the last hour.
@@ -12,7 +12,7 @@ import FakeTimers from '@sinonjs/fake-timers';
 import { staticCredential } from '../src/api/credentials.ts';
 import { createAuditLog } from '../src/audit/logger.ts';
 import { Secret } from '../src/audit/secret.ts';
-import { startDaemon } from '../src/scheduler/daemon.ts';
+import { Daemon } from '../src/daemon/daemon.ts';
 
 export interface DaemonDaySettings {
   policyFile: string;
@@ -99,7 +99,7 @@ async function simulateDay(settings: DaemonDaySettings): Promise<DaemonDayReport
       reached = name;
     }, at - startMs);
   }
-  const daemon = await startDaemon({
+  const daemon = await Daemon.start({
     policyFile: settings.policyFile,
     listen: { host: '127.0.0.1', port: 0 },
     audit,

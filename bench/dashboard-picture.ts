@@ -24,7 +24,7 @@ import { Secret } from '../src/audit/secret.ts';
 import { createBackend } from '../src/backends/registry.ts';
 import { startEmulator } from '../src/emulator/server.ts';
 import { dashboardObject } from '../src/monitoring/dashboard.ts';
-import { startDaemon } from '../src/scheduler/daemon.ts';
+import { Daemon } from '../src/daemon/daemon.ts';
 import { signTriggerRequest } from '../src/scheduler/trigger-auth.ts';
 import { startReceiver } from '../test/alerts/receiver.ts';
 import { secretScanningWebhook, startFakeGithub } from '../test/leaks/github-fake.ts';
@@ -81,7 +81,7 @@ ${key('key_demo_billing', 'schedule: "* * * * *"\nmaxAge: 1h')}${key('key_demo_s
 `,
 );
 
-const daemon = await startDaemon({
+const daemon = await Daemon.start({
   policyFile: join(dir, 'policy.yaml'),
   listen: { host: '127.0.0.1', port: 0 },
   audit: createNullAuditLog(),

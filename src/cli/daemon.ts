@@ -71,9 +71,9 @@ export function registerDaemonCommand(program: Command): void {
 }
 
 async function daemonCommand(flags: DaemonFlags): Promise<number> {
-  const [{ startDaemon }, { parseListenAddress }, { parseTriggerKeys }, { createMetrics, collectDefaultMetrics }, { parseDuration }, { SecretRef }] = await Promise.all([
-    import('../scheduler/daemon.ts'),
-    import('../scheduler/server.ts'),
+  const [{ Daemon }, { parseListenAddress }, { parseTriggerKeys }, { createMetrics, collectDefaultMetrics }, { parseDuration }, { SecretRef }] = await Promise.all([
+    import('../daemon/daemon.ts'),
+    import('../daemon/server.ts'),
     import('../scheduler/trigger-keys.ts'),
     import('../metrics/metrics.ts'),
     import('../policy/duration.ts'),
@@ -132,7 +132,7 @@ async function daemonCommand(flags: DaemonFlags): Promise<number> {
   collectDefaultMetrics({ register: metrics.registry });
   let daemon;
   try {
-    daemon = await startDaemon({ ...settings, policyFile: flags.policy, policy, audit, metrics });
+    daemon = await Daemon.start({ ...settings, policyFile: flags.policy, policy, audit, metrics });
   } catch (error) {
     return exitForError(error);
   }

@@ -6,7 +6,7 @@ import { createHmac } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Secret } from '../../src/audit/secret.ts';
 import { checkGitguardianSignature, GITGUARDIAN_MAX_SKEW_SECONDS } from '../../src/leaks/gitguardian/signature.ts';
-import type { Daemon } from '../../src/scheduler/daemon.ts';
+import type { Daemon } from '../../src/daemon/daemon.ts';
 import { expectNoSecrets } from '../cli/harness.ts';
 import { keyYaml, policyYaml, startDaemonBench, type DaemonBench } from '../scheduler/support.ts';
 

@@ -2,7 +2,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach } from 'vitest';
 import { sign } from '@octokit/webhooks-methods';
-import type { Daemon, DaemonOptions } from '../../src/scheduler/daemon.ts';
+import type { Daemon } from '../../src/daemon/daemon.ts';
+import type { DaemonOptions } from '../../src/daemon/options.ts';
 import { BOB_TRIGGER_SECRET, keyYaml, METRICS_TOKEN, policyYaml, postTrigger, TRIGGER_SECRET, type DaemonBench } from '../scheduler/support.ts';
 import { startDaemonBench } from '../scheduler/support.ts';
 import { startFakeGithub, type FakeGithub } from './github-fake.ts';

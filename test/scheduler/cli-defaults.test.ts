@@ -3,7 +3,7 @@
 import { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_LISTEN, defaultStateDir, registerDaemonCommand } from '../../src/cli/daemon.ts';
-import { parseListenAddress } from '../../src/scheduler/server.ts';
+import { parseListenAddress } from '../../src/daemon/server.ts';
 import { parseTriggerKeys } from '../../src/scheduler/trigger-keys.ts';
 
 describe('keyroll daemon defaults', () => {

@@ -20,7 +20,7 @@ beforeEach(() => {
 
 const BILLING = 'key_demo_billing';
 
-function startDaemon(extra: string[] = [], env: Record<string, string> = {}): RunningCli {
+function spawnDaemon(extra: string[] = [], env: Record<string, string> = {}): RunningCli {
   // The standard policy's three keys were never rotated by keyroll: the first sweep rotates them, one at a time.
   return cli.spawn(['daemon', '-p', 'policy.yaml', '--listen', '127.0.0.1:0', '--concurrency', '1', ...extra], { viaBin: true, env });
 }
@@ -29,7 +29,7 @@ describe('keyroll daemon: SIGTERM', () => {
   it('during a roll: the rolled key finishes its store, nothing new starts, exit 0, the stored secret is live', async () => {
     await cli.writePolicy();
     cli.emulator.faults.inject('roll', { kind: 'delay', ms: 60_000 });
-    const running = startDaemon();
+    const running = spawnDaemon();
     await delayReached.promise;
     // billing's roll is at the API: stop the daemon now, then let the roll answer.
     running.child.kill('SIGTERM');
@@ -58,7 +58,7 @@ describe('keyroll daemon: SIGTERM', () => {
       .replace('  minInterval: 1h\n', '  minInterval: 1h\n  lockTtl: 2s\n  clockSkew: 100ms\n  store: { attempts: 1 }\n');
     await cli.writeFile('policy.yaml', policy);
     cli.emulator.faults.inject('roll', { kind: 'delay', ms: 60_000 });
-    const running = startDaemon(['--grace', '200ms']);
+    const running = spawnDaemon(['--grace', '200ms']);
     await delayReached.promise;
     running.child.kill('SIGTERM');
     const result = await running.result;
@@ -83,7 +83,7 @@ describe('keyroll daemon: SIGTERM', () => {
 describe('keyroll daemon: SIGHUP', () => {
   it('an invalid policy is refused with file:line, alerted, and the daemon keeps running on the old one', async () => {
     await cli.writePolicy();
-    const running = startDaemon();
+    const running = spawnDaemon();
     await nextEvent(running, 'run.finished');
     await cli.writeFile('policy.yaml', 'version: 1\nkeys: [\n');
     const failed = nextEvent(running, 'policy.reload_failed');
@@ -102,7 +102,7 @@ describe('keyroll daemon: SIGHUP', () => {
 describe('keyroll daemon: the trigger from the command line', () => {
   it('--trigger-key and --state-dir enable the trigger with its callers and a new replay record', async () => {
     await cli.writePolicy();
-    const running = startDaemon(['--trigger-key', 'alice=env:KEYROLL_TRIGGER_KEY_ALICE', '--state-dir', 'daemon-state'], { KEYROLL_TRIGGER_KEY_ALICE: 'alice-trigger-key-for-the-cli-test-0123456789' });
+    const running = spawnDaemon(['--trigger-key', 'alice=env:KEYROLL_TRIGGER_KEY_ALICE', '--state-dir', 'daemon-state'], { KEYROLL_TRIGGER_KEY_ALICE: 'alice-trigger-key-for-the-cli-test-0123456789' });
     expect(await nextEvent(running, 'daemon.started')).toMatchObject({ trigger: 'enabled', callers: ['alice'], replayRecord: 'new', metrics: 'aggregate only' });
     running.child.kill('SIGTERM');
     expect((await running.result).code).toBe(0);

@@ -2,7 +2,7 @@
 // key selection.
 import { describe, expect, it } from 'vitest';
 import { groupSchedules } from '../../src/scheduler/schedule.ts';
-import { parseListenAddress } from '../../src/scheduler/server.ts';
+import { parseListenAddress } from '../../src/daemon/server.ts';
 import { selectTriggerKeys, TriggerRequest } from '../../src/scheduler/trigger-request.ts';
 import { keyPolicy } from '../rotation/harness.ts';
 

@@ -2,7 +2,7 @@
 // schedules included, and is audited with file:line and alerted; a valid one swaps schedules and
 // keys; a rotation in flight on the old policy's runtime finishes after the swap.
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { Daemon } from '../../src/scheduler/daemon.ts';
+import type { Daemon } from '../../src/daemon/daemon.ts';
 import { wrapBackend } from '../rotation/harness.ts';
 import { createGate, keyYaml, startDaemonBench, type DaemonBench } from './support.ts';
 

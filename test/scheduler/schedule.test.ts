@@ -3,7 +3,7 @@
 // restarted daemon does not rotate it again, age-only keys are picked up by the sweep, and the
 // overdue gauge and the failure back-off come from the backend state the sweep reads.
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { Daemon } from '../../src/scheduler/daemon.ts';
+import type { Daemon } from '../../src/daemon/daemon.ts';
 import { keyYaml, startDaemonBench, type DaemonBench } from './support.ts';
 
 const KEY = 'key_demo_billing';

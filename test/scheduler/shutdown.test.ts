@@ -5,7 +5,7 @@
 // lives on. The real-signal version is in cli.test.ts.
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { Backend } from '../../src/backends/types.ts';
-import type { Daemon } from '../../src/scheduler/daemon.ts';
+import type { Daemon } from '../../src/daemon/daemon.ts';
 import { wrapBackend } from '../rotation/harness.ts';
 import { createGate, keyYaml, postTrigger, startDaemonBench, TRIGGER_KEYS, type DaemonBench, type Gate } from './support.ts';
 

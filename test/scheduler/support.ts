@@ -9,7 +9,8 @@ import { createMemoryAuditLog, type AuditRecord, type MemoryAuditLog } from '../
 import { Secret } from '../../src/audit/secret.ts';
 import type { AuditEventName } from '../../src/audit/events.ts';
 import { startEmulator, type RunningEmulator, type StartEmulatorOptions } from '../../src/emulator/server.ts';
-import { startDaemon, type Daemon, type DaemonOptions } from '../../src/scheduler/daemon.ts';
+import { Daemon } from '../../src/daemon/daemon.ts';
+import type { DaemonOptions } from '../../src/daemon/options.ts';
 import { randomBytes } from 'node:crypto';
 import { signTriggerRequest } from '../../src/scheduler/trigger-auth.ts';
 import type { TriggerKeySpec } from '../../src/scheduler/trigger-keys.ts';
@@ -99,7 +100,7 @@ export async function startDaemonBench(emulatorOptions: StartEmulatorOptions = {
     writePolicy: (keys) => writeFile(policyFile, policyYaml(emulator.url, secretsDir, keys)),
     writePolicyText: (text) => writeFile(policyFile, text),
     start: async (options = {}) => {
-      const daemon = await startDaemon({
+      const daemon = await Daemon.start({
         policyFile,
         listen: { host: '127.0.0.1', port: 0 },
         audit,

@@ -6,7 +6,7 @@
 import { request } from 'node:http';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Secret } from '../../src/audit/secret.ts';
-import type { Daemon } from '../../src/scheduler/daemon.ts';
+import type { Daemon } from '../../src/daemon/daemon.ts';
 import { MAX_TRIGGER_BODY_BYTES } from '../../src/scheduler/trigger.ts';
 import { signTriggerRequest } from '../../src/scheduler/trigger-auth.ts';
 import { join } from 'node:path';

@@ -1,14 +1,13 @@
 // The daemon's HTTP server on node:http: GET /healthz, GET /readyz, GET /metrics and the signed
-// POST /v1/rotations. node:http rather than fastify: four routes, and the trigger needs the raw
-// body bytes (the signature covers them) with a hard size cap, which is plainer here than
-// through a framework's body parsers. The port is reachable by whoever the network lets in, so
+// POST endpoints (the trigger, the leak intake: routes.ts wires them). node:http rather than
+// fastify: a handful of routes, and every signed endpoint needs the raw body bytes (the signature
+// covers them) with a hard size cap, which is plainer here than through a framework's body parsers. The port is reachable by whoever the network lets in, so
 // the server bounds what one peer can hold: a connection cap and timeouts of a few seconds on
 // headers, bodies and idle keep-alive connections (HttpLimits).
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { UsageError } from '../errors.ts';
 import type { HttpAnswer, InboundRequest } from '../inbound/answers.ts';
-import { MAX_TRIGGER_BODY_BYTES, TRIGGER_PATH } from './trigger.ts';
 
 export interface ListenAddress {
   host: string;
@@ -35,12 +34,11 @@ export interface DaemonRoutes {
   readiness(): { ready: boolean; body: unknown };
   /** The exposition, or a refusal (a wrong bearer token). */
   metrics(request: MetricsRequest): Promise<{ contentType: string; text: string } | HttpAnswer>;
-  trigger(request: InboundRequest): Promise<HttpAnswer>;
-  /** Leak scanners' webhooks by path (POST /v1/leaks/github, /v1/leaks/gitguardian), each with its body cap. */
-  leakIntake?: ReadonlyMap<string, LeakIntakeRoute>;
+  /** The signed endpoints by path (POST /v1/rotations, /v1/leaks/github, /v1/leaks/gitguardian), each with its body cap. */
+  signed: ReadonlyMap<string, SignedRoute>;
 }
 
-export interface LeakIntakeRoute {
+export interface SignedRoute {
   maxBodyBytes: number;
   handle(request: InboundRequest): Promise<HttpAnswer>;
 }
@@ -56,21 +54,13 @@ export interface HttpLimits {
   keepAliveTimeoutMs: number;
 }
 
-/** A trigger body is at most 64 KiB; a caller that needs seconds to send headers or that is stuck. */
+/** A signed body is at most a few hundred KiB; a caller that needs seconds to send headers or that is stuck. */
 export const DEFAULT_HTTP_LIMITS: HttpLimits = {
   maxConnections: 64,
   headersTimeoutMs: 5_000,
   requestTimeoutMs: 10_000,
   keepAliveTimeoutMs: 5_000,
 };
-
-export interface DaemonServer {
-  /** http://host:port as reachable from this machine. */
-  readonly url: string;
-  readonly port: number;
-  /** Stops accepting connections and closes the open ones. */
-  close(): Promise<void>;
-}
 
 function send(response: ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body);
@@ -79,11 +69,11 @@ function send(response: ServerResponse, status: number, body: unknown): void {
 }
 
 /**
- * Reads at most MAX_TRIGGER_BODY_BYTES. Past that, answers 'too-large' at once and drops the
+ * Reads at most `maxBytes`. Past that, answers 'too-large' at once and drops the
  * rest as it arrives (the answer closes the connection; the server's request timeout bounds a
  * sender that never stops).
  */
-function readCappedBody(request: IncomingMessage, maxBytes = MAX_TRIGGER_BODY_BYTES): Promise<Buffer | 'too-large'> {
+function readCappedBody(request: IncomingMessage, maxBytes: number): Promise<Buffer | 'too-large'> {
   const declared = Number(request.headers['content-length']);
   if (Number.isFinite(declared) && declared > maxBytes) {
     request.resume();
@@ -142,74 +132,90 @@ async function route(routes: DaemonRoutes, request: IncomingMessage, response: S
     response.end(text);
     return;
   }
-  if (path === TRIGGER_PATH && method === 'POST') {
-    const body = await readCappedBody(request);
+  const signed = routes.signed.get(path);
+  if (signed !== undefined && method === 'POST') {
+    // Capped raw bytes; the handler verifies the sender before it reads any of them.
+    const body = await readCappedBody(request, signed.maxBodyBytes);
     // Proxies' X-Forwarded-For is not trusted: the audit names the peer that connected.
-    const answer = await routes.trigger({ headers: request.headers, body, remoteAddress: request.socket.remoteAddress ?? 'unknown' });
+    const answer = await signed.handle({ headers: request.headers, body, remoteAddress: request.socket.remoteAddress ?? 'unknown' });
     // An unread rest of an oversized body is not waited for: the connection is closed instead.
     if (body === 'too-large') response.setHeader('connection', 'close');
     send(response, answer.status, answer.body);
     return;
   }
-  const leakRoute = routes.leakIntake?.get(path);
-  if (leakRoute !== undefined && method === 'POST') {
-    // Same discipline as the trigger: capped raw bytes, the handler verifies the sender first.
-    const body = await readCappedBody(request, leakRoute.maxBodyBytes);
-    const answer = await leakRoute.handle({ headers: request.headers, body, remoteAddress: request.socket.remoteAddress ?? 'unknown' });
-    if (body === 'too-large') response.setHeader('connection', 'close');
-    send(response, answer.status, answer.body);
-    return;
-  }
-  const known = path === '/healthz' || path === '/readyz' || path === '/metrics' || path === TRIGGER_PATH || leakRoute !== undefined;
+  const known = path === '/healthz' || path === '/readyz' || path === '/metrics' || signed !== undefined;
   if (known) {
-    response.setHeader('allow', path === TRIGGER_PATH || leakRoute !== undefined ? 'POST' : 'GET, HEAD');
+    response.setHeader('allow', signed !== undefined ? 'POST' : 'GET, HEAD');
     send(response, 405, { error: { code: 'method-not-allowed', message: `${method} is not allowed on ${path}` } });
     return;
   }
   send(response, 404, { error: { code: 'not-found', message: 'no such route (try /healthz, /readyz, /metrics or POST /v1/rotations)' } });
 }
 
-export async function startDaemonServer(address: ListenAddress, routes: DaemonRoutes, limits: HttpLimits = DEFAULT_HTTP_LIMITS): Promise<DaemonServer> {
-  const server = createServer(
-    {
-      headersTimeout: limits.headersTimeoutMs,
-      requestTimeout: Math.max(limits.requestTimeoutMs, limits.headersTimeoutMs),
-      keepAliveTimeout: limits.keepAliveTimeoutMs,
-      // node:http enforces the two timeouts above only when it sweeps its connections, every 30 s
-      // by default: that is what let a half-open request hold a socket for about 38 s.
-      connectionsCheckingInterval: Math.max(50, Math.min(1_000, Math.floor(limits.headersTimeoutMs / 4))),
-    },
-    (request, response) => {
-      route(routes, request, response).catch(() => {
-        // The detail stays out of the answer (it could name internals); the routes audit their own failures.
-        if (!response.headersSent) send(response, 500, { error: { code: 'internal', message: 'internal error' } });
-        else response.destroy();
-      });
-    },
-  );
-  server.maxConnections = limits.maxConnections;
-  // A connection that sends nothing at all never starts a request, so no request timeout covers
-  // it: the socket's own inactivity timeout does (without a 'timeout' listener node destroys it).
-  server.setTimeout(Math.max(limits.requestTimeoutMs, limits.headersTimeoutMs));
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(address.port, address.host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const { port } = server.address() as AddressInfo;
-  const reachableHost = address.host === '0.0.0.0' ? '127.0.0.1' : address.host === '::' ? '::1' : address.host;
-  const url = `http://${reachableHost.includes(':') ? `[${reachableHost}]` : reachableHost}:${port}`;
-  return {
-    url,
-    port,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => {
-          resolve();
+/** The server, built before it listens (the routes read the daemon's state when a request comes). */
+export class DaemonServer {
+  readonly #server: Server;
+  #address: { url: string; port: number } | undefined;
+
+  constructor(routes: DaemonRoutes, limits: HttpLimits = DEFAULT_HTTP_LIMITS) {
+    this.#server = createServer(
+      {
+        headersTimeout: limits.headersTimeoutMs,
+        requestTimeout: Math.max(limits.requestTimeoutMs, limits.headersTimeoutMs),
+        keepAliveTimeout: limits.keepAliveTimeoutMs,
+        // node:http enforces the two timeouts above only when it sweeps its connections, every 30 s
+        // by default: that is what let a half-open request hold a socket for about 38 s.
+        connectionsCheckingInterval: Math.max(50, Math.min(1_000, Math.floor(limits.headersTimeoutMs / 4))),
+      },
+      (request, response) => {
+        route(routes, request, response).catch(() => {
+          // The detail stays out of the answer (it could name internals); the routes audit their own failures.
+          if (!response.headersSent) send(response, 500, { error: { code: 'internal', message: 'internal error' } });
+          else response.destroy();
         });
-        server.closeAllConnections();
-      }),
-  };
+      },
+    );
+    this.#server.maxConnections = limits.maxConnections;
+    // A connection that sends nothing at all never starts a request, so no request timeout covers
+    // it: the socket's own inactivity timeout does (without a 'timeout' listener node destroys it).
+    this.#server.setTimeout(Math.max(limits.requestTimeoutMs, limits.headersTimeoutMs));
+  }
+
+  async listen(address: ListenAddress): Promise<void> {
+    const server = this.#server;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(address.port, address.host, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    const { port } = server.address() as AddressInfo;
+    const reachableHost = address.host === '0.0.0.0' ? '127.0.0.1' : address.host === '::' ? '::1' : address.host;
+    this.#address = { url: `http://${reachableHost.includes(':') ? `[${reachableHost}]` : reachableHost}:${port}`, port };
+  }
+
+  /** http://host:port as reachable from this machine (once listening). */
+  get url(): string {
+    return this.#listening().url;
+  }
+
+  get port(): number {
+    return this.#listening().port;
+  }
+
+  /** Stops accepting connections and closes the open ones. */
+  close(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      this.#server.close(() => {
+        resolve();
+      });
+      this.#server.closeAllConnections();
+    });
+  }
+
+  #listening(): { url: string; port: number } {
+    if (this.#address === undefined) throw new Error('the daemon server is not listening yet');
+    return this.#address;
+  }
 }

@@ -1,0 +1,344 @@
+// `keyroll daemon`: croner schedules from the policy, a sweep every check interval, the HTTP
+// port (routes.ts: health, readiness, metrics, the signed trigger, the leak intake), SIGHUP
+// reloads and a graceful shutdown that lets every rolled key finish its store (invariant 2 and
+// 4: a secret is never abandoned between roll and store). Due-ness always comes from the
+// backends' state, so a restarted daemon does not rotate again what its predecessor rotated.
+// See docs/daemon.md.
+//
+// One Daemon is one running daemon: Daemon.start is its entry, its state lives in private fields,
+// and the policy with everything built from it is one Generation (scheduler/generation.ts),
+// swapped whole on reload. Work that awaited anything asks #isCurrent before it acts on what it
+// found: a reload or a shutdown meanwhile makes its result stale.
+import { randomUUID } from 'node:crypto';
+import { abandonDeliveriesOn } from '../alerts/shutdown.ts';
+import type { AuditLog } from '../audit/events.ts';
+import { errorCode, errorMessage } from '../errors.ts';
+import { DEFAULT_REJECTIONS_AUDITED_PER_MINUTE, RejectionAudit } from '../inbound/rejection-audit.ts';
+import type { KeyrollMetrics } from '../metrics/metrics.ts';
+import { loadPolicy } from '../policy/load.ts';
+import { announcePlainHttp } from '../policy/plain-http-notice.ts';
+import type { Policy } from '../policy/schema.ts';
+import type { RunTrigger } from '../rotation/types.ts';
+import type { Generation } from '../scheduler/generation.ts';
+import { KeyHealth } from '../scheduler/key-health.ts';
+import { KeyLocks } from '../scheduler/key-locks.ts';
+import { Launcher } from '../scheduler/launcher.ts';
+import { preflightDestinations, type Readiness } from '../scheduler/readiness.ts';
+import { groupSchedules, startSchedules, type ScheduleInfo } from '../scheduler/schedule.ts';
+import { checkKeys } from '../scheduler/sweep.ts';
+import { SweepLoop } from '../scheduler/sweep-loop.ts';
+import type { EndpointSecrets } from './endpoint-secrets.ts';
+import { DAEMON_DEFAULTS, type DaemonOptions, type ReloadResult, type ShutdownResult } from './options.ts';
+import { daemonContext, prepare, reportFailure, type DaemonContext, type Prepared } from './prepare.ts';
+import { daemonRoutes } from './routes.ts';
+import { DaemonServer, DEFAULT_HTTP_LIMITS } from './server.ts';
+
+const SCHEDULED: RunTrigger = { reason: 'scheduled', force: false };
+const STOPPING: ReloadResult = { ok: false, errorCode: 'KR_DAEMON_STOPPING', error: 'the daemon is shutting down' };
+
+export class Daemon {
+  readonly metrics: KeyrollMetrics;
+  readonly #context: DaemonContext;
+  readonly #audit: AuditLog;
+  readonly #now: () => Date;
+  readonly #health: KeyHealth;
+  readonly #shutdownController = new AbortController();
+  readonly #releaseDeliveries: () => void;
+  /** Sweeps, readiness checks and rotations in flight: what a shutdown waits for. */
+  readonly #work = new Set<Promise<unknown>>();
+  readonly #launcher: Launcher;
+  readonly #sweeps: SweepLoop;
+  readonly #rejections: RejectionAudit;
+  readonly #server: DaemonServer;
+  /** Said once per endpoint for the daemon's life: at start, and for one a reloaded policy adds. */
+  readonly #plainHttpAnnounced = new Set<string>();
+  #current: Generation;
+  #secrets: EndpointSecrets;
+  #readiness: Readiness = { state: 'starting' };
+  #stopping = false;
+  #reloading: Promise<ReloadResult>;
+  #shutdownResult: Promise<ShutdownResult> | undefined;
+
+  /**
+   * Loads the policy (unless given), reads every secret the endpoints need, builds the first
+   * generation and listens; then schedules, checks readiness and sweeps once. Any failure before
+   * it listens throws with nothing left running (the CLI exits 2 for a configuration error).
+   */
+  static async start(options: DaemonOptions): Promise<Daemon> {
+    const context = daemonContext(options);
+    const daemon = new Daemon(context, await prepare(context, options.policy ?? (await loadPolicy(options.policyFile))));
+    try {
+      await daemon.#server.listen(options.listen);
+    } catch (error) {
+      await daemon.#current.retire();
+      throw error;
+    }
+    daemon.#begin();
+    return daemon;
+  }
+
+  private constructor(context: DaemonContext, first: Prepared) {
+    const { options, audit, now } = context;
+    this.#context = context;
+    this.#audit = audit;
+    this.#now = now;
+    this.metrics = context.metrics;
+    this.#health = new KeyHealth(this.metrics, options.retryFailedAfterMs ?? DAEMON_DEFAULTS.retryFailedAfterMs);
+    // SIGTERM reaches every alert delivery too: a hanging sink gets a few seconds, then is abandoned
+    // (audited), so the grace period holds whatever a sink does.
+    this.#releaseDeliveries = abandonDeliveriesOn(this.#shutdownController.signal);
+    this.#current = first.generation;
+    this.#secrets = first.secrets;
+    this.#reloading = Promise.resolve({ ok: true, keys: first.generation.policy.keys.length });
+    announcePlainHttp(first.generation.policy.plainHttp ?? [], audit, this.#plainHttpAnnounced, options.warn);
+    const track = <T>(work: Promise<T>): Promise<T> => this.#track(work);
+    this.#launcher = new Launcher({
+      locks: new KeyLocks(),
+      concurrency: context.concurrency,
+      signal: this.#shutdownController.signal,
+      audit,
+      track,
+      onKeyDone: (outcome, trigger) => {
+        // A drift probe that found the key healthy is not a rotation outcome.
+        if (outcome.result === 'skipped' && outcome.detail === 'not-due') return;
+        this.#health.recordOutcome(outcome, trigger.reason, now().getTime(), this.#stopping);
+      },
+    });
+    this.#sweeps = new SweepLoop({
+      intervalMs: context.checkIntervalMs,
+      track,
+      onError: (error) => {
+        reportFailure(audit, 'sweep', error);
+      },
+      sweepOnce: (recheckReadiness) => this.#sweepOnce(recheckReadiness),
+    });
+    this.#rejections = new RejectionAudit({
+      audit: () => audit,
+      perWindow: options.rejectionsAuditedPerMinute ?? DEFAULT_REJECTIONS_AUDITED_PER_MINUTE,
+      nowMs: () => now().getTime(),
+      counted: (why) => {
+        this.metrics.recordTriggerRejection(why);
+      },
+    });
+    this.#server = new DaemonServer(
+      daemonRoutes({
+        audit,
+        now,
+        env: context.env,
+        metrics: this.metrics,
+        rejections: this.#rejections,
+        replays: context.replays,
+        launcher: this.#launcher,
+        current: () => this.#current,
+        secrets: () => this.#secrets,
+        readiness: () => this.readiness(),
+        accepting: () => !this.#stopping,
+        track,
+      }),
+      { ...DEFAULT_HTTP_LIMITS, ...options.http },
+    );
+  }
+
+  /** http://host:port as reachable from this machine. */
+  get url(): string {
+    return this.#server.url;
+  }
+
+  get port(): number {
+    return this.#server.port;
+  }
+
+  policy(): Policy {
+    return this.#current.policy;
+  }
+
+  readiness(): Readiness {
+    return this.#stopping ? { state: 'shutting-down' } : this.#readiness;
+  }
+
+  schedules(): ScheduleInfo[] {
+    return this.#current.jobs?.describe() ?? [];
+  }
+
+  /** Reads every key's state and rotates those due (also runs every check interval). */
+  sweep(): Promise<void> {
+    return this.#sweeps.request();
+  }
+
+  /** Loads the policy file again; an invalid one keeps the current policy, is audited and alerts. Reloads run one after another. */
+  reload(): Promise<ReloadResult> {
+    const reloadOnce = (): Promise<ReloadResult> => this.#reloadOnce();
+    this.#reloading = this.#reloading.then(reloadOnce, reloadOnce);
+    return this.#reloading;
+  }
+
+  /** Stops scheduling, refuses triggers, lets in-flight rotations finish within the grace. Idempotent. */
+  shutdown(signal = 'shutdown'): Promise<ShutdownResult> {
+    return (this.#shutdownResult ??= this.#shutdownOnce(signal));
+  }
+
+  /** Resolves when no sweep, readiness check or rotation is in flight. */
+  async idle(): Promise<void> {
+    while (this.#work.size > 0) await Promise.allSettled([...this.#work]);
+  }
+
+  /** Still the generation in force, and no shutdown began: what a step found after an await may be acted on. */
+  #isCurrent(generation: Generation): boolean {
+    return generation === this.#current && !this.#stopping;
+  }
+
+  #track<T>(promise: Promise<T>): Promise<T> {
+    this.#work.add(promise);
+    const forget = (): void => {
+      this.#work.delete(promise);
+    };
+    promise.then(forget, forget);
+    return promise;
+  }
+
+  #begin(): void {
+    const { options, replays } = this.#context;
+    const generation = this.#current;
+    const { triggerKeys, metricsToken, intake } = this.#secrets;
+    this.#activate(generation);
+    this.#audit.emit('daemon.started', {
+      listen: `${options.listen.host.includes(':') ? `[${options.listen.host}]` : options.listen.host}:${this.port}`,
+      file: generation.policy.file,
+      keys: generation.policy.keys.length,
+      schedules: groupSchedules(generation.policy.keys).map((group) => ({ pattern: group.pattern, timezone: group.timezone, keys: group.keyIds.length })),
+      checkIntervalMs: this.#context.checkIntervalMs,
+      trigger: triggerKeys ? 'enabled' : 'disabled',
+      ...(triggerKeys ? { callers: [...triggerKeys.keys()], stateDir: replays?.dir, replayRecord: replays?.get('trigger')?.origin } : {}),
+      metrics: metricsToken ? 'per-key with token' : 'aggregate only',
+      leakIntake: Object.keys(intake),
+    });
+    void this.#track(
+      (async () => {
+        await this.#checkReadiness(generation);
+        await this.#sweeps.request(false);
+        this.#sweeps.scheduleNext();
+      })(),
+    );
+  }
+
+  #activate(generation: Generation): void {
+    generation.startJobs(() =>
+      startSchedules(groupSchedules(generation.policy.keys), {
+        onTick: async (group) => {
+          if (!this.#isCurrent(generation)) return;
+          const keys = generation.policy.keys.filter((key) => group.keyIds.includes(key.id));
+          const busy = await this.#launcher.runFree(generation, keys, SCHEDULED, 'schedule');
+          for (const keyId of busy) this.#audit.emit('key.skipped', { keyId, why: 'in-flight', schedule: group.pattern });
+        },
+        onError: (group, error) => {
+          reportFailure(this.#audit, 'schedule-tick', error, { schedule: group.pattern });
+        },
+      }),
+    );
+  }
+
+  /** Never rejects: an unexpected failure leaves the readiness as it was, and is reported. */
+  async #checkReadiness(generation: Generation): Promise<void> {
+    try {
+      const result = await preflightDestinations(generation.runtime, generation.policy.keys, this.#audit, this.#now(), this.#context.concurrency);
+      if (this.#isCurrent(generation)) this.#readiness = result;
+    } catch (error) {
+      reportFailure(this.#audit, 'readiness-check', error);
+    }
+  }
+
+  async #sweepOnce(recheckReadiness: boolean): Promise<void> {
+    const generation = this.#current;
+    const done = generation.use();
+    try {
+      if (recheckReadiness && this.#readiness.state === 'preflight-failed') await this.#checkReadiness(generation);
+      const result = await checkKeys(generation.runtime, generation.policy.keys, this.#now(), this.#context.concurrency);
+      if (!this.#isCurrent(generation)) return;
+      this.#health.recordSweep(result);
+      const nowMs = this.#now().getTime();
+      const due = result.due.filter((key) => this.#health.maySweep(key.id, nowMs));
+      if (due.length > 0) await this.#launcher.runFree(generation, due, SCHEDULED, 'sweep');
+      // Drift: every other key's stored secret is probed each sweep (a key rolled in the
+      // dashboard is found within one sweep, alerted, and healed when onDrift is rotate).
+      const probe = generation.policy.keys.filter((key) => !due.includes(key) && key.driftCheckMs !== undefined && this.#health.maySweep(key.id, nowMs));
+      if (probe.length > 0 && this.#accepting()) await this.#launcher.runFree(generation, probe, SCHEDULED, 'drift');
+    } finally {
+      done();
+    }
+  }
+
+  // A method, not an inline test: TypeScript would keep the narrowing of #stopping from before an await.
+  #accepting(): boolean {
+    return !this.#stopping;
+  }
+
+  async #reloadOnce(): Promise<ReloadResult> {
+    if (!this.#accepting()) return STOPPING;
+    const { options, audit } = this.#context;
+    let next: Prepared;
+    try {
+      next = await prepare(this.#context, await loadPolicy(options.policyFile));
+    } catch (error) {
+      audit.emit('policy.reload_failed', { file: options.policyFile, errorCode: errorCode(error), error: errorMessage(error) });
+      await this.#current.runtime.alerter.send({
+        severity: 'error',
+        summary: `keyroll daemon kept its current policy: reloading ${options.policyFile} failed: ${errorMessage(error)}`,
+        // A fresh id per attempt: each failed reload alerts, none is deduplicated away.
+        rotationId: randomUUID(),
+        step: 'reload',
+        errorCode: errorCode(error),
+        nextAction: 'fix the policy file and send SIGHUP again; the current policy and schedules stay in force',
+      });
+      return { ok: false, errorCode: errorCode(error), error: errorMessage(error) };
+    }
+    if (!this.#accepting()) {
+      // Shutdown began while the new policy was loading: it never starts scheduling.
+      await next.generation.retire();
+      return STOPPING;
+    }
+    const previous = this.#current;
+    const { generation } = next;
+    this.#current = generation;
+    this.#secrets = next.secrets;
+    this.#activate(generation);
+    for (const key of previous.policy.keys) if (!generation.policy.keys.some((kept) => kept.id === key.id)) this.metrics.forgetKey(key.id);
+    this.#health.keepOnly(generation.policy.keys);
+    // Closed once its last in-flight run (holding it through Generation.use) is over.
+    void this.#track(previous.retire());
+    audit.emit('policy.reloaded', { file: generation.policy.file, keys: generation.policy.keys.length, schedules: groupSchedules(generation.policy.keys).length });
+    announcePlainHttp(generation.policy.plainHttp ?? [], audit, this.#plainHttpAnnounced, options.warn);
+    void this.#track(this.#checkReadiness(generation).then(() => this.#sweeps.request(false)));
+    return { ok: true, keys: generation.policy.keys.length };
+  }
+
+  async #shutdownOnce(signal: string): Promise<ShutdownResult> {
+    this.#stopping = true;
+    this.#sweeps.stop();
+    this.#current.stopJobs();
+    this.#audit.emit('daemon.stopping', { signal, inFlight: this.#launcher.inFlight(), graceMs: this.#context.graceMs });
+    // Keys not started are skipped; a key past its roll finishes its store (rotateKey checks the
+    // signal only before rolling).
+    this.#shutdownController.abort(new Error(`${signal}: shutting down`));
+    let timer: NodeJS.Timeout | undefined;
+    const finished = await Promise.race([
+      this.idle().then(() => true),
+      new Promise<false>((resolve) => {
+        timer = setTimeout(() => {
+          resolve(false);
+        }, this.#context.graceMs);
+      }),
+    ]);
+    clearTimeout(timer);
+    const unfinished = finished ? [] : this.#launcher.inFlight();
+    if (!finished) this.#audit.emit('daemon.grace_expired', { inFlight: unfinished, graceMs: this.#context.graceMs });
+    await this.#server.close();
+    this.#rejections.flush();
+    // With work still in flight the runtime stays open for it: the process is about to exit.
+    if (finished) await this.#current.retire();
+    else void this.#current.retire();
+    this.#releaseDeliveries();
+    const result: ShutdownResult = { exitCode: finished ? 0 : 3, unfinished };
+    this.#audit.emit('daemon.stopped', { exitCode: result.exitCode, unfinished });
+    return result;
+  }
+}

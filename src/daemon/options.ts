@@ -1,0 +1,57 @@
+// What `keyroll daemon` is started with (the CLI's flags, or a test's settings), the defaults of
+// what is left out, and what a reload and a shutdown answer.
+import type { AuditLog } from '../audit/events.ts';
+import type { KeyrollMetrics } from '../metrics/metrics.ts';
+import type { Policy } from '../policy/schema.ts';
+import type { RuntimeOptions } from '../rotation/runtime.ts';
+import type { TriggerKeySpec } from '../scheduler/trigger-keys.ts';
+import type { HttpLimits, ListenAddress } from './server.ts';
+
+export const DAEMON_DEFAULTS = {
+  graceMs: 30_000,
+  checkIntervalMs: 5 * 60_000,
+  retryFailedAfterMs: 60 * 60_000,
+  concurrency: 4,
+} as const;
+
+export interface DaemonOptions {
+  /** Re-read on every reload (SIGHUP). */
+  policyFile: string;
+  /** The policy already loaded from policyFile (the CLI validates it before starting); loaded when omitted. */
+  policy?: Policy;
+  listen: ListenAddress;
+  /** How long shutdown waits for in-flight rotations. */
+  graceMs?: number;
+  /** How often every key's state is read (maxAge keys, leftover intents, missed slots, overdue gauge). */
+  checkIntervalMs?: number;
+  /** A key whose sweep-started rotation failed is retried by the sweep after this (its schedule still ticks). */
+  retryFailedAfterMs?: number;
+  concurrency?: number;
+  /** One HMAC key per caller (name -> env:NAME or file:/path); without any the trigger answers 404. */
+  triggerKeys?: readonly TriggerKeySpec[];
+  /** Where the trigger's and the leak endpoints' replay records live (inbound/replay-records.ts); required with triggerKeys or a policy `intake`. */
+  stateDir?: string;
+  /** env:NAME or file:/path of the bearer token that unlocks per-key series on /metrics; without it they are never served. */
+  metricsTokenRef?: string;
+  /** Connection cap and timeouts of the HTTP server (DEFAULT_HTTP_LIMITS). */
+  http?: Partial<HttpLimits>;
+  /** Refused triggers audited one by one per minute; the rest are summarized (DEFAULT_REJECTIONS_AUDITED_PER_MINUTE). */
+  rejectionsAuditedPerMinute?: number;
+  audit: AuditLog;
+  metrics?: KeyrollMetrics;
+  /** Overrides for every runtime the daemon builds (tests: credentials, apiBaseUrl, sleep, alerter, wrapBackend). */
+  runtime?: Partial<Omit<RuntimeOptions, 'audit' | 'observer'>>;
+  now?: () => Date;
+  env?: NodeJS.ProcessEnv;
+  /** Where start-up warnings go besides the audit trail (plain-HTTP endpoints); default stderr. */
+  warn?: (line: string) => void;
+}
+
+export interface ShutdownResult {
+  /** 0: every in-flight rotation finished; 3: the grace expired with work in flight. */
+  exitCode: 0 | 3;
+  /** Keys still rotating when the grace expired. */
+  unfinished: string[];
+}
+
+export type ReloadResult = { ok: true; keys: number } | { ok: false; errorCode: string; error: string };

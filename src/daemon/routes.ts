@@ -1,0 +1,135 @@
+// What the daemon's port serves, wired to the daemon: /readyz and /metrics, the signed trigger
+// (scheduler/trigger.ts) and the leak intake's webhooks (leaks/github, leaks/gitguardian). The
+// scheduler and the leak intake never import each other; this module, above both, hands each
+// endpoint what it reads from the running daemon at request time: the generation in force, the
+// launcher that starts rotations, the secrets read at the last (re)load, and whether shutdown began.
+import type { AuditLog } from '../audit/events.ts';
+import type { Secret } from '../audit/secret.ts';
+import { sameBytes } from '../inbound/signature.ts';
+import type { RejectionAudit } from '../inbound/rejection-audit.ts';
+import type { ReplayRecords } from '../inbound/replay-records.ts';
+import { createGitguardianEndpoint, GITGUARDIAN_LEAK_PATH } from '../leaks/gitguardian/endpoint.ts';
+import { createGithubEndpoint, GITHUB_LEAK_PATH, type LeakEndpointOptions } from '../leaks/github/endpoint.ts';
+import { LeakIntake } from '../leaks/intake.ts';
+import { MAX_LEAK_WEBHOOK_BYTES } from '../leaks/webhook-answer.ts';
+import type { KeyrollMetrics } from '../metrics/metrics.ts';
+import type { KeyPolicy } from '../policy/schema.ts';
+import { isLeakReason, type KeyOutcome, type RunTrigger } from '../rotation/types.ts';
+import type { Generation } from '../scheduler/generation.ts';
+import type { Launcher } from '../scheduler/launcher.ts';
+import { readinessAnswer, type Readiness } from '../scheduler/readiness.ts';
+import { createTriggerEndpoint, MAX_TRIGGER_BODY_BYTES, TRIGGER_PATH, type AcceptedTrigger } from '../scheduler/trigger.ts';
+import { lookupIn } from '../scheduler/trigger-keys.ts';
+import type { EndpointSecrets } from './endpoint-secrets.ts';
+import type { DaemonRoutes } from './server.ts';
+
+/** The running daemon as its routes see it; every function is read per request. */
+export interface DaemonParts {
+  audit: AuditLog;
+  now: () => Date;
+  env: NodeJS.ProcessEnv;
+  metrics: KeyrollMetrics;
+  rejections: RejectionAudit;
+  replays: ReplayRecords | undefined;
+  launcher: Launcher;
+  /** The generation in force: its policy, runtime and alerter. */
+  current: () => Generation;
+  secrets: () => EndpointSecrets;
+  readiness: () => Readiness;
+  /** False once shutdown began: no new work. */
+  accepting: () => boolean;
+  /** Registers work a shutdown waits for. */
+  track: <T>(work: Promise<T>) => Promise<T>;
+}
+
+export function daemonRoutes(parts: DaemonParts): DaemonRoutes {
+  const leakIntake = new LeakIntake({
+    policy: () => parts.current().policy,
+    runtime: () => parts.current().runtime,
+    alerter: () => parts.current().runtime.alerter,
+    audit: () => parts.audit,
+    rotate: (key, slot, trigger, rotationId) => rotateForLeak(parts, key, slot, trigger, rotationId),
+    onProvenDead: (ms) => {
+      parts.metrics.recordLeakDead(ms);
+    },
+  });
+  const leakEndpoint: Omit<LeakEndpointOptions, 'replay'> = {
+    rejections: parts.rejections,
+    now: parts.now,
+    audit: () => parts.audit,
+    alerter: () => parts.current().runtime.alerter,
+    accepting: parts.accepting,
+    background: (work) => {
+      void parts.track(work);
+    },
+    intake: leakIntake,
+  };
+  const trigger = createTriggerEndpoint({
+    keys: () => {
+      const keys = parts.secrets().triggerKeys;
+      return keys === undefined ? undefined : lookupIn(keys);
+    },
+    // Opened only when the trigger has keys (endpoint-secrets.ts): without them it answers 404.
+    replay: () => parts.replays?.get('trigger'),
+    rejections: parts.rejections,
+    now: parts.now,
+    audit: () => parts.audit,
+    accepting: parts.accepting,
+    policyKeys: () => parts.current().policy.keys,
+    start: (keys, accepted, rotationIds, slots) => {
+      startTrigger(parts, keys, accepted, rotationIds, slots);
+    },
+  });
+  const github = createGithubEndpoint({ ...leakEndpoint, replay: () => parts.replays?.get('github'), settings: () => parts.secrets().intake.github, env: parts.env });
+  const gitguardian = createGitguardianEndpoint({ ...leakEndpoint, replay: () => parts.replays?.get('gitguardian'), settings: () => parts.secrets().intake.gitguardian });
+  return {
+    readiness: () => readinessAnswer(parts.readiness()),
+    metrics: async ({ authorization }) => {
+      const access = metricsAccess(parts.secrets().metricsToken, authorization);
+      if (access === 'refused') return { status: 401, body: { error: { code: 'bad-token', message: 'the bearer token does not match' } } };
+      return { contentType: parts.metrics.registry.contentType, text: await parts.metrics.exposition({ perKey: access === 'per-key' }) };
+    },
+    signed: new Map([
+      [TRIGGER_PATH, { maxBodyBytes: MAX_TRIGGER_BODY_BYTES, handle: trigger }],
+      [GITHUB_LEAK_PATH, { maxBodyBytes: MAX_LEAK_WEBHOOK_BYTES, handle: github }],
+      [GITGUARDIAN_LEAK_PATH, { maxBodyBytes: MAX_LEAK_WEBHOOK_BYTES, handle: gitguardian }],
+    ]),
+  };
+}
+
+/** An accepted trigger rotates in the background with the ids its answer promised. */
+function startTrigger(parts: DaemonParts, keys: readonly KeyPolicy[], accepted: AcceptedTrigger, rotationIds: ReadonlyMap<string, string>, slots?: ReadonlyMap<string, string>): void {
+  const { request } = accepted;
+  // The semantics of `keyroll rotate`: leak and compromise bypass the minimum interval.
+  // The actor is the caller whose key signed, never a name the body chose.
+  const trigger: RunTrigger = { reason: request.reason, force: isLeakReason(request.reason), ignoreSchedule: true, actor: accepted.caller, ...(request.ticket ? { ticket: request.ticket } : {}) };
+  void parts.track(parts.launcher.runAll(parts.current(), keys, trigger, rotationIds, slots ? { slots } : {}));
+}
+
+/**
+ * A leak report rotates its key through the launcher like a trigger (key locks, shutdown grace,
+ * the generation held open), the slot of a two-slot entry named, and waits for its outcome.
+ */
+function rotateForLeak(parts: DaemonParts, key: KeyPolicy, slot: string | undefined, trigger: RunTrigger, rotationId: string): Promise<KeyOutcome> {
+  let heard: KeyOutcome | undefined;
+  return parts.launcher
+    .runAll(parts.current(), [key], trigger, new Map([[key.id, rotationId]]), {
+      ...(slot === undefined ? {} : { slots: new Map([[key.id, slot]]) }),
+      onKeyDone: (outcome) => {
+        if (outcome.keyId === key.id) heard = outcome;
+      },
+    })
+    .then(
+      () => heard ?? { keyId: key.id, organizationId: key.organizationId, result: 'failed', detail: 'no-outcome', durationMs: 0, rolls: 0, rotationId },
+      (): KeyOutcome => ({ keyId: key.id, organizationId: key.organizationId, result: 'failed', detail: 'launcher', durationMs: 0, rolls: 0, rotationId }),
+    );
+}
+
+/** Per-key series need the metrics token; a wrong token is refused rather than quietly answered with less. */
+function metricsAccess(token: Secret | undefined, authorization: string | undefined): 'aggregate' | 'per-key' | 'refused' {
+  if (authorization === undefined) return 'aggregate';
+  if (token === undefined) return 'aggregate';
+  const given = Buffer.from(/^Bearer (.+)$/i.exec(authorization.trim())?.[1] ?? '', 'utf8');
+  const expected = Buffer.from(token.reveal(), 'utf8');
+  return sameBytes(given, expected) ? 'per-key' : 'refused';
+}
