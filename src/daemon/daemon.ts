@@ -50,7 +50,7 @@ export class Daemon {
   readonly #sweeps: SweepLoop;
   readonly #rejections: RejectionAudit;
   readonly #server: DaemonServer;
-  /** Said once per endpoint for the daemon's life: at start, and for one a reloaded policy adds. */
+  /** Plain-HTTP endpoints already named (#announcePlainHttp). */
   readonly #plainHttpAnnounced = new Set<string>();
   #current: Generation;
   #secrets: EndpointSecrets;
@@ -67,10 +67,12 @@ export class Daemon {
   static async start(options: DaemonOptions): Promise<Daemon> {
     const context = daemonContext(options);
     const daemon = new Daemon(context, await prepare(context, options.policy ?? (await loadPolicy(options.policyFile))));
+    daemon.#announcePlainHttp(daemon.#current.policy);
     try {
       await daemon.#server.listen(options.listen);
     } catch (error) {
       await daemon.#current.retire();
+      daemon.#releaseDeliveries();
       throw error;
     }
     daemon.#begin();
@@ -90,7 +92,6 @@ export class Daemon {
     this.#current = first.generation;
     this.#secrets = first.secrets;
     this.#reloading = Promise.resolve({ ok: true, keys: first.generation.policy.keys.length });
-    announcePlainHttp(first.generation.policy.plainHttp ?? [], audit, this.#plainHttpAnnounced, options.warn);
     const track = <T>(work: Promise<T>): Promise<T> => this.#track(work);
     this.#launcher = new Launcher({
       locks: new KeyLocks(),
@@ -194,6 +195,11 @@ export class Daemon {
     };
     promise.then(forget, forget);
     return promise;
+  }
+
+  /** Names each endpoint the policy lets use plain HTTP, once for the daemon's life (a reload names only new ones). */
+  #announcePlainHttp(policy: Policy): void {
+    announcePlainHttp(policy.plainHttp ?? [], this.#audit, this.#plainHttpAnnounced, this.#context.options.warn);
   }
 
   #begin(): void {
@@ -306,7 +312,7 @@ export class Daemon {
     // Closed once its last in-flight run (holding it through Generation.use) is over.
     void this.#track(previous.retire());
     audit.emit('policy.reloaded', { file: generation.policy.file, keys: generation.policy.keys.length, schedules: groupSchedules(generation.policy.keys).length });
-    announcePlainHttp(generation.policy.plainHttp ?? [], audit, this.#plainHttpAnnounced, options.warn);
+    this.#announcePlainHttp(generation.policy);
     void this.#track(this.#checkReadiness(generation).then(() => this.#sweeps.request(false)));
     return { ok: true, keys: generation.policy.keys.length };
   }
