@@ -16,7 +16,7 @@ export const FLOORS: readonly (readonly string[])[] = [
   ['policy'],
   ['rotation'],
   ['metrics'],
-  ['scheduler', 'leaks'],
+  ['scheduler', 'leaks', 'monitoring'],
   ['daemon'],
   ['cli'],
 ];
