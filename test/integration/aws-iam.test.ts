@@ -18,7 +18,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AwsBackendConfig } from '../../src/backends/aws/config.ts';
 import { createAwsBackend } from '../../src/backends/aws/index.ts';
-import { LOCK_SUFFIX } from '../../src/backends/aws/lock.ts';
+import { LOCK_SUFFIX } from '../../src/backends/aws/lock-value.ts';
 import {
   MANAGED_BY_VALUE,
   TAG_INTENT,
@@ -31,7 +31,7 @@ import {
   TAG_MANAGED_BY,
   TAG_LOCK_RELEASED,
   TAG_PREFLIGHT,
-} from '../../src/backends/aws/tags.ts';
+} from '../../src/backends/aws/record-tags.ts';
 import { BackendError } from '../../src/backends/errors.ts';
 import type { Backend, StoreTarget } from '../../src/backends/types.ts';
 import { loadPolicy } from '../../src/policy/load.ts';

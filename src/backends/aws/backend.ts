@@ -1,8 +1,8 @@
 // The AWS Secrets Manager backend: the Backend interface over one SecretsManagerClient.
-// Each concern lives in its own file (preflight, lock, write, metadata); this class checks the
+// Each concern lives in its own file (preflight, lock, write, records); this class checks the
 // target path once per call and hands each method to its file. It also keeps what the instance
 // learned from its own calls (known.ts), so a request whose answer is already known is skipped.
-// A write with a fence (the primary destination, whose lock the rotation holds) goes to fence.ts.
+// A write with a fence (the primary destination, whose lock the rotation holds) goes to write-fenced.ts.
 import { AttemptLog } from '../attempts.ts';
 import type { BackendOperation } from '../errors.ts';
 import type {
@@ -29,14 +29,14 @@ import type { QuotaDeps } from '../quota/observer.ts';
 import type { AwsBackendConfig } from './config.ts';
 import type { AwsCredentialsInput } from './client.ts';
 import { SecretsManagerCalls } from './client.ts';
-import { writeFenced, type FencedWriteContext } from './fence.ts';
+import { writeFenced, type FencedWriteContext } from './write-fenced.ts';
 import { HeldFacts, TargetHints } from './known.ts';
 import * as lock from './lock.ts';
-import { LockSightings, type LockContext } from './lock.ts';
+import { LockSightings, type LockContext } from './lock-value.ts';
 import { refreshLock } from './lock-refresh.ts';
-import * as metadata from './metadata.ts';
-import { describeTarget } from './metadata.ts';
-import type { MetadataContext } from './metadata.ts';
+import * as records from './records.ts';
+import { describeTarget } from './records.ts';
+import type { RecordsContext } from './records.ts';
 import * as checks from './preflight.ts';
 import type { PreflightContext } from './preflight.ts';
 import { checkTargetPath } from './target.ts';
@@ -61,7 +61,7 @@ export class AwsBackend implements Backend {
   readonly #lock: LockContext;
   readonly #write: WriteContext;
   readonly #fenced: FencedWriteContext;
-  readonly #metadata: MetadataContext;
+  readonly #records: RecordsContext;
   readonly #targets = new TargetHints();
   readonly #held: HeldFacts;
 
@@ -84,7 +84,7 @@ export class AwsBackend implements Backend {
     this.#lock = { ...shared, now: options.now };
     this.#write = { ...shared, createIfMissing: config.createIfMissing, attempts: new AttemptLog() };
     this.#fenced = { ...this.#write, held: this.#held, lock: this.#lock };
-    this.#metadata = { ...shared, createIfMissing: config.createIfMissing, held: this.#held };
+    this.#records = { ...shared, createIfMissing: config.createIfMissing, held: this.#held };
   }
 
   #check(target: StoreTarget, operation: BackendOperation): void {
@@ -102,7 +102,7 @@ export class AwsBackend implements Backend {
 
   async reserveWrite(target: StoreTarget, options: { fenced: boolean }): Promise<WriteReservation> {
     this.#check(target, 'write');
-    // The fenced write is a put and a stage move (fence.ts); an unfenced one a put. A target last
+    // The fenced write is a put and a stage move (write-fenced.ts); an unfenced one a put. A target last
     // seen missing is created by the write (CreateSecret), or put into when it exists after all.
     const counts = this.#targets.likelyMissing(target.path) ? { create: 1, write: 1 } : { write: options.fenced ? 2 : 1 };
     return this.#calls.reserve(target.path, counts);
@@ -113,7 +113,7 @@ export class AwsBackend implements Backend {
     // The lock's own sightings (lock.ts) come first; the target's existence decides only when none.
     let outcome: LockOutcome;
     const readReleaseMark = async (): Promise<void> => {
-      await describeTarget(this.#metadata, target.path, 'lock');
+      await describeTarget(this.#records, target.path, 'lock');
     };
     try {
       outcome = await lock.acquireLock(this.#lock, target.path, request, { lockLikelyExists: this.#targets.likelyExists(target.path), readReleaseMark });
@@ -156,12 +156,12 @@ export class AwsBackend implements Backend {
 
   async setIntent(target: StoreTarget, intent: Intent): Promise<void> {
     this.#check(target, 'intent');
-    await metadata.setIntent(this.#metadata, target, intent);
+    await records.setIntent(this.#records, target, intent);
   }
 
   async clearIntent(target: StoreTarget, rotationId: string): Promise<void> {
     this.#check(target, 'intent');
-    await metadata.clearIntent(this.#metadata, target, rotationId);
+    await records.clearIntent(this.#records, target, rotationId);
   }
 
   async writeSecret(target: StoreTarget, record: SecretRecord, fence?: WriteFence): Promise<WriteResult> {
@@ -182,22 +182,22 @@ export class AwsBackend implements Backend {
 
   async readState(target: StoreTarget): Promise<KeyState> {
     this.#check(target, 'state');
-    return metadata.readState(this.#metadata, this.#lock, target);
+    return records.readState(this.#records, this.#lock, target);
   }
 
   async recordRotation(target: StoreTarget, rotation: RotationRecord, options: RecordOptions = {}): Promise<void> {
     this.#check(target, 'record');
-    await metadata.recordRotation(this.#metadata, target, rotation, options);
+    await records.recordRotation(this.#records, target, rotation, options);
   }
 
   async recordProbe(target: StoreTarget, probe: ProbeRecord, options: Pick<RecordOptions, 'releaseLock'> = {}): Promise<void> {
     this.#check(target, 'record');
-    await metadata.recordProbe(this.#metadata, target, probe, options);
+    await records.recordProbe(this.#records, target, probe, options);
   }
 
   async recordFailure(target: StoreTarget, failure: FailureRecord): Promise<void> {
     this.#check(target, 'record');
-    await metadata.recordFailure(this.#metadata, target, failure);
+    await records.recordFailure(this.#records, target, failure);
   }
 
   async close(): Promise<void> {

@@ -1,5 +1,6 @@
-// The AWS Secrets Manager backend's factory, as the registry loads it. Importing this module
-// does not load the AWS SDK; the first call that needs AWS does (see client.ts).
+// The AWS Secrets Manager backend's factory, as the registry loads it, and the credential lookup
+// it does for the class (backend.ts; importers of the class import it from there). Importing this
+// module does not load the AWS SDK; the first call that needs AWS does (see client.ts).
 import type { Backend, BackendDeps } from '../types.ts';
 import { AwsBackend } from './backend.ts';
 import type { AwsStaticCredentials } from './client.ts';
@@ -29,6 +30,3 @@ export function createAwsBackend(name: string, config: AwsBackendConfig, deps: B
   const { credentials, region } = fromEnv(deps.env);
   return new AwsBackend(name, config, { now: deps.now ?? (() => new Date()), credentials, region, ...(deps.quota ? { quota: deps.quota } : {}) });
 }
-
-export { AwsBackend } from './backend.ts';
-export type { AwsBackendOptions } from './backend.ts';

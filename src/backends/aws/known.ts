@@ -11,12 +11,12 @@
 //   lock has a margin left (runners' clocks and the requests' own latency), and dropped on
 //   release, on any failed or refreshed acquire, and on any intent change whose outcome is unknown.
 //   A third fact, the version AWSCURRENT was on when this process read the target under the lock,
-//   is the compare-and-swap base of a fenced write (fence.ts); it is only ever an expectation AWS
+//   is the compare-and-swap base of a fenced write (write-fenced.ts); it is only ever an expectation AWS
 //   checks, so a stale one costs a refused move and a read, never a wrong write.
 //   refreshLock keeps all three: the lock stayed ours without a gap (its CAS moved from our version).
 // In memory only: a new process knows nothing and reads everything.
 import type { HeldLock } from '../types.ts';
-import { lockSecretName } from './lock.ts';
+import { lockSecretName } from './lock-value.ts';
 
 /** Whether each target existed when this process last described it; hints only (see above). */
 export class TargetHints {

@@ -9,7 +9,7 @@
 // rotation, so that version is still our lock: the CAS is retried from it.
 import { BackendError } from '../errors.ts';
 import type { HeldLock } from '../types.ts';
-import { MAX_ROUNDS, compareAndSwap, holderOf, isOurs, landedLock, lockErrorOf, lockSecretName, type HeldValue, type LockContext, type SwapOutcome } from './lock.ts';
+import { MAX_ROUNDS, compareAndSwap, holderOf, isOurs, landedLock, lockErrorOf, lockSecretName, type HeldValue, type LockContext, type SwapOutcome } from './lock-value.ts';
 
 /** Extends `lock` to `ttlMs` from now while it is still ours; undefined when it is lost. */
 export async function refreshLock(context: LockContext, path: string, lock: HeldLock, ttlMs: number): Promise<HeldLock | undefined> {

@@ -12,25 +12,25 @@
 // - GetSecretValue of a staging label no version carries: proves the read-back is allowed
 //   (ResourceNotFoundException) without fetching the current secret.
 // - UpdateSecretVersionStage removing that same label from the AWSCURRENT version, which does not
-//   carry it: the fenced write moves AWSCURRENT with this action (fence.ts), and a denial there,
+//   carry it: the fenced write moves AWSCURRENT with this action (write-fenced.ts), and a denial there,
 //   after the roll, would leave the new secret durable but not current. AWS checks IAM, then
 //   refuses the request or has nothing to remove; no label changes either way.
 // - TagResource keyroll:preflight=<time>: the intent marker and bookkeeping will work. Left out
 //   when the rotation engine preflights a key's primary destination (`lockAndIntentFollow`): the
 //   intent marker's own TagResource follows before the roll and proves the same action on the
 //   same secret, so a rotation does not spend the account's tag quota twice on one proof.
-//   (UntagResource is no longer used at all: a marker is cleared by overwriting it, tags.ts.)
+//   (UntagResource is no longer used at all: a marker is cleared by overwriting it, record-tags.ts.)
 // Not provable without a change: KMS encryption with the secret's key (AWS refuses the reused
 // token before encrypting), and CreateSecret for a missing secret (the lock secret's creation
 // exercises CreateSecret on `<name>.keyroll-lock` right after). Resource-based secret policies
 // and SCPs are covered, since every probe is a real call on the real secret.
 import { BackendError } from '../errors.ts';
 import type { PreflightOptions, PreflightResult, StoreTarget } from '../types.ts';
-import type { LockSightings } from './lock.ts';
+import type { LockSightings } from './lock-value.ts';
 import type { SecretsManagerCalls } from './client.ts';
 import type { TargetHints } from './known.ts';
-import { currentVersionOf, describeTarget } from './metadata.ts';
-import { TAG_PREFLIGHT } from './tags.ts';
+import { currentVersionOf, describeTarget } from './records.ts';
+import { TAG_PREFLIGHT } from './record-tags.ts';
 import { isSecretArn } from './target.ts';
 
 export interface PreflightContext {

@@ -9,7 +9,7 @@
 // rather than after a PutSecretValue that would answer ResourceNotFound: still one call before the
 // value is durable, and a put follows when it exists after all.
 // This is the unfenced write (fallbacks, direct callers): its put makes the version AWSCURRENT at
-// once. The fenced write of a destination under its lock (fence.ts) sends the same
+// once. The fenced write of a destination under its lock (write-fenced.ts) sends the same
 // first request with a staging label of its own instead, and moves AWSCURRENT after it.
 import { createHash } from 'node:crypto';
 import { BackendError } from '../errors.ts';
@@ -19,7 +19,7 @@ import type { AttemptLog } from '../attempts.ts';
 import type { SecretsManagerCalls } from './client.ts';
 import type { TargetHints } from './known.ts';
 import { isSecretArn, mayCreateSecret } from './target.ts';
-import { creationTags } from './tags.ts';
+import { creationTags } from './record-tags.ts';
 
 export interface WriteContext {
   calls: SecretsManagerCalls;
@@ -150,7 +150,7 @@ export async function readSecret(context: Pick<WriteContext, 'calls'>, target: S
 
 /**
  * The value the latest write replaced: AWSPREVIOUS, which AWS moves to the version AWSCURRENT left
- * on every change of AWSCURRENT, the unfenced put's and the fenced write's move alike (fence.ts).
+ * on every change of AWSCURRENT, the unfenced put's and the fenced write's move alike (write-fenced.ts).
  * A fenced write refused before its move changed neither label. Undefined when the secret has had
  * only one value (or none).
  */

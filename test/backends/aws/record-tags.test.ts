@@ -16,7 +16,7 @@ import {
   splitTagFields,
   streakTagValue,
   unescapeTagField,
-} from '../../src/backends/aws/tags.ts';
+} from '../../../src/backends/aws/record-tags.ts';
 
 // The alphabet tag policies and other AWS services accept in tag values.
 const PORTABLE = /^[A-Za-z0-9 _.:/=+@-]*$/;

@@ -1,6 +1,6 @@
 // keyroll's bookkeeping on the target secret's tags: the intent marker (invariant 6), the last
 // rotation with the key it stored (the active slot, invariant 10), the last drift probe and the
-// last failure (see tags.ts for the encoding), and the state read back from them.
+// last failure (see record-tags.ts for the encoding), and the state read back from them.
 // Tags change no secret version. When the target does not exist yet and the policy lets keyroll
 // create it, bookkeeping creates it empty (no value, no version): the intent marker must be
 // durable before the first roll of a brand-new destination, and the first write then adds the
@@ -15,8 +15,8 @@ import type { BackendOperation } from '../errors.ts';
 import type { FailureRecord, HeldLock, Intent, KeyState, LockInfo, ProbeRecord, RotationRecord, StoreTarget } from '../types.ts';
 import type { SecretsManagerCalls } from './client.ts';
 import type { HeldFacts, TargetHints } from './known.ts';
-import type { LockContext } from './lock.ts';
-import { LockSightings, lockSecretName, readLockInfo } from './lock.ts';
+import { readLockInfo } from './lock.ts';
+import { lockSecretName, type LockContext, type LockSightings } from './lock-value.ts';
 import {
   INTENT_CLEARED,
   TAG_FAILURE_STREAK,
@@ -40,10 +40,10 @@ import {
   probeTagValue,
   streakTagValue,
   tagMap,
-} from './tags.ts';
+} from './record-tags.ts';
 import { mayCreateSecret } from './target.ts';
 
-export interface MetadataContext {
+export interface RecordsContext {
   calls: SecretsManagerCalls;
   backendName: string;
   createIfMissing: boolean;
@@ -65,7 +65,7 @@ function isNotFound(error: unknown): boolean {
 
 /** The secret's description, or undefined when it does not exist. */
 export async function describeTarget(
-  context: Pick<MetadataContext, 'calls'> & { sightings?: LockSightings },
+  context: Pick<RecordsContext, 'calls'> & { sightings?: LockSightings },
   path: string,
   operation: BackendOperation,
 ): Promise<DescribeSecretCommandOutput | undefined> {
@@ -92,7 +92,7 @@ export function currentVersionOf(description: DescribeSecretCommandOutput): stri
  * target last seen missing is created (with the tags) at once instead of after a TagResource that
  * would answer ResourceNotFound; when it exists after all, it is tagged.
  */
-async function tagTarget(context: MetadataContext, path: string, operation: BackendOperation, tags: TagList): Promise<void> {
+async function tagTarget(context: RecordsContext, path: string, operation: BackendOperation, tags: TagList): Promise<void> {
   const mayCreate = mayCreateSecret(context.createIfMissing, path);
   if (!mayCreate || !context.targets.likelyMissing(path)) {
     try {
@@ -117,7 +117,7 @@ async function tagTarget(context: MetadataContext, path: string, operation: Back
   context.targets.seen(path, true);
 }
 
-export async function setIntent(context: MetadataContext, target: StoreTarget, intent: Intent): Promise<void> {
+export async function setIntent(context: RecordsContext, target: StoreTarget, intent: Intent): Promise<void> {
   const settle = context.held.changeIntent(target.path);
   await tagTarget(context, target.path, 'intent', [{ Key: TAG_INTENT, Value: intentTagValue(intent) }]);
   settle(intent.rotationId);
@@ -128,17 +128,17 @@ export async function setIntent(context: MetadataContext, target: StoreTarget, i
  * process holds with time left (no other runner can have changed the marker since this process
  * wrote or read it), else read (DescribeSecret).
  */
-async function markerNames(context: MetadataContext, path: string, rotationId: string): Promise<boolean> {
+async function markerNames(context: RecordsContext, path: string, rotationId: string): Promise<boolean> {
   if (context.held.intent(path) === rotationId) return true;
   const description = await describeTarget(context, path, 'intent');
   const marker = tagMap(description?.Tags).get(TAG_INTENT);
   return marker !== undefined && parseIntentTag(marker)?.rotationId === rotationId;
 }
 
-export async function clearIntent(context: MetadataContext, target: StoreTarget, rotationId: string): Promise<void> {
+export async function clearIntent(context: RecordsContext, target: StoreTarget, rotationId: string): Promise<void> {
   if (!(await markerNames(context, target.path, rotationId))) return;
   const settle = context.held.changeIntent(target.path);
-  // Overwritten with the empty value, as the finish step does (tags.ts): no UntagResource.
+  // Overwritten with the empty value, as the finish step does (record-tags.ts): no UntagResource.
   await context.calls.tagResource('intent', target.path, [{ Key: TAG_INTENT, Value: INTENT_CLEARED }]);
   settle(null);
 }
@@ -152,7 +152,7 @@ function releaseTag(lock: HeldLock | undefined): { Key: string; Value: string } 
   return value === undefined ? undefined : { Key: TAG_LOCK_RELEASED, Value: value };
 }
 
-function noteReleased(context: MetadataContext, path: string, lock: HeldLock | undefined, tag: { Value: string } | undefined): void {
+function noteReleased(context: RecordsContext, path: string, lock: HeldLock | undefined, tag: { Value: string } | undefined): void {
   if (lock === undefined || tag === undefined) return;
   context.sightings.sawReleaseMark(lockSecretName(path), tag.Value);
   context.held.released(path, lock);
@@ -165,7 +165,7 @@ function noteReleased(context: MetadataContext, path: string, lock: HeldLock | u
  * the finish is one change.
  */
 export async function recordRotation(
-  context: MetadataContext,
+  context: RecordsContext,
   target: StoreTarget,
   rotation: RotationRecord,
   options: { clearIntent?: boolean; releaseLock?: HeldLock } = {},
@@ -196,14 +196,14 @@ export async function recordRotation(
  * carry the record would be a change nobody asked for. A missing target is KR_BACKEND_NOT_FOUND
  * (the caller treats the record as best effort).
  */
-export async function recordProbe(context: MetadataContext, target: StoreTarget, probe: ProbeRecord, options: { releaseLock?: HeldLock } = {}): Promise<void> {
+export async function recordProbe(context: RecordsContext, target: StoreTarget, probe: ProbeRecord, options: { releaseLock?: HeldLock } = {}): Promise<void> {
   const release = releaseTag(options.releaseLock);
   await context.calls.tagResource('record', target.path, [{ Key: TAG_LAST_PROBE, Value: probeTagValue(probe) }, ...(release === undefined ? [] : [release])]);
   context.targets.seen(target.path, true);
   noteReleased(context, target.path, options.releaseLock, release);
 }
 
-export async function recordFailure(context: MetadataContext, target: StoreTarget, failure: FailureRecord): Promise<void> {
+export async function recordFailure(context: RecordsContext, target: StoreTarget, failure: FailureRecord): Promise<void> {
   await tagTarget(context, target.path, 'record', [
     { Key: TAG_LAST_FAILURE, Value: failureTagValue(failure) },
     { Key: TAG_FAILURE_STREAK, Value: streakTagValue(failure) },
@@ -214,9 +214,9 @@ export async function recordFailure(context: MetadataContext, target: StoreTarge
  * The key's state. The lock is read unless this process holds it with time left: then it is the
  * lock this process took (no other runner can have changed it before its expiry). `status`,
  * `plan` and the due-ness check before the lock hold no lock, so they read it. Under the lock, the
- * version AWSCURRENT is on is kept as the fenced write's compare-and-swap base (fence.ts).
+ * version AWSCURRENT is on is kept as the fenced write's compare-and-swap base (write-fenced.ts).
  */
-export async function readState(context: MetadataContext, lock: LockContext, target: StoreTarget): Promise<KeyState> {
+export async function readState(context: RecordsContext, lock: LockContext, target: StoreTarget): Promise<KeyState> {
   const held = context.held.lock(target.path);
   const keep = context.held.observeIntent(target.path);
   const keepCurrent = context.held.observeCurrent(target.path);

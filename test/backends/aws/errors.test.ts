@@ -5,12 +5,12 @@
 import { inspect } from 'node:util';
 import nock from 'nock';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { Secret } from '../../src/audit/secret.ts';
-import { AwsBackendConfig } from '../../src/backends/aws/config.ts';
-import { toBackendError } from '../../src/backends/aws/errors.ts';
-import { createAwsBackend } from '../../src/backends/aws/index.ts';
-import { BackendError } from '../../src/backends/errors.ts';
-import type { Backend, StoreTarget } from '../../src/backends/types.ts';
+import { Secret } from '../../../src/audit/secret.ts';
+import { AwsBackendConfig } from '../../../src/backends/aws/config.ts';
+import { toBackendError } from '../../../src/backends/aws/errors.ts';
+import { createAwsBackend } from '../../../src/backends/aws/index.ts';
+import { BackendError } from '../../../src/backends/errors.ts';
+import type { Backend, StoreTarget } from '../../../src/backends/types.ts';
 
 function sdkError(name: string, status?: number, extra: Record<string, unknown> = {}): Error {
   return Object.assign(new Error(`${name} happened`), { name, ...(status === undefined ? {} : { $metadata: { httpStatusCode: status } }), ...extra });

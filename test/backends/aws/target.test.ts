@@ -1,9 +1,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { lockSecretName } from '../../src/backends/aws/lock.ts';
-import { checkTargetPath, isSecretArn, secretNameOf } from '../../src/backends/aws/target.ts';
-import { clientRequestToken } from '../../src/backends/aws/write.ts';
-import { BackendError } from '../../src/backends/errors.ts';
+import { lockSecretName } from '../../../src/backends/aws/lock-value.ts';
+import { checkTargetPath, isSecretArn, secretNameOf } from '../../../src/backends/aws/target.ts';
+import { clientRequestToken } from '../../../src/backends/aws/write.ts';
+import { BackendError } from '../../../src/backends/errors.ts';
 
 const ARN = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:prod/api/key-AbC123';
 

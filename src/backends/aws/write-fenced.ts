@@ -33,8 +33,8 @@ import { BackendError } from '../errors.ts';
 import { renderText } from '../render.ts';
 import type { SecretRecord, StoreTarget, WriteFence, WriteResult } from '../types.ts';
 import type { HeldFacts } from './known.ts';
-import { MAX_ROUNDS, isOurs, lockSecretName, readCurrentLock, type CurrentLock, type LockContext } from './lock.ts';
-import { currentVersionOf, describeTarget } from './metadata.ts';
+import { MAX_ROUNDS, isOurs, lockSecretName, readCurrentLock, type CurrentLock, type LockContext } from './lock-value.ts';
+import { currentVersionOf, describeTarget } from './records.ts';
 import { clientRequestToken, putOrCreate, readVersion, tokenInUse, type WriteContext } from './write.ts';
 
 /** The label a fenced write's version carries until AWSCURRENT is moved to it. */
