@@ -27,7 +27,7 @@ import { dashboardObject } from '../src/monitoring/dashboard.ts';
 import { Daemon } from '../src/daemon/daemon.ts';
 import { signTriggerRequest } from '../src/scheduler/trigger-auth.ts';
 import { startReceiver } from '../test/alerts/receiver.ts';
-import { secretScanningWebhook, startFakeGithub } from '../test/leaks/github-fake.ts';
+import { secretScanningWebhook, startFakeGithub } from '../test/leaks/github/fake-github.ts';
 import { renderDashboardHtml, type PanelData } from './lib/dashboard-html.ts';
 
 const { values } = parseArgs({ options: { minutes: { type: 'string', default: '8' }, out: { type: 'string', default: 'docs/images/dashboard.png' } } });

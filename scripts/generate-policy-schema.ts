@@ -1,5 +1,5 @@
 // Writes config/policy.schema.json from the zod policy schema (`npm run schema:policy`).
-// test/policy/schema-drift.test.ts fails when the committed file differs from this output.
+// test/policy/json-schema.test.ts fails when the committed file differs from this output.
 import { writeFile } from 'node:fs/promises';
 import { policyJsonSchemaText } from '../src/policy/json-schema.ts';
 

@@ -2,7 +2,7 @@
 // error, because a misspelt `maxAge` silently ignored would leave a key unrotated), and `Policy`
 // is what the rest of keyroll reads, with defaults merged into every key and durations in ms.
 // The JSON Schema in config/policy.schema.json is generated from `PolicyDocument`
-// (scripts/generate-policy-schema.ts); test/policy/schema-drift.test.ts keeps them equal.
+// (scripts/generate-policy-schema.ts); test/policy/json-schema.test.ts keeps them equal.
 import { z } from 'zod';
 import { AlertSinkConfig } from '../alerts/config.ts';
 import { BackendConfig } from '../backends/config.ts';

@@ -10,7 +10,7 @@ import type { Daemon } from '../../src/daemon/daemon.ts';
 import { MAX_TRIGGER_BODY_BYTES } from '../../src/scheduler/trigger.ts';
 import { signTriggerRequest } from '../../src/scheduler/trigger-auth.ts';
 import { join } from 'node:path';
-import { keyYaml, postTrigger, signedHeaders, startDaemonBench, TRIGGER_KEYS, TRIGGER_SECRET, type DaemonBench } from './support.ts';
+import { keyYaml, postTrigger, signedHeaders, startDaemonBench, TRIGGER_KEYS, TRIGGER_SECRET, type DaemonBench } from '../daemon/support.ts';
 
 const BILLING = 'key_demo_billing';
 const SEARCH = 'key_demo_search';

@@ -1,12 +1,12 @@
-// The daemon bench of test/scheduler/support.ts with the GitHub intake enabled against the fake.
+// The daemon bench of test/daemon/support.ts with the GitHub intake enabled against the fake.
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach } from 'vitest';
 import { sign } from '@octokit/webhooks-methods';
-import type { Daemon } from '../../src/daemon/daemon.ts';
-import type { DaemonOptions } from '../../src/daemon/options.ts';
-import { BOB_TRIGGER_SECRET, keyYaml, METRICS_TOKEN, policyYaml, postTrigger, TRIGGER_SECRET, type DaemonBench } from '../scheduler/support.ts';
-import { startDaemonBench } from '../scheduler/support.ts';
-import { startFakeGithub, type FakeGithub } from './github-fake.ts';
+import type { Daemon } from '../../../src/daemon/daemon.ts';
+import type { DaemonOptions } from '../../../src/daemon/options.ts';
+import { BOB_TRIGGER_SECRET, keyYaml, METRICS_TOKEN, policyYaml, postTrigger, TRIGGER_SECRET, type DaemonBench } from '../../daemon/support.ts';
+import { startDaemonBench } from '../../daemon/support.ts';
+import { startFakeGithub, type FakeGithub } from './fake-github.ts';
 
 export const GITHUB_WEBHOOK_SECRET = 'github-webhook-secret-for-the-leak-intake-tests';
 export const BILLING = 'key_demo_billing';

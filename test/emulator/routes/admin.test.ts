@@ -1,6 +1,6 @@
 // The /_emulator/ admin routes (enabled with faultInjection): faults, key facts, secret checks.
 import { afterEach, describe, expect, it } from 'vitest';
-import { OWNER, dataOf, expectError, startTestEmulator, type EmulatorEnv } from './support.ts';
+import { OWNER, dataOf, expectError, startTestEmulator, type EmulatorEnv } from '../support.ts';
 
 let env: EmulatorEnv | undefined;
 afterEach(async () => {

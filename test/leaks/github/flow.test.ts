@@ -3,10 +3,10 @@
 // (401) -> the alert resolved as revoked naming the rotation; and no output carries the leaked
 // or the new value.
 import { beforeEach, describe, expect, it } from 'vitest';
-import { expectNoSecrets } from '../cli/harness.ts';
-import type { DaemonBench } from '../scheduler/support.ts';
-import { secretScanningWebhook, type FakeGithub } from './github-fake.ts';
-import { BILLING, deliver, GITHUB_WEBHOOK_SECRET, intakePolicy, startWithIntake, storeFirstSecret, useGithubBench } from './github-support.ts';
+import { expectNoSecrets } from '../../cli/harness.ts';
+import type { DaemonBench } from '../../daemon/support.ts';
+import { secretScanningWebhook, type FakeGithub } from './fake-github.ts';
+import { BILLING, deliver, GITHUB_WEBHOOK_SECRET, intakePolicy, startWithIntake, storeFirstSecret, useGithubBench } from './support.ts';
 
 const benches = useGithubBench();
 let bench: DaemonBench;

@@ -3,11 +3,11 @@
 // several alerts for one key while its leak rotation runs become one rotation.
 import { randomBytes, randomUUID } from 'node:crypto';
 import { beforeEach, describe, expect, it } from 'vitest';
-import type { Backend } from '../../src/backends/types.ts';
-import { wrapBackend } from '../rotation/harness.ts';
-import { createGate, keyYaml, postTrigger, type DaemonBench } from '../scheduler/support.ts';
-import { secretScanningWebhook, type FakeGithub } from './github-fake.ts';
-import { BILLING, deliver, intakePolicy, startWithIntake, storeFirstSecret, until, useGithubBench } from './github-support.ts';
+import type { Backend } from '../../../src/backends/types.ts';
+import { wrapBackend } from '../../rotation/harness.ts';
+import { createGate, keyYaml, postTrigger, type DaemonBench } from '../../daemon/support.ts';
+import { secretScanningWebhook, type FakeGithub } from './fake-github.ts';
+import { BILLING, deliver, intakePolicy, startWithIntake, storeFirstSecret, until, useGithubBench } from './support.ts';
 
 const benches = useGithubBench();
 let bench: DaemonBench;

@@ -2,7 +2,7 @@
 // emulator and a file backend (test/cli/harness.ts), stopped and reloaded with real signals.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { eventsNamed, nextEvent, openFileBackend, policyYaml, storedSecret, TARGETS, useCliFixture, type RunningCli } from '../cli/harness.ts';
+import { eventsNamed, nextEvent, openFileBackend, policyYaml, storedSecret, TARGETS, useCliFixture, type RunningCli } from './harness.ts';
 
 // The emulator's `delay` fault waits on this gate, so the test decides when the delayed roll answers.
 let delayReached = Promise.withResolvers<undefined>();

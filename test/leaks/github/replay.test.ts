@@ -9,11 +9,11 @@ import { join } from 'node:path';
 import { sign } from '@octokit/webhooks-methods';
 import { Pool } from 'undici';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { REPLAY_RECORD_FILES } from '../../src/inbound/replay-records.ts';
-import type { Daemon } from '../../src/daemon/daemon.ts';
-import { postTrigger, type DaemonBench } from '../scheduler/support.ts';
-import { secretScanningWebhook, type FakeGithub } from './github-fake.ts';
-import { BILLING, deliver, GITHUB_WEBHOOK_SECRET, intakePolicy, startWithIntake, useGithubBench } from './github-support.ts';
+import { REPLAY_RECORD_FILES } from '../../../src/inbound/replay-records.ts';
+import type { Daemon } from '../../../src/daemon/daemon.ts';
+import { postTrigger, type DaemonBench } from '../../daemon/support.ts';
+import { secretScanningWebhook, type FakeGithub } from './fake-github.ts';
+import { BILLING, deliver, GITHUB_WEBHOOK_SECRET, intakePolicy, startWithIntake, useGithubBench } from './support.ts';
 
 const benches = useGithubBench();
 let bench: DaemonBench;

@@ -1,7 +1,7 @@
 // POST /oauth/token: the client-credentials grant the emulator adds so keyroll's OAuth2
 // credential can be exercised; answers follow RFC 6749, tokens expire on the injected clock.
 import { afterEach, describe, expect, it } from 'vitest';
-import { dataOf, expectError, startTestEmulator, type Answer, type EmulatorEnv } from './support.ts';
+import { dataOf, expectError, startTestEmulator, type Answer, type EmulatorEnv } from '../support.ts';
 
 const CLIENT = { client_id: 'demo-keyroll-client', client_secret: 'demo-keyroll-client-secret' };
 

@@ -4,11 +4,11 @@
 // command that finishes the job, since GitGuardian's event carries no secret value.
 import { createHmac } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Secret } from '../../src/audit/secret.ts';
-import { checkGitguardianSignature, GITGUARDIAN_MAX_SKEW_SECONDS } from '../../src/leaks/gitguardian/signature.ts';
-import type { Daemon } from '../../src/daemon/daemon.ts';
-import { expectNoSecrets } from '../cli/harness.ts';
-import { keyYaml, policyYaml, startDaemonBench, type DaemonBench } from '../scheduler/support.ts';
+import { Secret } from '../../../src/audit/secret.ts';
+import { checkGitguardianSignature, GITGUARDIAN_MAX_SKEW_SECONDS } from '../../../src/leaks/gitguardian/signature.ts';
+import type { Daemon } from '../../../src/daemon/daemon.ts';
+import { expectNoSecrets } from '../../cli/harness.ts';
+import { keyYaml, policyYaml, startDaemonBench, type DaemonBench } from '../../daemon/support.ts';
 
 const TOKEN = 'gitguardian-signature-token-for-the-tests-42';
 const BILLING = 'key_demo_billing';
