@@ -1,11 +1,34 @@
-// Trigger keys of at least 32 bytes (issue 12, section 3): a shorter HMAC key is refused when the
-// daemon starts (exit 2, naming the caller and the reference, never the key) and on reload.
+// The trigger's keys: --trigger-key NAME=REF entries, and keys of at least 32 bytes (issue 12,
+// section 3): a shorter HMAC key is refused when the daemon starts (exit 2, naming the caller and
+// the reference, never the key) and on reload.
 import { describe, expect, it } from 'vitest';
 import { UsageError } from '../../src/errors.ts';
-import { MIN_TRIGGER_KEY_BYTES, resolveTriggerKeys } from '../../src/scheduler/trigger-keys.ts';
+import { MIN_TRIGGER_KEY_BYTES, parseTriggerKeys, resolveTriggerKeys } from '../../src/scheduler/trigger-keys.ts';
 import { useCliFixture } from '../cli/harness.ts';
 
 const SHORT_KEY = 'k'.repeat(MIN_TRIGGER_KEY_BYTES - 1);
+
+describe('--trigger-key NAME=REF', () => {
+  it('reads one caller per entry', () => {
+    expect(parseTriggerKeys(['alice=file:/run/keys/alice', 'ci-bot=env:CI_BOT_KEY'])).toEqual([
+      { caller: 'alice', ref: 'file:/run/keys/alice' },
+      { caller: 'ci-bot', ref: 'env:CI_BOT_KEY' },
+    ]);
+  });
+
+  it('refuses a literal key, a missing name, a bad name or a repeated caller, without echoing the entry', () => {
+    for (const entries of [['alice=s3cr3t-literal-value'], ['=env:KEY'], ['env:KEY'], ['al ice=env:KEY'], ['alice=env:A', 'alice=env:B']]) {
+      let error: unknown;
+      try {
+        parseTriggerKeys(entries);
+      } catch (caught) {
+        error = caught;
+      }
+      expect(error, entries.join(' ')).toMatchObject({ code: 'KR_USAGE' });
+      expect((error as Error).message).not.toContain('s3cr3t');
+    }
+  });
+});
 
 describe('trigger key length', () => {
   it('refuses a 31-byte key as a configuration error, without echoing it', async () => {

@@ -1,41 +1,8 @@
-// Small daemon parts with rules of their own: --listen parsing, schedule grouping, and trigger
-// key selection.
+// The trigger's request body (src/scheduler/trigger-request.ts): exactly one of keys, org or all,
+// and which keys it selects.
 import { describe, expect, it } from 'vitest';
-import { groupSchedules } from '../../src/scheduler/schedule.ts';
-import { parseListenAddress } from '../../src/daemon/server.ts';
 import { selectTriggerKeys, TriggerRequest } from '../../src/scheduler/trigger-request.ts';
 import { keyPolicy } from '../rotation/harness.ts';
-
-describe('parseListenAddress', () => {
-  it('reads host:port, bracketed IPv6, a bare port (loopback) and :port (every IPv4 interface)', () => {
-    expect(parseListenAddress('0.0.0.0:8080')).toEqual({ host: '0.0.0.0', port: 8080 });
-    expect(parseListenAddress('[::]:9000')).toEqual({ host: '::', port: 9000 });
-    expect(parseListenAddress('localhost:0')).toEqual({ host: 'localhost', port: 0 });
-    expect(parseListenAddress('8080')).toEqual({ host: '127.0.0.1', port: 8080 });
-    expect(parseListenAddress(':8080')).toEqual({ host: '0.0.0.0', port: 8080 });
-  });
-
-  it('refuses anything else as a usage error (exit 2)', () => {
-    for (const text of ['', 'host', '1.2.3.4:', '1.2.3.4:70000', '::1:8080', 'http://0.0.0.0:8080']) {
-      expect(() => parseListenAddress(text), text).toThrow(expect.objectContaining({ code: 'KR_USAGE' }) as unknown);
-    }
-  });
-});
-
-describe('groupSchedules', () => {
-  it('makes one group per pattern and zone, in policy order, and leaves keys without a schedule to the sweep', () => {
-    const keys = [
-      keyPolicy('a', 'o', { schedule: '0 3 * * 1' }),
-      keyPolicy('b', 'o', { schedule: '0 3 * * 1', timezone: 'Europe/Berlin' }),
-      keyPolicy('c', 'o', { schedule: '0 3 * * 1' }),
-      keyPolicy('d', 'o'),
-    ];
-    expect(groupSchedules(keys)).toEqual([
-      { pattern: '0 3 * * 1', timezone: 'UTC', keyIds: ['a', 'c'] },
-      { pattern: '0 3 * * 1', timezone: 'Europe/Berlin', keyIds: ['b'] },
-    ]);
-  });
-});
 
 describe('trigger request', () => {
   const keys = [keyPolicy('k1', 'org_a'), keyPolicy('k2', 'org_b'), keyPolicy('k3', 'org_a')];

@@ -1,11 +1,11 @@
-// Seed loading and the state accessors tests rely on.
+// Seed loading (src/emulator/seed.ts): the default seed, a seed file, and the refusals that name
+// where a seed is wrong.
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { EmulatorSeedError, EmulatorUnknownEntityError } from '../../src/emulator/errors.ts';
+import { EmulatorSeedError } from '../../src/emulator/errors.ts';
 import { DEFAULT_SEED_PATH, loadEmulatorSeed, parseEmulatorSeed, type EmulatorSeed } from '../../src/emulator/seed.ts';
-import { EmulatorState } from '../../src/emulator/state.ts';
 
 const MINIMAL: EmulatorSeed = {
   organizations: [{ id: 'org_a', slug: 'a', name: 'A', plan: 'starter' }],
@@ -79,48 +79,5 @@ describe('emulator seed', () => {
 
   it('a missing seed file is a seed error naming the file', async () => {
     await expect(loadEmulatorSeed('/nonexistent/seed.yaml')).rejects.toMatchObject({ code: 'KR_EMULATOR_SEED_INVALID', source: '/nonexistent/seed.yaml' });
-  });
-});
-
-describe('emulator state', () => {
-  it('mints random secrets in the kmk_live_ format at every start', () => {
-    const a = new EmulatorState(parseEmulatorSeed(MINIMAL, 'a'));
-    const b = new EmulatorState(parseEmulatorSeed(MINIMAL, 'b'));
-    expect(a.currentSecret('key_a')).toMatch(/^kmk_live_[A-Za-z0-9_-]{40}$/);
-    expect(a.currentSecret('key_a')).not.toBe(b.currentSecret('key_a'));
-  });
-
-  it('seeded keys carry their plan rate; an explicit rate wins', () => {
-    const state = new EmulatorState(parseEmulatorSeed({ ...MINIMAL, apiKeys: [...(MINIMAL.apiKeys ?? []), { id: 'key_old', name: 'old', organizationId: 'org_a', rateLimitPerMinute: 10 }] }, 's'));
-    expect(state.apiKey('key_a').rateLimitPerMinute).toBe(600);
-    expect(state.apiKey('key_old').rateLimitPerMinute).toBe(10);
-  });
-
-  it('revokeKey kills the current secret without rolling; a later roll brings a live one', () => {
-    const state = new EmulatorState(parseEmulatorSeed(MINIMAL, 's'));
-    const secret = state.currentSecret('key_a');
-    state.revokeKey('key_a');
-    expect(state.isLiveSecret('key_a', secret)).toBe(false);
-    expect(state.keyForSecret(secret)).toBeUndefined();
-    expect(state.rollCount('key_a')).toBe(0);
-    const fresh = state.rollKey('key_a');
-    expect(state.isLiveSecret('key_a', fresh)).toBe(true);
-    expect(state.mintedSecrets()).toEqual([secret, fresh]);
-    expect(state.totalRolls()).toBe(1);
-  });
-
-  it('addApiKey returns a working secret for the new key', () => {
-    const state = new EmulatorState(parseEmulatorSeed(MINIMAL, 's'));
-    const added = state.addApiKey({ name: 'extra', organizationId: 'org_a' });
-    expect(state.keyForSecret(added.secret)?.id).toBe(added.id);
-    expect(state.isLiveSecret('key_a', added.secret)).toBe(false);
-  });
-
-  it('asking about an unknown key is a typed error, not a silent zero', () => {
-    const state = new EmulatorState(parseEmulatorSeed(MINIMAL, 's'));
-    expect(() => state.rollCount('key_nope')).toThrow(EmulatorUnknownEntityError);
-    expect(() => {
-      state.setPlan('org_nope', 'pro');
-    }).toThrow(EmulatorUnknownEntityError);
   });
 });
