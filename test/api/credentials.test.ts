@@ -1,22 +1,14 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { refCredential, staticCredential } from '../../src/api/credentials.ts';
 import { ApiError } from '../../src/api/errors.ts';
 import { Secret } from '../../src/audit/secret.ts';
 import { RefError } from '../../src/refs/secret-ref.ts';
+import { useTempDir } from '../support/temp-dir.ts';
 import { mockApi } from './mock-api.ts';
 
-let dir: string;
-
-beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'keyroll-cred-'));
-});
-
-afterEach(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
+const dir = useTempDir('keyroll-cred-');
 
 describe('staticCredential', () => {
   it('hands out the same Secret and describes itself without the value', async () => {
@@ -29,7 +21,7 @@ describe('staticCredential', () => {
 
 describe('refCredential', () => {
   it('re-reads a file reference on every call so a rotated Kubernetes token is picked up', async () => {
-    const path = join(dir, 'token');
+    const path = join(dir.path(), 'token');
     await writeFile(path, 'first-mounted-token\n');
     const provider = refCredential(`file:${path}`);
     expect((await provider.token()).reveal()).toBe('first-mounted-token');
@@ -42,7 +34,7 @@ describe('refCredential', () => {
   });
 
   it('names the reference, not a value, when the file cannot be read', async () => {
-    const ref = `file:${join(dir, 'missing')}`;
+    const ref = `file:${join(dir.path(), 'missing')}`;
     const error = await refCredential(ref).token().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RefError);
     expect((error as RefError).ref).toBe(ref);
@@ -52,7 +44,7 @@ describe('refCredential', () => {
 
 describe('ApiClient with an unreadable credential', () => {
   it('fails with KR_API_CREDENTIAL_UNAVAILABLE naming the reference, before any request', async () => {
-    const ref = `file:${join(dir, 'gone')}`;
+    const ref = `file:${join(dir.path(), 'gone')}`;
     const api = mockApi({ credentials: refCredential(ref) });
     const error = await api.client.listProjects({ limit: 1 }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ApiError);
@@ -64,7 +56,7 @@ describe('ApiClient with an unreadable credential', () => {
   });
 
   it('sends the file content that is current at call time as the bearer', async () => {
-    const path = join(dir, 'token');
+    const path = join(dir.path(), 'token');
     await writeFile(path, 'rotated-bearer-token-a');
     const api = mockApi({ credentials: refCredential(`file:${path}`) });
     const page = { success: true, data: [], pagination: { nextCursor: null, hasMore: false } };

@@ -1,8 +1,6 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { backendFactories, createBackend } from '../../src/backends/registry.ts';
+import { createTempDir } from '../support/temp-dir.ts';
 
 describe('backend registry', () => {
   it('has a loader for every backend kind', () => {
@@ -10,13 +8,13 @@ describe('backend registry', () => {
   });
 
   it('builds a file backend under the policy name', async () => {
-    const directory = await mkdtemp(join(tmpdir(), 'keyroll-registry-'));
+    const directory = await createTempDir('keyroll-registry-');
     try {
-      const backend = await createBackend('local', { kind: 'file', directory });
+      const backend = await createBackend('local', { kind: 'file', directory: directory.path });
       expect(backend).toMatchObject({ kind: 'file', name: 'local' });
       await backend.close();
     } finally {
-      await rm(directory, { recursive: true, force: true });
+      await directory.remove();
     }
   });
 

@@ -5,8 +5,7 @@
 // minted and for keyroll's own token (invariant 3).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, expect } from 'vitest';
@@ -15,6 +14,7 @@ import { createBackend } from '../../src/backends/registry.ts';
 import type { Backend, StoreTarget } from '../../src/backends/types.ts';
 import { startEmulator, type RunningEmulator, type StartEmulatorOptions } from '../../src/emulator/server.ts';
 import { startReceiver, type Receiver } from '../alerts/receiver.ts';
+import { useTempDir } from '../support/temp-dir.ts';
 
 export const ENTRY = fileURLToPath(new URL('../../src/cli/entry.ts', import.meta.url));
 export const BIN = fileURLToPath(new URL('../../bin/keyroll', import.meta.url));
@@ -188,9 +188,10 @@ export interface CliFixture {
  * test, and the leak scan over everything the test's CLI runs printed.
  */
 export function useCliFixture(emulatorOptions: StartEmulatorOptions = {}): CliFixture {
+  // Registered before the hooks below: the directory exists when they start, and goes after they end.
+  const temp = useTempDir('keyroll-cli-');
   let emulator: RunningEmulator | undefined;
   let receiver: Receiver | undefined;
-  let dir: string | undefined;
   let outputs: string[] = [];
   let extraSecrets: string[] = [];
   const need = <T>(value: T | undefined, what: string): T => {
@@ -199,7 +200,6 @@ export function useCliFixture(emulatorOptions: StartEmulatorOptions = {}): CliFi
   };
 
   beforeEach(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'keyroll-cli-'));
     emulator = await startEmulator({ port: 0, ...emulatorOptions });
     receiver = await startReceiver();
     outputs = [];
@@ -216,10 +216,8 @@ export function useCliFixture(emulatorOptions: StartEmulatorOptions = {}): CliFi
     } finally {
       await emulator?.close();
       await receiver?.close();
-      if (dir) await rm(dir, { recursive: true, force: true });
       emulator = undefined;
       receiver = undefined;
-      dir = undefined;
     }
   });
 
@@ -231,10 +229,10 @@ export function useCliFixture(emulatorOptions: StartEmulatorOptions = {}): CliFi
       return need(receiver, 'the alert receiver');
     },
     get dir() {
-      return need(dir, 'the temp dir');
+      return temp.path();
     },
     get secretsDir() {
-      return join(need(dir, 'the temp dir'), 'secrets');
+      return join(temp.path(), 'secrets');
     },
     writePolicy: async (overrides = {}, name = 'policy.yaml') =>
       fixture.writeFile(name, policyYaml({ baseUrl: fixture.emulator.url, alertUrl: `${fixture.receiver.url}/alerts`, ...overrides })),

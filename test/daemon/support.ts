@@ -1,8 +1,7 @@
 // A daemon test bench: the emulator over real loopback HTTP, a policy file and a file backend in a
 // temp dir, a memory audit log and a recording alerter. The daemon is started in-process with the
 // emulator's owner token, so the tests exercise everything but the process boundary.
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { staticCredential } from '../../src/api/credentials.ts';
 import { createMemoryAuditLog, type AuditRecord, type MemoryAuditLog } from '../../src/audit/logger.ts';
@@ -16,6 +15,7 @@ import { signTriggerRequest } from '../../src/scheduler/trigger-auth.ts';
 import type { TriggerKeySpec } from '../../src/scheduler/trigger-keys.ts';
 import { expectNoSecrets } from '../cli/harness.ts';
 import { RecordingAlerter } from '../rotation/harness.ts';
+import { createTempDir } from '../support/temp-dir.ts';
 
 export const ORG = 'org_demo_acme';
 export const OWNER_TOKEN = 'demo-owner-token';
@@ -81,7 +81,8 @@ export interface DaemonBench {
 
 export async function startDaemonBench(emulatorOptions: StartEmulatorOptions = {}): Promise<DaemonBench> {
   const emulator = await startEmulator({ port: 0, ...emulatorOptions });
-  const dir = await mkdtemp(join(tmpdir(), 'keyroll-daemon-'));
+  const temp = await createTempDir('keyroll-daemon-');
+  const dir = temp.path;
   const secretsDir = join(dir, 'secrets');
   const policyFile = join(dir, 'policy.yaml');
   const stateDir = join(dir, 'state');
@@ -128,7 +129,7 @@ export async function startDaemonBench(emulatorOptions: StartEmulatorOptions = {
         expectNoSecrets([...audit.lines, ...alerter.alerts.map((a) => JSON.stringify(a))], [...emulator.state.mintedSecrets(), OWNER_TOKEN, TRIGGER_SECRET, BOB_TRIGGER_SECRET, METRICS_TOKEN]);
       } finally {
         await emulator.close();
-        await rm(dir, { recursive: true, force: true });
+        await temp.remove();
       }
     },
   };

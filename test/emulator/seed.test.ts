@@ -1,11 +1,11 @@
 // Seed loading (src/emulator/seed.ts): the default seed, a seed file, and the refusals that name
 // where a seed is wrong.
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { EmulatorSeedError } from '../../src/emulator/errors.ts';
 import { DEFAULT_SEED_PATH, loadEmulatorSeed, parseEmulatorSeed, type EmulatorSeed } from '../../src/emulator/seed.ts';
+import { createTempDir } from '../support/temp-dir.ts';
 
 const MINIMAL: EmulatorSeed = {
   organizations: [{ id: 'org_a', slug: 'a', name: 'A', plan: 'starter' }],
@@ -21,12 +21,6 @@ function seedError(raw: unknown): EmulatorSeedError {
   }
   throw new Error('expected the seed to be refused');
 }
-
-let tempDir: string | undefined;
-afterEach(async () => {
-  if (tempDir !== undefined) await rm(tempDir, { recursive: true, force: true });
-  tempDir = undefined;
-});
 
 describe('emulator seed', () => {
   it('the default seed has what the docs promise: enterprise and free/downgraded orgs, demo principals, demo keys, a consent project', async () => {
@@ -44,10 +38,14 @@ describe('emulator seed', () => {
   });
 
   it('loads a JSON seed from a file', async () => {
-    tempDir = await mkdtemp(join(tmpdir(), 'keyroll-seed-'));
-    const path = join(tempDir, 'seed.json');
-    await writeFile(path, JSON.stringify(MINIMAL));
-    expect((await loadEmulatorSeed(path)).apiKeys[0]?.id).toBe('key_a');
+    const dir = await createTempDir('keyroll-seed-');
+    try {
+      const path = join(dir.path, 'seed.json');
+      await writeFile(path, JSON.stringify(MINIMAL));
+      expect((await loadEmulatorSeed(path)).apiKeys[0]?.id).toBe('key_a');
+    } finally {
+      await dir.remove();
+    }
   });
 
   it('refuses an unknown field, naming where it is', () => {

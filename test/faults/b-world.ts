@@ -1,14 +1,14 @@
 // One fault case's world: the emulator in the test process (real loopback HTTP), a loopback
 // webhook receiving every alert, a temp dir that is keyroll's working directory (the file
 // backend writes under ./secrets), and every byte keyroll printed, for the leak scan.
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Secret } from '../../src/audit/secret.ts';
 import { createBackend } from '../../src/backends/registry.ts';
 import type { Backend, StoreTarget } from '../../src/backends/types.ts';
 import { startEmulator, type RunningEmulator, type StartEmulatorOptions } from '../../src/emulator/server.ts';
 import { startReceiver, type Receiver } from '../alerts/receiver.ts';
+import { createTempDir } from '../support/temp-dir.ts';
 import { spawnKeyroll, type ChildResult, type RunningChild, type SpawnOptions } from './b-child.ts';
 import type { AlertSeen } from './record.ts';
 
@@ -94,7 +94,8 @@ export interface FaultWorld {
 }
 
 export async function openWorld(emulatorOptions: StartEmulatorOptions = {}): Promise<FaultWorld> {
-  const dir = await mkdtemp(join(tmpdir(), 'keyroll-faults-'));
+  const temp = await createTempDir('keyroll-faults-');
+  const dir = temp.path;
   const emulator = await startEmulator({ port: 0, ...emulatorOptions });
   const receiver = await startReceiver();
   const files = await createBackend('files', { kind: 'file', directory: join(dir, 'secrets') });
@@ -148,7 +149,7 @@ export async function openWorld(emulatorOptions: StartEmulatorOptions = {}): Pro
       await files.close();
       await emulator.close();
       await receiver.close();
-      await rm(dir, { recursive: true, force: true });
+      await temp.remove();
     },
   };
 }

@@ -7,14 +7,14 @@
 //
 // The cases repeat from run to run (a fixed seed); KEYROLL_FAULTS_SEED explores others, and a
 // failing case's name carries its index and kind.
-import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { EMULATOR_OPERATIONS } from '../../src/emulator/faults.ts';
 import { loadPolicy, parsePolicy } from '../../src/policy/load.ts';
 import { PolicyError, formatIssue, type PolicyIssue } from '../../src/policy/errors.ts';
+import { useTempDir } from '../support/temp-dir.ts';
 import { checkNotLeaked, recordCase } from './record.ts';
 import { ALERT_URL_PLACEHOLDER, BASE_URL_PLACEHOLDER, badPolicy, hugePolicies, type BadPolicy } from './b-bad-policies.ts';
 import { OWNER_TOKEN } from './b-child.ts';
@@ -54,13 +54,7 @@ function withinAny(line: number | undefined, ranges: readonly [number, number][]
 }
 
 describe(`malformed policies, generated (seed ${SEED}): the loader refuses each with file:line`, () => {
-  let dir = '';
-  beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'keyroll-bad-policy-'));
-  });
-  afterAll(async () => {
-    await rm(dir, { recursive: true, force: true });
-  });
+  const dir = useTempDir('keyroll-bad-policy-', 'file');
 
   it(`generates at least 200 malformed policies of many kinds`, () => {
     expect(CASES.length + HUGE.length).toBeGreaterThanOrEqual(200);
@@ -70,7 +64,7 @@ describe(`malformed policies, generated (seed ${SEED}): the loader refuses each 
 
   for (const [index, bad] of [...CASES, ...HUGE].entries()) {
     it(`#${index} ${bad.kind}`, async (ctx) => {
-      const file = join(dir, `case-${index}.yaml`);
+      const file = join(dir.path(), `case-${index}.yaml`);
       await writeFile(file, bad.text);
       const error = await refusal(file);
       const texts = [error.message, ...error.issues.map(formatIssue)];

@@ -4,8 +4,7 @@
 // case gets a fresh API key, seeded into its destination with the key's live secret, so a case's
 // roll count and copies are its own.
 import { execFile } from 'node:child_process';
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { generateIdentity, identityToRecipient } from 'age-encryption';
@@ -17,6 +16,7 @@ import { startEmulator, type RunningEmulator } from '../../src/emulator/server.t
 import type { KeyPolicy, Policy } from '../../src/policy/schema.ts';
 import { startReceiver, type Receiver } from '../alerts/receiver.ts';
 import { JSON_SHAPE, keyPolicy } from '../rotation/harness.ts';
+import { createTempDir } from '../support/temp-dir.ts';
 import type { SafetyNet } from './cases.ts';
 import type { KeyCopies } from './record.ts';
 import { startStore, type StoreKind, type StoreOptions, type StoreSide } from './stores.ts';
@@ -92,10 +92,11 @@ async function findAge(): Promise<string> {
 
 /** undefined when the store's server is unavailable outside CI (the file then skips its tests). */
 export async function startFaultBench(kind: StoreKind, options: StoreOptions = {}): Promise<FaultBench | undefined> {
-  const dir = await mkdtemp(join(tmpdir(), `keyroll-faults-${kind}-`));
+  const temp = await createTempDir(`keyroll-faults-${kind}-`);
+  const dir = temp.path;
   const store = await startStore(kind, dir, options);
   if (!store) {
-    await rm(dir, { recursive: true, force: true });
+    await temp.remove();
     return undefined;
   }
   const gate = createGate();
@@ -178,7 +179,7 @@ export async function startFaultBench(kind: StoreKind, options: StoreOptions = {
       await receiver.close();
       await fallback.close();
       await store.close();
-      await rm(dir, { recursive: true, force: true });
+      await temp.remove();
     },
   };
 }

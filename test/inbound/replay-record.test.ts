@@ -3,28 +3,21 @@
 // bounded; a missing or damaged file makes it refuse whatever was signed before it opened; a claim
 // appends one line to the file whatever the record's size, and the file is compacted so it stays
 // bounded; each source has its own record, so one filling up leaves the others alone.
-import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { claimOrRefuse, ReplayRecord, ReplayRecordError } from '../../src/inbound/replay-record.ts';
 import { REPLAY_RECORD_FILES, ReplayRecords } from '../../src/inbound/replay-records.ts';
+import { useTempDir } from '../support/temp-dir.ts';
 
 const NOW = 1_900_000_000;
 const FILE = 'replay-test.jsonl';
 /** The trigger's timestamp window. */
 const WINDOW = 300;
-let dir: string;
+const dir = useTempDir('keyroll-replay-');
 
-beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'keyroll-replay-'));
-});
-afterEach(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
-
-const open = (now = NOW, capacity?: number): Promise<ReplayRecord> => ReplayRecord.open(dir, FILE, now, capacity);
-const fileLines = async (): Promise<string[]> => (await readFile(join(dir, FILE), 'utf8')).split('\n').filter(Boolean);
+const open = (now = NOW, capacity?: number): Promise<ReplayRecord> => ReplayRecord.open(dir.path(), FILE, now, capacity);
+const fileLines = async (): Promise<string[]> => (await readFile(join(dir.path(), FILE), 'utf8')).split('\n').filter(Boolean);
 
 describe('ReplayRecord', () => {
   it('refuses an id seen before; another id is its own', async () => {
@@ -47,7 +40,7 @@ describe('ReplayRecord', () => {
     const record = await open();
     await record.claim('digest-1', NOW + 3600, NOW);
     expect(await fileLines()).toEqual([JSON.stringify({ version: 2, notBefore: NOW }), JSON.stringify(['digest-1', NOW + 3600])]);
-    expect((await stat(join(dir, FILE))).mode & 0o777).toBe(0o600);
+    expect((await stat(join(dir.path(), FILE))).mode & 0o777).toBe(0o600);
   });
 
   it('forgets entries once they expire, in memory and when read back', async () => {
@@ -80,7 +73,7 @@ describe('ReplayRecord', () => {
   });
 
   it('with a damaged record file, refuses what was signed before it opened, and still refuses the ids it could read', async () => {
-    await writeFile(join(dir, FILE), `${JSON.stringify({ version: 2, notBefore: NOW - 100 })}\n${JSON.stringify(['kept', NOW + 100])}\n{"damaged\n`);
+    await writeFile(join(dir.path(), FILE), `${JSON.stringify({ version: 2, notBefore: NOW - 100 })}\n${JSON.stringify(['kept', NOW + 100])}\n{"damaged\n`);
     const record = await open();
     expect(record.origin).toBe('unreadable');
     expect(await record.claim('n1', NOW + WINDOW, NOW, NOW - 10)).toBe('signed-before-start');
@@ -90,7 +83,7 @@ describe('ReplayRecord', () => {
   it('a last line cut short by a crash is no damage: that claim was never acknowledged', async () => {
     const first = await open();
     await first.claim('acknowledged', NOW + WINDOW, NOW, NOW);
-    await writeFile(join(dir, FILE), `${(await fileLines()).join('\n')}\n["cut-sho`);
+    await writeFile(join(dir.path(), FILE), `${(await fileLines()).join('\n')}\n["cut-sho`);
     const second = await open(NOW + 1);
     expect(second.origin).toBe('loaded');
     expect(await second.claim('acknowledged', NOW + WINDOW, NOW + 1, NOW)).toBe('replay');
@@ -110,12 +103,12 @@ describe('ReplayRecord', () => {
 
   it('appends one line per claim to the same file however large the record is', async () => {
     const filler = Array.from({ length: 5000 }, (_, i) => JSON.stringify([`filler-${String(i)}`, NOW + WINDOW]));
-    await writeFile(join(dir, FILE), `${[JSON.stringify({ version: 2, notBefore: NOW }), ...filler].join('\n')}\n`);
+    await writeFile(join(dir.path(), FILE), `${[JSON.stringify({ version: 2, notBefore: NOW }), ...filler].join('\n')}\n`);
     const record = await open();
     expect(record.size).toBe(5000);
-    const before = await stat(join(dir, FILE));
+    const before = await stat(join(dir.path(), FILE));
     await record.claim('one-more', NOW + WINDOW, NOW);
-    const after = await stat(join(dir, FILE));
+    const after = await stat(join(dir.path(), FILE));
     expect(after.ino).toBe(before.ino);
     expect(after.size - before.size).toBe(`${JSON.stringify(['one-more', NOW + WINDOW])}\n`.length);
   });
@@ -136,12 +129,12 @@ describe('ReplayRecord', () => {
 
   it('throws when the state directory cannot be made, at open (so the daemon does not start)', async () => {
     // A regular file where the directory should be: unwritable even for root.
-    await writeFile(join(dir, 'occupied'), 'not a directory');
-    await expect(ReplayRecord.open(join(dir, 'occupied', 'state'), FILE, NOW)).rejects.toBeInstanceOf(ReplayRecordError);
+    await writeFile(join(dir.path(), 'occupied'), 'not a directory');
+    await expect(ReplayRecord.open(join(dir.path(), 'occupied', 'state'), FILE, NOW)).rejects.toBeInstanceOf(ReplayRecordError);
   });
 
   it('throws when a claim cannot be written, and keeps no entry for it (the request is refused, a retry may succeed)', async () => {
-    const state = join(dir, 'state');
+    const state = join(dir.path(), 'state');
     const record = await ReplayRecord.open(state, FILE, NOW);
     await rm(state, { recursive: true });
     await writeFile(state, 'not a directory');
@@ -161,7 +154,7 @@ describe('claimOrRefuse', () => {
 
   it('is replay-record-unavailable without a record and when the record cannot be written', async () => {
     expect(await claimOrRefuse(undefined, 'delivery-1', NOW + WINDOW, NOW)).toEqual({ why: 'replay-record-unavailable' });
-    const replay = await ReplayRecord.open(join(dir, 'state'), FILE, NOW, 10);
+    const replay = await ReplayRecord.open(join(dir.path(), 'state'), FILE, NOW, 10);
     await rm(replay.dir, { recursive: true });
     await writeFile(replay.dir, 'not a directory');
     expect(await claimOrRefuse(replay, 'delivery-1', NOW + WINDOW, NOW)).toEqual({ why: 'replay-record-unavailable' });
@@ -170,7 +163,7 @@ describe('claimOrRefuse', () => {
 
 describe('ReplayRecords', () => {
   it('keeps each source in its own file with its own capacity: a full GitHub record leaves the trigger claiming', async () => {
-    const records = new ReplayRecords(dir, () => NOW, 2);
+    const records = new ReplayRecords(dir.path(), () => NOW, 2);
     const github = await records.open('github');
     const trigger = await records.open('trigger');
     expect(await records.open('github')).toBe(github);
@@ -179,7 +172,7 @@ describe('ReplayRecords', () => {
     expect(await github.claim('digest-b', NOW + 3600, NOW)).toBe('claimed');
     expect(await github.claim('digest-c', NOW + 3600, NOW)).toBe('full');
     expect(await trigger.claim('alice\nnonce-1', NOW + WINDOW, NOW, NOW)).toBe('claimed');
-    expect((await stat(join(dir, REPLAY_RECORD_FILES.github))).isFile()).toBe(true);
-    expect((await stat(join(dir, REPLAY_RECORD_FILES.trigger))).isFile()).toBe(true);
+    expect((await stat(join(dir.path(), REPLAY_RECORD_FILES.github))).isFile()).toBe(true);
+    expect((await stat(join(dir.path(), REPLAY_RECORD_FILES.trigger))).isFile()).toBe(true);
   });
 });

@@ -3,7 +3,6 @@
 // test (test/packaging/bundle.test.ts) only runs the demo (file backend); these are the chunks it
 // never loads, and bundling changes how they load (a dynamic import() of a CommonJS package gets
 // only a default export there: the AWS SDK and prom-client were each caught by such a run).
-import { rm } from 'node:fs/promises';
 import { GetSecretValueCommand } from '@aws-sdk/client-secrets-manager';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nextEvent, ORG, useCliFixture } from '../cli/harness.ts';
@@ -14,15 +13,15 @@ import { uniqueName, vaultAdmin } from './vault-admin.ts';
 
 const cli = useCliFixture();
 const KEY_IDS = ['key_demo_billing', 'key_demo_search', 'key_demo_ingest'] as const;
-let install: string;
 let entry: string;
+let remove: (() => Promise<void>) | undefined;
 
 beforeAll(async () => {
-  ({ dir: install, entry } = await installBundle('keyroll-bundle-e2e-'));
+  ({ entry, remove } = await installBundle('keyroll-bundle-e2e-'));
 }, 60_000);
 
 afterAll(async () => {
-  await rm(install, { recursive: true, force: true });
+  await remove?.();
 });
 
 function policyFor(backendLine: string, pathOf: (keyId: string) => string): string {

@@ -1,8 +1,7 @@
 // Vault auth methods against a real OpenBao dev server: token renewal, AppRole login and
 // re-login, Kubernetes service-account login (with a loopback stand-in for the TokenReview API).
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { inspect } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -10,6 +9,7 @@ import { sanitizeText } from '../../src/audit/sanitize.ts';
 import { BackendError } from '../../src/backends/errors.ts';
 import type { StoreTarget } from '../../src/backends/types.ts';
 import { createTestClock, makeRecord } from '../backends/contract.ts';
+import { useTempDir } from '../support/temp-dir.ts';
 import { vaultServer } from './servers.ts';
 import { makeVaultBackend as makeBackend, uniqueName, vaultAdmin } from './vault-admin.ts';
 
@@ -94,7 +94,7 @@ if (server === undefined) {
   describe('vault backend: kubernetes auth', () => {
     const jwt = fakeServiceAccountJwt('ops', 'keyroll');
     let tokenReview: Server;
-    let dir: string;
+    const jwtDir = useTempDir('keyroll-k8s-', 'file');
     let mount: string;
 
     beforeAll(async () => {
@@ -132,18 +132,15 @@ if (server === undefined) {
         token_policies: [ALL_POLICY],
         token_ttl: '1h',
       });
-      dir = await mkdtemp(join(tmpdir(), 'keyroll-k8s-'));
-      await writeFile(join(dir, 'token'), `${jwt}\n`);
-      await writeFile(join(dir, 'other-token'), fakeServiceAccountJwt('ops', 'intruder'));
+      await writeFile(join(jwtDir.path(), 'token'), `${jwt}\n`);
+      await writeFile(join(jwtDir.path(), 'other-token'), fakeServiceAccountJwt('ops', 'intruder'));
     });
     afterAll(async () => {
       await new Promise((resolve) => tokenReview.close(resolve));
-      // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- unset when beforeAll failed early
-      if (dir !== undefined) await rm(dir, { recursive: true, force: true });
     });
 
     it('logs in with the service-account JWT file and writes', async () => {
-      const backend = makeBackend(vault, { auth: { method: 'kubernetes', role: 'keyroll', mount, jwtFile: join(dir, 'token') } });
+      const backend = makeBackend(vault, { auth: { method: 'kubernetes', role: 'keyroll', mount, jwtFile: join(jwtDir.path(), 'token') } });
       const t = target();
       await backend.preflight(t);
       const record = makeRecord();
@@ -153,14 +150,14 @@ if (server === undefined) {
     });
 
     it('is denied for a service account the role does not bind', async () => {
-      const backend = makeBackend(vault, { auth: { method: 'kubernetes', role: 'keyroll', mount, jwtFile: join(dir, 'other-token') } });
+      const backend = makeBackend(vault, { auth: { method: 'kubernetes', role: 'keyroll', mount, jwtFile: join(jwtDir.path(), 'other-token') } });
       await expect(backend.preflight(target())).rejects.toMatchObject({ code: 'KR_BACKEND_DENIED' });
       await backend.close();
     });
 
     it('treats the service-account JWT as a secret: the sanitizer blanks it and a refused login does not carry it', async () => {
-      const refusedJwt = await readFile(join(dir, 'other-token'), 'utf8');
-      const backend = makeBackend(vault, { auth: { method: 'kubernetes', role: 'keyroll', mount, jwtFile: join(dir, 'other-token') } });
+      const refusedJwt = await readFile(join(jwtDir.path(), 'other-token'), 'utf8');
+      const backend = makeBackend(vault, { auth: { method: 'kubernetes', role: 'keyroll', mount, jwtFile: join(jwtDir.path(), 'other-token') } });
       const error: unknown = await backend.preflight(target()).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(BackendError);
       const texts: string[] = [];
@@ -174,7 +171,7 @@ if (server === undefined) {
     });
 
     it('is denied when the JWT file is missing', async () => {
-      const backend = makeBackend(vault, { auth: { method: 'kubernetes', role: 'keyroll', mount, jwtFile: join(dir, 'missing') } });
+      const backend = makeBackend(vault, { auth: { method: 'kubernetes', role: 'keyroll', mount, jwtFile: join(jwtDir.path(), 'missing') } });
       await expect(backend.preflight(target())).rejects.toMatchObject({ code: 'KR_BACKEND_DENIED' });
       await backend.close();
     });

@@ -2,11 +2,11 @@
 // that proves `caFile` is used. Started only by that test, stopped in its finally block.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Agent, request } from 'undici';
 import { freePort } from '../support/local-servers.ts';
+import { createTempDir } from '../support/temp-dir.ts';
 
 export interface TlsOpenBao {
   address: string;
@@ -16,7 +16,8 @@ export interface TlsOpenBao {
 }
 
 export async function startTlsOpenBao(binDir: string): Promise<TlsOpenBao> {
-  const dir = await mkdtemp(join(tmpdir(), 'keyroll-bao-tls-'));
+  const temp = await createTempDir('keyroll-bao-tls-');
+  const dir = temp.path;
   const port = await freePort();
   const rootToken = `root-${randomBytes(8).toString('hex')}`;
   const child = spawn(
@@ -34,7 +35,7 @@ export async function startTlsOpenBao(binDir: string): Promise<TlsOpenBao> {
       process.kill(-child.pid, 'SIGTERM');
       await exited;
     }
-    await rm(dir, { recursive: true, force: true });
+    await temp.remove();
   };
   const address = `https://127.0.0.1:${String(port)}`;
   const caFile = join(dir, 'vault-ca.pem');

@@ -1,23 +1,18 @@
 // What a scanner delivery that asks for work passes: a place in the queue, the durable replay
 // record, and one job per alert and action within the window.
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { rm, writeFile } from 'node:fs/promises';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { ReplayRecord } from '../../src/inbound/replay-record.ts';
 import { IntakeGate, type DeliveryToAdmit } from '../../src/leaks/intake-gate.ts';
+import { useTempDir } from '../support/temp-dir.ts';
 
 const NOW = new Date('2030-03-01T00:00:00Z');
 const HOUR = 3_600_000;
-let dir: string;
+const dir = useTempDir('keyroll-intake-gate-');
 let replay: ReplayRecord;
 
 beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'keyroll-intake-gate-'));
-  replay = await ReplayRecord.open(dir, 'replay-github.jsonl', NOW.getTime() / 1000);
-});
-afterEach(async () => {
-  await rm(dir, { recursive: true, force: true });
+  replay = await ReplayRecord.open(dir.path(), 'replay-github.jsonl', NOW.getTime() / 1000);
 });
 
 const delivery = (id: string, alert: string, now = NOW): DeliveryToAdmit => ({ replay, id, expiresAt: now.getTime() / 1000 + 3600, alert, now });
@@ -43,11 +38,11 @@ describe('IntakeGate', () => {
 
   it('a delivery that cannot be recorded is refused and leaves its alert free for the retry', async () => {
     const gate = new IntakeGate(() => undefined);
-    await rm(dir, { recursive: true });
-    await writeFile(dir, 'not a directory');
+    await rm(dir.path(), { recursive: true });
+    await writeFile(dir.path(), 'not a directory');
     expect(await gate.admit(delivery('digest-1', 'octo/app#1:created'))).toEqual({ kind: 'refused', why: 'replay-record-unavailable' });
-    await rm(dir);
-    replay = await ReplayRecord.open(dir, 'replay-github.jsonl', NOW.getTime() / 1000);
+    await rm(dir.path());
+    replay = await ReplayRecord.open(dir.path(), 'replay-github.jsonl', NOW.getTime() / 1000);
     expect((await gate.admit(delivery('digest-1', 'octo/app#1:created'))).kind).toBe('admitted');
     expect(gate.queued).toBe(1);
   });

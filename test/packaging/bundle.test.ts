@@ -3,7 +3,7 @@
 // image (which ships no node_modules). Proves the bundle is whole, finds config/ beside dist/,
 // and keeps what `rotate` never needs out of the chunks every start loads.
 import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
-import { mkdir, rm } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { isBuiltin } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -34,14 +34,15 @@ function loadedAtStart(metafile: Metafile, output: string): Set<string> {
 describe('the bundled CLI (dist/, what the image runs)', () => {
   let install: string;
   let metafile: Metafile;
+  let remove: (() => Promise<void>) | undefined;
 
   beforeAll(async () => {
-    ({ dir: install, metafile } = await installBundle('keyroll-bundle-'));
+    ({ dir: install, metafile, remove } = await installBundle('keyroll-bundle-'));
     await mkdir(join(install, 'work'));
   }, 60_000);
 
   afterAll(async () => {
-    await rm(install, { recursive: true, force: true });
+    await remove?.();
   });
 
   /** Runs `node [nodeArgs] <script> [args]` (the entry by default) from the install's work dir. */

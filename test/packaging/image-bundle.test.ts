@@ -4,28 +4,25 @@
 // `npm run build` (test/packaging/bundle.test.ts) still carries the emulator for the demo.
 import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { cp, mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { cp } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Metafile } from 'esbuild';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { buildBundle } from '../../scripts/build.ts';
 import { parseDockerfile } from '../../scripts/lib/dockerfile.ts';
+import { useTempDir } from '../support/temp-dir.ts';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
+const installDir = useTempDir('keyroll-image-bundle-', 'file');
 let install: string;
 let metafile: Metafile;
 
 beforeAll(async () => {
-  install = await mkdtemp(join(tmpdir(), 'keyroll-image-bundle-'));
+  install = installDir.path();
   metafile = await buildBundle(join(install, 'dist'), 'silent', { emulator: false });
   await cp(join(root, 'config'), join(install, 'config'), { recursive: true });
 }, 60_000);
-
-afterAll(async () => {
-  await rm(install, { recursive: true, force: true });
-});
 
 const run = (...args: string[]): SpawnSyncReturns<string> =>
   spawnSync(process.execPath, [join(install, 'dist', 'cli', 'entry.js'), ...args], {

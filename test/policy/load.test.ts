@@ -1,10 +1,10 @@
-import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { loadEmulatorSeed } from '../../src/emulator/seed.ts';
 import { PolicyError } from '../../src/policy/errors.ts';
 import { loadPolicy, MAX_POLICY_BYTES, parsePolicy } from '../../src/policy/load.ts';
+import { useTempDir } from '../support/temp-dir.ts';
 
 const CONFIG_DIR = new URL('../../config/', import.meta.url);
 
@@ -206,25 +206,19 @@ describe('JSON input', () => {
 });
 
 describe('reading the file', () => {
-  let dir: string;
-  beforeEach(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'keyroll-policy-'));
-  });
-  afterEach(async () => {
-    await rm(dir, { recursive: true, force: true });
-  });
+  const dir = useTempDir('keyroll-policy-');
 
   it('names the file as given when it does not exist', async () => {
-    const file = join(dir, 'missing.yaml');
+    const file = join(dir.path(), 'missing.yaml');
     await expect(loadPolicy(file)).rejects.toMatchObject({ code: 'KR_POLICY_UNREADABLE', message: `${file}: cannot be read: no such file` });
   });
 
   it('refuses a directory', async () => {
-    await expect(loadPolicy(dir)).rejects.toMatchObject({ code: 'KR_POLICY_UNREADABLE', message: `${dir}: cannot be read: it is a directory, not a policy file` });
+    await expect(loadPolicy(dir.path())).rejects.toMatchObject({ code: 'KR_POLICY_UNREADABLE', message: `${dir.path()}: cannot be read: it is a directory, not a policy file` });
   });
 
   it('refuses a file over 1 MiB without parsing it', async () => {
-    const file = join(dir, 'huge.yaml');
+    const file = join(dir.path(), 'huge.yaml');
     // Invalid YAML throughout: any syntax report would prove it was parsed.
     await writeFile(file, ':\n'.repeat(MAX_POLICY_BYTES / 2 + 1));
     await expect(loadPolicy(file)).rejects.toMatchObject({
@@ -235,13 +229,13 @@ describe('reading the file', () => {
   });
 
   it('refuses bytes that are not UTF-8', async () => {
-    const file = join(dir, 'latin1.yaml');
+    const file = join(dir.path(), 'latin1.yaml');
     await writeFile(file, Buffer.from([0x76, 0x65, 0x72, 0x3a, 0x20, 0xe9, 0x0a]));
     await expect(loadPolicy(file)).rejects.toMatchObject({ code: 'KR_POLICY_UNREADABLE', message: `${file}: is not UTF-8 text` });
   });
 
   it('loads a valid file from disk', async () => {
-    const file = join(dir, 'policy.yaml');
+    const file = join(dir.path(), 'policy.yaml');
     await writeFile(file, MINIMAL);
     const policy = await loadPolicy(file);
     expect(policy.file).toBe(file);

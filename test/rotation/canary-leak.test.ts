@@ -4,18 +4,17 @@
 // base64url, hex): none may appear.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { mkdtemp } from 'node:fs/promises';
-import { join } from 'node:path';
-import { tmpdir } from 'node:os';
 import { generateIdentity, identityToRecipient } from 'age-encryption';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BackendError } from '../../src/backends/errors.ts';
 import type { Backend } from '../../src/backends/types.ts';
+import { useTempDir } from '../support/temp-dir.ts';
 import { keyPolicy, startBench, wrapBackend, type Bench } from './harness.ts';
 
 const KEY = 'key_demo_billing';
 let bench: Bench;
 let receiver: Server;
+const escrowDir = useTempDir('keyroll-escrow-', 'file');
 const alertBodies: string[] = [];
 const captured: string[] = [];
 
@@ -31,12 +30,11 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/alerts`;
   const recipient = await identityToRecipient(await generateIdentity());
-  const escrowDir = await mkdtemp(join(tmpdir(), 'keyroll-escrow-'));
   bench = await startBench({
     keys: (org) => [keyPolicy(KEY, org(KEY), { fallbacks: [{ backend: 'fallback', target: { path: `${KEY}.json`, shape: { format: 'json', secretField: 'apiKey', fields: [] } } }] })],
     policy: {
       alerts: { sinks: { hook: { kind: 'webhook', url, headers: {}, timeoutMs: 2_000, deadlineMs: 10_000 } } },
-      escrow: { directory: escrowDir, recipients: [recipient] },
+      escrow: { directory: escrowDir.path(), recipients: [recipient] },
     },
   });
 });

@@ -1,13 +1,13 @@
 import { execFile } from 'node:child_process';
-import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { generateIdentity, identityToRecipient } from 'age-encryption';
-import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { Secret } from '../../src/audit/secret.ts';
 import type { SecretRecord } from '../../src/backends/types.ts';
 import { EscrowError, escrowFileName, sealToEscrow, type EscrowContent } from '../../src/rotation/escrow.ts';
+import { useTempDir } from '../support/temp-dir.ts';
 
 const run = promisify(execFile);
 const repoRoot = resolve(import.meta.dirname, '../..');
@@ -37,13 +37,7 @@ function requireAge(skip: (note?: string) => void): string {
   return agePath;
 }
 
-let workDir: string;
-beforeEach(async () => {
-  workDir = await mkdtemp(join(tmpdir(), 'keyroll-escrow-'));
-});
-afterEach(async () => {
-  await rm(workDir, { recursive: true, force: true });
-});
+const workDir = useTempDir('keyroll-escrow-');
 
 function record(value = 'sk_live_escrowed_secret_0123456789'): SecretRecord {
   return {
@@ -56,7 +50,7 @@ function record(value = 'sk_live_escrowed_secret_0123456789'): SecretRecord {
 }
 
 async function decryptWithAgeCli(age: string, identity: string, file: string): Promise<EscrowContent> {
-  const identityFile = join(workDir, `identity-${Math.random().toString(36).slice(2)}.txt`);
+  const identityFile = join(workDir.path(), `identity-${Math.random().toString(36).slice(2)}.txt`);
   await writeFile(identityFile, `${identity}\n`, { mode: 0o600 });
   const { stdout } = await run(age, ['-d', '-i', identityFile, file]);
   return JSON.parse(stdout) as EscrowContent;
@@ -66,7 +60,7 @@ describe('sealToEscrow', () => {
   it('writes a file the age CLI decrypts to the key record and the secret', async ({ skip }) => {
     const age = requireAge(skip);
     const identity = await generateIdentity();
-    const directory = join(workDir, 'escrow');
+    const directory = join(workDir.path(), 'escrow');
 
     const sealed = await sealToEscrow({ record: record(), directory, recipients: [await identityToRecipient(identity)], now: new Date('2026-03-01T12:00:01.000Z') });
 
@@ -88,7 +82,7 @@ describe('sealToEscrow', () => {
 
     const sealed = await sealToEscrow({
       record: record(),
-      directory: workDir,
+      directory: workDir.path(),
       recipients: [await identityToRecipient(first), await identityToRecipient(second)],
     });
 
@@ -98,13 +92,13 @@ describe('sealToEscrow', () => {
 
   it('refuses an identity that is not a recipient', async ({ skip }) => {
     const age = requireAge(skip);
-    const sealed = await sealToEscrow({ record: record(), directory: workDir, recipients: [await identityToRecipient(await generateIdentity())] });
+    const sealed = await sealToEscrow({ record: record(), directory: workDir.path(), recipients: [await identityToRecipient(await generateIdentity())] });
 
     await expect(decryptWithAgeCli(age, await generateIdentity(), sealed.path)).rejects.toThrow(/no identity matched/);
   });
 
   it('creates the directory 0700 and the file 0600, leaving no temporary file', async () => {
-    const directory = join(workDir, 'new', 'escrow');
+    const directory = join(workDir.path(), 'new', 'escrow');
     const sealed = await sealToEscrow({ record: record(), directory, recipients: [await identityToRecipient(await generateIdentity())] });
 
     expect((await stat(directory)).mode & 0o777).toBe(0o700);
@@ -114,7 +108,7 @@ describe('sealToEscrow', () => {
 
   it('never puts the plaintext secret, or its base64, on disk', async () => {
     const secret = 'sk_live_escrowed_secret_0123456789';
-    const sealed = await sealToEscrow({ record: record(secret), directory: workDir, recipients: [await identityToRecipient(await generateIdentity())] });
+    const sealed = await sealToEscrow({ record: record(secret), directory: workDir.path(), recipients: [await identityToRecipient(await generateIdentity())] });
 
     const bytes = await readFile(sealed.path);
     expect(bytes.subarray(0, 21).toString('latin1')).toBe('age-encryption.org/v1');
@@ -124,35 +118,35 @@ describe('sealToEscrow', () => {
 
   it('returns the secret fingerprint so the file can be matched to key.rolled', async () => {
     const input = record();
-    const sealed = await sealToEscrow({ record: input, directory: workDir, recipients: [await identityToRecipient(await generateIdentity())] });
+    const sealed = await sealToEscrow({ record: input, directory: workDir.path(), recipients: [await identityToRecipient(await generateIdentity())] });
 
     expect(sealed.fingerprint).toBe(input.secret.fingerprint());
   });
 
   it('replaces the file when the same rotation is sealed again', async () => {
     const recipients = [await identityToRecipient(await generateIdentity())];
-    const first = await sealToEscrow({ record: record(), directory: workDir, recipients });
-    const second = await sealToEscrow({ record: record(), directory: workDir, recipients });
+    const first = await sealToEscrow({ record: record(), directory: workDir.path(), recipients });
+    const second = await sealToEscrow({ record: record(), directory: workDir.path(), recipients });
 
     expect(second.path).toBe(first.path);
-    expect(await readdir(workDir)).toEqual(['key_live_42-rot-2d1f.age']);
+    expect(await readdir(workDir.path())).toEqual(['key_live_42-rot-2d1f.age']);
   });
 
   it('rejects a recipient that is not an age public key, writing nothing', async () => {
-    const error = await sealToEscrow({ record: record(), directory: join(workDir, 'escrow'), recipients: ['ssh-ed25519 AAAA'] }).catch((e: unknown) => e);
+    const error = await sealToEscrow({ record: record(), directory: join(workDir.path(), 'escrow'), recipients: ['ssh-ed25519 AAAA'] }).catch((e: unknown) => e);
 
     expect(error).toBeInstanceOf(EscrowError);
     expect(error).toMatchObject({ code: 'KR_ESCROW_RECIPIENT_INVALID', keyId: 'key_live_42' });
     expect((error as Error).message).not.toContain('sk_live_escrowed_secret');
-    expect(await readdir(workDir)).toEqual([]);
+    expect(await readdir(workDir.path())).toEqual([]);
   });
 
   it('rejects an empty recipient list', async () => {
-    await expect(sealToEscrow({ record: record(), directory: workDir, recipients: [] })).rejects.toMatchObject({ code: 'KR_ESCROW_RECIPIENT_INVALID' });
+    await expect(sealToEscrow({ record: record(), directory: workDir.path(), recipients: [] })).rejects.toMatchObject({ code: 'KR_ESCROW_RECIPIENT_INVALID' });
   });
 
   it('reports a directory it cannot create as KR_ESCROW_WRITE_FAILED', async () => {
-    const blocker = join(workDir, 'a-file');
+    const blocker = join(workDir.path(), 'a-file');
     await writeFile(blocker, 'not a directory');
 
     const error = await sealToEscrow({ record: record(), directory: join(blocker, 'escrow'), recipients: [await identityToRecipient(await generateIdentity())] }).catch((e: unknown) => e);

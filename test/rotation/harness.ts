@@ -1,7 +1,5 @@
 // A rotation test bench: the emulator over real loopback HTTP, file backends in a temp dir,
 // a recording alerter and a memory audit log. Tests wrap backends to inject faults.
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { staticCredential } from '../../src/api/credentials.ts';
 import type { Alert, Alerter } from '../../src/alerts/types.ts';
@@ -13,6 +11,7 @@ import type { KeyPolicy, Policy } from '../../src/policy/schema.ts';
 import { createRuntime, type Runtime, type RuntimeOptions } from '../../src/rotation/runtime.ts';
 import { runRotations, type RunSummary } from '../../src/rotation/run.ts';
 import type { RunTrigger } from '../../src/rotation/types.ts';
+import { createTempDir } from '../support/temp-dir.ts';
 
 export const DEMO_KEYS = ['key_demo_billing', 'key_demo_search', 'key_demo_ingest'] as const;
 export const OWNER_TOKEN = 'demo-owner-token';
@@ -68,7 +67,8 @@ export function keyPolicy(id: string, organizationId: string, overrides: Partial
 
 export async function startBench(options: { keys?: (org: (keyId: string) => string) => KeyPolicy[]; policy?: Partial<Policy> } = {}): Promise<Bench> {
   const emulator = await startEmulator({ port: 0 });
-  const dir = await mkdtemp(join(tmpdir(), 'keyroll-rotation-'));
+  const temp = await createTempDir('keyroll-rotation-');
+  const dir = temp.path;
   const lines: string[] = [];
   let lineHook: ((line: string) => void) | undefined;
   const audit = createAuditLog({
@@ -135,7 +135,7 @@ export async function startBench(options: { keys?: (org: (keyId: string) => stri
     },
     close: async () => {
       await emulator.close();
-      await rm(dir, { recursive: true, force: true });
+      await temp.remove();
     },
   };
 }

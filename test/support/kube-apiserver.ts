@@ -6,13 +6,13 @@
 // or finishes a namespace deletion. A test that needs a controller plays it, and says so.
 import { execFile } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { ApiException, ApiextensionsV1Api, CoreV1Api, KubeConfig, type User, type V1CustomResourceDefinition } from '@kubernetes/client-node';
 import { Agent, request } from 'undici';
 import { freePort, startProcess, stopProcess, waitReady, type Started } from './local-servers.ts';
+import { createTempDir } from './temp-dir.ts';
 
 /** What a test needs to reach the API server; plain data, so global setup can hand it over. */
 export interface KubeApiServerInfo {
@@ -166,12 +166,13 @@ async function startApiServer(binDir: string, dir: string, etcdUrl: string, cert
  * in a temporary directory that stop() removes.
  */
 export async function startKubeApiServer(binDir: string): Promise<RunningKubeApiServer> {
-  const dir = await mkdtemp(join(tmpdir(), 'keyroll-kube-'));
+  const temp = await createTempDir('keyroll-kube-');
+  const dir = temp.path;
   const running: Started[] = [];
   const stop = async (): Promise<void> => {
     // The API server first: stopping etcd under it makes it retry and log, and slows the stop.
     for (const started of [...running].reverse()) await stopProcess(started);
-    await rm(dir, { recursive: true, force: true });
+    await temp.remove();
   };
   try {
     const certs = await generateCertificates(dir);

@@ -2,32 +2,28 @@
 // keyroll's, refreshes that never create a lock, and fenced writes that a runner whose lock was
 // taken over cannot land. The shared contract (backend.test.ts) covers the common cases;
 // these are the file-only ones (lock files written by hand stand for another host's runner).
-import { mkdir, mkdtemp, readdir, readFile, rm, stat, utimes, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readdir, readFile, stat, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { FileBackend } from '../../../src/backends/file/backend.ts';
 import type { HeldLock, StoreTarget } from '../../../src/backends/types.ts';
+import { useTempDir } from '../../support/temp-dir.ts';
 import { makeRecord } from '../contract.ts';
 
 const t: StoreTarget = { path: 'k', shape: { format: 'raw', secretField: 'apiKey', fields: [] } };
 
 describe('file lock (invariant 9)', () => {
-  let directory: string;
+  const directory = useTempDir('keyroll-file-lock-');
   let base: string;
   let lockFile: string;
   /** A runner on the system clock (no injected clock): what production builds. */
   let backend: FileBackend;
 
   beforeEach(async () => {
-    directory = await mkdtemp(join(tmpdir(), 'keyroll-file-lock-'));
-    base = join(directory, 'base');
+    base = join(directory.path(), 'base');
     lockFile = join(base, 'k.keyroll.lock');
     await mkdir(base, { recursive: true });
     backend = new FileBackend('files', { kind: 'file', directory: base });
-  });
-  afterEach(async () => {
-    await rm(directory, { recursive: true, force: true });
   });
 
   /** A lock another host's runner wrote just now, with a clock that ran `behindMs` behind. */

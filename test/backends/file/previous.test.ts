@@ -2,18 +2,18 @@
 // latest write replaced, kept as hard links beside the value (`<file>.keyroll.current` and
 // `<file>.keyroll.previous`), and the sidecar fields lastKeyId and lastProbe, including sidecars
 // written by keyrolls that did not know them.
-import { chmod, mkdir, mkdtemp, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { chmod, mkdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { FileBackend } from '../../../src/backends/file/backend.ts';
 import type { Intent, StoreTarget, ValueShape } from '../../../src/backends/types.ts';
+import { useTempDir } from '../../support/temp-dir.ts';
 import { makeRecord } from '../contract.ts';
 
 const RAW: ValueShape = { format: 'raw', secretField: 'apiKey', fields: [] };
 
 describe('file backend: the replaced value and slot bookkeeping', () => {
-  let directory: string;
+  const directory = useTempDir('keyroll-file-previous-');
   let base: string;
   let backend: FileBackend;
   const t: StoreTarget = { path: 'apps/key', shape: RAW };
@@ -21,13 +21,9 @@ describe('file backend: the replaced value and slot bookkeeping', () => {
   const intent = (rotationId: string): Intent => ({ rotationId, keyId: 'key_slot_b', owner: 'o', startedAt: '2030-01-01T00:00:00.000Z' });
 
   beforeEach(async () => {
-    directory = await mkdtemp(join(tmpdir(), 'keyroll-file-previous-'));
-    base = join(directory, 'base');
+    base = join(directory.path(), 'base');
     await mkdir(join(base, 'apps'), { recursive: true });
     backend = new FileBackend('files', { kind: 'file', directory: base });
-  });
-  afterEach(async () => {
-    await rm(directory, { recursive: true, force: true });
   });
 
   it('keeps a value written by hand (or by an older keyroll) once a rotation marked its intent before replacing it', async () => {

@@ -1,19 +1,19 @@
 // The file backend's bookkeeping (the `<file>.keyroll.json` sidecar) around the value: a sidecar
 // that cannot be updated never turns a durable write into a failed one, and concurrent sidecar
 // changes never drop each other's fields (an intent marker, the last failure).
-import { mkdir, mkdtemp, readdir, readFile, rm, utimes, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readdir, readFile, rm, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { FileBackend } from '../../../src/backends/file/backend.ts';
 import type { FailureRecord, Intent, StoreTarget, ValueShape } from '../../../src/backends/types.ts';
+import { useTempDir } from '../../support/temp-dir.ts';
 import { makeRecord } from '../contract.ts';
 
 const RAW: ValueShape = { format: 'raw', secretField: 'apiKey', fields: [] };
 const WITH_ROTATION: ValueShape = { format: 'json', secretField: 'apiKey', fields: ['rotationId'] };
 
 describe('file backend bookkeeping', () => {
-  let directory: string;
+  const directory = useTempDir('keyroll-file-bookkeeping-');
   let base: string;
   let backend: FileBackend;
   const target = (path: string, shape: ValueShape = RAW): StoreTarget => ({ path, shape });
@@ -21,13 +21,9 @@ describe('file backend bookkeeping', () => {
   const failure = (rotationId: string): FailureRecord => ({ rotationId, step: 'lock', errorCode: 'KR_BACKEND_UNAVAILABLE', at: '2030-01-01T00:00:00.000Z' });
 
   beforeEach(async () => {
-    directory = await mkdtemp(join(tmpdir(), 'keyroll-file-bookkeeping-'));
-    base = join(directory, 'base');
+    base = join(directory.path(), 'base');
     await mkdir(base, { recursive: true });
     backend = new FileBackend('files', { kind: 'file', directory: base });
-  });
-  afterEach(async () => {
-    await rm(directory, { recursive: true, force: true });
   });
 
   describe('a sidecar update that fails after the value is durable', () => {

@@ -1,21 +1,14 @@
 // A guard (the sidecar's guard file, the lock's takeover guard) left by a crash is removed once it
 // is older than 30 s by the filesystem's clock; a live one stays. A takeover guard's holder that
 // was only paused finds, when it resumes, that what it meant to move into place moves nowhere.
-import { mkdir, mkdtemp, readdir, readFile, rm, stat, utimes, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readdir, readFile, stat, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { removeStaleGuard } from '../../../src/backends/file/stale-guard.ts';
 import { takeoverGuardPathFor, withTakeoverGuard } from '../../../src/backends/file/takeover-guard.ts';
+import { useTempDir } from '../../support/temp-dir.ts';
 
-let dir: string;
-
-beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'keyroll-stale-guard-'));
-});
-afterEach(async () => {
-  await rm(dir, { recursive: true, force: true });
-});
+const dir = useTempDir('keyroll-stale-guard-');
 
 async function guardAged(path: string, ageMs: number): Promise<void> {
   await writeFile(path, '');
@@ -25,7 +18,7 @@ async function guardAged(path: string, ageMs: number): Promise<void> {
 
 describe('removeStaleGuard', () => {
   it('leaves a guard younger than 30 s, removes an older one, and counts a missing one as gone', async () => {
-    const guard = join(dir, 'x.guard');
+    const guard = join(dir.path(), 'x.guard');
     await guardAged(guard, 5_000);
     expect(await removeStaleGuard(guard)).toBe(false);
     await expect(stat(guard)).resolves.toBeDefined();
@@ -48,7 +41,7 @@ async function holdersAged(guard: string, ageMs: number): Promise<void> {
 
 describe('withTakeoverGuard', () => {
   it('takes over a guard file an older keyroll left by a crash, and reports busy while a live one is held', async () => {
-    const lock = join(dir, 'x.keyroll.lock');
+    const lock = join(dir.path(), 'x.keyroll.lock');
     await guardAged(takeoverGuardPathFor(lock), 5_000);
     expect(await withTakeoverGuard(lock, { wait: false }, () => Promise.resolve('ran'))).toBe('busy');
     await guardAged(takeoverGuardPathFor(lock), 31_000);
@@ -57,7 +50,7 @@ describe('withTakeoverGuard', () => {
   });
 
   it('takes over a guard whose holder left it by a crash 30 s ago, and reports busy while its holder is younger', async () => {
-    const lock = join(dir, 'x.keyroll.lock');
+    const lock = join(dir.path(), 'x.keyroll.lock');
     const guard = takeoverGuardPathFor(lock);
     await mkdir(join(guard, 'crashed0holder00'), { recursive: true });
     await holdersAged(guard, 5_000);
@@ -65,13 +58,13 @@ describe('withTakeoverGuard', () => {
     await holdersAged(guard, 31_000);
     expect(await withTakeoverGuard(lock, { wait: false }, () => Promise.resolve('ran'))).toBe('ran');
     // Nothing is left behind: the guard, its drafts, the stale holder moved aside.
-    expect(await readdir(dir)).toEqual([]);
+    expect(await readdir(dir.path())).toEqual([]);
   });
 
   it('moves nothing into place for a holder paused past the guard\'s staleness once another took the guard', async () => {
-    const lock = join(dir, 'x.keyroll.lock');
+    const lock = join(dir.path(), 'x.keyroll.lock');
     const guard = takeoverGuardPathFor(lock);
-    const target = join(dir, 'x');
+    const target = join(dir.path(), 'x');
     await writeFile(target, 'before');
     let resume: () => void = () => undefined;
     const paused = new Promise<void>((resolve) => {
@@ -98,14 +91,14 @@ describe('withTakeoverGuard', () => {
     resume();
     await expect(holder).rejects.toMatchObject({ code: 'EBUSY' });
     expect(await readFile(target, 'utf8')).toBe('from-the-new-holder');
-    expect((await readdir(dir)).sort()).toEqual(['x']);
+    expect((await readdir(dir.path())).sort()).toEqual(['x']);
   });
 
   it('removes a file under the guard by moving it into the holder\'s directory, and answers absent for a missing one', async () => {
-    const lock = join(dir, 'x.keyroll.lock');
+    const lock = join(dir.path(), 'x.keyroll.lock');
     await writeFile(lock, '{}');
     expect(await withTakeoverGuard(lock, { wait: true }, (held) => held.remove(lock))).toBe('removed');
     expect(await withTakeoverGuard(lock, { wait: true }, (held) => held.remove(lock))).toBe('absent');
-    expect(await readdir(dir)).toEqual([]);
+    expect(await readdir(dir.path())).toEqual([]);
   });
 });

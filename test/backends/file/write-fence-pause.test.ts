@@ -4,12 +4,12 @@
 // new holder stored meanwhile. The pause is injected at the rename itself (the test holds the
 // one rename that would put the paused writer's value in place); the guard's age is set on the
 // filesystem, not waited for.
-import { mkdtemp, readdir, rm, stat, utimes } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdir, stat, utimes } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { FileBackend } from '../../../src/backends/file/backend.ts';
 import type { StoreTarget } from '../../../src/backends/types.ts';
+import { useTempDir } from '../../support/temp-dir.ts';
 import { createTestClock, makeRecord } from '../contract.ts';
 
 /** The rename the test holds: the first one whose destination is `destination`, once armed. */
@@ -34,13 +34,7 @@ vi.mock('node:fs/promises', async (importOriginal) => {
   };
 });
 
-let directory: string;
-beforeEach(async () => {
-  directory = await mkdtemp(join(tmpdir(), 'keyroll-fence-pause-'));
-});
-afterEach(async () => {
-  await rm(directory, { recursive: true, force: true });
-});
+const directory = useTempDir('keyroll-fence-pause-');
 
 /** Arms the hold on the next rename to `destination`; resolves `reached` when the writer gets there. */
 function holdRenameTo(destination: string): { reached: Promise<void>; resume: () => void } {
@@ -66,9 +60,9 @@ async function guardAgedPastStaleness(lockFile: string): Promise<void> {
 describe('file backend: a fenced writer paused between its token check and its rename', () => {
   it('moves nothing into place once a new holder took the lock and wrote; its retry is refused KR_LOCK_LOST', async () => {
     const clock = createTestClock();
-    const open = (): FileBackend => new FileBackend('files', { kind: 'file', directory }, { now: clock.now });
+    const open = (): FileBackend => new FileBackend('files', { kind: 'file', directory: directory.path() }, { now: clock.now });
     const t: StoreTarget = { path: 'keys/paused', shape: { format: 'raw', secretField: 'apiKey', fields: [] } };
-    const file = join(directory, 'keys/paused');
+    const file = join(directory.path(), 'keys/paused');
     const former = open();
     await former.writeSecret(t, makeRecord());
     const a = await former.acquireLock(t, { owner: 'former', rotationId: 'r-former', ttlMs: 1_000 });
@@ -99,6 +93,6 @@ describe('file backend: a fenced writer paused between its token check and its r
     expect((await successor.readSecret(t))?.secret.equals(winner.secret)).toBe(true);
     await successor.releaseLock(t, b.lock);
     // No copy of the refused secret is left on disk (temp files, drafts, holder directories).
-    expect((await readdir(join(directory, 'keys'))).sort()).toEqual(['paused', 'paused.keyroll.current', 'paused.keyroll.json', 'paused.keyroll.previous']);
+    expect((await readdir(join(directory.path(), 'keys'))).sort()).toEqual(['paused', 'paused.keyroll.current', 'paused.keyroll.json', 'paused.keyroll.previous']);
   });
 });

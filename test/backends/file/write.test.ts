@@ -3,11 +3,11 @@
 // landed is never left behind when a later fsync fails. node:fs/promises is wrapped (not
 // replaced): every call still reaches the real filesystem, it is only recorded, or made to fail.
 import * as fs from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { FileBackend } from '../../../src/backends/file/backend.ts';
 import type { StoreTarget } from '../../../src/backends/types.ts';
+import { useTempDir } from '../../support/temp-dir.ts';
 import { makeRecord } from '../contract.ts';
 
 const io = vi.hoisted(() => ({
@@ -55,7 +55,7 @@ vi.mock('node:fs/promises', async (importOriginal) => {
 });
 
 describe('file backend filesystem calls', () => {
-  let directory: string;
+  const directory = useTempDir('keyroll-file-io-');
   let base: string;
   let backend: FileBackend;
   const t: StoreTarget = { path: 'apps/key', shape: { format: 'raw', secretField: 'apiKey', fields: [] } };
@@ -70,18 +70,16 @@ describe('file backend filesystem calls', () => {
       return `${name} ${folded || '.'}`;
     });
 
-  beforeEach(async () => {
-    directory = await fs.mkdtemp(join(tmpdir(), 'keyroll-file-io-'));
-    base = join(directory, 'base');
+  beforeEach(() => {
+    base = join(directory.path(), 'base');
     backend = new FileBackend('files', { kind: 'file', directory: base });
     io.calls.length = 0;
     io.failNext = undefined;
     io.after = undefined;
   });
-  afterEach(async () => {
+  afterEach(() => {
     io.failNext = undefined;
     io.after = undefined;
-    await fs.rm(directory, { recursive: true, force: true });
   });
 
   it('makes the first write attempt after preflight and lock only the atomic write', async () => {

@@ -1,26 +1,20 @@
 // Where run/rotate/demo write (src/cli/terminal/run-output.ts): the view on a terminal, JSON lines
 // on a pipe, and the audit file (src/cli/terminal/audit-file.ts) beside either.
-import { mkdtemp, readFile, rm, stat, writeFile, chmod } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, stat, writeFile, chmod } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Secret } from '../../../src/audit/secret.ts';
 import { openAuditFile } from '../../../src/cli/terminal/audit-file.ts';
 import { openRunOutput } from '../../../src/cli/terminal/run-output.ts';
+import { useTempDir } from '../../support/temp-dir.ts';
 import { ESC, fakeTty, outcome, visible } from './support.ts';
 
 describe('run output', () => {
-  let dir: string;
-  beforeEach(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'keyroll-terminal-'));
-  });
-  afterEach(async () => {
-    await rm(dir, { recursive: true, force: true });
-  });
+  const dir = useTempDir('keyroll-terminal-');
 
   it('on a terminal: the view, no JSON on stdout, and --audit-file gets every line as JSON (0600)', async () => {
     const tty = fakeTty();
-    const file = join(dir, 'audit.jsonl');
+    const file = join(dir.path(), 'audit.jsonl');
     const output = await openRunOutput({ auditFile: file }, ['key_a'], { stdout: tty, stderr: fakeTty(), env: { TERM: 'xterm' } });
     const key = output.audit.child({ runId: 'run-1', rotationId: 'rot-1', keyId: 'key_a' });
     output.audit.emit('run.started', { command: 'run', keys: 1, force: false });
@@ -59,12 +53,12 @@ describe('run output', () => {
   });
 
   it('an audit file others could read is narrowed to 0600; one that cannot be opened is a usage error', async () => {
-    const file = join(dir, 'wide.jsonl');
+    const file = join(dir.path(), 'wide.jsonl');
     await writeFile(file, '');
     await chmod(file, 0o644);
     openAuditFile(file).close();
     expect((await stat(file)).mode & 0o777).toBe(0o600);
-    expect(() => openAuditFile(join(dir, 'missing', 'audit.jsonl'))).toThrow(expect.objectContaining({ code: 'KR_USAGE' }));
+    expect(() => openAuditFile(join(dir.path(), 'missing', 'audit.jsonl'))).toThrow(expect.objectContaining({ code: 'KR_USAGE' }));
   });
 
   it('a failing audit file stops, says so once on stderr, and never throws into the run', () => {
