@@ -6,6 +6,7 @@ import { createMemoryAuditLog, type MemoryAuditLog } from '../../src/audit/logge
 import { resetSanitizerForTests } from '../../src/audit/sanitize.ts';
 import { Secret } from '../../src/audit/secret.ts';
 import { refusedUrl, startReceiver, type Receiver } from './receiver.ts';
+import { expectNoSecrets } from '../support/secret-scan.ts';
 
 const NOW = new Date('2026-03-01T12:00:00.000Z');
 
@@ -273,8 +274,7 @@ describe('alerter: secrets never leave (invariant 3)', () => {
     await alerterFor(webhook()).send({ ...alert, summary: `roll answered ${leaked}`, details: { echoed: base64, nested: { again: leaked } } });
 
     const [request] = receiver.requests;
-    expect(request!.raw).not.toContain(leaked);
-    expect(request!.raw).not.toContain(base64);
+    expectNoSecrets([request!.raw], [leaked]);
     expect(request!.body).toMatchObject({ summary: 'roll answered [REDACTED]', details: { echoed: '[REDACTED]', nested: { again: '[REDACTED]' } } });
   });
 

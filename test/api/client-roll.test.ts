@@ -6,6 +6,7 @@ import { ApiError } from '../../src/api/errors.ts';
 import { RateLimiter } from '../../src/api/rate-limiter.ts';
 import { Secret } from '../../src/audit/secret.ts';
 import { API_ORIGIN, BEARER, JSON_HEADERS, mockApi } from './mock-api.ts';
+import { expectNoSecrets } from '../support/secret-scan.ts';
 
 const ROLL_PATH = '/v1/auth/keys/key_a/roll';
 const NEW_SECRET = 'kmk_live_NEWSECRETnewsecretNEWSECRET0123';
@@ -59,7 +60,7 @@ describe('ApiClient.rollKey', () => {
     expect(rolled.secret.reveal()).toBe(NEW_SECRET);
     expect(rolled.keyId).toBe('key_a');
     expect(rolled.malformed).toContain('data.keyId');
-    expect(rolled.malformed).not.toContain(NEW_SECRET);
+    expectNoSecrets([rolled.malformed ?? ''], [NEW_SECRET]);
     await api.done();
   });
 

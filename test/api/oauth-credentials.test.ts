@@ -4,6 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { oauthClientCredentials, staticCredential, type CredentialProvider } from '../../src/api/credentials.ts';
 import { CredentialError } from '../../src/api/errors.ts';
 import { Secret } from '../../src/audit/secret.ts';
+import { expectNoSecrets } from '../support/secret-scan.ts';
 
 const ORIGIN = 'http://auth.keyroll.test';
 const TOKEN_URL = `${ORIGIN}/oauth/token`;
@@ -154,7 +155,7 @@ describe('oauthClientCredentials', () => {
     expect(error.oauthError).toBe('invalid_client');
     expect(error.retryable).toBe(false);
     expect(error.credential).toContain(TOKEN_URL);
-    expect(inspect(error, { depth: 5 }) + JSON.stringify(error.toFields())).not.toContain(CLIENT_SECRET);
+    expectNoSecrets([inspect(error, { depth: 5 }) + JSON.stringify(error.toFields())], [CLIENT_SECRET]);
   });
 
   it('refuses an answer without a bearer token, without quoting the body', async () => {

@@ -3,6 +3,7 @@
 import { inspect } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { ApiError } from '../../src/api/errors.ts';
+import { expectNoSecrets } from '../support/secret-scan.ts';
 import { JSON_HEADERS, mockApi } from './mock-api.ts';
 
 const SECRET = 'kmk_live_REDACTIONprobeREDACTIONprobe0042';
@@ -30,7 +31,7 @@ describe('a RolledKey', () => {
     expect(String(rolled.secret)).toBe('[Secret]');
     // eslint-disable-next-line @typescript-eslint/restrict-template-expressions -- the template form is what is under test
     expect(`${rolled.secret}`).toBe('[Secret]');
-    expect(everyPrintableForm(rolled)).not.toContain(SECRET);
+    expectNoSecrets([everyPrintableForm(rolled)], [SECRET]);
     await api.done();
   });
 
@@ -39,7 +40,7 @@ describe('a RolledKey', () => {
     api.pool.intercept({ path: ROLL_PATH, method: 'POST' }).reply(200, { success: 'yes', data: { key: SECRET, keyId: 42 } }, { headers: { 'content-type': 'text/html' } });
     const rolled = await api.client.rollKey('key_a');
     expect(rolled.malformed).toBeDefined();
-    expect(everyPrintableForm(rolled)).not.toContain(SECRET);
+    expectNoSecrets([everyPrintableForm(rolled)], [SECRET]);
     await api.done();
   });
 });
@@ -60,7 +61,7 @@ describe('errors from roll answers that contain the secret', () => {
       (e: unknown) => e,
     );
     expect(error).toBeInstanceOf(ApiError);
-    expect(everyPrintableForm(error)).not.toContain(SECRET);
+    expectNoSecrets([everyPrintableForm(error)], [SECRET]);
     await api.done();
   });
 });

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Secret } from '../../src/audit/secret.ts';
 import { BackendError } from '../../src/backends/errors.ts';
 import type { Backend, FailureRecord, HeldLock, Intent, SecretRecord, StoreTarget, ValueShape } from '../../src/backends/types.ts';
+import { expectNoSecrets } from '../support/secret-scan.ts';
 
 /** A clock the test moves by hand; pass `clock.now` as BackendDeps.now. */
 export interface TestClock {
@@ -353,7 +354,7 @@ export function describeBackendContract(label: string, setup: () => Promise<Cont
           await expect(backend().writeSecret(t, late, { lock: a })).rejects.toMatchObject({ code: 'KR_LOCK_LOST' });
           const stored = await other.readSecret(t);
           expect(stored?.secret.equals(winner.secret)).toBe(true);
-          expect(inspect(await other.readState(t))).not.toContain(late.secret.reveal());
+          expectNoSecrets([inspect(await other.readState(t))], [late.secret.reveal()]);
         });
       });
 
@@ -366,7 +367,7 @@ export function describeBackendContract(label: string, setup: () => Promise<Cont
           const winner = makeRecord();
           await expect(other.writeSecret(t, winner, { lock: b })).resolves.toMatchObject({ alreadyApplied: false });
           expect((await other.readSecret(t))?.secret.equals(winner.secret)).toBe(true);
-          expect(inspect(await other.readState(t))).not.toContain(late.secret.reveal());
+          expectNoSecrets([inspect(await other.readState(t))], [late.secret.reveal()]);
         });
       });
 
@@ -578,7 +579,7 @@ export function describeBackendContract(label: string, setup: () => Promise<Cont
           current = current.cause;
         }
         texts.push(JSON.stringify((error as BackendError).toFields()));
-        for (const text of texts) expect(text).not.toContain(record.secret.reveal());
+        expectNoSecrets(texts, [record.secret.reveal()]);
       });
     });
   });

@@ -8,12 +8,13 @@ import { createHash } from 'node:crypto';
 import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterEach, beforeEach, expect } from 'vitest';
+import { afterEach, beforeEach } from 'vitest';
 import type { AuditRecord } from '../../src/audit/logger.ts';
 import { createBackend } from '../../src/backends/registry.ts';
 import type { Backend, StoreTarget } from '../../src/backends/types.ts';
 import { startEmulator, type RunningEmulator, type StartEmulatorOptions } from '../../src/emulator/server.ts';
 import { startReceiver, type Receiver } from '../alerts/receiver.ts';
+import { expectNoSecrets } from '../support/secret-scan.ts';
 import { useTempDir } from '../support/temp-dir.ts';
 
 export const ENTRY = fileURLToPath(new URL('../../src/cli/entry.ts', import.meta.url));
@@ -256,14 +257,6 @@ export function useCliFixture(emulatorOptions: StartEmulatorOptions = {}): CliFi
     },
   };
   return fixture;
-}
-
-/** Fails when any secret, or its base64 form, appears in any of the texts. */
-export function expectNoSecrets(texts: readonly string[], secrets: readonly string[]): void {
-  const forms = secrets.flatMap((s) => [s, Buffer.from(s).toString('base64'), Buffer.from(s).toString('base64url')]);
-  const leaks = forms.filter((form) => texts.some((text) => text.includes(form)));
-  // Report how many leaked and where, never the value itself.
-  expect(leaks.length, `${leaks.length} secret form(s) appeared in CLI output or alert bodies`).toBe(0);
 }
 
 /** Resolves with the first stdout audit event named `event` of a running CLI (complete lines only). */

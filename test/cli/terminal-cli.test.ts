@@ -5,7 +5,8 @@ import { spawn, spawnSync } from 'node:child_process';
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ENTRY, OWNER_TOKEN, expectNoSecrets, useCliFixture } from './harness.ts';
+import { expectNoSecrets } from '../support/secret-scan.ts';
+import { ENTRY, OWNER_TOKEN, useCliFixture } from './harness.ts';
 
 const cli = useCliFixture();
 const ESC = '\u001b';

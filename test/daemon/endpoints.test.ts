@@ -7,6 +7,7 @@ import { connect, type Socket } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { BackendError } from '../../src/backends/errors.ts';
 import { wrapBackend } from '../rotation/harness.ts';
+import { expectNoSecrets } from '../support/secret-scan.ts';
 import { createGate, keyYaml, METRICS_TOKEN, startDaemonBench, type DaemonBench } from './support.ts';
 
 const KEY = 'key_demo_billing';
@@ -99,7 +100,7 @@ describe('/metrics', () => {
     // The first failure of each result, reason and sink must be an increase from 0 to Prometheus.
     expect(metrics.text).toContain('keyroll_rotations_total{result="failed",reason="leak"} 0');
     // The secret's fingerprint is the most that may appear anywhere; here not even that.
-    expect(metrics.text).not.toContain(await bench.storedSecret(KEY));
+    expectNoSecrets([metrics.text], [await bench.storedSecret(KEY)]);
   });
 
   it('sets the last-rotation time of keys rotated before the daemon started, from backend state', async () => {

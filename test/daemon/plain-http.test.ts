@@ -4,6 +4,7 @@
 // only once: a reload repeats none and names only an endpoint the new policy adds.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { keyYaml, policyYaml, startDaemonBench, type DaemonBench } from './support.ts';
+import { expectNoSecrets } from '../support/secret-scan.ts';
 
 const TOKEN_IN_URL = 'hook-token-in-the-query-0123';
 let bench: DaemonBench;
@@ -34,7 +35,7 @@ describe('daemon: endpoints opted into plain HTTP', () => {
     await daemon.idle();
     expect(lines).toEqual(['keyroll: warning: alerts.sinks.hook.url uses plain http:// to "hooks.example.net" (allowInsecureHttp: true): credentials and secrets sent there cross the network in clear\n']);
     expect(bench.events('policy.plain_http')).toEqual([expect.objectContaining({ endpoint: 'alerts.sinks.hook.url', host: 'hooks.example.net', level: 'warn' })]);
-    expect(JSON.stringify(bench.audit.lines)).not.toContain(TOKEN_IN_URL);
+    expectNoSecrets([JSON.stringify(bench.audit.lines)], [TOKEN_IN_URL]);
 
     // A reload repeats nothing it said, and names what the new policy adds (a reference by its name).
     await bench.writePolicyText(policyWithSinks(hook + slack));

@@ -13,8 +13,8 @@ import type { DaemonOptions } from '../../src/daemon/options.ts';
 import { randomBytes } from 'node:crypto';
 import { signTriggerRequest } from '../../src/scheduler/trigger-auth.ts';
 import type { TriggerKeySpec } from '../../src/scheduler/trigger-keys.ts';
-import { expectNoSecrets } from '../cli/harness.ts';
 import { RecordingAlerter } from '../rotation/harness.ts';
+import { expectNoSecrets } from '../support/secret-scan.ts';
 import { createTempDir } from '../support/temp-dir.ts';
 
 export const ORG = 'org_demo_acme';

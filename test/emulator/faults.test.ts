@@ -1,6 +1,7 @@
 // Fault injection: each fault kind over real loopback HTTP, what it applies and what it loses.
 import { request } from 'undici';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { expectNoSecrets } from '../support/secret-scan.ts';
 import { OWNER, dataOf, errorOf, expectError, startTestEmulator, type EmulatorEnv } from './support.ts';
 
 let env: EmulatorEnv | undefined;
@@ -99,7 +100,7 @@ describe('emulator fault injection', () => {
     emu.faults.inject('roll', { kind: 'failAfterApply', then: 'status500' });
     const answer = await api.roll('key_demo_billing', OWNER);
     expectError(answer, 500, 'INTERNAL_ERROR');
-    expect(answer.text).not.toContain(emu.state.currentSecret('key_demo_billing'));
+    expectNoSecrets([answer.text], [emu.state.currentSecret('key_demo_billing')]);
     expect(emu.state.rollCount('key_demo_billing')).toBe(1);
     expect(emu.state.isLiveSecret('key_demo_billing', before)).toBe(false);
     expectError(await api.list('?limit=1', before), 401, 'UNAUTHORIZED');

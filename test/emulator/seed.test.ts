@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { EmulatorSeedError } from '../../src/emulator/errors.ts';
 import { DEFAULT_SEED_PATH, loadEmulatorSeed, parseEmulatorSeed, type EmulatorSeed } from '../../src/emulator/seed.ts';
 import { createTempDir } from '../support/temp-dir.ts';
+import { expectNoSecrets } from '../support/secret-scan.ts';
 
 const MINIMAL: EmulatorSeed = {
   organizations: [{ id: 'org_a', slug: 'a', name: 'A', plan: 'starter' }],
@@ -72,7 +73,7 @@ describe('emulator seed', () => {
     const principal = (id: string): object => ({ id, name: id, kind: 'session', token: 'shared-token-value', memberships: [{ organizationId: 'org_a', role: 'owner' }] });
     const error = seedError({ ...MINIMAL, principals: [principal('p1'), principal('p2')] });
     expect(error.issues).toEqual(['principals: two principals share a token']);
-    expect(error.message).not.toContain('shared-token-value');
+    expectNoSecrets([error.message], ['shared-token-value']);
   });
 
   it('a missing seed file is a seed error naming the file', async () => {

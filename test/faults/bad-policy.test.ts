@@ -14,8 +14,9 @@ import { describe, expect, it } from 'vitest';
 import { EMULATOR_OPERATIONS } from '../../src/emulator/faults.ts';
 import { loadPolicy, parsePolicy } from '../../src/policy/load.ts';
 import { PolicyError, formatIssue, type PolicyIssue } from '../../src/policy/errors.ts';
+import { findSecrets } from '../support/secret-scan.ts';
 import { useTempDir } from '../support/temp-dir.ts';
-import { checkNotLeaked, recordCase } from './record.ts';
+import { recordCase } from './record.ts';
 import { ALERT_URL_PLACEHOLDER, BASE_URL_PLACEHOLDER, badPolicy, hugePolicies, type BadPolicy } from './b-bad-policies.ts';
 import { OWNER_TOKEN } from './b-child.ts';
 import { faultSeed } from './b-budget.ts';
@@ -68,7 +69,7 @@ describe(`malformed policies, generated (seed ${SEED}): the loader refuses each 
       await writeFile(file, bad.text);
       const error = await refusal(file);
       const texts = [error.message, ...error.issues.map(formatIssue)];
-      const echoed = bad.mustNotEcho === undefined ? 0 : checkNotLeaked(texts, [bad.mustNotEcho]).leaked;
+      const echoed = bad.mustNotEcho === undefined ? 0 : findSecrets(texts, [bad.mustNotEcho]).leaked;
       recordCase(ctx, { case: `policy #${index}: ${bad.kind}`, fault: `malformed policy: ${bad.kind}`, backend: 'policy', step: 'run', result: 'skipped', lost: 0, leaked: echoed, alerted: 0, failures: 0 });
 
       // The break, not the rest of the file, is what the loader refuses.
@@ -108,7 +109,7 @@ describe('malformed policies through the CLI: exit 2, file:line on stderr, nothi
         await world.writeFile('policy.yaml', text);
         const result = await world.run(['run', '--policy', 'policy.yaml'], { killAfterMs: 60_000 });
         const calls = EMULATOR_OPERATIONS.reduce((total, operation) => total + world.emulator.state.callCount(operation), 0);
-        const leaks = checkNotLeaked(world.haystacks(), [...world.emulator.state.mintedSecrets(), OWNER_TOKEN, ...(bad.mustNotEcho ? [bad.mustNotEcho] : [])]);
+        const leaks = findSecrets(world.haystacks(), [...world.emulator.state.mintedSecrets(), OWNER_TOKEN, ...(bad.mustNotEcho ? [bad.mustNotEcho] : [])]);
         recordCase(ctx, { case: `policy via CLI #${index}: ${bad.kind}`, fault: `malformed policy: ${bad.kind}`, backend: 'cli', step: 'run', result: 'skipped', lost: 0, leaked: leaks.leaked, alerted: 0, failures: 0 });
 
         expect(result.code, result.stderr).toBe(2);

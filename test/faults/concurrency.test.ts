@@ -4,7 +4,8 @@
 // together instead of one after another. Every due key must be rolled exactly once, by exactly
 // one runner, and stored where it works.
 import { describe, expect, it } from 'vitest';
-import { checkAlerted, checkNoDoubleRoll, checkNotLeaked, checkNotLost, recordCase, reportedRolls } from './record.ts';
+import { findSecrets } from '../support/secret-scan.ts';
+import { checkAlerted, checkNoDoubleRoll, checkNotLost, recordCase, reportedRolls } from './record.ts';
 import { runReportFromAudit } from './b-audit.ts';
 import { OWNER_TOKEN } from './b-child.ts';
 import { DEMO_KEYS, ORG, faultKey, faultPolicyYaml, openWorld, type FaultKey } from './b-world.ts';
@@ -52,7 +53,7 @@ describe('ten runners at once on one policy and one backend', () => {
       const keyIds = KEYS.map((key) => key.id);
       const copies = await Promise.all(KEYS.map(async (key) => ({ keyId: key.id, secrets: [await world.storedSecret(key)] })));
       const lost = checkNotLost(copies, (keyId, secret) => world.emulator.state.isLiveSecret(keyId, secret));
-      const leaks = checkNotLeaked(world.haystacks(), [...world.emulator.state.mintedSecrets(), OWNER_TOKEN]);
+      const leaks = findSecrets(world.haystacks(), [...world.emulator.state.mintedSecrets(), OWNER_TOKEN]);
       const reports = runs.map((run) => runReportFromAudit(run.events, keyIds));
       const alerts = checkAlerted(reports, world.alerts());
       const allEvents = runs.flatMap((run) => run.events);

@@ -17,7 +17,8 @@
 // Each boundary runs CRASH_ITERATIONS times, alternating two starting states: keys never
 // rotated (nothing stored yet) and keys rotated ten minutes earlier (a working secret stored).
 import { describe, expect, it } from 'vitest';
-import { checkAlerted, checkNoDoubleRoll, checkNotLeaked, checkNotLost, recordCase, reportedRolls } from './record.ts';
+import { findSecrets } from '../support/secret-scan.ts';
+import { checkAlerted, checkNoDoubleRoll, checkNotLost, recordCase, reportedRolls } from './record.ts';
 import { runReportFromAudit } from './b-audit.ts';
 import { OWNER_TOKEN, type ChildResult } from './b-child.ts';
 import { crashIterations, untilTrue } from './b-budget.ts';
@@ -138,7 +139,7 @@ describe('SIGKILL at every step boundary, then `keyroll run` repairs', () => {
             // The four questions, answered and recorded before asserting.
             const copies = await Promise.all(KEYS.map(async (key) => ({ keyId: key.id, secrets: [await world.storedSecret(key)] })));
             const lost = checkNotLost(copies, (keyId, secret) => world.emulator.state.isLiveSecret(keyId, secret));
-            const leaks = checkNotLeaked(world.haystacks(), [...world.emulator.state.mintedSecrets(), OWNER_TOKEN]);
+            const leaks = findSecrets(world.haystacks(), [...world.emulator.state.mintedSecrets(), OWNER_TOKEN]);
             const alerts = world.alerts();
             const recoveryAlerts = (keyId: string): number => alerts.filter((alert) => alert.keyId === keyId && alert.step === 'recovery').length;
             const repairAlerts = checkAlerted(repairs.map((run) => runReportFromAudit(run.events, KEYS.map((key) => key.id))), alerts);

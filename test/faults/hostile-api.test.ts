@@ -18,7 +18,8 @@ import { staticCredential } from '../../src/api/credentials.ts';
 import { RateLimiter } from '../../src/api/rate-limiter.ts';
 import { Secret } from '../../src/audit/secret.ts';
 import { fakeClock } from '../api/mock-api.ts';
-import { checkAlerted, checkNoDoubleRoll, checkNotLeaked, checkNotLost, recordCase, reportedRolls, type FaultCaseResult, type RunReport } from './record.ts';
+import { findSecrets } from '../support/secret-scan.ts';
+import { checkAlerted, checkNoDoubleRoll, checkNotLost, recordCase, reportedRolls, type FaultCaseResult, type RunReport } from './record.ts';
 import { OWNER_TOKEN, type ChildResult } from './b-child.ts';
 import { faultSeed } from './b-budget.ts';
 import { BODY_FAMILIES, describeAnswer, expectedOutcome, hostileAnswerFor, type HostileAnswer } from './b-hostile-answers.ts';
@@ -141,7 +142,7 @@ describe(`hostile roll answers, generated (seed ${SEED}): stored when data.key w
       const mine = batch.alerts.filter((alert) => alert.keyId === key.id);
 
       const lost = checkNotLost([{ keyId: key.id, secrets: [stored] }], (keyId, secret) => world.emulator.state.isLiveSecret(keyId, secret));
-      const leaks = checkNotLeaked(batch.haystacks, [seed, ...log.minted, ...(log.embedded ? [log.embedded] : []), OWNER_TOKEN]);
+      const leaks = findSecrets(batch.haystacks, [seed, ...log.minted, ...(log.embedded ? [log.embedded] : []), OWNER_TOKEN]);
       const report: RunReport = { runId: batch.report?.runId ?? 'no-report', outcomes: outcome ? [outcome] : [] };
       const alerted = checkAlerted([report], mine);
       const rolls = checkNoDoubleRoll([{ keyId: key.id, emulatorRolls: world.emulator.state.rollCount(key.id), reportedRolls: reportedRolls(events, key.id) }]);

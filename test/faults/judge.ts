@@ -4,11 +4,11 @@
 // the test and asserts the invariants.
 import { expect, type TestContext } from 'vitest';
 import type { RunningEmulator } from '../../src/emulator/server.ts';
+import { findSecrets } from '../support/secret-scan.ts';
 import {
   alertsFromAudit,
   checkAlerted,
   checkNoDoubleRoll,
-  checkNotLeaked,
   checkNotLost,
   recordCase,
   reportedRolls,
@@ -111,7 +111,7 @@ export function judgeCase(evidence: CaseEvidence): CaseVerdict {
 
   // Not leaked: every minted secret, in every form, in everything keyroll wrote.
   const haystacks = [...evidence.auditLines, ...evidence.alertBodies, ...evidence.otherOutput];
-  const leaks = checkNotLeaked(haystacks, evidence.emulator.state.mintedSecrets());
+  const leaks = findSecrets(haystacks, evidence.emulator.state.mintedSecrets());
   for (const hit of leaks.hits) problems.push(`secret ${hit.fingerprint} leaked (${hit.form}) in output #${hit.haystack}`);
 
   // Alerted: one alert per failure, none for a success; delivered or audited as undeliverable.

@@ -6,7 +6,8 @@
 // runner frozen by SIGSTOP, a GC pause or a frozen VM, looks like.
 import { performance } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { checkNotLeaked, checkNotLost, recordCase } from './record.ts';
+import { findSecrets } from '../support/secret-scan.ts';
+import { checkNotLost, recordCase } from './record.ts';
 import { OWNER_TOKEN, type ChildResult, type RunningChild } from './b-child.ts';
 import { DEMO_KEYS, faultKey, faultPolicyYaml, openWorld, type FaultWorld } from './b-world.ts';
 import { startBench } from '../rotation/harness.ts';
@@ -118,7 +119,7 @@ describe('fenced locks: a runner that lost its lock', () => {
       expect(c.code, c.stderr).toBe(0);
 
       const lost = checkNotLost([{ keyId: KEY.id, secrets: [await world.storedSecret(KEY)] }], isLive(world));
-      const leaks = checkNotLeaked(world.haystacks(), [...world.emulator.state.mintedSecrets(), OWNER_TOKEN]);
+      const leaks = findSecrets(world.haystacks(), [...world.emulator.state.mintedSecrets(), OWNER_TOKEN]);
       const reroll = world.alerts().filter((alert) => alert.errorCode === 'KR_RECOVERED_REROLL');
       recordCase(ctx, { case: 'lock taken over, killed holder\'s roll lands late', fault: 'SIGKILL mid-roll + takeover', backend: 'cli', step: 'roll', result: 'aborted', lost: lost.lost, leaked: leaks.leaked, alerted: reroll.length === 1 ? 1 : 0, failures: 1 });
       expect(lost.lostKeys).toEqual([]);
@@ -158,7 +159,7 @@ describe('fenced locks: a runner that lost its lock', () => {
       expect(c.code, c.stderr).toBe(0);
 
       const lost = checkNotLost([{ keyId: KEY.id, secrets: [await world.storedSecret(KEY)] }], isLive(world));
-      const leaks = checkNotLeaked(world.haystacks(), [...world.emulator.state.mintedSecrets(), OWNER_TOKEN]);
+      const leaks = findSecrets(world.haystacks(), [...world.emulator.state.mintedSecrets(), OWNER_TOKEN]);
       const lockLost = world.alerts().filter((alert) => alert.errorCode === 'KR_LOCK_LOST' && alert.severity === 'critical');
       recordCase(ctx, { case: 'lock taken over from a frozen holder', fault: 'SIGSTOP mid-roll + takeover + SIGCONT', backend: 'cli', step: 'roll', result: 'failed', lost: lost.lost, leaked: leaks.leaked, alerted: lockLost.length === 1 ? 1 : 0, failures: 1 });
       expect(lost.lostKeys).toEqual([]);
@@ -203,7 +204,7 @@ describe('fenced locks: a runner that lost its lock', () => {
       const stored = (await bench.runtime()).resolveKey(key).destinations[0];
       const secret = stored ? (await stored.backend.readSecret(stored.target))?.secret.reveal() : undefined;
       const lost = checkNotLost([{ keyId: key.id, secrets: [secret] }], (id, s) => bench.emulator.state.isLiveSecret(id, s));
-      const leaks = checkNotLeaked(bench.lines, bench.emulator.state.mintedSecrets());
+      const leaks = findSecrets(bench.lines, bench.emulator.state.mintedSecrets());
       recordCase(ctx, { case: 'clock skew: contender 20 s ahead, skew 30 s', fault: 'clock skew between runners', backend: 'file', step: 'lock', result: 'skipped', lost: lost.lost, leaked: leaks.leaked, alerted: 0, failures: 0 });
       expect(b.outcomes[0]).toMatchObject({ result: 'busy' });
       expect(a.outcomes[0]).toMatchObject({ result: 'rotated' });

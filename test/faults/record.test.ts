@@ -1,37 +1,8 @@
-// The checkers every fault case relies on must themselves catch what they claim to catch.
+// The checkers every fault case relies on must themselves catch what they claim to catch (the
+// leak scan's own tests: test/support/secret-scan.test.ts).
 import { describe, expect, it } from 'vitest';
-import { checkAlerted, checkNoDoubleRoll, checkNotLeaked, checkNotLost, reportedRolls, type AlertSeen } from './record.ts';
+import { checkAlerted, checkNoDoubleRoll, checkNotLost, reportedRolls, type AlertSeen } from './record.ts';
 import { faultTable, faultTotals, summaryLine, type FaultRow } from './reporter.ts';
-
-const SECRET = 'kr_live_3f9a1c2b7d8e4f60a1b2c3d4e5f60718';
-
-describe('checkNotLeaked', () => {
-  it('finds a secret written raw', () => {
-    expect(checkNotLeaked(['clean', `token=${SECRET}`], [SECRET])).toMatchObject({ leaked: 1, hits: [{ haystack: 1, form: 'raw' }] });
-  });
-
-  it('finds a secret written as base64, base64url and hex', () => {
-    const forms = [Buffer.from(SECRET).toString('base64'), Buffer.from(SECRET).toString('base64url'), Buffer.from(SECRET).toString('hex').toUpperCase()];
-    const result = checkNotLeaked(forms, [SECRET]);
-    expect(result.leaked).toBe(1);
-    expect(new Set(result.hits.map((hit) => hit.haystack))).toEqual(new Set([0, 1, 2]));
-  });
-
-  it('finds a secret inside a longer base64 blob at every alignment', () => {
-    for (const prefix of ['', 'a', 'ab']) {
-      const blob = Buffer.from(`{"x":"${prefix}${SECRET}","y":1}`).toString('base64');
-      expect(checkNotLeaked([blob], [SECRET]).leaked, `prefix ${JSON.stringify(prefix)}`).toBe(1);
-    }
-  });
-
-  it('reports only a fingerprint, never the secret', () => {
-    expect(JSON.stringify(checkNotLeaked([SECRET], [SECRET]))).not.toContain(SECRET);
-  });
-
-  it('finds nothing in clean output', () => {
-    expect(checkNotLeaked(['{"event":"key.rolled","fingerprint":"0a1b2c3d4e5f"}'], [SECRET])).toEqual({ leaked: 0, hits: [] });
-  });
-});
 
 describe('checkNotLost', () => {
   const isLive = (keyId: string, secret: string): boolean => keyId === 'k1' && secret === 'live';

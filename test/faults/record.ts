@@ -3,7 +3,6 @@
 // not lost, not leaked, alerted, no double roll — asserts the answers AND records the
 // figures on the test, where test/faults/reporter.ts collects them into the table and the
 // summary line `N cases, L lost, K leaked, A alerted of F failures`.
-import { createHash } from 'node:crypto';
 import type { TestContext } from 'vitest';
 
 export type FaultCaseResult = 'rotated' | 'failed' | 'recovered' | 'skipped' | 'aborted';
@@ -67,77 +66,7 @@ export function checkNotLost(keys: readonly KeyCopies[], isLive: (keyId: string,
 }
 
 // ── not leaked ────────────────────────────────────────────────────────────────────────
-
-export interface LeakHit {
-  /** Index of the haystack that held it. */
-  haystack: number;
-  /** raw, base64, base64url, hex, or base64-embedded (inside a longer base64 blob). */
-  form: string;
-  /** SHA-256 prefix of the leaked secret, safe to print. */
-  fingerprint: string;
-}
-
-export interface LeakCheck {
-  /** Distinct minted secrets found in some haystack. */
-  leaked: number;
-  hits: LeakHit[];
-}
-
-/** base64 runs of `bytes` as they appear inside a longer base64 text, for each of the 3 alignments. */
-function embeddedBase64(bytes: Buffer): string[] {
-  const runs: string[] = [];
-  for (let offset = 0; offset <= 2; offset++) {
-    const encoded = Buffer.concat([Buffer.alloc(offset), bytes]).toString('base64');
-    // Only the characters fully determined by the secret's bits.
-    const start = Math.ceil((offset * 8) / 6);
-    const end = Math.floor(((offset + bytes.length) * 8) / 6);
-    runs.push(encoded.slice(start, end));
-  }
-  return runs;
-}
-
-function toUrlAlphabet(base64: string): string {
-  return base64.replace(/\+/g, '-').replace(/\//g, '_');
-}
-
-/** The encodings a secret could take on its way out, each as [form, text]. */
-export function leakForms(secret: string): [string, string][] {
-  const bytes = Buffer.from(secret, 'utf8');
-  const base64 = bytes.toString('base64').replace(/=+$/, '');
-  const forms: [string, string][] = [
-    ['raw', secret],
-    ['base64', base64],
-    ['base64url', toUrlAlphabet(base64)],
-    ['hex', bytes.toString('hex')],
-  ];
-  for (const run of embeddedBase64(bytes)) {
-    forms.push(['base64-embedded', run], ['base64url-embedded', toUrlAlphabet(run)]);
-  }
-  return forms;
-}
-
-/**
- * Not leaked: no minted secret appears in any haystack (stdout, stderr, audit lines, log files,
- * alert bodies, error messages), raw or encoded. Hex is matched case-insensitively.
- */
-export function checkNotLeaked(haystacks: readonly string[], minted: readonly string[]): LeakCheck {
-  const hits: LeakHit[] = [];
-  const leakedSecrets = new Set<string>();
-  const lowered = haystacks.map((text) => text.toLowerCase());
-  for (const secret of new Set(minted)) {
-    if (secret.length === 0) continue;
-    for (const [form, text] of leakForms(secret)) {
-      haystacks.forEach((haystack, index) => {
-        const found = form === 'hex' ? (lowered[index] ?? '').includes(text) : haystack.includes(text);
-        if (found) {
-          hits.push({ haystack: index, form, fingerprint: createHash('sha256').update(secret).digest('hex').slice(0, 12) });
-          leakedSecrets.add(secret);
-        }
-      });
-    }
-  }
-  return { leaked: leakedSecrets.size, hits };
-}
+// findSecrets (test/support/secret-scan.ts): the same scan every other test makes of its output.
 
 // ── alerted ───────────────────────────────────────────────────────────────────────────
 

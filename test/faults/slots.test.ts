@@ -10,7 +10,8 @@ import { runRotations, type RunSummary } from '../../src/rotation/run.ts';
 import type { RuntimeOptions } from '../../src/rotation/runtime.ts';
 import type { RunTrigger } from '../../src/rotation/types.ts';
 import { keyPolicy, startBench, wrapBackend, type Bench } from '../rotation/harness.ts';
-import { checkNotLeaked, checkNotLost, recordCase, type FaultCaseResult } from './record.ts';
+import { findSecrets } from '../support/secret-scan.ts';
+import { checkNotLost, recordCase, type FaultCaseResult } from './record.ts';
 
 const ENTRY = 'billing-api';
 const SLOTS = ['key_demo_billing_a', 'key_demo_billing_b'] as const;
@@ -62,7 +63,7 @@ async function faultCase(ctx: TestContext, name: string, fault: string, step: st
   bench.emulator.faults.clear();
   const next = await run(6 * HOUR);
   const lost = checkNotLost([{ keyId: ENTRY, secrets: [await storedSecret()] }], anySlotLive);
-  const leaks = checkNotLeaked([...bench.lines, JSON.stringify(bench.alerter.alerts), JSON.stringify([faulted, next])], bench.emulator.state.mintedSecrets());
+  const leaks = findSecrets([...bench.lines, JSON.stringify(bench.alerter.alerts), JSON.stringify([faulted, next])], bench.emulator.state.mintedSecrets());
   const failed = faulted.outcomes[0]?.result === 'failed' ? 1 : 0;
   const alerted = failed === 1 && bench.alerter.alerts.some(({ alert }) => alert.keyId === ENTRY && alert.step === step) ? 1 : 0;
   recordCase(ctx, { case: `${name} (slots)`, fault, backend: 'file', step, result: (faulted.outcomes[0]?.result ?? 'aborted') as FaultCaseResult, lost: lost.lost, leaked: leaks.leaked, alerted, failures: failed });

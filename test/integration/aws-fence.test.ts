@@ -12,6 +12,7 @@ import { acquireLock } from '../../src/backends/aws/lock.ts';
 import { BackendError } from '../../src/backends/errors.ts';
 import type { Backend, HeldLock, StoreTarget } from '../../src/backends/types.ts';
 import { createTestClock, makeRecord, type TestClock } from '../backends/contract.ts';
+import { expectNoSecrets } from '../support/secret-scan.ts';
 import { makeBackend, newTarget, rejection, sdkClient } from './aws-fixtures.ts';
 import { motoServer } from './servers.ts';
 
@@ -89,7 +90,7 @@ describe.skipIf(moto === undefined)('aws fenced writes and lock refresh (moto)',
     const error = await rejection(a.writeSecret(t, late, { lock }));
     expect(error).toMatchObject({ code: 'KR_LOCK_LOST', retryable: false, operation: 'write', kind: 'aws' });
     expect(error.message).toContain('held by b');
-    expect(error.message).not.toContain(late.secret.reveal());
+    expectNoSecrets([error.message], [late.secret.reveal()]);
     // Durable (the secret is not lost), but not what anyone reads, nor what readPrevious returns.
     expect(await stagesOf(t)).toEqual({ [first]: ['AWSCURRENT'], [late.rotationId]: ['KEYROLL_PENDING'] });
     expect(await b.readPrevious?.(t)).toBeUndefined();

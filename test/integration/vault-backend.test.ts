@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { BackendError } from '../../src/backends/errors.ts';
 import type { StoreTarget, ValueShape } from '../../src/backends/types.ts';
 import { createTestClock, describeBackendContract, makeRecord } from '../backends/contract.ts';
+import { expectNoSecrets } from '../support/secret-scan.ts';
 import { vaultServer } from './servers.ts';
 import { makeVaultBackend as makeBackend, uniqueName, vaultAdmin } from './vault-admin.ts';
 
@@ -178,8 +179,8 @@ if (server === undefined) {
       expect(error).toBeInstanceOf(BackendError);
       expect(error).toMatchObject({ code: 'KR_BACKEND_DENIED', status: 403, retryable: false });
       const text = `${String(error)} ${JSON.stringify((error as BackendError).toFields())}`;
-      expect(text).not.toContain(record.secret.reveal());
-      expect(text).not.toContain('hvs.not-a-real-token-000000');
+      expectNoSecrets([text], [record.secret.reveal()]);
+      expectNoSecrets([text], ['hvs.not-a-real-token-000000']);
       await backend.close();
     });
 

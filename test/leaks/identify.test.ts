@@ -9,8 +9,8 @@ import type { Backend } from '../../src/backends/types.ts';
 import { searchLeakedSecret } from '../../src/leaks/identify.ts';
 import { runRotations } from '../../src/rotation/run.ts';
 import type { RunTrigger } from '../../src/rotation/types.ts';
-import { checkNotLeaked } from '../faults/record.ts';
 import { JSON_SHAPE, keyPolicy, startBench, type Bench } from '../rotation/harness.ts';
+import { expectNoSecrets } from '../support/secret-scan.ts';
 
 const ENTRY = 'billing-api';
 const SLOT_A = 'key_demo_billing_a';
@@ -151,6 +151,6 @@ describe('searchLeakedSecret', () => {
     const result = await search(value);
     expect(bench.lines.length).toBe(before);
     const rendered = JSON.stringify(summary(result));
-    expect(checkNotLeaked([rendered, ...bench.lines], [value]).leaked).toBe(0);
+    expectNoSecrets([rendered, ...bench.lines], [value]);
   });
 });

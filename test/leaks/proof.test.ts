@@ -5,8 +5,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Secret } from '../../src/audit/secret.ts';
 import { probeLeakedSecret, proveLeakDead } from '../../src/leaks/proof.ts';
 import type { Runtime } from '../../src/rotation/runtime.ts';
-import { checkNotLeaked } from '../faults/record.ts';
 import { keyPolicy, startBench, type Bench } from '../rotation/harness.ts';
+import { expectNoSecrets } from '../support/secret-scan.ts';
 
 const BILLING = 'key_demo_billing';
 
@@ -29,7 +29,7 @@ function leakedValue(): string {
 
 function expectNothingLeaked(value: string): void {
   const written = [...bench.lines, JSON.stringify(bench.alerter.alerts)];
-  expect(checkNotLeaked(written, [value]).leaked).toBe(0);
+  expectNoSecrets(written, [value]);
 }
 
 describe('probeLeakedSecret', () => {

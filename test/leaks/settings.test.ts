@@ -8,6 +8,7 @@ import { WebhookSecretError } from '../../src/leaks/errors.ts';
 import { resolveIntake } from '../../src/leaks/settings.ts';
 import { parsePolicy } from '../../src/policy/load.ts';
 import { policyYaml, useCliFixture } from '../cli/harness.ts';
+import { expectNoSecrets } from '../support/secret-scan.ts';
 
 const SHORT = 's'.repeat(MIN_SIGNING_KEY_BYTES - 1);
 const LONG = 'l'.repeat(MIN_SIGNING_KEY_BYTES);
@@ -22,7 +23,7 @@ describe('resolveIntake', () => {
     expect(error).toMatchObject({ code: 'KR_USAGE', field: 'intake.github.webhookSecret' });
     expect((error as Error).message).toContain('intake.github.webhookSecret (env:GH_SECRET)');
     expect((error as Error).message).toContain(`shorter than ${String(MIN_SIGNING_KEY_BYTES)} bytes`);
-    expect((error as Error).message).not.toContain(SHORT);
+    expectNoSecrets([(error as Error).message], [SHORT]);
   });
 
   it('refuses a short GitGuardian signature token the same way, and accepts 32 bytes', async () => {
@@ -41,7 +42,7 @@ describe('keyroll daemon with a short webhook secret', () => {
     const result = await cli.run(['daemon', '-p', 'policy.yaml', '--listen', '127.0.0.1:0', '--state-dir', 'state'], { env: { KR_SHORT_WEBHOOK_SECRET: SHORT, KR_GITHUB_TOKEN: 'unused' } });
     expect(result.code).toBe(2);
     expect(result.stderr).toContain('intake.github.webhookSecret (env:KR_SHORT_WEBHOOK_SECRET)');
-    expect(result.stderr).not.toContain(SHORT);
+    expectNoSecrets([result.stderr], [SHORT]);
     expect(cli.emulator.state.totalRolls()).toBe(0);
   });
 });

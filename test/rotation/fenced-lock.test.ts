@@ -9,6 +9,7 @@ import type { KeyState } from '../../src/backends/types.ts';
 import { runRotations, type RunSummary } from '../../src/rotation/run.ts';
 import type { RunTrigger } from '../../src/rotation/types.ts';
 import type { RuntimeOptions } from '../../src/rotation/runtime.ts';
+import { expectNoSecrets } from '../support/secret-scan.ts';
 import { startBench, wrapBackend, type Bench } from './harness.ts';
 
 const KEY = 'key_demo_billing';
@@ -77,11 +78,6 @@ async function runnerAtRoll(gate: Promise<void>): Promise<{ result: Promise<RunS
 
 const NEVER = new Promise<void>(() => undefined);
 
-function expectNoSecretIn(lines: readonly string[]): void {
-  const text = lines.join('\n');
-  for (const secret of bench.emulator.state.mintedSecrets()) expect(text).not.toContain(secret);
-}
-
 describe('invariant 9: fenced locks', () => {
   it('a paused holder whose lock was taken over cannot store its secret over the new holder\'s', async () => {
     await runAs({});
@@ -117,7 +113,7 @@ describe('invariant 9: fenced locks', () => {
     expect(afterA.secret).toBe(afterB.secret);
     expect(afterA.secret && bench.emulator.state.isLiveSecret(KEY, afterA.secret)).toBe(true);
     expect(bench.alerter.alerts.some(({ alert }) => alert.errorCode === 'KR_LOCK_LOST' && alert.severity === 'critical')).toBe(true);
-    expectNoSecretIn(bench.lines);
+    expectNoSecrets(bench.lines, bench.emulator.state.mintedSecrets(), 'the audit trail');
   });
 
   it('a holder killed mid-roll after a takeover: its marker is kept, and a roll landing late is found and repaired by a later run', async () => {
@@ -150,7 +146,7 @@ describe('invariant 9: fenced locks', () => {
     expect(healed.secret && bench.emulator.state.isLiveSecret(KEY, healed.secret)).toBe(true);
     expect(healed.state.intent).toBeUndefined();
     expect(bench.alerter.alerts.some(({ alert }) => alert.errorCode === 'KR_RECOVERED_REROLL')).toBe(true);
-    expectNoSecretIn(bench.lines);
+    expectNoSecrets(bench.lines, bench.emulator.state.mintedSecrets(), 'the audit trail');
   });
 
   it('a marker held until later is not cleared by a run before then, and is cleared (secret works) after', async () => {

@@ -8,6 +8,7 @@ import type { KeyState } from '../../src/backends/types.ts';
 import type { KeyPolicy } from '../../src/policy/schema.ts';
 import { runRotations, type RunSummary } from '../../src/rotation/run.ts';
 import type { RunTrigger } from '../../src/rotation/types.ts';
+import { expectNoSecrets } from '../support/secret-scan.ts';
 import { keyPolicy, startBench, type Bench } from './harness.ts';
 
 const ENTRY = 'billing-api';
@@ -57,8 +58,7 @@ const live = (keyId: string, secret: string | undefined): boolean => secret !== 
 const entry = (): KeyPolicy => bench.key(ENTRY);
 
 function expectNoSecretInOutput(): void {
-  const text = [...bench.lines, JSON.stringify(bench.alerter.alerts)].join('\n');
-  for (const secret of bench.emulator.state.mintedSecrets()) expect(text).not.toContain(secret);
+  expectNoSecrets([...bench.lines, JSON.stringify(bench.alerter.alerts)], bench.emulator.state.mintedSecrets(), 'the audit trail and the alerts');
 }
 
 describe('two-slot alternation', () => {

@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { UsageError } from '../../src/errors.ts';
 import { MIN_TRIGGER_KEY_BYTES, parseTriggerKeys, resolveTriggerKeys } from '../../src/scheduler/trigger-keys.ts';
 import { useCliFixture } from '../cli/harness.ts';
+import { expectNoSecrets } from '../support/secret-scan.ts';
 
 const SHORT_KEY = 'k'.repeat(MIN_TRIGGER_KEY_BYTES - 1);
 
@@ -42,7 +43,7 @@ describe('trigger key length', () => {
     expect(error).toBeInstanceOf(UsageError);
     expect((error as UsageError).code).toBe('KR_USAGE');
     expect((error as Error).message).toContain('alice=env:ALICE_KEY');
-    expect((error as Error).message).not.toContain(SHORT_KEY);
+    expectNoSecrets([(error as Error).message], [SHORT_KEY]);
   });
 
   it('counts bytes, not characters', async () => {
@@ -71,7 +72,7 @@ describe('keyroll daemon with a short trigger key', () => {
 
     expect(result.code).toBe(2);
     expect(result.stderr).toContain(`shorter than ${String(MIN_TRIGGER_KEY_BYTES)} bytes`);
-    expect(result.stderr).not.toContain(SHORT_KEY);
+    expectNoSecrets([result.stderr], [SHORT_KEY]);
     expect(cli.emulator.state.totalRolls()).toBe(0);
   });
 });

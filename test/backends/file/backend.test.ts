@@ -6,6 +6,7 @@ import { FileBackend } from '../../../src/backends/file/backend.ts';
 import type { StoreTarget, ValueShape } from '../../../src/backends/types.ts';
 import { createTempDir, useTempDir } from '../../support/temp-dir.ts';
 import { createTestClock, describeBackendContract, makeRecord } from '../contract.ts';
+import { expectNoSecrets } from '../../support/secret-scan.ts';
 
 const RAW: ValueShape = { format: 'raw', secretField: 'apiKey', fields: [] };
 const JSON_SHAPE: ValueShape = { format: 'json', secretField: 'apiKey', fields: ['keyId', 'organizationId', 'rotatedAt', 'rotationId'] };
@@ -68,7 +69,7 @@ describe('file backend', () => {
     expect(files.sort()).toEqual(['k', 'k.keyroll.current', 'k.keyroll.json']);
     expect((await stat(join(directory.path(), 'base', 'k.keyroll.current'))).ino).toBe((await stat(join(directory.path(), 'base', 'k'))).ino);
     const sidecar = await readFile(join(directory.path(), 'base', 'k.keyroll.json'), 'utf8');
-    expect(sidecar).not.toContain(record.secret.reveal());
+    expectNoSecrets([sidecar], [record.secret.reveal()]);
     expect((await stat(join(directory.path(), 'base', 'k.keyroll.json'))).mode & 0o777).toBe(0o600);
   });
 

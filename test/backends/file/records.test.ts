@@ -8,6 +8,7 @@ import { FileBackend } from '../../../src/backends/file/backend.ts';
 import type { FailureRecord, Intent, StoreTarget, ValueShape } from '../../../src/backends/types.ts';
 import { useTempDir } from '../../support/temp-dir.ts';
 import { makeRecord } from '../contract.ts';
+import { expectNoSecrets } from '../../support/secret-scan.ts';
 
 const RAW: ValueShape = { format: 'raw', secretField: 'apiKey', fields: [] };
 const WITH_ROTATION: ValueShape = { format: 'json', secretField: 'apiKey', fields: ['rotationId'] };
@@ -32,7 +33,7 @@ describe('file backend bookkeeping', () => {
       const record = makeRecord();
       const written = await backend.writeSecret(target('k'), record);
       expect(written).toMatchObject({ alreadyApplied: false, bookkeepingError: expect.stringContaining('k.keyroll.json') as unknown });
-      expect(written.bookkeepingError).not.toContain(record.secret.reveal());
+      expectNoSecrets([written.bookkeepingError ?? ''], [record.secret.reveal()]);
       expect(await readFile(join(base, 'k'), 'utf8')).toBe(record.secret.reveal());
     });
 

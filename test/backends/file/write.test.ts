@@ -9,6 +9,7 @@ import { FileBackend } from '../../../src/backends/file/backend.ts';
 import type { StoreTarget } from '../../../src/backends/types.ts';
 import { useTempDir } from '../../support/temp-dir.ts';
 import { makeRecord } from '../contract.ts';
+import { expectNoSecrets } from '../../support/secret-scan.ts';
 
 const io = vi.hoisted(() => ({
   calls: [] as string[],
@@ -121,7 +122,7 @@ describe('file backend filesystem calls', () => {
     io.failNext = { call: `rename ${join(base, 'apps/key.keyroll.previous')}`, after: false };
     const written = await backend.writeSecret(t, record);
     expect(written).toMatchObject({ version: '2', alreadyApplied: false, bookkeepingError: expect.stringContaining('keeping the value replaced') as unknown });
-    expect(written.bookkeepingError).not.toContain(record.secret.reveal());
+    expectNoSecrets([written.bookkeepingError ?? ''], [record.secret.reveal()]);
     expect((await backend.readSecret(t))?.secret.equals(record.secret)).toBe(true);
   });
 

@@ -13,6 +13,7 @@ import { MAX_VAULT_ANSWER_BYTES, VaultClient } from '../../../src/backends/vault
 import { KvV2, VaultSession } from '../../../src/backends/vault/kv.ts';
 import { startReceiver, type Receiver } from '../../alerts/receiver.ts';
 import { createTestClock } from '../contract.ts';
+import { expectNoSecrets } from '../../support/secret-scan.ts';
 
 interface Seen {
   method: string;
@@ -85,7 +86,7 @@ describe('vault client', () => {
     expect(error).toBeInstanceOf(BackendError);
     expect(error).toMatchObject({ code: 'KR_BACKEND_INVALID_RESPONSE' });
     expect((error as Error).cause).toBeUndefined();
-    expect((error as Error).message).not.toContain(secret);
+    expectNoSecrets([(error as Error).message], [secret]);
     await c.close();
   });
 
@@ -101,7 +102,7 @@ describe('vault client', () => {
     reply = () => ({ status: 400, body: { errors: [`invalid value ${secret.reveal()}`] } });
     const c = client();
     const error = await c.json(call, KvProbe).catch((e: unknown) => e);
-    expect((error as Error).message).not.toContain(secret.reveal());
+    expectNoSecrets([(error as Error).message], [secret.reveal()]);
     expect((error as Error).message).toContain('[REDACTED]');
     await c.close();
   });
@@ -246,7 +247,7 @@ describe('vault token source', () => {
     const tokens = source(client());
     const error: unknown = await tokens.ensureFresh(600_000, 'preflight', 'token').catch((e: unknown) => e);
     expect(error).toMatchObject({ code: 'KR_BACKEND_DENIED', operation: 'preflight' });
-    expect((error as Error).message).not.toContain('hvs.short-lived-token-0001');
+    expectNoSecrets([(error as Error).message], ['hvs.short-lived-token-0001']);
   });
 
   it('retries a request once with a fresh login after a 403', async () => {

@@ -4,6 +4,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { Secret } from '../../../src/audit/secret.ts';
 import { createProgressView } from '../../../src/cli/terminal/live-view.ts';
 import { ESC, fakeTty, outcome, rotationLines, visible } from './support.ts';
+import { expectNoSecrets } from '../../support/secret-scan.ts';
 
 describe('progress view', () => {
   it('shows each finished key with result, destination, exposure and fingerprint, and never a JSON line', () => {
@@ -54,7 +55,7 @@ describe('progress view', () => {
     view.auditLine(JSON.stringify({ event: 'key.failed', keyId: 'key_a', step: 'roll', errorCode: secret.reveal(), nextAction: `retry with ${secret.reveal()}` }));
     view.keyDone(outcome('key_a', { result: 'failed', step: 'roll', errorCode: secret.reveal() }));
     view.finish();
-    expect(tty.text()).not.toContain(secret.reveal());
+    expectNoSecrets([tty.text()], [secret.reveal()]);
     expect(tty.text()).toContain('[REDACTED]');
   });
 

@@ -8,6 +8,7 @@ import { openAuditFile } from '../../../src/cli/terminal/audit-file.ts';
 import { openRunOutput } from '../../../src/cli/terminal/run-output.ts';
 import { useTempDir } from '../../support/temp-dir.ts';
 import { ESC, fakeTty, outcome, visible } from './support.ts';
+import { expectNoSecrets } from '../../support/secret-scan.ts';
 
 describe('run output', () => {
   const dir = useTempDir('keyroll-terminal-');
@@ -48,7 +49,7 @@ describe('run output', () => {
     output.finishView();
     output.close();
     expect(tty.text()).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] ERROR: key_a key\.failed \{.*"errorCode":"KR_X"/);
-    expect(tty.text()).not.toContain(secret.reveal());
+    expectNoSecrets([tty.text()], [secret.reveal()]);
     expect(tty.text()).not.toContain(ESC);
   });
 

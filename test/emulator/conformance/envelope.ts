@@ -1,6 +1,7 @@
 // Spec statements about the response envelope, the error codes and authentication in general.
 import { expect } from 'vitest';
 import { API_ERROR_CODES } from '../../../src/emulator/errors.ts';
+import { expectNoSecrets } from '../../support/secret-scan.ts';
 import { OWNER, expectError, type Answer } from '../support.ts';
 import type { SpecStatement } from './statement.ts';
 
@@ -68,7 +69,7 @@ export const envelopeStatements: SpecStatement[] = [
       emu.state.revokeKey('key_demo_search');
       const answer = await api.list('?limit=1', revoked);
       expectError(answer, 401, 'UNAUTHORIZED');
-      expect(answer.text).not.toContain(revoked);
+      expectNoSecrets([answer.text], [revoked]);
       expect(answer.text).not.toContain(revoked.slice(9));
     },
   },

@@ -1,5 +1,6 @@
 // The /_emulator/ admin routes (enabled with faultInjection): faults, key facts, secret checks.
 import { afterEach, describe, expect, it } from 'vitest';
+import { expectNoSecrets } from '../../support/secret-scan.ts';
 import { OWNER, dataOf, expectError, startTestEmulator, type EmulatorEnv } from '../support.ts';
 
 let env: EmulatorEnv | undefined;
@@ -38,8 +39,8 @@ describe('emulator admin routes', () => {
     expect(dataOf(stats)).toEqual({ totalRolls: 2, calls: { roll: 2, listProjects: 0, updateProject: 0, updateConsent: 0 } });
     const all = await api.call('GET', '/_emulator/keys');
     for (const secret of emu.state.mintedSecrets()) {
-      expect(all.text).not.toContain(secret);
-      expect(key.text).not.toContain(secret);
+      expectNoSecrets([all.text], [secret]);
+      expectNoSecrets([key.text], [secret]);
     }
     expectError(await api.call('GET', '/_emulator/keys/key_nope'), 404, 'NOT_FOUND');
   });

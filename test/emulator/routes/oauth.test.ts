@@ -2,6 +2,7 @@
 // credential can be exercised; answers follow RFC 6749, tokens expire on the injected clock.
 import { afterEach, describe, expect, it } from 'vitest';
 import { dataOf, expectError, startTestEmulator, type Answer, type EmulatorEnv } from '../support.ts';
+import { expectNoSecrets } from '../../support/secret-scan.ts';
 
 const CLIENT = { client_id: 'demo-keyroll-client', client_secret: 'demo-keyroll-client-secret' };
 
@@ -52,7 +53,7 @@ describe('emulator /oauth/token', () => {
     env = await startTestEmulator();
     const answer = await tokenRequest({ grant_type: 'client_credentials', client_id: CLIENT.client_id, client_secret: 'wrong-secret-value' });
     expect({ status: answer.status, error: (answer.body as { error: string }).error }).toEqual({ status: 401, error: 'invalid_client' });
-    expect(answer.text).not.toContain('wrong-secret-value');
+    expectNoSecrets([answer.text], ['wrong-secret-value']);
   });
 
   it('refuses a missing or unsupported grant_type with RFC 6749 errors', async () => {

@@ -7,8 +7,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Secret } from '../../../src/audit/secret.ts';
 import { checkGitguardianSignature, GITGUARDIAN_MAX_SKEW_SECONDS } from '../../../src/leaks/gitguardian/signature.ts';
 import type { Daemon } from '../../../src/daemon/daemon.ts';
-import { expectNoSecrets } from '../../cli/harness.ts';
 import { keyYaml, policyYaml, startDaemonBench, type DaemonBench } from '../../daemon/support.ts';
+import { expectNoSecrets } from '../../support/secret-scan.ts';
 
 const TOKEN = 'gitguardian-signature-token-for-the-tests-42';
 const BILLING = 'key_demo_billing';

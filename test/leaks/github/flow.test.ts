@@ -3,8 +3,8 @@
 // (401) -> the alert resolved as revoked naming the rotation; and no output carries the leaked
 // or the new value.
 import { beforeEach, describe, expect, it } from 'vitest';
-import { expectNoSecrets } from '../../cli/harness.ts';
 import type { DaemonBench } from '../../daemon/support.ts';
+import { expectNoSecrets } from '../../support/secret-scan.ts';
 import { secretScanningWebhook, type FakeGithub } from './fake-github.ts';
 import { BILLING, deliver, GITHUB_WEBHOOK_SECRET, intakePolicy, startWithIntake, storeFirstSecret, useGithubBench } from './support.ts';
 
