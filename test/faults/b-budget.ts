@@ -22,15 +22,3 @@ export function crashIterations(): number {
 export function faultSeed(): number {
   return countFromEnv('KEYROLL_FAULTS_SEED', 20_240_606);
 }
-
-/**
- * Polls `condition` until it holds. The deadline only turns a stuck case into a failure with a
- * name; no assertion depends on how fast the condition comes true.
- */
-export async function untilTrue(condition: () => boolean, what: string, deadlineMs = 30_000): Promise<void> {
-  const deadline = Date.now() + deadlineMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`gave up waiting for: ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}

@@ -21,7 +21,8 @@ import { findSecrets } from '../support/secret-scan.ts';
 import { checkAlerted, checkNoDoubleRoll, checkNotLost, recordCase, reportedRolls } from './record.ts';
 import { runReportFromAudit } from './b-audit.ts';
 import { OWNER_TOKEN, type ChildResult } from './b-child.ts';
-import { crashIterations, untilTrue } from './b-budget.ts';
+import { waitFor } from '../support/wait-for.ts';
+import { crashIterations } from './b-budget.ts';
 import { DEMO_KEYS, faultKey, faultPolicyYaml, openWorld, type FaultKey, type FaultWorld } from './b-world.ts';
 
 interface Boundary {
@@ -85,7 +86,7 @@ async function crashAt(world: FaultWorld, boundary: Boundary): Promise<KillRepor
     // Every key of the run reaches the pause point (they run side by side).
     await child.waitForStderr(`keyroll: paused at ${boundary.pauseAt}\n`, KEYS.length);
   } else {
-    await untilTrue(() => KEYS.every((key) => world.emulator.state.rollCount(key.id) > (before.get(key.id) ?? 0)), 'every held roll applied');
+    await waitFor(() => KEYS.every((key) => world.emulator.state.rollCount(key.id) > (before.get(key.id) ?? 0)), 'every held roll applied');
   }
   const result = await child.kill();
   const rollsAtKill = new Map(KEYS.map((key) => [key.id, world.emulator.state.rollCount(key.id) - (before.get(key.id) ?? 0)]));

@@ -7,6 +7,7 @@
 import { performance } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findSecrets } from '../support/secret-scan.ts';
+import { waitFor } from '../support/wait-for.ts';
 import { checkNotLost, recordCase } from './record.ts';
 import { OWNER_TOKEN, type ChildResult, type RunningChild } from './b-child.ts';
 import { DEMO_KEYS, faultKey, faultPolicyYaml, openWorld, type FaultWorld } from './b-world.ts';
@@ -37,14 +38,6 @@ function heldDelay(): { sleep: () => Promise<void>; entered: () => boolean; open
       open();
     },
   };
-}
-
-async function until(condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
-  const started = performance.now();
-  while (!(await condition())) {
-    if (performance.now() - started > timeoutMs) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
 }
 
 async function writePolicy(world: FaultWorld): Promise<void> {
@@ -80,7 +73,7 @@ const leakRotation = (world: FaultWorld, actor: string): Promise<ChildResult> =>
 /** Runner A: a leak rotation whose roll has reached the server (which holds it). */
 async function holderAtServer(world: FaultWorld, delay: ReturnType<typeof heldDelay>): Promise<RunningChild> {
   const a = world.spawn(['rotate', '--key', KEY.id, '--reason', 'leak', '--actor', 'runner-a', '-p', 'policy.yaml'], { killAfterMs: 60_000 });
-  await until(delay.entered, "runner A's roll at the server");
+  await waitFor(delay.entered, "runner A's roll at the server");
   return a;
 }
 
@@ -110,7 +103,7 @@ describe('fenced locks: a runner that lost its lock', () => {
 
       // A's request lands late: the secret B stored dies.
       delay.open();
-      await until(() => afterB !== undefined && !world.emulator.state.isLiveSecret(KEY.id, afterB), "runner A's late roll");
+      await waitFor(() => afterB !== undefined && !world.emulator.state.isLiveSecret(KEY.id, afterB), "runner A's late roll");
       const marker = (await world.files.readState(KEY.target)).intent;
       expect(marker?.holdUntil).toBeDefined();
 
@@ -145,7 +138,7 @@ describe('fenced locks: a runner that lost its lock', () => {
 
       // A's roll is applied now (killing B's secret) and its answer waits in A's socket.
       delay.open();
-      await until(() => storedByB !== undefined && !world.emulator.state.isLiveSecret(KEY.id, storedByB), "runner A's roll applied");
+      await waitFor(() => storedByB !== undefined && !world.emulator.state.isLiveSecret(KEY.id, storedByB), "runner A's roll applied");
       a.process.kill('SIGCONT');
       const resultA = await a.result;
       // A stops on its lost lock: its write (or its next attempt) is refused, and it says so.

@@ -5,10 +5,10 @@
 // with a later clock, as the next CronJob run would be (a dead runner's lock has expired by then).
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { setTimeout as wait } from 'node:timers/promises';
 import { expect, type TestContext } from 'vitest';
 import { createAuditLog } from '../../src/audit/logger.ts';
 import { spawnCli, type CliResult, type RunningCli } from '../cli/harness.ts';
+import { waitFor } from '../support/wait-for.ts';
 import { OWNER_TOKEN, type CaseKey, type FaultBench } from './bench.ts';
 import { caseName, type CaseSpec } from './cases.ts';
 import { isUsable, judgeCase, type KeyEvidence } from './judge.ts';
@@ -40,10 +40,14 @@ function childPolicy(bench: FaultBench, keys: readonly CaseKey[]): string {
 async function rollApplied(bench: FaultBench, keyId: string, child: RunningCli): Promise<void> {
   const process_ = { exited: false };
   void child.result.then(() => (process_.exited = true));
-  while (bench.emulator.state.rollCount(keyId) === 0) {
-    if (process_.exited) throw new Error('keyroll exited before the roll was applied');
-    await wait(5);
-  }
+  await waitFor(
+    () => {
+      if (process_.exited) throw new Error('keyroll exited before the roll was applied');
+      return bench.emulator.state.rollCount(keyId) > 0;
+    },
+    `the roll of ${keyId} applied`,
+    { intervalMs: 5, timeoutMs: 120_000 },
+  );
 }
 
 /** What a finished child run reported, from its audit lines; undefined for a killed process. */

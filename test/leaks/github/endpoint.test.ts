@@ -7,8 +7,9 @@ import type { Backend } from '../../../src/backends/types.ts';
 import { wrapBackend } from '../../rotation/harness.ts';
 import { createGate, keyYaml, postTrigger, type DaemonBench } from '../../daemon/support.ts';
 import { expectNoSecrets } from '../../support/secret-scan.ts';
+import { waitFor } from '../../support/wait-for.ts';
 import { secretScanningWebhook, type FakeGithub } from './fake-github.ts';
-import { BILLING, deliver, intakePolicy, startWithIntake, storeFirstSecret, until, useGithubBench } from './support.ts';
+import { BILLING, deliver, intakePolicy, startWithIntake, storeFirstSecret, useGithubBench } from './support.ts';
 
 const benches = useGithubBench();
 let bench: DaemonBench;
@@ -81,7 +82,7 @@ describe('POST /v1/leaks/github', () => {
     const foreign = `kmk_live_${randomBytes(30).toString('base64url')}`;
     github.addAlert({ owner: 'octo-org', repo: 'billing-app', number: 9, state: 'open', secret: foreign });
     expect((await deliver(daemon, webhook(9))).status).toBe(202);
-    await until(() => bench.events('leak.unmatched').length === 1, 'leak.unmatched');
+    await waitFor(() => bench.events('leak.unmatched').length === 1, 'leak.unmatched');
     await daemon.idle();
     expect(github.requests.map((request) => request.method)).toEqual(['GET']);
     expect(github.alerts.get('octo-org/billing-app#9')?.state).toBe('open');
@@ -105,7 +106,7 @@ describe('POST /v1/leaks/github', () => {
     const foreign = `kmk_live_${randomBytes(30).toString('base64url')}`;
     github.addAlert({ owner: 'octo-org', repo: 'billing-app', number: 10, state: 'open', secret: foreign });
     expect((await deliver(daemon, webhook(10))).status).toBe(202);
-    await until(() => bench.events('leak.intake.failed').length === 1, 'leak.intake.failed');
+    await waitFor(() => bench.events('leak.intake.failed').length === 1, 'leak.intake.failed');
     await daemon.idle();
     expect(bench.alerter.alerts.some(({ alert }) => alert.step === 'leak-intake' && alert.details?.intakeStep === 'identify')).toBe(true);
     expect(github.alerts.get('octo-org/billing-app#10')?.state).toBe('open');
@@ -118,7 +119,7 @@ describe('POST /v1/leaks/github', () => {
     const leaked = await storeFirstSecret(bench, daemon, BILLING);
     github.addAlert({ owner: 'octo-org', repo: 'billing-app', number: 11, state: 'open', secret: leaked });
     expect((await deliver(daemon, webhook(11))).status).toBe(202);
-    await until(() => bench.events('leak.intake.alert_only').length === 1, 'leak.intake.alert_only');
+    await waitFor(() => bench.events('leak.intake.alert_only').length === 1, 'leak.intake.alert_only');
     await daemon.idle();
     expect(await bench.storedSecret(BILLING)).toBe(leaked);
     expect(bench.alerter.alerts.map((sent) => sent.alert).filter((alert) => alert.errorCode === 'KR_LEAK_ALERT_ONLY')).toMatchObject([{ severity: 'critical', keyId: BILLING }]);
@@ -148,7 +149,7 @@ describe('POST /v1/leaks/github', () => {
     expect((await deliver(daemon, webhook(21))).status).toBe(202);
     await gate.reached;
     expect((await deliver(daemon, webhook(5, 'billing-docs'))).status).toBe(202);
-    await until(() => bench.events('leak.intake.coalesced').length === 1, 'leak.intake.coalesced');
+    await waitFor(() => bench.events('leak.intake.coalesced').length === 1, 'leak.intake.coalesced');
     gate.open();
     const [first, second] = await Promise.all([github.patched('octo-org', 'billing-app', 21), github.patched('octo-org', 'billing-docs', 5)]);
     await daemon.idle();

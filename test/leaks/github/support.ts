@@ -78,11 +78,3 @@ export async function deliver(daemon: Daemon, payload: unknown, options: { event
   });
   return { status: response.status, json: (await response.json()) as Record<string, unknown> };
 }
-
-export async function until(condition: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
