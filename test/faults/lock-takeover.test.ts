@@ -194,8 +194,10 @@ describe('fenced locks: a runner that lost its lock', () => {
       release();
       const a = await runA;
       await runtimeA.close();
-      const stored = (await bench.runtime()).resolveKey(key).destinations[0];
+      const runtime = await bench.runtime();
+      const stored = runtime.resolveKey(key).destinations[0];
       const secret = stored ? (await stored.backend.readSecret(stored.target))?.secret.reveal() : undefined;
+      await runtime.close();
       const lost = checkNotLost([{ keyId: key.id, secrets: [secret] }], (id, s) => bench.emulator.state.isLiveSecret(id, s));
       const leaks = findSecrets(bench.lines, bench.emulator.state.mintedSecrets());
       recordCase(ctx, { case: 'clock skew: contender 20 s ahead, skew 30 s', fault: 'clock skew between runners', backend: 'file', step: 'lock', result: 'skipped', lost: lost.lost, leaked: leaks.leaked, alerted: 0, failures: 0 });

@@ -98,14 +98,26 @@ export async function startBench(options: { keys?: (org: (keyId: string) => stri
     keys,
     ...options.policy,
   };
-  const runtime = (overrides: Partial<RuntimeOptions> = {}): Promise<Runtime> =>
-    createRuntime(policy, {
+  // Every runtime handed out and not yet closed: the bench closes them when it closes, so a test
+  // that fails before its own close, or leaves a runner hanging at a gate on purpose (a runner
+  // that died mid-roll), leaves no API pool or backend client open behind it.
+  const open = new Set<Runtime>();
+  const runtime = async (overrides: Partial<RuntimeOptions> = {}): Promise<Runtime> => {
+    const created = await createRuntime(policy, {
       audit,
       alerter,
       credentials: staticCredential(new Secret(OWNER_TOKEN), 'test owner token'),
       sleep: () => Promise.resolve(),
       ...overrides,
     });
+    const closeOnce = created.close.bind(created);
+    open.add(created);
+    created.close = async () => {
+      if (!open.delete(created)) return;
+      await closeOnce();
+    };
+    return created;
+  };
   return {
     emulator,
     dir,
@@ -134,6 +146,7 @@ export async function startBench(options: { keys?: (org: (keyId: string) => stri
       }
     },
     close: async () => {
+      for (const left of [...open]) await left.close();
       await emulator.close();
       await temp.remove();
     },
