@@ -9,7 +9,7 @@ import { staticCredential } from '../../src/api/credentials.ts';
 import { createAlerter } from '../../src/alerts/alerter.ts';
 import { createAuditLog } from '../../src/audit/logger.ts';
 import { Secret } from '../../src/audit/secret.ts';
-import { createRuntime } from '../../src/rotation/runtime.ts';
+import { createRuntime, type Runtime } from '../../src/rotation/runtime.ts';
 import { runRotations } from '../../src/rotation/run.ts';
 import { startAwsQuotaProxy } from '../support/aws-quota-proxy.ts';
 import { OWNER_TOKEN, startFaultBench, type CaseKey, type FaultBench } from './bench.ts';
@@ -47,30 +47,31 @@ describe('an emergency in a busy account', () => {
     if (upstream === undefined) throw new Error('the AWS store has a fault proxy');
     // Other writers spend 40 of the account's 50 writes per second: keyroll meets a quota of 10.
     const busy = await startAwsQuotaProxy({ upstream, rates: LEFT_FOR_KEYROLL });
-    const keys: CaseKey[] = [];
-    for (let i = 0; i < BUSY_KEYS; i++) keys.push(await world.newKey(`busy account ${String(i)}`));
-    const lines: string[] = [];
-    const audit = createAuditLog({ destination: { write: (line: string) => void lines.push(line) }, level: 'debug' });
-    const policy = world.policy(keys, { safetyNet: 'none', sinkUrl: `${world.receiver.url}/alerts` });
-    const primary = policy.backends.primary;
-    if (primary?.kind !== 'aws') throw new Error('the AWS store is the primary');
-    policy.backends.primary = { ...primary, endpoint: busy.url };
-    const bodiesBefore = world.receiver.requests.length;
-    let counted = 0;
-    const runtime = await createRuntime(policy, {
-      audit,
-      alerter: createAlerter({ sinks: policy.alerts.sinks, audit }),
-      credentials: staticCredential(new Secret(OWNER_TOKEN), 'fault-suite owner token'),
-      env: { ...store.env },
-      observer: {
-        stepDuration: () => undefined,
-        exposure: () => undefined,
-        throttled: () => {
-          counted++;
-        },
-      },
-    });
+    let runtime: Runtime | undefined;
     try {
+      const keys: CaseKey[] = [];
+      for (let i = 0; i < BUSY_KEYS; i++) keys.push(await world.newKey(`busy account ${String(i)}`));
+      const lines: string[] = [];
+      const audit = createAuditLog({ destination: { write: (line: string) => void lines.push(line) }, level: 'debug' });
+      const policy = world.policy(keys, { safetyNet: 'none', sinkUrl: `${world.receiver.url}/alerts` });
+      const primary = policy.backends.primary;
+      if (primary?.kind !== 'aws') throw new Error('the AWS store is the primary');
+      policy.backends.primary = { ...primary, endpoint: busy.url };
+      const bodiesBefore = world.receiver.requests.length;
+      let counted = 0;
+      runtime = await createRuntime(policy, {
+        audit,
+        alerter: createAlerter({ sinks: policy.alerts.sinks, audit }),
+        credentials: staticCredential(new Secret(OWNER_TOKEN), 'fault-suite owner token'),
+        env: { ...store.env },
+        observer: {
+          stepDuration: () => undefined,
+          exposure: () => undefined,
+          throttled: () => {
+            counted++;
+          },
+        },
+      });
       const summary = await runRotations(runtime, { keys: policy.keys, trigger: { reason: 'leak', force: true, actor: 'fault-suite' }, concurrency: 16 });
       const copies = await Promise.all(keys.map((key) => world.copiesOf(key)));
       const states = await Promise.all(keys.map((key) => store.direct.readState(key.target)));
@@ -94,7 +95,7 @@ describe('an emergency in a busy account', () => {
       expect(counted, 'every refusal met was counted').toBe(throttled);
       expect(lines.filter((line) => line.includes('"event":"backend.throttled"')).length).toBeLessThanOrEqual(throttled);
     } finally {
-      await runtime.close();
+      await runtime?.close();
       await busy.close();
     }
   });
