@@ -11,4 +11,4 @@ keyroll_npm_ci
 npm run --silent typecheck
 npm run --silent lint
 # Every project (unit, integration, faults); the fault reporter adds the fault table and summary line.
-exec npx vitest run --reporter=default --reporter=./test/faults/reporter.ts "$@"
+exec npx vitest run --coverage --reporter=default --reporter=./test/faults/reporter.ts "$@"
