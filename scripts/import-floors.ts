@@ -10,7 +10,7 @@ export const SRC_ROOT_FILES = '(src root files)';
 export const FLOORS: readonly (readonly string[])[] = [
   [SRC_ROOT_FILES, 'http'],
   ['audit'],
-  ['refs', 'inbound'],
+  ['refs', 'inbound', 'tracing'],
   ['api'],
   ['backends', 'alerts', 'emulator'],
   ['policy'],

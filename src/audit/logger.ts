@@ -11,6 +11,7 @@ import { KeyrollError } from '../errors.ts';
 import type { AuditContext, AuditEventName, AuditLog } from './events.ts';
 import { AUDIT_EVENT_LEVELS } from './levels.ts';
 import { sanitizeText } from './sanitize.ts';
+import { traceIdFields } from './trace-ids.ts';
 
 /** The context fields, in the order they appear on a line. */
 export const AUDIT_CONTEXT_KEYS = ['runId', 'rotationId', 'keyId', 'organizationId', 'actor', 'reason', 'ticket'] as const;
@@ -115,6 +116,8 @@ function createPinoLogger(options: AuditLogOptions): Logger {
       messageKey: 'msg',
       timestamp: () => `,"time":"${new Date(now()).toISOString()}"`,
       formatters: { level: (label) => ({ level: label }) },
+      // The active span's trace and span ids when tracing is on (trace-ids.ts), nothing otherwise.
+      mixin: traceIdFields,
       serializers: { err: serializeAuditError, error: serializeAuditError },
       redact: { paths: [...AUDIT_REDACT_PATHS], censor: REDACTED_VALUE },
       hooks: { streamWrite: sanitizeText },

@@ -3,6 +3,7 @@ import { userInfo } from 'node:os';
 import { sanitizeText } from '../audit/sanitize.ts';
 import { isLeakReason, type RotationReason } from '../rotation/types.ts';
 import { EXIT_CODES_HELP } from './exit-codes.ts';
+import { tracedCommand } from './traced-command.ts';
 import { addPolicyOption, exitForError, loadPolicyOrExit, parseConcurrency } from './common.ts';
 import { UsageError } from '../errors.ts';
 import { addPushgatewayOptions, pushgatewayOptions, type PushgatewayFlags } from './pushgateway-flags.ts';
@@ -49,7 +50,7 @@ ${EXIT_CODES_HELP}`);
   addPushgatewayOptions(command);
   addOutputOptions(command);
   addPolicyOption(command).action(async (flags: RotateFlags, self: Command) => {
-    process.exitCode = await rotateCommand(flags, self.getOptionValueSource('reason') === 'cli');
+    process.exitCode = await tracedCommand('rotate', () => rotateCommand(flags, self.getOptionValueSource('reason') === 'cli'));
   });
 }
 

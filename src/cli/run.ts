@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { tracedCommand } from './traced-command.ts';
 import { EXIT_CODES_HELP } from './exit-codes.ts';
 import { addPolicyOption, exitForError, loadPolicyOrExit, parseConcurrency } from './common.ts';
 import { addPushgatewayOptions, pushgatewayOptions, type PushgatewayFlags } from './pushgateway-flags.ts';
@@ -22,7 +23,7 @@ export function registerRunCommand(program: Command): void {
   addPushgatewayOptions(command);
   addOutputOptions(command);
   addPolicyOption(command).action(async (flags: RunFlags) => {
-    process.exitCode = await runCommand(flags);
+    process.exitCode = await tracedCommand('run', () => runCommand(flags));
   });
 }
 

@@ -16,6 +16,7 @@ import { RunAbortedError } from './errors.ts';
 import type { KeyState } from '../backends/types.ts';
 import { driftCheckDue, probeForDrift, type DriftReport } from './drift.ts';
 import { auditDoubts, readTrustedState } from './trusted-state.ts';
+import { inKeySpan } from './key-span.ts';
 import { rotateKey } from './rotate-key.ts';
 import type { Runtime } from './runtime.ts';
 import type { KeyOutcome, ResolvedDestination, RotationDeps, RunTrigger } from './types.ts';
@@ -69,7 +70,7 @@ export async function runRotations(runtime: Runtime, options: RunOptions): Promi
   const refusal = await checkCredentialWithRetries(runtime, deps.sleep, audit, options.signal);
   if (refusal) abortRun(refusal.reason, refusal.message);
 
-  const outcomes = await mapWithConcurrency(options.keys, options.concurrency ?? 4, async (key): Promise<KeyOutcome> => {
+  const outcomes = await mapWithConcurrency(options.keys, options.concurrency ?? 4, inKeySpan(runId, trigger, async (key): Promise<KeyOutcome> => {
     const skippedAs = (result: KeyOutcome['result'], detail: string): KeyOutcome => ({ keyId: key.id, organizationId: key.organizationId, result, detail, durationMs: 0, rolls: 0 });
     if (aborted || options.signal?.aborted) {
       // The audit trail is the record in non-terminal runs: it names every key left unrotated.
@@ -145,7 +146,7 @@ export async function runRotations(runtime: Runtime, options: RunOptions): Promi
     }
     options.onKeyDone?.(outcome);
     return outcome;
-  });
+  }));
 
   const count = (...results: KeyOutcome['result'][]): number => outcomes.filter((o) => results.includes(o.result)).length;
   const rotated = count('rotated', 'recovered');

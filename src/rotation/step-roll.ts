@@ -71,8 +71,7 @@ export async function rollAndStore(tx: Transaction, sealToEscrow: Parameters<typ
   const { key, deps, primary, progress, audit } = tx;
   const keeper = progress.keeper;
   if (!keeper) throw new Error('rollAndStore needs the lock');
-  tx.endStep();
-  progress.step = 'roll';
+  tx.enterRoll();
   // Invariant 9: each attempt proves the lock first and holds background refreshes until the
   // store is done, so nothing but the write follows the roll answer (invariant 2).
   const leaseMs = deps.leaseNeededMs?.(key) ?? 0;
@@ -89,7 +88,7 @@ export async function rollAndStore(tx: Transaction, sealToEscrow: Parameters<typ
   progress.rolled = true;
 
   // Invariant 2: nothing but the backend writes between the roll answer and the store.
-  progress.step = 'store';
+  tx.enterStore();
   const report = await storeSecret(
     { secret: rolled.secret, keyId: tx.plan.rollKeyId, organizationId: key.organizationId, rotationId: tx.rotationId, rotatedAt },
     tx.destinations,

@@ -5,6 +5,7 @@ import type { AuditLog } from '../audit/events.ts';
 import type { KeyState, WriteReservation } from '../backends/types.ts';
 import { errorMessage } from '../errors.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
+import { spanClock, startStep, type TraceSpan } from '../tracing/spans.ts';
 import { activeStreak, describeStreak, endedStreak, failureSettingsOf, nextFailure, type FailureVerdict } from './backoff-state.ts';
 import type { FailureMeaning } from './failure.ts';
 import type { LockKeeper } from './lock-keeper.ts';
@@ -66,6 +67,10 @@ export class Transaction {
   #quarantinedAt: string | undefined;
   readonly #startedMs: number;
   #stepStartedMs: number;
+  /** The current step's span (docs/tracing.md): a child of the key's span, ended with the step. */
+  #stepSpan: TraceSpan;
+  /** The roll's span, left open from the roll answer until the store is over (enterStore). */
+  #rollSpan: { span: TraceSpan; answeredAt: number } | undefined;
 
   constructor(input: TransactionInput, deps: RotationDeps) {
     const primary = input.destinations[0];
@@ -82,26 +87,54 @@ export class Transaction {
     this.plan = { rollKeyId: input.key.id };
     this.#startedMs = deps.monotonicMs();
     this.#stepStartedMs = this.#startedMs;
+    this.#stepSpan = stepSpan('preflight');
   }
 
-  /** Times the step that just ended (for the step-duration metric). */
+  /** Times the step that just ended (for the step-duration metric) and ends its span. */
   endStep(): void {
     const nowMs = this.deps.monotonicMs();
     this.deps.observer?.stepDuration(this.progress.step, nowMs - this.#stepStartedMs);
     this.#stepStartedMs = nowMs;
+    this.#stepSpan.end();
+    this.#endRollSpan();
   }
 
   /** Moves to the next step: times the previous one, then gives crash tests their pause point. */
   async enter(step: RotationStep): Promise<void> {
     this.endStep();
     this.progress.step = step;
+    this.#stepSpan = stepSpan(step);
     await this.deps.checkpoint?.(step);
+  }
+
+  /** The roll step begins (no pause point: the roll attempts have their own). */
+  enterRoll(): void {
+    this.endStep();
+    this.progress.step = 'roll';
+    this.#stepSpan = stepSpan('roll');
+  }
+
+  /**
+   * The roll answered: the store step begins. Invariant 2: nothing here does I/O and no span ends.
+   * The store's span starts (memory only) so the writes are its children; the roll's span is ended
+   * after the store (endRollAt), stamped with this instant.
+   */
+  enterStore(): void {
+    this.progress.step = 'store';
+    this.#rollSpan = { span: this.#stepSpan, answeredAt: spanClock() };
+    this.#stepSpan = stepSpan('store');
   }
 
   /** The roll's duration ends at the answer, not when the store finishes. */
   endRollAt(answeredAtMs: number): void {
     this.deps.observer?.stepDuration('roll', answeredAtMs - this.#stepStartedMs);
     this.#stepStartedMs = answeredAtMs;
+    this.#endRollSpan();
+  }
+
+  #endRollSpan(): void {
+    this.#rollSpan?.span.end(this.#rollSpan.answeredAt);
+    this.#rollSpan = undefined;
   }
 
   elapsedMs(): number {
@@ -138,6 +171,7 @@ export class Transaction {
     const verdict = nextFailure(state && activeStreak(state), { rotationId: this.rotationId, step, errorCode: code, at, intentMarked, onDemand }, failureSettingsOf(key));
     const { record } = verdict;
     this.#quarantinedAt = record.quarantinedAt;
+    this.#stepSpan.fail(code);
     const nextAction = intentMarked ? meaning.nextAction : withStreak(meaning.nextAction, verdict);
     audit.emit('key.failed', {
       step,
@@ -217,6 +251,10 @@ export class Transaction {
       return undefined;
     }
   }
+}
+
+function stepSpan(step: RotationStep): TraceSpan {
+  return startStep(step, { 'keyroll.step': step });
 }
 
 /** "The next run retries" is no longer true of a key in backoff or quarantine: say when it is retried. */

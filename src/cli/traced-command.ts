@@ -1,0 +1,31 @@
+// `run` and `rotate` as one trace each (docs/tracing.md): when the OTEL_* variables switch tracing
+// on, the whole command is one root span, `keyroll run` or `keyroll rotate`, the child of the
+// TRACEPARENT its CI job or scheduler gave it when there is one. Every way out of the command
+// (exit codes 0 to 4, or an error thrown) ends the span and flushes the spans before the process
+// exits: a short-lived run leaves no span behind in a buffer. With tracing off this is a plain call.
+import { inSpan } from '../tracing/spans.ts';
+import { startTracing } from '../tracing/start.ts';
+
+export async function tracedCommand(command: 'run' | 'rotate', run: () => Promise<number>): Promise<number> {
+  const tracing = await startTracing(process.env, {
+    warn: (line) => {
+      process.stderr.write(`keyroll: ${line}\n`);
+    },
+  });
+  if (tracing === undefined) return run();
+  try {
+    return await inSpan(
+      `keyroll ${command}`,
+      { 'keyroll.command': command },
+      async (span) => {
+        const exitCode = await run();
+        span.setAttributes({ 'keyroll.exit_code': exitCode });
+        if (exitCode !== 0) span.fail(`KR_EXIT_${String(exitCode)}`);
+        return exitCode;
+      },
+      'environment',
+    );
+  } finally {
+    await tracing.shutdown();
+  }
+}
