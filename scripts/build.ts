@@ -14,12 +14,17 @@
 // unauthenticated and production has no use for a fake API. `npm run build` keeps it, so the
 // packaging tests can run `keyroll demo` from the bundle.
 //
+// Tracing (src/tracing/otel/, the OpenTelemetry SDK) is in its own chunk, loaded only when the
+// OTEL_* variables switch tracing on. Its packages are optional dependencies: an install without
+// them (`npm ci --omit=optional`) still builds, leaving tracing out (as `--without-tracing` does),
+// and that bundle says so when asked for traces and runs untraced (docs/tracing.md).
+//
 // The output is esbuild's own: no plugin rewrites a dependency's code or stands in for a module it
 // loads (issue 14: start-up time is not worth what a maintainer would have to reverse-engineer).
 //
 // Type checking is not done here (esbuild strips types): `npm run typecheck` does it, in CI.
 import { readFile, rm, writeFile } from 'node:fs/promises';
-import { isBuiltin } from 'node:module';
+import { createRequire, isBuiltin } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build, type BuildOptions, type Metafile, type Plugin } from 'esbuild';
@@ -29,6 +34,38 @@ const ROOT = fileURLToPath(new URL('../', import.meta.url));
 export interface BundleFeatures {
   /** Bundle the API emulator (`keyroll emulator`, `keyroll demo`). Default true; the image says false. */
   emulator?: boolean;
+  /** Bundle the OpenTelemetry SDK. Default: when its (optional) packages are installed. */
+  tracing?: boolean;
+}
+
+/** True when the optional OpenTelemetry packages are installed (`npm ci` without --omit=optional). */
+export function tracingInstalled(): boolean {
+  try {
+    createRequire(`${ROOT}package.json`).resolve('@opentelemetry/sdk-trace');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Leaves tracing out: src/tracing/start.ts's dynamic import of the SDK module (the only way into
+ * src/tracing/otel/) becomes a module that fails to load, which start.ts reports as tracing not
+ * being available, so none of OpenTelemetry is in the bundle or needs to be installed to build it.
+ */
+function withoutTracing(): Plugin {
+  return {
+    name: 'keyroll-without-tracing',
+    setup(build) {
+      build.onResolve({ filter: /\/otel\/sdk\.ts$/ }, (args) =>
+        /\/src\/tracing\/otel\//.test(args.importer) ? undefined : { path: 'tracing-left-out', namespace: 'keyroll-without-tracing' },
+      );
+      build.onLoad({ filter: /.*/, namespace: 'keyroll-without-tracing' }, () => ({
+        contents: "throw new Error('this build leaves tracing out (built without the optional OpenTelemetry packages)');",
+        loader: 'js',
+      }));
+    },
+  };
 }
 
 /**
@@ -72,7 +109,7 @@ export function bundleOptions(outdir: string, features: BundleFeatures = {}): Bu
     legalComments: 'linked',
     metafile: true,
     logLevel: 'warning',
-    plugins: features.emulator === false ? [withoutEmulator()] : [],
+    plugins: [...(features.emulator === false ? [withoutEmulator()] : []), ...((features.tracing ?? tracingInstalled()) ? [] : [withoutTracing()])],
     // CommonJS dependencies (pino, undici, commander, yaml, the AWS SDK) call require() for
     // Node's built-in modules; an ES module has no require, so each chunk gets one.
     banner: { js: "import { createRequire as __keyrollCreateRequire } from 'node:module'; const require = __keyrollCreateRequire(import.meta.url);" },
@@ -103,7 +140,10 @@ export async function buildBundle(distDir: string, logLevel: BuildOptions['logLe
 }
 
 async function main(): Promise<void> {
-  const metafile = await buildBundle(`${ROOT}dist`, 'warning', { emulator: !process.argv.includes('--without-emulator') });
+  const metafile = await buildBundle(`${ROOT}dist`, 'warning', {
+    emulator: !process.argv.includes('--without-emulator'),
+    ...(process.argv.includes('--without-tracing') ? { tracing: false } : {}),
+  });
   // What went into each chunk, for anyone asking what the image ships (esbuild's analyzer reads it).
   await writeFile(`${ROOT}dist/meta.json`, JSON.stringify(metafile));
 }

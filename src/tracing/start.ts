@@ -33,7 +33,7 @@ export async function startTracing(env: NodeJS.ProcessEnv, options: StartTracing
   try {
     sdk = await import('./otel/sdk.ts');
   } catch (error) {
-    options.warn(sanitizeText(`tracing: the OpenTelemetry packages are not installed (${errorMessage(error).split('\n')[0] ?? ''}); running without traces`));
+    options.warn(sanitizeText(`tracing: the OpenTelemetry SDK cannot be loaded (${errorMessage(error).split('\n')[0] ?? ''}); running without traces`));
     return undefined;
   }
   const running = await sdk.startOtel(settings, { warn: options.warn });

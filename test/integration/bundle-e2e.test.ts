@@ -7,6 +7,7 @@ import { GetSecretValueCommand } from '@aws-sdk/client-secrets-manager';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nextEvent, ORG, useCliFixture } from '../cli/harness.ts';
 import { installBundle } from '../support/bundle-install.ts';
+import { childrenOf, onlySpan, otlpEnv, startOtlpReceiver } from '../support/otlp-receiver.ts';
 import { motoEnv, sdkClient } from './aws-fixtures.ts';
 import { motoServer, vaultServer } from './servers.ts';
 import { uniqueName, vaultAdmin } from './vault-admin.ts';
@@ -77,6 +78,27 @@ describe('the bundled CLI against the real servers', () => {
       }
     } finally {
       sdk.destroy();
+    }
+  });
+
+  it('traces a rotation into Secrets Manager (moto): the AWS SDK calls are spans beneath their steps, as from the sources', async (ctx) => {
+    const server = motoServer();
+    if (!server) return ctx.skip();
+    const prefix = uniqueName('bundle-trace');
+    await cli.writeFile('aws.yaml', policyFor(`{ kind: aws, endpoint: "${server.endpoint}", region: ${server.region}, createIfMissing: true }`, (id) => `${prefix}/${id}`));
+    cli.alsoSecret(server.secretAccessKey);
+    const otlp = await startOtlpReceiver();
+    try {
+      const result = await cli.run(['rotate', '--key', 'key_demo_billing', '--reason', 'manual', '-p', 'aws.yaml'], { entry, env: { ...motoEnv(server), ...otlpEnv(otlp) } });
+      expect(result.code, result.stderr).toBe(0);
+      expect(result.stderr).not.toContain('tracing');
+      const put = onlySpan(otlp.spans, 'SecretsManager.PutSecretValue');
+      expect(put.parentSpanId).toBe(onlySpan(otlp.spans, 'store').spanId);
+      expect(childrenOf(otlp.spans, onlySpan(otlp.spans, 'roll')).map((span) => span.scope)).toEqual(['@opentelemetry/instrumentation-undici']);
+      const secrets = [...cli.emulator.state.mintedSecrets(), server.secretAccessKey];
+      expect(secrets.filter((secret) => otlp.bodies.some((body) => body.includes(secret))).length).toBe(0);
+    } finally {
+      await otlp.close();
     }
   });
 

@@ -2,7 +2,7 @@
 // `npm run build` (buildBundle), then run from a directory with no node_modules above it, as in the
 // image (which ships no node_modules). Proves the bundle is whole, finds config/ beside dist/,
 // and keeps what `rotate` never needs out of the chunks every start loads.
-import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
+import { spawn, spawnSync, type SpawnSyncReturns } from 'node:child_process';
 import { mkdir } from 'node:fs/promises';
 import { isBuiltin } from 'node:module';
 import { join } from 'node:path';
@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { imageNodeFlags } from '../../bench/lib/cli.ts';
 import { externalImports } from '../../scripts/build.ts';
 import { installBundle } from '../support/bundle-install.ts';
+import { onlySpan, otlpEnv, startOtlpReceiver } from '../support/otlp-receiver.ts';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -54,6 +55,21 @@ describe('the bundled CLI (dist/, what the image runs)', () => {
       env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: install, TMPDIR: install, ...env },
     });
   const run = (...args: string[]): SpawnSyncReturns<string> => node([], args);
+  /** The entry as a child that does not block this process (a loopback server here must answer it). */
+  const nodeAsync = (args: string[], env: Record<string, string>): Promise<{ status: number | null; stderr: string }> =>
+    new Promise((resolve, reject) => {
+      const child = spawn(process.execPath, [join(install, 'dist', 'cli', 'entry.js'), ...args], {
+        cwd: join(install, 'work'),
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: install, TMPDIR: install, ...env },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      });
+      let stderr = '';
+      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+      child.on('error', reject);
+      child.on('close', (status) => {
+        resolve({ status, stderr });
+      });
+    });
 
   it('imports nothing at run time but Node built-in modules', () => {
     const external = externalImports(metafile);
@@ -81,6 +97,18 @@ describe('the bundled CLI (dist/, what the image runs)', () => {
     expect(chunkLines.filter((line) => !line.includes('was accepted'))).toEqual([]);
   });
 
+  it('traces from the bundle when OTEL_EXPORTER_OTLP_ENDPOINT is set: the run span of a rotate that exits 2 reaches the collector', async () => {
+    const otlp = await startOtlpReceiver();
+    try {
+      const rotate = await nodeAsync(['rotate', '-p', 'missing.yaml', '--all'], otlpEnv(otlp));
+      expect(rotate.status).toBe(2);
+      expect(rotate.stderr).not.toContain('tracing');
+      expect(onlySpan(otlp.spans, 'keyroll rotate').attributes['keyroll.exit_code']).toBe(2);
+    } finally {
+      await otlp.close();
+    }
+  });
+
   it('answers --version and --help', () => {
     expect(run('--version').stdout.trim()).toBe('0.1.0');
     const help = run('--help');
@@ -98,8 +126,36 @@ describe('the bundled CLI (dist/, what the image runs)', () => {
     expect(chunks.length).toBeGreaterThan(0);
     const loaded = new Set(chunks.flatMap((chunk) => [...loadedAtStart(metafile, chunk)]));
     for (const input of startPath) expect(loaded.has(input), input).toBe(true);
-    for (const heavy of ['node_modules/@aws-sdk/', 'node_modules/fastify/', 'node_modules/age-encryption/', 'node_modules/prom-client/', 'src/backends/vault/backend.ts', 'src/backends/aws/backend.ts', 'src/emulator/server.ts']) {
+    for (const heavy of ['node_modules/@aws-sdk/', 'node_modules/fastify/', 'node_modules/age-encryption/', 'node_modules/prom-client/', 'node_modules/@opentelemetry/', 'src/tracing/otel/', 'src/backends/vault/backend.ts', 'src/backends/aws/backend.ts', 'src/emulator/server.ts']) {
       expect([...loaded].filter((input) => input.includes(heavy)), heavy).toEqual([]);
     }
+  });
+});
+
+describe('a bundle built without the OpenTelemetry packages (npm ci --omit=optional, or --without-tracing)', () => {
+  let install: string;
+  let metafile: Metafile;
+  let remove: (() => Promise<void>) | undefined;
+
+  beforeAll(async () => {
+    ({ dir: install, metafile, remove } = await installBundle('keyroll-bundle-untraced-', { tracing: false }));
+  }, 60_000);
+
+  afterAll(async () => {
+    await remove?.();
+  });
+
+  it('holds none of OpenTelemetry, and asked for traces it says so and runs untraced', () => {
+    // (@opentelemetry/api is prom-client's own dependency, not tracing's.)
+    const inputs = Object.values(metafile.outputs).flatMap((output) => Object.keys(output.inputs));
+    expect(inputs.filter((input) => (input.includes('@opentelemetry/') && !input.includes('@opentelemetry/api/')) || input.includes('src/tracing/otel/'))).toEqual([]);
+    const rotate = spawnSync(process.execPath, [join(install, 'dist', 'cli', 'entry.js'), 'rotate', '-p', 'missing.yaml', '--all'], {
+      cwd: install,
+      encoding: 'utf8',
+      timeout: 60_000,
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: install, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9' },
+    });
+    expect(rotate.status).toBe(2);
+    expect(rotate.stderr).toMatch(/^keyroll: tracing: the OpenTelemetry SDK cannot be loaded \(this build leaves tracing out \(built without the optional OpenTelemetry packages\)\); running without traces$/m);
   });
 });

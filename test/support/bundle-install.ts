@@ -4,7 +4,7 @@ import { cp } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Metafile } from 'esbuild';
-import { buildBundle } from '../../scripts/build.ts';
+import { buildBundle, type BundleFeatures } from '../../scripts/build.ts';
 import { createTempDir } from './temp-dir.ts';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -18,11 +18,11 @@ export interface BundleInstall {
   readonly remove: () => Promise<void>;
 }
 
-export async function installBundle(prefix: string): Promise<BundleInstall> {
+export async function installBundle(prefix: string, features: BundleFeatures = {}): Promise<BundleInstall> {
   const temp = await createTempDir(prefix);
   const dir = temp.path;
   try {
-    const metafile = await buildBundle(join(dir, 'dist'), 'silent');
+    const metafile = await buildBundle(join(dir, 'dist'), 'silent', features);
     await cp(join(root, 'config'), join(dir, 'config'), { recursive: true });
     return { dir, entry: join(dir, 'dist', 'cli', 'entry.js'), metafile, remove: temp.remove };
   } catch (error) {

@@ -140,3 +140,30 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
       }),
   };
 }
+
+/** The variables that point keyroll's traces at `receiver` (OTLP/HTTP, JSON). */
+export function otlpEnv(receiver: OtlpReceiver, extra: Record<string, string> = {}): Record<string, string> {
+  return { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', ...extra };
+}
+
+export function spansNamed(spans: readonly ReceivedSpan[], name: string): ReceivedSpan[] {
+  return spans.filter((span) => span.name === name);
+}
+
+/** The one span named `name`; throws when there is none or more than one. */
+export function onlySpan(spans: readonly ReceivedSpan[], name: string): ReceivedSpan {
+  const found = spansNamed(spans, name);
+  if (found.length !== 1) throw new Error(`expected one span named ${JSON.stringify(name)}, found ${String(found.length)} among ${JSON.stringify(spans.map((span) => span.name))}`);
+  return found[0] as ReceivedSpan;
+}
+
+export function childrenOf(spans: readonly ReceivedSpan[], parent: ReceivedSpan): ReceivedSpan[] {
+  return spans.filter((span) => span.parentSpanId === parent.spanId);
+}
+
+/** The span and everything beneath it. */
+export function subtreeOf(spans: readonly ReceivedSpan[], root: ReceivedSpan): ReceivedSpan[] {
+  const out = [root];
+  for (let i = 0; i < out.length; i++) out.push(...childrenOf(spans, out[i] as ReceivedSpan));
+  return out;
+}

@@ -7,7 +7,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { eventsNamed, useCliFixture, type CliResult } from '../cli/harness.ts';
-import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../support/otlp-receiver.ts';
+import { childrenOf, onlySpan as one, otlpEnv, startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../support/otlp-receiver.ts';
 
 const cli = useCliFixture();
 let otlp: OtlpReceiver;
@@ -26,7 +26,7 @@ const PARENT_SPAN = '00f067aa0ba902b7';
 const TRACEPARENT = `00-${PARENT_TRACE}-${PARENT_SPAN}-01`;
 
 function otelEnv(extra: Record<string, string> = {}): Record<string, string> {
-  return { OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_SERVICE_NAME: 'keyroll-test', ...extra };
+  return otlpEnv(otlp, { OTEL_SERVICE_NAME: 'keyroll-test', ...extra });
 }
 
 /** Runs the CLI with tracing on; the received bodies join the fixture's secret scan. */
@@ -45,20 +45,6 @@ afterEach(() => {
   scanned.length = 0;
   expect(leaks.length, `${String(leaks.length)} secret(s) appeared in exported spans`).toBe(0);
 });
-
-function named(spans: readonly ReceivedSpan[], name: string): ReceivedSpan[] {
-  return spans.filter((span) => span.name === name);
-}
-
-function one(spans: readonly ReceivedSpan[], name: string): ReceivedSpan {
-  const found = named(spans, name);
-  expect(found.map((span) => span.name), name).toEqual([name]);
-  return found[0] as ReceivedSpan;
-}
-
-function childrenOf(spans: readonly ReceivedSpan[], parent: ReceivedSpan): ReceivedSpan[] {
-  return spans.filter((span) => span.parentSpanId === parent.spanId);
-}
 
 describe('keyroll rotate with OTEL_EXPORTER_OTLP_ENDPOINT set', () => {
   it('delivers one trace under the TRACEPARENT: the run, the key, each step, and the HTTP calls beneath them', async () => {
