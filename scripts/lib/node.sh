@@ -57,7 +57,8 @@ fi
 
 # Installs the npm dependencies when node_modules is missing, older than the lockfile, or lacks
 # what the caller needs. `keyroll_npm_ci production` (the demo) installs the production
-# dependencies only (a fraction of the size) and is content with a full install; `keyroll_npm_ci`
+# dependencies only (a fraction of the size), without the optional ones (the OpenTelemetry SDK,
+# which only tracing loads: docs/tracing.md), and is content with a full install; `keyroll_npm_ci`
 # (tests, bench) needs the dev dependencies too, so after a demo it installs everything. npm's own
 # record of the install (node_modules/.package-lock.json marks dev packages "dev": true) says which
 # kind is there, whichever command made it.
@@ -70,7 +71,7 @@ keyroll_npm_ci() {
     have=production
   fi
   if [ "${1:-full}" = production ]; then
-    [ "$have" != none ] || npm ci --omit=dev --no-audit --no-fund --loglevel=error
+    [ "$have" != none ] || npm ci --omit=dev --omit=optional --no-audit --no-fund --loglevel=error
   else
     [ "$have" = full ] || npm ci --include=dev --no-audit --no-fund --loglevel=error
   fi

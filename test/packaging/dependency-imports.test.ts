@@ -38,16 +38,34 @@ describe('imports of dependencies', () => {
     expect(internal).toEqual([]);
   });
 
-  it('no file under src/ imports a package outside `dependencies`: ./scripts/demo.sh installs those alone', () => {
-    const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+  it('no file under src/ imports a package outside `dependencies`: ./scripts/demo.sh installs those alone; the optional OpenTelemetry SDK only from src/tracing/otel/', () => {
+    const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { dependencies: Record<string, string>; optionalDependencies: Record<string, string> };
     const outside: string[] = [];
+    let optionalSeen = 0;
     for (const file of sourceFiles('src')) {
       for (const specifier of importSpecifiers(readFileSync(join(root, file), 'utf8'))) {
         if (/^(?:\.{1,2}\/|\/|#)/.test(specifier) || isBuiltin(specifier)) continue;
-        if (!(splitSpecifier(specifier).name in manifest.dependencies)) outside.push(`${file}: '${specifier}'`);
+        const { name } = splitSpecifier(specifier);
+        if (name in manifest.dependencies) continue;
+        if (name in manifest.optionalDependencies && file.startsWith(join('src', 'tracing', 'otel'))) optionalSeen++;
+        else outside.push(`${file}: '${specifier}'`);
       }
     }
     expect(outside).toEqual([]);
+    expect(optionalSeen).toBeGreaterThan(0);
+  });
+
+  it('src/tracing/otel/ (the OpenTelemetry SDK) is reached only by the dynamic import in src/tracing/start.ts: a cold start with tracing off loads none of it', () => {
+    const otel = join('src', 'tracing', 'otel');
+    const reaching: string[] = [];
+    for (const file of sourceFiles('src').filter((path) => !path.startsWith(otel))) {
+      const source = readFileSync(join(root, file), 'utf8');
+      if (!importSpecifiers(source).some((specifier) => specifier.includes('/otel/'))) continue;
+      const statics = [...source.matchAll(/^\s*(?:import|export)\b[^;]*?from\s*'([^']+)'/gm)].map((match) => match[1] ?? '');
+      reaching.push(...statics.filter((specifier) => specifier.includes('/otel/')).map((specifier) => `${file}: static '${specifier}'`));
+      if (file !== join('src', 'tracing', 'start.ts')) reaching.push(`${file}: reaches otel/`);
+    }
+    expect(reaching).toEqual([]);
   });
 
   it('flags what src/http/undici.ts used to import (undici publishes its root only), and passes the root, listed sub-paths and built-ins', () => {
