@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { Option, type Command } from 'commander';
 import { addPolicyOption, createStdoutAudit, exitForError, loadPolicyOrExit } from './common.ts';
 import { UsageError } from '../errors.ts';
+import { startTracing } from '../tracing/start.ts';
 
 interface DaemonFlags {
   policy: string;
@@ -130,10 +131,17 @@ async function daemonCommand(flags: DaemonFlags): Promise<number> {
   const audit = createStdoutAudit();
   const metrics = createMetrics();
   collectDefaultMetrics({ register: metrics.registry });
+  // Each run of the daemon is a trace of its own when the OTEL_* variables ask (docs/tracing.md).
+  const tracing = await startTracing(process.env, {
+    warn: (line) => {
+      process.stderr.write(`keyroll: ${line}\n`);
+    },
+  });
   let daemon;
   try {
     daemon = await Daemon.start({ ...settings, policyFile: flags.policy, policy, audit, metrics });
   } catch (error) {
+    await tracing?.shutdown();
     return exitForError(error);
   }
   process.stderr.write(`keyroll daemon: serving on ${daemon.url} (policy ${flags.policy})\n`);
@@ -163,6 +171,8 @@ async function daemonCommand(flags: DaemonFlags): Promise<number> {
   });
   process.off('SIGHUP', onHangUp);
   await audit.flush();
+  // The spans of the last runs leave before the process does (at most the OTLP timeout).
+  await tracing?.shutdown();
   // Exit now: when the grace expired, in-flight work would otherwise keep the process alive,
   // and a clean stop has nothing left to wait for.
   process.exit(exitCode);

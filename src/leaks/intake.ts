@@ -12,6 +12,7 @@ import { errorCode, errorMessage } from '../errors.ts';
 import type { KeyPolicy, Policy } from '../policy/schema.ts';
 import type { Runtime } from '../rotation/runtime.ts';
 import type { KeyOutcome, RunTrigger } from '../rotation/types.ts';
+import { inSpan } from '../tracing/spans.ts';
 import { searchLeakedSecret, type LeakMatch } from './identify.ts';
 import { needsLeakRotation } from './previous-value.ts';
 import { proveLeakDead, type DeathProof } from './proof.ts';
@@ -85,8 +86,26 @@ export class LeakIntake {
     return this.#inFlight.size;
   }
 
-  /** Never throws: every failure is audited and alerted, and the verdict says the alert stays open. */
-  async handleLeak(report: LeakReport, leaked: Secret): Promise<LeakVerdict> {
+  /**
+   * Never throws: every failure is audited and alerted, and the verdict says the alert stays open.
+   * One trace when tracing is on (docs/tracing.md): the search for the key, its rotation (the
+   * launcher's run joins this span) and the proof that the leaked value is dead.
+   */
+  handleLeak(report: LeakReport, leaked: Secret): Promise<LeakVerdict> {
+    return inSpan(
+      'keyroll leak report',
+      { 'keyroll.command': 'daemon', 'keyroll.leak.source': report.source, 'keyroll.reason': 'leak' },
+      async (span) => {
+        const verdict = await this.#handleLeak(report, leaked);
+        span.setAttributes({ 'keyroll.leak.verdict': verdict.kind, 'keyroll.keys': verdict.kind === 'unmatched' ? 0 : verdict.keys.length });
+        if (verdict.kind === 'open') span.fail('KR_LEAK_OPEN');
+        return verdict;
+      },
+      'new-trace',
+    );
+  }
+
+  async #handleLeak(report: LeakReport, leaked: Secret): Promise<LeakVerdict> {
     const receivedAt = performance.now();
     const audit = this.#options.audit().child({ actor: actorOf(report), reason: 'leak' });
     const alertFields = { source: report.source, alert: report.ref, ...(report.url === undefined ? {} : { alertUrl: report.url }) };

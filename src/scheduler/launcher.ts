@@ -8,6 +8,7 @@ import { errorCode, errorMessage } from '../errors.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
 import { runRotations } from '../rotation/run.ts';
 import type { KeyOutcome, RunTrigger } from '../rotation/types.ts';
+import { inSpan } from '../tracing/spans.ts';
 import type { Generation } from './generation.ts';
 import type { KeyLocks, ReleaseKey } from './key-locks.ts';
 
@@ -118,8 +119,12 @@ export class Launcher {
       if (count > 0) this.#started.set(keyId, count);
       else this.#started.delete(keyId);
     };
+    // A trace of its own per run when tracing is on (docs/tracing.md): a schedule tick, a sweep, a
+    // drift probe or a trigger. A leak report's run joins the report's trace (leaks/intake.ts).
+    const traced = <T>(work: () => Promise<T>): Promise<T> =>
+      inSpan(`keyroll daemon ${source}`, { 'keyroll.command': 'daemon', 'keyroll.run.source': source, 'keyroll.reason': trigger.reason, 'keyroll.keys': keys.length }, work, source === 'trigger' ? 'active' : 'new-trace');
     try {
-      await runRotations(runtime, {
+      await traced(() => runRotations(runtime, {
         keys,
         trigger,
         concurrency: this.#options.concurrency,
@@ -135,7 +140,7 @@ export class Launcher {
           this.#options.onKeyDone(outcome, trigger);
           extra.onKeyDone?.(outcome);
         },
-      });
+      }));
     } catch (error) {
       // runRotations reports per-key failures itself; reaching here is a bug, made visible.
       const runId = randomUUID();

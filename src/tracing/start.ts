@@ -22,7 +22,11 @@ export interface StartTracingOptions {
   warn: (line: string) => void;
 }
 
-/** Starts tracing when the environment asks for it; undefined when it is off or cannot start. */
+/**
+ * Starts tracing when the environment asks for it; undefined when it is off or cannot start.
+ * `env` is the process's environment: the OTLP exporter reads its endpoint, headers, timeout and
+ * compression from process.env itself.
+ */
 export async function startTracing(env: NodeJS.ProcessEnv, options: StartTracingOptions): Promise<RunningTracing | undefined> {
   const settings = tracingSettings(env);
   // The collector's credentials are secrets like any other: no log line, error or span carries them.

@@ -70,10 +70,17 @@ const DIAG_LEVELS: Record<TracingOn['logLevel'], DiagLogLevel> = {
  * A collector that stays down would repeat the same error every few seconds: each distinct message
  * is written once a minute at most.
  */
+/** An argument of a diagnostic message as text: an error's message (a failed export passes a list of them), a string. */
+function describe(arg: unknown): string {
+  if (arg instanceof Error) return arg.message;
+  if (typeof arg === 'string') return arg;
+  return Array.isArray(arg) ? arg.map(describe).filter((text) => text !== '').join('; ') : '';
+}
+
 function diagLogger(warn: (line: string) => void): DiagLogger {
   const lastWritten = new Map<string, number>();
   const write = (level: string) => (message: string, ...args: unknown[]) => {
-    const details = args.map((arg) => (arg instanceof Error ? arg.message : typeof arg === 'string' ? arg : '')).filter((text) => text !== '');
+    const details = args.map(describe).filter((text) => text !== '');
     const line = sanitizeText(`tracing ${level}: ${[message, ...details].join(' ')}`).replace(/\s+/g, ' ').slice(0, 500);
     const now = Date.now();
     if (now - (lastWritten.get(line) ?? -Infinity) < 60_000) return;
