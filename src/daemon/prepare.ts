@@ -57,6 +57,7 @@ export async function prepare(context: DaemonContext, policy: Policy): Promise<P
   const { options, audit, env, now, metrics } = context;
   const secrets = await readEndpointSecrets(policy, { triggerKeys: options.triggerKeys ?? [], metricsTokenRef: options.metricsTokenRef, replays: context.replays, env });
   metrics.knowSinks(Object.keys(policy.alerts.sinks));
+  metrics.knowBackends(Object.entries(policy.backends).map(([name, config]) => ({ name, kind: config.kind })));
   const alerter =
     options.runtime?.alerter ??
     createAlerter({

@@ -8,6 +8,8 @@
 // bundle the image runs (scripts/build.ts), so the daemon gets collectDefaultMetrics from here.
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { AlertResult } from '../alerts/types.ts';
+import { QUOTA_GROUPS } from '../backends/quota/groups.ts';
+import type { BackendKind } from '../backends/types.ts';
 import type { KeyOutcome, KeyResult, RotationObserver, RotationReason, RotationStep } from '../rotation/types.ts';
 
 export { collectDefaultMetrics } from 'prom-client';
@@ -71,6 +73,11 @@ export interface KeyrollMetrics {
   recordAlert(sink: string, result: AlertResult): void;
   /** Starts each sink's sent and failed counts at 0 (so the first failed delivery is an increase). */
   knowSinks(sinks: readonly string[]): void;
+  /**
+   * Starts each backend's throttled and quota-wait counts at 0, per quota group of its kind (so the
+   * first throttled request is an increase Prometheus sees, and the dashboard's panel has series).
+   */
+  knowBackends(backends: readonly { name: string; kind: BackendKind }[]): void;
   setOverdue(count: number): void;
   /** Keys quarantined after repeated failures (no automatic attempts until a person acts). */
   setQuarantined(count: number): void;
@@ -250,6 +257,14 @@ export function createMetrics(options: MetricsOptions = {}): KeyrollMetrics {
     },
     knowSinks(sinks) {
       for (const sink of sinks) for (const result of ALERT_RESULTS) alerts.inc({ sink, result }, 0);
+    },
+    knowBackends(backends) {
+      for (const { name, kind } of backends) {
+        for (const group of QUOTA_GROUPS[kind]) {
+          backendThrottled.inc({ backend: name, group }, 0);
+          backendQuotaWait.inc({ backend: name, group }, 0);
+        }
+      }
     },
     setOverdue(count) {
       keysOverdue?.set(count);

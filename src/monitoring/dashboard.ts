@@ -140,6 +140,26 @@ export const DASHBOARD_ROWS: readonly RowSpec[] = [
     ],
   },
   {
+    title: 'Backends',
+    panels: [
+      countsOverTime(
+        'Backend throttling',
+        `sum by (backend, group) (increase(${daemonCounter('keyroll_backend_throttled_total')}[$__rate_interval]))`,
+        '{{backend}} {{group}}',
+        "Backend requests refused for a request quota and waited out (AWS ThrottlingException, a Vault/OpenBao 429), per backend and quota group. Not a failure (invariant 11); a steady rise means another writer spends the same budget, or the policy's quotas are set too high.",
+      ),
+      {
+        kind: 'timeseries',
+        title: 'Waiting for a quota turn',
+        description: "Time backend requests waited in keyroll's own pacing inside the quotas, per interval: an emergency over many keys in one AWS account and region shows here, not as failures.",
+        queries: [{ expr: `sum by (backend, group) (increase(${daemonCounter('keyroll_backend_quota_wait_seconds_total')}[$__rate_interval]))`, legend: '{{backend}} {{group}}' }],
+        unit: 's',
+        width: 12,
+        bars: true,
+      },
+    ],
+  },
+  {
     title: 'Scheduled runs (Pushgateway)',
     panels: [
       {

@@ -132,6 +132,17 @@ export const RULE_GROUPS: readonly RuleGroup[] = [
         description: 'A drift probe found a stored secret dead (the key was rolled outside keyroll) and no rotation has stored a working one for 15 minutes.',
         runbookSection: 'Drift: a stored secret that stopped working',
       },
+      {
+        alert: 'KeyrollBackendThrottled',
+        // Daemon only: a pushed run's count stays on the gateway until the next push, so a single
+        // throttle answer in one run would hold the condition for a whole schedule period.
+        expr: 'sum by (backend, group) (increase(keyroll_backend_throttled_total{command=""}[15m])) > 0',
+        for: '30m',
+        severity: 'warning',
+        summary: 'Backend {{ $labels.backend }} keeps refusing keyroll\'s requests for its {{ $labels.group }} quota.',
+        description: 'For 45 minutes the backend has answered throttled (AWS ThrottlingException, a Vault/OpenBao 429) and keyroll has waited it out (invariant 11). Rotations are slower; a request still refused after quotas.maxWaitMs fails its key (KR_BACKEND_THROTTLED). Another writer spends the same budget, or the policy\'s quotas are set higher than the account allows.',
+        runbookSection: 'A backend keeps throttling',
+      },
     ],
   },
   {

@@ -86,15 +86,22 @@ describe('createMetrics', () => {
     expect(LEAK_TIME_TO_DEAD_BUCKETS_SECONDS.at(-1)).toBe(3600);
   });
 
-  it('starts every result and run reason, and each known sink, at 0, so the first failure is an increase Prometheus sees', async () => {
+  it('starts every result and run reason, each known sink, and each backend quota group, at 0, so the first failure or throttle is an increase Prometheus sees', async () => {
     const metrics = createMetrics();
     metrics.knowSinks(['pager', 'chat']);
+    metrics.knowBackends([{ name: 'aws-prod', kind: 'aws' }, { name: 'bao', kind: 'vault' }, { name: 'files', kind: 'file' }]);
     const text = await metrics.registry.metrics();
     for (const result of ['rotated', 'recovered', 'failed', 'skipped', 'busy', 'aborted']) {
       for (const reason of RUN_REASONS) expect(text).toContain(`keyroll_rotations_total{result="${result}",reason="${reason}"} 0`);
     }
     expect(text).not.toMatch(/reason="(recovery|drift)"/);
     for (const sink of ['pager', 'chat']) for (const result of ['sent', 'failed']) expect(text).toContain(`keyroll_alerts_total{sink="${sink}",result="${result}"} 0`);
+    for (const group of ['write', 'tag', 'read', 'create']) {
+      expect(text).toContain(`keyroll_backend_throttled_total{backend="aws-prod",group="${group}"} 0`);
+      expect(text).toContain(`keyroll_backend_quota_wait_seconds_total{backend="aws-prod",group="${group}"} 0`);
+    }
+    expect(text).toContain('keyroll_backend_throttled_total{backend="bao",group="request"} 0');
+    expect(text).not.toContain('backend="files"');
   });
 
   it('can leave out keyroll_keys_overdue (one-shot runs do not know it)', async () => {

@@ -82,7 +82,11 @@ describe('the metric cross-check', () => {
   async function daemonScrape(): Promise<string> {
     // A key that rotates, one the API does not know (fails, and alerts through a real sink).
     const keys = keyYaml('key_demo_billing', 'maxAge: 30d') + keyYaml('key_unknown', 'schedule: "0 3 * * 1"');
-    await bench.writePolicyText(policyYaml(bench.emulator.url, bench.secretsDir, keys).replace('defaults:', `alerts:\n  sinks:\n    oncall: { kind: webhook, url: "${alerts.url}/alerts" }\ndefaults:`));
+    // An AWS backend no key writes to: its throttling counters start at 0 all the same (no AWS call).
+    const policy = policyYaml(bench.emulator.url, bench.secretsDir, keys)
+      .replace('defaults:', `alerts:\n  sinks:\n    oncall: { kind: webhook, url: "${alerts.url}/alerts" }\ndefaults:`)
+      .replace('backends:\n', 'backends:\n  aws-prod: { kind: aws, region: eu-west-1 }\n');
+    await bench.writePolicyText(policy);
     // No recording alerter: the daemon's own, which counts deliveries in keyroll_alerts_total.
     const daemon = await bench.start({ metricsTokenRef: 'env:KEYROLL_METRICS_TOKEN', runtime: { alerter: undefined } });
     await daemon.idle();
@@ -109,7 +113,7 @@ describe('the metric cross-check', () => {
     expect(push.labels).toEqual(['job', 'command', 'shard', 'instance']);
     merge(exported, exportedNames(push.text, push.labels));
     // The scenario exercised what the queries select on: results, reasons, steps, sinks, keys.
-    for (const [metric, label] of [['keyroll_rotations_total', 'result'], ['keyroll_rotations_total', 'reason'], ['keyroll_rotation_step_duration_seconds_bucket', 'step'], ['keyroll_alerts_total', 'sink'], ['keyroll_key_max_age_seconds', 'key_id']] as const) {
+    for (const [metric, label] of [['keyroll_rotations_total', 'result'], ['keyroll_rotations_total', 'reason'], ['keyroll_rotation_step_duration_seconds_bucket', 'step'], ['keyroll_alerts_total', 'sink'], ['keyroll_key_max_age_seconds', 'key_id'], ['keyroll_backend_throttled_total', 'group']] as const) {
       expect(exported.get(metric)?.has(label), `${metric}{${label}}`).toBe(true);
     }
     const problems = everyExpression().flatMap(({ where, expr }) => namingProblems(expr, exported).map((problem) => `${where}: ${problem}`));

@@ -15,6 +15,7 @@ import { Agent, request, type Dispatcher } from 'undici';
 import { readBodyPrefix } from '../../http/body.ts';
 import { headerValue } from '../../api/http.ts';
 import { parseRetryAfter } from '../../api/retry-after.ts';
+import { VAULT_QUOTA_GROUP } from '../quota/groups.ts';
 import type { QuotaObserver } from '../quota/observer.ts';
 import { retryThrottled } from '../quota/throttle.ts';
 import type { z } from 'zod';
@@ -94,7 +95,7 @@ export class VaultClient {
    */
   async send(call: VaultCall): Promise<VaultAnswer> {
     const observer = this.#options.quotaObserver;
-    const event = { backend: this.#options.backend, kind: 'vault' as const, group: 'request', operation: call.operation, path: call.target };
+    const event = { backend: this.#options.backend, kind: 'vault' as const, group: VAULT_QUOTA_GROUP, operation: call.operation, path: call.target };
     if (call.operation === 'write') {
       // After the roll: no wait here (see the top of this file); counted only, no I/O.
       const answer = await this.#sendOnce(call);
