@@ -147,6 +147,30 @@ spec:
         {{- with .env }}
         {{- toYaml . | nindent 8 }}
         {{- end }}
+        {{- with $values.tracing }}
+        {{- if .endpoint }}
+        # Traces (docs/tracing.md): the standard OpenTelemetry variables.
+        - name: OTEL_EXPORTER_OTLP_ENDPOINT
+          value: {{ .endpoint | quote }}
+        - name: OTEL_EXPORTER_OTLP_PROTOCOL
+          value: {{ .protocol | quote }}
+        - name: OTEL_SERVICE_NAME
+          value: {{ .serviceName | default "keyroll" | quote }}
+        - name: OTEL_TRACES_SAMPLER
+          value: {{ .sampler | quote }}
+        {{- with .samplerArg }}
+        - name: OTEL_TRACES_SAMPLER_ARG
+          value: {{ . | quote }}
+        {{- end }}
+        {{- if .headersSecret.name }}
+        - name: OTEL_EXPORTER_OTLP_HEADERS
+          valueFrom:
+            secretKeyRef:
+              name: {{ .headersSecret.name | quote }}
+              key: {{ .headersSecret.key | quote }}
+        {{- end }}
+        {{- end }}
+        {{- end }}
         {{- with $values.extraEnv }}
         {{- toYaml . | nindent 8 }}
         {{- end }}
