@@ -1,13 +1,17 @@
 // Invariant 3 canary: drive a rotation down every failure path keyroll has, with the real audit
-// logger, the real alerter posting to a loopback webhook receiver, and stdout/stderr captured,
-// then search everything captured for every secret the emulator ever minted, in every form the
-// sanitizer knows (test/support/secret-scan.ts): none may appear.
+// logger, the real alerter posting to a loopback webhook receiver, tracing on (OpenTelemetry to a
+// loopback OTLP receiver: every span, the HTTP instrumentation's included), and stdout/stderr
+// captured, then search everything captured for every secret the emulator ever minted, in every
+// form the sanitizer knows (test/support/secret-scan.ts): none may appear.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { generateIdentity, identityToRecipient } from 'age-encryption';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { BackendError } from '../../src/backends/errors.ts';
 import type { Backend } from '../../src/backends/types.ts';
+import { inSpan } from '../../src/tracing/spans.ts';
+import { startTracing, type RunningTracing } from '../../src/tracing/start.ts';
+import { otlpEnv, startOtlpReceiver, type OtlpReceiver } from '../support/otlp-receiver.ts';
 import { expectNoSecrets } from '../support/secret-scan.ts';
 import { useTempDir } from '../support/temp-dir.ts';
 import { keyPolicy, startBench, wrapBackend, type Bench } from './harness.ts';
@@ -18,8 +22,19 @@ let receiver: Server;
 const escrowDir = useTempDir('keyroll-escrow-', 'file');
 const alertBodies: string[] = [];
 const captured: string[] = [];
+let otlp: OtlpReceiver;
+let tracing: RunningTracing | undefined;
+const tracingWarnings: string[] = [];
 
 beforeAll(async () => {
+  otlp = await startOtlpReceiver();
+  // The OTLP exporter reads its endpoint from process.env, as in the CLI.
+  for (const [name, value] of Object.entries(otlpEnv(otlp))) vi.stubEnv(name, value);
+  tracing = await startTracing(process.env, {
+    warn: (line) => {
+      tracingWarnings.push(line);
+    },
+  });
   receiver = createServer((req, res) => {
     let body = '';
     req.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
@@ -41,6 +56,9 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  await tracing?.shutdown();
+  await otlp.close();
+  vi.unstubAllEnvs();
   await bench.close();
   await new Promise<void>((resolve) => receiver.close(() => { resolve(); }));
 });
@@ -85,7 +103,9 @@ describe('invariant 3: the secret never leaves except to a backend', () => {
     try {
       for (const scenario of scenarios) {
         scenario.setup?.();
-        const summary = await bench.run({ trigger: { reason: 'leak', force: true }, runtime: { alerter: undefined, ...(scenario.wrap ? { wrapBackend: scenario.wrap } : {}) } });
+        const summary = await inSpan('canary scenario', { scenario: scenario.name }, () =>
+          bench.run({ trigger: { reason: 'leak', force: true }, runtime: { alerter: undefined, ...(scenario.wrap ? { wrapBackend: scenario.wrap } : {}) } }),
+        );
         outcomes.push(summary);
         bench.emulator.faults.clear();
       }
@@ -93,10 +113,16 @@ describe('invariant 3: the secret never leaves except to a backend', () => {
       process.stdout.write = stdoutWrite;
       process.stderr.write = stderrWrite;
     }
+    await tracing?.flush();
     const minted = bench.emulator.state.mintedSecrets();
     expect(minted.length).toBeGreaterThan(8);
     expect(alertBodies.length).toBeGreaterThan(5);
-    expectNoSecrets([...bench.lines, ...alertBodies, ...captured, JSON.stringify(outcomes)], minted, 'the audit trail, alert bodies, stdout/stderr and outcomes');
+    // Every scenario was traced down to its roll request and alert deliveries.
+    expect(tracingWarnings).toEqual([]);
+    expect(otlp.spans.filter((span) => span.name === 'canary scenario')).toHaveLength(scenarios.length);
+    expect(otlp.spans.filter((span) => span.name === 'roll').length).toBeGreaterThanOrEqual(scenarios.length - 1);
+    expect(otlp.spans.some((span) => String(span.attributes['url.full']).endsWith('/alerts'))).toBe(true);
+    expectNoSecrets([...bench.lines, ...alertBodies, ...captured, JSON.stringify(outcomes), ...otlp.bodies], minted, 'the audit trail, alert bodies, stdout/stderr, outcomes and exported spans');
     // Fingerprints are allowed and present: the trail still says which secret is which.
     expect(bench.events().some((e) => e.event === 'key.rolled' && typeof e.fingerprint === 'string')).toBe(true);
   });
