@@ -6,12 +6,11 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { generateIdentity, identityToRecipient } from 'age-encryption';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BackendError } from '../../src/backends/errors.ts';
 import type { Backend } from '../../src/backends/types.ts';
 import { inSpan } from '../../src/tracing/spans.ts';
-import { startTracing, type RunningTracing } from '../../src/tracing/start.ts';
-import { otlpEnv, startOtlpReceiver, type OtlpReceiver } from '../support/otlp-receiver.ts';
+import { startOtlpReceiver, startTracingTo, type InProcessTracing, type OtlpReceiver } from '../support/otlp-receiver.ts';
 import { expectNoSecrets } from '../support/secret-scan.ts';
 import { useTempDir } from '../support/temp-dir.ts';
 import { keyPolicy, startBench, wrapBackend, type Bench } from './harness.ts';
@@ -23,18 +22,11 @@ const escrowDir = useTempDir('keyroll-escrow-', 'file');
 const alertBodies: string[] = [];
 const captured: string[] = [];
 let otlp: OtlpReceiver;
-let tracing: RunningTracing | undefined;
-const tracingWarnings: string[] = [];
+let traced: InProcessTracing;
 
 beforeAll(async () => {
   otlp = await startOtlpReceiver();
-  // The OTLP exporter reads its endpoint from process.env, as in the CLI.
-  for (const [name, value] of Object.entries(otlpEnv(otlp))) vi.stubEnv(name, value);
-  tracing = await startTracing(process.env, {
-    warn: (line) => {
-      tracingWarnings.push(line);
-    },
-  });
+  traced = await startTracingTo(otlp);
   receiver = createServer((req, res) => {
     let body = '';
     req.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
@@ -56,9 +48,8 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await tracing?.shutdown();
+  await traced.stop();
   await otlp.close();
-  vi.unstubAllEnvs();
   await bench.close();
   await new Promise<void>((resolve) => receiver.close(() => { resolve(); }));
 });
@@ -113,12 +104,12 @@ describe('invariant 3: the secret never leaves except to a backend', () => {
       process.stdout.write = stdoutWrite;
       process.stderr.write = stderrWrite;
     }
-    await tracing?.flush();
+    await traced.tracing?.flush();
     const minted = bench.emulator.state.mintedSecrets();
     expect(minted.length).toBeGreaterThan(8);
     expect(alertBodies.length).toBeGreaterThan(5);
     // Every scenario was traced down to its roll request and alert deliveries.
-    expect(tracingWarnings).toEqual([]);
+    expect(traced.warnings).toEqual([]);
     expect(otlp.spans.filter((span) => span.name === 'canary scenario')).toHaveLength(scenarios.length);
     expect(otlp.spans.filter((span) => span.name === 'roll').length).toBeGreaterThanOrEqual(scenarios.length - 1);
     expect(otlp.spans.some((span) => String(span.attributes['url.full']).endsWith('/alerts'))).toBe(true);

@@ -3,6 +3,8 @@
 // collector does, keeps every raw body (for the secret scan) and decodes the spans.
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { vi } from 'vitest';
+import { startTracing, type RunningTracing } from '../../src/tracing/start.ts';
 
 export type AttributeValue = string | number | boolean | AttributeValue[] | undefined;
 
@@ -166,4 +168,35 @@ export function subtreeOf(spans: readonly ReceivedSpan[], root: ReceivedSpan): R
   const out = [root];
   for (let i = 0; i < out.length; i++) out.push(...childrenOf(spans, out[i] as ReceivedSpan));
   return out;
+}
+
+/** Tracing started in this process (the daemon's and the engine's tests), sending to a receiver. */
+export interface InProcessTracing {
+  readonly tracing: RunningTracing | undefined;
+  /** What tracing said (it says nothing when all is well). */
+  readonly warnings: string[];
+  /** Shuts tracing down (its spans flushed) and gives the environment back. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts tracing in this process with the OTEL_* variables pointing at `receiver`. They are set in
+ * process.env (stubbed until stop): the OTLP exporter reads its endpoint there, as in the CLI.
+ */
+export async function startTracingTo(receiver: OtlpReceiver, extra: Record<string, string> = {}): Promise<InProcessTracing> {
+  for (const [name, value] of Object.entries(otlpEnv(receiver, extra))) vi.stubEnv(name, value);
+  const warnings: string[] = [];
+  const tracing = await startTracing(process.env, {
+    warn: (line) => {
+      warnings.push(line);
+    },
+  });
+  return {
+    tracing,
+    warnings,
+    stop: async () => {
+      await tracing?.shutdown();
+      vi.unstubAllEnvs();
+    },
+  };
 }

@@ -3,29 +3,21 @@
 // lines of a rotation carry its trace id. The daemon runs in this process against the emulator and
 // a file backend; the spans go to a loopback OTLP receiver, and the canary scan finds no secret in
 // them.
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Daemon } from '../../src/daemon/daemon.ts';
-import { startTracing, type RunningTracing } from '../../src/tracing/start.ts';
 import { expectNoSecrets } from '../cli/harness.ts';
 import { keyYaml, OWNER_TOKEN, postTrigger, startDaemonBench, TRIGGER_KEYS, TRIGGER_SECRET, type DaemonBench } from '../scheduler/support.ts';
-import { childrenOf, onlySpan, otlpEnv, startOtlpReceiver, type OtlpReceiver } from '../support/otlp-receiver.ts';
+import { childrenOf, onlySpan, startOtlpReceiver, startTracingTo, type InProcessTracing, type OtlpReceiver } from '../support/otlp-receiver.ts';
 
 const BILLING = 'key_demo_billing';
 let bench: DaemonBench;
 let otlp: OtlpReceiver;
-let tracing: RunningTracing | undefined;
+let traced: InProcessTracing;
 let daemon: Daemon;
-const warnings: string[] = [];
 
 beforeEach(async () => {
   otlp = await startOtlpReceiver();
-  // The OTLP exporter reads its endpoint from process.env, as it does in `keyroll daemon`.
-  for (const [name, value] of Object.entries(otlpEnv(otlp, { OTEL_SERVICE_NAME: 'keyroll-daemon-test' }))) vi.stubEnv(name, value);
-  tracing = await startTracing(process.env, {
-    warn: (line) => {
-      warnings.push(line);
-    },
-  });
+  traced = await startTracingTo(otlp, { OTEL_SERVICE_NAME: 'keyroll-daemon-test' });
   bench = await startDaemonBench();
   await bench.writePolicy(keyYaml(BILLING, 'schedule: "0 3 * * 1"'));
   daemon = await bench.start({ triggerKeys: TRIGGER_KEYS });
@@ -33,21 +25,20 @@ beforeEach(async () => {
 
 afterEach(async () => {
   await bench.close();
-  await tracing?.shutdown();
+  await traced.stop();
   await otlp.close();
-  vi.unstubAllEnvs();
 });
 
 describe('keyroll daemon with OTEL_EXPORTER_OTLP_ENDPOINT set', () => {
   it('makes the first sweep and a trigger two traces, each with its key, steps and API calls, and puts their ids on the audit lines', async () => {
-    expect(tracing).toBeDefined();
+    expect(traced.tracing).toBeDefined();
     // The first sweep rotates the key (never rotated by keyroll); then a trigger rotates it again.
     await daemon.idle();
     const answer = await postTrigger(daemon, { body: JSON.stringify({ keys: [BILLING], reason: 'leak', actor: 'alice' }) });
     expect(answer.status).toBe(202);
     await daemon.idle();
-    await tracing?.flush();
-    expect(warnings.splice(0)).toEqual([]);
+    await traced.tracing?.flush();
+    expect(traced.warnings).toEqual([]);
 
     const { spans } = otlp;
     const sweep = onlySpan(spans, 'keyroll daemon sweep');

@@ -2,32 +2,23 @@
 // trace, `keyroll leak report`, holding the search for the key, the rotation's run (which joins it
 // instead of starting a trace of its own) and the proof that the leaked value is dead; neither the
 // leaked value nor the new one is in any span.
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { startTracing, type RunningTracing } from '../../src/tracing/start.ts';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { expectNoSecrets } from '../cli/harness.ts';
 import { secretScanningWebhook } from '../leaks/github-fake.ts';
 import { BILLING, deliver, GITHUB_WEBHOOK_SECRET, intakePolicy, startWithIntake, storeFirstSecret, useGithubBench } from '../leaks/github-support.ts';
-import { childrenOf, onlySpan, otlpEnv, startOtlpReceiver, subtreeOf, type OtlpReceiver } from '../support/otlp-receiver.ts';
+import { childrenOf, onlySpan, startOtlpReceiver, startTracingTo, subtreeOf, type InProcessTracing, type OtlpReceiver } from '../support/otlp-receiver.ts';
 
 let otlp: OtlpReceiver;
-let tracing: RunningTracing | undefined;
-const warnings: string[] = [];
+let traced: InProcessTracing;
 
 beforeEach(async () => {
   otlp = await startOtlpReceiver();
-  // The OTLP exporter reads its endpoint from process.env, as it does in `keyroll daemon`.
-  for (const [name, value] of Object.entries(otlpEnv(otlp))) vi.stubEnv(name, value);
-  tracing = await startTracing(process.env, {
-    warn: (line) => {
-      warnings.push(line);
-    },
-  });
+  traced = await startTracingTo(otlp);
 });
 
 afterEach(async () => {
-  await tracing?.shutdown();
+  await traced.stop();
   await otlp.close();
-  vi.unstubAllEnvs();
 });
 
 const benches = useGithubBench();
@@ -45,8 +36,8 @@ describe('a GitHub leak report with tracing on', () => {
     expect(answer.status).toBe(202);
     await github.patched('octo-org', 'billing-app', 42);
     await daemon.idle();
-    await tracing?.flush();
-    expect(warnings).toEqual([]);
+    await traced.tracing?.flush();
+    expect(traced.warnings).toEqual([]);
 
     const { spans } = otlp;
     const report = onlySpan(spans, 'keyroll leak report');
