@@ -7,6 +7,7 @@ import { GetSecretValueCommand } from '@aws-sdk/client-secrets-manager';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nextEvent, ORG, useCliFixture } from '../cli/harness.ts';
 import { installBundle } from '../support/bundle-install.ts';
+import { expectNoSecrets } from '../support/secret-scan.ts';
 import { childrenOf, onlySpan, otlpEnv, startOtlpReceiver } from '../support/otlp-receiver.ts';
 import { motoEnv, sdkClient } from './aws-fixtures.ts';
 import { motoServer, vaultServer } from './servers.ts';
@@ -96,7 +97,7 @@ describe('the bundled CLI against the real servers', () => {
       expect(put.parentSpanId).toBe(onlySpan(otlp.spans, 'store').spanId);
       expect(childrenOf(otlp.spans, onlySpan(otlp.spans, 'roll')).map((span) => span.scope)).toEqual(['@opentelemetry/instrumentation-undici']);
       const secrets = [...cli.emulator.state.mintedSecrets(), server.secretAccessKey];
-      expect(secrets.filter((secret) => otlp.bodies.some((body) => body.includes(secret))).length).toBe(0);
+      expectNoSecrets(otlp.bodies, secrets, 'exported spans');
     } finally {
       await otlp.close();
     }

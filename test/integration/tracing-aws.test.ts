@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ORG, useCliFixture } from '../cli/harness.ts';
+import { expectNoSecrets } from '../support/secret-scan.ts';
 import { childrenOf, onlySpan, otlpEnv, startOtlpReceiver, subtreeOf, type OtlpReceiver } from '../support/otlp-receiver.ts';
 import { motoEnv } from './aws-fixtures.ts';
 import { motoServer } from './servers.ts';
@@ -65,6 +66,6 @@ keys:
     expect(childrenOf(spans, onlySpan(spans, 'roll')).map((span) => span.scope)).toEqual(['@opentelemetry/instrumentation-undici']);
 
     const secrets = [...cli.emulator.state.mintedSecrets(), server.secretAccessKey];
-    expect(secrets.filter((secret) => otlp.bodies.some((body) => body.includes(secret))).length, 'secrets in exported spans').toBe(0);
+    expectNoSecrets(otlp.bodies, secrets, 'exported spans');
   });
 });

@@ -5,8 +5,8 @@
 // them.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Daemon } from '../../src/daemon/daemon.ts';
-import { expectNoSecrets } from '../cli/harness.ts';
-import { keyYaml, OWNER_TOKEN, postTrigger, startDaemonBench, TRIGGER_KEYS, TRIGGER_SECRET, type DaemonBench } from '../scheduler/support.ts';
+import { expectNoSecrets } from '../support/secret-scan.ts';
+import { keyYaml, OWNER_TOKEN, postTrigger, startDaemonBench, TRIGGER_KEYS, TRIGGER_SECRET, type DaemonBench } from '../daemon/support.ts';
 import { childrenOf, onlySpan, startOtlpReceiver, startTracingTo, type InProcessTracing, type OtlpReceiver } from '../support/otlp-receiver.ts';
 
 const BILLING = 'key_demo_billing';

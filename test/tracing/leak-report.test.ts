@@ -3,9 +3,9 @@
 // instead of starting a trace of its own) and the proof that the leaked value is dead; neither the
 // leaked value nor the new one is in any span.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { expectNoSecrets } from '../cli/harness.ts';
-import { secretScanningWebhook } from '../leaks/github-fake.ts';
-import { BILLING, deliver, GITHUB_WEBHOOK_SECRET, intakePolicy, startWithIntake, storeFirstSecret, useGithubBench } from '../leaks/github-support.ts';
+import { expectNoSecrets } from '../support/secret-scan.ts';
+import { secretScanningWebhook } from '../leaks/github/fake-github.ts';
+import { BILLING, deliver, GITHUB_WEBHOOK_SECRET, intakePolicy, startWithIntake, storeFirstSecret, useGithubBench } from '../leaks/github/support.ts';
 import { childrenOf, onlySpan, startOtlpReceiver, startTracingTo, subtreeOf, type InProcessTracing, type OtlpReceiver } from '../support/otlp-receiver.ts';
 
 let otlp: OtlpReceiver;

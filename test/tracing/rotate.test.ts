@@ -7,6 +7,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { eventsNamed, useCliFixture, type CliResult } from '../cli/harness.ts';
+import { expectNoSecrets } from '../support/secret-scan.ts';
 import { childrenOf, onlySpan as one, otlpEnv, startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../support/otlp-receiver.ts';
 
 const cli = useCliFixture();
@@ -41,9 +42,8 @@ const alsoSecret: string[] = [];
 afterEach(() => {
   // The fixture's scan covers stdout, stderr and alert bodies; the spans are scanned here.
   const secrets = [...cli.emulator.state.mintedSecrets(), 'demo-owner-token', ...alsoSecret.splice(0)];
-  const leaks = secrets.filter((secret) => scanned.some((body) => body.includes(secret) || body.includes(Buffer.from(secret).toString('base64'))));
-  scanned.length = 0;
-  expect(leaks.length, `${String(leaks.length)} secret(s) appeared in exported spans`).toBe(0);
+  const bodies = scanned.splice(0);
+  expectNoSecrets(bodies, secrets, 'exported spans');
 });
 
 describe('keyroll rotate with OTEL_EXPORTER_OTLP_ENDPOINT set', () => {
