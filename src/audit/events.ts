@@ -35,6 +35,8 @@ export const AUDIT_EVENTS = {
   'key.failures.cleared': "A success ended the key's failure streak (and lifted its quarantine); alerted once (KR_KEY_RECOVERED) when the failures had alerted.",
   'key.resumed': "`keyroll resume` ended the key's failure streak (quarantine or backoff); carries the actor. The next run attempts the key at once.",
   'key.record.distrusted': "A record keyroll read back at the key's primary destination is malformed or dated in the future (corruption, a clock far off, or an edit by someone who may change tags or metadata): keyroll does not act on it as written. Carries the record, the field, the problem and what keyroll did instead (ignored: read as absent, so the key is attempted and alerted now; bounded: held to the policy's limit; kept: an intent marker), never a malformed value.",
+  'key.native.step': "Secrets Manager called keyroll's rotation function (scheduler: aws-native) for a step (createSecret, setSecret, testSecret, finishSecret): what the step did (rolled, found-pending, nothing-to-do, tested, finished, not-rolled) and the version token, never a value.",
+  'key.native.pending_removed': 'A native rotation that cannot finish removed AWSPENDING from its version, so the next rotation is not refused as "previous rotation isn\'t complete" (failed=true: the removal itself failed).',
   'leak.identified': 'A leaked value (read on stdin, never logged) matched a key: its fingerprint, the key, the destination, current or previous value, and the slot of a two-slot entry.',
   'leak.unmatched': 'A leaked value matched no key of the policy; its fingerprint and the destinations that could not be read.',
   'leak.proven-dead': 'After the leak rotation the API refused the leaked value (401).',

@@ -43,6 +43,8 @@ export const AUDIT_EVENT_LEVELS: Record<AuditEventName, AuditLevel> = {
   // A run died mid-rotation earlier; the repair itself is routine.
   'key.recovery.started': 'warn',
   'key.recovered': 'info',
+  'key.native.step': 'info',
+  'key.native.pending_removed': 'warn',
   'key.probe': 'info',
   // No automatic attempts until a person acts; the key's current secret still works.
   'key.quarantined': 'error',

@@ -3,6 +3,7 @@
 // starts stay fast.
 import { Command, CommanderError } from 'commander';
 import { EXIT_CODES_HELP, ExitCode } from './exit-codes.ts';
+import { registerAwsCommand } from './aws.ts';
 import { registerDaemonCommand } from './daemon.ts';
 import { registerDemoCommand } from './demo.ts';
 import { registerEmulatorCommand } from './emulator.ts';
@@ -32,6 +33,7 @@ export function buildProgram(): Command {
   registerDaemonCommand(program);
   registerDemoCommand(program);
   registerEmulatorCommand(program);
+  registerAwsCommand(program);
   return program;
 }
 

@@ -52,6 +52,8 @@ async function planCommand(flags: PlanFlags): Promise<number> {
       nextRunAt: view.decision?.nextRunAt?.toISOString() ?? null,
       notBefore: view.decision?.notBefore?.toISOString() ?? null,
       schedule: view.key.schedule ?? null,
+      // One scheduler per secret: an aws-native key is started by Secrets Manager, never by run or the daemon.
+      scheduler: view.key.scheduler ?? 'keyroll',
       maxAgeMs: view.key.maxAgeMs ?? null,
       writes: view.key.destinations.map(describe),
       fallbacks: view.key.fallbacks.map(describe),
@@ -74,15 +76,15 @@ async function planCommand(flags: PlanFlags): Promise<number> {
           plan.map((p) => [
             p.keyId,
             p.organizationId,
-            p.error ? 'unknown' : streakCell(p.failureStreak, now) !== undefined ? 'held' : p.due ? 'yes' : 'no',
-            p.error ? `cannot read state: ${p.error.errorCode}` : (streakCell(p.failureStreak, now) ?? (p.reasons.join(', ') || '-')),
+            p.error ? 'unknown' : p.scheduler === 'aws-native' ? 'by AWS' : streakCell(p.failureStreak, now) !== undefined ? 'held' : p.due ? 'yes' : 'no',
+            p.error ? `cannot read state: ${p.error.errorCode}` : p.scheduler === 'aws-native' ? 'scheduler aws-native: Secrets Manager rotation starts it, run and the daemon skip it' : (streakCell(p.failureStreak, now) ?? (p.reasons.join(', ') || '-')),
             p.nextRunAt ?? '-',
             ...(withSlots ? [planSlotsCell(p.slots)] : []),
             [...p.writes, ...p.fallbacks.map((f) => `fallback ${f}`)].join('; '),
           ]),
         ),
       );
-      const due = plan.filter((p) => p.due && streakCell(p.failureStreak, now) === undefined).length;
+      const due = plan.filter((p) => p.due && p.scheduler === 'keyroll' && streakCell(p.failureStreak, now) === undefined).length;
       process.stdout.write(`${describeEmergency(emergency)}\n`);
       process.stdout.write(`${due} of ${plan.length} keys due; nothing was changed\n`);
     }

@@ -7,6 +7,8 @@ import type { ProbeReport, StandbyVerdict, StoredVerdict } from './probe-keys.ts
 export interface StatusRow {
   keyId: string;
   organizationId: string;
+  /** Who starts the key's scheduled rotations: keyroll (run, the daemon) or aws-native (Secrets Manager rotation). */
+  scheduler: 'keyroll' | 'aws-native';
   lastRotatedAt: string | null;
   lastRotationId: string | null;
   nextDueAt: string | null;
@@ -43,7 +45,7 @@ export function statusCells(rows: readonly StatusRow[], columns: { withSlots: bo
   if (columns.withProbe) headers.push('PROBE');
   headers.push('LOCK', 'INTENT', 'LAST ERROR');
   const cells = rows.map((r) => {
-    const row = [r.keyId, r.organizationId, r.lastRotatedAt ?? 'never', r.error ? '?' : r.due ? 'now' : (r.nextDueAt ?? '-'), r.overdue ? 'YES' : 'no'];
+    const row = [r.keyId, r.organizationId, r.lastRotatedAt ?? 'never', r.error ? '?' : r.scheduler === 'aws-native' ? 'AWS schedule (aws-native)' : r.due ? 'now' : (r.nextDueAt ?? '-'), r.overdue ? 'YES' : 'no'];
     if (columns.withSlots) row.push(slotsCell(r));
     if (columns.withProbe) row.push(probeCell(r));
     row.push(

@@ -70,6 +70,7 @@ async function statusCommand(flags: StatusFlags): Promise<number> {
       const row: StatusRow = {
         keyId: view.key.id,
         organizationId: view.key.organizationId,
+        scheduler: view.key.scheduler ?? 'keyroll',
         lastRotatedAt: last ?? null,
         lastRotationId: view.state?.lastRotationId ?? null,
         nextDueAt: nextDueAt(view.decision, now)?.toISOString() ?? null,

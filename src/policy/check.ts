@@ -9,6 +9,7 @@ import type { DocPath, PathIssue } from './issue-text.ts';
 import type { DestinationInput, PolicyDocument } from './schema.ts';
 import { leaseNeededMs, writeTimeoutOf } from './lease.ts';
 import { effectiveSettings, type EffectiveSettings } from './settings.ts';
+import { checkNativeRotation } from './native-rotation.ts';
 import { checkSlotIds, checkSlotTiming } from './slots.ts';
 
 export function checkPolicy(doc: PolicyDocument): PathIssue[] {
@@ -50,6 +51,7 @@ export function checkPolicy(doc: PolicyDocument): PathIssue[] {
 
     checkNotify(doc, [...keyPath, 'notify'], key.notify, add);
     checkEffectiveSettings(doc, index, add);
+    checkNativeRotation(doc, index, add);
   });
   checkSlotIds(doc, add);
   checkIntake(doc, add);

@@ -52,6 +52,7 @@ function resolveKey(doc: PolicyDocument, index: number): KeyPolicy {
     ...(settings.consumerRefresh.value === undefined ? {} : { consumerRefreshMs: parseDuration(settings.consumerRefresh.value) }),
     ...(settings.driftCheck.value === undefined ? {} : { driftCheckMs: parseDuration(settings.driftCheck.value) }),
     onDrift: settings.onDrift.value,
+    ...(key.scheduler === 'aws-native' ? { scheduler: 'aws-native' as const } : {}),
     failures: {
       backoffInitialMs: parseDuration(settings.backoffInitial.value),
       backoffCapMs: parseDuration(settings.backoffCap.value),

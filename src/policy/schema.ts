@@ -177,6 +177,10 @@ export const KeyInput = z.strictObject({
     .optional()
     .describe('Two-slot alternation: two distinct API key ids of the organization serving one consumer. A rotation rolls the standby slot and stores it as the active one.'),
   consumerRefresh: Duration.optional().describe('Slot entries only (required there): the longest time a consumer may keep using a value it read. No slot is rolled sooner than this after it stopped being active.'),
+  scheduler: z
+    .enum(['keyroll', 'aws-native'])
+    .optional()
+    .describe("Who starts this key's scheduled rotations. keyroll (default): `keyroll run` and the daemon. aws-native: AWS Secrets Manager's own rotation, with keyroll as the rotation function (docs/aws-native.md); run and the daemon skip the key. aws-native needs a slot entry with one aws destination."),
 });
 
 export const Escrow = z.strictObject({
@@ -240,6 +244,8 @@ export interface KeyPolicy {
   onDrift: 'rotate' | 'alert';
   /** Backoff and quarantine of a key that keeps failing; absent: the built-in defaults (DEFAULT_FAILURE_SETTINGS). */
   failures?: FailureSettings;
+  /** `aws-native`: Secrets Manager schedules the key and calls keyroll's rotation function (src/lambda/); `run` and the daemon skip it. Absent: keyroll schedules it. */
+  scheduler?: 'aws-native';
 }
 
 /** The `failures` settings of a key, durations in ms. */

@@ -80,6 +80,13 @@ export async function runRotations(runtime: Runtime, options: RunOptions): Promi
       options.onKeyDone?.(skipped);
       return skipped;
     }
+    // One scheduler per secret: Secrets Manager starts this key's scheduled rotations (src/lambda/).
+    if (key.scheduler === 'aws-native' && (trigger.reason === 'scheduled' || trigger.reason === 'drift')) {
+      audit.emit('key.skipped', { keyId: key.id, organizationId: key.organizationId, why: 'aws-native' });
+      const skipped = skippedAs('skipped', 'aws-native');
+      options.onKeyDone?.(skipped);
+      return skipped;
+    }
     let outcome: KeyOutcome;
     try {
       const { destinations, fallbacks } = runtime.resolveKey(key);

@@ -31,6 +31,7 @@ import type { AwsCredentialsInput } from './client.ts';
 import { SecretsManagerCalls } from './client.ts';
 import { writeFenced, type FencedWriteContext } from './write-fenced.ts';
 import { HeldFacts, TargetHints } from './known.ts';
+import { AwsNativeRotation } from './pending.ts';
 import * as lock from './lock.ts';
 import { LockSightings, type LockContext } from './lock-value.ts';
 import { refreshLock } from './lock-refresh.ts';
@@ -198,6 +199,11 @@ export class AwsBackend implements Backend {
   async recordFailure(target: StoreTarget, failure: FailureRecord): Promise<void> {
     this.#check(target, 'record');
     await records.recordFailure(this.#records, target, failure);
+  }
+
+  /** The staging-label calls of AWS-native rotation (src/lambda/, `keyroll aws enable-rotation`). */
+  nativeRotation(): AwsNativeRotation {
+    return new AwsNativeRotation(this.#calls, this.name);
   }
 
   async close(): Promise<void> {

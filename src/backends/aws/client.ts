@@ -6,6 +6,9 @@ import { pinSecretValue } from '../../audit/sanitize.ts';
 import type {
   CreateSecretCommandInput,
   CreateSecretCommandOutput,
+  CancelRotateSecretCommandOutput,
+  RotateSecretCommandInput,
+  RotateSecretCommandOutput,
   DescribeSecretCommandOutput,
   GetSecretValueCommandInput,
   GetSecretValueCommandOutput,
@@ -148,6 +151,24 @@ export class SecretsManagerCalls {
       MoveToVersionId: toVersionId,
     });
     return moved ? 'moved' : 'stale';
+  }
+
+  /**
+   * One staging label moved or removed (AWS-native rotation's AWSPENDING, src/backends/aws/pending.ts):
+   * 'stale' when AWS refused it as invalid now (the label is no longer where `RemoveFromVersionId` says).
+   */
+  async updateStage(operation: BackendOperation, secretId: string, input: { VersionStage: string; RemoveFromVersionId?: string; MoveToVersionId?: string }): Promise<'moved' | 'stale'> {
+    return (await this.#updateStage(operation, secretId, input)) ? 'moved' : 'stale';
+  }
+
+  /** Turns AWS-native rotation on (the rotation function and its schedule). */
+  rotateSecret(operation: BackendOperation, input: RotateSecretCommandInput & { SecretId: string }): Promise<RotateSecretCommandOutput> {
+    return this.#call(operation, 'RotateSecret', input.SecretId, (client, sdk) => client.send(new sdk.RotateSecretCommand(input)));
+  }
+
+  /** Turns AWS-native rotation off. */
+  cancelRotateSecret(operation: BackendOperation, secretId: string): Promise<CancelRotateSecretCommandOutput> {
+    return this.#call(operation, 'CancelRotateSecret', secretId, (client, sdk) => client.send(new sdk.CancelRotateSecretCommand({ SecretId: secretId })));
   }
 
   /**

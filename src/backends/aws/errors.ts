@@ -11,7 +11,9 @@ export type AwsAction =
   | 'PutSecretValue'
   | 'CreateSecret'
   | 'UpdateSecretVersionStage'
-  | 'TagResource';
+  | 'TagResource'
+  | 'RotateSecret'
+  | 'CancelRotateSecret';
 
 /**
  * Calls whose request or successful response carries a secret value. Their errors keep no

@@ -20,6 +20,9 @@ export const QUOTA_GROUP_OF: Readonly<Record<AwsAction, AwsQuotaGroup>> = {
   GetSecretValue: 'read',
   DescribeSecret: 'read',
   CreateSecret: 'create',
+  // AWS-native rotation's set-up calls (src/lambda/, `keyroll aws enable-rotation`): counted as writes.
+  RotateSecret: 'write',
+  CancelRotateSecret: 'write',
 };
 
 /** The longest one call waits for its turn and out throttle answers before it fails (KR_BACKEND_THROTTLED). */

@@ -1,0 +1,85 @@
+// keyroll as the rotation function of an AWS Secrets Manager secret (scheduler: aws-native;
+// docs/aws-native.md). Secrets Manager invokes it four times per rotation with the same
+// ClientRequestToken; each step is its own file and safe to repeat:
+//   createSecret  preflight, lock, decide, intent, roll the standby, put it as AWSPENDING (create-secret.ts)
+//   setSecret     nothing: the roll itself set the new value at the API
+//   testSecret    the AWSPENDING value works, and so does AWSCURRENT (test-secret.ts)
+//   finishSecret  AWSCURRENT moves, AWSPENDING removed, rotation recorded, lock given back (finish-secret.ts)
+// The bundle (`npm run build`: dist/keyroll-aws-rotation.zip) exports `handler`.
+import { createAuditLog } from '../audit/logger.ts';
+import type { AuditLog } from '../audit/events.ts';
+import { withSecretScope } from '../audit/sanitize.ts';
+import { errorCode, errorMessage } from '../errors.ts';
+import { loadPolicy } from '../policy/load.ts';
+import type { Policy } from '../policy/schema.ts';
+import type { RuntimeOptions } from '../rotation/runtime.ts';
+import { openNativeContext, type NativeContext } from './context.ts';
+import { createSecret } from './create-secret.ts';
+import { NativeRotationError } from './errors.ts';
+import { RotationEvent } from './event.ts';
+import { finishSecret } from './finish-secret.ts';
+import { testSecret } from './test-secret.ts';
+
+/** Where the policy is read in Lambda: KEYROLL_POLICY, else policy.yaml beside the handler (in the zip). */
+export const LAMBDA_POLICY_PATH = '/var/task/policy.yaml';
+
+export interface RotationFunctionOptions {
+  /** The policy (tests); else read from KEYROLL_POLICY or LAMBDA_POLICY_PATH. */
+  policy?: Policy;
+  audit?: AuditLog;
+  runtime?: Partial<RuntimeOptions>;
+  env?: NodeJS.ProcessEnv;
+}
+
+/** What a step did, as audited (`key.native.step`). */
+export interface StepResult {
+  step: RotationEvent['Step'];
+  did: string;
+  keyId: string;
+}
+
+export async function runRotationStep(input: unknown, options: RotationFunctionOptions = {}): Promise<StepResult> {
+  const audit = options.audit ?? createAuditLog({ destination: process.stdout });
+  const parsed = RotationEvent.safeParse(input);
+  if (!parsed.success) {
+    // The event's fields are ids, not values; still, only their names are repeated.
+    throw new NativeRotationError('KR_NATIVE_EVENT_INVALID', `not a Secrets Manager rotation event (needs Step, SecretId and a ClientRequestToken of 32 to 64 characters): ${parsed.error.issues.map((issue) => issue.path.join('.')).join(', ')}`);
+  }
+  const event = parsed.data;
+  const env = options.env ?? process.env;
+  const policy = options.policy ?? (await loadPolicy(env.KEYROLL_POLICY ?? LAMBDA_POLICY_PATH));
+  return withSecretScope(async () => {
+    const ctx = await openNativeContext(policy, event, audit, { ...options.runtime, ...(options.env ? { env: options.env } : {}) });
+    try {
+      const did = await runStep(ctx);
+      return { step: event.Step, did, keyId: ctx.key.id };
+    } catch (error) {
+      ctx.audit.emit('key.failed', { step: event.Step, errorCode: errorCode(error), error: errorMessage(error), nextAction: 'Secrets Manager retries the step; see the alert' });
+      throw error;
+    } finally {
+      // Alerts go out after the lock is given back (deferred-alerts.ts), before the invocation ends.
+      await ctx.deferred.flush();
+      await ctx.runtime.close();
+    }
+  });
+}
+
+async function runStep(ctx: NativeContext): Promise<string> {
+  switch (ctx.event.Step) {
+    case 'createSecret':
+      return createSecret(ctx);
+    case 'setSecret':
+      // The roll at the API was the set: the new key exists there since createSecret.
+      ctx.audit.emit('key.native.step', { step: 'setSecret', did: 'nothing-to-do', version: ctx.token, why: 'the roll in createSecret already set the new key at the API' });
+      return 'nothing-to-do';
+    case 'testSecret':
+      return testSecret(ctx);
+    case 'finishSecret':
+      return finishSecret(ctx);
+  }
+}
+
+/** The Lambda entry point (Node 24 runtime, handler `index.handler`). */
+export async function handler(event: unknown): Promise<void> {
+  await runRotationStep(event);
+}
