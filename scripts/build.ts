@@ -22,6 +22,9 @@
 // The output is esbuild's own: no plugin rewrites a dependency's code or stands in for a module it
 // loads (issue 14: start-up time is not worth what a maintainer would have to reverse-engineer).
 //
+// `npm run build` also builds the AWS-native rotation function (scripts/build-rotation-function.ts):
+// dist/keyroll-aws-rotation.zip; the image's build (--without-emulator) leaves it out.
+//
 // Type checking is not done here (esbuild strips types): `npm run typecheck` does it, in CI.
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import { createRequire, isBuiltin } from 'node:module';
@@ -140,12 +143,16 @@ export async function buildBundle(distDir: string, logLevel: BuildOptions['logLe
 }
 
 async function main(): Promise<void> {
+  const imageBuild = process.argv.includes('--without-emulator');
   const metafile = await buildBundle(`${ROOT}dist`, 'warning', {
-    emulator: !process.argv.includes('--without-emulator'),
+    emulator: !imageBuild,
     ...(process.argv.includes('--without-tracing') ? { tracing: false } : {}),
   });
   // What went into each chunk, for anyone asking what the image ships (esbuild's analyzer reads it).
   await writeFile(`${ROOT}dist/meta.json`, JSON.stringify(metafile));
+  // The AWS-native rotation function (docs/aws-native.md): dist/keyroll-aws-rotation.zip. Not in the
+  // image's build (the Dockerfile copies only this script): the image has no use for a Lambda zip.
+  if (!imageBuild) await (await import('./build-rotation-function.ts')).buildRotationFunction(`${ROOT}dist`);
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) await main();

@@ -15,7 +15,7 @@ export const FLOORS: readonly (readonly string[])[] = [
   ['backends', 'alerts', 'emulator'],
   ['policy'],
   ['rotation'],
-  ['metrics'],
+  ['metrics', 'lambda'],
   ['scheduler', 'leaks', 'monitoring'],
   ['daemon'],
   ['cli'],

@@ -244,7 +244,7 @@ async function lossyProxy(upstream: string, lose: 'answer' | 'put'): Promise<{ u
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
-  return { url: `http://127.0.0.1:${String(port)}`, close: () => new Promise((resolve) => server.close(() => resolve())), puts: () => puts };
+  return { url: `http://127.0.0.1:${String(port)}`, close: () => new Promise((resolve) => { server.close(() => { resolve(); }); }), puts: () => puts };
 }
 
 describe('aws-native rotation: lost puts', () => {
