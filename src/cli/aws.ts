@@ -55,7 +55,13 @@ async function awsRotation(action: 'enable' | 'disable', flags: AwsRotationFlags
     }
     if (key.scheduler !== 'aws-native') throw new UsageError(`key ${key.id} does not have scheduler: aws-native; set it (keyroll validate checks the entry) so run and the daemon leave the key to Secrets Manager`);
     if (flags.functionArn === undefined || flags.functionArn === '') throw new UsageError('--function-arn is required');
-    const rules = rotationRulesFor(key);
+    let rules;
+    try {
+      rules = rotationRulesFor(key);
+    } catch (error) {
+      // The policy cannot give AWS a schedule: a configuration error (exit 2), nothing was called.
+      throw new UsageError(error instanceof Error ? error.message : String(error));
+    }
     await native.enable(path, flags.functionArn, rules);
     const view = await native.describe(path);
     const schedule = rules.AutomaticallyAfterDays === undefined ? rules.ScheduleExpression : `every ${String(rules.AutomaticallyAfterDays)} days`;
