@@ -5,7 +5,9 @@
 // createSecret took (same owner and rotation id, from the token), so a runner that took the key
 // over meanwhile is never overruled (invariant 9). Safe to repeat: a version already AWSCURRENT
 // only has what is left done.
+import { activeStreak, endedStreak } from '../rotation/backoff-state.ts';
 import { activeSlot } from '../rotation/slots.ts';
+import { recordFailureBestEffort } from '../rotation/store-outcome.ts';
 import { sendAlert } from '../rotation/key-alert.ts';
 import { AWS_CURRENT, AWS_PENDING, versionWith } from '../backends/aws/pending.ts';
 import type { HeldLock } from '../backends/types.ts';
@@ -55,6 +57,9 @@ export async function finishSecret(ctx: NativeContext): Promise<FinishOutcome> {
       }
     }
     await native.removePending(path, token);
+    // Still under the lock: a success ends the key's failure streak (earlier failed steps), as a rotation by run does.
+    const streak = activeStreak(state);
+    if (streak !== undefined && !alreadyCurrent) await recordFailureBestEffort(primary, endedStreak(streak));
     if (ours || !alreadyCurrent) {
       await primary.backend.recordRotation(
         primary.target,

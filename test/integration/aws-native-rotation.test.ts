@@ -126,6 +126,35 @@ describe('aws-native rotation: the four steps', () => {
   });
 });
 
+describe('aws-native rotation: events out of order', () => {
+  it('testSecret and finishSecret before createSecret change nothing; setSecret does nothing; then the rotation runs', async (ctx) => {
+    const server = motoServer();
+    if (!server) return ctx.skip();
+    const b = await bench(server);
+    const before = await b.value('AWSCURRENT');
+    const token = randomUUID();
+    await expect(b.step('finishSecret', token)).rejects.toMatchObject({ code: 'KR_NATIVE_NO_PENDING' });
+    await expect(b.step('testSecret', token)).rejects.toMatchObject({ code: 'KR_NATIVE_NO_PENDING' });
+    expect(await b.step('setSecret', token)).toBe('nothing-to-do');
+    expect(await b.value('AWSCURRENT')).toEqual(before);
+    expect(pendingVersions(await b.stages())).toEqual([]);
+    expect(await b.rotate(token)).toEqual(['rolled', 'nothing-to-do', 'tested', 'finished']);
+    expect(live(SLOT_B, await b.value('AWSCURRENT'))).toBe(true);
+    expectNoSecretInOutput();
+  });
+
+  it('finishSecret right after createSecret (testSecret skipped) still finishes under the lock', async (ctx) => {
+    const server = motoServer();
+    if (!server) return ctx.skip();
+    const b = await bench(server);
+    const token = randomUUID();
+    await b.step('createSecret', token);
+    expect(await b.step('finishSecret', token)).toBe('finished');
+    expect(await b.step('testSecret', token)).toBe('tested');
+    expect(live(SLOT_B, await b.value('AWSCURRENT'))).toBe(true);
+  });
+});
+
 describe('aws-native rotation: lost puts', () => {
   it('a put whose answer is lost is sent again with the same token: one version, one roll', async (ctx) => {
     const server = motoServer();
