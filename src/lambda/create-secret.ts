@@ -8,7 +8,7 @@
 // Every failure leaves no AWSPENDING that would block the next rotation ("A previous rotation isn't
 // complete"), except where the rolled value lives only there (an active slot rolled to heal a dead
 // stored secret): then the critical alert says how to finish that rotation.
-import { errorCode, errorMessage } from '../errors.ts';
+import { errorCode } from '../errors.ts';
 import { RotationStepError } from '../rotation/errors.ts';
 import { failureMeaning } from '../rotation/failure.ts';
 import { releaseKeptKeyLock } from '../rotation/key-lock.ts';
@@ -20,7 +20,7 @@ import { Transaction } from '../rotation/transaction.ts';
 import type { ResolvedDestination } from '../rotation/types.ts';
 import { AWS_CURRENT } from '../backends/aws/pending.ts';
 import type { NativeContext } from './context.ts';
-import { NativeRotationError } from './errors.ts';
+import { NativeRotationError, reportedErrors } from './errors.ts';
 import { PendingDestinationBackend } from './pending-destination.ts';
 import { dropPending, finishCommand } from './pending-cleanup.ts';
 
@@ -29,9 +29,13 @@ export type CreateOutcome = 'rolled' | 'found-pending' | 'already-current';
 export async function createSecret(ctx: NativeContext): Promise<CreateOutcome> {
   const { key, primary, native, token, deps, audit } = ctx;
   const view = await native.describe(primary.target.path);
-  if (view.versions[token]?.includes(AWS_CURRENT) === true) return 'already-current';
+  const done = (did: CreateOutcome): CreateOutcome => {
+    audit.emit('key.native.step', { step: 'createSecret', did, version: token });
+    return did;
+  };
+  if (view.versions[token]?.includes(AWS_CURRENT) === true) return done('already-current');
   // A repeat: the value is there, so the roll happened and was stored; never roll again.
-  if ((await native.readVersion(primary.target, token)) !== undefined) return 'found-pending';
+  if ((await native.readVersion(primary.target, token)) !== undefined) return done('found-pending');
   const state = await primary.backend.readState(primary.target);
   if (state.intent?.rotationId === token) await valueLost(ctx);
 
@@ -71,12 +75,11 @@ export async function createSecret(ctx: NativeContext): Promise<CreateOutcome> {
     // need (the active slot was rolled), AWSPENDING keeps it and the alert says how to finish.
     const onlyCopy = progress.stored && tx.plan.keepsAlive === undefined;
     if (!onlyCopy) await dropPending(ctx, 'createSecret');
-    if (!(error instanceof NativeRotationError)) {
-      const meaning = failureMeaning({ ...progress, step, mayHaveRolled: rolled && !progress.rolled, standby: tx.plan.keepsAlive !== undefined && progress.recovering === undefined });
-      await tx.reportFailure(error, step, code, meaning);
-    } else {
-      audit.emit('key.native.step', { step: 'createSecret', did: 'not-rolled', version: token, errorCode: code, error: errorMessage(error) });
-    }
+    if (error instanceof NativeRotationError) audit.emit('key.native.step', { step: 'createSecret', did: 'not-rolled', version: token, errorCode: code });
+    // Invariant 7: audited and alerted like any rotation's failure (the failure streak included).
+    const meaning = failureMeaning({ ...progress, step, mayHaveRolled: rolled && !progress.rolled, standby: tx.plan.keepsAlive !== undefined && progress.recovering === undefined });
+    await tx.reportFailure(error, step, code, meaning);
+    if (error instanceof Error) reportedErrors.add(error);
     if (onlyCopy) {
       await sendAlert(deps, key, {
         severity: 'critical',

@@ -25,3 +25,6 @@ export class NativeRotationError extends KeyrollError {
     super(code, message, options);
   }
 }
+
+/** Errors a step already audited as key.failed and alerted (the engine's reportFailure): the handler does not audit them twice. */
+export const reportedErrors = new WeakSet<object>();

@@ -15,7 +15,7 @@ import type { Policy } from '../policy/schema.ts';
 import type { RuntimeOptions } from '../rotation/runtime.ts';
 import { openNativeContext, type NativeContext } from './context.ts';
 import { createSecret } from './create-secret.ts';
-import { NativeRotationError } from './errors.ts';
+import { NativeRotationError, reportedErrors } from './errors.ts';
 import { RotationEvent } from './event.ts';
 import { finishSecret } from './finish-secret.ts';
 import { testSecret } from './test-secret.ts';
@@ -54,7 +54,9 @@ export async function runRotationStep(input: unknown, options: RotationFunctionO
       const did = await runStep(ctx);
       return { step: event.Step, did, keyId: ctx.key.id };
     } catch (error) {
-      ctx.audit.emit('key.failed', { step: event.Step, errorCode: errorCode(error), error: errorMessage(error), nextAction: 'Secrets Manager retries the step; see the alert' });
+      if (!(error instanceof Error && reportedErrors.has(error))) {
+        ctx.audit.emit('key.failed', { step: event.Step, errorCode: errorCode(error), error: errorMessage(error), nextAction: 'Secrets Manager retries the step, then records the rotation as failed' });
+      }
       throw error;
     } finally {
       // Alerts go out after the lock is given back (deferred-alerts.ts), before the invocation ends.

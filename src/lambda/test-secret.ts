@@ -16,7 +16,10 @@ export async function testSecret(ctx: NativeContext): Promise<TestOutcome> {
   const pending = await native.readVersion(primary.target, token);
   if (pending === undefined) {
     const view = await native.describe(primary.target.path);
-    if (view.versions[token]?.includes(AWS_CURRENT) === true) return 'already-current';
+    if (view.versions[token]?.includes(AWS_CURRENT) === true) {
+      audit.emit('key.native.step', { step: 'testSecret', did: 'already-current', version: token });
+      return 'already-current';
+    }
     await dropPending(ctx, 'testSecret');
     throw new NativeRotationError('KR_NATIVE_NO_PENDING', `key ${key.id}: version ${token} of ${primary.target.path} has no value to test; AWSPENDING was removed so the next rotation can start`);
   }
