@@ -17,11 +17,12 @@ import { sendAlert } from '../rotation/key-alert.ts';
 import { decideUnderLock, takeLock } from '../rotation/step-decide.ts';
 import { isStored, prepareRoll, rollAndStore } from '../rotation/step-roll.ts';
 import { Transaction } from '../rotation/transaction.ts';
+import { readTrustedState } from '../rotation/trusted-state.ts';
 import type { ResolvedDestination } from '../rotation/types.ts';
 import { AWS_CURRENT } from '../backends/aws/pending.ts';
 import type { NativeContext } from './context.ts';
 import { NativeRotationError, reportedErrors } from './errors.ts';
-import { PendingDestinationBackend } from './pending-destination.ts';
+import { PendingDestinationBackend } from '../backends/aws/pending-destination.ts';
 import { dropPending, finishCommand } from './pending-cleanup.ts';
 
 export type CreateOutcome = 'rolled' | 'found-pending' | 'already-current';
@@ -36,7 +37,7 @@ export async function createSecret(ctx: NativeContext): Promise<CreateOutcome> {
   if (view.versions[token]?.includes(AWS_CURRENT) === true) return done('already-current');
   // A repeat: the value is there, so the roll happened and was stored; never roll again.
   if ((await native.readVersion(primary.target, token)) !== undefined) return done('found-pending');
-  const state = await primary.backend.readState(primary.target);
+  const state = await readTrustedState(primary, key, deps.now());
   if (state.intent?.rotationId === token) await valueLost(ctx);
 
   const pending: ResolvedDestination = { ...primary, backend: new PendingDestinationBackend(primary.backend, native, token) };

@@ -9,6 +9,7 @@ import { activeStreak, endedStreak } from '../rotation/backoff-state.ts';
 import { activeSlot } from '../rotation/slots.ts';
 import { recordFailureBestEffort } from '../rotation/store-outcome.ts';
 import { sendAlert } from '../rotation/key-alert.ts';
+import { readTrustedState } from '../rotation/trusted-state.ts';
 import { AWS_CURRENT, AWS_PENDING, versionWith } from '../backends/aws/pending.ts';
 import type { HeldLock } from '../backends/types.ts';
 import type { NativeContext } from './context.ts';
@@ -29,7 +30,7 @@ export async function finishSecret(ctx: NativeContext): Promise<FinishOutcome> {
     await dropPending(ctx, 'finishSecret');
     throw new NativeRotationError('KR_NATIVE_NO_PENDING', `key ${key.id}: version ${token} of ${path} has no value; AWSCURRENT was not moved and AWSPENDING was removed`);
   }
-  const state = await primary.backend.readState(primary.target);
+  const state = await readTrustedState(primary, key, deps.now());
   const ours = state.intent?.rotationId === token;
   // A late finishSecret of a rotation another one replaced (its marker gone, AWSPENDING moved on)
   // must never make its value current: that value's slot may have been rolled since.

@@ -3,6 +3,7 @@
 // slot stays alive for a full period). Reads and probes only; safe to repeat.
 import { activeSlot } from '../rotation/slots.ts';
 import { sendAlert } from '../rotation/key-alert.ts';
+import { readTrustedState } from '../rotation/trusted-state.ts';
 import { AWS_CURRENT } from '../backends/aws/pending.ts';
 import type { NativeContext } from './context.ts';
 import { NativeRotationError } from './errors.ts';
@@ -26,7 +27,7 @@ export async function testSecret(ctx: NativeContext): Promise<TestOutcome> {
   const verdict = await deps.api.probeSecret(pending.secret, { organizationId: key.organizationId });
   if (verdict !== 'valid') {
     // A refused new value serves nobody: the rotation is given up (AWSCURRENT is untouched).
-    const state = await primary.backend.readState(primary.target);
+    const state = await readTrustedState(primary, key, deps.now());
     const standby = key.slots !== undefined && state.intent !== undefined && state.intent.keyId !== activeSlot(key.slots, state);
     await abandonRotation(ctx, 'testSecret', standby);
     await sendAlert(deps, key, {

@@ -1,10 +1,10 @@
-// The primary destination of a native rotation as the rotation engine sees it: the AWS backend
+// The primary destination of a native rotation (src/lambda/) as the rotation engine sees it: the AWS backend
 // itself for everything (preflight, lock, intent, records), except that the write after the roll
-// goes to AWSPENDING under the event's ClientRequestToken (backends/aws/pending.ts) instead of
+// goes to AWSPENDING under the event's ClientRequestToken (pending.ts) instead of
 // moving AWSCURRENT. The engine's roll-then-store step stays the one implementation (invariant 2:
 // the put is the first I/O after the roll answer); finishSecret moves AWSCURRENT later.
-import { renderText } from '../backends/render.ts';
-import type { AwsNativeRotation } from '../backends/aws/pending.ts';
+import { renderText } from '../render.ts';
+import type { AwsNativeRotation } from './pending.ts';
 import type {
   Backend,
   FailureRecord,
@@ -23,7 +23,7 @@ import type {
   StoredSecret,
   WriteReservation,
   WriteResult,
-} from '../backends/types.ts';
+} from '../types.ts';
 
 export class PendingDestinationBackend implements Backend {
   readonly kind = 'aws';
