@@ -22,7 +22,7 @@ import type { ResolvedDestination } from '../rotation/types.ts';
 import { AWS_CURRENT } from '../backends/aws/pending.ts';
 import type { NativeContext } from './context.ts';
 import { NativeRotationError, reportedErrors } from './errors.ts';
-import { PendingDestinationBackend } from '../backends/aws/pending-destination.ts';
+import { pendingDestinationBackend } from '../backends/aws/pending-destination.ts';
 import { dropPending, finishCommand } from './pending-cleanup.ts';
 
 export type CreateOutcome = 'rolled' | 'found-pending' | 'already-current';
@@ -40,7 +40,7 @@ export async function createSecret(ctx: NativeContext): Promise<CreateOutcome> {
   const state = await readTrustedState(primary, key, deps.now());
   if (state.intent?.rotationId === token) await valueLost(ctx);
 
-  const pending: ResolvedDestination = { ...primary, backend: new PendingDestinationBackend(primary.backend, native, token) };
+  const pending: ResolvedDestination = { ...primary, backend: pendingDestinationBackend(primary.backend, native, token) };
   // AWS's schedule decided the key is due; the minimum interval and consumerRefresh still hold (invariants 5 and 10).
   const tx = new Transaction({ key, destinations: [pending], fallbacks: ctx.fallbacks, trigger: { reason: 'scheduled', force: false, ignoreSchedule: true }, rotationId: token }, deps);
   const { progress } = tx;

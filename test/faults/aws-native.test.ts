@@ -7,7 +7,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator, type RunningEmulator } from '../../src/emulator/server.ts';
 import { motoServer } from '../integration/servers.ts';
 import { ENTRY, SLOT_A, SLOT_B, lossyProxy, pendingVersions, startNativeBench, type NativeBench } from '../support/aws-native-bench.ts';
-import { checkNotLeaked, checkNotLost, recordCase } from './record.ts';
+import { findSecrets } from '../support/secret-scan.ts';
+import { checkNotLost, recordCase } from './record.ts';
 
 let emulator: RunningEmulator;
 let bench: NativeBench | undefined;
@@ -27,7 +28,7 @@ const anySlotLive = (_: string, secret: string): boolean => [SLOT_A, SLOT_B].som
 
 async function verdict(b: NativeBench): Promise<{ lost: number; leaked: number; hits: unknown[] }> {
   const lost = checkNotLost([{ keyId: ENTRY, secrets: [(await b.value('AWSCURRENT'))?.apiKey, (await b.value('AWSPREVIOUS'))?.apiKey] }], anySlotLive);
-  const leaks = checkNotLeaked([...b.lines, JSON.stringify(b.alerter.alerts)], emulator.state.mintedSecrets());
+  const leaks = findSecrets([...b.lines, JSON.stringify(b.alerter.alerts)], emulator.state.mintedSecrets());
   return { lost: lost.lost, leaked: leaks.leaked, hits: leaks.hits };
 }
 

@@ -11,6 +11,7 @@ import { startEmulator, type RunningEmulator } from '../../src/emulator/server.t
 import { runRotationStep } from '../../src/lambda/handler.ts';
 import type { Policy } from '../../src/policy/schema.ts';
 import { SLOT_A, SLOT_B, lossyProxy, pendingVersions, startNativeBench, type NativeBench } from '../support/aws-native-bench.ts';
+import { expectNoSecrets } from '../support/secret-scan.ts';
 import { motoServer, type MotoServer } from './servers.ts';
 
 let emulator: RunningEmulator;
@@ -35,8 +36,7 @@ async function bench(server: MotoServer, overrides: { lockTtlMs?: number } = {})
 const live = (keyId: string, value: { apiKey: string } | undefined): boolean => value !== undefined && emulator.state.isLiveSecret(keyId, value.apiKey);
 
 function expectNoSecretInOutput(): void {
-  const text = [...(current?.lines ?? []), JSON.stringify(current?.alerter.alerts ?? [])].join('\n');
-  for (const secret of emulator.state.mintedSecrets()) expect(text).not.toContain(secret);
+  expectNoSecrets([...(current?.lines ?? []), JSON.stringify(current?.alerter.alerts ?? [])], emulator.state.mintedSecrets(), 'the rotation function\'s audit lines and alerts');
 }
 
 
