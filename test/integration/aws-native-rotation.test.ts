@@ -155,6 +155,28 @@ describe('aws-native rotation: events out of order', () => {
   });
 });
 
+describe('aws-native rotation: a refused new value', () => {
+  it('testSecret on a value the API refuses gives the rotation up: AWSPENDING removed, AWSCURRENT untouched, alerted; the next rotation succeeds', async (ctx) => {
+    const server = motoServer();
+    if (!server) return ctx.skip();
+    const b = await bench(server);
+    const before = await b.value('AWSCURRENT');
+    const token = randomUUID();
+    await b.step('createSecret', token);
+    // Someone rolls the standby in the dashboard between the steps: the pending value dies.
+    emulator.state.rollKey(SLOT_B);
+    await expect(b.step('testSecret', token)).rejects.toMatchObject({ code: 'KR_NATIVE_PENDING_REJECTED' });
+    expect(pendingVersions(await b.stages())).toEqual([]);
+    expect(await b.value('AWSCURRENT')).toEqual(before);
+    expect(b.alerter.alerts.find((a) => a.alert.errorCode === 'KR_NATIVE_PENDING_REJECTED')?.alert.severity).toBe('error');
+    await expect(b.step('finishSecret', token)).rejects.toMatchObject({ code: 'KR_NATIVE_NO_PENDING' });
+    expect(await b.value('AWSCURRENT')).toEqual(before);
+    expect(await b.rotate(randomUUID())).toEqual(['rolled', 'nothing-to-do', 'tested', 'finished']);
+    expect(live(SLOT_B, await b.value('AWSCURRENT'))).toBe(true);
+    expectNoSecretInOutput();
+  });
+});
+
 describe('aws-native rotation: lost puts', () => {
   it('a put whose answer is lost is sent again with the same token: one version, one roll', async (ctx) => {
     const server = motoServer();
