@@ -345,10 +345,21 @@ export interface Backend {
   recordRotation(target: StoreTarget, rotation: RotationRecord, options?: RecordOptions): Promise<void>;
 
   /**
-   * Records a drift probe of the stored secret (for `run`'s probe interval and `status`). Called
-   * under the key lock, like every bookkeeping change; best effort for the caller.
+   * Records a drift probe of the stored secret (for `run`'s probe interval and `status`), changing
+   * nothing but the probe's own record; best effort for the caller. Called without the key lock
+   * where recordsProbeWithoutLock says so, else under it like every bookkeeping change.
    */
   recordProbe(target: StoreTarget, probe: ProbeRecord, options?: Pick<RecordOptions, 'releaseLock'>): Promise<void>;
+
+  /**
+   * Optional. True when recordProbe may run without the key lock, as drift probes do
+   * (src/rotation/drift.ts): the record is one change of the probe's own field that no concurrent
+   * bookkeeping change (a rotation's intent marker, its record) can undo or be undone by (AWS: a
+   * tag of its own; OpenBao: a custom_metadata check-and-set; file: a change under the sidecar's
+   * guard). Absent or false (HashiCorp Vault, whose custom_metadata write replaces the whole map
+   * without a check): a probe is recorded under the key lock.
+   */
+  recordsProbeWithoutLock?(target: StoreTarget): boolean;
 
   /**
    * Optional. The value stored before the current one (Vault: the previous version; AWS:

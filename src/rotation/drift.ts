@@ -1,14 +1,22 @@
 // Drift (docs/design.md, "Consumers and leaks"): a stored secret that stopped working because someone
 // rolled the key outside keyroll (the dashboard, another tool). Found by probing the stored
-// secret against the API (a one-item project list), under the key's lock so the probe record
-// never races a rotation's bookkeeping; reported critical (consumers are failing), and healed by
-// a rotation when the policy says `onDrift: rotate`.
+// secret against the API (a one-item project list); reported critical (consumers are failing), and
+// healed by a rotation when the policy says `onDrift: rotate`.
+// The probe takes no key lock while what it finds is healthy: the daemon probes every key on every
+// sweep, and a lock taken that often would write a version of an AWS secret each time (AWS keeps
+// at most ~100 and asks for one every 10 minutes at most; backends/aws/lock-target.ts). Its record
+// changes only the probe's own field, which the backends that allow it write without the lock and
+// without undoing a rotation's bookkeeping (Backend.recordsProbeWithoutLock). A dead finding is
+// confirmed under the lock before anything is alerted or healed: a rotation in flight rolls the
+// stored secret before it stores the new one, and a probe between the two finds it dead (a lock
+// held by another runner then answers busy, as before). A backend whose record needs the lock
+// (HashiCorp Vault) probes under it throughout.
 // A two-slot entry has its standby probed too (standby.ts). A dead standby serves nobody (consumers
 // read the active slot; one that has not refreshed since the last alternation fails until it
 // does) but whoever rolled it holds its live secret: it is alerted (error, KR_DRIFT_STANDBY_DEAD)
 // and re-rolled at its turn, as the standby (an alternation), never by rolling the active slot.
 import { withSecretScope } from '../audit/sanitize.ts';
-import type { KeyState } from '../backends/types.ts';
+import type { HeldLock, KeyState } from '../backends/types.ts';
 import { errorCode, errorMessage } from '../errors.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
 import { underKeyLock } from './key-lock.ts';
@@ -39,10 +47,10 @@ export function driftCheckDue(key: KeyPolicy, state: Pick<KeyState, 'lastProbe' 
 }
 
 /**
- * Probes the stored secret of `key` under its lock and records the probe; a two-slot entry's
- * standby is probed as well. A dead stored secret is audited (`key.drift.detected`) and alerted
- * critical after the lock is released, a dead standby alerted as an error; the caller heals either
- * with a rotation when `onDrift` is `rotate` (the active slot, or the standby at its turn).
+ * Probes the stored secret of `key` and records the probe; a two-slot entry's standby is probed as
+ * well. A dead stored secret is audited (`key.drift.detected`) and alerted critical once the lock
+ * that confirmed it is released, a dead standby alerted as an error; the caller heals either with
+ * a rotation when `onDrift` is `rotate` (the active slot, or the standby at its turn).
  */
 export async function probeForDrift(key: KeyPolicy, destinations: readonly ResolvedDestination[], deps: RotationDeps, state: Pick<KeyState, 'lastKeyId'>): Promise<DriftReport> {
   const primary = destinations[0];
@@ -50,31 +58,26 @@ export async function probeForDrift(key: KeyPolicy, destinations: readonly Resol
   const probeId = deps.newRotationId();
   const audit = deps.audit.child({ rotationId: probeId, keyId: key.id, organizationId: key.organizationId });
   const report = await withSecretScope(async (): Promise<DriftReport> => {
+    if (primary.backend.recordsProbeWithoutLock?.(primary.target) === true) {
+      // What the probe finds is audited only when it stands: a dead finding is probed again under the lock.
+      const seen: [KeyEvent, Record<string, unknown>][] = [];
+      const hold: Emit = (event, fields) => {
+        seen.push([event, fields]);
+      };
+      const screened = await probeStored(key, primary, deps, state, hold, { record: 'when-healthy' });
+      if (!foundDead(screened)) {
+        for (const [event, fields] of seen) audit.emit(event, fields);
+        return screened;
+      }
+    }
     // The primary's lock alone: the probe writes only its record there (key-lock.ts).
-    const probed = await underKeyLock({ key, destinations: [primary], owner: deps.owner, rotationId: probeId }, async (held): Promise<DriftReport> => {
-      const stored = await primary.backend.readSecret(primary.target);
-      if (!stored) return { stored: 'nothing-stored' };
-      let answer: 'valid' | 'invalid';
-      try {
-        answer = await deps.api.probeSecret(stored.secret, { organizationId: key.organizationId });
-      } catch (error) {
-        audit.emit('key.probe', { step: 'drift', verdict: 'probe-failed', errorCode: errorCode(error) });
-        return { stored: 'probe-failed' };
-      }
-      const result = answer === 'valid' ? 'works' : 'dead';
-      audit.emit('key.probe', { step: 'drift', verdict: result === 'works' ? 'stored-secret-works' : 'stored-secret-dead', ...(key.slots ? { slot: 'active' } : {}) });
-      const standby = key.slots ? await probeStandby({ organizationId: key.organizationId, slots: key.slots }, primary, state, stored, (secret, organizationId) => deps.api.probeSecret(secret, { organizationId })) : undefined;
-      if (standby !== undefined) audit.emit('key.probe', { step: 'drift', slot: 'standby', standbyKeyId: standby.keyId, verdict: standbyVerdictText(standby), ...(standby.errorCode ? { errorCode: standby.errorCode } : {}) });
-      try {
-        // The last write under the lock: a backend that can gives the lock back with it (AWS).
-        await primary.backend.recordProbe(primary.target, { at: deps.now().toISOString(), result }, ...(held[0] ? [{ releaseLock: held[0].lock }] : []));
-      } catch (error) {
-        // Only the probe interval depends on it: the next run probes again sooner.
-        audit.emit('key.failed', { step: 'drift', errorCode: errorCode(error), error: errorMessage(error), nextAction: 'the next run probes again' });
-      }
-      return { stored: result, ...(standby ? { standby } : {}) };
-    });
-    return 'busy' in probed ? { stored: 'busy' } : probed.done;
+    const emit: Emit = (event, fields) => {
+      audit.emit(event, fields);
+    };
+    const confirmed = await underKeyLock({ key, destinations: [primary], owner: deps.owner, rotationId: probeId }, (held) =>
+      probeStored(key, primary, deps, state, emit, { record: 'always', ...(held[0] ? { releaseLock: held[0].lock } : {}) }),
+    );
+    return 'busy' in confirmed ? { stored: 'busy' } : confirmed.done;
   });
   if (report.stored === 'dead') {
     const heal = key.onDrift === 'rotate';
@@ -89,6 +92,51 @@ export async function probeForDrift(key: KeyPolicy, destinations: readonly Resol
     });
   } else if (report.standby?.verdict === 'dead') {
     await alertDeadStandby(key, report.standby, probeId, deps, audit);
+  }
+  return report;
+}
+
+type KeyEvent = Parameters<RotationDeps['audit']['emit']>[0];
+type Emit = (event: KeyEvent, fields: Record<string, unknown>) => void;
+
+function foundDead(report: DriftReport): boolean {
+  return report.stored === 'dead' || report.standby?.verdict === 'dead';
+}
+
+/**
+ * One probe of the stored secret (and a slot entry's standby), with its audit events, and its
+ * record: `when-healthy` records only what needs no confirmation (nothing dead), `always` records
+ * it (under the lock, giving the lock back with the record where the backend can: AWS).
+ */
+async function probeStored(
+  key: KeyPolicy,
+  primary: ResolvedDestination,
+  deps: RotationDeps,
+  state: Pick<KeyState, 'lastKeyId'>,
+  emit: Emit,
+  options: { record: 'when-healthy' | 'always'; releaseLock?: HeldLock },
+): Promise<DriftReport> {
+  const stored = await primary.backend.readSecret(primary.target);
+  if (!stored) return { stored: 'nothing-stored' };
+  let answer: 'valid' | 'invalid';
+  try {
+    answer = await deps.api.probeSecret(stored.secret, { organizationId: key.organizationId });
+  } catch (error) {
+    emit('key.probe', { step: 'drift', verdict: 'probe-failed', errorCode: errorCode(error) });
+    return { stored: 'probe-failed' };
+  }
+  const result = answer === 'valid' ? 'works' : 'dead';
+  emit('key.probe', { step: 'drift', verdict: result === 'works' ? 'stored-secret-works' : 'stored-secret-dead', ...(key.slots ? { slot: 'active' } : {}) });
+  const standby = key.slots ? await probeStandby({ organizationId: key.organizationId, slots: key.slots }, primary, state, stored, (secret, organizationId) => deps.api.probeSecret(secret, { organizationId })) : undefined;
+  if (standby !== undefined) emit('key.probe', { step: 'drift', slot: 'standby', standbyKeyId: standby.keyId, verdict: standbyVerdictText(standby), ...(standby.errorCode ? { errorCode: standby.errorCode } : {}) });
+  const report: DriftReport = { stored: result, ...(standby ? { standby } : {}) };
+  if (options.record === 'when-healthy' && foundDead(report)) return report;
+  try {
+    // The last write under a lock, if any: a backend that can gives the lock back with it (AWS).
+    await primary.backend.recordProbe(primary.target, { at: deps.now().toISOString(), result }, ...(options.releaseLock ? [{ releaseLock: options.releaseLock }] : []));
+  } catch (error) {
+    // Only the probe interval depends on it: the next run probes again sooner.
+    emit('key.failed', { step: 'drift', errorCode: errorCode(error), error: errorMessage(error), nextAction: 'the next run probes again' });
   }
   return report;
 }

@@ -1,6 +1,7 @@
 // The key lock, taken the one way every caller takes it: the rotation (step-decide.ts, released in
-// rotate-key.ts), drift probes (drift.ts), quarantine reminders and `keyroll resume`
-// (quarantine.ts). Take the key's locks, do the work under them, give them back.
+// rotate-key.ts), a drift probe confirming a dead secret (drift.ts), a quarantine reminder that is
+// due and `keyroll resume` (quarantine.ts). Take the key's locks, do the work under them, give them
+// back. Nothing takes it on a schedule for nothing: on AWS each take writes a version of the secret.
 //
 // Invariant 5, one roll at a time per key across every runner (a scheduled run, a manual Job and a
 // daemon at once): a key holds one lock per destination, each in its destination's own backend.

@@ -27,8 +27,13 @@ async function underPrimaryLock<T>(key: KeyPolicy, primary: ResolvedDestination,
  * A quarantined key that a run skips: when its last alert is `remindEvery` old, records the
  * reminder and alerts (after the lock is released). True when a reminder went out. Never throws:
  * the key stays quarantined and visible in `status` and the gauge whatever happens here.
+ * `read` is the streak as the run read it before any lock: when no reminder is due by it, no lock
+ * is taken (the daemon's sweep passes a quarantined key every few minutes, and a lock taken each
+ * time writes a version of an AWS secret each time: backends/aws/lock-target.ts); when one is, the
+ * streak is read again under the lock before the reminder is written.
  */
-export async function remindQuarantined(key: KeyPolicy, primary: ResolvedDestination, deps: RotationDeps, audit: AuditLog): Promise<boolean> {
+export async function remindQuarantined(key: KeyPolicy, primary: ResolvedDestination, deps: RotationDeps, audit: AuditLog, read?: FailureStreak): Promise<boolean> {
+  if (read !== undefined && !quarantineReminderDue(read, failureSettingsOf(key), deps.now())) return false;
   let streak: FailureStreak | undefined;
   try {
     const result = await underPrimaryLock(key, primary, deps, async (state) => {

@@ -189,7 +189,7 @@ async function holdBack(key: KeyPolicy, primary: ResolvedDestination, gate: Excl
     audit.emit('key.skipped', { ...facts, why: 'backoff', nextAttemptAt: gate.until });
     return skipped;
   }
-  const reminded = await remindQuarantined(key, primary, deps, audit);
+  const reminded = await remindQuarantined(key, primary, deps, audit, streak);
   audit.emit('key.skipped', { ...facts, why: 'quarantined', quarantinedAt: gate.since, reminded });
   return { ...skipped, quarantinedAt: gate.since };
 }

@@ -172,6 +172,41 @@ describe('drift', () => {
     expect(bench.events().filter((e) => e.event === 'key.probe' && e.step === 'drift')).toHaveLength(1);
   });
 
+  /** Another runner's lock on the key's primary, as a rotation in flight holds it between its roll and its store. */
+  async function lockedByAnotherRunner(keyId: string): Promise<void> {
+    const runtime = await bench.runtime();
+    try {
+      const primary = runtime.resolveKey(bench.key(keyId)).destinations[0];
+      if (!primary) throw new Error('no primary');
+      const taken = await primary.backend.acquireLock(primary.target, { owner: 'another-runner', rotationId: 'in-flight', ttlMs: 10 * HOUR });
+      expect(taken.acquired).toBe(true);
+    } finally {
+      await runtime.close();
+    }
+  }
+
+  it('a healthy key is probed and recorded while another runner holds its lock: the probe takes no lock while what it finds works', async () => {
+    await run(SINGLE);
+    await lockedByAnotherRunner(SINGLE);
+    offsetMs = 90 * 60_000;
+    await run(SINGLE);
+    expect((await stored(SINGLE)).state.lastProbe?.result).toBe('works');
+    expect(bench.events().filter((e) => e.event === 'key.probe' && e.step === 'drift').map((e) => e['verdict'])).toEqual(['stored-secret-works']);
+  });
+
+  it('a dead finding while another runner holds the lock is neither alerted nor healed: it is confirmed under the lock, which is busy', async () => {
+    await run(SINGLE);
+    await lockedByAnotherRunner(SINGLE);
+    // What a probe sees between another runner's roll and its store.
+    bench.emulator.state.rollKey(SINGLE);
+    const rolls = bench.emulator.state.rollCount(SINGLE);
+    offsetMs = 90 * 60_000;
+    await run(SINGLE);
+    expect(bench.events().filter((e) => e.event === 'key.drift.detected' || (e.event === 'key.probe' && e.step === 'drift'))).toEqual([]);
+    expect(bench.alerter.alerts.filter(({ alert }) => alert.errorCode === 'KR_DRIFT_DETECTED')).toEqual([]);
+    expect(bench.emulator.state.rollCount(SINGLE)).toBe(rolls);
+  });
+
   it('onDrift: alert reports the dead secret and rolls nothing', async () => {
     bench.key(SINGLE).onDrift = 'alert';
     await run(SINGLE);

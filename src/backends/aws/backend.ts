@@ -196,6 +196,11 @@ export class AwsBackend implements Backend {
     await records.recordProbe(this.#records, target, probe, options);
   }
 
+  /** One tag of its own (TagResource changes only the tags it names): no lock needed. */
+  recordsProbeWithoutLock(): boolean {
+    return true;
+  }
+
   async recordFailure(target: StoreTarget, failure: FailureRecord): Promise<void> {
     this.#check(target, 'record');
     await records.recordFailure(this.#records, target, failure);

@@ -102,6 +102,11 @@ export class FileBackend implements Backend {
     await this.#run('record', target, (file) => records.recordRotation(this.#context, file, rotation, options));
   }
 
+  /** The probe's field alone, read, changed and written under the sidecar's guard (records.ts): no lock needed. */
+  recordsProbeWithoutLock(): boolean {
+    return true;
+  }
+
   async recordProbe(target: StoreTarget, probe: ProbeRecord): Promise<void> {
     await this.#run('record', target, (file) => records.recordProbe(this.#context, file, probe));
   }

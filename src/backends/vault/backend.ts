@@ -173,6 +173,15 @@ export class VaultBackend implements Backend {
     await records.recordRotation(this.#context, await this.#settledPath(target, 'record'), rotation, options);
   }
 
+  /**
+   * The probe's key alone, in a custom_metadata write the server checks against the metadata it
+   * was made from (OpenBao): no lock needed. HashiCorp Vault replaces the whole map unchecked, and a
+   * rotation's intent marker written between the read and the write would be lost: under the lock.
+   */
+  recordsProbeWithoutLock(): boolean {
+    return this.#kv.checksMetadataWrites;
+  }
+
   async recordProbe(target: StoreTarget, probe: ProbeRecord): Promise<void> {
     await records.recordProbe(this.#context, await this.#settledPath(target, 'record'), probe);
   }

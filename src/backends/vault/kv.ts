@@ -191,6 +191,15 @@ export class KvV2 {
     throw this.#session.client.error('KR_BACKEND_CONFLICT', lost?.call ?? { method: 'POST', apiPath: this.apiPath('metadata', path), operation, target: path }, 400, undefined, 'custom_metadata kept changing under other writers');
   }
 
+  /**
+   * True once a metadata read showed that the server checks custom_metadata writes (OpenBao's
+   * `metadata_cas`): a change of one key then never undoes another writer's change, lock or not.
+   * False on HashiCorp Vault, and until the first metadata read that found an entry.
+   */
+  get checksMetadataWrites(): boolean {
+    return this.#metadataCas === true;
+  }
+
   /** A known state may stand in for a read only where the server will check the write against it. */
   #canCheckAndSet(known: KnownMetadata): boolean {
     return this.#metadataCas === true && (known.metadata === undefined || known.metadata.metadataVersion !== undefined);
