@@ -234,12 +234,19 @@ export interface WriteReservation {
 
 export interface PreflightOptions {
   /**
-   * The caller takes the key lock on this target and writes the intent marker on it right after,
-   * before any roll (the rotation engine, for a key's primary destination): the backend may leave
-   * to them what they prove themselves (AWS: TagResource, by the intent marker's own tag), so the
-   * rotation does not pay twice for one proof. Invariant 1 still holds: the roll comes after both.
+   * The caller takes the key lock on this target next, before any roll (the rotation engine, for
+   * every destination): the backend may leave to the lock what taking it proves. AWS keeps the lock
+   * of a target that has a value on the target itself, and its compare-and-swap there is a
+   * PutSecretValue and an UpdateSecretVersionStage, the fenced write's two calls: no probe of them
+   * is sent. Invariant 1 still holds: the roll comes after the lock.
    */
-  lockAndIntentFollow?: boolean;
+  lockFollows?: boolean;
+  /**
+   * The caller writes the intent marker on this target after the lock, before any roll (the
+   * primary destination): the backend may leave to the marker what writing it proves (AWS:
+   * TagResource, by the marker's own tag), so the rotation does not pay twice for one proof.
+   */
+  intentFollows?: boolean;
 }
 
 /** Options of the records written under the key lock (recordRotation, recordProbe). */

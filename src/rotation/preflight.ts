@@ -12,8 +12,8 @@ export async function preflightDestinations(key: KeyPolicy, destinations: readon
   const checks: { backend: string; path: string; exists: boolean }[] = [];
   for (const [index, destination] of destinations.entries()) {
     try {
-      // The primary destination's lock and intent marker come next, before any roll.
-      const result = await destination.backend.preflight(destination.target, { lockAndIntentFollow: index === 0 });
+      // Every destination's lock comes next, and the primary's intent marker, before any roll.
+      const result = await destination.backend.preflight(destination.target, { lockFollows: true, intentFollows: index === 0 });
       checks.push({ backend: destination.backendName, path: destination.target.path, exists: result.exists });
     } catch (error) {
       audit.emit('key.preflight.failed', { step: 'preflight', backend: destination.backendName, path: destination.target.path, errorCode: errorCode(error) });

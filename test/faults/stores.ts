@@ -5,7 +5,9 @@
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { DescribeSecretCommand, ListSecretVersionIdsCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { DescribeSecretCommand, GetSecretValueCommand, ListSecretVersionIdsCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { LOCK_STAGE } from '../../src/backends/aws/lock-target.ts';
+import { parseLockValue } from '../../src/backends/aws/lock-value.ts';
 import type { BackendConfig } from '../../src/backends/config.ts';
 import { createBackend } from '../../src/backends/registry.ts';
 import type { Backend, StoreTarget } from '../../src/backends/types.ts';
@@ -188,11 +190,20 @@ export async function startAwsStore(options: StoreOptions = {}): Promise<StoreSi
       const described = await Promise.all(
         [target.path, `${target.path}.keyroll-lock`].map((id) => sdk.send(new DescribeSecretCommand({ SecretId: id })).catch((error: unknown) => ({ missing: (error as Error).name }))),
       );
-      return JSON.stringify(described);
+      // The key lock on the secret itself (a version labelled KEYROLL_LOCK): bookkeeping too.
+      const lock = await sdk.send(new GetSecretValueCommand({ SecretId: target.path, VersionStage: LOCK_STAGE })).then(
+        (answer) => answer.SecretString,
+        (error: unknown) => (error as Error).name,
+      );
+      return JSON.stringify([...described, lock]);
     },
     versions: async (target) => {
+      // Versions of the value: the key lock's own versions on the secret (lock-target.ts) do not count.
       const listed = await sdk.send(new ListSecretVersionIdsCommand({ SecretId: target.path, IncludeDeprecated: true }));
-      return listed.Versions?.length ?? 0;
+      const values = await Promise.all(
+        (listed.Versions ?? []).map(async (version) => (await sdk.send(new GetSecretValueCommand({ SecretId: target.path, VersionId: version.VersionId }))).SecretString),
+      );
+      return values.filter((value) => parseLockValue(value) === undefined).length;
     },
     close: async () => {
       // Never leave moto enforcing IAM for the next test file.

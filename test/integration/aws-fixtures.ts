@@ -1,9 +1,11 @@
 // Shared by the AWS integration tests: backends and raw SDK clients pointed at moto, fresh
 // target names, and a helper that expects a BackendError.
 import { randomUUID } from 'node:crypto';
-import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { DescribeSecretCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { AwsBackendConfig } from '../../src/backends/aws/config.ts';
 import { createAwsBackend } from '../../src/backends/aws/index.ts';
+import type { AcquireHints } from '../../src/backends/aws/lock.ts';
+import { seenOf } from '../../src/backends/aws/records.ts';
 import { BackendError } from '../../src/backends/errors.ts';
 import type { Backend, StoreTarget, ValueShape } from '../../src/backends/types.ts';
 import type { TestClock } from '../backends/contract.ts';
@@ -45,4 +47,21 @@ export async function rejection(promise: Promise<unknown>): Promise<BackendError
   );
   if (!(error instanceof BackendError)) throw new Error(`expected a BackendError, got ${String(error)}`);
   return error;
+}
+
+/**
+ * What lock.ts's acquireLock needs to decide where the lock of `path` lives, for tests that call it
+ * with calls of their own: a description made through `sdk` each time it asks.
+ */
+export function lockHints(sdk: SecretsManagerClient, path: string): AcquireHints {
+  return {
+    describe: async () => {
+      try {
+        return seenOf(await sdk.send(new DescribeSecretCommand({ SecretId: path })));
+      } catch (error) {
+        if (error instanceof Error && error.name === 'ResourceNotFoundException') return seenOf(undefined);
+        throw error;
+      }
+    },
+  };
 }

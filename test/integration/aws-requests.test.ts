@@ -69,14 +69,27 @@ describe.skipIf(moto === undefined)('aws requests per rotation (moto)', () => {
 
   describe('a rotation through the engine', () => {
     // Writes (PutSecretValue, UpdateSecretVersionStage) share the account's 50 per second, tags
-    // (TagResource) another 50: a rotation of an existing secret spends 6 and 2 of them (issue 19;
-    // before: 8 and 4). Reads share 10,000 per second.
+    // (TagResource) another 50: a rotation of an existing secret spends 4 and 2 of them (issue 19;
+    // before: 8 and 4, then 6 and 2). Reads share 10,000 per second.
     const PREFLIGHT_EXISTING = [
       'DescribeSecret target',
       'GetSecretValue target', // proves the read-back (a label no version carries)
-      'PutSecretValue target', // proves the write (a reused token AWS refuses before storing anything)
-      'UpdateSecretVersionStage target', // proves the fenced write's move of AWSCURRENT (invariant 1)
+      // No write probes: the key lock lives on the target, and its compare-and-swap (a PutSecretValue
+      // and an UpdateSecretVersionStage there) proves both before the roll (invariant 1).
       // No TagResource: the intent marker's own TagResource proves it before the roll. No UntagResource at all.
+    ];
+    /** The lock on the target, taken from a released value: its compare-and-swap. */
+    const LOCK_CAS = ['PutSecretValue target', 'UpdateSecretVersionStage target'];
+    /**
+     * The first lock on the target, once per secret: the companion is retired (read, compare-and-swap),
+     * then the first KEYROLL_LOCK version put; preflight probes the stage move the first lock does not make.
+     */
+    const FIRST_TARGET_LOCK = [
+      'UpdateSecretVersionStage target', // preflight's probe of the fenced write's move
+      'GetSecretValue lock', // preflight's read found no KEYROLL_LOCK version on the target: the companion decides
+      'PutSecretValue lock',
+      'UpdateSecretVersionStage lock', // the companion retired: an earlier keyroll finds the key busy
+      'PutSecretValue target', // the first lock version, with the token every runner derives alike
     ];
     const FINISH = [
       'DescribeSecret target', // readState under the lock (the lock itself is not read: this process holds it)
@@ -96,7 +109,7 @@ describe.skipIf(moto === undefined)('aws requests per rotation (moto)', () => {
       });
     }
 
-    it('costs 7 requests for a new secret and 13 for an existing one, 6 of them writes and 2 tags (a new process each time)', async () => {
+    it('costs 8 requests for a new secret, 13 for its first lock on the target, and 10 for an existing one, 4 of them writes and 2 tags (a new process each time)', async () => {
       const bench = await rotationBench(`keyroll-test/${run}/requests/${randomUUID().slice(0, 8)}`);
       const env = motoEnv(server);
       try {
@@ -105,7 +118,8 @@ describe.skipIf(moto === undefined)('aws requests per rotation (moto)', () => {
         expect(proxy.take()).toEqual(
           [
             'DescribeSecret target', // preflight: missing, createIfMissing
-            'CreateSecret lock', // the first lock
+            'GetSecretValue target', // preflight: the lock's label on the target, read beside the description (nothing there)
+            'CreateSecret lock', // the first lock: in the companion, since the target has no value to carry it
             'DescribeSecret target', // readState under the lock
             'CreateSecret target', // setIntent creates the secret empty, with the marker, at once
             'PutSecretValue target', // the first version: AWS makes it AWSCURRENT itself, no move follows
@@ -114,46 +128,71 @@ describe.skipIf(moto === undefined)('aws requests per rotation (moto)', () => {
           ].sort(),
         );
 
+        // The first rotation of a secret that has a value: its lock moves onto it, once.
+        expect((await bench.run({ runtime: { env }, trigger: { force: true } })).rotated).toBe(1);
+        const firstOnTarget = proxy.take();
+        expect(firstOnTarget).toEqual([...PREFLIGHT_EXISTING, ...FIRST_TARGET_LOCK, ...FINISH].sort());
+        expect(count(firstOnTarget, WRITE_GROUP)).toBe(6);
+
         expect((await bench.run({ runtime: { env }, trigger: { force: true } })).rotated).toBe(1);
         const existing = proxy.take();
         expect(existing).toEqual(
           [
             ...PREFLIGHT_EXISTING,
-            // The target exists, so its lock most likely does: read it first (no CreateSecret that
-            // would answer ResourceExists). It holds the last rotation's lock, given back by that
-            // rotation's record (the preflight's DescribeSecret saw the tag): the CAS takes it.
-            'GetSecretValue lock',
-            'PutSecretValue lock',
-            'UpdateSecretVersionStage lock',
+            // The preflight read the lock on the target beside its description: it holds the last
+            // rotation's lock, given back by that rotation's record (the description saw the tag), so
+            // the CAS takes it from there, with no read of its own.
+            ...LOCK_CAS,
             ...FINISH,
           ].sort(),
         );
-        expect(count(existing, WRITE_GROUP)).toBe(6);
+        expect(count(existing, WRITE_GROUP)).toBe(4);
         expect(count(existing, /^TagResource /)).toBe(2);
       } finally {
         await bench.close();
       }
     });
 
-    it('costs 12 in a process that rotated the key before, and 14 for a scheduled run that checks due-ness first', async () => {
+    it('costs 10 in a process that rotated the key before, and 12 for a scheduled run that checks due-ness first', async () => {
       // maxAge 1 ms: due again on every scheduled run, so the due-ness read before the lock happens.
       const bench = await rotationBench(`keyroll-test/${run}/requests/${randomUUID().slice(0, 8)}`, { maxAgeMs: 1, minIntervalMs: 0 });
       const runtime = await bench.runtime({ env: motoEnv(server) });
       const keys = bench.policy.keys;
       try {
-        expect((await runRotations(runtime, { keys, trigger: { reason: 'manual', force: true }, concurrency: 1 })).rotated).toBe(1);
+        // The new secret (its lock on the companion), then its first lock on the target.
+        for (let i = 0; i < 2; i++) expect((await runRotations(runtime, { keys, trigger: { reason: 'manual', force: true }, concurrency: 1 })).rotated).toBe(1);
         proxy.take();
         // The daemon's case: the same backend instance rotates the key again. It goes straight to
         // the CAS from the lock value its own record gave back (AWS refuses it if the lock changed since).
         expect((await runRotations(runtime, { keys, trigger: { reason: 'manual', force: true }, concurrency: 1 })).rotated).toBe(1);
-        expect(proxy.take()).toEqual([...PREFLIGHT_EXISTING, 'PutSecretValue lock', 'UpdateSecretVersionStage lock', ...FINISH].sort());
+        expect(proxy.take()).toEqual([...PREFLIGHT_EXISTING, ...LOCK_CAS, ...FINISH].sort());
 
-        // A scheduled run reads the state (target and lock) to decide due-ness before any lock:
+        // A scheduled run reads the state (target and its lock) to decide due-ness before any lock:
         // fresh, as `status` and `plan` do; the lock value it read is then the CAS's starting point.
         expect((await runRotations(runtime, { keys, trigger: { reason: 'scheduled', force: false }, concurrency: 1 })).rotated).toBe(1);
-        expect(proxy.take()).toEqual(
-          ['DescribeSecret target', 'GetSecretValue lock', ...PREFLIGHT_EXISTING, 'PutSecretValue lock', 'UpdateSecretVersionStage lock', ...FINISH].sort(),
-        );
+        expect(proxy.take()).toEqual(['DescribeSecret target', 'GetSecretValue target', ...PREFLIGHT_EXISTING, ...LOCK_CAS, ...FINISH].sort());
+      } finally {
+        await runtime.close();
+        await bench.close();
+      }
+    });
+
+    it('probes a working secret for drift without its lock: no version added to the secret, one TagResource', async () => {
+      // Not due (maxAge a day), drift check due on every run: the daemon's sweep every few minutes.
+      const bench = await rotationBench(`keyroll-test/${run}/requests/${randomUUID().slice(0, 8)}`, { maxAgeMs: 24 * 3_600_000, minIntervalMs: 0, driftCheckMs: 1 });
+      const runtime = await bench.runtime({ env: motoEnv(server) });
+      const keys = bench.policy.keys;
+      try {
+        for (let i = 0; i < 2; i++) expect((await runRotations(runtime, { keys, trigger: { reason: 'manual', force: true }, concurrency: 1 })).rotated).toBe(1);
+        proxy.take();
+        for (let sweep = 0; sweep < 3; sweep++) {
+          const summary = await runRotations(runtime, { keys, trigger: { reason: 'scheduled', force: false }, concurrency: 1 });
+          expect(summary.rotated).toBe(0);
+          // The due-ness read (target and its lock), the stored secret, the probe's record: a lock
+          // taken here would put a version of the secret every sweep (AWS keeps ~100, lock-target.ts).
+          expect(proxy.take()).toEqual(['DescribeSecret target', 'GetSecretValue target', 'GetSecretValue target', 'TagResource target']);
+        }
+        expect(bench.events().filter((e) => e.event === 'key.probe').map((e) => e['verdict'])).toEqual(['stored-secret-works', 'stored-secret-works', 'stored-secret-works']);
       } finally {
         await runtime.close();
         await bench.close();
@@ -231,7 +270,9 @@ describe.skipIf(moto === undefined)('aws requests per rotation (moto)', () => {
       clock.advance(46_000); // inside the 15 s margin: another runner's clock may already call the lock stale
       proxy.take();
       await a.writeSecret(late.t, makeRecord({ rotationId: late.rotationId }), { lock: late.lock });
-      expect(proxy.take()).toEqual(['DescribeSecret target', 'GetSecretValue lock', 'PutSecretValue target', 'UpdateSecretVersionStage target']);
+      // The lock lives on the target: the description shows KEYROLL_LOCK still on the version this
+      // process wrote (versions are immutable, so the lock is still ours), and the lock is not read.
+      expect(proxy.take()).toEqual(['DescribeSecret target', 'PutSecretValue target', 'UpdateSecretVersionStage target']);
     });
 
     it('keeps what it knew under a refreshed lock: the fenced write after refreshLock reads nothing', async () => {
@@ -240,8 +281,8 @@ describe.skipIf(moto === undefined)('aws requests per rotation (moto)', () => {
       proxy.take();
       const refreshed = await a.refreshLock(held.t, held.lock, 60_000);
       if (refreshed === undefined) throw new Error('expected the refresh');
-      // The CAS from the version this process holds: no read first.
-      expect(proxy.take()).toEqual(['PutSecretValue lock', 'UpdateSecretVersionStage lock']);
+      // The CAS from the version this process holds, on the target: no read first.
+      expect(proxy.take()).toEqual(['PutSecretValue target', 'UpdateSecretVersionStage target']);
       await a.writeSecret(held.t, makeRecord({ rotationId: held.rotationId }), { lock: refreshed });
       expect(proxy.take()).toEqual(['PutSecretValue target', 'UpdateSecretVersionStage target']);
     });
@@ -292,7 +333,8 @@ describe.skipIf(moto === undefined)('aws requests per rotation (moto)', () => {
       clock.advance(46_000); // 14 s left of 60 s: inside the 15 s margin
       proxy.take();
       const state = await a.readState(t);
-      expect(proxy.take()).toEqual(['DescribeSecret target', 'GetSecretValue lock']);
+      // A secret without a value keeps its lock on the companion: the target has no KEYROLL_LOCK version.
+      expect(proxy.take()).toEqual(['DescribeSecret target', 'GetSecretValue lock', 'GetSecretValue target']);
       expect(state.lock).toMatchObject({ owner: 'a', rotationId });
       await a.clearIntent(t, rotationId);
       // Overwritten with the empty value: TagResource, never UntagResource.
@@ -328,10 +370,14 @@ describe.skipIf(moto === undefined)('aws requests per rotation (moto)', () => {
       await a.releaseLock(t, locked.lock);
       expect(proxy.take()).toEqual([]);
 
-      // b read the tags before the record: the lock it reads is held by a, so it reads them once more.
+      // b described the target before a's first lock there: it finds the companion sealed, its own
+      // first lock refused (a's is there), and reads that lock: held by a. b read the tags before the
+      // record, so it reads them once more, sees the lock given back, and takes it with the CAS.
       const taken = await b.acquireLock(t, { owner: 'b', rotationId: randomUUID(), ttlMs: 60_000 });
       expect(taken).toMatchObject({ acquired: true, lock: { owner: 'b', tookOver: false } });
-      expect(proxy.take()).toEqual(['DescribeSecret target', 'GetSecretValue lock', 'PutSecretValue lock', 'UpdateSecretVersionStage lock']);
+      expect(proxy.take()).toEqual(
+        ['GetSecretValue lock', 'PutSecretValue target', 'GetSecretValue target', 'DescribeSecret target', 'PutSecretValue target', 'UpdateSecretVersionStage target'].sort(),
+      );
       if (!taken.acquired) throw new Error('expected the lock');
       const c = makeBackend(counted, clock);
       try {
@@ -382,7 +428,7 @@ describe.skipIf(moto === undefined)('aws requests per rotation (moto)', () => {
       await a.releaseLock(t, locked.lock);
       proxy.take();
       expect((await a.readState(t)).lock).toBeUndefined();
-      expect(proxy.take()).toEqual(['DescribeSecret target', 'GetSecretValue lock']);
+      expect(proxy.take()).toEqual(['DescribeSecret target', 'GetSecretValue lock', 'GetSecretValue target']);
     });
 
     it('goes straight to the CAS from the lock it released, and answers busy (after a read) when another runner holds it now', async () => {

@@ -30,27 +30,27 @@ function policyWith(backends: Record<string, BackendConfig>, keys: { backend: st
 const aws = (region: string, quotas?: { writesPerSecond: number }): BackendConfig => ({ kind: 'aws', region, createIfMissing: false, tags: {}, timeoutMs: 10_000, ...(quotas ? { quotas: { writesPerSecond: quotas.writesPerSecond, tagsPerSecond: 50, readsPerSecond: 10_000, createsPerSecond: 50, shareAmongShards: true, maxWaitMs: 60_000 } } : {}) });
 
 describe('estimateEmergency', () => {
-  it("bounds 1,000 AWS keys by the account's write quota in their region: 6 writes each at 50 per second", () => {
+  it("bounds 1,000 AWS keys by the account's write quota in their region: 4 writes each at 50 per second", () => {
     const policy = policyWith({ prod: aws('eu-west-1') }, Array.from({ length: 1_000 }, () => ({ backend: 'prod' })));
     const estimate = estimateEmergency(policy, policy.keys);
-    expect(estimate.seconds).toBe(120);
-    expect(estimate.boundBy).toMatchObject({ budget: 'aws aws eu-west-1 write', calls: 6_000, ratePerSecond: 50 });
+    expect(estimate.seconds).toBe(80);
+    expect(estimate.boundBy).toMatchObject({ budget: 'aws aws eu-west-1 write', calls: 4_000, ratePerSecond: 50 });
     expect(estimate.bounds.find((b) => b.budget === 'api')?.seconds).toBe(10);
     expect(describeEmergency(estimate)).toBe(
-      'an emergency over these 1000 keys (rotate --reason leak) takes at least 2m00s, bound by the AWS write quota of aws eu-west-1 (6000 calls at 50/s); the API alone would allow it in 10s: faster only with fewer keys per account and region (spread destinations over regions or accounts), not with more --concurrency or shards',
+      'an emergency over these 1000 keys (rotate --reason leak) takes at least 1m20s, bound by the AWS write quota of aws eu-west-1 (4000 calls at 50/s); the API alone would allow it in 10s: faster only with fewer keys per account and region (spread destinations over regions or accounts), not with more --concurrency or shards',
     );
   });
 
   it('gives a shard its share: 1/8 of the keys at 1/8 of the quota take as long', () => {
     const policy = policyWith({ prod: aws('eu-west-1') }, Array.from({ length: 125 }, () => ({ backend: 'prod' })));
-    expect(estimateEmergency(policy, policy.keys, { shards: 8 }).seconds).toBe(120);
+    expect(estimateEmergency(policy, policy.keys, { shards: 8 }).seconds).toBe(80);
   });
 
   it('halves with the keys spread over two regions, and follows a lower quota the policy states', () => {
     const spread = policyWith({ east: aws('us-east-1'), west: aws('us-west-2') }, Array.from({ length: 1_000 }, (_, i) => ({ backend: i % 2 === 0 ? 'east' : 'west' })));
-    expect(estimateEmergency(spread, spread.keys).seconds).toBe(60);
+    expect(estimateEmergency(spread, spread.keys).seconds).toBe(40);
     const shared = policyWith({ prod: aws('eu-west-1', { writesPerSecond: 25 }) }, Array.from({ length: 100 }, () => ({ backend: 'prod' })));
-    expect(estimateEmergency(shared, shared.keys).seconds).toBe(24);
+    expect(estimateEmergency(shared, shared.keys).seconds).toBe(16);
   });
 
   it('counts an AWS fallback (preflighted every rotation) in its own region', () => {

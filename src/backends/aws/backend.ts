@@ -30,13 +30,13 @@ import type { AwsBackendConfig } from './config.ts';
 import type { AwsCredentialsInput } from './client.ts';
 import { SecretsManagerCalls } from './client.ts';
 import { writeFenced, type FencedWriteContext } from './write-fenced.ts';
-import { HeldFacts, TargetHints } from './known.ts';
+import { HeldFacts, TargetHints, type TargetSeen } from './known.ts';
 import { AwsNativeRotation } from './pending.ts';
 import * as lock from './lock.ts';
 import { LockSightings, type LockContext } from './lock-value.ts';
 import { refreshLock } from './lock-refresh.ts';
 import * as records from './records.ts';
-import { describeTarget } from './records.ts';
+import { describeTarget, seenOf } from './records.ts';
 import type { RecordsContext } from './records.ts';
 import * as checks from './preflight.ts';
 import type { PreflightContext } from './preflight.ts';
@@ -63,7 +63,7 @@ export class AwsBackend implements Backend {
   readonly #write: WriteContext;
   readonly #fenced: FencedWriteContext;
   readonly #records: RecordsContext;
-  readonly #targets = new TargetHints();
+  readonly #targets: TargetHints;
   readonly #held: HeldFacts;
 
   constructor(name: string, config: AwsBackendConfig, options: AwsBackendOptions) {
@@ -78,6 +78,7 @@ export class AwsBackend implements Backend {
       quotaDeps: options.quota,
     });
     this.#held = new HeldFacts(options.now);
+    this.#targets = new TargetHints(options.now);
     // One record of lock sightings and release marks for every file: any description of a target
     // says which lock its finish record gave back (lock.ts).
     const shared = { calls: this.#calls, backendName: name, kmsKeyId: config.kmsKeyId, tags: config.tags, targets: this.#targets, sightings: new LockSightings() };
@@ -111,13 +112,12 @@ export class AwsBackend implements Backend {
 
   async acquireLock(target: StoreTarget, request: LockRequest): Promise<LockOutcome> {
     this.#check(target, 'lock');
-    // The lock's own sightings (lock.ts) come first; the target's existence decides only when none.
+    // Where the lock lives and how to start are decided on the target as described last (the
+    // preflight's, seconds ago), else on a description made now (lock.ts).
     let outcome: LockOutcome;
-    const readReleaseMark = async (): Promise<void> => {
-      await describeTarget(this.#records, target.path, 'lock');
-    };
+    const describe = async (): Promise<TargetSeen> => seenOf(await describeTarget(this.#records, target.path, 'lock'));
     try {
-      outcome = await lock.acquireLock(this.#lock, target.path, request, { lockLikelyExists: this.#targets.likelyExists(target.path), readReleaseMark });
+      outcome = await lock.acquireLock(this.#lock, target.path, request, { seen: this.#targets.recent(target.path), describe });
     } catch (error) {
       // A refresh whose outcome is unknown: the lock may be lost, so nothing known under it is kept.
       this.#held.dropIfFor(target.path, request);

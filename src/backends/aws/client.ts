@@ -145,8 +145,18 @@ export class SecretsManagerCalls {
    * version carries AWSCURRENT by now. Either way AWS moves AWSPREVIOUS to the version it left.
    */
   async moveCurrentStage(operation: BackendOperation, secretId: string, fromVersionId: string | undefined, toVersionId: string): Promise<'moved' | 'stale'> {
+    return this.moveStage(operation, secretId, 'AWSCURRENT', fromVersionId, toVersionId);
+  }
+
+  /**
+   * Moves the staging label `stage` from `fromVersionId` to `toVersionId`, as a compare-and-swap:
+   * AWS (and moto) refuse the move when `fromVersionId` no longer carries the label ('stale').
+   * Without `fromVersionId`, AWS refuses it when another version carries the label (moto does not
+   * check that for labels other than AWSCURRENT: keyroll never relies on it there).
+   */
+  async moveStage(operation: BackendOperation, secretId: string, stage: string, fromVersionId: string | undefined, toVersionId: string): Promise<'moved' | 'stale'> {
     const moved = await this.#updateStage(operation, secretId, {
-      VersionStage: 'AWSCURRENT',
+      VersionStage: stage,
       ...(fromVersionId === undefined ? {} : { RemoveFromVersionId: fromVersionId }),
       MoveToVersionId: toVersionId,
     });

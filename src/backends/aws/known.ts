@@ -1,9 +1,11 @@
 // What this backend instance learned from its own calls, so it can skip a request whose answer it
 // already knows. Two kinds, trusted differently:
-// - Hints (TargetHints): whether a target existed when this process last described it. They only
-//   choose which call to try first (CreateSecret or TagResource / PutSecretValue, lock create or
-//   lock read); each call is atomic and the other one follows when the guess was wrong, so a stale
-//   hint costs one request, never correctness.
+// - Hints (TargetHints): what the target looked like when this process last described it (exists,
+//   has a value, carries its own lock). They choose which call to try first (CreateSecret or
+//   TagResource / PutSecretValue, lock create or lock read) and where the lock lives (lock.ts); each
+//   call is atomic and refuses a wrong guess, so a stale hint costs a request, never correctness.
+//   One guess needs a recent description: the first lock put on the target (lock-target.ts) is sent
+//   only on a description less than an hour old that saw no lock there.
 // - Facts under the lock (HeldFacts): the lock this process holds on a target and the intent
 //   marker it wrote or read there while holding it. Only a runner holding the key's lock writes
 //   the marker, and another runner takes the lock over only past its expiry (invariant 5), so
@@ -16,23 +18,63 @@
 //   refreshLock keeps all three: the lock stayed ours without a gap (its CAS moved from our version).
 // In memory only: a new process knows nothing and reads everything.
 import type { HeldLock } from '../types.ts';
-import { lockSecretName } from './lock-value.ts';
+import { secretNameOf } from './target.ts';
 
-/** Whether each target existed when this process last described it; hints only (see above). */
+/** What a description of the target said, as the lock decides on it (lock.ts). */
+export interface TargetSeen {
+  exists: boolean;
+  /** Some version carries AWSCURRENT: the lock lives on the target itself (else in its companion). */
+  hasValue: boolean;
+  /** Some version carries KEYROLL_LOCK: the target's own lock exists (and its companion is sealed). */
+  lockOnTarget: boolean;
+}
+
+/** How old a description may be for the lock to decide on it without describing the target again. */
+const RECENT_MS = 60 * 60_000;
+
+/** What each target looked like when this process last described it; hints only (see above). */
 export class TargetHints {
-  readonly #exists = new Map<string, boolean>();
+  readonly #seen = new Map<string, { seen: TargetSeen; atMs: number }>();
+  readonly #now: () => Date;
 
-  seen(path: string, exists: boolean): void {
-    this.#exists.set(path, exists);
+  constructor(now: () => Date) {
+    this.#now = now;
+  }
+
+  /** A description of the target (or its absence) came back. */
+  described(path: string, seen: TargetSeen): void {
+    this.#seen.set(path, { seen, atMs: this.#now().getTime() });
+  }
+
+  /** A value was written to the target (it exists and has a value now); its labels were not seen. */
+  wroteValue(path: string): void {
+    this.#update(path, { exists: true, hasValue: true });
+  }
+
+  /** The target was tagged or created by a bookkeeping change: it exists now. */
+  madeExist(path: string): void {
+    this.#update(path, { exists: true });
+  }
+
+  #update(path: string, change: Partial<TargetSeen>): void {
+    const last = this.#seen.get(path);
+    // A change is not a description: it keeps the time of the last one (no time: never recent).
+    this.#seen.set(path, { seen: { exists: false, hasValue: false, lockOnTarget: false, ...last?.seen, ...change }, atMs: last?.atMs ?? Number.NEGATIVE_INFINITY });
   }
 
   /** True when the last description found nothing at `path`; false when it found a secret or none was made. */
   likelyMissing(path: string): boolean {
-    return this.#exists.get(path) === false;
+    return this.#seen.get(path)?.seen.exists === false;
   }
 
   likelyExists(path: string): boolean {
-    return this.#exists.get(path) === true;
+    return this.#seen.get(path)?.seen.exists === true;
+  }
+
+  /** The target as last described, when that was less than an hour ago; else undefined (describe it). */
+  recent(path: string): TargetSeen | undefined {
+    const last = this.#seen.get(path);
+    return last !== undefined && this.#now().getTime() - last.atMs < RECENT_MS ? last.seen : undefined;
   }
 }
 
@@ -63,7 +105,7 @@ interface Held {
   generation: number;
 }
 
-/** The facts this process holds per key lock (keyed by the lock secret's name). */
+/** The facts this process holds per key lock (keyed by the secret's name: a name and an ARN of one secret share a lock). */
 export class HeldFacts {
   readonly #byLock = new Map<string, Held>();
   /** Locks given back with a finish record (lock.ts), until the caller's releaseLock for them. */
@@ -76,7 +118,7 @@ export class HeldFacts {
 
   /** A lock was acquired (or refreshed): start over with only the lock known. */
   hold(path: string, lock: HeldLock, ttlMs: number): void {
-    this.#byLock.set(lockSecretName(path), { path, lock, marginMs: trustMarginMs(ttlMs), generation: 0 });
+    this.#byLock.set(secretNameOf(path), { path, lock, marginMs: trustMarginMs(ttlMs), generation: 0 });
   }
 
   /**
@@ -85,7 +127,7 @@ export class HeldFacts {
    * about starts over with only the lock known.
    */
   refresh(path: string, lock: HeldLock, ttlMs: number): void {
-    const held = this.#byLock.get(lockSecretName(path));
+    const held = this.#byLock.get(secretNameOf(path));
     if (held?.path !== path || held.lock.owner !== lock.owner || held.lock.rotationId !== lock.rotationId) {
       this.hold(path, lock, ttlMs);
       return;
@@ -125,7 +167,7 @@ export class HeldFacts {
    * release, or after a refresh that was refused or whose outcome is unknown (the lock may be lost).
    */
   dropIfFor(path: string, request: { owner: string; rotationId: string }): void {
-    const name = lockSecretName(path);
+    const name = secretNameOf(path);
     const held = this.#byLock.get(name);
     if (held?.lock.owner === request.owner && held.lock.rotationId === request.rotationId) this.#byLock.delete(name);
   }
@@ -164,7 +206,7 @@ export class HeldFacts {
    * settle function; a change that throws never settles, so the marker stays unknown.
    */
   changeIntent(path: string): (intent: KnownIntent) => void {
-    const held = this.#byLock.get(lockSecretName(path));
+    const held = this.#byLock.get(secretNameOf(path));
     if (held === undefined) return () => undefined;
     held.intent = undefined;
     held.generation += 1;
@@ -172,7 +214,7 @@ export class HeldFacts {
     if (held.path !== path) return () => undefined;
     const generation = held.generation;
     return (intent) => {
-      if (this.#byLock.get(lockSecretName(path)) === held && held.generation === generation) held.intent = intent;
+      if (this.#byLock.get(secretNameOf(path)) === held && held.generation === generation) held.intent = intent;
     };
   }
 
@@ -185,12 +227,12 @@ export class HeldFacts {
     if (held === undefined) return () => undefined;
     const generation = held.generation;
     return (intent) => {
-      if (this.#byLock.get(lockSecretName(path)) === held && held.generation === generation && this.#trusted(path) === held) held.intent = intent;
+      if (this.#byLock.get(secretNameOf(path)) === held && held.generation === generation && this.#trusted(path) === held) held.intent = intent;
     };
   }
 
   #trusted(path: string): Held | undefined {
-    const held = this.#byLock.get(lockSecretName(path));
+    const held = this.#byLock.get(secretNameOf(path));
     if (held?.path !== path) return undefined;
     const left = Date.parse(held.lock.expiresAt) - this.#now().getTime();
     return left > held.marginMs ? held : undefined;
@@ -198,5 +240,5 @@ export class HeldFacts {
 }
 
 function givenBackKey(path: string, lock: { owner: string; rotationId: string }): string {
-  return `${lockSecretName(path)}\n${lock.owner}\n${lock.rotationId}`;
+  return `${secretNameOf(path)}\n${lock.owner}\n${lock.rotationId}`;
 }

@@ -1,28 +1,30 @@
 // Keeping the AWS key lock alive (invariant 9): the rotation refreshes its lock in the background
-// for the whole roll → store → verify. A refresh is the lock's compare-and-swap (lock.ts) from the
-// version this process holds (HeldLock.token) to a new `held` value with a later expiry. It never
-// creates a lock: a refused move means the lock is released or held by another runner, and the
-// caller learns it is lost (undefined) instead of taking a fresh one.
-// One exception to "exactly the version held": when AWSCURRENT carries this same owner and
-// rotation under another version, a refresh of ours landed earlier without its answer reaching us
-// (the caller then saw an error and kept its older HeldLock). No other runner writes our owner and
+// for the whole roll → store → verify. A refresh is the lock's compare-and-swap (lock-target.ts or
+// lock-companion.ts, wherever the lock was taken) from the version this process holds
+// (HeldLock.token) to a new `held` value with a later expiry. It never creates a lock: a refused
+// move means the lock is released or held by another runner, and the caller learns it is lost
+// (undefined) instead of taking a fresh one.
+// One exception to "exactly the version held": when the lock carries this same owner and rotation
+// under another version, a refresh of ours landed earlier without its answer reaching us (the
+// caller then saw an error and kept its older HeldLock). No other runner writes our owner and
 // rotation, so that version is still our lock: the CAS is retried from it.
 import { BackendError } from '../errors.ts';
 import type { HeldLock } from '../types.ts';
-import { MAX_ROUNDS, compareAndSwap, holderOf, isOurs, landedLock, lockErrorOf, lockSecretName, type HeldValue, type LockContext, type SwapOutcome } from './lock-value.ts';
+import { placeOfLock } from './lock.ts';
+import { MAX_ROUNDS, holderOf, isOurs, landedLock, lockToken, type HeldValue, type LockContext, type LockPlace, type SwapOutcome } from './lock-value.ts';
 
 /** Extends `lock` to `ttlMs` from now while it is still ours; undefined when it is lost. */
 export async function refreshLock(context: LockContext, path: string, lock: HeldLock, ttlMs: number): Promise<HeldLock | undefined> {
-  const lockName = lockSecretName(path);
+  const { place, versionId } = placeOfLock(context, path, lock);
   try {
-    return await extend(context, lockName, lock, ttlMs);
+    return await extend(context, place, versionId, lock, ttlMs);
   } catch (error) {
-    throw lockErrorOf(context, lockName, error, 'lock');
+    throw place.errorOf(error, 'lock');
   }
 }
 
-async function extend(context: LockContext, lockName: string, lock: HeldLock, ttlMs: number): Promise<HeldLock | undefined> {
-  let from = lock.token;
+async function extend(context: LockContext, place: LockPlace, heldVersion: string, lock: HeldLock, ttlMs: number): Promise<HeldLock | undefined> {
+  let from = heldVersion;
   for (let round = 0; round < MAX_ROUNDS; round++) {
     const held: HeldValue = {
       state: 'held',
@@ -32,24 +34,24 @@ async function extend(context: LockContext, lockName: string, lock: HeldLock, tt
     };
     let swap: SwapOutcome;
     try {
-      swap = await compareAndSwap(context, lockName, from, held, 'lock');
+      swap = await place.swap(from, held, 'lock');
     } catch (error) {
       // No lock secret any more (deleted by hand): nothing of ours to extend, and never create one.
       if (error instanceof BackendError && error.code === 'KR_BACKEND_NOT_FOUND') return undefined;
       // An answer lost on the way: the extension may have landed; read back, as acquiring does.
-      const landed = await landedLock(context, lockName, held, error, lock.tookOver);
+      const landed = await landedLock(place, held, error, lock.tookOver);
       if (landed?.acquired) return landed.lock;
       throw error;
     }
-    if (swap.won) return { ...holderOf(held), token: swap.versionId, tookOver: lock.tookOver };
+    if (swap.won) return { ...holderOf(held), token: lockToken(place.kind, swap.versionId), tookOver: lock.tookOver };
     const now = swap.now;
     if (now?.value.state !== 'held' || !isOurs(now.value, lock)) return undefined;
     from = now.versionId;
   }
-  throw new BackendError('KR_BACKEND_CONFLICT', `aws lock secret ${lockName} kept changing while keyroll refreshed it`, {
+  throw new BackendError('KR_BACKEND_CONFLICT', `aws key lock at ${place.secretId} kept changing while keyroll refreshed it`, {
     backend: context.backendName,
     kind: 'aws',
     operation: 'lock',
-    path: lockName,
+    path: place.secretId,
   });
 }

@@ -1,31 +1,57 @@
-// The value of the AWS key lock and how it changes (lock.ts takes and gives back the lock with
-// these): the JSON a lock companion `<name>.keyroll-lock` holds as its AWSCURRENT value (held by an
-// owner and rotation until an expiry, or released), what this process last saw of it
-// (LockSightings), reading it, and the compare-and-swap every change after the first goes through:
-// put the new value as a version labelled KEYROLL_CANDIDATE (not current), then
-// UpdateSecretVersionStage moves AWSCURRENT to it only if AWSCURRENT is still on the version read;
-// AWS refuses the move otherwise, so of two runners changing the same value exactly one wins.
+// The value of the AWS key lock, wherever it lives (lock.ts decides: a version of the target
+// secret itself, or the companion secret `<name>.keyroll-lock`), the two places' common shape
+// (LockPlace: read, the first lock, the compare-and-swap), and what this process last saw of it.
+// A lock value is JSON that holds no secret: held by an owner and rotation until an expiry, or
+// released. The companion of a target whose lock moved onto the target holds the seal (below).
+// Another owner's lock is stale only once its expiry lies `clockSkewMs` in the past by this
+// process's clock (invariant 9: the runners' clocks may disagree by that much). A held value whose
+// owner and rotation the target's `keyroll:lock-released` tag names was given back with its
+// holder's finish record (record-tags.ts) and is free.
 // A lock change whose answer is lost (timeout, reset, 5xx) may have landed: `landedLock` reads the
 // lock back, and one that carries the request's owner, rotation and expiry is ours.
-import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { BackendError } from '../errors.ts';
 import type { BackendOperation } from '../errors.ts';
-import type { LockInfo, LockOutcome } from '../types.ts';
+import type { LockInfo, LockOutcome, LockRequest } from '../types.ts';
 import type { SecretsManagerCalls } from './client.ts';
 import { lockReleasedTagValue } from './record-tags.ts';
-import { secretNameOf } from './target.ts';
 
-export const LOCK_SUFFIX = '.keyroll-lock';
-/** The label that keeps a lock candidate version out of AWSCURRENT until the CAS moves it. */
-export const CANDIDATE_STAGE = 'KEYROLL_CANDIDATE';
-
-const LockValue = z.discriminatedUnion('state', [
+export const LockValue = z.discriminatedUnion('state', [
   z.object({ state: z.literal('held'), owner: z.string(), rotationId: z.string(), expiresAt: z.iso.datetime() }),
   z.object({ state: z.literal('released'), owner: z.string(), rotationId: z.string(), releasedAt: z.iso.datetime() }),
 ]);
 export type LockValue = z.infer<typeof LockValue>;
 export type HeldValue = Extract<LockValue, { state: 'held' }>;
+
+/**
+ * The companion's value once the lock moved onto the target (lock-companion.ts): held for ever by
+ * nobody. A keyroll of an earlier version reads it as a lock another runner holds and leaves the
+ * key alone (busy), so it can never roll a key whose lock it no longer sees; `status` there shows
+ * this owner. This version reads it as "the lock is on the target".
+ */
+export const SEALED: HeldValue = {
+  state: 'held',
+  owner: 'keyroll: this lock moved onto the secret itself (staging label KEYROLL_LOCK)',
+  rotationId: 'lock-moved-to-secret',
+  expiresAt: '9999-12-31T23:59:59.999Z',
+};
+
+export function isSealed(value: LockValue): boolean {
+  return value.state === 'held' && value.rotationId === SEALED.rotationId && value.owner === SEALED.owner;
+}
+
+/** A lock value as stored, or undefined when the text is not one (never echoed: it may be anything). */
+export function parseLockValue(text: string | undefined): LockValue | undefined {
+  if (text === undefined) return undefined;
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  const parsed = LockValue.safeParse(json);
+  return parsed.success ? parsed.data : undefined;
+}
 
 export interface LockContext {
   calls: SecretsManagerCalls;
@@ -33,7 +59,7 @@ export interface LockContext {
   kmsKeyId?: string | undefined;
   tags: Readonly<Record<string, string>>;
   now: () => Date;
-  /** The last lock value this process saw or wrote, per lock secret (absent: none seen). */
+  /** The last lock value this process saw or wrote, per place (absent: none seen). */
   sightings?: LockSightings;
 }
 
@@ -42,112 +68,76 @@ export interface CurrentLock {
   value: LockValue;
 }
 
+/** A lock change either landed (its version is the lock now) or lost, with the lock as read after it. */
+export type SwapOutcome = { won: true; versionId: string } | { won: false; now: CurrentLock | undefined };
+
+export type PlaceKind = 'target' | 'companion';
+
 /**
- * The lock value this process last saw or wrote, per lock secret name, or 'missing' when its read
- * found no lock secret. A first guess only: every use goes through CreateSecret or the CAS, which
- * refuse a guess that is out of date.
+ * Where a key lock lives, behind the same three operations: the target's own version labelled
+ * KEYROLL_LOCK (lock-target.ts) or the companion's AWSCURRENT (lock-companion.ts).
+ */
+export interface LockPlace {
+  readonly kind: PlaceKind;
+  /** The secret that holds the lock value. */
+  readonly secretId: string;
+  /** The target secret's name: the key of the release mark that gives a lock back (record-tags.ts). */
+  readonly targetName: string;
+  /** The lock as it is now; undefined when there is none yet. */
+  read(operation: BackendOperation): Promise<CurrentLock | undefined>;
+  /** The first lock: of several callers at once exactly one wins; the others read what won. */
+  create(value: LockValue, operation: BackendOperation): Promise<SwapOutcome>;
+  /** Replaces the lock value of version `expected` with `value`, atomically. */
+  swap(expected: string, value: LockValue, operation: BackendOperation): Promise<SwapOutcome>;
+  /** The error to raise for `error` met at this place (names the repair an operator needs). */
+  errorOf(error: unknown, operation: BackendOperation): unknown;
+}
+
+/** HeldLock.token: the place and the version of the lock value this process wrote. */
+export function lockToken(kind: PlaceKind, versionId: string): string {
+  return `${kind}:${versionId}`;
+}
+
+export function parseLockToken(token: string): { kind: PlaceKind; versionId: string } {
+  const at = token.indexOf(':');
+  const kind = token.slice(0, at);
+  return { kind: kind === 'target' ? 'target' : 'companion', versionId: token.slice(at + 1) };
+}
+
+/**
+ * The lock value this process last saw or wrote, per place, or 'missing' when its read found no
+ * lock there. A first guess only: every use goes through the place's create or compare-and-swap,
+ * which refuse a guess that is out of date.
  */
 export class LockSightings {
-  readonly #byName = new Map<string, CurrentLock | 'missing'>();
-  /** The target's `keyroll:lock-released` value last seen (or written), per lock secret name. */
+  readonly #byPlace = new Map<string, CurrentLock | 'missing'>();
+  /** The target's `keyroll:lock-released` value last seen (or written), per target name. */
   readonly #released = new Map<string, string>();
 
-  get(lockName: string): CurrentLock | 'missing' | undefined {
-    return this.#byName.get(lockName);
+  get(place: LockPlace): CurrentLock | 'missing' | undefined {
+    return this.#byPlace.get(placeKey(place));
   }
 
-  set(lockName: string, sighting: CurrentLock | 'missing'): void {
-    this.#byName.set(lockName, sighting);
+  set(place: LockPlace, sighting: CurrentLock | 'missing'): void {
+    this.#byPlace.set(placeKey(place), sighting);
   }
 
   /** Notes the release mark read from (or written to) the target's tags; undefined: none there. */
-  sawReleaseMark(lockName: string, mark: string | undefined): void {
-    if (mark === undefined || mark === '') this.#released.delete(lockName);
-    else this.#released.set(lockName, mark);
+  sawReleaseMark(targetName: string, mark: string | undefined): void {
+    if (mark === undefined || mark === '') this.#released.delete(targetName);
+    else this.#released.set(targetName, mark);
   }
 
   /** True when `value` is a held lock its holder gave back with the finish step's record (record-tags.ts). */
-  isReleased(lockName: string, value: LockValue): boolean {
+  isReleased(targetName: string, value: LockValue): boolean {
     if (value.state !== 'held') return false;
-    const mark = this.#released.get(lockName);
+    const mark = this.#released.get(targetName);
     return mark !== undefined && mark === lockReleasedTagValue(value);
   }
 }
 
-/**
- * The name of the lock companion of a secret given by name or full ARN. It lives in the
- * client's account and region, beside a secret of the same account.
- */
-export function lockSecretName(path: string): string {
-  return `${secretNameOf(path)}${LOCK_SUFFIX}`;
-}
-
-/** The lock's current value, or undefined when no lock secret exists yet. */
-export async function readCurrentLock(context: LockContext, lockName: string, operation: BackendOperation): Promise<CurrentLock | undefined> {
-  let answer;
-  try {
-    // Always by stage: the unlabelled default of GetSecretValue is AWSCURRENT in AWS, but moto
-    // does not follow AWSCURRENT when UpdateSecretVersionStage moves it.
-    answer = await context.calls.getSecretValue(operation, { SecretId: lockName, VersionStage: 'AWSCURRENT' });
-  } catch (error) {
-    if (error instanceof BackendError && error.code === 'KR_BACKEND_NOT_FOUND') {
-      context.sightings?.set(lockName, 'missing');
-      return undefined;
-    }
-    throw error;
-  }
-  const parsed = answer.SecretString === undefined ? undefined : LockValue.safeParse(safeJson(answer.SecretString));
-  if (answer.VersionId === undefined || !parsed?.success) {
-    throw new BackendError('KR_BACKEND_INVALID_RESPONSE', `aws lock secret ${lockName} holds a value keyroll did not write; ${FREE_IT}`, {
-      backend: context.backendName,
-      kind: 'aws',
-      operation,
-      path: lockName,
-    });
-  }
-  const current = { versionId: answer.VersionId, value: parsed.data };
-  context.sightings?.set(lockName, current);
-  return current;
-}
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-}
-
-/** A CAS either moved AWSCURRENT to our new version, or lost and read what the lock is now. */
-export type SwapOutcome = { won: true; versionId: string } | { won: false; now: CurrentLock | undefined };
-
-/**
- * Replaces the lock value `expectedVersionId` with `value`, atomically. When another runner changed
- * the lock first, answers with the lock as it is now (read after the refused move).
- */
-export async function compareAndSwap(
-  context: LockContext,
-  lockName: string,
-  expectedVersionId: string,
-  value: LockValue,
-  operation: BackendOperation,
-): Promise<SwapOutcome> {
-  const candidate = randomUUID();
-  await context.calls.putSecretValue(operation, {
-    SecretId: lockName,
-    SecretString: JSON.stringify(value),
-    ClientRequestToken: candidate,
-    VersionStages: [CANDIDATE_STAGE],
-  });
-  const moved = await context.calls.moveCurrentStage(operation, lockName, expectedVersionId, candidate);
-  if (moved === 'moved') {
-    context.sightings?.set(lockName, { versionId: candidate, value });
-    return { won: true, versionId: candidate };
-  }
-  // A refused move may also be the SDK's retry of a move whose first answer was lost: the label
-  // then already sits on our candidate. Only a re-read tells the two apart.
-  const now = await readCurrentLock(context, lockName, operation);
-  return now?.versionId === candidate ? { won: true, versionId: candidate } : { won: false, now };
+function placeKey(place: LockPlace): string {
+  return `${place.kind} ${place.secretId}`;
 }
 
 export function isOurs(value: LockValue, request: { owner: string; rotationId: string }): boolean {
@@ -158,40 +148,54 @@ export function holderOf(value: HeldValue): LockInfo {
   return { owner: value.owner, rotationId: value.rotationId, expiresAt: value.expiresAt };
 }
 
+export function releasedByRecord(context: LockContext, place: LockPlace, value: LockValue): boolean {
+  return context.sightings?.isReleased(place.targetName, value) === true;
+}
+
+/**
+ * `value` when it keeps `request` out at `now`: held by another owner or rotation, not given back
+ * with a record, and not stale, i.e. `now` is not yet past its expiry plus the runners' allowed
+ * clock skew; else undefined.
+ */
+export function blockingHolder(value: LockValue, request: LockRequest, now: Date, released: boolean): HeldValue | undefined {
+  if (value.state !== 'held' || isOurs(value, request) || released) return undefined;
+  return now.getTime() > Date.parse(value.expiresAt) + (request.clockSkewMs ?? 0) ? undefined : value;
+}
+
 /**
  * At most this many rounds; each lost CAS means another runner now holds a fresh lock (one more
  * round than a read-first loop needs, for a value remembered from before that turned out stale).
  */
 export const MAX_ROUNDS = 4;
 
-/** How an operator frees a lock (docs/runbook.md, "Clearing a stale lock"); never by deleting it. */
-const FREE_IT =
-  'to free it, write a released value (aws secretsmanager put-secret-value --secret-string \'{"state":"released","owner":"operator","rotationId":"manual-release","releasedAt":"<ISO time>"}\', see the runbook); never delete it: a deleted name stays reserved for 7-30 days and blocks every later lock';
-
-/** The error for a lock secret scheduled for deletion (someone deleted it), naming the repair. */
-export function lockErrorOf(context: LockContext, lockName: string, error: unknown, operation: BackendOperation): unknown {
-  if (!(error instanceof BackendError) || error.code !== 'KR_BACKEND_SCHEDULED_FOR_DELETION') return error;
-  return new BackendError(
-    'KR_BACKEND_SCHEDULED_FOR_DELETION',
-    `aws lock secret ${lockName} is scheduled for deletion, so no runner can take the key's lock: restore it (aws secretsmanager restore-secret --secret-id ${lockName}), then write a released value if it is still held; never delete a lock secret`,
-    { backend: context.backendName, kind: 'aws', operation, path: lockName, ...(error.status === undefined ? {} : { status: error.status }) },
-  );
+/** Whether a failed call may have landed at AWS all the same (its answer was lost on the way). */
+export function outcomeUnknown(error: unknown): boolean {
+  return !(error instanceof BackendError) || ['KR_BACKEND_TIMEOUT', 'KR_BACKEND_UNAVAILABLE', 'KR_BACKEND_INVALID_RESPONSE'].includes(error.code);
 }
 
 /**
- * After a lock change that failed with an unknown outcome: the lock, when the change landed
- * (AWSCURRENT holds `held`, this request's value); otherwise undefined. A read-back that fails
- * too counts as not landed; the caller's retry with the same owner and rotation then finds its
- * own lock and takes it again.
+ * After a lock change that failed with an unknown outcome: the lock, when the change landed (the
+ * place holds `held`, this request's value); otherwise undefined. A read-back that fails too
+ * counts as not landed; the caller's retry with the same owner and rotation then finds its own
+ * lock and takes it again.
  */
-export async function landedLock(context: LockContext, lockName: string, held: HeldValue, error: unknown, tookOver: boolean): Promise<LockOutcome | undefined> {
-  const unknownOutcome = !(error instanceof BackendError) || ['KR_BACKEND_TIMEOUT', 'KR_BACKEND_UNAVAILABLE', 'KR_BACKEND_INVALID_RESPONSE'].includes(error.code);
-  if (!unknownOutcome) return undefined;
+export async function landedLock(place: LockPlace, held: HeldValue, error: unknown, tookOver: boolean): Promise<LockOutcome | undefined> {
+  if (!outcomeUnknown(error)) return undefined;
   try {
-    const current = await readCurrentLock(context, lockName, 'lock');
+    const current = await place.read('lock');
     if (current?.value.state !== 'held' || !isOurs(current.value, held) || current.value.expiresAt !== held.expiresAt) return undefined;
-    return { acquired: true, lock: { ...holderOf(held), token: current.versionId, tookOver } };
+    return { acquired: true, lock: { ...holderOf(held), token: lockToken(place.kind, current.versionId), tookOver } };
   } catch {
     return undefined;
   }
+}
+
+/** A lock value keyroll did not write, at `secretId`; `repair` says how to put it right. */
+export function foreignValue(context: LockContext, secretId: string, operation: BackendOperation, repair: string): BackendError {
+  return new BackendError('KR_BACKEND_INVALID_RESPONSE', `aws key lock at ${secretId} holds a value keyroll did not write; ${repair}`, {
+    backend: context.backendName,
+    kind: 'aws',
+    operation,
+    path: secretId,
+  });
 }

@@ -1,53 +1,48 @@
 // Preflight (invariant 1): before any roll, prove that keyroll can write the secret, without
-// writing a version. AWS has no dry run, so each needed permission is proven by a call that
-// passes IAM but cannot change the value:
+// writing the secret. AWS has no dry run, so each needed permission is proven by a call that passes
+// IAM but cannot change the value, or by the lock taken on the secret itself before the roll:
 // - DescribeSecret: the credentials work, the secret exists (or may be created), it is not
-//   scheduled for deletion.
-// - PutSecretValue with the AWSCURRENT version's own id as ClientRequestToken and a probe value:
-//   IAM is checked first, then AWS refuses the reused token (ResourceExistsException) before
-//   storing anything. AccessDenied here means the write would be denied. The probe asks for a
-//   staging label of its own, never AWSCURRENT: even if that version vanished in between (AWS
-//   prunes unlabelled versions), the probe could at most add a version under that label; it can
-//   never replace the live secret.
-// - GetSecretValue of a staging label no version carries: proves the read-back is allowed
-//   (ResourceNotFoundException) without fetching the current secret.
-// - UpdateSecretVersionStage removing that same label from the AWSCURRENT version, which does not
-//   carry it: the fenced write moves AWSCURRENT with this action (write-fenced.ts), and a denial there,
-//   after the roll, would leave the new secret durable but not current. AWS checks IAM, then
-//   refuses the request or has nothing to remove; no label changes either way.
+//   scheduled for deletion; its labels say whether it carries its own key lock yet (lock.ts).
+// - GetSecretValue of the label KEYROLL_LOCK, beside the description: proves the read-back is
+//   allowed without fetching the secret (the lock's value is JSON without a secret, or there is no
+//   such version), and is the lock value the acquire starts from (no read of its own).
+// - PutSecretValue and UpdateSecretVersionStage, the fenced write's two calls (write-fenced.ts):
+//   when the rotation engine takes the key lock on this target next (`lockFollows`) and the target
+//   has a value, the lock lives on the target and its compare-and-swap *is* those two calls there
+//   (lock-target.ts), before the roll; nothing is probed (a rotation spends 4 of the account's write
+//   quota, not 6). The target's first lock is one PutSecretValue, so then UpdateSecretVersionStage
+//   is still probed. Otherwise (`keyroll validate`, the daemon's readiness, fallbacks) both probes:
+//   PutSecretValue with the AWSCURRENT version's own id as ClientRequestToken and a probe value
+//   (IAM is checked first, then AWS refuses the reused token before storing anything; the probe
+//   asks for a label of its own, never AWSCURRENT), and UpdateSecretVersionStage removing a label
+//   from the AWSCURRENT version, which does not carry it (no label changes).
 // - TagResource keyroll:preflight=<time>: the intent marker and bookkeeping will work. Left out
-//   when the rotation engine preflights a key's primary destination (`lockAndIntentFollow`): the
-//   intent marker's own TagResource follows before the roll and proves the same action on the
-//   same secret, so a rotation does not spend the account's tag quota twice on one proof.
-//   (UntagResource is no longer used at all: a marker is cleared by overwriting it, record-tags.ts.)
-// Not provable without a change: KMS encryption with the secret's key (AWS refuses the reused
-// token before encrypting), and CreateSecret for a missing secret (the lock secret's creation
-// exercises CreateSecret on `<name>.keyroll-lock` right after). Resource-based secret policies
-// and SCPs are covered, since every probe is a real call on the real secret.
+//   when the intent marker's own TagResource follows before the roll (`intentFollows`, the key's
+//   primary destination): it proves the same action on the same secret.
+// Not provable without a change: CreateSecret for a missing secret (the companion lock's creation
+// exercises CreateSecret right after), and, without the lock, KMS encryption with the secret's key
+// (AWS refuses the reused token before encrypting; the lock's own put on the target does encrypt).
+// Resource-based secret policies and SCPs are covered, since every call is a real call on the real
+// secret. An IAM policy that allows these actions only for some staging labels must allow
+// KEYROLL_LOCK and KEYROLL_LOCK_CANDIDATE as well as AWSCURRENT and KEYROLL_PENDING.
 import { BackendError } from '../errors.ts';
 import type { PreflightOptions, PreflightResult, StoreTarget } from '../types.ts';
-import type { LockSightings } from './lock-value.ts';
-import type { SecretsManagerCalls } from './client.ts';
 import type { TargetHints } from './known.ts';
+import { lockVersionOf, targetPlace } from './lock-target.ts';
+import type { LockContext } from './lock-value.ts';
 import { currentVersionOf, describeTarget } from './records.ts';
 import { TAG_PREFLIGHT } from './record-tags.ts';
 import { isSecretArn } from './target.ts';
 
-export interface PreflightContext {
-  calls: SecretsManagerCalls;
-  backendName: string;
+export interface PreflightContext extends LockContext {
   createIfMissing: boolean;
-  kmsKeyId?: string | undefined;
-  now: () => Date;
-  /** Where to note whether the target exists (the lock, intent and write calls choose their first try by it). */
+  /** Where to note what the target looked like (the lock, intent and write calls choose by it). */
   targets: TargetHints;
-  /** Where a description's lock release mark is noted (lock.ts). */
-  sightings?: LockSightings;
 }
 
 /** A value no one stores: sent only with a token AWS is certain to refuse. */
 const PROBE_VALUE = 'keyroll-preflight-probe (never stored)';
-/** A staging label keyroll never attaches, so reading it proves access and returns nothing. */
+/** A staging label keyroll never attaches: the stage probe removes it from a version without it. */
 const PROBE_STAGE = 'KEYROLL_PREFLIGHT_READ';
 /** The only label the write probe may ever attach (it never does while the token exists). */
 const PROBE_WRITE_STAGE = 'KEYROLL_PREFLIGHT_WRITE';
@@ -73,26 +68,43 @@ async function expectRefusal(probe: Promise<unknown>, accepted: BackendError['co
 
 export async function preflight(context: PreflightContext, target: StoreTarget, options: PreflightOptions = {}): Promise<PreflightResult> {
   const path = target.path;
+  // Beside the description: a missing secret answers it NotFound too, and its answer waits until
+  // the description has said whether the secret exists at all.
+  const lockRead: Promise<{ error: unknown } | undefined> = targetPlace(context, path)
+    .read('preflight')
+    .then(
+      () => undefined,
+      (error: unknown) => ({ error }),
+    );
   const description = await describeTarget(context, path, 'preflight');
-  context.targets.seen(path, description !== undefined);
   const checks = ['credentials accepted (secretsmanager:DescribeSecret)'];
 
   if (description === undefined) {
+    await lockRead;
     if (isSecretArn(path)) throw notFound(context, path, 'does not exist (and a secret cannot be created from an ARN)');
     if (!context.createIfMissing) throw notFound(context, path, 'does not exist and createIfMissing is off for this backend');
     checks.push(`${path} does not exist yet; the first write creates it (createIfMissing)`);
     return { exists: false, checks };
   }
   if (description.DeletedDate !== undefined) {
+    await lockRead;
     throw notFound(context, path, 'is scheduled for deletion: restore it (RestoreSecret) or choose another name');
   }
 
   const current = currentVersionOf(description);
-  const probes: Promise<void>[] = [expectRefusal(context.calls.getSecretValue('preflight', { SecretId: path, VersionStage: PROBE_STAGE }), 'KR_BACKEND_NOT_FOUND')];
-  if (options.lockAndIntentFollow !== true) probes.push(context.calls.tagResource('preflight', path, [{ Key: TAG_PREFLIGHT, Value: context.now().toISOString() }]));
-  if (current !== undefined) {
+  const lockOnTarget = lockVersionOf(description.VersionIdsToStages) !== undefined;
+  // The lock taken next lives on the target (it has a value) and its CAS is the fenced write's two calls.
+  const lockProves = options.lockFollows === true && current !== undefined;
+  const probes: Promise<unknown>[] = [
+    lockRead.then((failed) => {
+      // No version carries the lock's label: the read passed IAM all the same.
+      if (failed !== undefined && !(failed.error instanceof BackendError && failed.error.code === 'KR_BACKEND_NOT_FOUND')) throw failed.error;
+    }),
+  ];
+  if (options.intentFollows !== true) probes.push(context.calls.tagResource('preflight', path, [{ Key: TAG_PREFLIGHT, Value: context.now().toISOString() }]));
+  if (current !== undefined && (!lockProves || !lockOnTarget)) probes.push(context.calls.probeStageUpdate('preflight', path, current, PROBE_STAGE));
+  if (current !== undefined && !lockProves) {
     probes.push(
-      context.calls.probeStageUpdate('preflight', path, current, PROBE_STAGE),
       expectRefusal(
         context.calls.putSecretValue('preflight', {
           SecretId: path,
@@ -108,6 +120,13 @@ export async function preflight(context: PreflightContext, target: StoreTarget, 
 
   if (current === undefined) {
     checks.push(`${path} exists without a value; the first write adds it (PutSecretValue not provable without a version)`);
+  } else if (lockProves) {
+    checks.push(
+      `secretsmanager:PutSecretValue on ${path}: proven before the roll by the key lock's own version there (encrypted with the secret's KMS key)`,
+      lockOnTarget
+        ? `secretsmanager:UpdateSecretVersionStage on ${path}: proven before the roll by the key lock's move there (the fenced write's move of AWSCURRENT)`
+        : `secretsmanager:UpdateSecretVersionStage allowed on ${path} (the fenced write's move of AWSCURRENT; probe changed no label)`,
+    );
   } else {
     checks.push(
       `secretsmanager:PutSecretValue allowed on ${path} (probe refused without storing)`,
@@ -116,7 +135,7 @@ export async function preflight(context: PreflightContext, target: StoreTarget, 
   }
   checks.push(
     'secretsmanager:GetSecretValue allowed (read-back)',
-    options.lockAndIntentFollow === true ? 'secretsmanager:TagResource: proven by the intent marker before the roll' : 'secretsmanager:TagResource allowed (intent marker)',
+    options.intentFollows === true ? 'secretsmanager:TagResource: proven by the intent marker before the roll' : 'secretsmanager:TagResource allowed (intent marker)',
   );
   if (description.RotationEnabled === true) {
     checks.push(`warning: ${path} also has AWS-native rotation enabled; its rotation function would replace keyroll's secret`);

@@ -51,13 +51,14 @@ export function ratesOf(quotas: AwsQuotas): Record<AwsQuotaGroup, number> {
 /**
  * What one rotation of an existing secret spends of each quota (README.md, "Requests per
  * rotation", pinned by test/integration/aws-requests.test.ts), by the destination's role.
- * The primary: the preflight's write probes (2), the lock's compare-and-swap (2) and the fenced
- * write (2); the intent marker and the finish record (2 tags; the lock is given back with the
- * record). A further destination: its probes and an unfenced put, its TagResource probe and its
- * record. A fallback is preflighted on every rotation: its probes.
+ * The primary: the lock's compare-and-swap on the secret itself (2: it also proves the fenced
+ * write's two calls there, so preflight probes neither) and the fenced write (2); the intent marker
+ * and the finish record (2 tags; the lock is given back with the record). A further destination:
+ * the same lock and fenced write, its TagResource probe and its record. A fallback is preflighted
+ * on every rotation: its two write probes and its TagResource probe.
  */
 export const CALLS_PER_ROTATION: Readonly<Record<'primary' | 'destination' | 'fallback', Readonly<Record<'write' | 'tag', number>>>> = {
-  primary: { write: 6, tag: 2 },
-  destination: { write: 3, tag: 2 },
+  primary: { write: 4, tag: 2 },
+  destination: { write: 4, tag: 2 },
   fallback: { write: 2, tag: 1 },
 };

@@ -14,9 +14,10 @@ import { BackendError } from '../errors.ts';
 import type { BackendOperation } from '../errors.ts';
 import type { FailureRecord, HeldLock, Intent, KeyState, LockInfo, ProbeRecord, RotationRecord, StoreTarget } from '../types.ts';
 import type { SecretsManagerCalls } from './client.ts';
-import type { HeldFacts, TargetHints } from './known.ts';
+import type { HeldFacts, TargetHints, TargetSeen } from './known.ts';
 import { readLockInfo } from './lock.ts';
-import { lockSecretName, type LockContext, type LockSightings } from './lock-value.ts';
+import { lockVersionOf } from './lock-target.ts';
+import type { LockContext, LockSightings } from './lock-value.ts';
 import {
   INTENT_CLEARED,
   TAG_FAILURE_STREAK,
@@ -41,7 +42,7 @@ import {
   streakTagValue,
   tagMap,
 } from './record-tags.ts';
-import { mayCreateSecret } from './target.ts';
+import { mayCreateSecret, secretNameOf } from './target.ts';
 
 export interface RecordsContext {
   calls: SecretsManagerCalls;
@@ -49,7 +50,7 @@ export interface RecordsContext {
   createIfMissing: boolean;
   kmsKeyId?: string | undefined;
   tags: Readonly<Record<string, string>>;
-  /** Whether targets existed when last described (which call to try first). */
+  /** What targets looked like when last described (which call to try first, where the lock lives). */
   targets: TargetHints;
   /** The lock this process holds per target and the intent marker known under it. */
   held: HeldFacts;
@@ -63,9 +64,12 @@ function isNotFound(error: unknown): boolean {
   return error instanceof BackendError && error.code === 'KR_BACKEND_NOT_FOUND';
 }
 
-/** The secret's description, or undefined when it does not exist. */
+/**
+ * The secret's description, or undefined when it does not exist. Every description notes what it
+ * saw for the lock (where it lives: known.ts) and which lock a finish record gave back (lock.ts).
+ */
 export async function describeTarget(
-  context: Pick<RecordsContext, 'calls'> & { sightings?: LockSightings },
+  context: Pick<RecordsContext, 'calls'> & { sightings?: LockSightings; targets?: TargetHints },
   path: string,
   operation: BackendOperation,
 ): Promise<DescribeSecretCommandOutput | undefined> {
@@ -73,12 +77,22 @@ export async function describeTarget(
   try {
     description = await context.calls.describeSecret(operation, path);
   } catch (error) {
-    if (isNotFound(error)) return undefined;
-    throw error;
+    if (!isNotFound(error)) throw error;
+    context.targets?.described(path, seenOf(undefined));
+    return undefined;
   }
-  // Every description says which lock a finish record gave back (lock.ts).
-  context.sightings?.sawReleaseMark(lockSecretName(path), tagMap(description.Tags).get(TAG_LOCK_RELEASED));
+  context.targets?.described(path, seenOf(description));
+  context.sightings?.sawReleaseMark(secretNameOf(path), tagMap(description.Tags).get(TAG_LOCK_RELEASED));
   return description;
+}
+
+/** What a description says for the lock: does the target exist, have a value, carry its own lock. */
+export function seenOf(description: DescribeSecretCommandOutput | undefined): TargetSeen {
+  return {
+    exists: description !== undefined,
+    hasValue: description !== undefined && currentVersionOf(description) !== undefined,
+    lockOnTarget: lockVersionOf(description?.VersionIdsToStages) !== undefined,
+  };
 }
 
 /** The AWSCURRENT version id, or undefined for a secret without a value yet. */
@@ -97,7 +111,7 @@ async function tagTarget(context: RecordsContext, path: string, operation: Backe
   if (!mayCreate || !context.targets.likelyMissing(path)) {
     try {
       await context.calls.tagResource(operation, path, tags);
-      context.targets.seen(path, true);
+      context.targets.madeExist(path);
       return;
     } catch (error) {
       if (!isNotFound(error) || !mayCreate) throw error;
@@ -114,7 +128,7 @@ async function tagTarget(context: RecordsContext, path: string, operation: Backe
     if (!(error instanceof BackendError && error.code === 'KR_BACKEND_CONFLICT')) throw error;
     await context.calls.tagResource(operation, path, tags);
   }
-  context.targets.seen(path, true);
+  context.targets.madeExist(path);
 }
 
 export async function setIntent(context: RecordsContext, target: StoreTarget, intent: Intent): Promise<void> {
@@ -154,7 +168,7 @@ function releaseTag(lock: HeldLock | undefined): { Key: string; Value: string } 
 
 function noteReleased(context: RecordsContext, path: string, lock: HeldLock | undefined, tag: { Value: string } | undefined): void {
   if (lock === undefined || tag === undefined) return;
-  context.sightings.sawReleaseMark(lockSecretName(path), tag.Value);
+  context.sightings.sawReleaseMark(secretNameOf(path), tag.Value);
   context.held.released(path, lock);
 }
 
@@ -199,7 +213,7 @@ export async function recordRotation(
 export async function recordProbe(context: RecordsContext, target: StoreTarget, probe: ProbeRecord, options: { releaseLock?: HeldLock } = {}): Promise<void> {
   const release = releaseTag(options.releaseLock);
   await context.calls.tagResource('record', target.path, [{ Key: TAG_LAST_PROBE, Value: probeTagValue(probe) }, ...(release === undefined ? [] : [release])]);
-  context.targets.seen(target.path, true);
+  context.targets.madeExist(target.path);
   noteReleased(context, target.path, options.releaseLock, release);
 }
 
@@ -222,8 +236,7 @@ export async function readState(context: RecordsContext, lock: LockContext, targ
   const keepCurrent = context.held.observeCurrent(target.path);
   const heldInfo: LockInfo | undefined = held && { owner: held.owner, rotationId: held.rotationId, expiresAt: held.expiresAt };
   const described = describeTarget(context, target.path, 'state');
-  const [description, lockInfo] = await Promise.all([described, heldInfo ?? readLockInfo(lock, target.path, described.catch(() => undefined))]);
-  context.targets.seen(target.path, description !== undefined);
+  const [description, lockInfo] = await Promise.all([described, heldInfo ?? readLockInfo(lock, target.path, described)]);
   keepCurrent(description === undefined ? null : (currentVersionOf(description) ?? null));
   const tags = tagMap(description?.Tags);
   const state: KeyState = {

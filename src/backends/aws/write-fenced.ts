@@ -10,8 +10,10 @@
 //    AWSCURRENT on, as in 3.)
 // 2. Is the lock still ours? Known without a request while this process holds it with margin left
 //    (known.ts: another runner takes it over only past its expiry plus the clock skew), else read
-//    from the lock companion: held by this owner and rotation, whatever its expiry, means nobody
-//    took it over. Not ours: KR_LOCK_LOST (not retryable); nothing visible changed.
+//    where it lives (lock.ts): on the target, its description says so while KEYROLL_LOCK is still on
+//    the version this process wrote; in the companion, the lock is read. Held by this owner and
+//    rotation, whatever its expiry, means nobody took it over. Not ours: KR_LOCK_LOST (not
+//    retryable); nothing visible changed.
 // 3. UpdateSecretVersionStage AWSCURRENT to our version with RemoveFromVersionId = the version
 //    AWSCURRENT was on when this process read the target under the lock (readState). AWS refuses
 //    the move when AWSCURRENT moved since, and moves AWSPREVIOUS to the version it left.
@@ -33,7 +35,8 @@ import { BackendError } from '../errors.ts';
 import { renderText } from '../render.ts';
 import type { SecretRecord, StoreTarget, WriteFence, WriteResult } from '../types.ts';
 import type { HeldFacts } from './known.ts';
-import { MAX_ROUNDS, isOurs, lockSecretName, readCurrentLock, type CurrentLock, type LockContext } from './lock-value.ts';
+import { currentLockOf } from './lock.ts';
+import { MAX_ROUNDS, isOurs, type CurrentLock, type LockContext } from './lock-value.ts';
 import { currentVersionOf, describeTarget } from './records.ts';
 import { clientRequestToken, putOrCreate, readVersion, tokenInUse, type WriteContext } from './write.ts';
 
@@ -58,7 +61,7 @@ export async function writeFenced(context: FencedWriteContext, target: StoreTarg
     }
   }
   const landed = await putOrCreate(context, path, value, token, [PENDING_STAGE]);
-  context.targets.seen(path, true);
+  context.targets.wroteValue(path);
   if (landed.current) {
     context.held.observeCurrent(path)(landed.version);
     return { version: landed.version, alreadyApplied: false };
@@ -72,7 +75,8 @@ async function promote(context: FencedWriteContext, path: string, token: string,
   let base = context.held.holds(path, fence.lock) ? context.held.current(path) : undefined;
   for (let round = 0; round < MAX_ROUNDS; round++) {
     if (base === undefined) {
-      const [lock, description] = await Promise.all([readCurrentLock(context.lock, lockSecretName(path), 'write'), describeTarget(context, path, 'write')]);
+      const described = describeTarget(context, path, 'write');
+      const [lock, description] = await Promise.all([currentLockOf(context.lock, path, fence.lock, described), described]);
       const current = description === undefined ? null : (currentVersionOf(description) ?? null);
       // Ours already: the SDK's retry of a move whose first answer was lost.
       if (current === token) return { version: token, alreadyApplied: false };

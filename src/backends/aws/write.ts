@@ -28,7 +28,7 @@ export interface WriteContext {
   kmsKeyId?: string | undefined;
   tags: Readonly<Record<string, string>>;
   attempts: AttemptLog;
-  /** Whether targets existed when last described (create or put first). */
+  /** What targets looked like when last described (create or put first). */
   targets: TargetHints;
 }
 
@@ -55,7 +55,7 @@ export async function writeSecret(context: WriteContext, target: StoreTarget, re
     }
   }
   const written = await putOrCreate(context, target.path, value, token);
-  context.targets.seen(target.path, true);
+  context.targets.wroteValue(target.path);
   return { version: written.version, alreadyApplied: false };
 }
 

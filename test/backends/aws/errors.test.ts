@@ -187,7 +187,9 @@ describe('aws answers moto cannot give (nock)', () => {
     const lockTarget: StoreTarget = { path: 'app/deleted-lock', shape: target.shape };
     const request = { owner: 'host/1/a', rotationId: 'rot-1', ttlMs: 60_000 };
     try {
-      // Acquire (the first lock: one CreateSecret), release (the CAS from the version we wrote: no read).
+      // Acquire (a process that never described the target describes it: missing, so the lock is
+      // the companion's, and the first: one CreateSecret), release (the CAS from the version we wrote: no read).
+      answer('DescribeSecret', 400, { __type: 'ResourceNotFoundException', message: 'Secrets Manager can\'t find the specified secret.' });
       answer('CreateSecret', 200, { ARN: 'arn:aws:secretsmanager:eu-west-1:1:secret:app/deleted-lock.keyroll-lock-AbCdEf', Name: 'app/deleted-lock.keyroll-lock', VersionId: 'v-held' });
       answer('PutSecretValue', 200, { VersionId: 'v-released', VersionStages: ['KEYROLL_CANDIDATE'] });
       answer('UpdateSecretVersionStage', 200, {});
