@@ -3,15 +3,19 @@
 // documented quota groups per account and region (test/support/aws-quota-proxy.ts: writes 50/s,
 // tags 50/s, reads 10,000/s, creates 50/s, each a bucket holding one second) and answers a
 // request over them as AWS does (HTTP 400 ThrottlingException). Every secret exists before the
-// run, with its lock companion released, as after an earlier rotation: the steady state of a
-// fleet. keyroll runs as the compiled CLI in a child process, as a leak-response Job would:
+// run, with its key lock released on the secret itself (a version labelled KEYROLL_LOCK,
+// src/backends/aws/lock-target.ts), as after an earlier rotation by this keyroll: the steady state
+// of a fleet. (A fleet's first rotation after an upgrade from a keyroll that kept locks in
+// `<name>.keyroll-lock` companions moves each lock onto its secret, once: 6 writes for that one;
+// test/integration/aws-requests.test.ts pins both.) keyroll runs as the compiled CLI in a child process, as a leak-response Job would:
 // `rotate --all --reason leak --concurrency 16`. The emulator allows 6,000 rolls a minute, so the
 // write quota, not the API, bounds the run.
 // The floor is what the write quota allows at best for the writes keyroll made: (write-group
 // calls ÷ 50 per second); `aws.emergencyWallToQuotaFloor` is the wall time over it. `lost` counts
 // rolled keys whose working secret is not the AWSCURRENT value (read by stage: moto does not move
 // its default version with AWSCURRENT).
-import { CreateSecretCommand, GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { CreateSecretCommand, GetSecretValueCommand, PutSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { FIRST_LOCK_TOKEN, LOCK_STAGE } from '../src/backends/aws/lock-target.ts';
 import { startAwsQuotaProxy, AWS_QUOTAS } from '../test/support/aws-quota-proxy.ts';
 import { jsonReport, runCli } from './lib/cli.ts';
 import type { BenchResult } from './lib/figures.ts';
@@ -38,7 +42,7 @@ async function inBatches<T>(items: readonly T[], size: number, task: (item: T) =
   );
 }
 
-/** `count` API keys, each stored as after an earlier rotation: its working secret (JSON shape) and a released lock. */
+/** `count` API keys, each stored as after an earlier rotation: its working secret (JSON shape) and a released lock on it. */
 async function seedExistingSecrets(sdk: SecretsManagerClient, world: World, count: number, pathOf: (id: string) => string): Promise<string[]> {
   const releasedAt = new Date().toISOString();
   const width = String(count - 1).length;
@@ -50,7 +54,7 @@ async function seedExistingSecrets(sdk: SecretsManagerClient, world: World, coun
     const value = JSON.stringify({ apiKey: secret, keyId: id, organizationId: ORG, rotatedAt: releasedAt });
     await sdk.send(new CreateSecretCommand({ Name: pathOf(id), SecretString: value, Tags: [{ Key: 'managed-by', Value: 'keyroll' }] }));
     const released = JSON.stringify({ state: 'released', owner: 'bench-seed', rotationId: `seed-${id}`, releasedAt });
-    await sdk.send(new CreateSecretCommand({ Name: `${pathOf(id)}.keyroll-lock`, SecretString: released, Tags: [{ Key: 'managed-by', Value: 'keyroll' }] }));
+    await sdk.send(new PutSecretValueCommand({ SecretId: pathOf(id), SecretString: released, ClientRequestToken: FIRST_LOCK_TOKEN, VersionStages: [LOCK_STAGE] }));
   });
   return keys.map((key) => key.id);
 }
