@@ -107,6 +107,41 @@ describe('failure backoff and quarantine', () => {
     expect(bench.alerter.alerts).toHaveLength(2);
   });
 
+  it('a quarantined key whose reminder is not due takes no lock: a sweep passing it writes nothing (on AWS, a lock is a version of the secret)', async () => {
+    bench = await startBench({ keys: (org) => [keyPolicy(KEY, org(KEY), { failures: { ...FAILURES, quarantineAfter: 1, remindEveryMs: 24 * HOUR } })] });
+    let offsetMs = 0;
+    let locks = 0;
+    const run = () =>
+      bench.run({
+        runtime: {
+          now: () => new Date(Date.now() + offsetMs),
+          wrapBackend: (name, b) =>
+            name === 'files'
+              ? wrapBackend(b, {
+                  preflight: () => Promise.reject(denied),
+                  acquireLock: (next) => {
+                    locks += 1;
+                    return next();
+                  },
+                })
+              : b,
+        },
+      });
+    await run();
+    expect(bench.alerter.alerts.map((a) => a.alert.errorCode)).toEqual(['KR_KEY_QUARANTINED']);
+    locks = 0;
+    for (let sweep = 0; sweep < 3; sweep++) {
+      offsetMs += HOUR;
+      expect((await run()).outcomes[0]).toMatchObject({ result: 'skipped', detail: 'quarantined' });
+    }
+    expect(locks).toBe(0);
+    offsetMs += 24 * HOUR;
+    await run();
+    // The reminder that is due is written under the lock, as before.
+    expect(locks).toBe(1);
+    expect(bench.alerter.alerts).toHaveLength(2);
+  });
+
   it('keyroll resume (audited with the actor) lifts the quarantine: the next run attempts the key at once', async () => {
     const { clock, run } = await brokenBench({ ...FAILURES, quarantineAfter: 2 });
     await run();
