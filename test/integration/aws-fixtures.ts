@@ -3,6 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import { DescribeSecretCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { AwsBackendConfig } from '../../src/backends/aws/config.ts';
+import { SecretsManagerCalls } from '../../src/backends/aws/client.ts';
 import { createAwsBackend } from '../../src/backends/aws/index.ts';
 import type { AcquireHints } from '../../src/backends/aws/lock.ts';
 import { seenOf } from '../../src/backends/aws/records.ts';
@@ -64,4 +65,40 @@ export function lockHints(sdk: SecretsManagerClient, path: string): AcquireHints
       }
     },
   };
+}
+
+/**
+ * SDK calls to moto whose label moves (every lock compare-and-swap's second step, AWSCURRENT's
+ * included) wait at a gate the test opens: an interleaving a timing race only sometimes produces.
+ */
+export class GatedCalls extends SecretsManagerCalls {
+  readonly arrived: Promise<void>;
+  readonly moves: ('moved' | 'stale')[] = [];
+  #arrive: () => void = () => undefined;
+  #open: () => void = () => undefined;
+  readonly #gate: Promise<void>;
+
+  constructor(server: MotoServer) {
+    super({
+      backendName: 'gated',
+      endpoint: server.endpoint,
+      region: server.region,
+      timeoutMs: 10_000,
+      credentials: { accessKeyId: server.accessKeyId, secretAccessKey: server.secretAccessKey },
+    });
+    this.arrived = new Promise((resolve) => (this.#arrive = resolve));
+    this.#gate = new Promise((resolve) => (this.#open = resolve));
+  }
+
+  open(): void {
+    this.#open();
+  }
+
+  override async moveStage(...args: Parameters<SecretsManagerCalls['moveStage']>): Promise<'moved' | 'stale'> {
+    this.#arrive();
+    await this.#gate;
+    const outcome = await super.moveStage(...args);
+    this.moves.push(outcome);
+    return outcome;
+  }
 }

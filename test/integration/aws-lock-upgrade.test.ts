@@ -8,14 +8,13 @@
 import { CreateSecretCommand, DescribeSecretCommand, GetSecretValueCommand, PutSecretValueCommand, UpdateSecretVersionStageCommand, type SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SecretsManagerCalls } from '../../src/backends/aws/client.ts';
 import { acquireLock } from '../../src/backends/aws/lock.ts';
 import { lockSecretName } from '../../src/backends/aws/lock-companion.ts';
 import { LOCK_STAGE, lockVersionOf } from '../../src/backends/aws/lock-target.ts';
 import { blockingHolder, parseLockValue, type LockValue } from '../../src/backends/aws/lock-value.ts';
 import type { StoreTarget } from '../../src/backends/types.ts';
 import { createTestClock } from '../backends/contract.ts';
-import { lockHints, makeBackend, newTarget, sdkClient } from './aws-fixtures.ts';
+import { GatedCalls, lockHints, makeBackend, newTarget, sdkClient } from './aws-fixtures.ts';
 import { motoServer } from './servers.ts';
 
 const moto = motoServer();
@@ -114,34 +113,11 @@ describe.skipIf(moto === undefined)('aws lock: moving it from the companion onto
 
   // The companion's seal: a read, then the compare-and-swap. An earlier keyroll that takes the
   // released companion in between must win, and this one must not put a lock on the secret.
-  class GatedCalls extends SecretsManagerCalls {
-    readonly arrived: Promise<void>;
-    #arrive: () => void = () => undefined;
-    #open: () => void = () => undefined;
-    readonly #gate: Promise<void>;
-
-    constructor() {
-      super({ backendName: 'gated', endpoint: server.endpoint, region: server.region, timeoutMs: 10_000, credentials: { accessKeyId: server.accessKeyId, secretAccessKey: server.secretAccessKey } });
-      this.arrived = new Promise((resolve) => (this.#arrive = resolve));
-      this.#gate = new Promise((resolve) => (this.#open = resolve));
-    }
-
-    open(): void {
-      this.#open();
-    }
-
-    override async moveCurrentStage(...args: Parameters<SecretsManagerCalls['moveCurrentStage']>): Promise<'moved' | 'stale'> {
-      this.#arrive();
-      await this.#gate;
-      return super.moveCurrentStage(...args);
-    }
-  }
-
   it('loses to an earlier keyroll that takes the companion between its read and its seal: busy, nothing on the secret', async () => {
     const clock = createTestClock();
     const t = await upgradedTarget({ state: 'released', owner: 'earlier-keyroll', rotationId: 'r-old', releasedAt: clock.now().toISOString() });
     const read = await companion(t);
-    const calls = new GatedCalls();
+    const calls = new GatedCalls(server);
     try {
       const taking = acquireLock({ calls, backendName: 'gated', tags: {}, now: clock.now }, t.path, { owner: 'new', rotationId: 'r-new', ttlMs: MINUTE }, lockHints(sdk, t.path));
       await calls.arrived;

@@ -14,7 +14,7 @@ import { SEALED } from '../../src/backends/aws/lock-value.ts';
 import { BackendError } from '../../src/backends/errors.ts';
 import type { StoreTarget } from '../../src/backends/types.ts';
 import { createTestClock, makeRecord } from '../backends/contract.ts';
-import { lockHints, makeBackend, newTarget, rejection, sdkClient } from './aws-fixtures.ts';
+import { GatedCalls, lockHints, makeBackend, newTarget, rejection, sdkClient } from './aws-fixtures.ts';
 import { motoServer } from './servers.ts';
 
 const moto = motoServer();
@@ -92,37 +92,11 @@ describe.skipIf(moto === undefined)('aws lock (moto)', () => {
 
     // Both takers read the same stale version and put their candidates before either moves the
     // label: the interleaving a timing race only sometimes produces, forced by a gate.
-    class GatedCalls extends SecretsManagerCalls {
-      readonly arrived: Promise<void>;
-      readonly moves: ('moved' | 'stale')[] = [];
-      #arrive: () => void = () => undefined;
-      #open: () => void = () => undefined;
-      readonly #gate: Promise<void>;
-
-      constructor() {
-        super(callsOptions('gated'));
-        this.arrived = new Promise((resolve) => (this.#arrive = resolve));
-        this.#gate = new Promise((resolve) => (this.#open = resolve));
-      }
-
-      open(): void {
-        this.#open();
-      }
-
-      override async moveStage(...args: Parameters<SecretsManagerCalls['moveStage']>): Promise<'moved' | 'stale'> {
-        this.#arrive();
-        await this.#gate;
-        const outcome = await super.moveStage(...args);
-        this.moves.push(outcome);
-        return outcome;
-      }
-    }
-
     it('refuses the second move of the lock from the same stale version', async () => {
       const clock = createTestClock();
       const t = await target();
       const first = makeBackend(server, clock);
-      const [a, b] = [new GatedCalls(), new GatedCalls()];
+      const [a, b] = [new GatedCalls(server), new GatedCalls(server)];
       const context = (calls: SecretsManagerCalls) => ({ calls, backendName: 'gated', tags: {}, now: clock.now });
       try {
         expect((await first.acquireLock(t, { owner: 'old', rotationId: 'old', ttlMs: 1_000 })).acquired).toBe(true);

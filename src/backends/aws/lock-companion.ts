@@ -23,12 +23,11 @@ import {
   MAX_ROUNDS,
   SEALED,
   blockingHolder,
-  foreignValue,
   holderOf,
   isOurs,
   isSealed,
   outcomeUnknown,
-  parseLockValue,
+  readLockVersion,
   releasedByRecord,
   type CurrentLock,
   type LockContext,
@@ -71,24 +70,8 @@ export function companionPlace(context: LockContext, path: string): LockPlace {
   return place;
 }
 
-async function readCompanion(context: LockContext, place: LockPlace, operation: BackendOperation): Promise<CurrentLock | undefined> {
-  let answer;
-  try {
-    // Always by stage: the unlabelled default of GetSecretValue is AWSCURRENT in AWS, but moto
-    // does not follow AWSCURRENT when UpdateSecretVersionStage moves it.
-    answer = await context.calls.getSecretValue(operation, { SecretId: place.secretId, VersionStage: 'AWSCURRENT' });
-  } catch (error) {
-    if (error instanceof BackendError && error.code === 'KR_BACKEND_NOT_FOUND') {
-      context.sightings?.set(place, 'missing');
-      return undefined;
-    }
-    throw error;
-  }
-  const value = parseLockValue(answer.SecretString);
-  if (answer.VersionId === undefined || value === undefined) throw foreignValue(context, place.secretId, operation, FREE_IT);
-  const current = { versionId: answer.VersionId, value };
-  context.sightings?.set(place, current);
-  return current;
+function readCompanion(context: LockContext, place: LockPlace, operation: BackendOperation): Promise<CurrentLock | undefined> {
+  return readLockVersion(context, place, 'AWSCURRENT', operation, FREE_IT);
 }
 
 /** Creates the companion holding `value`; the version id, or undefined when it already exists. */

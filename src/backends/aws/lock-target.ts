@@ -10,9 +10,10 @@
 // - The first lock of a target is one PutSecretValue with a fixed ClientRequestToken
 //   (FIRST_LOCK_TOKEN) and the label itself: AWS makes a token a version id once, so of several
 //   runners putting the first lock at once exactly one succeeds (the others, with another value,
-//   get ResourceExistsException and read what won). It is sent only on a description younger than
-//   a day (known.ts): AWS prunes an unlabelled version only when it is older than 24 hours, so the
-//   first lock's version still exists whenever the label has moved on from it.
+//   get ResourceExistsException and read what won). It is sent only on a description less than an
+//   hour old that showed no label (known.ts): a first lock put since is younger than that, and AWS
+//   prunes no version younger than 24 hours, so it still exists (and refuses the token) even when
+//   the label has moved on from it.
 // - Every later change (take a free or stale lock, refresh our own, release) is the compare-and-swap:
 //   put the new value as a version labelled KEYROLL_LOCK_CANDIDATE, then UpdateSecretVersionStage
 //   moves KEYROLL_LOCK to it from the version read; AWS refuses the move when the label has left it.
@@ -29,7 +30,7 @@ import { BackendError } from '../errors.ts';
 import type { BackendOperation } from '../errors.ts';
 import type { PutSecretValueCommandOutput } from '@aws-sdk/client-secrets-manager';
 import { secretNameOf } from './target.ts';
-import { foreignValue, parseLockValue, type CurrentLock, type LockContext, type LockPlace, type LockValue, type SwapOutcome } from './lock-value.ts';
+import { readLockVersion, type CurrentLock, type LockContext, type LockPlace, type LockValue, type SwapOutcome } from './lock-value.ts';
 
 /** The label on the target's version that holds its key lock. */
 export const LOCK_STAGE = 'KEYROLL_LOCK';
@@ -68,23 +69,9 @@ export function targetPlace(context: LockContext, path: string): LockPlace {
   return place;
 }
 
-async function readTargetLock(context: LockContext, place: LockPlace, operation: BackendOperation): Promise<CurrentLock | undefined> {
-  let answer;
-  try {
-    answer = await context.calls.getSecretValue(operation, { SecretId: place.secretId, VersionStage: LOCK_STAGE });
-  } catch (error) {
-    // No version carries the label (or no secret at all: the caller's description tells which).
-    if (error instanceof BackendError && error.code === 'KR_BACKEND_NOT_FOUND') {
-      context.sightings?.set(place, 'missing');
-      return undefined;
-    }
-    throw error;
-  }
-  const value = parseLockValue(answer.SecretString);
-  if (answer.VersionId === undefined || value === undefined) throw foreignValue(context, place.secretId, operation, freeIt(place.targetName));
-  const current = { versionId: answer.VersionId, value };
-  context.sightings?.set(place, current);
-  return current;
+function readTargetLock(context: LockContext, place: LockPlace, operation: BackendOperation): Promise<CurrentLock | undefined> {
+  // None when no version carries the label (or no secret at all: the caller's description tells which).
+  return readLockVersion(context, place, LOCK_STAGE, operation, freeIt(place.targetName));
 }
 
 /**

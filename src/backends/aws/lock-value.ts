@@ -199,3 +199,26 @@ export function foreignValue(context: LockContext, secretId: string, operation: 
     path: secretId,
   });
 }
+
+/**
+ * The lock at `place`: the version carrying `stage` (always named: moto's unlabelled default does
+ * not follow AWSCURRENT), noted in the sightings; undefined when none does (or no secret at all).
+ * A value keyroll did not write is an error whose message says how to `repair` it.
+ */
+export async function readLockVersion(context: LockContext, place: LockPlace, stage: string, operation: BackendOperation, repair: string): Promise<CurrentLock | undefined> {
+  let answer;
+  try {
+    answer = await context.calls.getSecretValue(operation, { SecretId: place.secretId, VersionStage: stage });
+  } catch (error) {
+    if (error instanceof BackendError && error.code === 'KR_BACKEND_NOT_FOUND') {
+      context.sightings?.set(place, 'missing');
+      return undefined;
+    }
+    throw error;
+  }
+  const value = parseLockValue(answer.SecretString);
+  if (answer.VersionId === undefined || value === undefined) throw foreignValue(context, place.secretId, operation, repair);
+  const current = { versionId: answer.VersionId, value };
+  context.sightings?.set(place, current);
+  return current;
+}
