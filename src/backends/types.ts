@@ -247,6 +247,11 @@ export interface PreflightOptions {
    * TagResource, by the marker's own tag), so the rotation does not pay twice for one proof.
    */
   intentFollows?: boolean;
+  /**
+   * The key is rotated by its AWS rotation function (policy `scheduler: aws-native`): AWS-native
+   * rotation enabled on the target is expected there, and its absence is what to point out.
+   */
+  nativeRotation?: boolean;
 }
 
 /** Options of the records written under the key lock (recordRotation, recordProbe). */

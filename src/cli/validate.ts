@@ -71,7 +71,7 @@ async function validateCommand(flags: ValidateFlags): Promise<number> {
             if (seen.has(label)) continue;
             seen.add(label);
             try {
-              const result = await destination.backend.preflight(destination.target);
+              const result = await destination.backend.preflight(destination.target, { nativeRotation: key.scheduler === 'aws-native' });
               checks.push({ check: label, ok: true, detail: `${key.id}: ${result.exists ? 'exists' : 'will be created'}; ${result.checks.join(', ')}` });
             } catch (error) {
               checks.push({ check: label, ok: false, errorCode: errorCode(error), detail: `${key.id}: ${errorMessage(error)}` });

@@ -13,7 +13,7 @@ export async function preflightDestinations(key: KeyPolicy, destinations: readon
   for (const [index, destination] of destinations.entries()) {
     try {
       // Every destination's lock comes next, and the primary's intent marker, before any roll.
-      const result = await destination.backend.preflight(destination.target, { lockFollows: true, intentFollows: index === 0 });
+      const result = await destination.backend.preflight(destination.target, { lockFollows: true, intentFollows: index === 0, nativeRotation: key.scheduler === 'aws-native' });
       checks.push({ backend: destination.backendName, path: destination.target.path, exists: result.exists });
     } catch (error) {
       audit.emit('key.preflight.failed', { step: 'preflight', backend: destination.backendName, path: destination.target.path, errorCode: errorCode(error) });

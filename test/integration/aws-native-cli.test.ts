@@ -68,6 +68,9 @@ keys:
     );
     const env = { env: motoEnv(server) };
     const functionArn = await motoRotationFunction(server);
+    // validate names the missing switch for an aws-native key, and not the other way round.
+    const before = await cli.run(['validate'], env);
+    expect(before.stdout).toContain('is for AWS-native rotation (scheduler: aws-native) but has no rotation enabled');
     const enabled = await cli.run(['aws', 'enable-rotation', '--key', 'billing-api', '--function-arn', functionArn], env);
     expect(enabled.stderr).toBe('');
     expect(enabled.code).toBe(0);
@@ -76,6 +79,10 @@ keys:
     expect(described.RotationEnabled).toBe(true);
     expect(described.RotationLambdaARN).toBe(functionArn);
     expect(described.RotationRules?.AutomaticallyAfterDays).toBe(30);
+    const after = await cli.run(['validate'], env);
+    expect(after.code).toBe(0);
+    expect(after.stdout).toContain(`destination aws:${name}`);
+    expect(after.stdout).not.toContain('rotation enabled');
 
     const rolls = cli.emulator.state.apiKey(SLOT_B).rollCount + cli.emulator.state.apiKey(SLOT_A).rollCount;
     const ran = await cli.run(['run'], env);

@@ -137,7 +137,11 @@ export async function preflight(context: PreflightContext, target: StoreTarget, 
     'secretsmanager:GetSecretValue allowed (read-back)',
     options.intentFollows === true ? 'secretsmanager:TagResource: proven by the intent marker before the roll' : 'secretsmanager:TagResource allowed (intent marker)',
   );
-  if (description.RotationEnabled === true) {
+  if (options.nativeRotation === true) {
+    if (description.RotationEnabled !== true) {
+      checks.push(`warning: ${path} is for AWS-native rotation (scheduler: aws-native) but has no rotation enabled; run keyroll aws enable-rotation for its key`);
+    }
+  } else if (description.RotationEnabled === true) {
     checks.push(`warning: ${path} also has AWS-native rotation enabled; its rotation function would replace keyroll's secret`);
   }
   if (context.kmsKeyId !== undefined && description.KmsKeyId !== undefined && description.KmsKeyId !== context.kmsKeyId) {
