@@ -24,11 +24,12 @@ export function staticCredential(value: Secret, description = 'static credential
  * A credential behind a policy reference (`env:NAME` or `file:/path`), resolved on every call:
  * a Kubernetes-mounted token that the kubelet rotates is picked up without a restart.
  * The RefError from resolveRef names the reference and the errno, never file content.
+ * `env` is where `env:NAME` is looked up (the AWS-native function's own environment object).
  */
-export function refCredential(ref: string): CredentialProvider {
+export function refCredential(ref: string, env: NodeJS.ProcessEnv = process.env): CredentialProvider {
   return {
     description: ref,
-    token: () => resolveRef(ref),
+    token: () => resolveRef(ref, env),
   };
 }
 

@@ -59,13 +59,14 @@ export interface Runtime {
   close(): Promise<void>;
 }
 
-function credentialFromPolicy(policy: Policy, dispatcher: Dispatcher | undefined): CredentialProvider {
+/** keyroll's own credential as the policy names it; `env` is where its `env:NAME` references are looked up. */
+export function credentialFromPolicy(policy: Policy, dispatcher: Dispatcher | undefined, env: NodeJS.ProcessEnv = process.env): CredentialProvider {
   const credential = policy.api.credential;
-  if (credential.type === 'bearer') return refCredential(credential.token);
+  if (credential.type === 'bearer') return refCredential(credential.token, env);
   return oauthClientCredentials({
     tokenUrl: credential.tokenUrl,
     clientId: credential.clientId,
-    clientSecret: refCredential(credential.clientSecret),
+    clientSecret: refCredential(credential.clientSecret, env),
     ...(credential.scope ? { scope: credential.scope } : {}),
     ...(credential.audience ? { audience: credential.audience } : {}),
     ...(dispatcher ? { dispatcher } : {}),
