@@ -16,6 +16,8 @@ export type NativeRotationErrorCode =
   | 'KR_NATIVE_VALUE_LOST'
   /** testSecret: the API refuses the new value. */
   | 'KR_NATIVE_PENDING_REJECTED'
+  /** keyroll's own API credential could not be read from the secret KEYROLL_API_TOKEN_SECRET_ARN names. */
+  | 'KR_NATIVE_API_CREDENTIAL_UNREADABLE'
   /** finishSecret: the key lock of this rotation is held by another runner now. */
   | 'KR_LOCK_LOST';
 

@@ -13,6 +13,7 @@ import { errorCode, errorMessage } from '../errors.ts';
 import { loadPolicy } from '../policy/load.ts';
 import type { Policy } from '../policy/schema.ts';
 import type { RuntimeOptions } from '../rotation/runtime.ts';
+import { functionApiCredential } from './api-credential.ts';
 import { openNativeContext, type NativeContext } from './context.ts';
 import { createSecret } from './create-secret.ts';
 import { NativeRotationError, reportedErrors } from './errors.ts';
@@ -28,6 +29,7 @@ export interface RotationFunctionOptions {
   policy?: Policy;
   audit?: AuditLog;
   runtime?: Partial<RuntimeOptions>;
+  /** The function's environment (default process.env): KEYROLL_POLICY, KEYROLL_API_TOKEN_SECRET_ARN (api-credential.ts). */
   env?: NodeJS.ProcessEnv;
 }
 
@@ -49,7 +51,8 @@ export async function runRotationStep(input: unknown, options: RotationFunctionO
   const env = options.env ?? process.env;
   const policy = options.policy ?? (await loadPolicy(env.KEYROLL_POLICY ?? LAMBDA_POLICY_PATH));
   return withSecretScope(async () => {
-    const ctx = await openNativeContext(policy, event, audit, { ...options.runtime, ...(options.env ? { env: options.env } : {}) });
+    const credentials = functionApiCredential(policy, event.SecretId, env, options.runtime);
+    const ctx = await openNativeContext(policy, event, audit, { ...options.runtime, ...(options.env ? { env: options.env } : {}), ...(credentials ? { credentials } : {}) });
     try {
       const did = await runStep(ctx);
       return { step: event.Step, did, keyId: ctx.key.id };

@@ -40,7 +40,11 @@ export interface NativeBench {
 }
 
 /** A secret whose AWSCURRENT is the active slot's live value, as a first rotation by keyroll run would have left it. */
-export async function startNativeBench(server: MotoServer, emulator: RunningEmulator, overrides: { lockTtlMs?: number } = {}): Promise<NativeBench> {
+/**
+ * `apiTokenSecretArn`: keyroll's credential is read from that secret as the deployed function reads
+ * it (KEYROLL_API_TOKEN_SECRET_ARN, policy `env:KEYROLL_API_TOKEN`), and the environment holds no value.
+ */
+export async function startNativeBench(server: MotoServer, emulator: RunningEmulator, overrides: { lockTtlMs?: number; apiTokenSecretArn?: string } = {}): Promise<NativeBench> {
   counter += 1;
   const name = `keyroll-test/${run}/native-${String(counter)}`;
   const client = sdkClient(server);
@@ -50,7 +54,7 @@ export async function startNativeBench(server: MotoServer, emulator: RunningEmul
   const alerter = new RecordingAlerter();
   const policyFor = (endpoint: string): Policy => ({
     file: 'native.yaml',
-    api: { baseUrl: emulator.url, credential: { type: 'bearer', token: 'env:UNUSED' }, methods: { roll: 'POST', listProjects: 'GET', updateProject: 'PATCH', updateConsent: 'PATCH' }, timeouts: { headersMs: 5000, bodyMs: 5000 }, rateLimitPerMinute: 6000 },
+    api: { baseUrl: emulator.url, credential: { type: 'bearer', token: overrides.apiTokenSecretArn === undefined ? 'env:UNUSED' : 'env:KEYROLL_API_TOKEN' }, methods: { roll: 'POST', listProjects: 'GET', updateProject: 'PATCH', updateConsent: 'PATCH' }, timeouts: { headersMs: 5000, bodyMs: 5000 }, rateLimitPerMinute: 6000 },
     backends: { aws: AwsBackendConfig.parse({ kind: 'aws', endpoint, region: server.region }) },
     alerts: { sinks: {} },
     keys: [
@@ -73,8 +77,8 @@ export async function startNativeBench(server: MotoServer, emulator: RunningEmul
       {
         policy: options.endpoint ? policyFor(options.endpoint) : policy,
         audit,
-        env: { ...process.env, ...motoEnv(server) },
-        runtime: { alerter, credentials: staticCredential(new Secret('demo-owner-token')), now: () => new Date(Date.now() + offset) },
+        env: overrides.apiTokenSecretArn === undefined ? { ...process.env, ...motoEnv(server) } : { ...withoutApiToken(process.env), ...motoEnv(server), KEYROLL_API_TOKEN_SECRET_ARN: overrides.apiTokenSecretArn },
+        runtime: { alerter, ...(overrides.apiTokenSecretArn === undefined ? { credentials: staticCredential(new Secret('demo-owner-token')) } : {}), now: () => new Date(Date.now() + offset) },
       },
     );
     return result.did;
@@ -104,6 +108,12 @@ export async function startNativeBench(server: MotoServer, emulator: RunningEmul
       client.destroy();
     },
   };
+}
+
+function withoutApiToken(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const copy = { ...env };
+  delete copy.KEYROLL_API_TOKEN;
+  return copy;
 }
 
 /** The versions that carry AWSPENDING. */
