@@ -4,6 +4,7 @@ import { posix } from 'node:path';
 import type { BackendConfig } from '../backends/config.ts';
 import { parseDuration, formatDuration } from './duration.ts';
 import { insecureEndpointIssues } from './endpoints.ts';
+import { checkConsumers } from './consumers.ts';
 import { checkIntake } from './intake.ts';
 import type { DocPath, PathIssue } from './issue-text.ts';
 import type { DestinationInput, PolicyDocument } from './schema.ts';
@@ -55,6 +56,7 @@ export function checkPolicy(doc: PolicyDocument): PathIssue[] {
   });
   checkSlotIds(doc, add);
   checkIntake(doc, add);
+  checkConsumers(doc, add);
   return issues;
 }
 

@@ -2,6 +2,7 @@
 // durations in milliseconds, destinations as backend name + StoreTarget. Runs only on a
 // document that passed the schema and checkPolicy, so every reference here exists.
 import type { StoreTarget, ValueShape } from '../backends/types.ts';
+import { CONSUMER_DEFAULTS, resolveRestartWindow, type ConsumerRef, type ConsumerSettings } from './consumers.ts';
 import { parseDuration } from './duration.ts';
 import type { Destination, DestinationInput, KeyPolicy, Policy, PolicyDocument } from './schema.ts';
 import { effectiveSettings } from './settings.ts';
@@ -22,7 +23,23 @@ export function resolvePolicy(doc: PolicyDocument, file: string): Policy {
     ...(doc.escrow === undefined ? {} : { escrow: { directory: doc.escrow.directory, recipients: [...doc.escrow.recipients] } }),
     keys: doc.keys.map((_, index) => resolveKey(doc, index)),
     ...(doc.intake === undefined ? {} : { intake: doc.intake }),
+    consumers: resolveConsumerSettings(doc.consumers),
   };
+}
+
+function resolveConsumerSettings(input: PolicyDocument['consumers']): ConsumerSettings {
+  const kubernetes = input?.kubernetes;
+  return {
+    kubernetes: { ...(kubernetes?.kubeconfig === undefined ? {} : { kubeconfig: kubernetes.kubeconfig }), ...(kubernetes?.context === undefined ? {} : { context: kubernetes.context }) },
+    syncTimeoutMs: parseDuration(input?.syncTimeout ?? CONSUMER_DEFAULTS.syncTimeout),
+    rolloutTimeoutMs: parseDuration(input?.rolloutTimeout ?? CONSUMER_DEFAULTS.rolloutTimeout),
+    maxConcurrentRestarts: input?.maxConcurrentRestarts ?? CONSUMER_DEFAULTS.maxConcurrentRestarts,
+    ...(input?.restartWindow === undefined ? {} : { restartWindow: resolveRestartWindow(input.restartWindow) }),
+  };
+}
+
+function resolveConsumer(input: NonNullable<PolicyDocument['keys'][number]['consumers']>[number]): ConsumerRef {
+  return input.kind === 'webhook' ? { kind: 'webhook', sink: input.sink } : { kind: input.kind, namespace: input.namespace, name: input.name };
 }
 
 function resolveKey(doc: PolicyDocument, index: number): KeyPolicy {
@@ -60,6 +77,8 @@ function resolveKey(doc: PolicyDocument, index: number): KeyPolicy {
       quarantineAfter: settings.quarantineAfter.value,
       remindEveryMs: parseDuration(settings.remindEvery.value),
     },
+    ...(key.consumers === undefined || key.consumers.length === 0 ? {} : { consumers: key.consumers.map(resolveConsumer) }),
+    refreshConsumers: settings.refreshConsumers.value,
   };
 }
 

@@ -9,43 +9,13 @@ import { BackendConfig } from '../backends/config.ts';
 import type { StoreTarget } from '../backends/types.ts';
 import type { PlainHttpEndpoint } from './endpoints.ts';
 import type { PolicyIssue } from './errors.ts';
-import { cronProblem, timeZoneProblem } from './cron.ts';
-import { durationProblem } from './duration.ts';
+import { CronExpression, Duration, InstanceName, TimeZone } from './fields.ts';
 import { SecretRef } from '../refs/secret-ref.ts';
 import { AllowInsecureHttp, HttpUrl } from '../http/transport.ts';
 import { IntakeSettings } from './intake.ts';
+import { ConsumerInput, ConsumerSettingsInput, RefreshConsumers, type ConsumerRef, type ConsumerSettings } from './consumers.ts';
 
-/** Names of backends and alert sinks: they appear in audit events, alerts and metric labels. */
-export const InstanceName = z
-  .string()
-  .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, { error: 'must start with a letter or digit and hold only letters, digits, ".", "_" and "-"' });
-
-// A bare number (`maxAge: 30`) gets its own sentence: the unit is what is missing.
-const notText = (what: string) => (issue: { input?: unknown }) => (issue.input === undefined ? undefined : `must be ${what}`);
-
-export const Duration = z
-  .string({ error: notText('a duration with a unit, such as 30d or 15m') })
-  .superRefine((text, ctx) => {
-    const problem = durationProblem(text);
-    if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem });
-  })
-  .describe('A duration: a number and a unit (ms, s, m, h, d, w), e.g. 90s, 15m, 7d, or a sum such as 1h30m.');
-
-export const CronExpression = z
-  .string({ error: notText('a cron expression in quotes, such as "0 3 * * 1"') })
-  .superRefine((pattern, ctx) => {
-    const problem = cronProblem(pattern);
-    if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem });
-  })
-  .describe('A cron expression in croner syntax: 5 fields (minute hour day month weekday), 6-7 with seconds/year, or @daily, @weekly, ...');
-
-export const TimeZone = z
-  .string({ error: notText('an IANA time zone name, such as UTC or Europe/Berlin') })
-  .superRefine((zone, ctx) => {
-    const problem = timeZoneProblem(zone);
-    if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem });
-  })
-  .describe('An IANA time zone, e.g. UTC or Europe/Berlin.');
+export { CronExpression, Duration, InstanceName, TimeZone } from './fields.ts';
 
 const HttpMethod = z.enum(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']);
 
@@ -154,6 +124,7 @@ const settingsFields = {
     })
     .optional()
     .describe('Backoff and quarantine of a key that keeps failing (a key left with an intent marker is never backed off: it is repaired every run and alerts every time).'),
+  refreshConsumers: RefreshConsumers.optional(),
 };
 
 export const Defaults = z.strictObject(settingsFields);
@@ -170,6 +141,10 @@ export const KeyInput = z.strictObject({
   fallbacks: z.array(DestinationInput).optional().describe('Tried in order when a destination stays down.'),
   labels: z.record(z.string().min(1), z.string()).optional(),
   ...settingsFields,
+  consumers: z
+    .array(ConsumerInput)
+    .optional()
+    .describe('Who holds this key\'s stored value and is told when a new one is stored: ExternalSecrets synced, then workloads restarted once, in order (docs/kubernetes.md, "Consumers"); webhooks told at once.'),
   // Last, so the fields of a single key read first (and unknown-field hints list them first).
   slots: z
     .array(ApiKeyId)
@@ -200,6 +175,7 @@ export const PolicyDocument = z
     escrow: Escrow.optional().describe('Last resort when no destination takes the secret: sealed to these age recipients.'),
     defaults: Defaults.optional(),
     intake: IntakeSettings.optional(),
+    consumers: ConsumerSettingsInput.optional(),
     keys: z.array(KeyInput).min(1, { error: 'a policy needs at least one key' }),
   })
   .meta({ title: 'keyroll rotation policy' });
@@ -246,6 +222,10 @@ export interface KeyPolicy {
   failures?: FailureSettings;
   /** `aws-native`: Secrets Manager schedules the key and calls keyroll's rotation function (src/lambda/); `run` and the daemon skip it. Absent: keyroll schedules it. */
   scheduler?: 'aws-native';
+  /** Who holds the stored value and is told of a new one (invariant 12), in the order the policy lists them; absent: none. */
+  consumers?: readonly ConsumerRef[];
+  /** When the consumers are refreshed (policy/consumers.ts); absent: `needed`. */
+  refreshConsumers?: 'needed' | 'always';
 }
 
 /** The `failures` settings of a key, durations in ms. */
@@ -267,6 +247,8 @@ export interface Policy {
   keys: KeyPolicy[];
   /** Leak intake endpoints of the daemon (src/policy/intake.ts); absent: none served. */
   intake?: IntakeSettings;
+  /** How consumers are refreshed (src/policy/consumers.ts); absent: the defaults (CONSUMER_DEFAULTS). */
+  consumers?: ConsumerSettings;
   /** What `validate` warns about (an endpoint with allowInsecureHttp: true), located like errors. */
   warnings?: readonly PolicyIssue[];
   /** Endpoints opted into plain http:// to another machine (endpoints.ts); `run` and the daemon warn about each at start. */

@@ -16,6 +16,7 @@ export const BUILTIN_DEFAULTS = {
   driftCheck: '1h',
   onDrift: 'rotate',
   failures: { backoff: { initial: '1h', cap: '24h', jitter: 0.2 }, quarantineAfter: 5, remindEvery: '24h' },
+  refreshConsumers: 'needed',
 } as const;
 
 export interface Sourced<T> {
@@ -47,12 +48,13 @@ export interface EffectiveSettings {
   backoffJitter: Sourced<number>;
   quarantineAfter: Sourced<number>;
   remindEvery: Sourced<string>;
+  refreshConsumers: Sourced<'needed' | 'always'>;
   /** Slot entries only; never inherited (a consumer's refresh time belongs to the consumer of one entry). */
   consumerRefresh: Sourced<string | undefined>;
 }
 
 type Group = 'verify' | 'store' | 'notify' | 'failures';
-type TopField = 'schedule' | 'timezone' | 'maxAge' | 'minInterval' | 'lockTtl' | 'clockSkew' | 'driftCheck' | 'onDrift';
+type TopField = 'schedule' | 'timezone' | 'maxAge' | 'minInterval' | 'lockTtl' | 'clockSkew' | 'driftCheck' | 'onDrift' | 'refreshConsumers';
 type TopSettings = Pick<KeyInput, TopField>;
 
 export function effectiveSettings(doc: PolicyDocument, keyIndex: number): EffectiveSettings {
@@ -113,6 +115,7 @@ export function effectiveSettings(doc: PolicyDocument, keyIndex: number): Effect
     backoffJitter: backoff<number>('jitter', BUILTIN_DEFAULTS.failures.backoff.jitter),
     quarantineAfter: nested('failures', 'quarantineAfter', BUILTIN_DEFAULTS.failures.quarantineAfter),
     remindEvery: nested<string>('failures', 'remindEvery', BUILTIN_DEFAULTS.failures.remindEvery),
+    refreshConsumers: orBuiltin(top('refreshConsumers'), BUILTIN_DEFAULTS.refreshConsumers),
     consumerRefresh: key.consumerRefresh === undefined ? { value: undefined } : { value: key.consumerRefresh, path: [...keyPath, 'consumerRefresh'] },
   };
 }

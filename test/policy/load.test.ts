@@ -93,6 +93,7 @@ describe('resolving defaults', () => {
         driftCheckMs: 3_600_000,
         onDrift: 'rotate',
         failures: { backoffInitialMs: 3_600_000, backoffCapMs: 86_400_000, jitter: 0.2, quarantineAfter: 5, remindEveryMs: 86_400_000 },
+        refreshConsumers: 'needed',
       },
     ]);
   });
