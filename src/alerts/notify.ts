@@ -1,6 +1,7 @@
-// Success notifications: after a finished rotation, the key's `notify.onSuccess` sinks hear
-// which key was rotated, where it was stored and at which version (never the secret). A lost
-// notification is audited (`notify.failed`) and changes nothing about the rotation.
+// Success notifications: after a finished rotation, webhook sinks hear which key was rotated,
+// where it was stored and at which version (never the secret). src/consumers/ sends them, to a
+// key's `notify.onSuccess` sinks and its `webhook` consumers. A lost notification is audited
+// (`notify.failed`), reported to the caller, and changes nothing about the rotation.
 import type { AuditLog } from '../audit/events.ts';
 import { sanitizeValue } from '../audit/sanitize.ts';
 import { dispatchOptions, reportResult, type AlerterOptions } from './alerter.ts';
@@ -11,9 +12,18 @@ import type { SuccessNotice } from './types.ts';
 /** The alerter's options, less the default sinks: a success is told only to the sinks the key names. */
 export type NotifierOptions = Omit<AlerterOptions, 'defaultSinks'>;
 
+/** How one notice went to one sink. */
+export interface NoticeResult {
+  sink: string;
+  sent: boolean;
+  /** On failure: the stable code and a plain sentence (never the secret). */
+  errorCode?: string;
+  error?: string;
+}
+
 export interface Notifier {
-  /** Tells `sinks` (webhook or Slack sinks) about a finished rotation. Never throws. */
-  notifySuccess(notice: SuccessNotice, sinks: readonly string[]): Promise<void>;
+  /** Tells `sinks` (webhook or Slack sinks) about a finished rotation, once per sink. Never throws. */
+  notifySuccess(notice: SuccessNotice, sinks: readonly string[]): Promise<NoticeResult[]>;
   /** The same notifier writing its audit events to `audit`. */
   withAudit(audit: AuditLog): Notifier;
 }
@@ -22,14 +32,17 @@ export function createNotifier(options: NotifierOptions): Notifier {
   const dispatch = dispatchOptions(options);
 
   const notifierOn = (auditLog: AuditLog): Notifier => ({
-    async notifySuccess(notice: SuccessNotice, sinks: readonly string[]): Promise<void> {
+    async notifySuccess(notice: SuccessNotice, sinks: readonly string[]): Promise<NoticeResult[]> {
       const safe = sanitizeValue(notice);
       const audit = auditLog.child({ rotationId: safe.rotationId, keyId: safe.keyId, organizationId: safe.organizationId });
-      await Promise.all(
-        [...new Set(sinks)].map(async (sink) => {
+      return Promise.all(
+        [...new Set(sinks)].map(async (sink): Promise<NoticeResult> => {
           const outcome = await dispatchToSink(sink, (name, config, context) => buildSuccessRequest(name, config, safe, context), dispatch);
           audit.emit(outcome.sent ? 'notify.sent' : 'notify.failed', outcome.fields);
           reportResult(options.onResult, sink, outcome.sent ? 'sent' : 'failed');
+          if (outcome.sent) return { sink, sent: true };
+          const { errorCode, error } = outcome.fields;
+          return { sink, sent: false, ...(typeof errorCode === 'string' ? { errorCode } : {}), ...(typeof error === 'string' ? { error } : {}) };
         }),
       );
     },

@@ -69,6 +69,15 @@ export const AUDIT_EVENT_LEVELS: Record<AuditEventName, AuditLevel> = {
   'leak.intake.resolved': 'info',
   'leak.intake.failed': 'error',
   // Routine under a busy account: the wait is the design (invariant 11); written only at debug.
+  'consumers.started': 'info',
+  'consumers.owed': 'warn',
+  'consumers.finished': 'info',
+  'consumer.notified': 'info',
+  'consumer.refreshed': 'info',
+  // The value is stored; the consumer still holds the old one: a failure a person must see.
+  'consumer.failed': 'error',
+  'consumer.deferred': 'info',
+  'consumer.skipped': 'info',
   'backend.throttled': 'debug',
   'alert.sent': 'info',
   'alert.undeliverable': 'error',

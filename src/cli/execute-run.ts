@@ -1,10 +1,14 @@
 // The part `run` and `rotate` share once they know which keys and why: the output (the audit
 // trail as JSON lines when stdout is not a terminal, a progress view when it is; terminal/),
-// shutdown signals, the optional Pushgateway export, the run itself, and the summary line last.
+// shutdown signals, the optional Pushgateway export, the run itself, the refresh of the consumers
+// of what it stored (src/consumers/: webhooks as each key ends, syncs and restarts after the run),
+// and the summary line last.
 // This module is itself loaded only by those two commands (a dynamic import, after the flags), so
 // the rotation engine is imported statically here: one round of module loading on the way to the
 // first roll, not two.
 import type { AuditLog } from '../audit/events.ts';
+import { createRefresher } from '../consumers/create.ts';
+import type { DeliveryReport } from '../consumers/types.ts';
 import type { KeyrollMetrics } from '../metrics/metrics.ts';
 import type { PushgatewayExport } from '../metrics/run-export.ts';
 import { announcePlainHttp } from '../policy/plain-http-notice.ts';
@@ -12,6 +16,7 @@ import type { KeyPolicy, Policy } from '../policy/schema.ts';
 import { createRuntime, type Runtime } from '../rotation/runtime.ts';
 import { runRotations, type RunSummary } from '../rotation/run.ts';
 import type { RunTrigger } from '../rotation/types.ts';
+import { ExitCode } from './exit-codes.ts';
 import { exitCodeAfterShutdown, exitForError, shutdownSignal, summaryLine, testCheckpointFromEnv } from './common.ts';
 import type { OutputFlags } from './terminal/output-mode.ts';
 import { openRunOutput, type RunOutput } from './terminal/run-output.ts';
@@ -61,6 +66,9 @@ export async function executeRun(input: ExecuteRunInput): Promise<number> {
   try {
     const checkpoint = testCheckpointFromEnv();
     runtime = await createRuntime(input.policy, { audit, ...metrics?.runtimeOptions, ...(checkpoint ? { checkpoint } : {}), ...(input.shards ? { shards: input.shards } : {}) });
+    const refresher = createRefresher(input.policy, { alerter: runtime.alerter, notifier: runtime.notifier, signal: shutdown.signal, ...(metrics ? { observer: metrics.metrics.consumerObserver } : {}) });
+    const delivery = refresher.begin(audit, input.policy.keys);
+    const keysById = new Map(input.keys.map((key) => [key.id, key]));
     const summary = await runRotations(runtime, {
       keys: input.keys,
       trigger: input.trigger,
@@ -69,20 +77,27 @@ export async function executeRun(input: ExecuteRunInput): Promise<number> {
       onKeyDone: (outcome) => {
         output.keyDone(outcome);
         metrics?.onKeyDone(outcome);
+        const key = keysById.get(outcome.keyId);
+        if (key !== undefined) delivery.stored(key, outcome);
       },
       command: input.command,
       ...(input.slots ? { slots: input.slots } : {}),
     });
+    // Every key of the run is stored: its consumers now, and restarts still owed from earlier runs
+    // (one queue: a workload owed by both restarts once). A failed consumer never changes a
+    // rotation; it makes the run exit 1 (docs/exit-codes.md).
+    const [consumers] = await Promise.all([delivery.finish(), refresher.pickUpOwed(input.policy.keys, audit)]);
     // Read at once: a signal after this point (during the push or the flush) finds a finished run.
     const interruptedBy = shutdown.signal.aborted ? signalName(shutdown.signal) : undefined;
     output.finishView();
     const after = interruptedBy === undefined ? await input.afterRotations?.(runtime, summary, metrics?.metrics) : undefined;
     await metrics?.push(input.groupings);
     await audit.flush();
-    const exitCode = Math.max(exitCodeAfterShutdown(summary, interruptedBy !== undefined), after ?? 0) as RunSummary['exitCode'];
+    const consumersFailed = consumers !== undefined && consumers.failed > 0 ? ExitCode.someFailed : ExitCode.ok;
+    const exitCode = Math.max(exitCodeAfterShutdown(summary, interruptedBy !== undefined), after ?? 0, consumersFailed) as RunSummary['exitCode'];
     const report = input.report?.({ ...summary, exitCode });
     if (report !== undefined) process.stdout.write(`${report}\n`);
-    process.stdout.write(`${summaryLine(summary, interruptedBy)}\n`);
+    process.stdout.write(`${summaryLine(summary, interruptedBy)}${consumersPart(consumers)}\n`);
     return exitCode;
   } catch (error) {
     output.finishView();
@@ -92,6 +107,13 @@ export async function executeRun(input: ExecuteRunInput): Promise<number> {
     await runtime?.close();
     output.close();
   }
+}
+
+/** `; consumers refreshed N, failed M, deferred D` after the summary, when the run told any consumer. */
+function consumersPart(report: DeliveryReport | undefined): string {
+  if (report === undefined) return '';
+  const extra = [report.deferred > 0 ? `deferred ${String(report.deferred)}` : '', report.skipped > 0 ? `already restarted ${String(report.skipped)}` : ''].filter((part) => part !== '');
+  return `; consumers refreshed ${String(report.refreshed)}, failed ${String(report.failed)}${extra.length === 0 ? '' : `, ${extra.join(', ')}`}`;
 }
 
 /** "SIGTERM received" (the reason shutdownSignal aborts with), or a plain word. */

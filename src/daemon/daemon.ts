@@ -42,7 +42,7 @@ export class Daemon {
   readonly #audit: AuditLog;
   readonly #now: () => Date;
   readonly #health: KeyHealth;
-  readonly #shutdownController = new AbortController();
+  readonly #shutdownController: AbortController;
   readonly #releaseDeliveries: () => void;
   /** Sweeps, readiness checks and rotations in flight: what a shutdown waits for. */
   readonly #work = new Set<Promise<unknown>>();
@@ -85,6 +85,7 @@ export class Daemon {
     this.#audit = audit;
     this.#now = now;
     this.metrics = context.metrics;
+    this.#shutdownController = context.shutdown;
     this.#health = new KeyHealth(this.metrics, options.retryFailedAfterMs ?? DAEMON_DEFAULTS.retryFailedAfterMs);
     // SIGTERM reaches every alert delivery too: a hanging sink gets a few seconds, then is abandoned
     // (audited), so the grace period holds whatever a sink does.
@@ -103,6 +104,13 @@ export class Daemon {
         // A drift probe that found the key healthy is not a rotation outcome.
         if (outcome.result === 'skipped' && outcome.detail === 'not-due') return;
         this.#health.recordOutcome(outcome, trigger.reason, now().getTime(), this.#stopping);
+      },
+      // Not shutdown work: a rollout may take minutes. Restarts not done when the daemon stops
+      // stay recorded on their workloads (keyroll.io/restart-owed) for the next sweep.
+      deliver: (delivery) => {
+        delivery.catch((error: unknown) => {
+          reportFailure(audit, 'consumers', error);
+        });
       },
     });
     this.#sweeps = new SweepLoop({
@@ -268,6 +276,13 @@ export class Daemon {
       // dashboard is found within one sweep, alerted, and healed when onDrift is rotate).
       const probe = generation.policy.keys.filter((key) => !due.includes(key) && key.driftCheckMs !== undefined && this.#health.maySweep(key.id, nowMs));
       if (probe.length > 0 && this.#accepting()) await this.#launcher.runFree(generation, probe, SCHEDULED, 'drift');
+      // Restarts still owed (a runner stopped before them, or they waited for the window): in the
+      // background, like every delivery.
+      if (this.#accepting()) {
+        generation.refresher?.pickUpOwed(generation.policy.keys, this.#audit).catch((error: unknown) => {
+          reportFailure(this.#audit, 'consumers', error);
+        });
+      }
     } finally {
       done();
     }

@@ -1,6 +1,7 @@
 // What `keyroll daemon` is started with (the CLI's flags, or a test's settings), the defaults of
 // what is left out, and what a reload and a shutdown answer.
 import type { AuditLog } from '../audit/events.ts';
+import type { KubeClient } from '../consumers/kubernetes/client.ts';
 import type { KeyrollMetrics } from '../metrics/metrics.ts';
 import type { Policy } from '../policy/schema.ts';
 import type { RuntimeOptions } from '../rotation/runtime.ts';
@@ -41,6 +42,8 @@ export interface DaemonOptions {
   metrics?: KeyrollMetrics;
   /** Overrides for every runtime the daemon builds (tests: credentials, apiBaseUrl, sleep, alerter, wrapBackend). */
   runtime?: Partial<Omit<RuntimeOptions, 'audit' | 'observer'>>;
+  /** The Kubernetes client of the consumers' refresh (tests); default: the policy's (in-cluster or kubeconfig). */
+  kubeClient?: () => KubeClient;
   now?: () => Date;
   env?: NodeJS.ProcessEnv;
   /** Where start-up warnings go besides the audit trail (plain-HTTP endpoints); default stderr. */

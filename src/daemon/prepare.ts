@@ -3,6 +3,7 @@
 // records), then its generation (runtime, alerter). Any failure leaves the one in force untouched.
 import { createAlerter } from '../alerts/alerter.ts';
 import type { AuditLog } from '../audit/events.ts';
+import { createRefresher } from '../consumers/create.ts';
 import { errorCode, errorMessage } from '../errors.ts';
 import { ReplayRecords } from '../inbound/replay-records.ts';
 import { createMetrics, type KeyrollMetrics } from '../metrics/metrics.ts';
@@ -24,6 +25,8 @@ export interface DaemonContext {
   readonly checkIntervalMs: number;
   /** One record per signed source; undefined without a state directory. */
   readonly replays: ReplayRecords | undefined;
+  /** Aborted when shutdown begins: rotations not started are skipped, consumer waits end. */
+  readonly shutdown: AbortController;
 }
 
 /** A policy ready to take effect: every secret its endpoints need read, its runtime built. */
@@ -46,6 +49,7 @@ export function daemonContext(options: DaemonOptions): DaemonContext {
     checkIntervalMs: options.checkIntervalMs ?? DAEMON_DEFAULTS.checkIntervalMs,
     // One record per source (inbound/replay-records.ts), each opened before its endpoint serves.
     replays: options.stateDir === undefined ? undefined : new ReplayRecords(options.stateDir, () => Math.floor(now().getTime() / 1000)),
+    shutdown: new AbortController(),
   };
 }
 
@@ -71,9 +75,23 @@ export async function prepare(context: DaemonContext, policy: Policy): Promise<P
     });
   const runtimeOptions: RuntimeOptions = { audit, env, now, ...options.runtime, observer: metrics.observer, alerter };
   const runtime = await createRuntime(policy, runtimeOptions);
-  const generation = new Generation(policy, runtime, (error) => {
-    reportFailure(audit, 'runtime-close', error);
+  const refresher = createRefresher(policy, {
+    alerter: runtime.alerter,
+    notifier: runtime.notifier,
+    env,
+    now,
+    observer: metrics.consumerObserver,
+    signal: context.shutdown.signal,
+    ...(options.kubeClient ? { kubeClient: options.kubeClient } : {}),
   });
+  const generation = new Generation(
+    policy,
+    runtime,
+    (error) => {
+      reportFailure(audit, 'runtime-close', error);
+    },
+    refresher,
+  );
   return { generation, secrets };
 }
 

@@ -10,6 +10,7 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { AlertResult } from '../alerts/types.ts';
 import { QUOTA_GROUPS } from '../backends/quota/groups.ts';
 import type { BackendKind } from '../backends/types.ts';
+import { CONSUMER_KINDS, CONSUMER_RESULTS, type ConsumerObserver } from '../consumers/types.ts';
 import type { KeyOutcome, KeyResult, RotationObserver, RotationReason, RotationStep } from '../rotation/types.ts';
 
 export { collectDefaultMetrics } from 'prom-client';
@@ -25,6 +26,12 @@ export const EXPOSURE_BUCKETS_SECONDS: readonly number[] = [0.001, 0.0025, 0.005
  * and its proof take seconds; a busy key lock or 429 waits stretch it to minutes.
  */
 export const LEAK_TIME_TO_DEAD_BUCKETS_SECONDS: readonly number[] = [1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600];
+
+/**
+ * Store → the last consumer of the value refreshed: an ExternalSecret sync takes seconds, a
+ * rollout seconds to minutes (image pulls, readiness probes, the cap on restarts at once).
+ */
+export const CONSUMERS_REFRESHED_BUCKETS_SECONDS: readonly number[] = [1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600];
 
 /** Steps range from a local file write (ms) to a 429 wait inside the roll (minutes). */
 export const STEP_BUCKETS_SECONDS: readonly number[] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
@@ -65,6 +72,10 @@ export interface KeyrollMetrics {
   readonly alerts: Counter<'sink' | 'result'>;
   /** Daemon only: refused trigger requests by why, every one (the audit samples them). */
   readonly triggerRejections: Counter<'why'>;
+  readonly consumerRefreshes: Counter<'kind' | 'result'>;
+  readonly consumersRefreshed: Histogram;
+  /** Hooks for the consumers' refresh (src/consumers/). */
+  readonly consumerObserver: ConsumerObserver;
   /** Hooks for the rotation engine (RuntimeOptions.observer). */
   readonly observer: RotationObserver;
   /** Counts one key's outcome; a success also sets the key's last-rotation time to now. */
@@ -208,9 +219,23 @@ export function createMetrics(options: MetricsOptions = {}): KeyrollMetrics {
     registers: [registry],
   });
 
+  const consumerRefreshes = new Counter({
+    name: 'keyroll_consumer_refreshes_total',
+    help: 'Consumers told of a new value, by kind (externalSecret, deployment, statefulSet, daemonSet, webhook) and result (refreshed, failed, deferred to the restart window, skipped: another runner restarted it).',
+    labelNames: ['kind', 'result'] as const,
+    registers: [registry],
+  });
+  const consumersRefreshed = new Histogram({
+    name: 'keyroll_consumers_refreshed_seconds',
+    help: 'Time from the store of a new value to the last of its consumers refreshed (synced, rolled out, notified), for every value all of whose consumers were refreshed.',
+    buckets: [...CONSUMERS_REFRESHED_BUCKETS_SECONDS],
+    registers: [registry],
+  });
+
   // Every result and reason starts at 0: a counter series that first appears at 1 shows
   // Prometheus no increase, so the first failed leak rotation of a daemon would fire no alert.
   for (const result of Object.keys(RESULTS) as KeyResult[]) for (const reason of RUN_REASONS) rotations.inc({ result, reason }, 0);
+  for (const kind of CONSUMER_KINDS) for (const result of CONSUMER_RESULTS) consumerRefreshes.inc({ kind, result }, 0);
 
   const setLastRotation = (keyId: string, isoTime: string): void => {
     const ms = Date.parse(isoTime);
@@ -231,6 +256,16 @@ export function createMetrics(options: MetricsOptions = {}): KeyrollMetrics {
     leakTimeToDead,
     alerts,
     triggerRejections,
+    consumerRefreshes,
+    consumersRefreshed,
+    consumerObserver: {
+      consumerDone: (kind, result) => {
+        consumerRefreshes.inc({ kind, result });
+      },
+      allRefreshed: (ms) => {
+        consumersRefreshed.observe(Math.max(0, ms) / 1000);
+      },
+    },
     observer: {
       stepDuration: (step: RotationStep, ms: number) => {
         stepDuration.observe({ step }, Math.max(0, ms) / 1000);

@@ -10,7 +10,7 @@ import { ApiClient, MAX_SHARED_PAUSE_MS } from '../api/client.ts';
 import { oauthClientCredentials, refCredential, type CredentialProvider } from '../api/credentials.ts';
 import { RateLimiter } from '../api/rate-limiter.ts';
 import { createAlerter } from '../alerts/alerter.ts';
-import { createNotifier } from '../alerts/notify.ts';
+import { createNotifier, type Notifier } from '../alerts/notify.ts';
 import type { AuditedAlerter } from '../alerts/alerter.ts';
 import type { Alerter } from '../alerts/types.ts';
 import type { AuditLog } from '../audit/events.ts';
@@ -49,6 +49,8 @@ export interface RuntimeOptions {
 export interface Runtime {
   readonly audit: AuditLog;
   readonly alerter: Alerter;
+  /** Webhook notices of new values (the consumers' refresh sends them: src/consumers/). */
+  readonly notifier: Notifier;
   readonly api: ApiClient;
   readonly credentialDescription: string;
   readonly owner: string;
@@ -106,6 +108,7 @@ export async function createRuntime(policy: Policy, options: RuntimeOptions): Pr
   return {
     audit: options.audit,
     alerter,
+    notifier,
     api,
     owner,
     credentialDescription: credentials.description,
@@ -118,7 +121,6 @@ export async function createRuntime(policy: Policy, options: RuntimeOptions): Pr
       audit,
       // Alert and notification events carry the run's context (run id, actor, reason).
       alerter: withAudit(alerter, audit),
-      notifySuccess: (notice, sinks) => notifier.withAudit(audit).notifySuccess(notice, sinks),
       // Absolute, so the path in alerts and audit events is one an operator can open.
       ...(policy.escrow ? { escrow: { ...policy.escrow, directory: resolvePath(policy.escrow.directory) } } : {}),
       owner,

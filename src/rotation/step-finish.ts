@@ -75,10 +75,10 @@ export async function verifyAndFinish(tx: Transaction, stored: Stored, keptAlive
       nextAction: 'nothing to do: the new secret is stored and verified',
     });
   }
-  if (deps.notifySuccess && key.notify.onSuccess.length > 0) {
-    await deps.notifySuccess({ keyId: key.id, organizationId: key.organizationId, rotationId, rotatedAt, destinations: versions }, key.notify.onSuccess);
-  }
-  return tx.outcome(progress.recovering ? 'recovered' : 'rotated', { exposureMs, versions, ...(rolled.malformed ? { detail: 'malformed-roll-answer' } : {}) });
+  // What the consumers' refresh reads (src/consumers/, invariant 12): when the new value was
+  // stored, why, and whether the value consumers held before still works.
+  const delivery = { rotatedAt, reason: tx.trigger.reason, ...(previous === undefined ? {} : { previousActiveWorks: previous.works }) };
+  return tx.outcome(progress.recovering ? 'recovered' : 'rotated', { exposureMs, versions, ...delivery, ...(rolled.malformed ? { detail: 'malformed-roll-answer' } : {}) });
 }
 
 /** Invariant 10: consumers that have not refreshed yet use the previous active secret. */

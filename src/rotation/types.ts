@@ -1,5 +1,5 @@
 // Shapes shared by the rotation steps, the orchestrator and the commands.
-import type { Alerter, SuccessNotice } from '../alerts/types.ts';
+import type { Alerter } from '../alerts/types.ts';
 import type { AuditLog } from '../audit/events.ts';
 import type { Secret } from '../audit/secret.ts';
 import type { QuotaObserver } from '../backends/quota/observer.ts';
@@ -54,8 +54,6 @@ export interface RotationDeps {
   api: RotationApi;
   audit: AuditLog;
   alerter: Alerter;
-  /** Success notifications (webhooks after a finished rotation); optional. */
-  notifySuccess?: (notice: SuccessNotice, sinks: readonly string[]) => Promise<void>;
   escrow?: EscrowSettings;
   /** Identifies this runner in locks and intents (host/pid/random). */
   owner: string;
@@ -107,4 +105,14 @@ export interface KeyOutcome {
   rolledKeyId?: string;
   /** ISO-8601: the key is quarantined since then (skipped as quarantined, or quarantined by this failure). */
   quarantinedAt?: string;
+  /** A new value was stored and verified: the ISO-8601 time of the roll answer. */
+  rotatedAt?: string;
+  /** Why the rotation that stored it ran (drift for a drift heal, whatever the run's reason). */
+  reason?: RotationReason;
+  /**
+   * Two-slot entries that rolled the standby: whether the value consumers held before (the
+   * previous active slot's) still works after the store. False or absent: it died, so consumers
+   * must pick up the new one now (invariant 12).
+   */
+  previousActiveWorks?: boolean;
 }

@@ -1,7 +1,9 @@
-// One loaded policy and everything built from it: the runtime (API client, backends, alerter)
-// and the cron jobs. SIGHUP builds a new generation beside the old one and swaps them; the old
+// One loaded policy and everything built from it: the runtime (API client, backends, alerter),
+// the consumers' refresh (its restart queue coalesces every run of the generation) and the cron
+// jobs. SIGHUP builds a new generation beside the old one and swaps them; the old
 // runtime is closed only when the last run that uses it is over, so a reload never cuts a
 // rotation between its roll and its store.
+import type { ConsumerRefresher } from '../consumers/refresher.ts';
 import type { Policy } from '../policy/schema.ts';
 import type { Runtime } from '../rotation/runtime.ts';
 import type { ScheduledJobs } from './schedule.ts';
@@ -9,6 +11,8 @@ import type { ScheduledJobs } from './schedule.ts';
 export class Generation {
   readonly policy: Policy;
   readonly runtime: Runtime;
+  /** Absent in tests that build a generation by hand: nothing is refreshed. */
+  readonly refresher: ConsumerRefresher | undefined;
   #jobs: ScheduledJobs | undefined;
   #users = 0;
   #retired = false;
@@ -17,9 +21,10 @@ export class Generation {
   #markClosed: () => void = () => undefined;
   readonly #onCloseError: (error: unknown) => void;
 
-  constructor(policy: Policy, runtime: Runtime, onCloseError: (error: unknown) => void) {
+  constructor(policy: Policy, runtime: Runtime, onCloseError: (error: unknown) => void, refresher?: ConsumerRefresher) {
     this.policy = policy;
     this.runtime = runtime;
+    this.refresher = refresher;
     this.#onCloseError = onCloseError;
     this.#closed = new Promise<void>((resolve) => {
       this.#markClosed = resolve;

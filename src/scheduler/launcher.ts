@@ -1,5 +1,7 @@
 // Starting rotations in the daemon: every run goes through here, so every run takes the per-key
-// locks, holds its generation open, gets the shutdown signal, and reports each key's outcome.
+// locks, holds its generation open, gets the shutdown signal, reports each key's outcome, and
+// hands what it stored to the generation's consumers' refresh (in the background: a rollout may
+// take minutes, and neither the key locks nor the next sweep wait for it).
 // Schedule ticks and sweeps run the keys that are free now; a trigger also waits for the busy
 // ones, each in its own run as soon as its key is free.
 import { randomUUID } from 'node:crypto';
@@ -21,6 +23,8 @@ export interface LauncherOptions {
   onKeyDone: (outcome: KeyOutcome, trigger: RunTrigger) => void;
   /** Registers work a shutdown waits for. */
   track: <T>(work: Promise<T>) => Promise<T>;
+  /** Takes a run's consumer delivery once its rotations are over (runs in the background; never rejects). */
+  deliver?: (delivery: Promise<unknown>) => void;
 }
 
 /** What a trigger run may add: the slot to roll per entry id, and a listener for each key's outcome. */
@@ -123,6 +127,7 @@ export class Launcher {
     // drift probe or a trigger. A leak report's run joins the report's trace (leaks/intake.ts).
     const traced = <T>(work: () => Promise<T>): Promise<T> =>
       inSpan(`keyroll daemon ${source}`, { 'keyroll.command': 'daemon', 'keyroll.run.source': source, 'keyroll.reason': trigger.reason, 'keyroll.keys': keys.length }, work, source === 'trigger' ? 'active' : 'new-trace');
+    const delivery = generation.refresher?.begin(this.#auditFor(trigger), generation.policy.keys);
     try {
       await traced(() => runRotations(runtime, {
         keys,
@@ -137,10 +142,13 @@ export class Launcher {
           // The key is free as soon as its own rotation is over, not when the whole run is.
           ended(outcome.keyId);
           held.get(outcome.keyId)?.();
+          const key = keys.find((candidate) => candidate.id === outcome.keyId);
+          if (key !== undefined) delivery?.stored(key, outcome);
           this.#options.onKeyDone(outcome, trigger);
           extra.onKeyDone?.(outcome);
         },
       }));
+      if (delivery !== undefined) this.#options.deliver?.(delivery.finish());
     } catch (error) {
       // runRotations reports per-key failures itself; reaching here is a bug, made visible.
       const runId = randomUUID();

@@ -72,10 +72,10 @@ describe('notifySuccess', () => {
     expect(audit.eventsNamed('notify.failed')[0]).toMatchObject({ sink: 'pager', errorCode: 'KR_ALERT_SINK_UNSUPPORTED' });
   });
 
-  it('audits notify.failed after retries and still resolves', async () => {
+  it('audits notify.failed after retries, and resolves with the failure for the caller', async () => {
     receiver.answer(500, 500);
 
-    await expect(notifier().notifySuccess(notice, ['hook'])).resolves.toBeUndefined();
+    await expect(notifier().notifySuccess(notice, ['hook'])).resolves.toEqual([{ sink: 'hook', sent: false, errorCode: 'KR_ALERT_SINK_UNAVAILABLE', error: expect.any(String) as string }]);
 
     expect(receiver.requests).toHaveLength(2);
     expect(audit.eventsNamed('notify.failed')[0]).toMatchObject({ level: 'warn', sink: 'hook', attempts: 2, errorCode: 'KR_ALERT_SINK_UNAVAILABLE', status: 500 });

@@ -88,6 +88,34 @@ workload template, so a bad combination fails `helm install` and `helm template`
 {{- if and .Values.storage.enabled (eq .Values.storage.type "existingClaim") (not .Values.storage.existingClaim) }}
 {{- fail "storage.type is existingClaim but storage.existingClaim is empty" }}
 {{- end }}
+{{- include "keyroll.validateConsumerAccess" . }}
+{{- end }}
+
+{{/*
+A policy given inline whose keys list a Kubernetes consumer that consumerAccess does not name
+would earn keyroll a 403 at its first leak: refused here instead. (A policy in an existing
+ConfigMap is not visible to the chart; its consumers are yours to list.)
+*/}}
+{{- define "keyroll.validateConsumerAccess" -}}
+{{- $policy := .Values.policy }}
+{{- if kindIs "string" $policy }}{{- $policy = fromYaml $policy }}{{- end }}
+{{- $fields := dict "externalSecret" "externalSecrets" "deployment" "deployments" "statefulSet" "statefulSets" "daemonSet" "daemonSets" }}
+{{- if kindIs "map" $policy }}
+{{- range $key := ($policy.keys | default list) }}
+{{- range $consumer := ($key.consumers | default list) }}
+{{- $field := get $fields ($consumer.kind | default "") }}
+{{- if $field }}
+{{- $granted := false }}
+{{- range $access := $.Values.consumerAccess }}
+{{- if and (eq $access.namespace $consumer.namespace) (has $consumer.name (get $access $field | default list)) }}{{- $granted = true }}{{- end }}
+{{- end }}
+{{- if not $granted }}
+{{- fail (printf "the policy's key %s lists %s %s/%s, but consumerAccess does not name it: add it under consumerAccess (namespace %s, %s) so keyroll may get, patch and watch it" $key.id $consumer.kind $consumer.namespace $consumer.name $consumer.namespace $field) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
 {{- end }}
 
 {{/* Labels of one component (cronjob, rotate, daemon, test) on top of the common ones. */}}
@@ -116,7 +144,8 @@ metadata:
   {{- end }}
 spec:
   serviceAccountName: {{ include "keyroll.serviceAccountName" $root }}
-  automountServiceAccountToken: {{ $values.serviceAccount.automountToken }}
+  # The token is needed for Vault's kubernetes auth, and to refresh the consumers of consumerAccess.
+  automountServiceAccountToken: {{ or $values.serviceAccount.automountToken (not (empty $values.consumerAccess)) }}
   # Service environment variables are noise in keyroll's environment; it reads its
   # endpoints from the policy.
   enableServiceLinks: false

@@ -1,0 +1,116 @@
+// One run's share of the consumers' refresh (refresher.ts): `stored` hears each key as its
+// rotation ends (webhooks are told at once: a consumer outside Kubernetes drops its cache while
+// the run goes on), `finish` does the rest once every key of the run is stored: each
+// ExternalSecret synced, then each workload restarted once (invariant 12).
+import { randomUUID } from 'node:crypto';
+import type { AuditLog } from '../audit/events.ts';
+import { errorMessage } from '../errors.ts';
+import type { KeyPolicy } from '../policy/schema.ts';
+import type { KeyOutcome } from '../rotation/types.ts';
+import { refreshUrgency } from './need.ts';
+import { planDelivery, policyOrder } from './plan.ts';
+import type { ConsumerRefresher } from './refresher.ts';
+import { consumerName } from './refs.ts';
+import { consumerFields, nextActionFor } from './report.ts';
+import type { ConsumerOutcome, DeliveryReport, StoredValue } from './types.ts';
+
+/**
+ * One run's share: `stored` hears each key as it ends (webhooks are told at once), `finish` does
+ * the rest once every key of the run is stored: syncs, then restarts.
+ */
+export class Delivery {
+  readonly #refresher: ConsumerRefresher;
+  readonly #audit: AuditLog;
+  readonly #keys: readonly KeyPolicy[];
+  readonly #deliveryId = randomUUID();
+  readonly #startedAtMs: number;
+  /** Every new value of the run: what the histogram measures from. */
+  readonly #values: StoredValue[] = [];
+  /** Values whose Kubernetes consumers must pick them up. */
+  readonly #forKubernetes: StoredValue[] = [];
+  readonly #webhooks: Promise<ConsumerOutcome[]>[] = [];
+
+  constructor(refresher: ConsumerRefresher, audit: AuditLog, keys: readonly KeyPolicy[]) {
+    this.#refresher = refresher;
+    this.#audit = audit.child({});
+    this.#keys = keys;
+    this.#startedAtMs = refresher.now().getTime();
+  }
+
+  get deliveryId(): string {
+    return this.#deliveryId;
+  }
+
+  /** A key of the run ended. Never throws. */
+  stored(key: KeyPolicy, outcome: KeyOutcome): void {
+    const value = storedValue(key, outcome);
+    if (value === undefined) return;
+    const { urgency } = value;
+    // notify.onSuccess sinks hear of every new value; webhook consumers of the ones they must pick up.
+    const sinks = [...key.notify.onSuccess, ...(urgency === undefined ? [] : (key.consumers ?? []).flatMap((consumer) => (consumer.kind === 'webhook' ? [consumer.sink] : [])))];
+    const stored: StoredValue = { ...value, urgency: urgency ?? 'window' };
+    if (sinks.length > 0) {
+      this.#values.push(stored);
+      this.#webhooks.push(this.#notify(stored, [...new Set(sinks)]));
+    }
+    if (urgency !== undefined && (key.consumers ?? []).some((consumer) => consumer.kind !== 'webhook')) {
+      if (!this.#values.includes(stored)) this.#values.push(stored);
+      this.#forKubernetes.push(stored);
+    }
+  }
+
+  /** Syncs and restarts for the run's values; undefined when no consumer was concerned. Never throws. */
+  async finish(): Promise<DeliveryReport | undefined> {
+    const webhookOutcomes = (await Promise.all(this.#webhooks)).flat();
+    let kubeOutcomes: ConsumerOutcome[] = [];
+    if (this.#forKubernetes.length > 0) {
+      const plan = planDelivery(this.#forKubernetes, policyOrder(this.#keys));
+      this.#audit.emit('consumers.started', {
+        deliveryId: this.#deliveryId,
+        keyIds: [...new Set(this.#forKubernetes.map((value) => value.key.id))],
+        rotationIds: this.#forKubernetes.map((value) => value.rotationId),
+        externalSecrets: plan.syncs.map((target) => consumerName(target.consumer)),
+        workloads: plan.restarts.map((target) => consumerName(target.consumer)),
+        urgent: this.#forKubernetes.some((value) => value.urgency === 'now'),
+      });
+      kubeOutcomes = await this.#refresher.deliverToKubernetes(plan, this.#audit, this.#deliveryId, { recordOwed: true });
+    }
+    const outcomes = [...webhookOutcomes, ...kubeOutcomes];
+    if (outcomes.length === 0) return undefined;
+    return this.#refresher.finishDelivery(this.#audit, this.#deliveryId, this.#values, outcomes, this.#keys, this.#startedAtMs);
+  }
+
+  async #notify(value: StoredValue, sinks: readonly string[]): Promise<ConsumerOutcome[]> {
+    let results;
+    try {
+      results = await this.#refresher.notifier.withAudit(this.#audit).notifySuccess(value.notice, sinks);
+    } catch (error) {
+      results = sinks.map((sink) => ({ sink, sent: false, errorCode: 'KR_UNEXPECTED', error: errorMessage(error) }));
+    }
+    const atMs = this.#refresher.now().getTime();
+    return results.map((result): ConsumerOutcome => {
+      const consumer = { kind: 'webhook' as const, sink: result.sink };
+      const ids = { keyIds: [value.key.id], rotationIds: [value.rotationId] };
+      if (result.sent) {
+        this.#audit.emit('consumer.notified', { deliveryId: this.#deliveryId, ...consumerFields(consumer), ...ids, msToNotified: Math.max(0, Math.round(atMs - value.storedAtMs)) });
+        return { consumer, result: 'refreshed', ...ids, notifiedAtMs: atMs, refreshedAtMs: atMs };
+      }
+      const error = `the notice was not delivered (${result.errorCode ?? 'unknown'}${result.error === undefined ? '' : `: ${result.error}`})`;
+      return { consumer, result: 'failed', ...ids, errorCode: 'KR_CONSUMER_WEBHOOK_FAILED', error, nextAction: nextActionFor(consumer, ids.keyIds, 'KR_CONSUMER_WEBHOOK_FAILED') };
+    });
+  }
+}
+
+/** A run's outcome as a stored value, with how soon its consumers need it (undefined: only notify.onSuccess hears of it). */
+function storedValue(key: KeyPolicy, outcome: KeyOutcome): (Omit<StoredValue, 'urgency'> & { urgency: StoredValue['urgency'] | undefined }) | undefined {
+  if (outcome.rotatedAt === undefined || outcome.rotationId === undefined || (outcome.result !== 'rotated' && outcome.result !== 'recovered')) return undefined;
+  const rotatedAtMs = Date.parse(outcome.rotatedAt);
+  return {
+    key,
+    rotationId: outcome.rotationId,
+    storedAtMs: rotatedAtMs + (outcome.exposureMs ?? 0),
+    reason: outcome.reason ?? 'scheduled',
+    urgency: refreshUrgency(key, outcome),
+    notice: { keyId: key.id, organizationId: key.organizationId, rotationId: outcome.rotationId, rotatedAt: outcome.rotatedAt, destinations: outcome.versions ?? [] },
+  };
+}

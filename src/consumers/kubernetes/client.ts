@@ -1,0 +1,51 @@
+// The small part of the Kubernetes API keyroll needs to refresh consumers: read one object, patch
+// one object, watch one object. Everything in consumers/ talks to this interface; node-client.ts
+// implements it with @kubernetes/client-node, and the Role the chart renders allows exactly these
+// three verbs on the objects the policy names (docs/kubernetes.md).
+
+/** One namespaced object of an API group (core objects are never consumers). */
+export interface KubeObjectRef {
+  group: string;
+  version: string;
+  /** The resource's plural, as in its URL: deployments, externalsecrets. */
+  plural: string;
+  namespace: string;
+  name: string;
+}
+
+/** What keyroll reads of any object; each kind reads its own `spec` and `status` (tolerantly). */
+export interface KubeObject {
+  metadata?: {
+    name?: string;
+    namespace?: string;
+    resourceVersion?: string;
+    generation?: number;
+    annotations?: Record<string, string>;
+  };
+  spec?: unknown;
+  status?: unknown;
+}
+
+/** JSON merge patch (what `kubectl annotate` sends), or strategic merge patch (`kubectl rollout restart`). */
+export type PatchType = 'merge' | 'strategic';
+
+export interface KubeClient {
+  /** Reads the object. Throws ConsumerError (not found, forbidden, unreachable, timeout). */
+  get(ref: KubeObjectRef, signal?: AbortSignal): Promise<KubeObject>;
+  /**
+   * Patches the object and returns it as stored. A patch carrying `metadata.resourceVersion`
+   * lands only on that version (409 otherwise: ConsumerError KR_CONSUMER_CONFLICT).
+   */
+  patch(ref: KubeObjectRef, patch: object, type: PatchType, signal?: AbortSignal): Promise<KubeObject>;
+  /**
+   * Watches the one object (a field selector on its name, which a Role's resourceNames allows)
+   * from `resourceVersion`, calling `onChange` with each new state. Resolves when the watch ends:
+   * the server closed it, or `signal` aborted. Throws ConsumerError when it cannot start.
+   */
+  watch(ref: KubeObjectRef, resourceVersion: string, onChange: (object: KubeObject) => void, signal: AbortSignal): Promise<void>;
+}
+
+/** The URL path of an object, for messages and the commands keyroll suggests. */
+export function objectPath(ref: KubeObjectRef): string {
+  return `/apis/${ref.group}/${ref.version}/namespaces/${ref.namespace}/${ref.plural}/${ref.name}`;
+}

@@ -1,0 +1,154 @@
+// KubeClient with @kubernetes/client-node: the in-cluster service account when keyroll runs in a
+// pod, else a kubeconfig (the policy's, $KUBECONFIG, ~/.kube/config). Every request has a
+// deadline, so an API server that accepts the connection and never answers cannot hold a delivery.
+import { ApiException, CustomObjectsApi, KubeConfig, Observable, PatchStrategy, Watch, type ConfigurationOptions, type ObservableMiddleware, type RequestContext, type ResponseContext } from '@kubernetes/client-node';
+import { ConsumerError, codeOfStatus } from '../errors.ts';
+import { objectPath, type KubeClient, type KubeObject, type KubeObjectRef, type PatchType } from './client.ts';
+
+export interface KubeConnection {
+  /** A kubeconfig file; absent: in-cluster when in a pod, else $KUBECONFIG or ~/.kube/config. */
+  kubeconfig?: string;
+  context?: string;
+}
+
+/** Per request: the API server answers a get or a patch in milliseconds; this bounds a hung one. */
+export const REQUEST_TIMEOUT_MS = 10_000;
+/** A watch is asked to end after this long and then opened again (below client-node's 30 s idle limit). */
+const WATCH_SECONDS = 25;
+
+/**
+ * The client configuration: a named kubeconfig file, else the pod's service account (its token is
+ * re-read as the kubelet rotates it), else the default kubeconfig. Throws ConsumerError
+ * KR_CONSUMER_NO_CLIENT when none can be loaded.
+ */
+export function loadKubeConfig(connection: KubeConnection, env: NodeJS.ProcessEnv = process.env): KubeConfig {
+  const config = new KubeConfig();
+  try {
+    if (connection.kubeconfig !== undefined) config.loadFromFile(connection.kubeconfig);
+    else if (env.KUBERNETES_SERVICE_HOST !== undefined && env.KUBERNETES_SERVICE_HOST !== '') config.loadFromCluster();
+    else config.loadFromDefault();
+    if (connection.context !== undefined) config.setCurrentContext(connection.context);
+  } catch (error) {
+    throw new ConsumerError('KR_CONSUMER_NO_CLIENT', `no Kubernetes client configuration could be loaded: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+  }
+  if (config.getCurrentCluster() === null) {
+    throw new ConsumerError('KR_CONSUMER_NO_CLIENT', `no Kubernetes cluster is configured (${connection.kubeconfig ?? 'in-cluster account or the default kubeconfig'}${connection.context === undefined ? '' : `, context ${connection.context}`})`);
+  }
+  return config;
+}
+
+export class NodeKubeClient implements KubeClient {
+  readonly #config: KubeConfig;
+  readonly #objects: CustomObjectsApi;
+  readonly #requestTimeoutMs: number;
+
+  constructor(config: KubeConfig, options: { requestTimeoutMs?: number } = {}) {
+    this.#config = config;
+    this.#objects = config.makeApiClient(CustomObjectsApi);
+    this.#requestTimeoutMs = options.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
+  }
+
+  async get(ref: KubeObjectRef, signal?: AbortSignal): Promise<KubeObject> {
+    return this.#call(ref, 'get', signal, (options) => this.#objects.getNamespacedCustomObject(coordinates(ref), options));
+  }
+
+  async patch(ref: KubeObjectRef, patch: object, type: PatchType, signal?: AbortSignal): Promise<KubeObject> {
+    const contentType = type === 'merge' ? PatchStrategy.MergePatch : PatchStrategy.StrategicMergePatch;
+    return this.#call(ref, 'patch', signal, (options) => this.#objects.patchNamespacedCustomObject({ ...coordinates(ref), body: patch }, options), contentType);
+  }
+
+  async watch(ref: KubeObjectRef, resourceVersion: string, onChange: (object: KubeObject) => void, signal: AbortSignal): Promise<void> {
+    if (signal.aborted) return;
+    const path = `/apis/${ref.group}/${ref.version}/namespaces/${ref.namespace}/${ref.plural}`;
+    await new Promise<void>((resolve, reject) => {
+      let controller: AbortController | undefined;
+      let ended = false;
+      const stop = (): void => {
+        controller?.abort();
+      };
+      signal.addEventListener('abort', stop, { once: true });
+      const end = (error: unknown): void => {
+        if (ended) return;
+        ended = true;
+        signal.removeEventListener('abort', stop);
+        // A watch that was running and ended (closed by the server, idle, aborted) is a normal end:
+        // the caller reads the object again and decides.
+        if (error === null || error === undefined || signal.aborted || controller !== undefined) resolve();
+        else reject(asConsumerError(error, ref, 'watch'));
+      };
+      new Watch(this.#config)
+        .watch(
+          path,
+          { fieldSelector: `metadata.name=${ref.name}`, resourceVersion, allowWatchBookmarks: false, timeoutSeconds: WATCH_SECONDS },
+          (phase: string, object: unknown) => {
+            if ((phase === 'ADDED' || phase === 'MODIFIED') && typeof object === 'object' && object !== null) onChange(object);
+          },
+          end,
+        )
+        .then(
+          (started) => {
+            controller = started;
+            if (signal.aborted) started.abort();
+          },
+          (error: unknown) => {
+            end(error);
+          },
+        );
+    });
+  }
+
+  async #call(ref: KubeObjectRef, verb: string, signal: AbortSignal | undefined, send: (options: ConfigurationOptions) => Promise<unknown>, contentType?: string): Promise<KubeObject> {
+    const deadline = AbortSignal.timeout(this.#requestTimeoutMs);
+    const combined = signal === undefined ? deadline : AbortSignal.any([signal, deadline]);
+    try {
+      const answer = await send(requestOptions(combined, contentType));
+      return typeof answer === 'object' && answer !== null ? (answer) : {};
+    } catch (error) {
+      throw asConsumerError(error, ref, verb, deadline.aborted);
+    }
+  }
+}
+
+function coordinates(ref: KubeObjectRef): { group: string; version: string; namespace: string; plural: string; name: string } {
+  return { group: ref.group, version: ref.version, namespace: ref.namespace, plural: ref.plural, name: ref.name };
+}
+
+/** The request's deadline and, for a patch, its content type, as client-node middleware. */
+function requestOptions(signal: AbortSignal, contentType: string | undefined): ConfigurationOptions {
+  const middleware: ObservableMiddleware = {
+    pre: (context: RequestContext) => {
+      context.setSignal(signal);
+      if (contentType !== undefined) context.setHeaderParam('Content-Type', contentType);
+      return new Observable(Promise.resolve(context));
+    },
+    post: (response: ResponseContext) => new Observable(Promise.resolve(response)),
+  };
+  return { middleware: [middleware], middlewareMergeStrategy: 'append' };
+}
+
+/** Every failure as a ConsumerError with a stable code; the API server's own message kept (it names no secret). */
+function asConsumerError(error: unknown, ref: KubeObjectRef, verb: string, timedOut = false): ConsumerError {
+  if (error instanceof ConsumerError) return error;
+  const where = `${verb} ${objectPath(ref)}`;
+  if (error instanceof ApiException) {
+    const status = error.code;
+    return new ConsumerError(codeOfStatus(status), `${where}: the API server answered ${String(status)}${serverMessage(error.body)}`, { status, cause: error });
+  }
+  const status = (error as { statusCode?: unknown }).statusCode;
+  if (typeof status === 'number') return new ConsumerError(codeOfStatus(status), `${where}: the API server answered ${String(status)}`, { status, cause: error });
+  if (timedOut || (error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError'))) {
+    return new ConsumerError('KR_CONSUMER_TIMEOUT', `${where}: no answer within ${String(REQUEST_TIMEOUT_MS / 1000)} s`, { cause: error });
+  }
+  const cause = error instanceof Error && error.cause instanceof Error ? `: ${error.cause.message}` : error instanceof Error ? `: ${error.message}` : '';
+  return new ConsumerError('KR_CONSUMER_UNREACHABLE', `${where}: the API server could not be reached${cause}`, { cause: error });
+}
+
+function serverMessage(body: unknown): string {
+  const text = typeof body === 'string' ? body : '';
+  try {
+    const parsed = JSON.parse(text) as { message?: unknown };
+    return typeof parsed.message === 'string' ? ` (${parsed.message.slice(0, 300)})` : '';
+  } catch {
+    return '';
+  }
+}

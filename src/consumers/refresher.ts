@@ -1,0 +1,282 @@
+// The consumers' refresh (invariant 12): after a rotation stored a value its consumers do not hold
+// yet, webhooks hear of it at once, every ExternalSecret is asked to sync and waited for, then each
+// workload restarts once, in order, within the cap (restart-queue.ts), and, when the value consumers
+// held still works, within the restart window. One refresher serves a runtime (a run, or a daemon
+// generation): its restart queue is what coalesces runs and leak reports that share a workload.
+// Every failure is the consumer's own (audited, alerted with the command to run by hand); none
+// changes, repeats or undoes a rotation.
+import { randomUUID } from 'node:crypto';
+import type { Notifier } from '../alerts/notify.ts';
+import type { Alerter } from '../alerts/types.ts';
+import type { AuditLog } from '../audit/events.ts';
+import type { ConsumerSettings } from '../policy/consumers.ts';
+import type { KeyPolicy } from '../policy/schema.ts';
+import { mapWithConcurrency } from '../rotation/concurrency.ts';
+import { asConsumerError, ConsumerError } from './errors.ts';
+import { externalSecretRef, syncExternalSecret } from './kinds/external-secret.ts';
+import { markDeferred, recordOwed, restartWorkload } from './kinds/workload.ts';
+import { WORKLOAD_KINDS, workloadRef } from './kinds/workloads.ts';
+import { Limit } from './limit.ts';
+import { Delivery } from './delivery.ts';
+import type { KubeClient } from './kubernetes/client.ts';
+import { owedRestarts, type OwedRestart } from './markers.ts';
+import { planDelivery, policyOrder, type DeliveryPlan, type RestartTarget, type SyncTarget } from './plan.ts';
+import { consumerKey, consumerName, isWorkload, type WorkloadConsumer } from './refs.ts';
+import { alertFailures, auditOutcomes, consumerFields, failedOutcome, keyIdsOf, observeAllRefreshed, reportOf, rotationIdsOf } from './report.ts';
+import { RestartQueue, type RestartJob } from './restart-queue.ts';
+import type { ConsumerObserver, ConsumerOutcome, ConsumerResult, DeliveryReport, StoredValue } from './types.ts';
+import { waitForObject } from './wait.ts';
+import { nextOpening, windowOpen } from './window.ts';
+
+export interface RefresherOptions {
+  settings: ConsumerSettings;
+  /** Made on first use: a run whose keys list no Kubernetes consumer never loads a kubeconfig. Throws ConsumerError. */
+  kubeClient: () => KubeClient;
+  notifier: Notifier;
+  alerter: Alerter;
+  now?: () => Date;
+  observer?: ConsumerObserver;
+  /** Shutdown: waits end at once (reported as timeouts); restarts already patched stand. */
+  signal?: AbortSignal;
+}
+
+/** ExternalSecrets synced at once, and workloads read at once when looking for owed restarts. */
+const PARALLEL_REQUESTS = 8;
+
+interface WorkloadResult {
+  result: ConsumerResult;
+  notifiedAtMs?: number;
+  refreshedAtMs?: number;
+  error?: ConsumerError;
+  nextWindowAt?: string;
+}
+
+export class ConsumerRefresher {
+  readonly #options: RefresherOptions;
+  readonly #now: () => Date;
+  readonly #queue: RestartQueue<WorkloadResult>;
+  #client: KubeClient | undefined;
+
+  constructor(options: RefresherOptions) {
+    this.#options = options;
+    this.#now = options.now ?? (() => new Date());
+    this.#queue = new RestartQueue<WorkloadResult>(options.settings.maxConcurrentRestarts, {
+      beforeSlot: (job) => this.#deferOutsideWindow(job),
+      withSlot: (job) => this.#restart(job),
+    });
+  }
+
+  /** A delivery for one run: hand it each key's outcome as the key ends, then finish it. */
+  begin(audit: AuditLog, keys: readonly KeyPolicy[]): Delivery {
+    return new Delivery(this, audit, keys);
+  }
+
+  /**
+   * Restarts recorded as owed on the workloads `keys` list that are due now: urgent ones a runner
+   * left behind (it stopped before the restart), and, inside the restart window, those left for
+   * it. Read failures are audited by the delivery that finds them later; nothing here alerts on a
+   * read. Undefined when nothing was owed.
+   */
+  async pickUpOwed(keys: readonly KeyPolicy[], audit: AuditLog): Promise<DeliveryReport | undefined> {
+    const workloads = new Map<string, WorkloadConsumer>();
+    for (const key of keys) for (const consumer of key.consumers ?? []) if (isWorkload(consumer)) workloads.set(consumerKey(consumer), consumer);
+    if (workloads.size === 0) return undefined;
+    let client: KubeClient;
+    try {
+      client = this.client();
+    } catch {
+      return undefined;
+    }
+    const nowMs = this.#now().getTime();
+    const open = windowOpen(this.#options.settings.restartWindow, this.#now());
+    const staleAfterMs = this.#options.settings.syncTimeoutMs + this.#options.settings.rolloutTimeoutMs;
+    const due = (entry: OwedRestart): boolean => (entry.urgent || open) && (entry.deferred === true || nowMs - Date.parse(entry.storedAt) > staleAfterMs);
+    const found: { workload: WorkloadConsumer; owed: OwedRestart[] }[] = [];
+    await mapWithConcurrency([...workloads.values()], PARALLEL_REQUESTS, async (workload) => {
+      try {
+        const owed = owedRestarts(await client.get(workloadRef(workload.kind, workload.namespace, workload.name), this.#options.signal)).filter(due);
+        if (owed.length > 0) found.push({ workload, owed });
+      } catch {
+        // Unreadable now: the delivery that recorded it alerted; the next run or sweep looks again.
+      }
+    });
+    if (found.length === 0) return undefined;
+    const byId = new Map(keys.map((key) => [key.id, key]));
+    const values = new Map<string, StoredValue>();
+    const only = new Map<string, Set<string>>();
+    for (const { workload, owed } of found) {
+      for (const entry of owed) {
+        const key = byId.get(entry.keyId);
+        // A key no longer in the policy: its consumers are no longer keyroll's to refresh.
+        if (key === undefined) continue;
+        const set = only.get(consumerKey(workload)) ?? new Set<string>();
+        set.add(entry.rotationId);
+        only.set(consumerKey(workload), set);
+        if (!values.has(entry.rotationId)) values.set(entry.rotationId, ownedValue(key, entry));
+      }
+    }
+    const deliveryId = randomUUID();
+    const log = audit;
+    log.emit('consumers.owed', {
+      deliveryId,
+      owed: found.flatMap(({ workload, owed }) => owed.map((entry) => ({ consumer: consumerName(workload), rotationId: entry.rotationId, keyId: entry.keyId, urgent: entry.urgent, deferred: entry.deferred === true, storedAt: entry.storedAt }))),
+    });
+    if (values.size === 0) return undefined;
+    const list = [...values.values()];
+    const outcomes = await this.deliverToKubernetes(planDelivery(list, policyOrder(keys), only), log, deliveryId, { recordOwed: false });
+    return this.finishDelivery(log, deliveryId, list, outcomes, keys, this.#now().getTime());
+  }
+
+  /** The Kubernetes client, made on first use. Throws ConsumerError KR_CONSUMER_NO_CLIENT. */
+  client(): KubeClient {
+    this.#client ??= this.#options.kubeClient();
+    return this.#client;
+  }
+
+  get notifier(): Notifier {
+    return this.#options.notifier;
+  }
+
+  get now(): () => Date {
+    return this.#now;
+  }
+
+  /** Syncs then restarts, per the plan; every consumer of the plan gets exactly one outcome. */
+  async deliverToKubernetes(plan: DeliveryPlan, audit: AuditLog, deliveryId: string, options: { recordOwed: boolean }): Promise<ConsumerOutcome[]> {
+    let client: KubeClient;
+    try {
+      client = this.client();
+    } catch (error) {
+      const failure = asConsumerError(error);
+      return [...plan.syncs, ...plan.restarts].map((target) => failedOutcome(target.consumer, target.values, failure));
+    }
+    const log = audit;
+    const notified = (target: SyncTarget | RestartTarget) => (atMs: number) => {
+      log.emit('consumer.notified', { deliveryId, ...consumerFields(target.consumer), keyIds: keyIdsOf(target.values), rotationIds: rotationIdsOf(target.values), msToNotified: Math.max(0, Math.round(atMs - latestStore(target.values))) });
+    };
+    // 1. Each workload records what it is owed before anything else (a runner that stops leaves it).
+    const owedWrites = new Map<string, Promise<ConsumerError | undefined>>();
+    if (options.recordOwed) {
+      for (const target of plan.restarts) {
+        const owed: OwedRestart[] = target.values.map((value) => ({ rotationId: value.rotationId, keyId: value.key.id, urgent: value.urgency === 'now', storedAt: new Date(value.storedAtMs).toISOString() }));
+        owedWrites.set(consumerKey(target.consumer), recordOwed(client, workloadRef(target.consumer.kind, target.consumer.namespace, target.consumer.name), owed, this.#options.signal).then(() => undefined, asConsumerError));
+      }
+    }
+    // 2. Every ExternalSecret syncs at once (a few requests at a time).
+    const syncs = new Map<string, Promise<ConsumerOutcome>>();
+    const syncSlots = new Limit(PARALLEL_REQUESTS);
+    for (const target of plan.syncs) syncs.set(consumerKey(target.consumer), syncSlots.run(() => this.#sync(client, target, notified(target))));
+    // 3. Each workload restarts once its syncs are done, in order, within the cap.
+    const restarts = plan.restarts.map(async (target): Promise<ConsumerOutcome> => {
+      const owedWrite = owedWrites.get(consumerKey(target.consumer)) ?? Promise.resolve(undefined);
+      const prerequisites = [owedWrite, ...target.syncs.map((key) => syncs.get(key) ?? Promise.resolve())];
+      const job = this.#queue.request({ workload: target.consumer, rotationIds: rotationIdsOf(target.values), urgent: target.urgent, prerequisites, onNotified: notified(target) });
+      const [owedError, result] = await Promise.all([owedWrite, job]);
+      if (owedError !== undefined) return failedOutcome(target.consumer, target.values, owedError);
+      return workloadOutcome(target, result);
+    });
+    return [...(await Promise.all(syncs.values())), ...(await Promise.all(restarts))];
+  }
+
+  /** Audits each outcome, feeds the metrics, alerts once for the failures, and says how it went. */
+  async finishDelivery(audit: AuditLog, deliveryId: string, values: readonly StoredValue[], outcomes: ConsumerOutcome[], keys: readonly KeyPolicy[], startedAtMs: number): Promise<DeliveryReport> {
+    const report = reportOf(deliveryId, outcomes);
+    const stores = new Map(values.map((value) => [value.rotationId, value.storedAtMs]));
+    auditOutcomes(audit.child({}), deliveryId, outcomes, (outcome) => Math.max(...outcome.rotationIds.map((id) => stores.get(id) ?? 0)), this.#options.observer);
+    observeAllRefreshed(values, outcomes, this.#options.observer);
+    await alertFailures(this.#options.alerter, report, keys);
+    audit.emit('consumers.finished', { deliveryId, refreshed: report.refreshed, failed: report.failed, deferred: report.deferred, skipped: report.skipped, durationMs: Math.max(0, this.#now().getTime() - startedAtMs) });
+    return report;
+  }
+
+  async #sync(client: KubeClient, target: SyncTarget, onNotified: (atMs: number) => void): Promise<ConsumerOutcome> {
+    const { consumer } = target;
+    try {
+      const result = await syncExternalSecret(client, externalSecretRef(consumer.namespace, consumer.name), target.storedAtMs, {
+        timeoutMs: this.#options.settings.syncTimeoutMs,
+        now: () => this.#now().getTime(),
+        onNotified,
+        ...(this.#options.signal ? { signal: this.#options.signal } : {}),
+      });
+      // Refreshed when keyroll saw it (the controller's clock says less than it claims).
+      return { consumer, result: 'refreshed', keyIds: keyIdsOf(target.values), rotationIds: rotationIdsOf(target.values), notifiedAtMs: result.notifiedAtMs, refreshedAtMs: this.#now().getTime() };
+    } catch (error) {
+      return failedOutcome(consumer, target.values, asConsumerError(error));
+    }
+  }
+
+  /** Before a slot: a job whose every value still works waits for the restart window (recorded on the workload). */
+  async #deferOutsideWindow(job: RestartJob): Promise<WorkloadResult | undefined> {
+    const { restartWindow } = this.#options.settings;
+    if (job.urgent || windowOpen(restartWindow, this.#now())) return undefined;
+    const workload = job.workload as WorkloadConsumer;
+    try {
+      await markDeferred(this.client(), workloadRef(workload.kind, workload.namespace, workload.name), job.rotationIds, this.#options.signal);
+    } catch (error) {
+      return { result: 'failed', error: asConsumerError(error) };
+    }
+    const next = nextOpening(restartWindow, this.#now());
+    return { result: 'deferred', ...(next === undefined ? {} : { nextWindowAt: next.toISOString() }) };
+  }
+
+  /** Holding a slot: the restart (unless another runner did it for these rotations), then its rollout. */
+  async #restart(job: RestartJob): Promise<WorkloadResult> {
+    const workload = job.workload as WorkloadConsumer;
+    const ref = workloadRef(workload.kind, workload.namespace, workload.name);
+    const client = this.client();
+    let notifiedAtMs: number | undefined;
+    try {
+      const answer = await restartWorkload(client, ref, job.rotationIds, { now: () => this.#now().getTime(), ...(this.#options.signal ? { signal: this.#options.signal } : {}) });
+      if (!answer.restarted) return { result: 'skipped' };
+      const at = this.#now().getTime();
+      notifiedAtMs = at;
+      for (const listener of job.notified) listener(at);
+      await waitForObject(client, ref, (object) => WORKLOAD_KINDS[workload.kind].rollout(object), {
+        timeoutMs: this.#options.settings.rolloutTimeoutMs,
+        what: `the rollout of ${consumerName(workload)}`,
+        ...(this.#options.signal ? { signal: this.#options.signal } : {}),
+      });
+      return { result: 'refreshed', notifiedAtMs, refreshedAtMs: this.#now().getTime() };
+    } catch (error) {
+      return { result: 'failed', error: asConsumerError(error), ...(notifiedAtMs === undefined ? {} : { notifiedAtMs }) };
+    }
+  }
+}
+
+/** A value recorded as owed on a workload, as a pick-up delivers it again. */
+function ownedValue(key: KeyPolicy, entry: OwedRestart): StoredValue {
+  const storedAtMs = Date.parse(entry.storedAt);
+  return {
+    key,
+    rotationId: entry.rotationId,
+    storedAtMs,
+    reason: 'scheduled',
+    urgency: entry.urgent ? 'now' : 'window',
+    notice: { keyId: key.id, organizationId: key.organizationId, rotationId: entry.rotationId, rotatedAt: entry.storedAt, destinations: [] },
+  };
+}
+
+
+
+
+function latestStore(values: readonly StoredValue[]): number {
+  return Math.max(...values.map((value) => value.storedAtMs));
+}
+
+
+
+function workloadOutcome(target: RestartTarget, result: WorkloadResult): ConsumerOutcome {
+  const keyIds = keyIdsOf(target.values);
+  const base = { consumer: target.consumer, keyIds, rotationIds: rotationIdsOf(target.values) };
+  switch (result.result) {
+    case 'failed':
+      return failedOutcome(target.consumer, target.values, result.error ?? new ConsumerError('KR_CONSUMER_UNREACHABLE', 'the restart failed'), result.notifiedAtMs);
+    case 'deferred':
+      return { ...base, result: 'deferred', nextAction: `restarts in the first run or sweep inside the restart window${result.nextWindowAt === undefined ? '' : ` (it opens at ${result.nextWindowAt})`}; or now by hand` };
+    case 'skipped':
+      return { ...base, result: 'skipped' };
+    case 'refreshed':
+      return { ...base, result: 'refreshed', ...(result.notifiedAtMs === undefined ? {} : { notifiedAtMs: result.notifiedAtMs }), ...(result.refreshedAtMs === undefined ? {} : { refreshedAtMs: result.refreshedAtMs }) };
+  }
+}
+
