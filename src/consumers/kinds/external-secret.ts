@@ -28,6 +28,7 @@ interface Condition {
   status?: unknown;
   reason?: unknown;
   message?: unknown;
+  lastTransitionTime?: unknown;
 }
 
 function readyCondition(object: KubeObject): Condition | undefined {
@@ -42,8 +43,11 @@ function refreshTimeMs(object: KubeObject): number | undefined {
   return Number.isNaN(ms) ? undefined : ms;
 }
 
-/** The sync state after a store at `storedAtMs`: done (refresh time), ask again (same second), or waiting. */
-export function syncVerdict(object: KubeObject, storedAtMs: number, readyBefore: boolean): Verdict<{ refreshedAtMs: number } | 'again'> {
+/**
+ * The sync state after a store at `storedAtMs`: done (refresh time), ask again (same second), or
+ * waiting. `askedAtMs` is when keyroll asked for the sync, `readyBefore` whether Ready was True then.
+ */
+export function syncVerdict(object: KubeObject, storedAtMs: number, asked: { atMs: number; readyBefore: boolean }): Verdict<{ refreshedAtMs: number } | 'again'> {
   const ready = readyCondition(object);
   const refreshed = refreshTimeMs(object);
   const storeSecond = Math.floor(storedAtMs / 1000);
@@ -54,9 +58,11 @@ export function syncVerdict(object: KubeObject, storedAtMs: number, readyBefore:
   }
   const message = typeof ready?.message === 'string' ? ready.message : '';
   const reason = typeof ready?.reason === 'string' ? ready.reason : 'Ready is False';
-  // Ready turned False after keyroll's request: the sync itself failed (the store refused, a bad
-  // remote ref); no point waiting out the timeout.
-  if (ready?.status === 'False' && readyBefore) return { failed: new ConsumerError('KR_CONSUMER_SYNC_FAILED', `external-secrets reports the sync failed: ${message === '' ? reason : message}`) };
+  // Ready turned False after keyroll's request (it was True, or it changed since): the sync itself
+  // failed (the store refused, a bad remote ref); no point waiting out the timeout.
+  const changedMs = typeof ready?.lastTransitionTime === 'string' ? Date.parse(ready.lastTransitionTime) : Number.NaN;
+  const turnedFalse = asked.readyBefore || Math.floor(changedMs / 1000) >= Math.floor(asked.atMs / 1000);
+  if (ready?.status === 'False' && turnedFalse) return { failed: new ConsumerError('KR_CONSUMER_SYNC_FAILED', `external-secrets reports the sync failed: ${message === '' ? reason : message}`) };
   const last = refreshed === undefined ? 'never synced' : `last sync ${new Date(refreshed).toISOString()}`;
   return { waiting: ready?.status === 'False' ? `${last}; Ready is False: ${message}` : last };
 }
@@ -92,14 +98,14 @@ export async function syncExternalSecret(
       notifiedAtMs = options.now();
       options.onNotified?.(notifiedAtMs);
     }
-    const readyBefore = readyCondition(annotated)?.status === 'True';
+    const asked = { atMs: options.now(), readyBefore: readyCondition(annotated)?.status === 'True' };
     const remaining = deadlineMs - options.now();
     if (remaining <= 0) throw new ConsumerError('KR_CONSUMER_TIMEOUT', `no sync of ${ref.namespace}/${ref.name} after the store within the sync timeout`);
-    const verdict = syncVerdict(annotated, storedAtMs, readyBefore);
+    const verdict = syncVerdict(annotated, storedAtMs, asked);
     const { value, object } =
       'done' in verdict
         ? { value: verdict.done, object: annotated }
-        : await waitForObject(client, ref, (o) => syncVerdict(o, storedAtMs, readyBefore), {
+        : await waitForObject(client, ref, (o) => syncVerdict(o, storedAtMs, asked), {
             timeoutMs: remaining,
             what: `the sync of externalSecret ${ref.namespace}/${ref.name}`,
             ...(options.signal ? { signal: options.signal } : {}),

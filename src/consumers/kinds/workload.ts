@@ -86,7 +86,8 @@ export function restartedAtValue(object: KubeObject, nowMs: number): string {
 
 /**
  * Restarts the workload for `rotationIds` unless it was already restarted for all of them: the
- * restart, restarted-for and the owed entries it settles in one patch under the version read.
+ * restart, restarted-for and the owed entries it settles (its own, and those left for the window)
+ * in one patch under the version read.
  */
 export async function restartWorkload(client: KubeClient, ref: KubeObjectRef, rotationIds: readonly string[], options: { now: () => number; signal?: AbortSignal }): Promise<RestartAnswer> {
   return readModifyWrite<RestartAnswer>(
@@ -98,13 +99,17 @@ export async function restartWorkload(client: KubeClient, ref: KubeObjectRef, ro
       const due = rotationIds.filter((id) => !before.includes(id));
       if (due.length === 0) return { restarted: false };
       const restartedAt = restartedAtValue(object, options.now());
-      const owed = owedRestarts(object).filter((entry) => !rotationIds.includes(entry.rotationId));
+      // A restart also delivers the values left for the restart window: they were synced before
+      // they were left (their runner waited for the syncs), so these pods start on them too.
+      const owed = owedRestarts(object);
+      const settled = [...due, ...owed.filter((entry) => entry.deferred === true && !due.includes(entry.rotationId) && !before.includes(entry.rotationId)).map((entry) => entry.rotationId)];
+      const stillOwed = owed.filter((entry) => !rotationIds.includes(entry.rotationId) && !settled.includes(entry.rotationId));
       const patch = {
-        metadata: { resourceVersion: versionOf(object, ref), annotations: { [RESTARTED_FOR]: restartedForAnnotation(before, due), [RESTART_OWED]: owedAnnotation(owed) } },
+        metadata: { resourceVersion: versionOf(object, ref), annotations: { [RESTARTED_FOR]: restartedForAnnotation(before, settled), [RESTART_OWED]: owedAnnotation(stillOwed) } },
         spec: { template: { metadata: { annotations: { [RESTARTED_AT]: restartedAt } } } },
       };
       const patched = await client.patch(ref, patch, 'strategic', options.signal);
-      return { restarted: true, object: patched, restartedAt, rotationIds: due };
+      return { restarted: true, object: patched, restartedAt, rotationIds: settled };
     },
     () => ({ restarted: false }),
   );

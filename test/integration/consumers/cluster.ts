@@ -1,0 +1,278 @@
+// A namespace of the test Kubernetes API server (test/support/kube-apiserver.ts) set up as keyroll
+// finds a cluster: external-secrets' real ExternalSecret CRD, workloads made by the admin, and
+// keyroll's service account bound to the Role the chart renders (helm template, applied as is).
+//
+// There is no kubelet and no controller here, so the test plays them, and says so:
+// `StandInControllers` watches the namespace and does what external-secrets does after a
+// force-sync (status.refreshTime and the Ready condition) and what the deployment, statefulset
+// and daemonset controllers do after a change of the pod template (observedGeneration, updated
+// and available replicas), recording every restart it sees.
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { AppsV1Api, CustomObjectsApi, PatchStrategy, RbacAuthorizationV1Api, setHeaderOptions, type KubeConfig, type V1CustomResourceDefinition, type V1Role, type V1RoleBinding } from '@kubernetes/client-node';
+import { parse, parseAllDocuments } from 'yaml';
+import { NodeKubeClient } from '../../../src/consumers/kubernetes/node-client.ts';
+import { adminKubeConfig, installCustomResourceDefinition, serviceAccountCredentials, type KubeApiServerInfo } from '../../support/kube-apiserver.ts';
+
+const run = promisify(execFile);
+const ROOT = new URL('../../../', import.meta.url).pathname;
+const EXTERNAL_SECRETS_CRD = new URL('../../fixtures/kubernetes/externalsecrets-crd-v2.9.0.yaml', import.meta.url);
+const ES = { group: 'external-secrets.io', version: 'v1', plural: 'externalsecrets' } as const;
+
+export interface ConsumerAccess {
+  namespace: string;
+  externalSecrets?: string[];
+  deployments?: string[];
+  statefulSets?: string[];
+  daemonSets?: string[];
+}
+
+let helmPath: Promise<string> | undefined;
+
+/** The chart tools' helm (scripts/lib/chart-tools.sh: built once per machine, cached; CI builds it for the chart checks). */
+function helm(): Promise<string> {
+  helmPath ??= run('sh', ['-c', '. scripts/lib/chart-tools.sh && keyroll_helm'], { cwd: ROOT, maxBuffer: 1 << 20 }).then(({ stdout }) => stdout.trim());
+  return helmPath;
+}
+
+/** The Role and RoleBinding objects the chart renders for `access` (release `keyroll` in `releaseNamespace`). */
+export async function renderConsumerRbac(releaseNamespace: string, access: readonly ConsumerAccess[]): Promise<(V1Role | V1RoleBinding)[]> {
+  const { stdout } = await run(
+    await helm(),
+    ['template', 'keyroll', 'helm/keyroll', '--namespace', releaseNamespace, '--kube-version', '1.31.0', '--set', 'existingPolicyConfigMap.name=keyroll-policy', '--set-json', `consumerAccess=${JSON.stringify(access)}`, '--show-only', 'templates/consumer-rbac.yaml'],
+    { cwd: ROOT, maxBuffer: 1 << 22 },
+  );
+  return parseAllDocuments(stdout)
+    .map((doc) => doc.toJS() as V1Role | V1RoleBinding | null)
+    .filter((object): object is V1Role | V1RoleBinding => object !== null);
+}
+
+export function uniqueName(prefix: string): string {
+  return `${prefix}-${randomBytes(4).toString('hex')}`;
+}
+
+export interface ConsumerNamespace {
+  kube: KubeApiServerInfo;
+  namespace: string;
+  /** Where keyroll's service account lives (the release namespace). */
+  releaseNamespace: string;
+  admin: KubeConfig;
+  /** keyroll's service account, bound by the chart's Role. */
+  keyroll: KubeConfig;
+  client: NodeKubeClient;
+  /** A kubeconfig file acting as keyroll's service account (for the CLI). */
+  kubeconfigFile: string;
+  createExternalSecret(name: string): Promise<void>;
+  createDeployment(name: string, replicas?: number): Promise<void>;
+  createStatefulSet(name: string, options?: { replicas?: number; onDelete?: boolean }): Promise<void>;
+  createDaemonSet(name: string): Promise<void>;
+  readWorkload(kind: 'deployments' | 'statefulsets' | 'daemonsets', name: string): Promise<{ metadata?: { annotations?: Record<string, string>; generation?: number }; spec?: { template?: { metadata?: { annotations?: Record<string, string> } } } }>;
+  readExternalSecret(name: string): Promise<{ metadata?: { annotations?: Record<string, string> }; status?: unknown }>;
+}
+
+let crdInstalled: Promise<void> | undefined;
+
+/**
+ * A fresh namespace with the ExternalSecret CRD, and keyroll's service account bound to the Role
+ * the chart renders for `access` (which names objects in this namespace).
+ */
+export async function consumerNamespace(kube: KubeApiServerInfo, dir: string, access: (namespace: string) => ConsumerAccess[]): Promise<ConsumerNamespace> {
+  crdInstalled ??= readFile(EXTERNAL_SECRETS_CRD, 'utf8').then((text) => installCustomResourceDefinition(kube, parse(text) as V1CustomResourceDefinition));
+  await crdInstalled;
+  const namespace = uniqueName('shop');
+  const releaseNamespace = uniqueName('keyroll');
+  const admin = adminKubeConfig(kube);
+  const { kubeConfig: keyroll } = await serviceAccountCredentials(kube, releaseNamespace, 'keyroll');
+  // The namespace of the consumers, made by the admin as a platform team would.
+  await serviceAccountCredentials(kube, namespace, 'default');
+  const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
+  for (const object of await renderConsumerRbac(releaseNamespace, access(namespace))) {
+    const objectNamespace = object.metadata?.namespace ?? namespace;
+    if (object.kind === 'Role') await rbac.createNamespacedRole({ namespace: objectNamespace, body: object });
+    else await rbac.createNamespacedRoleBinding({ namespace: objectNamespace, body: object as V1RoleBinding });
+  }
+  const kubeconfigFile = join(dir, 'kubeconfig');
+  await writeFile(kubeconfigFile, keyroll.exportConfig(), { mode: 0o600 });
+  const apps = admin.makeApiClient(AppsV1Api);
+  const objects = admin.makeApiClient(CustomObjectsApi);
+  const template = (name: string) => ({ metadata: { labels: { app: name } }, spec: { containers: [{ name: 'app', image: 'registry.invalid/app:1' }] } });
+  return {
+    kube,
+    namespace,
+    releaseNamespace,
+    admin,
+    keyroll,
+    client: new NodeKubeClient(keyroll),
+    kubeconfigFile,
+    async createExternalSecret(name) {
+      await objects.createNamespacedCustomObject({
+        ...ES,
+        namespace,
+        body: {
+          apiVersion: 'external-secrets.io/v1',
+          kind: 'ExternalSecret',
+          metadata: { name },
+          spec: { refreshInterval: '1h', secretStoreRef: { kind: 'ClusterSecretStore', name: 'vault' }, target: { name }, data: [{ secretKey: 'apiKey', remoteRef: { key: `apps/${name}`, property: 'apiKey' } }] },
+        },
+      });
+    },
+    async createDeployment(name, replicas = 2) {
+      await apps.createNamespacedDeployment({ namespace, body: { metadata: { name }, spec: { replicas, selector: { matchLabels: { app: name } }, template: template(name) } } });
+    },
+    async createStatefulSet(name, options = {}) {
+      await apps.createNamespacedStatefulSet({
+        namespace,
+        body: { metadata: { name }, spec: { replicas: options.replicas ?? 2, serviceName: name, selector: { matchLabels: { app: name } }, template: template(name), ...(options.onDelete === true ? { updateStrategy: { type: 'OnDelete' } } : {}) } },
+      });
+    },
+    async createDaemonSet(name) {
+      await apps.createNamespacedDaemonSet({ namespace, body: { metadata: { name }, spec: { selector: { matchLabels: { app: name } }, template: template(name) } } });
+    },
+    async readWorkload(kind, name) {
+      return (await objects.getNamespacedCustomObject({ group: 'apps', version: 'v1', namespace, plural: kind, name })) as Awaited<ReturnType<ConsumerNamespace['readWorkload']>>;
+    },
+    async readExternalSecret(name) {
+      return (await objects.getNamespacedCustomObject({ ...ES, namespace, name })) as Awaited<ReturnType<ConsumerNamespace['readExternalSecret']>>;
+    },
+  };
+}
+
+export interface StandInOptions {
+  /** external-secrets' reaction time to a force-sync. */
+  syncDelayMs?: number;
+  /** ExternalSecrets external-secrets cannot sync (Ready False, reason SecretSyncedError). */
+  failingSyncs?: Set<string>;
+  /** ExternalSecrets external-secrets does not touch at all (a stopped controller). */
+  ignoredSyncs?: Set<string>;
+  /** How long a rollout takes once the controller sees the restart. */
+  rolloutMs?: number;
+  /** Workloads whose rollout never completes (pods that never become ready). */
+  stuckRollouts?: Set<string>;
+}
+
+/** A restart the stand-in controllers saw: the workload, its new restartedAt, and when. */
+export interface SeenRestart {
+  plural: string;
+  name: string;
+  restartedAt: string | undefined;
+  atMs: number;
+}
+
+/**
+ * Stand-ins for external-secrets and the workload controllers, for a cluster that has neither (see
+ * the top of this file). They poll the namespace (as the admin) every few tens of milliseconds.
+ */
+export class StandInControllers {
+  readonly restarts: SeenRestart[] = [];
+  /** Each ExternalSecret's syncs: when the stand-in external-secrets wrote its status. */
+  readonly syncs = new Map<string, number[]>();
+  readonly options: StandInOptions;
+  readonly #objects: CustomObjectsApi;
+  readonly #namespace: string;
+  readonly #handledForceSync = new Map<string, string>();
+  readonly #handledGeneration = new Map<string, number>();
+  readonly #template = new Map<string, string | undefined>();
+  #stopped = false;
+  readonly #loop: Promise<void>;
+
+  constructor(cluster: Pick<ConsumerNamespace, 'admin' | 'namespace'>, options: StandInOptions = {}) {
+    this.options = options;
+    this.#objects = cluster.admin.makeApiClient(CustomObjectsApi);
+    this.#namespace = cluster.namespace;
+    this.#loop = this.#run();
+  }
+
+  restartsOf(name: string): SeenRestart[] {
+    return this.restarts.filter((restart) => restart.name === name);
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    await this.#loop;
+  }
+
+  async #run(): Promise<void> {
+    while (!this.#stopped) {
+      try {
+        await this.#externalSecrets();
+        for (const plural of ['deployments', 'statefulsets', 'daemonsets']) await this.#workloads(plural);
+      } catch {
+        // A test that deletes its namespace early; the next round reads again.
+      }
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+  }
+
+  async #externalSecrets(): Promise<void> {
+    const list = (await this.#objects.listNamespacedCustomObject({ ...ES, namespace: this.#namespace })) as { items: { metadata: { name: string; annotations?: Record<string, string> } }[] };
+    for (const item of list.items) {
+      const name = item.metadata.name;
+      const forceSync = item.metadata.annotations?.['force-sync'];
+      if (forceSync === undefined || this.#handledForceSync.get(name) === forceSync || this.options.ignoredSyncs?.has(name) === true) continue;
+      this.#handledForceSync.set(name, forceSync);
+      const delay = this.options.syncDelayMs ?? 0;
+      const failing = this.options.failingSyncs?.has(name) === true;
+      // What external-secrets writes after a sync: the time, and the Ready condition.
+      setTimeout(() => {
+        const now = new Date();
+        const status = failing
+          ? { conditions: [{ type: 'Ready', status: 'False', reason: 'SecretSyncedError', message: 'could not get secret data from provider', lastTransitionTime: now.toISOString().slice(0, 19) + 'Z' }] }
+          : { refreshTime: now.toISOString().slice(0, 19) + 'Z', syncedResourceVersion: `1-${forceSync}`, conditions: [{ type: 'Ready', status: 'True', reason: 'SecretSynced', message: 'secret synced', lastTransitionTime: now.toISOString().slice(0, 19) + 'Z' }] };
+        this.#objects
+          .patchNamespacedCustomObjectStatus({ ...ES, namespace: this.#namespace, name, body: { status } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch))
+          .then(() => {
+            if (!failing) this.syncs.set(name, [...(this.syncs.get(name) ?? []), now.getTime()]);
+          })
+          .catch(() => undefined);
+      }, delay);
+    }
+  }
+
+  async #workloads(plural: string): Promise<void> {
+    type Workload = { metadata: { name: string; generation: number }; spec: { replicas?: number; updateStrategy?: { type?: string }; template: { metadata?: { annotations?: Record<string, string> } } }; status?: { observedGeneration?: number } };
+    const list = (await this.#objects.listNamespacedCustomObject({ group: 'apps', version: 'v1', namespace: this.#namespace, plural })) as { items: Workload[] };
+    for (const item of list.items) {
+      const { name, generation } = item.metadata;
+      const key = `${plural}/${name}`;
+      const handled = this.#handledGeneration.get(key);
+      if (handled === generation) continue;
+      this.#handledGeneration.set(key, generation);
+      // A new pod template rolls the pods; a new generation without one (a Deployment's
+      // annotations changed: they are copied to its ReplicaSets) rolls nothing.
+      const restartedAt = item.spec.template.metadata?.annotations?.['kubectl.kubernetes.io/restartedAt'];
+      const rolls = this.#template.has(key) ? this.#template.get(key) !== restartedAt : restartedAt !== undefined;
+      this.#template.set(key, restartedAt);
+      if (rolls) this.restarts.push({ plural, name, restartedAt, atMs: Date.now() });
+      if (!rolls && handled !== undefined) {
+        await this.#status(plural, name, { observedGeneration: generation });
+        continue;
+      }
+      if (this.options.stuckRollouts?.has(name) === true) {
+        await this.#status(plural, name, { observedGeneration: generation, ...progress(plural, item.spec.replicas ?? 1, 0) });
+        continue;
+      }
+      const finish = (): void => {
+        this.#status(plural, name, { observedGeneration: generation, ...progress(plural, item.spec.replicas ?? 1, item.spec.replicas ?? 1, generation) }).catch(() => undefined);
+      };
+      if ((this.options.rolloutMs ?? 0) === 0) finish();
+      else setTimeout(finish, this.options.rolloutMs);
+    }
+  }
+
+  async #status(plural: string, name: string, status: Record<string, unknown>): Promise<void> {
+    await this.#objects.patchNamespacedCustomObjectStatus({ group: 'apps', version: 'v1', namespace: this.#namespace, plural, name, body: { status } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
+  }
+}
+
+/** The status fields a workload controller writes once `ready` of `replicas` pods run the new template. */
+function progress(plural: string, replicas: number, ready: number, generation = 0): Record<string, unknown> {
+  if (plural === 'daemonsets') return { desiredNumberScheduled: 2, currentNumberScheduled: 2, numberMisscheduled: 0, numberReady: ready === 0 ? 0 : 2, updatedNumberScheduled: ready === 0 ? 0 : 2, numberAvailable: ready === 0 ? 0 : 2 };
+  if (plural === 'statefulsets') {
+    const revision = `rev-${String(generation)}`;
+    return { replicas, readyReplicas: ready, updatedReplicas: ready, currentReplicas: ready, currentRevision: ready === replicas ? revision : 'rev-old', updateRevision: revision, availableReplicas: ready };
+  }
+  return { replicas, updatedReplicas: ready, readyReplicas: ready, availableReplicas: ready };
+}

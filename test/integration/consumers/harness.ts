@@ -1,0 +1,73 @@
+// Rotations with their consumers' refresh, in process, as `keyroll run` and `rotate` do them
+// (src/cli/execute-run.ts): the emulator and file backends of the rotation bench, the test
+// Kubernetes API server acting as keyroll's service account, and one refresher per "process".
+import type { AuditRecord } from '../../../src/audit/logger.ts';
+import { createRefresher } from '../../../src/consumers/create.ts';
+import type { KubeClient } from '../../../src/consumers/kubernetes/client.ts';
+import type { ConsumerRefresher } from '../../../src/consumers/refresher.ts';
+import type { DeliveryReport } from '../../../src/consumers/types.ts';
+import type { ConsumerRef, ConsumerSettings } from '../../../src/policy/consumers.ts';
+import type { KeyPolicy } from '../../../src/policy/schema.ts';
+import { runRotations, type RunSummary } from '../../../src/rotation/run.ts';
+import type { RunTrigger } from '../../../src/rotation/types.ts';
+import { keyPolicy, startBench, type Bench } from '../../rotation/harness.ts';
+
+export const LEAK: RunTrigger = { reason: 'leak', force: true, actor: 'test' };
+export const SCHEDULED: RunTrigger = { reason: 'scheduled', force: false };
+
+export const FAST_SETTINGS: ConsumerSettings = { kubernetes: {}, syncTimeoutMs: 10_000, rolloutTimeoutMs: 10_000, maxConcurrentRestarts: 2 };
+
+export interface ConsumerBench {
+  bench: Bench;
+  /** A refresher as one process has it (its own restart queue). */
+  refresher(settings?: Partial<ConsumerSettings>, client?: KubeClient): ConsumerRefresher;
+  /** One run over `keyIds` with its delivery finished, as execute-run does it. */
+  run(keyIds: readonly string[], trigger: RunTrigger, refresher?: ConsumerRefresher): Promise<{ summary: RunSummary; report: DeliveryReport | undefined }>;
+  events(name: string): AuditRecord[];
+  close(): Promise<void>;
+}
+
+/** Keys of the emulator's demo organization, each listing `consumers(keyId)`; extra emulator keys made as needed. */
+export async function consumerBench(client: KubeClient, keys: { id: string; consumers: ConsumerRef[]; overrides?: Partial<KeyPolicy> }[]): Promise<ConsumerBench> {
+  const bench = await startBench({
+    keys: () => {
+      return keys.map(({ id, consumers, overrides }) => keyPolicy(id, 'org_demo_acme', { consumers, ...overrides }));
+    },
+  });
+  for (const { id, overrides } of keys) {
+    for (const apiKey of overrides?.slots ?? [id]) {
+      try {
+        bench.emulator.state.apiKey(apiKey);
+      } catch {
+        bench.emulator.state.addApiKey({ id: apiKey, name: apiKey, organizationId: 'org_demo_acme' });
+      }
+    }
+  }
+  const runtime = await bench.runtime();
+  const make = (settings: Partial<ConsumerSettings> = {}, kube: KubeClient = client): ConsumerRefresher =>
+    createRefresher({ consumers: { ...FAST_SETTINGS, ...settings } }, { alerter: bench.alerter, notifier: runtime.notifier, kubeClient: () => kube });
+  const shared = make();
+  return {
+    bench,
+    refresher: make,
+    async run(keyIds, trigger, refresher = shared) {
+      const inScope = bench.policy.keys.filter((key) => keyIds.includes(key.id));
+      const delivery = refresher.begin(bench.audit, bench.policy.keys);
+      const summary = await runRotations(runtime, {
+        keys: inScope,
+        trigger,
+        concurrency: 4,
+        onKeyDone: (outcome) => {
+          const key = inScope.find((candidate) => candidate.id === outcome.keyId);
+          if (key) delivery.stored(key, outcome);
+        },
+      });
+      return { summary, report: await delivery.finish() };
+    },
+    events: (name) => bench.events().filter((event) => event.event === name),
+    async close() {
+      await runtime.close();
+      await bench.close();
+    },
+  };
+}
