@@ -3,6 +3,7 @@ import type { FailureRecord, Intent, LockInfo, ProbeRecord, RecordDoubt } from '
 import { streakCell, type StreakView } from '../rotation/backoff-state.ts';
 import type { SlotView } from './key-state.ts';
 import type { ProbeReport, StandbyVerdict, StoredVerdict } from './probe-keys.ts';
+import type { ConsumerStatus } from '../consumers/status.ts';
 
 export interface StatusRow {
   keyId: string;
@@ -30,6 +31,8 @@ export interface StatusRow {
   /** `--probe` only: the stored secret is dead (the key was rolled outside keyroll). */
   drift?: boolean;
   error?: { errorCode: string; message: string };
+  /** Keys that list consumers (unless --no-consumers): each consumer's last refresh, as the cluster holds it. */
+  consumers?: ConsumerStatus[];
 }
 
 /** One stderr line naming what keyroll distrusts in a key's bookkeeping, never a malformed value. */
@@ -84,4 +87,11 @@ function probeCell(r: StatusRow): string {
   if (r.lastProbe === null) return '-';
   const who = r.slots?.active ? `${r.slots.active} ` : '';
   return `${who}${VERDICT_TEXT[r.lastProbe.result]} at ${r.lastProbe.at}`;
+}
+
+/** The CONSUMERS table: one line per consumer of every key that lists some. */
+export function consumerCells(rows: readonly StatusRow[]): [string[], string[][]] {
+  const headers = ['KEY', 'CONSUMER', 'STATE', 'LAST REFRESH', 'DETAIL'];
+  const cells = rows.flatMap((r) => (r.consumers ?? []).map((c) => [r.keyId, c.consumer, c.state, c.lastRefreshAt ?? '-', c.errorCode === undefined ? c.detail : `${c.errorCode}: ${c.detail}`]));
+  return [headers, cells];
 }

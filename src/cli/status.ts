@@ -5,20 +5,25 @@ import type { Runtime } from '../rotation/runtime.ts';
 import type { ReadOnlyBackends } from './key-state.ts';
 import type { ProbeReport, ProbeTarget } from './probe-keys.ts';
 import type { StatusRow } from './status-table.ts';
+import type { KubeClient } from '../consumers/kubernetes/client.ts';
+import type { Policy } from '../policy/schema.ts';
 
 interface StatusFlags {
   policy: string;
   output?: 'table' | 'json';
   probe?: boolean;
+  /** False with --no-consumers. */
+  consumers: boolean;
 }
 
 export function registerStatusCommand(program: Command): void {
   const command = program
     .command('status')
     .description(
-      'Per key: last rotation, next due, overdue, lock holder, leftover intent, last error (or why and since when the key is quarantined or backing off), the last recorded probe; for a two-slot entry the active slot, the standby and when it may next roll. With --probe, whether each stored secret (and a slot entry\'s standby) still works. A table on a terminal, JSON with -o json (and when stdout is not a terminal). Exit 1 when a key\'s state cannot be read, and with --probe when a stored secret is dead (drift) or cannot be probed.',
+      'Per key: last rotation, next due, overdue, lock holder, leftover intent, last error (or why and since when the key is quarantined or backing off), the last recorded probe; for a two-slot entry the active slot, the standby and when it may next roll; for a key that lists consumers, each consumer\'s last refresh as the cluster holds it (synced, restarted, owed, deferred, stale; --no-consumers skips reading them). With --probe, whether each stored secret (and a slot entry\'s standby) still works. A table on a terminal, JSON with -o json (and when stdout is not a terminal). Exit 1 when a key\'s state cannot be read, and with --probe when a stored secret is dead (drift) or cannot be probed.',
     )
     .addOption(new Option('-o, --output <format>', 'output format (default: table on a terminal, json otherwise)').choices(['table', 'json']))
+    .option('--no-consumers', "do not read the keys' consumers from Kubernetes (no CONSUMERS table, no consumers in the JSON)")
     .option('--probe', "probe each stored secret against the API (a one-item project list with it; read-only, records nothing); for a slot entry also the standby's previous value when the backend keeps it")
     .addHelpText('after', `${EXIT_CODES_HELP}\n  status exits 1 when a key's state cannot be read, and with --probe when a stored secret is dead (drift) or the probe failed.`);
   addPolicyOption(command).action(async (flags: StatusFlags) => {
@@ -27,7 +32,7 @@ export function registerStatusCommand(program: Command): void {
 }
 
 async function statusCommand(flags: StatusFlags): Promise<number> {
-  const [{ openBackends, viewKeys, nextDueAt, slotView }, { renderTable }, { statusCells, distrustLine }, { streakView }] = await Promise.all([
+  const [{ openBackends, viewKeys, nextDueAt, slotView }, { renderTable }, { statusCells, distrustLine, consumerCells }, { streakView }] = await Promise.all([
     import('./key-state.ts'),
     import('./table.ts'),
     import('./status-table.ts'),
@@ -93,6 +98,7 @@ async function statusCommand(flags: StatusFlags): Promise<number> {
       }
       rows.push(row);
     }
+    if (flags.consumers) await addConsumerStatuses(policy, rows);
     const output = flags.output ?? (process.stdout.isTTY ? 'table' : 'json');
     if (output === 'json') {
       process.stdout.write(`${JSON.stringify({ policy: policy.file, at: now.toISOString(), keys: rows }, null, 2)}\n`);
@@ -100,6 +106,7 @@ async function statusCommand(flags: StatusFlags): Promise<number> {
       const withSlots = rows.some((r) => r.slots !== undefined);
       const withProbe = flags.probe === true || rows.some((r) => r.lastProbe !== null);
       process.stdout.write(renderTable(...statusCells(rows, { withSlots, withProbe })));
+      if (rows.some((r) => r.consumers !== undefined)) process.stdout.write(`\n${renderTable(...consumerCells(rows))}`);
     }
     for (const row of rows.filter((r) => r.drift === true)) {
       const dead = row.slots?.active ?? row.keyId;
@@ -111,9 +118,41 @@ async function statusCommand(flags: StatusFlags): Promise<number> {
     for (const row of rows.filter((r) => r.probe?.errorCode !== undefined)) {
       process.stderr.write(`keyroll: ${row.keyId}: probe failed (${row.probe?.errorCode ?? ''}); its stored secret's state is unknown\n`);
     }
+    for (const row of rows) {
+      for (const consumer of row.consumers?.filter((c) => c.state === 'unreadable') ?? []) {
+        process.stderr.write(`keyroll: ${row.keyId}: consumer ${consumer.consumer} cannot be read (${consumer.errorCode ?? 'unknown'}); its refresh state is unknown\n`);
+      }
+    }
     return rows.some((r) => r.error !== undefined || r.drift === true || r.probe?.errorCode !== undefined) ? 1 : 0;
   } finally {
     await backends.close();
     await runtime?.close();
   }
+}
+
+/**
+ * Each consumer's last refresh, read from the cluster (src/consumers/status.ts), on the rows of the
+ * keys that list consumers. One Kubernetes client for the whole status, made only when some key
+ * lists a Kubernetes consumer; a client that cannot be made marks those consumers unreadable.
+ */
+async function addConsumerStatuses(policy: Policy, rows: StatusRow[]): Promise<void> {
+  const withConsumers = policy.keys.filter((key) => (key.consumers ?? []).length > 0);
+  if (withConsumers.length === 0) return;
+  const [{ consumerStatuses }, { loadKubeConfig, NodeKubeClient }] = await Promise.all([import('../consumers/status.ts'), import('../consumers/kubernetes/node-client.ts')]);
+  let client: KubeClient | undefined;
+  let clientError: unknown;
+  if (withConsumers.some((key) => (key.consumers ?? []).some((consumer) => consumer.kind !== 'webhook'))) {
+    try {
+      client = new NodeKubeClient(loadKubeConfig(policy.consumers?.kubernetes ?? {}));
+    } catch (error) {
+      clientError = error;
+    }
+  }
+  await Promise.all(
+    rows.map(async (row) => {
+      const key = withConsumers.find((candidate) => candidate.id === row.keyId);
+      if (key === undefined) return;
+      row.consumers = await consumerStatuses(key, { lastRotatedAt: row.lastRotatedAt ?? undefined, lastRotationId: row.lastRotationId ?? undefined }, client, clientError);
+    }),
+  );
 }

@@ -1,0 +1,95 @@
+// Each consumer's last refresh, for `keyroll status`. It is read from the consumer itself, not
+// from a record keyroll keeps: an ExternalSecret's own status (refreshTime, Ready), a workload's
+// pod template (restartedAt, which `kubectl rollout restart` writes too) and the annotations
+// keyroll writes with each restart (restarted-for, restart-owed). So status shows what the cluster
+// holds: a refresh done by hand counts, a consumer deleted since shows as missing, and nothing is
+// written to the secret backends after a rotation (no write of the backends' quotas spent on it:
+// invariant 11). What the objects cannot hold — a webhook notice, a failure's reason — is in the
+// audit trail (consumer.* events) and the metrics.
+import { errorCode, errorMessage } from '../errors.ts';
+import type { KeyPolicy } from '../policy/schema.ts';
+import { ConsumerError } from './errors.ts';
+import { externalSecretRef } from './kinds/external-secret.ts';
+import { WORKLOAD_KINDS, workloadRef } from './kinds/workloads.ts';
+import type { KubeClient, KubeObject } from './kubernetes/client.ts';
+import { owedRestarts, RESTARTED_AT, restartedFor } from './markers.ts';
+import { consumerName, isWorkload, type ConsumerRef, type ExternalSecretConsumer, type WorkloadConsumer } from './refs.ts';
+
+/**
+ * current: holds the value of the last rotation (synced, or restarted and rolled out after it).
+ * rolling-out: restarted after it, rollout not complete. owed / deferred: a restart for it is
+ * recorded and not done yet (deferred: waiting for the restart window). stale: not refreshed since
+ * the last rotation (a slot entry's consumers pick a new value up within consumerRefresh).
+ * notice: a webhook (told by notice; the audit trail says how it went). unreadable: see errorCode.
+ */
+export type ConsumerState = 'current' | 'rolling-out' | 'owed' | 'deferred' | 'stale' | 'notice' | 'unreadable';
+
+export interface ConsumerStatus {
+  consumer: string;
+  state: ConsumerState;
+  /** ISO-8601: an ExternalSecret's last sync, a workload's last restart (null: never, or a webhook). */
+  lastRefreshAt: string | null;
+  /** Workloads: the rotations its latest restarts were for (keyroll.io/restarted-for), newest last. */
+  restartedFor?: string[];
+  detail: string;
+  errorCode?: string;
+}
+
+export interface LastRotation {
+  lastRotatedAt?: string | undefined;
+  lastRotationId?: string | undefined;
+}
+
+/** The state of every consumer `key` lists; `client` undefined when no Kubernetes client could be made (`clientError` says why). */
+export async function consumerStatuses(key: KeyPolicy, last: LastRotation, client: KubeClient | undefined, clientError?: unknown): Promise<ConsumerStatus[]> {
+  return Promise.all(
+    (key.consumers ?? []).map(async (consumer): Promise<ConsumerStatus> => {
+      if (consumer.kind === 'webhook') return { consumer: consumerName(consumer), state: 'notice', lastRefreshAt: null, detail: 'told by a notice as each rotation ends: see consumer.refreshed and notify.* in the audit trail' };
+      if (client === undefined) return unreadable(consumer, clientError);
+      try {
+        if (isWorkload(consumer)) return workloadStatus(consumer, await client.get(workloadRef(consumer.kind, consumer.namespace, consumer.name)), last);
+        return externalSecretStatus(consumer as ExternalSecretConsumer, await client.get(externalSecretRef(consumer.namespace, consumer.name)), last);
+      } catch (error) {
+        return unreadable(consumer, error);
+      }
+    }),
+  );
+}
+
+function unreadable(consumer: ConsumerRef, error: unknown): ConsumerStatus {
+  const code = error instanceof ConsumerError ? error.code : errorCode(error);
+  return { consumer: consumerName(consumer), state: 'unreadable', lastRefreshAt: null, detail: errorMessage(error), errorCode: code };
+}
+
+function secondOf(iso: string | undefined): number {
+  const ms = iso === undefined ? Number.NaN : Date.parse(iso);
+  return Number.isNaN(ms) ? Number.NaN : Math.floor(ms / 1000);
+}
+
+function externalSecretStatus(consumer: ExternalSecretConsumer, object: KubeObject, last: LastRotation): ConsumerStatus {
+  const status = (object.status ?? {}) as { refreshTime?: unknown; conditions?: { type?: unknown; status?: unknown; message?: unknown }[] };
+  const refreshTime = typeof status.refreshTime === 'string' ? status.refreshTime : undefined;
+  const ready = Array.isArray(status.conditions) ? status.conditions.find((condition) => condition.type === 'Ready') : undefined;
+  const readyText = ready === undefined ? 'no Ready condition' : `Ready ${String(ready.status)}${typeof ready.message === 'string' && ready.message !== '' ? `: ${ready.message}` : ''}`;
+  const after = last.lastRotatedAt === undefined || secondOf(refreshTime) > secondOf(last.lastRotatedAt);
+  const current = ready?.status === 'True' && refreshTime !== undefined && after;
+  return { consumer: consumerName(consumer), state: current ? 'current' : 'stale', lastRefreshAt: refreshTime ?? null, detail: `${refreshTime === undefined ? 'never synced' : `synced ${refreshTime}`}; ${readyText}` };
+}
+
+function workloadStatus(consumer: WorkloadConsumer, object: KubeObject, last: LastRotation): ConsumerStatus {
+  const template = (object.spec as { template?: { metadata?: { annotations?: Record<string, string> } } } | undefined)?.template;
+  const restartedAt = template?.metadata?.annotations?.[RESTARTED_AT];
+  const ids = restartedFor(object);
+  const owed = owedRestarts(object);
+  const base = { consumer: consumerName(consumer), lastRefreshAt: restartedAt ?? null, ...(ids.length === 0 ? {} : { restartedFor: ids }) };
+  if (owed.length > 0) {
+    const deferred = owed.every((entry) => entry.deferred === true);
+    return { ...base, state: deferred ? 'deferred' : 'owed', detail: `a restart is ${deferred ? 'waiting for the restart window' : 'owed'} for ${owed.map((entry) => `${entry.keyId} (${entry.rotationId})`).join(', ')}` };
+  }
+  const forLast = (last.lastRotationId !== undefined && ids.includes(last.lastRotationId)) || last.lastRotatedAt === undefined || secondOf(restartedAt) >= secondOf(last.lastRotatedAt);
+  if (!forLast) return { ...base, state: 'stale', detail: restartedAt === undefined ? 'never restarted since keyroll knows it' : `last restarted ${restartedAt}, before the last rotation` };
+  const rollout = WORKLOAD_KINDS[consumer.kind].rollout(object);
+  if ('waiting' in rollout) return { ...base, state: 'rolling-out', detail: rollout.waiting };
+  if ('failed' in rollout) return { ...base, state: 'rolling-out', detail: rollout.failed.message };
+  return { ...base, state: 'current', detail: `restarted ${restartedAt ?? '(not by kubectl or keyroll)'}, rollout complete` };
+}
