@@ -95,6 +95,27 @@ function withoutEmulator(): Plugin {
   };
 }
 
+/**
+ * ws (pulled in by @kubernetes/client-node) tries `require('bufferutil')` and
+ * `require('utf-8-validate')` inside try/catch and uses its own JavaScript when they are missing.
+ * They are native add-ons keyroll does not install, so they resolve to a module that throws as it
+ * loads: ws takes its fallback, and the bundle loads nothing from node_modules at run time.
+ */
+const WS_OPTIONAL_ADDONS = /^(bufferutil|utf-8-validate)$/;
+
+function withoutWsAddons(): Plugin {
+  return {
+    name: 'keyroll-without-ws-addons',
+    setup(build) {
+      build.onResolve({ filter: WS_OPTIONAL_ADDONS }, (args) => ({ path: args.path, namespace: 'keyroll-without-ws-addons' }));
+      build.onLoad({ filter: /.*/, namespace: 'keyroll-without-ws-addons' }, (args) => ({
+        contents: `throw new Error(${JSON.stringify(`${args.path} is not in this build (ws uses its JavaScript fallback)`)});`,
+        loader: 'js',
+      }));
+    },
+  };
+}
+
 /** The esbuild options (buildBundle builds with them; the packaging tests read them). */
 export function bundleOptions(outdir: string, features: BundleFeatures = {}): BuildOptions & { metafile: true } {
   return {
@@ -112,7 +133,7 @@ export function bundleOptions(outdir: string, features: BundleFeatures = {}): Bu
     legalComments: 'linked',
     metafile: true,
     logLevel: 'warning',
-    plugins: [...(features.emulator === false ? [withoutEmulator()] : []), ...((features.tracing ?? tracingInstalled()) ? [] : [withoutTracing()])],
+    plugins: [withoutWsAddons(), ...(features.emulator === false ? [withoutEmulator()] : []), ...((features.tracing ?? tracingInstalled()) ? [] : [withoutTracing()])],
     // CommonJS dependencies (pino, undici, commander, yaml, the AWS SDK) call require() for
     // Node's built-in modules; an ES module has no require, so each chunk gets one.
     banner: { js: "import { createRequire as __keyrollCreateRequire } from 'node:module'; const require = __keyrollCreateRequire(import.meta.url);" },
