@@ -4,9 +4,12 @@
 // runs it) fires every second against a policy on a fast schedule, until each population has
 // had at least 100 rotations. Two populations in the same run, same schedule:
 //   - single: single-key entries; each roll kills the value consumers hold;
-//   - alternating: two-slot entries whose consumerRefresh (5 s) is above the consumers' TTL (2 s).
+//   - alternating: two-slot entries whose consumerRefresh (5 s) is above the consumers' TTL (2 s);
+//   - singleNotified: single-key entries that list a `webhook` consumer (invariant 12): their
+//     consumers drop their cache as soon as keyroll's success notice for the key arrives (a
+//     loopback webhook, bench/lib/notice-receiver.ts), as a service outside Kubernetes would.
 // `consumerErrors.<population>` counts consumer calls answered 401. The goal: 0 for alternating,
-// above 0 for single. A control population, `overstaying` (details only), reads the slot entries
+// above 0 for single, singleNotified at most 5 % of single (consumerErrors.singleNotifiedShare). A control population, `overstaying` (details only), reads the slot entries
 // through a cache of 8 s, longer than their consumerRefresh: it must see failures, which shows
 // the zero is the rule at work and not a measurement that cannot see a dead slot.
 //
@@ -25,6 +28,7 @@ import { Agent } from 'undici';
 import { runCli } from './lib/cli.ts';
 import { Consumer, tallyByPopulation, type ConsumerTally } from './lib/consumer.ts';
 import type { BenchResult } from './lib/figures.ts';
+import { startNoticeReceiver } from './lib/notice-receiver.ts';
 import { round } from './lib/stats.ts';
 import { OWNER_TOKEN, startWorld, type BenchKey, type World } from './lib/world.ts';
 
@@ -45,8 +49,10 @@ const ROTATIONS_TARGET = 100;
 const QUICK_ROTATIONS_TARGET = 30;
 const TIME_LIMIT_MS = 300_000;
 
-type Population = 'single' | 'alternating';
-const POPULATIONS: readonly Population[] = ['single', 'alternating'];
+type Population = 'single' | 'alternating' | 'singleNotified';
+const POPULATIONS: readonly Population[] = ['single', 'alternating', 'singleNotified'];
+/** The webhook sink the singleNotified entries list as their consumer. */
+const NOTICE_SINK = 'cache-drop';
 const CONTROL = 'overstaying';
 
 interface Entry {
@@ -81,6 +87,9 @@ function entries(world: World, secretsDir: string): Entry[] {
     const slots = [`key_cons_alt_${n}a`, `key_cons_alt_${n}b`] as const;
     for (const id of slots) world.emulator.state.addApiKey({ id, name: id, organizationId: 'org_demo_acme' });
     out.push({ population: 'alternating', id: `cons_alt_${n}`, keyIds: slots, file: join(secretsDir, `cons_alt_${n}.json`) });
+    const notified = `key_cons_notified_${n}`;
+    world.emulator.state.addApiKey({ id: notified, name: notified, organizationId: 'org_demo_acme' });
+    out.push({ population: 'singleNotified', id: notified, keyIds: [notified], file: join(secretsDir, `${notified}.json`) });
   }
   return out;
 }
@@ -88,6 +97,7 @@ function entries(world: World, secretsDir: string): Entry[] {
 function benchKey(entry: Entry): BenchKey {
   const base = { id: entry.id, backend: 'files', path: `${entry.id}.json` };
   const [a, b] = entry.keyIds;
+  if (entry.population === 'singleNotified') return { ...base, consumers: `[{ kind: webhook, sink: ${NOTICE_SINK} }]` };
   return entry.population === 'alternating' && a !== undefined && b !== undefined ? { ...base, slots: [a, b], consumerRefresh: CONSUMER_REFRESH } : base;
 }
 
@@ -121,6 +131,11 @@ export async function runConsumersBench(options: { quick?: boolean } = {}): Prom
   const target = options.quick ? QUICK_ROTATIONS_TARGET : ROTATIONS_TARGET;
   const world = await startWorld({ rollRateLimitPerMinute: 6_000 });
   const dispatcher = new Agent({ connections: 8 });
+  // Each singleNotified consumer drops its cache when the notice of its key arrives.
+  const listeners = new Map<string, Consumer[]>();
+  const receiver = await startNoticeReceiver((keyId) => {
+    for (const c of listeners.get(keyId) ?? []) c.dropCache();
+  });
   try {
     const secretsDir = join(world.dir, 'secrets');
     const list = entries(world, secretsDir);
@@ -129,6 +144,7 @@ export async function runConsumersBench(options: { quick?: boolean } = {}): Prom
       backends: `  files: { kind: file, directory: ${secretsDir} }`,
       defaults: `  maxAge: ${PERIOD}\n  minInterval: ${PERIOD}`,
       keys: list.map(benchKey),
+      sinks: `    ${NOTICE_SINK}: { kind: webhook, url: "${receiver.url}" }`,
     });
     const cli = (args: string[]): ReturnType<typeof runCli> => runCli([...args, '--policy', policy], { cwd: world.dir, env: { KEYROLL_API_TOKEN: OWNER_TOKEN }, timeoutMs: 60_000 });
 
@@ -142,7 +158,13 @@ export async function runConsumersBench(options: { quick?: boolean } = {}): Prom
     const consumer = (population: string, file: string, ttlMs: number): Consumer =>
       new Consumer({ population, file, secretField: 'apiKey', ttlMs, apiUrl: world.emulator.url, now: () => Date.now(), dispatcher });
     const consumers = [
-      ...list.flatMap((entry) => Array.from({ length: CONSUMERS_PER_ENTRY }, () => consumer(entry.population, entry.file, CONSUMER_TTL_MS))),
+      ...list.flatMap((entry) =>
+        Array.from({ length: CONSUMERS_PER_ENTRY }, () => {
+          const c = consumer(entry.population, entry.file, CONSUMER_TTL_MS);
+          if (entry.population === 'singleNotified') listeners.set(entry.id, [...(listeners.get(entry.id) ?? []), c]);
+          return c;
+        }),
+      ),
       ...list.filter((entry) => entry.population === 'alternating').map((entry) => consumer(CONTROL, entry.file, OVERSTAYING_TTL_MS)),
     ];
     let stopped = false;
@@ -156,11 +178,11 @@ export async function runConsumersBench(options: { quick?: boolean } = {}): Prom
     });
 
     const populationOf = new Map(list.map((e) => [e.id, e.population]));
-    const runs: RunTally = { runs: 0, runsNotZero: 0, rotated: { single: 0, alternating: 0 }, failed: 0, previousActiveChecked: 0, previousActiveDead: 0, skippedConsumerRefresh: 0 };
+    const runs: RunTally = { runs: 0, runsNotZero: 0, rotated: { single: 0, alternating: 0, singleNotified: 0 }, failed: 0, previousActiveChecked: 0, previousActiveDead: 0, skippedConsumerRefresh: 0 };
     const began = performance.now();
     const runWallMs: number[] = [];
     try {
-      while (runs.rotated.single < target || runs.rotated.alternating < target) {
+      while (POPULATIONS.some((p) => runs.rotated[p] < target)) {
         if (performance.now() - began > TIME_LIMIT_MS) throw new Error(`only ${String(runs.rotated.single)} single and ${String(runs.rotated.alternating)} slot rotations in ${String(TIME_LIMIT_MS / 1000)} s`);
         const runStarted = performance.now();
         const run = await cli(['run']);
@@ -188,6 +210,7 @@ export async function runConsumersBench(options: { quick?: boolean } = {}): Prom
     const lost = await countLost(world, list);
     const single = of('single');
     const alternating = of('alternating');
+    const notified = of('singleNotified');
     const perRotationOutageS = (t: ConsumerTally & { consumers: number }, rotations: number): number =>
       rotations === 0 ? 0 : round(t.outageMs / 1000 / (rotations * CONSUMERS_PER_ENTRY), 3);
 
@@ -195,10 +218,14 @@ export async function runConsumersBench(options: { quick?: boolean } = {}): Prom
       figures: [
         { name: 'consumerErrors.single', value: single.unauthorized, unit: 'calls', goal: { op: '>=', target: 1 } },
         { name: 'consumerErrors.alternating', value: alternating.unauthorized, unit: 'calls', goal: { op: '==', target: 0 } },
+        { name: 'consumerErrors.singleNotified', value: notified.unauthorized, unit: 'calls' },
+        { name: 'consumerErrors.singleNotifiedShare', value: single.unauthorized === 0 ? Number.NaN : round(notified.unauthorized / single.unauthorized, 4), unit: '×', goal: { op: '<=', target: 0.05 } },
         { name: 'consumerCalls.single', value: single.calls, unit: 'calls' },
         { name: 'consumerCalls.alternating', value: alternating.calls, unit: 'calls' },
+        { name: 'consumerCalls.singleNotified', value: notified.calls, unit: 'calls' },
         { name: 'consumerRotations.single', value: runs.rotated.single, unit: '', goal: { op: '>=', target: ROTATIONS_TARGET } },
         { name: 'consumerRotations.alternating', value: runs.rotated.alternating, unit: '', goal: { op: '>=', target: ROTATIONS_TARGET } },
+        { name: 'consumerRotations.singleNotified', value: runs.rotated.singleNotified, unit: '', goal: { op: '>=', target: ROTATIONS_TARGET } },
       ],
       details: {
         populations: Object.fromEntries(
@@ -242,6 +269,7 @@ export async function runConsumersBench(options: { quick?: boolean } = {}): Prom
         slotRollsMin: Math.min(...slotRolls),
         slotRollsMax: Math.max(...slotRolls),
         lost,
+        notices: [...receiver.arrivals.values()].reduce((sum, list) => sum + list.length, 0),
         wallSeconds: round(wallS, 1),
         settings: {
           consumerTtlMs: CONSUMER_TTL_MS,
@@ -257,10 +285,12 @@ export async function runConsumersBench(options: { quick?: boolean } = {}): Prom
       },
       notes: [
         `consumers: ${String(ENTRIES)} single-key and ${String(ENTRIES)} two-slot entries (maxAge = minInterval = ${PERIOD}; slots: consumerRefresh ${CONSUMER_REFRESH}), ${String(CONSUMERS_PER_ENTRY)} consumers each reading the file backend through a ${String(CONSUMER_TTL_MS / 1000)} s cache and calling the API every ${String(CALL_EVERY_MS)} ms; \`keyroll run\` every ${String(RUN_EVERY_MS / 1000)} s on the real clock; errors = consumer calls answered 401`,
+        `consumers: singleNotified — ${String(ENTRIES)} single-key entries listing a webhook consumer; their consumers drop the cache when keyroll's notice of the key arrives (otherwise as single)`,
         `consumers: control — ${String(of(CONTROL).consumers)} consumers of the slot entries with a ${String(OVERSTAYING_TTL_MS / 1000)} s cache (above consumerRefresh): ${String(of(CONTROL).unauthorized)} of ${String(of(CONTROL).calls)} calls answered 401`,
       ],
     };
   } finally {
+    await receiver.close();
     await dispatcher.close();
     await world.close();
   }

@@ -31,6 +31,7 @@ const BENCHMARKS: Benchmark[] = [
   { name: 'memory', run: async (o) => (await import('./memory.ts')).runMemoryBench(o) },
   { name: 'daemon-day', run: async (o) => (await import('./daemon-day.ts')).runDaemonDayBench(o) },
   { name: 'consumers', run: async (o) => (await import('./consumers.ts')).runConsumersBench(o) },
+  { name: 'leak', run: async (o) => (await import('./leak.ts')).runLeakBench(o) },
   { name: 'replay-record', run: async (o) => (await import('./replay-record.ts')).runReplayRecordBench(o) },
 ];
 

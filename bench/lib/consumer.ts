@@ -59,6 +59,14 @@ export class Consumer {
     this.options = options;
   }
 
+  /**
+   * Forgets the cached value: the next call reads the file again. What a service that listens to
+   * keyroll's notice (a `webhook` consumer) does when the notice arrives.
+   */
+  dropCache(): void {
+    this.#cached = undefined;
+  }
+
   /** One call to the API with the cached secret (re-read first when the copy is older than the TTL). */
   async call(): Promise<CallResult> {
     const secret = await this.#secret();

@@ -22,6 +22,8 @@ export interface BenchKey {
   slots?: readonly [string, string];
   /** Slot entries: the policy's consumerRefresh (a duration, e.g. 5s). */
   consumerRefresh?: string;
+  /** The key's consumers, as flow YAML (e.g. `[{ kind: webhook, sink: cache-drop }]`). */
+  consumers?: string;
 }
 
 export interface PolicyOptions {
@@ -33,6 +35,8 @@ export interface PolicyOptions {
   keys: readonly BenchKey[];
   /** YAML map entries under `defaults:`, each line indented by two spaces. */
   defaults?: string;
+  /** YAML map entries under `alerts.sinks:`, each line indented by four spaces. */
+  sinks?: string;
 }
 
 /** One flow-style line per key, so a 1,000-key policy stays a readable file. */
@@ -40,7 +44,7 @@ export function policyYaml(options: PolicyOptions): string {
   const keys = options.keys
     .map((key) => {
       const slots = key.slots === undefined ? '' : `, slots: [${key.slots.join(', ')}]${key.consumerRefresh === undefined ? '' : `, consumerRefresh: ${key.consumerRefresh}`}`;
-      return `  - { id: ${key.id}, organization: ${ORG}${slots}, destinations: [{ backend: ${key.backend}, path: ${key.path} }]${key.schedule === undefined ? '' : `, schedule: "${key.schedule}"`} }`;
+      return `  - { id: ${key.id}, organization: ${ORG}${slots}, destinations: [{ backend: ${key.backend}, path: ${key.path} }]${key.schedule === undefined ? '' : `, schedule: "${key.schedule}"`}${key.consumers === undefined ? '' : `, consumers: ${key.consumers}`} }`;
     })
     .join('\n');
   return `version: 1
@@ -50,7 +54,7 @@ api:
   rateLimitPerMinute: ${String(options.rateLimitPerMinute)}
 backends:
 ${options.backends}
-defaults:
+${options.sinks === undefined ? '' : `alerts:\n  sinks:\n${options.sinks}\n`}defaults:
 ${options.defaults ?? '  maxAge: 30d\n  minInterval: 1h'}
 keys:
 ${keys}
