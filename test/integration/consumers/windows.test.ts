@@ -4,6 +4,7 @@
 // included — and a leak ignores the window; restarts keep the policy's order and the cap.
 import { afterEach, describe, expect, it } from 'vitest';
 import { owedRestarts, RESTARTED_FOR } from '../../../src/consumers/markers.ts';
+import { consumerStatuses } from '../../../src/consumers/status.ts';
 import type { RestartWindow } from '../../../src/policy/consumers.ts';
 import { useTempDir } from '../../support/temp-dir.ts';
 import { kubeApiServer } from '../servers.ts';
@@ -80,6 +81,15 @@ if (server === undefined) {
       expect(deferred).toMatchObject({ consumerKind: 'deployment', name: 'checkout' });
       expect(String(deferred?.nextAction)).toMatch(/restart window \(it opens at \d{4}-/);
       expect(b.bench.alerter.alerts).toEqual([]);
+      // keyroll status: the ExternalSecret holds the new value, the workload waits for the window.
+      const key = b.bench.policy.keys.find((candidate) => candidate.id === ENTRY);
+      if (key === undefined) throw new Error('no entry');
+      const statuses = await consumerStatuses(key, { lastRotatedAt: summary.outcomes[0]?.rotatedAt, lastRotationId: summary.outcomes[0]?.rotationId }, cluster.client);
+      expect(statuses.map((status) => [status.consumer.split(' ')[0], status.state])).toEqual([
+        ['externalSecret', 'current'],
+        ['deployment', 'deferred'],
+      ]);
+      expect(statuses[1]?.detail).toContain(`waiting for the restart window for ${ENTRY} (${String(summary.outcomes[0]?.rotationId)})`);
     });
 
     it('inside the window, two runners pick the owed restart up at once: the workload restarts once', async () => {
@@ -96,6 +106,10 @@ if (server === undefined) {
       const checkout = await cluster.readWorkload('deployments', 'checkout');
       expect(owedRestarts(checkout)).toEqual([]);
       expect(checkout.metadata?.annotations?.[RESTARTED_FOR]?.split(',')).toContain(rotationId);
+      const key = b.bench.policy.keys.find((candidate) => candidate.id === ENTRY);
+      if (key === undefined) throw new Error('no entry');
+      const [, workload] = await consumerStatuses(key, { lastRotatedAt: summary.outcomes[0]?.rotatedAt, lastRotationId: rotationId }, cluster.client);
+      expect(workload).toMatchObject({ state: 'current', restartedFor: expect.arrayContaining([rotationId]) as unknown });
     });
 
     it('a leak ignores the closed window, and its restart delivers the deferred value too', async () => {
