@@ -2,6 +2,7 @@
 # Prepares this machine for the benchmarks, once; quick when everything is already there:
 #   - Debian's awscli (/usr/bin/aws), for the shell loop's `aws secretsmanager put-secret-value`;
 #   - OpenBao (`bao`) and moto from the cached venv of scripts/test-servers.sh;
+#   - kube-apiserver and etcd (scripts/test-kube.sh), for the leak benchmark's Kubernetes consumers;
 #   - the compiled dist/ (`npm run build`): cold start is measured on `node dist/cli/entry.js`,
 #     as the Docker image runs it.
 # Prints the venv's bin directory on stdout, nothing else; progress goes to stderr.
@@ -23,6 +24,8 @@ command -v curl >/dev/null || { echo "keyroll bench: curl is missing (apt-get in
 command -v jq >/dev/null || { echo "keyroll bench: jq is missing (apt-get install -y jq)" >&2; exit 2; }
 
 bin=$(sh scripts/test-servers.sh)
+# kube-apiserver and etcd for the leak benchmark's Kubernetes consumers (cached once built).
+sh scripts/test-kube.sh >/dev/null
 echo "keyroll bench: building dist/" >&2
 npm run --silent build >&2
 echo "$bin"
