@@ -206,7 +206,6 @@ export async function runLeakBench(options: { quick?: boolean } = {}): Promise<B
         timeToNotifiedMs: { p50: p(toNotified, 50), p90: p(toNotified, 90), p99: p(toNotified, 99), max: round(Math.max(...toNotified), 1) },
         consumers: `per key: a webhook (a loopback receiver standing for a service that drops its cache on notice), its ExternalSecret, and the Deployment ${WORKLOAD} (restarted once per leak), on a real kube-apiserver with stand-in controllers`,
         consumerFailures: failedConsumers,
-        deploymentRestarts: controllers.restartsOf(WORKLOAD).length,
         settings: { pollMs: POLL_MS, keyroll: 'keyroll daemon in the bench process (src/, not dist/), the GitHub intake against the fake GitHub, the file backend' },
       },
       notes: [
