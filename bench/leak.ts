@@ -2,7 +2,7 @@
 // (policy `intake.github`) serves 50 keys of the emulator, each stored in the file backend and
 // listing one consumer, a webhook the consumer's owner runs to drop its cache. For each key in
 // turn, the value it holds "leaks" (each key also lists its ExternalSecret and the Deployment
-// that reads it, on a real kube-apiserver: see below): the fake GitHub (test/leaks/github-fake.ts, the one the leak
+// that reads it, on a real kube-apiserver: see below): the fake GitHub (test/leaks/github/fake-github.ts, the one the leak
 // intake's tests check against GitHub's published schemas) holds a secret scanning alert for it,
 // and the bench POSTs the signed `secret_scanning_alert` delivery to the daemon as GitHub does.
 // Measured from just before the POST:
@@ -30,7 +30,7 @@ import { createMemoryAuditLog } from '../src/audit/logger.ts';
 import { Secret } from '../src/audit/secret.ts';
 import { Daemon } from '../src/daemon/daemon.ts';
 import { consumerNamespace, StandInControllers, type ConsumerNamespace } from '../test/integration/consumers/cluster.ts';
-import { secretScanningWebhook, startFakeGithub } from '../test/leaks/github-fake.ts';
+import { secretScanningWebhook, startFakeGithub } from '../test/leaks/github/fake-github.ts';
 import { startKubeApiServer, type RunningKubeApiServer } from '../test/support/kube-apiserver.ts';
 import { ROOT } from './lib/cli.ts';
 import type { BenchResult } from './lib/figures.ts';
