@@ -57,8 +57,11 @@ export async function createSecret(ctx: NativeContext): Promise<CreateOutcome> {
     const { sealToEscrow } = await prepareRoll(tx);
     const stored = await rollAndStore(tx, sealToEscrow);
     if (!isStored(stored)) {
-      // The engine alerted (critical) where the value went: a fallback, the escrow, or nowhere.
-      throw new RotationStepError('store', key.id, stored.errorCode ?? 'KR_STORE_FAILED', `key ${key.id}: the rolled value of ${tx.plan.rollKeyId} could not be put as AWSPENDING (${stored.detail ?? 'store failed'})`);
+      // The engine audited key.failed and alerted where the value went (a fallback, the escrow, or
+      // nowhere): that is this failure's one alert (invariant 7), not reported again below.
+      const failed = new RotationStepError('store', key.id, stored.errorCode ?? 'KR_STORE_FAILED', `key ${key.id}: the rolled value of ${tx.plan.rollKeyId} could not be put as AWSPENDING (${stored.detail ?? 'store failed'})`);
+      reportedErrors.add(failed);
+      throw failed;
     }
     // finishSecret moves AWSCURRENT under this same lock (owner and rotation from the token).
     keepLock = true;
@@ -77,10 +80,12 @@ export async function createSecret(ctx: NativeContext): Promise<CreateOutcome> {
     const onlyCopy = progress.stored && tx.plan.keepsAlive === undefined;
     if (!onlyCopy) await dropPending(ctx, 'createSecret');
     if (error instanceof NativeRotationError) audit.emit('key.native.step', { step: 'createSecret', did: 'not-rolled', version: token, errorCode: code });
-    // Invariant 7: audited and alerted like any rotation's failure (the failure streak included).
-    const meaning = failureMeaning({ ...progress, step, mayHaveRolled: rolled && !progress.rolled, standby: tx.plan.keepsAlive !== undefined && progress.recovering === undefined });
-    await tx.reportFailure(error, step, code, meaning);
-    if (error instanceof Error) reportedErrors.add(error);
+    // Invariant 7: audited and alerted like any rotation's failure (the failure streak included), once.
+    if (!(error instanceof Error && reportedErrors.has(error))) {
+      const meaning = failureMeaning({ ...progress, step, mayHaveRolled: rolled && !progress.rolled, standby: tx.plan.keepsAlive !== undefined && progress.recovering === undefined });
+      await tx.reportFailure(error, step, code, meaning);
+      if (error instanceof Error) reportedErrors.add(error);
+    }
     if (onlyCopy) {
       await sendAlert(deps, key, {
         severity: 'critical',

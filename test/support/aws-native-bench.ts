@@ -36,6 +36,8 @@ export interface NativeBench {
   rotate(token: string): Promise<string[]>;
   stages(): Promise<Record<string, string[]>>;
   value(stage: string): Promise<{ apiKey: string; keyId: string } | undefined>;
+  /** The versions that hold a key's value (not keyroll's lock versions on the secret). */
+  keyVersions(): Promise<string[]>;
   close(): void;
 }
 
@@ -103,6 +105,16 @@ export async function startNativeBench(server: MotoServer, emulator: RunningEmul
       } catch {
         return undefined;
       }
+    },
+    keyVersions: async () => {
+      const ids = Object.keys((await client.send(new DescribeSecretCommand({ SecretId: name }))).VersionIdsToStages ?? {});
+      const withValue = await Promise.all(
+        ids.map(async (id) => {
+          const answer = await client.send(new GetSecretValueCommand({ SecretId: name, VersionId: id }));
+          return typeof (JSON.parse(answer.SecretString ?? '{}') as { apiKey?: unknown }).apiKey === 'string' ? id : undefined;
+        }),
+      );
+      return withValue.filter((id): id is string => id !== undefined);
     },
     close: () => {
       client.destroy();
