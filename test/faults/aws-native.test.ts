@@ -5,13 +5,24 @@
 // and the API applied exactly the rolls the case expects (no double roll).
 // The events are the ones Secrets Manager sends, against moto (test/support/aws-native-bench.ts).
 import { randomUUID } from 'node:crypto';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it, type TestContext } from 'vitest';
 import { startEmulator, type RunningEmulator } from '../../src/emulator/server.ts';
+import { OWNER_TOKEN, spawnCli, type CliResult } from '../cli/harness.ts';
+import { motoEnv } from '../integration/aws-fixtures.ts';
 import { motoServer } from '../integration/servers.ts';
 import { ENTRY, SLOT_A, SLOT_B, lossyProxy, pendingVersions, startNativeBench, type NativeBench } from '../support/aws-native-bench.ts';
 import { findSecrets } from '../support/secret-scan.ts';
+import { useTempDir } from '../support/temp-dir.ts';
+import { waitFor } from '../support/wait-for.ts';
 import { recordCase, type FaultCase } from './record.ts';
 
+/** The rotation function in a process of its own (b-native-step.ts), for the crash case. */
+const FUNCTION_ENTRY = fileURLToPath(new URL('./b-native-step.ts', import.meta.url));
+
+const dir = useTempDir('keyroll-faults-native-');
 let emulator: RunningEmulator;
 let bench: NativeBench | undefined;
 
@@ -50,20 +61,20 @@ async function judge(
   ctx: Pick<TestContext, 'task'>,
   b: NativeBench,
   about: Pick<FaultCase, 'case' | 'fault' | 'step' | 'result'>,
-  expected: { failures: readonly string[]; rolls: number; rollsBefore: number },
+  expected: { failures: readonly string[]; rolls: number; rollsBefore: number; otherOutput?: readonly string[] },
 ): Promise<NativeVerdict> {
   const problems: string[] = [];
-  // Not lost: AWSCURRENT is the live value of its slot, or a critical alert says what to run.
+  // Not lost: AWSCURRENT is the live value of its slot, or a critical alert says what to run (every alert has a nextAction).
   const current = await b.value('AWSCURRENT');
   const currentWorks = current !== undefined && emulator.state.isLiveSecret(current.keyId, current.apiKey);
-  const criticalWithAction = b.alerter.alerts.some(({ alert }) => alert.keyId === ENTRY && alert.severity === 'critical' && alert.nextAction !== undefined);
+  const criticalWithAction = b.alerter.alerts.some(({ alert }) => alert.keyId === ENTRY && alert.severity === 'critical');
   const lost = currentWorks || criticalWithAction ? 0 : 1;
   if (lost) problems.push(`AWSCURRENT of ${b.name} does not work and no critical alert says what to run`);
   // A rotation that cannot finish leaves no AWSPENDING to block the next one.
   const pending = pendingVersions(await b.stages());
   if (pending.length > 0 && !criticalWithAction) problems.push(`AWSPENDING left on ${pending.join(', ')}`);
   // Not leaked: every minted secret, in every spelling, in every audit line and alert.
-  const leaks = findSecrets([...b.lines, JSON.stringify(b.alerter.alerts)], emulator.state.mintedSecrets());
+  const leaks = findSecrets([...b.lines, JSON.stringify(b.alerter.alerts), ...(expected.otherOutput ?? [])], emulator.state.mintedSecrets());
   for (const hit of leaks.hits) problems.push(`secret ${hit.fingerprint} leaked (${hit.form})`);
   // Alerted: one alert per failure, none otherwise.
   const mine = b.alerter.alerts.filter(({ alert }) => alert.keyId === ENTRY).map(({ alert }) => alert);
@@ -248,4 +259,93 @@ describe('fault matrix: AWS-native rotation', () => {
     expect((await b.value('AWSCURRENT'))?.keyId).toBe(SLOT_B);
     assertVerdict(verdict);
   });
+
+  it('roll × the function is killed after the roll, before the put (SIGKILL): the retried createSecret does not roll again and alerts; the next rotation repairs and finishes', async (ctx) => {
+    const server = motoServer();
+    if (!server) return ctx.skip();
+    const b = (bench = await startNativeBench(server, emulator));
+    const rollsBefore = rollsOf();
+    const before = await b.value('AWSCURRENT');
+    const token = randomUUID();
+    // The bench's entry, as the deployed function reads it: the same secret, slots and lock TTL.
+    const policyFile = join(dir.path(), 'policy.json');
+    await writeFile(policyFile, JSON.stringify(functionPolicy(b, server.endpoint, server.region)));
+    // The API applies the roll and holds its answer: the function dies between the roll and the put.
+    emulator.faults.inject('roll', { kind: 'failAfterApply', then: 'hang' }, 1);
+    const child = spawnCli([JSON.stringify({ Step: 'createSecret', SecretId: b.arn, ClientRequestToken: token })], dir.path(), {
+      entry: FUNCTION_ENTRY,
+      env: { ...stringEnv(motoEnv(server)), KEYROLL_POLICY: policyFile, KEYROLL_API_TOKEN: OWNER_TOKEN },
+    });
+    let killed: CliResult;
+    try {
+      let exited: CliResult | undefined;
+      void child.result.then((result) => (exited = result));
+      await waitFor(
+        () => {
+          if (exited) throw new Error(`the function exited before its roll was applied: ${exited.stderr}${exited.lastLine}`);
+          return rollsOf() > rollsBefore;
+        },
+        'the function\'s roll applied',
+        { intervalMs: 5, timeoutMs: 20_000 },
+      );
+      child.child.kill('SIGKILL');
+      killed = await child.result;
+    } finally {
+      if (child.child.exitCode === null && child.child.signalCode === null) child.child.kill('SIGKILL');
+      emulator.faults.clear();
+    }
+    const atKill = { current: await b.value('AWSCURRENT'), pending: pendingVersions(await b.stages()) };
+    // Lambda timed out: Secrets Manager retries createSecret with the same token.
+    const retried = await refused(b.step('createSecret', token));
+    const afterRetry = pendingVersions(await b.stages());
+    const next: string[] = [];
+    const nextToken = randomUUID();
+    for (const step of FOUR_STEPS) next.push(await b.step(step, nextToken, LATER));
+    // The dead function could not alert: its failure's one alert is the retried step's.
+    const verdict = await judge(
+      ctx,
+      b,
+      { case: 'roll × function killed after the roll, before the put (aws-native)', fault: 'SIGKILL', step: 'roll', result: 'aborted' },
+      { failures: ['KR_NATIVE_VALUE_LOST'], rolls: 2, rollsBefore, otherOutput: [killed.stdout, killed.stderr] },
+    );
+    expect(child.child.signalCode, 'the function died of the kill, mid-step').toBe('SIGKILL');
+    expect(atKill).toEqual({ current: before, pending: [] });
+    expect(retried).toBe('KR_NATIVE_VALUE_LOST');
+    expect(b.alerter.alerts.find(({ alert }) => alert.errorCode === 'KR_NATIVE_VALUE_LOST')?.alert.severity).toBe('error');
+    expect(afterRetry).toEqual([]);
+    expect(next).toEqual(ROTATED);
+    expect((await b.value('AWSCURRENT'))?.keyId).toBe(SLOT_B);
+    assertVerdict(verdict);
+  });
 });
+
+/** The bench's policy as the policy file a deployed function reads (KEYROLL_POLICY). */
+function functionPolicy(b: NativeBench, endpoint: string, region: string): unknown {
+  const key = b.policy.keys[0];
+  return {
+    version: 1,
+    // Far longer than the hold: the kill, not a timeout, ends the step.
+    api: { baseUrl: emulator.url, credential: { type: 'bearer', token: 'env:KEYROLL_API_TOKEN' }, timeouts: { headersMs: 30_000, bodyMs: 30_000 }, rateLimitPerMinute: 6000 },
+    backends: { aws: { kind: 'aws', endpoint, region } },
+    alerts: { sinks: {} },
+    keys: [
+      {
+        id: ENTRY,
+        organization: key?.organizationId,
+        slots: [SLOT_A, SLOT_B],
+        // The bench's zero, as near as a policy file may say it.
+        consumerRefresh: '1ms',
+        minInterval: '1ms',
+        // Covers one roll attempt and the write (validate refuses less); the next rotation comes 10 min later.
+        lockTtl: '5m',
+        maxAge: '30d',
+        scheduler: 'aws-native',
+        destinations: [{ backend: 'aws', path: b.name, shape: key?.destinations[0]?.target.shape }],
+      },
+    ],
+  };
+}
+
+function stringEnv(env: NodeJS.ProcessEnv): Record<string, string> {
+  return Object.fromEntries(Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined));
+}
