@@ -12,7 +12,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, type TestContext 
 import { startEmulator, type RunningEmulator } from '../../src/emulator/server.ts';
 import { OWNER_TOKEN, spawnCli, type CliResult } from '../cli/harness.ts';
 import { motoEnv } from '../integration/aws-fixtures.ts';
-import { motoServer } from '../integration/servers.ts';
+import { motoServer, type MotoServer } from '../integration/servers.ts';
 import { ENTRY, SLOT_A, SLOT_B, lossyProxy, pendingVersions, startNativeBench, type NativeBench } from '../support/aws-native-bench.ts';
 import { findSecrets } from '../support/secret-scan.ts';
 import { useTempDir } from '../support/temp-dir.ts';
@@ -96,6 +96,14 @@ function assertVerdict(verdict: NativeVerdict): void {
   expect(verdict.alerted, 'alerted').toBe(verdict.failures);
 }
 
+/** A fresh two-slot secret in moto, with the API's roll count and AWSCURRENT before the case. */
+async function openCase(ctx: TestContext): Promise<{ server: MotoServer; b: NativeBench; rollsBefore: number; before: Awaited<ReturnType<NativeBench['value']>> }> {
+  const server = motoServer();
+  if (!server) return ctx.skip();
+  const b = (bench = await startNativeBench(server, emulator));
+  return { server, b, rollsBefore: rollsOf(), before: await b.value('AWSCURRENT') };
+}
+
 async function refused(promise: Promise<string>): Promise<string> {
   try {
     return `did ${await promise}`;
@@ -106,11 +114,7 @@ async function refused(promise: Promise<string>): Promise<string> {
 
 describe('fault matrix: AWS-native rotation', () => {
   it('control × the four steps in order: the standby is AWSCURRENT and live, the previous active AWSPREVIOUS and alive, no alert', async (ctx) => {
-    const server = motoServer();
-    if (!server) return ctx.skip();
-    const b = (bench = await startNativeBench(server, emulator));
-    const rollsBefore = rollsOf();
-    const before = await b.value('AWSCURRENT');
+    const { b, rollsBefore, before } = await openCase(ctx);
     const did = await b.rotate(randomUUID());
     const verdict = await judge(ctx, b, { case: 'control × four steps in order (aws-native)', fault: 'none', step: 'run', result: 'rotated' }, { failures: [], rolls: 1, rollsBefore });
     expect(did).toEqual(ROTATED);
@@ -121,10 +125,7 @@ describe('fault matrix: AWS-native rotation', () => {
   });
 
   it('every step × repeated (AWS retries each step): one roll, one version, ends as one rotation, no alert', async (ctx) => {
-    const server = motoServer();
-    if (!server) return ctx.skip();
-    const b = (bench = await startNativeBench(server, emulator));
-    const rollsBefore = rollsOf();
+    const { b, rollsBefore } = await openCase(ctx);
     const valuesBefore = (await b.keyVersions()).length;
     const token = randomUUID();
     const did: string[] = [];
@@ -139,11 +140,7 @@ describe('fault matrix: AWS-native rotation', () => {
   // A step refused before anything was touched (no roll, no label moved) is not a failed rotation:
   // Secrets Manager records the failed step and retries; keyroll audits it (key.failed), no alert.
   it('order × testSecret and finishSecret before createSecret: refused, nothing touched; the rotation then runs', async (ctx) => {
-    const server = motoServer();
-    if (!server) return ctx.skip();
-    const b = (bench = await startNativeBench(server, emulator));
-    const rollsBefore = rollsOf();
-    const before = await b.value('AWSCURRENT');
+    const { b, rollsBefore, before } = await openCase(ctx);
     const token = randomUUID();
     const early = [await refused(b.step('testSecret', token)), await refused(b.step('finishSecret', token))];
     const untouched = { current: await b.value('AWSCURRENT'), pending: pendingVersions(await b.stages()), rolls: rollsOf() - rollsBefore };
@@ -157,10 +154,7 @@ describe('fault matrix: AWS-native rotation', () => {
   });
 
   it('order × finishSecret without testSecret: finishes under the lock, a late testSecret still passes', async (ctx) => {
-    const server = motoServer();
-    if (!server) return ctx.skip();
-    const b = (bench = await startNativeBench(server, emulator));
-    const rollsBefore = rollsOf();
+    const { b, rollsBefore } = await openCase(ctx);
     const token = randomUUID();
     const did = [await b.step('createSecret', token), await b.step('finishSecret', token), await b.step('testSecret', token)];
     const verdict = await judge(ctx, b, { case: 'order × finishSecret without testSecret (aws-native)', fault: 'events out of order', step: 'finish', result: 'rotated' }, { failures: [], rolls: 1, rollsBefore });
@@ -171,10 +165,7 @@ describe('fault matrix: AWS-native rotation', () => {
   });
 
   it('store × the AWSPENDING put lands and its answer is lost: sent again with the same token, one version, one roll', async (ctx) => {
-    const server = motoServer();
-    if (!server) return ctx.skip();
-    const b = (bench = await startNativeBench(server, emulator));
-    const rollsBefore = rollsOf();
+    const { server, b, rollsBefore } = await openCase(ctx);
     const valuesBefore = (await b.keyVersions()).length;
     const proxy = await lossyProxy(server.endpoint, 'answer');
     const token = randomUUID();
@@ -196,10 +187,7 @@ describe('fault matrix: AWS-native rotation', () => {
   });
 
   it('store × the AWSPENDING put never lands: the step fails alerted, no AWSPENDING blocks the next rotation, which succeeds', async (ctx) => {
-    const server = motoServer();
-    if (!server) return ctx.skip();
-    const b = (bench = await startNativeBench(server, emulator));
-    const rollsBefore = rollsOf();
+    const { server, b, rollsBefore } = await openCase(ctx);
     const proxy = await lossyProxy(server.endpoint, 'put');
     let failed: string;
     try {
@@ -209,8 +197,9 @@ describe('fault matrix: AWS-native rotation', () => {
     }
     const blocked = pendingVersions(await b.stages());
     const next = await b.rotate(randomUUID());
-    // The rolled standby's value is nowhere: the failed rotation's roll, then the next rotation's.
+    // The code of the failed put (a reset connection: a timeout or a network error) is the store alert's.
     const storeAlert = b.alerter.alerts.find(({ alert }) => alert.step === 'store')?.alert.errorCode ?? 'no store alert';
+    // Two rolls: the failed rotation's (its value is nowhere, only the standby), then the next rotation's.
     const verdict = await judge(ctx, b, { case: 'store × AWSPENDING put never lands (aws-native)', fault: 'backend down', step: 'store', result: 'failed' }, { failures: [storeAlert], rolls: 2, rollsBefore });
     expect(failed).not.toMatch(/^did /);
     expect(blocked).toEqual([]);
@@ -219,11 +208,7 @@ describe('fault matrix: AWS-native rotation', () => {
   });
 
   it('verify × the API refuses the new value at testSecret: given up alerted, AWSPENDING removed, AWSCURRENT untouched; the next rotation succeeds', async (ctx) => {
-    const server = motoServer();
-    if (!server) return ctx.skip();
-    const b = (bench = await startNativeBench(server, emulator));
-    const rollsBefore = rollsOf();
-    const before = await b.value('AWSCURRENT');
+    const { b, rollsBefore, before } = await openCase(ctx);
     const token = randomUUID();
     await b.step('createSecret', token);
     // Someone rolls the standby in the dashboard between the steps: the pending value dies.
@@ -244,10 +229,7 @@ describe('fault matrix: AWS-native rotation', () => {
   });
 
   it('finish × the function times out between createSecret and finishSecret: the next rotation takes the lock over, repairs and finishes', async (ctx) => {
-    const server = motoServer();
-    if (!server) return ctx.skip();
-    const b = (bench = await startNativeBench(server, emulator));
-    const rollsBefore = rollsOf();
+    const { b, rollsBefore } = await openCase(ctx);
     await b.step('createSecret', randomUUID());
     const token = randomUUID();
     const did: string[] = [];
@@ -261,11 +243,7 @@ describe('fault matrix: AWS-native rotation', () => {
   });
 
   it('roll × the function is killed after the roll, before the put (SIGKILL): the retried createSecret does not roll again and alerts; the next rotation repairs and finishes', async (ctx) => {
-    const server = motoServer();
-    if (!server) return ctx.skip();
-    const b = (bench = await startNativeBench(server, emulator));
-    const rollsBefore = rollsOf();
-    const before = await b.value('AWSCURRENT');
+    const { server, b, rollsBefore, before } = await openCase(ctx);
     const token = randomUUID();
     // The bench's entry, as the deployed function reads it: the same secret, slots and lock TTL.
     const policyFile = join(dir.path(), 'policy.json');
