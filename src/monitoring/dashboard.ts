@@ -134,6 +134,29 @@ export const DASHBOARD_ROWS: readonly RowSpec[] = [
     ],
   },
   {
+    title: 'Consumers',
+    panels: [
+      countsOverTime(
+        'Consumer refreshes by result',
+        `sum by (result) (increase(${daemonCounter('keyroll_consumer_refreshes_total')}[$__rate_interval]))`,
+        '{{result}}',
+        'Consumers told of a new value (invariant 12): refreshed, failed (alerted; the rotation stands), deferred to the restart window, skipped (another runner restarted the workload).',
+      ),
+      countsOverTime(
+        'Consumers not refreshed, by kind',
+        `sum by (kind) (increase(${daemonCounter('keyroll_consumer_refreshes_total', 'result="failed"')}[$__rate_interval]))`,
+        '{{kind}}',
+        'Failed refreshes per consumer kind (externalSecret, deployment, statefulSet, daemonSet, webhook): each may still hold the old value (docs/runbook.md, "A consumer was not refreshed").',
+      ),
+      quantiles(
+        'Store → every consumer refreshed',
+        daemonCounter('keyroll_consumers_refreshed_seconds_bucket'),
+        'From the store of a new value to the last of its consumers refreshed (ExternalSecrets synced, rollouts complete, webhooks told); values with a failed or deferred consumer are not counted.',
+        24,
+      ),
+    ],
+  },
+  {
     title: 'Alerts',
     panels: [
       countsOverTime('Alert deliveries by sink', `sum by (sink, result) (increase(${daemonCounter('keyroll_alerts_total')}[$__rate_interval]))`, '{{sink}} {{result}}', 'Alert messages per sink, sent or failed after retries.', 24),
@@ -252,7 +275,7 @@ export function dashboardObject(rows: readonly RowSpec[] = DASHBOARD_ROWS): Reco
   return {
     uid: 'keyroll',
     title: 'keyroll',
-    description: 'Key rotations, keys that need a person, exposure window, leaks and alert delivery (docs/metrics.md).',
+    description: 'Key rotations, keys that need a person, exposure window, leaks, consumer refreshes and alert delivery (docs/metrics.md).',
     tags: ['keyroll'],
     editable: true,
     graphTooltip: 1,

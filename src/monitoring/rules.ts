@@ -97,6 +97,16 @@ export const RULE_GROUPS: readonly RuleGroup[] = [
         description: 'Alert messages to {{ $labels.sink }} failed after their retries: keyroll failures may be going unnoticed. The audit trail has each one as alert.undeliverable.',
         runbookSection: 'Alerts cannot be delivered',
       },
+      {
+        alert: 'KeyrollConsumerRefreshFailed',
+        // One alert per consumer kind, not per consumer: the metric has no consumer name (it would
+        // be a label per workload); keyroll's own alert (step: consumers) names each one.
+        expr: counterWentUp('keyroll_consumer_refreshes_total{result="failed"}', 'kind', '1h'),
+        severity: 'warning',
+        summary: 'keyroll stored a new value but could not refresh its consumer(s) of kind {{ $labels.kind }}: they may still hold the old value.',
+        description: 'A consumer of kind {{ $labels.kind }} failed its refresh (ExternalSecret sync, workload restart and rollout, or webhook notice) within the last hour (daemon), or in the last pushed run. The rotation stands; keyroll does not retry the consumer by rotating again. The audit trail has each one as consumer.failed with its errorCode and the command to run by hand.',
+        runbookSection: 'A consumer was not refreshed',
+      },
     ],
   },
   {
