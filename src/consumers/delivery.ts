@@ -10,6 +10,7 @@ import type { KeyOutcome } from '../rotation/types.ts';
 import { refreshUrgency } from './need.ts';
 import { planDelivery, policyOrder } from './plan.ts';
 import type { ConsumerRefresher } from './refresher.ts';
+import { inRefreshSpan, timeNotices, traceNotices, type TimedNotices } from './trace.ts';
 import { consumerName } from './refs.ts';
 import { consumerFields, nextActionFor } from './report.ts';
 import type { ConsumerOutcome, DeliveryReport, StoredValue } from './types.ts';
@@ -28,7 +29,7 @@ export class Delivery {
   readonly #values: StoredValue[] = [];
   /** Values whose Kubernetes consumers must pick them up. */
   readonly #forKubernetes: StoredValue[] = [];
-  readonly #webhooks: Promise<ConsumerOutcome[]>[] = [];
+  readonly #webhooks: Promise<TimedNotices>[] = [];
 
   constructor(refresher: ConsumerRefresher, audit: AuditLog, keys: readonly KeyPolicy[]) {
     this.#refresher = refresher;
@@ -51,7 +52,7 @@ export class Delivery {
     const stored: StoredValue = { ...value, urgency: urgency ?? 'window' };
     if (sinks.length > 0) {
       this.#values.push(stored);
-      this.#webhooks.push(this.#notify(stored, [...new Set(sinks)]));
+      this.#webhooks.push(timeNotices(this.#notify(stored, [...new Set(sinks)])));
     }
     if (urgency !== undefined && (key.consumers ?? []).some((consumer) => consumer.kind !== 'webhook')) {
       if (!this.#values.includes(stored)) this.#values.push(stored);
@@ -61,7 +62,16 @@ export class Delivery {
 
   /** Syncs and restarts for the run's values; undefined when no consumer was concerned. Never throws. */
   async finish(): Promise<DeliveryReport | undefined> {
-    const webhookOutcomes = (await Promise.all(this.#webhooks)).flat();
+    const notices = await Promise.all(this.#webhooks);
+    if (this.#values.length === 0) return undefined;
+    const what = { source: 'run' as const, deliveryId: this.#deliveryId, keyIds: [...new Set(this.#values.map((value) => value.key.id))], rotationIds: this.#values.map((value) => value.rotationId) };
+    const firstNotice = notices.length === 0 ? undefined : Math.min(...notices.map((notice) => notice.startMs));
+    return inRefreshSpan(what, () => this.#refresh(notices), firstNotice);
+  }
+
+  async #refresh(notices: readonly TimedNotices[]): Promise<DeliveryReport | undefined> {
+    traceNotices(notices);
+    const webhookOutcomes = notices.flatMap((notice) => notice.outcomes);
     let kubeOutcomes: ConsumerOutcome[] = [];
     if (this.#forKubernetes.length > 0) {
       const plan = planDelivery(this.#forKubernetes, policyOrder(this.#keys));

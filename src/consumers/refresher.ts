@@ -24,6 +24,7 @@ import { planDelivery, policyOrder, type DeliveryPlan, type RestartTarget, type 
 import { consumerKey, consumerName, isWorkload, type WorkloadConsumer } from './refs.ts';
 import { alertFailures, auditOutcomes, consumerFields, failedOutcome, keyIdsOf, observeAllRefreshed, reportOf, rotationIdsOf } from './report.ts';
 import { RestartQueue, type RestartJob } from './restart-queue.ts';
+import { inConsumerSpan, inRefreshSpan } from './trace.ts';
 import type { ConsumerObserver, ConsumerOutcome, ConsumerResult, DeliveryReport, StoredValue } from './types.ts';
 import { waitForObject } from './wait.ts';
 import { nextOpening, windowOpen } from './window.ts';
@@ -123,8 +124,11 @@ export class ConsumerRefresher {
     });
     if (values.size === 0) return undefined;
     const list = [...values.values()];
-    const outcomes = await this.deliverToKubernetes(planDelivery(list, policyOrder(keys), only), log, deliveryId, { recordOwed: false });
-    return this.finishDelivery(log, deliveryId, list, outcomes, keys, this.#now().getTime());
+    const what = { source: 'owed' as const, deliveryId, keyIds: [...new Set(list.map((value) => value.key.id))], rotationIds: list.map((value) => value.rotationId) };
+    return inRefreshSpan(what, async () => {
+      const outcomes = await this.deliverToKubernetes(planDelivery(list, policyOrder(keys), only), log, deliveryId, { recordOwed: false });
+      return this.finishDelivery(log, deliveryId, list, outcomes, keys, this.#now().getTime());
+    });
   }
 
   /** The Kubernetes client, made on first use. Throws ConsumerError KR_CONSUMER_NO_CLIENT. */
@@ -189,7 +193,11 @@ export class ConsumerRefresher {
     return report;
   }
 
-  async #sync(client: KubeClient, target: SyncTarget, onNotified: (atMs: number) => void): Promise<ConsumerOutcome> {
+  #sync(client: KubeClient, target: SyncTarget, onNotified: (atMs: number) => void): Promise<ConsumerOutcome> {
+    return inConsumerSpan('externalSecret sync', target.consumer, rotationIdsOf(target.values), () => this.#syncOnce(client, target, onNotified), (outcome) => outcome);
+  }
+
+  async #syncOnce(client: KubeClient, target: SyncTarget, onNotified: (atMs: number) => void): Promise<ConsumerOutcome> {
     const { consumer } = target;
     try {
       const result = await syncExternalSecret(client, externalSecretRef(consumer.namespace, consumer.name), target.storedAtMs, {
@@ -220,7 +228,11 @@ export class ConsumerRefresher {
   }
 
   /** Holding a slot: the restart (unless another runner did it for these rotations), then its rollout. */
-  async #restart(job: RestartJob): Promise<WorkloadResult> {
+  #restart(job: RestartJob): Promise<WorkloadResult> {
+    return inConsumerSpan('workload restart', job.workload, job.rotationIds, () => this.#restartOnce(job), (answer) => ({ result: answer.result, errorCode: answer.error?.code }));
+  }
+
+  async #restartOnce(job: RestartJob): Promise<WorkloadResult> {
     const workload = job.workload as WorkloadConsumer;
     const ref = workloadRef(workload.kind, workload.namespace, workload.name);
     const client = this.client();

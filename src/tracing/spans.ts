@@ -64,12 +64,14 @@ const NOOP_SPAN: TraceSpan = {
 /**
  * Runs `work` inside a new span, which ends when the work settles (failed with the error's code
  * when it throws). The span is active for the work: HTTP and AWS SDK calls made inside are its
- * children, and so are the steps started inside it (`startStep`).
+ * children, and so are the steps started inside it (`startStep`). `startMs` (from `spanClock()`)
+ * starts the span earlier, at work that already began (the consumers' refresh: the first webhook
+ * notice went out as its key ended).
  */
-export async function inSpan<T>(name: string, attributes: SpanAttributes, work: (span: TraceSpan) => Promise<T>, parent: SpanParent = 'active'): Promise<T> {
+export async function inSpan<T>(name: string, attributes: SpanAttributes, work: (span: TraceSpan) => Promise<T>, parent: SpanParent = 'active', startMs?: number): Promise<T> {
   const current = tracing;
   if (current === undefined) return work(NOOP_SPAN);
-  const span = current.startSpan(name, attributes, { parent });
+  const span = current.startSpan(name, attributes, { parent, ...(startMs === undefined ? {} : { startMs }) });
   try {
     return await current.inScope(span, () => work(span));
   } catch (error) {
