@@ -2,12 +2,14 @@
 // lands as kubectl writes it, in the order a leak needs (sync, then restart, then the rollout),
 // once per workload however many keys share it; and a consumer that lags or fails never changes
 // the rotation. The stand-in controllers (cluster.ts) play external-secrets and the workload
-// controllers: this API server has neither.
+// controllers: this API server has neither. Traced, the refresh is one span with a span per consumer.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FORCE_SYNC } from '../../../src/consumers/kinds/external-secret.ts';
 import { restartWorkload } from '../../../src/consumers/kinds/workload.ts';
 import { workloadRef } from '../../../src/consumers/kinds/workloads.ts';
 import { RESTART_OWED, RESTARTED_AT, RESTARTED_FOR } from '../../../src/consumers/markers.ts';
+import { childrenOf, onlySpan, startOtlpReceiver, startTracingTo } from '../../support/otlp-receiver.ts';
+import { expectNoSecrets } from '../../support/secret-scan.ts';
 import { useTempDir } from '../../support/temp-dir.ts';
 import { kubeApiServer } from '../servers.ts';
 import { consumerNamespace, StandInControllers, type ConsumerNamespace } from './cluster.ts';
@@ -80,6 +82,31 @@ if (server === undefined) {
       expect(refreshed.every((event) => typeof event.msToRefreshed === 'number' && event.rotationIds !== undefined)).toBe(true);
       expect(bench.events('consumer.notified')).toHaveLength(2);
       expect(bench.bench.alerter.alerts).toEqual([]);
+    });
+
+    it('traced (issue 23 §4): the sync and the restart are spans beneath one consumer refresh, naming each object and its outcome, with no secret in any', async () => {
+      const otlp = await startOtlpReceiver();
+      const traced = await startTracingTo(otlp, { OTEL_SERVICE_NAME: 'keyroll-consumers-test' });
+      const { summary, report } = await bench.run(['key_demo_billing'], LEAK).finally(async () => {
+        await traced.stop();
+        await otlp.close();
+      });
+      expect(report).toMatchObject({ refreshed: 2, failed: 0 });
+      expect(traced.warnings).toEqual([]);
+      expectNoSecrets(otlp.bodies, bench.bench.emulator.state.mintedSecrets(), 'exported spans');
+      const rotationId = summary.outcomes[0]?.rotationId;
+      const { spans } = otlp;
+      const refresh = onlySpan(spans, 'consumer refresh');
+      expect(refresh.attributes).toMatchObject({ 'keyroll.consumers.source': 'run', 'keyroll.key.ids': ['key_demo_billing'], 'keyroll.rotation.ids': [rotationId], 'keyroll.consumers.refreshed': 2, 'keyroll.consumers.failed': 0 });
+      const sync = onlySpan(spans, 'externalSecret sync');
+      const restart = onlySpan(spans, 'workload restart');
+      expect([sync.parentSpanId, restart.parentSpanId]).toEqual([refresh.spanId, refresh.spanId]);
+      const names = { 'keyroll.consumer.namespace': cluster.namespace, 'keyroll.rotation.ids': [rotationId], 'keyroll.consumer.result': 'refreshed' };
+      expect(sync.attributes).toEqual({ ...names, 'keyroll.consumer.kind': 'externalSecret', 'keyroll.consumer.name': 'billing-api-key' });
+      expect(restart.attributes).toEqual({ ...names, 'keyroll.consumer.kind': 'deployment', 'keyroll.consumer.name': 'billing' });
+      // The workload restarts once its ExternalSecret synced; the API server's requests are beneath it.
+      expect(restart.startNs >= sync.endNs).toBe(true);
+      expect(childrenOf(spans, restart).some((span) => span.kind === 3)).toBe(true);
     });
 
     it('a second runner restarting for the same rotation finds it done (restarted-for, under the resourceVersion)', async () => {
