@@ -5,9 +5,9 @@
 // safe to repeat, as AWS retries each step: a put with the same token and value creates no second
 // version (invariant 8), and a label already moved or removed is answered `stale`, not an error.
 import { BackendError } from '../errors.ts';
-import { parseStoredValue } from '../render.ts';
 import type { StoreTarget, StoredSecret, WriteResult } from '../types.ts';
 import type { SecretsManagerCalls } from './client.ts';
+import { readStoredVersion } from './write.ts';
 
 export const AWS_PENDING = 'AWSPENDING';
 export const AWS_CURRENT = 'AWSCURRENT';
@@ -85,23 +85,9 @@ export class AwsNativeRotation {
 
   /** The value of version `versionId`, parsed with the destination's shape; undefined when it has none. */
   async readVersion(target: StoreTarget, versionId: string): Promise<StoredSecret | undefined> {
-    let answer;
-    try {
-      answer = await this.#calls.getSecretValue('read', { SecretId: target.path, VersionId: versionId });
-    } catch (error) {
-      // No such version, or a version AWS made for the rotation that has no value yet.
-      if (error instanceof BackendError && error.code === 'KR_BACKEND_NOT_FOUND') return undefined;
-      throw error;
-    }
-    if (answer.SecretString === undefined) return undefined;
-    const parsed = parseStoredValue(target.shape, answer.SecretString);
-    if (parsed === undefined) return undefined;
-    return {
-      secret: parsed.secret,
-      version: answer.VersionId ?? versionId,
-      ...(parsed.rotationId === undefined ? {} : { rotationId: parsed.rotationId }),
-      ...(parsed.keyId === undefined ? {} : { keyId: parsed.keyId }),
-    };
+    // No such version, or a version AWS made for the rotation that has no value yet: undefined.
+    const stored = await readStoredVersion({ calls: this.#calls }, target, { VersionId: versionId });
+    return stored === undefined ? undefined : { ...stored, version: stored.version ?? versionId };
   }
 
   /** Moves AWSCURRENT from `fromVersionId` to `toVersionId` (AWS moves AWSPREVIOUS to the one it left). */

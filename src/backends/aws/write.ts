@@ -158,10 +158,18 @@ export async function readPrevious(context: Pick<WriteContext, 'calls'>, target:
   return readStage(context, target, 'AWSPREVIOUS');
 }
 
-async function readStage(context: Pick<WriteContext, 'calls'>, target: StoreTarget, stage: 'AWSCURRENT' | 'AWSPREVIOUS'): Promise<StoredSecret | undefined> {
+function readStage(context: Pick<WriteContext, 'calls'>, target: StoreTarget, stage: 'AWSCURRENT' | 'AWSPREVIOUS'): Promise<StoredSecret | undefined> {
+  return readStoredVersion(context, target, { VersionStage: stage });
+}
+
+/**
+ * The value a stage or a version id names, parsed with the destination's shape; undefined when
+ * there is none (no such version, a version without a value yet, or a value of another shape).
+ */
+export async function readStoredVersion(context: Pick<WriteContext, 'calls'>, target: StoreTarget, which: { VersionStage: string } | { VersionId: string }): Promise<StoredSecret | undefined> {
   let answer;
   try {
-    answer = await context.calls.getSecretValue('read', { SecretId: target.path, VersionStage: stage });
+    answer = await context.calls.getSecretValue('read', { SecretId: target.path, ...which });
   } catch (error) {
     if (error instanceof BackendError && error.code === 'KR_BACKEND_NOT_FOUND') return undefined;
     throw error;
