@@ -1,5 +1,6 @@
-// Success notifications: after a finished rotation, webhook sinks hear which key was rotated,
-// where it was stored and at which version (never the secret). src/consumers/ sends them, to a
+// Success notifications: after a finished rotation (or, for a single key's webhook consumers,
+// right after its store: `stage`), webhook sinks hear which key was rotated, where it was stored
+// and at which version (never the secret). src/consumers/ sends them, to a
 // key's `notify.onSuccess` sinks and its `webhook` consumers. A lost notification is audited
 // (`notify.failed`), reported to the caller, and changes nothing about the rotation.
 import type { AuditLog } from '../audit/events.ts';
@@ -22,7 +23,7 @@ export interface NoticeResult {
 }
 
 export interface Notifier {
-  /** Tells `sinks` (webhook or Slack sinks) about a finished rotation, once per sink. Never throws. */
+  /** Tells `sinks` (webhook or Slack sinks) about a stored value or a finished rotation, once per sink. Never throws. */
   notifySuccess(notice: SuccessNotice, sinks: readonly string[]): Promise<NoticeResult[]>;
   /** The same notifier writing its audit events to `audit`. */
   withAudit(audit: AuditLog): Notifier;

@@ -34,7 +34,16 @@ export interface SuccessNotice {
   /** ISO-8601 time of the roll answer. */
   rotatedAt: string;
   destinations: { backend: string; path: string; version: string }[];
+  /**
+   * `stored`: the new value is in every destination and verify has not run yet; sent to the
+   * `webhook` consumers of a single key, whose old value died at the roll (invariant 12).
+   * `finished`: the rotation ended (verified, recorded).
+   */
+  stage: NoticeStage;
 }
+
+/** How far the rotation a success notice tells of had come when it was sent. */
+export type NoticeStage = 'stored' | 'finished';
 
 /** The outcome of one message to one sink, for the `keyroll_alerts_total{sink,result}` metric. */
 export type AlertResult = 'sent' | 'failed';

@@ -9,7 +9,7 @@ import type { Alert, SinkContext, SuccessNotice } from './types.ts';
 /** The JSON a webhook receives for a failure: the Alert plus where and when it came from. */
 export type WebhookAlertBody = Alert & { source: 'keyroll'; event: 'rotation.failed'; time: string };
 
-/** The JSON a webhook receives after a finished rotation; never the secret. */
+/** The JSON a webhook receives after a stored value or a finished rotation (`stage`); never the secret. */
 export type WebhookSuccessBody = SuccessNotice & { source: 'keyroll'; event: 'rotation.succeeded'; time: string };
 
 export function webhookAlertBody(alert: Alert, time: Date): WebhookAlertBody {

@@ -80,6 +80,11 @@ export async function executeRun(input: ExecuteRunInput): Promise<number> {
         const key = keysById.get(outcome.keyId);
         if (key !== undefined) delivery.stored(key, outcome);
       },
+      // A single key's webhook consumers hear of it at the store (invariant 12); finish waits for it.
+      onKeyStored: (outcome) => {
+        const key = keysById.get(outcome.keyId);
+        if (key !== undefined) delivery.storedBeforeVerify(key, outcome);
+      },
       command: input.command,
       ...(input.slots ? { slots: input.slots } : {}),
     });

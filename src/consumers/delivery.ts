@@ -1,8 +1,11 @@
-// One run's share of the consumers' refresh (refresher.ts): `stored` hears each key as its
-// rotation ends (webhooks are told at once: a consumer outside Kubernetes drops its cache while
-// the run goes on), `finish` does the rest once every key of the run is stored: each
-// ExternalSecret synced, then each workload restarted once (invariant 12).
+// One run's share of the consumers' refresh (refresher.ts): `storedBeforeVerify` hears a single
+// key right after its store (its webhook consumers are told then: the value they hold died at the
+// roll), `stored` hears each key as its rotation ends (the other webhooks are told then: a
+// consumer outside Kubernetes drops its cache while the run goes on), `finish` does the rest once
+// every key of the run is stored: each ExternalSecret synced, then each workload restarted once
+// (invariant 12). Each sink hears of a rotation once.
 import { randomUUID } from 'node:crypto';
+import type { NoticeStage } from '../alerts/types.ts';
 import type { AuditLog } from '../audit/events.ts';
 import { errorMessage } from '../errors.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
@@ -16,8 +19,9 @@ import { consumerFields, nextActionFor } from './report.ts';
 import type { ConsumerOutcome, DeliveryReport, StoredValue } from './types.ts';
 
 /**
- * One run's share: `stored` hears each key as it ends (webhooks are told at once), `finish` does
- * the rest once every key of the run is stored: syncs, then restarts.
+ * One run's share: `storedBeforeVerify` hears a single key at its store, `stored` each key as it
+ * ends (webhooks are told at once), `finish` does the rest once every key of the run is stored:
+ * syncs, then restarts.
  */
 export class Delivery {
   readonly #refresher: ConsumerRefresher;
@@ -30,6 +34,8 @@ export class Delivery {
   /** Values whose Kubernetes consumers must pick them up. */
   readonly #forKubernetes: StoredValue[] = [];
   readonly #webhooks: Promise<TimedNotices>[] = [];
+  /** Rotation id → the sinks already told of it (at the store): not told again at the end. */
+  readonly #told = new Map<string, ReadonlySet<string>>();
 
   constructor(refresher: ConsumerRefresher, audit: AuditLog, keys: readonly KeyPolicy[]) {
     this.#refresher = refresher;
@@ -42,17 +48,37 @@ export class Delivery {
     return this.#deliveryId;
   }
 
+  /**
+   * A single key's value is stored, verify still to come (RotationDeps.onStored): its webhook
+   * consumers are told now, the notice sent but not awaited (finish waits for it). Never throws.
+   */
+  storedBeforeVerify(key: KeyPolicy, outcome: KeyOutcome): void {
+    // A two-slot entry's previous value still works (invariant 10): its notice waits for the end.
+    if (key.slots !== undefined) return;
+    const value = storedValue(key, outcome, 'stored');
+    if (value?.urgency === undefined) return;
+    const sinks = webhookConsumerSinks(key);
+    if (sinks.length === 0 || this.#told.has(value.rotationId)) return;
+    const stored: StoredValue = { ...value, urgency: value.urgency };
+    this.#told.set(stored.rotationId, new Set(sinks));
+    this.#values.push(stored);
+    this.#webhooks.push(timeNotices(this.#notify(stored, sinks)));
+  }
+
   /** A key of the run ended. Never throws. */
   stored(key: KeyPolicy, outcome: KeyOutcome): void {
-    const value = storedValue(key, outcome);
+    const value = storedValue(key, outcome, 'finished');
     if (value === undefined) return;
     const { urgency } = value;
-    // notify.onSuccess sinks hear of every new value; webhook consumers of the ones they must pick up.
-    const sinks = [...key.notify.onSuccess, ...(urgency === undefined ? [] : (key.consumers ?? []).flatMap((consumer) => (consumer.kind === 'webhook' ? [consumer.sink] : [])))];
-    const stored: StoredValue = { ...value, urgency: urgency ?? 'window' };
+    const told = this.#told.get(value.rotationId);
+    // notify.onSuccess sinks hear of every new value; webhook consumers of the ones they must pick
+    // up. A sink told at the store is not told again.
+    const sinks = [...new Set([...key.notify.onSuccess, ...(urgency === undefined ? [] : webhookConsumerSinks(key))])].filter((sink) => told?.has(sink) !== true);
+    const known = this.#values.find((candidate) => candidate.rotationId === value.rotationId);
+    const stored: StoredValue = known ?? { ...value, urgency: urgency ?? 'window' };
     if (sinks.length > 0) {
-      this.#values.push(stored);
-      this.#webhooks.push(timeNotices(this.#notify(stored, [...new Set(sinks)])));
+      if (known === undefined) this.#values.push(stored);
+      this.#webhooks.push(timeNotices(this.#notify({ ...stored, notice: value.notice }, sinks)));
     }
     if (urgency !== undefined && (key.consumers ?? []).some((consumer) => consumer.kind !== 'webhook')) {
       if (!this.#values.includes(stored)) this.#values.push(stored);
@@ -111,8 +137,13 @@ export class Delivery {
   }
 }
 
+/** The sinks of a key's `webhook` consumers, each once. */
+function webhookConsumerSinks(key: KeyPolicy): string[] {
+  return [...new Set((key.consumers ?? []).flatMap((consumer) => (consumer.kind === 'webhook' ? [consumer.sink] : [])))];
+}
+
 /** A run's outcome as a stored value, with how soon its consumers need it (undefined: only notify.onSuccess hears of it). */
-function storedValue(key: KeyPolicy, outcome: KeyOutcome): (Omit<StoredValue, 'urgency'> & { urgency: StoredValue['urgency'] | undefined }) | undefined {
+function storedValue(key: KeyPolicy, outcome: KeyOutcome, stage: NoticeStage): (Omit<StoredValue, 'urgency'> & { urgency: StoredValue['urgency'] | undefined }) | undefined {
   if (outcome.rotatedAt === undefined || outcome.rotationId === undefined || (outcome.result !== 'rotated' && outcome.result !== 'recovered')) return undefined;
   const rotatedAtMs = Date.parse(outcome.rotatedAt);
   return {
@@ -121,6 +152,6 @@ function storedValue(key: KeyPolicy, outcome: KeyOutcome): (Omit<StoredValue, 'u
     storedAtMs: rotatedAtMs + (outcome.exposureMs ?? 0),
     reason: outcome.reason ?? 'scheduled',
     urgency: refreshUrgency(key, outcome),
-    notice: { keyId: key.id, organizationId: key.organizationId, rotationId: outcome.rotationId, rotatedAt: outcome.rotatedAt, destinations: outcome.versions ?? [] },
+    notice: { keyId: key.id, organizationId: key.organizationId, rotationId: outcome.rotationId, rotatedAt: outcome.rotatedAt, destinations: outcome.versions ?? [], stage },
   };
 }

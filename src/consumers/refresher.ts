@@ -264,7 +264,7 @@ function ownedValue(key: KeyPolicy, entry: OwedRestart): StoredValue {
     storedAtMs,
     reason: 'scheduled',
     urgency: entry.urgent ? 'now' : 'window',
-    notice: { keyId: key.id, organizationId: key.organizationId, rotationId: entry.rotationId, rotatedAt: entry.storedAt, destinations: [] },
+    notice: { keyId: key.id, organizationId: key.organizationId, rotationId: entry.rotationId, rotatedAt: entry.storedAt, destinations: [], stage: 'finished' },
   };
 }
 

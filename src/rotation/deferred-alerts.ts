@@ -1,8 +1,9 @@
 // Alerts of one key's rotation, held until its lock is released. A sink that is slow, hangs or
 // answers with a flood must never keep a key lock held: every other runner of that key would wait
 // (or take the lock over) while the sink decides. The audit events of each step are still written
-// at once; only the delivery to sinks waits for the rotation to let go. (The consumers' notices,
-// webhooks included, go out after the rotation too: src/consumers/.)
+// at once; only the delivery to sinks waits for the rotation to let go. (The consumers' notices go
+// out after the rotation too, src/consumers/, except a single key's webhook notice: fired, never
+// awaited, right after its store, tell-stored.ts.)
 import type { Alert } from '../alerts/types.ts';
 import type { RotationDeps } from './types.ts';
 

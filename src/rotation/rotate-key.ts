@@ -1,6 +1,6 @@
 // The rotation of one key as its named steps (docs/design.md, "The rotation of one key"), in order:
 //   1 preflight → 2 lock → 3 decide under the lock (recovery) → 4 intent → 5 roll → 6 store →
-//   7 verify → 8 finish.
+//   7 verify → 8 finish. A single key's consumers are told between 6 and 7 (tell-stored.ts).
 // Each step lives in its own file and says which invariant it serves; a two-slot entry differs
 // only in which key is rolled (slots.ts), what is recorded as active, and the extra probe of the
 // previous active secret at verify (invariant 10).
@@ -16,6 +16,7 @@ import { preflightDestinations, releaseAll } from './preflight.ts';
 import { decideUnderLock, takeLock } from './step-decide.ts';
 import { verifyAndFinish } from './step-finish.ts';
 import { isStored, prepareRoll, rollAndStore } from './step-roll.ts';
+import { tellStored } from './tell-stored.ts';
 import { Transaction, type TransactionInput, type TransactionProgress } from './transaction.ts';
 import type { KeyOutcome, ResolvedDestination, RotationDeps } from './types.ts';
 
@@ -64,6 +65,8 @@ async function rotateKeyUnderLock(input: RotateKeyInput, deps: RotationDeps): Pr
     // 5 and 6. The roll, then the store and nothing else (invariants 2, 4, 8 and 9).
     const stored = await rollAndStore(tx, sealToEscrow);
     if (!isStored(stored)) return stored;
+    // Invariant 12: a single key's consumers hear of the stored value now, not after verify.
+    tellStored(tx, stored);
     // 7 and 8. Verify and finish (invariants 6 and 10).
     const finished = await verifyAndFinish(tx, stored, keptAlive);
     // Still under the lock: a success ends the failure streak (and lifts a quarantine).

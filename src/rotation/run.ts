@@ -28,6 +28,8 @@ export interface RunOptions {
   /** Shutdown: keys not yet started are reported aborted; in-flight ones finish their store. */
   signal?: AbortSignal;
   onKeyDone?: (outcome: KeyOutcome) => void;
+  /** A single key's new value is stored, before verify (RotationDeps.onStored; invariant 12). Must not block. */
+  onKeyStored?: (outcome: KeyOutcome) => void;
   /** Pre-assigned rotation ids by key id (the daemon's trigger answers with them at once). */
   rotationIds?: ReadonlyMap<string, string>;
   /** Two-slot entries named by a slot (`rotate --key <slot>`): entry id → the slot to roll. */
@@ -60,7 +62,7 @@ export async function runRotations(runtime: Runtime, options: RunOptions): Promi
     ...(trigger.actor ? { actor: trigger.actor } : {}),
     ...(trigger.ticket ? { ticket: trigger.ticket } : {}),
   });
-  const deps = runtime.rotationDeps(audit);
+  const deps: RotationDeps = { ...runtime.rotationDeps(audit), ...(options.onKeyStored ? { onStored: options.onKeyStored } : {}) };
   audit.emit('run.started', { command: options.command ?? 'run', keys: options.keys.length, force: trigger.force });
 
   let aborted: RunSummary['aborted'];

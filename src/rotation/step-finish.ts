@@ -9,6 +9,7 @@ import { activeStreak } from './backoff-state.ts';
 import { RotationStepError } from './errors.ts';
 import { lockLostAfterStore, type Stored } from './step-roll.ts';
 import { sendAlert } from './key-alert.ts';
+import { storedVersions } from './tell-stored.ts';
 import type { Transaction } from './transaction.ts';
 import type { KeyOutcome } from './types.ts';
 import { verifyStored, type VerifyFailure } from './verify.ts';
@@ -27,7 +28,7 @@ export async function verifyAndFinish(tx: Transaction, stored: Stored, keptAlive
   // Invariant 9: the bookkeeping is written only while the lock is provably ours (not taken over,
   // lease not run out because refreshes failed); otherwise the marker stays for the next run.
   if (progress.keeper && (progress.keeper.lost || progress.keeper.remainingMs() <= 0)) throw lockLostAfterStore(tx);
-  const versions = report.stored.map((copy) => ({ backend: copy.destination.backendName, path: copy.destination.target.path, version: copy.version }));
+  const versions = storedVersions(report);
   // A read-back that did not match, or a new secret the API refuses, leaves the marker: the
   // next run probes and repairs. Otherwise the primary's record (every destination stored, so
   // the primary too) clears it in the same change. The primary is recorded last, so a failure

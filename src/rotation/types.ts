@@ -71,6 +71,12 @@ export interface RotationDeps {
   rollBudget: { attempts: number; maxWaitMs: number };
   /** Metrics hooks (the daemon and the Pushgateway export); called after the fact, never between roll and store. */
   observer?: RotationObserver;
+  /**
+   * A single key's new value is in every destination (invariant 12): its old value died at the
+   * roll, so its consumers are told now rather than after verify. Called after the store, never
+   * between roll and store (invariant 2); it must not block: the rotation goes on at once.
+   */
+  onStored?: (outcome: KeyOutcome) => void;
   /** Test-only pause points (crash tests); a no-op in production. */
   checkpoint?: (step: string) => Promise<void>;
 }

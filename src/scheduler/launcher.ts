@@ -138,6 +138,11 @@ export class Launcher {
         driftCheck: source === 'drift' ? 'every-run' : 'policy',
         ...(rotationIds ? { rotationIds } : {}),
         ...(extra.slots ? { slots: extra.slots } : {}),
+        // A single key's webhook consumers hear of it at the store (invariant 12).
+        onKeyStored: (outcome) => {
+          const key = keys.find((candidate) => candidate.id === outcome.keyId);
+          if (key !== undefined) delivery?.storedBeforeVerify(key, outcome);
+        },
         onKeyDone: (outcome) => {
           // The key is free as soon as its own rotation is over, not when the whole run is.
           ended(outcome.keyId);

@@ -162,7 +162,7 @@ describe('alert delivery: shutdown', () => {
         env: {},
         shutdownWindowMs: 50,
       });
-      const notifying = notifier.notifySuccess({ keyId: 'key-1', organizationId: 'org-1', rotationId: 'rot-1', rotatedAt: '2026-03-01T12:00:00.000Z', destinations: [] }, ['hook']);
+      const notifying = notifier.notifySuccess({ keyId: 'key-1', organizationId: 'org-1', rotationId: 'rot-1', rotatedAt: '2026-03-01T12:00:00.000Z', destinations: [], stage: 'finished' }, ['hook']);
       await vi.waitFor(() => {
         expect(receiver.requests).toHaveLength(1);
       });

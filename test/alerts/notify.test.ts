@@ -15,6 +15,7 @@ const notice: SuccessNotice = {
   rotationId: 'rot-1',
   rotatedAt: '2026-03-01T11:59:59.000Z',
   destinations: [{ backend: 'vault', path: 'secret/app', version: '4' }],
+  stage: 'finished',
 };
 
 let receiver: Receiver;
