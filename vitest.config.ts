@@ -19,11 +19,13 @@ export default defineConfig({
       reporter: ['text-summary', 'json-summary'],
       reportsDirectory: '.cache/coverage',
       thresholds: {
-        // Measured on 2026-11-26 (the whole suite under CI=true): rotation/ 91.4 % statements,
-        // 86.7 % branches, 96.0 % functions, 93.3 % lines; backends/ 93.9, 88.2, 96.4, 96.3. The
-        // floor sits 1-2 points under, room for branches only some runs take (a retry, a race).
-        'src/rotation/**': { statements: 90, branches: 85, functions: 94, lines: 92 },
-        'src/backends/**': { statements: 92, branches: 87, functions: 95, lines: 95 },
+        // Measured on 2026-11-26 (the whole suite under CI=true, fresh clone): rotation/ 92.0 %
+        // statements, 87.3 % branches, 97.1 % functions, 94.0 % lines; backends/ 93.2, 87.4, 95.1,
+        // 95.6 (it was 93.9, 88.2, 96.4, 96.3 before the AWS lock moved onto the secret and the
+        // rotation function's AWSPENDING calls came in). The floor sits 1-2 points under, room for
+        // branches only some runs take (a retry, a race).
+        'src/rotation/**': { statements: 90, branches: 85, functions: 95, lines: 92 },
+        'src/backends/**': { statements: 92, branches: 86, functions: 94, lines: 94 },
       },
     },
     projects: [
