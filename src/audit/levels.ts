@@ -68,6 +68,12 @@ export const AUDIT_EVENT_LEVELS: Record<AuditEventName, AuditLevel> = {
   'leak.intake.unidentified': 'warn',
   'leak.intake.resolved': 'info',
   'leak.intake.failed': 'error',
+  'leak.reconcile.started': 'info',
+  'leak.reconcile.found': 'info',
+  'leak.reconcile.skipped': 'debug',
+  'leak.reconcile.rate_limited': 'warn',
+  'leak.reconcile.finished': 'info',
+  'leak.reconcile.failed': 'error',
   // Routine under a busy account: the wait is the design (invariant 11); written only at debug.
   'consumers.started': 'info',
   'consumers.owed': 'warn',

@@ -30,6 +30,7 @@ import { SweepLoop } from '../scheduler/sweep-loop.ts';
 import type { EndpointSecrets } from './endpoint-secrets.ts';
 import { DAEMON_DEFAULTS, type DaemonOptions, type ReloadResult, type ShutdownResult } from './options.ts';
 import { daemonContext, prepare, reportFailure, type DaemonContext, type Prepared } from './prepare.ts';
+import { ReconcileLoop } from './reconcile-loop.ts';
 import { daemonRoutes } from './routes.ts';
 import { DaemonServer, DEFAULT_HTTP_LIMITS } from './server.ts';
 
@@ -48,6 +49,7 @@ export class Daemon {
   readonly #work = new Set<Promise<unknown>>();
   readonly #launcher: Launcher;
   readonly #sweeps: SweepLoop;
+  readonly #reconciles: ReconcileLoop;
   readonly #rejections: RejectionAudit;
   readonly #server: DaemonServer;
   /** Plain-HTTP endpoints already named (#announcePlainHttp). */
@@ -129,8 +131,7 @@ export class Daemon {
         this.metrics.recordTriggerRejection(why);
       },
     });
-    this.#server = new DaemonServer(
-      daemonRoutes({
+    const endpoints = daemonRoutes({
         audit,
         now,
         env: context.env,
@@ -143,9 +144,16 @@ export class Daemon {
         readiness: () => this.readiness(),
         accepting: () => !this.#stopping,
         track,
-      }),
-      { ...DEFAULT_HTTP_LIMITS, ...options.http },
-    );
+      });
+    this.#server = new DaemonServer(endpoints.routes, { ...DEFAULT_HTTP_LIMITS, ...options.http });
+    this.#reconciles = new ReconcileLoop({
+      reconcileOnce: endpoints.reconcileGithub,
+      intervalMs: () => this.#secrets.intake.github?.reconcile?.intervalMs,
+      track,
+      onError: (error) => {
+        reportFailure(audit, 'leak-reconcile', error);
+      },
+    });
   }
 
   /** http://host:port as reachable from this machine. */
@@ -172,6 +180,14 @@ export class Daemon {
   /** Reads every key's state and rotates those due (also runs every check interval). */
   sweep(): Promise<void> {
     return this.#sweeps.request();
+  }
+
+  /**
+   * Lists the open leak alerts at the scanner and handles those no webhook brought (also runs at
+   * start and every intake.github.reconcileInterval; docs/daemon.md, "Reconcile").
+   */
+  reconcileLeaks(): Promise<void> {
+    return this.#reconciles.request();
   }
 
   /** Loads the policy file again; an invalid one keeps the current policy, is audited and alerts. Reloads run one after another. */
@@ -233,6 +249,11 @@ export class Daemon {
         this.#sweeps.scheduleNext();
       })(),
     );
+    // Beside the first sweep, not after it: a leak whose delivery was lost while the daemon was
+    // down waits for nothing else.
+    void this.#reconciles.request().finally(() => {
+      this.#reconciles.scheduleNext();
+    });
   }
 
   #activate(generation: Generation): void {
@@ -329,12 +350,17 @@ export class Daemon {
     audit.emit('policy.reloaded', { file: generation.policy.file, keys: generation.policy.keys.length, schedules: groupSchedules(generation.policy.keys).length });
     this.#announcePlainHttp(generation.policy);
     void this.#track(this.#checkReadiness(generation).then(() => this.#sweeps.request(false)));
+    // The places to list or the interval may have changed: reconcile now, then on the new interval.
+    void this.#reconciles.request().finally(() => {
+      this.#reconciles.scheduleNext();
+    });
     return { ok: true, keys: generation.policy.keys.length };
   }
 
   async #shutdownOnce(signal: string): Promise<ShutdownResult> {
     this.#stopping = true;
     this.#sweeps.stop();
+    this.#reconciles.stop();
     this.#current.stopJobs();
     this.#audit.emit('daemon.stopping', { signal, inFlight: this.#launcher.inFlight(), graceMs: this.#context.graceMs });
     // Keys not started are skipped; a key past its roll finishes its store (rotateKey checks the

@@ -9,7 +9,10 @@ import { sameBytes } from '../inbound/signature.ts';
 import type { RejectionAudit } from '../inbound/rejection-audit.ts';
 import type { ReplayRecords } from '../inbound/replay-records.ts';
 import { createGitguardianEndpoint, GITGUARDIAN_LEAK_PATH } from '../leaks/gitguardian/endpoint.ts';
-import { createGithubEndpoint, GITHUB_LEAK_PATH, type LeakEndpointOptions } from '../leaks/github/endpoint.ts';
+import { createGithubEndpoint, createGithubGate, GITHUB_LEAK_PATH, type GithubIntakeRuntime, type LeakEndpointOptions } from '../leaks/github/endpoint.ts';
+import type { PageCache } from '../leaks/github/list.ts';
+import { GithubRateBudget } from '../leaks/github/rate.ts';
+import { reconcileOpenAlerts, type ReconcileOutcome } from '../leaks/github/reconcile.ts';
 import { LeakIntake } from '../leaks/intake.ts';
 import { MAX_LEAK_WEBHOOK_BYTES } from '../leaks/webhook-answer.ts';
 import type { KeyrollMetrics } from '../metrics/metrics.ts';
@@ -21,7 +24,7 @@ import { readinessAnswer, type Readiness } from '../scheduler/readiness.ts';
 import { createTriggerEndpoint, MAX_TRIGGER_BODY_BYTES, TRIGGER_PATH, type AcceptedTrigger } from '../scheduler/trigger.ts';
 import { lookupIn } from '../scheduler/trigger-keys.ts';
 import type { EndpointSecrets } from './endpoint-secrets.ts';
-import type { DaemonRoutes } from './server.ts';
+import type { DaemonRoutes, SignedRoute } from './server.ts';
 
 /** The running daemon as its routes see it; every function is read per request. */
 export interface DaemonParts {
@@ -42,7 +45,17 @@ export interface DaemonParts {
   track: <T>(work: Promise<T>) => Promise<T>;
 }
 
-export function daemonRoutes(parts: DaemonParts): DaemonRoutes {
+/** The port's routes, and the work that reads the same state as they do. */
+export interface DaemonEndpoints {
+  routes: DaemonRoutes;
+  /**
+   * One pass of the GitHub reconcile (leaks/github/reconcile.ts), sharing the webhook endpoint's
+   * gate and rate budget: what a webhook delivery's job handles, the reconcile skips.
+   */
+  reconcileGithub: () => Promise<ReconcileOutcome>;
+}
+
+export function daemonRoutes(parts: DaemonParts): DaemonEndpoints {
   const leakIntake = new LeakIntake({
     policy: () => parts.current().policy,
     runtime: () => parts.current().runtime,
@@ -80,8 +93,29 @@ export function daemonRoutes(parts: DaemonParts): DaemonRoutes {
       startTrigger(parts, keys, accepted, rotationIds, slots);
     },
   });
-  const github = createGithubEndpoint({ ...leakEndpoint, replay: () => parts.replays?.get('github'), settings: () => parts.secrets().intake.github, env: parts.env });
+  const githubGate = createGithubGate(leakEndpoint.background);
+  const githubBudget = new GithubRateBudget(() => parts.now().getTime());
+  const githubPages: PageCache = new Map();
+  const githubSettings = (): GithubIntakeRuntime | undefined => parts.secrets().intake.github;
+  const github = createGithubEndpoint({ ...leakEndpoint, replay: () => parts.replays?.get('github'), settings: githubSettings, env: parts.env, gate: githubGate, budget: githubBudget });
   const gitguardian = createGitguardianEndpoint({ ...leakEndpoint, replay: () => parts.replays?.get('gitguardian'), settings: () => parts.secrets().intake.gitguardian });
+  const reconcileGithub = (): Promise<ReconcileOutcome> =>
+    reconcileOpenAlerts({
+      settings: githubSettings,
+      gate: githubGate,
+      budget: githubBudget,
+      pages: githubPages,
+      now: parts.now,
+      accepting: parts.accepting,
+      audit: leakEndpoint.audit,
+      alerter: leakEndpoint.alerter,
+      intake: leakIntake,
+      env: parts.env,
+    });
+  return { routes: daemonRouteTable(parts, trigger, github, gitguardian), reconcileGithub };
+}
+
+function daemonRouteTable(parts: DaemonParts, trigger: SignedRoute['handle'], github: SignedRoute['handle'], gitguardian: SignedRoute['handle']): DaemonRoutes {
   return {
     readiness: () => readinessAnswer(parts.readiness()),
     metrics: async ({ authorization }) => {

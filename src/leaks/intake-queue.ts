@@ -31,6 +31,11 @@ export class IntakeQueue {
     this.#options = options;
   }
 
+  /** Jobs that run at once. */
+  get concurrency(): number {
+    return this.#options.concurrency;
+  }
+
   /** Places taken (running, waiting or reserved). */
   get size(): number {
     return this.#taken;

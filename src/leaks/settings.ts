@@ -8,6 +8,7 @@ import type { Policy } from '../policy/schema.ts';
 import { WebhookSecretError } from './errors.ts';
 import type { GitguardianIntakeRuntime } from './gitguardian/endpoint.ts';
 import type { GithubIntakeRuntime } from './github/endpoint.ts';
+import { githubReconcileRuntime } from './github/reconcile-settings.ts';
 
 export interface IntakeRuntime {
   github?: GithubIntakeRuntime;
@@ -18,7 +19,13 @@ export async function resolveIntake(policy: Policy, env: NodeJS.ProcessEnv): Pro
   const intake = policy.intake;
   const out: IntakeRuntime = {};
   if (intake?.github !== undefined) {
-    out.github = { webhookSecret: await readWebhookSecret('intake.github.webhookSecret', intake.github.webhookSecret, env), apiUrl: intake.github.apiUrl, tokenRef: intake.github.token };
+    const reconcile = githubReconcileRuntime(intake.github);
+    out.github = {
+      webhookSecret: await readWebhookSecret('intake.github.webhookSecret', intake.github.webhookSecret, env),
+      apiUrl: intake.github.apiUrl,
+      tokenRef: intake.github.token,
+      ...(reconcile === undefined ? {} : { reconcile }),
+    };
   }
   if (intake?.gitguardian !== undefined) {
     out.gitguardian = {

@@ -53,4 +53,49 @@ describe('IntakeGate', () => {
     expect(gate.firstIgnored('digest-1', NOW)).toBe(false);
     expect(gate.firstIgnored('digest-1', new Date(NOW.getTime() + HOUR))).toBe(true);
   });
+
+  describe('shared with the GitHub reconcile', () => {
+    const withRef = (id: string, ref: string, action = 'created'): DeliveryToAdmit => ({ ...delivery(id, `${ref}:${action}`), ref });
+    /** Runs the admitted job until `finish` is called. */
+    const hold = (place: { run(job: () => Promise<void>): void }): (() => void) => {
+      let finish = (): void => undefined;
+      place.run(() => new Promise<void>((resolve) => (finish = resolve)));
+      return () => {
+        finish();
+      };
+    };
+
+    it('a delivery for an alert the reconcile is handling is a duplicate, whatever its action', async () => {
+      const gate = new IntakeGate(() => undefined, { alertWindowMs: HOUR });
+      const reconciled = gate.admitReconciled('octo/app#1', NOW);
+      if (reconciled.kind !== 'admitted') throw new Error('the reconcile was not admitted');
+      const finish = hold(reconciled.place);
+      expect(await gate.admit(withRef('digest-1', 'octo/app#1'))).toEqual({ kind: 'duplicate-alert' });
+      expect(await gate.admit(withRef('digest-2', 'octo/app#1', 'publicly_leaked'))).toEqual({ kind: 'duplicate-alert' });
+      // Another alert is not held up.
+      expect((await gate.admit(withRef('digest-3', 'octo/app#2'))).kind).toBe('admitted');
+      finish();
+    });
+
+    it('the reconcile skips an alert whose delivery job runs, and one handled within the window', async () => {
+      const background: Promise<void>[] = [];
+      const gate = new IntakeGate((work) => background.push(work), { alertWindowMs: HOUR });
+      const admitted = await gate.admit(withRef('digest-1', 'octo/app#1'));
+      if (admitted.kind !== 'admitted') throw new Error('the delivery was not admitted');
+      const finish = hold(admitted.place);
+      expect(gate.admitReconciled('octo/app#1', NOW)).toEqual({ kind: 'skipped', why: 'in-flight' });
+      finish();
+      await Promise.all(background);
+      expect(gate.admitReconciled('octo/app#1', NOW)).toEqual({ kind: 'skipped', why: 'handled-within-window' });
+      expect(gate.admitReconciled('octo/app#1', new Date(NOW.getTime() + HOUR)).kind).toBe('admitted');
+    });
+
+    it('the reconcile takes no place of a full queue and tries the alert again next time', () => {
+      const gate = new IntakeGate(() => undefined, { queueCapacity: 1, alertWindowMs: HOUR });
+      const first = gate.admitReconciled('octo/app#1', NOW);
+      expect(gate.admitReconciled('octo/app#2', NOW)).toEqual({ kind: 'skipped', why: 'intake-busy' });
+      if (first.kind === 'admitted') first.place.release();
+      expect(gate.admitReconciled('octo/app#2', NOW).kind).toBe('admitted');
+    });
+  });
 });

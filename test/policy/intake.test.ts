@@ -51,3 +51,28 @@ describe('keyroll validate with a query string in intake.github.apiUrl', () => {
     expect(result.stderr).toContain('policy.yaml:16 intake.github.apiUrl: must be a base URL without a query string');
   });
 });
+
+describe('intake.github reconcile settings', () => {
+  const withReconcile = (lines: string): string => `${BASE}intake:
+  github:
+    webhookSecret: env:GH_SECRET
+    token: env:GH_TOKEN
+${lines}`;
+
+  it('defaults the interval to 5m and reads the places to list', () => {
+    const github = parsePolicy(withReconcile('    organizations: [octo-org]\n    repositories: [octo/app]\n    secretTypes: [keyroll_api_key]\n'), 'policy.yaml').intake?.github;
+    expect(github?.reconcileInterval).toBe('5m');
+    expect(github?.organizations).toEqual(['octo-org']);
+    expect(github?.repositories).toEqual(['octo/app']);
+  });
+
+  it('requires secretTypes with a place to list: an unfiltered list holds every secret type of the organization', () => {
+    const error = policyRejection(withReconcile('    organizations: [octo-org]\n'));
+    expect(error.message).toMatch(/intake\.github\.secretTypes: is required with organizations, repositories or enterprises/);
+  });
+
+  it('refuses an interval under a second and a repository that is not owner/name', () => {
+    expect(policyRejection(withReconcile('    organizations: [octo-org]\n    secretTypes: [t]\n    reconcileInterval: 500ms\n')).message).toMatch(/intake\.github\.reconcileInterval: must be at least 1s/);
+    expect(policyRejection(withReconcile('    repositories: [app]\n    secretTypes: [t]\n')).message).toMatch(/intake\.github\.repositories\[0\]: must be owner\/repository/);
+  });
+});

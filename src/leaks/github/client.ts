@@ -1,7 +1,8 @@
-// The two REST calls of the GitHub flow, over undici's public API: read the alert (its `secret`
-// is the leaked value) and resolve it as revoked. The alert answer holds the secret, so its body
-// is never put into an error, and the value is wrapped in Secret the moment it is parsed (the
-// sanitizer blanks it from every output from then on; invariant 3).
+// The REST calls of the GitHub flow, over undici's public API: read the alert (its `secret` is
+// the leaked value), resolve it as revoked, and list open alerts for the reconcile (list.ts).
+// The alert answer holds the secret, so its body is never put into an error, and the value is
+// wrapped in Secret the moment it is parsed (the sanitizer blanks it from every output from then
+// on; invariant 3). Every answer's status and headers go to `observe` (the rate budget, rate.ts).
 import { request, type Dispatcher } from 'undici';
 import { Secret } from '../../audit/secret.ts';
 import { readBodyPrefix } from '../../http/body.ts';
@@ -17,6 +18,17 @@ export interface GithubClientOptions {
   apiUrl: string;
   token: Secret;
   dispatcher?: Dispatcher;
+  /** Sees every answer's status and headers (X-RateLimit-*, Retry-After), the webhook path's too. */
+  observe?: (answer: GithubAnswerMeta) => void;
+}
+
+export interface GithubAnswerMeta {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+}
+
+export interface GithubAnswer extends GithubAnswerMeta {
+  text: string;
 }
 
 export interface FetchedAlert {
@@ -26,12 +38,16 @@ export interface FetchedAlert {
   htmlUrl?: string;
 }
 
+export function apiBase(apiUrl: string): string {
+  return apiUrl.replace(/\/+$/, '');
+}
+
 function alertUrl(apiUrl: string, ref: GithubAlertRef): string {
-  const base = apiUrl.replace(/\/+$/, '');
+  const base = apiBase(apiUrl);
   return `${base}/repos/${encodeURIComponent(ref.owner)}/${encodeURIComponent(ref.repo)}/secret-scanning/alerts/${ref.number}`;
 }
 
-function headers(token: Secret): Record<string, string> {
+export function githubHeaders(token: Secret): Record<string, string> {
   return {
     accept: 'application/vnd.github+json',
     authorization: `Bearer ${token.reveal()}`,
@@ -40,12 +56,20 @@ function headers(token: Secret): Record<string, string> {
   };
 }
 
-async function call(operation: string, url: string, options: GithubClientOptions, method: 'GET' | 'PATCH', body?: string): Promise<{ status: number; text: string }> {
+export async function callGithub(
+  operation: string,
+  url: string,
+  options: GithubClientOptions,
+  method: 'GET' | 'PATCH',
+  extra: { body?: string; headers?: Record<string, string>; maxBytes?: number } = {},
+): Promise<GithubAnswer> {
+  const { body } = extra;
+  const maxBytes = extra.maxBytes ?? MAX_ALERT_BYTES;
   let response;
   try {
     response = await request(url, {
       method,
-      headers: { ...headers(options.token), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      headers: { ...githubHeaders(options.token), ...extra.headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
       ...(body === undefined ? {} : { body }),
       headersTimeout: TIMEOUT_MS,
       bodyTimeout: TIMEOUT_MS,
@@ -54,14 +78,15 @@ async function call(operation: string, url: string, options: GithubClientOptions
   } catch (error) {
     throw new ScannerApiError('KR_GITHUB_UNREACHABLE', operation, `GitHub did not answer ${operation}: ${(error as { code?: string }).code ?? 'network error'}`, { cause: error, retryable: true });
   }
-  const prefix = await readBodyPrefix(response.body, MAX_ALERT_BYTES).catch((error: unknown) => {
+  options.observe?.({ status: response.statusCode, headers: response.headers });
+  const prefix = await readBodyPrefix(response.body, maxBytes).catch((error: unknown) => {
     throw new ScannerApiError('KR_GITHUB_UNREACHABLE', operation, `GitHub's answer to ${operation} broke off`, { cause: error, status: response.statusCode, retryable: true });
   });
-  if (prefix.truncated) throw new ScannerApiError('KR_GITHUB_BAD_ANSWER', operation, `GitHub's answer to ${operation} is larger than ${MAX_ALERT_BYTES} bytes`, { status: response.statusCode });
-  return { status: response.statusCode, text: prefix.text };
+  if (prefix.truncated) throw new ScannerApiError('KR_GITHUB_BAD_ANSWER', operation, `GitHub's answer to ${operation} is larger than ${maxBytes} bytes`, { status: response.statusCode });
+  return { status: response.statusCode, headers: response.headers, text: prefix.text };
 }
 
-function statusError(operation: string, status: number): ScannerApiError {
+export function statusError(operation: string, status: number): ScannerApiError {
   const hint =
     status === 401
       ? 'the token (intake.github.token) is missing, invalid or expired'
@@ -78,7 +103,7 @@ function statusError(operation: string, status: number): ScannerApiError {
 /** GET /repos/{owner}/{repo}/secret-scanning/alerts/{alert_number}. */
 export async function fetchGithubAlert(options: GithubClientOptions, ref: GithubAlertRef): Promise<FetchedAlert> {
   const operation = 'get-alert';
-  const { status, text } = await call(operation, alertUrl(options.apiUrl, ref), options, 'GET');
+  const { status, text } = await callGithub(operation, alertUrl(options.apiUrl, ref), options, 'GET');
   if (status !== 200) throw statusError(operation, status);
   let json: unknown;
   try {
@@ -106,6 +131,6 @@ export async function fetchGithubAlert(options: GithubClientOptions, ref: Github
 export async function resolveGithubAlert(options: GithubClientOptions, ref: GithubAlertRef, comment: string): Promise<void> {
   const operation = 'resolve-alert';
   const body = JSON.stringify({ state: 'resolved', resolution: 'revoked', resolution_comment: comment });
-  const { status } = await call(operation, alertUrl(options.apiUrl, ref), options, 'PATCH', body);
+  const { status } = await callGithub(operation, alertUrl(options.apiUrl, ref), options, 'PATCH', { body });
   if (status !== 200) throw statusError(operation, status);
 }

@@ -29,6 +29,8 @@ import { actorOf, reportIntakeFailure, type LeakIntake, type LeakKeyResult, type
 import { parseBody, refuseIntake, type IntakeRefusal } from '../webhook-answer.ts';
 import { fetchGithubAlert, resolveGithubAlert, type GithubClientOptions } from './client.ts';
 import { GITHUB_LEAK_ACTIONS, GithubAlertWebhook, type GithubAlertRef } from './payload.ts';
+import type { GithubRateBudget } from './rate.ts';
+import type { GithubReconcileRuntime } from './reconcile-settings.ts';
 import { checkGithubSignature, GITHUB_DELIVERY_HEADER, GITHUB_EVENT_HEADER, GITHUB_SIGNATURE_HEADER } from './signature.ts';
 
 export const GITHUB_LEAK_PATH = '/v1/leaks/github';
@@ -41,6 +43,8 @@ export interface GithubIntakeRuntime {
   webhookSecret: Secret;
   apiUrl: string;
   tokenRef: string;
+  /** Where and how often the daemon lists open alerts itself; undefined: no reconcile. */
+  reconcile?: GithubReconcileRuntime;
 }
 
 export interface LeakEndpointOptions {
@@ -63,10 +67,22 @@ export interface GithubEndpointOptions extends LeakEndpointOptions {
   settings: () => GithubIntakeRuntime | undefined;
   env: NodeJS.ProcessEnv;
   dispatcher?: Dispatcher;
+  /** The gate the reconcile shares (createGithubGate); a gate of its own when omitted. */
+  gate?: IntakeGate;
+  /** Reads the rate headers of every GitHub answer, for the reconcile's budget. */
+  budget?: GithubRateBudget;
+}
+
+/** What the fetch-identify-rotate-prove-resolve path needs, whichever way the alert came. */
+export type GithubAlertHandling = Pick<GithubEndpointOptions, 'audit' | 'alerter' | 'intake' | 'env' | 'dispatcher' | 'budget'>;
+
+/** The GitHub intake's gate: its window is the replay window (one job per alert and action an hour). */
+export function createGithubGate(background: (work: Promise<void>) => void, limits: Partial<IntakeLimits> = {}): IntakeGate {
+  return new IntakeGate(background, { alertWindowMs: GITHUB_REPLAY_WINDOW_SECONDS * 1000, ...limits });
 }
 
 export function createGithubEndpoint(options: GithubEndpointOptions): (request: InboundRequest) => Promise<HttpAnswer> {
-  const gate = new IntakeGate(options.background, { alertWindowMs: GITHUB_REPLAY_WINDOW_SECONDS * 1000, ...options.limits });
+  const gate = options.gate ?? createGithubGate(options.background, options.limits);
   return async (request) => {
     const refuse = (why: IntakeRefusal): HttpAnswer => refuseIntake(options.rejections, GITHUB_LEAK_PATH, request, why);
     if (!options.accepting()) return refuse('shutting-down');
@@ -102,6 +118,7 @@ export function createGithubEndpoint(options: GithubEndpointOptions): (request: 
       id: digest,
       expiresAt: Math.floor(now.getTime() / 1000) + GITHUB_REPLAY_WINDOW_SECONDS,
       alert: `${report.ref}:${payload.action}`,
+      ref: report.ref,
       now,
     });
     if (admission.kind === 'refused') return refuse(admission.why);
@@ -116,13 +133,13 @@ export function createGithubEndpoint(options: GithubEndpointOptions): (request: 
 }
 
 /** Fetch, identify, rotate, prove, resolve. Never rejects. */
-export async function handleGithubAlert(options: GithubEndpointOptions, settings: GithubIntakeRuntime, ref: GithubAlertRef, report: LeakReport): Promise<void> {
+export async function handleGithubAlert(options: GithubAlertHandling, settings: GithubIntakeRuntime, ref: GithubAlertRef, report: LeakReport): Promise<void> {
   const audit = options.audit().child({ actor: actorOf(report), reason: 'leak' });
   const fail = (step: string, error: unknown, nextAction?: string): Promise<void> =>
     reportIntakeFailure(audit, options.alerter(), { report, step, error, ...(nextAction === undefined ? {} : { nextAction }) });
   let client: GithubClientOptions;
   try {
-    client = { apiUrl: settings.apiUrl, token: await resolveRef(settings.tokenRef, options.env), ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}) };
+    client = githubClient(settings, await resolveRef(settings.tokenRef, options.env), options);
   } catch (error) {
     await fail('github-token', error);
     return;
@@ -154,6 +171,22 @@ export async function handleGithubAlert(options: GithubEndpointOptions, settings
     return;
   }
   audit.emit('leak.intake.resolved', { source: 'github', alert: report.ref, resolution: 'revoked', keys: verdict.keys.map((key) => ({ keyId: key.keyId, slot: key.slot, rotationId: key.rotationId, result: key.result })) });
+}
+
+export function githubClient(settings: Pick<GithubIntakeRuntime, 'apiUrl'>, token: Secret, options: Pick<GithubAlertHandling, 'dispatcher' | 'budget'>): GithubClientOptions {
+  const { budget } = options;
+  return {
+    apiUrl: settings.apiUrl,
+    token,
+    ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
+    ...(budget === undefined
+      ? {}
+      : {
+          observe: (answer) => {
+            budget.observe(answer);
+          },
+        }),
+  };
 }
 
 /** Names each rotation; GitHub shows it to whoever reads the alert (key ids, never a value). */

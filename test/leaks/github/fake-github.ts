@@ -9,8 +9,14 @@
 //   example, so a payload is assembled from real pieces: the alert of the OpenAPI example
 //   `secret-scanning-alert-open` (minus `secret`, which webhooks never carry) and the repository
 //   and sender of the code_scanning_alert webhook example.
+// The list endpoints (organization, repository, enterprise) page by cursor as GitHub does (a Link
+// header rel="next" carrying `after`), answer If-None-Match with 304, send X-RateLimit-* on every
+// answer (a 304 spends nothing) and can answer a rate limit (403/429, Retry-After) on demand.
+// Each listed item is the REST alert (checked like the GET answer) plus, for the organization
+// and enterprise lists, its `repository`.
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Ajv, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
@@ -118,6 +124,15 @@ export interface FakeAlert {
   secret: string;
   resolution?: string | null;
   resolutionComment?: string | null;
+  /** Default keyroll_api_key. */
+  secretType?: string;
+}
+
+export interface FakeRateLimit {
+  limit: number;
+  remaining: number;
+  /** Epoch seconds. */
+  reset: number;
 }
 
 export interface FakeGithub {
@@ -128,6 +143,14 @@ export interface FakeGithub {
   readonly schemaProblems: string[];
   alerts: Map<string, FakeAlert>;
   addAlert(alert: FakeAlert): void;
+  /** The token's budget: every answer but a 304 spends one; sent as X-RateLimit-* on every answer. */
+  rate: FakeRateLimit;
+  /** Alerts per list page at most (GitHub: per_page, at most 100). */
+  pageSize: number;
+  /** The next `count` list requests are answered with this rate limit instead. */
+  limitNextLists(count: number, answer: { status: 403 | 429; retryAfterSeconds?: number }): void;
+  /** Resolves after `count` list requests have been answered. */
+  listed(count: number): Promise<void>;
   /** Resolves when a PATCH for this alert arrived. */
   patched(owner: string, repo: string, number: number): Promise<ReceivedRequest>;
   close(): Promise<void>;
@@ -141,18 +164,38 @@ export async function startFakeGithub(): Promise<FakeGithub> {
   const alerts = new Map<string, FakeAlert>();
   const waiters = new Map<string, (request: ReceivedRequest) => void>();
   const patchedRequests = new Map<string, ReceivedRequest>();
+  const rate: FakeRateLimit = { limit: 5000, remaining: 5000, reset: Math.floor(Date.now() / 1000) + 3600 };
+  const state = { pageSize: 100, limited: 0, limitAnswer: { status: 429 as 403 | 429, retryAfterSeconds: undefined as number | undefined }, lists: 0 };
+  const listWaiters: { count: number; resolve: () => void }[] = [];
+  const rateHeaders = (spent: boolean): Record<string, string> => {
+    if (spent) rate.remaining = Math.max(0, rate.remaining - 1);
+    return { 'x-ratelimit-limit': String(rate.limit), 'x-ratelimit-remaining': String(rate.remaining), 'x-ratelimit-reset': String(rate.reset), 'x-ratelimit-resource': 'core' };
+  };
+  const countList = (): void => {
+    state.lists++;
+    for (const waiter of listWaiters.filter((w) => w.count <= state.lists)) {
+      listWaiters.splice(listWaiters.indexOf(waiter), 1);
+      waiter.resolve();
+    }
+  };
   const server: Server = createServer((request, response) => {
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
       const received: ReceivedRequest = { method: request.method ?? '', url: request.url ?? '', headers: request.headers, body: Buffer.concat(chunks).toString('utf8') };
       requests.push(received);
-      const send = (status: number, body: unknown): void => {
-        response.writeHead(status, { 'content-type': 'application/json; charset=utf-8' });
+      const send = (status: number, body: unknown, extra: Record<string, string> = {}): void => {
+        response.writeHead(status, { 'content-type': 'application/json; charset=utf-8', ...rateHeaders(true), ...extra });
         response.end(JSON.stringify(body));
       };
       if (request.headers.authorization !== `Bearer ${TOKEN}`) {
         send(401, { message: 'Bad credentials', documentation_url: 'https://docs.github.com/rest' });
+        return;
+      }
+      const list = /^\/(?:orgs\/([^/]+)|repos\/([^/]+)\/([^/]+)|enterprises\/([^/]+))\/secret-scanning\/alerts(\?.*)?$/.exec(received.url);
+      if (list && received.method === 'GET') {
+        answerList(received, response, { org: list[1], owner: list[2], repo: list[3] });
+        countList();
         return;
       }
       const match = /^\/repos\/([^/]+)\/([^/]+)\/secret-scanning\/alerts\/(\d+)$/.exec(received.url);
@@ -187,14 +230,72 @@ export async function startFakeGithub(): Promise<FakeGithub> {
       }
     });
   });
+  /** GET .../secret-scanning/alerts: open alerts of the secret types asked, one page by cursor. */
+  // An enterprise's list is every alert here: the fake has one enterprise.
+  function answerList(received: ReceivedRequest, res: ServerResponse, scope: { org?: string | undefined; owner?: string | undefined; repo?: string | undefined }): void {
+    if (state.limited > 0) {
+      state.limited--;
+      const retry = state.limitAnswer.retryAfterSeconds;
+      res.writeHead(state.limitAnswer.status, { 'content-type': 'application/json; charset=utf-8', ...rateHeaders(true), ...(retry === undefined ? {} : { 'retry-after': String(retry) }) });
+      res.end(JSON.stringify({ message: 'You have exceeded a secondary rate limit. Please wait a few minutes before you try again.', documentation_url: 'https://docs.github.com/rest' }));
+      return;
+    }
+    const url = new URL(received.url, 'http://fake');
+    const types = (url.searchParams.get('secret_type') ?? '').split(',').filter((t) => t !== '');
+    const wantedState = url.searchParams.get('state');
+    const hide = url.searchParams.get('hide_secret') === 'true';
+    const perPage = Math.min(Number(url.searchParams.get('per_page') ?? '30'), 100, state.pageSize);
+    const after = url.searchParams.get('after') ?? '';
+    const matching = [...alerts.values()]
+      .filter((alert) => (scope.org === undefined || alert.owner === scope.org) && (scope.owner === undefined || (alert.owner === scope.owner && alert.repo === scope.repo)))
+      .filter((alert) => (wantedState === null || alert.state === wantedState) && (types.length === 0 || types.includes(alert.secretType ?? 'keyroll_api_key')))
+      .sort((a, b) => `${a.owner}/${a.repo}#${String(a.number).padStart(9, '0')}`.localeCompare(`${b.owner}/${b.repo}#${String(b.number).padStart(9, '0')}`));
+    const start = after === '' ? 0 : Number(Buffer.from(after, 'base64url').toString('utf8'));
+    const page = matching.slice(start, start + perPage);
+    const items = page.map((alert) => {
+      const item = restAlert(alert, !hide);
+      schemaProblems.push(...schemaErrors(githubSchema('secret-scanning-alert-with-metadata'), item).map((p) => `list item: ${p}`));
+      return scope.owner === undefined ? { ...item, repository: listRepository(alert) } : item;
+    });
+    const body = JSON.stringify(items);
+    const etag = `W/"${createHash('sha256').update(body).digest('hex')}"`;
+    const headers: Record<string, string> = { 'content-type': 'application/json; charset=utf-8', etag };
+    if (start + perPage < matching.length) {
+      const next = new URL(url.toString());
+      next.searchParams.set('after', Buffer.from(String(start + perPage), 'utf8').toString('base64url'));
+      headers.link = `<${baseUrl}${next.pathname}${next.search}>; rel="next"`;
+    }
+    // A conditional request that matches costs nothing (GitHub: when made with an Authorization header).
+    if (received.headers['if-none-match'] === etag) {
+      res.writeHead(304, { etag, ...rateHeaders(false) });
+      res.end();
+      return;
+    }
+    res.writeHead(200, { ...headers, ...rateHeaders(true) });
+    res.end(body);
+  }
+  let baseUrl = '';
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
+  baseUrl = `http://127.0.0.1:${port}`;
   return {
     url: `http://127.0.0.1:${port}`,
     token: TOKEN,
     requests,
     schemaProblems,
     alerts,
+    rate,
+    get pageSize() {
+      return state.pageSize;
+    },
+    set pageSize(size: number) {
+      state.pageSize = size;
+    },
+    limitNextLists: (count, answer) => {
+      state.limited = count;
+      state.limitAnswer = { status: answer.status, retryAfterSeconds: answer.retryAfterSeconds };
+    },
+    listed: (count) => (state.lists >= count ? Promise.resolve() : new Promise<void>((resolve) => listWaiters.push({ count, resolve }))),
     addAlert: (alert) => alerts.set(`${alert.owner}/${alert.repo}#${alert.number}`, alert),
     patched: (owner, repo, number) => {
       const id = `${owner}/${repo}#${number}`;
@@ -228,8 +329,17 @@ function restAlert(alert: FakeAlert, withSecret: boolean): Record<string, unknow
     resolution: resolved ? (alert.resolution ?? null) : null,
     resolved_at: resolved ? '2026-01-01T00:00:00Z' : null,
     resolution_comment: alert.resolutionComment ?? null,
-    secret_type: 'keyroll_api_key',
+    secret_type: alert.secretType ?? 'keyroll_api_key',
     secret_type_display_name: 'keyroll API key',
     ...(withSecret ? { secret: alert.secret } : {}),
   };
+}
+
+/** The `repository` of an organization or enterprise list item: the webhook example's, renamed. */
+function listRepository(alert: FakeAlert): Record<string, unknown> {
+  const repository = structuredClone(githubExtract().webhookExamples.code_scanning_alert.repository);
+  repository.name = alert.repo;
+  repository.full_name = `${alert.owner}/${alert.repo}`;
+  repository.owner.login = alert.owner;
+  return repository;
 }
