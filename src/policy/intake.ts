@@ -43,7 +43,7 @@ export const GithubIntake = z
       .describe("Secret types of keyroll's keys as GitHub names them (the `secret_type` of an alert: a partner pattern's slug, or your custom pattern's). The reconcile lists only these; required with organizations, repositories or enterprises."),
     organizations: z.array(GithubName).min(1).optional().describe('Organizations whose open alerts the daemon lists itself (GET /orgs/{org}/secret-scanning/alerts): at start and every reconcileInterval.'),
     repositories: z.array(GithubRepository).min(1).optional().describe('Repositories (owner/name) whose open alerts the daemon lists itself, where the token may not read a whole organization.'),
-    enterprises: z.array(GithubName).min(1).optional().describe('Enterprises (slug) whose open alerts the daemon lists itself (GitHub Enterprise Cloud; the token must be an enterprise owner or security manager).'),
+    enterprises: z.array(GithubName).min(1).optional().describe('Enterprises (slug) whose open alerts the daemon lists itself (GitHub Enterprise Cloud; the token\'s user must be a member of the enterprise, and only the organizations where it is an owner or security manager are listed).'),
     reconcileInterval: Duration.default(DEFAULT_GITHUB_RECONCILE_INTERVAL).describe(
       'How often the daemon lists the open alerts of organizations, repositories and enterprises to handle those whose webhook never arrived. Default 5m; at least 1s.',
     ),
