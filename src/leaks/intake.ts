@@ -1,9 +1,19 @@
 // The part of a scanner's leak report that does not depend on the scanner: given the leaked value,
 // find the key (identify.ts), rotate it with reason leak through the daemon's launcher (its key
 // locks, shutdown and generation), prove the leaked value dead (proof.ts), and say what happened
-// so the source can close its alert. Several alerts for one key that arrive while its leak
-// rotation runs join that rotation instead of starting another (a secret pushed to three repos
-// is three GitHub alerts within seconds, and one roll kills it for all three).
+// so the source can close its alert.
+//
+// A leak is rotated once. A secret pushed to three repos is three GitHub alerts within seconds
+// (and a webhook delivery and a reconcile can each bring one), and one roll kills it for all:
+// every further roll would kill the value consumers are being refreshed onto and cost a
+// redelivery. The backend lock serializes rolls but does not stop a second one (the leak reason
+// bypasses the minimum interval), so the intake keeps, per leaked value (by its digest), the leak
+// rotations started for it for as long as any alert of that value is being handled: a later
+// alert of the value joins that rotation, running or ended, and proves the value dead instead of
+// rolling (an alert that read the destinations before the first rotation stored still sees the
+// leaked value as current). And every leaked value is probed before a roll: a value the API
+// already refuses (401) is proven dead and not rolled (the alert came after its rotation, here
+// or in another process).
 import { randomUUID } from 'node:crypto';
 import type { Alerter } from '../alerts/types.ts';
 import type { AuditLog } from '../audit/events.ts';
@@ -72,18 +82,29 @@ interface SharedRotation {
   outcome: Promise<KeyOutcome>;
 }
 
+/** One leaked value while alerts of it are being handled in this process. */
+interface ValueHandling {
+  /** Alerts of the value being handled now; the record is dropped when the last one ends. */
+  alerts: number;
+  /** Leak rotations started for the value, by rotation target (entry id and slot), running or ended. */
+  rotations: Map<string, SharedRotation>;
+}
+
 export class LeakIntake {
   readonly #options: LeakIntakeOptions;
-  /** Leak rotations in flight by rotation target (entry id and slot). */
-  readonly #inFlight = new Map<string, SharedRotation>();
+  /**
+   * Leaked values being handled, by the value's SHA-256 digest (kept in memory only, as
+   * identify.ts compares it). Bounded by the alerts being handled, which the intake queue bounds.
+   */
+  readonly #values = new Map<string, ValueHandling>();
 
   constructor(options: LeakIntakeOptions) {
     this.#options = options;
   }
 
-  /** Number of leak rotations in flight (tests, shutdown reporting). */
+  /** Number of leaked values whose alerts are being handled (tests, shutdown reporting). */
   get inFlight(): number {
-    return this.#inFlight.size;
+    return this.#values.size;
   }
 
   /**
@@ -106,6 +127,21 @@ export class LeakIntake {
   }
 
   async #handleLeak(report: LeakReport, leaked: Secret): Promise<LeakVerdict> {
+    // Entered before the search: an alert that reads the destinations while another alert of the
+    // value rotates finds that rotation here when it decides, however late.
+    const digest = leaked.digest();
+    const value = this.#values.get(digest) ?? { alerts: 0, rotations: new Map<string, SharedRotation>() };
+    value.alerts += 1;
+    this.#values.set(digest, value);
+    try {
+      return await this.#handleValue(report, leaked, value);
+    } finally {
+      value.alerts -= 1;
+      if (value.alerts === 0 && this.#values.get(digest) === value) this.#values.delete(digest);
+    }
+  }
+
+  async #handleValue(report: LeakReport, leaked: Secret, value: ValueHandling): Promise<LeakVerdict> {
     const receivedAt = performance.now();
     const audit = this.#options.audit().child({ actor: actorOf(report), reason: 'leak' });
     const alertFields = { source: report.source, alert: report.ref, ...(report.url === undefined ? {} : { alertUrl: report.url }) };
@@ -138,7 +174,7 @@ export class LeakIntake {
         const base = { keyId: key.id, ...(slot === undefined ? {} : { slot }), which, coalesced: false };
         if (alertOnly.has(key.id)) return this.#alertOnly(keyAudit, report, key, base, fingerprint);
         try {
-          return await this.#rotateAndProve(report, match, leaked, base);
+          return await this.#rotateAndProve(report, match, leaked, base, value);
         } catch (error) {
           await this.#failed(keyAudit, report, 'rotate', error, key);
           return { ...base, result: 'failed' };
@@ -152,30 +188,28 @@ export class LeakIntake {
     return { kind: closed ? 'closed' : 'open', keys };
   }
 
-  async #rotateAndProve(report: LeakReport, match: LeakMatch, leaked: Secret, base: Omit<LeakKeyResult, 'result'>): Promise<LeakKeyResult> {
+  async #rotateAndProve(report: LeakReport, match: LeakMatch, leaked: Secret, base: Omit<LeakKeyResult, 'result'>, value: ValueHandling): Promise<LeakKeyResult> {
     const { key, slot } = match;
     const runtime = this.#options.runtime();
     const audit = this.#options.audit().child({ actor: actorOf(report), reason: 'leak' });
-    // The same question `keyroll rotate --leaked-secret-stdin` asks (previous-value.ts): a
-    // previous value the API already refuses is proven dead (recorded) and not rolled again.
-    if (!(await needsLeakRotation(runtime, match, leaked))) {
-      const proof = await proveLeakDead(runtime, audit, this.#options.alerter(), { key, leaked, ...(slot === undefined ? {} : { slot }) });
-      if (proof.verdict === 'refused') return { ...base, result: 'already-dead', proof: 'refused' };
-    }
     const target = `${key.id}\n${slot ?? ''}`;
-    let shared = this.#inFlight.get(target);
+    let shared = value.rotations.get(target);
+    if (shared === undefined) {
+      // The same question `keyroll rotate --leaked-secret-stdin` asks (previous-value.ts): a value
+      // the API already refuses is proven dead (recorded) and not rolled again.
+      if (!(await needsLeakRotation(runtime, match, leaked))) {
+        const proof = await proveLeakDead(runtime, audit, this.#options.alerter(), { key, leaked, ...(slot === undefined ? {} : { slot }) });
+        if (proof.verdict === 'refused') return { ...base, result: 'already-dead', proof: 'refused' };
+      }
+      // Another alert of the value may have started the rotation while this one probed.
+      shared = value.rotations.get(target);
+    }
     const coalesced = shared !== undefined;
     if (shared === undefined) {
       const rotationId = randomUUID();
       const trigger: RunTrigger = { reason: 'leak', force: true, actor: actorOf(report), ...(report.url === undefined ? {} : { ticket: report.url.slice(0, 200) }) };
-      const started: SharedRotation = { rotationId, outcome: this.#options.rotate(key, slot, trigger, rotationId) };
-      shared = started;
-      this.#inFlight.set(target, started);
-      // Forgotten as soon as it ends: a later alert is judged afresh (identify finds the new value
-      // or the dead previous one).
-      void started.outcome.finally(() => {
-        if (this.#inFlight.get(target) === started) this.#inFlight.delete(target);
-      });
+      shared = { rotationId, outcome: this.#options.rotate(key, slot, trigger, rotationId) };
+      value.rotations.set(target, shared);
     } else {
       audit.child({ keyId: key.id, organizationId: key.organizationId, rotationId: shared.rotationId }).emit('leak.intake.coalesced', { source: report.source, alert: report.ref, ...(slot === undefined ? {} : { slot }) });
     }
