@@ -44,7 +44,7 @@ export const AUDIT_EVENTS = {
   'leak.unproven': 'After the leak rotation the API gave no answer that says whether the leaked value is dead (network, 5xx, 429). Alerted (KR_LEAK_UNPROVEN).',
   'leak.intake.accepted': 'A leak scanner (GitHub, GitGuardian) called the daemon with a verified, new alert; the alert is handled in the background.',
   'leak.intake.ignored': "A verified scanner event needs no rotation (another event or action, an alert no longer open, a detector not listed, an alert already handled within the hour); audited once per delivery body per hour.",
-  'leak.intake.coalesced': 'An alert for a key whose leak rotation is in flight joined that rotation instead of starting another.',
+  'leak.intake.coalesced': 'An alert of a leaked value that another alert already started a rotation for (in flight or ended) joined that rotation instead of starting another, and proves the value dead itself.',
   'leak.intake.alert_only': 'A scanner reported a leak of a key listed under intake.alertOnly: alerted critical, not rotated.',
   'leak.intake.unidentified': 'A scanner reported a leak without the value (GitGuardian): alerted critical; a person must supply the value.',
   'leak.intake.resolved': "The scanner's alert was resolved as revoked, naming the rotations.",
