@@ -136,7 +136,8 @@ export interface HeldLock extends LockInfo {
 
 export type LockOutcome =
   | { acquired: true; lock: HeldLock }
-  | { acquired: false; holder: LockInfo };
+  /** `doubts`: what the backend saw at the lock and does not trust (e.g. a forged release mark), for the audit. */
+  | { acquired: false; holder: LockInfo; doubts?: RecordDoubt[] };
 
 /** A completed rotation, as recorded for due-ness and `status`. */
 export interface RotationRecord {
@@ -198,7 +199,8 @@ export interface RecordDoubt {
   record: DoubtedRecord;
   /** The field inside the record (e.g. `quarantinedAt`); absent when the record as a whole is doubted. */
   field?: string;
-  problem: 'malformed' | 'future' | 'beyond-policy';
+  /** `forged`: a record that claims what its writer could not prove (an AWS lock release mark without the lock's release key). */
+  problem: 'malformed' | 'future' | 'beyond-policy' | 'forged';
   action: 'ignored' | 'bounded' | 'kept';
   /** For `future` and `beyond-policy`: the time the record said, as ISO-8601. */
   value?: string;

@@ -24,7 +24,7 @@
 //
 // Locks are given back the last taken first, the primary's last, best effort: a lock that cannot be
 // released expires by its TTL and the next runner takes it over then.
-import type { LockInfo, LockOutcome } from '../backends/types.ts';
+import type { LockInfo, LockOutcome, RecordDoubt } from '../backends/types.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
 import type { KeptLock, LockKeeper } from './lock-keeper.ts';
 import type { ResolvedDestination } from './types.ts';
@@ -41,7 +41,7 @@ export type KeyLockTake =
   /** Every lock asked for, in the order taken. */
   | { held: KeptLock[] }
   /** Another runner holds the lock of `at`; `heldBefore` locks had been taken (and were given back). */
-  | { busy: LockInfo; at: ResolvedDestination; heldBefore: number };
+  | { busy: LockInfo; at: ResolvedDestination; heldBefore: number; doubts?: RecordDoubt[] };
 
 /** Takes the key's locks at `destinations`, in order; a lock taken before a busy one or an error is given back. */
 export async function takeKeyLock(request: KeyLockRequest): Promise<KeyLockTake> {
@@ -58,7 +58,7 @@ export async function takeKeyLock(request: KeyLockRequest): Promise<KeyLockTake>
     }
     if (!locked.acquired) {
       await releaseKeyLock(held);
-      return { busy: locked.holder, at: destination, heldBefore: held.length };
+      return { busy: locked.holder, at: destination, heldBefore: held.length, ...(locked.doubts === undefined ? {} : { doubts: locked.doubts }) };
     }
     held.push({ destination, lock: locked.lock });
   }

@@ -28,6 +28,9 @@ export async function takeLock(tx: Transaction): Promise<KeyOutcome | undefined>
   const taken = await takeKeyLock({ key, destinations: tx.destinations, owner: deps.owner, rotationId: tx.rotationId });
   if ('busy' in taken) {
     const { busy: holder, at, heldBefore } = taken;
+    // What the backend distrusted at the lock (a forged release mark, issue 27), unless the run's
+    // read before the lock already audited it.
+    if (taken.doubts !== undefined) auditDoubts(audit, { exists: true, doubts: taken.doubts }, { step: 'lock' }, tx.input.knownState);
     audit.emit('key.lock.busy', { step: 'lock', holder: holder.owner, holderRotationId: holder.rotationId, expiresAt: holder.expiresAt, ...(heldBefore > 0 ? { backend: at.backendName, path: at.target.path } : {}) });
     return tx.outcome('busy', { detail: 'lock-busy' });
   }

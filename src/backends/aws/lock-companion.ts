@@ -16,14 +16,14 @@
 import { randomUUID } from 'node:crypto';
 import { BackendError } from '../errors.ts';
 import type { BackendOperation } from '../errors.ts';
-import type { LockInfo, LockRequest } from '../types.ts';
+import type { LockInfo, LockRequest, RecordDoubt } from '../types.ts';
 import { creationTags } from './record-tags.ts';
 import { secretNameOf } from './target.ts';
 import {
   MAX_ROUNDS,
   SEALED,
   blockingHolder,
-  holderOf,
+  busyOutcome,
   isOurs,
   isSealed,
   outcomeUnknown,
@@ -135,7 +135,7 @@ function companionErrorOf(context: LockContext, lockName: string, error: unknown
 }
 
 /** What closing the companion found: another runner's live lock there, or the companion sealed. */
-export type CompanionGate = { busy: LockInfo } | { sealed: true; tookOver: boolean };
+export type CompanionGate = { busy: LockInfo; doubts?: RecordDoubt[] } | { sealed: true; tookOver: boolean };
 
 /**
  * Seals the companion of a target that has a value, before the target's first own lock (invariants
@@ -176,7 +176,10 @@ async function seal(context: LockContext, place: LockPlace, request: LockRequest
       await readReleaseMark();
       holder = blockingHolder(current.value, request, context.now(), releasedByRecord(context, place, current.value));
     }
-    if (holder !== undefined) return { busy: holderOf(holder) };
+    if (holder !== undefined) {
+      const { holder: busy, doubts } = busyOutcome(context, place, holder);
+      return { busy, ...(doubts === undefined ? {} : { doubts }) };
+    }
     const tookOver = current.value.state === 'held' && !isOurs(current.value, request) && !releasedByRecord(context, place, current.value);
     let swap: SwapOutcome;
     try {

@@ -11,19 +11,19 @@
 import { BackendError } from '../errors.ts';
 import type { HeldLock } from '../types.ts';
 import { placeOfLock } from './lock.ts';
-import { MAX_ROUNDS, holderOf, isOurs, landedLock, lockToken, type HeldValue, type LockContext, type LockPlace, type SwapOutcome } from './lock-value.ts';
+import { MAX_ROUNDS, holderOf, isOurs, landedLock, lockToken, releaseDigestOf, type HeldValue, type LockContext, type LockPlace, type SwapOutcome } from './lock-value.ts';
 
 /** Extends `lock` to `ttlMs` from now while it is still ours; undefined when it is lost. */
 export async function refreshLock(context: LockContext, path: string, lock: HeldLock, ttlMs: number): Promise<HeldLock | undefined> {
-  const { place, versionId } = placeOfLock(context, path, lock);
+  const { place, versionId, releaseKey } = placeOfLock(context, path, lock);
   try {
-    return await extend(context, place, versionId, lock, ttlMs);
+    return await extend(context, place, versionId, releaseKey, lock, ttlMs);
   } catch (error) {
     throw place.errorOf(error, 'lock');
   }
 }
 
-async function extend(context: LockContext, place: LockPlace, heldVersion: string, lock: HeldLock, ttlMs: number): Promise<HeldLock | undefined> {
+async function extend(context: LockContext, place: LockPlace, heldVersion: string, releaseKey: string | undefined, lock: HeldLock, ttlMs: number): Promise<HeldLock | undefined> {
   let from = heldVersion;
   for (let round = 0; round < MAX_ROUNDS; round++) {
     const held: HeldValue = {
@@ -31,6 +31,8 @@ async function extend(context: LockContext, place: LockPlace, heldVersion: strin
       owner: lock.owner,
       rotationId: lock.rotationId,
       expiresAt: new Date(context.now().getTime() + ttlMs).toISOString(),
+      // The same release key as when taken: the finish record still gives the lock back.
+      ...(releaseKey === undefined ? {} : { releaseDigest: releaseDigestOf(releaseKey) }),
     };
     let swap: SwapOutcome;
     try {
@@ -39,11 +41,11 @@ async function extend(context: LockContext, place: LockPlace, heldVersion: strin
       // No lock secret any more (deleted by hand): nothing of ours to extend, and never create one.
       if (error instanceof BackendError && error.code === 'KR_BACKEND_NOT_FOUND') return undefined;
       // An answer lost on the way: the extension may have landed; read back, as acquiring does.
-      const landed = await landedLock(place, held, error, lock.tookOver);
+      const landed = await landedLock(place, held, releaseKey, error, lock.tookOver);
       if (landed?.acquired) return landed.lock;
       throw error;
     }
-    if (swap.won) return { ...holderOf(held), token: lockToken(place.kind, swap.versionId), tookOver: lock.tookOver };
+    if (swap.won) return { ...holderOf(held), token: lockToken(place.kind, swap.versionId, releaseKey), tookOver: lock.tookOver };
     const now = swap.now;
     if (now?.value.state !== 'held' || !isOurs(now.value, lock)) return undefined;
     from = now.versionId;

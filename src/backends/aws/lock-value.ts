@@ -4,20 +4,29 @@
 // A lock value is JSON that holds no secret: held by an owner and rotation until an expiry, or
 // released. The companion of a target whose lock moved onto the target holds the seal (below).
 // Another owner's lock is stale only once its expiry lies `clockSkewMs` in the past by this
-// process's clock (invariant 9: the runners' clocks may disagree by that much). A held value whose
-// owner and rotation the target's `keyroll:lock-released` tag names was given back with its
-// holder's finish record (record-tags.ts) and is free.
+// process's clock (invariant 9: the runners' clocks may disagree by that much).
+// A held lock can be given back without a request of its own, with its holder's finish record
+// (the target's `keyroll:lock-released` tag, record-tags.ts). A tag proves nothing by its name:
+// tags are public (the intent marker shows every lock's owner and rotation) and IAM grants
+// TagResource apart from writing the secret (cost allocation, tag governance). So each held value
+// carries `releaseDigest`, the SHA-256 of a random release key that only the process that took the
+// lock knows (HeldLock.token; never logged, never written before the release): the mark frees the
+// lock only when it shows that key. Reading the lock value (GetSecretValue) shows the digest, not
+// the key, so no principal that cannot move KEYROLL_LOCK (PutSecretValue, UpdateSecretVersionStage)
+// can free or take a held lock. A held value without a digest (written by an earlier keyroll) is
+// never freed by a mark: it is released by its compare-and-swap or goes stale after its expiry.
 // A lock change whose answer is lost (timeout, reset, 5xx) may have landed: `landedLock` reads the
 // lock back, and one that carries the request's owner, rotation and expiry is ours.
+import { createHash, randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { BackendError } from '../errors.ts';
 import type { BackendOperation } from '../errors.ts';
-import type { LockInfo, LockOutcome, LockRequest } from '../types.ts';
+import type { LockInfo, LockOutcome, LockRequest, RecordDoubt } from '../types.ts';
 import type { SecretsManagerCalls } from './client.ts';
-import { lockReleasedTagValue } from './record-tags.ts';
+import { parseReleaseMark, type ReleaseMark } from './record-tags.ts';
 
 export const LockValue = z.discriminatedUnion('state', [
-  z.object({ state: z.literal('held'), owner: z.string(), rotationId: z.string(), expiresAt: z.iso.datetime() }),
+  z.object({ state: z.literal('held'), owner: z.string(), rotationId: z.string(), expiresAt: z.iso.datetime(), releaseDigest: z.string().optional() }),
   z.object({ state: z.literal('released'), owner: z.string(), rotationId: z.string(), releasedAt: z.iso.datetime() }),
 ]);
 export type LockValue = z.infer<typeof LockValue>;
@@ -93,15 +102,29 @@ export interface LockPlace {
   errorOf(error: unknown, operation: BackendOperation): unknown;
 }
 
-/** HeldLock.token: the place and the version of the lock value this process wrote. */
-export function lockToken(kind: PlaceKind, versionId: string): string {
-  return `${kind}:${versionId}`;
+/** A fresh release key for a lock about to be taken (128 random bits, in the tag alphabet). */
+export function newReleaseKey(): string {
+  return randomBytes(16).toString('base64url');
 }
 
-export function parseLockToken(token: string): { kind: PlaceKind; versionId: string } {
-  const at = token.indexOf(':');
-  const kind = token.slice(0, at);
-  return { kind: kind === 'target' ? 'target' : 'companion', versionId: token.slice(at + 1) };
+/** What a held lock value carries of its release key: the key itself stays in this process. */
+export function releaseDigestOf(releaseKey: string): string {
+  return createHash('sha256').update(releaseKey, 'utf8').digest('base64url');
+}
+
+/**
+ * HeldLock.token: the place and the version of the lock value this process wrote, and the release
+ * key whose digest that value carries (the finish record shows it to give the lock back). The token
+ * stays in this process: it is never logged or written anywhere.
+ */
+export function lockToken(kind: PlaceKind, versionId: string, releaseKey: string | undefined): string {
+  return releaseKey === undefined ? `${kind}:${versionId}` : `${kind}:${versionId}:${releaseKey}`;
+}
+
+export function parseLockToken(token: string): { kind: PlaceKind; versionId: string; releaseKey?: string } {
+  // Version ids are AWS UUIDs or keyroll's tokens, release keys base64url: neither holds a colon.
+  const [kind, versionId = '', releaseKey] = token.split(':');
+  return { kind: kind === 'target' ? 'target' : 'companion', versionId, ...(releaseKey === undefined || releaseKey === '' ? {} : { releaseKey }) };
 }
 
 /**
@@ -130,17 +153,43 @@ export class LockSightings {
 
   /** True when `value` is a held lock its holder gave back with the finish step's record (record-tags.ts). */
   isReleased(targetName: string, value: LockValue): boolean {
-    if (value.state !== 'held') return false;
-    const mark = this.#released.get(targetName);
-    return mark !== undefined && mark === lockReleasedTagValue(value);
+    return releaseProves(this.releaseMark(targetName), value);
   }
+
+  /** The release mark last seen on the target, as written. */
+  releaseMark(targetName: string): ReleaseMark | undefined {
+    return parseReleaseMark(this.#released.get(targetName));
+  }
+}
+
+/**
+ * Whether `mark` gives back the held lock `value`: it names the lock's owner and rotation and shows
+ * the release key whose digest the lock carries. A value without a digest is never given back by a mark.
+ */
+export function releaseProves(mark: ReleaseMark | undefined, value: LockValue): boolean {
+  if (mark?.releaseKey === undefined || value.state !== 'held' || value.releaseDigest === undefined) return false;
+  return isOurs(value, mark) && releaseDigestOf(mark.releaseKey) === value.releaseDigest;
+}
+
+/**
+ * Whether `mark` is a forgery: it names the lock `value` holds, or the rotation whose intent marker
+ * is still set, without proving that lock given back (releaseProves). keyroll writes a mark only with
+ * its lock's release key, in the TagResource that also clears its marker; a mark of an earlier keyroll
+ * (no key) names a lock without a digest, and its marker is cleared, so it is not counted.
+ */
+export function forgedReleaseMark(mark: ReleaseMark | undefined, value: LockValue | undefined, intent: { owner: string; rotationId: string } | undefined): boolean {
+  if (mark === undefined || (value !== undefined && releaseProves(mark, value))) return false;
+  // A mark and a lock both of an earlier keyroll (no key, no digest) are not counted: that keyroll
+  // wrote such marks itself. This one frees no such lock by a mark: it waits for the lock's expiry.
+  const namesHeld = value?.state === 'held' && (value.releaseDigest !== undefined || mark.releaseKey !== undefined) && isOurs(value, mark);
+  return namesHeld || (intent !== undefined && isOurs(intent, mark));
 }
 
 function placeKey(place: LockPlace): string {
   return `${place.kind} ${place.secretId}`;
 }
 
-export function isOurs(value: LockValue, request: { owner: string; rotationId: string }): boolean {
+export function isOurs(value: { owner: string; rotationId: string }, request: { owner: string; rotationId: string }): boolean {
   return value.owner === request.owner && value.rotationId === request.rotationId;
 }
 
@@ -151,6 +200,15 @@ export function holderOf(value: HeldValue): LockInfo {
 export function releasedByRecord(context: LockContext, place: LockPlace, value: LockValue): boolean {
   return context.sightings?.isReleased(place.targetName, value) === true;
 }
+
+/** The answer "busy" for a lock `holder` keeps: with a doubt when the target's release mark forges its release. */
+export function busyOutcome(context: LockContext, place: LockPlace, holder: HeldValue): { acquired: false; holder: LockInfo; doubts?: RecordDoubt[] } {
+  const forged = forgedReleaseMark(context.sightings?.releaseMark(place.targetName), holder, undefined);
+  return { acquired: false, holder: holderOf(holder), ...(forged ? { doubts: [FORGED_RELEASE_MARK] } : {}) };
+}
+
+/** The doubt a forged release mark raises (audited as key.record.distrusted). */
+export const FORGED_RELEASE_MARK: RecordDoubt = { record: 'lock', field: 'releaseMark', problem: 'forged', action: 'ignored' };
 
 /**
  * `value` when it keeps `request` out at `now`: held by another owner or rotation, not given back
@@ -179,12 +237,12 @@ export function outcomeUnknown(error: unknown): boolean {
  * counts as not landed; the caller's retry with the same owner and rotation then finds its own
  * lock and takes it again.
  */
-export async function landedLock(place: LockPlace, held: HeldValue, error: unknown, tookOver: boolean): Promise<LockOutcome | undefined> {
+export async function landedLock(place: LockPlace, held: HeldValue, releaseKey: string | undefined, error: unknown, tookOver: boolean): Promise<LockOutcome | undefined> {
   if (!outcomeUnknown(error)) return undefined;
   try {
     const current = await place.read('lock');
-    if (current?.value.state !== 'held' || !isOurs(current.value, held) || current.value.expiresAt !== held.expiresAt) return undefined;
-    return { acquired: true, lock: { ...holderOf(held), token: lockToken(place.kind, current.versionId), tookOver } };
+    if (current?.value.state !== 'held' || !isOurs(current.value, held) || current.value.expiresAt !== held.expiresAt || current.value.releaseDigest !== held.releaseDigest) return undefined;
+    return { acquired: true, lock: { ...holderOf(held), token: lockToken(place.kind, current.versionId, releaseKey), tookOver } };
   } catch {
     return undefined;
   }

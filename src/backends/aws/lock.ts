@@ -18,8 +18,10 @@
 // and releasing starts from the version this process holds (HeldLock.token); AWS refuses the move
 // when that version no longer carries the label, and only then is the lock read.
 // A finished rotation gives its lock back without a request of its own: the finish step's
-// TagResource on the target names the lock (`keyroll:lock-released` = owner and rotation,
-// record-tags.ts), and a lock value of that owner and rotation is free from then on. The holder
+// TagResource on the target names the lock and proves it (`keyroll:lock-released` = owner, rotation
+// and the release key whose digest the lock value carries, record-tags.ts, lock-value.ts), and that
+// lock value is free from then on. A mark without the key frees nothing (anyone who may tag the
+// secret can write one: issue 27). The holder
 // writes nothing under the lock after that record; a reader that saw the target's tags before it
 // answers busy (or reads them once more). Refreshing is lock-refresh.ts.
 import type { DescribeSecretCommandOutput } from '@aws-sdk/client-secrets-manager';
@@ -31,12 +33,15 @@ import { lockVersionOf, targetPlace } from './lock-target.ts';
 import {
   MAX_ROUNDS,
   blockingHolder,
+  busyOutcome,
   holderOf,
   isOurs,
   isSealed,
   landedLock,
   lockToken,
+  newReleaseKey,
   parseLockToken,
+  releaseDigestOf,
   releasedByRecord,
   type CurrentLock,
   type HeldValue,
@@ -83,7 +88,7 @@ async function acquireOnTarget(context: LockContext, path: string, request: Lock
   let tookOverCompanion = false;
   if (!lockOnTarget) {
     const gate = await closeCompanion(context, path, request, readReleaseMark);
-    if ('busy' in gate) return { acquired: false, holder: gate.busy };
+    if ('busy' in gate) return { acquired: false, holder: gate.busy, ...(gate.doubts === undefined ? {} : { doubts: gate.doubts }) };
     tookOverCompanion = gate.tookOver;
   }
   const place = targetPlace(context, path);
@@ -121,6 +126,8 @@ function firstRound(context: LockContext, place: LockPlace, request: LockRequest
 async function takeAt(context: LockContext, place: LockPlace, request: LockRequest, options: { fallback: 'create' | 'read'; readReleaseMark: () => Promise<void> }): Promise<LockOutcome | 'moved'> {
   let start = firstRound(context, place, request, options.fallback);
   let askedForMark = false;
+  // The key that gives this lock back with the finish record; the value carries only its digest.
+  const releaseKey = newReleaseKey();
   for (let round = 0; round < MAX_ROUNDS; round++) {
     const now = context.now();
     const held: HeldValue = {
@@ -128,6 +135,7 @@ async function takeAt(context: LockContext, place: LockPlace, request: LockReque
       owner: request.owner,
       rotationId: request.rotationId,
       expiresAt: new Date(now.getTime() + request.ttlMs).toISOString(),
+      releaseDigest: releaseDigestOf(releaseKey),
     };
     let current: CurrentLock | undefined;
     let fresh = true;
@@ -136,11 +144,11 @@ async function takeAt(context: LockContext, place: LockPlace, request: LockReque
       try {
         created = await place.create(held, 'lock');
       } catch (error) {
-        const ours = await landedLock(place, held, error, false);
+        const ours = await landedLock(place, held, releaseKey, error, false);
         if (ours) return ours;
         throw error;
       }
-      if (created.won) return { acquired: true, lock: { ...holderOf(held), token: lockToken(place.kind, created.versionId), tookOver: false } };
+      if (created.won) return { acquired: true, lock: { ...holderOf(held), token: lockToken(place.kind, created.versionId, releaseKey), tookOver: false } };
       current = created.now;
     } else if (start.by === 'read') {
       current = await place.read('lock');
@@ -163,7 +171,7 @@ async function takeAt(context: LockContext, place: LockPlace, request: LockReque
       holder = blockingHolder(value, request, now, releasedByRecord(context, place, value));
     }
     if (holder !== undefined) {
-      if (fresh) return { acquired: false, holder: holderOf(holder) };
+      if (fresh) return busyOutcome(context, place, holder);
       start = { by: 'read' };
       continue;
     }
@@ -174,11 +182,11 @@ async function takeAt(context: LockContext, place: LockPlace, request: LockReque
     try {
       swap = await place.swap(current.versionId, held, 'lock');
     } catch (error) {
-      const ours = await landedLock(place, held, error, tookOver);
+      const ours = await landedLock(place, held, releaseKey, error, tookOver);
       if (ours) return ours;
       throw error;
     }
-    if (swap.won) return { acquired: true, lock: { ...holderOf(held), token: lockToken(place.kind, swap.versionId), tookOver } };
+    if (swap.won) return { acquired: true, lock: { ...holderOf(held), token: lockToken(place.kind, swap.versionId, releaseKey), tookOver } };
     // Lost: the re-read after the refused move is the lock as it is now; decide on it directly.
     start = swap.now === undefined ? { by: 'create' } : { by: 'known', lock: swap.now, fresh: true };
   }
@@ -191,9 +199,9 @@ async function takeAt(context: LockContext, place: LockPlace, request: LockReque
 }
 
 /** The place a lock this process took lives, and the version it wrote there. */
-export function placeOfLock(context: LockContext, path: string, lock: Pick<HeldLock, 'token'>): { place: LockPlace; versionId: string } {
-  const { kind, versionId } = parseLockToken(lock.token);
-  return { place: kind === 'target' ? targetPlace(context, path) : companionPlace(context, path), versionId };
+export function placeOfLock(context: LockContext, path: string, lock: Pick<HeldLock, 'token'>): { place: LockPlace; versionId: string; releaseKey?: string } {
+  const { kind, versionId, releaseKey } = parseLockToken(lock.token);
+  return { place: kind === 'target' ? targetPlace(context, path) : companionPlace(context, path), versionId, ...(releaseKey === undefined ? {} : { releaseKey }) };
 }
 
 /** Releases `lock` when it is still ours (same version, owner and rotation); otherwise leaves it alone. */
@@ -213,13 +221,20 @@ export async function releaseLock(context: LockContext, path: string, lock: Held
   }
 }
 
+/** The lock as `readLockInfo` read it: its holder, and the value itself (undefined: no lock, or sealed). */
+export interface LockView {
+  /** The holder (even past expiry), or undefined when free. */
+  holder?: LockInfo;
+  value?: LockValue;
+}
+
 /**
- * The lock as `status` and recovery see it: the holder (even past expiry), or undefined when free.
+ * The lock as `status` and recovery see it: the holder (even past expiry), or none when free.
  * `described` is the description of the target running beside this read: its labels say where the
  * lock lives (the target's own lock is read meanwhile, in case it is there), and a held value its
- * holder gave back with its finish record counts as free once the tags naming it were seen.
+ * holder gave back with its finish record counts as free once the tags proving it were seen.
  */
-export async function readLockInfo(context: LockContext, path: string, described: Promise<DescribeSecretCommandOutput | undefined>): Promise<LockInfo | undefined> {
+export async function readLockInfo(context: LockContext, path: string, described: Promise<DescribeSecretCommandOutput | undefined>): Promise<LockView> {
   const target = targetPlace(context, path);
   const onTarget = target.read('state').then(
     (lock) => ({ lock }),
@@ -234,10 +249,17 @@ export async function readLockInfo(context: LockContext, path: string, described
   } else {
     const companion = companionPlace(context, path);
     current = await atPlace(companion, 'state', () => companion.read('state'));
-    if (current !== undefined && isSealed(current.value)) return undefined;
+    if (current !== undefined && isSealed(current.value)) return {};
   }
-  if (current?.value.state !== 'held' || releasedByRecord(context, target, current.value)) return undefined;
-  return holderOf(current.value);
+  if (current === undefined) return {};
+  if (current.value.state !== 'held' || releasedByRecord(context, target, current.value)) return { value: current.value };
+  return { holder: holderOf(current.value), value: current.value };
+}
+
+/** The value of a lock this process holds, as the place holds it (its release key's digest included). */
+export function heldValueOf(lock: HeldLock): HeldValue {
+  const { releaseKey } = parseLockToken(lock.token);
+  return { state: 'held', owner: lock.owner, rotationId: lock.rotationId, expiresAt: lock.expiresAt, ...(releaseKey === undefined ? {} : { releaseDigest: releaseDigestOf(releaseKey) }) };
 }
 
 /**

@@ -38,10 +38,12 @@ export const TAG_LAST_PROBE = 'keyroll:last-probe';
 /** Written by preflight to prove TagResource works; its value is the time of the check. */
 export const TAG_PREFLIGHT = 'keyroll:preflight';
 /**
- * `owner rotationId` of a key lock given back in the finish step's own TagResource (lock.ts):
- * a lock companion still holding that owner's and rotation's lock is free. Releasing it this way
- * costs no request of its own, where the companion's compare-and-swap costs two of the account's
- * write quota.
+ * `owner rotationId releaseKey` of a key lock given back in the finish step's own TagResource
+ * (lock.ts): a lock value of that owner and rotation whose `releaseDigest` is the digest of that
+ * release key is free. Releasing it this way costs no request of its own, where the lock's
+ * compare-and-swap costs two of the account's write quota. The release key is proof, not a name:
+ * only the process that took the lock knows it until this tag publishes it (lock-value.ts), so a
+ * principal that may only tag the secret cannot free a lock that is still held.
  */
 export const TAG_LOCK_RELEASED = 'keyroll:lock-released';
 
@@ -200,10 +202,25 @@ export function creationTags(configured: Readonly<Record<string, string>>): { Ke
 }
 
 /**
- * The `keyroll:lock-released` value for the lock of `owner` and `rotationId`; undefined when it
- * would not fit a tag whole (a cut value could name another lock: that lock is released the usual way).
+ * The `keyroll:lock-released` value for the lock of `owner` and `rotationId` taken with
+ * `releaseKey`; undefined when it would not fit a tag whole (a cut value could name another lock:
+ * that lock is released the usual way).
  */
-export function lockReleasedTagValue(lock: { owner: string; rotationId: string }): string | undefined {
-  const value = `${escapeTagField(lock.owner)} ${escapeTagField(lock.rotationId)}`;
+export function lockReleasedTagValue(lock: { owner: string; rotationId: string; releaseKey: string }): string | undefined {
+  const value = [lock.owner, lock.rotationId, lock.releaseKey].map(escapeTagField).join(' ');
   return value.length <= MAX_TAG_VALUE_LENGTH ? value : undefined;
+}
+
+/** A release mark as written: the lock it names and the release key it shows (absent in marks of earlier keyrolls). */
+export interface ReleaseMark {
+  owner: string;
+  rotationId: string;
+  releaseKey?: string;
+}
+
+export function parseReleaseMark(value: string | undefined): ReleaseMark | undefined {
+  if (value === undefined || value === '') return undefined;
+  const [owner, rotationId, releaseKey] = splitTagFields(value);
+  if (owner === undefined || rotationId === undefined) return undefined;
+  return { owner, rotationId, ...(releaseKey === undefined || releaseKey === '' ? {} : { releaseKey }) };
 }

@@ -12,12 +12,12 @@
 import type { DescribeSecretCommandOutput } from '@aws-sdk/client-secrets-manager';
 import { BackendError } from '../errors.ts';
 import type { BackendOperation } from '../errors.ts';
-import type { FailureRecord, HeldLock, Intent, KeyState, LockInfo, ProbeRecord, RotationRecord, StoreTarget } from '../types.ts';
+import type { FailureRecord, HeldLock, Intent, KeyState, ProbeRecord, RotationRecord, StoreTarget } from '../types.ts';
 import type { SecretsManagerCalls } from './client.ts';
 import type { HeldFacts, TargetHints, TargetSeen } from './known.ts';
-import { readLockInfo } from './lock.ts';
+import { heldValueOf, readLockInfo, type LockView } from './lock.ts';
 import { lockVersionOf } from './lock-target.ts';
-import type { LockContext, LockSightings } from './lock-value.ts';
+import { forgedReleaseMark, parseLockToken, type LockContext, type LockSightings } from './lock-value.ts';
 import {
   INTENT_CLEARED,
   TAG_FAILURE_STREAK,
@@ -35,6 +35,7 @@ import {
   keyIdTagValue,
   lockReleasedTagValue,
   parseFailureTag,
+  parseReleaseMark,
   parseIntentTag,
   parseKeyIdTag,
   parseProbeTag,
@@ -162,7 +163,8 @@ export async function clearIntent(context: RecordsContext, target: StoreTarget, 
  * noted as written once the record landed. Undefined when the lock is not given back this way.
  */
 function releaseTag(lock: HeldLock | undefined): { Key: string; Value: string } | undefined {
-  const value = lock === undefined ? undefined : lockReleasedTagValue(lock);
+  const releaseKey = lock === undefined ? undefined : parseLockToken(lock.token).releaseKey;
+  const value = lock === undefined || releaseKey === undefined ? undefined : lockReleasedTagValue({ owner: lock.owner, rotationId: lock.rotationId, releaseKey });
   return value === undefined ? undefined : { Key: TAG_LOCK_RELEASED, Value: value };
 }
 
@@ -234,9 +236,10 @@ export async function readState(context: RecordsContext, lock: LockContext, targ
   const held = context.held.lock(target.path);
   const keep = context.held.observeIntent(target.path);
   const keepCurrent = context.held.observeCurrent(target.path);
-  const heldInfo: LockInfo | undefined = held && { owner: held.owner, rotationId: held.rotationId, expiresAt: held.expiresAt };
+  const heldView: LockView | undefined = held && { holder: { owner: held.owner, rotationId: held.rotationId, expiresAt: held.expiresAt }, value: heldValueOf(held) };
   const described = describeTarget(context, target.path, 'state');
-  const [description, lockInfo] = await Promise.all([described, heldInfo ?? readLockInfo(lock, target.path, described)]);
+  const [description, lockView] = await Promise.all([described, heldView ?? readLockInfo(lock, target.path, described)]);
+  const lockInfo = lockView.holder;
   keepCurrent(description === undefined ? null : (currentVersionOf(description) ?? null));
   const tags = tagMap(description?.Tags);
   const state: KeyState = {
@@ -257,5 +260,10 @@ export async function readState(context: RecordsContext, lock: LockContext, targ
   const lastFailure = parseFailureTag(tags.get(TAG_LAST_FAILURE) ?? '', tags.get(TAG_FAILURE_STREAK) ?? '');
   if (lastFailure !== undefined) state.lastFailure = lastFailure;
   if (lockInfo !== undefined) state.lock = lockInfo;
+  // A release mark that names the held lock, or the rotation whose marker is still set, without
+  // proving it given back was written by someone else (issue 27): it frees nothing, and is audited.
+  if (forgedReleaseMark(parseReleaseMark(tags.get(TAG_LOCK_RELEASED)), lockView.value, intent)) {
+    state.doubts = [...(state.doubts ?? []), { record: 'lock', field: 'releaseMark', problem: 'forged', action: 'ignored' }];
+  }
   return state;
 }
