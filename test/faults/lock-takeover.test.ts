@@ -15,7 +15,11 @@ import { startBench } from '../rotation/harness.ts';
 import { runRotations } from '../../src/rotation/run.ts';
 import { startFaultBench, type FaultBench } from './bench.ts';
 import type { StoreKind } from './stores.ts';
-import { runOldHolderResumesFirst } from './takeover-order.ts';
+import { DescribeSecretCommand, TagResourceCommand } from '@aws-sdk/client-secrets-manager';
+import { TAG_INTENT, TAG_LOCK_RELEASED } from '../../src/backends/aws/record-tags.ts';
+import { sdkClient } from '../integration/aws-fixtures.ts';
+import { motoServer } from '../integration/servers.ts';
+import { runForgedReleaseTag, runOldHolderResumesFirst } from './takeover-order.ts';
 
 const KEY = faultKey(DEMO_KEYS[0], 0);
 const LOCK_TTL_MS = 2_000;
@@ -228,5 +232,24 @@ for (const kind of ['file', 'vault', 'aws'] as const satisfies readonly StoreKin
       if (!bench) return ctx.skip();
       await runOldHolderResumesFirst(ctx, bench);
     });
+
+    // Issue 27 §2: whoever may tag the AWS secret (TagResource only) forges the release mark of a
+    // live lock from the owner and rotation its intent marker shows.
+    it.runIf(kind === 'aws')('a forged release tag does not free a live lock: B finds the key busy and audits it, the holder rolls once (aws)', async (ctx) => {
+      const server = motoServer();
+      if (!bench || !server) return ctx.skip();
+      await runForgedReleaseTag(ctx, bench, async (path) => {
+        const sdk = sdkClient(server);
+        try {
+          const tags = (await sdk.send(new DescribeSecretCommand({ SecretId: path }))).Tags ?? [];
+          const [rotationId = '', , , owner = ''] = (tags.find((tag) => tag.Key === TAG_INTENT)?.Value ?? '').split(' ');
+          expect(owner, 'the intent marker names its owner').not.toBe('');
+          await sdk.send(new TagResourceCommand({ SecretId: path, Tags: [{ Key: TAG_LOCK_RELEASED, Value: `${owner} ${rotationId}` }] }));
+        } finally {
+          sdk.destroy();
+        }
+      });
+    });
   });
 }
+

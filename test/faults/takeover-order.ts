@@ -60,17 +60,18 @@ function deferred(): { promise: Promise<void>; resolve: () => void } {
 function runnerFrozenBeforeWrite(bench: FaultBench, policy: Policy, audit: AuditLog, clock: CaseClock, trigger: RunTrigger): Frozen {
   const reached = deferred();
   const resume = deferred();
-  const result = runOnce(bench, policy, audit, { now: clock.now, monotonicMs: clock.monotonicMs }, trigger, (name, backend) =>
-    name !== 'primary'
-      ? backend
-      : wrapBackend(backend, {
-          writeSecret: async (next) => {
-            reached.resolve();
-            await resume.promise;
-            return next();
-          },
-        }),
-  );
+  const result = runOnce(bench, policy, audit, { now: clock.now, monotonicMs: clock.monotonicMs }, trigger, {
+    wrapBackend: (name, backend) =>
+      name !== 'primary'
+        ? backend
+        : wrapBackend(backend, {
+            writeSecret: async (next) => {
+              reached.resolve();
+              await resume.promise;
+              return next();
+            },
+          }),
+  });
   return { reached: reached.promise, resume: resume.resolve, result };
 }
 
@@ -87,7 +88,7 @@ async function runOnce(
   audit: AuditLog,
   clocks: Pick<CaseClock, 'now' | 'monotonicMs'>,
   trigger: RunTrigger,
-  wrap?: RuntimeOptions['wrapBackend'],
+  extra: Pick<RuntimeOptions, 'wrapBackend' | 'checkpoint'> = {},
 ): Promise<RunSummary> {
   const alerter = createAlerter({ sinks: policy.alerts.sinks, audit, sleep: () => Promise.resolve(), retry: { attempts: 2, initialBackoffMs: 1, maxBackoffMs: 1 } });
   const runtime = await createRuntime(policy, {
@@ -97,7 +98,7 @@ async function runOnce(
     sleep: () => Promise.resolve(),
     env: { ...bench.store.env },
     ...clocks,
-    ...(wrap === undefined ? {} : { wrapBackend: wrap }),
+    ...extra,
   });
   try {
     return await runRotations(runtime, { keys: policy.keys, trigger, concurrency: 1 });
@@ -161,4 +162,59 @@ export async function runOldHolderResumesFirst(ctx: TestContext, bench: FaultBen
   expect(byB.outcomes[0]?.result, 'the new holder').toMatch(/^(rotated|recovered)$/);
   expect(stored !== undefined && bench.emulator.state.isLiveSecret(key.keyId, stored), 'the new holder\'s secret is stored and live').toBe(true);
   expect(lines.some((line) => line.includes('"event":"key.stored"') && line.includes(byB.outcomes[0]?.rotationId ?? '-')), 'the new holder\'s write landed').toBe(true);
+}
+
+/**
+ * Issue 27 §2 (AWS): runner A holds the key lock and waits right before its roll; someone who may
+ * only tag the secret copies the owner and rotation of A's intent marker into
+ * `keyroll:lock-released`; runner B (a leak rotation) comes. The mark must not free A's lock: B
+ * finds the key busy and audits the forgery, A rolls once and stores, nothing is lost.
+ */
+export async function runForgedReleaseTag(ctx: TestContext, bench: FaultBench, forge: (path: string) => Promise<void>): Promise<void> {
+  const name = `forged lock release tag while the holder is about to roll (${bench.kind})`;
+  const key = await bench.newKey(name);
+  const lines: string[] = [];
+  const audit = createAuditLog({ destination: { write: (line: string) => void lines.push(line) } });
+  const bodiesBefore = bench.receiver.requests.length;
+  const policy = bench.policy([key], { safetyNet: 'none', sinkUrl: `${bench.receiver.url}/alerts` });
+  const clock = caseClock();
+  const clocks = { now: clock.now, monotonicMs: clock.monotonicMs };
+
+  const reached = deferred();
+  const resume = deferred();
+  const byAPromise = runOnce(bench, policy, audit, clocks, { reason: 'leak', force: true, actor: 'runner-a' }, {
+    checkpoint: async (step) => {
+      if (step !== 'roll') return;
+      reached.resolve();
+      await resume.promise;
+    },
+  });
+  await reached.promise;
+  await forge(key.target.path);
+  const linesBeforeB = lines.length;
+  const byB = await runOnce(bench, policy, audit, clocks, { reason: 'leak', force: true, actor: 'runner-b' });
+  const linesOfB = lines.slice(linesBeforeB);
+  resume.resolve();
+  const byA = await byAPromise;
+  const usableAfterFault = isUsable(await bench.copiesOf(key), bench.emulator);
+  const stateAfterFault = await bench.store.direct.readState(key.target);
+
+  const runs: RunSummary[] = [byA, byB, await laterRun(bench, policy, audit, clock, NEXT_RUN_LATER_MS)];
+  const stateAfterNext = await bench.store.direct.readState(key.target);
+  const verdict = judgeCase({
+    keys: [{ keyId: key.keyId, usableAfterFault, intentAfterFault: stateAfterFault.intent !== undefined, usableAfterNext: isUsable(await bench.copiesOf(key), bench.emulator), intentAfterNext: stateAfterNext.intent !== undefined }],
+    runs,
+    auditLines: lines,
+    alertBodies: bench.receiver.requests.slice(bodiesBefore).map((r) => r.raw),
+    otherOutput: [JSON.stringify(runs), ...(await bench.leftovers(key))],
+    emulator: bench.emulator,
+  });
+  if (process.env.KEYROLL_FAULTS_DEBUG) for (const line of lines) process.stderr.write(line);
+  verdict.record(ctx, { case: name, fault: 'keyroll:lock-released copied from the intent marker by a tag-only principal', backend: bench.kind, step: 'lock', result: resultOf(byB, key.keyId) });
+
+  verdict.assertInvariants();
+  expect(byB.outcomes[0], 'runner B').toMatchObject({ result: 'busy' });
+  expect(byA.outcomes[0], 'runner A').toMatchObject({ result: 'rotated' });
+  expect(bench.emulator.state.rollCount(key.keyId), 'one roll: A\'s').toBe(1);
+  expect(linesOfB.some((line) => line.includes('"event":"key.record.distrusted"') && line.includes('"problem":"forged"')), 'the forged mark is audited').toBe(true);
 }
