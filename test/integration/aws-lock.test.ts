@@ -4,7 +4,7 @@
 // stale lock, and the compare-and-swap interleaving forced step by step; lock changes whose answer
 // is lost; locks an operator broke (a foreign value, a deletion). The lock's move from the
 // companion onto the secret, against runners of the earlier keyroll: aws-lock-upgrade.test.ts.
-import { DeleteSecretCommand, DescribeSecretCommand, PutSecretValueCommand, type SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { DeleteSecretCommand, DescribeSecretCommand, PutSecretValueCommand, UpdateSecretVersionStageCommand, type SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SecretsManagerCalls } from '../../src/backends/aws/client.ts';
@@ -241,6 +241,39 @@ describe.skipIf(moto === undefined)('aws lock (moto)', () => {
         expect(error.message).not.toContain('not a lock');
       } finally {
         await backend.close();
+      }
+    });
+
+    // Issue 27 §5: before, every later lock of the key failed with "kept changing while keyroll
+    // tried to take it" (the first lock's version id is taken, and no version carries the label).
+    it('on the secret, with its KEYROLL_LOCK label removed by hand: says so and names the repair, the live holder loses its lock, the repair frees it', async () => {
+      const t = newTarget();
+      const clock = createTestClock();
+      const holder = makeBackend(server, clock);
+      const next = makeBackend(server, clock);
+      try {
+        await holder.writeSecret(t, makeRecord({ rotationId: randomUUID() }));
+        const held = await holder.acquireLock(t, { owner: 'o', rotationId: 'r', ttlMs: 60_000 });
+        if (!held.acquired) throw new Error('the first lock was not taken');
+        const stages = (await sdk.send(new DescribeSecretCommand({ SecretId: t.path }))).VersionIdsToStages ?? {};
+        const labelled = Object.keys(stages).find((id) => stages[id]?.includes(LOCK_STAGE));
+        await sdk.send(new UpdateSecretVersionStageCommand({ SecretId: t.path, VersionStage: LOCK_STAGE, RemoveFromVersionId: labelled }));
+
+        // Another runner, a leak rotation's included: no lock, and a message that says what happened.
+        const error = await rejection(next.acquireLock(t, { owner: 'p', rotationId: 'r2', ttlMs: 60_000 }));
+        expect(error.code).toBe('KR_BACKEND_INVALID_RESPONSE');
+        expect(error.message).toContain(`label ${LOCK_STAGE} was removed`);
+        expect(error.message).toContain(`--version-stages ${LOCK_STAGE}`);
+        expect(error.message).not.toContain('kept changing');
+        // The runner that held the lock cannot keep it (its refresh finds no label on its version): it stops.
+        expect(await holder.refreshLock(t, held.lock, 60_000)).toBeUndefined();
+
+        // The runbook's repair, once no runner holds the lock: a released value under the label.
+        const released = { state: 'released', owner: 'operator', rotationId: 'manual-release', releasedAt: new Date().toISOString() };
+        await sdk.send(new PutSecretValueCommand({ SecretId: t.path, SecretString: JSON.stringify(released), VersionStages: [LOCK_STAGE] }));
+        expect(await next.acquireLock(t, { owner: 'p', rotationId: 'r3', ttlMs: 60_000 })).toMatchObject({ acquired: true, lock: { owner: 'p', tookOver: false } });
+      } finally {
+        await Promise.all([holder.close(), next.close()]);
       }
     });
 

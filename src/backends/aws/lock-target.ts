@@ -44,6 +44,22 @@ function freeIt(name: string): string {
   return `to free it, put a released value under the label: aws secretsmanager put-secret-value --secret-id ${name} --version-stages ${LOCK_STAGE} --secret-string '{"state":"released","owner":"operator","rotationId":"manual-release","releasedAt":"<ISO time>"}' (see the runbook); the label never goes on AWSCURRENT`;
 }
 
+/**
+ * The lock of a target whose first lock exists (its version id is taken) while no version carries
+ * KEYROLL_LOCK: the label was removed by hand (the compare-and-swap only ever moves it). Whose lock
+ * it was, and until when, is not known any more, so keyroll takes no lock here (invariant 5): a
+ * fresh one could be a second holder beside a live runner, which cannot keep the lock either (its
+ * refresh and its fenced write find the label gone: KR_LOCK_LOST). An operator puts the label back
+ * on a released value once no runner holds the lock (docs/runbook.md, "A removed lock label").
+ */
+function labelRemoved(context: LockContext, name: string, operation: BackendOperation): BackendError {
+  return new BackendError(
+    'KR_BACKEND_INVALID_RESPONSE',
+    `aws secret ${name}: its key lock's staging label ${LOCK_STAGE} was removed by hand (no version carries it, and the first lock exists), so keyroll cannot tell whether a runner holds the lock and takes none; once no keyroll runner rotates this key (or lockTtl has passed since the label was removed), ${freeIt(name)}`,
+    { backend: context.backendName, kind: 'aws', operation, path: name },
+  );
+}
+
 /** The version carrying KEYROLL_LOCK in a description's labels, or undefined when none does. */
 export function lockVersionOf(stages: Readonly<Record<string, readonly string[]>> | undefined): string | undefined {
   return Object.entries(stages ?? {}).find(([, labels]) => labels.includes(LOCK_STAGE))?.[0];
@@ -59,7 +75,11 @@ export function targetPlace(context: LockContext, path: string): LockPlace {
     read: (operation) => readTargetLock(context, place, operation),
     create: async (value, operation) => {
       // Refused when the first lock exists already (another runner's, or our own earlier attempt's): read it.
-      if ((await putLockVersion(context, place, value, FIRST_LOCK_TOKEN, LOCK_STAGE, operation)) === 'exists') return { won: false, now: await readTargetLock(context, place, operation) };
+      if ((await putLockVersion(context, place, value, FIRST_LOCK_TOKEN, LOCK_STAGE, operation)) === 'exists') {
+        const now = await readTargetLock(context, place, operation);
+        if (now === undefined) throw labelRemoved(context, place.secretId, operation);
+        return { won: false, now };
+      }
       context.sightings?.set(place, { versionId: FIRST_LOCK_TOKEN, value });
       return { won: true, versionId: FIRST_LOCK_TOKEN };
     },
