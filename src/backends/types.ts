@@ -228,8 +228,14 @@ export interface KeyState {
   exists: boolean;
 }
 
-/** Request budget taken before a roll for the write after it (Backend.reserveWrite). */
+/** Request budget taken before a roll for the write after it (Backend.reserveWrite, reserveLockRefresh). */
 export interface WriteReservation {
+  /**
+   * Runs `calls`, the requests the budget was taken for (the write, or the lock refresh): only
+   * requests made inside spend it, so nothing else on the same secret (a lock refresh before the
+   * roll) can take the turn the write after the roll counts on.
+   */
+  use<T>(calls: () => Promise<T>): Promise<T>;
   /** Gives back what the write did not spend; safe to call more than once. */
   release(): void;
 }
@@ -311,6 +317,14 @@ export interface Backend {
    * quotas do not implement it.
    */
   reserveWrite?(target: StoreTarget, options: { fenced: boolean }): Promise<WriteReservation>;
+
+  /**
+   * Optional, with reserveWrite. Takes, before the roll, the budget of one refresh of `lock` (the
+   * engine refreshes every destination's lock after the primary's write when a key has more than
+   * one destination, before the others are written): like the writes, that refresh must not wait
+   * for a turn between the roll answer and the last destination's write (invariants 2 and 11).
+   */
+  reserveLockRefresh?(target: StoreTarget, lock: HeldLock): Promise<WriteReservation>;
 
   /**
    * Takes the key's lock (invariant 5). A lock held by another owner is taken over only past its

@@ -2,7 +2,7 @@
 // starts: every destination writable, credentials renewed so nothing renews between the roll
 // answer and the write (invariant 2). The lock's life is src/rotation/lock-keeper.ts's (invariant 9).
 import type { AuditLog } from '../audit/events.ts';
-import type { Backend, WriteReservation } from '../backends/types.ts';
+import type { Backend } from '../backends/types.ts';
 import { errorCode, errorMessage } from '../errors.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
 import { RotationStepError } from './errors.ts';
@@ -49,29 +49,4 @@ export async function ensureFreshCredentials(key: KeyPolicy, places: readonly Re
       throw new RotationStepError('preflight', key.id, errorCode(error), `credentials of backend ${place.backendName} cannot be made to last the rotation: ${errorMessage(error)}`, error);
     }
   }
-}
-
-/**
- * Invariant 2 under request quotas (invariant 11): the budget of the writes after the roll is
- * taken before it, so after the roll answer each write is sent at once instead of waiting for its
- * turn behind other keys in the account's quota. Destinations only: a fallback is the failure
- * path, and reserving for it on every rotation would halve what an emergency gets through.
- * Anything taken is given back when a later reservation fails.
- */
-export async function reserveWriteBudget(destinations: readonly ResolvedDestination[]): Promise<WriteReservation[]> {
-  const reservations: WriteReservation[] = [];
-  try {
-    for (const [index, destination] of destinations.entries()) {
-      const reservation = await destination.backend.reserveWrite?.(destination.target, { fenced: index === 0 });
-      if (reservation) reservations.push(reservation);
-    }
-  } catch (error) {
-    releaseAll(reservations);
-    throw error;
-  }
-  return reservations;
-}
-
-export function releaseAll(reservations: readonly WriteReservation[] | undefined): void {
-  for (const reservation of reservations ?? []) reservation.release();
 }

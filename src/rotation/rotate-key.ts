@@ -12,7 +12,8 @@ import { deferAlerts } from './deferred-alerts.ts';
 import { RotationStepError, RunAbortedError } from './errors.ts';
 import { failureMeaning } from './failure.ts';
 import { releaseKeptKeyLock } from './key-lock.ts';
-import { preflightDestinations, releaseAll } from './preflight.ts';
+import { preflightDestinations } from './preflight.ts';
+import { releaseBudget } from './write-budget.ts';
 import { decideUnderLock, takeLock } from './step-decide.ts';
 import { verifyAndFinish } from './step-finish.ts';
 import { isStored, prepareRoll, rollAndStore } from './step-roll.ts';
@@ -88,7 +89,7 @@ async function rotateKeyUnderLock(input: RotateKeyInput, deps: RotationDeps): Pr
     return tx.outcome('failed', { step, errorCode: code, detail: errorMessage(error) });
   } finally {
     tx.endStep();
-    releaseAll(progress.writeBudget);
+    releaseBudget(progress.writeBudget);
     if (progress.keeper) {
       // The destinations' locks, the last taken first; the primary's last (key-lock.ts).
       const released = await releaseKeptKeyLock(progress.keeper, (destination, error) => {

@@ -4,12 +4,13 @@
 // it visible to the next run, which probes and re-rolls (docs/design.md, "Roll outcomes").
 import type { Secret } from '../audit/secret.ts';
 import { RotationStepError } from './errors.ts';
-import { ensureFreshCredentials, releaseAll, reserveWriteBudget } from './preflight.ts';
+import { ensureFreshCredentials } from './preflight.ts';
 import { rollWithRetries, type AttemptGuard, type RollSuccess } from './roll.ts';
 import { storeSecret, type StoreReport } from './store.ts';
 import { auditStore, storeFailed } from './store-outcome.ts';
 import type { Transaction } from './transaction.ts';
 import type { KeyOutcome } from './types.ts';
+import { releaseBudget, reserveWriteBudget } from './write-budget.ts';
 
 // age and its elliptic curves take longer to load than the rest of a cold start, and only a
 // policy with an escrow can need them: loaded then, before the roll, so a broken install fails
@@ -60,9 +61,10 @@ export async function prepareRoll(tx: Transaction): Promise<{ sealToEscrow: Para
   });
   progress.intentSet = true;
   tx.audit.emit('key.intent.set', { step: 'intent', ...(key.slots ? { rollingKeyId: tx.plan.rollKeyId, activeKeyId: tx.plan.activeBefore } : {}) });
-  // Invariants 2 and 11: the writes after the roll have their turn in the backend's quota now,
-  // so the roll answer is followed by the write at once, however busy the account is.
-  progress.writeBudget = await reserveWriteBudget(tx.destinations);
+  // Invariants 2 and 11: the writes after the roll (and the locks' refresh between two
+  // destinations' writes) have their turn in the backend's quota now, so the roll answer is
+  // followed by the write at once, however busy the account is (write-budget.ts).
+  progress.writeBudget = await reserveWriteBudget(tx.destinations, keeper.locks);
   return { sealToEscrow, ...(keptAlive ? { keptAlive } : {}) };
 }
 
@@ -89,6 +91,7 @@ export async function rollAndStore(tx: Transaction, sealToEscrow: Parameters<typ
 
   // Invariant 2: nothing but the backend writes between the roll answer and the store.
   tx.enterStore();
+  const budget = progress.writeBudget;
   const report = await storeSecret(
     { secret: rolled.secret, keyId: tx.plan.rollKeyId, organizationId: key.organizationId, rotationId: tx.rotationId, rotatedAt },
     tx.destinations,
@@ -102,12 +105,15 @@ export async function rollAndStore(tx: Transaction, sealToEscrow: Parameters<typ
       // Invariant 9: every destination's write carries that destination's lock, so a runner that
       // lost its locks cannot overwrite what the new holder stored anywhere. Fallbacks hold none.
       fenceFor: (destination) => keeper.fenceFor(destination),
-      // The lease proven before the roll covers the primary's write; the others get a fresh one.
-      afterPrimary: () => keeper.refresh(),
+      // Each write on the budget taken for it before the roll, and only it (write-budget.ts).
+      ...(budget ? { budgetFor: (destination, write) => budget.write(destination, write) } : {}),
+      // The lease proven before the roll covers the primary's write; the others get a fresh one,
+      // on the budget taken for that refresh.
+      afterPrimary: () => (budget ? budget.refresh(() => keeper.refresh()) : keeper.refresh()),
     },
   ).finally(() => {
     keeper.release();
-    releaseAll(progress.writeBudget);
+    releaseBudget(budget);
   });
   const exposureMs = report.firstDurableAtMs === undefined ? undefined : Math.round(report.firstDurableAtMs - answeredAtMs);
   tx.endRollAt(answeredAtMs);

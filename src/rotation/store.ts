@@ -81,6 +81,11 @@ export interface StoreOptions {
    * other destinations' fences are as fresh as they can be.
    */
   afterPrimary?: () => Promise<void>;
+  /**
+   * Runs a destination's write on the request budget reserved for it before the roll, so it is
+   * sent at once (invariants 2 and 11; src/rotation/write-budget.ts). Fallbacks have none.
+   */
+  budgetFor?: <T>(destination: ResolvedDestination, write: () => Promise<T>) => Promise<T>;
 }
 
 async function writeWithRetries(
@@ -95,7 +100,9 @@ async function writeWithRetries(
   for (let attempt = 1; attempt <= policy.attempts; attempt++) {
     try {
       const fence = options.fenceFor?.(destination);
-      const result = await (fence === undefined ? destination.backend.writeSecret(destination.target, record) : destination.backend.writeSecret(destination.target, record, fence));
+      const write = (): ReturnType<typeof destination.backend.writeSecret> =>
+        fence === undefined ? destination.backend.writeSecret(destination.target, record) : destination.backend.writeSecret(destination.target, record, fence);
+      const result = await (role === 'destination' && options.budgetFor ? options.budgetFor(destination, write) : write());
       return { destination, role, version: result.version, attempts: attempt, alreadyApplied: result.alreadyApplied, atMs: options.monotonicMs() };
     } catch (error) {
       lastError = error;

@@ -2,7 +2,7 @@
 // has happened so far (rolled? stored? marker set?), the lock keeper, step timing, and the two
 // ways out (an outcome, or a failure reported with the meaning failure.ts gives it).
 import type { AuditLog } from '../audit/events.ts';
-import type { KeyState, WriteReservation } from '../backends/types.ts';
+import type { KeyState } from '../backends/types.ts';
 import { errorMessage } from '../errors.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
 import { spanClock, startStep, type TraceSpan } from '../tracing/spans.ts';
@@ -11,6 +11,7 @@ import type { FailureMeaning } from './failure.ts';
 import type { LockKeeper } from './lock-keeper.ts';
 import type { RollProgress } from './roll.ts';
 import type { RollPlan } from './slots.ts';
+import type { WriteBudget } from './write-budget.ts';
 import { sendAlert } from './key-alert.ts';
 import { recordFailureBestEffort } from './store-outcome.ts';
 import { readTrustedState } from './trusted-state.ts';
@@ -32,7 +33,7 @@ export interface TransactionProgress extends RollProgress {
   /** The API refused the freshly stored secret at verify. */
   apiRejected?: boolean;
   /** Request budget taken before the roll for the writes after it (released once the store is over). */
-  writeBudget?: WriteReservation[];
+  writeBudget?: WriteBudget;
 }
 
 export interface TransactionInput {

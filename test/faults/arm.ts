@@ -18,6 +18,8 @@ export interface ArmedFault {
   checkpoint?: (step: string) => Promise<void>;
   /** Hears what the faulted run reports besides its audit (throttle answers it counted). */
   observer?: RotationObserver;
+  /** The engine's monotonic clock, when the case moves it (a lease that must be refreshed before the roll). */
+  monotonicMs?: () => number;
   /** Checks, after the faulted run, what only the fault knows (every throttle answer counted). */
   afterRun?(): { refused: number; counted: number };
   restore(): Promise<void>;

@@ -48,6 +48,7 @@ export async function runKeyroll(bench: FaultBench, policy: Policy, audit: Audit
     ...(armed.wrapBackend ? { wrapBackend: armed.wrapBackend } : {}),
     ...(armed.checkpoint ? { checkpoint: armed.checkpoint } : {}),
     ...(armed.observer ? { observer: armed.observer } : {}),
+    ...(armed.monotonicMs ? { monotonicMs: armed.monotonicMs } : {}),
   });
   try {
     return await runRotations(runtime, { keys: policy.keys, trigger: { reason: 'scheduled', force: false }, concurrency: 1 });

@@ -154,11 +154,11 @@ export async function startBench(options: { keys?: (org: (keyId: string) => stri
 }
 
 /** A backend wrapper that lets a test fail or observe chosen calls. */
-export function wrapBackend(inner: Backend, hooks: Partial<{ [K in keyof Backend]: Backend[K] extends (...args: infer A) => infer R ? (next: () => R, ...args: A) => R : never }>): Backend {
+export function wrapBackend(inner: Backend, hooks: Partial<{ [K in keyof Backend]: NonNullable<Backend[K]> extends (...args: infer A) => infer R ? (next: () => R, ...args: A) => R : never }>): Backend {
   const wrapped: Record<string, unknown> = {};
   const required = ['preflight', 'acquireLock', 'refreshLock', 'releaseLock', 'setIntent', 'clearIntent', 'writeSecret', 'readSecret', 'readState', 'recordRotation', 'recordProbe', 'recordFailure', 'close'] as const;
   // The optional methods stay optional: a wrapped backend has exactly those the inner one has.
-  const optional = (['ensureFresh', 'reserveWrite', 'readPrevious'] as const).filter((name) => inner[name] !== undefined);
+  const optional = (['ensureFresh', 'reserveWrite', 'reserveLockRefresh', 'readPrevious'] as const).filter((name) => inner[name] !== undefined);
   for (const name of [...required, ...optional]) {
     const hook = hooks[name] as ((next: () => unknown, ...args: unknown[]) => unknown) | undefined;
     const original = (inner[name] as (...args: unknown[]) => unknown).bind(inner);

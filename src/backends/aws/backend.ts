@@ -110,6 +110,14 @@ export class AwsBackend implements Backend {
     return this.#calls.reserve(target.path, counts);
   }
 
+  async reserveLockRefresh(target: StoreTarget, held: HeldLock): Promise<WriteReservation> {
+    this.#check(target, 'lock');
+    // The refresh is the lock's compare-and-swap where the lock lives (the target or its
+    // companion, lock-refresh.ts): a put and a stage move.
+    const { place } = lock.placeOfLock(this.#lock, target.path, held);
+    return this.#calls.reserve(place.secretId, { write: 2 }, 'lock');
+  }
+
   async acquireLock(target: StoreTarget, request: LockRequest): Promise<LockOutcome> {
     this.#check(target, 'lock');
     // Where the lock lives and how to start are decided on the target as described last (the

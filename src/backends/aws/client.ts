@@ -117,9 +117,12 @@ export class SecretsManagerCalls {
     });
   }
 
-  /** Takes the turns of calls on `secretId` now (before a roll), so they are sent without a wait later. */
-  reserve(secretId: string, counts: Partial<Record<AwsQuotaGroup, number>>): Promise<QuotaReservation> {
-    return this.#pacer.reserve(secretId, counts);
+  /**
+   * Takes the turns of calls on `secretId` now (before a roll), so they are sent without a wait
+   * later, when they run inside the reservation's `use`.
+   */
+  reserve(secretId: string, counts: Partial<Record<AwsQuotaGroup, number>>, operation: BackendOperation = 'write'): Promise<QuotaReservation> {
+    return this.#pacer.reserve(secretId, counts, operation);
   }
 
   describeSecret(operation: BackendOperation, secretId: string): Promise<DescribeSecretCommandOutput> {

@@ -8,11 +8,15 @@
 // Invariant 2 under quotas: before a key is rolled, the engine reserves the write after the roll
 // (`reserve`: the put and the stage move of the fenced write). Those calls then spend the tokens
 // taken before the roll and are sent at once: nothing waits for a turn between the roll answer
-// and the write. A reserved call that meets a throttle answer anyway is not waited out here: it
+// and the write. A reservation is spent only by the calls made inside its `use` (the engine runs
+// the write it was made for there): the same secret carries the key lock, and a lock refresh
+// between the reservation and the roll (same path, same write quota) must not spend the write's
+// turn and leave the rolled secret waiting in the account's queue (issue 27). A reserved call that meets a throttle answer anyway is not waited out here: it
 // fails at once with KR_BACKEND_THROTTLED (retryable), the bucket is paused for every caller, and
 // the store step retries it with its own backoff, within the lease it computed
 // (src/policy/lease.ts), and audits each retry after the store (key.store.retry), never between
 // the roll answer and the write. The observer still counts it (in memory, no I/O).
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { BackendError, type BackendOperation } from '../errors.ts';
 import type { QuotaDeps, QuotaEvent } from '../quota/observer.ts';
 import { sharedBucket } from '../quota/shared-buckets.ts';
@@ -49,7 +53,47 @@ export interface PacedCall {
 
 /** Tokens taken before a roll for the write after it; `release` gives back what the write did not spend. */
 export interface QuotaReservation {
+  /** Runs `calls` (the write the reservation was made for): only the calls they make spend its tokens. */
+  use<T>(calls: () => Promise<T>): Promise<T>;
   release(): void;
+}
+
+/** The reservations whose calls are running in this async context (nested `use`, innermost last). */
+const inUse = new AsyncLocalStorage<readonly Reserved[]>();
+
+/** One reservation: tokens taken from `buckets` for calls of `owner` on `path`, not spent yet. */
+class Reserved implements QuotaReservation {
+  readonly #owner: AwsPacer;
+  readonly #path: string;
+  readonly #buckets: Buckets;
+  readonly #left = new Map<AwsQuotaGroup, number>();
+  #released = false;
+
+  constructor(owner: AwsPacer, path: string, buckets: Buckets, taken: readonly [AwsQuotaGroup, number][]) {
+    this.#owner = owner;
+    this.#path = path;
+    this.#buckets = buckets;
+    for (const [group, count] of taken) this.#left.set(group, (this.#left.get(group) ?? 0) + count);
+  }
+
+  /** Takes one token of `group` for a call of `pacer` on `path`, when this reservation holds one. */
+  spend(pacer: AwsPacer, path: string, group: AwsQuotaGroup): boolean {
+    const left = this.#left.get(group) ?? 0;
+    if (this.#released || pacer !== this.#owner || path !== this.#path || left <= 0) return false;
+    this.#left.set(group, left - 1);
+    return true;
+  }
+
+  use<T>(calls: () => Promise<T>): Promise<T> {
+    return inUse.run([...(inUse.getStore() ?? []), this], calls);
+  }
+
+  release(): void {
+    if (this.#released) return;
+    this.#released = true;
+    for (const [group, left] of this.#left) if (left > 0) this.#buckets[group].giveBack(left);
+    this.#left.clear();
+  }
 }
 
 export interface AwsPacerOptions {
@@ -65,8 +109,6 @@ type Buckets = Readonly<Record<AwsQuotaGroup, TokenBucket>>;
 export class AwsPacer {
   readonly #options: AwsPacerOptions;
   #buckets: Promise<Buckets> | undefined;
-  /** Tokens reserved before a roll and not yet spent, per secret and group. */
-  readonly #credit = new Map<string, Map<AwsQuotaGroup, number>>();
 
   constructor(options: AwsPacerOptions) {
     this.#options = options;
@@ -78,7 +120,7 @@ export class AwsPacer {
     const bucket = (await this.#bucketsFor())[group];
     const event = this.#event(call, group);
     const { quotas, deps } = this.#options;
-    if (this.#spendCredit(call.path, group)) {
+    if (this.#spendReserved(call.path, group)) {
       // Reserved before the roll: sent at once (invariant 2); a throttle answer is the store's to retry.
       try {
         return await answered(bucket, run);
@@ -111,7 +153,8 @@ export class AwsPacer {
 
   /**
    * Takes `counts` tokens for calls on `path` now, before the roll, so they are sent without a
-   * wait after it. Waits for the turn like any call (at most `maxWaitMs`, else KR_BACKEND_THROTTLED).
+   * wait after it, when they run inside the reservation's `use`. Waits for the turn like any call
+   * (at most `maxWaitMs`, else KR_BACKEND_THROTTLED).
    */
   async reserve(path: string, counts: Partial<Record<AwsQuotaGroup, number>>, operation: BackendOperation = 'write'): Promise<QuotaReservation> {
     const buckets = await this.#bucketsFor();
@@ -128,30 +171,14 @@ export class AwsPacer {
       for (const [group, count] of taken) buckets[group].giveBack(count);
       throw error;
     }
-    const credit = this.#credit.get(path) ?? new Map<AwsQuotaGroup, number>();
-    this.#credit.set(path, credit);
-    for (const [group, count] of taken) credit.set(group, (credit.get(group) ?? 0) + count);
-    let released = false;
-    return {
-      release: () => {
-        if (released) return;
-        released = true;
-        for (const [group, count] of taken) {
-          const left = Math.min(count, credit.get(group) ?? 0);
-          if (left > 0) buckets[group].giveBack(left);
-          credit.set(group, (credit.get(group) ?? 0) - left);
-        }
-        if ([...credit.values()].every((n) => n <= 0) && this.#credit.get(path) === credit) this.#credit.delete(path);
-      },
-    };
+    return new Reserved(this, path, buckets, taken);
   }
 
-  #spendCredit(path: string, group: AwsQuotaGroup): boolean {
-    const credit = this.#credit.get(path);
-    const left = credit?.get(group) ?? 0;
-    if (credit === undefined || left <= 0) return false;
-    credit.set(group, left - 1);
-    return true;
+  /** A token of a reservation in use here (innermost first) for this call, spent; false when none. */
+  #spendReserved(path: string, group: AwsQuotaGroup): boolean {
+    const running = inUse.getStore() ?? [];
+    for (let i = running.length - 1; i >= 0; i--) if (running[i]?.spend(this, path, group)) return true;
+    return false;
   }
 
   #bucketsFor(): Promise<Buckets> {

@@ -13,7 +13,7 @@ export function pendingDestinationBackend(inner: Backend, native: AwsNativeRotat
     // Invariants 2 and 8: one PutSecretValue labelled AWSPENDING with the event's token; no fence read before it.
     writeSecret: (target: StoreTarget, record: SecretRecord): Promise<WriteResult> => native.putPending(target.path, renderText(target.shape, record), token),
     // One put, never a stage move: the unfenced write's budget.
-    reserveWrite: async (target: StoreTarget): Promise<WriteReservation> => (await inner.reserveWrite?.(target, { fenced: false })) ?? { release: () => undefined },
+    reserveWrite: async (target: StoreTarget): Promise<WriteReservation> => (await inner.reserveWrite?.(target, { fenced: false })) ?? { use: (calls) => calls(), release: () => undefined },
   };
   return new Proxy(inner, {
     get(target, property, receiver) {
