@@ -35,6 +35,12 @@ export type BackendErrorCode =
    * its name stays reserved, until an operator restores it (RestoreSecret).
    */
   | 'KR_BACKEND_SCHEDULED_FOR_DELETION'
+  /**
+   * (AWS) The secret is at its version quota: Secrets Manager keeps at most 100 versions and never
+   * removes one younger than 24 hours, so a PutSecretValue over it is refused (LimitExceededException).
+   * Checked before the lock (nothing rolled) and mapped when AWS refuses a put. Only time frees it.
+   */
+  | 'KR_BACKEND_VERSION_QUOTA'
   /** Anything else the backend refused (4xx not covered above, an I/O error on disk). */
   | 'KR_BACKEND_FAILED';
 
@@ -164,6 +170,8 @@ export function describeCode(code: BackendErrorCode): string {
       return 'invalid target';
     case 'KR_BACKEND_SCHEDULED_FOR_DELETION':
       return 'scheduled for deletion';
+    case 'KR_BACKEND_VERSION_QUOTA':
+      return "the secret's version quota is full";
     case 'KR_BACKEND_FAILED':
       return 'request failed';
   }

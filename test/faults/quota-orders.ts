@@ -50,7 +50,7 @@ export async function runQuotaOrderCase(ctx: TestContext, bench: FaultBench, ord
   const policy: Policy = bench.policy([key], { safetyNet: 'none', sinkUrl: `${bench.receiver.url}/alerts` });
   const primary = policy.backends.primary;
   if (primary?.kind !== 'aws') throw new Error('the AWS store is the primary');
-  const config = { ...primary, quotas: { writesPerSecond: 50, tagsPerSecond: 50, readsPerSecond: 10_000, createsPerSecond: 50, shareAmongShards: true, maxWaitMs: ORDER_MAX_WAIT_MS } };
+  const config = { ...primary, quotas: { writesPerSecond: 50, tagsPerSecond: 50, readsPerSecond: 10_000, createsPerSecond: 50, shareAmongShards: true, maxWaitMs: ORDER_MAX_WAIT_MS, versionsPerSecret: 100 } };
   policy.backends.primary = config;
   const second: StoreTarget = { ...key.target, path: `${key.target.path}-copy` };
   const [entry] = policy.keys;
@@ -160,4 +160,51 @@ export async function runQuotaOrderCase(ctx: TestContext, bench: FaultBench, ord
   // Invariants 2 and 11: from the roll answer to the last destination's write, nothing waited for a turn.
   expect(pacedWhileStoring, 'calls that waited for a quota turn during the store').toEqual([]);
   expect(resultOf(next, key.keyId), 'the next run').toMatch(/^(rotated|recovered|skipped)$/);
+}
+
+/**
+ * Issue 27, finding 7: a secret at AWS's version quota (the quota proxy refuses a put over it with
+ * LimitExceededException, as AWS does). The lock's put before the roll would still fit and the
+ * value's put after it not: the rotation must be refused before its lock, nothing rolled, alerted
+ * with the code that names the quota.
+ */
+export async function runVersionQuotaCase(ctx: TestContext, bench: FaultBench): Promise<void> {
+  const quota = bench.store.quota;
+  if (quota === undefined) throw new Error('the version quota case needs the AWS quota proxy');
+  const key: CaseKey = await bench.newKey('a secret at its version quota');
+  const seeded = await bench.store.direct.readSecret(key.target);
+  if (seeded === undefined) throw new Error('the seed is stored');
+  // Other writers filled the secret to one version under AWS's 100 (the seed is the first).
+  for (let i = 1; i < 99; i++) {
+    await bench.store.direct.writeSecret(key.target, { secret: seeded.secret, keyId: key.keyId, organizationId: key.organizationId, rotationId: `filler-${String(i)}-${key.keyId}`, rotatedAt: new Date().toISOString() });
+  }
+  const refusedBefore = quota.refusedForVersions();
+  const policy: Policy = bench.policy([key], { safetyNet: 'none', sinkUrl: `${bench.receiver.url}/alerts` });
+  const lines: string[] = [];
+  const audit = createAuditLog({ destination: { write: (line: string) => void lines.push(line) } });
+  const bodiesBefore = bench.receiver.requests.length;
+  const rollsBefore = bench.emulator.state.rollCount(key.keyId);
+  const first = await runKeyroll(bench, policy, audit, {});
+  const usable = isUsable(await bench.copiesOf(key), bench.emulator);
+  const intent = (await bench.store.direct.readState(key.target)).intent !== undefined;
+  const alertBodies = bench.receiver.requests.slice(bodiesBefore).map((r) => r.raw);
+  const verdict = judgeCase({
+    keys: [{ keyId: key.keyId, usableAfterFault: usable, intentAfterFault: intent, usableAfterNext: usable, intentAfterNext: intent }],
+    runs: [first],
+    auditLines: lines,
+    alertBodies,
+    otherOutput: [JSON.stringify(first), ...(await bench.leftovers(key))],
+    emulator: bench.emulator,
+  });
+  const result = resultOf(first, key.keyId);
+  const outcome = first.outcomes.find((o) => o.keyId === key.keyId);
+  verdict.record(ctx, { case: 'preflight × a secret at its version quota (aws)', fault: 'AWS version quota of the secret full', backend: 'aws', step: 'preflight', result });
+  verdict.assertInvariants();
+  expect(outcome, `the run: ${String(outcome?.step)} ${String(outcome?.errorCode)} ${String(outcome?.detail)}`).toMatchObject({ result: 'failed', step: 'preflight', errorCode: 'KR_BACKEND_VERSION_QUOTA', rolls: 0 });
+  expect(bench.emulator.state.rollCount(key.keyId), 'rolls').toBe(rollsBefore);
+  // Named: the secret, and the quota.
+  expect(alertBodies.some((body) => body.includes('KR_BACKEND_VERSION_QUOTA') && body.includes(key.target.path)), 'an alert names the code and the secret').toBe(true);
+  // Refused before the lock: keyroll never sent a put AWS would refuse.
+  expect(quota.refusedForVersions() - refusedBefore, 'puts refused for the version quota').toBe(0);
+  expect(usable, 'the stored secret still works').toBe(true);
 }

@@ -118,8 +118,8 @@ export async function startVaultStore(): Promise<StoreSide | undefined> {
 
 // ── moto with IAM enforcement switched on for "permission denied" ─────────────────────
 
-const SM_ACTIONS = ['DescribeSecret', 'GetSecretValue', 'PutSecretValue', 'CreateSecret', 'UpdateSecretVersionStage', 'TagResource'];
-const SM_READ = ['DescribeSecret', 'GetSecretValue'];
+const SM_ACTIONS = ['DescribeSecret', 'GetSecretValue', 'ListSecretVersionIds', 'PutSecretValue', 'CreateSecret', 'UpdateSecretVersionStage', 'TagResource'];
+const SM_READ = ['DescribeSecret', 'GetSecretValue', 'ListSecretVersionIds'];
 
 function iamPolicy(actions: readonly string[]): string {
   return JSON.stringify({ Version: '2012-10-17', Statement: [{ Effect: 'Allow', Action: actions.map((a) => `secretsmanager:${a}`), Resource: '*' }] });
@@ -163,10 +163,16 @@ export async function startAwsStore(options: StoreOptions = {}): Promise<StoreSi
   const secretAccessKey = /<SecretAccessKey>([^<]+)<\/SecretAccessKey>/.exec(keys)?.[1];
   if (accessKeyId === undefined || secretAccessKey === undefined) throw new Error('moto CreateAccessKey answered without keys');
   const proxy = await startFaultProxy(server.endpoint);
-  const quota = options.awsQuotas === true ? await startAwsQuotaProxy({ upstream: proxy.url }) : undefined;
+  const sdk = new SecretsManagerClient({ endpoint: server.endpoint, region: server.region, credentials: { accessKeyId: server.accessKeyId, secretAccessKey: server.secretAccessKey } });
+  // The version quota as AWS counts it, on moto's own versions: created in the last 24 h, or labelled.
+  const countVersions = async (secretId: string): Promise<number> => {
+    const listed = await sdk.send(new ListSecretVersionIdsCommand({ SecretId: secretId, IncludeDeprecated: true, MaxResults: 100 }));
+    const since = Date.now() - 24 * 3600_000;
+    return (listed.Versions ?? []).filter((v) => (v.VersionStages ?? []).length > 0 || (v.CreatedDate?.getTime() ?? 0) > since).length;
+  };
+  const quota = options.awsQuotas === true ? await startAwsQuotaProxy({ upstream: proxy.url, countVersions }) : undefined;
   const config: BackendConfig = { kind: 'aws', endpoint: quota?.url ?? proxy.url, region: server.region, createIfMissing: true, tags: {}, timeoutMs: BACKEND_TIMEOUT_MS };
   const direct = await createBackend('direct', { ...config, endpoint: server.endpoint, timeoutMs: 10_000 }, { env: motoEnv(server) });
-  const sdk = new SecretsManagerClient({ endpoint: server.endpoint, region: server.region, credentials: { accessKeyId: server.accessKeyId, secretAccessKey: server.secretAccessKey } });
   let enforced = false;
   return {
     kind: 'aws',

@@ -15,7 +15,7 @@ import { startAwsQuotaProxy } from '../support/aws-quota-proxy.ts';
 import { OWNER_TOKEN, startFaultBench, type CaseKey, type FaultBench } from './bench.ts';
 import { THROTTLE_CASES, caseName, casesFor } from './cases.ts';
 import { isUsable, judgeCase } from './judge.ts';
-import { runQuotaOrderCase } from './quota-orders.ts';
+import { runQuotaOrderCase, runVersionQuotaCase } from './quota-orders.ts';
 import { runInProcessCase } from './run-case.ts';
 
 let bench: FaultBench | undefined;
@@ -111,4 +111,12 @@ describe('the writes after the roll, with the account booked by other keys', () 
       await runQuotaOrderCase(ctx, bench, order);
     });
   }
+});
+
+// Issue 27, finding 7: AWS's version quota of a secret, kept by the quota proxy.
+describe("a secret at AWS's version quota", () => {
+  it('the rotation is refused before its lock: nothing rolled, alerted with KR_BACKEND_VERSION_QUOTA naming the secret', { timeout: 60_000 }, async (ctx) => {
+    if (!bench) return ctx.skip();
+    await runVersionQuotaCase(ctx, bench);
+  });
 });

@@ -43,7 +43,7 @@ const POLICY_FILE = new URL('../../config/iam-policy.json', import.meta.url);
 const EXAMPLE_POLICY_FILE = new URL('../../config/aws-policy.yaml', import.meta.url);
 
 /** Every Secrets Manager action the backend calls (src/backends/aws/errors.ts AwsAction). */
-const USED_ACTIONS = ['DescribeSecret', 'GetSecretValue', 'PutSecretValue', 'CreateSecret', 'UpdateSecretVersionStage', 'TagResource'];
+const USED_ACTIONS = ['DescribeSecret', 'GetSecretValue', 'ListSecretVersionIds', 'PutSecretValue', 'CreateSecret', 'UpdateSecretVersionStage', 'TagResource'];
 
 interface Statement {
   Sid?: string;
@@ -136,7 +136,7 @@ function callsFor(config: AwsBackendConfig, region: string, account: string, pat
   };
   const calls: Call[] = [
     // UpdateSecretVersionStage on the target: the fenced write's move of AWSCURRENT and its preflight probe.
-    ...['DescribeSecret', 'GetSecretValue', 'PutSecretValue', 'UpdateSecretVersionStage'].map((a) => ({ action: `secretsmanager:${a}`, resource: target })),
+    ...['DescribeSecret', 'GetSecretValue', 'ListSecretVersionIds', 'PutSecretValue', 'UpdateSecretVersionStage'].map((a) => ({ action: `secretsmanager:${a}`, resource: target })),
     ...creating(target, [...new Set(bookkeeping.flat())]),
     ...bookkeeping.map((keys) => ({ action: 'secretsmanager:TagResource', resource: target, context: { 'aws:tagkeys': keys } })),
     ...creating(lock, []),

@@ -27,7 +27,7 @@ function policyWith(backends: Record<string, BackendConfig>, keys: { backend: st
   };
 }
 
-const aws = (region: string, quotas?: { writesPerSecond: number }): BackendConfig => ({ kind: 'aws', region, createIfMissing: false, tags: {}, timeoutMs: 10_000, ...(quotas ? { quotas: { writesPerSecond: quotas.writesPerSecond, tagsPerSecond: 50, readsPerSecond: 10_000, createsPerSecond: 50, shareAmongShards: true, maxWaitMs: 60_000 } } : {}) });
+const aws = (region: string, quotas?: { writesPerSecond: number }): BackendConfig => ({ kind: 'aws', region, createIfMissing: false, tags: {}, timeoutMs: 10_000, ...(quotas ? { quotas: { writesPerSecond: quotas.writesPerSecond, tagsPerSecond: 50, readsPerSecond: 10_000, createsPerSecond: 50, shareAmongShards: true, maxWaitMs: 60_000, versionsPerSecret: 100 } } : {}) });
 
 describe('estimateEmergency', () => {
   it("bounds 1,000 AWS keys by the account's write quota in their region: 4 writes each at 50 per second", () => {

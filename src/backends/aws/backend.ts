@@ -82,7 +82,7 @@ export class AwsBackend implements Backend {
     // One record of lock sightings and release marks for every file: any description of a target
     // says which lock its finish record gave back (lock.ts).
     const shared = { calls: this.#calls, backendName: name, kmsKeyId: config.kmsKeyId, tags: config.tags, targets: this.#targets, sightings: new LockSightings() };
-    this.#preflight = { ...shared, createIfMissing: config.createIfMissing, now: options.now };
+    this.#preflight = { ...shared, createIfMissing: config.createIfMissing, now: options.now, ...(config.quotas ? { versionsPerSecret: config.quotas.versionsPerSecret } : {}) };
     this.#lock = { ...shared, now: options.now };
     this.#write = { ...shared, createIfMissing: config.createIfMissing, attempts: new AttemptLog() };
     this.#fenced = { ...this.#write, held: this.#held, lock: this.#lock };

@@ -129,6 +129,26 @@ export class SecretsManagerCalls {
     return this.#call(operation, 'DescribeSecret', secretId, (client, sdk) => client.send(new sdk.DescribeSecretCommand({ SecretId: secretId })));
   }
 
+  /**
+   * Every version of `secretId`, unlabeled ones included (IncludeDeprecated), with its creation
+   * time and labels: one request for up to 100 versions, a page more for each further 100.
+   */
+  async listVersions(operation: BackendOperation, secretId: string): Promise<{ createdAt: Date | undefined; labelled: boolean }[]> {
+    const versions: { createdAt: Date | undefined; labelled: boolean }[] = [];
+    let nextToken: string | undefined;
+    // A secret holds about 100 versions (AWS prunes past that): a few pages at most, bounded anyway.
+    for (let page = 0; page < 10; page++) {
+      const token = nextToken;
+      const answer = await this.#call(operation, 'ListSecretVersionIds', secretId, (client, sdk) =>
+        client.send(new sdk.ListSecretVersionIdsCommand({ SecretId: secretId, IncludeDeprecated: true, MaxResults: 100, ...(token === undefined ? {} : { NextToken: token }) })),
+      );
+      for (const version of answer.Versions ?? []) versions.push({ createdAt: version.CreatedDate, labelled: (version.VersionStages ?? []).length > 0 });
+      nextToken = answer.NextToken;
+      if (nextToken === undefined || nextToken === '') break;
+    }
+    return versions;
+  }
+
   getSecretValue(operation: BackendOperation, input: GetSecretValueCommandInput & { SecretId: string }): Promise<GetSecretValueCommandOutput> {
     return this.#call(operation, 'GetSecretValue', input.SecretId, (client, sdk) => client.send(new sdk.GetSecretValueCommand(input)));
   }

@@ -12,6 +12,7 @@ export type AwsAction =
   | 'CreateSecret'
   | 'UpdateSecretVersionStage'
   | 'TagResource'
+  | 'ListSecretVersionIds'
   | 'RotateSecret'
   | 'CancelRotateSecret';
 
@@ -71,6 +72,7 @@ function hint(code: BackendErrorCode, action: AwsAction, awsName: string): strin
   if (awsName === 'CredentialsProviderError') return ': no AWS credentials found in the default chain (env, IRSA, profile, instance role)';
   if (awsName === REGION_MISSING) return ': no AWS region (set `region` in the backend config, or AWS_REGION)';
   if (code === 'KR_BACKEND_DENIED') return `: keyroll needs secretsmanager:${action}`;
+  if (code === 'KR_BACKEND_VERSION_QUOTA') return ': the secret has as many versions as AWS keeps (versions younger than 24 h are never removed); wait for the oldest to age, and look for what writes it so often';
   return '';
 }
 
@@ -105,8 +107,11 @@ export function awsHttpStatus(error: unknown): number | undefined {
   return isSdkError(error) ? error.$metadata?.httpStatusCode : undefined;
 }
 
-function codeFor(error: unknown, name: string, status: number | undefined): BackendErrorCode {
+function codeFor(error: unknown, name: string, status: number | undefined, action: AwsAction): BackendErrorCode {
   if (isScheduledForDeletion(error, name)) return 'KR_BACKEND_SCHEDULED_FOR_DELETION';
+  // A new version would pass the secret's version quota (AWS: no more than 100 versions, and none
+  // created in the last 24 h is removed to make room): not retryable, only time frees it.
+  if (name === 'LimitExceededException' && action === 'PutSecretValue') return 'KR_BACKEND_VERSION_QUOTA';
   const byName = BY_NAME[name];
   if (byName !== undefined) return byName;
   const transport = codeForTransportError(error);
@@ -129,7 +134,7 @@ export function toBackendError(error: unknown, context: AwsErrorContext): Backen
   if (error instanceof BackendError) return error;
   const name = awsErrorName(error);
   const status = awsHttpStatus(error);
-  const code = codeFor(error, name, status);
+  const code = codeFor(error, name, status, context.action);
   const keepCause = !CARRIES_SECRET.has(context.action);
   const message = `aws ${context.action} on ${context.path}: ${describeCode(code)} (${name}${status === undefined ? '' : ` ${status}`})${hint(code, context.action, name)}`;
   return new BackendError(code, message, {

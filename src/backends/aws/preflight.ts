@@ -19,6 +19,12 @@
 // - TagResource keyroll:preflight=<time>: the intent marker and bookkeeping will work. Left out
 //   when the intent marker's own TagResource follows before the roll (`intentFollows`, the key's
 //   primary destination): it proves the same action on the same secret.
+// - ListSecretVersionIds, beside the probes, when a rotation follows (`lockFollows`) and the target
+//   has a value: the versions AWS will not remove (created in the last 24 h, or labelled). Each
+//   rotation adds versions there (the lock's put, the value's put, a put per lock refresh), and at
+//   the quota the lock's put would pass and the value's put after the roll be refused: a rotation
+//   whose own versions would not fit is refused now, before the lock (KR_BACKEND_VERSION_QUOTA).
+//   One read request per rotation.
 // Not provable without a change: CreateSecret for a missing secret (the companion lock's creation
 // exercises CreateSecret right after), and, without the lock, KMS encryption with the secret's key
 // (AWS refuses the reused token before encrypting; the lock's own put on the target does encrypt).
@@ -33,9 +39,12 @@ import type { LockContext } from './lock-value.ts';
 import { currentVersionOf, describeTarget } from './records.ts';
 import { TAG_PREFLIGHT } from './record-tags.ts';
 import { isSecretArn } from './target.ts';
+import { AWS_VERSIONS_PER_SECRET, VERSIONS_PER_ROTATION } from './quotas.ts';
 
 export interface PreflightContext extends LockContext {
   createIfMissing: boolean;
+  /** The secret's version quota (AwsQuotas.versionsPerSecret). */
+  versionsPerSecret?: number;
   /** Where to note what the target looked like (the lock, intent and write calls choose by it). */
   targets: TargetHints;
 }
@@ -64,6 +73,29 @@ async function expectRefusal(probe: Promise<unknown>, accepted: BackendError['co
     if (error instanceof BackendError && error.code === accepted) return;
     throw error;
   }
+}
+
+const DAY_MS = 24 * 3600_000;
+
+/**
+ * Throws KR_BACKEND_VERSION_QUOTA when the versions AWS keeps of `path` (created in the last 24 h,
+ * or labelled) leave no room for a rotation's own (VERSIONS_PER_ROTATION): nothing is locked or
+ * rolled. The message says how many, and when the oldest young one stops counting.
+ */
+async function checkVersionRoom(context: PreflightContext, path: string): Promise<void> {
+  const limit = context.versionsPerSecret ?? AWS_VERSIONS_PER_SECRET;
+  const now = context.now().getTime();
+  const versions = await context.calls.listVersions('preflight', path);
+  const young = versions.filter((v) => v.createdAt !== undefined && now - v.createdAt.getTime() < DAY_MS);
+  const kept = versions.filter((v) => v.labelled || young.includes(v)).length;
+  if (kept + VERSIONS_PER_ROTATION <= limit) return;
+  const oldestYoung = young.filter((v) => !v.labelled).reduce<number | undefined>((oldest, v) => Math.min(oldest ?? Infinity, v.createdAt?.getTime() ?? Infinity), undefined);
+  const frees = oldestYoung === undefined ? '' : `; the oldest of them stops counting at ${new Date(oldestYoung + DAY_MS).toISOString()}`;
+  throw new BackendError(
+    'KR_BACKEND_VERSION_QUOTA',
+    `aws secret ${path} holds ${String(kept)} versions AWS will not remove (created in the last 24 h or labelled) of the ${String(limit)} it allows; a rotation adds up to ${String(VERSIONS_PER_ROTATION)}, so it is not started (nothing locked or rolled)${frees}`,
+    { backend: context.backendName, kind: 'aws', operation: 'preflight', path },
+  );
 }
 
 export async function preflight(context: PreflightContext, target: StoreTarget, options: PreflightOptions = {}): Promise<PreflightResult> {
@@ -102,6 +134,7 @@ export async function preflight(context: PreflightContext, target: StoreTarget, 
     }),
   ];
   if (options.intentFollows !== true) probes.push(context.calls.tagResource('preflight', path, [{ Key: TAG_PREFLIGHT, Value: context.now().toISOString() }]));
+  if (lockProves) probes.push(checkVersionRoom(context, path));
   if (current !== undefined && (!lockProves || !lockOnTarget)) probes.push(context.calls.probeStageUpdate('preflight', path, current, PROBE_STAGE));
   if (current !== undefined && !lockProves) {
     probes.push(
@@ -122,6 +155,7 @@ export async function preflight(context: PreflightContext, target: StoreTarget, 
     checks.push(`${path} exists without a value; the first write adds it (PutSecretValue not provable without a version)`);
   } else if (lockProves) {
     checks.push(
+      `room for a rotation's versions on ${path} (secretsmanager:ListSecretVersionIds)`,
       `secretsmanager:PutSecretValue on ${path}: proven before the roll by the key lock's own version there (encrypted with the secret's KMS key)`,
       lockOnTarget
         ? `secretsmanager:UpdateSecretVersionStage on ${path}: proven before the roll by the key lock's move there (the fenced write's move of AWSCURRENT)`

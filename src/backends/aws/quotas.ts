@@ -19,11 +19,23 @@ export const QUOTA_GROUP_OF: Readonly<Record<AwsAction, AwsQuotaGroup>> = {
   TagResource: 'tag',
   GetSecretValue: 'read',
   DescribeSecret: 'read',
+  // Counted with the reads; one per rotation (preflight's version count, preflight.ts).
+  ListSecretVersionIds: 'read',
   CreateSecret: 'create',
   // AWS-native rotation's set-up calls (src/lambda/, `keyroll aws enable-rotation`): counted as writes.
   RotateSecret: 'write',
   CancelRotateSecret: 'write',
 };
+
+/** AWS's quota of versions per secret ("AWS Secrets Manager quotas"; not adjustable). */
+export const AWS_VERSIONS_PER_SECRET = 100;
+
+/**
+ * Versions one rotation may add to its primary secret: the lock's own put before the roll, the
+ * value's put after it, and room for two refreshes of the lock (each a put: a lease that ran short
+ * before the roll, the refresh after the primary's write when the key has more destinations).
+ */
+export const VERSIONS_PER_ROTATION = 4;
 
 /** The longest one call waits for its turn and out throttle answers before it fails (KR_BACKEND_THROTTLED). */
 export const DEFAULT_QUOTA_WAIT_MS = 60_000;
@@ -41,6 +53,12 @@ export const AwsQuotas = z.strictObject({
   shareAmongShards: z.boolean().default(true),
   /** The longest one call waits, for its turn and out throttle answers, before it fails. */
   maxWaitMs: z.number().int().positive().default(DEFAULT_QUOTA_WAIT_MS),
+  /**
+   * Versions one secret may hold that AWS will not remove: those created in the last 24 hours and
+   * those carrying a staging label (AWS removes unlabeled versions past 100, never one younger
+   * than 24 h). A rotation that would not fit is refused before its lock (KR_BACKEND_VERSION_QUOTA).
+   */
+  versionsPerSecret: z.number().int().positive().default(AWS_VERSIONS_PER_SECRET),
 });
 export type AwsQuotas = z.infer<typeof AwsQuotas>;
 

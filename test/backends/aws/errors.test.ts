@@ -36,6 +36,12 @@ describe('aws error mapping', () => {
     expect(error).toMatchObject({ code, retryable, backend: 'aws-main', kind: 'aws', operation: 'write', path: 'app/key' });
   });
 
+  it("maps a put's LimitExceededException to the secret's version quota, not retryable, and says what frees it", () => {
+    const error = toBackendError(sdkError('LimitExceededException', 400), { ...context, action: 'PutSecretValue' });
+    expect(error).toMatchObject({ code: 'KR_BACKEND_VERSION_QUOTA', retryable: false, path: 'app/key' });
+    expect(error.message).toMatch(/version quota.*24 h/);
+  });
+
   it.each([
     ["You can't perform this operation on the secret because it was marked for deletion."],
     ["You can't create this secret because a secret with this name is already scheduled for deletion."],
