@@ -207,7 +207,8 @@ async function rotationCycle(backend: Backend, target: StoreTarget, clock: TestC
   await backend.clearIntent(target, first.rotationId);
   await backend.releaseLock(target, lock.lock);
 
-  expect((await backend.preflight(target)).exists).toBe(true);
+  // As the rotation engine asks it: the lock follows, so preflight counts the versions (ListSecretVersionIds).
+  expect((await backend.preflight(target, { lockFollows: true })).exists).toBe(true);
   const second = makeRecord({ rotationId: randomUUID() });
   const again = await backend.acquireLock(target, { ...owner, rotationId: second.rotationId, ttlMs: 1_000 });
   if (!again.acquired) throw new Error('expected the lock');
