@@ -57,6 +57,8 @@ export const AUDIT_EVENTS = {
   'leak.reconcile.failed': "The reconcile could not list the open alerts (token, permission, GitHub's answer); alerted; webhook deliveries are still handled.",
   'consumers.started': "A delivery of new values to their consumers began (after a run's or a sweep's rotations): the keys, rotations and consumers, and whether a value died (restarts at once) or may wait for the restart window.",
   'consumers.owed': 'A run or sweep found workloads still owed a restart (left by a runner that stopped, or waiting for the restart window, now open) and takes them up.',
+  'consumers.owed-forged': "An entry of a workload's keyroll.io/restart-owed that keyroll never writes (its key does not list the workload, its store time is in the future, or its rotation is one the key's record does not know) was removed without syncing or restarting anything.",
+  'consumers.owed-settled': "An entry of a workload's keyroll.io/restart-owed that no longer counts (restarted for already, superseded by a later rotation of its key, or the pods rolled since it was written) was removed without a restart.",
   'consumers.finished': 'A delivery ended: how many consumers were refreshed, failed, deferred or skipped.',
   'consumer.notified': 'A consumer was told of a new value: an ExternalSecret annotated force-sync, a workload restarted (its pod template restartedAt), a webhook notice delivered.',
   'consumer.refreshed': 'A consumer holds the new value: an ExternalSecret synced after the store, a restarted rollout complete, a webhook notice delivered. Carries the time from the store.',

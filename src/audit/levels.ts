@@ -77,6 +77,8 @@ export const AUDIT_EVENT_LEVELS: Record<AuditEventName, AuditLevel> = {
   // Routine under a busy account: the wait is the design (invariant 11); written only at debug.
   'consumers.started': 'info',
   'consumers.owed': 'warn',
+  'consumers.owed-forged': 'warn',
+  'consumers.owed-settled': 'info',
   'consumers.finished': 'info',
   'consumer.notified': 'info',
   'consumer.refreshed': 'info',

@@ -8,6 +8,11 @@
 //                             written with the restart in one patch under the object's
 //                             resourceVersion: two runners never restart a workload twice for the
 //                             same rotation (invariant 12).
+// Both ride along wherever the workload's annotations go: the deployment controller copies a
+// Deployment's annotations onto its newest ReplicaSet (copyDeploymentAnnotationsToReplicaSet) and
+// `kubectl rollout undo` copies an old ReplicaSet's back (getDeploymentPatch), as can any person
+// with a manifest. So an owed entry is a claim, never a proof: owed.ts judges each against the
+// key's record, the policy and the workload's generation before anything acts on it.
 import type { KubeObject } from './kubernetes/client.ts';
 
 export const RESTART_OWED = 'keyroll.io/restart-owed';
@@ -27,6 +32,13 @@ export interface OwedRestart {
   storedAt: string;
   /** Set when a runner left it for the restart window (not in progress any more). */
   deferred?: boolean;
+  /**
+   * The workload's metadata.generation when the entry was written (for a deferred one: when it
+   * was left, after its syncs). Only a change of the spec moves it, and every change of the pod
+   * template does (a restart, a deploy, an undo): a later generation means the pods rolled since.
+   * Absent on entries written before keyroll kept it.
+   */
+  generation?: number;
 }
 
 function annotations(object: KubeObject): Record<string, string> {
@@ -49,7 +61,19 @@ export function owedRestarts(object: KubeObject): OwedRestart[] {
 function isOwedRestart(value: unknown): value is OwedRestart {
   if (typeof value !== 'object' || value === null) return false;
   const entry = value as Record<string, unknown>;
-  return typeof entry.rotationId === 'string' && typeof entry.keyId === 'string' && typeof entry.urgent === 'boolean' && typeof entry.storedAt === 'string' && !Number.isNaN(Date.parse(entry.storedAt));
+  return (
+    typeof entry.rotationId === 'string' &&
+    typeof entry.keyId === 'string' &&
+    typeof entry.urgent === 'boolean' &&
+    typeof entry.storedAt === 'string' &&
+    !Number.isNaN(Date.parse(entry.storedAt)) &&
+    (entry.generation === undefined || (typeof entry.generation === 'number' && Number.isSafeInteger(entry.generation)))
+  );
+}
+
+/** The workload's metadata.generation (0 when the server did not say). */
+export function generationOf(object: KubeObject): number {
+  return object.metadata?.generation ?? 0;
 }
 
 /** The rotation ids the workload's latest restarts were for, oldest first. */

@@ -29,7 +29,9 @@ export interface DeliveryPlan {
 
 /**
  * `values` in any order; `policyOrder` gives each key id its place. `only` (owed restarts picked
- * up) limits each workload to the rotations it was found owed.
+ * up) limits each workload to the rotations it was found owed, and the syncs to those such a
+ * restart waits for: a value no listed workload is owed syncs nothing (an owed entry is a claim
+ * written on a workload, not a reason to sync every ExternalSecret of its key: owed.ts).
  */
 export function planDelivery(values: readonly StoredValue[], policyOrder: ReadonlyMap<string, number>, only?: ReadonlyMap<string, ReadonlySet<string>>): DeliveryPlan {
   const ordered = [...values].sort((a, b) => (policyOrder.get(a.key.id) ?? Number.MAX_SAFE_INTEGER) - (policyOrder.get(b.key.id) ?? Number.MAX_SAFE_INTEGER));
@@ -38,9 +40,11 @@ export function planDelivery(values: readonly StoredValue[], policyOrder: Readon
   for (const value of ordered) {
     const consumers: readonly KubeConsumerRef[] = (value.key.consumers ?? []).filter((c): c is KubeConsumerRef => c.kind !== 'webhook');
     const keySyncs = consumers.filter(isExternalSecret).map(consumerKey);
+    const restartsIt = only === undefined || consumers.some((consumer) => isWorkload(consumer) && only.get(consumerKey(consumer))?.has(value.rotationId) === true);
     for (const consumer of consumers) {
       const key = consumerKey(consumer);
       if (isExternalSecret(consumer)) {
+        if (!restartsIt) continue;
         const target = syncs.get(key) ?? { consumer, values: [], storedAtMs: 0 };
         target.values.push(value);
         target.storedAtMs = Math.max(target.storedAtMs, value.storedAtMs);

@@ -11,15 +11,15 @@ import type { Alerter } from '../alerts/types.ts';
 import type { AuditLog } from '../audit/events.ts';
 import type { ConsumerSettings } from '../policy/consumers.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
-import { mapWithConcurrency } from '../rotation/concurrency.ts';
 import { asConsumerError, ConsumerError } from './errors.ts';
 import { externalSecretRef, syncExternalSecret } from './kinds/external-secret.ts';
 import { markDeferred, recordOwed, restartWorkload } from './kinds/workload.ts';
 import { WORKLOAD_KINDS, workloadRef } from './kinds/workloads.ts';
+import { findOwed, type KeyRecords } from './pick-up.ts';
 import { Limit } from './limit.ts';
 import { Delivery } from './delivery.ts';
 import type { KubeClient } from './kubernetes/client.ts';
-import { owedRestarts, type OwedRestart } from './markers.ts';
+import type { OwedRestart } from './markers.ts';
 import { planDelivery, policyOrder, type DeliveryPlan, type RestartTarget, type SyncTarget } from './plan.ts';
 import { consumerKey, consumerName, isWorkload, type WorkloadConsumer } from './refs.ts';
 import { alertFailures, auditOutcomes, consumerFields, failedOutcome, keyIdsOf, observeAllRefreshed, reportOf, rotationIdsOf } from './report.ts';
@@ -75,13 +75,13 @@ export class ConsumerRefresher {
   /**
    * Restarts recorded as owed on the workloads `keys` list that are due now: urgent ones a runner
    * left behind (it stopped before the restart), and, inside the restart window, those left for
-   * it. Read failures are audited by the delivery that finds them later; nothing here alerts on a
-   * read. Undefined when nothing was owed.
+   * it. Each entry counts only as owed.ts judges it (its key lists the workload, its rotation is
+   * the one `records` says is the key's last, the pods did not roll since); the others are settled
+   * and audited (pick-up.ts). Read failures are audited by the delivery that finds them later;
+   * nothing here alerts on a read. Undefined when nothing was owed.
    */
-  async pickUpOwed(keys: readonly KeyPolicy[], audit: AuditLog): Promise<DeliveryReport | undefined> {
-    const workloads = new Map<string, WorkloadConsumer>();
-    for (const key of keys) for (const consumer of key.consumers ?? []) if (isWorkload(consumer)) workloads.set(consumerKey(consumer), consumer);
-    if (workloads.size === 0) return undefined;
+  async pickUpOwed(keys: readonly KeyPolicy[], audit: AuditLog, records: KeyRecords): Promise<DeliveryReport | undefined> {
+    if (!keys.some((key) => (key.consumers ?? []).some(isWorkload))) return undefined;
     let client: KubeClient;
     try {
       client = this.client();
@@ -92,15 +92,7 @@ export class ConsumerRefresher {
     const open = windowOpen(this.#options.settings.restartWindow, this.#now());
     const staleAfterMs = this.#options.settings.syncTimeoutMs + this.#options.settings.rolloutTimeoutMs;
     const due = (entry: OwedRestart): boolean => (entry.urgent || open) && (entry.deferred === true || nowMs - Date.parse(entry.storedAt) > staleAfterMs);
-    const found: { workload: WorkloadConsumer; owed: OwedRestart[] }[] = [];
-    await mapWithConcurrency([...workloads.values()], PARALLEL_REQUESTS, async (workload) => {
-      try {
-        const owed = owedRestarts(await client.get(workloadRef(workload.kind, workload.namespace, workload.name), this.#options.signal)).filter(due);
-        if (owed.length > 0) found.push({ workload, owed });
-      } catch {
-        // Unreadable now: the delivery that recorded it alerted; the next run or sweep looks again.
-      }
-    });
+    const found = await findOwed(client, { keys, records, nowMs, due, audit, signal: this.#options.signal, parallel: PARALLEL_REQUESTS });
     if (found.length === 0) return undefined;
     const byId = new Map(keys.map((key) => [key.id, key]));
     const values = new Map<string, StoredValue>();
@@ -108,7 +100,6 @@ export class ConsumerRefresher {
     for (const { workload, owed } of found) {
       for (const entry of owed) {
         const key = byId.get(entry.keyId);
-        // A key no longer in the policy: its consumers are no longer keyroll's to refresh.
         if (key === undefined) continue;
         const set = only.get(consumerKey(workload)) ?? new Set<string>();
         set.add(entry.rotationId);

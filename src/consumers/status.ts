@@ -12,7 +12,8 @@ import { ConsumerError } from './errors.ts';
 import { externalSecretRef } from './kinds/external-secret.ts';
 import { WORKLOAD_KINDS, workloadRef } from './kinds/workloads.ts';
 import type { KubeClient, KubeObject } from './kubernetes/client.ts';
-import { owedRestarts, RESTARTED_AT, restartedFor } from './markers.ts';
+import { owedRestarts, RESTARTED_AT, restartedFor, type OwedRestart } from './markers.ts';
+import { judgeOwed } from './owed.ts';
 import { consumerName, isWorkload, type ConsumerRef, type ExternalSecretConsumer, type WorkloadConsumer } from './refs.ts';
 
 /**
@@ -47,7 +48,7 @@ export async function consumerStatuses(key: KeyPolicy, last: LastRotation, clien
       if (consumer.kind === 'webhook') return { consumer: consumerName(consumer), state: 'notice', lastRefreshAt: null, detail: 'told by a notice as each rotation ends: see consumer.refreshed and notify.* in the audit trail' };
       if (client === undefined) return unreadable(consumer, clientError);
       try {
-        if (isWorkload(consumer)) return workloadStatus(consumer, await client.get(workloadRef(consumer.kind, consumer.namespace, consumer.name)), last);
+        if (isWorkload(consumer)) return workloadStatus(key, consumer, await client.get(workloadRef(consumer.kind, consumer.namespace, consumer.name)), last);
         return externalSecretStatus(consumer as ExternalSecretConsumer, await client.get(externalSecretRef(consumer.namespace, consumer.name)), last);
       } catch (error) {
         return unreadable(consumer, error);
@@ -76,11 +77,21 @@ function externalSecretStatus(consumer: ExternalSecretConsumer, object: KubeObje
   return { consumer: consumerName(consumer), state: current ? 'current' : 'stale', lastRefreshAt: refreshTime ?? null, detail: `${refreshTime === undefined ? 'never synced' : `synced ${refreshTime}`}; ${readyText}` };
 }
 
-function workloadStatus(consumer: WorkloadConsumer, object: KubeObject, last: LastRotation): ConsumerStatus {
+/**
+ * Only this key's entries that count (owed.ts, judged against the record status read): a forged
+ * entry, one restarted for already, superseded, or one a rollout came after (an undo that brought
+ * an old entry back included) is not shown as owed. Other keys' entries show on their own rows.
+ */
+function countingOwed(key: KeyPolicy, consumer: WorkloadConsumer, object: KubeObject, last: LastRotation): OwedRestart[] {
+  const record = { lastRotationId: last.lastRotationId, lastRotatedAt: last.lastRotatedAt };
+  return owedRestarts(object).filter((entry) => judgeOwed(entry, { workload: consumer, object, key: entry.keyId === key.id ? key : undefined, record, nowMs: Date.now() }).kind === 'owed');
+}
+
+function workloadStatus(key: KeyPolicy, consumer: WorkloadConsumer, object: KubeObject, last: LastRotation): ConsumerStatus {
   const template = (object.spec as { template?: { metadata?: { annotations?: Record<string, string> } } } | undefined)?.template;
   const restartedAt = template?.metadata?.annotations?.[RESTARTED_AT];
   const ids = restartedFor(object);
-  const owed = owedRestarts(object);
+  const owed = countingOwed(key, consumer, object, last);
   const base = { consumer: consumerName(consumer), lastRefreshAt: restartedAt ?? null, ...(ids.length === 0 ? {} : { restartedFor: ids }) };
   if (owed.length > 0) {
     const deferred = owed.every((entry) => entry.deferred === true);

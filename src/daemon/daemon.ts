@@ -12,6 +12,7 @@
 import { randomUUID } from 'node:crypto';
 import { abandonDeliveriesOn } from '../alerts/shutdown.ts';
 import type { AuditLog } from '../audit/events.ts';
+import { keyRecordsOf } from '../consumers/key-records.ts';
 import { errorCode, errorMessage } from '../errors.ts';
 import { DEFAULT_REJECTIONS_AUDITED_PER_MINUTE, RejectionAudit } from '../inbound/rejection-audit.ts';
 import type { KeyrollMetrics } from '../metrics/metrics.ts';
@@ -300,7 +301,7 @@ export class Daemon {
       // Restarts still owed (a runner stopped before them, or they waited for the window): in the
       // background, like every delivery.
       if (this.#accepting()) {
-        generation.refresher?.pickUpOwed(generation.policy.keys, this.#audit).catch((error: unknown) => {
+        generation.refresher?.pickUpOwed(generation.policy.keys, this.#audit, keyRecordsOf(generation.runtime, this.#now)).catch((error: unknown) => {
           reportFailure(this.#audit, 'consumers', error);
         });
       }

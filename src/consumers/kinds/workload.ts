@@ -4,7 +4,7 @@
 // lost the race reads the workload again and finds the rotations already restarted for.
 import { ConsumerError } from '../errors.ts';
 import type { KubeClient, KubeObject, KubeObjectRef } from '../kubernetes/client.ts';
-import { owedAnnotation, owedRestarts, RESTART_OWED, RESTARTED_AT, restartedFor, restartedForAnnotation, RESTARTED_FOR, type OwedRestart } from '../markers.ts';
+import { generationOf, owedAnnotation, owedRestarts, RESTART_OWED, RESTARTED_AT, restartedFor, restartedForAnnotation, RESTARTED_FOR, type OwedRestart } from '../markers.ts';
 
 /** Read-modify-write attempts before a workload that keeps changing is given up on (409 each time). */
 const ATTEMPTS = 5;
@@ -33,7 +33,8 @@ function versionOf(object: KubeObject, ref: KubeObjectRef): string {
 /**
  * Records on the workload that it is owed a restart for `owed` (before the syncs it waits for):
  * a runner that dies before the restart leaves it for the next run. Rotations it was already
- * restarted for are not recorded again.
+ * restarted for are not recorded again. Each entry carries the generation it was written at
+ * (owed.ts: a later generation means the pods rolled since).
  */
 export async function recordOwed(client: KubeClient, ref: KubeObjectRef, owed: readonly OwedRestart[], signal?: AbortSignal): Promise<void> {
   await readModifyWrite(
@@ -43,7 +44,8 @@ export async function recordOwed(client: KubeClient, ref: KubeObjectRef, owed: r
     async (object) => {
       const done = new Set(restartedFor(object));
       const current = owedRestarts(object);
-      const added = owed.filter((entry) => !done.has(entry.rotationId) && !current.some((c) => c.rotationId === entry.rotationId));
+      const generation = generationOf(object);
+      const added = owed.filter((entry) => !done.has(entry.rotationId) && !current.some((c) => c.rotationId === entry.rotationId)).map((entry) => ({ ...entry, generation }));
       if (added.length === 0) return true;
       await client.patch(ref, { metadata: { resourceVersion: versionOf(object, ref), annotations: { [RESTART_OWED]: owedAnnotation([...current, ...added]) } } }, 'merge', signal);
       return true;
@@ -52,7 +54,11 @@ export async function recordOwed(client: KubeClient, ref: KubeObjectRef, owed: r
   );
 }
 
-/** Marks `rotationIds` owed on the workload as left for the restart window (the next run in it restarts them). */
+/**
+ * Marks `rotationIds` owed on the workload as left for the restart window (the next run in it
+ * restarts them), at the generation of now: their syncs are done, so any rollout from here on
+ * starts the pods on their values (owed.ts).
+ */
 export async function markDeferred(client: KubeClient, ref: KubeObjectRef, rotationIds: readonly string[], signal?: AbortSignal): Promise<void> {
   await readModifyWrite(
     client,
@@ -61,7 +67,8 @@ export async function markDeferred(client: KubeClient, ref: KubeObjectRef, rotat
     async (object) => {
       const current = owedRestarts(object);
       if (!current.some((entry) => rotationIds.includes(entry.rotationId) && entry.deferred !== true)) return true;
-      const next = current.map((entry) => (rotationIds.includes(entry.rotationId) ? { ...entry, deferred: true } : entry));
+      const generation = generationOf(object);
+      const next = current.map((entry) => (rotationIds.includes(entry.rotationId) ? { ...entry, deferred: true, generation } : entry));
       await client.patch(ref, { metadata: { resourceVersion: versionOf(object, ref), annotations: { [RESTART_OWED]: owedAnnotation(next) } } }, 'merge', signal);
       return true;
     },
@@ -103,7 +110,12 @@ export async function restartWorkload(client: KubeClient, ref: KubeObjectRef, ro
       // they were left (their runner waited for the syncs), so these pods start on them too.
       const owed = owedRestarts(object);
       const settled = [...due, ...owed.filter((entry) => entry.deferred === true && !due.includes(entry.rotationId) && !before.includes(entry.rotationId)).map((entry) => entry.rotationId)];
-      const stillOwed = owed.filter((entry) => !rotationIds.includes(entry.rotationId) && !settled.includes(entry.rotationId));
+      // Entries of other runners still on their way (their syncs may not be done: this restart may
+      // start the pods before them) are carried to the generation this patch makes, one more than
+      // the one read (a change of the pod template moves it by one), so the roll this restart
+      // makes does not count as having delivered them (owed.ts).
+      const next = generationOf(object) + 1;
+      const stillOwed = owed.filter((entry) => !rotationIds.includes(entry.rotationId) && !settled.includes(entry.rotationId)).map((entry) => (entry.generation === undefined ? entry : { ...entry, generation: next }));
       const patch = {
         metadata: { resourceVersion: versionOf(object, ref), annotations: { [RESTARTED_FOR]: restartedForAnnotation(before, settled), [RESTART_OWED]: owedAnnotation(stillOwed) } },
         spec: { template: { metadata: { annotations: { [RESTARTED_AT]: restartedAt } } } },
@@ -112,5 +124,26 @@ export async function restartWorkload(client: KubeClient, ref: KubeObjectRef, ro
       return { restarted: true, object: patched, restartedAt, rotationIds: settled };
     },
     () => ({ restarted: false }),
+  );
+}
+
+/**
+ * Removes `entries` from the workload's owed restarts (owed.ts judged they no longer count); an
+ * entry that changed since it was judged (rewritten by a runner) is left for the next judgment.
+ */
+export async function settleOwed(client: KubeClient, ref: KubeObjectRef, entries: readonly OwedRestart[], signal?: AbortSignal): Promise<void> {
+  const judged = new Set(entries.map((entry) => JSON.stringify(entry)));
+  await readModifyWrite(
+    client,
+    ref,
+    signal,
+    async (object) => {
+      const current = owedRestarts(object);
+      const kept = current.filter((entry) => !judged.has(JSON.stringify(entry)));
+      if (kept.length === current.length) return true;
+      await client.patch(ref, { metadata: { resourceVersion: versionOf(object, ref), annotations: { [RESTART_OWED]: owedAnnotation(kept) } } }, 'merge', signal);
+      return true;
+    },
+    () => true,
   );
 }

@@ -3,6 +3,8 @@
 // Kubernetes API server acting as keyroll's service account, and one refresher per "process".
 import type { AuditRecord } from '../../../src/audit/logger.ts';
 import { createRefresher } from '../../../src/consumers/create.ts';
+import { keyRecordsOf } from '../../../src/consumers/key-records.ts';
+import type { KeyRecords } from '../../../src/consumers/pick-up.ts';
 import type { KubeClient } from '../../../src/consumers/kubernetes/client.ts';
 import type { ConsumerRefresher } from '../../../src/consumers/refresher.ts';
 import type { DeliveryReport } from '../../../src/consumers/types.ts';
@@ -23,6 +25,8 @@ export interface ConsumerBench {
   refresher(settings?: Partial<ConsumerSettings>, client?: KubeClient): ConsumerRefresher;
   /** One run over `keyIds` with its delivery finished, as execute-run does it. */
   run(keyIds: readonly string[], trigger: RunTrigger, refresher?: ConsumerRefresher): Promise<{ summary: RunSummary; report: DeliveryReport | undefined }>;
+  /** The keys' records in the bench's backends, as a run's pick-up of owed restarts reads them. */
+  records: KeyRecords;
   events(name: string): AuditRecord[];
   close(): Promise<void>;
 }
@@ -64,6 +68,7 @@ export async function consumerBench(client: KubeClient, keys: { id: string; cons
       });
       return { summary, report: await delivery.finish() };
     },
+    records: keyRecordsOf(runtime, () => new Date()),
     events: (name) => bench.events().filter((event) => event.event === name),
     async close() {
       await runtime.close();

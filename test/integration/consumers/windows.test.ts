@@ -97,7 +97,7 @@ if (server === undefined) {
       const { summary } = await b.run([ENTRY], MANUAL, b.refresher({ restartWindow: closedWindow() }));
       const rotationId = summary.outcomes[0]?.rotationId ?? '';
 
-      const [first, second] = await Promise.all([b.refresher({ restartWindow: OPEN }).pickUpOwed(b.bench.policy.keys, b.bench.audit), b.refresher({ restartWindow: OPEN }).pickUpOwed(b.bench.policy.keys, b.bench.audit)]);
+      const [first, second] = await Promise.all([b.refresher({ restartWindow: OPEN }).pickUpOwed(b.bench.policy.keys, b.bench.audit, b.records), b.refresher({ restartWindow: OPEN }).pickUpOwed(b.bench.policy.keys, b.bench.audit, b.records)]);
 
       expect(controllers?.restartsOf('checkout')).toHaveLength(2);
       const restartedBy = [first, second].map((report) => report?.outcomes.find((outcome) => outcome.consumer.kind === 'deployment')?.result ?? 'nothing owed');
