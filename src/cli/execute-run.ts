@@ -8,7 +8,8 @@
 // first roll, not two.
 import type { AuditLog } from '../audit/events.ts';
 import { createRefresher } from '../consumers/create.ts';
-import type { DeliveryReport } from '../consumers/types.ts';
+import { keyRecordsOf } from '../consumers/key-records.ts';
+import { consumersSummaryPart, runConsumersReport, type RunConsumersReport } from '../consumers/report.ts';
 import type { KeyrollMetrics } from '../metrics/metrics.ts';
 import type { PushgatewayExport } from '../metrics/run-export.ts';
 import { announcePlainHttp } from '../policy/plain-http-notice.ts';
@@ -34,8 +35,8 @@ export interface ExecuteRunInput {
   shards?: number;
   /** Two-slot entries named by one of their slots (`rotate --key <slot>`): entry id → slot. */
   slots?: ReadonlyMap<string, string>;
-  /** Extra output after the audit trail and before the summary line (rotate -o json). */
-  report?: (summary: RunSummary) => string | undefined;
+  /** Extra output after the audit trail and before the summary line (rotate -o json); `consumers` as on the summary line. */
+  report?: (summary: RunSummary, consumers: RunConsumersReport | undefined) => string | undefined;
   /** `--log-format`, `--audit-file` (terminal/output-mode.ts). */
   output?: OutputFlags;
   /** Audit lines that belong before the run, on its output (rotate --leaked-secret-stdin: leak.identified). */
@@ -89,9 +90,11 @@ export async function executeRun(input: ExecuteRunInput): Promise<number> {
       ...(input.slots ? { slots: input.slots } : {}),
     });
     // Every key of the run is stored: its consumers now, and restarts still owed from earlier runs
-    // (one queue: a workload owed by both restarts once). A failed consumer never changes a
-    // rotation; it makes the run exit 1 (docs/exit-codes.md).
-    const [consumers] = await Promise.all([delivery.finish(), refresher.pickUpOwed(input.policy.keys, audit)]);
+    // (one queue: a workload owed by both restarts once). Both are the run's: on its summary line,
+    // in its JSON report and in its exit code. A failed consumer never changes a rotation; it
+    // makes the run exit 1 (docs/exit-codes.md).
+    const [delivered, pickedUp] = await Promise.all([delivery.finish(), refresher.pickUpOwed(input.policy.keys, audit, keyRecordsOf(runtime, () => new Date()))]);
+    const consumers = runConsumersReport(delivered, pickedUp);
     // Read at once: a signal after this point (during the push or the flush) finds a finished run.
     const interruptedBy = shutdown.signal.aborted ? signalName(shutdown.signal) : undefined;
     output.finishView();
@@ -100,9 +103,9 @@ export async function executeRun(input: ExecuteRunInput): Promise<number> {
     await audit.flush();
     const consumersFailed = consumers !== undefined && consumers.failed > 0 ? ExitCode.someFailed : ExitCode.ok;
     const exitCode = Math.max(exitCodeAfterShutdown(summary, interruptedBy !== undefined), after ?? 0, consumersFailed) as RunSummary['exitCode'];
-    const report = input.report?.({ ...summary, exitCode });
+    const report = input.report?.({ ...summary, exitCode }, consumers);
     if (report !== undefined) process.stdout.write(`${report}\n`);
-    process.stdout.write(`${summaryLine(summary, interruptedBy)}${consumersPart(consumers)}\n`);
+    process.stdout.write(`${summaryLine(summary, interruptedBy)}${consumersSummaryPart(consumers)}\n`);
     return exitCode;
   } catch (error) {
     output.finishView();
@@ -112,13 +115,6 @@ export async function executeRun(input: ExecuteRunInput): Promise<number> {
     await runtime?.close();
     output.close();
   }
-}
-
-/** `; consumers refreshed N, failed M, deferred D` after the summary, when the run told any consumer. */
-function consumersPart(report: DeliveryReport | undefined): string {
-  if (report === undefined) return '';
-  const extra = [report.deferred > 0 ? `deferred ${String(report.deferred)}` : '', report.skipped > 0 ? `already restarted ${String(report.skipped)}` : ''].filter((part) => part !== '');
-  return `; consumers refreshed ${String(report.refreshed)}, failed ${String(report.failed)}${extra.length === 0 ? '' : `, ${extra.join(', ')}`}`;
 }
 
 /** "SIGTERM received" (the reason shutdownSignal aborts with), or a plain word. */

@@ -97,8 +97,20 @@ async function rotateCommand(flags: RotateFlags, reasonGiven: boolean): Promise<
     ...(leakRotation ? { onStart: leakRotation.announce, afterRotations: leakRotation.prove } : {}),
     ...(flags.output === 'json'
       ? {
-          report: (summary) =>
-            sanitizeText(JSON.stringify({ runId: summary.runId, rotated: summary.rotated, failed: summary.failed, skipped: summary.skipped, exitCode: summary.exitCode, aborted: summary.aborted, keys: summary.outcomes, ...(leakRotation ? { leak: leakRotation.json() } : {}) })),
+          report: (summary, consumers) =>
+            sanitizeText(
+              JSON.stringify({
+                runId: summary.runId,
+                rotated: summary.rotated,
+                failed: summary.failed,
+                skipped: summary.skipped,
+                exitCode: summary.exitCode,
+                aborted: summary.aborted,
+                keys: summary.outcomes,
+                ...(consumers === undefined ? {} : { consumers }),
+                ...(leakRotation ? { leak: leakRotation.json() } : {}),
+              }),
+            ),
         }
       : leakRotation
         ? { report: () => sanitizeText(leakRotation.textLines().join('\n')) }

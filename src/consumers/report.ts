@@ -119,3 +119,44 @@ export function failedOutcome(consumer: ConsumerRef, values: readonly StoredValu
   const keyIds = keyIdsOf(values);
   return { consumer, result: 'failed', keyIds, rotationIds: rotationIdsOf(values), errorCode: error.code, error: error.message, nextAction: nextActionFor(consumer, keyIds, error.code), ...(notifiedAtMs === undefined ? {} : { notifiedAtMs }) };
 }
+
+/**
+ * What a run did to consumers, for its summary line, its JSON report and its exit code: its own
+ * delivery and the pick-up of restarts owed from earlier runs (a restart keyroll makes is never
+ * left out). `owed` counts the pick-up's outcomes. Undefined when neither told any consumer.
+ */
+export interface RunConsumersReport {
+  deliveryIds: string[];
+  refreshed: number;
+  failed: number;
+  deferred: number;
+  skipped: number;
+  owed: number;
+  outcomes: ConsumerOutcome[];
+}
+
+export function runConsumersReport(delivered: DeliveryReport | undefined, pickedUp: DeliveryReport | undefined): RunConsumersReport | undefined {
+  const reports = [delivered, pickedUp].filter((report): report is DeliveryReport => report !== undefined);
+  if (reports.length === 0) return undefined;
+  const sum = (field: 'refreshed' | 'failed' | 'deferred' | 'skipped'): number => reports.reduce((total, report) => total + report[field], 0);
+  return {
+    deliveryIds: reports.map((report) => report.deliveryId),
+    refreshed: sum('refreshed'),
+    failed: sum('failed'),
+    deferred: sum('deferred'),
+    skipped: sum('skipped'),
+    owed: pickedUp?.outcomes.length ?? 0,
+    outcomes: reports.flatMap((report) => report.outcomes),
+  };
+}
+
+/** `; consumers refreshed N, failed M[, deferred D][, already restarted S][, owed from earlier runs O]` after a run's summary. */
+export function consumersSummaryPart(report: RunConsumersReport | undefined): string {
+  if (report === undefined) return '';
+  const extra = [
+    report.deferred > 0 ? `deferred ${String(report.deferred)}` : '',
+    report.skipped > 0 ? `already restarted ${String(report.skipped)}` : '',
+    report.owed > 0 ? `owed from earlier runs ${String(report.owed)}` : '',
+  ].filter((part) => part !== '');
+  return `; consumers refreshed ${String(report.refreshed)}, failed ${String(report.failed)}${extra.length === 0 ? '' : `, ${extra.join(', ')}`}`;
+}
