@@ -4,6 +4,7 @@
 // workload the Role does not name is refused (403): the rotation stands, run exits 1 with the
 // command to run by hand, and status shows that consumer as unreadable. The stand-in controllers
 // (cluster.ts) play external-secrets and the deployment controller.
+import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { policyYaml, useCliFixture } from '../../cli/harness.ts';
 import { kubeApiServer } from '../servers.ts';
@@ -90,6 +91,30 @@ if (server === undefined) {
 
       const skipped = await cli.run(['status', '-p', 'policy.yaml', '-o', 'json', '--no-consumers']);
       expect((JSON.parse(skipped.stdout) as StatusJson).keys.every((key) => key.consumers === undefined)).toBe(true);
+    });
+
+    it('a restart owed from a run that stopped is made by the next run and is on its summary line, in its JSON and in its exit code', async () => {
+      const leak = await cli.run(['rotate', '-p', 'policy.yaml', '--key', 'key_demo_billing', '--reason', 'leak', '--actor', 'responder']);
+      const rotationId = String(leak.events.find((event) => event.event === 'key.rolled')?.rotationId);
+      expect(controllers.restartsOf('billing')).toHaveLength(1);
+      // What a runner that stopped between its syncs and the restart leaves: the entry, no restarted-for.
+      const billing = await cluster.readWorkload('deployments', 'billing');
+      const entry = { rotationId, keyId: 'key_demo_billing', urgent: true, storedAt: new Date(Date.now() - 60_000).toISOString(), generation: billing.metadata?.generation };
+      await cluster.admin
+        .makeApiClient(CustomObjectsApi)
+        .patchNamespacedCustomObject(
+          { group: 'apps', version: 'v1', namespace: cluster.namespace, plural: 'deployments', name: 'billing', body: { metadata: { annotations: { 'keyroll.io/restart-owed': JSON.stringify([entry]), 'keyroll.io/restarted-for': null } } } },
+          setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+        );
+
+      const next = await cli.run(['rotate', '-p', 'policy.yaml', '--key', 'key_demo_search', '--reason', 'manual', '--actor', 'ops', '-o', 'json']);
+
+      expect(controllers.restartsOf('billing')).toHaveLength(2);
+      expect(next.code).toBe(0);
+      expect(next.lastLine).toMatch(/^rotated 1, failed 0, skipped 0; consumers refreshed 2, failed 0, owed from earlier runs 2$/);
+      const json = JSON.parse(next.stdout.split('\n').find((line) => line.startsWith('{"runId"')) ?? '{}') as { consumers?: { refreshed: number; owed: number; outcomes: { consumer: { name: string }; result: string }[] } };
+      expect(json.consumers).toMatchObject({ refreshed: 2, owed: 2 });
+      expect(json.consumers?.outcomes.map((outcome) => [outcome.consumer.name, outcome.result])).toEqual(expect.arrayContaining([['billing', 'refreshed']]));
     });
 
     it('before any rotation: a consumer never refreshed by keyroll reads as stale, not current', async () => {
