@@ -12,7 +12,7 @@
 // Deployment's annotations onto its newest ReplicaSet (copyDeploymentAnnotationsToReplicaSet) and
 // `kubectl rollout undo` copies an old ReplicaSet's back (getDeploymentPatch), as can any person
 // with a manifest. So an owed entry is a claim, never a proof: owed.ts judges each against the
-// key's record, the policy and the workload's generation before anything acts on it.
+// key's record, the policy and the workload's rollouts before anything acts on it.
 import type { KubeObject } from './kubernetes/client.ts';
 
 export const RESTART_OWED = 'keyroll.io/restart-owed';
@@ -33,12 +33,11 @@ export interface OwedRestart {
   /** Set when a runner left it for the restart window (not in progress any more). */
   deferred?: boolean;
   /**
-   * The workload's metadata.generation when the entry was written (for a deferred one: when it
-   * was left, after its syncs). Only a change of the spec moves it, and every change of the pod
-   * template does (a restart, a deploy, an undo): a later generation means the pods rolled since.
-   * Absent on entries written before keyroll kept it.
+   * The workload's rollout count when the entry was written (for a deferred one: when it was left,
+   * after its syncs): rolloutOf. A later count means the pods rolled since. Absent on entries
+   * written before keyroll kept it, and on a Deployment no deployment controller numbered yet.
    */
-  generation?: number;
+  rollout?: number;
 }
 
 function annotations(object: KubeObject): Record<string, string> {
@@ -67,13 +66,26 @@ function isOwedRestart(value: unknown): value is OwedRestart {
     typeof entry.urgent === 'boolean' &&
     typeof entry.storedAt === 'string' &&
     !Number.isNaN(Date.parse(entry.storedAt)) &&
-    (entry.generation === undefined || (typeof entry.generation === 'number' && Number.isSafeInteger(entry.generation)))
+    (entry.rollout === undefined || (typeof entry.rollout === 'number' && Number.isSafeInteger(entry.rollout)))
   );
 }
 
-/** The workload's metadata.generation (0 when the server did not say). */
-export function generationOf(object: KubeObject): number {
-  return object.metadata?.generation ?? 0;
+/** The annotation the deployment controller numbers a Deployment's rollouts with (its newest ReplicaSet's revision). */
+export const DEPLOYMENT_REVISION = 'deployment.kubernetes.io/revision';
+
+/**
+ * A count that moves when, and only when, the workload's pods roll (a restart, a deploy, an undo),
+ * and that nobody's copy of annotations or of a pod template takes back: a Deployment's revision
+ * (the controller gives every new or reused ReplicaSet the next one, an undo included, and
+ * neither copies it: annotationsToSkip), a StatefulSet's or DaemonSet's metadata.generation (only
+ * a change of the spec moves it). Not a Deployment's generation: any change of its annotations
+ * moves that one (they are copied to its ReplicaSets), keyroll's own markers included. Undefined
+ * for a Deployment without a revision.
+ */
+export function rolloutOf(plural: string, object: KubeObject): number | undefined {
+  if (plural !== 'deployments') return object.metadata?.generation;
+  const revision = Number(object.metadata?.annotations?.[DEPLOYMENT_REVISION]);
+  return Number.isSafeInteger(revision) && revision > 0 ? revision : undefined;
 }
 
 /** The rotation ids the workload's latest restarts were for, oldest first. */

@@ -8,13 +8,14 @@
 // - its rotation is the key's last one, as the key's record in the backend says (an id the record
 //   never knew is forged; an older rotation is superseded: the newer one's delivery restarts it);
 // - the workload was not restarted for it already (restarted-for);
-// - the pod template did not roll since the entry was written (the generation moved): pods started
+// - the pods did not roll since the entry was written (markers.ts rolloutOf moved): pods started
 //   since then read the value, unless its syncs had not happened yet (the caller checks those).
 // Forged entries are settled (removed) and audited as such; so are the other entries that no
 // longer count. Nothing here reads the cluster or a backend: the caller hands in what it read.
 import type { KeyPolicy } from '../policy/schema.ts';
 import type { KubeObject } from './kubernetes/client.ts';
-import { generationOf, restartedFor, type OwedRestart } from './markers.ts';
+import { restartedFor, rolloutOf, type OwedRestart } from './markers.ts';
+import { WORKLOAD_KINDS } from './kinds/workloads.ts';
 import { consumerKey, type WorkloadConsumer } from './refs.ts';
 
 /** What the key's record says of its last rotation, as far as keyroll trusts it (rotation/trusted-state.ts). */
@@ -61,7 +62,8 @@ export function judgeOwed(entry: OwedRestart, context: OwedContext): OwedVerdict
     return storedAtMs < lastMs ? { kind: 'settle', why: 'superseded' } : { kind: 'forged', why: 'unknown-rotation' };
   }
   if (restartedFor(object).includes(entry.rotationId)) return { kind: 'settle', why: 'already-restarted' };
-  if (entry.generation !== undefined && generationOf(object) > entry.generation) {
+  const rollout = rolloutOf(WORKLOAD_KINDS[context.workload.kind].resource.plural, object);
+  if (entry.rollout !== undefined && rollout !== undefined && rollout > entry.rollout) {
     // A deferred entry was written after its syncs: whatever rolled the pods since started them on the value.
     return entry.deferred === true ? { kind: 'settle', why: 'rolled-since' } : { kind: 'rolled' };
   }

@@ -1,7 +1,7 @@
 // Restart debts as claims (issue 27 finding 3, issue 28 item 4): which owed entries count
 // (owed.ts), what a pick-up syncs (plan.ts), and a run's report of the restarts it made (report.ts).
 import { describe, expect, it } from 'vitest';
-import { RESTART_OWED, RESTARTED_FOR, type OwedRestart } from '../../src/consumers/markers.ts';
+import { DEPLOYMENT_REVISION, RESTART_OWED, RESTARTED_FOR, type OwedRestart } from '../../src/consumers/markers.ts';
 import { judgeOwed, type KeyRecord } from '../../src/consumers/owed.ts';
 import { planDelivery, policyOrder } from '../../src/consumers/plan.ts';
 import { consumerKey } from '../../src/consumers/refs.ts';
@@ -21,11 +21,12 @@ const keyB = keyPolicy('key_b', 'org', { consumers: [billingSecret, billing] });
 const record: KeyRecord = { lastRotationId: 'r-a2', lastRotatedAt: '2026-11-28T11:00:00Z' };
 
 function entry(overrides: Partial<OwedRestart> = {}): OwedRestart {
-  return { rotationId: 'r-a2', keyId: 'key_a', urgent: true, storedAt: '2026-11-28T11:00:01Z', generation: 4, ...overrides };
+  return { rotationId: 'r-a2', keyId: 'key_a', urgent: true, storedAt: '2026-11-28T11:00:01Z', rollout: 4, ...overrides };
 }
 
-function workload(generation: number, annotations: Record<string, string> = {}): KubeObject {
-  return { metadata: { name: 'checkout', namespace: 'shop', generation, annotations } };
+/** A Deployment at deployment-controller revision `revision`; its generation moves with every annotation write, so it is set apart. */
+function workload(revision: number, annotations: Record<string, string> = {}): KubeObject {
+  return { metadata: { name: 'checkout', namespace: 'shop', generation: revision * 10 + 7, annotations: { [DEPLOYMENT_REVISION]: String(revision), ...annotations } } };
 }
 
 function judge(owed: OwedRestart, options: { key?: KeyPolicy; object?: KubeObject; record?: KeyRecord | 'unreadable' } = {}) {
@@ -33,7 +34,7 @@ function judge(owed: OwedRestart, options: { key?: KeyPolicy; object?: KubeObjec
 }
 
 describe('judgeOwed: which restart debts count', () => {
-  it("counts an entry of the key's last rotation on a workload it lists, written at the workload's generation", () => {
+  it("counts an entry of the key's last rotation on a workload it lists, written at the workload's revision", () => {
     expect(judge(entry())).toEqual({ kind: 'owed' });
   });
 
@@ -59,7 +60,9 @@ describe('judgeOwed: which restart debts count', () => {
   it('settles a deferred entry once the pods rolled after it (an undo brought it back); an in-progress one depends on its syncs', () => {
     expect(judge(entry({ deferred: true }), { object: workload(6) })).toEqual({ kind: 'settle', why: 'rolled-since' });
     expect(judge(entry(), { object: workload(6) })).toEqual({ kind: 'rolled' });
-    expect(judge(entry({ generation: undefined }), { object: workload(6) })).toEqual({ kind: 'owed' });
+    expect(judge(entry({ rollout: undefined }), { object: workload(6) })).toEqual({ kind: 'owed' });
+    // A Deployment's generation moves with any annotation write (keyroll's own markers too): not a roll.
+    expect(judge(entry({ deferred: true }), { object: { metadata: { generation: 90, annotations: { [DEPLOYMENT_REVISION]: '4' } } } })).toEqual({ kind: 'owed' });
   });
 
   it("leaves alone an entry of a key outside the policy, and one whose key's record cannot be read now", () => {

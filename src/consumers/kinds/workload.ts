@@ -4,7 +4,7 @@
 // lost the race reads the workload again and finds the rotations already restarted for.
 import { ConsumerError } from '../errors.ts';
 import type { KubeClient, KubeObject, KubeObjectRef } from '../kubernetes/client.ts';
-import { generationOf, owedAnnotation, owedRestarts, RESTART_OWED, RESTARTED_AT, restartedFor, restartedForAnnotation, RESTARTED_FOR, type OwedRestart } from '../markers.ts';
+import { owedAnnotation, owedRestarts, RESTART_OWED, RESTARTED_AT, restartedFor, restartedForAnnotation, RESTARTED_FOR, rolloutOf, type OwedRestart } from '../markers.ts';
 
 /** Read-modify-write attempts before a workload that keeps changing is given up on (409 each time). */
 const ATTEMPTS = 5;
@@ -33,8 +33,8 @@ function versionOf(object: KubeObject, ref: KubeObjectRef): string {
 /**
  * Records on the workload that it is owed a restart for `owed` (before the syncs it waits for):
  * a runner that dies before the restart leaves it for the next run. Rotations it was already
- * restarted for are not recorded again. Each entry carries the generation it was written at
- * (owed.ts: a later generation means the pods rolled since).
+ * restarted for are not recorded again. Each entry carries the workload's rollout count
+ * (markers.ts rolloutOf; owed.ts: a later one means the pods rolled since).
  */
 export async function recordOwed(client: KubeClient, ref: KubeObjectRef, owed: readonly OwedRestart[], signal?: AbortSignal): Promise<void> {
   await readModifyWrite(
@@ -44,8 +44,8 @@ export async function recordOwed(client: KubeClient, ref: KubeObjectRef, owed: r
     async (object) => {
       const done = new Set(restartedFor(object));
       const current = owedRestarts(object);
-      const generation = generationOf(object);
-      const added = owed.filter((entry) => !done.has(entry.rotationId) && !current.some((c) => c.rotationId === entry.rotationId)).map((entry) => ({ ...entry, generation }));
+      const rollout = rolloutOf(ref.plural, object);
+      const added = owed.filter((entry) => !done.has(entry.rotationId) && !current.some((c) => c.rotationId === entry.rotationId)).map((entry) => ({ ...entry, ...(rollout === undefined ? {} : { rollout }) }));
       if (added.length === 0) return true;
       await client.patch(ref, { metadata: { resourceVersion: versionOf(object, ref), annotations: { [RESTART_OWED]: owedAnnotation([...current, ...added]) } } }, 'merge', signal);
       return true;
@@ -56,7 +56,7 @@ export async function recordOwed(client: KubeClient, ref: KubeObjectRef, owed: r
 
 /**
  * Marks `rotationIds` owed on the workload as left for the restart window (the next run in it
- * restarts them), at the generation of now: their syncs are done, so any rollout from here on
+ * restarts them), at the rollout count of now: their syncs are done, so any rollout from here on
  * starts the pods on their values (owed.ts).
  */
 export async function markDeferred(client: KubeClient, ref: KubeObjectRef, rotationIds: readonly string[], signal?: AbortSignal): Promise<void> {
@@ -67,8 +67,8 @@ export async function markDeferred(client: KubeClient, ref: KubeObjectRef, rotat
     async (object) => {
       const current = owedRestarts(object);
       if (!current.some((entry) => rotationIds.includes(entry.rotationId) && entry.deferred !== true)) return true;
-      const generation = generationOf(object);
-      const next = current.map((entry) => (rotationIds.includes(entry.rotationId) ? { ...entry, deferred: true, generation } : entry));
+      const rollout = rolloutOf(ref.plural, object);
+      const next = current.map((entry) => (rotationIds.includes(entry.rotationId) ? { ...entry, deferred: true, ...(rollout === undefined ? {} : { rollout }) } : entry));
       await client.patch(ref, { metadata: { resourceVersion: versionOf(object, ref), annotations: { [RESTART_OWED]: owedAnnotation(next) } } }, 'merge', signal);
       return true;
     },
@@ -111,11 +111,11 @@ export async function restartWorkload(client: KubeClient, ref: KubeObjectRef, ro
       const owed = owedRestarts(object);
       const settled = [...due, ...owed.filter((entry) => entry.deferred === true && !due.includes(entry.rotationId) && !before.includes(entry.rotationId)).map((entry) => entry.rotationId)];
       // Entries of other runners still on their way (their syncs may not be done: this restart may
-      // start the pods before them) are carried to the generation this patch makes, one more than
-      // the one read (a change of the pod template moves it by one), so the roll this restart
-      // makes does not count as having delivered them (owed.ts).
-      const next = generationOf(object) + 1;
-      const stillOwed = owed.filter((entry) => !rotationIds.includes(entry.rotationId) && !settled.includes(entry.rotationId)).map((entry) => (entry.generation === undefined ? entry : { ...entry, generation: next }));
+      // start the pods before them) are carried to the rollout this patch makes, one more than the
+      // one read (the next revision, the next generation), so the roll this restart makes does not
+      // count as having delivered them (owed.ts).
+      const current = rolloutOf(ref.plural, object);
+      const stillOwed = owed.filter((entry) => !rotationIds.includes(entry.rotationId) && !settled.includes(entry.rotationId)).map((entry) => (entry.rollout === undefined || current === undefined ? entry : { ...entry, rollout: current + 1 }));
       const patch = {
         metadata: { resourceVersion: versionOf(object, ref), annotations: { [RESTARTED_FOR]: restartedForAnnotation(before, settled), [RESTART_OWED]: owedAnnotation(stillOwed) } },
         spec: { template: { metadata: { annotations: { [RESTARTED_AT]: restartedAt } } } },

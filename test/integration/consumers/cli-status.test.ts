@@ -98,8 +98,7 @@ if (server === undefined) {
       const rotationId = String(leak.events.find((event) => event.event === 'key.rolled')?.rotationId);
       expect(controllers.restartsOf('billing')).toHaveLength(1);
       // What a runner that stopped between its syncs and the restart leaves: the entry, no restarted-for.
-      const billing = await cluster.readWorkload('deployments', 'billing');
-      const entry = { rotationId, keyId: 'key_demo_billing', urgent: true, storedAt: new Date(Date.now() - 60_000).toISOString(), generation: billing.metadata?.generation };
+      const entry = { rotationId, keyId: 'key_demo_billing', urgent: true, storedAt: new Date(Date.now() - 60_000).toISOString() };
       await cluster.admin
         .makeApiClient(CustomObjectsApi)
         .patchNamespacedCustomObject(
@@ -115,7 +114,7 @@ if (server === undefined) {
       const json = JSON.parse(next.stdout.split('\n').find((line) => line.startsWith('{"runId"')) ?? '{}') as { consumers?: { refreshed: number; owed: number; outcomes: { consumer: { name: string }; result: string }[] } };
       expect(json.consumers).toMatchObject({ refreshed: 2, owed: 2 });
       expect(json.consumers?.outcomes.map((outcome) => [outcome.consumer.name, outcome.result])).toEqual(expect.arrayContaining([['billing', 'refreshed']]));
-    });
+    }, 120_000);
 
     it('before any rotation: a consumer never refreshed by keyroll reads as stale, not current', async () => {
       const status = await cli.run(['status', '-p', 'policy.yaml', '-o', 'json']);
