@@ -7,6 +7,7 @@
 // the rotation engine is imported statically here: one round of module loading on the way to the
 // first roll, not two.
 import type { AuditLog } from '../audit/events.ts';
+import { printableLines } from '../audit/printable.ts';
 import { createRefresher } from '../consumers/create.ts';
 import type { DeliveryReport } from '../consumers/types.ts';
 import type { KeyrollMetrics } from '../metrics/metrics.ts';
@@ -101,7 +102,7 @@ export async function executeRun(input: ExecuteRunInput): Promise<number> {
     const consumersFailed = consumers !== undefined && consumers.failed > 0 ? ExitCode.someFailed : ExitCode.ok;
     const exitCode = Math.max(exitCodeAfterShutdown(summary, interruptedBy !== undefined), after ?? 0, consumersFailed) as RunSummary['exitCode'];
     const report = input.report?.({ ...summary, exitCode });
-    if (report !== undefined) process.stdout.write(`${report}\n`);
+    if (report !== undefined) process.stdout.write(`${printableLines(report)}\n`);
     process.stdout.write(`${summaryLine(summary, interruptedBy)}${consumersPart(consumers)}\n`);
     return exitCode;
   } catch (error) {
