@@ -10,6 +10,7 @@ import { pino, type DestinationStream, type Logger } from 'pino';
 import { KeyrollError } from '../errors.ts';
 import type { AuditContext, AuditEventName, AuditLog } from './events.ts';
 import { AUDIT_EVENT_LEVELS } from './levels.ts';
+import { escapeJsonText } from './printable.ts';
 import { sanitizeText } from './sanitize.ts';
 import { traceIdFields } from './trace-ids.ts';
 
@@ -120,7 +121,9 @@ function createPinoLogger(options: AuditLogOptions): Logger {
       mixin: traceIdFields,
       serializers: { err: serializeAuditError, error: serializeAuditError },
       redact: { paths: [...AUDIT_REDACT_PATHS], censor: REDACTED_VALUE },
-      hooks: { streamWrite: sanitizeText },
+      // Then DEL, C1 and bidi controls as \uXXXX escapes (pino escapes C0 itself): the same JSON once
+      // parsed, and a trail read on a terminal (`kubectl logs`) cannot drive it.
+      hooks: { streamWrite: (line) => escapeJsonText(sanitizeText(line)) },
     },
     // Synchronous stdout by default: an audit line emitted before a SIGKILL is on disk (invariant
     // 6 relies on the trail), and no buffered write can fire later inside the window between the

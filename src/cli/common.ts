@@ -1,6 +1,7 @@
 // Pieces every rotating command shares: loading the policy (exit 2 on any error, before
 // anything is touched), the audit log on stdout, shutdown signals, and the summary line.
 import { InvalidArgumentError, type Command } from 'commander';
+import { printable, printableLines } from '../audit/printable.ts';
 import { createAuditLog } from '../audit/logger.ts';
 import { sanitizeText } from '../audit/sanitize.ts';
 import { KeyrollError, errorMessage } from '../errors.ts';
@@ -61,7 +62,7 @@ export function shutdownSignal(): { signal: AbortSignal; dispose: () => void } {
 
 export function summaryLine(summary: RunSummary, interruptedBy?: string): string {
   const why = summary.aborted?.message ?? (interruptedBy === undefined ? undefined : `${interruptedBy} before the run finished`);
-  const tail = why === undefined ? '' : ` (aborted: ${sanitizeText(why)})`;
+  const tail = why === undefined ? '' : ` (aborted: ${printable(sanitizeText(why))})`;
   return `rotated ${summary.rotated}, failed ${summary.failed}, skipped ${summary.skipped}${tail}`;
 }
 
@@ -79,7 +80,7 @@ export function exitCodeAfterShutdown(summary: RunSummary, interrupted: boolean)
 export function exitForError(error: unknown): ExitCode {
   const code = error instanceof KeyrollError ? error.code : undefined;
   // Messages never carry a secret by construction; the sanitizer is the second layer.
-  process.stderr.write(`keyroll: ${sanitizeText(errorMessage(error))}\n`);
+  process.stderr.write(`keyroll: ${printableLines(sanitizeText(errorMessage(error)))}\n`);
   if (code?.startsWith('KR_POLICY') || code === 'KR_USAGE' || code === 'KR_REF_UNRESOLVED') return ExitCode.config;
   return ExitCode.aborted;
 }

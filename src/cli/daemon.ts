@@ -1,4 +1,5 @@
 import { homedir } from 'node:os';
+import { printableLines } from '../audit/printable.ts';
 import { join } from 'node:path';
 import { Option, type Command } from 'commander';
 import { addPolicyOption, createStdoutAudit, exitForError, loadPolicyOrExit } from './common.ts';
@@ -134,7 +135,7 @@ async function daemonCommand(flags: DaemonFlags): Promise<number> {
   // Each run of the daemon is a trace of its own when the OTEL_* variables ask (docs/tracing.md).
   const tracing = await startTracing(process.env, {
     warn: (line) => {
-      process.stderr.write(`keyroll: ${line}\n`);
+      process.stderr.write(`keyroll: ${printableLines(line)}\n`);
     },
   });
   let daemon;

@@ -1,6 +1,7 @@
 // `keyroll emulator`: runs the local key-management API emulator until SIGINT/SIGTERM.
 // The server module (fastify) is imported inside the action so other commands start fast.
 import { InvalidArgumentError, type Command } from 'commander';
+import { printableLines } from '../audit/printable.ts';
 import { errorMessage } from '../errors.ts';
 import { EMULATOR_IN_BUILD, EMULATOR_LEFT_OUT_MESSAGE } from './build-features.ts';
 import { ExitCode } from './exit-codes.ts';
@@ -54,7 +55,7 @@ async function runEmulator(flags: EmulatorFlags): Promise<ExitCode> {
     });
   } catch (error) {
     // Seed errors name the file and the field; listen errors the address. Neither holds a secret.
-    process.stderr.write(`keyroll emulator: cannot start: ${errorMessage(error)}\n`);
+    process.stderr.write(`keyroll emulator: cannot start: ${printableLines(errorMessage(error))}\n`);
     return ExitCode.config;
   }
   const seedName = flags.seed ?? 'config/emulator-seed.yaml';

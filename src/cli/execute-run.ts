@@ -7,6 +7,7 @@
 // the rotation engine is imported statically here: one round of module loading on the way to the
 // first roll, not two.
 import type { AuditLog } from '../audit/events.ts';
+import { printableLines } from '../audit/printable.ts';
 import { createRefresher } from '../consumers/create.ts';
 import { keyRecordsOf } from '../consumers/key-records.ts';
 import { consumersSummaryPart, runConsumersReport, type RunConsumersReport } from '../consumers/report.ts';
@@ -104,7 +105,7 @@ export async function executeRun(input: ExecuteRunInput): Promise<number> {
     const consumersFailed = consumers !== undefined && consumers.failed > 0 ? ExitCode.someFailed : ExitCode.ok;
     const exitCode = Math.max(exitCodeAfterShutdown(summary, interruptedBy !== undefined), after ?? 0, consumersFailed) as RunSummary['exitCode'];
     const report = input.report?.({ ...summary, exitCode }, consumers);
-    if (report !== undefined) process.stdout.write(`${report}\n`);
+    if (report !== undefined) process.stdout.write(`${printableLines(report)}\n`);
     process.stdout.write(`${summaryLine(summary, interruptedBy)}${consumersSummaryPart(consumers)}\n`);
     return exitCode;
   } catch (error) {

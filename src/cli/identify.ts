@@ -3,6 +3,7 @@
 // holds now and held before, and prints the key, never the value. Read-only: no lock, no audit
 // trail, no API call.
 import { Option, type Command } from 'commander';
+import { printableJson, terminalLine } from '../audit/printable.ts';
 import type { LeakMatch, LeakSearch } from '../leaks/identify.ts';
 import { EXIT_CODES_HELP, ExitCode } from './exit-codes.ts';
 import { addPolicyOption, exitForError, loadPolicyOrExit } from './common.ts';
@@ -57,10 +58,10 @@ async function identifyCommand(flags: IdentifyFlags): Promise<number> {
     runtime = await createRuntime(policy, { audit: createNullAuditLog() });
     const search = await searchLeakedSecret(policy, runtime, leaked);
     const fingerprint = leaked.fingerprint();
-    if (flags.output === 'json') process.stdout.write(`${JSON.stringify(jsonReport(fingerprint, search), null, 2)}\n`);
-    else for (const match of search.matches) process.stdout.write(`${describeMatch(match)}\n`);
+    if (flags.output === 'json') process.stdout.write(`${printableJson(jsonReport(fingerprint, search), 2)}\n`);
+    else for (const match of search.matches) process.stdout.write(terminalLine`${describeMatch(match)}\n`);
     for (const unread of search.unread) {
-      process.stderr.write(`keyroll: could not read ${unread.backend}:${unread.path} of ${unread.keyId} (${unread.errorCode}); the value may be there\n`);
+      process.stderr.write(terminalLine`keyroll: could not read ${unread.backend}:${unread.path} of ${unread.keyId} (${unread.errorCode}); the value may be there\n`);
     }
     if (search.matches.length > 0) return ExitCode.ok;
     process.stderr.write(`keyroll: no policy entry holds this value (fingerprint ${fingerprint}); ${String(search.searched)} stored values compared\n`);

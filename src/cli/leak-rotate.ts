@@ -6,6 +6,7 @@
 // intake decides the same way, through the same function (src/leaks/previous-value.ts). Only
 // fingerprints are ever printed or audited (invariant 3).
 import type { AuditContext, AuditLog } from '../audit/events.ts';
+import { terminalLine } from '../audit/printable.ts';
 import { createAuditLog, createNullAuditLog } from '../audit/logger.ts';
 import type { Secret } from '../audit/secret.ts';
 import { searchLeakedSecret, type LeakMatch } from '../leaks/identify.ts';
@@ -57,7 +58,7 @@ export async function identifyForRotation(policy: Policy, leaked: Secret, contex
     await runtime.close();
   }
   for (const unread of search.unread) {
-    process.stderr.write(`keyroll: could not read ${unread.backend}:${unread.path} of ${unread.keyId} (${unread.errorCode}); the value may be there\n`);
+    process.stderr.write(terminalLine`keyroll: could not read ${unread.backend}:${unread.path} of ${unread.keyId} (${unread.errorCode}); the value may be there\n`);
   }
   if (search.matches.length > 0) return leakRotation(leaked, search.matches, alreadyDead, context);
   await auditUnmatched(output, (audit) => {

@@ -2,6 +2,7 @@ import { Option, type Command } from 'commander';
 import { EXIT_CODES_HELP } from './exit-codes.ts';
 import { addPolicyOption, exitForError, loadPolicyOrExit } from './common.ts';
 import type { SlotView } from './key-state.ts';
+import { printableJson } from '../audit/printable.ts';
 
 interface PlanFlags {
   policy: string;
@@ -66,7 +67,7 @@ async function planCommand(flags: PlanFlags): Promise<number> {
     // Invariant 11: what an emergency over these keys costs in time, and which quota bounds it.
     const emergency = estimateEmergency(policy, keys, { ...(shard ? { shards: shard.total } : {}), env: process.env });
     if (flags.output === 'json') {
-      process.stdout.write(`${JSON.stringify({ policy: policy.file, at: now.toISOString(), keys: plan, emergency }, null, 2)}\n`);
+      process.stdout.write(`${printableJson({ policy: policy.file, at: now.toISOString(), keys: plan, emergency }, 2)}\n`);
     } else {
       // The SLOTS column only when the policy has a two-slot entry: single-key tables read as before.
       const withSlots = plan.some((p) => p.slots !== undefined);

@@ -3,6 +3,7 @@
 // terminal, the progress view (terminal/live-view.ts) shows this and more; in a pod, nothing (the
 // audit lines on stdout are the record). terminal/output-mode.ts decides which.
 import type { KeyOutcome } from '../rotation/types.ts';
+import { terminalLine } from '../audit/printable.ts';
 
 export interface ProgressReporter {
   keyDone(outcome: KeyOutcome): void;
@@ -20,7 +21,8 @@ export function createProgressReporter(total: number, stream: NodeJS.WriteStream
       done++;
       counts.set(outcome.result, (counts.get(outcome.result) ?? 0) + 1);
       const detail = outcome.result === 'failed' ? ` at ${outcome.step ?? '?'}: ${outcome.errorCode ?? ''}` : outcome.detail ? ` (${outcome.detail})` : '';
-      stream.write(`\r\x1b[2K${outcome.keyId} ${outcome.result}${detail} in ${outcome.durationMs} ms\n${counter()}`);
+      // The erase is keyroll's own; the key's line is text, whatever an error message held.
+      stream.write(`\r\x1b[2K${terminalLine`${outcome.keyId} ${outcome.result}${detail} in ${outcome.durationMs} ms`}\n${counter()}`);
     },
     finish: () => {
       stream.write('\r\x1b[2K');

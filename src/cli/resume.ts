@@ -2,6 +2,7 @@
 // try it again. Ends the key's failure streak (quarantine or backoff) at its primary destination,
 // under the key lock, audited with the actor; the next run attempts the key at once. Rolls nothing.
 import { randomUUID } from 'node:crypto';
+import { terminalLine } from '../audit/printable.ts';
 import { hostname, userInfo } from 'node:os';
 import type { Command } from 'commander';
 import { EXIT_CODES_HELP, ExitCode } from './exit-codes.ts';
@@ -61,7 +62,7 @@ async function resumeCommand(flags: ResumeFlags): Promise<number> {
     const deps = { owner: `${hostname()}/${String(process.pid)}/resume`, now: () => new Date(), newRotationId: () => randomUUID() };
     const result = await resumeKey(key, primary, deps, audit, actor);
     if (result.kind === 'busy') {
-      process.stderr.write(`keyroll: the lock of ${key.id} is held by ${result.holder.owner} until ${result.holder.expiresAt}; nothing was changed, try again once it is released\n`);
+      process.stderr.write(terminalLine`keyroll: the lock of ${key.id} is held by ${result.holder.owner} until ${result.holder.expiresAt}; nothing was changed, try again once it is released\n`);
       return ExitCode.aborted;
     }
     if (result.kind === 'no-streak') {
@@ -70,7 +71,7 @@ async function resumeCommand(flags: ResumeFlags): Promise<number> {
     }
     const { streak } = result;
     const what = streak.quarantinedAt === undefined ? 'backoff ended' : `quarantine (since ${streak.quarantinedAt}) lifted`;
-    process.stderr.write(`keyroll: ${key.id}: ${what} after ${String(streak.consecutive)} consecutive failures (last ${streak.last.step} ${streak.last.errorCode}); the next run attempts it\n`);
+    process.stderr.write(terminalLine`keyroll: ${key.id}: ${what} after ${String(streak.consecutive)} consecutive failures (last ${streak.last.step} ${streak.last.errorCode}); the next run attempts it\n`);
     return ExitCode.ok;
   } catch (error) {
     return exitForError(error);

@@ -4,6 +4,7 @@ import { streakCell, type StreakView } from '../rotation/backoff-state.ts';
 import type { SlotView } from './key-state.ts';
 import type { ProbeReport, StandbyVerdict, StoredVerdict } from './probe-keys.ts';
 import type { ConsumerStatus } from '../consumers/status.ts';
+import { terminalLine } from '../audit/printable.ts';
 
 export interface StatusRow {
   keyId: string;
@@ -38,7 +39,7 @@ export interface StatusRow {
 /** One stderr line naming what keyroll distrusts in a key's bookkeeping, never a malformed value. */
 export function distrustLine(row: StatusRow): string {
   const doubts = row.distrusted.map((d) => `${d.record}${d.field === undefined ? '' : `.${d.field}`} ${d.problem}${d.value === undefined ? '' : ` (${d.value})`}, ${d.action}`);
-  return `keyroll: ${row.keyId}: keyroll does not trust part of its bookkeeping: ${doubts.join('; ')}. Corruption, a clock far off, or an edit by someone who may change the destination's tags or metadata: see "Distrusted bookkeeping" in docs/runbook.md\n`;
+  return terminalLine`keyroll: ${row.keyId}: keyroll does not trust part of its bookkeeping: ${doubts.join('; ')}. Corruption, a clock far off, or an edit by someone who may change the destination's tags or metadata: see "Distrusted bookkeeping" in docs/runbook.md\n`;
 }
 
 /** Headers and cells of the status table; the SLOTS and PROBE columns only when some row has something to show there. */

@@ -1,6 +1,7 @@
 import { Option, type Command } from 'commander';
 import { EXIT_CODES_HELP } from './exit-codes.ts';
 import { addPolicyOption, exitForError, loadPolicyOrExit } from './common.ts';
+import { printableJson, terminalLine } from '../audit/printable.ts';
 import type { Runtime } from '../rotation/runtime.ts';
 import type { ReadOnlyBackends } from './key-state.ts';
 import type { ProbeReport, ProbeTarget } from './probe-keys.ts';
@@ -101,7 +102,7 @@ async function statusCommand(flags: StatusFlags): Promise<number> {
     if (flags.consumers) await addConsumerStatuses(policy, rows);
     const output = flags.output ?? (process.stdout.isTTY ? 'table' : 'json');
     if (output === 'json') {
-      process.stdout.write(`${JSON.stringify({ policy: policy.file, at: now.toISOString(), keys: rows }, null, 2)}\n`);
+      process.stdout.write(`${printableJson({ policy: policy.file, at: now.toISOString(), keys: rows }, 2)}\n`);
     } else {
       const withSlots = rows.some((r) => r.slots !== undefined);
       const withProbe = flags.probe === true || rows.some((r) => r.lastProbe !== null);
@@ -111,16 +112,16 @@ async function statusCommand(flags: StatusFlags): Promise<number> {
     for (const row of rows.filter((r) => r.drift === true)) {
       const dead = row.slots?.active ?? row.keyId;
       process.stderr.write(
-        `keyroll: drift: the stored secret of ${row.keyId}${row.slots ? ` (active slot ${dead})` : ''} no longer works: the key was rolled outside keyroll and consumers reading it fail. keyroll run heals it (onDrift: rotate), or now: keyroll rotate --key ${dead} --reason manual --force\n`,
+        terminalLine`keyroll: drift: the stored secret of ${row.keyId}${row.slots ? ` (active slot ${dead})` : ''} no longer works: the key was rolled outside keyroll and consumers reading it fail. keyroll run heals it (onDrift: rotate), or now: keyroll rotate --key ${dead} --reason manual --force\n`,
       );
     }
     for (const row of rows.filter((r) => r.distrusted.length > 0)) process.stderr.write(distrustLine(row));
     for (const row of rows.filter((r) => r.probe?.errorCode !== undefined)) {
-      process.stderr.write(`keyroll: ${row.keyId}: probe failed (${row.probe?.errorCode ?? ''}); its stored secret's state is unknown\n`);
+      process.stderr.write(terminalLine`keyroll: ${row.keyId}: probe failed (${row.probe?.errorCode ?? ''}); its stored secret's state is unknown\n`);
     }
     for (const row of rows) {
       for (const consumer of row.consumers?.filter((c) => c.state === 'unreadable') ?? []) {
-        process.stderr.write(`keyroll: ${row.keyId}: consumer ${consumer.consumer} cannot be read (${consumer.errorCode ?? 'unknown'}); its refresh state is unknown\n`);
+        process.stderr.write(terminalLine`keyroll: ${row.keyId}: consumer ${consumer.consumer} cannot be read (${consumer.errorCode ?? 'unknown'}); its refresh state is unknown\n`);
       }
     }
     return rows.some((r) => r.error !== undefined || r.drift === true || r.probe?.errorCode !== undefined) ? 1 : 0;

@@ -1,6 +1,13 @@
-/** Renders rows as an aligned plain-text table (for terminals; `-o json` gives the data). */
+import { printable } from '../audit/printable.ts';
+
+/**
+ * Renders rows as an aligned plain-text table (for terminals; `-o json` gives the data). Every cell
+ * goes through `printable`: cells hold text read from backends and the cluster, and a control
+ * character there must show as an escape, not move the cursor (audit/printable.ts).
+ */
 export function renderTable(headers: readonly string[], rows: readonly (readonly string[])[]): string {
-  const widths = headers.map((header, i) => Math.max(header.length, ...rows.map((row) => (row[i] ?? '').length)));
+  const shown = [headers, ...rows].map((row) => row.map(printable));
+  const widths = headers.map((_, i) => Math.max(...shown.map((row) => (row[i] ?? '').length)));
   const line = (cells: readonly string[]): string => cells.map((cell, i) => cell.padEnd(widths[i] ?? 0)).join('  ').trimEnd();
-  return [line(headers), ...rows.map(line)].join('\n') + '\n';
+  return shown.map(line).join('\n') + '\n';
 }

@@ -4,12 +4,13 @@
 // (exit codes 0 to 4, or an error thrown) ends the span and flushes the spans before the process
 // exits: a short-lived run leaves no span behind in a buffer. With tracing off this is a plain call.
 import { inSpan } from '../tracing/spans.ts';
+import { printableLines } from '../audit/printable.ts';
 import { startTracing } from '../tracing/start.ts';
 
 export async function tracedCommand(command: 'run' | 'rotate', run: () => Promise<number>): Promise<number> {
   const tracing = await startTracing(process.env, {
     warn: (line) => {
-      process.stderr.write(`keyroll: ${line}\n`);
+      process.stderr.write(`keyroll: ${printableLines(line)}\n`);
     },
   });
   if (tracing === undefined) return run();

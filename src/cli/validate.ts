@@ -1,4 +1,5 @@
 import { Option, type Command } from 'commander';
+import { printableJson, terminalLine } from '../audit/printable.ts';
 import { EXIT_CODES_HELP, ExitCode } from './exit-codes.ts';
 import { addPolicyOption, exitForError, loadPolicyOrExit } from './common.ts';
 import { formatIssue } from '../policy/errors.ts';
@@ -86,11 +87,11 @@ async function validateCommand(flags: ValidateFlags): Promise<number> {
   // Warnings do not change the exit code: the policy is valid, and says so on purpose.
   const warnings = policy.warnings ?? [];
   if (flags.output === 'json') {
-    process.stdout.write(`${JSON.stringify({ policy: policy.file, checks, warnings }, null, 2)}\n`);
+    process.stdout.write(`${printableJson({ policy: policy.file, checks, warnings }, 2)}\n`);
   } else {
-    for (const warning of warnings) process.stdout.write(`warn  ${formatIssue(warning)}\n`);
+    for (const warning of warnings) process.stdout.write(terminalLine`warn  ${formatIssue(warning)}\n`);
     for (const c of checks) {
-      process.stdout.write(`${c.ok ? 'ok  ' : 'FAIL'}  ${c.check}${c.detail ? ` — ${c.detail}` : ''}${c.errorCode && !c.ok ? ` [${c.errorCode}]` : ''}\n`);
+      process.stdout.write(terminalLine`${c.ok ? 'ok  ' : 'FAIL'}  ${c.check}${c.detail ? ` — ${c.detail}` : ''}${c.errorCode && !c.ok ? ` [${c.errorCode}]` : ''}\n`);
     }
   }
   if (credentialRefused) return ExitCode.aborted;

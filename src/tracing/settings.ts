@@ -5,6 +5,7 @@
 // whatever else is set. An empty variable counts as unset, as the specification says.
 // The endpoint, headers, timeout and compression are read by the OTLP exporter itself; the rest
 // is read here, since the SDK's trace package no longer reads the environment.
+import { collectorCredentials, plainHttpCredentialWarning } from './collector-credentials.ts';
 
 export type OtlpProtocol = 'http/protobuf' | 'http/json';
 
@@ -31,7 +32,10 @@ export interface TracingOn {
   tracestate?: string;
   /** OpenTelemetry's own diagnostics on stderr from this level up (OTEL_LOG_LEVEL; default warn). */
   logLevel: 'none' | 'error' | 'warn' | 'info' | 'debug';
-  /** Values that authenticate keyroll to the collector (header values, a URL's password): secrets to blank. */
+  /**
+   * Every part of what authenticates keyroll to the collector (header values, a token after its
+   * scheme, a URL's user, password and query values): secrets to blank (collector-credentials.ts).
+   */
   credentials: string[];
   warnings: string[];
 }
@@ -63,37 +67,6 @@ function number(env: NodeJS.ProcessEnv, name: string, fallback: number, warnings
   if (Number.isFinite(value) && value >= min) return value;
   warnings.push(`${name}=${JSON.stringify(text)} is not a number of at least ${String(min)}; using ${String(fallback)}`);
   return fallback;
-}
-
-/** OTEL_EXPORTER_OTLP_HEADERS' values (`k=v,k2=v2`, values percent-encoded) and a URL's password. */
-function credentialsIn(env: NodeJS.ProcessEnv): string[] {
-  const values: string[] = [];
-  for (const name of ['OTEL_EXPORTER_OTLP_HEADERS', 'OTEL_EXPORTER_OTLP_TRACES_HEADERS']) {
-    for (const pair of read(env, name)?.split(',') ?? []) {
-      const at = pair.indexOf('=');
-      if (at < 0) continue;
-      const raw = pair.slice(at + 1).trim();
-      if (raw === '') continue;
-      values.push(raw);
-      try {
-        const decoded = decodeURIComponent(raw);
-        if (decoded !== raw) values.push(decoded);
-      } catch {
-        // Not percent-encoded text: the raw value is the one that travels.
-      }
-    }
-  }
-  for (const name of ['OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT']) {
-    const url = read(env, name);
-    if (url === undefined) continue;
-    try {
-      const { password } = new URL(url);
-      if (password !== '') values.push(password, decodeURIComponent(password));
-    } catch {
-      // The exporter reports a URL it cannot use.
-    }
-  }
-  return values;
 }
 
 export function tracingSettings(env: NodeJS.ProcessEnv): TracingSettings {
@@ -155,7 +128,7 @@ export function tracingSettings(env: NodeJS.ProcessEnv): TracingSettings {
     ...(traceparent === undefined ? {} : { traceparent }),
     ...(tracestate === undefined ? {} : { tracestate }),
     logLevel,
-    credentials: credentialsIn(env),
-    warnings,
+    credentials: collectorCredentials(env),
+    warnings: [...warnings, ...[plainHttpCredentialWarning(env)].filter((warning) => warning !== undefined)],
   };
 }

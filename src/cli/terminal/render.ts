@@ -1,9 +1,10 @@
 // The progress view's lines, as text: one line per finished key (kept on screen), one per key in
 // progress (redrawn), and a counter. Only key ids, steps, results, error codes, destinations,
 // exposure windows and fingerprints appear, all read from the sanitized audit trail or the key's
-// outcome; control characters are replaced, so nothing printed can move the cursor or retitle the
-// terminal. Lines are cut to the terminal's width: a wrapped line would break the redraw.
+// outcome; control characters are shown as escapes (audit/printable.ts), so nothing printed can
+// move the cursor or retitle the terminal. Lines are cut to the terminal's width: a wrapped line would break the redraw.
 import picocolors from 'picocolors';
+import { printable } from '../../audit/printable.ts';
 import type { KeyResult } from '../../rotation/types.ts';
 import { formatDuration, type FinishedKey, type KeyProgress, type RunCounts } from './key-progress.ts';
 
@@ -28,12 +29,9 @@ export function createStyle(color: boolean, unicode: boolean, keyIds: readonly s
   return { colors: picocolors.createColors(color), unicode, keyWidth: Math.min(32, Math.max(8, ...keyIds.map((id) => id.length))) };
 }
 
-// C0 and C1 controls, ESC included, become '?': a key id or an error message cannot drive the terminal.
-function isControl(char: string): boolean {
-  const code = char.codePointAt(0) ?? 0;
-  return code < 0x20 || (code >= 0x7f && code <= 0x9f);
-}
-const characters = (text: string): string[] => Array.from(text, (char) => (isControl(char) ? '?' : char));
+// Controls, ESC included, become visible escapes before the line is cut: a key id or an error
+// message cannot drive the terminal, and the cut counts what is shown.
+const characters = (text: string): string[] => Array.from(printable(text));
 
 /** Joins segments, cut to `width` characters (with an ellipsis), painting each visible part. */
 export function fitLine(segments: readonly Segment[], width: number): string {

@@ -4,6 +4,7 @@
 // pino's redact paths and the sanitizer (src/audit/logger.ts, hooks.streamWrite), so each sink
 // gets the same sanitized bytes; the view sanitizes its own frames again before writing.
 import { createAuditLog, type FlushableAuditLog } from '../../audit/logger.ts';
+import { printable } from '../../audit/printable.ts';
 import type { KeyOutcome } from '../../rotation/types.ts';
 import { createProgressReporter } from '../progress.ts';
 import { openAuditFile, type AuditFileSink } from './audit-file.ts';
@@ -48,7 +49,7 @@ export async function openRunOutput(flags: OutputFlags, keyIds: readonly string[
     write(line: string): void {
       file?.write(line);
       if (mode.trail === 'json') io.stdout.write(line);
-      else if (pretty) io.stdout.write(pretty(line));
+      else if (pretty) io.stdout.write(pretty(printableFields(line)));
       view?.auditLine(line);
     },
   };
@@ -77,4 +78,28 @@ async function loadPrettifier(colorize: boolean): Promise<(line: string) => stri
   // The event name is the message (msg); pid and hostname tell runners apart in a shared log, not
   // on the terminal that started this one.
   return prettyFactory({ colorize, ignore: 'pid,hostname,event,runId,rotationId,keyId,organizationId,actor,reason,ticket', messageFormat: '{if keyId}{keyId} {end}{msg}', translateTime: 'SYS:HH:MM:ss.l', singleLine: true });
+}
+
+/**
+ * The audit line with every string value (and name) made printable: pino-pretty writes values
+ * unquoted, so an error message's escape sequence (JSON-escaped in the line) would reach the
+ * terminal raw. A line that is not JSON is passed as is; pino-pretty prints it verbatim, and it
+ * comes from keyroll's own logger.
+ */
+function printableFields(line: string): string {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(line);
+  } catch {
+    return line;
+  }
+  const walk = (value: unknown): unknown => {
+    if (typeof value === 'string') return printable(value);
+    if (Array.isArray(value)) return value.map(walk);
+    if (value === null || typeof value !== 'object') return value;
+    const out: Record<string, unknown> = {};
+    for (const [name, inner] of Object.entries(value)) Object.defineProperty(out, printable(name), { value: walk(inner), enumerable: true, writable: true, configurable: true });
+    return out;
+  };
+  return `${JSON.stringify(walk(parsed))}\n`;
 }

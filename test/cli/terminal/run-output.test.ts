@@ -9,6 +9,7 @@ import { openRunOutput } from '../../../src/cli/terminal/run-output.ts';
 import { useTempDir } from '../../support/temp-dir.ts';
 import { ESC, fakeTty, outcome, visible } from './support.ts';
 import { expectNoSecrets } from '../../support/secret-scan.ts';
+import { rawControls } from '../../support/raw-controls.ts';
 
 describe('run output', () => {
   const dir = useTempDir('keyroll-terminal-');
@@ -51,6 +52,26 @@ describe('run output', () => {
     expect(tty.text()).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] ERROR: key_a key\.failed \{.*"errorCode":"KR_X"/);
     expectNoSecrets([tty.text()], [secret.reveal()]);
     expect(tty.text()).not.toContain(ESC);
+  });
+
+  it('--log-format pretty: an escape sequence in a value shows as an escape (issue 27, finding 4)', async () => {
+    const tty = fakeTty();
+    const output = await openRunOutput({ logFormat: 'pretty' }, ['key_a'], { stdout: tty, stderr: fakeTty(), env: { NO_COLOR: '1' } });
+    output.audit.child({ keyId: `key_a${ESC}[1A${ESC}[2K` }).emit('key.failed', { step: 'roll', errorCode: 'KR_X', error: `server said \u009b2J${ESC}]0;pwned\u0007` });
+    output.finishView();
+    output.close();
+    expect(rawControls(tty.text())).toEqual([]);
+    expect(tty.text()).toContain('key_a\\u001b[1A\\u001b[2K key.failed');
+  });
+
+  it('piped: DEL, C1 and bidi controls in a JSON line are \\u escapes, the same value once parsed', async () => {
+    const pipe = { ...fakeTty(), isTTY: undefined };
+    const output = await openRunOutput({}, ['key_a'], { stdout: pipe, stderr: { ...fakeTty(), isTTY: undefined }, env: {} });
+    const error = `x\u009b2J\u202ey\u007f`;
+    output.audit.child({ keyId: 'key_a' }).emit('key.failed', { step: 'roll', errorCode: 'KR_X', error });
+    output.close();
+    expect(rawControls(pipe.writes[0] ?? '')).toEqual([]);
+    expect(JSON.parse(pipe.writes[0]!)).toMatchObject({ error });
   });
 
   it('an audit file others could read is narrowed to 0600; one that cannot be opened is a usage error', async () => {
