@@ -32,7 +32,7 @@ function policyOf(keys: KeyPolicy[], backends: Record<string, { region?: string;
     backends: Object.fromEntries(Object.entries(backends).map(([name, config]) => [name, AwsBackendConfig.parse({ kind: 'aws', allowInsecureHttp: true, ...config })])),
     alerts: { sinks: {} },
     keys,
-  } as Policy;
+  };
 }
 
 /** A stand-in for Secrets Manager: counts requests, refuses each (AccessDenied: no retries). */
