@@ -40,9 +40,14 @@ quietly() {
   return 1
 }
 
+# helm template knows no cluster: its .Capabilities.APIVersions lists group/versions only, so the
+# chart's ValidatingAdmissionPolicy (rendered where the API server serves the kind) is asked for,
+# as a Kubernetes 1.30+ API server's discovery would list it.
+API_VERSIONS="admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy"
+
 render() { # values-file output-file
   "$helm" template "$release" "$chart" --namespace "$namespace" --kube-version "$KUBERNETES_VERSION" \
-    --values "$1" >"$2" 2>"$work/render.err"
+    --api-versions "$API_VERSIONS" --values "$1" >"$2" 2>"$work/render.err"
 }
 
 validate() { # rendered files…
@@ -81,9 +86,14 @@ if [ -n "$rendered" ]; then
 fi
 
 # ---- 2b: what the defaults must render: a NetworkPolicy (nothing reaches keyroll pods unless
-# daemonIngressFrom says so).
+# daemonIngressFrom says so); and with consumerAccess, the ValidatingAdmissionPolicy and binding
+# that keep keyroll's patches to its own annotations (docs/kubernetes.md, "What keyroll may change").
 if [ -f "$work/defaults.yaml" ]; then
   grep -q '^kind: NetworkPolicy$' "$work/defaults.yaml" || problem "the defaults render no NetworkPolicy"
+fi
+if [ -f "$work/consumers.yaml" ]; then
+  grep -q '^kind: ValidatingAdmissionPolicy$' "$work/consumers.yaml" || problem "consumerAccess renders no ValidatingAdmissionPolicy"
+  grep -q '^kind: ValidatingAdmissionPolicyBinding$' "$work/consumers.yaml" || problem "consumerAccess renders no ValidatingAdmissionPolicyBinding"
 fi
 
 # ---- 3: the values files that must fail, each at its stage, with its error.

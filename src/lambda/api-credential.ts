@@ -13,9 +13,8 @@ import { Secret } from '../audit/secret.ts';
 import { SecretsManagerCalls } from '../backends/aws/client.ts';
 import { awsAccessFromEnv } from '../backends/aws/index.ts';
 import { errorMessage } from '../errors.ts';
-import type { Policy } from '../policy/schema.ts';
+import type { KeyPolicy, Policy } from '../policy/schema.ts';
 import { credentialFromPolicy, type RuntimeOptions } from '../rotation/runtime.ts';
-import { findNativeKey } from './context.ts';
 import { NativeRotationError } from './errors.ts';
 
 /** The function's environment variable naming the secret that holds keyroll's API credential. */
@@ -88,8 +87,8 @@ export interface ApiTokenReaderConfig {
  * Where the credential is read: the endpoint and timeout of the rotated secret's own aws backend
  * (a VPC endpoint for one is the way out for the other), in the region the ARN names.
  */
-export function apiTokenReaderConfig(policy: Policy, secretId: string, env: NodeJS.ProcessEnv): ApiTokenReaderConfig {
-  const backendName = findNativeKey(policy, secretId)?.destinations[0]?.backend;
+export function apiTokenReaderConfig(policy: Policy, key: KeyPolicy, env: NodeJS.ProcessEnv): ApiTokenReaderConfig {
+  const backendName = key.destinations[0]?.backend;
   const config = backendName === undefined ? undefined : policy.backends[backendName];
   const aws = config?.kind === 'aws' ? config : undefined;
   return { endpoint: aws?.endpoint, region: aws?.region, timeoutMs: aws?.timeoutMs ?? 10_000, env };
@@ -133,13 +132,13 @@ export async function readApiToken(arn: string, config: ApiTokenReaderConfig): P
  * The credential the function's runtime uses: read from the secret KEYROLL_API_TOKEN_SECRET_ARN
  * names when it is set (and no caller passed one), else undefined (the policy's reference as is).
  */
-export function functionApiCredential(policy: Policy, secretId: string, env: NodeJS.ProcessEnv, runtime: Partial<RuntimeOptions> = {}): CredentialProvider | undefined {
+export function functionApiCredential(policy: Policy, key: KeyPolicy, env: NodeJS.ProcessEnv, runtime: Partial<RuntimeOptions> = {}): CredentialProvider | undefined {
   const arn = env[API_TOKEN_SECRET_ARN_ENV];
   if (arn === undefined || arn === '' || runtime.credentials !== undefined) return undefined;
   // A copy: the value lives in this object only, never in process.env (which child processes,
   // crash reports and the Lambda runtime's own diagnostics may read).
   const own: NodeJS.ProcessEnv = { ...env };
-  const config = apiTokenReaderConfig(policy, secretId, env);
+  const config = apiTokenReaderConfig(policy, key, env);
   return secretApiCredential({
     arn,
     base: credentialFromPolicy(policy, runtime.dispatcher, own),

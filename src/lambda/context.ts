@@ -36,33 +36,8 @@ export function nativeOwner(token: string): string {
   return `aws-rotation/${token}`;
 }
 
-/**
- * The secret's name in an ARN (`arn:aws:secretsmanager:<region>:<account>:secret:<name>-<6 chars>`),
- * or undefined when `id` is not a Secrets Manager secret ARN.
- */
-export function nameInArn(id: string): string | undefined {
-  const match = /^arn:[^:]+:secretsmanager:[^:]*:[^:]*:secret:(.+)-[A-Za-z0-9]{6}$/.exec(id);
-  return match?.[1];
-}
-
-/** The aws-native entry whose destination is the secret `secretId` names (an ARN, or a name). */
-export function findNativeKey(policy: Policy, secretId: string): KeyPolicy | undefined {
-  const name = nameInArn(secretId);
-  return policy.keys.find((key) => {
-    const path = key.destinations[0]?.target.path;
-    if (key.scheduler !== 'aws-native' || path === undefined) return false;
-    return path === secretId || (name !== undefined && path === name) || (nameInArn(path) !== undefined && nameInArn(path) === name);
-  });
-}
-
-export async function openNativeContext(policy: Policy, event: RotationEvent, audit: AuditLog, runtimeOptions: Partial<RuntimeOptions> = {}): Promise<NativeContext> {
-  const key = findNativeKey(policy, event.SecretId);
-  if (key === undefined) {
-    throw new NativeRotationError(
-      'KR_NATIVE_NOT_CONFIGURED',
-      `no key of policy ${policy.file} has scheduler: aws-native with the secret ${event.SecretId} as its destination; nothing was rolled (add the entry, or turn rotation off with keyroll aws disable-rotation)`,
-    );
-  }
+/** Opens the context of `key`, the entry the event's secret names (secret-location.ts: nativeKeyFor). */
+export async function openNativeContext(policy: Policy, key: KeyPolicy, event: RotationEvent, audit: AuditLog, runtimeOptions: Partial<RuntimeOptions> = {}): Promise<NativeContext> {
   const runtime = await createRuntime(policy, { audit, ...runtimeOptions });
   const { destinations, fallbacks } = runtime.resolveKey(key);
   const primary = destinations[0];

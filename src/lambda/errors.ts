@@ -8,6 +8,8 @@ export type NativeRotationErrorCode =
   | 'KR_NATIVE_EVENT_INVALID'
   /** No key of the policy is rotated natively at this secret, or the entry may not be. */
   | 'KR_NATIVE_NOT_CONFIGURED'
+  /** The event's secret ARN has an entry's name but another partition, region or account than its destination. */
+  | 'KR_NATIVE_ARN_MISMATCH'
   /** The rotation's new value is not (or no longer) at the version AWS names. */
   | 'KR_NATIVE_NO_PENDING'
   /** createSecret decided not to roll (min interval, consumerRefresh, another runner's lock). */

@@ -19,6 +19,7 @@ import { createSecret } from './create-secret.ts';
 import { NativeRotationError, reportedErrors } from './errors.ts';
 import { RotationEvent } from './event.ts';
 import { finishSecret } from './finish-secret.ts';
+import { functionLocation, nativeKeyFor } from './secret-location.ts';
 import { testSecret } from './test-secret.ts';
 
 /** Where the policy is read in Lambda: KEYROLL_POLICY, else policy.yaml beside the handler (in the zip). */
@@ -29,8 +30,15 @@ export interface RotationFunctionOptions {
   policy?: Policy;
   audit?: AuditLog;
   runtime?: Partial<RuntimeOptions>;
-  /** The function's environment (default process.env): KEYROLL_POLICY, KEYROLL_API_TOKEN_SECRET_ARN (api-credential.ts). */
+  /** The function's environment (default process.env): KEYROLL_POLICY, KEYROLL_API_TOKEN_SECRET_ARN (api-credential.ts), AWS_REGION. */
   env?: NodeJS.ProcessEnv;
+  /** The function's own ARN (the Lambda context's invokedFunctionArn): its partition, region and account bound which secrets it rotates. */
+  functionArn?: string;
+}
+
+/** The part of the Lambda context object the function reads. */
+export interface LambdaContext {
+  invokedFunctionArn?: string;
 }
 
 /** What a step did, as audited (`key.native.step`). */
@@ -51,8 +59,11 @@ export async function runRotationStep(input: unknown, options: RotationFunctionO
   const env = options.env ?? process.env;
   const policy = options.policy ?? (await loadPolicy(env.KEYROLL_POLICY ?? LAMBDA_POLICY_PATH));
   return withSecretScope(async () => {
-    const credentials = functionApiCredential(policy, event.SecretId, env, options.runtime);
-    const ctx = await openNativeContext(policy, event, audit, { ...options.runtime, ...(options.env ? { env: options.env } : {}), ...(credentials ? { credentials } : {}) });
+    // Before any request: the event's secret is the entry's destination by name AND by where it
+    // lives (partition, region, account); a namesake elsewhere is refused (secret-location.ts).
+    const key = nativeKeyFor(policy, event.SecretId, functionLocation(options.functionArn, env));
+    const credentials = functionApiCredential(policy, key, env, options.runtime);
+    const ctx = await openNativeContext(policy, key, event, audit, { ...options.runtime, ...(options.env ? { env: options.env } : {}), ...(credentials ? { credentials } : {}) });
     try {
       const did = await runStep(ctx);
       return { step: event.Step, did, keyId: ctx.key.id };
@@ -85,6 +96,6 @@ async function runStep(ctx: NativeContext): Promise<string> {
 }
 
 /** The Lambda entry point (Node 24 runtime, handler `index.handler`). */
-export async function handler(event: unknown): Promise<void> {
-  await runRotationStep(event);
+export async function handler(event: unknown, context?: LambdaContext): Promise<void> {
+  await runRotationStep(event, context?.invokedFunctionArn === undefined ? {} : { functionArn: context.invokedFunctionArn });
 }

@@ -266,6 +266,13 @@ describe.skipIf(moto === undefined)('shipped IAM policy (config/iam-policy.json)
     expect(granted.filter((a) => a.includes('*'))).toEqual([]);
   });
 
+  it('asks KMS only for what Secrets Manager does on keyroll\'s behalf (GenerateDataKey, Decrypt), never Encrypt: keyroll never calls UpdateSecret with a new KmsKeyId', () => {
+    const kms = policy.Statement.filter((s) => s.Effect === 'Allow')
+      .flatMap((s) => list(s.Action))
+      .filter((a) => a.toLowerCase().startsWith('kms:'));
+    expect(new Set(kms)).toEqual(new Set(['kms:GenerateDataKey', 'kms:Decrypt']));
+  });
+
   it('allows every call, conditions and lock companions included, for each AWS destination of config/aws-policy.yaml', async () => {
     // Static, because moto cannot evaluate resources or conditions for Secrets Manager.
     const example = await loadPolicy(fileURLToPath(EXAMPLE_POLICY_FILE));

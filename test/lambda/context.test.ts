@@ -1,7 +1,8 @@
-// Which policy entry an event's SecretId names (src/lambda/context.ts): AWS sends the secret's ARN,
-// whose name carries a 6-character suffix; the policy names the secret or its ARN.
+// Which policy entries an event's SecretId names (src/lambda/secret-location.ts): AWS sends the secret's ARN,
+// whose name carries a 6-character suffix; the policy names the secret or its ARN. Where the
+// secret lives is compared in secret-location.test.ts.
 import { describe, expect, it } from 'vitest';
-import { findNativeKey, nameInArn } from '../../src/lambda/context.ts';
+import { nativeKeysNamed, parseSecretArn } from '../../src/lambda/secret-location.ts';
 import type { Policy } from '../../src/policy/schema.ts';
 import { JSON_SHAPE, keyPolicy } from '../rotation/harness.ts';
 
@@ -14,18 +15,18 @@ function policyWith(path: string, native = true): Policy {
 
 describe('finding the entry of a rotation event', () => {
   it('reads the name out of a secret ARN', () => {
-    expect(nameInArn(ARN)).toBe('keyroll/billing');
-    expect(nameInArn('keyroll/billing')).toBeUndefined();
+    expect(parseSecretArn(ARN)?.name).toBe('keyroll/billing');
+    expect(parseSecretArn('keyroll/billing')).toBeUndefined();
   });
 
   it('matches a policy path given as the name, or as the ARN', () => {
-    expect(findNativeKey(policyWith('keyroll/billing'), ARN)?.id).toBe('billing-api');
-    expect(findNativeKey(policyWith(ARN), ARN)?.id).toBe('billing-api');
-    expect(findNativeKey(policyWith('keyroll/billing'), 'keyroll/billing')?.id).toBe('billing-api');
+    expect(nativeKeysNamed(policyWith('keyroll/billing'), ARN)[0]?.id).toBe('billing-api');
+    expect(nativeKeysNamed(policyWith(ARN), ARN)[0]?.id).toBe('billing-api');
+    expect(nativeKeysNamed(policyWith('keyroll/billing'), 'keyroll/billing')[0]?.id).toBe('billing-api');
   });
 
   it('never matches another secret, a name that only starts the same, or an entry keyroll schedules', () => {
-    expect(findNativeKey(policyWith('keyroll/bill'), ARN)).toBeUndefined();
-    expect(findNativeKey(policyWith('keyroll/billing', false), ARN)).toBeUndefined();
+    expect(nativeKeysNamed(policyWith('keyroll/bill'), ARN)).toEqual([]);
+    expect(nativeKeysNamed(policyWith('keyroll/billing', false), ARN)).toEqual([]);
   });
 });

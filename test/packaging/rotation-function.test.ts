@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { unzipSync } from 'fflate';
 import { describe, expect, it } from 'vitest';
 import { parse, type Tags } from 'yaml';
+import type { AwsAction } from '../../src/backends/aws/errors.ts';
 import { buildRotationFunction } from '../../scripts/build-rotation-function.ts';
 import { useTempDir } from '../support/temp-dir.ts';
 
@@ -59,5 +60,58 @@ describe("keyroll's own API credential in the CloudFormation template", () => {
     const statements = template.Resources.Role.Properties.Policies.flatMap((policy) => policy.PolicyDocument.Statement).filter((statement): statement is Statement => 'Action' in statement);
     const reads = statements.find((statement) => statement.Sid === 'ReadOwnApiCredential');
     expect(reads).toMatchObject({ Action: 'secretsmanager:GetSecretValue', Resource: { Ref: 'ApiCredentialSecretArn' } });
+  });
+});
+
+interface Template {
+  Parameters: Record<string, { Type: string; Default?: string; MinLength?: number; AllowedPattern?: string }>;
+  Resources: {
+    Role: { Properties: { Policies: { PolicyDocument: { Statement: (Statement | { 'Fn::If': [string, Statement, unknown] })[] } }[] } };
+    InvokeBySecretsManager: { Properties: Record<string, unknown> };
+  };
+}
+
+async function template(): Promise<Template> {
+  return parse(await readFile(new URL('../../deploy/aws-native-rotation.yaml', import.meta.url), 'utf8'), { customTags: CFN_TAGS }) as Template;
+}
+
+/** Every statement of the role, those behind a condition (Fn::If) included. */
+function statementsOf(t: Template): Statement[] {
+  return t.Resources.Role.Properties.Policies.flatMap((policy) => policy.PolicyDocument.Statement).map((statement) => ('Fn::If' in statement ? statement['Fn::If'][1] : statement));
+}
+
+const actionsOf = (statement: Statement): string[] => (Array.isArray(statement.Action) ? statement.Action : [statement.Action]);
+
+/** What the rotation function's secrets are, in the role's grants and the invoke permission. */
+const UNDER_PREFIX = { 'Fn::Sub': 'arn:${AWS::Partition}:secretsmanager:${AWS::Region}:${AWS::AccountId}:secret:${SecretNamePrefix}*' };
+
+describe('least privilege in the CloudFormation template (issue 27, finding 8)', () => {
+  it('SecretNamePrefix can be neither empty nor a wildcard: either would reach every secret of the account', async () => {
+    const parameter = (await template()).Parameters.SecretNamePrefix;
+    expect(parameter?.MinLength).toBeGreaterThanOrEqual(1);
+    expect(parameter?.AllowedPattern).toBeDefined();
+    // CloudFormation checks MinLength and the whole value against AllowedPattern (a Java regex; this one reads the same in JS).
+    const accepts = (value: string): boolean => value.length >= (parameter?.MinLength ?? 0) && new RegExp(parameter?.AllowedPattern ?? '').test(value);
+    for (const good of ['keyroll/', 'keyroll/prod/', 'teams/billing-', parameter?.Default ?? '']) expect(accepts(good), good).toBe(true);
+    for (const bad of ['', '*', 'keyroll/*', 'key?oll/', 'keyroll/ prod', '${AWS::StackName}']) expect(accepts(bad), bad).toBe(false);
+  });
+
+  it('asks KMS only for what Secrets Manager does on the function\'s behalf: GenerateDataKey and Decrypt, never Encrypt', async () => {
+    const kms = statementsOf(await template()).flatMap(actionsOf).filter((action) => action.startsWith('kms:'));
+    expect(new Set(kms)).toEqual(new Set(['kms:Decrypt', 'kms:GenerateDataKey']));
+  });
+
+  it('grants only Secrets Manager actions the function calls', async () => {
+    // RotateSecret and CancelRotateSecret are keyroll aws enable/disable-rotation's, run by a person, never by the function.
+    const called: AwsAction[] = ['DescribeSecret', 'GetSecretValue', 'PutSecretValue', 'CreateSecret', 'UpdateSecretVersionStage', 'TagResource'];
+    const granted = statementsOf(await template()).flatMap(actionsOf).filter((action) => action.startsWith('secretsmanager:'));
+    expect(granted.filter((action) => !called.some((name) => action === `secretsmanager:${name}`))).toEqual([]);
+  });
+
+  it('lets Secrets Manager invoke the function only from this account and for secrets under the prefix (SourceArn)', async () => {
+    const t = await template();
+    expect(t.Resources.InvokeBySecretsManager.Properties).toMatchObject({ Principal: 'secretsmanager.amazonaws.com', Action: 'lambda:InvokeFunction', SourceAccount: { Ref: 'AWS::AccountId' }, SourceArn: UNDER_PREFIX });
+    // The same secrets the role may rotate.
+    expect(statementsOf(t).find((statement) => statement.Sid === 'RotateKeyrollSecrets')?.Resource).toEqual(UNDER_PREFIX);
   });
 });

@@ -1,6 +1,7 @@
 // A namespace of the test Kubernetes API server (test/support/kube-apiserver.ts) set up as keyroll
 // finds a cluster: external-secrets' real ExternalSecret CRD, workloads made by the admin, and
-// keyroll's service account bound to the Role the chart renders (helm template, applied as is).
+// keyroll's service account bound to the Role the chart renders (helm template, applied as is),
+// under the chart's ValidatingAdmissionPolicy for that account (admission-policy.ts).
 //
 // There is no kubelet and no controller here, so the test plays them, and says so:
 // `StandInControllers` watches the namespace and does what external-secrets does after a
@@ -16,6 +17,7 @@ import { AppsV1Api, CustomObjectsApi, PatchStrategy, RbacAuthorizationV1Api, set
 import { parse, parseAllDocuments } from 'yaml';
 import { NodeKubeClient } from '../../../src/consumers/kubernetes/node-client.ts';
 import { adminKubeConfig, installCustomResourceDefinition, serviceAccountCredentials, type KubeApiServerInfo } from '../../support/kube-apiserver.ts';
+import { ADMISSION_POLICY_TEMPLATE, applyConsumerAdmissionPolicy } from './admission-policy.ts';
 
 const run = promisify(execFile);
 const ROOT = new URL('../../../', import.meta.url).pathname;
@@ -38,16 +40,37 @@ function helm(): Promise<string> {
   return helmPath;
 }
 
-/** The Role and RoleBinding objects the chart renders for `access` (release `keyroll` in `releaseNamespace`). */
-export async function renderConsumerRbac(releaseNamespace: string, access: readonly ConsumerAccess[]): Promise<(V1Role | V1RoleBinding)[]> {
+/** The API versions a Kubernetes 1.31 API server's discovery lists that helm template (no cluster) does not: the kinds the chart asks for. */
+export const SERVED_KINDS = ['admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy'] as const;
+
+/**
+ * The objects chart templates render for `access` (release `keyroll` in `releaseNamespace`).
+ * `set`: more --set flags; `apiVersions`: what the API server serves beyond helm's defaults.
+ */
+export async function renderConsumerTemplates(
+  releaseNamespace: string,
+  access: readonly ConsumerAccess[],
+  templates: readonly string[],
+  options: { set?: readonly string[]; apiVersions?: readonly string[] } = {},
+): Promise<{ kind?: string }[]> {
   const { stdout } = await run(
     await helm(),
-    ['template', 'keyroll', 'helm/keyroll', '--namespace', releaseNamespace, '--kube-version', '1.31.0', '--set', 'existingPolicyConfigMap.name=keyroll-policy', '--set-json', `consumerAccess=${JSON.stringify(access)}`, '--show-only', 'templates/consumer-rbac.yaml'],
+    [
+      'template', 'keyroll', 'helm/keyroll', '--namespace', releaseNamespace, '--kube-version', '1.31.0', '--set', 'existingPolicyConfigMap.name=keyroll-policy', '--set-json', `consumerAccess=${JSON.stringify(access)}`,
+      ...(options.apiVersions ?? SERVED_KINDS).flatMap((version) => ['--api-versions', version]),
+      ...(options.set ?? []).flatMap((flag) => ['--set', flag]),
+      ...templates.flatMap((template) => ['--show-only', template]),
+    ],
     { cwd: ROOT, maxBuffer: 1 << 22 },
   );
   return parseAllDocuments(stdout)
-    .map((doc) => doc.toJS() as V1Role | V1RoleBinding | null)
-    .filter((object): object is V1Role | V1RoleBinding => object !== null);
+    .map((doc) => doc.toJS() as { kind?: string } | null)
+    .filter((object): object is { kind?: string } => object !== null);
+}
+
+/** The Role and RoleBinding objects the chart renders for `access` (release `keyroll` in `releaseNamespace`). */
+export async function renderConsumerRbac(releaseNamespace: string, access: readonly ConsumerAccess[]): Promise<(V1Role | V1RoleBinding)[]> {
+  return renderConsumerTemplates(releaseNamespace, access, ['templates/consumer-rbac.yaml']);
 }
 
 export function uniqueName(prefix: string): string {
@@ -89,11 +112,15 @@ export async function consumerNamespace(kube: KubeApiServerInfo, dir: string, ac
   // The namespace of the consumers, made by the admin as a platform team would.
   await serviceAccountCredentials(kube, namespace, 'default');
   const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
-  for (const object of await renderConsumerRbac(releaseNamespace, access(namespace))) {
+  const granted = access(namespace);
+  for (const object of await renderConsumerRbac(releaseNamespace, granted)) {
     const objectNamespace = object.metadata?.namespace ?? namespace;
     if (object.kind === 'Role') await rbac.createNamespacedRole({ namespace: objectNamespace, body: object });
     else await rbac.createNamespacedRoleBinding({ namespace: objectNamespace, body: object as V1RoleBinding });
   }
+  // And the chart's ValidatingAdmissionPolicy, in force before the test patches anything: keyroll's
+  // own patches must pass it (admission-policy.ts).
+  await applyConsumerAdmissionPolicy(kube, await renderConsumerTemplates(releaseNamespace, granted, [ADMISSION_POLICY_TEMPLATE]), { releaseNamespace, serviceAccount: 'keyroll', namespace });
   const kubeconfigFile = join(dir, 'kubeconfig');
   await writeFile(kubeconfigFile, keyroll.exportConfig(), { mode: 0o600 });
   const apps = admin.makeApiClient(AppsV1Api);
