@@ -3,6 +3,7 @@ import { printableJson, terminalLine } from '../audit/printable.ts';
 import { EXIT_CODES_HELP, ExitCode } from './exit-codes.ts';
 import { addPolicyOption, exitForError, loadPolicyOrExit } from './common.ts';
 import { formatIssue } from '../policy/errors.ts';
+import type { Policy } from '../policy/schema.ts';
 
 interface ValidateFlags {
   policy: string;
@@ -15,16 +16,20 @@ interface Check {
   ok: boolean;
   detail?: string;
   errorCode?: string;
+  /** A consumer that cannot be refreshed as the policy and cluster stand: a setting to fix (exit 2). */
+  consumerSetting?: boolean;
 }
 
 export function registerValidateCommand(program: Command): void {
   const command = program
     .command('validate')
-    .description("Check the policy against the schema (exit 2 with file:line and the field on error), then preflight every destination and fallback and keyroll's API credential, without rolling anything or changing any secret.")
+    .description("Check the policy against the schema (exit 2 with file:line and the field on error), then preflight every destination and fallback and keyroll's API credential, and read every Kubernetes consumer live (exists, external-secrets version served, keyroll's own access, force-sync not switched off: exit 2 naming it), without rolling anything or changing any secret.")
     .option('--offline', 'check the policy only; contact no backend and no API')
     .addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json']).default('text'))
     .addHelpText('after', `${EXIT_CODES_HELP}
-  (validate: 1 = a destination or fallback failed preflight; 3 = keyroll's API credential was refused)`);
+  (validate: 1 = a destination or fallback failed preflight, or the Kubernetes API server could not be reached;
+   2 = also a consumer keyroll could not refresh: missing, external-secrets.io not served, access denied, force-sync off;
+   3 = keyroll's API credential was refused)`);
   addPolicyOption(command).action(async (flags: ValidateFlags) => {
     process.exitCode = await validateCommand(flags);
   });
@@ -83,6 +88,7 @@ async function validateCommand(flags: ValidateFlags): Promise<number> {
     } finally {
       await runtime.close();
     }
+    checks.push(...(await consumerChecks(policy)));
   }
   // Warnings do not change the exit code: the policy is valid, and says so on purpose.
   const warnings = policy.warnings ?? [];
@@ -95,5 +101,25 @@ async function validateCommand(flags: ValidateFlags): Promise<number> {
     }
   }
   if (credentialRefused) return ExitCode.aborted;
+  if (checks.some((c) => !c.ok && c.consumerSetting === true)) return ExitCode.config;
   return checks.every((c) => c.ok) ? ExitCode.ok : ExitCode.someFailed;
+}
+
+/** Each Kubernetes consumer the policy lists, read live (src/consumers/check.ts); none when no key lists one. */
+async function consumerChecks(policy: Policy): Promise<Check[]> {
+  if (!policy.keys.some((key) => (key.consumers ?? []).some((consumer) => consumer.kind !== 'webhook'))) return [];
+  const [{ checkConsumers }, { loadKubeConfig, NodeKubeClient }, { errorCode, errorMessage }] = await Promise.all([import('../consumers/check.ts'), import('../consumers/kubernetes/node-client.ts'), import('../errors.ts')]);
+  let client;
+  try {
+    client = new NodeKubeClient(loadKubeConfig(policy.consumers?.kubernetes ?? {}));
+  } catch (error) {
+    return [{ check: 'kubernetes client', ok: false, errorCode: errorCode(error), detail: errorMessage(error), consumerSetting: true }];
+  }
+  return (await checkConsumers(policy.keys, client)).map((result) => ({
+    check: `consumer ${result.consumer}`,
+    ok: result.ok,
+    detail: `${result.keyIds.join(', ')}: ${result.detail}`,
+    ...(result.errorCode === undefined ? {} : { errorCode: result.errorCode }),
+    ...(result.ok || result.transient === true ? {} : { consumerSetting: true }),
+  }));
 }

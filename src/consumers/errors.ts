@@ -20,6 +20,12 @@ export type ConsumerErrorCode =
   | 'KR_CONSUMER_REFUSED'
   /** The ExternalSecret reports it could not sync (its Ready condition False). */
   | 'KR_CONSUMER_SYNC_FAILED'
+  /** The API server serves no version of external-secrets.io keyroll speaks (v1, v1beta1): external-secrets missing or too old. */
+  | 'KR_CONSUMER_API_UNSERVED'
+  /** The ExternalSecret's refresh settings switch force-sync off (refreshInterval 0, refreshPolicy CreatedOnce). */
+  | 'KR_CONSUMER_FORCE_SYNC_OFF'
+  /** A workload not restarted because an ExternalSecret it reads did not sync: it would start on the old value. */
+  | 'KR_CONSUMER_SYNC_BLOCKED'
   /** The rollout cannot complete on its own (progress deadline exceeded, OnDelete update strategy). */
   | 'KR_CONSUMER_ROLLOUT_FAILED'
   /** The webhook sink did not take the notice after its retries. */

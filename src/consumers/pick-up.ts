@@ -5,7 +5,7 @@
 import type { AuditLog } from '../audit/events.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
 import { mapWithConcurrency } from '../rotation/concurrency.ts';
-import { externalSecretRef } from './kinds/external-secret.ts';
+import { ExternalSecretApi } from './kinds/external-secret-api.ts';
 import { settleOwed } from './kinds/workload.ts';
 import { workloadRef } from './kinds/workloads.ts';
 import type { KubeClient, KubeObject } from './kubernetes/client.ts';
@@ -99,11 +99,13 @@ export async function findOwed(client: KubeClient, options: FindOwedOptions): Pr
  */
 function syncedAfterCheck(client: KubeClient, signal: AbortSignal | undefined): (key: KeyPolicy, storedAtMs: number) => Promise<boolean> {
   const objects = new Map<string, Promise<KubeObject | undefined>>();
+  // The version external-secrets.io is served at, discovered once per pick-up (v1 or v1beta1).
+  const api = new ExternalSecretApi(client);
   return async (key, storedAtMs) => {
     for (const consumer of (key.consumers ?? []).filter(isExternalSecret)) {
       let object = objects.get(consumerKey(consumer));
       if (object === undefined) {
-        object = client.get(externalSecretRef(consumer.namespace, consumer.name), signal).catch(() => undefined);
+        object = api.ref(consumer.namespace, consumer.name, signal).then((ref) => client.get(ref, signal)).catch(() => undefined);
         objects.set(consumerKey(consumer), object);
       }
       if (!showsSyncAfter(await object, storedAtMs)) return false;

@@ -12,7 +12,8 @@ import type { AuditLog } from '../audit/events.ts';
 import type { ConsumerSettings } from '../policy/consumers.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
 import { asConsumerError, ConsumerError } from './errors.ts';
-import { externalSecretRef, syncExternalSecret } from './kinds/external-secret.ts';
+import { syncExternalSecret } from './kinds/external-secret.ts';
+import { ExternalSecretApi } from './kinds/external-secret-api.ts';
 import { markDeferred, recordOwed, restartWorkload } from './kinds/workload.ts';
 import { WORKLOAD_KINDS, workloadRef } from './kinds/workloads.ts';
 import { findOwed, type KeyRecords } from './pick-up.ts';
@@ -50,19 +51,36 @@ interface WorkloadResult {
   refreshedAtMs?: number;
   error?: ConsumerError;
   nextWindowAt?: string;
+  /** Rotations the workload was not restarted for: an ExternalSecret they need did not sync. */
+  blocked?: BlockedRestart;
+}
+
+interface BlockedRestart {
+  rotationIds: string[];
+  error: ConsumerError;
+}
+
+/** A sync's outcome as a restart's prerequisite: what tells a restart its value is not in the Secret. */
+class SyncSettled {
+  readonly outcome: ConsumerOutcome;
+  constructor(outcome: ConsumerOutcome) {
+    this.outcome = outcome;
+  }
 }
 
 export class ConsumerRefresher {
   readonly #options: RefresherOptions;
   readonly #now: () => Date;
   readonly #queue: RestartQueue<WorkloadResult>;
+  /** Jobs some of whose rotations wait on a sync that failed (set before the slot, read holding it). */
+  readonly #blocked = new WeakMap<RestartJob, BlockedRestart>();
   #client: KubeClient | undefined;
 
   constructor(options: RefresherOptions) {
     this.#options = options;
     this.#now = options.now ?? (() => new Date());
     this.#queue = new RestartQueue<WorkloadResult>(options.settings.maxConcurrentRestarts, {
-      beforeSlot: (job) => this.#deferOutsideWindow(job),
+      beforeSlot: (job) => this.#beforeSlot(job),
       withSlot: (job) => this.#restart(job),
     });
   }
@@ -157,14 +175,17 @@ export class ConsumerRefresher {
         owedWrites.set(consumerKey(target.consumer), recordOwed(client, workloadRef(target.consumer.kind, target.consumer.namespace, target.consumer.name), owed, this.#options.signal).then(() => undefined, asConsumerError));
       }
     }
-    // 2. Every ExternalSecret syncs at once (a few requests at a time).
+    // 2. Every ExternalSecret syncs at once (a few requests at a time), in the version of
+    // external-secrets.io the cluster serves (one discovery per delivery).
     const syncs = new Map<string, Promise<ConsumerOutcome>>();
     const syncSlots = new Limit(PARALLEL_REQUESTS);
-    for (const target of plan.syncs) syncs.set(consumerKey(target.consumer), syncSlots.run(() => this.#sync(client, target, notified(target))));
+    const externalSecrets = new ExternalSecretApi(client);
+    for (const target of plan.syncs) syncs.set(consumerKey(target.consumer), syncSlots.run(() => this.#sync(client, externalSecrets, target, notified(target))));
     // 3. Each workload restarts once its syncs are done, in order, within the cap.
     const restarts = plan.restarts.map(async (target): Promise<ConsumerOutcome> => {
       const owedWrite = owedWrites.get(consumerKey(target.consumer)) ?? Promise.resolve(undefined);
-      const prerequisites = [owedWrite, ...target.syncs.map((key) => syncs.get(key) ?? Promise.resolve())];
+      // A sync that failed blocks the restart for its rotations (#beforeSlot): the pods would start on the old value.
+      const prerequisites = [owedWrite, ...target.syncs.map((key) => syncs.get(key)?.then((outcome) => new SyncSettled(outcome)) ?? Promise.resolve())];
       const job = this.#queue.request({ workload: target.consumer, rotationIds: rotationIdsOf(target.values), urgent: target.urgent, prerequisites, onNotified: notified(target) });
       const [owedError, result] = await Promise.all([owedWrite, job]);
       if (owedError !== undefined) return failedOutcome(target.consumer, target.values, owedError);
@@ -184,14 +205,15 @@ export class ConsumerRefresher {
     return report;
   }
 
-  #sync(client: KubeClient, target: SyncTarget, onNotified: (atMs: number) => void): Promise<ConsumerOutcome> {
-    return inConsumerSpan('externalSecret sync', target.consumer, rotationIdsOf(target.values), () => this.#syncOnce(client, target, onNotified), (outcome) => outcome);
+  #sync(client: KubeClient, api: ExternalSecretApi, target: SyncTarget, onNotified: (atMs: number) => void): Promise<ConsumerOutcome> {
+    return inConsumerSpan('externalSecret sync', target.consumer, rotationIdsOf(target.values), () => this.#syncOnce(client, api, target, onNotified), (outcome) => outcome);
   }
 
-  async #syncOnce(client: KubeClient, target: SyncTarget, onNotified: (atMs: number) => void): Promise<ConsumerOutcome> {
+  async #syncOnce(client: KubeClient, api: ExternalSecretApi, target: SyncTarget, onNotified: (atMs: number) => void): Promise<ConsumerOutcome> {
     const { consumer } = target;
     try {
-      const result = await syncExternalSecret(client, externalSecretRef(consumer.namespace, consumer.name), target.storedAtMs, {
+      const ref = await api.ref(consumer.namespace, consumer.name, this.#options.signal);
+      const result = await syncExternalSecret(client, ref, target.storedAtMs, {
         timeoutMs: this.#options.settings.syncTimeoutMs,
         now: () => this.#now().getTime(),
         onNotified,
@@ -204,18 +226,27 @@ export class ConsumerRefresher {
     }
   }
 
-  /** Before a slot: a job whose every value still works waits for the restart window (recorded on the workload). */
-  async #deferOutsideWindow(job: RestartJob): Promise<WorkloadResult | undefined> {
+  /**
+   * Before a slot (every prerequisite settled): no restart for rotations whose ExternalSecret did
+   * not sync (their owed entries stay on the workload for the next run or sweep); then a job whose
+   * every value still works waits for the restart window (recorded on the workload).
+   */
+  async #beforeSlot(job: RestartJob): Promise<WorkloadResult | undefined> {
+    const blocked = await blockedRotations(job);
+    if (blocked !== undefined) {
+      this.#blocked.set(job, blocked);
+      if (job.rotationIds.every((id) => blocked.rotationIds.includes(id))) return { result: 'failed', error: blocked.error, blocked };
+    }
     const { restartWindow } = this.#options.settings;
     if (job.urgent || windowOpen(restartWindow, this.#now())) return undefined;
     const workload = job.workload as WorkloadConsumer;
     try {
-      await markDeferred(this.client(), workloadRef(workload.kind, workload.namespace, workload.name), job.rotationIds, this.#options.signal);
+      await markDeferred(this.client(), workloadRef(workload.kind, workload.namespace, workload.name), unblocked(job, blocked), this.#options.signal);
     } catch (error) {
-      return { result: 'failed', error: asConsumerError(error) };
+      return { result: 'failed', error: asConsumerError(error), ...(blocked === undefined ? {} : { blocked }) };
     }
     const next = nextOpening(restartWindow, this.#now());
-    return { result: 'deferred', ...(next === undefined ? {} : { nextWindowAt: next.toISOString() }) };
+    return { result: 'deferred', ...(next === undefined ? {} : { nextWindowAt: next.toISOString() }), ...(blocked === undefined ? {} : { blocked }) };
   }
 
   /** Holding a slot: the restart (unless another runner did it for these rotations), then its rollout. */
@@ -227,10 +258,13 @@ export class ConsumerRefresher {
     const workload = job.workload as WorkloadConsumer;
     const ref = workloadRef(workload.kind, workload.namespace, workload.name);
     const client = this.client();
+    const blocked = this.#blocked.get(job);
+    const answered = (result: WorkloadResult): WorkloadResult => (blocked === undefined ? result : { ...result, blocked });
     let notifiedAtMs: number | undefined;
     try {
-      const answer = await restartWorkload(client, ref, job.rotationIds, { now: () => this.#now().getTime(), ...(this.#options.signal ? { signal: this.#options.signal } : {}) });
-      if (!answer.restarted) return { result: 'skipped' };
+      // restarted-for names only the rotations whose syncs were proved (status reads it as "runs on that value").
+      const answer = await restartWorkload(client, ref, unblocked(job, blocked), { now: () => this.#now().getTime(), ...(this.#options.signal ? { signal: this.#options.signal } : {}) });
+      if (!answer.restarted) return answered({ result: 'skipped' });
       const at = this.#now().getTime();
       notifiedAtMs = at;
       for (const listener of job.notified) listener(at);
@@ -239,9 +273,9 @@ export class ConsumerRefresher {
         what: `the rollout of ${consumerName(workload)}`,
         ...(this.#options.signal ? { signal: this.#options.signal } : {}),
       });
-      return { result: 'refreshed', notifiedAtMs, refreshedAtMs: this.#now().getTime() };
+      return answered({ result: 'refreshed', notifiedAtMs, refreshedAtMs: this.#now().getTime() });
     } catch (error) {
-      return { result: 'failed', error: asConsumerError(error), ...(notifiedAtMs === undefined ? {} : { notifiedAtMs }) };
+      return answered({ result: 'failed', error: asConsumerError(error), ...(notifiedAtMs === undefined ? {} : { notifiedAtMs }) });
     }
   }
 }
@@ -268,9 +302,27 @@ function latestStore(values: readonly StoredValue[]): number {
 
 
 
+/** The rotations of `job` an ExternalSecret sync that failed blocks (its prerequisites have settled), with why. */
+async function blockedRotations(job: RestartJob): Promise<BlockedRestart | undefined> {
+  const settled = await Promise.all(job.prerequisites.map((prerequisite) => prerequisite.catch(() => undefined)));
+  const failed = settled.filter((value): value is SyncSettled => value instanceof SyncSettled && value.outcome.result === 'failed').map((value) => value.outcome);
+  const rotationIds = job.rotationIds.filter((id) => failed.some((outcome) => outcome.rotationIds.includes(id)));
+  if (rotationIds.length === 0) return undefined;
+  const which = [...new Set(failed.map((outcome) => `${consumerName(outcome.consumer)} (${outcome.errorCode ?? 'failed'})`))].join(', ');
+  return { rotationIds, error: new ConsumerError('KR_CONSUMER_SYNC_BLOCKED', `not restarted: ${which} did not sync the new value, so its pods would start on the old one`) };
+}
+
+function unblocked(job: RestartJob, blocked: BlockedRestart | undefined): string[] {
+  return blocked === undefined ? job.rotationIds : job.rotationIds.filter((id) => !blocked.rotationIds.includes(id));
+}
+
 function workloadOutcome(target: RestartTarget, result: WorkloadResult): ConsumerOutcome {
   const keyIds = keyIdsOf(target.values);
   const base = { consumer: target.consumer, keyIds, rotationIds: rotationIdsOf(target.values) };
+  // A value it needs never reached its Secret: not refreshed, whatever the restart did for other keys.
+  if (result.blocked !== undefined && base.rotationIds.some((id) => result.blocked?.rotationIds.includes(id) === true)) {
+    return failedOutcome(target.consumer, target.values, result.blocked.error, result.notifiedAtMs);
+  }
   switch (result.result) {
     case 'failed':
       return failedOutcome(target.consumer, target.values, result.error ?? new ConsumerError('KR_CONSUMER_UNREACHABLE', 'the restart failed'), result.notifiedAtMs);

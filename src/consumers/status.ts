@@ -9,12 +9,12 @@
 import { errorCode, errorMessage } from '../errors.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
 import { ConsumerError } from './errors.ts';
-import { externalSecretRef } from './kinds/external-secret.ts';
+import { ExternalSecretApi } from './kinds/external-secret-api.ts';
 import { WORKLOAD_KINDS, workloadRef } from './kinds/workloads.ts';
 import type { KubeClient, KubeObject } from './kubernetes/client.ts';
 import { owedRestarts, RESTARTED_AT, restartedFor, type OwedRestart } from './markers.ts';
 import { judgeOwed } from './owed.ts';
-import { consumerName, isWorkload, type ConsumerRef, type ExternalSecretConsumer, type WorkloadConsumer } from './refs.ts';
+import { consumerName, isExternalSecret, isWorkload, type ConsumerRef, type ExternalSecretConsumer, type WorkloadConsumer } from './refs.ts';
 
 /**
  * current: holds the value of the last rotation (synced, or restarted and rolled out after it).
@@ -41,15 +41,45 @@ export interface LastRotation {
   lastRotationId?: string | undefined;
 }
 
-/** The state of every consumer `key` lists; `client` undefined when no Kubernetes client could be made (`clientError` says why). */
+/** One discovery of external-secrets.io per client (a status command makes one client). */
+const externalSecretApis = new WeakMap<KubeClient, ExternalSecretApi>();
+
+function externalSecretApi(client: KubeClient): ExternalSecretApi {
+  let api = externalSecretApis.get(client);
+  if (api === undefined) {
+    api = new ExternalSecretApi(client);
+    externalSecretApis.set(client, api);
+  }
+  return api;
+}
+
+/**
+ * The state of every consumer `key` lists; `client` undefined when no Kubernetes client could be
+ * made (`clientError` says why). A workload reads as current only when it runs on the value its
+ * ExternalSecrets hold after the last rotation (workloadStatus).
+ */
 export async function consumerStatuses(key: KeyPolicy, last: LastRotation, client: KubeClient | undefined, clientError?: unknown): Promise<ConsumerStatus[]> {
+  const consumers = key.consumers ?? [];
+  const read = async (consumer: ExternalSecretConsumer): Promise<{ status: ConsumerStatus; syncedAt?: string }> => {
+    if (client === undefined) return { status: unreadable(consumer, clientError) };
+    try {
+      const object = await client.get(await externalSecretApi(client).ref(consumer.namespace, consumer.name));
+      return externalSecretStatus(consumer, object, last);
+    } catch (error) {
+      return { status: unreadable(consumer, error) };
+    }
+  };
+  const externalSecrets = new Map(consumers.filter(isExternalSecret).map((consumer) => [consumer, read(consumer)] as const));
+  const synced = Promise.all(externalSecrets.values());
   return Promise.all(
-    (key.consumers ?? []).map(async (consumer): Promise<ConsumerStatus> => {
+    consumers.map(async (consumer): Promise<ConsumerStatus> => {
       if (consumer.kind === 'webhook') return { consumer: consumerName(consumer), state: 'notice', lastRefreshAt: null, detail: 'told by a notice as each rotation ends: see consumer.refreshed and notify.* in the audit trail' };
+      const externalSecret = isExternalSecret(consumer) ? externalSecrets.get(consumer) : undefined;
+      if (externalSecret !== undefined) return (await externalSecret).status;
       if (client === undefined) return unreadable(consumer, clientError);
       try {
-        if (isWorkload(consumer)) return workloadStatus(key, consumer, await client.get(workloadRef(consumer.kind, consumer.namespace, consumer.name)), last);
-        return externalSecretStatus(consumer as ExternalSecretConsumer, await client.get(externalSecretRef(consumer.namespace, consumer.name)), last);
+        if (isWorkload(consumer)) return workloadStatus(key, consumer, await client.get(workloadRef(consumer.kind, consumer.namespace, consumer.name)), last, await synced);
+        return unreadable(consumer, new ConsumerError('KR_CONSUMER_REFUSED', `unknown consumer kind ${consumer.kind}`));
       } catch (error) {
         return unreadable(consumer, error);
       }
@@ -67,14 +97,15 @@ function secondOf(iso: string | undefined): number {
   return Number.isNaN(ms) ? Number.NaN : Math.floor(ms / 1000);
 }
 
-function externalSecretStatus(consumer: ExternalSecretConsumer, object: KubeObject, last: LastRotation): ConsumerStatus {
+function externalSecretStatus(consumer: ExternalSecretConsumer, object: KubeObject, last: LastRotation): { status: ConsumerStatus; syncedAt?: string } {
   const status = (object.status ?? {}) as { refreshTime?: unknown; conditions?: { type?: unknown; status?: unknown; message?: unknown }[] };
   const refreshTime = typeof status.refreshTime === 'string' ? status.refreshTime : undefined;
   const ready = Array.isArray(status.conditions) ? status.conditions.find((condition) => condition.type === 'Ready') : undefined;
   const readyText = ready === undefined ? 'no Ready condition' : `Ready ${String(ready.status)}${typeof ready.message === 'string' && ready.message !== '' ? `: ${ready.message}` : ''}`;
   const after = last.lastRotatedAt === undefined || secondOf(refreshTime) > secondOf(last.lastRotatedAt);
   const current = ready?.status === 'True' && refreshTime !== undefined && after;
-  return { consumer: consumerName(consumer), state: current ? 'current' : 'stale', lastRefreshAt: refreshTime ?? null, detail: `${refreshTime === undefined ? 'never synced' : `synced ${refreshTime}`}; ${readyText}` };
+  const result: ConsumerStatus = { consumer: consumerName(consumer), state: current ? 'current' : 'stale', lastRefreshAt: refreshTime ?? null, detail: `${refreshTime === undefined ? 'never synced' : `synced ${refreshTime}`}; ${readyText}` };
+  return { status: result, ...(current ? { syncedAt: refreshTime } : {}) };
 }
 
 /**
@@ -87,7 +118,13 @@ function countingOwed(key: KeyPolicy, consumer: WorkloadConsumer, object: KubeOb
   return owedRestarts(object).filter((entry) => judgeOwed(entry, { workload: consumer, object, key: entry.keyId === key.id ? key : undefined, record, nowMs: Date.now() }).kind === 'owed');
 }
 
-function workloadStatus(key: KeyPolicy, consumer: WorkloadConsumer, object: KubeObject, last: LastRotation): ConsumerStatus {
+/**
+ * A workload's state. Its pods run on the stored value when keyroll restarted it for the last
+ * rotation (restarted-for: keyroll restarts for a rotation only after proving every sync that
+ * rotation's ExternalSecrets needed), or when it was restarted some other way (kubectl rollout
+ * restart) in a later second than every ExternalSecret of the key synced after that rotation.
+ */
+function workloadStatus(key: KeyPolicy, consumer: WorkloadConsumer, object: KubeObject, last: LastRotation, externalSecrets: readonly { status: ConsumerStatus; syncedAt?: string }[]): ConsumerStatus {
   const template = (object.spec as { template?: { metadata?: { annotations?: Record<string, string> } } } | undefined)?.template;
   const restartedAt = template?.metadata?.annotations?.[RESTARTED_AT];
   const ids = restartedFor(object);
@@ -97,8 +134,14 @@ function workloadStatus(key: KeyPolicy, consumer: WorkloadConsumer, object: Kube
     const deferred = owed.every((entry) => entry.deferred === true);
     return { ...base, state: deferred ? 'deferred' : 'owed', detail: `a restart is ${deferred ? 'waiting for the restart window' : 'owed'} for ${owed.map((entry) => `${entry.keyId} (${entry.rotationId})`).join(', ')}` };
   }
-  const forLast = (last.lastRotationId !== undefined && ids.includes(last.lastRotationId)) || last.lastRotatedAt === undefined || secondOf(restartedAt) >= secondOf(last.lastRotatedAt);
+  const byKeyroll = last.lastRotationId !== undefined && ids.includes(last.lastRotationId);
+  const forLast = byKeyroll || last.lastRotatedAt === undefined || secondOf(restartedAt) >= secondOf(last.lastRotatedAt);
   if (!forLast) return { ...base, state: 'stale', detail: restartedAt === undefined ? 'never restarted since keyroll knows it' : `last restarted ${restartedAt}, before the last rotation` };
+  if (!byKeyroll && last.lastRotatedAt !== undefined) {
+    // Restarted, but not by keyroll for this rotation: on the new value only if its Secrets had it.
+    const unsynced = externalSecrets.filter((entry) => entry.syncedAt === undefined || !(secondOf(restartedAt) > secondOf(entry.syncedAt)));
+    if (unsynced.length > 0) return { ...base, state: 'stale', detail: `restarted ${restartedAt ?? '(not by kubectl or keyroll)'}, not after ${unsynced.map((entry) => entry.status.consumer).join(', ')} synced the new value` };
+  }
   const rollout = WORKLOAD_KINDS[consumer.kind].rollout(object);
   if ('waiting' in rollout) return { ...base, state: 'rolling-out', detail: rollout.waiting };
   if ('failed' in rollout) return { ...base, state: 'rolling-out', detail: rollout.failed.message };

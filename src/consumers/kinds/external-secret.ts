@@ -1,22 +1,25 @@
-// An external-secrets ExternalSecret (external-secrets.io/v1): what `kubectl annotate es NAME
-// force-sync=$(date +%s) --overwrite` does (external-secrets' documented way to sync now), then a
-// wait until its status shows a sync that read the store after keyroll wrote it.
+// An external-secrets ExternalSecret (external-secrets.io v1 or v1beta1: external-secret-api.ts):
+// what `kubectl annotate es NAME force-sync=$(date +%s) --overwrite` does (external-secrets'
+// documented way to sync now), then a wait until its status proves a sync that read the store
+// after keyroll wrote it.
 //
-// external-secrets writes `status.refreshTime` (whole seconds, its own clock) after it fetched the
-// value and updated the Kubernetes Secret. A refresh time in a later second than the store proves
-// the sync came after the store; one in the same second proves nothing, so keyroll asks again a
-// second later. (Clocks more than a second apart between keyroll and the controller blur this:
-// keep both on NTP.)
+// The proof is read from the controller's status as the API server holds it (a read, then a
+// watch), never from the answer to keyroll's own patch (which shows the status from before it).
+// Two proofs, the first that holds:
+// - the status's syncedResourceVersion is external-secrets' value for the object's metadata as it
+//   is now, and that metadata still carries keyroll's force-sync value (external-secret-synced.ts):
+//   the sync read the object after keyroll's patch, itself after the store. No clock involved;
+// - status.refreshTime (whole seconds, the controller's clock, the start of its reconcile) in a
+//   later second than the store. One in the store's own second proves nothing, so keyroll asks
+//   once more in the next second, once: after that it only waits. (Clocks more than a second
+//   apart between keyroll and the controller blur this one: keep both on NTP.)
 import { ConsumerError } from '../errors.ts';
 import type { KubeClient, KubeObject, KubeObjectRef } from '../kubernetes/client.ts';
-import { pause, waitForObject, type Verdict } from '../wait.ts';
+import { waitForObject, type Verdict } from '../wait.ts';
+import { forceSyncOff } from './external-secret-refresh.ts';
+import { syncedThisState } from './external-secret-synced.ts';
 
-export const EXTERNAL_SECRET_RESOURCE = { group: 'external-secrets.io', version: 'v1', plural: 'externalsecrets' } as const;
 export const FORCE_SYNC = 'force-sync';
-
-export function externalSecretRef(namespace: string, name: string): KubeObjectRef {
-  return { ...EXTERNAL_SECRET_RESOURCE, namespace, name };
-}
 
 interface ExternalSecretStatus {
   refreshTime?: unknown;
@@ -31,7 +34,7 @@ interface Condition {
   lastTransitionTime?: unknown;
 }
 
-function readyCondition(object: KubeObject): Condition | undefined {
+export function readyCondition(object: KubeObject): Condition | undefined {
   const conditions = (object.status as ExternalSecretStatus | undefined)?.conditions;
   if (!Array.isArray(conditions)) return undefined;
   return (conditions as Condition[]).find((condition) => condition.type === 'Ready');
@@ -43,25 +46,38 @@ function refreshTimeMs(object: KubeObject): number | undefined {
   return Number.isNaN(ms) ? undefined : ms;
 }
 
+/** What keyroll asked: the force-sync value it wrote, when, and whether Ready was True before. */
+export interface SyncAsk {
+  value: string;
+  atMs: number;
+  readyBefore: boolean;
+}
+
+/** How a sync was proved (sync.proof in the audit trail's consumer.refreshed has no field for it: the docs say both). */
+export type SyncProof = 'synced-resource-version' | 'refresh-time';
+
 /**
- * The sync state after a store at `storedAtMs`: done (refresh time), ask again (same second), or
- * waiting. `askedAtMs` is when keyroll asked for the sync, `readyBefore` whether Ready was True then.
+ * The sync state after a store at `storedAtMs`: done (and how it was proved), `same-second` (a
+ * sync in the store's own second: it may have read the store before the write), or waiting.
  */
-export function syncVerdict(object: KubeObject, storedAtMs: number, asked: { atMs: number; readyBefore: boolean }): Verdict<{ refreshedAtMs: number } | 'again'> {
+export function syncVerdict(object: KubeObject, storedAtMs: number, ask: SyncAsk): Verdict<{ proof: SyncProof } | 'same-second'> {
   const ready = readyCondition(object);
   const refreshed = refreshTimeMs(object);
-  const storeSecond = Math.floor(storedAtMs / 1000);
-  if (ready?.status === 'True' && refreshed !== undefined) {
-    const refreshSecond = Math.floor(refreshed / 1000);
-    if (refreshSecond > storeSecond) return { done: { refreshedAtMs: refreshed } };
-    if (refreshSecond === storeSecond) return { done: 'again' };
+  if (ready?.status === 'True') {
+    if (object.metadata?.annotations?.[FORCE_SYNC] === ask.value && syncedThisState(object)) return { done: { proof: 'synced-resource-version' } };
+    if (refreshed !== undefined) {
+      const refreshSecond = Math.floor(refreshed / 1000);
+      const storeSecond = Math.floor(storedAtMs / 1000);
+      if (refreshSecond > storeSecond) return { done: { proof: 'refresh-time' } };
+      if (refreshSecond === storeSecond) return { done: 'same-second' };
+    }
   }
   const message = typeof ready?.message === 'string' ? ready.message : '';
   const reason = typeof ready?.reason === 'string' ? ready.reason : 'Ready is False';
   // Ready turned False after keyroll's request (it was True, or it changed since): the sync itself
   // failed (the store refused, a bad remote ref); no point waiting out the timeout.
   const changedMs = typeof ready?.lastTransitionTime === 'string' ? Date.parse(ready.lastTransitionTime) : Number.NaN;
-  const turnedFalse = asked.readyBefore || Math.floor(changedMs / 1000) >= Math.floor(asked.atMs / 1000);
+  const turnedFalse = ask.readyBefore || Math.floor(changedMs / 1000) >= Math.floor(ask.atMs / 1000);
   if (ready?.status === 'False' && turnedFalse) return { failed: new ConsumerError('KR_CONSUMER_SYNC_FAILED', `external-secrets reports the sync failed: ${message === '' ? reason : message}`) };
   const last = refreshed === undefined ? 'never synced' : `last sync ${new Date(refreshed).toISOString()}`;
   return { waiting: ready?.status === 'False' ? `${last}; Ready is False: ${message}` : last };
@@ -76,49 +92,77 @@ export function forceSyncValue(object: KubeObject | undefined, nowMs: number): s
 
 export interface SyncResult {
   notifiedAtMs: number;
-  refreshedAtMs: number;
+  /** How many times keyroll asked (1, or 2 after a sync in the store's own second). */
+  asks: number;
+  proof: SyncProof;
+}
+
+interface SyncOptions {
+  timeoutMs: number;
+  now: () => number;
+  signal?: AbortSignal;
+  onNotified?: (atMs: number) => void;
 }
 
 /**
  * Asks external-secrets to sync now and waits until it has, after `storedAtMs`. Throws
- * ConsumerError: not found, forbidden, the sync failed, or no sync within `timeoutMs`.
+ * ConsumerError: not found, forbidden, force-sync switched off by the refresh settings, the sync
+ * failed, or no sync within `timeoutMs`.
  */
-export async function syncExternalSecret(
-  client: KubeClient,
-  ref: KubeObjectRef,
-  storedAtMs: number,
-  options: { timeoutMs: number; now: () => number; signal?: AbortSignal; onNotified?: (atMs: number) => void },
-): Promise<SyncResult> {
+export async function syncExternalSecret(client: KubeClient, ref: KubeObjectRef, storedAtMs: number, options: SyncOptions): Promise<SyncResult> {
   const deadlineMs = options.now() + options.timeoutMs;
-  let notifiedAtMs: number | undefined;
-  let previous: KubeObject | undefined;
-  for (;;) {
-    const annotated = await client.patch(ref, { metadata: { annotations: { [FORCE_SYNC]: forceSyncValue(previous, options.now()) } } }, 'merge', options.signal);
-    if (notifiedAtMs === undefined) {
-      notifiedAtMs = options.now();
-      options.onNotified?.(notifiedAtMs);
-    }
-    const asked = { atMs: options.now(), readyBefore: readyCondition(annotated)?.status === 'True' };
+  const current = await client.get(ref, options.signal);
+  const off = forceSyncOff(current);
+  if (off !== undefined) throw off;
+  let ask = await askToSync(client, ref, current, options);
+  const notifiedAtMs = ask.atMs;
+  options.onNotified?.(notifiedAtMs);
+  for (let asks = 1; ; asks++) {
+    // The re-ask waits for the next second; until then a proof may still come.
+    const reAsk = new AbortController();
+    let scheduled = false;
     const remaining = deadlineMs - options.now();
     if (remaining <= 0) throw new ConsumerError('KR_CONSUMER_TIMEOUT', `no sync of ${ref.namespace}/${ref.name} after the store within the sync timeout`);
-    const verdict = syncVerdict(annotated, storedAtMs, asked);
-    const { value, object } =
-      'done' in verdict
-        ? { value: verdict.done, object: annotated }
-        : await waitForObject(client, ref, (o) => syncVerdict(o, storedAtMs, asked), {
-            timeoutMs: remaining,
-            what: `the sync of externalSecret ${ref.namespace}/${ref.name}`,
-            ...(options.signal ? { signal: options.signal } : {}),
-          }).catch(async (error: unknown) => {
-            // Waited out while external-secrets says it cannot sync: that is the news, not the timeout.
-            if (!(error instanceof ConsumerError) || error.code !== 'KR_CONSUMER_TIMEOUT') throw error;
-            const ready = readyCondition(await client.get(ref, options.signal).catch(() => annotated));
-            if (ready?.status !== 'False') throw error;
-            throw new ConsumerError('KR_CONSUMER_SYNC_FAILED', `external-secrets reports it cannot sync: ${typeof ready.message === 'string' && ready.message !== '' ? ready.message : 'Ready is False'}`, { cause: error });
-          });
-    if (value !== 'again') return { notifiedAtMs, refreshedAtMs: value.refreshedAtMs };
-    // Synced in the second of the store: maybe before it. Ask once more in the next second.
-    previous = object;
-    await pause(1_000 - (options.now() % 1_000) + 10, options.signal);
+    const thisAsk = ask;
+    const judge = (object: KubeObject): Verdict<{ proof: SyncProof } | 'same-second'> => {
+      const verdict = syncVerdict(object, storedAtMs, thisAsk);
+      if (!('done' in verdict) || verdict.done !== 'same-second') return verdict;
+      // Asked once more already: a sync in the store's second proves nothing; wait for another.
+      if (asks > 1) return { waiting: `last sync in the second of the store (${new Date(storedAtMs).toISOString()}); asked again` };
+      if (!scheduled) {
+        scheduled = true;
+        setTimeout(() => {
+          reAsk.abort();
+        }, 1_000 - (options.now() % 1_000) + 10).unref();
+      }
+      return { waiting: 'last sync in the second of the store; asking again in the next second' };
+    };
+    const stop = options.signal === undefined ? reAsk.signal : AbortSignal.any([reAsk.signal, options.signal]);
+    try {
+      const { value } = await waitForObject(client, ref, judge, { timeoutMs: remaining, what: `the sync of externalSecret ${ref.namespace}/${ref.name}`, signal: stop });
+      if (value !== 'same-second') return { notifiedAtMs, asks, proof: value.proof };
+    } catch (error) {
+      if (reAsk.signal.aborted && options.signal?.aborted !== true) {
+        ask = await askToSync(client, ref, await client.get(ref, options.signal), options);
+        continue;
+      }
+      throw await failureOrTimeout(client, ref, error, options.signal);
+    }
   }
+}
+
+/** The force-sync patch, with a value the object does not hold yet (so the patch changes its metadata). */
+async function askToSync(client: KubeClient, ref: KubeObjectRef, current: KubeObject, options: SyncOptions): Promise<SyncAsk> {
+  const value = forceSyncValue(current, options.now());
+  // The answer is not read: it shows the status from before this request.
+  await client.patch(ref, { metadata: { annotations: { [FORCE_SYNC]: value } } }, 'merge', options.signal);
+  return { value, atMs: options.now(), readyBefore: readyCondition(current)?.status === 'True' };
+}
+
+/** Waited out while external-secrets says it cannot sync: that is the news, not the timeout. */
+async function failureOrTimeout(client: KubeClient, ref: KubeObjectRef, error: unknown, signal: AbortSignal | undefined): Promise<unknown> {
+  if (!(error instanceof ConsumerError) || error.code !== 'KR_CONSUMER_TIMEOUT') return error;
+  const ready = readyCondition(await client.get(ref, signal).catch(() => ({})));
+  if (ready?.status !== 'False') return error;
+  return new ConsumerError('KR_CONSUMER_SYNC_FAILED', `external-secrets reports it cannot sync: ${typeof ready.message === 'string' && ready.message !== '' ? ready.message : 'Ready is False'}`, { cause: error });
 }

@@ -1,7 +1,10 @@
 // The small part of the Kubernetes API keyroll needs to refresh consumers: read one object, patch
-// one object, watch one object. Everything in consumers/ talks to this interface; node-client.ts
-// implements it with @kubernetes/client-node, and the Role the chart renders allows exactly these
-// three verbs on the objects the policy names (docs/kubernetes.md).
+// one object, watch one object; and, to know what it may do before it acts, the API versions a
+// group serves (discovery) and whether its own identity may use a verb on an object
+// (SelfSubjectAccessReview). Everything in consumers/ talks to this interface; node-client.ts
+// implements it with @kubernetes/client-node, and the Role the chart renders allows exactly the
+// first three verbs on the objects the policy names (docs/kubernetes.md); discovery and the
+// access review are open to every authenticated identity (system:discovery, system:basic-user).
 
 /** One namespaced object of an API group (core objects are never consumers). */
 export interface KubeObjectRef {
@@ -21,6 +24,7 @@ export interface KubeObject {
     resourceVersion?: string;
     generation?: number;
     annotations?: Record<string, string>;
+    labels?: Record<string, string>;
   };
   spec?: unknown;
   status?: unknown;
@@ -43,6 +47,22 @@ export interface KubeClient {
    * the server closed it, or `signal` aborted. Throws ConsumerError when it cannot start.
    */
   watch(ref: KubeObjectRef, resourceVersion: string, onChange: (object: KubeObject) => void, signal: AbortSignal): Promise<void>;
+  /**
+   * The versions the API server serves of `group` (discovery), preferred first; empty when it
+   * serves none (the group's CRDs are not installed). Throws ConsumerError.
+   */
+  servedVersions(group: string, signal?: AbortSignal): Promise<string[]>;
+  /** Whether keyroll's own identity may `verb` the object (SelfSubjectAccessReview). Throws ConsumerError. */
+  mayI(verb: KubeVerb, ref: KubeObjectRef, signal?: AbortSignal): Promise<AccessAnswer>;
+}
+
+/** The verbs keyroll uses on a consumer. */
+export type KubeVerb = 'get' | 'patch' | 'watch';
+
+export interface AccessAnswer {
+  allowed: boolean;
+  /** The authorizer's reason, when it gave one. */
+  reason?: string;
 }
 
 /** The URL path of an object, for messages and the commands keyroll suggests. */

@@ -1,9 +1,9 @@
 // KubeClient with @kubernetes/client-node: the in-cluster service account when keyroll runs in a
 // pod, else a kubeconfig (the policy's, $KUBECONFIG, ~/.kube/config). Every request has a
 // deadline, so an API server that accepts the connection and never answers cannot hold a delivery.
-import { ApiException, CustomObjectsApi, KubeConfig, Observable, PatchStrategy, Watch, type ConfigurationOptions, type ObservableMiddleware, type RequestContext, type ResponseContext } from '@kubernetes/client-node';
+import { ApiException, ApisApi, AuthorizationV1Api, CustomObjectsApi, KubeConfig, Observable, PatchStrategy, Watch, type ConfigurationOptions, type ObservableMiddleware, type RequestContext, type ResponseContext, V1ResourceAttributes, V1SelfSubjectAccessReview, V1SelfSubjectAccessReviewSpec } from '@kubernetes/client-node';
 import { ConsumerError, codeOfStatus } from '../errors.ts';
-import { objectPath, type KubeClient, type KubeObject, type KubeObjectRef, type PatchType } from './client.ts';
+import { objectPath, type AccessAnswer, type KubeClient, type KubeObject, type KubeObjectRef, type KubeVerb, type PatchType } from './client.ts';
 
 export interface KubeConnection {
   /** A kubeconfig file; absent: in-cluster when in a pod, else $KUBECONFIG or ~/.kube/config. */
@@ -40,21 +40,25 @@ export function loadKubeConfig(connection: KubeConnection, env: NodeJS.ProcessEn
 export class NodeKubeClient implements KubeClient {
   readonly #config: KubeConfig;
   readonly #objects: CustomObjectsApi;
+  readonly #apis: ApisApi;
+  readonly #authorization: AuthorizationV1Api;
   readonly #requestTimeoutMs: number;
 
   constructor(config: KubeConfig, options: { requestTimeoutMs?: number } = {}) {
     this.#config = config;
     this.#objects = config.makeApiClient(CustomObjectsApi);
+    this.#apis = config.makeApiClient(ApisApi);
+    this.#authorization = config.makeApiClient(AuthorizationV1Api);
     this.#requestTimeoutMs = options.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
   }
 
   async get(ref: KubeObjectRef, signal?: AbortSignal): Promise<KubeObject> {
-    return this.#call(ref, 'get', signal, (options) => this.#objects.getNamespacedCustomObject(coordinates(ref), options));
+    return this.#call(`get ${objectPath(ref)}`, signal, (options) => this.#objects.getNamespacedCustomObject(coordinates(ref), options));
   }
 
   async patch(ref: KubeObjectRef, patch: object, type: PatchType, signal?: AbortSignal): Promise<KubeObject> {
     const contentType = type === 'merge' ? PatchStrategy.MergePatch : PatchStrategy.StrategicMergePatch;
-    return this.#call(ref, 'patch', signal, (options) => this.#objects.patchNamespacedCustomObject({ ...coordinates(ref), body: patch }, options), contentType);
+    return this.#call(`patch ${objectPath(ref)}`, signal, (options) => this.#objects.patchNamespacedCustomObject({ ...coordinates(ref), body: patch }, options), contentType);
   }
 
   async watch(ref: KubeObjectRef, resourceVersion: string, onChange: (object: KubeObject) => void, signal: AbortSignal): Promise<void> {
@@ -74,7 +78,7 @@ export class NodeKubeClient implements KubeClient {
         // A watch that was running and ended (closed by the server, idle, aborted) is a normal end:
         // the caller reads the object again and decides.
         if (error === null || error === undefined || signal.aborted || controller !== undefined) resolve();
-        else reject(asConsumerError(error, ref, 'watch'));
+        else reject(asConsumerError(error, `watch ${objectPath(ref)}`));
       };
       new Watch(this.#config)
         .watch(
@@ -97,14 +101,36 @@ export class NodeKubeClient implements KubeClient {
     });
   }
 
-  async #call(ref: KubeObjectRef, verb: string, signal: AbortSignal | undefined, send: (options: ConfigurationOptions) => Promise<unknown>, contentType?: string): Promise<KubeObject> {
+  async servedVersions(group: string, signal?: AbortSignal): Promise<string[]> {
+    // GET /apis: every group with the versions it serves (the discovery document kubectl reads).
+    const list = await this.#call(`discovery of ${group} (GET /apis)`, signal, (options) => this.#apis.getAPIVersions(options));
+    const groups = (list as { groups?: { name?: string; versions?: { version?: string }[]; preferredVersion?: { version?: string } }[] }).groups ?? [];
+    const found = groups.find((candidate) => candidate.name === group);
+    if (found === undefined) return [];
+    const versions = (found.versions ?? []).map((entry) => entry.version).filter((version): version is string => typeof version === 'string');
+    const preferred = found.preferredVersion?.version;
+    return preferred !== undefined && versions.includes(preferred) ? [preferred, ...versions.filter((version) => version !== preferred)] : versions;
+  }
+
+  async mayI(verb: KubeVerb, ref: KubeObjectRef, signal?: AbortSignal): Promise<AccessAnswer> {
+    const body = new V1SelfSubjectAccessReview();
+    body.apiVersion = 'authorization.k8s.io/v1';
+    body.kind = 'SelfSubjectAccessReview';
+    body.spec = new V1SelfSubjectAccessReviewSpec();
+    body.spec.resourceAttributes = Object.assign(new V1ResourceAttributes(), { verb, group: ref.group, version: ref.version, resource: ref.plural, namespace: ref.namespace, name: ref.name });
+    const review = await this.#call(`access review of ${verb} ${objectPath(ref)}`, signal, (options) => this.#authorization.createSelfSubjectAccessReview({ body }, options));
+    const status = (review as { status?: { allowed?: unknown; reason?: unknown } }).status;
+    return { allowed: status?.allowed === true, ...(typeof status?.reason === 'string' && status.reason !== '' ? { reason: status.reason } : {}) };
+  }
+
+  async #call(where: string, signal: AbortSignal | undefined, send: (options: ConfigurationOptions) => Promise<unknown>, contentType?: string): Promise<KubeObject> {
     const deadline = AbortSignal.timeout(this.#requestTimeoutMs);
     const combined = signal === undefined ? deadline : AbortSignal.any([signal, deadline]);
     try {
       const answer = await send(requestOptions(combined, contentType));
       return typeof answer === 'object' && answer !== null ? (answer) : {};
     } catch (error) {
-      throw asConsumerError(error, ref, verb, deadline.aborted);
+      throw asConsumerError(error, where, deadline.aborted);
     }
   }
 }
@@ -127,9 +153,8 @@ function requestOptions(signal: AbortSignal, contentType: string | undefined): C
 }
 
 /** Every failure as a ConsumerError with a stable code; the API server's own message kept (it names no secret). */
-function asConsumerError(error: unknown, ref: KubeObjectRef, verb: string, timedOut = false): ConsumerError {
+function asConsumerError(error: unknown, where: string, timedOut = false): ConsumerError {
   if (error instanceof ConsumerError) return error;
-  const where = `${verb} ${objectPath(ref)}`;
   if (error instanceof ApiException) {
     const status = error.code;
     return new ConsumerError(codeOfStatus(status), `${where}: the API server answered ${String(status)}${serverMessage(error.body)}`, { status, cause: error });

@@ -7,7 +7,8 @@
 // chart), except where a test says it impersonates.
 import { ApiException, CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { externalSecretRef, FORCE_SYNC } from '../../../src/consumers/kinds/external-secret.ts';
+import { externalSecretRef } from '../../../src/consumers/kinds/external-secret-api.ts';
+import { FORCE_SYNC } from '../../../src/consumers/kinds/external-secret.ts';
 import { recordOwed, restartWorkload } from '../../../src/consumers/kinds/workload.ts';
 import { workloadRef } from '../../../src/consumers/kinds/workloads.ts';
 import { RESTART_OWED, RESTARTED_AT, RESTARTED_FOR } from '../../../src/consumers/markers.ts';
@@ -87,7 +88,7 @@ if (server === undefined) {
 
     it("accepts force-sync on an ExternalSecret and refuses a change of its spec", async () => {
       const c = await cluster();
-      const ref = externalSecretRef(c.namespace, 'billing-api-key');
+      const ref = externalSecretRef('v1', c.namespace, 'billing-api-key');
       await c.client.patch(ref, { metadata: { annotations: { [FORCE_SYNC]: '1767225600' } } }, 'merge');
       expect((await c.readExternalSecret('billing-api-key')).metadata?.annotations?.[FORCE_SYNC]).toBe('1767225600');
       expect(await patchAs(c.keyroll, { ...ES, namespace: c.namespace, name: 'billing-api-key' }, { metadata: { annotations: { 'keyroll.io/note': 'x' } } })).toBe('allowed');

@@ -5,9 +5,11 @@
 //
 // There is no kubelet and no controller here, so the test plays them, and says so:
 // `StandInControllers` watches the namespace and does what external-secrets does after a
-// force-sync (status.refreshTime and the Ready condition) and what the deployment, statefulset
-// and daemonset controllers do after a change of the pod template (observedGeneration, updated
-// and available replicas), recording every restart it sees.
+// force-sync (status.refreshTime at the start of its reconcile, syncedResourceVersion by
+// external-secrets' own formula, the Ready condition, written under the resourceVersion it read;
+// and nothing when the refresh settings switch force-sync off) and what the deployment,
+// statefulset and daemonset controllers do after a change of the pod template
+// (observedGeneration, updated and available replicas), recording every restart it sees.
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
@@ -15,6 +17,8 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { AppsV1Api, CustomObjectsApi, PatchStrategy, RbacAuthorizationV1Api, setHeaderOptions, type KubeConfig, type V1CustomResourceDefinition, type V1Role, type V1RoleBinding } from '@kubernetes/client-node';
 import { parse, parseAllDocuments } from 'yaml';
+import { goDurationMs } from '../../../src/consumers/kinds/external-secret-refresh.ts';
+import { syncedResourceVersions } from '../../../src/consumers/kinds/external-secret-synced.ts';
 import { NodeKubeClient } from '../../../src/consumers/kubernetes/node-client.ts';
 import { adminKubeConfig, installCustomResourceDefinition, serviceAccountCredentials, type KubeApiServerInfo } from '../../support/kube-apiserver.ts';
 import { ADMISSION_POLICY_TEMPLATE, applyConsumerAdmissionPolicy } from './admission-policy.ts';
@@ -22,7 +26,10 @@ import { ADMISSION_POLICY_TEMPLATE, applyConsumerAdmissionPolicy } from './admis
 const run = promisify(execFile);
 const ROOT = new URL('../../../', import.meta.url).pathname;
 const EXTERNAL_SECRETS_CRD = new URL('../../fixtures/kubernetes/externalsecrets-crd-v2.9.0.yaml', import.meta.url);
-const ES = { group: 'external-secrets.io', version: 'v1', plural: 'externalsecrets' } as const;
+/** external-secrets v0.15.1's CRD: external-secrets.io v1beta1 (and v1alpha1), no v1. */
+export const EXTERNAL_SECRETS_CRD_V1BETA1 = new URL('../../fixtures/kubernetes/externalsecrets-crd-v0.15.1.yaml', import.meta.url);
+type EsVersion = 'v1' | 'v1beta1';
+const esResource = (version: EsVersion) => ({ group: 'external-secrets.io', version, plural: 'externalsecrets' }) as const;
 
 export interface ConsumerAccess {
   namespace: string;
@@ -88,7 +95,11 @@ export interface ConsumerNamespace {
   client: NodeKubeClient;
   /** A kubeconfig file acting as keyroll's service account (for the CLI). */
   kubeconfigFile: string;
-  createExternalSecret(name: string): Promise<void>;
+  /** The external-secrets.io version its ExternalSecrets are made and read in. */
+  esVersion: EsVersion;
+  createExternalSecret(name: string, spec?: { refreshInterval?: string; refreshPolicy?: string }): Promise<void>;
+  /** Writes the status external-secrets writes after a sync (as if it synced the object an hour ago, when it was created). */
+  markSynced(name: string): Promise<void>;
   createDeployment(name: string, replicas?: number): Promise<void>;
   createStatefulSet(name: string, options?: { replicas?: number; onDelete?: boolean }): Promise<void>;
   createDaemonSet(name: string): Promise<void>;
@@ -96,15 +107,28 @@ export interface ConsumerNamespace {
   readExternalSecret(name: string): Promise<{ metadata?: { annotations?: Record<string, string> }; status?: unknown }>;
 }
 
-let crdInstalled: Promise<void> | undefined;
+/** Each API server's ExternalSecret CRD, installed once. */
+const crdInstalled = new Map<string, Promise<void>>();
+
+export interface NamespaceOptions {
+  /** The ExternalSecret CRD the API server gets (default v2.9.0's, serving v1), or none at all. */
+  crd?: URL | 'none';
+  esVersion?: EsVersion;
+}
 
 /**
  * A fresh namespace with the ExternalSecret CRD, and keyroll's service account bound to the Role
  * the chart renders for `access` (which names objects in this namespace).
  */
-export async function consumerNamespace(kube: KubeApiServerInfo, dir: string, access: (namespace: string) => ConsumerAccess[]): Promise<ConsumerNamespace> {
-  crdInstalled ??= readFile(EXTERNAL_SECRETS_CRD, 'utf8').then((text) => installCustomResourceDefinition(kube, parse(text) as V1CustomResourceDefinition));
-  await crdInstalled;
+export async function consumerNamespace(kube: KubeApiServerInfo, dir: string, access: (namespace: string) => ConsumerAccess[], options: NamespaceOptions = {}): Promise<ConsumerNamespace> {
+  const crd = options.crd ?? EXTERNAL_SECRETS_CRD;
+  if (crd !== 'none') {
+    const installed = crdInstalled.get(kube.server) ?? readFile(crd, 'utf8').then((text) => installCustomResourceDefinition(kube, parse(text) as V1CustomResourceDefinition));
+    crdInstalled.set(kube.server, installed);
+    await installed;
+  }
+  const esVersion = options.esVersion ?? 'v1';
+  const ES = esResource(esVersion);
   const namespace = uniqueName('shop');
   const releaseNamespace = uniqueName('keyroll');
   const admin = adminKubeConfig(kube);
@@ -134,17 +158,24 @@ export async function consumerNamespace(kube: KubeApiServerInfo, dir: string, ac
     keyroll,
     client: new NodeKubeClient(keyroll),
     kubeconfigFile,
-    async createExternalSecret(name) {
+    esVersion,
+    async createExternalSecret(name, spec = {}) {
       await objects.createNamespacedCustomObject({
         ...ES,
         namespace,
         body: {
-          apiVersion: 'external-secrets.io/v1',
+          apiVersion: `external-secrets.io/${esVersion}`,
           kind: 'ExternalSecret',
           metadata: { name },
-          spec: { refreshInterval: '1h', secretStoreRef: { kind: 'ClusterSecretStore', name: 'vault' }, target: { name }, data: [{ secretKey: 'apiKey', remoteRef: { key: `apps/${name}`, property: 'apiKey' } }] },
+          spec: { refreshInterval: '1h', ...spec, secretStoreRef: { kind: 'ClusterSecretStore', name: 'vault' }, target: { name }, data: [{ secretKey: 'apiKey', remoteRef: { key: `apps/${name}`, property: 'apiKey' } }] },
         },
       });
+    },
+    async markSynced(name) {
+      const object = (await objects.getNamespacedCustomObject({ ...ES, namespace, name })) as KubeObjectLike;
+      const at = `${new Date(Date.now() - 3_600_000).toISOString().slice(0, 19)}Z`;
+      const status = { refreshTime: at, syncedResourceVersion: syncedResourceVersions(object)?.sha3, conditions: [{ type: 'Ready', status: 'True', reason: 'SecretSynced', message: 'secret synced', lastTransitionTime: at }] };
+      await objects.patchNamespacedCustomObjectStatus({ ...ES, namespace, name, body: { status } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
     },
     async createDeployment(name, replicas = 2) {
       await apps.createNamespacedDeployment({ namespace, body: { metadata: { name }, spec: { replicas, selector: { matchLabels: { app: name } }, template: template(name) } } });
@@ -167,7 +198,13 @@ export async function consumerNamespace(kube: KubeApiServerInfo, dir: string, ac
   };
 }
 
+type KubeObjectLike = { metadata?: { name?: string; generation?: number; resourceVersion?: string; annotations?: Record<string, string>; labels?: Record<string, string> }; spec?: unknown; status?: unknown };
+
 export interface StandInOptions {
+  /** external-secrets' syncedResourceVersion: its own formula (v0.16.2+: sha3-224), or none written (a controller whose value keyroll cannot check). */
+  syncedResourceVersion?: 'eso' | 'none';
+  /** external-secrets' clock, for status.refreshTime (default: this machine's). */
+  clock?: () => number;
   /** external-secrets' reaction time to a force-sync. */
   syncDelayMs?: number;
   /** ExternalSecrets external-secrets cannot sync (Ready False, reason SecretSyncedError). */
@@ -205,8 +242,11 @@ export class StandInControllers {
   #stopped = false;
   readonly #loop: Promise<void>;
 
-  constructor(cluster: Pick<ConsumerNamespace, 'admin' | 'namespace'>, options: StandInOptions = {}) {
+  readonly #es: ReturnType<typeof esResource>;
+
+  constructor(cluster: Pick<ConsumerNamespace, 'admin' | 'namespace'> & Partial<Pick<ConsumerNamespace, 'esVersion'>>, options: StandInOptions = {}) {
     this.options = options;
+    this.#es = esResource(cluster.esVersion ?? 'v1');
     this.#objects = cluster.admin.makeApiClient(CustomObjectsApi);
     this.#namespace = cluster.namespace;
     this.#loop = this.#run();
@@ -224,36 +264,43 @@ export class StandInControllers {
   async #run(): Promise<void> {
     while (!this.#stopped) {
       try {
-        await this.#externalSecrets();
+        await this.#externalSecrets().catch(() => undefined);
         for (const plural of ['deployments', 'statefulsets', 'daemonsets']) await this.#workloads(plural);
       } catch {
-        // A test that deletes its namespace early; the next round reads again.
+        // A test that deletes its namespace early (or a cluster without the ExternalSecret CRD); the next round reads again.
       }
       await new Promise((resolve) => setTimeout(resolve, 25));
     }
   }
 
   async #externalSecrets(): Promise<void> {
-    const list = (await this.#objects.listNamespacedCustomObject({ ...ES, namespace: this.#namespace })) as { items: { metadata: { name: string; annotations?: Record<string, string> } }[] };
+    const ES = this.#es;
+    const list = (await this.#objects.listNamespacedCustomObject({ ...ES, namespace: this.#namespace })) as { items: (KubeObjectLike & { metadata: { name: string } })[] };
     for (const item of list.items) {
       const name = item.metadata.name;
       const forceSync = item.metadata.annotations?.['force-sync'];
       if (forceSync === undefined || this.#handledForceSync.get(name) === forceSync || this.options.ignoredSyncs?.has(name) === true) continue;
       this.#handledForceSync.set(name, forceSync);
+      if (!refreshesOnChange(item)) continue;
       const delay = this.options.syncDelayMs ?? 0;
       const failing = this.options.failingSyncs?.has(name) === true;
-      // What external-secrets writes after a sync: the time, and the Ready condition.
+      // external-secrets' reconcile: refreshTime is its start, syncedResourceVersion the metadata it read.
+      const started = new Date(this.options.clock?.() ?? Date.now());
+      const synced = this.options.syncedResourceVersion === 'none' ? {} : { syncedResourceVersion: syncedResourceVersions(item)?.sha3 };
       setTimeout(() => {
-        const now = new Date();
+        const at = `${new Date().toISOString().slice(0, 19)}Z`;
         const status = failing
-          ? { conditions: [{ type: 'Ready', status: 'False', reason: 'SecretSyncedError', message: 'could not get secret data from provider', lastTransitionTime: now.toISOString().slice(0, 19) + 'Z' }] }
-          : { refreshTime: now.toISOString().slice(0, 19) + 'Z', syncedResourceVersion: `1-${forceSync}`, conditions: [{ type: 'Ready', status: 'True', reason: 'SecretSynced', message: 'secret synced', lastTransitionTime: now.toISOString().slice(0, 19) + 'Z' }] };
+          ? { conditions: [{ type: 'Ready', status: 'False', reason: 'SecretSyncedError', message: 'could not get secret data from provider', lastTransitionTime: at }] }
+          : { refreshTime: `${started.toISOString().slice(0, 19)}Z`, ...synced, conditions: [{ type: 'Ready', status: 'True', reason: 'SecretSynced', message: 'secret synced', lastTransitionTime: at }] };
+        // Under the version it read, as external-secrets' status update: a change since means a 409 and a new reconcile.
         this.#objects
-          .patchNamespacedCustomObjectStatus({ ...ES, namespace: this.#namespace, name, body: { status } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch))
+          .patchNamespacedCustomObjectStatus({ ...ES, namespace: this.#namespace, name, body: { metadata: { resourceVersion: item.metadata.resourceVersion }, status } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch))
           .then(() => {
-            if (!failing) this.syncs.set(name, [...(this.syncs.get(name) ?? []), now.getTime()]);
+            if (!failing) this.syncs.set(name, [...(this.syncs.get(name) ?? []), Date.now()]);
           })
-          .catch(() => undefined);
+          .catch(() => {
+            if (this.#handledForceSync.get(name) === forceSync) this.#handledForceSync.delete(name);
+          });
       }, delay);
     }
   }
@@ -292,6 +339,15 @@ export class StandInControllers {
   async #status(plural: string, name: string, status: Record<string, unknown>): Promise<void> {
     await this.#objects.patchNamespacedCustomObjectStatus({ group: 'apps', version: 'v1', namespace: this.#namespace, plural, name, body: { status } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
   }
+}
+
+/** external-secrets' shouldRefresh for a changed object: never under CreatedOnce once synced, nor with refreshInterval 0 unless OnChange. */
+function refreshesOnChange(item: KubeObjectLike): boolean {
+  const spec = (item.spec ?? {}) as { refreshPolicy?: string; refreshInterval?: string };
+  const syncedBefore = typeof (item.status as { syncedResourceVersion?: unknown } | undefined)?.syncedResourceVersion === 'string';
+  if (spec.refreshPolicy === 'CreatedOnce') return !syncedBefore;
+  if (spec.refreshPolicy === 'OnChange') return true;
+  return !(syncedBefore && (goDurationMs(spec.refreshInterval ?? '1h') ?? 1) <= 0);
 }
 
 /** The status fields a workload controller writes once `ready` of `replicas` pods run the new template. */

@@ -130,6 +130,8 @@ export class DeploymentHistory {
     return {
       get: (ref, signal) => client.get(ref, signal),
       watch: (ref, version, onChange, signal) => client.watch(ref, version, onChange, signal),
+      servedVersions: (group, signal) => client.servedVersions(group, signal),
+      mayI: (verb, ref, signal) => client.mayI(verb, ref, signal),
       patch: async (ref, patch, type, signal) => {
         const patched = await client.patch(ref, patch, type, signal);
         if (ref.plural === 'deployments') await this.syncReplicaSets(ref.name);

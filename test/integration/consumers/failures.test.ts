@@ -125,7 +125,7 @@ if (server === undefined) {
     await expectRotationStands(b, summary);
   });
 
-  it('an ExternalSecret that never syncs: KR_CONSUMER_TIMEOUT after syncTimeout, and the restart still goes ahead', async () => {
+  it('an ExternalSecret that never syncs: KR_CONSUMER_TIMEOUT after syncTimeout, and the Deployment not restarted onto the old value (KR_CONSUMER_SYNC_BLOCKED)', async () => {
     const { bench: b } = await setUp(
       (namespace) => [
         { kind: 'externalSecret', namespace, name: 'billing-api-key' },
@@ -137,12 +137,13 @@ if (server === undefined) {
 
     const { summary, report } = await b.run([KEY], LEAK, refresher);
 
-    expect(report).toMatchObject({ failed: 1, refreshed: 1 });
-    const [failed] = b.events('consumer.failed');
+    expect(report).toMatchObject({ failed: 2, refreshed: 0 });
+    const [failed, blocked] = b.events('consumer.failed');
     expect(failed).toMatchObject({ consumerKind: 'externalSecret', errorCode: 'KR_CONSUMER_TIMEOUT' });
     expect(String(failed?.nextAction)).toContain('kubectl annotate externalsecret billing-api-key');
     expect(String(failed?.nextAction)).toContain('force-sync=$(date +%s) --overwrite');
-    expect(controllers?.restartsOf('billing')).toHaveLength(1);
+    expect(blocked).toMatchObject({ consumerKind: 'deployment', name: 'billing', errorCode: 'KR_CONSUMER_SYNC_BLOCKED' });
+    expect(controllers?.restartsOf('billing')).toHaveLength(0);
     await expectRotationStands(b, summary);
   });
 
