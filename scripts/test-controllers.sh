@@ -9,7 +9,7 @@
 #   kube-controller-manager
 #   external-secrets-VERSION/{external-secrets,crds.yaml}   one per built release
 #   external-secrets-crds-VERSION.yaml                      the CRD-only release's bundle
-# test/support/real-controllers.ts reads it. Progress goes to stderr. A cold build takes about 7 min
+# test/support/kube-controllers.ts reads it. Progress goes to stderr. A cold build takes about 7 min
 # (kube-controller-manager) and 3-4 min per external-secrets release on two cores; later runs
 # print the directory at once.
 set -e

@@ -3,7 +3,8 @@
 // run, RBAC on, and a service-account issuer, so a test can act as keyroll's service account with
 // a token from the TokenRequest API and see the 403 a missing permission earns.
 // There is no kubelet, scheduler or controller-manager: nothing runs pods, rolls out deployments
-// or finishes a namespace deletion. A test that needs a controller plays it, and says so.
+// or finishes a namespace deletion. A test that needs a controller plays it, and says so, or
+// starts the real ones beside a server of their own (test/support/kube-controllers.ts).
 import { execFile } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';

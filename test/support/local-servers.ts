@@ -54,9 +54,10 @@ function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
   }
 }
 
-export function startProcess(command: string, args: string[]): Started {
+/** `env` is added to this process's environment (a controller's KUBECONFIG). */
+export function startProcess(command: string, args: string[], env: Record<string, string> = {}): Started {
   // Own process group, so stop() ends the server and anything it spawned.
-  const child = spawn(command, args, { detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(command, args, { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   running.add(child);
   const output: string[] = [];
   const keep = (chunk: Buffer): void => {

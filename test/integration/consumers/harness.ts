@@ -9,7 +9,8 @@ import type { KubeClient } from '../../../src/consumers/kubernetes/client.ts';
 import type { ConsumerRefresher } from '../../../src/consumers/refresher.ts';
 import type { DeliveryReport } from '../../../src/consumers/types.ts';
 import type { ConsumerRef, ConsumerSettings } from '../../../src/policy/consumers.ts';
-import type { KeyPolicy } from '../../../src/policy/schema.ts';
+import type { KeyPolicy, Policy } from '../../../src/policy/schema.ts';
+import type { RuntimeOptions } from '../../../src/rotation/runtime.ts';
 import { runRotations, type RunSummary } from '../../../src/rotation/run.ts';
 import type { RunTrigger } from '../../../src/rotation/types.ts';
 import { keyPolicy, startBench, type Bench } from '../../rotation/harness.ts';
@@ -31,12 +32,21 @@ export interface ConsumerBench {
   close(): Promise<void>;
 }
 
-/** Keys of the emulator's demo organization, each listing `consumers(keyId)`; extra emulator keys made as needed. */
-export async function consumerBench(client: KubeClient, keys: { id: string; consumers: ConsumerRef[]; overrides?: Partial<KeyPolicy> }[]): Promise<ConsumerBench> {
+/**
+ * Keys of the emulator's demo organization, each listing `consumers(keyId)`; extra emulator keys
+ * made as needed. `options` adds backends to the policy (an OpenBao the real external-secrets
+ * reads) and settings to the runtime (the environment their tokens come from).
+ */
+export async function consumerBench(
+  client: KubeClient,
+  keys: { id: string; consumers: ConsumerRef[]; overrides?: Partial<KeyPolicy> }[],
+  options: { policy?: Partial<Policy>; runtime?: Partial<RuntimeOptions> } = {},
+): Promise<ConsumerBench> {
   const bench = await startBench({
     keys: () => {
       return keys.map(({ id, consumers, overrides }) => keyPolicy(id, 'org_demo_acme', { consumers, ...overrides }));
     },
+    ...(options.policy ? { policy: options.policy } : {}),
   });
   for (const { id, overrides } of keys) {
     for (const apiKey of overrides?.slots ?? [id]) {
@@ -47,7 +57,7 @@ export async function consumerBench(client: KubeClient, keys: { id: string; cons
       }
     }
   }
-  const runtime = await bench.runtime();
+  const runtime = await bench.runtime(options.runtime);
   const make = (settings: Partial<ConsumerSettings> = {}, kube: KubeClient = client): ConsumerRefresher =>
     createRefresher({ consumers: { ...FAST_SETTINGS, ...settings } }, { alerter: bench.alerter, notifier: runtime.notifier, kubeClient: () => kube });
   const shared = make();
