@@ -8,7 +8,9 @@
 // tests at servers started elsewhere instead.
 // A real Kubernetes API server (etcd + kube-apiserver, test/support/kube-apiserver.ts) is built
 // here once per machine by scripts/test-kube.sh, and started only when a test file first asks for
-// it (kube-on-demand.ts).
+// it (kube-on-demand.ts). The real controllers of the consumer tests (kube-controller-manager and
+// external-secrets, scripts/test-controllers.sh) are built here too, once per machine; the test
+// files that use them start their own API server beside them (test/support/kube-controllers.ts).
 import { execFile, spawn } from 'node:child_process';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -33,11 +35,12 @@ async function installServers(): Promise<string> {
 }
 
 /**
- * Runs scripts/test-kube.sh and returns the directory it prints. Its progress (a first build takes
- * minutes) goes to this terminal, so a long wait says what it waits for.
+ * Runs `script` (scripts/test-kube.sh, scripts/test-controllers.sh) and returns the directory it
+ * prints. Its progress (a first build takes minutes) goes to this terminal, so a long wait says
+ * what it waits for.
  */
-async function installKubeTools(): Promise<string> {
-  const child = spawn(resolve(ROOT, 'scripts/test-kube.sh'), [], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+async function installTools(script: string): Promise<string> {
+  const child = spawn(resolve(ROOT, script), [], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
   let stdout = '';
   child.stdout.on('data', (chunk: Buffer) => {
     stdout += chunk.toString('utf8');
@@ -47,13 +50,18 @@ async function installKubeTools(): Promise<string> {
     child.once('exit', resolveExit);
   });
   const binDir = stdout.trim().split('\n').pop();
-  if (code !== 0 || binDir === undefined || binDir === '') throw new Error(`scripts/test-kube.sh failed (exit ${String(code)})`);
+  if (code !== 0 || binDir === undefined || binDir === '') throw new Error(`${script} failed (exit ${String(code)})`);
   return binDir;
 }
 
 const HOW_TO_GET_KUBE =
   'The Kubernetes tests need kube-apiserver and etcd. Build them once with ./scripts/test-kube.sh ' +
   '(needs Go >= 1.26 and the Go module proxy; several minutes on two cores).';
+
+const HOW_TO_GET_CONTROLLERS =
+  'The consumer tests against the real controllers need kube-controller-manager and external-secrets. ' +
+  'Build them once with ./scripts/test-controllers.sh (needs Go >= 1.26 and the Go module proxy; ' +
+  'about 15 min on two cores).';
 
 function describeError(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
@@ -115,12 +123,13 @@ async function provideKubeOnDemand(project: TestProject, running: RunningServer[
   let binDir: string | undefined;
   let installError: unknown;
   try {
-    binDir = await installKubeTools();
+    binDir = await installTools('scripts/test-kube.sh');
   } catch (error) {
     if (process.env.CI === 'true') throw new Error(`the Kubernetes test tools could not be built (CI=true fails the run): ${describeError(error)}`, { cause: error });
     console.warn(`\nkeyroll: the Kubernetes tests will be skipped.\n${HOW_TO_GET_KUBE}\n${describeError(error)}\n`);
     installError = error;
   }
+  provideControllers(project, binDir, await installControllers(binDir));
   const onDemand = await serveKubeOnDemand(
     async (): Promise<KubeApiServerInfo> => {
       if (binDir === undefined) throw installError;
@@ -132,6 +141,24 @@ async function provideKubeOnDemand(project: TestProject, running: RunningServer[
   );
   project.provide('kubeApiServerOnDemand', onDemand.url);
   return onDemand;
+}
+
+/** Builds the real controllers (after the API server they need); a failure fails the run under CI=true. */
+async function installControllers(kubeBinDir: string | undefined): Promise<{ dir: string } | { missingReason: string }> {
+  if (kubeBinDir === undefined) return { missingReason: `${HOW_TO_GET_KUBE} (the real controllers run beside kube-apiserver)` };
+  try {
+    return { dir: await installTools('scripts/test-controllers.sh') };
+  } catch (error) {
+    if (process.env.CI === 'true') throw new Error(`the real controllers could not be built (CI=true fails the run): ${describeError(error)}`, { cause: error });
+    const missingReason = `${HOW_TO_GET_CONTROLLERS}\n${describeError(error)}`;
+    console.warn(`\nkeyroll: the tests against the real controllers will be skipped.\n${missingReason}\n`);
+    return { missingReason };
+  }
+}
+
+function provideControllers(project: TestProject, kubeBinDir: string | undefined, controllers: { dir: string } | { missingReason: string }): void {
+  project.provide('realControllers', 'dir' in controllers && kubeBinDir !== undefined ? { kubeBinDir, controllersDir: controllers.dir } : null);
+  project.provide('realControllersMissingReason', 'missingReason' in controllers ? controllers.missingReason : null);
 }
 
 function externalServers(): { vault?: VaultServer; moto?: MotoServer } {

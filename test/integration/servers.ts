@@ -14,7 +14,15 @@ declare module 'vitest' {
     serversMissingReason: string | null;
     /** Where a test file asks for the Kubernetes API server (kube-on-demand.ts). */
     kubeApiServerOnDemand: string;
+    /** Where the real controllers' tests find their tools (scripts/test-kube.sh's and test-controllers.sh's directories). */
+    realControllers: RealControllersTools | null;
+    realControllersMissingReason: string | null;
   }
+}
+
+export interface RealControllersTools {
+  kubeBinDir: string;
+  controllersDir: string;
 }
 
 export interface VaultServer {
@@ -51,6 +59,19 @@ export function motoServer(): MotoServer | undefined {
   const server = inject('motoServer');
   if (server === null) failUnderCi('moto');
   return server ?? undefined;
+}
+
+/**
+ * The directories of kube-apiserver and of the real controllers (test/support/kube-controllers.ts
+ * starts them), or undefined (outside CI only) when they could not be built.
+ */
+export function realControllersTools(): RealControllersTools | undefined {
+  const tools = inject('realControllers');
+  if (tools !== null) return tools;
+  const reason = inject('realControllersMissingReason') ?? 'the real controllers were not built by test/integration/global-setup.ts';
+  if (process.env.CI === 'true') throw new Error(`the real controllers are required under CI=true. ${reason}`);
+  console.warn(`keyroll: skipping the tests against the real controllers. ${reason}`);
+  return undefined;
 }
 
 let kubeAnswer: Promise<KubeOnDemandAnswer> | undefined;

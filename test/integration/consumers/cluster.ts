@@ -10,6 +10,7 @@
 // and nothing when the refresh settings switch force-sync off) and what the deployment,
 // statefulset and daemonset controllers do after a change of the pod template
 // (observedGeneration, updated and available replicas), recording every restart it sees.
+// The same refresh against the real controllers: real-controllers*.test.ts.
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
