@@ -77,7 +77,9 @@ export function syncVerdict(object: KubeObject, storedAtMs: number, ask: SyncAsk
   // Ready turned False after keyroll's request (it was True, or it changed since): the sync itself
   // failed (the store refused, a bad remote ref); no point waiting out the timeout.
   const changedMs = typeof ready?.lastTransitionTime === 'string' ? Date.parse(ready.lastTransitionTime) : Number.NaN;
-  const turnedFalse = ask.readyBefore || Math.floor(changedMs / 1000) >= Math.floor(ask.atMs / 1000);
+  // A later second only: a False set in the ask's own second may predate the ask (an object made
+  // just before it, still failing), and judging it a failure would block a sync about to succeed.
+  const turnedFalse = ask.readyBefore || Math.floor(changedMs / 1000) > Math.floor(ask.atMs / 1000);
   if (ready?.status === 'False' && turnedFalse) return { failed: new ConsumerError('KR_CONSUMER_SYNC_FAILED', `external-secrets reports the sync failed: ${message === '' ? reason : message}`) };
   const last = refreshed === undefined ? 'never synced' : `last sync ${new Date(refreshed).toISOString()}`;
   return { waiting: ready?.status === 'False' ? `${last}; Ready is False: ${message}` : last };
