@@ -51,6 +51,8 @@ export interface SyncAsk {
   value: string;
   atMs: number;
   readyBefore: boolean;
+  /** The object's resourceVersion in the answer to keyroll's patch: any later write differs. */
+  resourceVersion?: string | undefined;
 }
 
 /** How a sync was proved (sync.proof in the audit trail's consumer.refreshed has no field for it: the docs say both). */
@@ -77,9 +79,12 @@ export function syncVerdict(object: KubeObject, storedAtMs: number, ask: SyncAsk
   // Ready turned False after keyroll's request (it was True, or it changed since): the sync itself
   // failed (the store refused, a bad remote ref); no point waiting out the timeout.
   const changedMs = typeof ready?.lastTransitionTime === 'string' ? Date.parse(ready.lastTransitionTime) : Number.NaN;
-  // A later second only: a False set in the ask's own second may predate the ask (an object made
-  // just before it, still failing), and judging it a failure would block a sync about to succeed.
-  const turnedFalse = ask.readyBefore || Math.floor(changedMs / 1000) > Math.floor(ask.atMs / 1000);
+  // A status written after keyroll's patch answers it: external-secrets writes its status under the
+  // resourceVersion it read (a conflict makes it read again), so that write's reconcile saw the ask.
+  // A False from before the patch (an object made just before, still failing), even in the ask's
+  // own second, proves nothing: the sync keyroll asked for may be about to succeed.
+  const writtenSince = ask.resourceVersion !== undefined && object.metadata?.resourceVersion !== undefined && object.metadata.resourceVersion !== ask.resourceVersion;
+  const turnedFalse = ask.readyBefore || writtenSince || Math.floor(changedMs / 1000) > Math.floor(ask.atMs / 1000);
   if (ready?.status === 'False' && turnedFalse) return { failed: new ConsumerError('KR_CONSUMER_SYNC_FAILED', `external-secrets reports the sync failed: ${message === '' ? reason : message}`) };
   const last = refreshed === undefined ? 'never synced' : `last sync ${new Date(refreshed).toISOString()}`;
   return { waiting: ready?.status === 'False' ? `${last}; Ready is False: ${message}` : last };
@@ -156,9 +161,10 @@ export async function syncExternalSecret(client: KubeClient, ref: KubeObjectRef,
 /** The force-sync patch, with a value the object does not hold yet (so the patch changes its metadata). */
 async function askToSync(client: KubeClient, ref: KubeObjectRef, current: KubeObject, options: SyncOptions): Promise<SyncAsk> {
   const value = forceSyncValue(current, options.now());
-  // The answer is not read: it shows the status from before this request.
-  await client.patch(ref, { metadata: { annotations: { [FORCE_SYNC]: value } } }, 'merge', options.signal);
-  return { value, atMs: options.now(), readyBefore: readyCondition(current)?.status === 'True' };
+  // The answer's status is not judged (it is from before this request); its resourceVersion tells
+  // a later status write from it.
+  const patched = await client.patch(ref, { metadata: { annotations: { [FORCE_SYNC]: value } } }, 'merge', options.signal);
+  return { value, atMs: options.now(), readyBefore: readyCondition(current)?.status === 'True', resourceVersion: patched.metadata?.resourceVersion };
 }
 
 /** Waited out while external-secrets says it cannot sync: that is the news, not the timeout. */
