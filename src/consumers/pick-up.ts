@@ -6,8 +6,7 @@ import type { AuditLog } from '../audit/events.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
 import { mapWithConcurrency } from '../rotation/concurrency.ts';
 import { ExternalSecretApi } from './kinds/external-secret-api.ts';
-import { FORCE_SYNC } from './kinds/external-secret.ts';
-import { syncedThisState } from './kinds/external-secret-synced.ts';
+import { showsSyncAfter } from './kinds/external-secret.ts';
 import { settleOwed } from './kinds/workload.ts';
 import { workloadRef } from './kinds/workloads.ts';
 import type { KubeClient, KubeObject } from './kubernetes/client.ts';
@@ -116,17 +115,3 @@ function syncedAfterCheck(client: KubeClient, signal: AbortSignal | undefined): 
   };
 }
 
-function showsSyncAfter(object: KubeObject | undefined, storedAtMs: number): boolean {
-  const status = (object?.status ?? {}) as { refreshTime?: unknown; conditions?: { type?: unknown; status?: unknown }[] };
-  const ready = Array.isArray(status.conditions) && status.conditions.some((condition) => condition.type === 'Ready' && condition.status === 'True');
-  if (!ready || object === undefined) return false;
-  const storeSecond = Math.floor(storedAtMs / 1000);
-  const refreshMs = typeof status.refreshTime === 'string' ? Date.parse(status.refreshTime) : Number.NaN;
-  if (Math.floor(refreshMs / 1000) > storeSecond) return true;
-  // A sync in the store's own second: proved when external-secrets synced the object's current
-  // metadata (syncedResourceVersion) and that metadata holds a force-sync keyroll asked for no
-  // earlier than the store's second (keyroll asks only after a store). The real controller syncs
-  // keyroll's ask within ~0.2 s, so this is the usual case, not the exception.
-  const asked = Number(object.metadata?.annotations?.[FORCE_SYNC]);
-  return Math.floor(refreshMs / 1000) === storeSecond && Number.isFinite(asked) && asked >= storeSecond && syncedThisState(object);
-}

@@ -10,6 +10,7 @@ import { errorCode, errorMessage } from '../errors.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
 import { ConsumerError } from './errors.ts';
 import { ExternalSecretApi } from './kinds/external-secret-api.ts';
+import { showsSyncAfter } from './kinds/external-secret.ts';
 import { WORKLOAD_KINDS, workloadRef } from './kinds/workloads.ts';
 import type { KubeClient, KubeObject } from './kubernetes/client.ts';
 import { owedRestarts, RESTARTED_AT, restartedFor, type OwedRestart } from './markers.ts';
@@ -102,8 +103,9 @@ function externalSecretStatus(consumer: ExternalSecretConsumer, object: KubeObje
   const refreshTime = typeof status.refreshTime === 'string' ? status.refreshTime : undefined;
   const ready = Array.isArray(status.conditions) ? status.conditions.find((condition) => condition.type === 'Ready') : undefined;
   const readyText = ready === undefined ? 'no Ready condition' : `Ready ${String(ready.status)}${typeof ready.message === 'string' && ready.message !== '' ? `: ${ready.message}` : ''}`;
-  const after = last.lastRotatedAt === undefined || secondOf(refreshTime) > secondOf(last.lastRotatedAt);
-  const current = ready?.status === 'True' && refreshTime !== undefined && after;
+  // The same proof as a pick-up's (showsSyncAfter): a sync keyroll asked for in the store's own
+  // second reads current, not stale, once external-secrets' status proves it.
+  const current = ready?.status === 'True' && refreshTime !== undefined && (last.lastRotatedAt === undefined || showsSyncAfter(object, Date.parse(last.lastRotatedAt)));
   const result: ConsumerStatus = { consumer: consumerName(consumer), state: current ? 'current' : 'stale', lastRefreshAt: refreshTime ?? null, detail: `${refreshTime === undefined ? 'never synced' : `synced ${refreshTime}`}; ${readyText}` };
   return { status: result, ...(current ? { syncedAt: refreshTime } : {}) };
 }

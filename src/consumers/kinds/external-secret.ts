@@ -174,3 +174,23 @@ async function failureOrTimeout(client: KubeClient, ref: KubeObjectRef, error: u
   if (ready?.status !== 'False') return error;
   return new ConsumerError('KR_CONSUMER_SYNC_FAILED', `external-secrets reports it cannot sync: ${typeof ready.message === 'string' && ready.message !== '' ? ready.message : 'Ready is False'}`, { cause: error });
 }
+
+/**
+ * Whether an ExternalSecret shows a sync after a store at `storedAtMs`, read from its status alone
+ * (a pick-up of owed restarts, `keyroll status`): Ready, and a refresh in a later second than the
+ * store (refreshTime is whole seconds), or in the store's own second with the proof below.
+ */
+export function showsSyncAfter(object: KubeObject | undefined, storedAtMs: number): boolean {
+  const status = (object?.status ?? {}) as { refreshTime?: unknown; conditions?: { type?: unknown; status?: unknown }[] };
+  const ready = Array.isArray(status.conditions) && status.conditions.some((condition) => condition.type === 'Ready' && condition.status === 'True');
+  if (!ready || object === undefined) return false;
+  const storeSecond = Math.floor(storedAtMs / 1000);
+  const refreshMs = typeof status.refreshTime === 'string' ? Date.parse(status.refreshTime) : Number.NaN;
+  if (Math.floor(refreshMs / 1000) > storeSecond) return true;
+  // A sync in the store's own second: proved when external-secrets synced the object's current
+  // metadata (syncedResourceVersion) and that metadata holds a force-sync keyroll asked for no
+  // earlier than the store's second (keyroll asks only after a store). The real controller syncs
+  // keyroll's ask within ~0.2 s, so this is the usual case, not the exception.
+  const asked = Number(object.metadata?.annotations?.[FORCE_SYNC]);
+  return Math.floor(refreshMs / 1000) === storeSecond && Number.isFinite(asked) && asked >= storeSecond && syncedThisState(object);
+}
