@@ -103,7 +103,8 @@ describe('least privilege in the CloudFormation template (issue 27, finding 8)',
 
   it('grants only Secrets Manager actions the function calls', async () => {
     // RotateSecret and CancelRotateSecret are keyroll aws enable/disable-rotation's, run by a person, never by the function.
-    const called: AwsAction[] = ['DescribeSecret', 'GetSecretValue', 'PutSecretValue', 'CreateSecret', 'UpdateSecretVersionStage', 'TagResource'];
+    // ListSecretVersionIds: preflight counts the secret's young versions against AWS's version quota.
+    const called: AwsAction[] = ['DescribeSecret', 'GetSecretValue', 'ListSecretVersionIds', 'PutSecretValue', 'CreateSecret', 'UpdateSecretVersionStage', 'TagResource'];
     const granted = statementsOf(await template()).flatMap(actionsOf).filter((action) => action.startsWith('secretsmanager:'));
     expect(granted.filter((action) => !called.some((name) => action === `secretsmanager:${name}`))).toEqual([]);
   });
