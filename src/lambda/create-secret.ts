@@ -8,7 +8,7 @@
 //   the step fails with what to do.
 // Every failure leaves no AWSPENDING that would block the next rotation ("A previous rotation isn't
 // complete"): the sequence stops at the put, so a failure never comes after a value stored there.
-import { errorCode } from '../errors.ts';
+import { catalogueCode, errorCode } from '../errors.ts';
 import { rotateKeyUntilStored, type StopAfterStore } from '../rotation/rotate-key.ts';
 import { RotationStepError } from '../rotation/errors.ts';
 import { sendAlert } from '../rotation/key-alert.ts';
@@ -64,7 +64,7 @@ function untilPending(ctx: NativeContext): StopAfterStore {
       }
       // The store failed: the engine audited key.failed and alerted where the value went (a
       // fallback, the escrow, or nowhere); that is this failure's one alert.
-      return new RotationStepError('store', key.id, outcome.errorCode ?? 'KR_STORE_FAILED', `key ${key.id}: the rolled value of ${outcome.rolledKeyId ?? key.id} could not be put as AWSPENDING (${outcome.detail ?? 'store failed'})`);
+      return new RotationStepError('store', key.id, catalogueCode(outcome.errorCode ?? 'KR_STORE_FAILED'), `key ${key.id}: the rolled value of ${outcome.rolledKeyId ?? key.id} could not be put as AWSPENDING (${outcome.detail ?? 'store failed'})`);
     },
     // Nothing stored at the token's version is worth keeping: no AWSPENDING may block the next rotation.
     onFailure: async (error: unknown): Promise<void> => {
