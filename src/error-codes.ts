@@ -63,7 +63,7 @@ export const ERROR_CODES = {
   KR_BACKEND_THROTTLED: { severity: 'error', retryable: true, runbook: 'runbook.md#a-backend-keeps-throttling', meaning: "A backend's request quota still refused the call after keyroll waited out its budget." },
   KR_BACKEND_TIMEOUT: { severity: 'error', retryable: true, runbook: ONE_KEY_FAILED, meaning: 'A backend request did not finish in time; its outcome is unknown.' },
   KR_BACKEND_UNAVAILABLE: { severity: 'error', retryable: true, runbook: ONE_KEY_FAILED, meaning: 'The backend could not be reached or answered 5xx.' },
-  KR_BACKEND_VERSION_QUOTA: { severity: 'error', retryable: true, runbook: ONE_KEY_FAILED, meaning: 'The AWS secret is at its version quota (100 versions, none removed under 24 hours); only time frees it.' },
+  KR_BACKEND_VERSION_QUOTA: { severity: 'error', retryable: false, runbook: ONE_KEY_FAILED, meaning: 'The AWS secret is at its version quota (100 versions, none removed under 24 hours); only time frees it.' },
   KR_CONSUMER_API_UNSERVED: { severity: 'error', retryable: false, runbook: CONSUMER, meaning: 'The API server serves no version of external-secrets.io keyroll speaks.' },
   KR_CONSUMER_CONFLICT: { severity: 'error', retryable: true, runbook: CONSUMER, meaning: "A consumer object kept changing under keyroll's precondition (409) on every attempt." },
   KR_CONSUMER_FAILED: { severity: 'error', retryable: true, runbook: CONSUMER, meaning: 'A consumer was not refreshed and its failure carried no code of its own.' },
