@@ -158,7 +158,7 @@ export class LeaderElector {
   async #attempt(): Promise<void> {
     const sentAt = this.#clock();
     // A leader's request never outlives its renew deadline; a candidate's gets as long.
-    const budget = this.#term ? Math.max(1, this.#renewedAt + this.#options.renewDeadlineMs - sentAt) : this.#options.renewDeadlineMs;
+    const budget = Math.ceil(this.#term ? Math.max(1, this.#renewedAt + this.#options.renewDeadlineMs - sentAt) : this.#options.renewDeadlineMs);
     const request = new AbortController();
     this.#request = request;
     try {
