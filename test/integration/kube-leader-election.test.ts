@@ -7,12 +7,13 @@
 // a leader stops starting work (its term signal aborts, isLeader() turns false) before any other
 // replica starts leading, and a released Lease is taken long before it could have expired.
 import { randomBytes } from 'node:crypto';
-import { CoordinationV1Api, CoreV1Api } from '@kubernetes/client-node';
+import { ApiException, CoordinationV1Api, CoreV1Api, RbacAuthorizationV1Api, type V1Lease, type V1Role, type V1RoleBinding } from '@kubernetes/client-node';
 import { afterEach, describe, expect, it } from 'vitest';
 import { LeaderElector, type ElectionTimings, type LossReason } from '../../src/leader/elector.ts';
 import { KubeLeaseStore } from '../../src/leader/kube-lease-store.ts';
 import { startFaultProxy, type FaultProxy } from '../faults/proxy.ts';
-import { adminKubeConfig, type KubeApiServerInfo } from '../support/kube-apiserver.ts';
+import { adminKubeConfig, serviceAccountCredentials, type KubeApiServerInfo } from '../support/kube-apiserver.ts';
+import { renderConsumerTemplates } from './consumers/cluster.ts';
 import { kubeApiServer } from './servers.ts';
 
 const server = await kubeApiServer();
@@ -175,6 +176,53 @@ if (server === undefined) {
       await until(() => b.elector.isLeader(), 10_000, 'b takes over the released Lease');
       expect(happenings.map((h) => (h.what === 'stopped' ? `${h.who} stopped (${h.why})` : `${h.who} started`))).toEqual(['keyroll-a started', 'keyroll-a stopped (released)', 'keyroll-b started']);
       expect((await leaseOf(namespace)).holderIdentity).toBe('keyroll-b');
+    });
+
+    it("the chart's Lease and Role: keyroll's service account leads on that one Lease with get and update, and may neither create a Lease nor read another", async () => {
+      const namespace = await freshNamespace();
+      const rendered = (await renderConsumerTemplates(namespace, [], ['templates/leader-rbac.yaml'], { set: ['daemon.enabled=true', 'cronjob.enabled=false'] })) as (V1Lease | V1Role | V1RoleBinding)[];
+      const admin = adminKubeConfig(kube);
+      const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
+      const leases = admin.makeApiClient(CoordinationV1Api);
+      const { kubeConfig } = await serviceAccountCredentials(kube, namespace, 'keyroll');
+      for (const object of rendered) {
+        if (object.kind === 'Lease') await leases.createNamespacedLease({ namespace, body: object });
+        if (object.kind === 'Role') await rbac.createNamespacedRole({ namespace, body: object });
+        if (object.kind === 'RoleBinding') await rbac.createNamespacedRoleBinding({ namespace, body: object as V1RoleBinding });
+      }
+      expect(rendered.map((object) => object.kind).sort()).toEqual(['Lease', 'Role', 'RoleBinding']);
+      const leaseName = rendered.find((object) => object.kind === 'Lease')?.metadata?.name ?? '';
+      expect(leaseName).toBe('keyroll-leader');
+      const happenings: Happening[] = [];
+      const elector = new LeaderElector({
+        ...TIMINGS,
+        store: new KubeLeaseStore(kubeConfig, { namespace, name: leaseName }),
+        identity: 'keyroll-7d9f-abcde',
+        events: {
+          startedLeading: () => happenings.push({ who: 'keyroll', what: 'started' }),
+          stoppedLeading: (_term, why) => happenings.push({ who: 'keyroll', what: 'stopped', why, leaderStill: false }),
+          failed: (error) => {
+            throw error;
+          },
+        },
+      });
+      cleanup.push(() => elector.stop());
+      elector.start();
+      await until(() => elector.isLeader(), 20_000, 'the service account leads');
+      expect((await leaseOf(namespace)).holderIdentity).toBe('keyroll-7d9f-abcde');
+      const asKeyroll = kubeConfig.makeApiClient(CoordinationV1Api);
+      const refused = async (call: () => Promise<unknown>): Promise<number | undefined> => {
+        try {
+          await call();
+          return undefined;
+        } catch (error) {
+          return error instanceof ApiException ? error.code : -1;
+        }
+      };
+      expect(await refused(() => asKeyroll.createNamespacedLease({ namespace, body: { metadata: { name: 'another' }, spec: {} } }))).toBe(403);
+      await leases.createNamespacedLease({ namespace, body: { metadata: { name: 'someone-elses' }, spec: {} } });
+      expect(await refused(() => asKeyroll.readNamespacedLease({ namespace, name: 'someone-elses' }))).toBe(403);
+      expect(await refused(() => asKeyroll.deleteNamespacedLease({ namespace, name: leaseName }))).toBe(403);
     });
   });
 }
