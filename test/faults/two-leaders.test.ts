@@ -45,7 +45,7 @@ describe('two leaders at once', () => {
         result: 'rotated',
         lost: lost.lost,
         leaked: leaks.leaked,
-        alerted: bench.alerter.alerts.filter((alert) => alert.keyId !== undefined).length,
+        alerted: bench.alerter.alerts.filter((sent) => sent.alert.keyId !== undefined).length,
         failures,
       });
 
