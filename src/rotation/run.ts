@@ -89,7 +89,7 @@ export async function runRotations(runtime: Runtime, options: RunOptions): Promi
     const skippedAs = (result: KeyOutcome['result'], detail: string): KeyOutcome => ({ keyId: key.id, organizationId: key.organizationId, result, detail, durationMs: 0, rolls: 0 });
     if (aborted || options.signal?.aborted) {
       // The audit trail is the record in non-terminal runs: it names every key left unrotated.
-      const why = aborted?.reason ?? 'shutdown';
+      const why = aborted?.reason ?? stopReason(options.signal);
       audit.emit('key.skipped', { keyId: key.id, organizationId: key.organizationId, why: 'aborted', abortReason: why });
       const skipped = skippedAs('aborted', why);
       options.onKeyDone?.(skipped);
@@ -178,12 +178,15 @@ export async function runRotations(runtime: Runtime, options: RunOptions): Promi
   if (!aborted && busy > 0 && busy === outcomes.filter((o) => o.result !== 'skipped').length) {
     abortRun('lock-contention', 'every key in scope was locked by another runner');
   }
-  if (!aborted && options.signal?.aborted && count('aborted') > 0) abortRun('shutdown', 'shutdown before every key was handled');
+  if (!aborted && options.signal?.aborted && count('aborted') > 0) {
+    const why = stopReason(options.signal);
+    abortRun(why, why === 'lost-leadership' ? 'this replica stopped leading before every key was handled; the next leader\'s sweep takes them' : 'shutdown before every key was handled');
+  }
   const exitCode = aborted ? 3 : failed > 0 ? 1 : 0;
   if (aborted) {
     audit.emit('run.aborted', { why: aborted.reason, message: aborted.message });
     await deps.alerter.send({
-      severity: aborted.reason === 'shutdown' || aborted.reason === 'lock-contention' ? 'warning' : 'critical',
+      severity: aborted.reason === 'shutdown' || aborted.reason === 'lost-leadership' || aborted.reason === 'lock-contention' ? 'warning' : 'critical',
       summary: `keyroll run aborted: ${aborted.message}`,
       rotationId: runId,
       step: 'run',
@@ -269,4 +272,12 @@ async function checkCredentialWithRetries(
       }
     }
   }
+}
+
+/**
+ * Why the run's signal stopped it from starting keys: the daemon's shutdown, or (a daemon replica
+ * whose Lease term ended, src/leader/) the loss of leadership, which aborts with KR_LEADER_LOST.
+ */
+function stopReason(signal: AbortSignal | undefined): 'shutdown' | 'lost-leadership' {
+  return errorCode(signal?.reason) === 'KR_LEADER_LOST' ? 'lost-leadership' : 'shutdown';
 }
