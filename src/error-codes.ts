@@ -28,6 +28,7 @@ const LEAK_FAILED = 'runbook.md#a-leak-rotation-failed';
 const GITHUB = 'runbook.md#github-secret-scanning';
 const POLICY = 'policy.md#validation-and-errors';
 const EXIT = 'exit-codes.md#exit-codes';
+const LEADER = 'daemon.md#replicas-and-the-leader';
 
 export const ERROR_CODES = {
   KR_ALERT_ABORTED: { severity: 'warning', retryable: false, runbook: ALERTS_UNDELIVERED, meaning: 'A shutdown cut an alert or notice delivery off; it was abandoned, not retried.' },
@@ -101,6 +102,11 @@ export const ERROR_CODES = {
   KR_KEY_FAILED: { severity: 'error', retryable: true, runbook: ONE_KEY_FAILED, meaning: "The span of a key that failed without an error code of its own." },
   KR_KEY_QUARANTINED: { severity: 'critical', retryable: false, runbook: 'runbook.md#quarantined-keys', meaning: 'A key reached failures.quarantineAfter consecutive failures: no automatic attempts until a person acts.' },
   KR_KEY_RECOVERED: { severity: 'warning', retryable: false, runbook: 'runbook.md#backoff-quarantine-and-recovery-kr_key_quarantined-kr_key_recovered', meaning: "A success ended a key's failure streak that had alerted." },
+  KR_LEADER_API_ERROR: { severity: 'warning', retryable: true, runbook: LEADER, meaning: 'The API server answered the leader election with an error status other than 401, 403 or 409: this replica does not lead until it can.' },
+  KR_LEADER_CONFLICT: { severity: 'info', retryable: true, runbook: LEADER, meaning: 'Another replica wrote the Lease between this one\'s read and write (409): it lost the race and stays a follower.' },
+  KR_LEADER_FORBIDDEN: { severity: 'error', retryable: false, runbook: LEADER, meaning: "The API server refused keyroll's service account the Lease (401/403): the Role does not grant get and update on it." },
+  KR_LEADER_LOST: { severity: 'warning', retryable: true, runbook: LEADER, meaning: 'The leader could not renew its Lease within the renew deadline, or saw another holder: it stopped starting work.' },
+  KR_LEADER_UNREACHABLE: { severity: 'warning', retryable: true, runbook: LEADER, meaning: 'The API server did not answer the leader election within its deadline, or could not be reached.' },
   KR_LEAK_ALERT_ONLY: { severity: 'critical', retryable: false, runbook: 'runbook.md#a-secret-leaked', meaning: 'A leak report names a key that keyroll may only alert on; a person rotates it.' },
   KR_LEAK_OPEN: { severity: 'error', retryable: true, runbook: 'daemon.md#reconcile-open-leak-alerts', meaning: "The span of a leak report left open at the scanner (not every key's leaked value was proven dead)." },
   KR_LEAK_STILL_ALIVE: { severity: 'critical', retryable: false, runbook: LEAK_FAILED, meaning: 'After the leak rotation the API still accepted the leaked value.' },
@@ -128,6 +134,7 @@ export const ERROR_CODES = {
   KR_RUN_CREDENTIAL_REFUSED: { severity: 'critical', retryable: false, runbook: RUN_STOPPED, meaning: "The run stopped: keyroll's own API credential was refused (401); no key is rolled after that." },
   KR_RUN_CREDENTIAL_UNAVAILABLE: { severity: 'critical', retryable: false, runbook: RUN_STOPPED, meaning: "The run stopped: keyroll's API credential could not be obtained or used." },
   KR_RUN_LOCK_CONTENTION: { severity: 'warning', retryable: true, runbook: RUN_STOPPED, meaning: 'The run stopped: every key in scope was locked by another runner.' },
+  KR_RUN_LOST_LEADERSHIP: { severity: 'warning', retryable: true, runbook: LEADER, meaning: "The run stopped: this replica stopped leading before every key was handled; the next leader's sweep takes the rest." },
   KR_RUN_SHUTDOWN: { severity: 'warning', retryable: true, runbook: RUN_STOPPED, meaning: 'The run stopped: a shutdown came before every key was handled.' },
   KR_STORE_FAILED: { severity: 'critical', retryable: false, runbook: ONE_KEY_FAILED, meaning: 'The rolled secret could not be stored in every destination (it went to a fallback, the escrow, or nowhere).' },
   KR_UNEXPECTED: { severity: 'error', retryable: false, runbook: ONE_KEY_FAILED, meaning: 'An error without a code of its own (a bug, or a library error keyroll does not map).' },

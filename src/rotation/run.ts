@@ -55,7 +55,7 @@ export interface RunSummary {
 }
 
 /** Why a run stopped before finishing (docs/exit-codes.md, exit 3; `run.aborted`'s `why`). */
-export type RunAbortReason = 'credential-refused' | 'credential-unavailable' | 'api-unreachable' | 'lock-contention' | 'shutdown';
+export type RunAbortReason = 'credential-refused' | 'credential-unavailable' | 'api-unreachable' | 'lock-contention' | 'shutdown' | 'lost-leadership';
 
 /** The code of each stopped run's alert: a Record, so a new reason without its code fails the type check. */
 const RUN_ABORT_CODES: Record<RunAbortReason, ErrorCode> = {
@@ -64,6 +64,7 @@ const RUN_ABORT_CODES: Record<RunAbortReason, ErrorCode> = {
   'api-unreachable': 'KR_RUN_API_UNREACHABLE',
   'lock-contention': 'KR_RUN_LOCK_CONTENTION',
   shutdown: 'KR_RUN_SHUTDOWN',
+  'lost-leadership': 'KR_RUN_LOST_LEADERSHIP',
 };
 
 export async function runRotations(runtime: Runtime, options: RunOptions): Promise<RunSummary> {
