@@ -66,7 +66,7 @@ function deliveriesSettled(events: readonly AuditRecord[]): boolean {
 function refreshedAt(events: readonly AuditRecord[], keyId: string, kind: 'externalSecret' | 'deployment'): { atMs: number; fromStoreMs: number } | undefined {
   const event = events.findLast((record) => record.event === 'consumer.refreshed' && record.consumerKind === kind && Array.isArray(record.keyIds) && record.keyIds.includes(keyId));
   if (event === undefined) return undefined;
-  return { atMs: Date.parse(String(event.time)), fromStoreMs: typeof event.msToRefreshed === 'number' ? event.msToRefreshed : Number.NaN };
+  return { atMs: Date.parse(event.time), fromStoreMs: typeof event.msToRefreshed === 'number' ? event.msToRefreshed : Number.NaN };
 }
 
 /** The Deployment's newest ReplicaSet (highest revision): the one its last restart rolled out. */
