@@ -160,6 +160,21 @@ if (server === undefined) {
       expect(await record.claim('signature-old', NOW + 10 + WINDOW, NOW + 10, NOW + 10)).toBe('claimed');
     });
 
+    it('an object emptied by hand starts afresh: what was signed before is refused (signed-before-start), as after a lost file', async () => {
+      const { namespace, asKeyroll } = await chartNamespace(kube);
+      const record = await replica(namespace, asKeyroll).open('trigger');
+      expect(await record.claim('alice\nnonce-1', NOW + WINDOW, NOW, NOW)).toBe('claimed');
+      const core = adminKubeConfig(kube).makeApiClient(CoreV1Api);
+      const name = replayConfigMapName(PREFIX, 'trigger');
+      const current = await core.readNamespacedConfigMap({ namespace, name });
+      await core.replaceNamespacedConfigMap({ namespace, name, body: { metadata: { name, namespace, resourceVersion: current.metadata?.resourceVersion }, data: {} } });
+      // The replica's copy is stale: its write conflicts, it reads the empty object and refuses what it cannot judge.
+      expect(await record.claim('alice\nnonce-9', NOW + 5 + WINDOW, NOW + 20, NOW + 5)).toBe('signed-before-start');
+      expect(await record.claim('alice\nnonce-1', NOW + WINDOW, NOW + 20, NOW)).toBe('signed-before-start');
+      expect(await record.claim('alice\nnonce-2', NOW + 20 + WINDOW, NOW + 20, NOW + 20)).toBe('claimed');
+      expect(JSON.parse((await configMapData(kube, namespace, name))[REPLAY_HEADER_KEY] ?? '')).toEqual({ version: 1, notBefore: NOW + 20 });
+    });
+
     it(`holds ${String(DEFAULT_REPLAY_CAPACITY)} live entries in one ConfigMap (under its 1 MiB), then answers full`, async () => {
       const { namespace, asKeyroll } = await chartNamespace(kube);
       const record = await replica(namespace, asKeyroll).open('github');
@@ -246,6 +261,8 @@ if (server === undefined) {
       await Promise.all([b.idle(), replacement.idle()]);
       expect(bench.emulator.state.rollCount(BILLING)).toBe(rolls + 1);
       expect(bench.events('trigger.accepted')).toHaveLength(1);
+      expect(bench.events('daemon.started')[0]).toMatchObject({ replayStore: `kubernetes:${namespace}/${PREFIX}`, replayRecord: 'new' });
+      expect(bench.events('daemon.started')[1]).toMatchObject({ replayRecord: 'loaded' });
     });
 
     it('a trigger whose claim cannot be written (API server unreachable) is refused (503) and starts nothing', async () => {
