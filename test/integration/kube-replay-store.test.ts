@@ -4,7 +4,7 @@
 // and to a replacement; of replicas claiming one id at once exactly one gets it; a claim the API
 // server does not take (forbidden, unreachable) refuses the request; expired ids are pruned; a
 // full record fits one ConfigMap. Then the same at the HTTP level, with two daemons.
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { ApiException, CoreV1Api, RbacAuthorizationV1Api, type KubeConfig, type V1RoleBinding } from '@kubernetes/client-node';
@@ -15,6 +15,8 @@ import { replayConfigMapName, ReplayRecords, type ReplayStore } from '../../src/
 import { DEFAULT_REPLAY_CAPACITY } from '../../src/inbound/replay-record.ts';
 import type { Daemon } from '../../src/daemon/daemon.ts';
 import { keyYaml, postTrigger, startDaemonBench, TRIGGER_KEYS, type DaemonBench } from '../daemon/support.ts';
+import { secretScanningWebhook } from '../leaks/github/fake-github.ts';
+import { deliver, intakePolicy, startWithIntake, useGithubBench } from '../leaks/github/support.ts';
 import { adminKubeConfig, serviceAccountCredentials, type KubeApiServerInfo } from '../support/kube-apiserver.ts';
 import { renderConsumerTemplates } from './consumers/cluster.ts';
 import { kubeApiServer } from './servers.ts';
@@ -222,6 +224,24 @@ if (server === undefined) {
       // What was not written was not kept: another replica, reaching the API server, can still claim it.
       const { kubeConfig: asKeyroll } = await serviceAccountCredentials(kube, namespace, ACCOUNT);
       expect(await (await replica(namespace, asKeyroll).open('trigger')).claim('alice\nduring', NOW + WINDOW, NOW, NOW)).toBe('claimed');
+    });
+  });
+
+  describe('two daemons taking GitHub deliveries on the shared store (HTTP)', () => {
+    const benches = useGithubBench();
+
+    it('a GitHub delivery accepted by daemon A, sent again to daemon B under a fresh delivery id, is a replay (409): the alert is fetched once', async () => {
+      const bench = benches.bench();
+      const github = benches.github();
+      const { namespace, asKeyroll } = await chartNamespace(kube);
+      await bench.writePolicyText(intakePolicy(bench, github));
+      const [a, b] = [await startWithIntake(bench, github, { replayStore: storeOf(namespace, asKeyroll) }), await startWithIntake(bench, github, { replayStore: storeOf(namespace, asKeyroll) })];
+      const body = secretScanningWebhook('created', { owner: 'octo-org', repo: 'billing-app', number: 30 });
+      expect((await deliver(a, body, { delivery: randomUUID() })).status).toBe(202);
+      expect((await deliver(b, body, { delivery: randomUUID() })).status).toBe(409);
+      await Promise.all([a.idle(), b.idle()]);
+      expect(github.requests.filter((request) => request.method === 'GET')).toHaveLength(1);
+      expect(bench.events('leak.intake.accepted')).toHaveLength(1);
     });
   });
 
