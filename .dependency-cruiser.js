@@ -28,6 +28,15 @@ const floorRules = FLOORS.flatMap((floor, level) =>
 export default {
   forbidden: [
     ...floorRules,
+    {
+      // STYLE.md rule 11 (issue 29 §1): an entry point runs the engine's own sequence with options
+      // (rotation/rotate-key.ts: rotateKeyUntilStored); importing the steps is how a copy begins.
+      name: 'one-rotation-path',
+      severity: 'error',
+      comment: 'src/lambda/ runs the rotation through rotation/rotate-key.ts; it never imports the steps or their transaction to re-state the sequence',
+      from: { path: '^src/lambda/' },
+      to: { path: '^src/rotation/(step-[^/]+|transaction|preflight|failure|roll|store|recovery)[.]ts$' },
+    },
     { name: 'folder-without-floor', severity: 'error', comment: noFloor, from: { path: '^src/' }, to: { path: '^src/[^/]+/', pathNot: folders.map(pathOf) } },
     { name: 'folder-without-floor-imports', severity: 'error', comment: noFloor, from: { path: '^src/[^/]+/', pathNot: folders.map(pathOf) }, to: { path: '^src/' } },
   ],

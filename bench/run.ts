@@ -32,6 +32,7 @@ const BENCHMARKS: Benchmark[] = [
   { name: 'daemon-day', run: async (o) => (await import('./daemon-day.ts')).runDaemonDayBench(o) },
   { name: 'consumers', run: async (o) => (await import('./consumers.ts')).runConsumersBench(o) },
   { name: 'leak', run: async (o) => (await import('./leak.ts')).runLeakBench(o) },
+  { name: 'leak-real', run: async (o) => (await import('./leak-real.ts')).runLeakRealBench(o) },
   { name: 'replay-record', run: async (o) => (await import('./replay-record.ts')).runReplayRecordBench(o) },
 ];
 

@@ -3,6 +3,7 @@
 #   - Debian's awscli (/usr/bin/aws), for the shell loop's `aws secretsmanager put-secret-value`;
 #   - OpenBao (`bao`) and moto from the cached venv of scripts/test-servers.sh;
 #   - kube-apiserver and etcd (scripts/test-kube.sh), for the leak benchmark's Kubernetes consumers;
+#   - kube-controller-manager and external-secrets (scripts/test-controllers.sh), for leak-real;
 #   - the compiled dist/ (`npm run build`): cold start is measured on `node dist/cli/entry.js`,
 #     as the Docker image runs it.
 # Prints the venv's bin directory on stdout, nothing else; progress goes to stderr.
@@ -26,6 +27,8 @@ command -v jq >/dev/null || { echo "keyroll bench: jq is missing (apt-get instal
 bin=$(sh scripts/test-servers.sh)
 # kube-apiserver and etcd for the leak benchmark's Kubernetes consumers (cached once built).
 sh scripts/test-kube.sh >/dev/null
+# kube-controller-manager and external-secrets for leak-real (cached once built; minutes when cold).
+sh scripts/test-controllers.sh >/dev/null
 echo "keyroll bench: building dist/" >&2
 npm run --silent build >&2
 echo "$bin"

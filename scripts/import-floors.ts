@@ -16,7 +16,7 @@ export const FLOORS: readonly (readonly string[])[] = [
   ['policy'],
   ['rotation'],
   ['consumers', 'lambda'],
-  ['metrics'],
+  ['metrics', 'leader'],
   ['scheduler', 'leaks', 'monitoring'],
   ['daemon'],
   ['cli'],

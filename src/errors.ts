@@ -1,6 +1,8 @@
 // One base class for every error keyroll raises. Subclasses live with their concern
 // (api/errors.ts, backends/errors.ts, policy/errors.ts, ...) and carry a stable `code`
-// plus context as fields, never formatted into the message, and never the secret.
+// plus context as fields, never formatted into the message, and never the secret. The code is
+// one of the catalogue (error-codes.ts): a code missing there fails the type check.
+import { isErrorCode, type ErrorCode } from './error-codes.ts';
 
 export interface KeyrollErrorOptions {
   cause?: unknown;
@@ -10,10 +12,10 @@ export interface KeyrollErrorOptions {
 
 export class KeyrollError extends Error {
   override name = 'KeyrollError';
-  readonly code: string;
+  readonly code: ErrorCode;
   readonly retryable: boolean;
 
-  constructor(code: string, message: string, options: KeyrollErrorOptions = {}) {
+  constructor(code: ErrorCode, message: string, options: KeyrollErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
     this.retryable = options.retryable ?? false;
@@ -43,6 +45,15 @@ export function errorCode(error: unknown): string {
   const code = error instanceof Error ? (error as { code?: unknown }).code : undefined;
   if (typeof code === 'string') return code;
   return 'KR_UNEXPECTED';
+}
+
+/**
+ * The code an error that wraps `error` (or reports `code`) carries: the catalogue code it has, else
+ * KR_UNEXPECTED. A foreign code (a Node system error's ECONNRESET) is not one operators can route on.
+ */
+export function catalogueCode(errorOrCode: unknown): ErrorCode {
+  const code = typeof errorOrCode === 'string' ? errorOrCode : errorCode(errorOrCode);
+  return isErrorCode(code) ? code : 'KR_UNEXPECTED';
 }
 
 export function errorMessage(error: unknown): string {

@@ -82,6 +82,9 @@ export const AUDIT_EVENTS = {
   'daemon.stopping': 'SIGTERM or SIGINT: schedules stopped, new triggers refused, in-flight rotations finishing their store.',
   'daemon.grace_expired': 'The shutdown grace ended with rotations in flight; the process exits and the next run recovers their intent markers.',
   'daemon.stopped': 'The daemon stopped; whether in-flight work finished within the grace, and the exit code.',
+  'leader.elected': 'This replica took the Lease: it runs the schedules, sweeps, drift probes, owed restarts and the leak reconcile from now (a sweep and a reconcile start at once).',
+  'leader.lost': 'This replica stopped leading: it could not renew the Lease within the renew deadline, saw another holder, or released it at shutdown. It starts no new schedule, sweep or reconcile work from that moment; rotations already rolled finish their store.',
+  'leader.failed': 'Reading or writing the Lease failed (the API server unreachable, refused, a conflict). A candidate audits the first failure of a streak; a leader every one until it renews or its renew deadline ends its term.',
   'daemon.failed': 'A step of the daemon itself failed (sweep, schedule tick, readiness check, closing a runtime); the daemon keeps running.',
   'metrics.push_failed': "Metrics could not be pushed to the Pushgateway; the run's exit code is unchanged.",
 } as const;

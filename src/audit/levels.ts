@@ -109,6 +109,10 @@ export const AUDIT_EVENT_LEVELS: Record<AuditEventName, AuditLevel> = {
   // A rotation may be cut between two steps; its intent marker makes the next run repair it.
   'daemon.grace_expired': 'error',
   'daemon.stopped': 'info',
+  // A replica that stops leading stops starting work: expected at a rollout, a fault otherwise.
+  'leader.elected': 'info',
+  'leader.lost': 'warn',
+  'leader.failed': 'warn',
   // A bug or an environment fault outside any one rotation: visible, and the daemon carries on.
   'daemon.failed': 'error',
   // Monitoring lost one data point; the rotations themselves are unaffected.

@@ -3,6 +3,7 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { printable, printableLines } from '../audit/printable.ts';
 import { createAuditLog } from '../audit/logger.ts';
+import type { ErrorCode } from '../error-codes.ts';
 import { sanitizeText } from '../audit/sanitize.ts';
 import { KeyrollError, errorMessage } from '../errors.ts';
 import { loadPolicy } from '../policy/load.ts';
@@ -77,11 +78,14 @@ export function exitCodeAfterShutdown(summary: RunSummary, interrupted: boolean)
 }
 
 /** Maps an error escaping a command to its exit code, printing one line (never a secret). */
+/** The codes of an error in the configuration (exit 2): the policy, a flag, a reference. */
+const CONFIG_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['KR_POLICY_UNREADABLE', 'KR_POLICY_SYNTAX', 'KR_POLICY_INVALID', 'KR_USAGE', 'KR_REF_UNRESOLVED']);
+
 export function exitForError(error: unknown): ExitCode {
   const code = error instanceof KeyrollError ? error.code : undefined;
   // Messages never carry a secret by construction; the sanitizer is the second layer.
   process.stderr.write(`keyroll: ${printableLines(sanitizeText(errorMessage(error)))}\n`);
-  if (code?.startsWith('KR_POLICY') || code === 'KR_USAGE' || code === 'KR_REF_UNRESOLVED') return ExitCode.config;
+  if (code !== undefined && CONFIG_CODES.has(code)) return ExitCode.config;
   return ExitCode.aborted;
 }
 

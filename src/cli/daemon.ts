@@ -18,7 +18,16 @@ interface DaemonFlags {
   checkInterval: string;
   retryFailed: string;
   concurrency: string;
+  leaderLease?: string;
+  leaderLeaseNamespace?: string;
+  leaderIdentity?: string;
+  leaseDuration: string;
+  renewDeadline: string;
+  retryPeriod: string;
 }
+
+/** Where a pod's service account names its namespace (the chart passes POD_NAMESPACE too). */
+const POD_NAMESPACE_FILE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
 
 /** This machine only: the endpoints are for whoever the operator lets in. The chart sets 0.0.0.0 for its pod. */
 export const DEFAULT_LISTEN = '127.0.0.1:8080';
@@ -72,6 +81,16 @@ export function registerDaemonCommand(program: Command): void {
     .option('--check-interval <duration>', "how often every key's state is read (age-based keys, leftover intents, missed slots)", '5m')
     .option('--retry-failed <duration>', 'how long the sweep waits before retrying a key whose rotation failed', '1h')
     .option('--concurrency <n>', 'keys rotated at once per run', '4')
+    .option(
+      '--leader-lease <name>',
+      'run as one of several replicas: schedules, sweeps, drift probes, owed restarts and the leak reconcile run only on the holder of this coordination.k8s.io/v1 Lease (every replica answers webhooks and the trigger); off by default; env KEYROLL_LEADER_LEASE',
+      process.env.KEYROLL_LEADER_LEASE,
+    )
+    .option('--leader-lease-namespace <ns>', "the Lease's namespace; default env POD_NAMESPACE, else the pod's own namespace", process.env.POD_NAMESPACE)
+    .option('--leader-identity <name>', "this replica's name in the Lease; default env POD_NAME, else HOSTNAME", process.env.POD_NAME ?? process.env.HOSTNAME)
+    .option('--lease-duration <duration>', 'how long the other replicas wait, from the last renew they saw, before taking the Lease over (whole seconds)', '15s')
+    .option('--renew-deadline <duration>', 'how long the leader keeps leading without a successful renew; shorter than --lease-duration', '10s')
+    .option('--retry-period <duration>', 'how often every replica reads, and the leader renews, the Lease', '2s')
     .addHelpText('after', DAEMON_HELP);
   addPolicyOption(command).action(async (flags: DaemonFlags) => {
     process.exitCode = await daemonCommand(flags);
@@ -109,7 +128,9 @@ async function daemonCommand(flags: DaemonFlags): Promise<number> {
     }
     const triggerKeys = parseTriggerKeys(flags.triggerKey);
     const replayStore = parseReplayStore(flags.replayStore);
+    const leaderElection = await leaderElectionOf(flags, duration);
     settings = {
+      ...(leaderElection ? { leaderElection } : {}),
       listen: parseListenAddress(flags.listen),
       // The leak endpoints of a policy `intake` need the replay record too; the daemon opens it only then.
       ...(triggerKeys.length > 0 ? { triggerKeys } : {}),
@@ -186,4 +207,33 @@ async function daemonCommand(flags: DaemonFlags): Promise<number> {
   // Exit now: when the grace expired, in-flight work would otherwise keep the process alive,
   // and a clean stop has nothing left to wait for.
   process.exit(exitCode);
+}
+
+/** The Lease settings of --leader-lease; undefined without it (a single daemon leads alone). */
+async function leaderElectionOf(flags: DaemonFlags, duration: (flag: string, text: string) => number): Promise<import('../daemon/leadership.ts').LeaderElectionOptions | undefined> {
+  if (flags.leaderLease === undefined || flags.leaderLease === '') return undefined;
+  const [{ checkTimings }, { KubeLeaseStore }, { loadKubeConfig }, { readFile }] = await Promise.all([
+    import('../leader/elector.ts'),
+    import('../leader/kube-lease-store.ts'),
+    import('../consumers/kubernetes/node-client.ts'),
+    import('node:fs/promises'),
+  ]);
+  const timings = {
+    leaseDurationMs: duration('--lease-duration', flags.leaseDuration),
+    renewDeadlineMs: duration('--renew-deadline', flags.renewDeadline),
+    retryPeriodMs: duration('--retry-period', flags.retryPeriod),
+  };
+  const problem = checkTimings(timings);
+  if (problem !== undefined) throw new UsageError(`--lease-duration, --renew-deadline, --retry-period: ${problem}`);
+  const identity = flags.leaderIdentity;
+  if (identity === undefined || identity === '') throw new UsageError('--leader-lease needs this replica\'s name: --leader-identity, or env POD_NAME (the chart sets it from the downward API) or HOSTNAME');
+  const namespace = flags.leaderLeaseNamespace ?? (await readFile(POD_NAMESPACE_FILE, 'utf8').then((text) => text.trim(), () => undefined));
+  if (namespace === undefined || namespace === '') throw new UsageError("--leader-lease needs the Lease's namespace: --leader-lease-namespace or env POD_NAMESPACE");
+  let config;
+  try {
+    config = loadKubeConfig({});
+  } catch (error) {
+    throw new UsageError(`--leader-lease: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+  }
+  return { store: new KubeLeaseStore(config, { namespace, name: flags.leaderLease }), identity, timings };
 }

@@ -3,6 +3,7 @@
 // TRACEPARENT its CI job or scheduler gave it when there is one. Every way out of the command
 // (exit codes 0 to 4, or an error thrown) ends the span and flushes the spans before the process
 // exits: a short-lived run leaves no span behind in a buffer. With tracing off this is a plain call.
+import type { ErrorCode } from '../error-codes.ts';
 import { inSpan } from '../tracing/spans.ts';
 import { printableLines } from '../audit/printable.ts';
 import { startTracing } from '../tracing/start.ts';
@@ -21,7 +22,7 @@ export async function tracedCommand(command: 'run' | 'rotate', run: () => Promis
       async (span) => {
         const exitCode = await run();
         span.setAttributes({ 'keyroll.exit_code': exitCode });
-        if (exitCode !== 0) span.fail(`KR_EXIT_${String(exitCode)}`);
+        if (exitCode !== 0) span.fail(exitSpanCode(exitCode));
         return exitCode;
       },
       'environment',
@@ -29,4 +30,10 @@ export async function tracedCommand(command: 'run' | 'rotate', run: () => Promis
   } finally {
     await tracing.shutdown();
   }
+}
+
+/** The code a failed command's span carries (docs/tracing.md): one per exit code of docs/exit-codes.md. */
+function exitSpanCode(exitCode: number): ErrorCode {
+  const codes: Record<number, ErrorCode | undefined> = { 1: 'KR_EXIT_1', 2: 'KR_EXIT_2', 3: 'KR_EXIT_3', 4: 'KR_EXIT_4' };
+  return codes[exitCode] ?? 'KR_UNEXPECTED';
 }

@@ -32,6 +32,7 @@ import { SweepLoop } from '../scheduler/sweep-loop.ts';
 import type { EndpointSecrets } from './endpoint-secrets.ts';
 import { DAEMON_DEFAULTS, type DaemonOptions, type ReloadResult, type ShutdownResult } from './options.ts';
 import { daemonContext, prepare, reportFailure, type DaemonContext, type Prepared } from './prepare.ts';
+import { Leadership } from './leadership.ts';
 import { ReconcileLoop } from './reconcile-loop.ts';
 import { daemonRoutes } from './routes.ts';
 import { DaemonServer, DEFAULT_HTTP_LIMITS } from './server.ts';
@@ -52,6 +53,8 @@ export class Daemon {
   readonly #launcher: Launcher;
   readonly #sweeps: SweepLoop;
   readonly #reconciles: ReconcileLoop;
+  /** Whether this replica runs the work that must run once (always, without a Lease). */
+  readonly #leadership: Leadership;
   readonly #rejections: RejectionAudit;
   readonly #server: DaemonServer;
   /** Plain-HTTP endpoints already named (#announcePlainHttp). */
@@ -107,7 +110,10 @@ export class Daemon {
       onKeyDone: (outcome, trigger) => {
         // A drift probe that found the key healthy is not a rotation outcome.
         if (outcome.result === 'skipped' && outcome.detail === 'not-due') return;
-        this.#health.recordOutcome(outcome, trigger.reason, now().getTime(), this.#stopping);
+        // A key left unstarted because this replica stopped leading is the next leader's, not a
+        // failure to back off from (were this replica to lead again).
+        const stopped = this.#stopping || (outcome.result === 'aborted' && outcome.detail === 'lost-leadership');
+        this.#health.recordOutcome(outcome, trigger.reason, now().getTime(), stopped);
       },
       // Not shutdown work: a rollout may take minutes. Restarts not done when the daemon stops
       // stay recorded on their workloads (keyroll.io/restart-owed) for the next sweep.
@@ -149,12 +155,21 @@ export class Daemon {
       });
     this.#server = new DaemonServer(endpoints.routes, { ...DEFAULT_HTTP_LIMITS, ...options.http });
     this.#reconciles = new ReconcileLoop({
-      reconcileOnce: endpoints.reconcileGithub,
+      // The reconcile is leader work (issue 30): a follower's pass is a no-op, and the one after
+      // it becomes leader runs at once (onElected below).
+      reconcileOnce: () => (this.#leadership.leads() ? endpoints.reconcileGithub() : Promise.resolve()),
       intervalMs: () => this.#secrets.intake.github?.reconcile?.intervalMs,
       track,
       onError: (error) => {
         reportFailure(audit, 'leak-reconcile', error);
       },
+    });
+    this.#leadership = new Leadership(options.leaderElection, audit, this.metrics, () => {
+      // client-go's OnStartedLeading: whatever a lost predecessor left (due keys, intent markers,
+      // open alerts) is looked at now, not one interval later.
+      if (!this.#accepting()) return;
+      void this.#sweeps.request();
+      void this.#reconciles.request();
     });
   }
 
@@ -233,6 +248,7 @@ export class Daemon {
     const generation = this.#current;
     const { triggerKeys, metricsToken, intake } = this.#secrets;
     this.#activate(generation);
+    this.#leadership.start();
     this.#audit.emit('daemon.started', {
       listen: `${options.listen.host.includes(':') ? `[${options.listen.host}]` : options.listen.host}:${this.port}`,
       file: generation.policy.file,
@@ -244,6 +260,7 @@ export class Daemon {
       ...(replays === undefined ? {} : { replayStore: describeReplayStore(replays.store) }),
       metrics: metricsToken ? 'per-key with token' : 'aggregate only',
       leakIntake: Object.keys(intake),
+      leaderElection: this.#leadership.elected ? 'lease' : 'off',
     });
     void this.#track(
       (async () => {
@@ -263,9 +280,9 @@ export class Daemon {
     generation.startJobs(() =>
       startSchedules(groupSchedules(generation.policy.keys), {
         onTick: async (group) => {
-          if (!this.#isCurrent(generation)) return;
+          if (!this.#isCurrent(generation) || !this.#leadership.leads()) return;
           const keys = generation.policy.keys.filter((key) => group.keyIds.includes(key.id));
-          const busy = await this.#launcher.runFree(generation, keys, SCHEDULED, 'schedule');
+          const busy = await this.#launcher.runFree(generation, keys, SCHEDULED, 'schedule', this.#leadership.termSignal());
           for (const keyId of busy) this.#audit.emit('key.skipped', { keyId, why: 'in-flight', schedule: group.pattern });
         },
         onError: (group, error) => {
@@ -290,19 +307,22 @@ export class Daemon {
     const done = generation.use();
     try {
       if (recheckReadiness && this.#readiness.state === 'preflight-failed') await this.#checkReadiness(generation);
+      // Readiness is every replica's (it decides whether the Service sends it webhooks); the rest
+      // of the sweep is the leader's alone.
+      if (!this.#leadership.leads()) return;
       const result = await checkKeys(generation.runtime, generation.policy.keys, this.#now(), this.#context.concurrency);
       if (!this.#isCurrent(generation)) return;
       this.#health.recordSweep(result);
       const nowMs = this.#now().getTime();
       const due = result.due.filter((key) => this.#health.maySweep(key.id, nowMs));
-      if (due.length > 0) await this.#launcher.runFree(generation, due, SCHEDULED, 'sweep');
+      if (due.length > 0 && this.#leadership.leads()) await this.#launcher.runFree(generation, due, SCHEDULED, 'sweep', this.#leadership.termSignal());
       // Drift: every other key's stored secret is probed each sweep (a key rolled in the
       // dashboard is found within one sweep, alerted, and healed when onDrift is rotate).
       const probe = generation.policy.keys.filter((key) => !due.includes(key) && key.driftCheckMs !== undefined && this.#health.maySweep(key.id, nowMs));
-      if (probe.length > 0 && this.#accepting()) await this.#launcher.runFree(generation, probe, SCHEDULED, 'drift');
+      if (probe.length > 0 && this.#accepting() && this.#leadership.leads()) await this.#launcher.runFree(generation, probe, SCHEDULED, 'drift', this.#leadership.termSignal());
       // Restarts still owed (a runner stopped before them, or they waited for the window): in the
       // background, like every delivery.
-      if (this.#accepting()) {
+      if (this.#accepting() && this.#leadership.leads()) {
         generation.refresher?.pickUpOwed(generation.policy.keys, this.#audit, keyRecordsOf(generation.runtime, this.#now)).catch((error: unknown) => {
           reportFailure(this.#audit, 'consumers', error);
         });
@@ -366,6 +386,9 @@ export class Daemon {
     this.#reconciles.stop();
     this.#current.stopJobs();
     this.#audit.emit('daemon.stopping', { signal, inFlight: this.#launcher.inFlight(), graceMs: this.#context.graceMs });
+    // Hand the Lease over now, not after the grace: the next leader may start its sweep while our
+    // last rotations finish their store, and the backend key lock keeps the two apart (invariant 5).
+    const released = this.#leadership.release();
     // Keys not started are skipped; a key past its roll finishes its store (rotateKey checks the
     // signal only before rolling).
     this.#shutdownController.abort(new Error(`${signal}: shutting down`));
@@ -382,6 +405,7 @@ export class Daemon {
     const unfinished = finished ? [] : this.#launcher.inFlight();
     if (!finished) this.#audit.emit('daemon.grace_expired', { inFlight: unfinished, graceMs: this.#context.graceMs });
     await this.#server.close();
+    await released;
     this.#rejections.flush();
     // With work still in flight the runtime stays open for it: the process is about to exit.
     if (finished) await this.#current.retire();

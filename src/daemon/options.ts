@@ -4,6 +4,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { AuditLog } from '../audit/events.ts';
 import type { KubeClient } from '../consumers/kubernetes/client.ts';
 import type { KeyrollMetrics } from '../metrics/metrics.ts';
+import type { LeaderElectionOptions } from './leadership.ts';
 import type { Policy } from '../policy/schema.ts';
 import type { RuntimeOptions } from '../rotation/runtime.ts';
 import type { TriggerKeySpec } from '../scheduler/trigger-keys.ts';
@@ -44,6 +45,11 @@ export interface DaemonOptions {
   http?: Partial<HttpLimits>;
   /** Refused triggers audited one by one per minute; the rest are summarized (DEFAULT_REJECTIONS_AUDITED_PER_MINUTE). */
   rejectionsAuditedPerMinute?: number;
+  /**
+   * Run the work that must run once (schedules, sweeps, drift probes, owed restarts, the leak
+   * reconcile) only while holding this Lease; absent: always (one daemon, outside Kubernetes).
+   */
+  leaderElection?: LeaderElectionOptions;
   audit: AuditLog;
   metrics?: KeyrollMetrics;
   /** Overrides for every runtime the daemon builds (tests: credentials, apiBaseUrl, sleep, alerter, wrapBackend). */

@@ -2,6 +2,7 @@
 // the lock): the lock is given back where it is still this rotation's, and AWSPENDING is removed
 // unless the value there is the only working copy of the key (`standby` false: the active slot was
 // rolled), which an alert then names instead.
+import { underKeyLock } from '../rotation/key-lock.ts';
 import type { NativeContext } from './context.ts';
 import { nativeOwner } from './context.ts';
 import { dropPending } from './pending-cleanup.ts';
@@ -14,8 +15,8 @@ export async function abandonRotation(ctx: NativeContext, step: string, standby:
     await primary.backend.clearIntent(primary.target, token).catch(() => undefined);
   }
   try {
-    const taken = await primary.backend.acquireLock(primary.target, { owner: nativeOwner(token), rotationId: token, ttlMs: key.lockTtlMs, clockSkewMs: key.clockSkewMs });
-    if (taken.acquired) await primary.backend.releaseLock(primary.target, taken.lock);
+    // Taken only where it is still this rotation's (same owner and rotation id), and given back at once.
+    await underKeyLock({ key, destinations: [primary], owner: nativeOwner(token), rotationId: token }, () => Promise.resolve());
   } catch {
     // The lock expires by its TTL.
   }

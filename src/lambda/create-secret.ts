@@ -1,29 +1,24 @@
-// createSecret: the rotation engine's steps 1 to 6 (preflight, lock, decide, intent, roll, store),
-// with the store going to AWSPENDING under the event's token (pending-destination.ts); the lock and
-// the intent marker stay for finishSecret. Safe to repeat, as AWS retries every step:
+// createSecret: the rotation engine's own sequence (rotate-key.ts: rotateKeyUntilStored), steps 1
+// to 6 (preflight, lock, decide, intent, roll, store), with the store going to AWSPENDING under the
+// event's token (pending-destination.ts); the lock and the intent marker stay for finishSecret.
+// Safe to repeat, as AWS retries every step:
 // - the token's version already has a value: found, nothing rolled again;
 // - this rotation's intent marker is there but no value (a put lost, a Lambda timed out between
 //   the roll and the put): never rolled again; the stored secret is probed as `run` recovers, and
 //   the step fails with what to do.
 // Every failure leaves no AWSPENDING that would block the next rotation ("A previous rotation isn't
-// complete"), except where the rolled value lives only there (an active slot rolled to heal a dead
-// stored secret): then the critical alert says how to finish that rotation.
-import { errorCode } from '../errors.ts';
+// complete"): the sequence stops at the put, so a failure never comes after a value stored there.
+import { catalogueCode, errorCode } from '../errors.ts';
+import { rotateKeyUntilStored, type StopAfterStore } from '../rotation/rotate-key.ts';
 import { RotationStepError } from '../rotation/errors.ts';
-import { failureMeaning } from '../rotation/failure.ts';
-import { releaseKeptKeyLock } from '../rotation/key-lock.ts';
-import { preflightDestinations } from '../rotation/preflight.ts';
 import { sendAlert } from '../rotation/key-alert.ts';
-import { decideUnderLock, takeLock } from '../rotation/step-decide.ts';
-import { isStored, prepareRoll, rollAndStore } from '../rotation/step-roll.ts';
-import { Transaction } from '../rotation/transaction.ts';
 import { readTrustedState } from '../rotation/trusted-state.ts';
-import type { ResolvedDestination } from '../rotation/types.ts';
+import type { KeyOutcome } from '../rotation/types.ts';
 import { AWS_CURRENT } from '../backends/aws/pending.ts';
 import type { NativeContext } from './context.ts';
 import { NativeRotationError, reportedErrors } from './errors.ts';
 import { pendingDestinationBackend } from '../backends/aws/pending-destination.ts';
-import { dropPending, finishCommand } from './pending-cleanup.ts';
+import { dropPending } from './pending-cleanup.ts';
 
 export type CreateOutcome = 'rolled' | 'found-pending' | 'already-current';
 
@@ -40,70 +35,43 @@ export async function createSecret(ctx: NativeContext): Promise<CreateOutcome> {
   const state = await readTrustedState(primary, key, deps.now());
   if (state.intent?.rotationId === token) await valueLost(ctx);
 
-  const pending: ResolvedDestination = { ...primary, backend: pendingDestinationBackend(primary.backend, native, token) };
-  // AWS's schedule decided the key is due; the minimum interval and consumerRefresh still hold (invariants 5 and 10).
-  const tx = new Transaction({ key, destinations: [pending], fallbacks: ctx.fallbacks, trigger: { reason: 'scheduled', force: false, ignoreSchedule: true }, rotationId: token }, deps);
-  const { progress } = tx;
-  let keepLock = false;
+  const pending = { ...primary, backend: pendingDestinationBackend(primary.backend, native, token) };
   try {
-    await deps.checkpoint?.('preflight');
-    await preflightDestinations(key, tx.destinations, tx.fallbacks, tx.audit);
-    const busy = await takeLock(tx);
-    if (busy) throw new NativeRotationError('KR_NATIVE_NOT_ROLLED', `key ${key.id}: another runner holds the key lock; nothing was rolled and AWS retries the step`);
-    const decided = await decideUnderLock(tx);
-    if (decided) {
-      throw new NativeRotationError('KR_NATIVE_NOT_ROLLED', `key ${key.id}: not rolled (${decided.detail ?? decided.result}); nothing changed, the next scheduled rotation tries again`);
-    }
-    const { sealToEscrow } = await prepareRoll(tx);
-    const stored = await rollAndStore(tx, sealToEscrow);
-    if (!isStored(stored)) {
-      // The engine audited key.failed and alerted where the value went (a fallback, the escrow, or
-      // nowhere): that is this failure's one alert (invariant 7), not reported again below.
-      const failed = new RotationStepError('store', key.id, stored.errorCode ?? 'KR_STORE_FAILED', `key ${key.id}: the rolled value of ${tx.plan.rollKeyId} could not be put as AWSPENDING (${stored.detail ?? 'store failed'})`);
-      reportedErrors.add(failed);
-      throw failed;
-    }
-    // finishSecret moves AWSCURRENT under this same lock (owner and rotation from the token).
-    keepLock = true;
-    audit.emit('key.native.step', { step: 'createSecret', did: 'rolled', version: token, rolledKeyId: tx.plan.rollKeyId });
+    // AWS's schedule decided the key is due; the minimum interval and consumerRefresh still hold (invariants 5 and 10).
+    // finishSecret moves AWSCURRENT under the lock kept here (owner and rotation from the token).
+    const { rolledKeyId } = await rotateKeyUntilStored(
+      { key, destinations: [pending], fallbacks: ctx.fallbacks, trigger: { reason: 'scheduled', force: false, ignoreSchedule: true }, reasons: [], rotationId: token },
+      untilPending(ctx),
+      deps,
+    );
+    audit.emit('key.native.step', { step: 'createSecret', did: 'rolled', version: token, rolledKeyId });
     return 'rolled';
   } catch (error) {
-    const step = error instanceof RotationStepError ? error.step : progress.step;
-    const code = errorCode(error);
-    const rolled = progress.rolled || progress.mayHaveRolled;
-    if (!rolled && progress.intentSet && progress.holdUntil === undefined) {
-      await primary.backend.clearIntent(primary.target, token).catch(() => undefined);
-      progress.intentSet = false;
-    }
-    // A value at the token's version is the rolled one; where it is the only copy of the key consumers
-    // need (the active slot was rolled), AWSPENDING keeps it and the alert says how to finish.
-    const onlyCopy = progress.stored && tx.plan.keepsAlive === undefined;
-    if (!onlyCopy) await dropPending(ctx, 'createSecret');
-    if (error instanceof NativeRotationError) audit.emit('key.native.step', { step: 'createSecret', did: 'not-rolled', version: token, errorCode: code });
-    // Invariant 7: audited and alerted like any rotation's failure (the failure streak included), once.
-    if (!(error instanceof Error && reportedErrors.has(error))) {
-      const meaning = failureMeaning({ ...progress, step, mayHaveRolled: rolled && !progress.rolled, standby: tx.plan.keepsAlive !== undefined && progress.recovering === undefined });
-      await tx.reportFailure(error, step, code, meaning);
-      if (error instanceof Error) reportedErrors.add(error);
-    }
-    if (onlyCopy) {
-      await sendAlert(deps, key, {
-        severity: 'critical',
-        summary: `key ${key.id}: the rolled value of ${tx.plan.rollKeyId} is stored only as AWSPENDING (version ${token}) of ${primary.target.path}`,
-        rotationId: token,
-        step,
-        errorCode: code,
-        nextAction: finishCommand(ctx),
-      });
-    }
+    // The engine audited key.failed and alerted (invariant 7): the handler does not report it again.
+    if (error instanceof Error) reportedErrors.add(error);
     throw error;
-  } finally {
-    tx.endStep();
-    if (progress.keeper) {
-      if (keepLock) progress.keeper.stop();
-      else await releaseKeptKeyLock(progress.keeper).catch(() => undefined);
-    }
   }
+}
+
+/** How createSecret ends the engine's sequence: after the put as AWSPENDING, the lock kept for finishSecret. */
+function untilPending(ctx: NativeContext): StopAfterStore {
+  const { key, audit, token } = ctx;
+  return {
+    failWith: (outcome: KeyOutcome): Error => {
+      if (outcome.result === 'busy') return new NativeRotationError('KR_NATIVE_NOT_ROLLED', `key ${key.id}: another runner holds the key lock; nothing was rolled and AWS retries the step`);
+      if (outcome.result === 'skipped' || outcome.result === 'recovered') {
+        return new NativeRotationError('KR_NATIVE_NOT_ROLLED', `key ${key.id}: not rolled (${outcome.detail ?? outcome.result}); nothing changed, the next scheduled rotation tries again`);
+      }
+      // The store failed: the engine audited key.failed and alerted where the value went (a
+      // fallback, the escrow, or nowhere); that is this failure's one alert.
+      return new RotationStepError('store', key.id, catalogueCode(outcome.errorCode ?? 'KR_STORE_FAILED'), `key ${key.id}: the rolled value of ${outcome.rolledKeyId ?? key.id} could not be put as AWSPENDING (${outcome.detail ?? 'store failed'})`);
+    },
+    // Nothing stored at the token's version is worth keeping: no AWSPENDING may block the next rotation.
+    onFailure: async (error: unknown): Promise<void> => {
+      await dropPending(ctx, 'createSecret');
+      if (error instanceof NativeRotationError) audit.emit('key.native.step', { step: 'createSecret', did: 'not-rolled', version: token, errorCode: errorCode(error) });
+    },
+  };
 }
 
 /**

@@ -11,7 +11,7 @@ import { recordFailureBestEffort } from '../rotation/store-outcome.ts';
 import { sendAlert } from '../rotation/key-alert.ts';
 import { readTrustedState } from '../rotation/trusted-state.ts';
 import { AWS_CURRENT, AWS_PENDING, versionWith } from '../backends/aws/pending.ts';
-import type { HeldLock } from '../backends/types.ts';
+import { releaseKeyLock, takeKeyLock } from '../rotation/key-lock.ts';
 import type { NativeContext } from './context.ts';
 import { nativeOwner } from './context.ts';
 import { NativeRotationError } from './errors.ts';
@@ -38,16 +38,17 @@ export async function finishSecret(ctx: NativeContext): Promise<FinishOutcome> {
     throw new NativeRotationError('KR_NATIVE_NO_PENDING', `key ${key.id}: version ${token} is no longer this key's pending rotation (its intent marker or AWSPENDING label is gone); AWSCURRENT was not moved`);
   }
   const rolledKeyId = (ours ? state.intent?.keyId : undefined) ?? pending?.keyId;
-  const taken = await primary.backend.acquireLock(primary.target, { owner: nativeOwner(token), rotationId: token, ttlMs: key.lockTtlMs, clockSkewMs: key.clockSkewMs });
-  if (!taken.acquired) {
+  const taken = await takeKeyLock({ key, destinations: [primary], owner: nativeOwner(token), rotationId: token });
+  if ('busy' in taken) {
     if (alreadyCurrent) return 'already-current';
     // Invariant 9: another runner took the key over after this rotation's lock ran out.
     const standby = key.slots !== undefined && rolledKeyId !== undefined && rolledKeyId !== activeSlot(key.slots, state);
     await abandonRotation(ctx, 'finishSecret', standby);
-    if (!standby) await sendAlert(deps, key, { severity: 'critical', summary: `key ${key.id}: finishSecret found the key lock held by ${taken.holder.owner}`, rotationId: token, step: 'finish', errorCode: 'KR_LOCK_LOST', nextAction: finishCommand(ctx) });
-    throw new NativeRotationError('KR_LOCK_LOST', `key ${key.id}: the key lock is held by ${taken.holder.owner} (rotation ${taken.holder.rotationId}); AWSCURRENT was not moved`);
+    if (!standby) await sendAlert(deps, key, { severity: 'critical', summary: `key ${key.id}: finishSecret found the key lock held by ${taken.busy.owner}`, rotationId: token, step: 'finish', errorCode: 'KR_LOCK_LOST', nextAction: finishCommand(ctx) });
+    throw new NativeRotationError('KR_LOCK_LOST', `key ${key.id}: the key lock is held by ${taken.busy.owner} (rotation ${taken.busy.rotationId}); AWSCURRENT was not moved`);
   }
-  const lock: HeldLock = taken.lock;
+  // One destination locked, so one lock: the primary's.
+  const { held } = taken;
   try {
     if (!alreadyCurrent) {
       for (let round = 0; round < 3; round++) {
@@ -65,13 +66,15 @@ export async function finishSecret(ctx: NativeContext): Promise<FinishOutcome> {
       await primary.backend.recordRotation(
         primary.target,
         { rotationId: token, rotatedAt: (ours ? state.intent?.startedAt : undefined) ?? deps.now().toISOString(), version: token, ...(rolledKeyId === undefined ? {} : { keyId: rolledKeyId }) },
-        { clearIntent: true, releaseLock: lock },
+        { clearIntent: true, releaseLock: held[0]?.lock },
       );
     }
     audit.emit('key.native.step', { step: 'finishSecret', did: alreadyCurrent ? 'already-current' : 'finished', version: token, ...(rolledKeyId === undefined ? {} : { activeKeyId: rolledKeyId }) });
     if (!alreadyCurrent) audit.emit('key.succeeded', { step: 'finish', native: true, versions: [{ backend: primary.backendName, path, version: token }], ...(key.slots ? { activeKeyId: rolledKeyId } : {}) });
     return alreadyCurrent ? 'already-current' : 'finished';
   } finally {
-    await primary.backend.releaseLock(primary.target, lock).catch(() => undefined);
+    // Best effort (key-lock.ts): after the record above gave the lock back in its tag change this
+    // sends nothing; a lock that cannot be given back expires by its TTL.
+    await releaseKeyLock(held);
   }
 }

@@ -1,5 +1,6 @@
 // Errors of leak intake. Context travels as fields (status, step), never the leaked value nor a
 // response body that may hold it (GitHub's alert answer carries the secret).
+import type { ErrorCode } from '../error-codes.ts';
 import { KeyrollError, UsageError } from '../errors.ts';
 
 export class ScannerApiError extends KeyrollError {
@@ -7,7 +8,7 @@ export class ScannerApiError extends KeyrollError {
   /** HTTP status of the scanner's answer; undefined when there was none (network, timeout). */
   readonly status: number | undefined;
   readonly operation: string;
-  constructor(code: string, operation: string, message: string, options: { status?: number; cause?: unknown; retryable?: boolean } = {}) {
+  constructor(code: ErrorCode, operation: string, message: string, options: { status?: number; cause?: unknown; retryable?: boolean } = {}) {
     super(code, message, { cause: options.cause, retryable: options.retryable ?? false });
     this.operation = operation;
     this.status = options.status;

@@ -54,6 +54,8 @@ export interface MetricsOptions {
    * sweep reads every key's state (last drift probe, lock) each check interval.
    */
   sweepGauges?: boolean;
+  /** Register `keyroll_leader`. Daemon only: whether this replica holds the Lease (docs/daemon.md, "Replicas"). */
+  leader?: boolean;
   now?: () => Date;
 }
 
@@ -68,6 +70,7 @@ export interface KeyrollMetrics {
   readonly keysDrifted: Gauge | undefined;
   readonly keysLocked: Gauge | undefined;
   readonly maxAge: Gauge<'key_id'>;
+  readonly leader: Gauge | undefined;
   readonly leakTimeToDead: Histogram;
   readonly alerts: Counter<'sink' | 'result'>;
   /** Daemon only: refused trigger requests by why, every one (the audit samples them). */
@@ -96,6 +99,8 @@ export interface KeyrollMetrics {
   setDrifted(count: number): void;
   /** Keys whose backend lock a runner held when the sweep read them. */
   setLocked(count: number): void;
+  /** 1 while this daemon runs the work that must run once (the Lease holder, or a daemon without a Lease). */
+  setLeader(leading: boolean): void;
   /** The key's maxAge from the policy; a key without one has no series. */
   setMaxAge(keyId: string, maxAgeMs: number | undefined): void;
   /** A leaked value proven dead (the API answered 401), `ms` after keyroll learnt of the leak. */
@@ -180,6 +185,14 @@ export function createMetrics(options: MetricsOptions = {}): KeyrollMetrics {
           help: 'Keys whose backend lock was held by a runner (this daemon included) when the last sweep read their state.',
           registers: [registry],
         });
+  const leader =
+    options.leader === false
+      ? undefined
+      : new Gauge({
+          name: 'keyroll_leader',
+          help: 'Whether this daemon runs the work that must run once (schedules, sweeps, drift probes, owed restarts, the leak reconcile): 1 for the holder of the Lease, or a daemon without one; 0 for the other replicas.',
+          registers: [registry],
+        });
   const maxAge = new Gauge({
     name: 'keyroll_key_max_age_seconds',
     help: "Each key's maxAge from the policy (keys without one have no series): compare with keyroll_key_last_rotation_timestamp_seconds.",
@@ -253,6 +266,7 @@ export function createMetrics(options: MetricsOptions = {}): KeyrollMetrics {
     keysDrifted,
     keysLocked,
     maxAge,
+    leader,
     leakTimeToDead,
     alerts,
     triggerRejections,
@@ -312,6 +326,9 @@ export function createMetrics(options: MetricsOptions = {}): KeyrollMetrics {
     },
     setLocked(count) {
       keysLocked?.set(count);
+    },
+    setLeader(leading) {
+      leader?.set(leading ? 1 : 0);
     },
     setMaxAge(keyId, maxAgeMs) {
       if (maxAgeMs === undefined) maxAge.remove({ key_id: keyId });

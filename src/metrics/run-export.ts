@@ -44,7 +44,7 @@ export function preparePushgateway(gatewayUrl: string, options: Omit<PushOptions
       // A scheduled run reads every key's state in scope, so it knows which are quarantined; an
       // on-demand `rotate` reads none and leaves the gauge out rather than claim zero.
       const scheduled = reason === 'scheduled';
-      const metrics = createMetrics({ overdue: false, quarantined: scheduled, sweepGauges: false });
+      const metrics = createMetrics({ overdue: false, quarantined: scheduled, sweepGauges: false, leader: false });
       const maxAges = new Map(policy.keys.map((key) => [key.id, key.maxAgeMs]));
       const quarantined = new Set<string>();
       const alerter = createAlerter({

@@ -1,3 +1,4 @@
+import type { ErrorCode } from '../error-codes.ts';
 import { KeyrollError } from '../errors.ts';
 import type { RotationStep } from './types.ts';
 
@@ -6,7 +7,7 @@ export class RotationStepError extends KeyrollError {
   override name = 'RotationStepError';
   readonly step: RotationStep;
   readonly keyId: string;
-  constructor(step: RotationStep, keyId: string, code: string, message: string, cause?: unknown) {
+  constructor(step: RotationStep, keyId: string, code: ErrorCode, message: string, cause?: unknown) {
     super(code, message, { cause });
     this.step = step;
     this.keyId = keyId;

@@ -3,7 +3,7 @@
 // answer and the write (invariant 2). The lock's life is src/rotation/lock-keeper.ts's (invariant 9).
 import type { AuditLog } from '../audit/events.ts';
 import type { Backend } from '../backends/types.ts';
-import { errorCode, errorMessage } from '../errors.ts';
+import { catalogueCode, errorCode, errorMessage } from '../errors.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
 import { RotationStepError } from './errors.ts';
 import type { ResolvedDestination } from './types.ts';
@@ -17,7 +17,7 @@ export async function preflightDestinations(key: KeyPolicy, destinations: readon
       checks.push({ backend: destination.backendName, path: destination.target.path, exists: result.exists });
     } catch (error) {
       audit.emit('key.preflight.failed', { step: 'preflight', backend: destination.backendName, path: destination.target.path, errorCode: errorCode(error) });
-      throw new RotationStepError('preflight', key.id, errorCode(error), `destination ${destination.backendName}:${destination.target.path} failed preflight: ${errorMessage(error)}`, error);
+      throw new RotationStepError('preflight', key.id, catalogueCode(error), `destination ${destination.backendName}:${destination.target.path} failed preflight: ${errorMessage(error)}`, error);
     }
   }
   // Fallbacks are the safety net, not the target: a broken one is reported, not fatal.
@@ -46,7 +46,7 @@ export async function ensureFreshCredentials(key: KeyPolicy, places: readonly Re
     try {
       await place.backend.ensureFresh?.(Math.min(key.lockTtlMs, MAX_FRESHNESS_MS));
     } catch (error) {
-      throw new RotationStepError('preflight', key.id, errorCode(error), `credentials of backend ${place.backendName} cannot be made to last the rotation: ${errorMessage(error)}`, error);
+      throw new RotationStepError('preflight', key.id, catalogueCode(error), `credentials of backend ${place.backendName} cannot be made to last the rotation: ${errorMessage(error)}`, error);
     }
   }
 }

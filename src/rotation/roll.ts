@@ -7,7 +7,7 @@
 //   never stored is used by nobody.
 import { ApiError } from '../api/errors.ts';
 import type { Secret } from '../audit/secret.ts';
-import { errorCode, errorMessage } from '../errors.ts';
+import { catalogueCode, errorCode, errorMessage } from '../errors.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
 import { backoffDelay } from './backoff.ts';
 import { RotationStepError, RunAbortedError } from './errors.ts';
@@ -145,7 +145,7 @@ function rollFailed(key: KeyPolicy, error: unknown, attempts: number): RotationS
   return new RotationStepError(
     'roll',
     key.id,
-    errorCode(error),
+    catalogueCode(error),
     `the roll did not succeed after ${attempts} attempt(s): ${errorMessage(error)}`,
     error,
   );

@@ -4,6 +4,7 @@
 // summarise with the exit code the commands return.
 import { randomUUID } from 'node:crypto';
 import { ApiError } from '../api/errors.ts';
+import type { ErrorCode } from '../error-codes.ts';
 import { errorCode, errorMessage } from '../errors.ts';
 import { decideDue, type DueReason } from '../policy/due.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
@@ -49,9 +50,21 @@ export interface RunSummary {
   rotated: number;
   failed: number;
   skipped: number;
-  aborted?: { reason: string; message: string };
+  aborted?: { reason: RunAbortReason; message: string };
   exitCode: 0 | 1 | 3;
 }
+
+/** Why a run stopped before finishing (docs/exit-codes.md, exit 3; `run.aborted`'s `why`). */
+export type RunAbortReason = 'credential-refused' | 'credential-unavailable' | 'api-unreachable' | 'lock-contention' | 'shutdown';
+
+/** The code of each stopped run's alert: a Record, so a new reason without its code fails the type check. */
+const RUN_ABORT_CODES: Record<RunAbortReason, ErrorCode> = {
+  'credential-refused': 'KR_RUN_CREDENTIAL_REFUSED',
+  'credential-unavailable': 'KR_RUN_CREDENTIAL_UNAVAILABLE',
+  'api-unreachable': 'KR_RUN_API_UNREACHABLE',
+  'lock-contention': 'KR_RUN_LOCK_CONTENTION',
+  shutdown: 'KR_RUN_SHUTDOWN',
+};
 
 export async function runRotations(runtime: Runtime, options: RunOptions): Promise<RunSummary> {
   const runId = randomUUID();
@@ -66,7 +79,7 @@ export async function runRotations(runtime: Runtime, options: RunOptions): Promi
   audit.emit('run.started', { command: options.command ?? 'run', keys: options.keys.length, force: trigger.force });
 
   let aborted: RunSummary['aborted'];
-  const abortRun = (reason: string, message: string): void => {
+  const abortRun = (reason: RunAbortReason, message: string): void => {
     aborted ??= { reason, message };
   };
   const refusal = await checkCredentialWithRetries(runtime, deps.sleep, audit, options.signal);
@@ -76,7 +89,7 @@ export async function runRotations(runtime: Runtime, options: RunOptions): Promi
     const skippedAs = (result: KeyOutcome['result'], detail: string): KeyOutcome => ({ keyId: key.id, organizationId: key.organizationId, result, detail, durationMs: 0, rolls: 0 });
     if (aborted || options.signal?.aborted) {
       // The audit trail is the record in non-terminal runs: it names every key left unrotated.
-      const why = aborted?.reason ?? 'shutdown';
+      const why = aborted?.reason ?? stopReason(options.signal);
       audit.emit('key.skipped', { keyId: key.id, organizationId: key.organizationId, why: 'aborted', abortReason: why });
       const skipped = skippedAs('aborted', why);
       options.onKeyDone?.(skipped);
@@ -165,16 +178,19 @@ export async function runRotations(runtime: Runtime, options: RunOptions): Promi
   if (!aborted && busy > 0 && busy === outcomes.filter((o) => o.result !== 'skipped').length) {
     abortRun('lock-contention', 'every key in scope was locked by another runner');
   }
-  if (!aborted && options.signal?.aborted && count('aborted') > 0) abortRun('shutdown', 'shutdown before every key was handled');
+  if (!aborted && options.signal?.aborted && count('aborted') > 0) {
+    const why = stopReason(options.signal);
+    abortRun(why, why === 'lost-leadership' ? 'this replica stopped leading before every key was handled; the next leader\'s sweep takes them' : 'shutdown before every key was handled');
+  }
   const exitCode = aborted ? 3 : failed > 0 ? 1 : 0;
   if (aborted) {
     audit.emit('run.aborted', { why: aborted.reason, message: aborted.message });
     await deps.alerter.send({
-      severity: aborted.reason === 'shutdown' || aborted.reason === 'lock-contention' ? 'warning' : 'critical',
+      severity: aborted.reason === 'shutdown' || aborted.reason === 'lost-leadership' || aborted.reason === 'lock-contention' ? 'warning' : 'critical',
       summary: `keyroll run aborted: ${aborted.message}`,
       rotationId: runId,
       step: 'run',
-      errorCode: aborted.reason === 'credential-refused' ? 'KR_RUN_CREDENTIAL_REFUSED' : `KR_RUN_${aborted.reason.toUpperCase().replace(/-/g, '_')}`,
+      errorCode: RUN_ABORT_CODES[aborted.reason],
       nextAction: aborted.reason === 'credential-refused' ? "no key was rolled after the refusal; fix keyroll's credential and re-run" : 'the next run handles the remaining keys',
     });
   }
@@ -230,7 +246,7 @@ async function checkCredentialWithRetries(
   sleep: (ms: number, signal?: AbortSignal) => Promise<void>,
   audit: AuditLog,
   signal: AbortSignal | undefined,
-): Promise<{ reason: string; message: string } | undefined> {
+): Promise<{ reason: RunAbortReason; message: string } | undefined> {
   for (let attempt = 1; ; attempt++) {
     try {
       await runtime.checkApiCredential();
@@ -256,4 +272,12 @@ async function checkCredentialWithRetries(
       }
     }
   }
+}
+
+/**
+ * Why the run's signal stopped it from starting keys: the daemon's shutdown, or (a daemon replica
+ * whose Lease term ended, src/leader/) the loss of leadership, which aborts with KR_LEADER_LOST.
+ */
+function stopReason(signal: AbortSignal | undefined): 'shutdown' | 'lost-leadership' {
+  return errorCode(signal?.reason) === 'KR_LEADER_LOST' ? 'lost-leadership' : 'shutdown';
 }

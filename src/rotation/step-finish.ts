@@ -4,7 +4,7 @@
 // idempotent, so a retried finish changes nothing; a failed verify leaves the marker so the next
 // run probes and repairs.
 import type { Secret } from '../audit/secret.ts';
-import { errorCode } from '../errors.ts';
+import { catalogueCode, errorCode } from '../errors.ts';
 import { activeStreak } from './backoff-state.ts';
 import { RotationStepError } from './errors.ts';
 import { lockLostAfterStore, type Stored } from './step-roll.ts';
@@ -59,7 +59,7 @@ export async function verifyAndFinish(tx: Transaction, stored: Stored, keptAlive
     audit.emit('key.verify.failed', { step: 'verify', failures: verified.failures });
     const first = verified.failures[0];
     progress.apiRejected = verified.apiRejected;
-    throw new RotationStepError('verify', key.id, first?.errorCode ?? 'KR_VERIFY_FAILED', `verification failed: ${describe(verified.failures)}`);
+    throw new RotationStepError('verify', key.id, first === undefined ? 'KR_VERIFY_FAILED' : catalogueCode(first.errorCode), `verification failed: ${describe(verified.failures)}`);
   }
 
   const slotFacts = key.slots ? { rolledKeyId: tx.plan.rollKeyId, activeKeyId: tx.plan.rollKeyId, previousActiveKeyId: tx.plan.activeBefore } : {};

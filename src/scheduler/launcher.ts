@@ -50,8 +50,11 @@ export class Launcher {
     return [...this.#started.keys()].sort();
   }
 
-  /** Runs the keys that are free now; the rest are left to their next tick or sweep. Returns the keys skipped as busy. */
-  async runFree(generation: Generation, keys: readonly KeyPolicy[], trigger: RunTrigger, source: RunSource): Promise<string[]> {
+  /**
+   * Runs the keys that are free now; the rest are left to their next tick or sweep. Returns the keys
+   * skipped as busy. `stop` (a leader's term) ends the run's key starts as the shutdown does.
+   */
+  async runFree(generation: Generation, keys: readonly KeyPolicy[], trigger: RunTrigger, source: RunSource, stop?: AbortSignal): Promise<string[]> {
     const held = new Map<string, ReleaseKey>();
     const busy: string[] = [];
     for (const key of keys) {
@@ -60,7 +63,7 @@ export class Launcher {
       else busy.push(key.id);
     }
     const free = keys.filter((key) => held.has(key.id));
-    if (free.length > 0) await this.#options.track(this.#runHeld(generation, free, held, trigger, source));
+    if (free.length > 0) await this.#options.track(this.#runHeld(generation, free, held, trigger, source, undefined, {}, stop));
     return busy;
   }
 
@@ -105,7 +108,7 @@ export class Launcher {
     await this.#runHeld(generation, [key], new Map([[key.id, release]]), trigger, 'trigger', rotationIds, extra);
   }
 
-  async #runHeld(generation: Generation, keys: readonly KeyPolicy[], held: Map<string, ReleaseKey>, trigger: RunTrigger, source: RunSource, rotationIds?: ReadonlyMap<string, string>, extra: RunExtras = {}): Promise<void> {
+  async #runHeld(generation: Generation, keys: readonly KeyPolicy[], held: Map<string, ReleaseKey>, trigger: RunTrigger, source: RunSource, rotationIds?: ReadonlyMap<string, string>, extra: RunExtras = {}, stop?: AbortSignal): Promise<void> {
     const done = generation.use();
     const began = new Set<string>();
     // runRotations resolves a key's destinations exactly when it starts rotating it.
@@ -133,7 +136,7 @@ export class Launcher {
         keys,
         trigger,
         concurrency: this.#options.concurrency,
-        signal: this.#options.signal,
+        signal: stop === undefined ? this.#options.signal : AbortSignal.any([this.#options.signal, stop]),
         command: `daemon ${source}`,
         driftCheck: source === 'drift' ? 'every-run' : 'policy',
         ...(rotationIds ? { rotationIds } : {}),

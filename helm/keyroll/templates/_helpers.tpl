@@ -145,8 +145,8 @@ metadata:
 spec:
   serviceAccountName: {{ include "keyroll.serviceAccountName" $root }}
   # The token is needed for Vault's kubernetes auth, to refresh the consumers of consumerAccess,
-  # and for the daemon's shared replay records (replay-store.yaml).
-  automountServiceAccountToken: {{ or $values.serviceAccount.automountToken (not (empty $values.consumerAccess)) (eq (include "keyroll.replayStoreKind" $root) "kubernetes") }}
+  # for the daemon's Lease (leader election) and for its shared replay records (replay-store.yaml).
+  automountServiceAccountToken: {{ or $values.serviceAccount.automountToken (not (empty $values.consumerAccess)) (.automountToken | default false) (eq (include "keyroll.replayStoreKind" $root) "kubernetes") }}
   # Service environment variables are noise in keyroll's environment; it reads its
   # endpoints from the policy.
   enableServiceLinks: false
@@ -322,4 +322,9 @@ podFailurePolicy:
         operator: In
         values: [1, 2, 3]
 {{- end }}
+{{- end }}
+
+{{/* The Lease the daemon's replicas elect their leader on (leader-rbac.yaml renders it). */}}
+{{- define "keyroll.leaseName" -}}
+{{- .Values.daemon.leaderElection.leaseName | default (printf "%s-leader" (include "keyroll.fullname" .)) | trunc 63 | trimSuffix "-" -}}
 {{- end }}

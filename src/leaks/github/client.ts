@@ -97,7 +97,7 @@ export function statusError(operation: string, status: number): ScannerApiError 
           : status >= 500 || status === 429
             ? 'GitHub is unavailable or rate limiting'
             : 'unexpected answer';
-  return new ScannerApiError(`KR_GITHUB_${status >= 500 || status === 429 ? 'UNAVAILABLE' : 'REFUSED'}`, operation, `GitHub answered ${status} to ${operation}: ${hint}`, { status, retryable: status >= 500 || status === 429 });
+  return new ScannerApiError(status >= 500 || status === 429 ? 'KR_GITHUB_UNAVAILABLE' : 'KR_GITHUB_REFUSED', operation, `GitHub answered ${status} to ${operation}: ${hint}`, { status, retryable: status >= 500 || status === 429 });
 }
 
 /** GET /repos/{owner}/{repo}/secret-scanning/alerts/{alert_number}. */
