@@ -11,7 +11,7 @@ import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { DEFAULT_REPLAY_CAPACITY, ReplayRecord } from '../src/inbound/replay-record.ts';
+import { DEFAULT_REPLAY_CAPACITY, FileReplayRecord } from '../src/inbound/replay-record.ts';
 import type { BenchResult } from './lib/figures.ts';
 import { round } from './lib/stats.ts';
 
@@ -47,7 +47,7 @@ async function measureAtCapacity(claims: number, inFlight: number): Promise<Meas
     const lines = [JSON.stringify({ version: 2, notBefore: START })];
     for (let i = 0; i < capacity; i++) lines.push(JSON.stringify([digestId(i), START + i]));
     await writeFile(join(dir, FILE), `${lines.join('\n')}\n`);
-    const record = await ReplayRecord.open(dir, FILE, START, capacity);
+    const record = await FileReplayRecord.open(dir, FILE, START, capacity);
     let next = 0;
     const claimOne = async (): Promise<void> => {
       while (next < claims) {

@@ -13,6 +13,7 @@ interface DaemonFlags {
   triggerKey: string[];
   triggerSecret?: string;
   stateDir: string;
+  replayStore: string;
   metricsToken?: string;
   checkInterval: string;
   retryFailed: string;
@@ -69,6 +70,11 @@ export function registerDaemonCommand(program: Command): void {
       (process.env.KEYROLL_TRIGGER_KEYS ?? '').split(',').map((entry) => entry.trim()).filter((entry) => entry !== ''),
     )
     .option('--state-dir <dir>', 'where the trigger keeps its replay record; env KEYROLL_STATE_DIR', defaultStateDir())
+    .option(
+      '--replay-store <where>',
+      'file: the replay records in --state-dir (one daemon); kubernetes:NAMESPACE/PREFIX: ConfigMaps PREFIX-trigger, PREFIX-github, PREFIX-gitguardian shared by every replica (in-cluster account or kubeconfig); env KEYROLL_REPLAY_STORE',
+      process.env.KEYROLL_REPLAY_STORE ?? 'file',
+    )
     .option('--metrics-token <ref>', 'env:NAME or file:/path of a bearer token; /metrics serves per-key series only to a scraper sending it; env KEYROLL_METRICS_TOKEN', process.env.KEYROLL_METRICS_TOKEN)
     // Replaced by --trigger-key: kept only to refuse it with a pointer instead of "unknown option".
     .addOption(new Option('--trigger-secret <ref>').hideHelp())
@@ -92,13 +98,14 @@ export function registerDaemonCommand(program: Command): void {
 }
 
 async function daemonCommand(flags: DaemonFlags): Promise<number> {
-  const [{ Daemon }, { parseListenAddress }, { parseTriggerKeys }, { createMetrics, collectDefaultMetrics }, { parseDuration }, { SecretRef }] = await Promise.all([
+  const [{ Daemon }, { parseListenAddress }, { parseTriggerKeys }, { createMetrics, collectDefaultMetrics }, { parseDuration }, { SecretRef }, { parseReplayStore }] = await Promise.all([
     import('../daemon/daemon.ts'),
     import('../daemon/server.ts'),
     import('../scheduler/trigger-keys.ts'),
     import('../metrics/metrics.ts'),
     import('../policy/duration.ts'),
     import('../refs/secret-ref.ts'),
+    import('../daemon/replay-store.ts'),
   ]);
   const duration = (flag: string, text: string): number => {
     try {
@@ -120,6 +127,7 @@ async function daemonCommand(flags: DaemonFlags): Promise<number> {
       throw new UsageError('--metrics-token must be a reference like env:NAME or file:/absolute/path, never the token itself');
     }
     const triggerKeys = parseTriggerKeys(flags.triggerKey);
+    const replayStore = parseReplayStore(flags.replayStore);
     const leaderElection = await leaderElectionOf(flags, duration);
     settings = {
       ...(leaderElection ? { leaderElection } : {}),
@@ -127,6 +135,7 @@ async function daemonCommand(flags: DaemonFlags): Promise<number> {
       // The leak endpoints of a policy `intake` need the replay record too; the daemon opens it only then.
       ...(triggerKeys.length > 0 ? { triggerKeys } : {}),
       stateDir: flags.stateDir,
+      ...(replayStore === undefined ? {} : { replayStore }),
       ...(flags.metricsToken ? { metricsTokenRef: flags.metricsToken } : {}),
       graceMs: duration('--grace', flags.grace),
       checkIntervalMs: duration('--check-interval', flags.checkInterval),

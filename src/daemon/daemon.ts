@@ -15,6 +15,7 @@ import type { AuditLog } from '../audit/events.ts';
 import { keyRecordsOf } from '../consumers/key-records.ts';
 import { errorCode, errorMessage } from '../errors.ts';
 import { DEFAULT_REJECTIONS_AUDITED_PER_MINUTE, RejectionAudit } from '../inbound/rejection-audit.ts';
+import { describeReplayStore } from '../inbound/replay-records.ts';
 import type { KeyrollMetrics } from '../metrics/metrics.ts';
 import { loadPolicy } from '../policy/load.ts';
 import { announcePlainHttp } from '../policy/plain-http-notice.ts';
@@ -256,6 +257,7 @@ export class Daemon {
       checkIntervalMs: this.#context.checkIntervalMs,
       trigger: triggerKeys ? 'enabled' : 'disabled',
       ...(triggerKeys ? { callers: [...triggerKeys.keys()], stateDir: replays?.dir, replayRecord: replays?.get('trigger')?.origin } : {}),
+      ...(replays === undefined ? {} : { replayStore: describeReplayStore(replays.store) }),
       metrics: metricsToken ? 'per-key with token' : 'aggregate only',
       leakIntake: Object.keys(intake),
       leaderElection: this.#leadership.elected ? 'lease' : 'off',

@@ -24,7 +24,7 @@ export interface EndpointSecrets {
 export interface EndpointSecretRefs {
   triggerKeys: readonly TriggerKeySpec[];
   metricsTokenRef: string | undefined;
-  /** Where the replay records live (--state-dir); needed once the trigger or a leak source is on. */
+  /** Where the replay records live (--state-dir, or --replay-store); needed once the trigger or a leak source is on. */
   replays: ReplayRecords | undefined;
   env: NodeJS.ProcessEnv;
 }
@@ -34,12 +34,12 @@ export async function readEndpointSecrets(policy: Policy, refs: EndpointSecretRe
   const triggerKeys = refs.triggerKeys.length > 0 ? await resolveTriggerKeys(refs.triggerKeys, refs.env) : undefined;
   const metricsToken = refs.metricsTokenRef ? await resolveRef(refs.metricsTokenRef, refs.env) : undefined;
   if (triggerKeys !== undefined) {
-    if (refs.replays === undefined) throw new UsageError('the trigger needs a state directory for its replay record (--state-dir)');
+    if (refs.replays === undefined) throw new UsageError('the trigger needs a state directory for its replay record (--state-dir) or a shared one (--replay-store)');
     await refs.replays.open('trigger');
   }
   const intake = await resolveIntake(policy, refs.env);
   if (intakeEnabled(policy)) {
-    if (refs.replays === undefined) throw new UsageError('the leak intake needs a state directory for its replay record (--state-dir)');
+    if (refs.replays === undefined) throw new UsageError('the leak intake needs a state directory for its replay record (--state-dir) or a shared one (--replay-store)');
     if (policy.intake?.github !== undefined) await refs.replays.open('github');
     if (policy.intake?.gitguardian !== undefined) await refs.replays.open('gitguardian');
   }

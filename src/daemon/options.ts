@@ -1,5 +1,6 @@
 // What `keyroll daemon` is started with (the CLI's flags, or a test's settings), the defaults of
 // what is left out, and what a reload and a shutdown answer.
+import type { KubeConfig } from '@kubernetes/client-node';
 import type { AuditLog } from '../audit/events.ts';
 import type { KubeClient } from '../consumers/kubernetes/client.ts';
 import type { KeyrollMetrics } from '../metrics/metrics.ts';
@@ -31,8 +32,13 @@ export interface DaemonOptions {
   concurrency?: number;
   /** One HMAC key per caller (name -> env:NAME or file:/path); without any the trigger answers 404. */
   triggerKeys?: readonly TriggerKeySpec[];
-  /** Where the trigger's and the leak endpoints' replay records live (inbound/replay-records.ts); required with triggerKeys or a policy `intake`. */
+  /** Where the trigger's and the leak endpoints' replay records live (inbound/replay-records.ts); required with triggerKeys or a policy `intake` unless replayStore is given. */
   stateDir?: string;
+  /**
+   * The replay records shared by every replica (--replay-store kubernetes:NAMESPACE/PREFIX): one
+   * ConfigMap per source, `<prefix>-trigger`, `-github`, `-gitguardian`. Replaces the files of stateDir.
+   */
+  replayStore?: { kind: 'kubernetes'; namespace: string; prefix: string; kubeConfig: KubeConfig };
   /** env:NAME or file:/path of the bearer token that unlocks per-key series on /metrics; without it they are never served. */
   metricsTokenRef?: string;
   /** Connection cap and timeouts of the HTTP server (DEFAULT_HTTP_LIMITS). */

@@ -23,7 +23,7 @@ export interface DaemonContext {
   readonly concurrency: number;
   readonly graceMs: number;
   readonly checkIntervalMs: number;
-  /** One record per signed source; undefined without a state directory. */
+  /** One record per signed source; undefined without a state directory or a shared store. */
   readonly replays: ReplayRecords | undefined;
   /** Aborted when shutdown begins: rotations not started are skipped, consumer waits end. */
   readonly shutdown: AbortController;
@@ -47,10 +47,17 @@ export function daemonContext(options: DaemonOptions): DaemonContext {
     concurrency: options.concurrency ?? DAEMON_DEFAULTS.concurrency,
     graceMs: options.graceMs ?? DAEMON_DEFAULTS.graceMs,
     checkIntervalMs: options.checkIntervalMs ?? DAEMON_DEFAULTS.checkIntervalMs,
-    // One record per source (inbound/replay-records.ts), each opened before its endpoint serves.
-    replays: options.stateDir === undefined ? undefined : new ReplayRecords(options.stateDir, () => Math.floor(now().getTime() / 1000)),
+    // One record per source (inbound/replay-records.ts), each opened before its endpoint serves:
+    // shared by every replica when a replay store is given, else in this daemon's state directory.
+    replays: replayRecordsOf(options, now),
     shutdown: new AbortController(),
   };
+}
+
+function replayRecordsOf(options: DaemonOptions, now: () => Date): ReplayRecords | undefined {
+  const nowSeconds = (): number => Math.floor(now().getTime() / 1000);
+  if (options.replayStore !== undefined) return new ReplayRecords(options.replayStore, nowSeconds);
+  return options.stateDir === undefined ? undefined : new ReplayRecords({ kind: 'file', dir: options.stateDir }, nowSeconds);
 }
 
 /**

@@ -1,8 +1,9 @@
-// One source's replay record: every id it accepted (a trigger caller's nonce, the digest of a
-// GitHub delivery's body, a GitGuardian signature) until the id's expiry, kept in an append-only
-// file in the daemon's state directory. A claim is durable before the request is answered or any
-// work starts (its line written and fdatasynced), so a restarted daemon reads it back and a
-// captured request is refused after a restart as it was before (409), not replayed.
+// One source's replay record for a single daemon (--replay-store file, the default): every id it
+// accepted (a trigger caller's nonce, the digest of a GitHub delivery's body, a GitGuardian
+// signature) until the id's expiry, kept in an append-only file in the daemon's state directory.
+// A claim is durable before the request is answered or any work starts (its line written and
+// fdatasynced), so a restarted daemon reads it back and a captured request is refused after a
+// restart as it was before (409), not replayed. Replicas do not share it: kube-replay-record.ts.
 //
 // The cost of a claim does not grow with the record: a claim appends one line (about 50-90
 // bytes) and syncs once; claims that arrive while a sync runs share the next one. The file is
@@ -20,8 +21,8 @@ import { randomUUID } from 'node:crypto';
 import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { KeyrollError } from '../errors.ts';
 import { ExpiryHeap } from './expiry-heap.ts';
+import { ReplayRecordError, type ReplayClaim, type ReplayRecord, type ReplayRecordOrigin } from './replay-claim.ts';
 
 /** Live entries at most per source: 10,000 accepted requests within one window is abuse by a key holder, not use. */
 export const DEFAULT_REPLAY_CAPACITY = 10_000;
@@ -31,30 +32,16 @@ const COMPACT_SLACK = 1024;
 const Header = z.strictObject({ version: z.literal(2), notBefore: z.number().int().nonnegative() });
 const Entry = z.tuple([z.string().min(1), z.number().int()]);
 
-export class ReplayRecordError extends KeyrollError {
-  override name = 'ReplayRecordError';
-  readonly dir: string;
-  constructor(dir: string, message: string, cause?: unknown) {
-    super('KR_REPLAY_RECORD', message, { cause });
-    this.dir = dir;
-  }
-}
-
-/** claimed: first sight, durably recorded. replay: seen before. signed-before-start: older than the record. full: at capacity. */
-export type ReplayClaim = 'claimed' | 'replay' | 'signed-before-start' | 'full';
-
-/** How the record was found at open: read back, absent (first start), or unreadable (started afresh). */
-export type ReplayRecordOrigin = 'loaded' | 'new' | 'unreadable';
-
 interface PendingLine {
   line: string;
   done: PromiseWithResolvers<undefined>;
 }
 
-export class ReplayRecord {
+export class FileReplayRecord implements ReplayRecord {
   readonly dir: string;
   readonly file: string;
   readonly origin: ReplayRecordOrigin;
+  readonly where: string;
   readonly #path: string;
   readonly #capacity: number;
   readonly #notBefore: number;
@@ -71,6 +58,7 @@ export class ReplayRecord {
     this.file = file;
     this.origin = origin;
     this.#path = join(dir, file);
+    this.where = this.#path;
     this.#notBefore = notBefore;
     this.#seen = seen;
     this.#capacity = capacity;
@@ -78,11 +66,11 @@ export class ReplayRecord {
   }
 
   /** Reads `file` in `dir` (the directory created 0700 when missing) and compacts it at once, proving the directory writable. */
-  static async open(dir: string, file: string, nowSeconds: number, capacity = DEFAULT_REPLAY_CAPACITY): Promise<ReplayRecord> {
+  static async open(dir: string, file: string, nowSeconds: number, capacity = DEFAULT_REPLAY_CAPACITY): Promise<FileReplayRecord> {
     try {
       await mkdir(dir, { recursive: true, mode: 0o700 });
     } catch (error) {
-      throw new ReplayRecordError(dir, `cannot create the state directory ${dir}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`, error);
+      throw new ReplayRecordError(dir, `cannot create the state directory ${dir}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`, { cause: error });
     }
     let text: string | undefined;
     try {
@@ -93,7 +81,7 @@ export class ReplayRecord {
     const read = text === undefined ? undefined : readRecord(text, nowSeconds);
     const origin: ReplayRecordOrigin = text === undefined ? 'new' : read?.damaged === false ? 'loaded' : 'unreadable';
     const notBefore = origin === 'loaded' && read?.notBefore !== undefined ? read.notBefore : nowSeconds;
-    const record = new ReplayRecord(dir, file, origin, notBefore, read?.seen ?? new Map<string, number>(), capacity);
+    const record = new FileReplayRecord(dir, file, origin, notBefore, read?.seen ?? new Map<string, number>(), capacity);
     await record.#compact();
     return record;
   }
@@ -204,7 +192,7 @@ export class ReplayRecord {
   }
 
   #writeError(error: unknown): ReplayRecordError {
-    return new ReplayRecordError(this.dir, `cannot write the replay record ${this.file} in ${this.dir}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`, error);
+    return new ReplayRecordError(this.#path, `cannot write the replay record ${this.file} in ${this.dir}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`, { cause: error });
   }
 }
 
@@ -240,26 +228,4 @@ function parseJson(line: string): unknown {
   } catch {
     return undefined;
   }
-}
-
-/** The refusal a claim turns into, with the record's own word for a replay (`replay` or `signed-before-start`). */
-export interface ReplayRefusal {
-  why: 'replay' | 'replay-record-full' | 'replay-record-unavailable';
-  claim?: ReplayClaim;
-}
-
-/**
- * Claims `id` in `record`: undefined when it is new and on disk; the refusal otherwise, including
- * when there is no record or it cannot be written (a restart would forget the request).
- */
-export async function claimOrRefuse(record: ReplayRecord | undefined, id: string, expiresAt: number, nowSeconds: number, signedAt?: number): Promise<ReplayRefusal | undefined> {
-  if (record === undefined) return { why: 'replay-record-unavailable' };
-  let claim: ReplayClaim;
-  try {
-    claim = await record.claim(id, expiresAt, nowSeconds, signedAt);
-  } catch {
-    return { why: 'replay-record-unavailable' };
-  }
-  if (claim === 'claimed') return undefined;
-  return claim === 'full' ? { why: 'replay-record-full' } : { why: 'replay', claim };
 }

@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import type { AuditLog } from '../audit/events.ts';
 import { refuse as refuseRequest, type HttpAnswer, type InboundRequest, type Refusal } from '../inbound/answers.ts';
 import type { RejectionAudit } from '../inbound/rejection-audit.ts';
-import { claimOrRefuse, type ReplayRecord } from '../inbound/replay-record.ts';
+import { claimOrRefuse, type ReplayRecord } from '../inbound/replay-claim.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
 import { isLeakReason } from '../rotation/types.ts';
 import { CALLER_HEADER, checkTriggerSignature, MAX_CLOCK_SKEW_SECONDS, NONCE_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, type TriggerKeyLookup } from './trigger-auth.ts';

@@ -6,7 +6,8 @@
 import { readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { claimOrRefuse, ReplayRecord, ReplayRecordError } from '../../src/inbound/replay-record.ts';
+import { claimOrRefuse, ReplayRecordError } from '../../src/inbound/replay-claim.ts';
+import { FileReplayRecord } from '../../src/inbound/replay-record.ts';
 import { REPLAY_RECORD_FILES, ReplayRecords } from '../../src/inbound/replay-records.ts';
 import { useTempDir } from '../support/temp-dir.ts';
 
@@ -16,7 +17,7 @@ const FILE = 'replay-test.jsonl';
 const WINDOW = 300;
 const dir = useTempDir('keyroll-replay-');
 
-const open = (now = NOW, capacity?: number): Promise<ReplayRecord> => ReplayRecord.open(dir.path(), FILE, now, capacity);
+const open = (now = NOW, capacity?: number): Promise<FileReplayRecord> => FileReplayRecord.open(dir.path(), FILE, now, capacity);
 const fileLines = async (): Promise<string[]> => (await readFile(join(dir.path(), FILE), 'utf8')).split('\n').filter(Boolean);
 
 describe('ReplayRecord', () => {
@@ -130,12 +131,12 @@ describe('ReplayRecord', () => {
   it('throws when the state directory cannot be made, at open (so the daemon does not start)', async () => {
     // A regular file where the directory should be: unwritable even for root.
     await writeFile(join(dir.path(), 'occupied'), 'not a directory');
-    await expect(ReplayRecord.open(join(dir.path(), 'occupied', 'state'), FILE, NOW)).rejects.toBeInstanceOf(ReplayRecordError);
+    await expect(FileReplayRecord.open(join(dir.path(), 'occupied', 'state'), FILE, NOW)).rejects.toBeInstanceOf(ReplayRecordError);
   });
 
   it('throws when a claim cannot be written, and keeps no entry for it (the request is refused, a retry may succeed)', async () => {
     const state = join(dir.path(), 'state');
-    const record = await ReplayRecord.open(state, FILE, NOW);
+    const record = await FileReplayRecord.open(state, FILE, NOW);
     await rm(state, { recursive: true });
     await writeFile(state, 'not a directory');
     await expect(record.claim('n1', NOW + WINDOW, NOW)).rejects.toBeInstanceOf(ReplayRecordError);
@@ -154,7 +155,7 @@ describe('claimOrRefuse', () => {
 
   it('is replay-record-unavailable without a record and when the record cannot be written', async () => {
     expect(await claimOrRefuse(undefined, 'delivery-1', NOW + WINDOW, NOW)).toEqual({ why: 'replay-record-unavailable' });
-    const replay = await ReplayRecord.open(join(dir.path(), 'state'), FILE, NOW, 10);
+    const replay = await FileReplayRecord.open(join(dir.path(), 'state'), FILE, NOW, 10);
     await rm(replay.dir, { recursive: true });
     await writeFile(replay.dir, 'not a directory');
     expect(await claimOrRefuse(replay, 'delivery-1', NOW + WINDOW, NOW)).toEqual({ why: 'replay-record-unavailable' });
@@ -163,7 +164,7 @@ describe('claimOrRefuse', () => {
 
 describe('ReplayRecords', () => {
   it('keeps each source in its own file with its own capacity: a full GitHub record leaves the trigger claiming', async () => {
-    const records = new ReplayRecords(dir.path(), () => NOW, 2);
+    const records = new ReplayRecords({ kind: 'file', dir: dir.path() }, () => NOW, 2);
     const github = await records.open('github');
     const trigger = await records.open('trigger');
     expect(await records.open('github')).toBe(github);

@@ -2,17 +2,17 @@
 // record, and one job per alert and action within the window.
 import { rm, writeFile } from 'node:fs/promises';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { ReplayRecord } from '../../src/inbound/replay-record.ts';
+import { FileReplayRecord } from '../../src/inbound/replay-record.ts';
 import { IntakeGate, type DeliveryToAdmit } from '../../src/leaks/intake-gate.ts';
 import { useTempDir } from '../support/temp-dir.ts';
 
 const NOW = new Date('2030-03-01T00:00:00Z');
 const HOUR = 3_600_000;
 const dir = useTempDir('keyroll-intake-gate-');
-let replay: ReplayRecord;
+let replay: FileReplayRecord;
 
 beforeEach(async () => {
-  replay = await ReplayRecord.open(dir.path(), 'replay-github.jsonl', NOW.getTime() / 1000);
+  replay = await FileReplayRecord.open(dir.path(), 'replay-github.jsonl', NOW.getTime() / 1000);
 });
 
 const delivery = (id: string, alert: string, now = NOW): DeliveryToAdmit => ({ replay, id, expiresAt: now.getTime() / 1000 + 3600, alert, now });
@@ -42,7 +42,7 @@ describe('IntakeGate', () => {
     await writeFile(dir.path(), 'not a directory');
     expect(await gate.admit(delivery('digest-1', 'octo/app#1:created'))).toEqual({ kind: 'refused', why: 'replay-record-unavailable' });
     await rm(dir.path());
-    replay = await ReplayRecord.open(dir.path(), 'replay-github.jsonl', NOW.getTime() / 1000);
+    replay = await FileReplayRecord.open(dir.path(), 'replay-github.jsonl', NOW.getTime() / 1000);
     expect((await gate.admit(delivery('digest-1', 'octo/app#1:created'))).kind).toBe('admitted');
     expect(gate.queued).toBe(1);
   });

@@ -144,9 +144,9 @@ metadata:
   {{- end }}
 spec:
   serviceAccountName: {{ include "keyroll.serviceAccountName" $root }}
-  # The token is needed for Vault's kubernetes auth, to refresh the consumers of consumerAccess, and
-  # for the daemon's Lease (leader election).
-  automountServiceAccountToken: {{ or $values.serviceAccount.automountToken (not (empty $values.consumerAccess)) (.automountToken | default false) }}
+  # The token is needed for Vault's kubernetes auth, to refresh the consumers of consumerAccess,
+  # for the daemon's Lease (leader election) and for its shared replay records (replay-store.yaml).
+  automountServiceAccountToken: {{ or $values.serviceAccount.automountToken (not (empty $values.consumerAccess)) (.automountToken | default false) (eq (include "keyroll.replayStoreKind" $root) "kubernetes") }}
   # Service environment variables are noise in keyroll's environment; it reads its
   # endpoints from the policy.
   enableServiceLinks: false

@@ -21,7 +21,7 @@ import type { AuditLog } from '../../audit/events.ts';
 import type { Secret } from '../../audit/secret.ts';
 import { singleHeader, type HttpAnswer, type InboundRequest } from '../../inbound/answers.ts';
 import type { RejectionAudit } from '../../inbound/rejection-audit.ts';
-import type { ReplayRecord } from '../../inbound/replay-record.ts';
+import type { ReplayRecord } from '../../inbound/replay-claim.ts';
 import { resolveRef } from '../../refs/secret-ref.ts';
 import { ScannerApiError } from '../errors.ts';
 import { IntakeGate, type IntakeLimits } from '../intake-gate.ts';
