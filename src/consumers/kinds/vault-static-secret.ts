@@ -36,7 +36,7 @@ interface VaultStaticSecretSpec {
 }
 
 function specOf(object: KubeObject): VaultStaticSecretSpec {
-  return typeof object.spec === 'object' && object.spec !== null ? (object.spec as VaultStaticSecretSpec) : {};
+  return typeof object.spec === 'object' && object.spec !== null ? (object.spec) : {};
 }
 
 function secretMac(object: KubeObject): string | undefined {

@@ -89,6 +89,8 @@ if (tools === undefined || vault === undefined || installed === undefined || new
         expect(outcome).toMatchObject({ result: 'refreshed', restartedBy: 'reloader' });
         const refreshed = bench.events('consumer.refreshed').filter((event) => event.consumerKind === 'deployment' && Array.isArray(event.rotationIds) && event.rotationIds.includes(rotationId));
         expect(refreshed.map((event) => event.restartedBy)).toEqual(['reloader']);
+        // The figures (no assertion): store → keyroll saw Reloader's change, store → its rollout proved.
+        console.log(`keyroll with Reloader, round ${String(round)}: store → Reloader's change seen ${String(refreshed[0]?.msToNotified)} ms, store → rollout proved ${String(refreshed[0]?.msToRefreshed)} ms`);
         expect(object.metadata?.annotations?.[RESTARTED_FOR]?.split(',') ?? []).toContain(rotationId);
       }
     }, 240_000);
