@@ -11,6 +11,7 @@
 #   kube-controller-manager  k8s.io/kubernetes/cmd/kube-controller-manager, through a generated
 #                   module like kube-apiserver's (the real deployment and replicaset controllers)
 #   external-secrets         the release's own module, built as the main module (see below)
+#   reloader                 Stakater Reloader, the release's own module, built the same way
 # Versions are pinned so every machine tests against the same tools. The Kubernetes minor matches
 # the one scripts/check-chart.sh validates the chart against.
 KEYROLL_CACHE="${KEYROLL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/keyroll}"
@@ -22,6 +23,13 @@ KEYROLL_PROMTOOL_VERSION="${KEYROLL_PROMTOOL_VERSION:-v0.316.0}"
 # v1beta1): the case where keyroll must not find v1; no controller of it is built.
 KEYROLL_ESO_VERSIONS="${KEYROLL_ESO_VERSIONS:-v0.20.4 v0.16.2}"
 KEYROLL_ESO_CRDS_ONLY="${KEYROLL_ESO_CRDS_ONLY:-v0.14.4}"
+# Stakater Reloader: the only recent release the Go module proxy serves (v1.4.20, v1.4.21 and every
+# earlier v1.4.x tried answer "403 This module version is not available"). The checksum database
+# has no entry for it (404), so its module hash is pinned here instead: the h1: sum of the proxy's
+# zip, whose files were checked identical to the tag v1.4.19 (commit 430c1efb) on GitHub.
+KEYROLL_RELOADER_VERSION="${KEYROLL_RELOADER_VERSION:-v1.4.19}"
+KEYROLL_RELOADER_SUM="${KEYROLL_RELOADER_SUM:-h1:7FAMofI7r9iY7IHZ8E3OSuGxEG7g9X8TuiM7ZK45RS8=}"
+KEYROLL_RELOADER_OPENSHIFT_API="${KEYROLL_RELOADER_OPENSHIFT_API:-v0.0.0-20260326111139-30c2ef7a272e}"
 
 go_tools_say() { echo "keyroll tools: $*" >&2; }
 
@@ -212,6 +220,27 @@ go_tools_build_external_secrets() { # out-dir
   rm -rf "$1/src"
 }
 
+# Reloader, built like external-secrets: its module copied from the proxy and built as the main
+# module (its go.mod and go.sum vouch for every dependency). Its own module is fetched without the
+# checksum database, which lacks it, and refused unless its hash is the pinned one.
+go_tools_build_reloader() { # out-dir
+  reloader_json=$(GONOSUMDB=github.com/stakater/Reloader go mod download -json "github.com/stakater/Reloader@$KEYROLL_RELOADER_VERSION") || return 1
+  reloader_sum=$(echo "$reloader_json" | sed -n 's/^[[:space:]]*"Sum": "\(.*\)",*$/\1/p')
+  [ "$reloader_sum" = "$KEYROLL_RELOADER_SUM" ] || { go_tools_say "github.com/stakater/Reloader@$KEYROLL_RELOADER_VERSION has hash '$reloader_sum', not the pinned $KEYROLL_RELOADER_SUM"; return 1; }
+  reloader_module=$(echo "$reloader_json" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",*$/\1/p')
+  cp -R "$reloader_module" "$1/src" && chmod -R u+w "$1/src" || return 1
+  # The proxy refuses the github.com/openshift/api pseudo-version v1.4.19 requires ("403 This
+  # module version is not available"); the one its own github.com/openshift/client-go requires is
+  # served, and Reloader builds with it (-mod=mod writes its go.sum lines, checked against the
+  # checksum database).
+  (
+    cd "$1/src" &&
+      go mod edit -replace "github.com/openshift/api=github.com/openshift/api@$KEYROLL_RELOADER_OPENSHIFT_API" &&
+      CGO_ENABLED=0 go build -mod=mod -trimpath -ldflags "-s -w" -o "$1/reloader" .
+  ) || return 1
+  rm -rf "$1/src"
+}
+
 go_tools_build_promtool() { # out-dir
   CGO_ENABLED=0 GOBIN="$1" go install -trimpath -ldflags "-s -w" "github.com/prometheus/prometheus/cmd/promtool@$KEYROLL_PROMTOOL_VERSION"
 }
@@ -231,6 +260,11 @@ keyroll_kube_controller_manager_dir() {
 keyroll_external_secrets_dir() {
   go_tools_eso_version=$1
   keyroll_go_tool "external-secrets-$1" go_tools_build_external_secrets external-secrets
+}
+
+# Prints the directory holding reloader (Stakater Reloader), building it when missing.
+keyroll_reloader_dir() {
+  keyroll_go_tool "reloader-$KEYROLL_RELOADER_VERSION" go_tools_build_reloader reloader
 }
 
 # Prints the directory holding promtool, building it when missing.

@@ -7,9 +7,10 @@ import type { KeyPolicy } from '../policy/schema.ts';
 import { asConsumerError, ConsumerError } from './errors.ts';
 import { ExternalSecretApi } from './kinds/external-secret-api.ts';
 import { forceSyncOff } from './kinds/external-secret-refresh.ts';
+import { refreshAfterOf, syncUnprovable, vaultStaticSecretRef } from './kinds/vault-static-secret.ts';
 import { workloadRef } from './kinds/workloads.ts';
 import type { KubeClient, KubeObjectRef, KubeVerb } from './kubernetes/client.ts';
-import { consumerKey, consumerName, isExternalSecret, isWorkload, type KubeConsumerRef } from './refs.ts';
+import { consumerKey, consumerName, isExternalSecret, isVaultStaticSecret, isWorkload, type KubeConsumerRef } from './refs.ts';
 
 export interface ConsumerCheck {
   /** e.g. "externalSecret shop/billing-api-key". */
@@ -55,6 +56,7 @@ export async function checkConsumers(keys: readonly KeyPolicy[], client: KubeCli
 async function checkOne(client: KubeClient, externalSecrets: ExternalSecretApi, consumer: KubeConsumerRef, signal: AbortSignal | undefined): Promise<string> {
   let ref: KubeObjectRef;
   if (isExternalSecret(consumer)) ref = await externalSecrets.ref(consumer.namespace, consumer.name, signal);
+  else if (isVaultStaticSecret(consumer)) ref = vaultStaticSecretRef(consumer.namespace, consumer.name);
   else if (isWorkload(consumer)) ref = workloadRef(consumer.kind, consumer.namespace, consumer.name);
   else throw new ConsumerError('KR_CONSUMER_REFUSED', `keyroll does not refresh consumers of kind ${consumer.kind}`);
   const answers = await Promise.all((['get', 'patch', 'watch'] as const).map(async (verb) => ({ verb, ...(await client.mayI(verb, ref, signal)) })));
@@ -64,6 +66,13 @@ async function checkOne(client: KubeClient, externalSecrets: ExternalSecretApi, 
   }
   const object = await client.get(ref, signal);
   const access = answers.every((answer) => answer.allowed) ? 'get, patch and watch allowed' : 'get and patch allowed (no watch: keyroll polls every 2 s)';
+  if (isVaultStaticSecret(consumer)) {
+    const unprovable = syncUnprovable(object);
+    if (unprovable !== undefined) throw unprovable;
+    // keyroll's annotation makes the operator sync at once: refreshAfter is only its own period.
+    const after = refreshAfterOf(object);
+    return `exists; ${access}; sync-now works (hmacSecretData)${after === undefined ? '' : ` (refreshAfter ${after}, not waited for)`}`;
+  }
   if (!isExternalSecret(consumer)) return `exists; ${access}`;
   const off = forceSyncOff(object);
   if (off !== undefined) throw off;

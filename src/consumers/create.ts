@@ -25,6 +25,7 @@ export const DEFAULT_CONSUMER_SETTINGS: Readonly<ConsumerSettings> = Object.free
   kubernetes: {},
   syncTimeoutMs: parseDuration(CONSUMER_DEFAULTS.syncTimeout),
   rolloutTimeoutMs: parseDuration(CONSUMER_DEFAULTS.rolloutTimeout),
+  reloaderTimeoutMs: parseDuration(CONSUMER_DEFAULTS.reloaderTimeout),
   maxConcurrentRestarts: CONSUMER_DEFAULTS.maxConcurrentRestarts,
 });
 

@@ -24,6 +24,8 @@ export type ConsumerErrorCode =
   | 'KR_CONSUMER_API_UNSERVED'
   /** The ExternalSecret's refresh settings switch force-sync off (refreshInterval 0, refreshPolicy CreatedOnce). */
   | 'KR_CONSUMER_FORCE_SYNC_OFF'
+  /** A VaultStaticSecret with hmacSecretData: false: the operator records nothing that proves a sync. */
+  | 'KR_CONSUMER_SYNC_UNPROVABLE'
   /** A workload not restarted because an ExternalSecret it reads did not sync: it would start on the old value. */
   | 'KR_CONSUMER_SYNC_BLOCKED'
   /** The rollout cannot complete on its own (progress deadline exceeded, OnDelete update strategy). */

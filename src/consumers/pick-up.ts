@@ -12,7 +12,7 @@ import { workloadRef } from './kinds/workloads.ts';
 import type { KubeClient, KubeObject } from './kubernetes/client.ts';
 import { owedRestarts, type OwedRestart } from './markers.ts';
 import { judgeOwed, type KeyRecord, type OwedVerdict } from './owed.ts';
-import { consumerKey, consumerName, isExternalSecret, isWorkload, type WorkloadConsumer } from './refs.ts';
+import { consumerKey, consumerName, isExternalSecret, isVaultStaticSecret, isWorkload, type WorkloadConsumer } from './refs.ts';
 
 /** The key's record in its primary destination (trusted-state.ts); throws when it cannot be read now. */
 export type KeyRecords = (key: KeyPolicy) => Promise<KeyRecord>;
@@ -103,6 +103,9 @@ function syncedAfterCheck(client: KubeClient, signal: AbortSignal | undefined): 
   // The version external-secrets.io is served at, discovered once per pick-up (v1 or v1beta1).
   const api = new ExternalSecretApi(client);
   return async (key, storedAtMs) => {
+    // A VaultStaticSecret's status holds no time of its last sync: nothing read later proves one
+    // after the store, so a roll of the pods is not taken for a delivery (the restart stays owed).
+    if ((key.consumers ?? []).some(isVaultStaticSecret)) return false;
     for (const consumer of (key.consumers ?? []).filter(isExternalSecret)) {
       let object = objects.get(consumerKey(consumer));
       if (object === undefined) {

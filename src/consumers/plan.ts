@@ -1,14 +1,14 @@
-// One delivery's work, coalesced (invariant 12): each ExternalSecret once, synced after the latest
+// One delivery's work, coalesced (invariant 12): each ExternalSecret (or VaultStaticSecret) once, synced after the latest
 // store among the values it carries; each workload once, owed every rotation of the keys that list
 // it, after every sync those keys list. Consumers come in the order the policy lists them (keys in
 // policy order, then each key's consumers in order): that is the order workloads restart in.
 import type { KeyPolicy } from '../policy/schema.ts';
-import type { ExternalSecretConsumer, KubeConsumerRef, WorkloadConsumer } from './refs.ts';
-import { consumerKey, isExternalSecret, isWorkload } from './refs.ts';
+import type { KubeConsumerRef, SyncingConsumer, WorkloadConsumer } from './refs.ts';
+import { consumerKey, isSyncing, isWorkload } from './refs.ts';
 import type { StoredValue } from './types.ts';
 
 export interface SyncTarget {
-  consumer: ExternalSecretConsumer;
+  consumer: SyncingConsumer;
   values: StoredValue[];
   /** The latest store among them: a sync must come after it. */
   storedAtMs: number;
@@ -17,7 +17,7 @@ export interface SyncTarget {
 export interface RestartTarget {
   consumer: WorkloadConsumer;
   values: StoredValue[];
-  /** The ExternalSecrets (consumerKey) whose sync comes before the restart. */
+  /** The ExternalSecrets and VaultStaticSecrets (consumerKey) whose sync comes before the restart. */
   syncs: string[];
   urgent: boolean;
 }
@@ -39,11 +39,11 @@ export function planDelivery(values: readonly StoredValue[], policyOrder: Readon
   const restarts = new Map<string, RestartTarget>();
   for (const value of ordered) {
     const consumers: readonly KubeConsumerRef[] = (value.key.consumers ?? []).filter((c): c is KubeConsumerRef => c.kind !== 'webhook');
-    const keySyncs = consumers.filter(isExternalSecret).map(consumerKey);
+    const keySyncs = consumers.filter(isSyncing).map(consumerKey);
     const restartsIt = only === undefined || consumers.some((consumer) => isWorkload(consumer) && only.get(consumerKey(consumer))?.has(value.rotationId) === true);
     for (const consumer of consumers) {
       const key = consumerKey(consumer);
-      if (isExternalSecret(consumer)) {
+      if (isSyncing(consumer)) {
         if (!restartsIt) continue;
         const target = syncs.get(key) ?? { consumer, values: [], storedAtMs: 0 };
         target.values.push(value);

@@ -14,7 +14,9 @@ import type { KeyPolicy } from '../policy/schema.ts';
 import { asConsumerError, ConsumerError } from './errors.ts';
 import { syncExternalSecret } from './kinds/external-secret.ts';
 import { ExternalSecretApi } from './kinds/external-secret-api.ts';
-import { markDeferred, recordOwed, restartWorkload } from './kinds/workload.ts';
+import { destinationSecretOf, syncVaultStaticSecret, vaultStaticSecretRef } from './kinds/vault-static-secret.ts';
+import { reloaderRestarted, reloaderWatch, targetSecretOf, type ReloaderWatch, type WatchedSecret } from './kinds/reloader.ts';
+import { markDeferred, recordOwed, recordRestarted, restartWorkload } from './kinds/workload.ts';
 import { WORKLOAD_KINDS, workloadRef } from './kinds/workloads.ts';
 import { findOwed, type KeyRecords } from './pick-up.ts';
 import { Limit } from './limit.ts';
@@ -22,7 +24,7 @@ import { Delivery } from './delivery.ts';
 import type { KubeClient } from './kubernetes/client.ts';
 import type { OwedRestart } from './markers.ts';
 import { planDelivery, policyOrder, type DeliveryPlan, type RestartTarget, type SyncTarget } from './plan.ts';
-import { consumerKey, consumerName, isWorkload, type WorkloadConsumer } from './refs.ts';
+import { consumerKey, consumerName, isVaultStaticSecret, isWorkload, type WorkloadConsumer } from './refs.ts';
 import { alertFailures, auditOutcomes, consumerFields, failedOutcome, keyIdsOf, observeAllRefreshed, reportOf, rotationIdsOf } from './report.ts';
 import { RestartQueue, type RestartJob } from './restart-queue.ts';
 import { inConsumerSpan, inRefreshSpan } from './trace.ts';
@@ -51,6 +53,7 @@ interface WorkloadResult {
   refreshedAtMs?: number;
   error?: ConsumerError;
   nextWindowAt?: string;
+  restartedBy?: 'reloader';
   /** Rotations the workload was not restarted for: an ExternalSecret they need did not sync. */
   blocked?: BlockedRestart;
 }
@@ -74,6 +77,8 @@ export class ConsumerRefresher {
   readonly #queue: RestartQueue<WorkloadResult>;
   /** Jobs some of whose rotations wait on a sync that failed (set before the slot, read holding it). */
   readonly #blocked = new WeakMap<RestartJob, BlockedRestart>();
+  /** Workloads Reloader restarts for a Secret a delivery syncs (consumerKey → marks read before the syncs); the latest delivery's. */
+  readonly #reloader = new Map<string, ReloaderWatch>();
   #client: KubeClient | undefined;
 
   constructor(options: RefresherOptions) {
@@ -176,10 +181,13 @@ export class ConsumerRefresher {
       }
     }
     // 2. Every ExternalSecret syncs at once (a few requests at a time), in the version of
-    // external-secrets.io the cluster serves (one discovery per delivery).
+    // external-secrets.io the cluster serves (one discovery per delivery). Before the first ask,
+    // the workloads Stakater Reloader restarts for their Secrets are found, with what Reloader last
+    // wrote on them: a change from there is Reloader's restart for this sync (reloader.ts).
     const syncs = new Map<string, Promise<ConsumerOutcome>>();
     const syncSlots = new Limit(PARALLEL_REQUESTS);
     const externalSecrets = new ExternalSecretApi(client);
+    await this.#findReloaderWatches(client, externalSecrets, plan);
     for (const target of plan.syncs) syncs.set(consumerKey(target.consumer), syncSlots.run(() => this.#sync(client, externalSecrets, target, notified(target))));
     // 3. Each workload restarts once its syncs are done, in order, within the cap.
     const restarts = plan.restarts.map(async (target): Promise<ConsumerOutcome> => {
@@ -194,6 +202,38 @@ export class ConsumerRefresher {
     return [...(await Promise.all(syncs.values())), ...(await Promise.all(restarts))];
   }
 
+  /**
+   * For each workload to restart after syncs: whether Reloader restarts it when one of their
+   * Secrets changes, and its marks now. A read that fails leaves the workload to keyroll's own
+   * restart (the restart reads it again and fails there if it must).
+   */
+  async #findReloaderWatches(client: KubeClient, api: ExternalSecretApi, plan: DeliveryPlan): Promise<void> {
+    const targets = plan.restarts.filter((target) => target.syncs.length > 0);
+    if (targets.length === 0) return;
+    const slots = new Limit(PARALLEL_REQUESTS);
+    const secrets = new Map<string, Promise<WatchedSecret | undefined>>();
+    for (const sync of plan.syncs) {
+      const { namespace, name } = sync.consumer;
+      const read = isVaultStaticSecret(sync.consumer)
+        ? async () => destinationSecretOf(await client.get(vaultStaticSecretRef(namespace, name), this.#options.signal))
+        : async () => targetSecretOf(await client.get(await api.ref(namespace, name, this.#options.signal), this.#options.signal));
+      secrets.set(consumerKey(sync.consumer), slots.run(read).catch(() => undefined));
+    }
+    await Promise.all(
+      targets.map(async (target) => {
+        const key = consumerKey(target.consumer);
+        const read = await Promise.all(target.syncs.map((sync) => secrets.get(sync) ?? Promise.resolve(undefined)));
+        const watched = read.filter((secret): secret is WatchedSecret => secret !== undefined);
+        if (watched.length === 0) return;
+        const { kind, namespace, name } = target.consumer;
+        const workload = await slots.run(() => client.get(workloadRef(kind, namespace, name), this.#options.signal)).catch(() => undefined);
+        const watch = workload === undefined ? undefined : reloaderWatch(workload, watched);
+        if (watch === undefined) this.#reloader.delete(key);
+        else this.#reloader.set(key, watch);
+      }),
+    );
+  }
+
   /** Audits each outcome, feeds the metrics, alerts once for the failures, and says how it went. */
   async finishDelivery(audit: AuditLog, deliveryId: string, values: readonly StoredValue[], outcomes: ConsumerOutcome[], keys: readonly KeyPolicy[], startedAtMs: number): Promise<DeliveryReport> {
     const report = reportOf(deliveryId, outcomes);
@@ -206,12 +246,21 @@ export class ConsumerRefresher {
   }
 
   #sync(client: KubeClient, api: ExternalSecretApi, target: SyncTarget, onNotified: (atMs: number) => void): Promise<ConsumerOutcome> {
-    return inConsumerSpan('externalSecret sync', target.consumer, rotationIdsOf(target.values), () => this.#syncOnce(client, api, target, onNotified), (outcome) => outcome);
+    return inConsumerSpan(isVaultStaticSecret(target.consumer) ? 'vaultStaticSecret sync' : 'externalSecret sync', target.consumer, rotationIdsOf(target.values), () => this.#syncOnce(client, api, target, onNotified), (outcome) => outcome);
   }
 
   async #syncOnce(client: KubeClient, api: ExternalSecretApi, target: SyncTarget, onNotified: (atMs: number) => void): Promise<ConsumerOutcome> {
     const { consumer } = target;
     try {
+      if (isVaultStaticSecret(consumer)) {
+        const synced = await syncVaultStaticSecret(client, vaultStaticSecretRef(consumer.namespace, consumer.name), {
+          timeoutMs: this.#options.settings.syncTimeoutMs,
+          now: () => this.#now().getTime(),
+          onNotified,
+          ...(this.#options.signal ? { signal: this.#options.signal } : {}),
+        });
+        return { consumer, result: 'refreshed', keyIds: keyIdsOf(target.values), rotationIds: rotationIdsOf(target.values), notifiedAtMs: synced.notifiedAtMs, refreshedAtMs: this.#now().getTime() };
+      }
       const ref = await api.ref(consumer.namespace, consumer.name, this.#options.signal);
       const result = await syncExternalSecret(client, ref, target.storedAtMs, {
         timeoutMs: this.#options.settings.syncTimeoutMs,
@@ -238,7 +287,8 @@ export class ConsumerRefresher {
       if (job.rotationIds.every((id) => blocked.rotationIds.includes(id))) return { result: 'failed', error: blocked.error, blocked };
     }
     const { restartWindow } = this.#options.settings;
-    if (job.urgent || windowOpen(restartWindow, this.#now())) return undefined;
+    // Reloader restarted it when its Secret changed, window or not: keyroll only proves it.
+    if (job.urgent || this.#reloader.has(consumerKey(job.workload)) || windowOpen(restartWindow, this.#now())) return undefined;
     const workload = job.workload as WorkloadConsumer;
     try {
       await markDeferred(this.client(), workloadRef(workload.kind, workload.namespace, workload.name), unblocked(job, blocked), this.#options.signal);
@@ -260,6 +310,12 @@ export class ConsumerRefresher {
     const client = this.client();
     const blocked = this.#blocked.get(job);
     const answered = (result: WorkloadResult): WorkloadResult => (blocked === undefined ? result : { ...result, blocked });
+    const watch = this.#reloader.get(consumerKey(workload));
+    if (watch !== undefined) {
+      this.#reloader.delete(consumerKey(workload));
+      const byReloader = await this.#awaitReloader(job, ref, watch, unblocked(job, blocked));
+      if (byReloader !== undefined) return answered(byReloader);
+    }
     let notifiedAtMs: number | undefined;
     try {
       // restarted-for names only the rotations whose syncs were proved (status reads it as "runs on that value").
@@ -276,6 +332,42 @@ export class ConsumerRefresher {
       return answered({ result: 'refreshed', notifiedAtMs, refreshedAtMs: this.#now().getTime() });
     } catch (error) {
       return answered({ result: 'failed', error: asConsumerError(error), ...(notifiedAtMs === undefined ? {} : { notifiedAtMs }) });
+    }
+  }
+
+  /**
+   * A workload Reloader restarts (kinds/reloader.ts): its syncs are done, so Reloader has patched
+   * its pod template or is about to. keyroll waits up to reloaderTimeout for that change, then for
+   * the rollout of the template carrying it, records restarted-for (no second restart, by this
+   * runner or another) and reports it restarted by Reloader. Undefined when Reloader made no change
+   * in time: keyroll restarts the workload itself (invariant 12: the pods must not stay on the old
+   * value because Reloader is down or configured otherwise).
+   */
+  async #awaitReloader(job: RestartJob, ref: ReturnType<typeof workloadRef>, watch: ReloaderWatch, rotationIds: readonly string[]): Promise<WorkloadResult | undefined> {
+    const workload = job.workload as WorkloadConsumer;
+    const client = this.client();
+    const signal = this.#options.signal ? { signal: this.#options.signal } : {};
+    let notifiedAtMs: number | undefined;
+    try {
+      try {
+        await waitForObject(client, ref, (object) => (reloaderRestarted(object, watch) ? { done: true } : { waiting: `Reloader has not changed the pod template for ${watch.secrets.join(', ')}` }), {
+          timeoutMs: this.#options.settings.reloaderTimeoutMs,
+          what: `Reloader's restart of ${consumerName(workload)}`,
+          ...signal,
+        });
+      } catch (error) {
+        if (error instanceof ConsumerError && error.code === 'KR_CONSUMER_TIMEOUT' && this.#options.signal?.aborted !== true) return undefined;
+        throw error;
+      }
+      notifiedAtMs = this.#now().getTime();
+      for (const listener of job.notified) listener(notifiedAtMs);
+      // The rollout of the latest generation: Reloader's patch, and any later one.
+      await waitForObject(client, ref, (object) => WORKLOAD_KINDS[workload.kind].rollout(object), { timeoutMs: this.#options.settings.rolloutTimeoutMs, what: `the rollout of ${consumerName(workload)} (restarted by Reloader)`, ...signal });
+      const recorded = rotationIds.length === 0 ? false : await recordRestarted(client, ref, rotationIds, this.#options.signal);
+      if (!recorded && rotationIds.length > 0) return { result: 'skipped' };
+      return { result: 'refreshed', notifiedAtMs, refreshedAtMs: this.#now().getTime(), restartedBy: 'reloader' };
+    } catch (error) {
+      return { result: 'failed', error: asConsumerError(error), ...(notifiedAtMs === undefined ? {} : { notifiedAtMs }) };
     }
   }
 }
@@ -331,7 +423,7 @@ function workloadOutcome(target: RestartTarget, result: WorkloadResult): Consume
     case 'skipped':
       return { ...base, result: 'skipped' };
     case 'refreshed':
-      return { ...base, result: 'refreshed', ...(result.notifiedAtMs === undefined ? {} : { notifiedAtMs: result.notifiedAtMs }), ...(result.refreshedAtMs === undefined ? {} : { refreshedAtMs: result.refreshedAtMs }) };
+      return { ...base, result: 'refreshed', ...(result.restartedBy === undefined ? {} : { restartedBy: result.restartedBy }), ...(result.notifiedAtMs === undefined ? {} : { notifiedAtMs: result.notifiedAtMs }), ...(result.refreshedAtMs === undefined ? {} : { refreshedAtMs: result.refreshedAtMs }) };
   }
 }
 

@@ -5,10 +5,21 @@ export type { ConsumerRef, KubeConsumerRef, WebhookConsumerRef, WorkloadKind } f
 export { consumerName } from '../policy/consumers.ts';
 
 export type ExternalSecretConsumer = KubeConsumerRef & { kind: 'externalSecret' };
+export type VaultStaticSecretConsumer = KubeConsumerRef & { kind: 'vaultStaticSecret' };
+/** A consumer that copies the stored value into a Kubernetes Secret when asked: synced before any workload restarts. */
+export type SyncingConsumer = ExternalSecretConsumer | VaultStaticSecretConsumer;
 export type WorkloadConsumer = KubeConsumerRef & { kind: WorkloadKind };
 
 export function isExternalSecret(consumer: ConsumerRef): consumer is ExternalSecretConsumer {
   return consumer.kind === 'externalSecret';
+}
+
+export function isVaultStaticSecret(consumer: ConsumerRef): consumer is VaultStaticSecretConsumer {
+  return consumer.kind === 'vaultStaticSecret';
+}
+
+export function isSyncing(consumer: ConsumerRef): consumer is SyncingConsumer {
+  return isExternalSecret(consumer) || isVaultStaticSecret(consumer);
 }
 
 export function isWorkload(consumer: ConsumerRef): consumer is WorkloadConsumer {

@@ -17,6 +17,7 @@ export function consumerFields(consumer: ConsumerRef): Record<string, string> {
 /** What a person runs to do by hand what keyroll could not. */
 export function manualCommand(consumer: ConsumerRef, keyIds: readonly string[]): string {
   if (consumer.kind === 'webhook') return `tell the owner of webhook sink ${consumer.sink} that ${keyIds.join(', ')} has a new value (they drop their cache)`;
+  if (consumer.kind === 'vaultStaticSecret') return `kubectl annotate vaultstaticsecret ${consumer.name} -n ${consumer.namespace} keyroll.io/sync-requested=$(date +%s) --overwrite`;
   if (consumer.kind === 'externalSecret') return `kubectl annotate externalsecret ${consumer.name} -n ${consumer.namespace} force-sync=$(date +%s) --overwrite`;
   const kubectl = isWorkload(consumer) ? WORKLOAD_KINDS[consumer.kind].kubectl : consumer.kind;
   return `kubectl rollout restart ${kubectl}/${consumer.name} -n ${consumer.namespace} && kubectl rollout status ${kubectl}/${consumer.name} -n ${consumer.namespace}`;
@@ -31,6 +32,7 @@ const CAUSE_HINT: Record<string, string> = {
   KR_CONSUMER_SYNC_FAILED: 'external-secrets cannot sync it: see kubectl describe externalsecret',
   KR_CONSUMER_API_UNSERVED: 'the cluster serves no version of external-secrets.io keyroll speaks (v1, v1beta1): install or upgrade external-secrets (v0.14 or later)',
   KR_CONSUMER_FORCE_SYNC_OFF: "its refresh settings switch force-sync off (refreshInterval 0, or refreshPolicy CreatedOnce): set refreshPolicy: OnChange or a refreshInterval above 0 in the ExternalSecret's spec",
+  KR_CONSUMER_SYNC_UNPROVABLE: 'the VaultStaticSecret has hmacSecretData: false, so its status proves no sync: remove that setting (true is the default)',
   KR_CONSUMER_SYNC_BLOCKED: 'not restarted, since an ExternalSecret it reads did not sync (its own failure says why) and its pods would start on the old value: sync that first',
   KR_CONSUMER_ROLLOUT_FAILED: 'its rollout cannot complete on its own: see kubectl rollout status',
   KR_CONSUMER_CONFLICT: 'the object kept changing under keyroll',
@@ -51,7 +53,7 @@ export function auditOutcomes(audit: AuditLog, deliveryId: string, outcomes: rea
     const timing = { ...(outcome.notifiedAtMs === undefined ? {} : { msToNotified: since(outcome.notifiedAtMs) }), ...(outcome.refreshedAtMs === undefined ? {} : { msToRefreshed: since(outcome.refreshedAtMs) }) };
     switch (outcome.result) {
       case 'refreshed':
-        audit.emit('consumer.refreshed', { ...base, ...timing });
+        audit.emit('consumer.refreshed', { ...base, ...timing, ...(outcome.restartedBy === undefined ? {} : { restartedBy: outcome.restartedBy }) });
         break;
       case 'failed':
         audit.emit('consumer.failed', { ...base, ...timing, errorCode: outcome.errorCode, error: outcome.error, nextAction: outcome.nextAction });
@@ -135,6 +137,8 @@ export interface RunConsumersReport {
   deferred: number;
   skipped: number;
   owed: number;
+  /** Refreshed workloads Stakater Reloader restarted (keyroll proved the rollout). */
+  restartedByReloader: number;
   outcomes: ConsumerOutcome[];
 }
 
@@ -149,11 +153,12 @@ export function runConsumersReport(delivered: DeliveryReport | undefined, picked
     deferred: sum('deferred'),
     skipped: sum('skipped'),
     owed: pickedUp?.outcomes.length ?? 0,
+    restartedByReloader: reports.flatMap((report) => report.outcomes).filter((outcome) => outcome.result === 'refreshed' && outcome.restartedBy === 'reloader').length,
     outcomes: reports.flatMap((report) => report.outcomes),
   };
 }
 
-/** `; consumers refreshed N, failed M[, deferred D][, already restarted S][, owed from earlier runs O]` after a run's summary. */
+/** `; consumers refreshed N[ (R restarted by Reloader)], failed M[, deferred D][, already restarted S][, owed from earlier runs O]` after a run's summary. */
 export function consumersSummaryPart(report: RunConsumersReport | undefined): string {
   if (report === undefined) return '';
   const extra = [
@@ -161,5 +166,6 @@ export function consumersSummaryPart(report: RunConsumersReport | undefined): st
     report.skipped > 0 ? `already restarted ${String(report.skipped)}` : '',
     report.owed > 0 ? `owed from earlier runs ${String(report.owed)}` : '',
   ].filter((part) => part !== '');
-  return `; consumers refreshed ${String(report.refreshed)}, failed ${String(report.failed)}${extra.length === 0 ? '' : `, ${extra.join(', ')}`}`;
+  const reloader = report.restartedByReloader > 0 ? ` (${String(report.restartedByReloader)} restarted by Reloader)` : '';
+  return `; consumers refreshed ${String(report.refreshed)}${reloader}, failed ${String(report.failed)}${extra.length === 0 ? '' : `, ${extra.join(', ')}`}`;
 }

@@ -11,11 +11,12 @@ import type { KeyPolicy } from '../policy/schema.ts';
 import { ConsumerError } from './errors.ts';
 import { ExternalSecretApi } from './kinds/external-secret-api.ts';
 import { showsSyncAfter } from './kinds/external-secret.ts';
+import { SYNC_REQUESTED, vaultStaticSecretRef } from './kinds/vault-static-secret.ts';
 import { WORKLOAD_KINDS, workloadRef } from './kinds/workloads.ts';
 import type { KubeClient, KubeObject } from './kubernetes/client.ts';
 import { owedRestarts, RESTARTED_AT, restartedFor, type OwedRestart } from './markers.ts';
 import { judgeOwed } from './owed.ts';
-import { consumerName, isExternalSecret, isWorkload, type ConsumerRef, type ExternalSecretConsumer, type WorkloadConsumer } from './refs.ts';
+import { consumerName, isExternalSecret, isVaultStaticSecret, isWorkload, type ConsumerRef, type ExternalSecretConsumer, type WorkloadConsumer } from './refs.ts';
 
 /**
  * current: holds the value of the last rotation (synced, or restarted and rolled out after it).
@@ -79,6 +80,7 @@ export async function consumerStatuses(key: KeyPolicy, last: LastRotation, clien
       if (externalSecret !== undefined) return (await externalSecret).status;
       if (client === undefined) return unreadable(consumer, clientError);
       try {
+        if (isVaultStaticSecret(consumer)) return vaultStaticSecretStatus(consumer, await client.get(vaultStaticSecretRef(consumer.namespace, consumer.name)), last);
         if (isWorkload(consumer)) return workloadStatus(key, consumer, await client.get(workloadRef(consumer.kind, consumer.namespace, consumer.name)), last, await synced);
         return unreadable(consumer, new ConsumerError('KR_CONSUMER_REFUSED', `unknown consumer kind ${consumer.kind}`));
       } catch (error) {
@@ -86,6 +88,22 @@ export async function consumerStatuses(key: KeyPolicy, last: LastRotation, clien
       }
     }),
   );
+}
+
+/**
+ * A VaultStaticSecret: its status holds no time of its last sync, so `current` rests on keyroll's
+ * own ask (keyroll.io/sync-requested no earlier than the last rotation) and the operator's
+ * SecretSynced condition not False; the proof itself is the delivery's (consumer.refreshed).
+ */
+function vaultStaticSecretStatus(consumer: ConsumerRef, object: KubeObject, last: LastRotation): ConsumerStatus {
+  const asked = object.metadata?.annotations?.[SYNC_REQUESTED];
+  const conditions = (object.status as { conditions?: unknown } | undefined)?.conditions;
+  const synced = Array.isArray(conditions) ? (conditions as { type?: unknown; status?: unknown }[]).find((condition) => condition.type === 'SecretSynced') : undefined;
+  const lastMs = last.lastRotatedAt === undefined ? Number.NaN : Date.parse(last.lastRotatedAt);
+  const askedMs = asked === undefined ? Number.NaN : Date.parse(asked);
+  const current = !Number.isNaN(askedMs) && (Number.isNaN(lastMs) || askedMs >= lastMs) && synced?.status !== 'False';
+  const detail = `${asked === undefined ? 'never asked to sync by keyroll' : `asked to sync ${asked}`}; SecretSynced ${typeof synced?.status === 'string' ? synced.status : 'unknown'}`;
+  return { consumer: consumerName(consumer), state: current ? 'current' : 'stale', lastRefreshAt: asked ?? null, detail };
 }
 
 function unreadable(consumer: ConsumerRef, error: unknown): ConsumerStatus {

@@ -70,7 +70,7 @@ export function traceNotices(notices: readonly TimedNotices[]): void {
 }
 
 /** The span of one consumer's sync or restart, with its outcome. */
-export function inConsumerSpan<T>(name: 'externalSecret sync' | 'workload restart', consumer: ConsumerRef, rotationIds: readonly string[], work: () => Promise<T>, outcomeOf: (value: T) => { result: ConsumerResult; errorCode?: string | undefined }): Promise<T> {
+export function inConsumerSpan<T>(name: 'externalSecret sync' | 'vaultStaticSecret sync' | 'workload restart', consumer: ConsumerRef, rotationIds: readonly string[], work: () => Promise<T>, outcomeOf: (value: T) => { result: ConsumerResult; errorCode?: string | undefined }): Promise<T> {
   return inSpan(name, { ...consumerAttributes(consumer), 'keyroll.rotation.ids': rotationIds }, async (span) => {
     const value = await work();
     const { result, errorCode } = outcomeOf(value);

@@ -33,7 +33,7 @@ export type ConsumerKind = KubeConsumerKind | 'webhook';
  */
 export type ConsumerResult = 'refreshed' | 'failed' | 'deferred' | 'skipped';
 export const CONSUMER_RESULTS: readonly ConsumerResult[] = ['refreshed', 'failed', 'deferred', 'skipped'];
-export const CONSUMER_KINDS: readonly ConsumerKind[] = ['externalSecret', 'deployment', 'statefulSet', 'daemonSet', 'webhook'];
+export const CONSUMER_KINDS: readonly ConsumerKind[] = ['externalSecret', 'vaultStaticSecret', 'deployment', 'statefulSet', 'daemonSet', 'webhook'];
 
 export interface ConsumerOutcome {
   consumer: ConsumerRef;
@@ -48,6 +48,8 @@ export interface ConsumerOutcome {
   error?: string;
   /** What a person runs by hand (failed), or when the window opens (deferred). */
   nextAction?: string;
+  /** A workload Stakater Reloader restarted (kinds/reloader.ts): keyroll proved its rollout and did not restart it again. */
+  restartedBy?: 'reloader';
 }
 
 /** What one delivery (one run, one sweep, one pick-up of owed restarts) did. */

@@ -28,6 +28,10 @@ const kubeObject = <K extends string>(kind: K, description: string) =>
 
 export const ConsumerInput = z.discriminatedUnion('kind', [
   kubeObject('externalSecret', "An external-secrets ExternalSecret (external-secrets.io/v1): asked to sync now (its force-sync annotation), then waited for until its status shows a sync after the store."),
+  kubeObject(
+    'vaultStaticSecret',
+    "A Vault Secrets Operator VaultStaticSecret (secrets.hashicorp.com/v1beta1): asked to sync now (an annotation change, which the operator reconciles at once), then waited for until its status.secretMAC shows the new data. Needs hmacSecretData (the operator's default).",
+  ),
   kubeObject('deployment', 'A Deployment (apps/v1): restarted as `kubectl rollout restart` does, after every sync the key lists, then waited for until its rollout completes.'),
   kubeObject('statefulSet', 'A StatefulSet (apps/v1): restarted and waited for like a deployment.'),
   kubeObject('daemonSet', 'A DaemonSet (apps/v1): restarted and waited for like a deployment.'),
@@ -68,6 +72,7 @@ export const ConsumerSettingsInput = z
       .describe('How keyroll reaches the Kubernetes API server.'),
     syncTimeout: Duration.optional().describe('How long to wait for an ExternalSecret to show a sync after the store. Default 2m.'),
     rolloutTimeout: Duration.optional().describe("How long to wait for a restarted workload's rollout to complete. Default 10m."),
+    reloaderTimeout: Duration.optional().describe('How long to wait, after its ExternalSecrets synced, for Stakater Reloader to restart a workload it watches before keyroll restarts it itself. Default 30s.'),
     maxConcurrentRestarts: z.number().int().min(1).max(100).optional().describe('Workloads restarting at once, across every key of a run; the rest wait their turn in the order the policy lists them. Default 2.'),
     restartWindow: RestartWindowInput.optional(),
   })
@@ -83,7 +88,8 @@ export const RefreshConsumers = z
 // ---- What the rest of keyroll reads.
 
 export type WorkloadKind = 'deployment' | 'statefulSet' | 'daemonSet';
-export type KubeConsumerKind = 'externalSecret' | WorkloadKind;
+export type SyncingKind = 'externalSecret' | 'vaultStaticSecret';
+export type KubeConsumerKind = SyncingKind | WorkloadKind;
 
 /** A Kubernetes object that consumes a key's value. */
 export interface KubeConsumerRef {
@@ -114,12 +120,14 @@ export interface ConsumerSettings {
   kubernetes: { kubeconfig?: string; context?: string };
   syncTimeoutMs: number;
   rolloutTimeoutMs: number;
+  /** How long Reloader has to restart a workload it watches (kinds/reloader.ts) before keyroll does. */
+  reloaderTimeoutMs: number;
   maxConcurrentRestarts: number;
   /** Absent: restarts may start at any time. */
   restartWindow?: RestartWindow;
 }
 
-export const CONSUMER_DEFAULTS = { syncTimeout: '2m', rolloutTimeout: '10m', maxConcurrentRestarts: 2, refreshConsumers: 'needed' } as const;
+export const CONSUMER_DEFAULTS = { syncTimeout: '2m', rolloutTimeout: '10m', reloaderTimeout: '30s', maxConcurrentRestarts: 2, refreshConsumers: 'needed' } as const;
 
 export function resolveRestartWindow(input: z.infer<typeof RestartWindowInput>): RestartWindow {
   const [from = '', to = ''] = input.hours.split('-');

@@ -33,6 +33,7 @@ function resolveConsumerSettings(input: PolicyDocument['consumers']): ConsumerSe
     kubernetes: { ...(kubernetes?.kubeconfig === undefined ? {} : { kubeconfig: kubernetes.kubeconfig }), ...(kubernetes?.context === undefined ? {} : { context: kubernetes.context }) },
     syncTimeoutMs: parseDuration(input?.syncTimeout ?? CONSUMER_DEFAULTS.syncTimeout),
     rolloutTimeoutMs: parseDuration(input?.rolloutTimeout ?? CONSUMER_DEFAULTS.rolloutTimeout),
+    reloaderTimeoutMs: parseDuration(input?.reloaderTimeout ?? CONSUMER_DEFAULTS.reloaderTimeout),
     maxConcurrentRestarts: input?.maxConcurrentRestarts ?? CONSUMER_DEFAULTS.maxConcurrentRestarts,
     ...(input?.restartWindow === undefined ? {} : { restartWindow: resolveRestartWindow(input.restartWindow) }),
   };

@@ -29,6 +29,7 @@ describe('consumers in the policy', () => {
     const policy = parsePolicy(
       `${HEAD}    consumers:
       - { kind: externalSecret, namespace: shop, name: checkout-api-key }
+      - { kind: vaultStaticSecret, namespace: shop, name: checkout-vso }
       - { kind: deployment, namespace: shop, name: checkout }
       - { kind: statefulSet, namespace: shop, name: ledger }
       - { kind: daemonSet, namespace: edge, name: proxy }
@@ -38,13 +39,14 @@ describe('consumers in the policy', () => {
     );
     expect(policy.keys[0]?.consumers).toEqual([
       { kind: 'externalSecret', namespace: 'shop', name: 'checkout-api-key' },
+      { kind: 'vaultStaticSecret', namespace: 'shop', name: 'checkout-vso' },
       { kind: 'deployment', namespace: 'shop', name: 'checkout' },
       { kind: 'statefulSet', namespace: 'shop', name: 'ledger' },
       { kind: 'daemonSet', namespace: 'edge', name: 'proxy' },
       { kind: 'webhook', sink: 'hook' },
     ]);
     expect(policy.keys[0]?.refreshConsumers).toBe('needed');
-    expect(policy.consumers).toEqual({ kubernetes: {}, syncTimeoutMs: 120_000, rolloutTimeoutMs: 600_000, maxConcurrentRestarts: 2 });
+    expect(policy.consumers).toEqual({ kubernetes: {}, syncTimeoutMs: 120_000, rolloutTimeoutMs: 600_000, reloaderTimeoutMs: 30_000, maxConcurrentRestarts: 2 });
   });
 
   it('reads the consumers section: kubeconfig, timeouts, the cap and the restart window', () => {
@@ -53,6 +55,7 @@ describe('consumers in the policy', () => {
   kubernetes: { kubeconfig: /etc/keyroll/kubeconfig, context: prod }
   syncTimeout: 30s
   rolloutTimeout: 5m
+  reloaderTimeout: 10s
   maxConcurrentRestarts: 4
   restartWindow: { days: [mon, tue, wed, thu, fri], hours: "09:00-17:30", timezone: Europe/Berlin }
 defaults:
@@ -64,6 +67,7 @@ defaults:
       kubernetes: { kubeconfig: '/etc/keyroll/kubeconfig', context: 'prod' },
       syncTimeoutMs: 30_000,
       rolloutTimeoutMs: 300_000,
+      reloaderTimeoutMs: 10_000,
       maxConcurrentRestarts: 4,
       restartWindow: { days: [1, 2, 3, 4, 5], fromMinute: 540, toMinute: 1050, timezone: 'Europe/Berlin' },
     });
@@ -72,7 +76,7 @@ defaults:
 
   it('an unknown kind lists the kinds', () => {
     expect(messageOf(`${HEAD}    consumers:\n      - { kind: cronJob, namespace: shop, name: nightly }\n`)).toBe(
-      'policy.yaml:17 keys[0].consumers[0].kind: must be one of externalSecret, deployment, statefulSet, daemonSet, webhook',
+      'policy.yaml:17 keys[0].consumers[0].kind: must be one of externalSecret, vaultStaticSecret, deployment, statefulSet, daemonSet, webhook',
     );
   });
 

@@ -27,6 +27,8 @@ export interface ControllerTools {
   externalSecrets: { version: string; binary: string; crds: string }[];
   /** Releases whose CRD bundle alone is there (no controller built). */
   crdsOnly: { version: string; crds: string }[];
+  /** Stakater Reloader, when the directory holds it. */
+  reloader?: string;
 }
 
 function byVersionDescending<T extends { version: string }>(a: T, b: T): number {
@@ -49,7 +51,7 @@ export async function readControllerTools(dir: string): Promise<ControllerTools>
     .map(([entry, version = '']) => ({ version, crds: join(dir, entry) }))
     .sort(byVersionDescending);
   if (!entries.includes('kube-controller-manager') || externalSecrets.length === 0) throw new Error(`${dir} holds no kube-controller-manager or external-secrets release (run scripts/test-controllers.sh)`);
-  return { kubeControllerManager: join(dir, 'kube-controller-manager'), externalSecrets, crdsOnly };
+  return { kubeControllerManager: join(dir, 'kube-controller-manager'), externalSecrets, crdsOnly, ...(entries.includes('reloader') ? { reloader: join(dir, 'reloader') } : {}) };
 }
 
 export interface RealClusterOptions {
@@ -60,6 +62,8 @@ export interface RealClusterOptions {
   crds: string;
   /** The external-secrets release to run, with the OpenBao its ClusterSecretStore `vault` reads; none runs without it. */
   externalSecrets?: { binary: string; vault: { address: string; token: string } };
+  /** Stakater Reloader's binary, run with its defaults (env-vars strategy, every namespace). */
+  reloader?: string;
 }
 
 export interface RealCluster {
@@ -164,6 +168,22 @@ async function startExternalSecrets(binary: string, kubeconfig: string, admin: K
   return started;
 }
 
+/**
+ * Stakater Reloader out of cluster (KUBECONFIG), with its defaults. It serves metrics on :9090,
+ * which it does not let one change: one Reloader at a time on a machine.
+ */
+async function startReloader(binary: string, kubeconfig: string): Promise<Started> {
+  const started = startProcess(binary, ['--log-level=info'], { KUBECONFIG: kubeconfig });
+  try {
+    // Its Secret controller runs once it says so (it then lists and watches Secrets).
+    await waitReady(started, 'reloader', () => Promise.resolve(started.output.join('').includes('Starting Controller to watch resource type: secrets')));
+  } catch (error) {
+    await stopProcess(started);
+    throw error;
+  }
+  return started;
+}
+
 async function helpText(binary: string): Promise<string> {
   const started = startProcess(binary, ['--help']);
   await new Promise<void>((resolveExit) => {
@@ -193,6 +213,7 @@ export async function startRealCluster(options: RealClusterOptions): Promise<Rea
     await installBundle(kube, options.crds);
     processes.push(await startKubeControllerManager(options.tools.kubeControllerManager, temp.path, kubeconfig));
     if (options.externalSecrets !== undefined) processes.push(await startExternalSecrets(options.externalSecrets.binary, kubeconfig, admin, options.externalSecrets.vault));
+    if (options.reloader !== undefined) processes.push(await startReloader(options.reloader, kubeconfig));
     const running = kube;
     return {
       kube: running,

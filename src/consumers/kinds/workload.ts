@@ -147,3 +147,28 @@ export async function settleOwed(client: KubeClient, ref: KubeObjectRef, entries
     () => true,
   );
 }
+
+/**
+ * Records that the workload was restarted for `rotationIds` by someone else (Reloader, reloader.ts)
+ * once its rollout was proved: restarted-for names them and their owed entries (and those left for
+ * the window: that rollout started the pods after their syncs too) are settled, as keyroll's own
+ * restart does, but the pod template is left alone. False when another runner recorded them all.
+ */
+export async function recordRestarted(client: KubeClient, ref: KubeObjectRef, rotationIds: readonly string[], signal?: AbortSignal): Promise<boolean> {
+  return readModifyWrite(
+    client,
+    ref,
+    signal,
+    async (object) => {
+      const before = restartedFor(object);
+      const due = rotationIds.filter((id) => !before.includes(id));
+      if (due.length === 0) return false;
+      const owed = owedRestarts(object);
+      const settled = [...due, ...owed.filter((entry) => entry.deferred === true && !due.includes(entry.rotationId) && !before.includes(entry.rotationId)).map((entry) => entry.rotationId)];
+      const stillOwed = owed.filter((entry) => !rotationIds.includes(entry.rotationId) && !settled.includes(entry.rotationId));
+      await client.patch(ref, { metadata: { resourceVersion: versionOf(object, ref), annotations: { [RESTARTED_FOR]: restartedForAnnotation(before, settled), [RESTART_OWED]: owedAnnotation(stillOwed) } } }, 'merge', signal);
+      return true;
+    },
+    () => false,
+  );
+}

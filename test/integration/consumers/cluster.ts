@@ -35,6 +35,7 @@ const esResource = (version: EsVersion) => ({ group: 'external-secrets.io', vers
 export interface ConsumerAccess {
   namespace: string;
   externalSecrets?: string[];
+  vaultStaticSecrets?: string[];
   deployments?: string[];
   statefulSets?: string[];
   daemonSets?: string[];

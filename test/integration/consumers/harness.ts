@@ -18,7 +18,7 @@ import { keyPolicy, startBench, type Bench } from '../../rotation/harness.ts';
 export const LEAK: RunTrigger = { reason: 'leak', force: true, actor: 'test' };
 export const SCHEDULED: RunTrigger = { reason: 'scheduled', force: false };
 
-export const FAST_SETTINGS: ConsumerSettings = { kubernetes: {}, syncTimeoutMs: 10_000, rolloutTimeoutMs: 10_000, maxConcurrentRestarts: 2 };
+export const FAST_SETTINGS: ConsumerSettings = { kubernetes: {}, syncTimeoutMs: 10_000, rolloutTimeoutMs: 10_000, reloaderTimeoutMs: 10_000, maxConcurrentRestarts: 2 };
 
 export interface ConsumerBench {
   bench: Bench;

@@ -37,7 +37,7 @@ export interface RealConsumers {
  * consumers of one key stored in `vault` at apps/NAME. The Deployment exists before any value
  * does: its first pods wait (as on a kubelet) until the first sync made the Secret.
  */
-export async function realConsumers(real: RealCluster, vault: VaultServer, dir: string, options: { apiVersion?: 'v1' | 'v1beta1'; settings?: Partial<ConsumerSettings> } = {}): Promise<RealConsumers> {
+export async function realConsumers(real: RealCluster, vault: VaultServer, dir: string, options: { apiVersion?: 'v1' | 'v1beta1'; settings?: Partial<ConsumerSettings>; deploymentAnnotations?: Record<string, string> } = {}): Promise<RealConsumers> {
   const secretName = uniqueName('billing-api-key');
   const deployment = uniqueName('billing');
   const keyId = uniqueName('key_demo_billing').replace(/-/g, '_');
@@ -61,7 +61,7 @@ export async function realConsumers(real: RealCluster, vault: VaultServer, dir: 
   await apps.createNamespacedDeployment({
     namespace: cluster.namespace,
     body: {
-      metadata: { name: deployment },
+      metadata: { name: deployment, ...(options.deploymentAnnotations === undefined ? {} : { annotations: options.deploymentAnnotations }) },
       spec: {
         replicas: REPLICAS,
         selector: { matchLabels: { app: deployment } },
