@@ -76,6 +76,7 @@ export const ERROR_CODES = {
   KR_CONSUMER_ROLLOUT_FAILED: { severity: 'error', retryable: false, runbook: CONSUMER, meaning: 'A rollout cannot complete on its own (progress deadline exceeded, OnDelete update strategy).' },
   KR_CONSUMER_SYNC_BLOCKED: { severity: 'error', retryable: true, runbook: CONSUMER, meaning: 'A workload was not restarted because an ExternalSecret it reads did not sync.' },
   KR_CONSUMER_SYNC_FAILED: { severity: 'error', retryable: true, runbook: CONSUMER, meaning: 'An ExternalSecret reports that its sync failed (Ready False).' },
+  KR_CONSUMER_SYNC_UNPROVABLE: { severity: 'error', retryable: false, runbook: CONSUMER, meaning: 'A VaultStaticSecret with hmacSecretData false: the operator records no secretMAC, so nothing proves it synced the stored value.' },
   KR_CONSUMER_TIMEOUT: { severity: 'error', retryable: true, runbook: CONSUMER, meaning: 'A consumer request or wait ran out of time (syncTimeout, rolloutTimeout, a request deadline).' },
   KR_CONSUMER_UNAUTHORIZED: { severity: 'error', retryable: false, runbook: CONSUMER, meaning: "The API server refused keyroll's Kubernetes credential (401)." },
   KR_CONSUMER_UNREACHABLE: { severity: 'error', retryable: true, runbook: CONSUMER, meaning: 'The Kubernetes API server could not be reached or answered 5xx.' },
