@@ -4,9 +4,10 @@
 // Role cannot limit `create` by name, and a missing object is a deployment error to see at start.
 // Every request has a deadline, so an API server that accepts the connection and never answers
 // holds a request no longer than that (the request is then refused, 503).
-import { ApiException, CoreV1Api, Observable, type ConfigurationOptions, type KubeConfig, type ObservableMiddleware, type RequestContext, type ResponseContext, V1ConfigMap, V1ObjectMeta } from '@kubernetes/client-node';
+import { ApiException, CoreV1Api, type ConfigurationOptions, type KubeConfig, V1ConfigMap, V1ObjectMeta } from '@kubernetes/client-node';
 import type { ReplayObject, ReplayObjectState } from './kube-replay-record.ts';
 import { ReplayRecordError } from './replay-claim.ts';
+import { clientNodeRequest } from '../http/client-node-request.ts';
 
 /** Per request: a get or an update answers in milliseconds; this bounds a hung one well inside a sender's timeout (GitHub's is 10 s). */
 export const REPLAY_REQUEST_TIMEOUT_MS = 4_000;
@@ -75,7 +76,7 @@ export class ConfigMapReplayObject implements ReplayObject {
   async #call(verb: 'get' | 'update', send: (options: ConfigurationOptions) => Promise<V1ConfigMap>): Promise<V1ConfigMap> {
     const deadline = AbortSignal.timeout(this.#timeoutMs);
     try {
-      return await send(withSignal(deadline));
+      return await send(clientNodeRequest(deadline));
     } catch (error) {
       throw this.#failure(verb, error, deadline.aborted);
     }
@@ -94,17 +95,6 @@ export class ConfigMapReplayObject implements ReplayObject {
   }
 }
 
-/** The request's deadline, as client-node middleware. */
-function withSignal(signal: AbortSignal): ConfigurationOptions {
-  const middleware: ObservableMiddleware = {
-    pre: (context: RequestContext) => {
-      context.setSignal(signal);
-      return new Observable(Promise.resolve(context));
-    },
-    post: (response: ResponseContext) => new Observable(Promise.resolve(response)),
-  };
-  return { middleware: [middleware], middlewareMergeStrategy: 'append' };
-}
 
 function serverMessage(body: unknown): string {
   try {

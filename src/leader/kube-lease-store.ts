@@ -3,9 +3,10 @@
 // deadline), and every failure becomes a LeaderError with a stable code. An update is a PUT of the
 // object as last read, with its resourceVersion: the API server refuses it (409) when anyone wrote
 // the Lease since, which is the whole of the election's concurrency control.
-import { ApiException, CoordinationV1Api, Observable, V1Lease, V1LeaseSpec, V1MicroTime, V1ObjectMeta, type ConfigurationOptions, type KubeConfig, type ObservableMiddleware, type RequestContext, type ResponseContext } from '@kubernetes/client-node';
+import { ApiException, CoordinationV1Api, V1Lease, V1LeaseSpec, V1MicroTime, V1ObjectMeta, type KubeConfig } from '@kubernetes/client-node';
 import { LeaderError } from './errors.ts';
 import type { LeaseRecord, LeaseStore, StoredLease } from './lease-store.ts';
+import { clientNodeRequest } from '../http/client-node-request.ts';
 
 export interface LeaseCoordinates {
   namespace: string;
@@ -27,7 +28,7 @@ export class KubeLeaseStore implements LeaseStore {
 
   async get(signal: AbortSignal): Promise<StoredLease | undefined> {
     try {
-      return this.#remember(await this.#api.readNamespacedLease({ ...this.#lease }, withSignal(signal)));
+      return this.#remember(await this.#api.readNamespacedLease({ ...this.#lease }, clientNodeRequest(signal)));
     } catch (error) {
       if (error instanceof ApiException && error.code === 404) return undefined;
       throw this.#asLeaderError(error, 'get', signal);
@@ -37,7 +38,7 @@ export class KubeLeaseStore implements LeaseStore {
   async create(record: LeaseRecord, signal: AbortSignal): Promise<StoredLease> {
     const body = leaseOf(Object.assign(new V1ObjectMeta(), { name: this.#lease.name, namespace: this.#lease.namespace }), record);
     try {
-      return this.#remember(await this.#api.createNamespacedLease({ namespace: this.#lease.namespace, body }, withSignal(signal)));
+      return this.#remember(await this.#api.createNamespacedLease({ namespace: this.#lease.namespace, body }, clientNodeRequest(signal)));
     } catch (error) {
       throw this.#asLeaderError(error, 'create', signal);
     }
@@ -50,7 +51,7 @@ export class KubeLeaseStore implements LeaseStore {
     if (base?.annotations !== undefined) metadata.annotations = base.annotations;
     const body = leaseOf(metadata, record);
     try {
-      return this.#remember(await this.#api.replaceNamespacedLease({ ...this.#lease, body }, withSignal(signal)));
+      return this.#remember(await this.#api.replaceNamespacedLease({ ...this.#lease, body }, clientNodeRequest(signal)));
     } catch (error) {
       throw this.#asLeaderError(error, 'update', signal);
     }
@@ -94,14 +95,3 @@ function leaseOf(metadata: V1ObjectMeta, record: LeaseRecord): V1Lease {
   return Object.assign(new V1Lease(), { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata, spec });
 }
 
-/** The caller's signal on the request, as client-node middleware. */
-function withSignal(signal: AbortSignal): ConfigurationOptions {
-  const middleware: ObservableMiddleware = {
-    pre: (context: RequestContext) => {
-      context.setSignal(signal);
-      return new Observable(Promise.resolve(context));
-    },
-    post: (response: ResponseContext) => new Observable(Promise.resolve(response)),
-  };
-  return { middleware: [middleware], middlewareMergeStrategy: 'append' };
-}

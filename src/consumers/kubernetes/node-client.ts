@@ -1,9 +1,10 @@
 // KubeClient with @kubernetes/client-node: the in-cluster service account when keyroll runs in a
 // pod, else a kubeconfig (the policy's, $KUBECONFIG, ~/.kube/config). Every request has a
 // deadline, so an API server that accepts the connection and never answers cannot hold a delivery.
-import { ApiException, ApisApi, AuthorizationV1Api, CustomObjectsApi, KubeConfig, Observable, PatchStrategy, Watch, type ConfigurationOptions, type ObservableMiddleware, type RequestContext, type ResponseContext, V1ResourceAttributes, V1SelfSubjectAccessReview, V1SelfSubjectAccessReviewSpec } from '@kubernetes/client-node';
+import { ApiException, ApisApi, AuthorizationV1Api, CustomObjectsApi, KubeConfig, PatchStrategy, Watch, type ConfigurationOptions, V1ResourceAttributes, V1SelfSubjectAccessReview, V1SelfSubjectAccessReviewSpec } from '@kubernetes/client-node';
 import { ConsumerError, codeOfStatus } from '../errors.ts';
 import { objectPath, type AccessAnswer, type KubeClient, type KubeObject, type KubeObjectRef, type KubeVerb, type PatchType } from './client.ts';
+import { clientNodeRequest } from '../../http/client-node-request.ts';
 
 export interface KubeConnection {
   /** A kubeconfig file; absent: in-cluster when in a pod, else $KUBECONFIG or ~/.kube/config. */
@@ -127,7 +128,7 @@ export class NodeKubeClient implements KubeClient {
     const deadline = AbortSignal.timeout(this.#requestTimeoutMs);
     const combined = signal === undefined ? deadline : AbortSignal.any([signal, deadline]);
     try {
-      const answer = await send(requestOptions(combined, contentType));
+      const answer = await send(clientNodeRequest(combined, contentType));
       return typeof answer === 'object' && answer !== null ? (answer) : {};
     } catch (error) {
       throw asConsumerError(error, where, deadline.aborted);
@@ -139,18 +140,6 @@ function coordinates(ref: KubeObjectRef): { group: string; version: string; name
   return { group: ref.group, version: ref.version, namespace: ref.namespace, plural: ref.plural, name: ref.name };
 }
 
-/** The request's deadline and, for a patch, its content type, as client-node middleware. */
-function requestOptions(signal: AbortSignal, contentType: string | undefined): ConfigurationOptions {
-  const middleware: ObservableMiddleware = {
-    pre: (context: RequestContext) => {
-      context.setSignal(signal);
-      if (contentType !== undefined) context.setHeaderParam('Content-Type', contentType);
-      return new Observable(Promise.resolve(context));
-    },
-    post: (response: ResponseContext) => new Observable(Promise.resolve(response)),
-  };
-  return { middleware: [middleware], middlewareMergeStrategy: 'append' };
-}
 
 /** Every failure as a ConsumerError with a stable code; the API server's own message kept (it names no secret). */
 function asConsumerError(error: unknown, where: string, timedOut = false): ConsumerError {
