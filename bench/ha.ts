@@ -307,9 +307,12 @@ export async function runHaBench(options: { quick?: boolean } = {}): Promise<Ben
     };
 
     const kills: { at: number; atMs: number; generation: number; name: string }[] = [];
+    /** What each planned action did (a kill finds no live leader when none holds the Lease). */
+    const acts: string[] = [];
     const killLeader = async (): Promise<void> => {
       const name = await holder();
       const victim = live().find((r) => r.name === name);
+      acts.push(victim === undefined ? `SIGKILL: no live leader (Lease holder ${name ?? 'none'})` : `SIGKILL ${victim.name} (leader)`);
       if (victim === undefined) return;
       kills.push({ at: performance.now(), atMs: Date.now(), generation: victim.generation, name: victim.name });
       victim.child.kill('SIGKILL');
@@ -319,6 +322,7 @@ export async function runHaBench(options: { quick?: boolean } = {}): Promise<Ben
     const terminateFollower = async (): Promise<string | undefined> => {
       const name = await holder();
       const victim = live().find((r) => r.name !== name && r.ready);
+      acts.push(victim === undefined ? 'SIGTERM: no ready follower' : `SIGTERM ${victim.name} (follower)`);
       if (victim === undefined) return undefined;
       victim.ready = false;
       victim.child.kill('SIGTERM');
@@ -431,6 +435,7 @@ export async function runHaBench(options: { quick?: boolean } = {}): Promise<Ben
         answerMs: summary(delivered.flatMap((d) => (d.answerMs === undefined ? [] : [d.answerMs]))),
         reconciledTimeToDeadMs: summary(reconciledToDead),
         takeoversMs: takeovers.map((t) => round(t, 1)),
+        actions: acts,
         kills: kills.map((k) => ({ name: k.name, atFloodSecond: round((k.at - floodStart) / 1000, 1) })),
         slowestDelivered: slowest,
         failures,
