@@ -33,6 +33,7 @@ const BENCHMARKS: Benchmark[] = [
   { name: 'consumers', run: async (o) => (await import('./consumers.ts')).runConsumersBench(o) },
   { name: 'leak', run: async (o) => (await import('./leak.ts')).runLeakBench(o) },
   { name: 'leak-real', run: async (o) => (await import('./leak-real.ts')).runLeakRealBench(o) },
+  { name: 'ha', run: async (o) => (await import('./ha.ts')).runHaBench(o) },
   { name: 'replay-record', run: async (o) => (await import('./replay-record.ts')).runReplayRecordBench(o) },
 ];
 
