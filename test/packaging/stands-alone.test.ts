@@ -18,7 +18,6 @@ function anchorOf(heading: string): string {
     .replace(/\[([^\]]*)\]\([^)]*\)/g, '$1')
     .toLowerCase()
     .replace(/[^\p{L}\p{N}\s_-]/gu, '')
-    .trim()
     .replace(/\s/g, '-');
 }
 
