@@ -31,23 +31,22 @@
 // Short timings, said in the notes: Lease 4 s / renew deadline 3 s / retry 0.5 s (defaults 15 s,
 // 10 s, 2 s), reconcile interval 10 s (default 5 m). Nothing leaves 127.0.0.1.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { CoordinationV1Api, CoreV1Api } from '@kubernetes/client-node';
-import { sign } from '@octokit/webhooks-methods';
 import type { AuditRecord } from '../src/audit/logger.ts';
 import { replayConfigMapName } from '../src/inbound/replay-records.ts';
-import { secretScanningWebhook, startFakeGithub } from '../test/leaks/github/fake-github.ts';
+import { startFakeGithub } from '../test/leaks/github/fake-github.ts';
 import { adminKubeConfig, startKubeApiServer, type RunningKubeApiServer } from '../test/support/kube-apiserver.ts';
 import type { ReplicaSettings } from './ha-replica.ts';
 import { ROOT } from './lib/cli.ts';
 import type { BenchResult } from './lib/figures.ts';
 import { percentile, round } from './lib/stats.ts';
 import { OWNER_TOKEN, ORG, startWorld } from './lib/world.ts';
+import { secretScanningDelivery, storedFileValue } from './lib/github-delivery.ts';
 
 const FULL = { leaks: 200, floodMs: 60_000, scheduled: 5 };
 const QUICK = { leaks: 40, floodMs: 20_000, scheduled: 3 };
@@ -132,15 +131,6 @@ intake:
 keys:
 ${[...leakKeys.map((id) => entry(id)), ...scheduledKeys.map((id) => entry(id, `, schedule: "${SCHEDULE}"`))].join('\n')}
 `;
-}
-
-async function storedValue(file: string): Promise<string | undefined> {
-  try {
-    const value = (JSON.parse(await readFile(file, 'utf8')) as { apiKey?: unknown }).apiKey;
-    return typeof value === 'string' ? value : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 export async function runHaBench(options: { quick?: boolean } = {}): Promise<BenchResult> {
@@ -246,7 +236,7 @@ export async function runHaBench(options: { quick?: boolean } = {}): Promise<Ben
     const warmBy = performance.now() + 300_000;
     const allFiles = [...leakKeys, ...scheduledKeys].map((id) => join(secretsDir, `${id}.json`));
     for (;;) {
-      const stored = await Promise.all(allFiles.map(storedValue));
+      const stored = await Promise.all(allFiles.map(storedFileValue));
       if (replicas.every((r) => r.ready) && stored.every((v) => v !== undefined)) break;
       const dead = replicas.find((r) => !r.alive);
       if (dead !== undefined) throw new Error(`replica ${dead.name} exited during warm-up:\n${dead.stderr.join('\n')}`);
@@ -270,7 +260,7 @@ export async function runHaBench(options: { quick?: boolean } = {}): Promise<Ben
         }
         for (const delivery of deliveries) {
           if (delivery.deadAt !== undefined || world.emulator.state.isLiveSecret(delivery.keyId, delivery.leaked)) continue;
-          const stored = await storedValue(join(secretsDir, `${delivery.keyId}.json`));
+          const stored = await storedFileValue(join(secretsDir, `${delivery.keyId}.json`));
           if (stored !== undefined && stored !== delivery.leaked && world.emulator.state.isLiveSecret(delivery.keyId, stored)) delivery.deadAt = now;
         }
         await sleep(POLL_MS);
@@ -279,7 +269,7 @@ export async function runHaBench(options: { quick?: boolean } = {}): Promise<Ben
 
     // The front: round-robin over the ready replicas; a failure is not retried.
     let turn = 0;
-    const send = async (delivery: Delivery, body: string, signature: string): Promise<void> => {
+    const send = async (delivery: Delivery, body: string, headers: Record<string, string>): Promise<void> => {
       const ready = replicas.filter((r) => r.ready && r.url !== undefined);
       const target = ready[turn++ % Math.max(1, ready.length)];
       if (target?.url === undefined) {
@@ -292,7 +282,7 @@ export async function runHaBench(options: { quick?: boolean } = {}): Promise<Ben
       try {
         const response = await fetch(`${target.url}/v1/leaks/github`, {
           method: 'POST',
-          headers: { 'content-type': 'application/json', 'user-agent': 'GitHub-Hookshot/bench', 'x-github-event': 'secret_scanning_alert', 'x-github-delivery': randomUUID(), 'x-hub-signature-256': signature },
+          headers,
           body,
           signal: AbortSignal.timeout(DELIVERY_TIMEOUT_MS),
         });
@@ -348,15 +338,14 @@ export async function runHaBench(options: { quick?: boolean } = {}): Promise<Ben
       }
       const wait = at - performance.now();
       if (wait > 0) await sleep(wait);
-      const leaked = await storedValue(join(secretsDir, `${keyId}.json`));
+      const leaked = await storedFileValue(join(secretsDir, `${keyId}.json`));
       if (leaked === undefined) throw new Error(`${keyId} holds no value`);
       const number = index + 1;
       github.addAlert({ owner: 'octo-org', repo: 'shop', number, state: 'open', secret: leaked });
-      const body = JSON.stringify(secretScanningWebhook('created', { owner: 'octo-org', repo: 'shop', number }));
-      const signature = await sign(WEBHOOK_SECRET, body);
+      const { body, headers } = await secretScanningDelivery(WEBHOOK_SECRET, number);
       const delivery: Delivery = { keyId, leaked, sentAt: performance.now() };
       deliveries.push(delivery);
-      sends.push(send(delivery, body, signature));
+      sends.push(send(delivery, body, headers));
     }
     await Promise.all([...sends, ...acted]);
     const floodEnd = performance.now();
@@ -405,7 +394,7 @@ export async function runHaBench(options: { quick?: boolean } = {}): Promise<Ben
 
     let lost = 0;
     for (const id of [...leakKeys, ...scheduledKeys]) {
-      const stored = await storedValue(join(secretsDir, `${id}.json`));
+      const stored = await storedFileValue(join(secretsDir, `${id}.json`));
       if (stored === undefined || !world.emulator.state.isLiveSecret(id, stored)) lost++;
     }
 

@@ -22,25 +22,24 @@
 // bench/leak.ts's stand-in figure is printed beside this one when both run (npm run bench).
 // One delivery at a time; nothing leaves 127.0.0.1.
 import { spawnSync } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AppsV1Api, CustomObjectsApi, type V1ReplicaSet } from '@kubernetes/client-node';
-import { sign } from '@octokit/webhooks-methods';
 import { request } from 'undici';
 import { staticCredential } from '../src/api/credentials.ts';
 import { createMemoryAuditLog, type AuditRecord } from '../src/audit/logger.ts';
 import { Secret } from '../src/audit/secret.ts';
 import { Daemon } from '../src/daemon/daemon.ts';
 import { consumerNamespace } from '../test/integration/consumers/cluster.ts';
-import { secretScanningWebhook, startFakeGithub } from '../test/leaks/github/fake-github.ts';
+import { startFakeGithub } from '../test/leaks/github/fake-github.ts';
 import { readControllerTools, StandInKubelet, startRealCluster, valueDigest, VAULT_STORE, type RealCluster } from '../test/support/kube-controllers.ts';
 import { ROOT } from './lib/cli.ts';
 import type { BenchResult } from './lib/figures.ts';
 import { startOpenBao, type OpenBao } from './lib/servers.ts';
 import { percentile, round } from './lib/stats.ts';
 import { OWNER_TOKEN, ORG, startWorld } from './lib/world.ts';
+import { secretScanningDelivery } from './lib/github-delivery.ts';
 
 const KEYS = 12;
 const QUICK_KEYS = 4;
@@ -217,14 +216,13 @@ export async function runLeakRealBench(options: { quick?: boolean } = {}): Promi
       if (leaked === undefined) throw new Error(`${keyId} holds no value`);
       const number = index + 1;
       github.addAlert({ owner: 'octo-org', repo: 'shop', number, state: 'open', secret: leaked });
-      const body = JSON.stringify(secretScanningWebhook('created', { owner: 'octo-org', repo: 'shop', number }));
-      const signature = await sign(WEBHOOK_SECRET, body);
+      const { body, headers } = await secretScanningDelivery(WEBHOOK_SECRET, number);
       audit.clear();
       const sentAtMs = Date.now();
       const sentAt = performance.now();
       const response = await fetch(`${daemon.url}/v1/leaks/github`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', 'user-agent': 'GitHub-Hookshot/bench', 'x-github-event': 'secret_scanning_alert', 'x-github-delivery': randomUUID(), 'x-hub-signature-256': signature },
+        headers,
         body,
       });
       answers.set(response.status, (answers.get(response.status) ?? 0) + 1);

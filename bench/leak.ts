@@ -20,23 +20,22 @@
 // The daemon runs in this process (as bench/dashboard-picture.ts runs it), with keyroll's own
 // credential the emulator's owner token; nothing leaves 127.0.0.1.
 import { spawnSync } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { sign } from '@octokit/webhooks-methods';
 import { staticCredential } from '../src/api/credentials.ts';
 import { createMemoryAuditLog } from '../src/audit/logger.ts';
 import { Secret } from '../src/audit/secret.ts';
 import { Daemon } from '../src/daemon/daemon.ts';
 import { consumerNamespace, StandInControllers, type ConsumerNamespace } from '../test/integration/consumers/cluster.ts';
-import { secretScanningWebhook, startFakeGithub } from '../test/leaks/github/fake-github.ts';
+import { startFakeGithub } from '../test/leaks/github/fake-github.ts';
 import { startKubeApiServer, type RunningKubeApiServer } from '../test/support/kube-apiserver.ts';
 import { ROOT } from './lib/cli.ts';
 import type { BenchResult } from './lib/figures.ts';
 import { startNoticeReceiver } from './lib/notice-receiver.ts';
 import { percentile, round } from './lib/stats.ts';
 import { OWNER_TOKEN, ORG, startWorld } from './lib/world.ts';
+import { secretScanningDelivery, storedFileValue } from './lib/github-delivery.ts';
 
 const KEYS = 50;
 const QUICK_KEYS = 10;
@@ -92,15 +91,6 @@ ${keys}
 `;
 }
 
-async function storedValue(file: string): Promise<string | undefined> {
-  try {
-    const value = (JSON.parse(await readFile(file, 'utf8')) as { apiKey?: unknown }).apiKey;
-    return typeof value === 'string' ? value : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 export async function runLeakBench(options: { quick?: boolean } = {}): Promise<BenchResult> {
   const count = options.quick ? QUICK_KEYS : KEYS;
   const world = await startWorld({ rollRateLimitPerMinute: 6_000 });
@@ -136,7 +126,7 @@ export async function runLeakBench(options: { quick?: boolean } = {}): Promise<B
     const firstBy = performance.now() + 120_000;
     for (;;) {
       await daemon.idle();
-      const stored = await Promise.all(keyIds.map((id) => storedValue(join(secretsDir, `${id}.json`))));
+      const stored = await Promise.all(keyIds.map((id) => storedFileValue(join(secretsDir, `${id}.json`))));
       if (stored.every((value) => value !== undefined)) break;
       if (performance.now() > firstBy) throw new Error('the daemon did not store every key within 120 s');
       await sleep(50);
@@ -148,19 +138,18 @@ export async function runLeakBench(options: { quick?: boolean } = {}): Promise<B
     let failedConsumers = 0;
     for (const [index, keyId] of keyIds.entries()) {
       const file = join(secretsDir, `${keyId}.json`);
-      const leaked = await storedValue(file);
+      const leaked = await storedFileValue(file);
       if (leaked === undefined) throw new Error(`${keyId} holds no value`);
       const number = index + 1;
       github.addAlert({ owner: 'octo-org', repo: 'shop', number, state: 'open', secret: leaked });
-      const body = JSON.stringify(secretScanningWebhook('created', { owner: 'octo-org', repo: 'shop', number }));
-      const signature = await sign(WEBHOOK_SECRET, body);
+      const { body, headers } = await secretScanningDelivery(WEBHOOK_SECRET, number);
       const noticesBefore = receiver.arrivals.get(keyId)?.length ?? 0;
       audit.clear();
       const sentAtMs = Date.now();
       const sentAt = performance.now();
       const response = await fetch(`${daemon.url}/v1/leaks/github`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', 'user-agent': 'GitHub-Hookshot/bench', 'x-github-event': 'secret_scanning_alert', 'x-github-delivery': randomUUID(), 'x-hub-signature-256': signature },
+        headers,
         body,
       });
       answers.set(response.status, (answers.get(response.status) ?? 0) + 1);
@@ -171,7 +160,7 @@ export async function runLeakBench(options: { quick?: boolean } = {}): Promise<B
         const now = performance.now();
         if (now - sentAt > DELIVERY_LIMIT_MS) throw new Error(`leak ${String(number)} (${keyId}): not ${deadAt === undefined ? 'dead' : 'notified'} after ${String(DELIVERY_LIMIT_MS / 1000)} s`);
         if (deadAt === undefined && !world.emulator.state.isLiveSecret(keyId, leaked)) {
-          const stored = await storedValue(file);
+          const stored = await storedFileValue(file);
           if (stored !== undefined && stored !== leaked && world.emulator.state.isLiveSecret(keyId, stored)) deadAt = performance.now();
         }
         const arrivals = receiver.arrivals.get(keyId) ?? [];
