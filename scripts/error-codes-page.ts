@@ -14,6 +14,7 @@ const docsDir = fileURLToPath(new URL('../docs/', import.meta.url));
 export function headingAnchor(heading: string): string {
   return heading
     .trim()
+    .replace(/\[([^\]]*)\]\([^)]*\)/g, '$1')
     .toLowerCase()
     .replace(/[^\p{L}\p{N}\s_-]/gu, '')
     .replace(/\s/g, '-');

@@ -5,6 +5,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { headingAnchor } from '../../scripts/error-codes-page.ts';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const tracked = execFileSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: root, encoding: 'utf8' })
@@ -12,21 +13,12 @@ const tracked = execFileSync('git', ['ls-files', '-z', '--cached', '--others', '
   .filter((path) => path !== '' && existsSync(join(root, path)));
 const markdown = tracked.filter((path) => path.endsWith('.md'));
 
-/** GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens. */
-function anchorOf(heading: string): string {
-  return heading
-    .replace(/\[([^\]]*)\]\([^)]*\)/g, '$1')
-    .toLowerCase()
-    .replace(/[^\p{L}\p{N}\s_-]/gu, '')
-    .replace(/\s/g, '-');
-}
-
 function anchorsOf(path: string): Set<string> {
   const seen = new Map<string, number>();
   const anchors = new Set<string>();
   const text = readFileSync(join(root, path), 'utf8').replace(/^```[\s\S]*?^```/gm, '');
   for (const match of text.matchAll(/^#{1,6} +(.+?) *#*$/gm)) {
-    const base = anchorOf(match[1] ?? '');
+    const base = headingAnchor(match[1] ?? '');
     const count = seen.get(base) ?? 0;
     seen.set(base, count + 1);
     anchors.add(count === 0 ? base : `${base}-${count}`);
