@@ -8,7 +8,8 @@ import { FLOORS, SRC_ROOT_FILES } from './scripts/import-floors.ts';
 const folders = FLOORS.flat().filter((folder) => folder !== SRC_ROOT_FILES);
 /** @param {string} folder */
 const pathOf = (folder) => (folder === SRC_ROOT_FILES ? '^src/[^/]+$' : `^src/${folder}/`);
-const noFloor = 'every folder of src/ has a floor in scripts/import-floors.ts (and its line in docs/layout.md)';
+const noFloor =
+  'every folder of src/ has a floor in scripts/import-floors.ts (and its line in docs/layout.md)';
 
 /** @type {import('dependency-cruiser').IForbiddenRuleType[]} */
 const floorRules = FLOORS.flatMap((floor, level) =>
@@ -33,12 +34,25 @@ export default {
       // (rotation/rotate-key.ts: rotateKeyUntilStored); importing the steps is how a copy begins.
       name: 'one-rotation-path',
       severity: 'error',
-      comment: 'src/lambda/ runs the rotation through rotation/rotate-key.ts; it never imports the steps or their transaction to re-state the sequence',
+      comment:
+        'src/lambda/ runs the rotation through rotation/rotate-key.ts; it never imports the steps or their transaction to re-state the sequence',
       from: { path: '^src/lambda/' },
       to: { path: '^src/rotation/(step-[^/]+|transaction|preflight|failure|roll|store|recovery)[.]ts$' },
     },
-    { name: 'folder-without-floor', severity: 'error', comment: noFloor, from: { path: '^src/' }, to: { path: '^src/[^/]+/', pathNot: folders.map(pathOf) } },
-    { name: 'folder-without-floor-imports', severity: 'error', comment: noFloor, from: { path: '^src/[^/]+/', pathNot: folders.map(pathOf) }, to: { path: '^src/' } },
+    {
+      name: 'folder-without-floor',
+      severity: 'error',
+      comment: noFloor,
+      from: { path: '^src/' },
+      to: { path: '^src/[^/]+/', pathNot: folders.map(pathOf) },
+    },
+    {
+      name: 'folder-without-floor-imports',
+      severity: 'error',
+      comment: noFloor,
+      from: { path: '^src/[^/]+/', pathNot: folders.map(pathOf) },
+      to: { path: '^src/' },
+    },
   ],
   options: {
     doNotFollow: { path: 'node_modules' },

@@ -14,7 +14,10 @@ export default tseslint.config(
       '@typescript-eslint/no-floating-promises': 'error',
       '@typescript-eslint/no-misused-promises': 'error',
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
-      '@typescript-eslint/restrict-template-expressions': ['error', { allowNumber: true, allowBoolean: true }],
+      '@typescript-eslint/restrict-template-expressions': [
+        'error',
+        { allowNumber: true, allowBoolean: true },
+      ],
       '@typescript-eslint/no-extraneous-class': 'off',
       'no-console': 'error',
     },
@@ -29,7 +32,14 @@ export default tseslint.config(
   {
     // @kubernetes/client-node's models (V1Deployment, V1ObjectMeta, …) are classes that hold only
     // static type maps; its own docs and serializer take plain object literals for them.
-    files: ['test/support/kube-*.ts', 'test/integration/kube-*.ts', 'test/integration/consumers/**/*.ts', 'bench/lib/kube-*.ts', 'bench/leak-real.ts', 'bench/ha.ts'],
+    files: [
+      'test/support/kube-*.ts',
+      'test/integration/kube-*.ts',
+      'test/integration/consumers/**/*.ts',
+      'bench/lib/kube-*.ts',
+      'bench/leak-real.ts',
+      'bench/ha.ts',
+    ],
     rules: { '@typescript-eslint/no-unsafe-class-instance-assignment': 'off' },
   },
   { files: ['**/*.js'], ...tseslint.configs.disableTypeChecked },

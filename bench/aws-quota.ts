@@ -14,7 +14,12 @@
 // calls ÷ 50 per second); `aws.emergencyWallToQuotaFloor` is the wall time over it. `lost` counts
 // rolled keys whose working secret is not the AWSCURRENT value (read by stage: moto does not move
 // its default version with AWSCURRENT).
-import { CreateSecretCommand, GetSecretValueCommand, PutSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import {
+  CreateSecretCommand,
+  GetSecretValueCommand,
+  PutSecretValueCommand,
+  SecretsManagerClient,
+} from '@aws-sdk/client-secrets-manager';
 import { FIRST_LOCK_TOKEN, LOCK_STAGE } from '../src/backends/aws/lock-target.ts';
 import { startAwsQuotaProxy, AWS_QUOTAS } from '../test/support/aws-quota-proxy.ts';
 import { jsonReport, runCli } from './lib/cli.ts';
@@ -30,7 +35,11 @@ const API_RATE_PER_MINUTE = 6_000;
 const TIME_LIMIT_MS = 600_000;
 const SEED_CONCURRENCY = 16;
 
-async function inBatches<T>(items: readonly T[], size: number, task: (item: T) => Promise<void>): Promise<void> {
+async function inBatches<T>(
+  items: readonly T[],
+  size: number,
+  task: (item: T) => Promise<void>,
+): Promise<void> {
   let next = 0;
   await Promise.all(
     Array.from({ length: size }, async () => {
@@ -43,7 +52,12 @@ async function inBatches<T>(items: readonly T[], size: number, task: (item: T) =
 }
 
 /** `count` API keys, each stored as after an earlier rotation: its working secret (JSON shape) and a released lock on it. */
-async function seedExistingSecrets(sdk: SecretsManagerClient, world: World, count: number, pathOf: (id: string) => string): Promise<string[]> {
+async function seedExistingSecrets(
+  sdk: SecretsManagerClient,
+  world: World,
+  count: number,
+  pathOf: (id: string) => string,
+): Promise<string[]> {
   const releasedAt = new Date().toISOString();
   const width = String(count - 1).length;
   const keys = Array.from({ length: count }, (_, index) => {
@@ -52,22 +66,47 @@ async function seedExistingSecrets(sdk: SecretsManagerClient, world: World, coun
   });
   await inBatches(keys, SEED_CONCURRENCY, async ({ id, secret }) => {
     const value = JSON.stringify({ apiKey: secret, keyId: id, organizationId: ORG, rotatedAt: releasedAt });
-    await sdk.send(new CreateSecretCommand({ Name: pathOf(id), SecretString: value, Tags: [{ Key: 'managed-by', Value: 'keyroll' }] }));
-    const released = JSON.stringify({ state: 'released', owner: 'bench-seed', rotationId: `seed-${id}`, releasedAt });
-    await sdk.send(new PutSecretValueCommand({ SecretId: pathOf(id), SecretString: released, ClientRequestToken: FIRST_LOCK_TOKEN, VersionStages: [LOCK_STAGE] }));
+    await sdk.send(
+      new CreateSecretCommand({
+        Name: pathOf(id),
+        SecretString: value,
+        Tags: [{ Key: 'managed-by', Value: 'keyroll' }],
+      }),
+    );
+    const released = JSON.stringify({
+      state: 'released',
+      owner: 'bench-seed',
+      rotationId: `seed-${id}`,
+      releasedAt,
+    });
+    await sdk.send(
+      new PutSecretValueCommand({
+        SecretId: pathOf(id),
+        SecretString: released,
+        ClientRequestToken: FIRST_LOCK_TOKEN,
+        VersionStages: [LOCK_STAGE],
+      }),
+    );
   });
   return keys.map((key) => key.id);
 }
 
 /** Rolled keys whose working secret is not the AWSCURRENT value. */
-async function countLost(sdk: SecretsManagerClient, world: World, keyIds: readonly string[], pathOf: (id: string) => string): Promise<number> {
+async function countLost(
+  sdk: SecretsManagerClient,
+  world: World,
+  keyIds: readonly string[],
+  pathOf: (id: string) => string,
+): Promise<number> {
   let lost = 0;
   await inBatches(keyIds, SEED_CONCURRENCY, async (id) => {
     if (world.emulator.state.rollCount(id) === 0) return;
     let stored: string | undefined;
     try {
       // By stage, always: moto's unlabelled default does not follow AWSCURRENT.
-      const answer = await sdk.send(new GetSecretValueCommand({ SecretId: pathOf(id), VersionStage: 'AWSCURRENT' }));
+      const answer = await sdk.send(
+        new GetSecretValueCommand({ SecretId: pathOf(id), VersionStage: 'AWSCURRENT' }),
+      );
       stored = (JSON.parse(answer.SecretString ?? '{}') as { apiKey?: string }).apiKey;
     } catch {
       stored = undefined;
@@ -82,7 +121,11 @@ export async function runAwsQuotaBench(options: { quick?: boolean } = {}): Promi
   const moto = await startMoto(serverBinDir());
   const world = await startWorld({ rollRateLimitPerMinute: API_RATE_PER_MINUTE, rollRateBurstSeconds: 1 });
   const proxy = await startAwsQuotaProxy({ upstream: moto.url });
-  const sdk = new SecretsManagerClient({ endpoint: moto.url, region: MOTO_ENV.AWS_REGION, credentials: { accessKeyId: MOTO_ENV.AWS_ACCESS_KEY_ID, secretAccessKey: MOTO_ENV.AWS_SECRET_ACCESS_KEY } });
+  const sdk = new SecretsManagerClient({
+    endpoint: moto.url,
+    region: MOTO_ENV.AWS_REGION,
+    credentials: { accessKeyId: MOTO_ENV.AWS_ACCESS_KEY_ID, secretAccessKey: MOTO_ENV.AWS_SECRET_ACCESS_KEY },
+  });
   try {
     const pathOf = (id: string): string => `bench/quota/${id}`;
     const seedStarted = performance.now();
@@ -94,11 +137,27 @@ export async function runAwsQuotaBench(options: { quick?: boolean } = {}): Promi
       keys: keyIds.map((id) => ({ id, backend: 'aws', path: pathOf(id) })),
     });
     proxy.resetCounts();
-    const run = await runCli(['rotate', '--all', '--reason', 'leak', '--actor', 'bench', '--policy', policy, '--concurrency', String(AWS_QUOTA_CONCURRENCY), '-o', 'json'], {
-      cwd: world.dir,
-      env: { KEYROLL_API_TOKEN: OWNER_TOKEN, ...MOTO_ENV },
-      timeoutMs: TIME_LIMIT_MS,
-    });
+    const run = await runCli(
+      [
+        'rotate',
+        '--all',
+        '--reason',
+        'leak',
+        '--actor',
+        'bench',
+        '--policy',
+        policy,
+        '--concurrency',
+        String(AWS_QUOTA_CONCURRENCY),
+        '-o',
+        'json',
+      ],
+      {
+        cwd: world.dir,
+        env: { KEYROLL_API_TOKEN: OWNER_TOKEN, ...MOTO_ENV },
+        timeoutMs: TIME_LIMIT_MS,
+      },
+    );
     const report = jsonReport(run.stdout);
     const byGroup = proxy.forwardedByGroup();
     const throttledByGroup = proxy.throttledByGroup();
@@ -109,13 +168,25 @@ export async function runAwsQuotaBench(options: { quick?: boolean } = {}): Promi
     const rotated = Math.max(1, report.rotated);
     const lost = await countLost(sdk, world, keyIds, pathOf);
     const failedCodes: Record<string, number> = {};
-    for (const key of report.keys) if (key.result === 'failed') failedCodes[key.errorCode ?? 'unknown'] = (failedCodes[key.errorCode ?? 'unknown'] ?? 0) + 1;
+    for (const key of report.keys)
+      if (key.result === 'failed')
+        failedCodes[key.errorCode ?? 'unknown'] = (failedCodes[key.errorCode ?? 'unknown'] ?? 0) + 1;
     const wallToFloor = round(run.wallMs / floorMs, 3);
     return {
       figures: [
         { name: 'aws.emergencyFailed', value: report.failed, unit: 'keys', goal: { op: '==', target: 0 } },
-        { name: 'aws.emergencyWallToQuotaFloor', value: wallToFloor, unit: '×', goal: { op: '<=', target: 1.15 } },
-        { name: 'aws.writesPerRotation', value: round(byGroup.write / rotated, 2), unit: '', goal: { op: '<=', target: 4 } },
+        {
+          name: 'aws.emergencyWallToQuotaFloor',
+          value: wallToFloor,
+          unit: '×',
+          goal: { op: '<=', target: 1.15 },
+        },
+        {
+          name: 'aws.writesPerRotation',
+          value: round(byGroup.write / rotated, 2),
+          unit: '',
+          goal: { op: '<=', target: 4 },
+        },
         { name: 'aws.tagsPerRotation', value: round(byGroup.tag / rotated, 2), unit: '' },
         { name: 'aws.throttledCalls', value: throttled, unit: '' },
         { name: 'aws.lost', value: lost, unit: 'keys', goal: { op: '==', target: 0 } },
@@ -135,7 +206,8 @@ export async function runAwsQuotaBench(options: { quick?: boolean } = {}): Promi
         requestsPerRotation: round(Object.values(byGroup).reduce((sum, n) => sum + n, 0) / rotated, 2),
         concurrency: AWS_QUOTA_CONCURRENCY,
         quotasPerSecond: AWS_QUOTAS,
-        quotaProxy: 'a token bucket per group holding one second of its rate; HTTP 400 ThrottlingException (x-amzn-ErrorType and __type) over it',
+        quotaProxy:
+          'a token bucket per group holding one second of its rate; HTTP 400 ThrottlingException (x-amzn-ErrorType and __type) over it',
         apiRollsPerMinute: API_RATE_PER_MINUTE,
         seedMs: round(seedMs, 1),
         wall: 'spawn of `node dist/cli/entry.js rotate --all --reason leak` to its exit',

@@ -55,7 +55,14 @@ export async function runColdStartBench(options: { quick?: boolean } = {}): Prom
     for (const backend of ['file', 'vault', 'aws'] as const) {
       const [id] = world.addKeys(`key_cold_${backend}_`, 1);
       const instance = backend === 'file' ? 'files' : backend;
-      policies.set(backend, await world.writePolicy(`${backend}.yaml`, { rateLimitPerMinute: 600, backends: backends[backend], keys: [{ id: id ?? '', backend: instance, path: `bench/cold/${backend}.json` }] }));
+      policies.set(
+        backend,
+        await world.writePolicy(`${backend}.yaml`, {
+          rateLimitPerMinute: 600,
+          backends: backends[backend],
+          keys: [{ id: id ?? '', backend: instance, path: `bench/cold/${backend}.json` }],
+        }),
+      );
     }
     const samples = new Map<string, number[]>(VARIANTS.map((v) => [v.name, []]));
     const totals = new Map<string, number[]>(VARIANTS.map((v) => [v.name, []]));
@@ -63,14 +70,29 @@ export async function runColdStartBench(options: { quick?: boolean } = {}): Prom
     for (let pass = -1; pass < runs; pass++) {
       for (const variant of VARIANTS) {
         firstRollAt = undefined;
-        const run = await runCli(['rotate', '--all', '--reason', 'leak', '--actor', 'bench', '--policy', policies.get(variant.backend) ?? ''], {
-          cwd: world.dir,
-          entry: variant.entry,
-          env: { KEYROLL_API_TOKEN: OWNER_TOKEN, VAULT_TOKEN: bao.rootToken, ...MOTO_ENV },
-          timeoutMs: TIME_LIMIT_PER_RUN_MS,
-        });
+        const run = await runCli(
+          [
+            'rotate',
+            '--all',
+            '--reason',
+            'leak',
+            '--actor',
+            'bench',
+            '--policy',
+            policies.get(variant.backend) ?? '',
+          ],
+          {
+            cwd: world.dir,
+            entry: variant.entry,
+            env: { KEYROLL_API_TOKEN: OWNER_TOKEN, VAULT_TOKEN: bao.rootToken, ...MOTO_ENV },
+            timeoutMs: TIME_LIMIT_PER_RUN_MS,
+          },
+        );
         const rollAt = rollSeenAt();
-        if (run.code !== 0 || rollAt === undefined) throw new Error(`cold start ${variant.name}: exit ${String(run.code)}, roll seen: ${String(rollAt !== undefined)}\n${run.stderr.slice(-2000)}`);
+        if (run.code !== 0 || rollAt === undefined)
+          throw new Error(
+            `cold start ${variant.name}: exit ${String(run.code)}, roll seen: ${String(rollAt !== undefined)}\n${run.stderr.slice(-2000)}`,
+          );
         if (pass >= 0) {
           samples.get(variant.name)?.push(rollAt - run.spawnedAt);
           totals.get(variant.name)?.push(run.wallMs);
@@ -80,18 +102,42 @@ export async function runColdStartBench(options: { quick?: boolean } = {}): Prom
     const perVariant = Object.fromEntries(
       VARIANTS.map((v) => {
         const s = samples.get(v.name) ?? [];
-        return [v.name, { medianMs: round1(median(s)), minMs: round1(Math.min(...s)), maxMs: round1(Math.max(...s)), wholeRunMedianMs: round1(median(totals.get(v.name) ?? [])), runs: s.length }];
+        return [
+          v.name,
+          {
+            medianMs: round1(median(s)),
+            minMs: round1(Math.min(...s)),
+            maxMs: round1(Math.max(...s)),
+            wholeRunMedianMs: round1(median(totals.get(v.name) ?? [])),
+            runs: s.length,
+          },
+        ];
       }),
-    ) as Record<string, { medianMs: number; minMs: number; maxMs: number; wholeRunMedianMs: number; runs: number }>;
+    ) as Record<
+      string,
+      { medianMs: number; minMs: number; maxMs: number; wholeRunMedianMs: number; runs: number }
+    >;
     const coldStartMs = perVariant['dist.file']?.medianMs ?? NaN;
     const figures: Figure[] = [
       { name: 'coldStartMs', value: coldStartMs, unit: 'ms' },
-      ...VARIANTS.filter((v) => v.name !== 'dist.file').map((v) => ({ name: `coldStart.${v.name}.medianMs`, value: perVariant[v.name]?.medianMs ?? NaN, unit: 'ms' })),
+      ...VARIANTS.filter((v) => v.name !== 'dist.file').map((v) => ({
+        name: `coldStart.${v.name}.medianMs`,
+        value: perVariant[v.name]?.medianMs ?? NaN,
+        unit: 'ms',
+      })),
     ];
     return {
       figures,
-      details: { coldStartMs, runs, variants: perVariant, measured: 'spawn of `node <entry> rotate --all --reason leak` (one key) to the emulator receiving the roll request' },
-      notes: [`cold start: median of ${String(runs)} runs per variant, spawn → first roll request received; coldStartMs = the bundled dist/ with the image's node flags, file destination`],
+      details: {
+        coldStartMs,
+        runs,
+        variants: perVariant,
+        measured:
+          'spawn of `node <entry> rotate --all --reason leak` (one key) to the emulator receiving the roll request',
+      },
+      notes: [
+        `cold start: median of ${String(runs)} runs per variant, spawn → first roll request received; coldStartMs = the bundled dist/ with the image's node flags, file destination`,
+      ],
     };
   } finally {
     diagnosticsChannel.unsubscribe('http.server.request.start', onRequest);

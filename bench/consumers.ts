@@ -83,13 +83,28 @@ function entries(world: World, secretsDir: string): Entry[] {
     const n = String(i).padStart(2, '0');
     const single = `key_cons_single_${n}`;
     world.emulator.state.addApiKey({ id: single, name: single, organizationId: 'org_demo_acme' });
-    out.push({ population: 'single', id: single, keyIds: [single], file: join(secretsDir, `${single}.json`) });
+    out.push({
+      population: 'single',
+      id: single,
+      keyIds: [single],
+      file: join(secretsDir, `${single}.json`),
+    });
     const slots = [`key_cons_alt_${n}a`, `key_cons_alt_${n}b`] as const;
     for (const id of slots) world.emulator.state.addApiKey({ id, name: id, organizationId: 'org_demo_acme' });
-    out.push({ population: 'alternating', id: `cons_alt_${n}`, keyIds: slots, file: join(secretsDir, `cons_alt_${n}.json`) });
+    out.push({
+      population: 'alternating',
+      id: `cons_alt_${n}`,
+      keyIds: slots,
+      file: join(secretsDir, `cons_alt_${n}.json`),
+    });
     const notified = `key_cons_notified_${n}`;
     world.emulator.state.addApiKey({ id: notified, name: notified, organizationId: 'org_demo_acme' });
-    out.push({ population: 'singleNotified', id: notified, keyIds: [notified], file: join(secretsDir, `${notified}.json`) });
+    out.push({
+      population: 'singleNotified',
+      id: notified,
+      keyIds: [notified],
+      file: join(secretsDir, `${notified}.json`),
+    });
   }
   return out;
 }
@@ -97,23 +112,31 @@ function entries(world: World, secretsDir: string): Entry[] {
 function benchKey(entry: Entry): BenchKey {
   const base = { id: entry.id, backend: 'files', path: `${entry.id}.json` };
   const [a, b] = entry.keyIds;
-  if (entry.population === 'singleNotified') return { ...base, consumers: `[{ kind: webhook, sink: ${NOTICE_SINK} }]` };
-  return entry.population === 'alternating' && a !== undefined && b !== undefined ? { ...base, slots: [a, b], consumerRefresh: CONSUMER_REFRESH } : base;
+  if (entry.population === 'singleNotified')
+    return { ...base, consumers: `[{ kind: webhook, sink: ${NOTICE_SINK} }]` };
+  return entry.population === 'alternating' && a !== undefined && b !== undefined
+    ? { ...base, slots: [a, b], consumerRefresh: CONSUMER_REFRESH }
+    : base;
 }
 
 /** Reads one `keyroll run`'s audit lines (stdout, JSON) into the tally. */
 function countRun(stdout: string, populationOf: ReadonlyMap<string, Population>, tally: RunTally): void {
   for (const line of stdout.split('\n')) {
     if (!line.startsWith('{')) continue;
-    const record = JSON.parse(line) as { event?: string; keyId?: string; why?: string; previousActiveWorks?: boolean };
+    const record = JSON.parse(line) as {
+      event?: string;
+      keyId?: string;
+      why?: string;
+      previousActiveWorks?: boolean;
+    };
     const population = record.keyId === undefined ? undefined : populationOf.get(record.keyId);
     if (record.event === 'key.succeeded' && population) tally.rotated[population]++;
     else if (record.event === 'key.failed') tally.failed++;
     else if (record.event === 'key.verified' && record.previousActiveWorks !== undefined) {
       tally.previousActiveChecked++;
       if (!record.previousActiveWorks) tally.previousActiveDead++;
-    }
-    else if (record.event === 'key.skipped' && record.why === 'consumer-refresh') tally.skippedConsumerRefresh++;
+    } else if (record.event === 'key.skipped' && record.why === 'consumer-refresh')
+      tally.skippedConsumerRefresh++;
   }
 }
 
@@ -122,7 +145,12 @@ async function countLost(world: World, list: readonly Entry[]): Promise<number> 
   let lost = 0;
   for (const entry of list) {
     const stored = JSON.parse(await readFile(entry.file, 'utf8')) as { apiKey?: string; keyId?: string };
-    if (stored.apiKey === undefined || stored.keyId === undefined || !world.emulator.state.isLiveSecret(stored.keyId, stored.apiKey)) lost++;
+    if (
+      stored.apiKey === undefined ||
+      stored.keyId === undefined ||
+      !world.emulator.state.isLiveSecret(stored.keyId, stored.apiKey)
+    )
+      lost++;
   }
   return lost;
 }
@@ -146,26 +174,46 @@ export async function runConsumersBench(options: { quick?: boolean } = {}): Prom
       keys: list.map(benchKey),
       sinks: `    ${NOTICE_SINK}: { kind: webhook, url: "${receiver.url}" }`,
     });
-    const cli = (args: string[]): ReturnType<typeof runCli> => runCli([...args, '--policy', policy], { cwd: world.dir, env: { KEYROLL_API_TOKEN: OWNER_TOKEN }, timeoutMs: 60_000 });
+    const cli = (args: string[]): ReturnType<typeof runCli> =>
+      runCli([...args, '--policy', policy], {
+        cwd: world.dir,
+        env: { KEYROLL_API_TOKEN: OWNER_TOKEN },
+        timeoutMs: 60_000,
+      });
 
     // The policy is one keyroll accepts, with its consumerRefresh rules.
     const validate = await cli(['validate']);
-    if (validate.code !== 0) throw new Error(`keyroll validate exited ${String(validate.code)}:\n${validate.stderr.slice(-2000)}${validate.stdout.slice(-2000)}`);
+    if (validate.code !== 0)
+      throw new Error(
+        `keyroll validate exited ${String(validate.code)}:\n${validate.stderr.slice(-2000)}${validate.stdout.slice(-2000)}`,
+      );
     // The first run stores every entry's first secret (none was ever rotated); consumers start after it.
     const first = await cli(['run']);
-    if (first.code !== 0) throw new Error(`the first keyroll run exited ${String(first.code)}:\n${first.stderr.slice(-2000)}`);
+    if (first.code !== 0)
+      throw new Error(`the first keyroll run exited ${String(first.code)}:\n${first.stderr.slice(-2000)}`);
 
     const consumer = (population: string, file: string, ttlMs: number): Consumer =>
-      new Consumer({ population, file, secretField: 'apiKey', ttlMs, apiUrl: world.emulator.url, now: () => Date.now(), dispatcher });
+      new Consumer({
+        population,
+        file,
+        secretField: 'apiKey',
+        ttlMs,
+        apiUrl: world.emulator.url,
+        now: () => Date.now(),
+        dispatcher,
+      });
     const consumers = [
       ...list.flatMap((entry) =>
         Array.from({ length: CONSUMERS_PER_ENTRY }, () => {
           const c = consumer(entry.population, entry.file, CONSUMER_TTL_MS);
-          if (entry.population === 'singleNotified') listeners.set(entry.id, [...(listeners.get(entry.id) ?? []), c]);
+          if (entry.population === 'singleNotified')
+            listeners.set(entry.id, [...(listeners.get(entry.id) ?? []), c]);
           return c;
         }),
       ),
-      ...list.filter((entry) => entry.population === 'alternating').map((entry) => consumer(CONTROL, entry.file, OVERSTAYING_TTL_MS)),
+      ...list
+        .filter((entry) => entry.population === 'alternating')
+        .map((entry) => consumer(CONTROL, entry.file, OVERSTAYING_TTL_MS)),
     ];
     let stopped = false;
     const loops = consumers.map(async (c, index) => {
@@ -178,12 +226,23 @@ export async function runConsumersBench(options: { quick?: boolean } = {}): Prom
     });
 
     const populationOf = new Map(list.map((e) => [e.id, e.population]));
-    const runs: RunTally = { runs: 0, runsNotZero: 0, rotated: { single: 0, alternating: 0, singleNotified: 0 }, failed: 0, previousActiveChecked: 0, previousActiveDead: 0, skippedConsumerRefresh: 0 };
+    const runs: RunTally = {
+      runs: 0,
+      runsNotZero: 0,
+      rotated: { single: 0, alternating: 0, singleNotified: 0 },
+      failed: 0,
+      previousActiveChecked: 0,
+      previousActiveDead: 0,
+      skippedConsumerRefresh: 0,
+    };
     const began = performance.now();
     const runWallMs: number[] = [];
     try {
       while (POPULATIONS.some((p) => runs.rotated[p] < target)) {
-        if (performance.now() - began > TIME_LIMIT_MS) throw new Error(`only ${String(runs.rotated.single)} single and ${String(runs.rotated.alternating)} slot rotations in ${String(TIME_LIMIT_MS / 1000)} s`);
+        if (performance.now() - began > TIME_LIMIT_MS)
+          throw new Error(
+            `only ${String(runs.rotated.single)} single and ${String(runs.rotated.alternating)} slot rotations in ${String(TIME_LIMIT_MS / 1000)} s`,
+          );
         const runStarted = performance.now();
         const run = await cli(['run']);
         runs.runs++;
@@ -206,7 +265,9 @@ export async function runConsumersBench(options: { quick?: boolean } = {}): Prom
       if (!t) throw new Error(`no consumers of ${population}`);
       return t;
     };
-    const slotRolls = list.filter((e) => e.population === 'alternating').flatMap((e) => e.keyIds.map((id) => world.emulator.state.rollCount(id)));
+    const slotRolls = list
+      .filter((e) => e.population === 'alternating')
+      .flatMap((e) => e.keyIds.map((id) => world.emulator.state.rollCount(id)));
     const lost = await countLost(world, list);
     const single = of('single');
     const alternating = of('alternating');
@@ -216,16 +277,47 @@ export async function runConsumersBench(options: { quick?: boolean } = {}): Prom
 
     return {
       figures: [
-        { name: 'consumerErrors.single', value: single.unauthorized, unit: 'calls', goal: { op: '>=', target: 1 } },
-        { name: 'consumerErrors.alternating', value: alternating.unauthorized, unit: 'calls', goal: { op: '==', target: 0 } },
+        {
+          name: 'consumerErrors.single',
+          value: single.unauthorized,
+          unit: 'calls',
+          goal: { op: '>=', target: 1 },
+        },
+        {
+          name: 'consumerErrors.alternating',
+          value: alternating.unauthorized,
+          unit: 'calls',
+          goal: { op: '==', target: 0 },
+        },
         { name: 'consumerErrors.singleNotified', value: notified.unauthorized, unit: 'calls' },
-        { name: 'consumerErrors.singleNotifiedShare', value: single.unauthorized === 0 ? Number.NaN : round(notified.unauthorized / single.unauthorized, 4), unit: '×', goal: { op: '<=', target: 0.05 } },
+        {
+          name: 'consumerErrors.singleNotifiedShare',
+          value:
+            single.unauthorized === 0 ? Number.NaN : round(notified.unauthorized / single.unauthorized, 4),
+          unit: '×',
+          goal: { op: '<=', target: 0.05 },
+        },
         { name: 'consumerCalls.single', value: single.calls, unit: 'calls' },
         { name: 'consumerCalls.alternating', value: alternating.calls, unit: 'calls' },
         { name: 'consumerCalls.singleNotified', value: notified.calls, unit: 'calls' },
-        { name: 'consumerRotations.single', value: runs.rotated.single, unit: '', goal: { op: '>=', target: ROTATIONS_TARGET } },
-        { name: 'consumerRotations.alternating', value: runs.rotated.alternating, unit: '', goal: { op: '>=', target: ROTATIONS_TARGET } },
-        { name: 'consumerRotations.singleNotified', value: runs.rotated.singleNotified, unit: '', goal: { op: '>=', target: ROTATIONS_TARGET } },
+        {
+          name: 'consumerRotations.single',
+          value: runs.rotated.single,
+          unit: '',
+          goal: { op: '>=', target: ROTATIONS_TARGET },
+        },
+        {
+          name: 'consumerRotations.alternating',
+          value: runs.rotated.alternating,
+          unit: '',
+          goal: { op: '>=', target: ROTATIONS_TARGET },
+        },
+        {
+          name: 'consumerRotations.singleNotified',
+          value: runs.rotated.singleNotified,
+          unit: '',
+          goal: { op: '>=', target: ROTATIONS_TARGET },
+        },
       ],
       details: {
         populations: Object.fromEntries(
@@ -261,7 +353,10 @@ export async function runConsumersBench(options: { quick?: boolean } = {}): Prom
         },
         keyrollRuns: runs.runs,
         keyrollRunsNotZero: runs.runsNotZero,
-        keyrollRunWallMsMedian: runWallMs.length === 0 ? 0 : round([...runWallMs].sort((a, b) => a - b)[Math.floor(runWallMs.length / 2)] ?? 0, 1),
+        keyrollRunWallMsMedian:
+          runWallMs.length === 0
+            ? 0
+            : round([...runWallMs].sort((a, b) => a - b)[Math.floor(runWallMs.length / 2)] ?? 0, 1),
         failedRotations: runs.failed,
         previousActiveChecked: runs.previousActiveChecked,
         previousActiveDead: runs.previousActiveDead,
@@ -280,7 +375,8 @@ export async function runConsumersBench(options: { quick?: boolean } = {}): Prom
           runEveryMs: RUN_EVERY_MS,
           consumersPerEntry: CONSUMERS_PER_ENTRY,
           clock: 'real (wall clock) for keyroll and the consumers',
-          keyroll: '`keyroll run` (dist/, as the image runs it) every second; the first run, before the consumers start, is not counted',
+          keyroll:
+            '`keyroll run` (dist/, as the image runs it) every second; the first run, before the consumers start, is not counted',
         },
       },
       notes: [

@@ -55,7 +55,12 @@ function collectAndMeasure(at: number): HeapSample {
   for (let i = 0; i < 4; i++) gc();
   const memory = process.memoryUsage();
   const mb = (bytes: number): number => Math.round((bytes / 1_048_576) * 100) / 100;
-  return { at: new Date(at).toISOString(), heapUsedMb: mb(memory.heapUsed), heapTotalMb: mb(memory.heapTotal), rssMb: mb(memory.rss) };
+  return {
+    at: new Date(at).toISOString(),
+    heapUsedMb: mb(memory.heapUsed),
+    heapTotalMb: mb(memory.heapTotal),
+    rssMb: mb(memory.rss),
+  };
 }
 
 function count<K>(counts: ReadonlyMap<K, number>, mark: K): number {
@@ -69,7 +74,10 @@ async function simulateDay(settings: DaemonDaySettings): Promise<DaemonDayReport
   const firstHourEnd = dayStartMs + HOUR_MS;
   const dayEnd = dayStartMs + 24 * HOUR_MS;
   // Modules are loaded above, before the fake clock: whatever they captured at load stays real.
-  const clock = FakeTimers.install({ now: startMs, toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
+  const clock = FakeTimers.install({
+    now: startMs,
+    toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'],
+  });
   let succeeded = 0;
   let failed = 0;
   const audit = createAuditLog({
@@ -107,7 +115,10 @@ async function simulateDay(settings: DaemonDaySettings): Promise<DaemonDayReport
     concurrency: settings.concurrency,
     env: {},
     // No backoff or Retry-After wait may sleep on the fake clock (see settle).
-    runtime: { credentials: staticCredential(new Secret(settings.ownerToken), 'bench owner token'), sleep: () => Promise.resolve() },
+    runtime: {
+      credentials: staticCredential(new Secret(settings.ownerToken), 'bench owner token'),
+      sleep: () => Promise.resolve(),
+    },
   });
   const settleOnce = async (): Promise<void> => {
     // A tick's rotations register as work once their first step starts; look twice.
@@ -125,7 +136,11 @@ async function simulateDay(settings: DaemonDaySettings): Promise<DaemonDayReport
         settleOnce(),
         new Promise<never>((_, reject) => {
           timer = realSetTimeout(() => {
-            reject(new Error(`the daemon did not become idle within ${String(SETTLE_LIMIT_MS)} ms at ${new Date(clock.now).toISOString()}`));
+            reject(
+              new Error(
+                `the daemon did not become idle within ${String(SETTLE_LIMIT_MS)} ms at ${new Date(clock.now).toISOString()}`,
+              ),
+            );
           }, SETTLE_LIMIT_MS);
         }),
       ]);
@@ -141,7 +156,10 @@ async function simulateDay(settings: DaemonDaySettings): Promise<DaemonDayReport
   try {
     await settle();
     while (lastHour === undefined) {
-      if (performance.now() - began > settings.timeLimitMs) throw new Error(`simulation exceeded ${String(settings.timeLimitMs)} ms of real time at ${new Date(clock.now).toISOString()}`);
+      if (performance.now() - began > settings.timeLimitMs)
+        throw new Error(
+          `simulation exceeded ${String(settings.timeLimitMs)} ms of real time at ${new Date(clock.now).toISOString()}`,
+        );
       reached = undefined;
       await clock.nextAsync();
       timerSteps++;
@@ -175,6 +193,7 @@ async function simulateDay(settings: DaemonDaySettings): Promise<DaemonDayReport
 }
 
 const settingsArgument = process.argv[2];
-if (settingsArgument === undefined) throw new Error('usage: node --expose-gc bench/daemon-day-run.ts <settings JSON>');
+if (settingsArgument === undefined)
+  throw new Error('usage: node --expose-gc bench/daemon-day-run.ts <settings JSON>');
 const report = await simulateDay(JSON.parse(settingsArgument) as DaemonDaySettings);
 process.stdout.write(`${JSON.stringify(report)}\n`);

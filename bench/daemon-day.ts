@@ -28,7 +28,10 @@ const TIME_LIMIT_MS = 300_000;
 const RUNNER = fileURLToPath(new URL('./daemon-day-run.ts', import.meta.url));
 
 async function runDay(settings: DaemonDaySettings): Promise<DaemonDayReport> {
-  const child = spawn(process.execPath, ['--expose-gc', RUNNER, JSON.stringify(settings)], { env: childEnv({}), stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--expose-gc', RUNNER, JSON.stringify(settings)], {
+    env: childEnv({}),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
@@ -42,7 +45,8 @@ async function runDay(settings: DaemonDaySettings): Promise<DaemonDayReport> {
   });
   clearTimeout(timer);
   const line = stdout.trim().split('\n').at(-1);
-  if (code !== 0 || line === undefined || line === '') throw new Error(`daemon-day-run exited ${String(code ?? signal)}:\n${stderr.slice(-3000)}`);
+  if (code !== 0 || line === undefined || line === '')
+    throw new Error(`daemon-day-run exited ${String(code ?? signal)}:\n${stderr.slice(-3000)}`);
   return JSON.parse(line) as DaemonDayReport;
 }
 
@@ -53,7 +57,12 @@ export async function runDaemonDayBench(options: { quick?: boolean } = {}): Prom
   const emulator = await startEmulatorProcess({ dir, keyIds: ids, rollRateLimitPerMinute: 1_000_000 });
   try {
     const policyFile = join(dir, 'policy.yaml');
-    const keys = ids.map((id, i) => ({ id, backend: 'files', path: `${id}.json`, schedule: `0 ${String(i % 24)} * * *` }));
+    const keys = ids.map((id, i) => ({
+      id,
+      backend: 'files',
+      path: `${id}.json`,
+      schedule: `0 ${String(i % 24)} * * *`,
+    }));
     await writeFile(
       policyFile,
       policyYaml({
@@ -73,7 +82,10 @@ export async function runDaemonDayBench(options: { quick?: boolean } = {}): Prom
       concurrency: CONCURRENCY,
       timeLimitMs: TIME_LIMIT_MS,
     });
-    const growthPct = round(((report.lastHour.heapUsedMb - report.firstHour.heapUsedMb) / report.firstHour.heapUsedMb) * 100, 2);
+    const growthPct = round(
+      ((report.lastHour.heapUsedMb - report.firstHour.heapUsedMb) / report.firstHour.heapUsedMb) * 100,
+      2,
+    );
     return {
       figures: [
         { name: 'daemonHeapGrowthPct', value: growthPct, unit: '%', goal: { op: '<', target: 5 } },
@@ -90,7 +102,9 @@ export async function runDaemonDayBench(options: { quick?: boolean } = {}): Prom
         backend: 'file',
         ...report,
       },
-      notes: [`daemon day: ${String(count)} keys on 24 daily schedules, sweep hourly, fake clock; heap used after full GCs at the end of hour 1 vs hour 24; ${String(report.rotations.day)} rotations in the day, ${String(report.failed)} failed`],
+      notes: [
+        `daemon day: ${String(count)} keys on 24 daily schedules, sweep hourly, fake clock; heap used after full GCs at the end of hour 1 vs hour 24; ${String(report.rotations.day)} rotations in the day, ${String(report.failed)} failed`,
+      ],
     };
   } finally {
     await emulator.stop();

@@ -30,7 +30,12 @@ import { startReceiver } from '../test/alerts/receiver.ts';
 import { secretScanningWebhook, startFakeGithub } from '../test/leaks/github/fake-github.ts';
 import { renderDashboardHtml, type PanelData } from './lib/dashboard-html.ts';
 
-const { values } = parseArgs({ options: { minutes: { type: 'string', default: '8' }, out: { type: 'string', default: 'docs/images/dashboard.png' } } });
+const { values } = parseArgs({
+  options: {
+    minutes: { type: 'string', default: '8' },
+    out: { type: 'string', default: 'docs/images/dashboard.png' },
+  },
+});
 const minutes = Number(values.minutes);
 const prometheusBin = process.env.PROMETHEUS ?? 'prometheus';
 const chromium = process.env.CHROMIUM ?? 'chromium';
@@ -54,7 +59,8 @@ chat.answer(...Array.from({ length: 1000 }, () => 503));
 const DRIFTING = emulator.state.addApiKey({ name: 'reports', organizationId: ORG }).id;
 const LOCKED = emulator.state.addApiKey({ name: 'exports', organizationId: ORG }).id;
 
-const key = (id: string, settings: string): string => `  - id: ${id}\n    organization: ${ORG}\n    destinations: [{ backend: files, path: ${id}.json }]\n${settings.replace(/^/gm, '    ')}\n`;
+const key = (id: string, settings: string): string =>
+  `  - id: ${id}\n    organization: ${ORG}\n    destinations: [{ backend: files, path: ${id}.json }]\n${settings.replace(/^/gm, '    ')}\n`;
 await writeFile(
   join(dir, 'policy.yaml'),
   `version: 1
@@ -89,7 +95,12 @@ const daemon = await Daemon.start({
   stateDir: join(dir, 'state'),
   triggerKeys: [{ caller: 'alice', ref: 'env:KEYROLL_TRIGGER_KEY_ALICE' }],
   metricsTokenRef: 'env:KEYROLL_METRICS_TOKEN',
-  env: { KEYROLL_TRIGGER_KEY_ALICE: TRIGGER_KEY, KEYROLL_METRICS_TOKEN: METRICS_TOKEN, KR_GITHUB_WEBHOOK_SECRET: WEBHOOK_SECRET, KR_GITHUB_TOKEN: github.token },
+  env: {
+    KEYROLL_TRIGGER_KEY_ALICE: TRIGGER_KEY,
+    KEYROLL_METRICS_TOKEN: METRICS_TOKEN,
+    KR_GITHUB_WEBHOOK_SECRET: WEBHOOK_SECRET,
+    KR_GITHUB_TOKEN: github.token,
+  },
   runtime: { credentials: staticCredential(new Secret(OWNER_TOKEN), 'emulator owner token') },
 });
 say(`daemon at ${daemon.url}, emulator at ${emulator.url}`);
@@ -105,7 +116,15 @@ scrape_configs:
 `,
 );
 const prometheusPort = 19_090 + Math.floor(Math.random() * 500);
-const prometheus = spawn(prometheusBin, [`--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'tsdb')}`, `--web.listen-address=127.0.0.1:${prometheusPort}`], { stdio: ['ignore', 'ignore', 'pipe'] });
+const prometheus = spawn(
+  prometheusBin,
+  [
+    `--config.file=${join(dir, 'prometheus.yml')}`,
+    `--storage.tsdb.path=${join(dir, 'tsdb')}`,
+    `--web.listen-address=127.0.0.1:${prometheusPort}`,
+  ],
+  { stdio: ['ignore', 'ignore', 'pipe'] },
+);
 let prometheusLog = '';
 prometheus.stderr.on('data', (chunk: Buffer) => {
   prometheusLog = (prometheusLog + chunk.toString()).slice(-4000);
@@ -118,7 +137,13 @@ async function postTrigger(body: string): Promise<number> {
   const signature = signTriggerRequest(new Secret(TRIGGER_KEY), timestamp, nonce, body);
   const response = await fetch(`${daemon.url}/v1/rotations`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-keyroll-caller': 'alice', 'x-keyroll-timestamp': String(timestamp), 'x-keyroll-nonce': nonce, 'x-keyroll-signature': signature },
+    headers: {
+      'content-type': 'application/json',
+      'x-keyroll-caller': 'alice',
+      'x-keyroll-timestamp': String(timestamp),
+      'x-keyroll-nonce': nonce,
+      'x-keyroll-signature': signature,
+    },
     body,
   });
   await response.body?.cancel();
@@ -131,11 +156,24 @@ async function leakBilling(): Promise<void> {
   const text = await readFile(join(dir, 'secrets', 'key_demo_billing.json'), 'utf8');
   const leaked = (JSON.parse(text) as { apiKey: string }).apiKey;
   alertNumber += 1;
-  github.addAlert({ owner: 'octo-org', repo: 'billing-app', number: alertNumber, state: 'open', secret: leaked });
-  const body = JSON.stringify(secretScanningWebhook('created', { owner: 'octo-org', repo: 'billing-app', number: alertNumber }));
+  github.addAlert({
+    owner: 'octo-org',
+    repo: 'billing-app',
+    number: alertNumber,
+    state: 'open',
+    secret: leaked,
+  });
+  const body = JSON.stringify(
+    secretScanningWebhook('created', { owner: 'octo-org', repo: 'billing-app', number: alertNumber }),
+  );
   const response = await fetch(`${daemon.url}/v1/leaks/github`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-github-event': 'secret_scanning_alert', 'x-github-delivery': `picture-${alertNumber}`, 'x-hub-signature-256': await sign(WEBHOOK_SECRET, body) },
+    headers: {
+      'content-type': 'application/json',
+      'x-github-event': 'secret_scanning_alert',
+      'x-github-delivery': `picture-${alertNumber}`,
+      'x-hub-signature-256': await sign(WEBHOOK_SECRET, body),
+    },
     body,
   });
   await response.body?.cancel();
@@ -143,7 +181,14 @@ async function leakBilling(): Promise<void> {
 }
 
 const backend = await createBackend('files', { kind: 'file', directory: join(dir, 'secrets') });
-const lockTarget = { path: `${LOCKED}.json`, shape: { format: 'json' as const, secretField: 'apiKey', fields: ['keyId', 'organizationId', 'rotatedAt'] as ('keyId' | 'organizationId' | 'rotatedAt')[] } };
+const lockTarget = {
+  path: `${LOCKED}.json`,
+  shape: {
+    format: 'json' as const,
+    secretField: 'apiKey',
+    fields: ['keyId', 'organizationId', 'rotatedAt'] as ('keyId' | 'organizationId' | 'rotatedAt')[],
+  },
+};
 const start = Date.now();
 const at = (minute: number): Promise<void> => sleep(Math.max(0, start + minute * 60_000 - Date.now()));
 try {
@@ -151,7 +196,12 @@ try {
   const part = minutes / 8;
   await at(1 * part);
   // Another runner holds the exports key for three minutes: its rotations are busy meanwhile.
-  const held = await backend.acquireLock(lockTarget, { owner: 'other-runner/4711', rotationId: 'held-by-hand', ttlMs: 3 * 60_000 * part, clockSkewMs: 0 });
+  const held = await backend.acquireLock(lockTarget, {
+    owner: 'other-runner/4711',
+    rotationId: 'held-by-hand',
+    ttlMs: 3 * 60_000 * part,
+    clockSkewMs: 0,
+  });
   await at(1.5 * part);
   await leakBilling();
   await at(2.5 * part);
@@ -159,13 +209,20 @@ try {
   emulator.state.rollKey(DRIFTING);
   await at(3 * part);
   // A leak rotation of a key the API no longer has: it fails.
-  say(`leak trigger for key_retired: ${await postTrigger(JSON.stringify({ keys: ['key_retired'], reason: 'leak' }))}`);
+  say(
+    `leak trigger for key_retired: ${await postTrigger(JSON.stringify({ keys: ['key_retired'], reason: 'leak' }))}`,
+  );
   await at(4 * part);
   if (held.acquired) await backend.releaseLock(lockTarget, held.lock);
   await leakBilling();
   await at(5 * part);
   // ...and again from minute 5 on: the picture ends with it held.
-  const heldAgain = await backend.acquireLock(lockTarget, { owner: 'other-runner/4712', rotationId: 'held-again', ttlMs: 60 * 60_000, clockSkewMs: 0 });
+  const heldAgain = await backend.acquireLock(lockTarget, {
+    owner: 'other-runner/4712',
+    rotationId: 'held-again',
+    ttlMs: 60 * 60_000,
+    clockSkewMs: 0,
+  });
   await at(6 * part);
   await leakBilling();
   await at(minutes);
@@ -173,7 +230,23 @@ try {
   if (heldAgain.acquired) await backend.releaseLock(lockTarget, heldAgain.lock);
 
   const end = Date.now() / 1000;
-  const dashboard = dashboardObject() as { panels: { id: number; type: string; title: string; gridPos: { x: number; y: number; w: number; h: number }; targets?: { expr: string; legendFormat?: string }[]; fieldConfig?: { defaults?: { unit?: string; decimals?: number; thresholds?: { steps: { color: string; value: number | null }[] }; custom?: { drawStyle?: string } } } }[] };
+  const dashboard = dashboardObject() as {
+    panels: {
+      id: number;
+      type: string;
+      title: string;
+      gridPos: { x: number; y: number; w: number; h: number };
+      targets?: { expr: string; legendFormat?: string }[];
+      fieldConfig?: {
+        defaults?: {
+          unit?: string;
+          decimals?: number;
+          thresholds?: { steps: { color: string; value: number | null }[] };
+          custom?: { drawStyle?: string };
+        };
+      };
+    }[];
+  };
   const panels: PanelData[] = [];
   for (const panel of dashboard.panels) {
     const series: PanelData['series'] = [];
@@ -184,23 +257,65 @@ try {
       const step = bars ? 60 : 20;
       const expr = target.expr.replace(/\$__rate_interval/g, `${step + 5}s`);
       const instant = panel.type !== 'timeseries';
-      const url = instant ? `${prometheusUrl}/api/v1/query?query=${encodeURIComponent(expr)}&time=${end}` : `${prometheusUrl}/api/v1/query_range?query=${encodeURIComponent(expr)}&start=${start / 1000 + 60}&end=${end}&step=${step}`;
-      const answer = (await (await fetch(url)).json()) as { status: string; error?: string; data: { result: { metric: Record<string, string>; value?: [number, string]; values?: [number, string][] }[] } };
+      const url = instant
+        ? `${prometheusUrl}/api/v1/query?query=${encodeURIComponent(expr)}&time=${end}`
+        : `${prometheusUrl}/api/v1/query_range?query=${encodeURIComponent(expr)}&start=${start / 1000 + 60}&end=${end}&step=${step}`;
+      const answer = (await (await fetch(url)).json()) as {
+        status: string;
+        error?: string;
+        data: {
+          result: { metric: Record<string, string>; value?: [number, string]; values?: [number, string][] }[];
+        };
+      };
       if (answer.status !== 'success') throw new Error(`Prometheus refused ${expr}: ${answer.error ?? ''}`);
       for (const result of answer.data.result) {
-        const legend = (target.legendFormat ?? '').replace(/\{\{\s*(\w+)\s*\}\}/g, (_, name: string) => result.metric[name] ?? '') || expr;
-        const points = (result.values ?? (result.value ? [result.value] : [])).map(([t, v]) => [t, Number(v)] as [number, number]);
+        const legend =
+          (target.legendFormat ?? '').replace(
+            /\{\{\s*(\w+)\s*\}\}/g,
+            (_, name: string) => result.metric[name] ?? '',
+          ) || expr;
+        const points = (result.values ?? (result.value ? [result.value] : [])).map(
+          ([t, v]) => [t, Number(v)] as [number, number],
+        );
         series.push({ legend, points });
       }
     }
-    panels.push({ id: panel.id, type: panel.type, title: panel.title, gridPos: panel.gridPos, unit: panel.fieldConfig?.defaults?.unit ?? 'short', decimals: panel.fieldConfig?.defaults?.decimals, thresholds: panel.fieldConfig?.defaults?.thresholds?.steps ?? [], bars: panel.fieldConfig?.defaults?.custom?.drawStyle === 'bars', series });
+    panels.push({
+      id: panel.id,
+      type: panel.type,
+      title: panel.title,
+      gridPos: panel.gridPos,
+      unit: panel.fieldConfig?.defaults?.unit ?? 'short',
+      decimals: panel.fieldConfig?.defaults?.decimals,
+      thresholds: panel.fieldConfig?.defaults?.thresholds?.steps ?? [],
+      bars: panel.fieldConfig?.defaults?.custom?.drawStyle === 'bars',
+      series,
+    });
   }
   const html = renderDashboardHtml({ title: 'keyroll', from: start / 1000, to: end, panels });
   await writeFile(join(dir, 'dashboard.html'), html);
   const height = Math.max(...panels.map((p) => p.gridPos.y + p.gridPos.h)) * 34 + 70;
   const out = values.out;
   await new Promise<void>((resolve, reject) => {
-    const shot = spawn(chromium, ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--hide-scrollbars', `--user-data-dir=${join(dir, 'chromium')}`, `--window-size=1600,${height}`, `--screenshot=${resolvePath(out)}`, `file://${join(dir, 'dashboard.html')}`], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const shot = spawn(
+      chromium,
+      [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--hide-scrollbars',
+        `--user-data-dir=${join(dir, 'chromium')}`,
+        `--window-size=1600,${height}`,
+        `--screenshot=${resolvePath(out)}`,
+        `file://${join(dir, 'dashboard.html')}`,
+      ],
+      { stdio: ['ignore', 'ignore', 'pipe'] },
+    );
     let log = '';
     shot.stderr.on('data', (chunk: Buffer) => {
       log = (log + chunk.toString()).slice(-2000);
@@ -210,7 +325,9 @@ try {
       else reject(new Error(`chromium exited ${String(code)} without a screenshot: ${log}`));
     });
   });
-  say(`wrote ${out} (${panels.filter((p) => p.type !== 'row').length} panels, ${Math.round(end - start / 1000)} s of data); emulator rolls: ${emulator.state.totalRolls()}`);
+  say(
+    `wrote ${out} (${panels.filter((p) => p.type !== 'row').length} panels, ${Math.round(end - start / 1000)} s of data); emulator rolls: ${emulator.state.totalRolls()}`,
+  );
 } catch (error) {
   say(`failed: ${String(error)}\n${prometheusLog}`);
   process.exitCode = 1;

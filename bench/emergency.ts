@@ -44,19 +44,31 @@ async function countLost(world: World, keyIds: readonly string[], secretsDir: st
   for (const id of keyIds) {
     let stored: string | undefined;
     try {
-      stored = (JSON.parse(await readFile(join(secretsDir, `${id}.json`), 'utf8')) as { apiKey?: string }).apiKey;
+      stored = (JSON.parse(await readFile(join(secretsDir, `${id}.json`), 'utf8')) as { apiKey?: string })
+        .apiKey;
     } catch {
       stored = undefined;
     }
     // A key never rolled still works with its seed secret; only a rolled key can be lost.
-    if (world.emulator.state.rollCount(id) > 0 && (stored === undefined || !world.emulator.state.isLiveSecret(id, stored))) lost++;
+    if (
+      world.emulator.state.rollCount(id) > 0 &&
+      (stored === undefined || !world.emulator.state.isLiveSecret(id, stored))
+    )
+      lost++;
   }
   return lost;
 }
 
 /** One leak rotation of `count` keys with the CLI; shared with the memory benchmark. */
-export async function rotateAllAfterLeak(options: { count: number; measureRss?: boolean; nodeFlags?: readonly string[] }): Promise<LeakRotation> {
-  const world = await startWorld({ rollRateLimitPerMinute: EMERGENCY_RATE_PER_MINUTE, rollRateBurstSeconds: EMERGENCY_BURST_SECONDS });
+export async function rotateAllAfterLeak(options: {
+  count: number;
+  measureRss?: boolean;
+  nodeFlags?: readonly string[];
+}): Promise<LeakRotation> {
+  const world = await startWorld({
+    rollRateLimitPerMinute: EMERGENCY_RATE_PER_MINUTE,
+    rollRateBurstSeconds: EMERGENCY_BURST_SECONDS,
+  });
   try {
     const keyIds = world.addKeys('key_leak_', options.count);
     const secretsDir = join(world.dir, 'secrets');
@@ -66,8 +78,27 @@ export async function rotateAllAfterLeak(options: { count: number; measureRss?: 
       keys: keyIds.map((id) => ({ id, backend: 'files', path: `${id}.json` })),
     });
     const run = await runCli(
-      ['rotate', '--all', '--reason', 'leak', '--actor', 'bench', '--policy', policy, '--concurrency', String(EMERGENCY_CONCURRENCY), '-o', 'json'],
-      { cwd: world.dir, env: { KEYROLL_API_TOKEN: OWNER_TOKEN }, measureRss: options.measureRss === true, timeoutMs: TIME_LIMIT_MS, ...(options.nodeFlags ? { nodeFlags: options.nodeFlags } : {}) },
+      [
+        'rotate',
+        '--all',
+        '--reason',
+        'leak',
+        '--actor',
+        'bench',
+        '--policy',
+        policy,
+        '--concurrency',
+        String(EMERGENCY_CONCURRENCY),
+        '-o',
+        'json',
+      ],
+      {
+        cwd: world.dir,
+        env: { KEYROLL_API_TOKEN: OWNER_TOKEN },
+        measureRss: options.measureRss === true,
+        timeoutMs: TIME_LIMIT_MS,
+        ...(options.nodeFlags ? { nodeFlags: options.nodeFlags } : {}),
+      },
     );
     const report = jsonReport(run.stdout);
     const rollRequests = world.emulator.state.callCount('roll');
@@ -118,6 +149,8 @@ export async function runEmergencyBench(options: { quick?: boolean } = {}): Prom
       backend: 'file',
       wall: 'spawn of `node dist/cli/entry.js rotate --all --reason leak` to its exit',
     },
-    notes: [`emergency: ${String(count)} keys, rotate --all --reason leak --concurrency ${String(EMERGENCY_CONCURRENCY)}, file backend, emulator and keyroll at ${String(EMERGENCY_RATE_PER_MINUTE)} rolls/min (emulator: token bucket of ${String(EMERGENCY_BURST_SECONDS)} s of the rate, so going faster meets 429 + Retry-After); wall = process spawn to exit; floor = ${String(floorMs / 1000)} s`],
+    notes: [
+      `emergency: ${String(count)} keys, rotate --all --reason leak --concurrency ${String(EMERGENCY_CONCURRENCY)}, file backend, emulator and keyroll at ${String(EMERGENCY_RATE_PER_MINUTE)} rolls/min (emulator: token bucket of ${String(EMERGENCY_BURST_SECONDS)} s of the rate, so going faster meets 429 + Retry-After); wall = process spawn to exit; floor = ${String(floorMs / 1000)} s`,
+    ],
   };
 }

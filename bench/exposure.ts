@@ -13,7 +13,11 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Writable } from 'node:stream';
 import { Agent, request } from 'undici';
-import { CreateSecretCommand, PutSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import {
+  CreateSecretCommand,
+  PutSecretValueCommand,
+  SecretsManagerClient,
+} from '@aws-sdk/client-secrets-manager';
 import { staticCredential } from '../src/api/credentials.ts';
 import { createAuditLog } from '../src/audit/logger.ts';
 import { Secret } from '../src/audit/secret.ts';
@@ -69,7 +73,11 @@ function timedRuntime(runtime: Runtime, answeredAt: Map<string, number>): Runtim
   };
 }
 
-function timedBackend(backend: Backend, answeredAt: Map<string, number>, onExposure: (ms: number) => void): Backend {
+function timedBackend(
+  backend: Backend,
+  answeredAt: Map<string, number>,
+  onExposure: (ms: number) => void,
+): Backend {
   return new Proxy(backend, {
     get(target, property) {
       if (property === 'writeSecret') {
@@ -93,11 +101,16 @@ export async function runExposureBench(options: { quick?: boolean } = {}): Promi
   const total = WARMUP + measured;
   const deadline = Date.now() + TIME_LIMIT_MS;
   const dir = await mkdtemp(join(tmpdir(), 'keyroll-bench-exposure-'));
-  const ids = (backend: BackendName): string[] => Array.from({ length: total }, (_, i) => `key_exp_${backend}_${String(i).padStart(3, '0')}`);
+  const ids = (backend: BackendName): string[] =>
+    Array.from({ length: total }, (_, i) => `key_exp_${backend}_${String(i).padStart(3, '0')}`);
   const [bao, moto, emulator] = await Promise.all([
     startOpenBao(),
     startMoto(),
-    startEmulatorProcess({ dir, keyIds: [...ids('vault'), ...ids('aws')], rollRateLimitPerMinute: 1_000_000 }),
+    startEmulatorProcess({
+      dir,
+      keyIds: [...ids('vault'), ...ids('aws')],
+      rollRateLimitPerMinute: 1_000_000,
+    }),
   ]);
   const vaultAgent = new Agent({ keepAliveTimeout: 30_000 });
   const aws = new SecretsManagerClient({
@@ -115,15 +128,18 @@ export async function runExposureBench(options: { quick?: boolean } = {}): Promi
       ...ids('aws').map((id, i) => ({ id, backend: 'aws', path: `bench/exposure/aws-${String(i)}` })),
     ];
     const policyFile = join(dir, 'exposure.yaml');
-    await writeFile(policyFile, policyYaml({
-      baseUrl: emulator.url,
-      rateLimitPerMinute: 1_000_000,
-      backends: [
-        `  vault: { kind: vault, address: "${bao.url}", mount: secret, auth: { method: token, token: env:BENCH_VAULT_TOKEN } }`,
-        `  aws: { kind: aws, endpoint: "${moto.url}", region: ${MOTO_ENV.AWS_REGION}, createIfMissing: true }`,
-      ].join('\n'),
-      keys,
-    }));
+    await writeFile(
+      policyFile,
+      policyYaml({
+        baseUrl: emulator.url,
+        rateLimitPerMinute: 1_000_000,
+        backends: [
+          `  vault: { kind: vault, address: "${bao.url}", mount: secret, auth: { method: token, token: env:BENCH_VAULT_TOKEN } }`,
+          `  aws: { kind: aws, endpoint: "${moto.url}", region: ${MOTO_ENV.AWS_REGION}, createIfMissing: true }`,
+        ].join('\n'),
+        keys,
+      }),
+    );
     const policy = await loadPolicy(policyFile);
     const samples: Record<BackendName, Samples> = {
       vault: { exposureMs: [], auditedMs: [], bareMs: [] },
@@ -133,13 +149,20 @@ export async function runExposureBench(options: { quick?: boolean } = {}): Promi
     const answeredAt = new Map<string, number>();
     // The audit trail is discarded: every line is written after the store (invariant 2), so
     // where it goes cannot change the window; the CLI benchmarks keep theirs on stdout.
-    const audit = createAuditLog({ destination: new Writable({ write: (_chunk, _encoding, done) => { done(); } }) });
+    const audit = createAuditLog({
+      destination: new Writable({
+        write: (_chunk, _encoding, done) => {
+          done();
+        },
+      }),
+    });
     runtime = await createRuntime(policy, {
       audit,
       credentials: staticCredential(new Secret(OWNER_TOKEN), 'bench owner token'),
       env: { ...process.env, ...MOTO_ENV, BENCH_VAULT_TOKEN: bao.rootToken },
       observer: { stepDuration: () => undefined, exposure: (ms) => samples[current].auditedMs.push(ms) },
-      wrapBackend: (_name, backend) => timedBackend(backend, answeredAt, (ms) => samples[current].exposureMs.push(ms)),
+      wrapBackend: (_name, backend) =>
+        timedBackend(backend, answeredAt, (ms) => samples[current].exposureMs.push(ms)),
     });
     const timed = timedRuntime(runtime, answeredAt);
 
@@ -152,16 +175,28 @@ export async function runExposureBench(options: { quick?: boolean } = {}): Promi
         body: JSON.stringify({ options: { cas: 0 }, data: barePayload(`bare_${String(i)}`) }),
       });
       await answer.body.text();
-      if (answer.statusCode !== 200) throw new Error(`bare OpenBao write answered ${String(answer.statusCode)}`);
+      if (answer.statusCode !== 200)
+        throw new Error(`bare OpenBao write answered ${String(answer.statusCode)}`);
       samples.vault.bareMs.push(performance.now() - started);
     };
     // The bare AWS secrets exist before the clock starts, as keyroll's do (its intent tag creates them).
     for (let i = 0; i < total; i++) {
-      await aws.send(new CreateSecretCommand({ Name: `bench/bare/aws-${String(i)}`, Description: 'keyroll bench bare write' }));
+      await aws.send(
+        new CreateSecretCommand({
+          Name: `bench/bare/aws-${String(i)}`,
+          Description: 'keyroll bench bare write',
+        }),
+      );
     }
     const bareAws = async (i: number): Promise<void> => {
       const started = performance.now();
-      await aws.send(new PutSecretValueCommand({ SecretId: `bench/bare/aws-${String(i)}`, SecretString: JSON.stringify(barePayload(`bare_${String(i)}`)), ClientRequestToken: randomUUID() }));
+      await aws.send(
+        new PutSecretValueCommand({
+          SecretId: `bench/bare/aws-${String(i)}`,
+          SecretString: JSON.stringify(barePayload(`bare_${String(i)}`)),
+          ClientRequestToken: randomUUID(),
+        }),
+      );
       samples.aws.bareMs.push(performance.now() - started);
     };
 
@@ -174,8 +209,16 @@ export async function runExposureBench(options: { quick?: boolean } = {}): Promi
         await (backend === 'vault' ? bareVault(i) : bareAws(i));
         const key = backendKeys[i];
         if (!key) break;
-        const summary = await runRotations(timed, { keys: [key], trigger: { reason: 'manual', force: true }, concurrency: 1, command: 'bench' });
-        if (summary.rotated !== 1) throw new Error(`exposure bench: rotating ${key.id} into ${backend} did not succeed (${JSON.stringify(summary.outcomes[0]?.errorCode)})`);
+        const summary = await runRotations(timed, {
+          keys: [key],
+          trigger: { reason: 'manual', force: true },
+          concurrency: 1,
+          command: 'bench',
+        });
+        if (summary.rotated !== 1)
+          throw new Error(
+            `exposure bench: rotating ${key.id} into ${backend} did not succeed (${JSON.stringify(summary.outcomes[0]?.errorCode)})`,
+          );
         if (i >= WARMUP) rotated[backend]++;
       }
     }
@@ -216,8 +259,16 @@ export async function runExposureBench(options: { quick?: boolean } = {}): Promi
     ];
     return {
       figures,
-      details: { exposureWindowRatioP99: ratio, vault, aws: awsFigures, warmup: WARMUP, servers: { openbao: 'dev server, in-memory', moto: 'moto_server' } },
-      notes: [`exposure: ${String(rotated.vault)} rotations into OpenBao and ${String(rotated.aws)} into moto, one key at a time, each after one bare write of the same payload; ratio = keyroll p99 / bare-write p99 (worse backend)`],
+      details: {
+        exposureWindowRatioP99: ratio,
+        vault,
+        aws: awsFigures,
+        warmup: WARMUP,
+        servers: { openbao: 'dev server, in-memory', moto: 'moto_server' },
+      },
+      notes: [
+        `exposure: ${String(rotated.vault)} rotations into OpenBao and ${String(rotated.aws)} into moto, one key at a time, each after one bare write of the same payload; ratio = keyroll p99 / bare-write p99 (worse backend)`,
+      ],
     };
   } finally {
     await runtime?.close();

@@ -40,7 +40,11 @@ import { CoordinationV1Api, CoreV1Api } from '@kubernetes/client-node';
 import type { AuditRecord } from '../src/audit/logger.ts';
 import { replayConfigMapName } from '../src/inbound/replay-records.ts';
 import { startFakeGithub } from '../test/leaks/github/fake-github.ts';
-import { adminKubeConfig, startKubeApiServer, type RunningKubeApiServer } from '../test/support/kube-apiserver.ts';
+import {
+  adminKubeConfig,
+  startKubeApiServer,
+  type RunningKubeApiServer,
+} from '../test/support/kube-apiserver.ts';
 import type { ReplicaSettings } from './ha-replica.ts';
 import { ROOT } from './lib/cli.ts';
 import type { BenchResult } from './lib/figures.ts';
@@ -100,14 +104,26 @@ interface Tagged {
 }
 
 async function startKube(): Promise<RunningKubeApiServer> {
-  const tools = spawnSync('sh', ['scripts/test-kube.sh'], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  const tools = spawnSync('sh', ['scripts/test-kube.sh'], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const binDir = tools.stdout.trim().split('\n').pop();
-  if (tools.status !== 0 || binDir === undefined || binDir === '') throw new Error(`scripts/test-kube.sh failed (exit ${String(tools.status)})`);
+  if (tools.status !== 0 || binDir === undefined || binDir === '')
+    throw new Error(`scripts/test-kube.sh failed (exit ${String(tools.status)})`);
   return startKubeApiServer(binDir);
 }
 
-function policy(emulatorUrl: string, githubUrl: string, secretsDir: string, leakKeys: readonly string[], scheduledKeys: readonly string[]): string {
-  const entry = (id: string, extra = ''): string => `  - { id: ${id}, organization: ${ORG}, destinations: [{ backend: files, path: ${id}.json }]${extra} }`;
+function policy(
+  emulatorUrl: string,
+  githubUrl: string,
+  secretsDir: string,
+  leakKeys: readonly string[],
+  scheduledKeys: readonly string[],
+): string {
+  const entry = (id: string, extra = ''): string =>
+    `  - { id: ${id}, organization: ${ORG}, destinations: [{ backend: files, path: ${id}.json }]${extra} }`;
   return `version: 1
 api:
   baseUrl: ${emulatorUrl}
@@ -158,10 +174,15 @@ export async function runHaBench(options: { quick?: boolean } = {}): Promise<Ben
     await core.createNamespace({ body: { metadata: { name: NAMESPACE } } });
     // What the chart renders for --replay-store kubernetes (templates/replay-store.yaml).
     for (const source of ['trigger', 'github', 'gitguardian'] as const) {
-      await core.createNamespacedConfigMap({ namespace: NAMESPACE, body: { metadata: { name: replayConfigMapName(REPLAY_PREFIX, source) }, data: {} } });
+      await core.createNamespacedConfigMap({
+        namespace: NAMESPACE,
+        body: { metadata: { name: replayConfigMapName(REPLAY_PREFIX, source) }, data: {} },
+      });
     }
     const leases = admin.makeApiClient(CoordinationV1Api);
-    const holder = async (): Promise<string | undefined> => (await leases.readNamespacedLease({ namespace: NAMESPACE, name: LEASE })).spec?.holderIdentity ?? undefined;
+    const holder = async (): Promise<string | undefined> =>
+      (await leases.readNamespacedLease({ namespace: NAMESPACE, name: LEASE })).spec?.holderIdentity ??
+      undefined;
 
     const leakKeys = world.addKeys('key_ha_', size.leaks);
     const scheduledKeys = world.addKeys('key_ha_tick_', size.scheduled);
@@ -172,7 +193,12 @@ export async function runHaBench(options: { quick?: boolean } = {}): Promise<Ben
     const settings: ReplicaSettings = {
       policyFile,
       ownerToken: OWNER_TOKEN,
-      kube: { server: kube.server, caPem: kube.caPem, admin: kube.admin, serviceAccountIssuer: kube.serviceAccountIssuer },
+      kube: {
+        server: kube.server,
+        caPem: kube.caPem,
+        admin: kube.admin,
+        serviceAccountIssuer: kube.serviceAccountIssuer,
+      },
       namespace: NAMESPACE,
       lease: LEASE,
       replayPrefix: REPLAY_PREFIX,
@@ -187,7 +213,10 @@ export async function runHaBench(options: { quick?: boolean } = {}): Promise<Ben
 
     const startReplica = (name: string): Replica => {
       const generation = ++generations;
-      const child = spawn(process.execPath, [REPLICA_MAIN, settingsFile, name], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(process.execPath, [REPLICA_MAIN, settingsFile, name], {
+        cwd: ROOT,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       const replica: Replica = { name, generation, child, ready: false, alive: true, stderr: [] };
       createInterface({ input: child.stdout }).on('line', (line) => {
         let parsed: unknown;
@@ -220,7 +249,9 @@ export async function runHaBench(options: { quick?: boolean } = {}): Promise<Ben
         return;
       }
       try {
-        const response = await fetch(`${replica.url}/readyz`, { signal: AbortSignal.timeout(PROBE_MS - 100) });
+        const response = await fetch(`${replica.url}/readyz`, {
+          signal: AbortSignal.timeout(PROBE_MS - 100),
+        });
         await response.body?.cancel();
         // Not one that died or was told to stop meanwhile.
         replica.ready = response.status === 200 && !replica.child.killed && replica.child.exitCode === null;
@@ -239,15 +270,19 @@ export async function runHaBench(options: { quick?: boolean } = {}): Promise<Ben
       const stored = await Promise.all(allFiles.map(storedFileValue));
       if (replicas.every((r) => r.ready) && stored.every((v) => v !== undefined)) break;
       const dead = replicas.find((r) => !r.alive);
-      if (dead !== undefined) throw new Error(`replica ${dead.name} exited during warm-up:\n${dead.stderr.join('\n')}`);
-      if (performance.now() > warmBy) throw new Error('the replicas were not ready with every key stored within 300 s');
+      if (dead !== undefined)
+        throw new Error(`replica ${dead.name} exited during warm-up:\n${dead.stderr.join('\n')}`);
+      if (performance.now() > warmBy)
+        throw new Error('the replicas were not ready with every key stored within 300 s');
       await sleep(200);
     }
     await sleep(1_000);
 
     // Rolls of the scheduled keys, by the emulator's count (the ground truth of "rolled twice").
     const tickRolls = new Map<string, number[]>(scheduledKeys.map((id) => [id, []]));
-    const lastCount = new Map<string, number>(scheduledKeys.map((id) => [id, world.emulator.state.rollCount(id)]));
+    const lastCount = new Map<string, number>(
+      scheduledKeys.map((id) => [id, world.emulator.state.rollCount(id)]),
+    );
     const deliveries: Delivery[] = [];
     const state = { watching: true };
     const watcher = (async () => {
@@ -259,9 +294,18 @@ export async function runHaBench(options: { quick?: boolean } = {}): Promise<Ben
           lastCount.set(id, count);
         }
         for (const delivery of deliveries) {
-          if (delivery.deadAt !== undefined || world.emulator.state.isLiveSecret(delivery.keyId, delivery.leaked)) continue;
+          if (
+            delivery.deadAt !== undefined ||
+            world.emulator.state.isLiveSecret(delivery.keyId, delivery.leaked)
+          )
+            continue;
           const stored = await storedFileValue(join(secretsDir, `${delivery.keyId}.json`));
-          if (stored !== undefined && stored !== delivery.leaked && world.emulator.state.isLiveSecret(delivery.keyId, stored)) delivery.deadAt = now;
+          if (
+            stored !== undefined &&
+            stored !== delivery.leaked &&
+            world.emulator.state.isLiveSecret(delivery.keyId, stored)
+          )
+            delivery.deadAt = now;
         }
         await sleep(POLL_MS);
       }
@@ -291,7 +335,12 @@ export async function runHaBench(options: { quick?: boolean } = {}): Promise<Ben
         delivery.answerMs = performance.now() - delivery.sentAt;
         delivery.ok = response.status >= 200 && response.status < 300;
       } catch (error) {
-        delivery.status = error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.name) : 'error';
+        delivery.status =
+          error instanceof Error
+            ? error.cause instanceof Error
+              ? error.cause.message
+              : error.name
+            : 'error';
         delivery.ok = false;
       }
     };
@@ -302,9 +351,18 @@ export async function runHaBench(options: { quick?: boolean } = {}): Promise<Ben
     const killLeader = async (): Promise<void> => {
       const name = await holder();
       const victim = live().find((r) => r.name === name);
-      acts.push(victim === undefined ? `SIGKILL: no live leader (Lease holder ${name ?? 'none'})` : `SIGKILL ${victim.name} (leader)`);
+      acts.push(
+        victim === undefined
+          ? `SIGKILL: no live leader (Lease holder ${name ?? 'none'})`
+          : `SIGKILL ${victim.name} (leader)`,
+      );
       if (victim === undefined) return;
-      kills.push({ at: performance.now(), atMs: Date.now(), generation: victim.generation, name: victim.name });
+      kills.push({
+        at: performance.now(),
+        atMs: Date.now(),
+        generation: victim.generation,
+        name: victim.name,
+      });
       victim.child.kill('SIGKILL');
       later(RESTART_AFTER_MS, () => startReplica(victim.name));
     };
@@ -362,7 +420,8 @@ export async function runHaBench(options: { quick?: boolean } = {}): Promise<Ben
 
     const delivered = deliveries.filter((d) => d.ok === true);
     const failed = deliveries.filter((d) => d.ok !== true);
-    const toDead = (list: Delivery[]): number[] => list.flatMap((d) => (d.deadAt === undefined ? [] : [d.deadAt - d.sentAt]));
+    const toDead = (list: Delivery[]): number[] =>
+      list.flatMap((d) => (d.deadAt === undefined ? [] : [d.deadAt - d.sentAt]));
     const deliveredToDead = toDead(delivered);
     const reconciledToDead = toDead(failed);
     const neverDead = deliveries.filter((d) => d.deadAt === undefined).length;
@@ -372,20 +431,42 @@ export async function runHaBench(options: { quick?: boolean } = {}): Promise<Ben
     const slowest = [...delivered]
       .sort((a, b) => (b.deadAt ?? Infinity) - b.sentAt - ((a.deadAt ?? Infinity) - a.sentAt))
       .slice(0, 5)
-      .map((d) => ({ keyId: d.keyId, atFloodSecond: round((d.sentAt - floodStart) / 1000, 1), toDeadMs: d.deadAt === undefined ? null : round(d.deadAt - d.sentAt, 1), target: d.target, targetKilled: d.targetGeneration !== undefined && killedGenerations.has(d.targetGeneration) }));
-    const failures = failed.map((d) => ({ keyId: d.keyId, atFloodSecond: round((d.sentAt - floodStart) / 1000, 1), target: d.target, status: d.status, toDeadMs: d.deadAt === undefined ? null : round(d.deadAt - d.sentAt, 1) }));
+      .map((d) => ({
+        keyId: d.keyId,
+        atFloodSecond: round((d.sentAt - floodStart) / 1000, 1),
+        toDeadMs: d.deadAt === undefined ? null : round(d.deadAt - d.sentAt, 1),
+        target: d.target,
+        targetKilled: d.targetGeneration !== undefined && killedGenerations.has(d.targetGeneration),
+      }));
+    const failures = failed.map((d) => ({
+      keyId: d.keyId,
+      atFloodSecond: round((d.sentAt - floodStart) / 1000, 1),
+      target: d.target,
+      status: d.status,
+      toDeadMs: d.deadAt === undefined ? null : round(d.deadAt - d.sentAt, 1),
+    }));
     const takeovers = kills.map((kill) => {
-      const first = events.find(({ generation, record }) => generation !== kill.generation && record.event === 'leak.reconcile.started' && Date.parse(record.time) >= kill.atMs);
+      const first = events.find(
+        ({ generation, record }) =>
+          generation !== kill.generation &&
+          record.event === 'leak.reconcile.started' &&
+          Date.parse(record.time) >= kill.atMs,
+      );
       return first === undefined ? Number.NaN : Date.parse(first.record.time) - kill.atMs;
     });
-    const takeoverMs = takeovers.some(Number.isNaN) || takeovers.length === 0 ? Number.NaN : percentile(takeovers, 99);
+    const takeoverMs =
+      takeovers.some(Number.isNaN) || takeovers.length === 0 ? Number.NaN : percentile(takeovers, 99);
 
     // A roll of a scheduled key beyond the first within one schedule slot ran the tick twice.
     let doubleRuns = 0;
     let ticksRolled = 0;
     for (const rolls of tickRolls.values()) {
       const perSlot = new Map<number, number>();
-      for (const atMs of rolls) perSlot.set(Math.floor(atMs / SCHEDULE_SLOT_MS), (perSlot.get(Math.floor(atMs / SCHEDULE_SLOT_MS)) ?? 0) + 1);
+      for (const atMs of rolls)
+        perSlot.set(
+          Math.floor(atMs / SCHEDULE_SLOT_MS),
+          (perSlot.get(Math.floor(atMs / SCHEDULE_SLOT_MS)) ?? 0) + 1,
+        );
       for (const count of perSlot.values()) {
         ticksRolled++;
         doubleRuns += count - 1;
@@ -400,18 +481,49 @@ export async function runHaBench(options: { quick?: boolean } = {}): Promise<Ben
 
     // Every replica's audit trail, for reading what a slow leak waited for (bench/results is not committed).
     await mkdir(join(ROOT, 'bench', 'results'), { recursive: true });
-    await writeFile(join(ROOT, 'bench', 'results', 'ha-audit.jsonl'), events.map(({ generation, name, record }) => JSON.stringify({ replica: name, generation, ...record })).join('\n') + '\n');
-    const p = (values: number[], q: number): number => (values.length === 0 ? Number.NaN : round(percentile(values, q), 1));
-    const summary = (values: number[]) => ({ count: values.length, p50: p(values, 50), p99: p(values, 99), max: values.length === 0 ? Number.NaN : round(Math.max(...values), 1) });
+    await writeFile(
+      join(ROOT, 'bench', 'results', 'ha-audit.jsonl'),
+      events
+        .map(({ generation, name, record }) => JSON.stringify({ replica: name, generation, ...record }))
+        .join('\n') + '\n',
+    );
+    const p = (values: number[], q: number): number =>
+      values.length === 0 ? Number.NaN : round(percentile(values, q), 1);
+    const summary = (values: number[]) => ({
+      count: values.length,
+      p50: p(values, 50),
+      p99: p(values, 99),
+      max: values.length === 0 ? Number.NaN : round(Math.max(...values), 1),
+    });
     const count = (name: string): number => events.filter(({ record }) => record.event === name).length;
     const reconcileGoal = RECONCILE_INTERVAL_S * 1_000 + 2_000;
     return {
       figures: [
         { name: 'ha.deliveriesFailed', value: failed.length, unit: 'deliveries' },
         { name: 'ha.missedLeaks', value: missed, unit: 'keys', goal: { op: '==', target: 0 } },
-        { name: 'ha.leakTimeToDeadMs.p99', value: p(deliveredToDead, 99), unit: 'ms', goal: { op: '<=', target: 2_000 } },
-        { name: 'ha.reconciledTimeToDeadMs.max', value: failed.length === 0 ? Number.NaN : reconciledToDead.length < failed.length ? Number.POSITIVE_INFINITY : round(Math.max(...reconciledToDead), 1), unit: 'ms', goal: { op: '<=', target: reconcileGoal } },
-        { name: 'ha.leaderTakeoverMs.p99', value: Number.isNaN(takeoverMs) ? Number.NaN : round(takeoverMs, 1), unit: 'ms', goal: { op: '<=', target: TIMINGS.leaseDurationMs + 2_000 } },
+        {
+          name: 'ha.leakTimeToDeadMs.p99',
+          value: p(deliveredToDead, 99),
+          unit: 'ms',
+          goal: { op: '<=', target: 2_000 },
+        },
+        {
+          name: 'ha.reconciledTimeToDeadMs.max',
+          value:
+            failed.length === 0
+              ? Number.NaN
+              : reconciledToDead.length < failed.length
+                ? Number.POSITIVE_INFINITY
+                : round(Math.max(...reconciledToDead), 1),
+          unit: 'ms',
+          goal: { op: '<=', target: reconcileGoal },
+        },
+        {
+          name: 'ha.leaderTakeoverMs.p99',
+          value: Number.isNaN(takeoverMs) ? Number.NaN : round(takeoverMs, 1),
+          unit: 'ms',
+          goal: { op: '<=', target: TIMINGS.leaseDurationMs + 2_000 },
+        },
         { name: 'ha.doubleRuns', value: doubleRuns, unit: 'ticks', goal: { op: '==', target: 0 } },
         { name: 'ha.lost', value: lost, unit: 'keys', goal: { op: '==', target: 0 } },
       ],
@@ -429,7 +541,12 @@ export async function runHaBench(options: { quick?: boolean } = {}): Promise<Ben
         slowestDelivered: slowest,
         failures,
         scheduledKeys: scheduledKeys.length,
-        tickRolls: Object.fromEntries([...tickRolls].map(([id, rolls]) => [id, rolls.map((atMs) => round((atMs - floodStartMs) / 1000, 1))])),
+        tickRolls: Object.fromEntries(
+          [...tickRolls].map(([id, rolls]) => [
+            id,
+            rolls.map((atMs) => round((atMs - floodStartMs) / 1000, 1)),
+          ]),
+        ),
         ticksRolled,
         audit: {
           elected: count('leader.elected'),
@@ -449,7 +566,8 @@ export async function runHaBench(options: { quick?: boolean } = {}): Promise<Ben
           probeMs: PROBE_MS,
           restartAfterMs: RESTART_AFTER_MS,
           replaceAfterMs: REPLACE_AFTER_MS,
-          keyroll: 'three keyroll daemon processes (bench/ha-replica.ts, src/ not dist/), Lease and replay ConfigMaps on a real kube-apiserver, the GitHub intake against the fake GitHub, one file backend directory',
+          keyroll:
+            'three keyroll daemon processes (bench/ha-replica.ts, src/ not dist/), Lease and replay ConfigMaps on a real kube-apiserver, the GitHub intake against the fake GitHub, one file backend directory',
         },
       },
       notes: [

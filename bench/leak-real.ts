@@ -33,7 +33,14 @@ import { Secret } from '../src/audit/secret.ts';
 import { Daemon } from '../src/daemon/daemon.ts';
 import { consumerNamespace } from '../test/integration/consumers/cluster.ts';
 import { startFakeGithub } from '../test/leaks/github/fake-github.ts';
-import { readControllerTools, StandInKubelet, startRealCluster, valueDigest, VAULT_STORE, type RealCluster } from '../test/support/kube-controllers.ts';
+import {
+  readControllerTools,
+  StandInKubelet,
+  startRealCluster,
+  valueDigest,
+  VAULT_STORE,
+  type RealCluster,
+} from '../test/support/kube-controllers.ts';
 import { ROOT } from './lib/cli.ts';
 import type { BenchResult } from './lib/figures.ts';
 import { startOpenBao, type OpenBao } from './lib/servers.ts';
@@ -62,15 +69,33 @@ function deliveriesSettled(events: readonly AuditRecord[]): boolean {
 }
 
 /** When the key's consumer of `kind` was last reported refreshed (a Deployment: its rollout complete), and how long after the store. */
-function refreshedAt(events: readonly AuditRecord[], keyId: string, kind: 'externalSecret' | 'deployment'): { atMs: number; fromStoreMs: number } | undefined {
-  const event = events.findLast((record) => record.event === 'consumer.refreshed' && record.consumerKind === kind && Array.isArray(record.keyIds) && record.keyIds.includes(keyId));
+function refreshedAt(
+  events: readonly AuditRecord[],
+  keyId: string,
+  kind: 'externalSecret' | 'deployment',
+): { atMs: number; fromStoreMs: number } | undefined {
+  const event = events.findLast(
+    (record) =>
+      record.event === 'consumer.refreshed' &&
+      record.consumerKind === kind &&
+      Array.isArray(record.keyIds) &&
+      record.keyIds.includes(keyId),
+  );
   if (event === undefined) return undefined;
-  return { atMs: Date.parse(event.time), fromStoreMs: typeof event.msToRefreshed === 'number' ? event.msToRefreshed : Number.NaN };
+  return {
+    atMs: Date.parse(event.time),
+    fromStoreMs: typeof event.msToRefreshed === 'number' ? event.msToRefreshed : Number.NaN,
+  };
 }
 
 /** The Deployment's newest ReplicaSet (highest revision): the one its last restart rolled out. */
-async function newestReplicaSet(apps: AppsV1Api, namespace: string, deployment: string): Promise<string | undefined> {
-  const revision = (set: V1ReplicaSet): number => Number(set.metadata?.annotations?.['deployment.kubernetes.io/revision'] ?? 0);
+async function newestReplicaSet(
+  apps: AppsV1Api,
+  namespace: string,
+  deployment: string,
+): Promise<string | undefined> {
+  const revision = (set: V1ReplicaSet): number =>
+    Number(set.metadata?.annotations?.['deployment.kubernetes.io/revision'] ?? 0);
   const { items } = await apps.listNamespacedReplicaSet({ namespace, labelSelector: `app=${deployment}` });
   return items.sort((a, b) => revision(b) - revision(a))[0]?.metadata?.name;
 }
@@ -82,13 +107,24 @@ function namesOf(keyId: string): { secret: string; deployment: string } {
 }
 
 function sh(script: string): string {
-  const run = spawnSync('sh', [script], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  const run = spawnSync('sh', [script], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const dir = run.stdout.trim().split('\n').pop();
-  if (run.status !== 0 || dir === undefined || dir === '') throw new Error(`${script} failed (exit ${String(run.status)})`);
+  if (run.status !== 0 || dir === undefined || dir === '')
+    throw new Error(`${script} failed (exit ${String(run.status)})`);
   return dir;
 }
 
-function policy(emulatorUrl: string, githubUrl: string, baoUrl: string, keyIds: readonly string[], namespace: string): string {
+function policy(
+  emulatorUrl: string,
+  githubUrl: string,
+  baoUrl: string,
+  keyIds: readonly string[],
+  namespace: string,
+): string {
   const keys = keyIds
     .map((id) => {
       const { secret, deployment } = namesOf(id);
@@ -121,7 +157,9 @@ ${keys}
 }
 
 async function storedValue(bao: OpenBao, keyId: string): Promise<string | undefined> {
-  const response = await request(`${bao.url}/v1/secret/data/apps/${namesOf(keyId).secret}`, { headers: { 'x-vault-token': bao.rootToken } });
+  const response = await request(`${bao.url}/v1/secret/data/apps/${namesOf(keyId).secret}`, {
+    headers: { 'x-vault-token': bao.rootToken },
+  });
   if (response.statusCode !== 200) {
     await response.body.dump();
     return undefined;
@@ -144,9 +182,25 @@ export async function runLeakRealBench(options: { quick?: boolean } = {}): Promi
   let kubelet: StandInKubelet | undefined;
   let daemon: Daemon | undefined;
   try {
-    real = await startRealCluster({ kubeBinDir, tools, crds: eso.crds, externalSecrets: { binary: eso.binary, vault: { address: bao.url, token: bao.rootToken } } });
+    real = await startRealCluster({
+      kubeBinDir,
+      tools,
+      crds: eso.crds,
+      externalSecrets: { binary: eso.binary, vault: { address: bao.url, token: bao.rootToken } },
+    });
     const keyIds = world.addKeys('key_leak_real_', count);
-    const cluster = await consumerNamespace(real.kube, world.dir, (namespace) => [{ namespace, externalSecrets: keyIds.map((id) => namesOf(id).secret), deployments: keyIds.map((id) => namesOf(id).deployment) }], { crd: 'none' });
+    const cluster = await consumerNamespace(
+      real.kube,
+      world.dir,
+      (namespace) => [
+        {
+          namespace,
+          externalSecrets: keyIds.map((id) => namesOf(id).secret),
+          deployments: keyIds.map((id) => namesOf(id).deployment),
+        },
+      ],
+      { crd: 'none' },
+    );
     const objects = real.admin.makeApiClient(CustomObjectsApi);
     const apps = real.admin.makeApiClient(AppsV1Api);
     for (const id of keyIds) {
@@ -161,7 +215,12 @@ export async function runLeakRealBench(options: { quick?: boolean } = {}): Promi
           kind: 'ExternalSecret',
           metadata: { name: secret },
           // An hour: every sync within the bench is a force-sync's.
-          spec: { refreshInterval: '1h', secretStoreRef: { kind: 'ClusterSecretStore', name: VAULT_STORE }, target: { name: secret }, data: [{ secretKey: 'apiKey', remoteRef: { key: `apps/${secret}`, property: 'apiKey' } }] },
+          spec: {
+            refreshInterval: '1h',
+            secretStoreRef: { kind: 'ClusterSecretStore', name: VAULT_STORE },
+            target: { name: secret },
+            data: [{ secretKey: 'apiKey', remoteRef: { key: `apps/${secret}`, property: 'apiKey' } }],
+          },
         },
       });
       await apps.createNamespacedDeployment({
@@ -171,7 +230,18 @@ export async function runLeakRealBench(options: { quick?: boolean } = {}): Promi
           spec: {
             replicas: REPLICAS,
             selector: { matchLabels: { app: deployment } },
-            template: { metadata: { labels: { app: deployment } }, spec: { containers: [{ name: 'app', image: 'registry.invalid/app:1', env: [{ name: 'API_KEY', valueFrom: { secretKeyRef: { name: secret, key: 'apiKey' } } }] }] } },
+            template: {
+              metadata: { labels: { app: deployment } },
+              spec: {
+                containers: [
+                  {
+                    name: 'app',
+                    image: 'registry.invalid/app:1',
+                    env: [{ name: 'API_KEY', valueFrom: { secretKeyRef: { name: secret, key: 'apiKey' } } }],
+                  },
+                ],
+              },
+            },
           },
         },
       });
@@ -187,7 +257,11 @@ export async function runLeakRealBench(options: { quick?: boolean } = {}): Promi
       kubeClient: () => cluster.client,
       checkIntervalMs: 3_600_000,
       stateDir: join(world.dir, 'state'),
-      env: { KR_GITHUB_WEBHOOK_SECRET: WEBHOOK_SECRET, KR_GITHUB_TOKEN: github.token, BENCH_VAULT_TOKEN: bao.rootToken },
+      env: {
+        KR_GITHUB_WEBHOOK_SECRET: WEBHOOK_SECRET,
+        KR_GITHUB_TOKEN: github.token,
+        BENCH_VAULT_TOKEN: bao.rootToken,
+      },
       runtime: { credentials: staticCredential(new Secret(OWNER_TOKEN), 'emulator owner token') },
       warn: () => undefined,
     });
@@ -198,8 +272,14 @@ export async function runLeakRealBench(options: { quick?: boolean } = {}): Promi
     for (;;) {
       await daemon.idle();
       const stored = await Promise.all(keyIds.map((id) => storedValue(bao, id)));
-      if (stored.every((value) => value !== undefined) && deliveriesSettled(audit.events) && keyIds.every((id) => refreshedAt(audit.events, id, 'deployment') !== undefined)) break;
-      if (performance.now() > firstBy) throw new Error('the daemon did not store every key and refresh its consumers within 300 s');
+      if (
+        stored.every((value) => value !== undefined) &&
+        deliveriesSettled(audit.events) &&
+        keyIds.every((id) => refreshedAt(audit.events, id, 'deployment') !== undefined)
+      )
+        break;
+      if (performance.now() > firstBy)
+        throw new Error('the daemon did not store every key and refresh its consumers within 300 s');
       await sleep(100);
     }
 
@@ -230,12 +310,19 @@ export async function runLeakRealBench(options: { quick?: boolean } = {}): Promi
       let deadAt: number | undefined;
       let refreshed: { atMs: number; fromStoreMs: number }[] | undefined;
       while (deadAt === undefined || refreshed === undefined) {
-        if (performance.now() - sentAt > DELIVERY_LIMIT_MS) throw new Error(`leak ${String(number)} (${keyId}): not ${deadAt === undefined ? 'dead' : 'refreshed'} after ${String(DELIVERY_LIMIT_MS / 1000)} s\n${real.controllerOutput()}`);
+        if (performance.now() - sentAt > DELIVERY_LIMIT_MS)
+          throw new Error(
+            `leak ${String(number)} (${keyId}): not ${deadAt === undefined ? 'dead' : 'refreshed'} after ${String(DELIVERY_LIMIT_MS / 1000)} s\n${real.controllerOutput()}`,
+          );
         if (deadAt === undefined && !world.emulator.state.isLiveSecret(keyId, leaked)) {
           const stored = await storedValue(bao, keyId);
-          if (stored !== undefined && stored !== leaked && world.emulator.state.isLiveSecret(keyId, stored)) deadAt = performance.now();
+          if (stored !== undefined && stored !== leaked && world.emulator.state.isLiveSecret(keyId, stored))
+            deadAt = performance.now();
         }
-        const both = [refreshedAt(audit.events, keyId, 'externalSecret'), refreshedAt(audit.events, keyId, 'deployment')];
+        const both = [
+          refreshedAt(audit.events, keyId, 'externalSecret'),
+          refreshedAt(audit.events, keyId, 'deployment'),
+        ];
         if (both.every((at) => at !== undefined)) refreshed = both;
         await sleep(POLL_MS);
       }
@@ -253,19 +340,40 @@ export async function runLeakRealBench(options: { quick?: boolean } = {}): Promi
       for (const pod of kubelet.pods) {
         if (pod.owner !== newest) continue;
         podsChecked++;
-        if (stored === undefined || pod.values[`${secret}/apiKey`] !== valueDigest(stored)) podsOnOtherValue++;
+        if (stored === undefined || pod.values[`${secret}/apiKey`] !== valueDigest(stored))
+          podsOnOtherValue++;
       }
     }
 
     const p = (values: number[], q: number): number => round(percentile(values, q), 1);
-    const summary = (values: number[]) => ({ p50: p(values, 50), p90: p(values, 90), p99: p(values, 99), max: round(Math.max(...values), 1) });
+    const summary = (values: number[]) => ({
+      p50: p(values, 50),
+      p90: p(values, 90),
+      p99: p(values, 99),
+      max: round(Math.max(...values), 1),
+    });
     return {
       figures: [
-        { name: 'leak.real.timeToDeadMs.p99', value: p(toDead, 99), unit: 'ms', goal: { op: '<=', target: 2_000 } },
+        {
+          name: 'leak.real.timeToDeadMs.p99',
+          value: p(toDead, 99),
+          unit: 'ms',
+          goal: { op: '<=', target: 2_000 },
+        },
         { name: 'leak.real.timeToRefreshedMs.p99', value: p(toRefreshed, 99), unit: 'ms' },
         { name: 'leak.real.storeToRefreshedMs.p50', value: p(storeToRefreshed, 50), unit: 'ms' },
-        { name: 'leak.real.storeToRefreshedMs.p99', value: p(storeToRefreshed, 99), unit: 'ms', goal: { op: '<=', target: REFRESHED_GOAL_MS } },
-        { name: 'leak.real.podsNotOnStoredValue', value: podsOnOtherValue, unit: '', goal: { op: '<=', target: 0 } },
+        {
+          name: 'leak.real.storeToRefreshedMs.p99',
+          value: p(storeToRefreshed, 99),
+          unit: 'ms',
+          goal: { op: '<=', target: REFRESHED_GOAL_MS },
+        },
+        {
+          name: 'leak.real.podsNotOnStoredValue',
+          value: podsOnOtherValue,
+          unit: '',
+          goal: { op: '<=', target: 0 },
+        },
       ],
       details: {
         deliveries: count,
@@ -275,8 +383,17 @@ export async function runLeakRealBench(options: { quick?: boolean } = {}): Promi
         storeToRefreshedMs: summary(storeToRefreshed),
         podsChecked,
         consumerFailures: failedConsumers,
-        controllers: { externalSecrets: eso.version, kubeControllerManager: 'deployment and replicaset controllers', kubelet: 'stand-in (test/support/kube-controllers.ts)', replicasPerDeployment: REPLICAS },
-        settings: { pollMs: POLL_MS, keyroll: 'keyroll daemon in the bench process (src/, not dist/), the GitHub intake against the fake GitHub, the vault backend on OpenBao' },
+        controllers: {
+          externalSecrets: eso.version,
+          kubeControllerManager: 'deployment and replicaset controllers',
+          kubelet: 'stand-in (test/support/kube-controllers.ts)',
+          replicasPerDeployment: REPLICAS,
+        },
+        settings: {
+          pollMs: POLL_MS,
+          keyroll:
+            'keyroll daemon in the bench process (src/, not dist/), the GitHub intake against the fake GitHub, the vault backend on OpenBao',
+        },
       },
       notes: [
         `leak.real: ${String(count)} GitHub secret scanning deliveries, one at a time, to an in-process daemon; timeToRefreshed = POST sent (storeToRefreshed: the store) → the key's ExternalSecret synced by external-secrets ${eso.version} and its Deployment's rollout by kube-controller-manager complete (${String(REPLICAS)} pods, started by the stand-in kubelet)`,

@@ -27,7 +27,11 @@ import { staticCredential } from '../src/api/credentials.ts';
 import { createMemoryAuditLog } from '../src/audit/logger.ts';
 import { Secret } from '../src/audit/secret.ts';
 import { Daemon } from '../src/daemon/daemon.ts';
-import { consumerNamespace, StandInControllers, type ConsumerNamespace } from '../test/integration/consumers/cluster.ts';
+import {
+  consumerNamespace,
+  StandInControllers,
+  type ConsumerNamespace,
+} from '../test/integration/consumers/cluster.ts';
 import { startFakeGithub } from '../test/leaks/github/fake-github.ts';
 import { startKubeApiServer, type RunningKubeApiServer } from '../test/support/kube-apiserver.ts';
 import { ROOT } from './lib/cli.ts';
@@ -54,15 +58,33 @@ function externalSecretOf(keyId: string): string {
 
 /** kube-apiserver and etcd as the integration tests get them (built once per machine, cached). */
 async function startKube(): Promise<RunningKubeApiServer> {
-  const tools = spawnSync('sh', ['scripts/test-kube.sh'], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  const tools = spawnSync('sh', ['scripts/test-kube.sh'], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const binDir = tools.stdout.trim().split('\n').pop();
-  if (tools.status !== 0 || binDir === undefined || binDir === '') throw new Error(`scripts/test-kube.sh failed (exit ${String(tools.status)})`);
+  if (tools.status !== 0 || binDir === undefined || binDir === '')
+    throw new Error(`scripts/test-kube.sh failed (exit ${String(tools.status)})`);
   return startKubeApiServer(binDir);
 }
 
-function policy(emulatorUrl: string, githubUrl: string, secretsDir: string, noticeUrl: string, keyIds: readonly string[], namespace: string): string {
-  const consumers = (id: string): string => `[{ kind: webhook, sink: cache-drop }, { kind: externalSecret, namespace: ${namespace}, name: ${externalSecretOf(id)} }, { kind: deployment, namespace: ${namespace}, name: ${WORKLOAD} }]`;
-  const keys = keyIds.map((id) => `  - { id: ${id}, organization: ${ORG}, destinations: [{ backend: files, path: ${id}.json }], consumers: ${consumers(id)} }`).join('\n');
+function policy(
+  emulatorUrl: string,
+  githubUrl: string,
+  secretsDir: string,
+  noticeUrl: string,
+  keyIds: readonly string[],
+  namespace: string,
+): string {
+  const consumers = (id: string): string =>
+    `[{ kind: webhook, sink: cache-drop }, { kind: externalSecret, namespace: ${namespace}, name: ${externalSecretOf(id)} }, { kind: deployment, namespace: ${namespace}, name: ${WORKLOAD} }]`;
+  const keys = keyIds
+    .map(
+      (id) =>
+        `  - { id: ${id}, organization: ${ORG}, destinations: [{ backend: files, path: ${id}.json }], consumers: ${consumers(id)} }`,
+    )
+    .join('\n');
   return `version: 1
 api:
   baseUrl: ${emulatorUrl}
@@ -102,7 +124,9 @@ export async function runLeakBench(options: { quick?: boolean } = {}): Promise<B
   try {
     const keyIds = world.addKeys('key_leak_', count);
     kube = await startKube();
-    const cluster: ConsumerNamespace = await consumerNamespace(kube, world.dir, (namespace) => [{ namespace, externalSecrets: keyIds.map(externalSecretOf), deployments: [WORKLOAD] }]);
+    const cluster: ConsumerNamespace = await consumerNamespace(kube, world.dir, (namespace) => [
+      { namespace, externalSecrets: keyIds.map(externalSecretOf), deployments: [WORKLOAD] },
+    ]);
     for (const id of keyIds) await cluster.createExternalSecret(externalSecretOf(id));
     await cluster.createDeployment(WORKLOAD);
     controllers = new StandInControllers(cluster, { syncDelayMs: 0, rolloutMs: 0 });
@@ -110,7 +134,10 @@ export async function runLeakBench(options: { quick?: boolean } = {}): Promise<B
     const secretsDir = join(world.dir, 'secrets');
     await mkdir(secretsDir, { recursive: true });
     const policyFile = join(world.dir, 'policy.yaml');
-    await writeFile(policyFile, policy(world.emulator.url, github.url, secretsDir, receiver.url, keyIds, cluster.namespace));
+    await writeFile(
+      policyFile,
+      policy(world.emulator.url, github.url, secretsDir, receiver.url, keyIds, cluster.namespace),
+    );
     daemon = await Daemon.start({
       policyFile,
       listen: { host: '127.0.0.1', port: 0 },
@@ -158,13 +185,22 @@ export async function runLeakBench(options: { quick?: boolean } = {}): Promise<B
       let notifiedAt: number | undefined;
       while (deadAt === undefined || notifiedAt === undefined) {
         const now = performance.now();
-        if (now - sentAt > DELIVERY_LIMIT_MS) throw new Error(`leak ${String(number)} (${keyId}): not ${deadAt === undefined ? 'dead' : 'notified'} after ${String(DELIVERY_LIMIT_MS / 1000)} s`);
+        if (now - sentAt > DELIVERY_LIMIT_MS)
+          throw new Error(
+            `leak ${String(number)} (${keyId}): not ${deadAt === undefined ? 'dead' : 'notified'} after ${String(DELIVERY_LIMIT_MS / 1000)} s`,
+          );
         if (deadAt === undefined && !world.emulator.state.isLiveSecret(keyId, leaked)) {
           const stored = await storedFileValue(file);
-          if (stored !== undefined && stored !== leaked && world.emulator.state.isLiveSecret(keyId, stored)) deadAt = performance.now();
+          if (stored !== undefined && stored !== leaked && world.emulator.state.isLiveSecret(keyId, stored))
+            deadAt = performance.now();
         }
         const arrivals = receiver.arrivals.get(keyId) ?? [];
-        const told = audit.eventsNamed('consumer.notified').filter((event) => Array.isArray(event.keyIds) && event.keyIds.includes(keyId) && event.consumerKind !== 'webhook');
+        const told = audit
+          .eventsNamed('consumer.notified')
+          .filter(
+            (event) =>
+              Array.isArray(event.keyIds) && event.keyIds.includes(keyId) && event.consumerKind !== 'webhook',
+          );
         const webhookAt = arrivals[noticesBefore];
         if (notifiedAt === undefined && webhookAt !== undefined && told.length >= 2) {
           // The audit lines carry wall-clock milliseconds: on the POST's performance.now() scale.
@@ -184,18 +220,37 @@ export async function runLeakBench(options: { quick?: boolean } = {}): Promise<B
     return {
       figures: [
         { name: 'leak.timeToDeadMs.p50', value: p(toDead, 50), unit: 'ms' },
-        { name: 'leak.timeToDeadMs.p99', value: p(toDead, 99), unit: 'ms', goal: { op: '<=', target: 2_000 } },
+        {
+          name: 'leak.timeToDeadMs.p99',
+          value: p(toDead, 99),
+          unit: 'ms',
+          goal: { op: '<=', target: 2_000 },
+        },
         { name: 'leak.timeToNotifiedMs.p50', value: p(toNotified, 50), unit: 'ms' },
         { name: 'leak.timeToNotifiedMs.p99', value: p(toNotified, 99), unit: 'ms' },
       ],
       details: {
         deliveries: count,
         answers: Object.fromEntries(answers),
-        timeToDeadMs: { p50: p(toDead, 50), p90: p(toDead, 90), p99: p(toDead, 99), max: round(Math.max(...toDead), 1) },
-        timeToNotifiedMs: { p50: p(toNotified, 50), p90: p(toNotified, 90), p99: p(toNotified, 99), max: round(Math.max(...toNotified), 1) },
+        timeToDeadMs: {
+          p50: p(toDead, 50),
+          p90: p(toDead, 90),
+          p99: p(toDead, 99),
+          max: round(Math.max(...toDead), 1),
+        },
+        timeToNotifiedMs: {
+          p50: p(toNotified, 50),
+          p90: p(toNotified, 90),
+          p99: p(toNotified, 99),
+          max: round(Math.max(...toNotified), 1),
+        },
         consumers: `per key: a webhook (a loopback receiver standing for a service that drops its cache on notice), its ExternalSecret, and the Deployment ${WORKLOAD} (restarted once per leak), on a real kube-apiserver with stand-in controllers`,
         consumerFailures: failedConsumers,
-        settings: { pollMs: POLL_MS, keyroll: 'keyroll daemon in the bench process (src/, not dist/), the GitHub intake against the fake GitHub, the file backend' },
+        settings: {
+          pollMs: POLL_MS,
+          keyroll:
+            'keyroll daemon in the bench process (src/, not dist/), the GitHub intake against the fake GitHub, the file backend',
+        },
       },
       notes: [
         `leak: ${String(count)} GitHub secret scanning deliveries, one at a time, to an in-process daemon; timeToDead = POST sent → the emulator refuses the leaked value and the file backend holds a live new one; timeToNotified = POST sent → the key's webhook told, its ExternalSecret annotated force-sync and its Deployment restarted (kube-apiserver, stand-in controllers polling every 25 ms)`,

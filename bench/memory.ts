@@ -13,15 +13,19 @@ import { imageNodeFlags, runCli } from './lib/cli.ts';
 import type { BenchResult } from './lib/figures.ts';
 import { round } from './lib/stats.ts';
 
-
 export async function runMemoryBench(options: { quick?: boolean } = {}): Promise<BenchResult> {
   const count = options.quick ? 300 : EMERGENCY_KEYS;
   const idle = await runCli(['--version'], { cwd: tmpdir(), env: {}, measureRss: true, timeoutMs: 60_000 });
   const oneKey = await rotateAllAfterLeak({ count: 1, measureRss: true });
   const all = await rotateAllAfterLeak({ count, measureRss: true });
   const v8Defaults = await rotateAllAfterLeak({ count, measureRss: true, nodeFlags: [] });
-  for (const [name, run, expected] of [['one key', oneKey, 1], ['all keys', all, count], ['V8 defaults', v8Defaults, count]] as const) {
-    if (run.rotated !== expected) throw new Error(`memory bench (${name}): rotated ${String(run.rotated)} of ${String(expected)} keys`);
+  for (const [name, run, expected] of [
+    ['one key', oneKey, 1],
+    ['all keys', all, count],
+    ['V8 defaults', v8Defaults, count],
+  ] as const) {
+    if (run.rotated !== expected)
+      throw new Error(`memory bench (${name}): rotated ${String(run.rotated)} of ${String(expected)} keys`);
   }
   const mb = (value: number | undefined): number => round(value ?? NaN, 1);
   const rssMb = mb(all.maxRssMb);
@@ -41,8 +45,11 @@ export async function runMemoryBench(options: { quick?: boolean } = {}): Promise
       keys: count,
       concurrency: EMERGENCY_CONCURRENCY,
       backend: 'file',
-      measured: 'ru_maxrss of `node <ENTRYPOINT flags> dist/cli/entry.js rotate --all --reason leak`; idle = the same binary running --version; v8Defaults = the same 1,000 keys without the flags',
+      measured:
+        'ru_maxrss of `node <ENTRYPOINT flags> dist/cli/entry.js rotate --all --reason leak`; idle = the same binary running --version; v8Defaults = the same 1,000 keys without the flags',
     },
-    notes: [`memory: peak RSS (ru_maxrss) of rotate --all over ${String(count)} keys, file backend, concurrency ${String(EMERGENCY_CONCURRENCY)}; beside it --version, one key, and V8's default heap sizing`],
+    notes: [
+      `memory: peak RSS (ru_maxrss) of rotate --all over ${String(count)} keys, file backend, concurrency ${String(EMERGENCY_CONCURRENCY)}; beside it --version, one key, and V8's default heap sizing`,
+    ],
   };
 }

@@ -53,14 +53,19 @@ async function measureAtCapacity(claims: number, inFlight: number): Promise<Meas
       while (next < claims) {
         const n = next++;
         const claim = await record.claim(digestId(capacity + n), START + capacity + n, START + n + 1);
-        if (claim !== 'claimed') throw new Error(`claim ${String(n)} was ${claim}, not claimed (size ${String(record.size)})`);
+        if (claim !== 'claimed')
+          throw new Error(`claim ${String(n)} was ${claim}, not claimed (size ${String(record.size)})`);
       }
     };
     const bytesBefore = bytesWritten();
     const began = performance.now();
     await Promise.all(Array.from({ length: inFlight }, claimOne));
     const ms = performance.now() - began;
-    return { claims, msPerClaim: round(ms / claims, 3), bytesPerClaim: round((bytesWritten() - bytesBefore) / claims, 1) };
+    return {
+      claims,
+      msPerClaim: round(ms / claims, 3),
+      bytesPerClaim: round((bytesWritten() - bytesBefore) / claims, 1),
+    };
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
@@ -84,5 +89,7 @@ export async function runReplayRecordBench(options: { quick: boolean }): Promise
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  console.log(JSON.stringify(await runReplayRecordBench({ quick: process.argv.includes('--quick') }), null, 2));
+  console.log(
+    JSON.stringify(await runReplayRecordBench({ quick: process.argv.includes('--quick') }), null, 2),
+  );
 }

@@ -29,14 +29,34 @@ export async function runRequestsBench(): Promise<BenchResult> {
               : `  aws: { kind: aws, endpoint: "${counter.url}", region: ${MOTO_ENV.AWS_REGION}, createIfMissing: true }`,
           keys: ids.map((id) => ({ id, backend, path: `bench/requests/${id}` })),
         });
-        const run = await runCli(['rotate', '--all', '--reason', 'manual', '--force', '--policy', policy, '--concurrency', '4', '-o', 'json'], {
-          cwd: world.dir,
-          env: { KEYROLL_API_TOKEN: OWNER_TOKEN, VAULT_TOKEN: bao.rootToken, ...MOTO_ENV },
-          timeoutMs: 120_000,
-        });
+        const run = await runCli(
+          [
+            'rotate',
+            '--all',
+            '--reason',
+            'manual',
+            '--force',
+            '--policy',
+            policy,
+            '--concurrency',
+            '4',
+            '-o',
+            'json',
+          ],
+          {
+            cwd: world.dir,
+            env: { KEYROLL_API_TOKEN: OWNER_TOKEN, VAULT_TOKEN: bao.rootToken, ...MOTO_ENV },
+            timeoutMs: 120_000,
+          },
+        );
         const report = jsonReport(run.stdout);
-        if (report.rotated !== KEYS) throw new Error(`keyroll rotated ${String(report.rotated)} of ${String(KEYS)} ${backend} keys (exit ${String(run.code)}):\n${run.stderr.slice(-2000)}`);
-        const byKind = Object.fromEntries(Object.entries(counter.counts()).map(([kind, n]) => [kind, round(n / KEYS, 2)]));
+        if (report.rotated !== KEYS)
+          throw new Error(
+            `keyroll rotated ${String(report.rotated)} of ${String(KEYS)} ${backend} keys (exit ${String(run.code)}):\n${run.stderr.slice(-2000)}`,
+          );
+        const byKind = Object.fromEntries(
+          Object.entries(counter.counts()).map(([kind, n]) => [kind, round(n / KEYS, 2)]),
+        );
         perBackend[backend] = { perRotation: round(counter.total() / KEYS, 2), byKind };
       } finally {
         await counter.close();
@@ -52,6 +72,8 @@ export async function runRequestsBench(): Promise<BenchResult> {
       { name: 'requests.aws.perRotation', value: perBackend.aws?.perRotation ?? Number.NaN, unit: '' },
     ],
     details: { keys: KEYS, ...perBackend },
-    notes: [`requests: backend requests per rotation (rotate --all --force over ${String(KEYS)} new keys, through a counting proxy); the shell loop makes 1`],
+    notes: [
+      `requests: backend requests per rotation (rotate --all --force over ${String(KEYS)} new keys, through a counting proxy); the shell loop makes 1`,
+    ],
   };
 }

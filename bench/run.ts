@@ -65,16 +65,30 @@ function formatValue(figure: Figure): string {
 export function formatTable(figures: readonly Figure[]): string {
   const rows = [
     ['figure', 'value', 'goal', 'met?'],
-    ...figures.map((f) => [f.name, formatValue(f), f.goal ? describeGoal(f.goal) : '', f.goal ? (meets(f.value, f.goal) ? 'yes' : 'NO') : '']),
+    ...figures.map((f) => [
+      f.name,
+      formatValue(f),
+      f.goal ? describeGoal(f.goal) : '',
+      f.goal ? (meets(f.value, f.goal) ? 'yes' : 'NO') : '',
+    ]),
   ];
   const widths = rows[0]?.map((_, column) => Math.max(...rows.map((row) => row[column]?.length ?? 0))) ?? [];
-  return rows.map((row) => row.map((cell, column) => cell.padEnd(widths[column] ?? 0)).join('  ').trimEnd()).join('\n');
+  return rows
+    .map((row) =>
+      row
+        .map((cell, column) => cell.padEnd(widths[column] ?? 0))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
 }
 
 export function formatMarkdownTable(figures: readonly Figure[]): string {
   const lines = ['| figure | value | goal | met? |', '|---|---|---|---|'];
   for (const f of figures) {
-    lines.push(`| \`${f.name}\` | ${formatValue(f)} | ${f.goal ? describeGoal(f.goal) : ''} | ${f.goal ? (meets(f.value, f.goal) ? 'yes' : '**no**') : ''} |`);
+    lines.push(
+      `| \`${f.name}\` | ${formatValue(f)} | ${f.goal ? describeGoal(f.goal) : ''} | ${f.goal ? (meets(f.value, f.goal) ? 'yes' : '**no**') : ''} |`,
+    );
   }
   return lines.join('\n');
 }
@@ -84,7 +98,9 @@ async function main(argv: readonly string[]): Promise<number> {
   const names = argv.filter((arg) => !arg.startsWith('--'));
   const unknown = names.filter((name) => !BENCHMARKS.some((b) => b.name === name));
   if (unknown.length > 0) {
-    console.error(`unknown benchmark(s): ${unknown.join(', ')}; known: ${BENCHMARKS.map((b) => b.name).join(', ')}`);
+    console.error(
+      `unknown benchmark(s): ${unknown.join(', ')}; known: ${BENCHMARKS.map((b) => b.name).join(', ')}`,
+    );
     return 2;
   }
   const selected = names.length === 0 ? BENCHMARKS : BENCHMARKS.filter((b) => names.includes(b.name));
@@ -104,8 +120,13 @@ async function main(argv: readonly string[]): Promise<number> {
       const result = await bench.run({ quick });
       figures.push(...result.figures);
       notes.push(...(result.notes ?? []));
-      results[bench.name] = { ...result.details, seconds: Math.round((performance.now() - began) / 100) / 10 };
-      console.error(`bench: ${bench.name} done in ${String(Math.round((performance.now() - began) / 1000))} s`);
+      results[bench.name] = {
+        ...result.details,
+        seconds: Math.round((performance.now() - began) / 100) / 10,
+      };
+      console.error(
+        `bench: ${bench.name} done in ${String(Math.round((performance.now() - began) / 1000))} s`,
+      );
     } catch (error) {
       // One broken benchmark must not hide the others' figures; the run still exits 1.
       const message = error instanceof Error ? (error.stack ?? error.message) : String(error);
@@ -118,10 +139,15 @@ async function main(argv: readonly string[]): Promise<number> {
   const flat: Record<string, number> = {};
   for (const f of figures) flat[f.name] = f.value;
   const goals: Record<string, { goal: string; met: boolean }> = {};
-  for (const f of figures) if (f.goal) goals[f.name] = { goal: describeGoal(f.goal), met: meets(f.value, f.goal) };
+  for (const f of figures)
+    if (f.goal) goals[f.name] = { goal: describeGoal(f.goal), met: meets(f.value, f.goal) };
   const report = {
     date: startedAt.toISOString(),
-    machine: { ...machine(), loadAverageBefore: loadBefore, loadAverageAfter: loadavg().map((l) => Math.round(l * 100) / 100) },
+    machine: {
+      ...machine(),
+      loadAverageBefore: loadBefore,
+      loadAverageAfter: loadavg().map((l) => Math.round(l * 100) / 100),
+    },
     quick,
     benchmarks: selected.map((b) => b.name),
     figures: flat,

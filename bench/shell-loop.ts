@@ -53,14 +53,23 @@ export async function runShellLoopBench(options: { quick?: boolean } = {}): Prom
   const [bao, moto] = await Promise.all([startOpenBao(binDir), startMoto(binDir)]);
   const world = await startWorld({ rollRateLimitPerMinute: RATE_PER_MINUTE });
   try {
-    const keyIds: Record<BackendName, string[]> = { vault: world.addKeys('key_shell_vault_', count), aws: world.addKeys('key_shell_aws_', count) };
+    const keyIds: Record<BackendName, string[]> = {
+      vault: world.addKeys('key_shell_vault_', count),
+      aws: world.addKeys('key_shell_aws_', count),
+    };
     const aws = new SecretsManagerClient({
       endpoint: moto.url,
       region: MOTO_ENV.AWS_REGION,
-      credentials: { accessKeyId: MOTO_ENV.AWS_ACCESS_KEY_ID, secretAccessKey: MOTO_ENV.AWS_SECRET_ACCESS_KEY },
+      credentials: {
+        accessKeyId: MOTO_ENV.AWS_ACCESS_KEY_ID,
+        secretAccessKey: MOTO_ENV.AWS_SECRET_ACCESS_KEY,
+      },
     });
     try {
-      for (const id of keyIds.aws) await aws.send(new CreateSecretCommand({ Name: `bench/shell/${id}`, Description: 'keyroll bench shell loop' }));
+      for (const id of keyIds.aws)
+        await aws.send(
+          new CreateSecretCommand({ Name: `bench/shell/${id}`, Description: 'keyroll bench shell loop' }),
+        );
     } finally {
       aws.destroy();
     }
@@ -75,22 +84,54 @@ export async function runShellLoopBench(options: { quick?: boolean } = {}): Prom
         keys: keyIds[backend].map((id) => ({ id, backend, path: `bench/shell/${id}` })),
       });
     const api = { API_URL: world.emulator.url, API_TOKEN: OWNER_TOKEN, ORG };
-    const results = {} as Record<BackendName, { shellMs: number; keyrollMs: number; speedup: number; keyrollRotated: number }>;
+    const results = {} as Record<
+      BackendName,
+      { shellMs: number; keyrollMs: number; speedup: number; keyrollRotated: number }
+    >;
     for (const backend of ['vault', 'aws'] as const) {
       const shellEnv =
         backend === 'vault'
-          ? { ...api, KEYS: keyIds.vault.join(' '), BAO_ADDR: bao.url, BAO_TOKEN: bao.rootToken, PATH: `${binDir}:${process.env.PATH ?? ''}` }
+          ? {
+              ...api,
+              KEYS: keyIds.vault.join(' '),
+              BAO_ADDR: bao.url,
+              BAO_TOKEN: bao.rootToken,
+              PATH: `${binDir}:${process.env.PATH ?? ''}`,
+            }
           : { ...api, ...MOTO_ENV, KEYS: keyIds.aws.join(' '), AWS_ENDPOINT: moto.url, AWS_PAGER: '' };
       const shellMs = await runShell(SCRIPTS[backend], shellEnv);
       const policy = await policyFor(backend);
-      const run = await runCli(['rotate', '--all', '--reason', 'manual', '--force', '--policy', policy, '--concurrency', String(CONCURRENCY), '-o', 'json'], {
-        cwd: world.dir,
-        env: { KEYROLL_API_TOKEN: OWNER_TOKEN, VAULT_TOKEN: bao.rootToken, ...MOTO_ENV },
-        timeoutMs: KEYROLL_TIME_LIMIT_MS,
-      });
+      const run = await runCli(
+        [
+          'rotate',
+          '--all',
+          '--reason',
+          'manual',
+          '--force',
+          '--policy',
+          policy,
+          '--concurrency',
+          String(CONCURRENCY),
+          '-o',
+          'json',
+        ],
+        {
+          cwd: world.dir,
+          env: { KEYROLL_API_TOKEN: OWNER_TOKEN, VAULT_TOKEN: bao.rootToken, ...MOTO_ENV },
+          timeoutMs: KEYROLL_TIME_LIMIT_MS,
+        },
+      );
       const report = jsonReport(run.stdout);
-      if (report.rotated !== count) throw new Error(`keyroll rotated ${String(report.rotated)} of ${String(count)} ${backend} keys (exit ${String(run.code)}):\n${run.stderr.slice(-2000)}`);
-      results[backend] = { shellMs: round(shellMs, 1), keyrollMs: round(run.wallMs, 1), speedup: round(shellMs / run.wallMs, 2), keyrollRotated: report.rotated };
+      if (report.rotated !== count)
+        throw new Error(
+          `keyroll rotated ${String(report.rotated)} of ${String(count)} ${backend} keys (exit ${String(run.code)}):\n${run.stderr.slice(-2000)}`,
+        );
+      results[backend] = {
+        shellMs: round(shellMs, 1),
+        keyrollMs: round(run.wallMs, 1),
+        speedup: round(shellMs / run.wallMs, 2),
+        keyrollRotated: report.rotated,
+      };
     }
     const shellSpeedup = Math.min(results.vault.speedup, results.aws.speedup);
     return {
@@ -112,7 +153,9 @@ export async function runShellLoopBench(options: { quick?: boolean } = {}): Prom
         awsCli: '/usr/bin/aws (Debian awscli)',
         rollsPerMinute: RATE_PER_MINUTE,
       },
-      notes: [`shell loop: ${String(count)} keys per backend, curl + bao / Debian awscli, sequential; keyroll rotate --all --force --concurrency ${String(CONCURRENCY)}; both timed spawn to exit; shellSpeedup = the smaller backend ratio`],
+      notes: [
+        `shell loop: ${String(count)} keys per backend, curl + bao / Debian awscli, sequential; keyroll rotate --all --force --concurrency ${String(CONCURRENCY)}; both timed spawn to exit; shellSpeedup = the smaller backend ratio`,
+      ],
     };
   } finally {
     await world.close();

@@ -31,13 +31,25 @@ export async function buildRotationFunction(distDir: string): Promise<string> {
     logLevel: 'warning',
     legalComments: 'eof',
     // CommonJS dependencies call require() for Node's built-ins; an ES module has none of its own.
-    banner: { js: "import { createRequire as __keyrollCreateRequire } from 'node:module'; const require = __keyrollCreateRequire(import.meta.url);" },
+    banner: {
+      js: "import { createRequire as __keyrollCreateRequire } from 'node:module'; const require = __keyrollCreateRequire(import.meta.url);",
+    },
   });
-  const stray = Object.values(result.metafile.outputs).flatMap((output) => output.imports.filter((imported) => imported.external && !isBuiltin(imported.path)).map((imported) => imported.path));
-  if (stray.length > 0) throw new Error(`the rotation function would load ${[...new Set(stray)].join(', ')} at run time; Lambda has no node_modules for it`);
+  const stray = Object.values(result.metafile.outputs).flatMap((output) =>
+    output.imports
+      .filter((imported) => imported.external && !isBuiltin(imported.path))
+      .map((imported) => imported.path),
+  );
+  if (stray.length > 0)
+    throw new Error(
+      `the rotation function would load ${[...new Set(stray)].join(', ')} at run time; Lambda has no node_modules for it`,
+    );
   const zipPath = join(distDir, ROTATION_ZIP);
   // A fixed time: the same sources give the same zip, whenever it is built.
   const mtime = new Date('2026-01-01T00:00:00Z');
-  await writeFile(zipPath, zipSync({ 'index.mjs': [new Uint8Array(await readFile(outfile)), { mtime }] }, { level: 9 }));
+  await writeFile(
+    zipPath,
+    zipSync({ 'index.mjs': [new Uint8Array(await readFile(outfile)), { mtime }] }, { level: 9 }),
+  );
   return zipPath;
 }

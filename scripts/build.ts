@@ -61,10 +61,13 @@ function withoutTracing(): Plugin {
     name: 'keyroll-without-tracing',
     setup(build) {
       build.onResolve({ filter: /\/otel\/sdk\.ts$/ }, (args) =>
-        /\/src\/tracing\/otel\//.test(args.importer) ? undefined : { path: 'tracing-left-out', namespace: 'keyroll-without-tracing' },
+        /\/src\/tracing\/otel\//.test(args.importer)
+          ? undefined
+          : { path: 'tracing-left-out', namespace: 'keyroll-without-tracing' },
       );
       build.onLoad({ filter: /.*/, namespace: 'keyroll-without-tracing' }, () => ({
-        contents: "throw new Error('this build leaves tracing out (built without the optional OpenTelemetry packages)');",
+        contents:
+          "throw new Error('this build leaves tracing out (built without the optional OpenTelemetry packages)');",
         loader: 'js',
       }));
     },
@@ -81,14 +84,20 @@ function withoutEmulator(): Plugin {
     name: 'keyroll-without-emulator',
     setup(build) {
       build.onLoad({ filter: /src\/cli\/build-features\.ts$/ }, async (args) => ({
-        contents: (await readFile(args.path, 'utf8')).replace('export const EMULATOR_IN_BUILD: boolean = true;', 'export const EMULATOR_IN_BUILD: boolean = false;'),
+        contents: (await readFile(args.path, 'utf8')).replace(
+          'export const EMULATOR_IN_BUILD: boolean = true;',
+          'export const EMULATOR_IN_BUILD: boolean = false;',
+        ),
         loader: 'ts',
       }));
       build.onResolve({ filter: /\/emulator\/server\.ts$/ }, (args) =>
-        /\/src\/emulator\//.test(args.importer) ? undefined : { path: 'emulator-left-out', namespace: 'keyroll-without-emulator' },
+        /\/src\/emulator\//.test(args.importer)
+          ? undefined
+          : { path: 'emulator-left-out', namespace: 'keyroll-without-emulator' },
       );
       build.onLoad({ filter: /.*/, namespace: 'keyroll-without-emulator' }, () => ({
-        contents: "export async function startEmulator() { throw new Error('the API emulator is not in this build'); }",
+        contents:
+          "export async function startEmulator() { throw new Error('the API emulator is not in this build'); }",
         loader: 'js',
       }));
     },
@@ -107,7 +116,10 @@ function withoutWsAddons(): Plugin {
   return {
     name: 'keyroll-without-ws-addons',
     setup(build) {
-      build.onResolve({ filter: WS_OPTIONAL_ADDONS }, (args) => ({ path: args.path, namespace: 'keyroll-without-ws-addons' }));
+      build.onResolve({ filter: WS_OPTIONAL_ADDONS }, (args) => ({
+        path: args.path,
+        namespace: 'keyroll-without-ws-addons',
+      }));
       build.onLoad({ filter: /.*/, namespace: 'keyroll-without-ws-addons' }, (args) => ({
         contents: `throw new Error(${JSON.stringify(`${args.path} is not in this build (ws uses its JavaScript fallback)`)});`,
         loader: 'js',
@@ -117,7 +129,10 @@ function withoutWsAddons(): Plugin {
 }
 
 /** The esbuild options (buildBundle builds with them; the packaging tests read them). */
-export function bundleOptions(outdir: string, features: BundleFeatures = {}): BuildOptions & { metafile: true } {
+export function bundleOptions(
+  outdir: string,
+  features: BundleFeatures = {},
+): BuildOptions & { metafile: true } {
   return {
     absWorkingDir: ROOT,
     entryPoints: ['src/cli/entry.ts'],
@@ -133,10 +148,16 @@ export function bundleOptions(outdir: string, features: BundleFeatures = {}): Bu
     legalComments: 'linked',
     metafile: true,
     logLevel: 'warning',
-    plugins: [withoutWsAddons(), ...(features.emulator === false ? [withoutEmulator()] : []), ...((features.tracing ?? tracingInstalled()) ? [] : [withoutTracing()])],
+    plugins: [
+      withoutWsAddons(),
+      ...(features.emulator === false ? [withoutEmulator()] : []),
+      ...((features.tracing ?? tracingInstalled()) ? [] : [withoutTracing()]),
+    ],
     // CommonJS dependencies (pino, undici, commander, yaml, the AWS SDK) call require() for
     // Node's built-in modules; an ES module has no require, so each chunk gets one.
-    banner: { js: "import { createRequire as __keyrollCreateRequire } from 'node:module'; const require = __keyrollCreateRequire(import.meta.url);" },
+    banner: {
+      js: "import { createRequire as __keyrollCreateRequire } from 'node:module'; const require = __keyrollCreateRequire(import.meta.url);",
+    },
   };
 }
 
@@ -153,13 +174,23 @@ export function externalImports(metafile: Metafile): string[] {
  * The whole build into `distDir` (`<distDir>/cli/…`): the bundle, the check that it imports
  * nothing but Node's built-ins, and the package.json that makes its chunks ES modules. `npm run build` and the packaging tests build with this, so they test what ships.
  */
-export async function buildBundle(distDir: string, logLevel: BuildOptions['logLevel'] = 'warning', features: BundleFeatures = {}): Promise<Metafile> {
+export async function buildBundle(
+  distDir: string,
+  logLevel: BuildOptions['logLevel'] = 'warning',
+  features: BundleFeatures = {},
+): Promise<Metafile> {
   await rm(distDir, { recursive: true, force: true });
   const result = await build({ ...bundleOptions(join(distDir, 'cli'), features), logLevel });
   const stray = externalImports(result.metafile).filter((path) => !isBuiltin(path));
-  if (stray.length > 0) throw new Error(`the bundle would load ${stray.join(', ')} from node_modules at run time; bundle them or import them as node: built-ins`);
+  if (stray.length > 0)
+    throw new Error(
+      `the bundle would load ${stray.join(', ')} from node_modules at run time; bundle them or import them as node: built-ins`,
+    );
   // The chunks are ES modules wherever dist/ is copied to, without Node guessing from the syntax.
-  await writeFile(join(distDir, 'package.json'), `${JSON.stringify({ type: 'module', private: true }, null, 2)}\n`);
+  await writeFile(
+    join(distDir, 'package.json'),
+    `${JSON.stringify({ type: 'module', private: true }, null, 2)}\n`,
+  );
   return result.metafile;
 }
 

@@ -23,7 +23,12 @@ export function headingAnchor(heading: string): string {
 /** The headings of a page of docs/, by their anchors. */
 export function headingsOf(page: string): Map<string, string> {
   const text = readFileSync(`${docsDir}${page}`, 'utf8').replace(/^```[\s\S]*?^```/gm, '');
-  return new Map([...text.matchAll(/^#{1,6} (.+)$/gm)].map((m): [string, string] => [headingAnchor(m[1] ?? ''), m[1] ?? '']));
+  return new Map(
+    [...text.matchAll(/^#{1,6} (.+)$/gm)].map((m): [string, string] => [
+      headingAnchor(m[1] ?? ''),
+      m[1] ?? '',
+    ]),
+  );
 }
 
 export function errorCodesPage(): string {

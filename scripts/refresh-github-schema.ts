@@ -51,8 +51,17 @@ interface Extract {
 }
 
 /** Unpacks one file of `name@version` (from the npm registry) and returns its text and the version npm resolved. */
-function packedFile(dir: string, name: string, version: string, path: string): { text: string; version: string } {
-  const packed = JSON.parse(execFileSync('npm', ['pack', `${name}@${version}`, '--json', '--silent', '--pack-destination', dir], { encoding: 'utf8' })) as { filename: string; version: string }[];
+function packedFile(
+  dir: string,
+  name: string,
+  version: string,
+  path: string,
+): { text: string; version: string } {
+  const packed = JSON.parse(
+    execFileSync('npm', ['pack', `${name}@${version}`, '--json', '--silent', '--pack-destination', dir], {
+      encoding: 'utf8',
+    }),
+  ) as { filename: string; version: string }[];
   const tarball = packed[0];
   if (tarball === undefined) throw new Error(`npm pack ${name}@${version} packed nothing`);
   execFileSync('tar', ['xzf', join(dir, tarball.filename), '-C', dir, `package/${path}`]);
@@ -70,7 +79,8 @@ function schemaClosure(schemas: Record<string, unknown>, roots: readonly string[
     const schema = schemas[name];
     if (schema === undefined) throw new Error(`${OPENAPI_PACKAGE} has no component schema ${name}`);
     taken.set(name, schema);
-    for (const match of JSON.stringify(schema).matchAll(/"#\/components\/schemas\/([^"]+)"/g)) pending.push(match[1]!);
+    for (const match of JSON.stringify(schema).matchAll(/"#\/components\/schemas\/([^"]+)"/g))
+      pending.push(match[1]!);
   }
   return Object.fromEntries([...taken].sort(([a], [b]) => a.localeCompare(b)));
 }
@@ -92,7 +102,8 @@ try {
   const webhookExample = definitions.find((definition) => definition.name === WEBHOOK_EXAMPLE)?.examples[0];
   if (webhookExample === undefined) throw new Error(`${EXAMPLES_PACKAGE} has no ${WEBHOOK_EXAMPLE} example`);
   const extract = {
-    about: 'A generated extract for the loopback GitHub of the tests; refresh with `npm run refresh:github-schema` (scripts/refresh-github-schema.ts), never edit by hand.',
+    about:
+      'A generated extract for the loopback GitHub of the tests; refresh with `npm run refresh:github-schema` (scripts/refresh-github-schema.ts), never edit by hand.',
     source: {
       openapi: { package: OPENAPI_PACKAGE, version: openapi.version, path: OPENAPI_PATH },
       webhooksExamples: { package: EXAMPLES_PACKAGE, version: examples.version, path: EXAMPLES_PATH },
@@ -107,10 +118,14 @@ try {
         }),
       ),
     },
-    webhookExamples: { [WEBHOOK_EXAMPLE]: { repository: webhookExample.repository, sender: webhookExample.sender } },
+    webhookExamples: {
+      [WEBHOOK_EXAMPLE]: { repository: webhookExample.repository, sender: webhookExample.sender },
+    },
   };
   writeFileSync(TARGET, `${JSON.stringify(extract, null, 2)}\n`);
-  console.log(`wrote ${TARGET.pathname} from ${OPENAPI_PACKAGE}@${openapi.version} and ${EXAMPLES_PACKAGE}@${examples.version}`);
+  console.log(
+    `wrote ${TARGET.pathname} from ${OPENAPI_PACKAGE}@${openapi.version} and ${EXAMPLES_PACKAGE}@${examples.version}`,
+  );
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }

@@ -26,4 +26,6 @@ const chunks = readdirSync(join(dist, 'chunks'))
   .sort();
 for (const chunk of chunks) await import(pathToFileURL(join(dist, 'chunks', chunk)).href);
 flushCompileCache();
-process.stderr.write(`warm-compile-cache: ${String(chunks.length)} chunks of ${dist} compiled into ${getCompileCacheDir() ?? ''}\n`);
+process.stderr.write(
+  `warm-compile-cache: ${String(chunks.length)} chunks of ${dist} compiled into ${getCompileCacheDir() ?? ''}\n`,
+);

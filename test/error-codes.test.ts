@@ -23,13 +23,19 @@ function filesUnder(dir: string, ext: string): string[] {
 
 function codesIn(paths: readonly string[]): Map<string, string> {
   const found = new Map<string, string>();
-  for (const path of paths) for (const [code] of readFileSync(join(root, path), 'utf8').matchAll(CODE)) if (!found.has(code)) found.set(code, path);
+  for (const path of paths)
+    for (const [code] of readFileSync(join(root, path), 'utf8').matchAll(CODE))
+      if (!found.has(code)) found.set(code, path);
   return found;
 }
 
 const page = readFileSync(join(root, ERROR_CODES_PAGE), 'utf8');
 // Rows look like: | `KR_API_TIMEOUT` | error | yes | [runbook.md: …](runbook.md#…) | meaning |
-const rows = [...page.matchAll(/^\| `(KR_[A-Z0-9_]+)` \| (critical|error|warning|info) \| (yes|no) \| \[[^\]]*\]\(([^)]+)\) \| (.*) \|$/gm)].map((m) => ({
+const rows = [
+  ...page.matchAll(
+    /^\| `(KR_[A-Z0-9_]+)` \| (critical|error|warning|info) \| (yes|no) \| \[[^\]]*\]\(([^)]+)\) \| (.*) \|$/gm,
+  ),
+].map((m) => ({
   code: m[1] ?? '',
   severity: m[2],
   retryable: m[3] === 'yes',
@@ -39,10 +45,19 @@ const rows = [...page.matchAll(/^\| `(KR_[A-Z0-9_]+)` \| (critical|error|warning
 
 describe('the error-code catalogue against src/', () => {
   it('holds every code src/ names (no code built from a template: each is written whole)', () => {
-    const named = codesIn(filesUnder('src', '.ts').filter((path) => path !== 'src/error-codes.ts').concat(filesUnder('src', '.md')));
-    const missing = [...named].filter(([code]) => !Object.hasOwn(ERROR_CODES, code)).map(([code, path]) => `${code} (${path})`);
+    const named = codesIn(
+      filesUnder('src', '.ts')
+        .filter((path) => path !== 'src/error-codes.ts')
+        .concat(filesUnder('src', '.md')),
+    );
+    const missing = [...named]
+      .filter(([code]) => !Object.hasOwn(ERROR_CODES, code))
+      .map(([code, path]) => `${code} (${path})`);
     expect(missing, 'add each to src/error-codes.ts').toEqual([]);
-    const templates = filesUnder('src', '.ts').filter((path) => path !== 'src/error-codes.ts' && /`KR_[A-Z0-9_]*\$\{/.test(readFileSync(join(root, path), 'utf8')));
+    const templates = filesUnder('src', '.ts').filter(
+      (path) =>
+        path !== 'src/error-codes.ts' && /`KR_[A-Z0-9_]*\$\{/.test(readFileSync(join(root, path), 'utf8')),
+    );
     expect(templates, 'a code built from a template escapes the type check').toEqual([]);
   });
 
@@ -52,7 +67,9 @@ describe('the error-code catalogue against src/', () => {
   });
 
   it('gives a wrapped error its catalogue code, and KR_UNEXPECTED for a foreign one', () => {
-    expect(catalogueCode(Object.assign(new Error('reset'), { code: 'KR_BACKEND_UNAVAILABLE' }))).toBe('KR_BACKEND_UNAVAILABLE');
+    expect(catalogueCode(Object.assign(new Error('reset'), { code: 'KR_BACKEND_UNAVAILABLE' }))).toBe(
+      'KR_BACKEND_UNAVAILABLE',
+    );
     expect(catalogueCode(Object.assign(new Error('reset'), { code: 'ECONNRESET' }))).toBe('KR_UNEXPECTED');
     expect(catalogueCode('KR_VERIFY_API_REJECTED')).toBe('KR_VERIFY_API_REJECTED');
   });
@@ -70,11 +87,14 @@ describe('docs/error-codes.md', () => {
   it("gives each code the catalogue's severity, retryable, runbook section and meaning", () => {
     for (const row of rows) {
       const entry = ERROR_CODES[row.code as ErrorCode];
-      expect({ severity: row.severity, retryable: row.retryable, runbook: row.runbook, meaning: row.meaning }, row.code).toEqual({ ...entry });
+      expect(
+        { severity: row.severity, retryable: row.retryable, runbook: row.runbook, meaning: row.meaning },
+        row.code,
+      ).toEqual({ ...entry });
     }
   });
 
-  it("links each code to a section that exists on its page", () => {
+  it('links each code to a section that exists on its page', () => {
     const dead = Object.entries(ERROR_CODES)
       .filter(([, { runbook }]) => {
         const [file = '', anchor = ''] = runbook.split('#');
@@ -88,6 +108,10 @@ describe('docs/error-codes.md', () => {
 describe('the error codes docs/ names', () => {
   it('are all in the catalogue (no page names a code keyroll never raises)', () => {
     const named = codesIn(filesUnder('docs', '.md').concat(['README.md']));
-    expect([...named].filter(([code]) => !Object.hasOwn(ERROR_CODES, code)).map(([code, path]) => `${code} (${path})`)).toEqual([]);
+    expect(
+      [...named]
+        .filter(([code]) => !Object.hasOwn(ERROR_CODES, code))
+        .map(([code, path]) => `${code} (${path})`),
+    ).toEqual([]);
   });
 });

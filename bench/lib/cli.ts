@@ -36,7 +36,8 @@ export function imageNodeFlags(dockerfile = ourDockerfile()): string[] {
   const entrypoint = runtimeStage(dockerfile).instructions.findLast((i) => i.keyword === 'ENTRYPOINT');
   const words = entrypoint === undefined ? undefined : execForm(entrypoint);
   const entry = words?.findIndex((word) => word.endsWith('/dist/cli/entry.js')) ?? -1;
-  if (words?.[0] !== 'node' || entry < 1) throw new Error(`unexpected ENTRYPOINT: ${entrypoint?.args ?? '(none)'}`);
+  if (words?.[0] !== 'node' || entry < 1)
+    throw new Error(`unexpected ENTRYPOINT: ${entrypoint?.args ?? '(none)'}`);
   return words.slice(1, entry);
 }
 
@@ -46,7 +47,9 @@ export function imageNodeFlags(dockerfile = ourDockerfile()): string[] {
  * keyroll runs (runCli points the last at this machine's cache, BENCH_COMPILE_CACHE).
  */
 export function imageEnv(dockerfile = ourDockerfile()): Record<string, string> {
-  const assignments = runtimeStage(dockerfile).instructions.filter((i) => i.keyword === 'ENV').flatMap((i) => Object.entries(envAssignments(i)));
+  const assignments = runtimeStage(dockerfile)
+    .instructions.filter((i) => i.keyword === 'ENV')
+    .flatMap((i) => Object.entries(envAssignments(i)));
   return Object.fromEntries(assignments.filter(([name]) => name !== 'HOME' && name !== 'TMPDIR'));
 }
 
@@ -59,11 +62,18 @@ const BENCH_COMPILE_CACHE = join(ROOT, 'dist', 'compile-cache');
 
 /** Fills BENCH_COMPILE_CACHE as the Docker build does: scripts/warm-compile-cache.js with the ENTRYPOINT's flags. */
 export function warmCompileCache(): void {
-  const warm = spawnSync(process.execPath, [...imageNodeFlags(), join(ROOT, 'scripts', 'warm-compile-cache.js'), join(ROOT, 'dist', 'cli')], {
-    env: childEnv({ NODE_COMPILE_CACHE: BENCH_COMPILE_CACHE }),
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  if (warm.status !== 0) throw new Error(`scripts/warm-compile-cache.js exited ${String(warm.status)}${warm.error ? `: ${warm.error.message}` : ''}`);
+  const warm = spawnSync(
+    process.execPath,
+    [...imageNodeFlags(), join(ROOT, 'scripts', 'warm-compile-cache.js'), join(ROOT, 'dist', 'cli')],
+    {
+      env: childEnv({ NODE_COMPILE_CACHE: BENCH_COMPILE_CACHE }),
+      stdio: ['ignore', 'ignore', 'inherit'],
+    },
+  );
+  if (warm.status !== 0)
+    throw new Error(
+      `scripts/warm-compile-cache.js exited ${String(warm.status)}${warm.error ? `: ${warm.error.message}` : ''}`,
+    );
 }
 
 export interface CliRun {
@@ -97,8 +107,14 @@ export function childEnv(extra: Record<string, string>): Record<string, string> 
 
 export async function runCli(args: readonly string[], options: CliOptions): Promise<CliRun> {
   const entry = ENTRIES[options.entry ?? 'dist'];
-  if (!existsSync(entry)) throw new Error(`${entry} is missing: run the benchmarks through bench/run.sh (npm run bench), which builds dist/`);
-  const rssFile = join(options.cwd, `rss-${String(process.pid)}-${String(Math.round(performance.now()))}.json`);
+  if (!existsSync(entry))
+    throw new Error(
+      `${entry} is missing: run the benchmarks through bench/run.sh (npm run bench), which builds dist/`,
+    );
+  const rssFile = join(
+    options.cwd,
+    `rss-${String(process.pid)}-${String(Math.round(performance.now()))}.json`,
+  );
   // KEYROLL_BENCH_CPU_PROF=<dir> profiles every keyroll process a benchmark starts (docs/benchmarks.md).
   const profileDir = process.env.KEYROLL_BENCH_CPU_PROF;
   const dist = (options.entry ?? 'dist') === 'dist';
@@ -109,22 +125,35 @@ export async function runCli(args: readonly string[], options: CliOptions): Prom
   ];
   // The image's ENV, with its compile cache at this machine's counterpart.
   const image = dist ? { ...imageEnv(), NODE_COMPILE_CACHE: BENCH_COMPILE_CACHE } : {};
-  const env = childEnv({ ...image, ...options.env, ...(options.measureRss ? { KEYROLL_BENCH_RSS_FILE: rssFile } : {}) });
+  const env = childEnv({
+    ...image,
+    ...options.env,
+    ...(options.measureRss ? { KEYROLL_BENCH_RSS_FILE: rssFile } : {}),
+  });
   const spawnedAt = performance.now();
-  const child = spawn(process.execPath, [...nodeArgs, entry, ...args], { cwd: options.cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...nodeArgs, entry, ...args], {
+    cwd: options.cwd,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
   // 'exit' can come before the last pipe bytes are read; the streams' 'close' comes after.
-  const drained = Promise.all([new Promise((r) => child.stdout.once('close', r)), new Promise((r) => child.stderr.once('close', r))]);
+  const drained = Promise.all([
+    new Promise((r) => child.stdout.once('close', r)),
+    new Promise((r) => child.stderr.once('close', r)),
+  ]);
   const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs);
-  const { code, exitedAt } = await new Promise<{ code: number | null; exitedAt: number }>((resolve, reject) => {
-    child.once('error', reject);
-    child.once('exit', (exitCode) => {
-      resolve({ code: exitCode, exitedAt: performance.now() });
-    });
-  });
+  const { code, exitedAt } = await new Promise<{ code: number | null; exitedAt: number }>(
+    (resolve, reject) => {
+      child.once('error', reject);
+      child.once('exit', (exitCode) => {
+        resolve({ code: exitCode, exitedAt: performance.now() });
+      });
+    },
+  );
   clearTimeout(timer);
   await drained;
   const run: CliRun = { code, stdout, stderr, spawnedAt, wallMs: exitedAt - spawnedAt };
@@ -136,7 +165,13 @@ export async function runCli(args: readonly string[], options: CliOptions): Prom
 }
 
 /** The last stdout line that parses as a JSON object with `keys` (the -o json report of run/rotate). */
-export function jsonReport(stdout: string): { rotated: number; failed: number; skipped: number; exitCode: number; keys: { keyId: string; result: string; errorCode?: string }[] } {
+export function jsonReport(stdout: string): {
+  rotated: number;
+  failed: number;
+  skipped: number;
+  exitCode: number;
+  keys: { keyId: string; result: string; errorCode?: string }[];
+} {
   const lines = stdout.split('\n').filter((line) => line.startsWith('{"runId"'));
   const last = lines.at(-1);
   if (last === undefined) throw new Error(`no -o json report on stdout; tail:\n${stdout.slice(-2000)}`);

@@ -46,7 +46,17 @@ export interface ConsumerTally {
 }
 
 export function emptyTally(): ConsumerTally {
-  return { calls: 0, ok: 0, unauthorized: 0, rateLimited: 0, noSecret: 0, other: 0, reads: 0, outageMs: 0, longestOutageMs: 0 };
+  return {
+    calls: 0,
+    ok: 0,
+    unauthorized: 0,
+    rateLimited: 0,
+    noSecret: 0,
+    other: 0,
+    reads: 0,
+    outageMs: 0,
+    longestOutageMs: 0,
+  };
 }
 
 export class Consumer {
@@ -82,7 +92,8 @@ export class Consumer {
 
   async #secret(): Promise<string | undefined> {
     const now = this.options.now();
-    if (this.#cached !== undefined && now - this.#cached.readAt < this.options.ttlMs) return this.#cached.secret;
+    if (this.#cached !== undefined && now - this.#cached.readAt < this.options.ttlMs)
+      return this.#cached.secret;
     this.tally.reads++;
     let text: string;
     try {
@@ -143,7 +154,9 @@ export class Consumer {
 }
 
 /** The tallies of many consumers added up, by population. */
-export function tallyByPopulation(consumers: readonly Consumer[]): Record<string, ConsumerTally & { consumers: number }> {
+export function tallyByPopulation(
+  consumers: readonly Consumer[],
+): Record<string, ConsumerTally & { consumers: number }> {
   const out: Record<string, ConsumerTally & { consumers: number }> = {};
   for (const consumer of consumers) {
     const sum = (out[consumer.options.population] ??= { ...emptyTally(), consumers: 0 });

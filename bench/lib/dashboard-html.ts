@@ -21,9 +21,17 @@ const ROW_HEIGHT = 34;
 const COLUMN = (WIDTH - 2 * MARGIN) / 24;
 const COLORS: Record<string, string> = { green: '#73bf69', orange: '#ff9830', red: '#f2495c' };
 const PALETTE = ['#73bf69', '#f2cc0c', '#8ab8ff', '#ff780a', '#f2495c', '#5794f2', '#b877d9', '#fade2a'];
-const BY_LEGEND: Record<string, string> = { rotated: '#73bf69', recovered: '#5794f2', failed: '#f2495c', busy: '#ff9830', skipped: '#8e8e8e', aborted: '#b877d9' };
+const BY_LEGEND: Record<string, string> = {
+  rotated: '#73bf69',
+  recovered: '#5794f2',
+  failed: '#f2495c',
+  busy: '#ff9830',
+  skipped: '#8e8e8e',
+  aborted: '#b877d9',
+};
 
-const escape = (text: string): string => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+const escape = (text: string): string =>
+  text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 
 export function formatValue(value: number, unit: string, decimals?: number): string {
   if (!Number.isFinite(value)) return '—';
@@ -49,15 +57,27 @@ function thresholdColor(thresholds: PanelData['thresholds'], value: number): str
 
 function seriesColor(legend: string, index: number): string {
   const last = legend.split(' ').at(-1) ?? legend;
-  return BY_LEGEND[legend] ?? (last === 'sent' ? '#73bf69' : last === 'failed' ? '#f2495c' : undefined) ?? PALETTE[index % PALETTE.length] ?? '#73bf69';
+  return (
+    BY_LEGEND[legend] ??
+    (last === 'sent' ? '#73bf69' : last === 'failed' ? '#f2495c' : undefined) ??
+    PALETTE[index % PALETTE.length] ??
+    '#73bf69'
+  );
 }
 
 function box(panel: PanelData): { left: number; top: number; width: number; height: number } {
-  return { left: MARGIN + panel.gridPos.x * COLUMN + 4, top: 56 + panel.gridPos.y * ROW_HEIGHT + 4, width: panel.gridPos.w * COLUMN - 8, height: panel.gridPos.h * ROW_HEIGHT - 8 };
+  return {
+    left: MARGIN + panel.gridPos.x * COLUMN + 4,
+    top: 56 + panel.gridPos.y * ROW_HEIGHT + 4,
+    width: panel.gridPos.w * COLUMN - 8,
+    height: panel.gridPos.h * ROW_HEIGHT - 8,
+  };
 }
 
 function lastValue(panel: PanelData): number | undefined {
-  const values = panel.series.map((series) => series.points.at(-1)?.[1]).filter((value): value is number => value !== undefined && Number.isFinite(value));
+  const values = panel.series
+    .map((series) => series.points.at(-1)?.[1])
+    .filter((value): value is number => value !== undefined && Number.isFinite(value));
   return values.length === 0 ? undefined : values.reduce((sum, value) => sum + value, 0);
 }
 
@@ -113,12 +133,16 @@ function timeSeriesBody(panel: PanelData, width: number, height: number, from: n
   for (let i = 0; i <= 3; i++) {
     const v = (top * i) / 3;
     const text = formatValue(v, panel.unit, panel.decimals);
-    parts.push(`<line x1="${plotLeft}" x2="${plotLeft + plotWidth}" y1="${y(v)}" y2="${y(v)}" class="grid"/><text x="${plotLeft - 6}" y="${y(v) + 4}" class="axis" text-anchor="end">${escape(text)}</text>`);
+    parts.push(
+      `<line x1="${plotLeft}" x2="${plotLeft + plotWidth}" y1="${y(v)}" y2="${y(v)}" class="grid"/><text x="${plotLeft - 6}" y="${y(v) + 4}" class="axis" text-anchor="end">${escape(text)}</text>`,
+    );
   }
   for (let i = 0; i <= 4; i++) {
     const t = from + ((to - from) * i) / 4;
     const label = new Date(t * 1000).toISOString().slice(11, 16);
-    parts.push(`<text x="${x(t)}" y="${plotHeight + 14}" class="axis" text-anchor="${i === 4 ? 'end' : 'middle'}">${label}</text>`);
+    parts.push(
+      `<text x="${x(t)}" y="${plotHeight + 14}" class="axis" text-anchor="${i === 4 ? 'end' : 'middle'}">${label}</text>`,
+    );
   }
   const base = new Map<number, number>();
   const barWidth = Math.max(1.5, (plotWidth * step) / (to - from) - 1);
@@ -129,33 +153,52 @@ function timeSeriesBody(panel: PanelData, width: number, height: number, from: n
         if (!Number.isFinite(v) || v <= 0) continue;
         const below = base.get(t) ?? 0;
         base.set(t, below + v);
-        parts.push(`<rect x="${x(t) - barWidth / 2}" y="${y(below + v)}" width="${barWidth}" height="${y(below) - y(below + v)}" fill="${color}" fill-opacity="0.85"/>`);
+        parts.push(
+          `<rect x="${x(t) - barWidth / 2}" y="${y(below + v)}" width="${barWidth}" height="${y(below) - y(below + v)}" fill="${color}" fill-opacity="0.85"/>`,
+        );
       }
     } else {
       // Prometheus leaves out steps without a value and answers NaN where a quantile has no
       // observations: both break the line, and a value with no neighbour is drawn as a dot.
       const finite = s.points.filter(([, v]) => Number.isFinite(v));
-      const near = (a: number | undefined, b: number): boolean => a !== undefined && Math.abs(a - b) <= step * 1.5;
+      const near = (a: number | undefined, b: number): boolean =>
+        a !== undefined && Math.abs(a - b) <= step * 1.5;
       let path = '';
       finite.forEach(([t, v], at) => {
         path += `${near(finite[at - 1]?.[0], t) ? 'L' : 'M'}${x(t).toFixed(1)},${y(v).toFixed(1)} `;
-        if (!near(finite[at - 1]?.[0], t) && !near(finite[at + 1]?.[0], t)) parts.push(`<circle cx="${x(t).toFixed(1)}" cy="${y(v).toFixed(1)}" r="3" fill="${color}"/>`);
+        if (!near(finite[at - 1]?.[0], t) && !near(finite[at + 1]?.[0], t))
+          parts.push(`<circle cx="${x(t).toFixed(1)}" cy="${y(v).toFixed(1)}" r="3" fill="${color}"/>`);
       });
       parts.push(`<path d="${path}" fill="none" stroke="${color}" stroke-width="1.5"/>`);
     }
   });
-  const legend = series.map((s, index) => `<span class="key"><i style="background:${seriesColor(s.legend, index)}"></i>${escape(s.legend)}</span>`).join('');
+  const legend = series
+    .map(
+      (s, index) =>
+        `<span class="key"><i style="background:${seriesColor(s.legend, index)}"></i>${escape(s.legend)}</span>`,
+    )
+    .join('');
   return `<svg width="${width}" height="${plotHeight + 18}">${parts.join('')}</svg><div class="legend">${legend}</div>`;
 }
 
-export function renderDashboardHtml(input: { title: string; from: number; to: number; panels: PanelData[] }): string {
+export function renderDashboardHtml(input: {
+  title: string;
+  from: number;
+  to: number;
+  panels: PanelData[];
+}): string {
   const range = `${new Date(input.from * 1000).toISOString().slice(0, 16).replace('T', ' ')} – ${new Date(input.to * 1000).toISOString().slice(11, 16)} UTC`;
   const panels = input.panels.map((panel) => {
     const { left, top, width, height } = box(panel);
-    if (panel.type === 'row') return `<div class="row" style="left:${left}px;top:${top}px;width:${width}px">${escape(panel.title)}</div>`;
+    if (panel.type === 'row')
+      return `<div class="row" style="left:${left}px;top:${top}px;width:${width}px">${escape(panel.title)}</div>`;
     const inner = height - 30;
     const body =
-      panel.type === 'stat' ? statBody(panel, width - 16, inner - 8) : panel.type === 'bargauge' ? barGaugeBody(panel, width - 16, inner - 8) : timeSeriesBody(panel, width - 16, inner - 8, input.from, input.to);
+      panel.type === 'stat'
+        ? statBody(panel, width - 16, inner - 8)
+        : panel.type === 'bargauge'
+          ? barGaugeBody(panel, width - 16, inner - 8)
+          : timeSeriesBody(panel, width - 16, inner - 8, input.from, input.to);
     return `<div class="panel" style="left:${left}px;top:${top}px;width:${width}px;height:${height}px"><div class="title">${escape(panel.title)}</div><div class="body">${body}</div></div>`;
   });
   return `<!doctype html><html><head><meta charset="utf-8"><style>

@@ -17,15 +17,36 @@ export interface EmulatorProcess {
 }
 
 /** Starts `keyroll emulator` on a free port with the default seed plus `keyIds` in the demo enterprise org. */
-export async function startEmulatorProcess(options: { dir: string; keyIds: readonly string[]; rollRateLimitPerMinute: number }): Promise<EmulatorProcess> {
+export async function startEmulatorProcess(options: {
+  dir: string;
+  keyIds: readonly string[];
+  rollRateLimitPerMinute: number;
+}): Promise<EmulatorProcess> {
   const seed = await loadEmulatorSeed();
   seed.apiKeys.push(...options.keyIds.map((id) => ({ id, name: id, organizationId: ORG })));
   const seedFile = join(options.dir, 'emulator-seed.json');
   await writeFile(seedFile, JSON.stringify(seed));
-  const child = spawn(process.execPath, [ENTRY, 'emulator', '--port', '0', '--seed', seedFile, '--roll-rate-limit', String(options.rollRateLimitPerMinute)], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => { resolve(); }));
+  const child = spawn(
+    process.execPath,
+    [
+      ENTRY,
+      'emulator',
+      '--port',
+      '0',
+      '--seed',
+      seedFile,
+      '--roll-rate-limit',
+      String(options.rollRateLimitPerMinute),
+    ],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  const exited = new Promise<void>((resolve) =>
+    child.once('exit', () => {
+      resolve();
+    }),
+  );
   const stop = async (): Promise<void> => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
     await exited;
@@ -33,7 +54,9 @@ export async function startEmulatorProcess(options: { dir: string; keyIds: reado
   let output = '';
   try {
     const url = await new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => { reject(new Error(`keyroll emulator did not start within ${String(START_TIMEOUT_MS)} ms:\n${output}`)); }, START_TIMEOUT_MS);
+      const timer = setTimeout(() => {
+        reject(new Error(`keyroll emulator did not start within ${String(START_TIMEOUT_MS)} ms:\n${output}`));
+      }, START_TIMEOUT_MS);
       const onData = (chunk: Buffer): void => {
         output += chunk.toString('utf8');
         const match = /listening on (http:\/\/\S+)/.exec(output);

@@ -16,7 +16,13 @@ export async function secretScanningDelivery(webhookSecret: string, number: numb
   const body = JSON.stringify(secretScanningWebhook('created', { owner: 'octo-org', repo: 'shop', number }));
   return {
     body,
-    headers: { 'content-type': 'application/json', 'user-agent': 'GitHub-Hookshot/bench', 'x-github-event': 'secret_scanning_alert', 'x-github-delivery': randomUUID(), 'x-hub-signature-256': await sign(webhookSecret, body) },
+    headers: {
+      'content-type': 'application/json',
+      'user-agent': 'GitHub-Hookshot/bench',
+      'x-github-event': 'secret_scanning_alert',
+      'x-github-delivery': randomUUID(),
+      'x-hub-signature-256': await sign(webhookSecret, body),
+    },
   };
 }
 

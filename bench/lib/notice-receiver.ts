@@ -12,7 +12,9 @@ export interface NoticeReceiver {
   close(): Promise<void>;
 }
 
-export async function startNoticeReceiver(onNotice: (keyId: string) => void = () => undefined): Promise<NoticeReceiver> {
+export async function startNoticeReceiver(
+  onNotice: (keyId: string) => void = () => undefined,
+): Promise<NoticeReceiver> {
   const arrivals = new Map<string, number[]>();
   const server: Server = createServer((request: IncomingMessage, response) => {
     const at = performance.now();
@@ -42,7 +44,9 @@ export async function startNoticeReceiver(onNotice: (keyId: string) => void = ()
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
-        server.close(() => { resolve(); });
+        server.close(() => {
+          resolve();
+        });
       }),
   };
 }

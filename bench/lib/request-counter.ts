@@ -43,7 +43,13 @@ export async function startRequestCounter(targetUrl: string): Promise<RequestCou
       .then(async (answer) => {
         const outHeaders: Record<string, string | string[]> = {};
         for (const [name, value] of Object.entries(answer.headers)) {
-          if (value !== undefined && name !== 'connection' && name !== 'transfer-encoding' && name !== 'keep-alive') outHeaders[name] = value;
+          if (
+            value !== undefined &&
+            name !== 'connection' &&
+            name !== 'transfer-encoding' &&
+            name !== 'keep-alive'
+          )
+            outHeaders[name] = value;
         }
         res.writeHead(answer.statusCode, outHeaders);
         for await (const chunk of answer.body) res.write(chunk as Buffer);
@@ -59,10 +65,16 @@ export async function startRequestCounter(targetUrl: string): Promise<RequestCou
     url: `http://127.0.0.1:${String(port)}`,
     counts: () => Object.fromEntries([...counts.entries()].sort((a, b) => b[1] - a[1])),
     total: () => [...counts.values()].reduce((sum, n) => sum + n, 0),
-    reset: () => { counts.clear(); },
+    reset: () => {
+      counts.clear();
+    },
     close: async () => {
       server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => { resolve(); }));
+      await new Promise<void>((resolve) =>
+        server.close(() => {
+          resolve();
+        }),
+      );
       await agent.close();
     },
   };

@@ -43,7 +43,10 @@ export interface PolicyOptions {
 export function policyYaml(options: PolicyOptions): string {
   const keys = options.keys
     .map((key) => {
-      const slots = key.slots === undefined ? '' : `, slots: [${key.slots.join(', ')}]${key.consumerRefresh === undefined ? '' : `, consumerRefresh: ${key.consumerRefresh}`}`;
+      const slots =
+        key.slots === undefined
+          ? ''
+          : `, slots: [${key.slots.join(', ')}]${key.consumerRefresh === undefined ? '' : `, consumerRefresh: ${key.consumerRefresh}`}`;
       return `  - { id: ${key.id}, organization: ${ORG}${slots}, destinations: [{ backend: ${key.backend}, path: ${key.path} }]${key.schedule === undefined ? '' : `, schedule: "${key.schedule}"`}${key.consumers === undefined ? '' : `, consumers: ${key.consumers}`} }`;
     })
     .join('\n');
@@ -85,7 +88,9 @@ export async function startWorld(options: WorldOptions): Promise<World> {
   const emulator = await startEmulator({
     port: 0,
     rollRateLimitPerMinute: options.rollRateLimitPerMinute,
-    ...(options.rollRateBurstSeconds === undefined ? {} : { rollRateBurstSeconds: options.rollRateBurstSeconds }),
+    ...(options.rollRateBurstSeconds === undefined
+      ? {}
+      : { rollRateBurstSeconds: options.rollRateBurstSeconds }),
   });
   return {
     emulator,

@@ -48,7 +48,8 @@ function logicalLines(text: string): { text: string; line: number }[] {
       current = undefined;
     }
   });
-  if (current !== undefined) throw new Error(`Dockerfile line ${current.line}: continuation runs past the end of the file`);
+  if (current !== undefined)
+    throw new Error(`Dockerfile line ${current.line}: continuation runs past the end of the file`);
   return out;
 }
 
@@ -58,7 +59,11 @@ function parseInstruction(text: string, line: number): Instruction {
   const keyword = match[1]!.toUpperCase();
   let rest = match[2]!;
   const flags: Record<string, string> = {};
-  for (let flag = /^--([a-z-]+)(?:=(\S*))?\s*/.exec(rest); flag !== null; flag = /^--([a-z-]+)(?:=(\S*))?\s*/.exec(rest)) {
+  for (
+    let flag = /^--([a-z-]+)(?:=(\S*))?\s*/.exec(rest);
+    flag !== null;
+    flag = /^--([a-z-]+)(?:=(\S*))?\s*/.exec(rest)
+  ) {
     flags[flag[1]!] = flag[2] ?? 'true';
     rest = rest.slice(flag[0].length);
   }
@@ -72,7 +77,11 @@ export function parseDockerfile(text: string): Dockerfile {
     if (instruction.keyword === 'FROM') {
       const from = /^(\S+)(?:\s+AS\s+(\S+))?$/i.exec(instruction.args);
       if (from === null) throw new Error(`Dockerfile line ${line}: cannot read FROM "${instruction.args}"`);
-      file.stages.push({ image: expandArgs(from[1]!, file.preamble, line), ...(from[2] === undefined ? {} : { name: from[2] }), instructions: [] });
+      file.stages.push({
+        image: expandArgs(from[1]!, file.preamble, line),
+        ...(from[2] === undefined ? {} : { name: from[2] }),
+        instructions: [],
+      });
     } else if (file.stages.length === 0) {
       file.preamble.push(instruction);
     } else {
@@ -118,10 +127,18 @@ export function envAssignments(instruction: Instruction): Record<string, string>
  * FROM, as BuildKit does when no --build-arg overrides it. A name without a default fails loudly.
  */
 function expandArgs(image: string, preamble: readonly Instruction[], line: number): string {
-  return image.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)/g, (_, braced: string | undefined, bare: string | undefined) => {
-    const name = braced ?? bare ?? '';
-    const arg = preamble.find((instruction) => instruction.keyword === 'ARG' && instruction.args.startsWith(`${name}=`));
-    if (arg === undefined) throw new Error(`Dockerfile line ${line}: FROM uses $${name}, which has no ARG default before the first FROM`);
-    return arg.args.slice(name.length + 1).replace(/^"(.*)"$/, '$1');
-  });
+  return image.replace(
+    /\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)/g,
+    (_, braced: string | undefined, bare: string | undefined) => {
+      const name = braced ?? bare ?? '';
+      const arg = preamble.find(
+        (instruction) => instruction.keyword === 'ARG' && instruction.args.startsWith(`${name}=`),
+      );
+      if (arg === undefined)
+        throw new Error(
+          `Dockerfile line ${line}: FROM uses $${name}, which has no ARG default before the first FROM`,
+        );
+      return arg.args.slice(name.length + 1).replace(/^"(.*)"$/, '$1');
+    },
+  );
 }

@@ -66,7 +66,9 @@ export function reportResult(onResult: AlerterOptions['onResult'], sink: string,
 }
 
 /** How alerts and success notices reach their sinks: the sinks, retries, clock, dispatcher and shutdown settings of `options`. */
-export function dispatchOptions(options: Omit<AlerterOptions, 'defaultSinks' | 'audit' | 'onResult'>): SinkDispatchOptions {
+export function dispatchOptions(
+  options: Omit<AlerterOptions, 'defaultSinks' | 'audit' | 'onResult'>,
+): SinkDispatchOptions {
   return {
     sinks: options.sinks,
     retry: options.retry ?? DEFAULT_ALERT_RETRY,
@@ -112,7 +114,11 @@ export function createAlerter(options: AlerterOptions): AuditedAlerter {
       const targets = [...new Set(sinks ?? defaultSinks)].filter((sink) => deduper.claim(sink, safe));
       await Promise.all(
         targets.map(async (sink) => {
-          const outcome = await dispatchToSink(sink, (name, config, context) => buildAlertRequest(name, config, safe, context), dispatch);
+          const outcome = await dispatchToSink(
+            sink,
+            (name, config, context) => buildAlertRequest(name, config, safe, context),
+            dispatch,
+          );
           audit.emit(outcome.sent ? 'alert.sent' : 'alert.undeliverable', { ...outcome.fields, ...about });
           reportResult(options.onResult, sink, outcome.sent ? 'sent' : 'failed');
         }),

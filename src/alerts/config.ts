@@ -42,7 +42,11 @@ export const PagerDutySinkConfig = z.strictObject({
   allowInsecureHttp: AllowInsecureHttp,
 });
 
-export const AlertSinkConfig = z.discriminatedUnion('kind', [WebhookSinkConfig, SlackSinkConfig, PagerDutySinkConfig]);
+export const AlertSinkConfig = z.discriminatedUnion('kind', [
+  WebhookSinkConfig,
+  SlackSinkConfig,
+  PagerDutySinkConfig,
+]);
 export type AlertSinkConfig = z.infer<typeof AlertSinkConfig>;
 export type WebhookSinkConfig = z.infer<typeof WebhookSinkConfig>;
 export type SlackSinkConfig = z.infer<typeof SlackSinkConfig>;

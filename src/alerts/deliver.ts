@@ -36,7 +36,11 @@ export interface RetryPolicy {
   maxBackoffMs?: number;
 }
 
-export const DEFAULT_ALERT_RETRY: Required<RetryPolicy> = { attempts: 3, initialBackoffMs: 1_000, maxBackoffMs: 30_000 };
+export const DEFAULT_ALERT_RETRY: Required<RetryPolicy> = {
+  attempts: 3,
+  initialBackoffMs: 1_000,
+  maxBackoffMs: 30_000,
+};
 
 export interface DeliveryOptions {
   sink: string;
@@ -78,7 +82,10 @@ type ExcerptRead = { excerpt?: string; deadlinePassed?: true };
  * EXCERPT_READ_BYTES. A body that does not end in time yields no excerpt: the status already
  * says what happened.
  */
-async function readExcerpt(body: Dispatcher.ResponseData['body'], signals: AttemptSignals): Promise<ExcerptRead> {
+async function readExcerpt(
+  body: Dispatcher.ResponseData['body'],
+  signals: AttemptSignals,
+): Promise<ExcerptRead> {
   try {
     const { text } = await readBodyPrefix(body, EXCERPT_READ_BYTES);
     const excerpt = sanitizeText(text).trim().slice(0, EXCERPT_CHARS);
@@ -95,11 +102,20 @@ interface AttemptOutcome {
 }
 
 function abandoned(options: DeliveryOptions, attempts: number): DeliveryResult {
-  const error = new AlertDeliveryError('KR_ALERT_ABORTED', `alert sink ${options.sink}: delivery abandoned at shutdown`, { sink: options.sink, sinkKind: options.sinkKind });
+  const error = new AlertDeliveryError(
+    'KR_ALERT_ABORTED',
+    `alert sink ${options.sink}: delivery abandoned at shutdown`,
+    { sink: options.sink, sinkKind: options.sinkKind },
+  );
   return { delivered: false, attempts, error };
 }
 
-async function attemptOnce(req: SinkRequest, options: DeliveryOptions, attempt: number, cutoff: AbortSignal): Promise<AttemptOutcome> {
+async function attemptOnce(
+  req: SinkRequest,
+  options: DeliveryOptions,
+  attempt: number,
+  cutoff: AbortSignal,
+): Promise<AttemptOutcome> {
   const context = { sink: options.sink, sinkKind: options.sinkKind };
   const signals: AttemptSignals = { deadline: AbortSignal.timeout(req.deadlineMs), cutoff };
   let response: Dispatcher.ResponseData;
@@ -119,7 +135,11 @@ async function attemptOnce(req: SinkRequest, options: DeliveryOptions, attempt: 
     const networkCode = signals.deadline.aborted ? DEADLINE_NETWORK_CODE : errorCode(error);
     return {
       result: undefined,
-      error: new AlertDeliveryError('KR_ALERT_NETWORK', `alert sink ${options.sink} could not be reached (${networkCode})`, { ...context, networkCode, cause: error }),
+      error: new AlertDeliveryError(
+        'KR_ALERT_NETWORK',
+        `alert sink ${options.sink} could not be reached (${networkCode})`,
+        { ...context, networkCode, cause: error },
+      ),
     };
   }
   const status = response.statusCode;
@@ -143,11 +163,19 @@ async function attemptOnce(req: SinkRequest, options: DeliveryOptions, attempt: 
     const retryAfterMs = parseRetryAfter(Array.isArray(header) ? header[0] : header, options.now());
     return {
       result: undefined,
-      error: new AlertDeliveryError('KR_ALERT_SINK_UNAVAILABLE', `alert sink ${options.sink} answered ${status}`, { ...context, status, ...extra }),
+      error: new AlertDeliveryError(
+        'KR_ALERT_SINK_UNAVAILABLE',
+        `alert sink ${options.sink} answered ${status}`,
+        { ...context, status, ...extra },
+      ),
       ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
     };
   }
-  const error = new AlertDeliveryError('KR_ALERT_REJECTED', `alert sink ${options.sink} rejected the request with ${status}`, { ...context, status, ...extra });
+  const error = new AlertDeliveryError(
+    'KR_ALERT_REJECTED',
+    `alert sink ${options.sink} rejected the request with ${status}`,
+    { ...context, status, ...extra },
+  );
   return { result: { delivered: false, attempts: attempt, error } };
 }
 
@@ -166,14 +194,24 @@ export async function postWithRetries(req: SinkRequest, options: DeliveryOptions
       const backoffMs = options.retry.initialBackoffMs * 2 ** (attempt - 1);
       // Retry-After is honoured up to the cap: a sink asking for an hour must not hold the
       // rotation (which awaits its alerts) for an hour; the last attempt's failure is audited.
-      if (!(await waitUnlessCutOff(options.sleep(Math.min(maxBackoffMs, outcome.retryAfterMs ?? backoffMs), cutoff.signal), cutoff.signal))) {
+      if (
+        !(await waitUnlessCutOff(
+          options.sleep(Math.min(maxBackoffMs, outcome.retryAfterMs ?? backoffMs), cutoff.signal),
+          cutoff.signal,
+        ))
+      ) {
         return abandoned(options, attempt);
       }
     }
     return {
       delivered: false,
       attempts,
-      error: lastError ?? new AlertDeliveryError('KR_ALERT_NETWORK', `alert sink ${options.sink} could not be reached`, { sink: options.sink, sinkKind: options.sinkKind }),
+      error:
+        lastError ??
+        new AlertDeliveryError('KR_ALERT_NETWORK', `alert sink ${options.sink} could not be reached`, {
+          sink: options.sink,
+          sinkKind: options.sinkKind,
+        }),
     };
   } finally {
     cutoff.dispose();

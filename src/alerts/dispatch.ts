@@ -21,7 +21,11 @@ export interface SinkDispatchOptions {
 }
 
 /** Builds the request for one sink; undefined when the sink cannot take this kind of message. */
-export type SinkRequestBuilder = (name: string, config: AlertSinkConfig, context: SinkContext) => Promise<SinkRequest> | undefined;
+export type SinkRequestBuilder = (
+  name: string,
+  config: AlertSinkConfig,
+  context: SinkContext,
+) => Promise<SinkRequest> | undefined;
 
 export interface SinkOutcome {
   sent: boolean;
@@ -30,7 +34,12 @@ export interface SinkOutcome {
 }
 
 function failure(base: Record<string, unknown>, attempts: number, error: unknown): SinkOutcome {
-  const fields: Record<string, unknown> = { ...base, attempts, errorCode: errorCode(error), error: errorMessage(error) };
+  const fields: Record<string, unknown> = {
+    ...base,
+    attempts,
+    errorCode: errorCode(error),
+    error: errorMessage(error),
+  };
   if (error instanceof AlertDeliveryError) {
     if (error.status !== undefined) fields.status = error.status;
     if (error.networkCode !== undefined) fields.networkCode = error.networkCode;
@@ -39,10 +48,20 @@ function failure(base: Record<string, unknown>, attempts: number, error: unknown
   return { sent: false, fields };
 }
 
-export async function dispatchToSink(name: string, build: SinkRequestBuilder, options: SinkDispatchOptions): Promise<SinkOutcome> {
+export async function dispatchToSink(
+  name: string,
+  build: SinkRequestBuilder,
+  options: SinkDispatchOptions,
+): Promise<SinkOutcome> {
   const config = Object.hasOwn(options.sinks, name) ? options.sinks[name] : undefined;
   if (config === undefined) {
-    return failure({ sink: name }, 0, new AlertDeliveryError('KR_ALERT_SINK_UNKNOWN', `alert sink ${name} is not defined in the policy`, { sink: name }));
+    return failure(
+      { sink: name },
+      0,
+      new AlertDeliveryError('KR_ALERT_SINK_UNKNOWN', `alert sink ${name} is not defined in the policy`, {
+        sink: name,
+      }),
+    );
   }
   const base: Record<string, unknown> = { sink: name, sinkKind: config.kind };
   let request: SinkRequest | undefined;
@@ -51,10 +70,26 @@ export async function dispatchToSink(name: string, build: SinkRequestBuilder, op
   } catch (error) {
     // A reference that cannot be read (RefError names the variable or file, never a value).
     if (error instanceof KeyrollError) return failure(base, 0, error);
-    return failure(base, 0, new AlertDeliveryError('KR_ALERT_SINK_INVALID', `alert sink ${name} could not build its request`, { sink: name, sinkKind: config.kind, cause: error }));
+    return failure(
+      base,
+      0,
+      new AlertDeliveryError('KR_ALERT_SINK_INVALID', `alert sink ${name} could not build its request`, {
+        sink: name,
+        sinkKind: config.kind,
+        cause: error,
+      }),
+    );
   }
   if (request === undefined) {
-    return failure(base, 0, new AlertDeliveryError('KR_ALERT_SINK_UNSUPPORTED', `alert sink ${name} (${config.kind}) does not take this kind of message`, { sink: name, sinkKind: config.kind }));
+    return failure(
+      base,
+      0,
+      new AlertDeliveryError(
+        'KR_ALERT_SINK_UNSUPPORTED',
+        `alert sink ${name} (${config.kind}) does not take this kind of message`,
+        { sink: name, sinkKind: config.kind },
+      ),
+    );
   }
   if (request.auditUrl !== undefined) base.url = request.auditUrl;
   try {
@@ -68,7 +103,8 @@ export async function dispatchToSink(name: string, build: SinkRequestBuilder, op
       ...(options.signal ? { signal: options.signal } : {}),
       ...(options.shutdownWindowMs === undefined ? {} : { shutdownWindowMs: options.shutdownWindowMs }),
     });
-    if (result.delivered) return { sent: true, fields: { ...base, attempts: result.attempts, status: result.status } };
+    if (result.delivered)
+      return { sent: true, fields: { ...base, attempts: result.attempts, status: result.status } };
     return failure(base, result.attempts, result.error);
   } catch (error) {
     return failure(base, 0, error);

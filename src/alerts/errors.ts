@@ -22,7 +22,10 @@ export type AlertDeliveryErrorCode =
   /** The sink's configuration cannot produce a request (a webhook with neither url nor urlRef). */
   | 'KR_ALERT_SINK_INVALID';
 
-const RETRYABLE: ReadonlySet<AlertDeliveryErrorCode> = new Set(['KR_ALERT_SINK_UNAVAILABLE', 'KR_ALERT_NETWORK']);
+const RETRYABLE: ReadonlySet<AlertDeliveryErrorCode> = new Set([
+  'KR_ALERT_SINK_UNAVAILABLE',
+  'KR_ALERT_NETWORK',
+]);
 
 export interface AlertDeliveryContext {
   sink: string;

@@ -35,15 +35,28 @@ export function createNotifier(options: NotifierOptions): Notifier {
   const notifierOn = (auditLog: AuditLog): Notifier => ({
     async notifySuccess(notice: SuccessNotice, sinks: readonly string[]): Promise<NoticeResult[]> {
       const safe = sanitizeValue(notice);
-      const audit = auditLog.child({ rotationId: safe.rotationId, keyId: safe.keyId, organizationId: safe.organizationId });
+      const audit = auditLog.child({
+        rotationId: safe.rotationId,
+        keyId: safe.keyId,
+        organizationId: safe.organizationId,
+      });
       return Promise.all(
         [...new Set(sinks)].map(async (sink): Promise<NoticeResult> => {
-          const outcome = await dispatchToSink(sink, (name, config, context) => buildSuccessRequest(name, config, safe, context), dispatch);
+          const outcome = await dispatchToSink(
+            sink,
+            (name, config, context) => buildSuccessRequest(name, config, safe, context),
+            dispatch,
+          );
           audit.emit(outcome.sent ? 'notify.sent' : 'notify.failed', outcome.fields);
           reportResult(options.onResult, sink, outcome.sent ? 'sent' : 'failed');
           if (outcome.sent) return { sink, sent: true };
           const { errorCode, error } = outcome.fields;
-          return { sink, sent: false, ...(typeof errorCode === 'string' ? { errorCode } : {}), ...(typeof error === 'string' ? { error } : {}) };
+          return {
+            sink,
+            sent: false,
+            ...(typeof errorCode === 'string' ? { errorCode } : {}),
+            ...(typeof error === 'string' ? { error } : {}),
+          };
         }),
       );
     },

@@ -41,7 +41,8 @@ export function pagerDutyDedupKey(alert: Alert, fresh: () => string = randomUUID
 }
 
 export function pagerDutyEvent(alert: Alert, routingKey: string, time: Date): PagerDutyEvent {
-  const summary = alert.summary.length <= SUMMARY_MAX ? alert.summary : `${alert.summary.slice(0, SUMMARY_MAX - 1)}…`;
+  const summary =
+    alert.summary.length <= SUMMARY_MAX ? alert.summary : `${alert.summary.slice(0, SUMMARY_MAX - 1)}…`;
   return {
     routing_key: routingKey,
     event_action: 'trigger',
@@ -69,9 +70,21 @@ export function pagerDutyEvent(alert: Alert, routingKey: string, time: Date): Pa
   };
 }
 
-export async function pagerDutyAlertRequest(_name: string, config: PagerDutySinkConfig, alert: Alert, context: SinkContext): Promise<SinkRequest> {
+export async function pagerDutyAlertRequest(
+  _name: string,
+  config: PagerDutySinkConfig,
+  alert: Alert,
+  context: SinkContext,
+): Promise<SinkRequest> {
   // Sanitizing happened before this point (the alerter sanitizes the Alert); the routing key is
   // added after, so the sanitizer — which knows it as a resolved Secret — cannot blank it.
   const routingKey = (await resolveRef(config.routingKey, context.env)).reveal();
-  return { url: config.url, auditUrl: config.url, headers: {}, timeoutMs: config.timeoutMs, deadlineMs: config.deadlineMs, body: pagerDutyEvent(alert, routingKey, context.now()) };
+  return {
+    url: config.url,
+    auditUrl: config.url,
+    headers: {},
+    timeoutMs: config.timeoutMs,
+    deadlineMs: config.deadlineMs,
+    body: pagerDutyEvent(alert, routingKey, context.now()),
+  };
 }

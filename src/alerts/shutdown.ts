@@ -38,7 +38,10 @@ export interface DeliveryCutoff {
 }
 
 /** The cutoff of one delivery: `own` (the alerter's signal) and every process-wide shutdown signal. */
-export function deliveryCutoff(own: AbortSignal | undefined, windowMs: number = SHUTDOWN_WINDOW_MS): DeliveryCutoff {
+export function deliveryCutoff(
+  own: AbortSignal | undefined,
+  windowMs: number = SHUTDOWN_WINDOW_MS,
+): DeliveryCutoff {
   const controller = new AbortController();
   const watched = [...processSignals, ...(own === undefined ? [] : [own])];
   let timer: NodeJS.Timeout | undefined;

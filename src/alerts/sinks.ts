@@ -9,7 +9,12 @@ import { webhookAlertRequest, webhookSuccessRequest } from './webhook.ts';
 
 type SinkKind = AlertSinkConfig['kind'];
 type ConfigOf<K extends SinkKind> = Extract<AlertSinkConfig, { kind: K }>;
-type RequestBuilder<K extends SinkKind, M> = (name: string, config: ConfigOf<K>, message: M, context: SinkContext) => Promise<SinkRequest>;
+type RequestBuilder<K extends SinkKind, M> = (
+  name: string,
+  config: ConfigOf<K>,
+  message: M,
+  context: SinkContext,
+) => Promise<SinkRequest>;
 
 const ALERT_REQUESTS: { [K in SinkKind]: RequestBuilder<K, Alert> } = {
   webhook: webhookAlertRequest,
@@ -24,14 +29,24 @@ const SUCCESS_REQUESTS: { [K in SinkKind]: RequestBuilder<K, SuccessNotice> | un
   pagerduty: undefined,
 };
 
-export function buildAlertRequest(name: string, config: AlertSinkConfig, alert: Alert, context: SinkContext): Promise<SinkRequest> {
+export function buildAlertRequest(
+  name: string,
+  config: AlertSinkConfig,
+  alert: Alert,
+  context: SinkContext,
+): Promise<SinkRequest> {
   // The map is indexed by the config's own kind, so the builder matches the config.
   const build = ALERT_REQUESTS[config.kind] as RequestBuilder<SinkKind, Alert>;
   return build(name, config, alert, context);
 }
 
 /** The success request for `config`, or undefined when its kind takes no success notices. */
-export function buildSuccessRequest(name: string, config: AlertSinkConfig, notice: SuccessNotice, context: SinkContext): Promise<SinkRequest> | undefined {
+export function buildSuccessRequest(
+  name: string,
+  config: AlertSinkConfig,
+  notice: SuccessNotice,
+  context: SinkContext,
+): Promise<SinkRequest> | undefined {
   const build = SUCCESS_REQUESTS[config.kind] as RequestBuilder<SinkKind, SuccessNotice> | undefined;
   return build?.(name, config, notice, context);
 }

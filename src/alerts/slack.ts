@@ -51,7 +51,10 @@ function field(label: string, value: string): Markdown {
 
 export function slackAlertMessage(alert: Alert, time: Date): SlackMessage {
   const label = SEVERITY_LABEL[alert.severity];
-  const subject = alert.keyId === undefined ? `keyroll ${alert.step} failed` : `keyroll: key ${alert.keyId} failed at ${alert.step}`;
+  const subject =
+    alert.keyId === undefined
+      ? `keyroll ${alert.step} failed`
+      : `keyroll: key ${alert.keyId} failed at ${alert.step}`;
   const fields = [
     field('Severity', alert.severity),
     ...(alert.keyId === undefined ? [] : [field('Key', alert.keyId)]),
@@ -63,10 +66,19 @@ export function slackAlertMessage(alert: Alert, time: Date): SlackMessage {
   return {
     text: `${label} ${escapeSlackText(subject)}: ${escapeSlackText(alert.summary)}`,
     blocks: [
-      { type: 'header', text: { type: 'plain_text', text: clip(`${label.replace(/^:\S+: /, '')} ${subject}`, HEADER_MAX) } },
+      {
+        type: 'header',
+        text: { type: 'plain_text', text: clip(`${label.replace(/^:\S+: /, '')} ${subject}`, HEADER_MAX) },
+      },
       { type: 'section', text: { type: 'mrkdwn', text: clip(escapeSlackText(alert.summary), SECTION_MAX) } },
       { type: 'section', fields },
-      { type: 'section', text: { type: 'mrkdwn', text: clip(`*Next action*\n${escapeSlackText(alert.nextAction)}`, SECTION_MAX) } },
+      {
+        type: 'section',
+        text: {
+          type: 'mrkdwn',
+          text: clip(`*Next action*\n${escapeSlackText(alert.nextAction)}`, SECTION_MAX),
+        },
+      },
       { type: 'context', elements: [{ type: 'mrkdwn', text: `keyroll · ${time.toISOString()}` }] },
     ],
   };
@@ -79,23 +91,44 @@ export function slackSuccessMessage(notice: SuccessNotice, time: Date): SlackMes
     text,
     blocks: [
       { type: 'section', text: { type: 'mrkdwn', text: clip(text, SECTION_MAX) } },
-      { type: 'context', elements: [{ type: 'mrkdwn', text: `rotation ${escapeSlackText(notice.rotationId)} · ${time.toISOString()}` }] },
+      {
+        type: 'context',
+        elements: [
+          { type: 'mrkdwn', text: `rotation ${escapeSlackText(notice.rotationId)} · ${time.toISOString()}` },
+        ],
+      },
     ],
   };
 }
 
-async function slackTarget(config: SlackSinkConfig, context: SinkContext): Promise<Omit<SinkRequest, 'body'>> {
+async function slackTarget(
+  config: SlackSinkConfig,
+  context: SinkContext,
+): Promise<Omit<SinkRequest, 'body'>> {
   const url = (await resolveRef(config.webhookUrl, context.env)).reveal();
   // The policy check cannot see a URL behind a reference (src/http/transport.ts); the host alone is named.
   const host = config.allowInsecureHttp === true ? undefined : insecureHttpHost(url);
-  if (host !== undefined) throw new Error(`the URL from ${config.webhookUrl} uses plain http:// to ${host}; use https:// or set allowInsecureHttp: true on the sink`);
+  if (host !== undefined)
+    throw new Error(
+      `the URL from ${config.webhookUrl} uses plain http:// to ${host}; use https:// or set allowInsecureHttp: true on the sink`,
+    );
   return { url, headers: {}, timeoutMs: config.timeoutMs, deadlineMs: config.deadlineMs };
 }
 
-export async function slackAlertRequest(_name: string, config: SlackSinkConfig, alert: Alert, context: SinkContext): Promise<SinkRequest> {
+export async function slackAlertRequest(
+  _name: string,
+  config: SlackSinkConfig,
+  alert: Alert,
+  context: SinkContext,
+): Promise<SinkRequest> {
   return { ...(await slackTarget(config, context)), body: slackAlertMessage(alert, context.now()) };
 }
 
-export async function slackSuccessRequest(_name: string, config: SlackSinkConfig, notice: SuccessNotice, context: SinkContext): Promise<SinkRequest> {
+export async function slackSuccessRequest(
+  _name: string,
+  config: SlackSinkConfig,
+  notice: SuccessNotice,
+  context: SinkContext,
+): Promise<SinkRequest> {
   return { ...(await slackTarget(config, context)), body: slackSuccessMessage(notice, context.now()) };
 }

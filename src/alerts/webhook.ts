@@ -10,7 +10,11 @@ import type { Alert, SinkContext, SuccessNotice } from './types.ts';
 export type WebhookAlertBody = Alert & { source: 'keyroll'; event: 'rotation.failed'; time: string };
 
 /** The JSON a webhook receives after a stored value or a finished rotation (`stage`); never the secret. */
-export type WebhookSuccessBody = SuccessNotice & { source: 'keyroll'; event: 'rotation.succeeded'; time: string };
+export type WebhookSuccessBody = SuccessNotice & {
+  source: 'keyroll';
+  event: 'rotation.succeeded';
+  time: string;
+};
 
 export function webhookAlertBody(alert: Alert, time: Date): WebhookAlertBody {
   // Envelope fields last so an alert's details can never overwrite them.
@@ -21,7 +25,11 @@ export function webhookSuccessBody(notice: SuccessNotice, time: Date): WebhookSu
   return { ...notice, source: 'keyroll', event: 'rotation.succeeded', time: time.toISOString() };
 }
 
-async function webhookTarget(name: string, config: WebhookSinkConfig, context: SinkContext): Promise<Omit<SinkRequest, 'body'>> {
+async function webhookTarget(
+  name: string,
+  config: WebhookSinkConfig,
+  context: SinkContext,
+): Promise<Omit<SinkRequest, 'body'>> {
   let url: string;
   let auditUrl: string | undefined;
   if (config.url !== undefined) {
@@ -32,23 +40,46 @@ async function webhookTarget(name: string, config: WebhookSinkConfig, context: S
     // The policy check cannot see a URL behind a reference (src/http/transport.ts); the host alone is named.
     const host = config.allowInsecureHttp === true ? undefined : insecureHttpHost(url);
     if (host !== undefined) {
-      throw new AlertDeliveryError('KR_ALERT_SINK_INVALID', `webhook sink ${name}: the URL from ${config.urlRef} uses plain http:// to ${host}; use https:// or set allowInsecureHttp: true on the sink`, { sink: name, sinkKind: 'webhook' });
+      throw new AlertDeliveryError(
+        'KR_ALERT_SINK_INVALID',
+        `webhook sink ${name}: the URL from ${config.urlRef} uses plain http:// to ${host}; use https:// or set allowInsecureHttp: true on the sink`,
+        { sink: name, sinkKind: 'webhook' },
+      );
     }
   } else {
-    throw new AlertDeliveryError('KR_ALERT_SINK_INVALID', `webhook sink ${name} has neither url nor urlRef`, { sink: name, sinkKind: 'webhook' });
+    throw new AlertDeliveryError('KR_ALERT_SINK_INVALID', `webhook sink ${name} has neither url nor urlRef`, {
+      sink: name,
+      sinkKind: 'webhook',
+    });
   }
   const headers: Record<string, string> = {};
   for (const [header, ref] of Object.entries(config.headers)) {
     // Revealed for the wire only; the value stays registered with the sanitizer.
     headers[header.toLowerCase()] = (await resolveRef(ref, context.env)).reveal();
   }
-  return { url, headers, timeoutMs: config.timeoutMs, deadlineMs: config.deadlineMs, ...(auditUrl === undefined ? {} : { auditUrl }) };
+  return {
+    url,
+    headers,
+    timeoutMs: config.timeoutMs,
+    deadlineMs: config.deadlineMs,
+    ...(auditUrl === undefined ? {} : { auditUrl }),
+  };
 }
 
-export async function webhookAlertRequest(name: string, config: WebhookSinkConfig, alert: Alert, context: SinkContext): Promise<SinkRequest> {
+export async function webhookAlertRequest(
+  name: string,
+  config: WebhookSinkConfig,
+  alert: Alert,
+  context: SinkContext,
+): Promise<SinkRequest> {
   return { ...(await webhookTarget(name, config, context)), body: webhookAlertBody(alert, context.now()) };
 }
 
-export async function webhookSuccessRequest(name: string, config: WebhookSinkConfig, notice: SuccessNotice, context: SinkContext): Promise<SinkRequest> {
+export async function webhookSuccessRequest(
+  name: string,
+  config: WebhookSinkConfig,
+  notice: SuccessNotice,
+  context: SinkContext,
+): Promise<SinkRequest> {
   return { ...(await webhookTarget(name, config, context)), body: webhookSuccessBody(notice, context.now()) };
 }

@@ -7,10 +7,23 @@ import type { Secret } from '../audit/secret.ts';
 import { staticCredential, type CredentialProvider } from './credentials.ts';
 import { decodeBody, decodeRolledKey, type RawResponse, type RolledKey } from './decode.ts';
 import { ApiError, transportError, type ApiOperation } from './errors.ts';
-import { headerValue, mediaType, readBodyText, ResponseDeadlineError, ResponseTooLargeError } from './http.ts';
+import {
+  headerValue,
+  mediaType,
+  readBodyText,
+  ResponseDeadlineError,
+  ResponseTooLargeError,
+} from './http.ts';
 import type { RateLimiter } from './rate-limiter.ts';
 import { parseRetryAfter } from './retry-after.ts';
-import { ConsentSettingsBody, ProjectBody, ProjectListBody, type Branding, type ConsentSettings, type Project } from './schema.ts';
+import {
+  ConsentSettingsBody,
+  ProjectBody,
+  ProjectListBody,
+  type Branding,
+  type ConsentSettings,
+  type Project,
+} from './schema.ts';
 
 export type { ApiOperation } from './errors.ts';
 export type { RolledKey } from './decode.ts';
@@ -83,7 +96,10 @@ export class ApiClient {
     this.#headersTimeoutMs = options.headersTimeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.#bodyTimeoutMs = options.bodyTimeoutMs ?? DEFAULT_TIMEOUT_MS;
     if (options.dispatcher === undefined) {
-      this.#ownAgent = new Agent({ headersTimeout: this.#headersTimeoutMs, bodyTimeout: this.#bodyTimeoutMs });
+      this.#ownAgent = new Agent({
+        headersTimeout: this.#headersTimeoutMs,
+        bodyTimeout: this.#bodyTimeoutMs,
+      });
       this.#dispatcher = this.#ownAgent;
     } else {
       this.#ownAgent = undefined;
@@ -96,7 +112,10 @@ export class ApiClient {
   }
 
   /** Rolls the key: the API returns the new secret once and the old one dies at that instant. */
-  async rollKey(keyId: string, options: { organizationId?: string; signal?: AbortSignal } = {}): Promise<RolledKey> {
+  async rollKey(
+    keyId: string,
+    options: { organizationId?: string; signal?: AbortSignal } = {},
+  ): Promise<RolledKey> {
     const response = await this.#call({
       operation: 'roll',
       path: `/v1/auth/keys/${pathSegment(keyId, 'keyId')}/roll`,
@@ -122,11 +141,17 @@ export class ApiClient {
   }
 
   /** Every project, page after page, following `pagination.nextCursor` until `hasMore` is false. */
-  async *projects(query: { limit?: number; organizationId?: string } = {}, options: { signal?: AbortSignal } = {}): AsyncIterable<Project> {
+  async *projects(
+    query: { limit?: number; organizationId?: string } = {},
+    options: { signal?: AbortSignal } = {},
+  ): AsyncIterable<Project> {
     const seen = new Set<string>();
     let cursor: string | undefined;
     for (;;) {
-      const page = await this.listProjects({ limit: query.limit ?? 100, organizationId: query.organizationId, cursor }, options);
+      const page = await this.listProjects(
+        { limit: query.limit ?? 100, organizationId: query.organizationId, cursor },
+        options,
+      );
       yield* page.projects;
       if (!page.hasMore) return;
       // A missing or repeated cursor would loop forever; the answer is broken, so say so.
@@ -143,7 +168,11 @@ export class ApiClient {
     }
   }
 
-  async updateProject(projectId: string, body: { projectName?: string; description?: string | null }, options: { signal?: AbortSignal } = {}): Promise<Project> {
+  async updateProject(
+    projectId: string,
+    body: { projectName?: string; description?: string | null },
+    options: { signal?: AbortSignal } = {},
+  ): Promise<Project> {
     const response = await this.#call({
       operation: 'updateProject',
       path: `/v1/projects/${pathSegment(projectId, 'projectId')}`,
@@ -153,7 +182,11 @@ export class ApiClient {
     return decodeBody('updateProject', response, ProjectBody, this.#now()).data;
   }
 
-  async updateConsent(projectId: string, body: { trustedOrigins?: string[]; branding?: Branding }, options: { signal?: AbortSignal } = {}): Promise<ConsentSettings> {
+  async updateConsent(
+    projectId: string,
+    body: { trustedOrigins?: string[]; branding?: Branding },
+    options: { signal?: AbortSignal } = {},
+  ): Promise<ConsentSettings> {
     const response = await this.#call({
       operation: 'updateConsent',
       path: `/v1/projects/${pathSegment(projectId, 'projectId')}/consent`,
@@ -167,7 +200,10 @@ export class ApiClient {
    * Probes whether `secret` (an organization API key) works: a one-item project list with it as
    * the bearer. 'invalid' on 401; any other failure throws, since it says nothing about the key.
    */
-  async probeSecret(secret: Secret, options: { organizationId?: string; signal?: AbortSignal } = {}): Promise<'valid' | 'invalid'> {
+  async probeSecret(
+    secret: Secret,
+    options: { organizationId?: string; signal?: AbortSignal } = {},
+  ): Promise<'valid' | 'invalid'> {
     try {
       await this.listProjects(
         { limit: 1, organizationId: options.organizationId },
@@ -207,7 +243,12 @@ export class ApiClient {
       await limiter?.acquire(spec.signal);
     } catch (error) {
       // Aborted while waiting for a slot: nothing was sent, so the outcome is known.
-      throw new ApiError({ code: 'KR_API_ABORTED', operation, message: `${operation}: aborted while waiting for the rate limiter`, cause: error });
+      throw new ApiError({
+        code: 'KR_API_ABORTED',
+        operation,
+        message: `${operation}: aborted while waiting for the rate limiter`,
+        cause: error,
+      });
     }
     // Read after the wait, so a file credential rotated meanwhile is the one sent.
     let token: Secret;
@@ -246,7 +287,13 @@ export class ApiClient {
       phase = 'body';
       // timeouts.bodyMs bounds the whole body, not only the gap between chunks (a slow drip).
       const { text, bytes } = await readBodyText(answer.body, undefined, this.#bodyTimeoutMs);
-      response = { status: answer.statusCode, headers: answer.headers, contentType: mediaType(answer.headers), text, bytes };
+      response = {
+        status: answer.statusCode,
+        headers: answer.headers,
+        contentType: mediaType(answer.headers),
+        text,
+        bytes,
+      };
     } catch (error) {
       if (error instanceof ResponseTooLargeError) {
         throw new ApiError({

@@ -40,7 +40,8 @@ export function statusError(operation: ApiOperation, response: RawResponse, now:
   const code = codeForStatus(response.status);
   const parsed = parseJsonQuietly(response.text);
   const envelope = parsed.ok ? ErrorEnvelope.safeParse(parsed.value) : undefined;
-  const retryAfterMs = response.status === 429 ? parseRetryAfter(headerValue(response.headers, 'retry-after'), now) : undefined;
+  const retryAfterMs =
+    response.status === 429 ? parseRetryAfter(headerValue(response.headers, 'retry-after'), now) : undefined;
   // A roll answered with 5xx may have been applied before the server failed.
   const outcomeUnknown = operation === 'roll' && response.status >= 500;
   if (envelope?.success === true) {
@@ -69,7 +70,12 @@ export function statusError(operation: ApiOperation, response: RawResponse, now:
 }
 
 /** Data of a 2xx answer checked against `schema`, or the ApiError for any other answer. */
-export function decodeBody<T>(operation: ApiOperation, response: RawResponse, schema: z.ZodType<T>, now: number): T {
+export function decodeBody<T>(
+  operation: ApiOperation,
+  response: RawResponse,
+  schema: z.ZodType<T>,
+  now: number,
+): T {
   if (!isSuccess(response.status)) throw statusError(operation, response, now);
   if (!isJsonMediaType(response.contentType)) {
     throw malformed(operation, response, 'not JSON');
@@ -105,7 +111,8 @@ export function decodeRolledKey(response: RawResponse, keyId: string, now: numbe
     return rolled;
   }
   if (!isSuccess(response.status)) throw statusError('roll', response, now);
-  const why = response.bytes === 0 ? 'empty' : parsed?.ok === true ? 'no string data.key' : 'unparseable JSON';
+  const why =
+    response.bytes === 0 ? 'empty' : parsed?.ok === true ? 'no string data.key' : 'unparseable JSON';
   throw new ApiError({
     code: 'KR_API_MALFORMED_RESPONSE',
     operation: 'roll',

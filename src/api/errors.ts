@@ -26,7 +26,12 @@ export type ApiErrorCode =
   /** keyroll's own credential could not be obtained (unreadable file, OAuth token endpoint down). */
   | 'KR_API_CREDENTIAL_UNAVAILABLE';
 
-const RETRYABLE = new Set<ApiErrorCode>(['KR_API_RATE_LIMITED', 'KR_API_SERVER_ERROR', 'KR_API_TIMEOUT', 'KR_API_CONNECTION']);
+const RETRYABLE = new Set<ApiErrorCode>([
+  'KR_API_RATE_LIMITED',
+  'KR_API_SERVER_ERROR',
+  'KR_API_TIMEOUT',
+  'KR_API_CONNECTION',
+]);
 
 export interface ApiErrorInit {
   code: ApiErrorCode;
@@ -73,7 +78,11 @@ export class ApiError extends KeyrollError {
   }
 
   override toFields(): Record<string, unknown> {
-    const fields: Record<string, unknown> = { ...super.toFields(), operation: this.operation, outcomeUnknown: this.outcomeUnknown };
+    const fields: Record<string, unknown> = {
+      ...super.toFields(),
+      operation: this.operation,
+      outcomeUnknown: this.outcomeUnknown,
+    };
     if (this.status !== undefined) fields['status'] = this.status;
     if (this.apiCode !== undefined) fields['apiCode'] = this.apiCode;
     if (this.apiMessage !== undefined) fields['apiMessage'] = this.apiMessage;
@@ -109,7 +118,14 @@ export function codeForStatus(status: number): ApiErrorCode {
 
 // Errors raised before any byte of the request can have reached the API: the roll cannot have
 // been applied, so its outcome is known (not rolled).
-const NEVER_CONNECTED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
+const NEVER_CONNECTED = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
 
 /**
  * Maps a transport failure (undici or Node network error) to an ApiError. The undici error is
@@ -121,11 +137,23 @@ export function transportError(error: unknown, operation: ApiOperation, phase: '
   const base = { operation, cause: error, outcomeUnknown: mayHaveApplied };
   switch (code) {
     case 'UND_ERR_HEADERS_TIMEOUT':
-      return new ApiError({ ...base, code: 'KR_API_TIMEOUT', message: `${operation}: no response headers within the timeout` });
+      return new ApiError({
+        ...base,
+        code: 'KR_API_TIMEOUT',
+        message: `${operation}: no response headers within the timeout`,
+      });
     case 'UND_ERR_BODY_TIMEOUT':
-      return new ApiError({ ...base, code: 'KR_API_TIMEOUT', message: `${operation}: response body stalled past the timeout` });
+      return new ApiError({
+        ...base,
+        code: 'KR_API_TIMEOUT',
+        message: `${operation}: response body stalled past the timeout`,
+      });
     case 'UND_ERR_CONNECT_TIMEOUT':
-      return new ApiError({ ...base, code: 'KR_API_TIMEOUT', message: `${operation}: could not connect within the timeout` });
+      return new ApiError({
+        ...base,
+        code: 'KR_API_TIMEOUT',
+        message: `${operation}: could not connect within the timeout`,
+      });
     case 'UND_ERR_ABORTED':
     case 'ABORT_ERR':
       return new ApiError({ ...base, code: 'KR_API_ABORTED', message: `${operation}: request aborted` });
@@ -135,8 +163,13 @@ export function transportError(error: unknown, operation: ApiOperation, phase: '
   if (error instanceof Error && error.name === 'AbortError') {
     return new ApiError({ ...base, code: 'KR_API_ABORTED', message: `${operation}: request aborted` });
   }
-  const what = phase === 'headers' ? 'connection failed before an answer' : 'connection failed while reading the answer';
-  return new ApiError({ ...base, code: 'KR_API_CONNECTION', message: `${operation}: ${what} (${code ?? 'unknown error'})` });
+  const what =
+    phase === 'headers' ? 'connection failed before an answer' : 'connection failed while reading the answer';
+  return new ApiError({
+    ...base,
+    code: 'KR_API_CONNECTION',
+    message: `${operation}: ${what} (${code ?? 'unknown error'})`,
+  });
 }
 
 function errorCodeOf(error: unknown): string | undefined {
@@ -155,8 +188,15 @@ export class CredentialError extends KeyrollError {
   /** The OAuth `error` code of a token endpoint answer (e.g. invalid_client). */
   readonly oauthError?: string;
 
-  constructor(credential: string, message: string, options: { cause?: unknown; status?: number; oauthError?: string; retryable?: boolean } = {}) {
-    super('KR_CREDENTIAL_UNAVAILABLE', message, { cause: options.cause, retryable: options.retryable ?? false });
+  constructor(
+    credential: string,
+    message: string,
+    options: { cause?: unknown; status?: number; oauthError?: string; retryable?: boolean } = {},
+  ) {
+    super('KR_CREDENTIAL_UNAVAILABLE', message, {
+      cause: options.cause,
+      retryable: options.retryable ?? false,
+    });
     this.credential = credential;
     if (options.status !== undefined) this.status = options.status;
     if (options.oauthError !== undefined) this.oauthError = options.oauthError;

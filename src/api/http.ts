@@ -38,8 +38,15 @@ export interface ResponseText {
  * Reads the whole body as UTF-8, giving up (and destroying the stream) past `maxBytes`, or past
  * `deadlineMs` from the call when given.
  */
-export async function readBodyText(body: Dispatcher.ResponseData['body'], maxBytes = MAX_RESPONSE_BYTES, deadlineMs?: number): Promise<ResponseText> {
-  const deadline = deadlineMs === undefined ? undefined : setTimeout(() => body.destroy(new ResponseDeadlineError(deadlineMs)), deadlineMs);
+export async function readBodyText(
+  body: Dispatcher.ResponseData['body'],
+  maxBytes = MAX_RESPONSE_BYTES,
+  deadlineMs?: number,
+): Promise<ResponseText> {
+  const deadline =
+    deadlineMs === undefined
+      ? undefined
+      : setTimeout(() => body.destroy(new ResponseDeadlineError(deadlineMs)), deadlineMs);
   try {
     // One capped reader for every body keyroll reads (src/http/body.ts); here a cut body is an error.
     const { text, bytes, truncated } = await readBodyPrefix(body, maxBytes);

@@ -65,7 +65,11 @@ export function oauthClientCredentials(opts: OAuthClientCredentialsOptions): Cre
       const fetchedAt = now();
       const { token, lifetimeMs } = await fetchToken(opts, description);
       const refreshBefore = Math.min(opts.refreshBeforeMs ?? DEFAULT_REFRESH_BEFORE_MS, lifetimeMs / 2);
-      cached = { token, expiresAt: fetchedAt + lifetimeMs, refreshAt: fetchedAt + lifetimeMs - refreshBefore };
+      cached = {
+        token,
+        expiresAt: fetchedAt + lifetimeMs,
+        refreshAt: fetchedAt + lifetimeMs - refreshBefore,
+      };
       return token;
     } catch (error) {
       // An early refresh that fails is not yet a failure: the cached token still works until it expires.
@@ -90,16 +94,26 @@ export function oauthClientCredentials(opts: OAuthClientCredentialsOptions): Cre
   };
 }
 
-async function fetchToken(opts: OAuthClientCredentialsOptions, description: string): Promise<{ token: Secret; lifetimeMs: number }> {
+async function fetchToken(
+  opts: OAuthClientCredentialsOptions,
+  description: string,
+): Promise<{ token: Secret; lifetimeMs: number }> {
   let clientSecret: Secret;
   try {
     clientSecret = await opts.clientSecret.token();
   } catch (error) {
-    throw new CredentialError(description, `cannot read the OAuth client secret (${opts.clientSecret.description})`, { cause: error });
+    throw new CredentialError(
+      description,
+      `cannot read the OAuth client secret (${opts.clientSecret.description})`,
+      { cause: error },
+    );
   }
 
   const form = new URLSearchParams({ grant_type: 'client_credentials' });
-  const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' };
+  const headers: Record<string, string> = {
+    'content-type': 'application/x-www-form-urlencoded',
+    accept: 'application/json',
+  };
   if (opts.authMethod === 'basic') {
     const pair = `${encodeURIComponent(opts.clientId)}:${encodeURIComponent(clientSecret.reveal())}`;
     headers['authorization'] = `Basic ${Buffer.from(pair, 'utf8').toString('base64')}`;
@@ -129,22 +143,36 @@ async function fetchToken(opts: OAuthClientCredentialsOptions, description: stri
     ({ text } = await readBodyText(response.body, MAX_TOKEN_ANSWER_BYTES));
   } catch (error) {
     // undici errors name the socket or the timeout, never the request body.
-    throw new CredentialError(description, 'the OAuth token request failed before an answer', { cause: error, retryable: true });
+    throw new CredentialError(description, 'the OAuth token request failed before an answer', {
+      cause: error,
+      retryable: true,
+    });
   }
 
   const parsed = parseJsonQuietly(text);
   if (response.statusCode < 200 || response.statusCode > 299) {
     const oauthError = parsed.ok ? TokenErrorBody.safeParse(parsed.value) : undefined;
-    const init: { status: number; oauthError?: string; retryable: boolean } = { status: response.statusCode, retryable: response.statusCode >= 500 || response.statusCode === 429 };
+    const init: { status: number; oauthError?: string; retryable: boolean } = {
+      status: response.statusCode,
+      retryable: response.statusCode >= 500 || response.statusCode === 429,
+    };
     if (oauthError?.success === true) init.oauthError = oauthError.data.error;
-    throw new CredentialError(description, `the OAuth token endpoint refused the request: HTTP ${response.statusCode}`, init);
+    throw new CredentialError(
+      description,
+      `the OAuth token endpoint refused the request: HTTP ${response.statusCode}`,
+      init,
+    );
   }
   const body = parsed.ok ? TokenBody.safeParse(parsed.value) : undefined;
   if (body?.success !== true) {
     const type = headerValue(response.headers, 'content-type') ?? 'none';
-    throw new CredentialError(description, `the OAuth token endpoint answered ${response.statusCode} without a usable bearer token (content-type ${type})`);
+    throw new CredentialError(
+      description,
+      `the OAuth token endpoint answered ${response.statusCode} without a usable bearer token (content-type ${type})`,
+    );
   }
-  const lifetimeMs = body.data.expires_in === undefined ? Number.POSITIVE_INFINITY : body.data.expires_in * 1000;
+  const lifetimeMs =
+    body.data.expires_in === undefined ? Number.POSITIVE_INFINITY : body.data.expires_in * 1000;
   // Pinned for its lifetime: a token fetched once and used for hours must stay blanked however
   // many secrets are registered meanwhile.
   return { token: new Secret(body.data.access_token).pinned(lifetimeMs), lifetimeMs };

@@ -15,7 +15,15 @@ import { sanitizeText } from './sanitize.ts';
 import { traceIdFields } from './trace-ids.ts';
 
 /** The context fields, in the order they appear on a line. */
-export const AUDIT_CONTEXT_KEYS = ['runId', 'rotationId', 'keyId', 'organizationId', 'actor', 'reason', 'ticket'] as const;
+export const AUDIT_CONTEXT_KEYS = [
+  'runId',
+  'rotationId',
+  'keyId',
+  'organizationId',
+  'actor',
+  'reason',
+  'ticket',
+] as const;
 
 // Field names that must never carry a value in an audit line. Each is censored at the top level
 // and one level down (`*.name`, e.g. `headers.authorization`, `request.token`); request headers
@@ -92,7 +100,9 @@ function definedContext(context: AuditContext | Record<string, unknown>): AuditC
 export function serializeAuditError(error: unknown, depth = 0): unknown {
   if (!(error instanceof Error)) return error;
   const fields: Record<string, unknown> =
-    error instanceof KeyrollError ? { type: error.name, ...error.toFields() } : { type: error.name, errorMessage: error.message };
+    error instanceof KeyrollError
+      ? { type: error.name, ...error.toFields() }
+      : { type: error.name, errorMessage: error.message };
   const code = (error as { code?: unknown }).code;
   if (!(error instanceof KeyrollError) && typeof code === 'string') fields.errorCode = code;
   if (error.cause !== undefined && depth < 3) fields.cause = serializeAuditError(error.cause, depth + 1);
@@ -146,7 +156,8 @@ function auditLogOn(root: Logger, context: AuditContext): AuditLog {
         if (CONTEXT_KEY_SET.has(name)) overrides[name] = value;
         else if (name !== 'event') rest[name] = value;
       }
-      if (Object.keys(overrides).length > 0) target = root.child(definedContext({ ...context, ...overrides }));
+      if (Object.keys(overrides).length > 0)
+        target = root.child(definedContext({ ...context, ...overrides }));
       target[level]({ event, ...rest }, event);
     },
     child(extra: AuditContext): AuditLog {

@@ -16,8 +16,9 @@
 // eslint-disable-next-line no-control-regex -- matching control characters is this module's purpose
 const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
 /** The same, minus the line feed: for a message keyroll wrote on several lines (a policy error). */
-// eslint-disable-next-line no-control-regex -- as above
-const UNSAFE_BUT_NEWLINE = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+const UNSAFE_BUT_NEWLINE =
+  // eslint-disable-next-line no-control-regex -- as above
+  /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
 /** What JSON.stringify leaves raw of the above (it escapes C0 itself). */
 const UNSAFE_IN_JSON = /[\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
 
@@ -61,5 +62,8 @@ export function printableJson(value: unknown, space?: number): string {
 
 /** The JSON escapes of `printableJson` applied to text that is already JSON (an audit line). */
 export function escapeJsonText(json: string): string {
-  return json.replace(UNSAFE_IN_JSON, (char) => `\\u${(char.codePointAt(0) ?? 0).toString(16).padStart(4, '0')}`);
+  return json.replace(
+    UNSAFE_IN_JSON,
+    (char) => `\\u${(char.codePointAt(0) ?? 0).toString(16).padStart(4, '0')}`,
+  );
 }

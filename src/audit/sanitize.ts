@@ -14,7 +14,15 @@
 // Text is sanitized before it is cut (`truncateSanitized`): cut first, a prefix of the secret
 // would no longer match and would survive.
 import { fitsAlphabet, keyedDigest, PREFIX_LENGTH, prefixTag, rollTag } from './secret-digest.ts';
-import { formsTagged, isShortSecret, knownCounts, pinValue, registerValue, resetRegistryForTests, shapesStartingWith } from './secret-registry.ts';
+import {
+  formsTagged,
+  isShortSecret,
+  knownCounts,
+  pinValue,
+  registerValue,
+  resetRegistryForTests,
+  shapesStartingWith,
+} from './secret-registry.ts';
 
 export { withSecretScope } from './secret-registry.ts';
 
@@ -40,7 +48,14 @@ function scanForms(text: string, ranges: Range[], trailing: boolean): boolean {
   return found;
 }
 
-function matchAt(text: string, i: number, tag: number, lengths: ReadonlyMap<number, ReadonlyMap<string, number>>, ranges: Range[], trailing: boolean): boolean {
+function matchAt(
+  text: string,
+  i: number,
+  tag: number,
+  lengths: ReadonlyMap<number, ReadonlyMap<string, number>>,
+  ranges: Range[],
+  trailing: boolean,
+): boolean {
   const n = text.length;
   let found = false;
   let longerThanRest = false;
@@ -75,7 +90,10 @@ function covered(ranges: readonly Range[], start: number, end: number): boolean 
 function scanEncodedRuns(text: string, ranges: Range[]): void {
   for (const match of text.matchAll(BASE64_RUN)) {
     // A run right after a backslash begins with the rest of an escape (`\n`, `\u00e9`), not data.
-    const start = match.index > 0 && escapeStartsAt(text, match.index - 1) ? match.index + (text.charAt(match.index) === 'u' ? 5 : 1) : match.index;
+    const start =
+      match.index > 0 && escapeStartsAt(text, match.index - 1)
+        ? match.index + (text.charAt(match.index) === 'u' ? 5 : 1)
+        : match.index;
     const end = match.index + match[0].length;
     if (end - start < MIN_BASE64_RUN || covered(ranges, start, end)) continue;
     // Node decodes both alphabets; the run is decoded from its start, where an encoder starts it
@@ -149,7 +167,9 @@ function widenOverEscapes(text: string, [start, end]: Range): Range {
 }
 
 function blank(text: string, found: Range[]): string {
-  const ranges = found.map((range) => widenOverEscapes(text, range)).sort((a, b) => a[0] - b[0] || b[1] - a[1]);
+  const ranges = found
+    .map((range) => widenOverEscapes(text, range))
+    .sort((a, b) => a[0] - b[0] || b[1] - a[1]);
   let out = '';
   let at = 0;
   let current: Range | undefined;
@@ -215,7 +235,12 @@ function sanitizeParsed(value: unknown): unknown {
   const out: Record<string, unknown> = {};
   for (const [name, inner] of Object.entries(value)) {
     // defineProperty: a "__proto__" key from JSON stays a plain property.
-    Object.defineProperty(out, sanitizeText(name), { value: sanitizeParsed(inner), enumerable: true, writable: true, configurable: true });
+    Object.defineProperty(out, sanitizeText(name), {
+      value: sanitizeParsed(inner),
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
   }
   return out;
 }

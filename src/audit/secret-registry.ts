@@ -29,7 +29,6 @@ import { formsOf, MIN_FORM_LENGTH } from './secret-forms.ts';
 // Far more than are alive in one process at once: a rotation holds its own secrets in its scope.
 const MAX_LOOSE = 4096;
 
-
 interface FormRecord {
   tag: number;
   length: number;
@@ -105,7 +104,13 @@ function describeForm(form: string): FormRecord {
 
 function createEntry(value: string): Entry {
   const isShort = value.length < MIN_FORM_LENGTH;
-  const entry: Entry = { forms: isShort ? [] : formsOf(value).map(describeForm), short: isShort ? keyedDigest(value) : undefined, pinnedUntil: 0, scopes: 0, loose: false };
+  const entry: Entry = {
+    forms: isShort ? [] : formsOf(value).map(describeForm),
+    short: isShort ? keyedDigest(value) : undefined,
+    pinnedUntil: 0,
+    scopes: 0,
+    loose: false,
+  };
   for (const form of entry.forms) indexForm(form, 1);
   if (entry.short !== undefined) adjust(shortIndex, entry.short, 1);
   if (isShort) counts.short++;
@@ -198,7 +203,10 @@ export function registerValue(value: string): void {
 export function pinValue(value: string, lifetimeMs?: number): void {
   if (value === '') return;
   const { id, entry } = entryFor(value);
-  const until = lifetimeMs === undefined || !Number.isFinite(lifetimeMs) ? Number.POSITIVE_INFINITY : Date.now() + Math.max(0, lifetimeMs);
+  const until =
+    lifetimeMs === undefined || !Number.isFinite(lifetimeMs)
+      ? Number.POSITIVE_INFINITY
+      : Date.now() + Math.max(0, lifetimeMs);
   if (until <= entry.pinnedUntil) return;
   entry.pinnedUntil = until;
   if (until === Number.POSITIVE_INFINITY) {
@@ -242,7 +250,10 @@ export function formsTagged(tag: number): ReadonlyMap<number, ReadonlyMap<string
 }
 
 /** The shapes (`length:alphabet`) of forms that start with the window of this tag and digest. */
-export function shapesStartingWith(tag: number, prefixDigest: string): ReadonlyMap<string, number> | undefined {
+export function shapesStartingWith(
+  tag: number,
+  prefixDigest: string,
+): ReadonlyMap<string, number> | undefined {
   return prefixIndex.get(tag)?.get(prefixDigest);
 }
 

@@ -4,5 +4,9 @@ import { FileBackendConfig } from './file/config.ts';
 import { VaultBackendConfig } from './vault/config.ts';
 
 /** The policy's `backends.<name>` entry: one config per backend kind. */
-export const BackendConfig = z.discriminatedUnion('kind', [AwsBackendConfig, VaultBackendConfig, FileBackendConfig]);
+export const BackendConfig = z.discriminatedUnion('kind', [
+  AwsBackendConfig,
+  VaultBackendConfig,
+  FileBackendConfig,
+]);
 export type BackendConfig = z.infer<typeof BackendConfig>;

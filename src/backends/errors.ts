@@ -5,7 +5,8 @@
 import { KeyrollError } from '../errors.ts';
 import type { BackendKind } from './types.ts';
 
-export type BackendOperation = 'preflight' | 'lock' | 'unlock' | 'intent' | 'write' | 'read' | 'state' | 'record';
+export type BackendOperation =
+  'preflight' | 'lock' | 'unlock' | 'intent' | 'write' | 'read' | 'state' | 'record';
 
 export type BackendErrorCode =
   /** Connection refused/reset, DNS failure, 5xx: the backend may answer later. */
@@ -45,7 +46,11 @@ export type BackendErrorCode =
   | 'KR_BACKEND_FAILED';
 
 /** Codes where the same call may succeed when tried again. */
-const RETRYABLE_CODES: ReadonlySet<BackendErrorCode> = new Set(['KR_BACKEND_UNAVAILABLE', 'KR_BACKEND_THROTTLED', 'KR_BACKEND_TIMEOUT']);
+const RETRYABLE_CODES: ReadonlySet<BackendErrorCode> = new Set([
+  'KR_BACKEND_UNAVAILABLE',
+  'KR_BACKEND_THROTTLED',
+  'KR_BACKEND_TIMEOUT',
+]);
 
 export interface BackendErrorContext {
   /** The policy's name for the backend instance. */

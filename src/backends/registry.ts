@@ -21,7 +21,11 @@ export const backendFactories: { [K in BackendKind]: BackendLoader<K> } = {
 };
 
 /** Builds the backend instance the policy names `name`. */
-export async function createBackend(name: string, config: BackendConfig, deps: BackendDeps = {}): Promise<Backend> {
+export async function createBackend(
+  name: string,
+  config: BackendConfig,
+  deps: BackendDeps = {},
+): Promise<Backend> {
   // The cast is safe: the loader is picked by the same `kind` the config carries.
   const factory = await (backendFactories[config.kind] as BackendLoader<BackendKind>)();
   return factory(name, config, deps);

@@ -54,7 +54,10 @@ export interface ParsedValue {
  * Undefined when the secret is not there (empty, not JSON for a json shape, field missing).
  * A JSON parse error is deliberately dropped, never rethrown: its message can quote the text.
  */
-export function parseStoredValue(shape: ValueShape, stored: string | Record<string, unknown>): ParsedValue | undefined {
+export function parseStoredValue(
+  shape: ValueShape,
+  stored: string | Record<string, unknown>,
+): ParsedValue | undefined {
   let map: Record<string, unknown>;
   if (typeof stored === 'string') {
     if (shape.format === 'raw') return stored === '' ? undefined : { secret: new Secret(stored) };
@@ -67,11 +70,18 @@ export function parseStoredValue(shape: ValueShape, stored: string | Record<stri
   const value = map[shape.secretField];
   if (typeof value !== 'string' || value === '') return undefined;
   const { rotationId, keyId } = map;
-  return { secret: new Secret(value), ...(typeof rotationId === 'string' ? { rotationId } : {}), ...(typeof keyId === 'string' && keyId !== '' ? { keyId } : {}) };
+  return {
+    secret: new Secret(value),
+    ...(typeof rotationId === 'string' ? { rotationId } : {}),
+    ...(typeof keyId === 'string' && keyId !== '' ? { keyId } : {}),
+  };
 }
 
 /** The secret of a stored value, or undefined when it is not there. */
-export function extractSecret(shape: ValueShape, stored: string | Record<string, unknown>): Secret | undefined {
+export function extractSecret(
+  shape: ValueShape,
+  stored: string | Record<string, unknown>,
+): Secret | undefined {
   return parseStoredValue(shape, stored)?.secret;
 }
 

@@ -8,7 +8,9 @@
 import { z } from 'zod';
 
 /** An ISO-8601 instant with its zone (`Z` or an offset), as keyroll writes them (toISOString). */
-export const IsoInstant = z.iso.datetime({ offset: true }).refine((text) => Number.isFinite(Date.parse(text)), 'not a point in time');
+export const IsoInstant = z.iso
+  .datetime({ offset: true })
+  .refine((text) => Number.isFinite(Date.parse(text)), 'not a point in time');
 
 /** An id or a name keyroll wrote: never empty. */
 const Name = z.string().min(1);

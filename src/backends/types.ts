@@ -185,7 +185,8 @@ export interface FailureRecord {
 }
 
 /** The KeyState fields a record keyroll reads back may be doubted in. */
-export type DoubtedRecord = 'lastRotatedAt' | 'lastRotationId' | 'lastKeyId' | 'lastProbe' | 'intent' | 'lock' | 'lastFailure';
+export type DoubtedRecord =
+  'lastRotatedAt' | 'lastRotationId' | 'lastKeyId' | 'lastProbe' | 'intent' | 'lock' | 'lastFailure';
 
 /**
  * A record (or one field of it) keyroll found at a destination and does not act on as written:
@@ -377,7 +378,11 @@ export interface Backend {
    * nothing but the probe's own record; best effort for the caller. Called without the key lock
    * where recordsProbeWithoutLock says so, else under it like every bookkeeping change.
    */
-  recordProbe(target: StoreTarget, probe: ProbeRecord, options?: Pick<RecordOptions, 'releaseLock'>): Promise<void>;
+  recordProbe(
+    target: StoreTarget,
+    probe: ProbeRecord,
+    options?: Pick<RecordOptions, 'releaseLock'>,
+  ): Promise<void>;
 
   /**
    * Optional. True when recordProbe may run without the key lock, as drift probes do

@@ -14,20 +14,30 @@ interface AwsRotationFlags {
 }
 
 export function registerAwsCommand(program: Command): void {
-  const aws = program.command('aws').description('AWS Secrets Manager set-up for keys with scheduler: aws-native (docs/aws-native.md).');
+  const aws = program
+    .command('aws')
+    .description('AWS Secrets Manager set-up for keys with scheduler: aws-native (docs/aws-native.md).');
   addPolicyOption(
     aws
       .command('enable-rotation')
-      .description("Turn on Secrets Manager's rotation of an aws-native key's secret, with keyroll's rotation function and a schedule derived from the key's maxAge (AWS minimum 4h). Rolls nothing now.")
+      .description(
+        "Turn on Secrets Manager's rotation of an aws-native key's secret, with keyroll's rotation function and a schedule derived from the key's maxAge (AWS minimum 4h). Rolls nothing now.",
+      )
       .requiredOption('--key <id>', 'the policy entry (scheduler: aws-native)')
-      .requiredOption('--function-arn <arn>', "the rotation function's ARN (the CloudFormation stack's output FunctionArn); env KEYROLL_ROTATION_FUNCTION_ARN", process.env.KEYROLL_ROTATION_FUNCTION_ARN),
+      .requiredOption(
+        '--function-arn <arn>',
+        "the rotation function's ARN (the CloudFormation stack's output FunctionArn); env KEYROLL_ROTATION_FUNCTION_ARN",
+        process.env.KEYROLL_ROTATION_FUNCTION_ARN,
+      ),
   ).action(async (flags: AwsRotationFlags) => {
     process.exitCode = await awsRotation('enable', flags);
   });
   addPolicyOption(
     aws
       .command('disable-rotation')
-      .description("Turn off Secrets Manager's rotation of a key's secret (CancelRotateSecret); keyroll run and the daemon schedule it again once its scheduler is keyroll.")
+      .description(
+        "Turn off Secrets Manager's rotation of a key's secret (CancelRotateSecret); keyroll run and the daemon schedule it again once its scheduler is keyroll.",
+      )
       .requiredOption('--key <id>', 'the policy entry'),
   ).action(async (flags: AwsRotationFlags) => {
     process.exitCode = await awsRotation('disable', flags);
@@ -42,19 +52,30 @@ async function awsRotation(action: 'enable' | 'disable', flags: AwsRotationFlags
     if (key === undefined) throw new UsageError(`no key ${JSON.stringify(flags.key)} in ${policy.file}`);
     const destination = key.destinations[0];
     const config = destination === undefined ? undefined : policy.backends[destination.backend];
-    if (destination === undefined || config?.kind !== 'aws') throw new UsageError(`key ${key.id}: its destination is not an aws backend`);
-    const [{ createBackend }, { rotationRulesFor }] = await Promise.all([import('../backends/registry.ts'), import('../lambda/schedule.ts')]);
+    if (destination === undefined || config?.kind !== 'aws')
+      throw new UsageError(`key ${key.id}: its destination is not an aws backend`);
+    const [{ createBackend }, { rotationRulesFor }] = await Promise.all([
+      import('../backends/registry.ts'),
+      import('../lambda/schedule.ts'),
+    ]);
     backend = await createBackend(destination.backend, config, { now: () => new Date() });
-    if (!('nativeRotation' in backend) || typeof backend.nativeRotation !== 'function') throw new UsageError(`backend ${destination.backend} is not an AWS Secrets Manager backend`);
+    if (!('nativeRotation' in backend) || typeof backend.nativeRotation !== 'function')
+      throw new UsageError(`backend ${destination.backend} is not an AWS Secrets Manager backend`);
     const native = (backend as import('../backends/aws/backend.ts').AwsBackend).nativeRotation();
     const path = destination.target.path;
     if (action === 'disable') {
       await native.disable(path);
-      process.stdout.write(`rotation disabled on ${path}; set scheduler: keyroll on key ${key.id} so keyroll schedules it again\n`);
+      process.stdout.write(
+        `rotation disabled on ${path}; set scheduler: keyroll on key ${key.id} so keyroll schedules it again\n`,
+      );
       return ExitCode.ok;
     }
-    if (key.scheduler !== 'aws-native') throw new UsageError(`key ${key.id} does not have scheduler: aws-native; set it (keyroll validate checks the entry) so run and the daemon leave the key to Secrets Manager`);
-    if (flags.functionArn === undefined || flags.functionArn === '') throw new UsageError('--function-arn is required');
+    if (key.scheduler !== 'aws-native')
+      throw new UsageError(
+        `key ${key.id} does not have scheduler: aws-native; set it (keyroll validate checks the entry) so run and the daemon leave the key to Secrets Manager`,
+      );
+    if (flags.functionArn === undefined || flags.functionArn === '')
+      throw new UsageError('--function-arn is required');
     let rules;
     try {
       rules = rotationRulesFor(key);
@@ -64,8 +85,13 @@ async function awsRotation(action: 'enable' | 'disable', flags: AwsRotationFlags
     }
     await native.enable(path, flags.functionArn, rules);
     const view = await native.describe(path);
-    const schedule = rules.AutomaticallyAfterDays === undefined ? rules.ScheduleExpression : `every ${String(rules.AutomaticallyAfterDays)} days`;
-    process.stdout.write(`rotation enabled on ${path}: ${schedule ?? '-'} with ${flags.functionArn}; RotationEnabled: ${String(view.rotationEnabled)}\n`);
+    const schedule =
+      rules.AutomaticallyAfterDays === undefined
+        ? rules.ScheduleExpression
+        : `every ${String(rules.AutomaticallyAfterDays)} days`;
+    process.stdout.write(
+      `rotation enabled on ${path}: ${schedule ?? '-'} with ${flags.functionArn}; RotationEnabled: ${String(view.rotationEnabled)}\n`,
+    );
     return ExitCode.ok;
   } catch (error) {
     return exitForError(error);

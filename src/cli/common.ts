@@ -15,7 +15,11 @@ import { abandonDeliveriesOn, SHUTDOWN_WINDOW_MS } from '../alerts/shutdown.ts';
 export const DEFAULT_POLICY = process.env.KEYROLL_POLICY ?? 'policy.yaml';
 
 export function addPolicyOption(command: Command): Command {
-  return command.option('-p, --policy <file>', 'rotation policy (YAML or JSON); env KEYROLL_POLICY', DEFAULT_POLICY);
+  return command.option(
+    '-p, --policy <file>',
+    'rotation policy (YAML or JSON); env KEYROLL_POLICY',
+    DEFAULT_POLICY,
+  );
 }
 
 /**
@@ -43,12 +47,18 @@ export function shutdownSignal(): { signal: AbortSignal; dispose: () => void } {
   const releaseAlerts = abandonDeliveriesOn(controller.signal);
   const onSignal = (name: string): void => {
     if (!controller.signal.aborted) {
-      process.stderr.write(`keyroll: ${name} received; finishing in-flight stores, starting no new rotations, alerts get at most ${String(SHUTDOWN_WINDOW_MS / 1000)} s more\n`);
+      process.stderr.write(
+        `keyroll: ${name} received; finishing in-flight stores, starting no new rotations, alerts get at most ${String(SHUTDOWN_WINDOW_MS / 1000)} s more\n`,
+      );
       controller.abort(new Error(`${name} received`));
     }
   };
-  const onTerm = (): void => { onSignal('SIGTERM'); };
-  const onInt = (): void => { onSignal('SIGINT'); };
+  const onTerm = (): void => {
+    onSignal('SIGTERM');
+  };
+  const onInt = (): void => {
+    onSignal('SIGINT');
+  };
   process.on('SIGTERM', onTerm);
   process.on('SIGINT', onInt);
   return {
@@ -62,7 +72,9 @@ export function shutdownSignal(): { signal: AbortSignal; dispose: () => void } {
 }
 
 export function summaryLine(summary: RunSummary, interruptedBy?: string): string {
-  const why = summary.aborted?.message ?? (interruptedBy === undefined ? undefined : `${interruptedBy} before the run finished`);
+  const why =
+    summary.aborted?.message ??
+    (interruptedBy === undefined ? undefined : `${interruptedBy} before the run finished`);
   const tail = why === undefined ? '' : ` (aborted: ${printable(sanitizeText(why))})`;
   return `rotated ${summary.rotated}, failed ${summary.failed}, skipped ${summary.skipped}${tail}`;
 }
@@ -79,7 +91,13 @@ export function exitCodeAfterShutdown(summary: RunSummary, interrupted: boolean)
 
 /** Maps an error escaping a command to its exit code, printing one line (never a secret). */
 /** The codes of an error in the configuration (exit 2): the policy, a flag, a reference. */
-const CONFIG_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['KR_POLICY_UNREADABLE', 'KR_POLICY_SYNTAX', 'KR_POLICY_INVALID', 'KR_USAGE', 'KR_REF_UNRESOLVED']);
+const CONFIG_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
+  'KR_POLICY_UNREADABLE',
+  'KR_POLICY_SYNTAX',
+  'KR_POLICY_INVALID',
+  'KR_USAGE',
+  'KR_REF_UNRESOLVED',
+]);
 
 export function exitForError(error: unknown): ExitCode {
   const code = error instanceof KeyrollError ? error.code : undefined;
@@ -96,7 +114,9 @@ export function exitForError(error: unknown): ExitCode {
  * no pause point between the roll answer and the store (invariant 2); tests reach that window
  * by holding the roll answer in the emulator.
  */
-export function testCheckpointFromEnv(env: NodeJS.ProcessEnv = process.env): ((step: string) => Promise<void>) | undefined {
+export function testCheckpointFromEnv(
+  env: NodeJS.ProcessEnv = process.env,
+): ((step: string) => Promise<void>) | undefined {
   const pauseAt = env.KEYROLL_TEST_PAUSE_AT;
   if (!pauseAt) return undefined;
   return async (step) => {

@@ -60,37 +60,82 @@ Exit codes:
 export function registerDaemonCommand(program: Command): void {
   const command = program
     .command('daemon')
-    .description('Run as a long-lived service: rotate keys on their schedules (croner) and by age, serve health, readiness, metrics and a signed trigger endpoint. Prints the audit trail as JSON lines.')
-    .option('--listen <host:port>', 'address of the HTTP server (0.0.0.0:8080 for every interface); env KEYROLL_LISTEN', process.env.KEYROLL_LISTEN ?? DEFAULT_LISTEN)
+    .description(
+      'Run as a long-lived service: rotate keys on their schedules (croner) and by age, serve health, readiness, metrics and a signed trigger endpoint. Prints the audit trail as JSON lines.',
+    )
+    .option(
+      '--listen <host:port>',
+      'address of the HTTP server (0.0.0.0:8080 for every interface); env KEYROLL_LISTEN',
+      process.env.KEYROLL_LISTEN ?? DEFAULT_LISTEN,
+    )
     .option('--grace <duration>', 'on SIGTERM/SIGINT, how long in-flight rotations may take to finish', '30s')
     .option(
       '--trigger-key <name=ref>',
       "a caller of POST /v1/rotations and its HMAC key (env:NAME or file:/path); repeat for each caller; the caller's name is the audit's actor (disabled without any); env KEYROLL_TRIGGER_KEYS (comma-separated)",
       collect,
-      (process.env.KEYROLL_TRIGGER_KEYS ?? '').split(',').map((entry) => entry.trim()).filter((entry) => entry !== ''),
+      (process.env.KEYROLL_TRIGGER_KEYS ?? '')
+        .split(',')
+        .map((entry) => entry.trim())
+        .filter((entry) => entry !== ''),
     )
-    .option('--state-dir <dir>', 'where the trigger keeps its replay record; env KEYROLL_STATE_DIR', defaultStateDir())
+    .option(
+      '--state-dir <dir>',
+      'where the trigger keeps its replay record; env KEYROLL_STATE_DIR',
+      defaultStateDir(),
+    )
     .option(
       '--replay-store <where>',
       'file: the replay records in --state-dir (one daemon); kubernetes:NAMESPACE/PREFIX: ConfigMaps PREFIX-trigger, PREFIX-github, PREFIX-gitguardian shared by every replica (in-cluster account or kubeconfig); env KEYROLL_REPLAY_STORE',
       process.env.KEYROLL_REPLAY_STORE ?? 'file',
     )
-    .option('--metrics-token <ref>', 'env:NAME or file:/path of a bearer token; /metrics serves per-key series only to a scraper sending it; env KEYROLL_METRICS_TOKEN', process.env.KEYROLL_METRICS_TOKEN)
+    .option(
+      '--metrics-token <ref>',
+      'env:NAME or file:/path of a bearer token; /metrics serves per-key series only to a scraper sending it; env KEYROLL_METRICS_TOKEN',
+      process.env.KEYROLL_METRICS_TOKEN,
+    )
     // Replaced by --trigger-key: kept only to refuse it with a pointer instead of "unknown option".
     .addOption(new Option('--trigger-secret <ref>').hideHelp())
-    .option('--check-interval <duration>', "how often every key's state is read (age-based keys, leftover intents, missed slots)", '5m')
-    .option('--retry-failed <duration>', 'how long the sweep waits before retrying a key whose rotation failed', '1h')
+    .option(
+      '--check-interval <duration>',
+      "how often every key's state is read (age-based keys, leftover intents, missed slots)",
+      '5m',
+    )
+    .option(
+      '--retry-failed <duration>',
+      'how long the sweep waits before retrying a key whose rotation failed',
+      '1h',
+    )
     .option('--concurrency <n>', 'keys rotated at once per run', '4')
     .option(
       '--leader-lease <name>',
       'run as one of several replicas: schedules, sweeps, drift probes, owed restarts and the leak reconcile run only on the holder of this coordination.k8s.io/v1 Lease (every replica answers webhooks and the trigger); off by default; env KEYROLL_LEADER_LEASE',
       process.env.KEYROLL_LEADER_LEASE,
     )
-    .option('--leader-lease-namespace <ns>', "the Lease's namespace; default env POD_NAMESPACE, else the pod's own namespace", process.env.POD_NAMESPACE)
-    .option('--leader-identity <name>', "this replica's name in the Lease; default env POD_NAME, else HOSTNAME", process.env.POD_NAME ?? process.env.HOSTNAME)
-    .option('--lease-duration <duration>', 'how long the other replicas wait, from the last renew they saw, before taking the Lease over (whole seconds)', '15s')
-    .option('--renew-deadline <duration>', 'how long the leader keeps leading without a successful renew; shorter than --lease-duration', '10s')
-    .option('--retry-period <duration>', 'how often every replica reads, and the leader renews, the Lease', '2s')
+    .option(
+      '--leader-lease-namespace <ns>',
+      "the Lease's namespace; default env POD_NAMESPACE, else the pod's own namespace",
+      process.env.POD_NAMESPACE,
+    )
+    .option(
+      '--leader-identity <name>',
+      "this replica's name in the Lease; default env POD_NAME, else HOSTNAME",
+      process.env.POD_NAME ?? process.env.HOSTNAME,
+    )
+    .option(
+      '--lease-duration <duration>',
+      'how long the other replicas wait, from the last renew they saw, before taking the Lease over (whole seconds)',
+      '15s',
+    )
+    .option(
+      '--renew-deadline <duration>',
+      'how long the leader keeps leading without a successful renew; shorter than --lease-duration',
+      '10s',
+    )
+    .option(
+      '--retry-period <duration>',
+      'how often every replica reads, and the leader renews, the Lease',
+      '2s',
+    )
     .addHelpText('after', DAEMON_HELP);
   addPolicyOption(command).action(async (flags: DaemonFlags) => {
     process.exitCode = await daemonCommand(flags);
@@ -98,7 +143,15 @@ export function registerDaemonCommand(program: Command): void {
 }
 
 async function daemonCommand(flags: DaemonFlags): Promise<number> {
-  const [{ Daemon }, { parseListenAddress }, { parseTriggerKeys }, { createMetrics, collectDefaultMetrics }, { parseDuration }, { SecretRef }, { parseReplayStore }] = await Promise.all([
+  const [
+    { Daemon },
+    { parseListenAddress },
+    { parseTriggerKeys },
+    { createMetrics, collectDefaultMetrics },
+    { parseDuration },
+    { SecretRef },
+    { parseReplayStore },
+  ] = await Promise.all([
     import('../daemon/daemon.ts'),
     import('../daemon/server.ts'),
     import('../scheduler/trigger-keys.ts'),
@@ -118,13 +171,20 @@ async function daemonCommand(flags: DaemonFlags): Promise<number> {
   let policy;
   try {
     const concurrency = Number(flags.concurrency);
-    if (!Number.isInteger(concurrency) || concurrency < 1) throw new UsageError(`--concurrency ${JSON.stringify(flags.concurrency)} must be a whole number of at least 1`);
+    if (!Number.isInteger(concurrency) || concurrency < 1)
+      throw new UsageError(
+        `--concurrency ${JSON.stringify(flags.concurrency)} must be a whole number of at least 1`,
+      );
     if (flags.triggerSecret !== undefined || process.env.KEYROLL_TRIGGER_SECRET !== undefined) {
       // A silently ignored shared secret would leave the trigger off (404) during a leak.
-      throw new UsageError('--trigger-secret and KEYROLL_TRIGGER_SECRET were replaced by --trigger-key NAME=REF (one key per caller; the signature now covers a nonce): see docs/daemon.md');
+      throw new UsageError(
+        '--trigger-secret and KEYROLL_TRIGGER_SECRET were replaced by --trigger-key NAME=REF (one key per caller; the signature now covers a nonce): see docs/daemon.md',
+      );
     }
     if (flags.metricsToken !== undefined && !SecretRef.safeParse(flags.metricsToken).success) {
-      throw new UsageError('--metrics-token must be a reference like env:NAME or file:/absolute/path, never the token itself');
+      throw new UsageError(
+        '--metrics-token must be a reference like env:NAME or file:/absolute/path, never the token itself',
+      );
     }
     const triggerKeys = parseTriggerKeys(flags.triggerKey);
     const replayStore = parseReplayStore(flags.replayStore);
@@ -188,11 +248,15 @@ async function daemonCommand(flags: DaemonFlags): Promise<number> {
     const onStop = (name: string): void => {
       if (stopping) {
         // A second signal does not cut a store short; Kubernetes' SIGKILL after its own grace does.
-        process.stderr.write(`keyroll: ${name} received again; still waiting for in-flight stores (at most ${flags.grace})\n`);
+        process.stderr.write(
+          `keyroll: ${name} received again; still waiting for in-flight stores (at most ${flags.grace})\n`,
+        );
         return;
       }
       stopping = true;
-      process.stderr.write(`keyroll: ${name} received; no new rotations, finishing in-flight stores (at most ${flags.grace})\n`);
+      process.stderr.write(
+        `keyroll: ${name} received; no new rotations, finishing in-flight stores (at most ${flags.grace})\n`,
+      );
       void running.shutdown(name).then((result) => {
         resolve(result.exitCode);
       });
@@ -210,7 +274,10 @@ async function daemonCommand(flags: DaemonFlags): Promise<number> {
 }
 
 /** The Lease settings of --leader-lease; undefined without it (a single daemon leads alone). */
-async function leaderElectionOf(flags: DaemonFlags, duration: (flag: string, text: string) => number): Promise<import('../daemon/leadership.ts').LeaderElectionOptions | undefined> {
+async function leaderElectionOf(
+  flags: DaemonFlags,
+  duration: (flag: string, text: string) => number,
+): Promise<import('../daemon/leadership.ts').LeaderElectionOptions | undefined> {
   if (flags.leaderLease === undefined || flags.leaderLease === '') return undefined;
   const [{ checkTimings }, { KubeLeaseStore }, { loadKubeConfig }, { readFile }] = await Promise.all([
     import('../leader/elector.ts'),
@@ -224,16 +291,30 @@ async function leaderElectionOf(flags: DaemonFlags, duration: (flag: string, tex
     retryPeriodMs: duration('--retry-period', flags.retryPeriod),
   };
   const problem = checkTimings(timings);
-  if (problem !== undefined) throw new UsageError(`--lease-duration, --renew-deadline, --retry-period: ${problem}`);
+  if (problem !== undefined)
+    throw new UsageError(`--lease-duration, --renew-deadline, --retry-period: ${problem}`);
   const identity = flags.leaderIdentity;
-  if (identity === undefined || identity === '') throw new UsageError('--leader-lease needs this replica\'s name: --leader-identity, or env POD_NAME (the chart sets it from the downward API) or HOSTNAME');
-  const namespace = flags.leaderLeaseNamespace ?? (await readFile(POD_NAMESPACE_FILE, 'utf8').then((text) => text.trim(), () => undefined));
-  if (namespace === undefined || namespace === '') throw new UsageError("--leader-lease needs the Lease's namespace: --leader-lease-namespace or env POD_NAMESPACE");
+  if (identity === undefined || identity === '')
+    throw new UsageError(
+      "--leader-lease needs this replica's name: --leader-identity, or env POD_NAME (the chart sets it from the downward API) or HOSTNAME",
+    );
+  const namespace =
+    flags.leaderLeaseNamespace ??
+    (await readFile(POD_NAMESPACE_FILE, 'utf8').then(
+      (text) => text.trim(),
+      () => undefined,
+    ));
+  if (namespace === undefined || namespace === '')
+    throw new UsageError(
+      "--leader-lease needs the Lease's namespace: --leader-lease-namespace or env POD_NAMESPACE",
+    );
   let config;
   try {
     config = loadKubeConfig({});
   } catch (error) {
-    throw new UsageError(`--leader-lease: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    throw new UsageError(`--leader-lease: ${error instanceof Error ? error.message : String(error)}`, {
+      cause: error,
+    });
   }
   return { store: new KubeLeaseStore(config, { namespace, name: flags.leaderLease }), identity, timings };
 }

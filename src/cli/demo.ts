@@ -22,11 +22,17 @@ interface DemoFlags extends OutputFlags {
 export function registerDemoCommand(program: Command): void {
   const command = program
     .command('demo')
-    .description('Start the API emulator in-process and rotate the demo policy\'s keys into the file backend (no credentials needed). Shows each key\'s progress (the audit trail as JSON lines when stdout is not a terminal, or with --log-format), what happened to each key, and the summary line.')
+    .description(
+      "Start the API emulator in-process and rotate the demo policy's keys into the file backend (no credentials needed). Shows each key's progress (the audit trail as JSON lines when stdout is not a terminal, or with --log-format), what happened to each key, and the summary line.",
+    )
     // The default is found when demo runs, not here: every command registers this option, and
     // finding the install's config/ walks up the file system.
     .option('-p, --policy <file>', 'demo policy (default: config/demo-policy.yaml of this install)')
-    .option('--dir <dir>', 'where the file backend writes: a new or empty directory, or one an earlier demo made (wiped first; demo data only)', '.keyroll-demo')
+    .option(
+      '--dir <dir>',
+      'where the file backend writes: a new or empty directory, or one an earlier demo made (wiped first; demo data only)',
+      '.keyroll-demo',
+    )
     .addHelpText('after', EXIT_CODES_HELP)
     .action(async (flags: DemoFlags) => {
       process.exitCode = await demoCommand(flags);
@@ -46,7 +52,10 @@ async function demoCommand(flags: DemoFlags): Promise<number> {
   try {
     policy = await common.loadPolicyOrExit(flags.policy ?? installedFile('config/demo-policy.yaml'));
     // Before the directory is wiped: an --audit-file that cannot be opened exits 2 first.
-    output = await modules.openRunOutput(flags, policy.keys.map((key) => key.id));
+    output = await modules.openRunOutput(
+      flags,
+      policy.keys.map((key) => key.id),
+    );
   } catch (error) {
     return common.exitForError(error);
   }
@@ -58,7 +67,15 @@ async function demoCommand(flags: DemoFlags): Promise<number> {
 }
 
 async function loadDemoModules() {
-  const [{ startEmulator }, { createRuntime }, { runRotations }, { staticCredential }, { Secret }, common, { openRunOutput }] = await Promise.all([
+  const [
+    { startEmulator },
+    { createRuntime },
+    { runRotations },
+    { staticCredential },
+    { Secret },
+    common,
+    { openRunOutput },
+  ] = await Promise.all([
     import('../emulator/server.ts'),
     import('../rotation/runtime.ts'),
     import('../rotation/run.ts'),
@@ -70,7 +87,12 @@ async function loadDemoModules() {
   return { startEmulator, createRuntime, runRotations, staticCredential, Secret, common, openRunOutput };
 }
 
-async function demoRun(modules: Awaited<ReturnType<typeof loadDemoModules>>, policy: Policy, output: RunOutput, flags: DemoFlags): Promise<number> {
+async function demoRun(
+  modules: Awaited<ReturnType<typeof loadDemoModules>>,
+  policy: Policy,
+  output: RunOutput,
+  flags: DemoFlags,
+): Promise<number> {
   const { startEmulator, createRuntime, runRotations, staticCredential, Secret, common } = modules;
   // Demo data only: every demo starts from an empty directory so the first run rotates every key.
   const directory = resolve(flags.dir, 'secrets');
@@ -80,7 +102,10 @@ async function demoRun(modules: Awaited<ReturnType<typeof loadDemoModules>>, pol
     return ExitCode.config;
   }
   const backends = Object.fromEntries(
-    Object.entries(policy.backends).map(([name, config]) => [name, config.kind === 'file' ? { ...config, directory } : config]),
+    Object.entries(policy.backends).map(([name, config]) => [
+      name,
+      config.kind === 'file' ? { ...config, directory } : config,
+    ]),
   );
   const emulator = await startEmulator({ port: 0 });
   const { audit } = output;
@@ -89,13 +114,18 @@ async function demoRun(modules: Awaited<ReturnType<typeof loadDemoModules>>, pol
   };
   out(`keyroll demo: emulator at ${emulator.url}, file backend at ${directory}`);
   // A slot entry's id names the entry, not an API key: its two slots are the keys it rolls.
-  const oldSecrets = new Map(policy.keys.flatMap((key) => key.slots ?? [key.id]).map((id) => [id, emulator.state.currentSecret(id)]));
-  const runtime = await createRuntime({ ...policy, backends }, {
-    audit,
-    apiBaseUrl: emulator.url,
-    // The emulator's seeded owner principal; a demo-only token, not a customer secret.
-    credentials: staticCredential(new Secret('demo-owner-token'), 'demo owner token (emulator seed)'),
-  });
+  const oldSecrets = new Map(
+    policy.keys.flatMap((key) => key.slots ?? [key.id]).map((id) => [id, emulator.state.currentSecret(id)]),
+  );
+  const runtime = await createRuntime(
+    { ...policy, backends },
+    {
+      audit,
+      apiBaseUrl: emulator.url,
+      // The emulator's seeded owner principal; a demo-only token, not a customer secret.
+      credentials: staticCredential(new Secret('demo-owner-token'), 'demo owner token (emulator seed)'),
+    },
+  );
   try {
     const summary = await runRotations(runtime, {
       keys: policy.keys,
@@ -112,7 +142,9 @@ async function demoRun(modules: Awaited<ReturnType<typeof loadDemoModules>>, pol
     const oldSecretState = async (apiKeyId: string, organizationId: string): Promise<string> => {
       const old = oldSecrets.get(apiKeyId);
       if (old === undefined) return 'n/a';
-      return (await runtime.api.probeSecret(new Secret(old), { organizationId })) === 'valid' ? 'still works' : 'rejected (401)';
+      return (await runtime.api.probeSecret(new Secret(old), { organizationId })) === 'valid'
+        ? 'still works'
+        : 'rejected (401)';
     };
     for (const outcome of summary.outcomes) {
       const slots = policy.keys.find((key) => key.id === outcome.keyId)?.slots;
@@ -122,7 +154,9 @@ async function demoRun(modules: Awaited<ReturnType<typeof loadDemoModules>>, pol
           ? `old secret ${await oldSecretState(outcome.keyId, outcome.organizationId)}`
           : `old secrets: ${(await Promise.all(slots.map(async (slot) => `${slot} ${await oldSecretState(slot, outcome.organizationId)}`))).join(', ')}`;
       const where = outcome.versions?.map((v) => `${v.backend}:${v.path} v${v.version}`).join(', ') ?? '-';
-      out(`  ${outcome.keyId.padEnd(20)} ${outcome.result.padEnd(9)} rolls=${outcome.rolls} stored=${where} exposure=${outcome.exposureMs ?? '-'}ms ${oldWorks}`);
+      out(
+        `  ${outcome.keyId.padEnd(20)} ${outcome.result.padEnd(9)} rolls=${outcome.rolls} stored=${where} exposure=${outcome.exposureMs ?? '-'}ms ${oldWorks}`,
+      );
     }
     out(common.summaryLine(summary));
     return summary.exitCode;
@@ -143,7 +177,8 @@ export async function prepareDemoDir(dir: string): Promise<string | undefined> {
     // lstat: a symbolic link is not followed to whatever it points at.
     isDirectory = (await lstat(dir)).isDirectory();
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') return `cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})`;
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT')
+      return `cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})`;
     await mkdir(dir, { recursive: true });
     await markDemoDir(dir);
     return undefined;
@@ -159,5 +194,9 @@ export async function prepareDemoDir(dir: string): Promise<string | undefined> {
 }
 
 async function markDemoDir(dir: string): Promise<void> {
-  await writeFile(join(dir, DEMO_DIR_MARKER), 'Made by keyroll demo: the next `keyroll demo --dir` here deletes everything in this directory.\n', { mode: 0o600 });
+  await writeFile(
+    join(dir, DEMO_DIR_MARKER),
+    'Made by keyroll demo: the next `keyroll demo --dir` here deletes everything in this directory.\n',
+    { mode: 0o600 },
+  );
 }

@@ -23,14 +23,30 @@ export function registerEmulatorCommand(program: Command): void {
     .option('--port <port>', 'TCP port to listen on (0 picks a free port)', parsePort, 8787)
     .option('--host <host>', 'address to listen on', '127.0.0.1')
     .option('--seed <file>', 'seed file, YAML or JSON (default: config/emulator-seed.yaml)')
-    .option('--fault-injection', 'enable the unauthenticated /_emulator/ admin routes (faults, roll counts); keep on loopback', false)
-    .option('--roll-rate-limit <n>', 'rolls per minute shared by OAuth/session principals', parsePositiveInt, 600)
-    .option('--roll-burst-seconds <s>', 'limit those rolls with a token bucket holding this many seconds of the rate (default: fixed clock-minute windows)', parsePositiveNumber)
+    .option(
+      '--fault-injection',
+      'enable the unauthenticated /_emulator/ admin routes (faults, roll counts); keep on loopback',
+      false,
+    )
+    .option(
+      '--roll-rate-limit <n>',
+      'rolls per minute shared by OAuth/session principals',
+      parsePositiveInt,
+      600,
+    )
+    .option(
+      '--roll-burst-seconds <s>',
+      'limit those rolls with a token bucket holding this many seconds of the rate (default: fixed clock-minute windows)',
+      parsePositiveNumber,
+    )
     .option('--log', 'log one line per request (never headers or bodies)', false)
     // Commander copies exitOverride to subcommands only when set before they are created; set it
     // here so a bad flag reaches main() as a CommanderError (exit code 2), not process.exit(1).
     .exitOverride()
-    .addHelpText('after', '\nSee docs/emulator.md for the seed format, the demo principals and every behaviour the spec leaves open.\n\nExit codes:\n  0  stopped by SIGINT or SIGTERM\n  2  bad flag, unreadable or invalid seed, or the address cannot be bound')
+    .addHelpText(
+      'after',
+      '\nSee docs/emulator.md for the seed format, the demo principals and every behaviour the spec leaves open.\n\nExit codes:\n  0  stopped by SIGINT or SIGTERM\n  2  bad flag, unreadable or invalid seed, or the address cannot be bound',
+    )
     .action(async (flags: EmulatorFlags) => {
       process.exitCode = await runEmulator(flags);
     });
@@ -77,13 +93,15 @@ async function runEmulator(flags: EmulatorFlags): Promise<ExitCode> {
 
 function parsePort(value: string): number {
   const port = Number(value);
-  if (!/^\d+$/.test(value) || port > 65_535) throw new InvalidArgumentError('expected a port number from 0 to 65535');
+  if (!/^\d+$/.test(value) || port > 65_535)
+    throw new InvalidArgumentError('expected a port number from 0 to 65535');
   return port;
 }
 
 function parsePositiveNumber(value: string): number {
   const n = Number(value);
-  if (!/^\d+(\.\d+)?$/.test(value) || !(n > 0)) throw new InvalidArgumentError('expected a positive number of seconds');
+  if (!/^\d+(\.\d+)?$/.test(value) || !(n > 0))
+    throw new InvalidArgumentError('expected a positive number of seconds');
   return n;
 }
 

@@ -19,7 +19,13 @@ import { createRuntime, type Runtime } from '../rotation/runtime.ts';
 import { runRotations, type RunSummary } from '../rotation/run.ts';
 import type { RunTrigger } from '../rotation/types.ts';
 import { ExitCode } from './exit-codes.ts';
-import { exitCodeAfterShutdown, exitForError, shutdownSignal, summaryLine, testCheckpointFromEnv } from './common.ts';
+import {
+  exitCodeAfterShutdown,
+  exitForError,
+  shutdownSignal,
+  summaryLine,
+  testCheckpointFromEnv,
+} from './common.ts';
 import type { OutputFlags } from './terminal/output-mode.ts';
 import { openRunOutput, type RunOutput } from './terminal/run-output.ts';
 
@@ -48,14 +54,21 @@ export interface ExecuteRunInput {
    * An exit code it returns replaces the run's when higher. `metrics` is the run's Pushgateway
    * export, when there is one (pushed after this work).
    */
-  afterRotations?: (runtime: Runtime, summary: RunSummary, metrics: KeyrollMetrics | undefined) => Promise<RunSummary['exitCode'] | undefined>;
+  afterRotations?: (
+    runtime: Runtime,
+    summary: RunSummary,
+    metrics: KeyrollMetrics | undefined,
+  ) => Promise<RunSummary['exitCode'] | undefined>;
 }
 
 export async function executeRun(input: ExecuteRunInput): Promise<number> {
   let output: RunOutput;
   try {
     // Before anything is touched: an audit file that cannot be opened is a usage error (exit 2).
-    output = await openRunOutput(input.output ?? {}, input.keys.map((key) => key.id));
+    output = await openRunOutput(
+      input.output ?? {},
+      input.keys.map((key) => key.id),
+    );
   } catch (error) {
     return exitForError(error);
   }
@@ -67,8 +80,18 @@ export async function executeRun(input: ExecuteRunInput): Promise<number> {
   let runtime;
   try {
     const checkpoint = testCheckpointFromEnv();
-    runtime = await createRuntime(input.policy, { audit, ...metrics?.runtimeOptions, ...(checkpoint ? { checkpoint } : {}), ...(input.shards ? { shards: input.shards } : {}) });
-    const refresher = createRefresher(input.policy, { alerter: runtime.alerter, notifier: runtime.notifier, signal: shutdown.signal, ...(metrics ? { observer: metrics.metrics.consumerObserver } : {}) });
+    runtime = await createRuntime(input.policy, {
+      audit,
+      ...metrics?.runtimeOptions,
+      ...(checkpoint ? { checkpoint } : {}),
+      ...(input.shards ? { shards: input.shards } : {}),
+    });
+    const refresher = createRefresher(input.policy, {
+      alerter: runtime.alerter,
+      notifier: runtime.notifier,
+      signal: shutdown.signal,
+      ...(metrics ? { observer: metrics.metrics.consumerObserver } : {}),
+    });
     const delivery = refresher.begin(audit, input.policy.keys);
     const keysById = new Map(input.keys.map((key) => [key.id, key]));
     const summary = await runRotations(runtime, {
@@ -94,16 +117,31 @@ export async function executeRun(input: ExecuteRunInput): Promise<number> {
     // (one queue: a workload owed by both restarts once). Both are the run's: on its summary line,
     // in its JSON report and in its exit code. A failed consumer never changes a rotation; it
     // makes the run exit 1 (docs/exit-codes.md).
-    const [delivered, pickedUp] = await Promise.all([delivery.finish(), refresher.pickUpOwed(input.policy.keys, audit, keyRecordsOf(runtime, () => new Date()))]);
+    const [delivered, pickedUp] = await Promise.all([
+      delivery.finish(),
+      refresher.pickUpOwed(
+        input.policy.keys,
+        audit,
+        keyRecordsOf(runtime, () => new Date()),
+      ),
+    ]);
     const consumers = runConsumersReport(delivered, pickedUp);
     // Read at once: a signal after this point (during the push or the flush) finds a finished run.
     const interruptedBy = shutdown.signal.aborted ? signalName(shutdown.signal) : undefined;
     output.finishView();
-    const after = interruptedBy === undefined ? await input.afterRotations?.(runtime, summary, metrics?.metrics) : undefined;
+    const after =
+      interruptedBy === undefined
+        ? await input.afterRotations?.(runtime, summary, metrics?.metrics)
+        : undefined;
     await metrics?.push(input.groupings);
     await audit.flush();
-    const consumersFailed = consumers !== undefined && consumers.failed > 0 ? ExitCode.someFailed : ExitCode.ok;
-    const exitCode = Math.max(exitCodeAfterShutdown(summary, interruptedBy !== undefined), after ?? 0, consumersFailed) as RunSummary['exitCode'];
+    const consumersFailed =
+      consumers !== undefined && consumers.failed > 0 ? ExitCode.someFailed : ExitCode.ok;
+    const exitCode = Math.max(
+      exitCodeAfterShutdown(summary, interruptedBy !== undefined),
+      after ?? 0,
+      consumersFailed,
+    ) as RunSummary['exitCode'];
     const report = input.report?.({ ...summary, exitCode }, consumers);
     if (report !== undefined) process.stdout.write(`${printableLines(report)}\n`);
     process.stdout.write(`${summaryLine(summary, interruptedBy)}${consumersSummaryPart(consumers)}\n`);

@@ -17,7 +17,7 @@ export function registerIdentifyCommand(program: Command): void {
   const command = program
     .command('identify')
     .description(
-      "Which key is this leaked value? Reads it on standard input (never an argument or the environment; a terminal is refused), compares its SHA-256 with the secret each destination holds now and held before, and prints the key id, organization, destination and, for a two-slot entry, the slot. Prints only fingerprints, never the value. Exit 0 on a match, 4 when no policy entry holds the value.",
+      'Which key is this leaked value? Reads it on standard input (never an argument or the environment; a terminal is refused), compares its SHA-256 with the secret each destination holds now and held before, and prints the key id, organization, destination and, for a two-slot entry, the slot. Prints only fingerprints, never the value. Exit 0 on a match, 4 when no policy entry holds the value.',
     )
     .addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json']).default('text'))
     .addHelpText(
@@ -37,12 +37,13 @@ ${EXIT_CODES_HELP}
 
 async function identifyCommand(flags: IdentifyFlags): Promise<number> {
   const policyLoaded = loadPolicyOrExit(flags.policy);
-  const [{ readLeakedSecret }, { searchLeakedSecret }, { createRuntime }, { createNullAuditLog }] = await Promise.all([
-    import('./leaked-stdin.ts'),
-    import('../leaks/identify.ts'),
-    import('../rotation/runtime.ts'),
-    import('../audit/logger.ts'),
-  ]);
+  const [{ readLeakedSecret }, { searchLeakedSecret }, { createRuntime }, { createNullAuditLog }] =
+    await Promise.all([
+      import('./leaked-stdin.ts'),
+      import('../leaks/identify.ts'),
+      import('../rotation/runtime.ts'),
+      import('../audit/logger.ts'),
+    ]);
   let leaked;
   let policy;
   try {
@@ -58,13 +59,18 @@ async function identifyCommand(flags: IdentifyFlags): Promise<number> {
     runtime = await createRuntime(policy, { audit: createNullAuditLog() });
     const search = await searchLeakedSecret(policy, runtime, leaked);
     const fingerprint = leaked.fingerprint();
-    if (flags.output === 'json') process.stdout.write(`${printableJson(jsonReport(fingerprint, search), 2)}\n`);
+    if (flags.output === 'json')
+      process.stdout.write(`${printableJson(jsonReport(fingerprint, search), 2)}\n`);
     else for (const match of search.matches) process.stdout.write(terminalLine`${describeMatch(match)}\n`);
     for (const unread of search.unread) {
-      process.stderr.write(terminalLine`keyroll: could not read ${unread.backend}:${unread.path} of ${unread.keyId} (${unread.errorCode}); the value may be there\n`);
+      process.stderr.write(
+        terminalLine`keyroll: could not read ${unread.backend}:${unread.path} of ${unread.keyId} (${unread.errorCode}); the value may be there\n`,
+      );
     }
     if (search.matches.length > 0) return ExitCode.ok;
-    process.stderr.write(`keyroll: no policy entry holds this value (fingerprint ${fingerprint}); ${String(search.searched)} stored values compared\n`);
+    process.stderr.write(
+      `keyroll: no policy entry holds this value (fingerprint ${fingerprint}); ${String(search.searched)} stored values compared\n`,
+    );
     return search.unread.length > 0 ? ExitCode.someFailed : ExitCode.noMatch;
   } catch (error) {
     return exitForError(error);

@@ -23,7 +23,8 @@ export interface ReadOnlyBackends {
 
 export async function openBackends(policy: Policy): Promise<ReadOnlyBackends> {
   const backends = new Map<string, Backend>();
-  for (const [name, config] of Object.entries(policy.backends)) backends.set(name, await createBackend(name, config, {}));
+  for (const [name, config] of Object.entries(policy.backends))
+    backends.set(name, await createBackend(name, config, {}));
   return {
     get: (name) => {
       const backend = backends.get(name);
@@ -36,14 +37,30 @@ export async function openBackends(policy: Policy): Promise<ReadOnlyBackends> {
   };
 }
 
-export async function viewKeys(policy: Policy, backends: ReadOnlyBackends, now: Date, keys: readonly KeyPolicy[] = policy.keys): Promise<KeyView[]> {
+export async function viewKeys(
+  policy: Policy,
+  backends: ReadOnlyBackends,
+  now: Date,
+  keys: readonly KeyPolicy[] = policy.keys,
+): Promise<KeyView[]> {
   const views: KeyView[] = [];
   for (const key of keys) {
     const primary = key.destinations[0];
     if (!primary) continue;
     try {
-      const state = await readTrustedState({ backend: backends.get(primary.backend), target: primary.target }, key, now);
-      const decision = decideDue(key, { ...(state.lastRotatedAt ? { lastRotatedAt: state.lastRotatedAt } : {}), ...(state.intent ? { intent: state.intent } : {}) }, now);
+      const state = await readTrustedState(
+        { backend: backends.get(primary.backend), target: primary.target },
+        key,
+        now,
+      );
+      const decision = decideDue(
+        key,
+        {
+          ...(state.lastRotatedAt ? { lastRotatedAt: state.lastRotatedAt } : {}),
+          ...(state.intent ? { intent: state.intent } : {}),
+        },
+        now,
+      );
       views.push({ key, state, decision });
     } catch (error) {
       views.push({ key, readError: { errorCode: errorCode(error), message: errorMessage(error) } });
@@ -87,7 +104,15 @@ export function slotView(view: KeyView, now: Date): SlotView | undefined {
   const { key, state } = view;
   if (key.slots === undefined) return undefined;
   const refresh = key.consumerRefreshMs ?? null;
-  if (state === undefined) return { ids: key.slots, active: null, standby: null, consumerRefreshMs: refresh, standbyFreeAt: null, standbyNextRollAt: null };
+  if (state === undefined)
+    return {
+      ids: key.slots,
+      active: null,
+      standby: null,
+      consumerRefreshMs: refresh,
+      standbyFreeAt: null,
+      standbyNextRollAt: null,
+    };
   const active = activeSlot(key.slots, state);
   const standby = standbySlot(key.slots, state);
   const last = state.lastRotatedAt === undefined ? Number.NaN : Date.parse(state.lastRotatedAt);

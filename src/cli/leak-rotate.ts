@@ -33,7 +33,11 @@ export interface LeakRotation {
   /** Filled by `prove` once the rotations ended. */
   proofs: LeakProof[];
   /** executeRun's afterRotations: probes the leaked value for every matched entry. */
-  prove: (runtime: Runtime, summary: RunSummary, metrics: KeyrollMetrics | undefined) => Promise<RunSummary['exitCode'] | undefined>;
+  prove: (
+    runtime: Runtime,
+    summary: RunSummary,
+    metrics: KeyrollMetrics | undefined,
+  ) => Promise<RunSummary['exitCode'] | undefined>;
   /** Lines for the text report (before the summary line). */
   textLines: () => string[];
   /** The `leak` member of the `-o json` report. */
@@ -46,25 +50,37 @@ export interface LeakRotation {
  * `leak.unmatched`: 4 when every destination was read and none holds the value, 1 when some
  * could not be read.
  */
-export async function identifyForRotation(policy: Policy, leaked: Secret, context: AuditContext, output: OutputFlags): Promise<LeakRotation | number> {
+export async function identifyForRotation(
+  policy: Policy,
+  leaked: Secret,
+  context: AuditContext,
+  output: OutputFlags,
+): Promise<LeakRotation | number> {
   const fingerprint = leaked.fingerprint();
   const runtime = await createRuntime(policy, { audit: createNullAuditLog() });
   let search;
   const alreadyDead = new Set<LeakMatch>();
   try {
     search = await searchLeakedSecret(policy, runtime, leaked);
-    for (const match of search.matches) if (!(await needsLeakRotation(runtime, match, leaked))) alreadyDead.add(match);
+    for (const match of search.matches)
+      if (!(await needsLeakRotation(runtime, match, leaked))) alreadyDead.add(match);
   } finally {
     await runtime.close();
   }
   for (const unread of search.unread) {
-    process.stderr.write(terminalLine`keyroll: could not read ${unread.backend}:${unread.path} of ${unread.keyId} (${unread.errorCode}); the value may be there\n`);
+    process.stderr.write(
+      terminalLine`keyroll: could not read ${unread.backend}:${unread.path} of ${unread.keyId} (${unread.errorCode}); the value may be there\n`,
+    );
   }
   if (search.matches.length > 0) return leakRotation(leaked, search.matches, alreadyDead, context);
   await auditUnmatched(output, (audit) => {
-    audit.child(context).emit('leak.unmatched', { fingerprint, searched: search.searched, unread: search.unread });
+    audit
+      .child(context)
+      .emit('leak.unmatched', { fingerprint, searched: search.searched, unread: search.unread });
   });
-  process.stderr.write(`keyroll: no policy entry holds this value (fingerprint ${fingerprint}); nothing rotated\n`);
+  process.stderr.write(
+    `keyroll: no policy entry holds this value (fingerprint ${fingerprint}); nothing rotated\n`,
+  );
   return search.unread.length > 0 ? ExitCode.someFailed : ExitCode.noMatch;
 }
 
@@ -74,7 +90,11 @@ export async function identifyForRotation(policy: Policy, leaked: Secret, contex
  * stderr line instead.
  */
 async function auditUnmatched(flags: OutputFlags, emit: (audit: AuditLog) => void): Promise<void> {
-  const mode = resolveOutputMode(flags, { stdoutIsTTY: process.stdout.isTTY, stderrIsTTY: process.stderr.isTTY, env: process.env });
+  const mode = resolveOutputMode(flags, {
+    stdoutIsTTY: process.stdout.isTTY,
+    stderrIsTTY: process.stderr.isTTY,
+    env: process.env,
+  });
   const file = mode.auditFile === undefined ? undefined : openAuditFile(mode.auditFile);
   const audit = createAuditLog({
     destination: {
@@ -92,7 +112,12 @@ async function auditUnmatched(flags: OutputFlags, emit: (audit: AuditLog) => voi
   }
 }
 
-function leakRotation(leaked: Secret, matches: LeakMatch[], alreadyDead: ReadonlySet<LeakMatch>, context: AuditContext): LeakRotation {
+function leakRotation(
+  leaked: Secret,
+  matches: LeakMatch[],
+  alreadyDead: ReadonlySet<LeakMatch>,
+  context: AuditContext,
+): LeakRotation {
   const rotated = matches.filter((match) => !alreadyDead.has(match));
   const slots = new Map<string, string>();
   for (const match of rotated) if (match.slot !== undefined) slots.set(match.key.id, match.slot);
@@ -108,13 +133,15 @@ function leakRotation(leaked: Secret, matches: LeakMatch[], alreadyDead: Readonl
     slots,
     announce: (audit) => {
       for (const match of matches) {
-        audit.child({ ...context, keyId: match.key.id, organizationId: match.key.organizationId }).emit('leak.identified', {
-          fingerprint: leaked.fingerprint(),
-          backend: match.destination.backendName,
-          path: match.destination.target.path,
-          which: match.which,
-          ...(match.slot === undefined ? {} : { slot: match.slot }),
-        });
+        audit
+          .child({ ...context, keyId: match.key.id, organizationId: match.key.organizationId })
+          .emit('leak.identified', {
+            fingerprint: leaked.fingerprint(),
+            backend: match.destination.backendName,
+            path: match.destination.target.path,
+            which: match.which,
+            ...(match.slot === undefined ? {} : { slot: match.slot }),
+          });
       }
     },
     proofs,
@@ -123,7 +150,9 @@ function leakRotation(leaked: Secret, matches: LeakMatch[], alreadyDead: Readonl
       const alerter = runtime.rotationDeps(audit).alerter;
       for (const match of matches) {
         // An already-dead value's key was not in the run: its proof has no rotation.
-        const outcome = alreadyDead.has(match) ? undefined : summary.outcomes.find((o) => o.keyId === match.key.id);
+        const outcome = alreadyDead.has(match)
+          ? undefined
+          : summary.outcomes.find((o) => o.keyId === match.key.id);
         const proof = await proveLeakDead(runtime, audit, alerter, {
           key: match.key,
           leaked,
@@ -132,14 +161,18 @@ function leakRotation(leaked: Secret, matches: LeakMatch[], alreadyDead: Readonl
           ...(outcome === undefined ? {} : { rotation: outcome.result }),
         });
         proofs.push(proof);
-        if (proof.verdict === 'refused' && (outcome?.result === 'rotated' || outcome?.result === 'recovered')) metrics?.recordLeakDead(performance.now() - identifiedAt);
+        if (proof.verdict === 'refused' && (outcome?.result === 'rotated' || outcome?.result === 'recovered'))
+          metrics?.recordLeakDead(performance.now() - identifiedAt);
       }
       // A rotation that left the leaked value alive (or unproven) did not do its job: exit 1.
       return proofs.some((proof) => proof.verdict !== 'refused') ? ExitCode.someFailed : undefined;
     },
     textLines: () => [
       ...matches.map((match) => `leaked value ${leaked.fingerprint()}: ${describeMatch(match)}`),
-      ...proofs.map((proof) => `leaked value ${proof.fingerprint}: ${proof.keyId}${proof.slot === undefined ? '' : ` slot=${proof.slot}`} ${proofSentence(proof)}${deadTargets.has(deadTarget(proof.keyId, proof.slot)) ? '; it was already rotated away, so nothing was rotated' : ''}`),
+      ...proofs.map(
+        (proof) =>
+          `leaked value ${proof.fingerprint}: ${proof.keyId}${proof.slot === undefined ? '' : ` slot=${proof.slot}`} ${proofSentence(proof)}${deadTargets.has(deadTarget(proof.keyId, proof.slot)) ? '; it was already rotated away, so nothing was rotated' : ''}`,
+      ),
     ],
     json: () => ({
       fingerprint: leaked.fingerprint(),
@@ -152,6 +185,7 @@ function leakRotation(leaked: Secret, matches: LeakMatch[], alreadyDead: Readonl
 
 function proofSentence(proof: LeakProof): string {
   if (proof.verdict === 'refused') return 'proven dead: the API refused it (401)';
-  if (proof.verdict === 'still-works') return 'STILL WORKS: the API accepted it after the rotation (alerted critical)';
+  if (proof.verdict === 'still-works')
+    return 'STILL WORKS: the API accepted it after the rotation (alerted critical)';
   return `unproven: the API gave no answer that says (${proof.errorCode ?? 'unknown error'}); check by hand`;
 }

@@ -32,16 +32,20 @@ export async function readLeakedSecret(input: LeakedInput = process.stdin): Prom
       size += bytes.length;
       chunks.push(bytes);
       if (size > MAX_LEAKED_BYTES) {
-        throw new UsageError(`standard input holds more than ${String(MAX_LEAKED_BYTES / 1024)} KiB: pipe in the leaked value alone, not a file or a log`);
+        throw new UsageError(
+          `standard input holds more than ${String(MAX_LEAKED_BYTES / 1024)} KiB: pipe in the leaked value alone, not a file or a log`,
+        );
       }
     }
     const bytes = Buffer.concat(chunks);
     const text = bytes.toString('utf8').trim();
     bytes.fill(0);
-    if (text === '') throw new UsageError('standard input is empty: pipe in the leaked value (e.g. `pbpaste | keyroll …`)');
+    if (text === '')
+      throw new UsageError('standard input is empty: pipe in the leaked value (e.g. `pbpaste | keyroll …`)');
     // Registered with the sanitizer before any check that could put it in a message.
     const leaked = new Secret(text).pinned();
-    if (/[\r\n]/.test(text)) throw new UsageError('standard input holds more than one line: pipe in the leaked value alone');
+    if (/[\r\n]/.test(text))
+      throw new UsageError('standard input holds more than one line: pipe in the leaked value alone');
     return leaked;
   } finally {
     for (const chunk of chunks) chunk.fill(0);

@@ -17,7 +17,9 @@ import { registerRunCommand } from './run.ts';
 
 export function buildProgram(): Command {
   const program = new Command('keyroll')
-    .description('Rotate organization API keys and write the one-time secret straight into AWS Secrets Manager, Vault/OpenBao or a file.')
+    .description(
+      'Rotate organization API keys and write the one-time secret straight into AWS Secrets Manager, Vault/OpenBao or a file.',
+    )
     .version('0.1.0')
     .showHelpAfterError()
     // Before the commands are registered, so each inherits it: usage errors become exit 2.

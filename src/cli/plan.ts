@@ -13,7 +13,9 @@ interface PlanFlags {
 export function registerPlanCommand(program: Command): void {
   const command = program
     .command('plan')
-    .description('Dry run: which keys are due and why (schedule, max age, intent left behind), which are held back (failure backoff, quarantine) and since when, the next run of each schedule, for a two-slot entry the active slot, the standby a rotation would roll and when it may, and what would be written where. Reads backend bookkeeping only; changes nothing, rolls nothing.')
+    .description(
+      'Dry run: which keys are due and why (schedule, max age, intent left behind), which are held back (failure backoff, quarantine) and since when, the next run of each schedule, for a two-slot entry the active slot, the standby a rotation would roll and when it may, and what would be written where. Reads backend bookkeeping only; changes nothing, rolls nothing.',
+    )
     .option('--shard <i/N>', 'only the keys of shard i of N', process.env.KEYROLL_SHARD)
     .addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json']).default('text'))
     .addHelpText('after', EXIT_CODES_HELP);
@@ -23,7 +25,13 @@ export function registerPlanCommand(program: Command): void {
 }
 
 async function planCommand(flags: PlanFlags): Promise<number> {
-  const [{ openBackends, viewKeys, slotView }, { renderTable }, { keyInShard, parseShard }, { streakCell, streakView }, { describeEmergency, estimateEmergency }] = await Promise.all([
+  const [
+    { openBackends, viewKeys, slotView },
+    { renderTable },
+    { keyInShard, parseShard },
+    { streakCell, streakView },
+    { describeEmergency, estimateEmergency },
+  ] = await Promise.all([
     import('./key-state.ts'),
     import('./table.ts'),
     import('../policy/shard.ts'),
@@ -43,7 +51,8 @@ async function planCommand(flags: PlanFlags): Promise<number> {
     const now = new Date();
     const keys = shard ? policy.keys.filter((key) => keyInShard(key.id, shard)) : policy.keys;
     const views = await viewKeys(policy, backends, now, keys);
-    const describe = (d: { backend: string; target: { path: string; shape: { format: string } } }): string => `${d.backend}:${d.target.path} (${d.target.shape.format})`;
+    const describe = (d: { backend: string; target: { path: string; shape: { format: string } } }): string =>
+      `${d.backend}:${d.target.path} (${d.target.shape.format})`;
     const plan = views.map((view) => ({
       keyId: view.key.id,
       organizationId: view.key.organizationId,
@@ -65,9 +74,14 @@ async function planCommand(flags: PlanFlags): Promise<number> {
       ...(view.readError ? { error: view.readError } : {}),
     }));
     // Invariant 11: what an emergency over these keys costs in time, and which quota bounds it.
-    const emergency = estimateEmergency(policy, keys, { ...(shard ? { shards: shard.total } : {}), env: process.env });
+    const emergency = estimateEmergency(policy, keys, {
+      ...(shard ? { shards: shard.total } : {}),
+      env: process.env,
+    });
     if (flags.output === 'json') {
-      process.stdout.write(`${printableJson({ policy: policy.file, at: now.toISOString(), keys: plan, emergency }, 2)}\n`);
+      process.stdout.write(
+        `${printableJson({ policy: policy.file, at: now.toISOString(), keys: plan, emergency }, 2)}\n`,
+      );
     } else {
       // The SLOTS column only when the policy has a two-slot entry: single-key tables read as before.
       const withSlots = plan.some((p) => p.slots !== undefined);
@@ -77,15 +91,29 @@ async function planCommand(flags: PlanFlags): Promise<number> {
           plan.map((p) => [
             p.keyId,
             p.organizationId,
-            p.error ? 'unknown' : p.scheduler === 'aws-native' ? 'by AWS' : streakCell(p.failureStreak, now) !== undefined ? 'held' : p.due ? 'yes' : 'no',
-            p.error ? `cannot read state: ${p.error.errorCode}` : p.scheduler === 'aws-native' ? 'scheduler aws-native: Secrets Manager rotation starts it, run and the daemon skip it' : (streakCell(p.failureStreak, now) ?? (p.reasons.join(', ') || '-')),
+            p.error
+              ? 'unknown'
+              : p.scheduler === 'aws-native'
+                ? 'by AWS'
+                : streakCell(p.failureStreak, now) !== undefined
+                  ? 'held'
+                  : p.due
+                    ? 'yes'
+                    : 'no',
+            p.error
+              ? `cannot read state: ${p.error.errorCode}`
+              : p.scheduler === 'aws-native'
+                ? 'scheduler aws-native: Secrets Manager rotation starts it, run and the daemon skip it'
+                : (streakCell(p.failureStreak, now) ?? (p.reasons.join(', ') || '-')),
             p.nextRunAt ?? '-',
             ...(withSlots ? [planSlotsCell(p.slots)] : []),
             [...p.writes, ...p.fallbacks.map((f) => `fallback ${f}`)].join('; '),
           ]),
         ),
       );
-      const due = plan.filter((p) => p.due && p.scheduler === 'keyroll' && streakCell(p.failureStreak, now) === undefined).length;
+      const due = plan.filter(
+        (p) => p.due && p.scheduler === 'keyroll' && streakCell(p.failureStreak, now) === undefined,
+      ).length;
       process.stdout.write(`${describeEmergency(emergency)}\n`);
       process.stdout.write(`${due} of ${plan.length} keys due; nothing was changed\n`);
     }

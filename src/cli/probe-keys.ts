@@ -41,7 +41,8 @@ export function backendsOfRuntime(policy: Policy, runtime: Runtime): ReadOnlyBac
   const byName = new Map<string, Backend>();
   for (const key of policy.keys) {
     const { destinations, fallbacks } = runtime.resolveKey(key);
-    for (const destination of [...destinations, ...fallbacks]) byName.set(destination.backendName, destination.backend);
+    for (const destination of [...destinations, ...fallbacks])
+      byName.set(destination.backendName, destination.backend);
   }
   return {
     get: (name) => {
@@ -59,7 +60,12 @@ export function secretProbeOf(runtime: Runtime): SecretProbe {
 }
 
 /** Probes one key's stored secret (and a two-slot entry's previous value) at its primary destination. */
-export async function probeKey(target: ProbeTarget, backends: ReadOnlyBackends, probe: SecretProbe, now: Date): Promise<ProbeReport> {
+export async function probeKey(
+  target: ProbeTarget,
+  backends: ReadOnlyBackends,
+  probe: SecretProbe,
+  now: Date,
+): Promise<ProbeReport> {
   const { key } = target;
   const primary = key.destinations[0];
   if (!primary) throw new Error(`key ${key.id} has no destination`);
@@ -79,19 +85,35 @@ export async function probeKey(target: ProbeTarget, backends: ReadOnlyBackends, 
       report.stored = fail(error);
     }
     if (key.slots !== undefined && target.active && target.standby) {
-      const standby = await probeStandby({ backend, target: primary.target }, stored, target.standby, key.organizationId, probe).catch(fail);
+      const standby = await probeStandby(
+        { backend, target: primary.target },
+        stored,
+        target.standby,
+        key.organizationId,
+        probe,
+      ).catch(fail);
       report.slots = { [target.active]: report.stored, [target.standby]: standby };
     }
     return report;
   });
 }
 
-async function probeStandby(primary: { backend: Backend; target: StoreTarget }, stored: StoredSecret | undefined, standbyId: string, organizationId: string, probe: SecretProbe): Promise<StandbyVerdict> {
+async function probeStandby(
+  primary: { backend: Backend; target: StoreTarget },
+  stored: StoredSecret | undefined,
+  standbyId: string,
+  organizationId: string,
+  probe: SecretProbe,
+): Promise<StandbyVerdict> {
   // None kept, the current one again (a write repeated by hand), or another key's (standby.ts).
   const kept = await readStandbyValue(primary, stored, standbyId);
   return kept === undefined ? 'not-kept' : verdictOf(probe, kept.value.secret, organizationId);
 }
 
-async function verdictOf(probe: SecretProbe, secret: Secret, organizationId: string): Promise<'works' | 'dead'> {
+async function verdictOf(
+  probe: SecretProbe,
+  secret: Secret,
+  organizationId: string,
+): Promise<'works' | 'dead'> {
   return (await probe(secret, organizationId)) === 'valid' ? 'works' : 'dead';
 }

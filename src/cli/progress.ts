@@ -10,7 +10,10 @@ export interface ProgressReporter {
   finish(): void;
 }
 
-export function createProgressReporter(total: number, stream: NodeJS.WriteStream = process.stderr): ProgressReporter {
+export function createProgressReporter(
+  total: number,
+  stream: NodeJS.WriteStream = process.stderr,
+): ProgressReporter {
   if (!stream.isTTY) return { keyDone: () => undefined, finish: () => undefined };
   let done = 0;
   const counts = new Map<string, number>();
@@ -20,9 +23,16 @@ export function createProgressReporter(total: number, stream: NodeJS.WriteStream
     keyDone: (outcome) => {
       done++;
       counts.set(outcome.result, (counts.get(outcome.result) ?? 0) + 1);
-      const detail = outcome.result === 'failed' ? ` at ${outcome.step ?? '?'}: ${outcome.errorCode ?? ''}` : outcome.detail ? ` (${outcome.detail})` : '';
+      const detail =
+        outcome.result === 'failed'
+          ? ` at ${outcome.step ?? '?'}: ${outcome.errorCode ?? ''}`
+          : outcome.detail
+            ? ` (${outcome.detail})`
+            : '';
       // The erase is keyroll's own; the key's line is text, whatever an error message held.
-      stream.write(`\r\x1b[2K${terminalLine`${outcome.keyId} ${outcome.result}${detail} in ${outcome.durationMs} ms`}\n${counter()}`);
+      stream.write(
+        `\r\x1b[2K${terminalLine`${outcome.keyId} ${outcome.result}${detail} in ${outcome.durationMs} ms`}\n${counter()}`,
+      );
     },
     finish: () => {
       stream.write('\r\x1b[2K');

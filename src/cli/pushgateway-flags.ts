@@ -11,8 +11,16 @@ export interface PushgatewayFlags {
 
 export function addPushgatewayOptions(command: Command): Command {
   return command
-    .option('--pushgateway-auth <ref>', 'Pushgateway credentials from a reference, env:NAME or file:/path, holding user:password (basic auth) or a whole "Bearer ..." header value; env KEYROLL_PUSHGATEWAY_AUTH', process.env.KEYROLL_PUSHGATEWAY_AUTH)
-    .option('--pushgateway-allow-insecure-http', 'accept a plain http:// --pushgateway on another machine (credentials and metrics cross the network in clear)', false);
+    .option(
+      '--pushgateway-auth <ref>',
+      'Pushgateway credentials from a reference, env:NAME or file:/path, holding user:password (basic auth) or a whole "Bearer ..." header value; env KEYROLL_PUSHGATEWAY_AUTH',
+      process.env.KEYROLL_PUSHGATEWAY_AUTH,
+    )
+    .option(
+      '--pushgateway-allow-insecure-http',
+      'accept a plain http:// --pushgateway on another machine (credentials and metrics cross the network in clear)',
+      false,
+    );
 }
 
 export function pushgatewayOptions(flags: PushgatewayFlags): Pick<PushOptions, 'auth' | 'allowInsecureHttp'> {

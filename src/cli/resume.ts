@@ -23,20 +23,31 @@ export function registerResumeCommand(program: Command): void {
       "Lift a key's quarantine (or cut its failure backoff short) once the cause is fixed: the next run attempts the key at once. Takes the key lock, ends the failure streak recorded at the primary destination, and audits key.resumed with the actor (JSON on stdout). Rolls nothing.",
     )
     .requiredOption('-k, --key <id>', 'the key (or slot entry, or one of its slots)')
-    .option('--actor <name>', 'who lifts it (recorded in the audit trail); env KEYROLL_ACTOR, else the OS user', process.env.KEYROLL_ACTOR)
+    .option(
+      '--actor <name>',
+      'who lifts it (recorded in the audit trail); env KEYROLL_ACTOR, else the OS user',
+      process.env.KEYROLL_ACTOR,
+    )
     .option('--ticket <id>', 'incident or change ticket (recorded in the audit trail)')
-    .addHelpText('after', `
+    .addHelpText(
+      'after',
+      `
 Example:
   keyroll resume --key key_billing --actor alice --ticket INC-1234
 ${EXIT_CODES_HELP}
-  resume exits 0 when the streak was ended or there was none, 3 when another runner holds the key lock.`);
+  resume exits 0 when the streak was ended or there was none, 3 when another runner holds the key lock.`,
+    );
   addPolicyOption(command).action(async (flags: ResumeFlags) => {
     process.exitCode = await resumeCommand(flags);
   });
 }
 
 async function resumeCommand(flags: ResumeFlags): Promise<number> {
-  const [{ findKeyEntry }, { openBackends }, { resumeKey }] = await Promise.all([import('../policy/key-entry.ts'), import('./key-state.ts'), import('../rotation/quarantine.ts')]);
+  const [{ findKeyEntry }, { openBackends }, { resumeKey }] = await Promise.all([
+    import('../policy/key-entry.ts'),
+    import('./key-state.ts'),
+    import('../rotation/quarantine.ts'),
+  ]);
   let policy;
   let entry;
   try {
@@ -50,7 +61,11 @@ async function resumeCommand(flags: ResumeFlags): Promise<number> {
   const destination = key.destinations[0];
   if (destination === undefined) return exitForError(new UsageError(`key ${key.id} has no destination`));
   const actor = flags.actor ?? safeUserName();
-  const audit = createStdoutAudit().child({ actor, reason: 'resume', ...(flags.ticket ? { ticket: flags.ticket } : {}) });
+  const audit = createStdoutAudit().child({
+    actor,
+    reason: 'resume',
+    ...(flags.ticket ? { ticket: flags.ticket } : {}),
+  });
   let backends;
   try {
     backends = await openBackends(policy);
@@ -58,11 +73,21 @@ async function resumeCommand(flags: ResumeFlags): Promise<number> {
     return exitForError(error);
   }
   try {
-    const primary = { backendName: destination.backend, backend: backends.get(destination.backend), target: destination.target };
-    const deps = { owner: `${hostname()}/${String(process.pid)}/resume`, now: () => new Date(), newRotationId: () => randomUUID() };
+    const primary = {
+      backendName: destination.backend,
+      backend: backends.get(destination.backend),
+      target: destination.target,
+    };
+    const deps = {
+      owner: `${hostname()}/${String(process.pid)}/resume`,
+      now: () => new Date(),
+      newRotationId: () => randomUUID(),
+    };
     const result = await resumeKey(key, primary, deps, audit, actor);
     if (result.kind === 'busy') {
-      process.stderr.write(terminalLine`keyroll: the lock of ${key.id} is held by ${result.holder.owner} until ${result.holder.expiresAt}; nothing was changed, try again once it is released\n`);
+      process.stderr.write(
+        terminalLine`keyroll: the lock of ${key.id} is held by ${result.holder.owner} until ${result.holder.expiresAt}; nothing was changed, try again once it is released\n`,
+      );
       return ExitCode.aborted;
     }
     if (result.kind === 'no-streak') {
@@ -70,8 +95,13 @@ async function resumeCommand(flags: ResumeFlags): Promise<number> {
       return ExitCode.ok;
     }
     const { streak } = result;
-    const what = streak.quarantinedAt === undefined ? 'backoff ended' : `quarantine (since ${streak.quarantinedAt}) lifted`;
-    process.stderr.write(terminalLine`keyroll: ${key.id}: ${what} after ${String(streak.consecutive)} consecutive failures (last ${streak.last.step} ${streak.last.errorCode}); the next run attempts it\n`);
+    const what =
+      streak.quarantinedAt === undefined
+        ? 'backoff ended'
+        : `quarantine (since ${streak.quarantinedAt}) lifted`;
+    process.stderr.write(
+      terminalLine`keyroll: ${key.id}: ${what} after ${String(streak.consecutive)} consecutive failures (last ${streak.last.step} ${streak.last.errorCode}); the next run attempts it\n`,
+    );
     return ExitCode.ok;
   } catch (error) {
     return exitForError(error);

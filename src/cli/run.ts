@@ -15,10 +15,20 @@ interface RunFlags extends PushgatewayFlags, OutputFlags {
 export function registerRunCommand(program: Command): void {
   const command = program
     .command('run')
-    .description('One pass over the policy: rotate every key that is due (CronJob mode). Prints the audit trail as JSON lines (a per-key progress view when stdout is a terminal; see --log-format) and ends with "rotated N, failed M, skipped K".')
-    .option('--shard <i/N>', 'rotate only the keys of shard i of N (Indexed Jobs); env KEYROLL_SHARD', process.env.KEYROLL_SHARD)
+    .description(
+      'One pass over the policy: rotate every key that is due (CronJob mode). Prints the audit trail as JSON lines (a per-key progress view when stdout is a terminal; see --log-format) and ends with "rotated N, failed M, skipped K".',
+    )
+    .option(
+      '--shard <i/N>',
+      'rotate only the keys of shard i of N (Indexed Jobs); env KEYROLL_SHARD',
+      process.env.KEYROLL_SHARD,
+    )
     .option('--concurrency <n>', 'keys rotated at once', parseConcurrency, 4)
-    .option('--pushgateway <url>', 'push metrics to this Prometheus Pushgateway when the run ends (a failed push is only a warning); env KEYROLL_PUSHGATEWAY', process.env.KEYROLL_PUSHGATEWAY)
+    .option(
+      '--pushgateway <url>',
+      'push metrics to this Prometheus Pushgateway when the run ends (a failed push is only a warning); env KEYROLL_PUSHGATEWAY',
+      process.env.KEYROLL_PUSHGATEWAY,
+    )
     .addHelpText('after', EXIT_CODES_HELP);
   addPushgatewayOptions(command);
   addOutputOptions(command);
@@ -38,7 +48,12 @@ async function runCommand(flags: RunFlags): Promise<number> {
   try {
     policy = await policyLoaded;
     shard = flags.shard ? parseShard(flags.shard) : undefined;
-    pushgateway = flags.pushgateway ? (await import('../metrics/run-export.ts')).preparePushgateway(flags.pushgateway, pushgatewayOptions(flags)) : undefined;
+    pushgateway = flags.pushgateway
+      ? (await import('../metrics/run-export.ts')).preparePushgateway(
+          flags.pushgateway,
+          pushgatewayOptions(flags),
+        )
+      : undefined;
   } catch (error) {
     return exitForError(error);
   }

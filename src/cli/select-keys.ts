@@ -22,7 +22,9 @@ export function selectKeys(policy: Policy, selection: KeySelection): KeyPolicy[]
   if (selection.all) return groupByOrganization(policy.keys);
   const unknown = named.filter((id) => findKeyEntry(policy, id) === undefined);
   if (unknown.length > 0) {
-    throw new UsageError(`${policy.file}: no key ${unknown.map((id) => JSON.stringify(id)).join(', ')} in the policy`);
+    throw new UsageError(
+      `${policy.file}: no key ${unknown.map((id) => JSON.stringify(id)).join(', ')} in the policy`,
+    );
   }
   const chosen: KeyPolicy[] = [];
   for (const id of named) {
@@ -31,7 +33,10 @@ export function selectKeys(policy: Policy, selection: KeySelection): KeyPolicy[]
   }
   if (selection.org) {
     const ofOrg = policy.keys.filter((key) => key.organizationId === selection.org);
-    if (ofOrg.length === 0) throw new UsageError(`${policy.file}: no key of organization ${JSON.stringify(selection.org)} in the policy`);
+    if (ofOrg.length === 0)
+      throw new UsageError(
+        `${policy.file}: no key of organization ${JSON.stringify(selection.org)} in the policy`,
+      );
     for (const key of ofOrg) if (!chosen.includes(key)) chosen.push(key);
   }
   return chosen;
@@ -48,7 +53,9 @@ export function namedSlots(policy: Policy, named: readonly string[]): Map<string
     if (match?.slot === undefined) continue;
     const earlier = slots.get(match.key.id);
     if (earlier !== undefined && earlier !== match.slot) {
-      throw new UsageError(`--key ${JSON.stringify(earlier)} and --key ${JSON.stringify(match.slot)} are both slots of ${JSON.stringify(match.key.id)}: rotate one slot at a time`);
+      throw new UsageError(
+        `--key ${JSON.stringify(earlier)} and --key ${JSON.stringify(match.slot)} are both slots of ${JSON.stringify(match.key.id)}: rotate one slot at a time`,
+      );
     }
     slots.set(match.key.id, match.slot);
   }

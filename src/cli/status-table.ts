@@ -38,24 +38,47 @@ export interface StatusRow {
 
 /** One stderr line naming what keyroll distrusts in a key's bookkeeping, never a malformed value. */
 export function distrustLine(row: StatusRow): string {
-  const doubts = row.distrusted.map((d) => `${d.record}${d.field === undefined ? '' : `.${d.field}`} ${d.problem}${d.value === undefined ? '' : ` (${d.value})`}, ${d.action}`);
+  const doubts = row.distrusted.map(
+    (d) =>
+      `${d.record}${d.field === undefined ? '' : `.${d.field}`} ${d.problem}${d.value === undefined ? '' : ` (${d.value})`}, ${d.action}`,
+  );
   return terminalLine`keyroll: ${row.keyId}: keyroll does not trust part of its bookkeeping: ${doubts.join('; ')}. Corruption, a clock far off, or an edit by someone who may change the destination's tags or metadata: see "Distrusted bookkeeping" in docs/runbook.md\n`;
 }
 
 /** Headers and cells of the status table; the SLOTS and PROBE columns only when some row has something to show there. */
-export function statusCells(rows: readonly StatusRow[], columns: { withSlots: boolean; withProbe: boolean }): [string[], string[][]] {
+export function statusCells(
+  rows: readonly StatusRow[],
+  columns: { withSlots: boolean; withProbe: boolean },
+): [string[], string[][]] {
   const headers = ['KEY', 'ORG', 'LAST ROTATED', 'NEXT DUE', 'OVERDUE'];
   if (columns.withSlots) headers.push('SLOTS');
   if (columns.withProbe) headers.push('PROBE');
   headers.push('LOCK', 'INTENT', 'LAST ERROR');
   const cells = rows.map((r) => {
-    const row = [r.keyId, r.organizationId, r.lastRotatedAt ?? 'never', r.error ? '?' : r.scheduler === 'aws-native' ? 'AWS schedule (aws-native)' : r.due ? 'now' : (r.nextDueAt ?? '-'), r.overdue ? 'YES' : 'no'];
+    const row = [
+      r.keyId,
+      r.organizationId,
+      r.lastRotatedAt ?? 'never',
+      r.error
+        ? '?'
+        : r.scheduler === 'aws-native'
+          ? 'AWS schedule (aws-native)'
+          : r.due
+            ? 'now'
+            : (r.nextDueAt ?? '-'),
+      r.overdue ? 'YES' : 'no',
+    ];
     if (columns.withSlots) row.push(slotsCell(r));
     if (columns.withProbe) row.push(probeCell(r));
     row.push(
       r.lock ? `${r.lock.owner} until ${r.lock.expiresAt}` : '-',
       r.intent ? `left by ${r.intent.owner} at ${r.intent.startedAt}` : '-',
-      r.error ? `cannot read: ${r.error.errorCode}` : (streakCell(r.failureStreak, new Date()) ?? (r.lastFailure ? `${r.lastFailure.step} ${r.lastFailure.errorCode} at ${r.lastFailure.at}` : '-')),
+      r.error
+        ? `cannot read: ${r.error.errorCode}`
+        : (streakCell(r.failureStreak, new Date()) ??
+            (r.lastFailure
+              ? `${r.lastFailure.step} ${r.lastFailure.errorCode} at ${r.lastFailure.at}`
+              : '-')),
     );
     return row;
   });
@@ -81,7 +104,8 @@ const VERDICT_TEXT: Record<StoredVerdict | StandbyVerdict, string> = {
 function probeCell(r: StatusRow): string {
   if (r.probe !== undefined) {
     const failed = r.probe.errorCode === undefined ? '' : ` (${r.probe.errorCode})`;
-    if (r.probe.slots === undefined) return `${VERDICT_TEXT[r.probe.stored]}${r.drift === true ? ' (drift)' : ''}${failed}`;
+    if (r.probe.slots === undefined)
+      return `${VERDICT_TEXT[r.probe.stored]}${r.drift === true ? ' (drift)' : ''}${failed}`;
     const parts = Object.entries(r.probe.slots).map(([slot, verdict]) => `${slot} ${VERDICT_TEXT[verdict]}`);
     return `${parts.join(', ')}${r.drift === true ? ' (drift)' : ''}${failed}`;
   }
@@ -93,6 +117,14 @@ function probeCell(r: StatusRow): string {
 /** The CONSUMERS table: one line per consumer of every key that lists some. */
 export function consumerCells(rows: readonly StatusRow[]): [string[], string[][]] {
   const headers = ['KEY', 'CONSUMER', 'STATE', 'LAST REFRESH', 'DETAIL'];
-  const cells = rows.flatMap((r) => (r.consumers ?? []).map((c) => [r.keyId, c.consumer, c.state, c.lastRefreshAt ?? '-', c.errorCode === undefined ? c.detail : `${c.errorCode}: ${c.detail}`]));
+  const cells = rows.flatMap((r) =>
+    (r.consumers ?? []).map((c) => [
+      r.keyId,
+      c.consumer,
+      c.state,
+      c.lastRefreshAt ?? '-',
+      c.errorCode === undefined ? c.detail : `${c.errorCode}: ${c.detail}`,
+    ]),
+  );
   return [headers, cells];
 }

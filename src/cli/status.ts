@@ -21,19 +21,38 @@ export function registerStatusCommand(program: Command): void {
   const command = program
     .command('status')
     .description(
-      'Per key: last rotation, next due, overdue, lock holder, leftover intent, last error (or why and since when the key is quarantined or backing off), the last recorded probe; for a two-slot entry the active slot, the standby and when it may next roll; for a key that lists consumers, each consumer\'s last refresh as the cluster holds it (synced, restarted, owed, deferred, stale; --no-consumers skips reading them). With --probe, whether each stored secret (and a slot entry\'s standby) still works. A table on a terminal, JSON with -o json (and when stdout is not a terminal). Exit 1 when a key\'s state cannot be read, and with --probe when a stored secret is dead (drift) or cannot be probed.',
+      "Per key: last rotation, next due, overdue, lock holder, leftover intent, last error (or why and since when the key is quarantined or backing off), the last recorded probe; for a two-slot entry the active slot, the standby and when it may next roll; for a key that lists consumers, each consumer's last refresh as the cluster holds it (synced, restarted, owed, deferred, stale; --no-consumers skips reading them). With --probe, whether each stored secret (and a slot entry's standby) still works. A table on a terminal, JSON with -o json (and when stdout is not a terminal). Exit 1 when a key's state cannot be read, and with --probe when a stored secret is dead (drift) or cannot be probed.",
     )
-    .addOption(new Option('-o, --output <format>', 'output format (default: table on a terminal, json otherwise)').choices(['table', 'json']))
-    .option('--no-consumers', "do not read the keys' consumers from Kubernetes (no CONSUMERS table, no consumers in the JSON)")
-    .option('--probe', "probe each stored secret against the API (a one-item project list with it; read-only, records nothing); for a slot entry also the standby's previous value when the backend keeps it")
-    .addHelpText('after', `${EXIT_CODES_HELP}\n  status exits 1 when a key's state cannot be read, and with --probe when a stored secret is dead (drift) or the probe failed.`);
+    .addOption(
+      new Option(
+        '-o, --output <format>',
+        'output format (default: table on a terminal, json otherwise)',
+      ).choices(['table', 'json']),
+    )
+    .option(
+      '--no-consumers',
+      "do not read the keys' consumers from Kubernetes (no CONSUMERS table, no consumers in the JSON)",
+    )
+    .option(
+      '--probe',
+      "probe each stored secret against the API (a one-item project list with it; read-only, records nothing); for a slot entry also the standby's previous value when the backend keeps it",
+    )
+    .addHelpText(
+      'after',
+      `${EXIT_CODES_HELP}\n  status exits 1 when a key's state cannot be read, and with --probe when a stored secret is dead (drift) or the probe failed.`,
+    );
   addPolicyOption(command).action(async (flags: StatusFlags) => {
     process.exitCode = await statusCommand(flags);
   });
 }
 
 async function statusCommand(flags: StatusFlags): Promise<number> {
-  const [{ openBackends, viewKeys, nextDueAt, slotView }, { renderTable }, { statusCells, distrustLine, consumerCells }, { streakView }] = await Promise.all([
+  const [
+    { openBackends, viewKeys, nextDueAt, slotView },
+    { renderTable },
+    { statusCells, distrustLine, consumerCells },
+    { streakView },
+  ] = await Promise.all([
     import('./key-state.ts'),
     import('./table.ts'),
     import('./status-table.ts'),
@@ -50,11 +69,12 @@ async function statusCommand(flags: StatusFlags): Promise<number> {
   let backends: ReadOnlyBackends;
   try {
     if (flags.probe === true) {
-      const [{ createRuntime }, { createNullAuditLog }, { backendsOfRuntime, probeKey, secretProbeOf }] = await Promise.all([
-        import('../rotation/runtime.ts'),
-        import('../audit/logger.ts'),
-        import('./probe-keys.ts'),
-      ]);
+      const [{ createRuntime }, { createNullAuditLog }, { backendsOfRuntime, probeKey, secretProbeOf }] =
+        await Promise.all([
+          import('../rotation/runtime.ts'),
+          import('../audit/logger.ts'),
+          import('./probe-keys.ts'),
+        ]);
       // The probes use each stored secret as the bearer; keyroll's own credential is never sent.
       runtime = await createRuntime(policy, { audit: createNullAuditLog() });
       const probeBackends = (backends = backendsOfRuntime(policy, runtime));
@@ -82,19 +102,28 @@ async function statusCommand(flags: StatusFlags): Promise<number> {
         nextDueAt: nextDueAt(view.decision, now)?.toISOString() ?? null,
         due: view.decision?.due ?? null,
         overdue: view.decision?.overdue ?? null,
-        lock: view.state?.lock && Date.parse(view.state.lock.expiresAt) > now.getTime() ? view.state.lock : null,
+        lock:
+          view.state?.lock && Date.parse(view.state.lock.expiresAt) > now.getTime() ? view.state.lock : null,
         intent: view.state?.intent ?? null,
         // A failure (or probe) older than the last successful rotation is history, not status:
         // it was about a value no longer stored.
-        lastFailure: view.state?.lastFailure && (!last || view.state.lastFailure.at > last) ? view.state.lastFailure : null,
-        lastProbe: view.state?.lastProbe && (!last || view.state.lastProbe.at >= last) ? view.state.lastProbe : null,
+        lastFailure:
+          view.state?.lastFailure && (!last || view.state.lastFailure.at > last)
+            ? view.state.lastFailure
+            : null,
+        lastProbe:
+          view.state?.lastProbe && (!last || view.state.lastProbe.at >= last) ? view.state.lastProbe : null,
         failureStreak: view.state ? streakView(view.state) : null,
         distrusted: view.state?.doubts ?? [],
         ...(slots ? { slots } : {}),
         ...(view.readError ? { error: view.readError } : {}),
       };
       if (probe && !view.readError) {
-        row.probe = await probe({ key: view.key, active: slots?.active ?? null, standby: slots?.standby ?? null });
+        row.probe = await probe({
+          key: view.key,
+          active: slots?.active ?? null,
+          standby: slots?.standby ?? null,
+        });
         row.drift = row.probe.stored === 'dead';
       }
       rows.push(row);
@@ -102,12 +131,15 @@ async function statusCommand(flags: StatusFlags): Promise<number> {
     if (flags.consumers) await addConsumerStatuses(policy, rows);
     const output = flags.output ?? (process.stdout.isTTY ? 'table' : 'json');
     if (output === 'json') {
-      process.stdout.write(`${printableJson({ policy: policy.file, at: now.toISOString(), keys: rows }, 2)}\n`);
+      process.stdout.write(
+        `${printableJson({ policy: policy.file, at: now.toISOString(), keys: rows }, 2)}\n`,
+      );
     } else {
       const withSlots = rows.some((r) => r.slots !== undefined);
       const withProbe = flags.probe === true || rows.some((r) => r.lastProbe !== null);
       process.stdout.write(renderTable(...statusCells(rows, { withSlots, withProbe })));
-      if (rows.some((r) => r.consumers !== undefined)) process.stdout.write(`\n${renderTable(...consumerCells(rows))}`);
+      if (rows.some((r) => r.consumers !== undefined))
+        process.stdout.write(`\n${renderTable(...consumerCells(rows))}`);
     }
     for (const row of rows.filter((r) => r.drift === true)) {
       const dead = row.slots?.active ?? row.keyId;
@@ -117,14 +149,20 @@ async function statusCommand(flags: StatusFlags): Promise<number> {
     }
     for (const row of rows.filter((r) => r.distrusted.length > 0)) process.stderr.write(distrustLine(row));
     for (const row of rows.filter((r) => r.probe?.errorCode !== undefined)) {
-      process.stderr.write(terminalLine`keyroll: ${row.keyId}: probe failed (${row.probe?.errorCode ?? ''}); its stored secret's state is unknown\n`);
+      process.stderr.write(
+        terminalLine`keyroll: ${row.keyId}: probe failed (${row.probe?.errorCode ?? ''}); its stored secret's state is unknown\n`,
+      );
     }
     for (const row of rows) {
       for (const consumer of row.consumers?.filter((c) => c.state === 'unreadable') ?? []) {
-        process.stderr.write(terminalLine`keyroll: ${row.keyId}: consumer ${consumer.consumer} cannot be read (${consumer.errorCode ?? 'unknown'}); its refresh state is unknown\n`);
+        process.stderr.write(
+          terminalLine`keyroll: ${row.keyId}: consumer ${consumer.consumer} cannot be read (${consumer.errorCode ?? 'unknown'}); its refresh state is unknown\n`,
+        );
       }
     }
-    return rows.some((r) => r.error !== undefined || r.drift === true || r.probe?.errorCode !== undefined) ? 1 : 0;
+    return rows.some((r) => r.error !== undefined || r.drift === true || r.probe?.errorCode !== undefined)
+      ? 1
+      : 0;
   } finally {
     await backends.close();
     await runtime?.close();
@@ -139,7 +177,10 @@ async function statusCommand(flags: StatusFlags): Promise<number> {
 async function addConsumerStatuses(policy: Policy, rows: StatusRow[]): Promise<void> {
   const withConsumers = policy.keys.filter((key) => (key.consumers ?? []).length > 0);
   if (withConsumers.length === 0) return;
-  const [{ consumerStatuses }, { loadKubeConfig, NodeKubeClient }] = await Promise.all([import('../consumers/status.ts'), import('../consumers/kubernetes/node-client.ts')]);
+  const [{ consumerStatuses }, { loadKubeConfig, NodeKubeClient }] = await Promise.all([
+    import('../consumers/status.ts'),
+    import('../consumers/kubernetes/node-client.ts'),
+  ]);
   let client: KubeClient | undefined;
   let clientError: unknown;
   if (withConsumers.some((key) => (key.consumers ?? []).some((consumer) => consumer.kind !== 'webhook'))) {
@@ -153,7 +194,12 @@ async function addConsumerStatuses(policy: Policy, rows: StatusRow[]): Promise<v
     rows.map(async (row) => {
       const key = withConsumers.find((candidate) => candidate.id === row.keyId);
       if (key === undefined) return;
-      row.consumers = await consumerStatuses(key, { lastRotatedAt: row.lastRotatedAt ?? undefined, lastRotationId: row.lastRotationId ?? undefined }, client, clientError);
+      row.consumers = await consumerStatuses(
+        key,
+        { lastRotatedAt: row.lastRotatedAt ?? undefined, lastRotationId: row.lastRotationId ?? undefined },
+        client,
+        clientError,
+      );
     }),
   );
 }

@@ -8,6 +8,10 @@ import { printable } from '../audit/printable.ts';
 export function renderTable(headers: readonly string[], rows: readonly (readonly string[])[]): string {
   const shown = [headers, ...rows].map((row) => row.map(printable));
   const widths = headers.map((_, i) => Math.max(...shown.map((row) => (row[i] ?? '').length)));
-  const line = (cells: readonly string[]): string => cells.map((cell, i) => cell.padEnd(widths[i] ?? 0)).join('  ').trimEnd();
+  const line = (cells: readonly string[]): string =>
+    cells
+      .map((cell, i) => cell.padEnd(widths[i] ?? 0))
+      .join('  ')
+      .trimEnd();
   return shown.map(line).join('\n') + '\n';
 }

@@ -34,6 +34,11 @@ export async function tracedCommand(command: 'run' | 'rotate', run: () => Promis
 
 /** The code a failed command's span carries (docs/tracing.md): one per exit code of docs/exit-codes.md. */
 function exitSpanCode(exitCode: number): ErrorCode {
-  const codes: Record<number, ErrorCode | undefined> = { 1: 'KR_EXIT_1', 2: 'KR_EXIT_2', 3: 'KR_EXIT_3', 4: 'KR_EXIT_4' };
+  const codes: Record<number, ErrorCode | undefined> = {
+    1: 'KR_EXIT_1',
+    2: 'KR_EXIT_2',
+    3: 'KR_EXIT_3',
+    4: 'KR_EXIT_4',
+  };
   return codes[exitCode] ?? 'KR_UNEXPECTED';
 }

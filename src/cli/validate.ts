@@ -23,13 +23,18 @@ interface Check {
 export function registerValidateCommand(program: Command): void {
   const command = program
     .command('validate')
-    .description("Check the policy against the schema (exit 2 with file:line and the field on error), then preflight every destination and fallback and keyroll's API credential, and read every Kubernetes consumer live (exists, external-secrets version served, keyroll's own access, force-sync not switched off: exit 2 naming it), without rolling anything or changing any secret.")
+    .description(
+      "Check the policy against the schema (exit 2 with file:line and the field on error), then preflight every destination and fallback and keyroll's API credential, and read every Kubernetes consumer live (exists, external-secrets version served, keyroll's own access, force-sync not switched off: exit 2 naming it), without rolling anything or changing any secret.",
+    )
     .option('--offline', 'check the policy only; contact no backend and no API')
     .addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json']).default('text'))
-    .addHelpText('after', `${EXIT_CODES_HELP}
+    .addHelpText(
+      'after',
+      `${EXIT_CODES_HELP}
   (validate: 1 = a destination or fallback failed preflight, or the Kubernetes API server could not be reached;
    2 = also a consumer keyroll could not refresh: missing, external-secrets.io not served, access denied, force-sync off;
-   3 = keyroll's API credential was refused)`);
+   3 = keyroll's API credential was refused)`,
+    );
   addPolicyOption(command).action(async (flags: ValidateFlags) => {
     process.exitCode = await validateCommand(flags);
   });
@@ -42,15 +47,22 @@ async function validateCommand(flags: ValidateFlags): Promise<number> {
   } catch (error) {
     return exitForError(error);
   }
-  const checks: Check[] = [{ check: `policy ${policy.file}`, ok: true, detail: `${policy.keys.length} keys, ${Object.keys(policy.backends).length} backends` }];
+  const checks: Check[] = [
+    {
+      check: `policy ${policy.file}`,
+      ok: true,
+      detail: `${policy.keys.length} keys, ${Object.keys(policy.backends).length} backends`,
+    },
+  ];
   let credentialRefused = false;
   if (!flags.offline) {
-    const [{ createRuntime }, { createNullAuditLog }, { ApiError }, { errorCode, errorMessage }] = await Promise.all([
-      import('../rotation/runtime.ts'),
-      import('../audit/logger.ts'),
-      import('../api/errors.ts'),
-      import('../errors.ts'),
-    ]);
+    const [{ createRuntime }, { createNullAuditLog }, { ApiError }, { errorCode, errorMessage }] =
+      await Promise.all([
+        import('../rotation/runtime.ts'),
+        import('../audit/logger.ts'),
+        import('../api/errors.ts'),
+        import('../errors.ts'),
+      ]);
     let runtime;
     try {
       runtime = await createRuntime(policy, { audit: createNullAuditLog() });
@@ -60,27 +72,56 @@ async function validateCommand(flags: ValidateFlags): Promise<number> {
     try {
       try {
         await runtime.checkApiCredential();
-        checks.push({ check: `api credential ${runtime.credentialDescription}`, ok: true, detail: policy.api.baseUrl });
+        checks.push({
+          check: `api credential ${runtime.credentialDescription}`,
+          ok: true,
+          detail: policy.api.baseUrl,
+        });
       } catch (error) {
         // A refused token (401) and a credential that cannot be obtained at all (unreadable
         // reference, OAuth client refused by the token endpoint) both stop every run: exit 3.
-        credentialRefused = (error instanceof ApiError && error.status === 401) || ['KR_API_CREDENTIAL_UNAVAILABLE', 'KR_CREDENTIAL_UNAVAILABLE', 'KR_REF_UNRESOLVED'].includes(errorCode(error));
-        const hint = credentialRefused ? 'refused (401): check that it is set, valid and not expired' : errorMessage(error);
-        checks.push({ check: `api credential ${runtime.credentialDescription}`, ok: false, errorCode: errorCode(error), detail: hint });
+        credentialRefused =
+          (error instanceof ApiError && error.status === 401) ||
+          ['KR_API_CREDENTIAL_UNAVAILABLE', 'KR_CREDENTIAL_UNAVAILABLE', 'KR_REF_UNRESOLVED'].includes(
+            errorCode(error),
+          );
+        const hint = credentialRefused
+          ? 'refused (401): check that it is set, valid and not expired'
+          : errorMessage(error);
+        checks.push({
+          check: `api credential ${runtime.credentialDescription}`,
+          ok: false,
+          errorCode: errorCode(error),
+          detail: hint,
+        });
       }
       const seen = new Set<string>();
       for (const key of policy.keys) {
         const { destinations, fallbacks } = runtime.resolveKey(key);
-        for (const [role, list] of [['destination', destinations], ['fallback', fallbacks]] as const) {
+        for (const [role, list] of [
+          ['destination', destinations],
+          ['fallback', fallbacks],
+        ] as const) {
           for (const destination of list) {
             const label = `${role} ${destination.backendName}:${destination.target.path}`;
             if (seen.has(label)) continue;
             seen.add(label);
             try {
-              const result = await destination.backend.preflight(destination.target, { nativeRotation: key.scheduler === 'aws-native' });
-              checks.push({ check: label, ok: true, detail: `${key.id}: ${result.exists ? 'exists' : 'will be created'}; ${result.checks.join(', ')}` });
+              const result = await destination.backend.preflight(destination.target, {
+                nativeRotation: key.scheduler === 'aws-native',
+              });
+              checks.push({
+                check: label,
+                ok: true,
+                detail: `${key.id}: ${result.exists ? 'exists' : 'will be created'}; ${result.checks.join(', ')}`,
+              });
             } catch (error) {
-              checks.push({ check: label, ok: false, errorCode: errorCode(error), detail: `${key.id}: ${errorMessage(error)}` });
+              checks.push({
+                check: label,
+                ok: false,
+                errorCode: errorCode(error),
+                detail: `${key.id}: ${errorMessage(error)}`,
+              });
             }
           }
         }
@@ -97,7 +138,9 @@ async function validateCommand(flags: ValidateFlags): Promise<number> {
   } else {
     for (const warning of warnings) process.stdout.write(terminalLine`warn  ${formatIssue(warning)}\n`);
     for (const c of checks) {
-      process.stdout.write(terminalLine`${c.ok ? 'ok  ' : 'FAIL'}  ${c.check}${c.detail ? ` — ${c.detail}` : ''}${c.errorCode && !c.ok ? ` [${c.errorCode}]` : ''}\n`);
+      process.stdout.write(
+        terminalLine`${c.ok ? 'ok  ' : 'FAIL'}  ${c.check}${c.detail ? ` — ${c.detail}` : ''}${c.errorCode && !c.ok ? ` [${c.errorCode}]` : ''}\n`,
+      );
     }
   }
   if (credentialRefused) return ExitCode.aborted;
@@ -107,13 +150,27 @@ async function validateCommand(flags: ValidateFlags): Promise<number> {
 
 /** Each Kubernetes consumer the policy lists, read live (src/consumers/check.ts); none when no key lists one. */
 async function consumerChecks(policy: Policy): Promise<Check[]> {
-  if (!policy.keys.some((key) => (key.consumers ?? []).some((consumer) => consumer.kind !== 'webhook'))) return [];
-  const [{ checkConsumers }, { loadKubeConfig, NodeKubeClient }, { errorCode, errorMessage }] = await Promise.all([import('../consumers/check.ts'), import('../consumers/kubernetes/node-client.ts'), import('../errors.ts')]);
+  if (!policy.keys.some((key) => (key.consumers ?? []).some((consumer) => consumer.kind !== 'webhook')))
+    return [];
+  const [{ checkConsumers }, { loadKubeConfig, NodeKubeClient }, { errorCode, errorMessage }] =
+    await Promise.all([
+      import('../consumers/check.ts'),
+      import('../consumers/kubernetes/node-client.ts'),
+      import('../errors.ts'),
+    ]);
   let client;
   try {
     client = new NodeKubeClient(loadKubeConfig(policy.consumers?.kubernetes ?? {}));
   } catch (error) {
-    return [{ check: 'kubernetes client', ok: false, errorCode: errorCode(error), detail: errorMessage(error), consumerSetting: true }];
+    return [
+      {
+        check: 'kubernetes client',
+        ok: false,
+        errorCode: errorCode(error),
+        detail: errorMessage(error),
+        consumerSetting: true,
+      },
+    ];
   }
   return (await checkConsumers(policy.keys, client)).map((result) => ({
     check: `consumer ${result.consumer}`,

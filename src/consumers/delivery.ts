@@ -73,7 +73,9 @@ export class Delivery {
     const told = this.#told.get(value.rotationId);
     // notify.onSuccess sinks hear of every new value; webhook consumers of the ones they must pick
     // up. A sink told at the store is not told again.
-    const sinks = [...new Set([...key.notify.onSuccess, ...(urgency === undefined ? [] : webhookConsumerSinks(key))])].filter((sink) => told?.has(sink) !== true);
+    const sinks = [
+      ...new Set([...key.notify.onSuccess, ...(urgency === undefined ? [] : webhookConsumerSinks(key))]),
+    ].filter((sink) => told?.has(sink) !== true);
     const known = this.#values.find((candidate) => candidate.rotationId === value.rotationId);
     const stored: StoredValue = known ?? { ...value, urgency: urgency ?? 'window' };
     if (sinks.length > 0) {
@@ -90,8 +92,14 @@ export class Delivery {
   async finish(): Promise<DeliveryReport | undefined> {
     const notices = await Promise.all(this.#webhooks);
     if (this.#values.length === 0) return undefined;
-    const what = { source: 'run' as const, deliveryId: this.#deliveryId, keyIds: [...new Set(this.#values.map((value) => value.key.id))], rotationIds: this.#values.map((value) => value.rotationId) };
-    const firstNotice = notices.length === 0 ? undefined : Math.min(...notices.map((notice) => notice.startMs));
+    const what = {
+      source: 'run' as const,
+      deliveryId: this.#deliveryId,
+      keyIds: [...new Set(this.#values.map((value) => value.key.id))],
+      rotationIds: this.#values.map((value) => value.rotationId),
+    };
+    const firstNotice =
+      notices.length === 0 ? undefined : Math.min(...notices.map((notice) => notice.startMs));
     return inRefreshSpan(what, () => this.#refresh(notices), firstNotice);
   }
 
@@ -109,11 +117,20 @@ export class Delivery {
         workloads: plan.restarts.map((target) => consumerName(target.consumer)),
         urgent: this.#forKubernetes.some((value) => value.urgency === 'now'),
       });
-      kubeOutcomes = await this.#refresher.deliverToKubernetes(plan, this.#audit, this.#deliveryId, { recordOwed: true });
+      kubeOutcomes = await this.#refresher.deliverToKubernetes(plan, this.#audit, this.#deliveryId, {
+        recordOwed: true,
+      });
     }
     const outcomes = [...webhookOutcomes, ...kubeOutcomes];
     if (outcomes.length === 0) return undefined;
-    return this.#refresher.finishDelivery(this.#audit, this.#deliveryId, this.#values, outcomes, this.#keys, this.#startedAtMs);
+    return this.#refresher.finishDelivery(
+      this.#audit,
+      this.#deliveryId,
+      this.#values,
+      outcomes,
+      this.#keys,
+      this.#startedAtMs,
+    );
   }
 
   async #notify(value: StoredValue, sinks: readonly string[]): Promise<ConsumerOutcome[]> {
@@ -121,30 +138,60 @@ export class Delivery {
     try {
       results = await this.#refresher.notifier.withAudit(this.#audit).notifySuccess(value.notice, sinks);
     } catch (error) {
-      results = sinks.map((sink) => ({ sink, sent: false, errorCode: 'KR_UNEXPECTED', error: errorMessage(error) }));
+      results = sinks.map((sink) => ({
+        sink,
+        sent: false,
+        errorCode: 'KR_UNEXPECTED',
+        error: errorMessage(error),
+      }));
     }
     const atMs = this.#refresher.now().getTime();
     return results.map((result): ConsumerOutcome => {
       const consumer = { kind: 'webhook' as const, sink: result.sink };
       const ids = { keyIds: [value.key.id], rotationIds: [value.rotationId] };
       if (result.sent) {
-        this.#audit.emit('consumer.notified', { deliveryId: this.#deliveryId, ...consumerFields(consumer), ...ids, msToNotified: Math.max(0, Math.round(atMs - value.storedAtMs)) });
+        this.#audit.emit('consumer.notified', {
+          deliveryId: this.#deliveryId,
+          ...consumerFields(consumer),
+          ...ids,
+          msToNotified: Math.max(0, Math.round(atMs - value.storedAtMs)),
+        });
         return { consumer, result: 'refreshed', ...ids, notifiedAtMs: atMs, refreshedAtMs: atMs };
       }
       const error = `the notice was not delivered (${result.errorCode ?? 'unknown'}${result.error === undefined ? '' : `: ${result.error}`})`;
-      return { consumer, result: 'failed', ...ids, errorCode: 'KR_CONSUMER_WEBHOOK_FAILED', error, nextAction: nextActionFor(consumer, ids.keyIds, 'KR_CONSUMER_WEBHOOK_FAILED') };
+      return {
+        consumer,
+        result: 'failed',
+        ...ids,
+        errorCode: 'KR_CONSUMER_WEBHOOK_FAILED',
+        error,
+        nextAction: nextActionFor(consumer, ids.keyIds, 'KR_CONSUMER_WEBHOOK_FAILED'),
+      };
     });
   }
 }
 
 /** The sinks of a key's `webhook` consumers, each once. */
 function webhookConsumerSinks(key: KeyPolicy): string[] {
-  return [...new Set((key.consumers ?? []).flatMap((consumer) => (consumer.kind === 'webhook' ? [consumer.sink] : [])))];
+  return [
+    ...new Set(
+      (key.consumers ?? []).flatMap((consumer) => (consumer.kind === 'webhook' ? [consumer.sink] : [])),
+    ),
+  ];
 }
 
 /** A run's outcome as a stored value, with how soon its consumers need it (undefined: only notify.onSuccess hears of it). */
-function storedValue(key: KeyPolicy, outcome: KeyOutcome, stage: NoticeStage): (Omit<StoredValue, 'urgency'> & { urgency: StoredValue['urgency'] | undefined }) | undefined {
-  if (outcome.rotatedAt === undefined || outcome.rotationId === undefined || (outcome.result !== 'rotated' && outcome.result !== 'recovered')) return undefined;
+function storedValue(
+  key: KeyPolicy,
+  outcome: KeyOutcome,
+  stage: NoticeStage,
+): (Omit<StoredValue, 'urgency'> & { urgency: StoredValue['urgency'] | undefined }) | undefined {
+  if (
+    outcome.rotatedAt === undefined ||
+    outcome.rotationId === undefined ||
+    (outcome.result !== 'rotated' && outcome.result !== 'recovered')
+  )
+    return undefined;
   const rotatedAtMs = Date.parse(outcome.rotatedAt);
   return {
     key,
@@ -152,6 +199,13 @@ function storedValue(key: KeyPolicy, outcome: KeyOutcome, stage: NoticeStage): (
     storedAtMs: rotatedAtMs + (outcome.exposureMs ?? 0),
     reason: outcome.reason ?? 'scheduled',
     urgency: refreshUrgency(key, outcome),
-    notice: { keyId: key.id, organizationId: key.organizationId, rotationId: outcome.rotationId, rotatedAt: outcome.rotatedAt, destinations: outcome.versions ?? [], stage },
+    notice: {
+      keyId: key.id,
+      organizationId: key.organizationId,
+      rotationId: outcome.rotationId,
+      rotatedAt: outcome.rotatedAt,
+      destinations: outcome.versions ?? [],
+      stage,
+    },
   };
 }

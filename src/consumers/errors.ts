@@ -42,7 +42,10 @@ export class ConsumerError extends KeyrollError {
   readonly status: number | undefined;
 
   constructor(code: ConsumerErrorCode, message: string, options: { status?: number; cause?: unknown } = {}) {
-    super(code, message, { ...(options.cause === undefined ? {} : { cause: options.cause }), retryable: code === 'KR_CONSUMER_UNREACHABLE' || code === 'KR_CONSUMER_CONFLICT' });
+    super(code, message, {
+      ...(options.cause === undefined ? {} : { cause: options.cause }),
+      retryable: code === 'KR_CONSUMER_UNREACHABLE' || code === 'KR_CONSUMER_CONFLICT',
+    });
     this.status = options.status;
   }
 
@@ -64,5 +67,7 @@ export function codeOfStatus(status: number): ConsumerErrorCode {
 
 /** Any failure as a ConsumerError (a foreign one is a network-level failure: unreachable). */
 export function asConsumerError(error: unknown): ConsumerError {
-  return error instanceof ConsumerError ? error : new ConsumerError('KR_CONSUMER_UNREACHABLE', errorMessage(error), { cause: error });
+  return error instanceof ConsumerError
+    ? error
+    : new ConsumerError('KR_CONSUMER_UNREACHABLE', errorMessage(error), { cause: error });
 }

@@ -66,7 +66,8 @@ function isOwedRestart(value: unknown): value is OwedRestart {
     typeof entry.urgent === 'boolean' &&
     typeof entry.storedAt === 'string' &&
     !Number.isNaN(Date.parse(entry.storedAt)) &&
-    (entry.rollout === undefined || (typeof entry.rollout === 'number' && Number.isSafeInteger(entry.rollout)))
+    (entry.rollout === undefined ||
+      (typeof entry.rollout === 'number' && Number.isSafeInteger(entry.rollout)))
   );
 }
 

@@ -11,7 +11,8 @@ import type { Urgency } from './types.ts';
 
 /** Undefined when the outcome stored no new value, or none its consumers need now. */
 export function refreshUrgency(key: KeyPolicy, outcome: KeyOutcome): Urgency | undefined {
-  if (outcome.rotatedAt === undefined || (outcome.result !== 'rotated' && outcome.result !== 'recovered')) return undefined;
+  if (outcome.rotatedAt === undefined || (outcome.result !== 'rotated' && outcome.result !== 'recovered'))
+    return undefined;
   if (outcome.reason !== undefined && isLeakReason(outcome.reason)) return 'now';
   if (key.slots === undefined) return 'now';
   // The active slot was rolled (leak, drift, a lost value) or the previous one was found dead.

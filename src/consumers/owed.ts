@@ -52,14 +52,17 @@ export function judgeOwed(entry: OwedRestart, context: OwedContext): OwedVerdict
   const { key, record, object } = context;
   if (key === undefined || key.id !== entry.keyId) return { kind: 'unjudged' };
   const workloadKey = consumerKey(context.workload);
-  if (!(key.consumers ?? []).some((consumer) => consumerKey(consumer) === workloadKey)) return { kind: 'forged', why: 'not-a-consumer' };
+  if (!(key.consumers ?? []).some((consumer) => consumerKey(consumer) === workloadKey))
+    return { kind: 'forged', why: 'not-a-consumer' };
   const storedAtMs = Date.parse(entry.storedAt);
   // The runner that wrote it may run on a clock ahead of this one by the policy's clockSkew.
   if (storedAtMs > context.nowMs + key.clockSkewMs) return { kind: 'forged', why: 'future' };
   if (record === 'unreadable') return { kind: 'unjudged' };
   if (record.lastRotationId !== entry.rotationId) {
     const lastMs = record.lastRotatedAt === undefined ? Number.NaN : Date.parse(record.lastRotatedAt);
-    return storedAtMs < lastMs ? { kind: 'settle', why: 'superseded' } : { kind: 'forged', why: 'unknown-rotation' };
+    return storedAtMs < lastMs
+      ? { kind: 'settle', why: 'superseded' }
+      : { kind: 'forged', why: 'unknown-rotation' };
   }
   if (restartedFor(object).includes(entry.rotationId)) return { kind: 'settle', why: 'already-restarted' };
   const rollout = rolloutOf(WORKLOAD_KINDS[context.workload.kind].resource.plural, object);

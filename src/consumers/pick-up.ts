@@ -12,7 +12,14 @@ import { workloadRef } from './kinds/workloads.ts';
 import type { KubeClient, KubeObject } from './kubernetes/client.ts';
 import { owedRestarts, type OwedRestart } from './markers.ts';
 import { judgeOwed, type KeyRecord, type OwedVerdict } from './owed.ts';
-import { consumerKey, consumerName, isExternalSecret, isVaultStaticSecret, isWorkload, type WorkloadConsumer } from './refs.ts';
+import {
+  consumerKey,
+  consumerName,
+  isExternalSecret,
+  isVaultStaticSecret,
+  isWorkload,
+  type WorkloadConsumer,
+} from './refs.ts';
 
 /** The key's record in its primary destination (trusted-state.ts); throws when it cannot be read now. */
 export type KeyRecords = (key: KeyPolicy) => Promise<KeyRecord>;
@@ -38,7 +45,9 @@ export interface FindOwedOptions {
 export async function findOwed(client: KubeClient, options: FindOwedOptions): Promise<OwedOnWorkload[]> {
   const { keys, signal } = options;
   const workloads = new Map<string, WorkloadConsumer>();
-  for (const key of keys) for (const consumer of key.consumers ?? []) if (isWorkload(consumer)) workloads.set(consumerKey(consumer), consumer);
+  for (const key of keys)
+    for (const consumer of key.consumers ?? [])
+      if (isWorkload(consumer)) workloads.set(consumerKey(consumer), consumer);
   const read: { workload: WorkloadConsumer; object: KubeObject }[] = [];
   await mapWithConcurrency([...workloads.values()], options.parallel, async (workload) => {
     try {
@@ -63,7 +72,10 @@ export async function findOwed(client: KubeClient, options: FindOwedOptions): Pr
   const found: OwedOnWorkload[] = [];
   await mapWithConcurrency(read, options.parallel, async ({ workload, object }) => {
     const counting: OwedRestart[] = [];
-    const settle: { entry: OwedRestart; verdict: Exclude<OwedVerdict, { kind: 'owed' | 'rolled' | 'unjudged' }> }[] = [];
+    const settle: {
+      entry: OwedRestart;
+      verdict: Exclude<OwedVerdict, { kind: 'owed' | 'rolled' | 'unjudged' }>;
+    }[] = [];
     for (const entry of owedRestarts(object)) {
       const key = byId.get(entry.keyId);
       const record = key === undefined ? 'unreadable' : await recordOf(key);
@@ -73,17 +85,32 @@ export async function findOwed(client: KubeClient, options: FindOwedOptions): Pr
       else if (verdict.kind === 'rolled' && key !== undefined && options.due(entry)) {
         // Pods rolled after a runner wrote it, before or after its syncs: they hold the value only
         // if every ExternalSecret the restart waits for shows a sync after the store.
-        if (await synced(key, Date.parse(entry.storedAt))) settle.push({ entry, verdict: { kind: 'settle', why: 'rolled-since' } });
+        if (await synced(key, Date.parse(entry.storedAt)))
+          settle.push({ entry, verdict: { kind: 'settle', why: 'rolled-since' } });
         else counting.push(entry);
       }
     }
     if (settle.length > 0) {
       for (const { entry, verdict } of settle) {
-        const fields = { consumer: consumerName(workload), rotationId: entry.rotationId, keyId: entry.keyId, storedAt: entry.storedAt, why: verdict.why };
-        options.audit.emit(verdict.kind === 'forged' ? 'consumers.owed-forged' : 'consumers.owed-settled', fields);
+        const fields = {
+          consumer: consumerName(workload),
+          rotationId: entry.rotationId,
+          keyId: entry.keyId,
+          storedAt: entry.storedAt,
+          why: verdict.why,
+        };
+        options.audit.emit(
+          verdict.kind === 'forged' ? 'consumers.owed-forged' : 'consumers.owed-settled',
+          fields,
+        );
       }
       try {
-        await settleOwed(client, workloadRef(workload.kind, workload.namespace, workload.name), settle.map(({ entry }) => entry), signal);
+        await settleOwed(
+          client,
+          workloadRef(workload.kind, workload.namespace, workload.name),
+          settle.map(({ entry }) => entry),
+          signal,
+        );
       } catch {
         // Left on the workload: judged the same way (and never acted on) by the next run or sweep.
       }
@@ -98,7 +125,10 @@ export async function findOwed(client: KubeClient, options: FindOwedOptions): Pr
  * in a later second than the store: external-secrets' refreshTime is whole seconds). Each object
  * is read once per pick-up; one that cannot be read counts as not synced.
  */
-function syncedAfterCheck(client: KubeClient, signal: AbortSignal | undefined): (key: KeyPolicy, storedAtMs: number) => Promise<boolean> {
+function syncedAfterCheck(
+  client: KubeClient,
+  signal: AbortSignal | undefined,
+): (key: KeyPolicy, storedAtMs: number) => Promise<boolean> {
   const objects = new Map<string, Promise<KubeObject | undefined>>();
   // The version external-secrets.io is served at, discovered once per pick-up (v1 or v1beta1).
   const api = new ExternalSecretApi(client);
@@ -109,7 +139,10 @@ function syncedAfterCheck(client: KubeClient, signal: AbortSignal | undefined): 
     for (const consumer of (key.consumers ?? []).filter(isExternalSecret)) {
       let object = objects.get(consumerKey(consumer));
       if (object === undefined) {
-        object = api.ref(consumer.namespace, consumer.name, signal).then((ref) => client.get(ref, signal)).catch(() => undefined);
+        object = api
+          .ref(consumer.namespace, consumer.name, signal)
+          .then((ref) => client.get(ref, signal))
+          .catch(() => undefined);
         objects.set(consumerKey(consumer), object);
       }
       if (!showsSyncAfter(await object, storedAtMs)) return false;
@@ -117,4 +150,3 @@ function syncedAfterCheck(client: KubeClient, signal: AbortSignal | undefined): 
     return true;
   };
 }
-

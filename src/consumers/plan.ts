@@ -33,14 +33,28 @@ export interface DeliveryPlan {
  * restart waits for: a value no listed workload is owed syncs nothing (an owed entry is a claim
  * written on a workload, not a reason to sync every ExternalSecret of its key: owed.ts).
  */
-export function planDelivery(values: readonly StoredValue[], policyOrder: ReadonlyMap<string, number>, only?: ReadonlyMap<string, ReadonlySet<string>>): DeliveryPlan {
-  const ordered = [...values].sort((a, b) => (policyOrder.get(a.key.id) ?? Number.MAX_SAFE_INTEGER) - (policyOrder.get(b.key.id) ?? Number.MAX_SAFE_INTEGER));
+export function planDelivery(
+  values: readonly StoredValue[],
+  policyOrder: ReadonlyMap<string, number>,
+  only?: ReadonlyMap<string, ReadonlySet<string>>,
+): DeliveryPlan {
+  const ordered = [...values].sort(
+    (a, b) =>
+      (policyOrder.get(a.key.id) ?? Number.MAX_SAFE_INTEGER) -
+      (policyOrder.get(b.key.id) ?? Number.MAX_SAFE_INTEGER),
+  );
   const syncs = new Map<string, SyncTarget>();
   const restarts = new Map<string, RestartTarget>();
   for (const value of ordered) {
-    const consumers: readonly KubeConsumerRef[] = (value.key.consumers ?? []).filter((c): c is KubeConsumerRef => c.kind !== 'webhook');
+    const consumers: readonly KubeConsumerRef[] = (value.key.consumers ?? []).filter(
+      (c): c is KubeConsumerRef => c.kind !== 'webhook',
+    );
     const keySyncs = consumers.filter(isSyncing).map(consumerKey);
-    const restartsIt = only === undefined || consumers.some((consumer) => isWorkload(consumer) && only.get(consumerKey(consumer))?.has(value.rotationId) === true);
+    const restartsIt =
+      only === undefined ||
+      consumers.some(
+        (consumer) => isWorkload(consumer) && only.get(consumerKey(consumer))?.has(value.rotationId) === true,
+      );
     for (const consumer of consumers) {
       const key = consumerKey(consumer);
       if (isSyncing(consumer)) {

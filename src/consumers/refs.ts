@@ -28,5 +28,7 @@ export function isWorkload(consumer: ConsumerRef): consumer is WorkloadConsumer 
 
 /** One string per consumer: kind, namespace and name (or the sink). */
 export function consumerKey(consumer: ConsumerRef): string {
-  return consumer.kind === 'webhook' ? `webhook\u0000${consumer.sink}` : `${consumer.kind}\u0000${consumer.namespace}\u0000${consumer.name}`;
+  return consumer.kind === 'webhook'
+    ? `webhook\u0000${consumer.sink}`
+    : `${consumer.kind}\u0000${consumer.namespace}\u0000${consumer.name}`;
 }

@@ -67,7 +67,15 @@ export class RestartQueue<R> {
       if (request.onNotified) open.notified.push(request.onNotified);
       return open.done;
     }
-    const job: QueuedJob<R> = { workload: request.workload, rotationIds: [...request.rotationIds], urgent: request.urgent, prerequisites: [...request.prerequisites], notified: request.onNotified ? [request.onNotified] : [], started: false, done: Promise.resolve(undefined as R) };
+    const job: QueuedJob<R> = {
+      workload: request.workload,
+      rotationIds: [...request.rotationIds],
+      urgent: request.urgent,
+      prerequisites: [...request.prerequisites],
+      notified: request.onNotified ? [request.onNotified] : [],
+      started: false,
+      done: Promise.resolve(undefined as R),
+    };
     const previousTurn = this.#lastTurn;
     let turnTaken: () => void = () => undefined;
     this.#lastTurn = new Promise((resolve) => {
@@ -76,11 +84,20 @@ export class RestartQueue<R> {
     const before = this.#lastOf.get(key) ?? Promise.resolve();
     job.done = this.#runJob(job, key, previousTurn, turnTaken, before);
     this.#open.set(key, job);
-    this.#lastOf.set(key, job.done.catch(() => undefined));
+    this.#lastOf.set(
+      key,
+      job.done.catch(() => undefined),
+    );
     return job.done;
   }
 
-  async #runJob(job: QueuedJob<R>, key: string, previousTurn: Promise<void>, turnTaken: () => void, before: Promise<unknown>): Promise<R> {
+  async #runJob(
+    job: QueuedJob<R>,
+    key: string,
+    previousTurn: Promise<void>,
+    turnTaken: () => void,
+    before: Promise<unknown>,
+  ): Promise<R> {
     let tookTurn = false;
     const takeTurn = (): void => {
       if (!tookTurn) {
@@ -90,7 +107,7 @@ export class RestartQueue<R> {
     };
     try {
       // Every prerequisite, those that joined while waiting included.
-      for (let seen = 0; seen < job.prerequisites.length; ) {
+      for (let seen = 0; seen < job.prerequisites.length;) {
         const batch = job.prerequisites.slice(seen);
         seen = job.prerequisites.length;
         await Promise.allSettled(batch);

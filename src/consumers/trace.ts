@@ -16,7 +16,10 @@ export interface TimedNotices {
 }
 
 /** Times the notices as they go out; the spans are made later, inside the delivery's span. */
-export async function timeNotices(notices: Promise<ConsumerOutcome[]>, startMs = spanClock()): Promise<TimedNotices> {
+export async function timeNotices(
+  notices: Promise<ConsumerOutcome[]>,
+  startMs = spanClock(),
+): Promise<TimedNotices> {
   const outcomes = await notices;
   return { startMs, endMs: spanClock(), outcomes };
 }
@@ -24,7 +27,11 @@ export async function timeNotices(notices: Promise<ConsumerOutcome[]>, startMs =
 export function consumerAttributes(consumer: ConsumerRef): SpanAttributes {
   return consumer.kind === 'webhook'
     ? { 'keyroll.consumer.kind': 'webhook', 'keyroll.consumer.sink': consumer.sink }
-    : { 'keyroll.consumer.kind': consumer.kind, 'keyroll.consumer.namespace': consumer.namespace, 'keyroll.consumer.name': consumer.name };
+    : {
+        'keyroll.consumer.kind': consumer.kind,
+        'keyroll.consumer.namespace': consumer.namespace,
+        'keyroll.consumer.name': consumer.name,
+      };
 }
 
 function markOutcome(span: TraceSpan, result: ConsumerResult, errorCode: string | undefined): void {
@@ -37,18 +44,33 @@ function markOutcome(span: TraceSpan, result: ConsumerResult, errorCode: string 
  * their keys ended) and ends with the counts of the report; failed when a consumer failed.
  */
 export function inRefreshSpan(
-  what: { source: 'run' | 'owed'; deliveryId: string; keyIds: readonly string[]; rotationIds: readonly string[] },
+  what: {
+    source: 'run' | 'owed';
+    deliveryId: string;
+    keyIds: readonly string[];
+    rotationIds: readonly string[];
+  },
   work: () => Promise<DeliveryReport | undefined>,
   startMs?: number,
 ): Promise<DeliveryReport | undefined> {
-  const attributes = { 'keyroll.delivery.id': what.deliveryId, 'keyroll.consumers.source': what.source, 'keyroll.key.ids': what.keyIds, 'keyroll.rotation.ids': what.rotationIds };
+  const attributes = {
+    'keyroll.delivery.id': what.deliveryId,
+    'keyroll.consumers.source': what.source,
+    'keyroll.key.ids': what.keyIds,
+    'keyroll.rotation.ids': what.rotationIds,
+  };
   return inSpan(
     'consumer refresh',
     attributes,
     async (span) => {
       const report = await work();
       if (report === undefined) return report;
-      span.setAttributes({ 'keyroll.consumers.refreshed': report.refreshed, 'keyroll.consumers.failed': report.failed, 'keyroll.consumers.deferred': report.deferred, 'keyroll.consumers.skipped': report.skipped });
+      span.setAttributes({
+        'keyroll.consumers.refreshed': report.refreshed,
+        'keyroll.consumers.failed': report.failed,
+        'keyroll.consumers.deferred': report.deferred,
+        'keyroll.consumers.skipped': report.skipped,
+      });
       const failed = report.outcomes.find((outcome) => outcome.result === 'failed');
       if (failed !== undefined) span.fail(failed.errorCode ?? 'KR_CONSUMER_FAILED');
       return report;
@@ -62,7 +84,15 @@ export function inRefreshSpan(
 export function traceNotices(notices: readonly TimedNotices[]): void {
   for (const { startMs, endMs, outcomes } of notices) {
     for (const outcome of outcomes) {
-      const span = startStep('webhook notice', { ...consumerAttributes(outcome.consumer), 'keyroll.key.ids': outcome.keyIds, 'keyroll.rotation.ids': outcome.rotationIds }, startMs);
+      const span = startStep(
+        'webhook notice',
+        {
+          ...consumerAttributes(outcome.consumer),
+          'keyroll.key.ids': outcome.keyIds,
+          'keyroll.rotation.ids': outcome.rotationIds,
+        },
+        startMs,
+      );
       markOutcome(span, outcome.result, outcome.errorCode);
       span.end(endMs);
     }
@@ -70,11 +100,21 @@ export function traceNotices(notices: readonly TimedNotices[]): void {
 }
 
 /** The span of one consumer's sync or restart, with its outcome. */
-export function inConsumerSpan<T>(name: 'externalSecret sync' | 'vaultStaticSecret sync' | 'workload restart', consumer: ConsumerRef, rotationIds: readonly string[], work: () => Promise<T>, outcomeOf: (value: T) => { result: ConsumerResult; errorCode?: string | undefined }): Promise<T> {
-  return inSpan(name, { ...consumerAttributes(consumer), 'keyroll.rotation.ids': rotationIds }, async (span) => {
-    const value = await work();
-    const { result, errorCode } = outcomeOf(value);
-    markOutcome(span, result, errorCode);
-    return value;
-  });
+export function inConsumerSpan<T>(
+  name: 'externalSecret sync' | 'vaultStaticSecret sync' | 'workload restart',
+  consumer: ConsumerRef,
+  rotationIds: readonly string[],
+  work: () => Promise<T>,
+  outcomeOf: (value: T) => { result: ConsumerResult; errorCode?: string | undefined },
+): Promise<T> {
+  return inSpan(
+    name,
+    { ...consumerAttributes(consumer), 'keyroll.rotation.ids': rotationIds },
+    async (span) => {
+      const value = await work();
+      const { result, errorCode } = outcomeOf(value);
+      markOutcome(span, result, errorCode);
+      return value;
+    },
+  );
 }

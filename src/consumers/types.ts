@@ -33,7 +33,14 @@ export type ConsumerKind = KubeConsumerKind | 'webhook';
  */
 export type ConsumerResult = 'refreshed' | 'failed' | 'deferred' | 'skipped';
 export const CONSUMER_RESULTS: readonly ConsumerResult[] = ['refreshed', 'failed', 'deferred', 'skipped'];
-export const CONSUMER_KINDS: readonly ConsumerKind[] = ['externalSecret', 'vaultStaticSecret', 'deployment', 'statefulSet', 'daemonSet', 'webhook'];
+export const CONSUMER_KINDS: readonly ConsumerKind[] = [
+  'externalSecret',
+  'vaultStaticSecret',
+  'deployment',
+  'statefulSet',
+  'daemonSet',
+  'webhook',
+];
 
 export interface ConsumerOutcome {
   consumer: ConsumerRef;

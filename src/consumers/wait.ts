@@ -18,14 +18,22 @@ export interface WaitOptions {
   pollMs?: number;
 }
 
-export async function waitForObject<T>(client: KubeClient, ref: KubeObjectRef, judge: (object: KubeObject) => Verdict<T>, options: WaitOptions): Promise<{ value: T; object: KubeObject }> {
+export async function waitForObject<T>(
+  client: KubeClient,
+  ref: KubeObjectRef,
+  judge: (object: KubeObject) => Verdict<T>,
+  options: WaitOptions,
+): Promise<{ value: T; object: KubeObject }> {
   const deadline = AbortSignal.timeout(options.timeoutMs);
   const stop = options.signal === undefined ? deadline : AbortSignal.any([deadline, options.signal]);
   let last = 'no answer yet';
   // Set from the watch's failure handler: an object, so the loop reads what the handler wrote.
   const watching = { allowed: true };
   const timedOut = (): ConsumerError =>
-    new ConsumerError('KR_CONSUMER_TIMEOUT', `${options.what} did not finish within ${formatMs(options.timeoutMs)} (last seen: ${last})`);
+    new ConsumerError(
+      'KR_CONSUMER_TIMEOUT',
+      `${options.what} did not finish within ${formatMs(options.timeoutMs)} (last seen: ${last})`,
+    );
   for (;;) {
     if (isAborted(stop)) throw timedOut();
     let object: KubeObject;

@@ -8,7 +8,13 @@ const formats = new Map<string, Intl.DateTimeFormat>();
 function localTime(at: Date, timezone: string): { weekday: number; minute: number } {
   let format = formats.get(timezone);
   if (format === undefined) {
-    format = new Intl.DateTimeFormat('en-US', { timeZone: timezone, weekday: 'short', hour: '2-digit', minute: '2-digit', hourCycle: 'h23' });
+    format = new Intl.DateTimeFormat('en-US', {
+      timeZone: timezone,
+      weekday: 'short',
+      hour: '2-digit',
+      minute: '2-digit',
+      hourCycle: 'h23',
+    });
     formats.set(timezone, format);
   }
   const parts = format.formatToParts(at);

@@ -38,7 +38,11 @@ import { daemonRoutes } from './routes.ts';
 import { DaemonServer, DEFAULT_HTTP_LIMITS } from './server.ts';
 
 const SCHEDULED: RunTrigger = { reason: 'scheduled', force: false };
-const STOPPING: ReloadResult = { ok: false, errorCode: 'KR_DAEMON_STOPPING', error: 'the daemon is shutting down' };
+const STOPPING: ReloadResult = {
+  ok: false,
+  errorCode: 'KR_DAEMON_STOPPING',
+  error: 'the daemon is shutting down',
+};
 
 export class Daemon {
   readonly metrics: KeyrollMetrics;
@@ -73,7 +77,10 @@ export class Daemon {
    */
   static async start(options: DaemonOptions): Promise<Daemon> {
     const context = daemonContext(options);
-    const daemon = new Daemon(context, await prepare(context, options.policy ?? (await loadPolicy(options.policyFile))));
+    const daemon = new Daemon(
+      context,
+      await prepare(context, options.policy ?? (await loadPolicy(options.policyFile))),
+    );
     daemon.#announcePlainHttp(daemon.#current.policy);
     try {
       await daemon.#server.listen(options.listen);
@@ -93,7 +100,10 @@ export class Daemon {
     this.#now = now;
     this.metrics = context.metrics;
     this.#shutdownController = context.shutdown;
-    this.#health = new KeyHealth(this.metrics, options.retryFailedAfterMs ?? DAEMON_DEFAULTS.retryFailedAfterMs);
+    this.#health = new KeyHealth(
+      this.metrics,
+      options.retryFailedAfterMs ?? DAEMON_DEFAULTS.retryFailedAfterMs,
+    );
     // SIGTERM reaches every alert delivery too: a hanging sink gets a few seconds, then is abandoned
     // (audited), so the grace period holds whatever a sink does.
     this.#releaseDeliveries = abandonDeliveriesOn(this.#shutdownController.signal);
@@ -112,7 +122,8 @@ export class Daemon {
         if (outcome.result === 'skipped' && outcome.detail === 'not-due') return;
         // A key left unstarted because this replica stopped leading is the next leader's, not a
         // failure to back off from (were this replica to lead again).
-        const stopped = this.#stopping || (outcome.result === 'aborted' && outcome.detail === 'lost-leadership');
+        const stopped =
+          this.#stopping || (outcome.result === 'aborted' && outcome.detail === 'lost-leadership');
         this.#health.recordOutcome(outcome, trigger.reason, now().getTime(), stopped);
       },
       // Not shutdown work: a rollout may take minutes. Restarts not done when the daemon stops
@@ -140,19 +151,19 @@ export class Daemon {
       },
     });
     const endpoints = daemonRoutes({
-        audit,
-        now,
-        env: context.env,
-        metrics: this.metrics,
-        rejections: this.#rejections,
-        replays: context.replays,
-        launcher: this.#launcher,
-        current: () => this.#current,
-        secrets: () => this.#secrets,
-        readiness: () => this.readiness(),
-        accepting: () => !this.#stopping,
-        track,
-      });
+      audit,
+      now,
+      env: context.env,
+      metrics: this.metrics,
+      rejections: this.#rejections,
+      replays: context.replays,
+      launcher: this.#launcher,
+      current: () => this.#current,
+      secrets: () => this.#secrets,
+      readiness: () => this.readiness(),
+      accepting: () => !this.#stopping,
+      track,
+    });
     this.#server = new DaemonServer(endpoints.routes, { ...DEFAULT_HTTP_LIMITS, ...options.http });
     this.#reconciles = new ReconcileLoop({
       // The reconcile is leader work (issue 30): a follower's pass is a no-op, and the one after
@@ -240,7 +251,12 @@ export class Daemon {
 
   /** Names each endpoint the policy lets use plain HTTP, once for the daemon's life (a reload names only new ones). */
   #announcePlainHttp(policy: Policy): void {
-    announcePlainHttp(policy.plainHttp ?? [], this.#audit, this.#plainHttpAnnounced, this.#context.options.warn);
+    announcePlainHttp(
+      policy.plainHttp ?? [],
+      this.#audit,
+      this.#plainHttpAnnounced,
+      this.#context.options.warn,
+    );
   }
 
   #begin(): void {
@@ -253,10 +269,20 @@ export class Daemon {
       listen: `${options.listen.host.includes(':') ? `[${options.listen.host}]` : options.listen.host}:${this.port}`,
       file: generation.policy.file,
       keys: generation.policy.keys.length,
-      schedules: groupSchedules(generation.policy.keys).map((group) => ({ pattern: group.pattern, timezone: group.timezone, keys: group.keyIds.length })),
+      schedules: groupSchedules(generation.policy.keys).map((group) => ({
+        pattern: group.pattern,
+        timezone: group.timezone,
+        keys: group.keyIds.length,
+      })),
       checkIntervalMs: this.#context.checkIntervalMs,
       trigger: triggerKeys ? 'enabled' : 'disabled',
-      ...(triggerKeys ? { callers: [...triggerKeys.keys()], stateDir: replays?.dir, replayRecord: replays?.get('trigger')?.origin } : {}),
+      ...(triggerKeys
+        ? {
+            callers: [...triggerKeys.keys()],
+            stateDir: replays?.dir,
+            replayRecord: replays?.get('trigger')?.origin,
+          }
+        : {}),
       ...(replays === undefined ? {} : { replayStore: describeReplayStore(replays.store) }),
       metrics: metricsToken ? 'per-key with token' : 'aggregate only',
       leakIntake: Object.keys(intake),
@@ -282,8 +308,15 @@ export class Daemon {
         onTick: async (group) => {
           if (!this.#isCurrent(generation) || !this.#leadership.leads()) return;
           const keys = generation.policy.keys.filter((key) => group.keyIds.includes(key.id));
-          const busy = await this.#launcher.runFree(generation, keys, SCHEDULED, 'schedule', this.#leadership.termSignal());
-          for (const keyId of busy) this.#audit.emit('key.skipped', { keyId, why: 'in-flight', schedule: group.pattern });
+          const busy = await this.#launcher.runFree(
+            generation,
+            keys,
+            SCHEDULED,
+            'schedule',
+            this.#leadership.termSignal(),
+          );
+          for (const keyId of busy)
+            this.#audit.emit('key.skipped', { keyId, why: 'in-flight', schedule: group.pattern });
         },
         onError: (group, error) => {
           reportFailure(this.#audit, 'schedule-tick', error, { schedule: group.pattern });
@@ -295,7 +328,13 @@ export class Daemon {
   /** Never rejects: an unexpected failure leaves the readiness as it was, and is reported. */
   async #checkReadiness(generation: Generation): Promise<void> {
     try {
-      const result = await preflightDestinations(generation.runtime, generation.policy.keys, this.#audit, this.#now(), this.#context.concurrency);
+      const result = await preflightDestinations(
+        generation.runtime,
+        generation.policy.keys,
+        this.#audit,
+        this.#now(),
+        this.#context.concurrency,
+      );
       if (this.#isCurrent(generation)) this.#readiness = result;
     } catch (error) {
       reportFailure(this.#audit, 'readiness-check', error);
@@ -306,26 +345,38 @@ export class Daemon {
     const generation = this.#current;
     const done = generation.use();
     try {
-      if (recheckReadiness && this.#readiness.state === 'preflight-failed') await this.#checkReadiness(generation);
+      if (recheckReadiness && this.#readiness.state === 'preflight-failed')
+        await this.#checkReadiness(generation);
       // Readiness is every replica's (it decides whether the Service sends it webhooks); the rest
       // of the sweep is the leader's alone.
       if (!this.#leadership.leads()) return;
-      const result = await checkKeys(generation.runtime, generation.policy.keys, this.#now(), this.#context.concurrency);
+      const result = await checkKeys(
+        generation.runtime,
+        generation.policy.keys,
+        this.#now(),
+        this.#context.concurrency,
+      );
       if (!this.#isCurrent(generation)) return;
       this.#health.recordSweep(result);
       const nowMs = this.#now().getTime();
       const due = result.due.filter((key) => this.#health.maySweep(key.id, nowMs));
-      if (due.length > 0 && this.#leadership.leads()) await this.#launcher.runFree(generation, due, SCHEDULED, 'sweep', this.#leadership.termSignal());
+      if (due.length > 0 && this.#leadership.leads())
+        await this.#launcher.runFree(generation, due, SCHEDULED, 'sweep', this.#leadership.termSignal());
       // Drift: every other key's stored secret is probed each sweep (a key rolled in the
       // dashboard is found within one sweep, alerted, and healed when onDrift is rotate).
-      const probe = generation.policy.keys.filter((key) => !due.includes(key) && key.driftCheckMs !== undefined && this.#health.maySweep(key.id, nowMs));
-      if (probe.length > 0 && this.#accepting() && this.#leadership.leads()) await this.#launcher.runFree(generation, probe, SCHEDULED, 'drift', this.#leadership.termSignal());
+      const probe = generation.policy.keys.filter(
+        (key) => !due.includes(key) && key.driftCheckMs !== undefined && this.#health.maySweep(key.id, nowMs),
+      );
+      if (probe.length > 0 && this.#accepting() && this.#leadership.leads())
+        await this.#launcher.runFree(generation, probe, SCHEDULED, 'drift', this.#leadership.termSignal());
       // Restarts still owed (a runner stopped before them, or they waited for the window): in the
       // background, like every delivery.
       if (this.#accepting() && this.#leadership.leads()) {
-        generation.refresher?.pickUpOwed(generation.policy.keys, this.#audit, keyRecordsOf(generation.runtime, this.#now)).catch((error: unknown) => {
-          reportFailure(this.#audit, 'consumers', error);
-        });
+        generation.refresher
+          ?.pickUpOwed(generation.policy.keys, this.#audit, keyRecordsOf(generation.runtime, this.#now))
+          .catch((error: unknown) => {
+            reportFailure(this.#audit, 'consumers', error);
+          });
       }
     } finally {
       done();
@@ -344,7 +395,11 @@ export class Daemon {
     try {
       next = await prepare(this.#context, await loadPolicy(options.policyFile));
     } catch (error) {
-      audit.emit('policy.reload_failed', { file: options.policyFile, errorCode: errorCode(error), error: errorMessage(error) });
+      audit.emit('policy.reload_failed', {
+        file: options.policyFile,
+        errorCode: errorCode(error),
+        error: errorMessage(error),
+      });
       await this.#current.runtime.alerter.send({
         severity: 'error',
         summary: `keyroll daemon kept its current policy: reloading ${options.policyFile} failed: ${errorMessage(error)}`,
@@ -352,7 +407,8 @@ export class Daemon {
         rotationId: randomUUID(),
         step: 'reload',
         errorCode: errorCode(error),
-        nextAction: 'fix the policy file and send SIGHUP again; the current policy and schedules stay in force',
+        nextAction:
+          'fix the policy file and send SIGHUP again; the current policy and schedules stay in force',
       });
       return { ok: false, errorCode: errorCode(error), error: errorMessage(error) };
     }
@@ -366,11 +422,16 @@ export class Daemon {
     this.#current = generation;
     this.#secrets = next.secrets;
     this.#activate(generation);
-    for (const key of previous.policy.keys) if (!generation.policy.keys.some((kept) => kept.id === key.id)) this.metrics.forgetKey(key.id);
+    for (const key of previous.policy.keys)
+      if (!generation.policy.keys.some((kept) => kept.id === key.id)) this.metrics.forgetKey(key.id);
     this.#health.keepOnly(generation.policy.keys);
     // Closed once its last in-flight run (holding it through Generation.use) is over.
     void this.#track(previous.retire());
-    audit.emit('policy.reloaded', { file: generation.policy.file, keys: generation.policy.keys.length, schedules: groupSchedules(generation.policy.keys).length });
+    audit.emit('policy.reloaded', {
+      file: generation.policy.file,
+      keys: generation.policy.keys.length,
+      schedules: groupSchedules(generation.policy.keys).length,
+    });
     this.#announcePlainHttp(generation.policy);
     void this.#track(this.#checkReadiness(generation).then(() => this.#sweeps.request(false)));
     // The places to list or the interval may have changed: reconcile now, then on the new interval.
@@ -385,7 +446,11 @@ export class Daemon {
     this.#sweeps.stop();
     this.#reconciles.stop();
     this.#current.stopJobs();
-    this.#audit.emit('daemon.stopping', { signal, inFlight: this.#launcher.inFlight(), graceMs: this.#context.graceMs });
+    this.#audit.emit('daemon.stopping', {
+      signal,
+      inFlight: this.#launcher.inFlight(),
+      graceMs: this.#context.graceMs,
+    });
     // Hand the Lease over now, not after the grace: the next leader may start its sweep while our
     // last rotations finish their store, and the backend key lock keeps the two apart (invariant 5).
     const released = this.#leadership.release();
@@ -403,7 +468,8 @@ export class Daemon {
     ]);
     clearTimeout(timer);
     const unfinished = finished ? [] : this.#launcher.inFlight();
-    if (!finished) this.#audit.emit('daemon.grace_expired', { inFlight: unfinished, graceMs: this.#context.graceMs });
+    if (!finished)
+      this.#audit.emit('daemon.grace_expired', { inFlight: unfinished, graceMs: this.#context.graceMs });
     await this.#server.close();
     await released;
     this.#rejections.flush();

@@ -30,16 +30,26 @@ export interface EndpointSecretRefs {
 }
 
 /** Reads every secret `policy` and the flags name and opens the records their endpoints need; throws on the first that fails. */
-export async function readEndpointSecrets(policy: Policy, refs: EndpointSecretRefs): Promise<EndpointSecrets> {
-  const triggerKeys = refs.triggerKeys.length > 0 ? await resolveTriggerKeys(refs.triggerKeys, refs.env) : undefined;
+export async function readEndpointSecrets(
+  policy: Policy,
+  refs: EndpointSecretRefs,
+): Promise<EndpointSecrets> {
+  const triggerKeys =
+    refs.triggerKeys.length > 0 ? await resolveTriggerKeys(refs.triggerKeys, refs.env) : undefined;
   const metricsToken = refs.metricsTokenRef ? await resolveRef(refs.metricsTokenRef, refs.env) : undefined;
   if (triggerKeys !== undefined) {
-    if (refs.replays === undefined) throw new UsageError('the trigger needs a state directory for its replay record (--state-dir) or a shared one (--replay-store)');
+    if (refs.replays === undefined)
+      throw new UsageError(
+        'the trigger needs a state directory for its replay record (--state-dir) or a shared one (--replay-store)',
+      );
     await refs.replays.open('trigger');
   }
   const intake = await resolveIntake(policy, refs.env);
   if (intakeEnabled(policy)) {
-    if (refs.replays === undefined) throw new UsageError('the leak intake needs a state directory for its replay record (--state-dir) or a shared one (--replay-store)');
+    if (refs.replays === undefined)
+      throw new UsageError(
+        'the leak intake needs a state directory for its replay record (--state-dir) or a shared one (--replay-store)',
+      );
     if (policy.intake?.github !== undefined) await refs.replays.open('github');
     if (policy.intake?.gitguardian !== undefined) await refs.replays.open('gitguardian');
   }

@@ -24,7 +24,12 @@ export class Leadership {
   /** The code of the failure already audited in the current streak (one event per streak, not per retry). */
   #failing: string | undefined;
 
-  constructor(options: LeaderElectionOptions | undefined, audit: AuditLog, metrics: KeyrollMetrics, onElected: () => void) {
+  constructor(
+    options: LeaderElectionOptions | undefined,
+    audit: AuditLog,
+    metrics: KeyrollMetrics,
+    onElected: () => void,
+  ) {
     metrics.setLeader(options === undefined);
     if (options === undefined) return;
     const lease = options.store.describe;
@@ -48,15 +53,26 @@ export class Leadership {
             identity,
             lease,
             why,
-            ...(lastError === undefined ? {} : { errorCode: errorCode(lastError), error: errorMessage(lastError) }),
-            next: why === 'released' ? 'shutting down; another replica takes the Lease on its next retry' : 'no new schedules, sweeps or reconciles start here; rotations already rolled finish their store; this replica keeps trying to lead',
+            ...(lastError === undefined
+              ? {}
+              : { errorCode: errorCode(lastError), error: errorMessage(lastError) }),
+            next:
+              why === 'released'
+                ? 'shutting down; another replica takes the Lease on its next retry'
+                : 'no new schedules, sweeps or reconciles start here; rotations already rolled finish their store; this replica keeps trying to lead',
           });
         },
         failed: (error, leading) => {
           const code = errorCode(error);
           if (!leading && this.#failing === code) return;
           this.#failing = code;
-          audit.emit('leader.failed', { identity, lease, leading, errorCode: code, error: errorMessage(error) });
+          audit.emit('leader.failed', {
+            identity,
+            lease,
+            leading,
+            errorCode: code,
+            error: errorMessage(error),
+          });
         },
       },
     });

@@ -57,7 +57,9 @@ export function daemonContext(options: DaemonOptions): DaemonContext {
 function replayRecordsOf(options: DaemonOptions, now: () => Date): ReplayRecords | undefined {
   const nowSeconds = (): number => Math.floor(now().getTime() / 1000);
   if (options.replayStore !== undefined) return new ReplayRecords(options.replayStore, nowSeconds);
-  return options.stateDir === undefined ? undefined : new ReplayRecords({ kind: 'file', dir: options.stateDir }, nowSeconds);
+  return options.stateDir === undefined
+    ? undefined
+    : new ReplayRecords({ kind: 'file', dir: options.stateDir }, nowSeconds);
 }
 
 /**
@@ -66,9 +68,16 @@ function replayRecordsOf(options: DaemonOptions, now: () => Date): ReplayRecords
  */
 export async function prepare(context: DaemonContext, policy: Policy): Promise<Prepared> {
   const { options, audit, env, now, metrics } = context;
-  const secrets = await readEndpointSecrets(policy, { triggerKeys: options.triggerKeys ?? [], metricsTokenRef: options.metricsTokenRef, replays: context.replays, env });
+  const secrets = await readEndpointSecrets(policy, {
+    triggerKeys: options.triggerKeys ?? [],
+    metricsTokenRef: options.metricsTokenRef,
+    replays: context.replays,
+    env,
+  });
   metrics.knowSinks(Object.keys(policy.alerts.sinks));
-  metrics.knowBackends(Object.entries(policy.backends).map(([name, config]) => ({ name, kind: config.kind })));
+  metrics.knowBackends(
+    Object.entries(policy.backends).map(([name, config]) => ({ name, kind: config.kind })),
+  );
   const alerter =
     options.runtime?.alerter ??
     createAlerter({
@@ -80,7 +89,14 @@ export async function prepare(context: DaemonContext, policy: Policy): Promise<P
         metrics.recordAlert(sink, result);
       },
     });
-  const runtimeOptions: RuntimeOptions = { audit, env, now, ...options.runtime, observer: metrics.observer, alerter };
+  const runtimeOptions: RuntimeOptions = {
+    audit,
+    env,
+    now,
+    ...options.runtime,
+    observer: metrics.observer,
+    alerter,
+  };
   const runtime = await createRuntime(policy, runtimeOptions);
   const refresher = createRefresher(policy, {
     alerter: runtime.alerter,
@@ -102,8 +118,12 @@ export async function prepare(context: DaemonContext, policy: Policy): Promise<P
   return { generation, secrets };
 }
 
-
 /** `daemon.failed`: something the daemon does on its own (a sweep, a tick, a readiness check) failed unexpectedly. */
-export function reportFailure(audit: AuditLog, what: string, error: unknown, extra: Record<string, unknown> = {}): void {
+export function reportFailure(
+  audit: AuditLog,
+  what: string,
+  error: unknown,
+  extra: Record<string, unknown> = {},
+): void {
   audit.emit('daemon.failed', { what, errorCode: errorCode(error), message: errorMessage(error), ...extra });
 }

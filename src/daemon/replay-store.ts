@@ -24,18 +24,28 @@ const SUBDOMAIN = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0
  * The shared store `text` names, or undefined for `file`. Throws UsageError on anything else, and
  * ConsumerError KR_CONSUMER_NO_CLIENT when no Kubernetes client configuration can be loaded.
  */
-export function parseReplayStore(text: string, env: NodeJS.ProcessEnv = process.env, load: (env: NodeJS.ProcessEnv) => KubeConfig = (e) => loadKubeConfig({}, e)): SharedReplayStore | undefined {
+export function parseReplayStore(
+  text: string,
+  env: NodeJS.ProcessEnv = process.env,
+  load: (env: NodeJS.ProcessEnv) => KubeConfig = (e) => loadKubeConfig({}, e),
+): SharedReplayStore | undefined {
   if (text === 'file') return undefined;
   const match = /^kubernetes:([^/]+)\/(.+)$/.exec(text);
   const namespace = match?.[1];
   const prefix = match?.[2];
   if (namespace === undefined || prefix === undefined) {
-    throw new UsageError(`--replay-store ${JSON.stringify(text)} must be file or kubernetes:NAMESPACE/PREFIX (e.g. kubernetes:keyroll/keyroll-replay)`);
+    throw new UsageError(
+      `--replay-store ${JSON.stringify(text)} must be file or kubernetes:NAMESPACE/PREFIX (e.g. kubernetes:keyroll/keyroll-replay)`,
+    );
   }
-  if (!LABEL.test(namespace)) throw new UsageError(`--replay-store: ${JSON.stringify(namespace)} is not a namespace name`);
+  if (!LABEL.test(namespace))
+    throw new UsageError(`--replay-store: ${JSON.stringify(namespace)} is not a namespace name`);
   for (const source of REPLAY_SOURCES) {
     const name = replayConfigMapName(prefix, source);
-    if (!SUBDOMAIN.test(name)) throw new UsageError(`--replay-store: ${JSON.stringify(name)} is not a ConfigMap name (lowercase letters, digits, - and .)`);
+    if (!SUBDOMAIN.test(name))
+      throw new UsageError(
+        `--replay-store: ${JSON.stringify(name)} is not a ConfigMap name (lowercase letters, digits, - and .)`,
+      );
   }
   return { kind: 'kubernetes', namespace, prefix, kubeConfig: load(env) };
 }

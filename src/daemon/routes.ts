@@ -9,7 +9,13 @@ import { sameBytes } from '../inbound/signature.ts';
 import type { RejectionAudit } from '../inbound/rejection-audit.ts';
 import type { ReplayRecords } from '../inbound/replay-records.ts';
 import { createGitguardianEndpoint, GITGUARDIAN_LEAK_PATH } from '../leaks/gitguardian/endpoint.ts';
-import { createGithubEndpoint, createGithubGate, GITHUB_LEAK_PATH, type GithubIntakeRuntime, type LeakEndpointOptions } from '../leaks/github/endpoint.ts';
+import {
+  createGithubEndpoint,
+  createGithubGate,
+  GITHUB_LEAK_PATH,
+  type GithubIntakeRuntime,
+  type LeakEndpointOptions,
+} from '../leaks/github/endpoint.ts';
 import type { PageCache } from '../leaks/github/list.ts';
 import { GithubRateBudget } from '../leaks/github/rate.ts';
 import { reconcileOpenAlerts, type ReconcileOutcome } from '../leaks/github/reconcile.ts';
@@ -21,7 +27,12 @@ import { isLeakReason, type KeyOutcome, type RunTrigger } from '../rotation/type
 import type { Generation } from '../scheduler/generation.ts';
 import type { Launcher } from '../scheduler/launcher.ts';
 import { readinessAnswer, type Readiness } from '../scheduler/readiness.ts';
-import { createTriggerEndpoint, MAX_TRIGGER_BODY_BYTES, TRIGGER_PATH, type AcceptedTrigger } from '../scheduler/trigger.ts';
+import {
+  createTriggerEndpoint,
+  MAX_TRIGGER_BODY_BYTES,
+  TRIGGER_PATH,
+  type AcceptedTrigger,
+} from '../scheduler/trigger.ts';
 import { lookupIn } from '../scheduler/trigger-keys.ts';
 import type { EndpointSecrets } from './endpoint-secrets.ts';
 import type { DaemonRoutes, SignedRoute } from './server.ts';
@@ -97,8 +108,19 @@ export function daemonRoutes(parts: DaemonParts): DaemonEndpoints {
   const githubBudget = new GithubRateBudget(() => parts.now().getTime());
   const githubPages: PageCache = new Map();
   const githubSettings = (): GithubIntakeRuntime | undefined => parts.secrets().intake.github;
-  const github = createGithubEndpoint({ ...leakEndpoint, replay: () => parts.replays?.get('github'), settings: githubSettings, env: parts.env, gate: githubGate, budget: githubBudget });
-  const gitguardian = createGitguardianEndpoint({ ...leakEndpoint, replay: () => parts.replays?.get('gitguardian'), settings: () => parts.secrets().intake.gitguardian });
+  const github = createGithubEndpoint({
+    ...leakEndpoint,
+    replay: () => parts.replays?.get('github'),
+    settings: githubSettings,
+    env: parts.env,
+    gate: githubGate,
+    budget: githubBudget,
+  });
+  const gitguardian = createGitguardianEndpoint({
+    ...leakEndpoint,
+    replay: () => parts.replays?.get('gitguardian'),
+    settings: () => parts.secrets().intake.gitguardian,
+  });
   const reconcileGithub = (): Promise<ReconcileOutcome> =>
     reconcileOpenAlerts({
       settings: githubSettings,
@@ -115,13 +137,25 @@ export function daemonRoutes(parts: DaemonParts): DaemonEndpoints {
   return { routes: daemonRouteTable(parts, trigger, github, gitguardian), reconcileGithub };
 }
 
-function daemonRouteTable(parts: DaemonParts, trigger: SignedRoute['handle'], github: SignedRoute['handle'], gitguardian: SignedRoute['handle']): DaemonRoutes {
+function daemonRouteTable(
+  parts: DaemonParts,
+  trigger: SignedRoute['handle'],
+  github: SignedRoute['handle'],
+  gitguardian: SignedRoute['handle'],
+): DaemonRoutes {
   return {
     readiness: () => readinessAnswer(parts.readiness()),
     metrics: async ({ authorization }) => {
       const access = metricsAccess(parts.secrets().metricsToken, authorization);
-      if (access === 'refused') return { status: 401, body: { error: { code: 'bad-token', message: 'the bearer token does not match' } } };
-      return { contentType: parts.metrics.registry.contentType, text: await parts.metrics.exposition({ perKey: access === 'per-key' }) };
+      if (access === 'refused')
+        return {
+          status: 401,
+          body: { error: { code: 'bad-token', message: 'the bearer token does not match' } },
+        };
+      return {
+        contentType: parts.metrics.registry.contentType,
+        text: await parts.metrics.exposition({ perKey: access === 'per-key' }),
+      };
     },
     signed: new Map([
       [TRIGGER_PATH, { maxBodyBytes: MAX_TRIGGER_BODY_BYTES, handle: trigger }],
@@ -132,19 +166,39 @@ function daemonRouteTable(parts: DaemonParts, trigger: SignedRoute['handle'], gi
 }
 
 /** An accepted trigger rotates in the background with the ids its answer promised. */
-function startTrigger(parts: DaemonParts, keys: readonly KeyPolicy[], accepted: AcceptedTrigger, rotationIds: ReadonlyMap<string, string>, slots?: ReadonlyMap<string, string>): void {
+function startTrigger(
+  parts: DaemonParts,
+  keys: readonly KeyPolicy[],
+  accepted: AcceptedTrigger,
+  rotationIds: ReadonlyMap<string, string>,
+  slots?: ReadonlyMap<string, string>,
+): void {
   const { request } = accepted;
   // The semantics of `keyroll rotate`: leak and compromise bypass the minimum interval.
   // The actor is the caller whose key signed, never a name the body chose.
-  const trigger: RunTrigger = { reason: request.reason, force: isLeakReason(request.reason), ignoreSchedule: true, actor: accepted.caller, ...(request.ticket ? { ticket: request.ticket } : {}) };
-  void parts.track(parts.launcher.runAll(parts.current(), keys, trigger, rotationIds, slots ? { slots } : {}));
+  const trigger: RunTrigger = {
+    reason: request.reason,
+    force: isLeakReason(request.reason),
+    ignoreSchedule: true,
+    actor: accepted.caller,
+    ...(request.ticket ? { ticket: request.ticket } : {}),
+  };
+  void parts.track(
+    parts.launcher.runAll(parts.current(), keys, trigger, rotationIds, slots ? { slots } : {}),
+  );
 }
 
 /**
  * A leak report rotates its key through the launcher like a trigger (key locks, shutdown grace,
  * the generation held open), the slot of a two-slot entry named, and waits for its outcome.
  */
-function rotateForLeak(parts: DaemonParts, key: KeyPolicy, slot: string | undefined, trigger: RunTrigger, rotationId: string): Promise<KeyOutcome> {
+function rotateForLeak(
+  parts: DaemonParts,
+  key: KeyPolicy,
+  slot: string | undefined,
+  trigger: RunTrigger,
+  rotationId: string,
+): Promise<KeyOutcome> {
   let heard: KeyOutcome | undefined;
   return parts.launcher
     .runAll(parts.current(), [key], trigger, new Map([[key.id, rotationId]]), {
@@ -154,13 +208,33 @@ function rotateForLeak(parts: DaemonParts, key: KeyPolicy, slot: string | undefi
       },
     })
     .then(
-      () => heard ?? { keyId: key.id, organizationId: key.organizationId, result: 'failed', detail: 'no-outcome', durationMs: 0, rolls: 0, rotationId },
-      (): KeyOutcome => ({ keyId: key.id, organizationId: key.organizationId, result: 'failed', detail: 'launcher', durationMs: 0, rolls: 0, rotationId }),
+      () =>
+        heard ?? {
+          keyId: key.id,
+          organizationId: key.organizationId,
+          result: 'failed',
+          detail: 'no-outcome',
+          durationMs: 0,
+          rolls: 0,
+          rotationId,
+        },
+      (): KeyOutcome => ({
+        keyId: key.id,
+        organizationId: key.organizationId,
+        result: 'failed',
+        detail: 'launcher',
+        durationMs: 0,
+        rolls: 0,
+        rotationId,
+      }),
     );
 }
 
 /** Per-key series need the metrics token; a wrong token is refused rather than quietly answered with less. */
-function metricsAccess(token: Secret | undefined, authorization: string | undefined): 'aggregate' | 'per-key' | 'refused' {
+function metricsAccess(
+  token: Secret | undefined,
+  authorization: string | undefined,
+): 'aggregate' | 'per-key' | 'refused' {
   if (authorization === undefined) return 'aggregate';
   if (token === undefined) return 'aggregate';
   const given = Buffer.from(/^Bearer (.+)$/i.exec(authorization.trim())?.[1] ?? '', 'utf8');

@@ -19,10 +19,13 @@ export function parseListenAddress(text: string): ListenAddress {
   const match = /^(?:(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]*):)?(\d{1,5})$/.exec(text.trim());
   const port = Number(match?.[2]);
   if (!match || !Number.isInteger(port) || port > 65_535) {
-    throw new UsageError(`--listen ${JSON.stringify(text)} is not an address (use host:port, e.g. 127.0.0.1:8080, 0.0.0.0:8080 or [::]:8080)`);
+    throw new UsageError(
+      `--listen ${JSON.stringify(text)} is not an address (use host:port, e.g. 127.0.0.1:8080, 0.0.0.0:8080 or [::]:8080)`,
+    );
   }
   // A bare port keeps the safe default host; `:port` asks for every interface explicitly (as in Go).
-  const host = match[1] === undefined ? '127.0.0.1' : match[1] === '' ? '0.0.0.0' : match[1].replace(/^\[(.*)\]$/, '$1');
+  const host =
+    match[1] === undefined ? '127.0.0.1' : match[1] === '' ? '0.0.0.0' : match[1].replace(/^\[(.*)\]$/, '$1');
   return { host, port };
 }
 
@@ -64,7 +67,11 @@ export const DEFAULT_HTTP_LIMITS: HttpLimits = {
 
 function send(response: ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body);
-  response.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', 'content-length': Buffer.byteLength(text) });
+  response.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'cache-control': 'no-store',
+    'content-length': Buffer.byteLength(text),
+  });
   response.end(text);
 }
 
@@ -107,7 +114,11 @@ function readCappedBody(request: IncomingMessage, maxBytes: number): Promise<Buf
   });
 }
 
-async function route(routes: DaemonRoutes, request: IncomingMessage, response: ServerResponse): Promise<void> {
+async function route(
+  routes: DaemonRoutes,
+  request: IncomingMessage,
+  response: ServerResponse,
+): Promise<void> {
   const path = (request.url ?? '/').split('?')[0] ?? '/';
   const method = request.method ?? 'GET';
   const readOnly = method === 'GET' || method === 'HEAD';
@@ -137,7 +148,11 @@ async function route(routes: DaemonRoutes, request: IncomingMessage, response: S
     // Capped raw bytes; the handler verifies the sender before it reads any of them.
     const body = await readCappedBody(request, signed.maxBodyBytes);
     // Proxies' X-Forwarded-For is not trusted: the audit names the peer that connected.
-    const answer = await signed.handle({ headers: request.headers, body, remoteAddress: request.socket.remoteAddress ?? 'unknown' });
+    const answer = await signed.handle({
+      headers: request.headers,
+      body,
+      remoteAddress: request.socket.remoteAddress ?? 'unknown',
+    });
     // An unread rest of an oversized body is not waited for: the connection is closed instead.
     if (body === 'too-large') response.setHeader('connection', 'close');
     send(response, answer.status, answer.body);
@@ -146,10 +161,17 @@ async function route(routes: DaemonRoutes, request: IncomingMessage, response: S
   const known = path === '/healthz' || path === '/readyz' || path === '/metrics' || signed !== undefined;
   if (known) {
     response.setHeader('allow', signed !== undefined ? 'POST' : 'GET, HEAD');
-    send(response, 405, { error: { code: 'method-not-allowed', message: `${method} is not allowed on ${path}` } });
+    send(response, 405, {
+      error: { code: 'method-not-allowed', message: `${method} is not allowed on ${path}` },
+    });
     return;
   }
-  send(response, 404, { error: { code: 'not-found', message: 'no such route (try /healthz, /readyz, /metrics or POST /v1/rotations)' } });
+  send(response, 404, {
+    error: {
+      code: 'not-found',
+      message: 'no such route (try /healthz, /readyz, /metrics or POST /v1/rotations)',
+    },
+  });
 }
 
 /** The server, built before it listens (the routes read the daemon's state when a request comes). */
@@ -170,7 +192,8 @@ export class DaemonServer {
       (request, response) => {
         route(routes, request, response).catch(() => {
           // The detail stays out of the answer (it could name internals); the routes audit their own failures.
-          if (!response.headersSent) send(response, 500, { error: { code: 'internal', message: 'internal error' } });
+          if (!response.headersSent)
+            send(response, 500, { error: { code: 'internal', message: 'internal error' } });
           else response.destroy();
         });
       },
@@ -191,8 +214,12 @@ export class DaemonServer {
       });
     });
     const { port } = server.address() as AddressInfo;
-    const reachableHost = address.host === '0.0.0.0' ? '127.0.0.1' : address.host === '::' ? '::1' : address.host;
-    this.#address = { url: `http://${reachableHost.includes(':') ? `[${reachableHost}]` : reachableHost}:${port}`, port };
+    const reachableHost =
+      address.host === '0.0.0.0' ? '127.0.0.1' : address.host === '::' ? '::1' : address.host;
+    this.#address = {
+      url: `http://${reachableHost.includes(':') ? `[${reachableHost}]` : reachableHost}:${port}`,
+      port,
+    };
   }
 
   /** http://host:port as reachable from this machine (once listening). */

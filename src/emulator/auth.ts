@@ -14,10 +14,16 @@ export function authenticate(authorization: string | undefined, state: EmulatorS
   }
   const match = /^Bearer[ ]+(\S+)\s*$/i.exec(authorization);
   const token = match?.[1];
-  if (token === undefined) throw new EmulatorRequestError(401, 'The Authorization header must use the Bearer scheme.');
+  if (token === undefined)
+    throw new EmulatorRequestError(401, 'The Authorization header must use the Bearer scheme.');
   const key = state.keyForSecret(token);
   if (key !== undefined) {
-    return { kind: 'apiKey', keyId: key.id, organizationId: key.organizationId, rateLimitPerMinute: key.rateLimitPerMinute };
+    return {
+      kind: 'apiKey',
+      keyId: key.id,
+      organizationId: key.organizationId,
+      rateLimitPerMinute: key.rateLimitPerMinute,
+    };
   }
   const found = state.principalForToken(token);
   if (found === undefined) throw new EmulatorRequestError(401, 'The bearer credential is invalid.');

@@ -14,7 +14,9 @@ export class CursorCodec {
   readonly #key = randomBytes(32);
 
   encode(position: CursorPosition): string {
-    const payload = Buffer.from(JSON.stringify([position.after, position.organizationId]), 'utf8').toString('base64url');
+    const payload = Buffer.from(JSON.stringify([position.after, position.organizationId]), 'utf8').toString(
+      'base64url',
+    );
     return `${payload}.${this.#sign(payload)}`;
   }
 
@@ -33,7 +35,8 @@ export class CursorCodec {
     }
     if (!Array.isArray(parsed) || parsed.length !== 2) return undefined;
     const [after, organizationId] = parsed as unknown[];
-    if (typeof after !== 'string' || (organizationId !== null && typeof organizationId !== 'string')) return undefined;
+    if (typeof after !== 'string' || (organizationId !== null && typeof organizationId !== 'string'))
+      return undefined;
     return { after, organizationId };
   }
 

@@ -30,9 +30,14 @@ function checkExactOrigin(value: string): OriginVerdict {
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
     return { ok: false, reason: 'an origin must use http or https' };
   }
-  if (url.hostname.includes('*')) return { ok: false, reason: 'a wildcard is only allowed as a leading "*."' };
+  if (url.hostname.includes('*'))
+    return { ok: false, reason: 'a wildcard is only allowed as a leading "*."' };
   if (url.origin !== value) {
-    return { ok: false, reason: 'an origin is scheme://host[:port] in lowercase, without path, query, default port or trailing slash' };
+    return {
+      ok: false,
+      reason:
+        'an origin is scheme://host[:port] in lowercase, without path, query, default port or trailing slash',
+    };
   }
   return { ok: true };
 }

@@ -9,7 +9,9 @@ const ID = /^[A-Za-z0-9_.-]{1,128}$/;
 export function singleQueryValue(query: Query, name: string): string | undefined {
   const value = query[name];
   if (Array.isArray(value)) {
-    throw new EmulatorRequestError(400, `Query parameter ${name} must be given once.`, { details: { parameter: name } });
+    throw new EmulatorRequestError(400, `Query parameter ${name} must be given once.`, {
+      details: { parameter: name },
+    });
   }
   return value;
 }
@@ -17,7 +19,9 @@ export function singleQueryValue(query: Query, name: string): string | undefined
 /** An identifier from the path or query: letters, digits, `_`, `.`, `-`, 1 to 128 chars. */
 export function requireId(value: string | undefined, name: string): string {
   if (value === undefined || !ID.test(value)) {
-    throw new EmulatorRequestError(400, `${name} is not a valid identifier.`, { details: { parameter: name } });
+    throw new EmulatorRequestError(400, `${name} is not a valid identifier.`, {
+      details: { parameter: name },
+    });
   }
   return value;
 }

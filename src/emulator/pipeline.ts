@@ -34,7 +34,10 @@ interface CallContext {
 const calls = new WeakMap<FastifyRequest, CallContext>();
 
 /** The onRequest hook of one API operation. */
-export function guardOperation(ctx: EmulatorContext, operation: EmulatorOperation): onRequestAsyncHookHandler {
+export function guardOperation(
+  ctx: EmulatorContext,
+  operation: EmulatorOperation,
+): onRequestAsyncHookHandler {
   return async function guard(request, reply) {
     ctx.state.recordCall(operation);
     const fault = ctx.faults.take(operation);
@@ -75,16 +78,31 @@ function enforceCallerLimits(ctx: EmulatorContext, operation: EmulatorOperation,
   if (caller.kind === 'apiKey') {
     const org = ctx.state.organization(caller.organizationId);
     if (!allowsApiKeys(org)) {
-      throw new EmulatorRequestError(402, 'API access with organization API keys requires the Starter plan or higher and an organization in good standing.', {
-        apiCode: 'PLAN_REQUIRED',
-        details: { organizationId: org.id, plan: org.plan, downgraded: org.downgraded, requiredPlan: 'starter' },
-      });
+      throw new EmulatorRequestError(
+        402,
+        'API access with organization API keys requires the Starter plan or higher and an organization in good standing.',
+        {
+          apiCode: 'PLAN_REQUIRED',
+          details: {
+            organizationId: org.id,
+            plan: org.plan,
+            downgraded: org.downgraded,
+            requiredPlan: 'starter',
+          },
+        },
+      );
     }
-    refuseWhenLimited(ctx.limiter.take(`key:${caller.keyId}`, caller.rateLimitPerMinute), caller.rateLimitPerMinute);
+    refuseWhenLimited(
+      ctx.limiter.take(`key:${caller.keyId}`, caller.rateLimitPerMinute),
+      caller.rateLimitPerMinute,
+    );
     return;
   }
   if (operation === 'roll') {
-    refuseWhenLimited(ctx.rollLimiter.take('principal-rolls', ctx.rollRateLimitPerMinute), ctx.rollRateLimitPerMinute);
+    refuseWhenLimited(
+      ctx.rollLimiter.take('principal-rolls', ctx.rollRateLimitPerMinute),
+      ctx.rollRateLimitPerMinute,
+    );
   }
 }
 
@@ -108,7 +126,12 @@ export function callerOf(request: FastifyRequest): Caller {
  * applied at this point, which is the whole point of these faults: the client must cope with
  * "it happened but I was not told".
  */
-export function deliver(request: FastifyRequest, reply: FastifyReply, body: unknown, mintedSecret?: string): FastifyReply {
+export function deliver(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  body: unknown,
+  mintedSecret?: string,
+): FastifyReply {
   const fault = calls.get(request)?.fault;
   if (fault === undefined) return reply.send(body);
   if (fault.kind === 'malformed') return sendRaw(reply, fault, mintedSecret);
@@ -127,10 +150,16 @@ export function deliver(request: FastifyRequest, reply: FastifyReply, body: unkn
 
 function sendInjectedStatus(reply: FastifyReply, fault: Extract<EmulatorFault, { kind: 'status' }>): void {
   if (fault.retryAfter !== undefined) void reply.header('retry-after', fault.retryAfter);
-  void reply.code(fault.status).send(errorEnvelope(fault.code ?? defaultCodeForStatus(fault.status), 'Injected fault.'));
+  void reply
+    .code(fault.status)
+    .send(errorEnvelope(fault.code ?? defaultCodeForStatus(fault.status), 'Injected fault.'));
 }
 
-function sendRaw(reply: FastifyReply, fault: Extract<EmulatorFault, { kind: 'malformed' }>, mintedSecret: string | undefined): FastifyReply {
+function sendRaw(
+  reply: FastifyReply,
+  fault: Extract<EmulatorFault, { kind: 'malformed' }>,
+  mintedSecret: string | undefined,
+): FastifyReply {
   const body = mintedSecret === undefined ? fault.body : fault.body.replaceAll('{{key}}', mintedSecret);
   return reply
     .code(fault.status ?? 200)

@@ -15,9 +15,13 @@ export function writableProject(state: EmulatorState, caller: Caller, projectId:
     throw new EmulatorRequestError(404, 'No project with this id.', { details: { projectId } });
   }
   if (role === 'member') {
-    throw new EmulatorRequestError(403, 'Updating a project requires the owner or admin role, or an API key of its organization.', {
-      details: { projectId, role },
-    });
+    throw new EmulatorRequestError(
+      403,
+      'Updating a project requires the owner or admin role, or an API key of its organization.',
+      {
+        details: { projectId, role },
+      },
+    );
   }
   return project;
 }

@@ -56,7 +56,10 @@ export const SeedProject = z.strictObject({
   id: Id,
   name: z.string().min(1),
   /** Defaults to the slug of the name. */
-  slug: z.string().regex(/^[a-z0-9]+(?:-[a-z0-9]+)*$/).optional(),
+  slug: z
+    .string()
+    .regex(/^[a-z0-9]+(?:-[a-z0-9]+)*$/)
+    .optional(),
   description: z.string().nullable().default(null),
   organizationId: Id,
   consentInstanceId: Id.nullable().default(null),
@@ -65,7 +68,10 @@ export const SeedProject = z.strictObject({
 export const SeedConsentInstance = z.strictObject({
   id: Id,
   name: z.string().min(1),
-  slug: z.string().regex(/^[a-z0-9]+(?:-[a-z0-9]+)*$/).optional(),
+  slug: z
+    .string()
+    .regex(/^[a-z0-9]+(?:-[a-z0-9]+)*$/)
+    .optional(),
   trustedOrigins: z.array(z.string()).default([]),
   branding: z.enum(['brand_a', 'brand_b', 'none']).default('brand_a'),
   backendURL: z.url().nullable().default(null),
@@ -76,7 +82,9 @@ export const SeedConsentInstance = z.strictObject({
 
 export const EmulatorSeed = z.strictObject({
   dashboardBaseURL: z.url().default('https://dashboard.emulator.invalid'),
-  oauth: z.strictObject({ tokenTtlSeconds: z.int().positive().default(3600) }).default({ tokenTtlSeconds: 3600 }),
+  oauth: z
+    .strictObject({ tokenTtlSeconds: z.int().positive().default(3600) })
+    .default({ tokenTtlSeconds: 3600 }),
   organizations: z.array(SeedOrganization).min(1),
   principals: z.array(SeedPrincipal).default([]),
   oauthClients: z.array(SeedOAuthClient).default([]),
@@ -90,7 +98,9 @@ export type EmulatorSeed = z.input<typeof EmulatorSeed>;
 export type ParsedEmulatorSeed = z.output<typeof EmulatorSeed>;
 
 /** Parses a seed object or reads one from a YAML/JSON file (default: config/emulator-seed.yaml). */
-export async function loadEmulatorSeed(source: EmulatorSeed | string = DEFAULT_SEED_PATH): Promise<ParsedEmulatorSeed> {
+export async function loadEmulatorSeed(
+  source: EmulatorSeed | string = DEFAULT_SEED_PATH,
+): Promise<ParsedEmulatorSeed> {
   if (typeof source !== 'string') return parseEmulatorSeed(source, 'object');
   let raw: unknown;
   try {
@@ -117,35 +127,65 @@ export function parseEmulatorSeed(raw: unknown, sourceName: string): ParsedEmula
 /** References between sections must resolve, and ids must be unique. */
 function crossReferenceIssues(seed: ParsedEmulatorSeed): string[] {
   const issues: string[] = [];
-  const orgIds = uniqueIds('organizations', seed.organizations.map((o) => o.id), issues);
-  const principalIds = uniqueIds('principals', seed.principals.map((p) => p.id), issues);
-  uniqueIds('apiKeys', seed.apiKeys.map((k) => k.id), issues);
-  uniqueIds('projects', seed.projects.map((p) => p.id), issues);
-  const consentIds = uniqueIds('consentInstances', seed.consentInstances.map((c) => c.id), issues);
+  const orgIds = uniqueIds(
+    'organizations',
+    seed.organizations.map((o) => o.id),
+    issues,
+  );
+  const principalIds = uniqueIds(
+    'principals',
+    seed.principals.map((p) => p.id),
+    issues,
+  );
+  uniqueIds(
+    'apiKeys',
+    seed.apiKeys.map((k) => k.id),
+    issues,
+  );
+  uniqueIds(
+    'projects',
+    seed.projects.map((p) => p.id),
+    issues,
+  );
+  const consentIds = uniqueIds(
+    'consentInstances',
+    seed.consentInstances.map((c) => c.id),
+    issues,
+  );
   const tokens = seed.principals.flatMap((p) => (p.token === undefined ? [] : [p.token]));
   // Named without the value: even demo tokens are credentials and stay out of messages.
   if (new Set(tokens).size !== tokens.length) issues.push('principals: two principals share a token');
-  uniqueIds('oauthClients', seed.oauthClients.map((c) => c.clientId), issues);
+  uniqueIds(
+    'oauthClients',
+    seed.oauthClients.map((c) => c.clientId),
+    issues,
+  );
 
   const needOrg = (where: string, id: string): void => {
     if (!orgIds.has(id)) issues.push(`${where}: unknown organization ${id}`);
   };
   for (const p of seed.principals) {
     for (const m of p.memberships) needOrg(`principals.${p.id}.memberships`, m.organizationId);
-    if (p.activeOrganizationId !== undefined && !p.memberships.some((m) => m.organizationId === p.activeOrganizationId)) {
+    if (
+      p.activeOrganizationId !== undefined &&
+      !p.memberships.some((m) => m.organizationId === p.activeOrganizationId)
+    ) {
       issues.push(`principals.${p.id}.activeOrganizationId: not one of its memberships`);
     }
   }
   for (const c of seed.oauthClients) {
-    if (!principalIds.has(c.principalId)) issues.push(`oauthClients.${c.clientId}: unknown principal ${c.principalId}`);
+    if (!principalIds.has(c.principalId))
+      issues.push(`oauthClients.${c.clientId}: unknown principal ${c.principalId}`);
   }
   for (const k of seed.apiKeys) needOrg(`apiKeys.${k.id}`, k.organizationId);
   const linked = new Set<string>();
   for (const p of seed.projects) {
     needOrg(`projects.${p.id}`, p.organizationId);
     if (p.consentInstanceId === null) continue;
-    if (!consentIds.has(p.consentInstanceId)) issues.push(`projects.${p.id}: unknown consent instance ${p.consentInstanceId}`);
-    if (linked.has(p.consentInstanceId)) issues.push(`projects.${p.id}: consent instance ${p.consentInstanceId} is linked twice`);
+    if (!consentIds.has(p.consentInstanceId))
+      issues.push(`projects.${p.id}: unknown consent instance ${p.consentInstanceId}`);
+    if (linked.has(p.consentInstanceId))
+      issues.push(`projects.${p.id}: consent instance ${p.consentInstanceId} is linked twice`);
     linked.add(p.consentInstanceId);
   }
   return issues;

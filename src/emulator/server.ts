@@ -75,13 +75,19 @@ export async function startEmulator(options: StartEmulatorOptions = {}): Promise
     faults: new FaultInjector(),
     limiter,
     // Throws on a burst that is not a positive number, before anything listens.
-    rollLimiter: options.rollRateBurstSeconds === undefined ? limiter : new TokenBucketLimiter(now, options.rollRateBurstSeconds),
+    rollLimiter:
+      options.rollRateBurstSeconds === undefined
+        ? limiter
+        : new TokenBucketLimiter(now, options.rollRateBurstSeconds),
     cursors: new CursorCodec(),
     rollRateLimitPerMinute: options.rollRateLimitPerMinute ?? DEFAULT_ROLL_RATE_LIMIT_PER_MINUTE,
     // A delay must not hold the process open after close().
     sleep: options.sleep ?? ((ms) => sleepFor(ms, undefined, { signal: shutdown.signal })),
   };
-  const app = buildEmulatorApp(ctx, { faultInjection: options.faultInjection ?? false, logger: options.logger ?? false });
+  const app = buildEmulatorApp(ctx, {
+    faultInjection: options.faultInjection ?? false,
+    logger: options.logger ?? false,
+  });
   const host = options.host ?? '127.0.0.1';
   await app.listen({ host, port: options.port ?? 0 });
   const port = (app.server.address() as AddressInfo).port;
@@ -97,34 +103,53 @@ export async function startEmulator(options: StartEmulatorOptions = {}): Promise
   };
 }
 
-export function buildEmulatorApp(ctx: EmulatorContext, options: { faultInjection: boolean; logger: boolean }): FastifyInstance {
+export function buildEmulatorApp(
+  ctx: EmulatorContext,
+  options: { faultInjection: boolean; logger: boolean },
+): FastifyInstance {
   const app = Fastify({
     logger: options.logger,
     bodyLimit: MAX_BODY_BYTES,
     // Hung and keep-alive connections must not keep close() waiting.
     forceCloseConnections: true,
   });
-  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, body, done) => {
-    done(null, new URLSearchParams(body.toString()));
-  });
+  app.addContentTypeParser(
+    'application/x-www-form-urlencoded',
+    { parseAs: 'string' },
+    (_request, body, done) => {
+      done(null, new URLSearchParams(body.toString()));
+    },
+  );
   app.setErrorHandler((error: FastifyError, request, reply) => {
     if (error instanceof EmulatorRequestError) {
-      if (error.retryAfterSeconds !== undefined) void reply.header('retry-after', String(error.retryAfterSeconds));
+      if (error.retryAfterSeconds !== undefined)
+        void reply.header('retry-after', String(error.retryAfterSeconds));
       return reply.code(error.status).send(errorEnvelope(error.apiCode, error.message, error.details));
     }
     const status = typeof error.statusCode === 'number' ? error.statusCode : 500;
     if (status === 413) {
-      return reply.code(413).send(errorEnvelope('PAYLOAD_TOO_LARGE', 'The request body exceeds 1 MB.', { limitBytes: MAX_BODY_BYTES }));
+      return reply.code(413).send(
+        errorEnvelope('PAYLOAD_TOO_LARGE', 'The request body exceeds 1 MB.', {
+          limitBytes: MAX_BODY_BYTES,
+        }),
+      );
     }
     if (status >= 400 && status < 500) {
       // Fixed message: a parser's message can quote the body it choked on.
-      return reply.code(400).send(errorEnvelope('INVALID_PAYLOAD', 'The request could not be parsed.', { reason: error.code }));
+      return reply
+        .code(400)
+        .send(errorEnvelope('INVALID_PAYLOAD', 'The request could not be parsed.', { reason: error.code }));
     }
     request.log.error({ errorCode: error.code, errorName: error.name }, 'emulator handler failed');
     return reply.code(500).send(errorEnvelope('INTERNAL_ERROR', 'An unexpected internal error occurred.'));
   });
   app.setNotFoundHandler((request, reply) =>
-    reply.code(404).send(errorEnvelope('NOT_FOUND', 'No such route.', { method: request.method, path: request.url.split('?')[0] })),
+    reply.code(404).send(
+      errorEnvelope('NOT_FOUND', 'No such route.', {
+        method: request.method,
+        path: request.url.split('?')[0],
+      }),
+    ),
   );
   registerKeyRoutes(app, ctx);
   registerProjectRoutes(app, ctx);

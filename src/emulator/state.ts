@@ -114,7 +114,11 @@ export class EmulatorState {
     }
     for (const c of seed.oauthClients) this.oauthClients.set(c.clientId, { ...c, scopes: [...c.scopes] });
     for (const c of seed.consentInstances) {
-      this.consentInstances.set(c.id, { ...c, slug: c.slug ?? slugify(c.name), trustedOrigins: [...c.trustedOrigins] });
+      this.consentInstances.set(c.id, {
+        ...c,
+        slug: c.slug ?? slugify(c.name),
+        trustedOrigins: [...c.trustedOrigins],
+      });
     }
     for (const p of seed.projects) this.projects.set(p.id, { ...p, slug: p.slug ?? slugify(p.name) });
     for (const k of seed.apiKeys) this.addApiKey(k);
@@ -146,7 +150,10 @@ export class EmulatorState {
   }
 
   /** Adds a key with a fresh secret; returns the secret (tests use it as a credential). */
-  addApiKey(input: { id?: string; name: string; organizationId: string; rateLimitPerMinute?: number }): { id: string; secret: string } {
+  addApiKey(input: { id?: string; name: string; organizationId: string; rateLimitPerMinute?: number }): {
+    id: string;
+    secret: string;
+  } {
     const org = this.organization(input.organizationId);
     const id = input.id ?? `key_${randomBytes(8).toString('hex')}`;
     this.apiKeys.set(id, {
@@ -224,7 +231,13 @@ export class EmulatorState {
 
   // ── principals and tokens ────────────────────────────────────────────────────
 
-  addPrincipal(input: { id: string; name?: string; kind?: 'oauth' | 'session'; memberships: { organizationId: string; role: Role }[]; token?: string }): Principal {
+  addPrincipal(input: {
+    id: string;
+    name?: string;
+    kind?: 'oauth' | 'session';
+    memberships: { organizationId: string; role: Role }[];
+    token?: string;
+  }): Principal {
     for (const m of input.memberships) this.organization(m.organizationId);
     const principal: Principal = {
       id: input.id,
@@ -234,12 +247,16 @@ export class EmulatorState {
       memberships: input.memberships.map((m) => ({ ...m })),
     };
     this.principals.set(principal.id, principal);
-    if (input.token !== undefined) this.#tokens.set(input.token, { principalId: principal.id, expiresAt: undefined });
+    if (input.token !== undefined)
+      this.#tokens.set(input.token, { principalId: principal.id, expiresAt: undefined });
     return principal;
   }
 
   /** Issues a bearer token for the principal, valid for `ttlSeconds` from now. */
-  issueAccessToken(principalId: string, ttlSeconds: number = this.tokenTtlSeconds): { token: string; expiresAt: number } {
+  issueAccessToken(
+    principalId: string,
+    ttlSeconds: number = this.tokenTtlSeconds,
+  ): { token: string; expiresAt: number } {
     if (!this.principals.has(principalId)) throw new EmulatorUnknownEntityError('principal', principalId);
     const token = `kmo_at_${randomBytes(24).toString('base64url')}`;
     const expiresAt = this.#now() + ttlSeconds * 1000;
@@ -264,7 +281,13 @@ export class EmulatorState {
     return project;
   }
 
-  addProject(input: { id: string; name: string; organizationId: string; description?: string | null; consentInstanceId?: string | null }): Project {
+  addProject(input: {
+    id: string;
+    name: string;
+    organizationId: string;
+    description?: string | null;
+    consentInstanceId?: string | null;
+  }): Project {
     this.organization(input.organizationId);
     const project: Project = {
       id: input.id,

@@ -26,7 +26,8 @@ export interface ConsentView {
 
 export function projectView(state: EmulatorState, project: Project): ProjectView {
   const org = state.organization(project.organizationId);
-  const consent = project.consentInstanceId === null ? undefined : state.consentInstances.get(project.consentInstanceId);
+  const consent =
+    project.consentInstanceId === null ? undefined : state.consentInstances.get(project.consentInstanceId);
   return {
     projectId: project.id,
     projectSlug: project.slug,
@@ -36,7 +37,10 @@ export function projectView(state: EmulatorState, project: Project): ProjectView
     organizationSlug: org.slug,
     dashboardURL: `${state.dashboardBaseURL}/${encodeURIComponent(org.slug)}/projects/${encodeURIComponent(project.id)}`,
     products: {
-      consent: consent === undefined ? null : { instanceId: consent.id, instanceSlug: consent.slug, instanceName: consent.name },
+      consent:
+        consent === undefined
+          ? null
+          : { instanceId: consent.id, instanceSlug: consent.slug, instanceName: consent.name },
     },
   };
 }

@@ -17,7 +17,10 @@ export interface BodyPrefix {
  * Reads at most `maxBytes` of `body`, then destroys it. Errors of the stream (a reset, undici's
  * body timeout, an abort signal) reject, as they would for `body.text()`.
  */
-export async function readBodyPrefix(body: Dispatcher.ResponseData['body'], maxBytes: number): Promise<BodyPrefix> {
+export async function readBodyPrefix(
+  body: Dispatcher.ResponseData['body'],
+  maxBytes: number,
+): Promise<BodyPrefix> {
   const chunks: Buffer[] = [];
   let bytes = 0;
   let truncated = false;

@@ -2,7 +2,13 @@
 // Kubernetes API (consumers, the leader's Lease, the shared replay record): the caller's deadline
 // as the request's AbortSignal and, for a patch, its content type. client-node takes both only as
 // middleware, appended to its own.
-import { Observable, type ConfigurationOptions, type ObservableMiddleware, type RequestContext, type ResponseContext } from '@kubernetes/client-node';
+import {
+  Observable,
+  type ConfigurationOptions,
+  type ObservableMiddleware,
+  type RequestContext,
+  type ResponseContext,
+} from '@kubernetes/client-node';
 
 export function clientNodeRequest(signal: AbortSignal, contentType?: string): ConfigurationOptions {
   const middleware: ObservableMiddleware = {

@@ -15,7 +15,9 @@ export const HttpUrl = z.url({ protocol: /^https?$/, error: 'must be an http:// 
 export const AllowInsecureHttp = z
   .boolean()
   .optional()
-  .describe('Accept a plain http:// URL to a host other than this machine (credentials and secrets cross the network in clear). Default false; validate warns.');
+  .describe(
+    'Accept a plain http:// URL to a host other than this machine (credentials and secrets cross the network in clear). Default false; validate warns.',
+  );
 
 /**
  * True for hosts that never leave the machine: `localhost`, 127.0.0.0/8 and ::1. `hostname` is

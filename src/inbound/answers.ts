@@ -64,7 +64,12 @@ export interface RefusalNote {
 }
 
 /** Counts and audits the refusal (within the budget) and words the answer: `{ error: { code, message, details? } }`. */
-export function refuse(rejections: RejectionAudit, request: InboundRequest, why: Refusal, note: RefusalNote): HttpAnswer {
+export function refuse(
+  rejections: RejectionAudit,
+  request: InboundRequest,
+  why: Refusal,
+  note: RefusalNote,
+): HttpAnswer {
   const status = REFUSAL_STATUS[why];
   const audited = note.auditDetails ?? note.details;
   rejections.record({
@@ -74,7 +79,16 @@ export function refuse(rejections: RejectionAudit, request: InboundRequest, why:
     ...(note.caller === undefined ? {} : { caller: note.caller }),
     ...(audited === undefined ? {} : { details: audited }),
   });
-  return { status, body: { error: { code: why, message: note.message, ...(note.details === undefined ? {} : { details: note.details }) } } };
+  return {
+    status,
+    body: {
+      error: {
+        code: why,
+        message: note.message,
+        ...(note.details === undefined ? {} : { details: note.details }),
+      },
+    },
+  };
 }
 
 /** A header sent once; undefined when absent or repeated (a repeated signature header is not one signature). */

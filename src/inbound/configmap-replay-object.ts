@@ -4,7 +4,14 @@
 // Role cannot limit `create` by name, and a missing object is a deployment error to see at start.
 // Every request has a deadline, so an API server that accepts the connection and never answers
 // holds a request no longer than that (the request is then refused, 503).
-import { ApiException, CoreV1Api, type ConfigurationOptions, type KubeConfig, V1ConfigMap, V1ObjectMeta } from '@kubernetes/client-node';
+import {
+  ApiException,
+  CoreV1Api,
+  type ConfigurationOptions,
+  type KubeConfig,
+  V1ConfigMap,
+  V1ObjectMeta,
+} from '@kubernetes/client-node';
 import type { ReplayObject, ReplayObjectState } from './kube-replay-record.ts';
 import { ReplayRecordError } from './replay-claim.ts';
 import { clientNodeRequest } from '../http/client-node-request.ts';
@@ -33,13 +40,25 @@ export class ConfigMapReplayObject implements ReplayObject {
   }
 
   async read(): Promise<ReplayObjectState> {
-    const object = await this.#call('get', (options) => this.#core.readNamespacedConfigMap(this.#ref, options));
+    const object = await this.#call('get', (options) =>
+      this.#core.readNamespacedConfigMap(this.#ref, options),
+    );
     return this.#keep(object);
   }
 
-  async replace(data: Record<string, string>, resourceVersion: string): Promise<ReplayObjectState | 'conflict'> {
+  async replace(
+    data: Record<string, string>,
+    resourceVersion: string,
+  ): Promise<ReplayObjectState | 'conflict'> {
     try {
-      return this.#keep(await this.#call('update', (options) => this.#core.replaceNamespacedConfigMap({ ...this.#ref, body: this.#body(data, resourceVersion) }, options)));
+      return this.#keep(
+        await this.#call('update', (options) =>
+          this.#core.replaceNamespacedConfigMap(
+            { ...this.#ref, body: this.#body(data, resourceVersion) },
+            options,
+          ),
+        ),
+      );
     } catch (error) {
       if (error instanceof ReplayRecordError && error.status === 409) return 'conflict';
       throw error;
@@ -55,7 +74,8 @@ export class ConfigMapReplayObject implements ReplayObject {
     metadata.resourceVersion = resourceVersion;
     if (last?.metadata?.labels !== undefined) metadata.labels = last.metadata.labels;
     if (last?.metadata?.annotations !== undefined) metadata.annotations = last.metadata.annotations;
-    if (last?.metadata?.ownerReferences !== undefined) metadata.ownerReferences = last.metadata.ownerReferences;
+    if (last?.metadata?.ownerReferences !== undefined)
+      metadata.ownerReferences = last.metadata.ownerReferences;
     if (last?.metadata?.finalizers !== undefined) metadata.finalizers = last.metadata.finalizers;
     const body = new V1ConfigMap();
     body.apiVersion = 'v1';
@@ -69,11 +89,18 @@ export class ConfigMapReplayObject implements ReplayObject {
   #keep(object: V1ConfigMap): ReplayObjectState {
     this.#last = object;
     const resourceVersion = object.metadata?.resourceVersion;
-    if (resourceVersion === undefined) throw new ReplayRecordError(this.where, `the API server answered ${this.where} without a resourceVersion`);
+    if (resourceVersion === undefined)
+      throw new ReplayRecordError(
+        this.where,
+        `the API server answered ${this.where} without a resourceVersion`,
+      );
     return { data: object.data ?? {}, resourceVersion };
   }
 
-  async #call(verb: 'get' | 'update', send: (options: ConfigurationOptions) => Promise<V1ConfigMap>): Promise<V1ConfigMap> {
+  async #call(
+    verb: 'get' | 'update',
+    send: (options: ConfigurationOptions) => Promise<V1ConfigMap>,
+  ): Promise<V1ConfigMap> {
     const deadline = AbortSignal.timeout(this.#timeoutMs);
     try {
       return await send(clientNodeRequest(deadline));
@@ -86,15 +113,35 @@ export class ConfigMapReplayObject implements ReplayObject {
     const what = `${verb} ${this.where}`;
     if (error instanceof ApiException) {
       const status = error.code;
-      const hint = status === 404 ? ': the chart renders it (daemon replay store kubernetes); keyroll never creates it' : status === 403 ? ': the Role must grant get and update on it' : '';
-      return new ReplayRecordError(this.where, `${what}: the API server answered ${String(status)}${serverMessage(error.body)}${hint}`, { status, cause: error });
+      const hint =
+        status === 404
+          ? ': the chart renders it (daemon replay store kubernetes); keyroll never creates it'
+          : status === 403
+            ? ': the Role must grant get and update on it'
+            : '';
+      return new ReplayRecordError(
+        this.where,
+        `${what}: the API server answered ${String(status)}${serverMessage(error.body)}${hint}`,
+        { status, cause: error },
+      );
     }
-    if (timedOut) return new ReplayRecordError(this.where, `${what}: no answer within ${String(this.#timeoutMs / 1000)} s`, { cause: error });
-    const reason = error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error);
-    return new ReplayRecordError(this.where, `${what}: the API server could not be reached: ${reason}`, { cause: error });
+    if (timedOut)
+      return new ReplayRecordError(
+        this.where,
+        `${what}: no answer within ${String(this.#timeoutMs / 1000)} s`,
+        { cause: error },
+      );
+    const reason =
+      error instanceof Error
+        ? error.cause instanceof Error
+          ? error.cause.message
+          : error.message
+        : String(error);
+    return new ReplayRecordError(this.where, `${what}: the API server could not be reached: ${reason}`, {
+      cause: error,
+    });
   }
 }
-
 
 function serverMessage(body: unknown): string {
   try {

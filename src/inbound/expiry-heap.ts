@@ -49,7 +49,9 @@ export class ExpiryHeap {
 }
 
 function earlier(items: readonly Expiring[], a: number, b: number): boolean {
-  return (items[a]?.expiresAt ?? Number.POSITIVE_INFINITY) < (items[b]?.expiresAt ?? Number.POSITIVE_INFINITY);
+  return (
+    (items[a]?.expiresAt ?? Number.POSITIVE_INFINITY) < (items[b]?.expiresAt ?? Number.POSITIVE_INFINITY)
+  );
 }
 
 function swap(items: Expiring[], a: number, b: number): void {

@@ -20,7 +20,12 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { DEFAULT_REPLAY_CAPACITY } from './replay-record.ts';
-import { ReplayRecordError, type ReplayClaim, type ReplayRecord, type ReplayRecordOrigin } from './replay-claim.ts';
+import {
+  ReplayRecordError,
+  type ReplayClaim,
+  type ReplayRecord,
+  type ReplayRecordOrigin,
+} from './replay-claim.ts';
 
 /** What a ConfigMap's data may hold, keys and values together (the API server's validation). */
 export const CONFIGMAP_DATA_LIMIT_BYTES = 1024 * 1024;
@@ -31,7 +36,9 @@ const MAX_ENTRY_BYTES = 22 + 11;
 /** Room for the header, with plenty to spare. */
 const HEADER_BYTES = 256;
 /** The most entries a ConfigMap holds; the default capacity (10,000, as the file's) uses about a third of it. */
-export const KUBE_REPLAY_MAX_CAPACITY = Math.floor((CONFIGMAP_DATA_LIMIT_BYTES - HEADER_BYTES) / MAX_ENTRY_BYTES);
+export const KUBE_REPLAY_MAX_CAPACITY = Math.floor(
+  (CONFIGMAP_DATA_LIMIT_BYTES - HEADER_BYTES) / MAX_ENTRY_BYTES,
+);
 /**
  * Writes one claim may try: each lost race means another replica's write landed, so a claim that
  * loses this many times in a row is refused (503) rather than held past the sender's timeout.
@@ -88,7 +95,12 @@ export class KubeReplayRecord implements ReplayRecord {
   #pending: PendingClaim[] = [];
   #writing = false;
 
-  private constructor(object: ReplayObject, origin: ReplayRecordOrigin, state: ReplayObjectState, capacity: number) {
+  private constructor(
+    object: ReplayObject,
+    origin: ReplayRecordOrigin,
+    state: ReplayObjectState,
+    capacity: number,
+  ) {
     this.#object = object;
     this.where = object.where;
     this.origin = origin;
@@ -101,20 +113,38 @@ export class KubeReplayRecord implements ReplayRecord {
    * dropped), which proves both verbs the record needs before the daemon serves. Throws
    * ReplayRecordError when it cannot.
    */
-  static async open(object: ReplayObject, nowSeconds: number, capacity = DEFAULT_REPLAY_CAPACITY): Promise<KubeReplayRecord> {
+  static async open(
+    object: ReplayObject,
+    nowSeconds: number,
+    capacity = DEFAULT_REPLAY_CAPACITY,
+  ): Promise<KubeReplayRecord> {
     if (!Number.isInteger(capacity) || capacity < 1 || capacity > KUBE_REPLAY_MAX_CAPACITY) {
-      throw new ReplayRecordError(object.where, `a replay record in a ConfigMap holds 1 to ${String(KUBE_REPLAY_MAX_CAPACITY)} entries (1 MiB), not ${String(capacity)}`);
+      throw new ReplayRecordError(
+        object.where,
+        `a replay record in a ConfigMap holds 1 to ${String(KUBE_REPLAY_MAX_CAPACITY)} entries (1 MiB), not ${String(capacity)}`,
+      );
     }
     let origin: ReplayRecordOrigin | undefined;
     for (let attempt = 0; attempt < MAX_WRITE_ATTEMPTS; attempt++) {
       const state = await object.read();
       const parsed = parseData(state.data);
       // The first read decides: a header another replica writes meanwhile does not make it 'loaded'.
-      origin ??= parsed.notBefore !== undefined ? 'loaded' : Object.keys(state.data).length === 0 ? 'new' : 'unreadable';
-      const written = await object.replace(renderData(parsed.notBefore ?? nowSeconds, parsed.entries, nowSeconds), state.resourceVersion);
+      origin ??=
+        parsed.notBefore !== undefined
+          ? 'loaded'
+          : Object.keys(state.data).length === 0
+            ? 'new'
+            : 'unreadable';
+      const written = await object.replace(
+        renderData(parsed.notBefore ?? nowSeconds, parsed.entries, nowSeconds),
+        state.resourceVersion,
+      );
       if (written !== 'conflict') return new KubeReplayRecord(object, origin, written, capacity);
     }
-    throw new ReplayRecordError(object.where, `the replay record ${object.where} was written by others ${String(MAX_WRITE_ATTEMPTS)} times in a row while keyroll opened it`);
+    throw new ReplayRecordError(
+      object.where,
+      `the replay record ${object.where} was written by others ${String(MAX_WRITE_ATTEMPTS)} times in a row while keyroll opened it`,
+    );
   }
 
   claim(id: string, expiresAt: number, nowSeconds: number, signedAt?: number): Promise<ReplayClaim> {
@@ -139,7 +169,12 @@ export class KubeReplayRecord implements ReplayRecord {
         });
       } catch (error) {
         this.#state = undefined;
-        const failure = error instanceof ReplayRecordError ? error : new ReplayRecordError(this.where, `the replay record ${this.where} could not be written`, { cause: error });
+        const failure =
+          error instanceof ReplayRecordError
+            ? error
+            : new ReplayRecordError(this.where, `the replay record ${this.where} could not be written`, {
+                cause: error,
+              });
         for (const pending of batch) pending.done.reject(failure);
       }
     }
@@ -169,14 +204,20 @@ export class KubeReplayRecord implements ReplayRecord {
         return 'claimed';
       });
       if (!answers.includes('claimed')) return answers;
-      const written = await this.#object.replace(renderData(notBefore, live, nowSeconds), state.resourceVersion);
+      const written = await this.#object.replace(
+        renderData(notBefore, live, nowSeconds),
+        state.resourceVersion,
+      );
       if (written !== 'conflict') {
         this.#state = written;
         return answers;
       }
       this.#state = undefined;
     }
-    throw new ReplayRecordError(this.where, `the replay record ${this.where} was written by other replicas ${String(MAX_WRITE_ATTEMPTS)} times in a row; the request is refused rather than kept waiting`);
+    throw new ReplayRecordError(
+      this.where,
+      `the replay record ${this.where} was written by other replicas ${String(MAX_WRITE_ATTEMPTS)} times in a row; the request is refused rather than kept waiting`,
+    );
   }
 }
 
@@ -201,7 +242,11 @@ function parseData(data: Readonly<Record<string, string>>): Parsed {
 }
 
 /** The data to write: the header and the live entries only (expired ones are pruned on every write). */
-function renderData(notBefore: number, entries: ReadonlyMap<string, number>, nowSeconds: number): Record<string, string> {
+function renderData(
+  notBefore: number,
+  entries: ReadonlyMap<string, number>,
+  nowSeconds: number,
+): Record<string, string> {
   const data: Record<string, string> = { [REPLAY_HEADER_KEY]: JSON.stringify({ version: 1, notBefore }) };
   for (const [key, expiresAt] of entries) if (expiresAt >= nowSeconds) data[key] = String(expiresAt);
   return data;

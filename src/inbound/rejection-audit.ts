@@ -73,6 +73,12 @@ export class RejectionAudit {
     const byWhy = Object.fromEntries([...this.#suppressed].sort(([a], [b]) => a.localeCompare(b)));
     const suppressed = [...this.#suppressed.values()].reduce((sum, count) => sum + count, 0);
     this.#suppressed = new Map();
-    this.#options.audit().emit('trigger.rejected_suppressed', { suppressed, byWhy, windowStart: new Date(this.#windowStart).toISOString(), windowMs: this.#windowMs, audited: this.#audited });
+    this.#options.audit().emit('trigger.rejected_suppressed', {
+      suppressed,
+      byWhy,
+      windowStart: new Date(this.#windowStart).toISOString(),
+      windowMs: this.#windowMs,
+      audited: this.#audited,
+    });
   }
 }

@@ -48,7 +48,13 @@ export interface ReplayRefusal {
  * Claims `id` in `record`: undefined when it is new and durable; the refusal otherwise, including
  * when there is no record or it cannot be written (another replica, or a restart, would not know it).
  */
-export async function claimOrRefuse(record: ReplayRecord | undefined, id: string, expiresAt: number, nowSeconds: number, signedAt?: number): Promise<ReplayRefusal | undefined> {
+export async function claimOrRefuse(
+  record: ReplayRecord | undefined,
+  id: string,
+  expiresAt: number,
+  nowSeconds: number,
+  signedAt?: number,
+): Promise<ReplayRefusal | undefined> {
   if (record === undefined) return { why: 'replay-record-unavailable' };
   let claim: ReplayClaim;
   try {

@@ -22,7 +22,12 @@ import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { ExpiryHeap } from './expiry-heap.ts';
-import { ReplayRecordError, type ReplayClaim, type ReplayRecord, type ReplayRecordOrigin } from './replay-claim.ts';
+import {
+  ReplayRecordError,
+  type ReplayClaim,
+  type ReplayRecord,
+  type ReplayRecordOrigin,
+} from './replay-claim.ts';
 
 /** Live entries at most per source: 10,000 accepted requests within one window is abuse by a key holder, not use. */
 export const DEFAULT_REPLAY_CAPACITY = 10_000;
@@ -53,7 +58,14 @@ export class FileReplayRecord implements ReplayRecord {
   #pending: PendingLine[] = [];
   #flushing = false;
 
-  private constructor(dir: string, file: string, origin: ReplayRecordOrigin, notBefore: number, seen: Map<string, number>, capacity: number) {
+  private constructor(
+    dir: string,
+    file: string,
+    origin: ReplayRecordOrigin,
+    notBefore: number,
+    seen: Map<string, number>,
+    capacity: number,
+  ) {
     this.dir = dir;
     this.file = file;
     this.origin = origin;
@@ -66,11 +78,20 @@ export class FileReplayRecord implements ReplayRecord {
   }
 
   /** Reads `file` in `dir` (the directory created 0700 when missing) and compacts it at once, proving the directory writable. */
-  static async open(dir: string, file: string, nowSeconds: number, capacity = DEFAULT_REPLAY_CAPACITY): Promise<FileReplayRecord> {
+  static async open(
+    dir: string,
+    file: string,
+    nowSeconds: number,
+    capacity = DEFAULT_REPLAY_CAPACITY,
+  ): Promise<FileReplayRecord> {
     try {
       await mkdir(dir, { recursive: true, mode: 0o700 });
     } catch (error) {
-      throw new ReplayRecordError(dir, `cannot create the state directory ${dir}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`, { cause: error });
+      throw new ReplayRecordError(
+        dir,
+        `cannot create the state directory ${dir}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`,
+        { cause: error },
+      );
     }
     let text: string | undefined;
     try {
@@ -79,9 +100,17 @@ export class FileReplayRecord implements ReplayRecord {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') text = '';
     }
     const read = text === undefined ? undefined : readRecord(text, nowSeconds);
-    const origin: ReplayRecordOrigin = text === undefined ? 'new' : read?.damaged === false ? 'loaded' : 'unreadable';
+    const origin: ReplayRecordOrigin =
+      text === undefined ? 'new' : read?.damaged === false ? 'loaded' : 'unreadable';
     const notBefore = origin === 'loaded' && read?.notBefore !== undefined ? read.notBefore : nowSeconds;
-    const record = new FileReplayRecord(dir, file, origin, notBefore, read?.seen ?? new Map<string, number>(), capacity);
+    const record = new FileReplayRecord(
+      dir,
+      file,
+      origin,
+      notBefore,
+      read?.seen ?? new Map<string, number>(),
+      capacity,
+    );
     await record.#compact();
     return record;
   }
@@ -113,7 +142,11 @@ export class FileReplayRecord implements ReplayRecord {
   }
 
   #forgetExpired(nowSeconds: number): void {
-    for (let next = this.#expiry.popBefore(nowSeconds); next !== undefined; next = this.#expiry.popBefore(nowSeconds)) {
+    for (
+      let next = this.#expiry.popBefore(nowSeconds);
+      next !== undefined;
+      next = this.#expiry.popBefore(nowSeconds)
+    ) {
       // A stale heap entry (an id claimed again later, or dropped after a failed write) is skipped.
       if (this.#seen.get(next.id) === next.expiresAt) this.#seen.delete(next.id);
     }
@@ -192,7 +225,11 @@ export class FileReplayRecord implements ReplayRecord {
   }
 
   #writeError(error: unknown): ReplayRecordError {
-    return new ReplayRecordError(this.#path, `cannot write the replay record ${this.file} in ${this.dir}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`, { cause: error });
+    return new ReplayRecordError(
+      this.#path,
+      `cannot write the replay record ${this.file} in ${this.dir}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`,
+      { cause: error },
+    );
   }
 }
 
@@ -217,7 +254,8 @@ function readRecord(text: string, nowSeconds: number): ReadRecord {
       continue;
     }
     const [id, expiresAt] = entry.data;
-    if (expiresAt >= nowSeconds && expiresAt > (seen.get(id) ?? Number.NEGATIVE_INFINITY)) seen.set(id, expiresAt);
+    if (expiresAt >= nowSeconds && expiresAt > (seen.get(id) ?? Number.NEGATIVE_INFINITY))
+      seen.set(id, expiresAt);
   }
   return { ...(header.success ? { notBefore: header.data.notBefore } : {}), seen, damaged };
 }

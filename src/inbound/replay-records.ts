@@ -23,19 +23,34 @@ export const REPLAY_RECORD_FILES: Record<ReplaySource, string> = {
 };
 
 /** Where the records live: the state directory of one daemon, or ConfigMaps `<prefix>-<source>` shared by every replica. */
-export type ReplayStore = { kind: 'file'; dir: string } | { kind: 'kubernetes'; namespace: string; prefix: string; kubeConfig: KubeConfig };
+export type ReplayStore =
+  | { kind: 'file'; dir: string }
+  | { kind: 'kubernetes'; namespace: string; prefix: string; kubeConfig: KubeConfig };
 
 /** The ConfigMap of `source` in a kubernetes store: `<prefix>-trigger`, `<prefix>-github`, `<prefix>-gitguardian`. */
 export function replayConfigMapName(prefix: string, source: ReplaySource): string {
   return `${prefix}-${source}`;
 }
 
-type Opener<K extends ReplayStore['kind']> = (store: Extract<ReplayStore, { kind: K }>, source: ReplaySource, nowSeconds: number, capacity: number) => Promise<ReplayRecord>;
+type Opener<K extends ReplayStore['kind']> = (
+  store: Extract<ReplayStore, { kind: K }>,
+  source: ReplaySource,
+  nowSeconds: number,
+  capacity: number,
+) => Promise<ReplayRecord>;
 
 const OPENERS: { [K in ReplayStore['kind']]: Opener<K> } = {
-  file: (store, source, nowSeconds, capacity) => FileReplayRecord.open(store.dir, REPLAY_RECORD_FILES[source], nowSeconds, capacity),
+  file: (store, source, nowSeconds, capacity) =>
+    FileReplayRecord.open(store.dir, REPLAY_RECORD_FILES[source], nowSeconds, capacity),
   kubernetes: (store, source, nowSeconds, capacity) =>
-    KubeReplayRecord.open(new ConfigMapReplayObject(store.kubeConfig, { namespace: store.namespace, name: replayConfigMapName(store.prefix, source) }), nowSeconds, capacity),
+    KubeReplayRecord.open(
+      new ConfigMapReplayObject(store.kubeConfig, {
+        namespace: store.namespace,
+        name: replayConfigMapName(store.prefix, source),
+      }),
+      nowSeconds,
+      capacity,
+    ),
 };
 
 /** The store as the audit trail and messages name it: the directory, or `kubernetes:NAMESPACE/PREFIX`. */
@@ -84,6 +99,8 @@ export class ReplayRecords {
   #openRecord(source: ReplaySource): Promise<ReplayRecord> {
     const nowSeconds = this.#nowSeconds();
     const { store } = this;
-    return store.kind === 'file' ? OPENERS.file(store, source, nowSeconds, this.#capacity) : OPENERS.kubernetes(store, source, nowSeconds, this.#capacity);
+    return store.kind === 'file'
+      ? OPENERS.file(store, source, nowSeconds, this.#capacity)
+      : OPENERS.kubernetes(store, source, nowSeconds, this.#capacity);
   }
 }

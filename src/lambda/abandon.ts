@@ -16,7 +16,9 @@ export async function abandonRotation(ctx: NativeContext, step: string, standby:
   }
   try {
     // Taken only where it is still this rotation's (same owner and rotation id), and given back at once.
-    await underKeyLock({ key, destinations: [primary], owner: nativeOwner(token), rotationId: token }, () => Promise.resolve());
+    await underKeyLock({ key, destinations: [primary], owner: nativeOwner(token), rotationId: token }, () =>
+      Promise.resolve(),
+    );
   } catch {
     // The lock expires by its TTL.
   }

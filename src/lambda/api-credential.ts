@@ -87,7 +87,11 @@ export interface ApiTokenReaderConfig {
  * Where the credential is read: the endpoint and timeout of the rotated secret's own aws backend
  * (a VPC endpoint for one is the way out for the other), in the region the ARN names.
  */
-export function apiTokenReaderConfig(policy: Policy, key: KeyPolicy, env: NodeJS.ProcessEnv): ApiTokenReaderConfig {
+export function apiTokenReaderConfig(
+  policy: Policy,
+  key: KeyPolicy,
+  env: NodeJS.ProcessEnv,
+): ApiTokenReaderConfig {
   const backendName = key.destinations[0]?.backend;
   const config = backendName === undefined ? undefined : policy.backends[backendName];
   const aws = config?.kind === 'aws' ? config : undefined;
@@ -113,13 +117,21 @@ export async function readApiToken(arn: string, config: ApiTokenReaderConfig): P
   try {
     let value: string | undefined;
     try {
-      value = (await calls.getSecretValue('read', { SecretId: arn, VersionStage: 'AWSCURRENT' })).SecretString;
+      value = (await calls.getSecretValue('read', { SecretId: arn, VersionStage: 'AWSCURRENT' }))
+        .SecretString;
     } catch (error) {
       // A BackendError of GetSecretValue keeps no AWS message or cause (it could echo a value).
-      throw new NativeRotationError('KR_NATIVE_API_CREDENTIAL_UNREADABLE', `keyroll's API credential could not be read from ${arn} (${API_TOKEN_SECRET_ARN_ENV}): ${errorMessage(error)}; nothing was rolled`, { cause: error });
+      throw new NativeRotationError(
+        'KR_NATIVE_API_CREDENTIAL_UNREADABLE',
+        `keyroll's API credential could not be read from ${arn} (${API_TOKEN_SECRET_ARN_ENV}): ${errorMessage(error)}; nothing was rolled`,
+        { cause: error },
+      );
     }
     if (value === undefined || value === '') {
-      throw new NativeRotationError('KR_NATIVE_API_CREDENTIAL_UNREADABLE', `keyroll's API credential at ${arn} (${API_TOKEN_SECRET_ARN_ENV}) has no SecretString at AWSCURRENT; nothing was rolled`);
+      throw new NativeRotationError(
+        'KR_NATIVE_API_CREDENTIAL_UNREADABLE',
+        `keyroll's API credential at ${arn} (${API_TOKEN_SECRET_ARN_ENV}) has no SecretString at AWSCURRENT; nothing was rolled`,
+      );
     }
     // Pinned like every resolved reference: a long-lived credential, blanked for good.
     return new Secret(value).pinned();
@@ -132,7 +144,12 @@ export async function readApiToken(arn: string, config: ApiTokenReaderConfig): P
  * The credential the function's runtime uses: read from the secret KEYROLL_API_TOKEN_SECRET_ARN
  * names when it is set (and no caller passed one), else undefined (the policy's reference as is).
  */
-export function functionApiCredential(policy: Policy, key: KeyPolicy, env: NodeJS.ProcessEnv, runtime: Partial<RuntimeOptions> = {}): CredentialProvider | undefined {
+export function functionApiCredential(
+  policy: Policy,
+  key: KeyPolicy,
+  env: NodeJS.ProcessEnv,
+  runtime: Partial<RuntimeOptions> = {},
+): CredentialProvider | undefined {
   const arn = env[API_TOKEN_SECRET_ARN_ENV];
   if (arn === undefined || arn === '' || runtime.credentials !== undefined) return undefined;
   // A copy: the value lives in this object only, never in process.env (which child processes,

@@ -37,21 +37,48 @@ export function nativeOwner(token: string): string {
 }
 
 /** Opens the context of `key`, the entry the event's secret names (secret-location.ts: nativeKeyFor). */
-export async function openNativeContext(policy: Policy, key: KeyPolicy, event: RotationEvent, audit: AuditLog, runtimeOptions: Partial<RuntimeOptions> = {}): Promise<NativeContext> {
+export async function openNativeContext(
+  policy: Policy,
+  key: KeyPolicy,
+  event: RotationEvent,
+  audit: AuditLog,
+  runtimeOptions: Partial<RuntimeOptions> = {},
+): Promise<NativeContext> {
   const runtime = await createRuntime(policy, { audit, ...runtimeOptions });
   const { destinations, fallbacks } = runtime.resolveKey(key);
   const primary = destinations[0];
   if (primary === undefined || !hasNativeRotation(primary.backend)) {
     await runtime.close();
-    throw new NativeRotationError('KR_NATIVE_NOT_CONFIGURED', `key ${key.id}: aws-native needs an aws destination (keyroll validate says why)`);
+    throw new NativeRotationError(
+      'KR_NATIVE_NOT_CONFIGURED',
+      `key ${key.id}: aws-native needs an aws destination (keyroll validate says why)`,
+    );
   }
   const token = event.ClientRequestToken;
   const keyAudit = audit.child({ rotationId: token, keyId: key.id, organizationId: key.organizationId });
-  const deferred = deferAlerts({ ...runtime.rotationDeps(keyAudit), owner: nativeOwner(token), newRotationId: () => token });
-  return { key, primary, native: primary.backend.nativeRotation(), fallbacks, runtime, audit: keyAudit, deps: deferred.deps, deferred, event, token };
+  const deferred = deferAlerts({
+    ...runtime.rotationDeps(keyAudit),
+    owner: nativeOwner(token),
+    newRotationId: () => token,
+  });
+  return {
+    key,
+    primary,
+    native: primary.backend.nativeRotation(),
+    fallbacks,
+    runtime,
+    audit: keyAudit,
+    deps: deferred.deps,
+    deferred,
+    event,
+    token,
+  };
 }
 
 /** The AWS backend, or a wrapper of it (tests, metrics) that keeps its staging-label calls. */
 function hasNativeRotation(backend: Backend): backend is Backend & Pick<AwsBackend, 'nativeRotation'> {
-  return backend.kind === 'aws' && typeof (backend as Partial<Pick<AwsBackend, 'nativeRotation'>>).nativeRotation === 'function';
+  return (
+    backend.kind === 'aws' &&
+    typeof (backend as Partial<Pick<AwsBackend, 'nativeRotation'>>).nativeRotation === 'function'
+  );
 }

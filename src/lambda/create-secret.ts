@@ -40,7 +40,14 @@ export async function createSecret(ctx: NativeContext): Promise<CreateOutcome> {
     // AWS's schedule decided the key is due; the minimum interval and consumerRefresh still hold (invariants 5 and 10).
     // finishSecret moves AWSCURRENT under the lock kept here (owner and rotation from the token).
     const { rolledKeyId } = await rotateKeyUntilStored(
-      { key, destinations: [pending], fallbacks: ctx.fallbacks, trigger: { reason: 'scheduled', force: false, ignoreSchedule: true }, reasons: [], rotationId: token },
+      {
+        key,
+        destinations: [pending],
+        fallbacks: ctx.fallbacks,
+        trigger: { reason: 'scheduled', force: false, ignoreSchedule: true },
+        reasons: [],
+        rotationId: token,
+      },
       untilPending(ctx),
       deps,
     );
@@ -58,18 +65,36 @@ function untilPending(ctx: NativeContext): StopAfterStore {
   const { key, audit, token } = ctx;
   return {
     failWith: (outcome: KeyOutcome): Error => {
-      if (outcome.result === 'busy') return new NativeRotationError('KR_NATIVE_NOT_ROLLED', `key ${key.id}: another runner holds the key lock; nothing was rolled and AWS retries the step`);
+      if (outcome.result === 'busy')
+        return new NativeRotationError(
+          'KR_NATIVE_NOT_ROLLED',
+          `key ${key.id}: another runner holds the key lock; nothing was rolled and AWS retries the step`,
+        );
       if (outcome.result === 'skipped' || outcome.result === 'recovered') {
-        return new NativeRotationError('KR_NATIVE_NOT_ROLLED', `key ${key.id}: not rolled (${outcome.detail ?? outcome.result}); nothing changed, the next scheduled rotation tries again`);
+        return new NativeRotationError(
+          'KR_NATIVE_NOT_ROLLED',
+          `key ${key.id}: not rolled (${outcome.detail ?? outcome.result}); nothing changed, the next scheduled rotation tries again`,
+        );
       }
       // The store failed: the engine audited key.failed and alerted where the value went (a
       // fallback, the escrow, or nowhere); that is this failure's one alert.
-      return new RotationStepError('store', key.id, catalogueCode(outcome.errorCode ?? 'KR_STORE_FAILED'), `key ${key.id}: the rolled value of ${outcome.rolledKeyId ?? key.id} could not be put as AWSPENDING (${outcome.detail ?? 'store failed'})`);
+      return new RotationStepError(
+        'store',
+        key.id,
+        catalogueCode(outcome.errorCode ?? 'KR_STORE_FAILED'),
+        `key ${key.id}: the rolled value of ${outcome.rolledKeyId ?? key.id} could not be put as AWSPENDING (${outcome.detail ?? 'store failed'})`,
+      );
     },
     // Nothing stored at the token's version is worth keeping: no AWSPENDING may block the next rotation.
     onFailure: async (error: unknown): Promise<void> => {
       await dropPending(ctx, 'createSecret');
-      if (error instanceof NativeRotationError) audit.emit('key.native.step', { step: 'createSecret', did: 'not-rolled', version: token, errorCode: errorCode(error) });
+      if (error instanceof NativeRotationError)
+        audit.emit('key.native.step', {
+          step: 'createSecret',
+          did: 'not-rolled',
+          version: token,
+          errorCode: errorCode(error),
+        });
     },
   };
 }
@@ -81,13 +106,36 @@ function untilPending(ctx: NativeContext): StopAfterStore {
 async function valueLost(ctx: NativeContext): Promise<never> {
   const { key, primary, deps, audit, token } = ctx;
   const stored = await primary.backend.readSecret(primary.target).catch(() => undefined);
-  const verdict = stored === undefined ? 'invalid' : await deps.api.probeSecret(stored.secret, { organizationId: key.organizationId }).catch(() => 'unknown' as const);
-  audit.emit('key.probe', { step: 'recovery', verdict: verdict === 'valid' ? 'stored-secret-works' : verdict === 'invalid' ? 'stored-secret-dead' : 'probe-failed' });
+  const verdict =
+    stored === undefined
+      ? 'invalid'
+      : await deps.api
+          .probeSecret(stored.secret, { organizationId: key.organizationId })
+          .catch(() => 'unknown' as const);
+  audit.emit('key.probe', {
+    step: 'recovery',
+    verdict:
+      verdict === 'valid'
+        ? 'stored-secret-works'
+        : verdict === 'invalid'
+          ? 'stored-secret-dead'
+          : 'probe-failed',
+  });
   await dropPending(ctx, 'createSecret');
   const works = verdict === 'valid';
   const nextAction = works
     ? 'AWSCURRENT still works (only the standby was rolled, and nobody holds its lost value); the intent marker stays and the next rotation repairs it and rolls the standby again'
     : `AWSCURRENT may no longer work: run \`keyroll rotate --key ${key.id} --reason recovery\` now (it re-rolls and stores the key directly)`;
-  await sendAlert(deps, key, { severity: works ? 'error' : 'critical', summary: `key ${key.id}: a repeated createSecret found this rotation's intent marker but no value at version ${token}; it is not rolled again`, rotationId: token, step: 'recovery', errorCode: 'KR_NATIVE_VALUE_LOST', nextAction });
-  throw new NativeRotationError('KR_NATIVE_VALUE_LOST', `key ${key.id}: the value of rotation ${token} was never stored; not rolled again. ${nextAction}`);
+  await sendAlert(deps, key, {
+    severity: works ? 'error' : 'critical',
+    summary: `key ${key.id}: a repeated createSecret found this rotation's intent marker but no value at version ${token}; it is not rolled again`,
+    rotationId: token,
+    step: 'recovery',
+    errorCode: 'KR_NATIVE_VALUE_LOST',
+    nextAction,
+  });
+  throw new NativeRotationError(
+    'KR_NATIVE_VALUE_LOST',
+    `key ${key.id}: the value of rotation ${token} was never stored; not rolled again. ${nextAction}`,
+  );
 }

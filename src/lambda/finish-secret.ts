@@ -28,24 +28,47 @@ export async function finishSecret(ctx: NativeContext): Promise<FinishOutcome> {
   const pending = alreadyCurrent ? undefined : await native.readVersion(primary.target, token);
   if (!alreadyCurrent && pending === undefined) {
     await dropPending(ctx, 'finishSecret');
-    throw new NativeRotationError('KR_NATIVE_NO_PENDING', `key ${key.id}: version ${token} of ${path} has no value; AWSCURRENT was not moved and AWSPENDING was removed`);
+    throw new NativeRotationError(
+      'KR_NATIVE_NO_PENDING',
+      `key ${key.id}: version ${token} of ${path} has no value; AWSCURRENT was not moved and AWSPENDING was removed`,
+    );
   }
   const state = await readTrustedState(primary, key, deps.now());
   const ours = state.intent?.rotationId === token;
   // A late finishSecret of a rotation another one replaced (its marker gone, AWSPENDING moved on)
   // must never make its value current: that value's slot may have been rolled since.
   if (!alreadyCurrent && (!ours || view.versions[token]?.includes(AWS_PENDING) !== true)) {
-    throw new NativeRotationError('KR_NATIVE_NO_PENDING', `key ${key.id}: version ${token} is no longer this key's pending rotation (its intent marker or AWSPENDING label is gone); AWSCURRENT was not moved`);
+    throw new NativeRotationError(
+      'KR_NATIVE_NO_PENDING',
+      `key ${key.id}: version ${token} is no longer this key's pending rotation (its intent marker or AWSPENDING label is gone); AWSCURRENT was not moved`,
+    );
   }
   const rolledKeyId = (ours ? state.intent?.keyId : undefined) ?? pending?.keyId;
-  const taken = await takeKeyLock({ key, destinations: [primary], owner: nativeOwner(token), rotationId: token });
+  const taken = await takeKeyLock({
+    key,
+    destinations: [primary],
+    owner: nativeOwner(token),
+    rotationId: token,
+  });
   if ('busy' in taken) {
     if (alreadyCurrent) return 'already-current';
     // Invariant 9: another runner took the key over after this rotation's lock ran out.
-    const standby = key.slots !== undefined && rolledKeyId !== undefined && rolledKeyId !== activeSlot(key.slots, state);
+    const standby =
+      key.slots !== undefined && rolledKeyId !== undefined && rolledKeyId !== activeSlot(key.slots, state);
     await abandonRotation(ctx, 'finishSecret', standby);
-    if (!standby) await sendAlert(deps, key, { severity: 'critical', summary: `key ${key.id}: finishSecret found the key lock held by ${taken.busy.owner}`, rotationId: token, step: 'finish', errorCode: 'KR_LOCK_LOST', nextAction: finishCommand(ctx) });
-    throw new NativeRotationError('KR_LOCK_LOST', `key ${key.id}: the key lock is held by ${taken.busy.owner} (rotation ${taken.busy.rotationId}); AWSCURRENT was not moved`);
+    if (!standby)
+      await sendAlert(deps, key, {
+        severity: 'critical',
+        summary: `key ${key.id}: finishSecret found the key lock held by ${taken.busy.owner}`,
+        rotationId: token,
+        step: 'finish',
+        errorCode: 'KR_LOCK_LOST',
+        nextAction: finishCommand(ctx),
+      });
+    throw new NativeRotationError(
+      'KR_LOCK_LOST',
+      `key ${key.id}: the key lock is held by ${taken.busy.owner} (rotation ${taken.busy.rotationId}); AWSCURRENT was not moved`,
+    );
   }
   // One destination locked, so one lock: the primary's.
   const { held } = taken;
@@ -55,7 +78,11 @@ export async function finishSecret(ctx: NativeContext): Promise<FinishOutcome> {
         if ((await native.moveCurrent(path, versionWith(view, AWS_CURRENT), token)) === 'moved') break;
         view = await native.describe(path);
         if (view.versions[token]?.includes(AWS_CURRENT) === true) break;
-        if (round === 2) throw new NativeRotationError('KR_LOCK_LOST', `key ${key.id}: AWSCURRENT of ${path} kept moving while finishSecret moved it`);
+        if (round === 2)
+          throw new NativeRotationError(
+            'KR_LOCK_LOST',
+            `key ${key.id}: AWSCURRENT of ${path} kept moving while finishSecret moved it`,
+          );
       }
     }
     await native.removePending(path, token);
@@ -65,12 +92,28 @@ export async function finishSecret(ctx: NativeContext): Promise<FinishOutcome> {
     if (ours || !alreadyCurrent) {
       await primary.backend.recordRotation(
         primary.target,
-        { rotationId: token, rotatedAt: (ours ? state.intent?.startedAt : undefined) ?? deps.now().toISOString(), version: token, ...(rolledKeyId === undefined ? {} : { keyId: rolledKeyId }) },
+        {
+          rotationId: token,
+          rotatedAt: (ours ? state.intent?.startedAt : undefined) ?? deps.now().toISOString(),
+          version: token,
+          ...(rolledKeyId === undefined ? {} : { keyId: rolledKeyId }),
+        },
         { clearIntent: true, releaseLock: held[0]?.lock },
       );
     }
-    audit.emit('key.native.step', { step: 'finishSecret', did: alreadyCurrent ? 'already-current' : 'finished', version: token, ...(rolledKeyId === undefined ? {} : { activeKeyId: rolledKeyId }) });
-    if (!alreadyCurrent) audit.emit('key.succeeded', { step: 'finish', native: true, versions: [{ backend: primary.backendName, path, version: token }], ...(key.slots ? { activeKeyId: rolledKeyId } : {}) });
+    audit.emit('key.native.step', {
+      step: 'finishSecret',
+      did: alreadyCurrent ? 'already-current' : 'finished',
+      version: token,
+      ...(rolledKeyId === undefined ? {} : { activeKeyId: rolledKeyId }),
+    });
+    if (!alreadyCurrent)
+      audit.emit('key.succeeded', {
+        step: 'finish',
+        native: true,
+        versions: [{ backend: primary.backendName, path, version: token }],
+        ...(key.slots ? { activeKeyId: rolledKeyId } : {}),
+      });
     return alreadyCurrent ? 'already-current' : 'finished';
   } finally {
     // Best effort (key-lock.ts): after the record above gave the lock back in its tag change this

@@ -48,12 +48,18 @@ export interface StepResult {
   keyId: string;
 }
 
-export async function runRotationStep(input: unknown, options: RotationFunctionOptions = {}): Promise<StepResult> {
+export async function runRotationStep(
+  input: unknown,
+  options: RotationFunctionOptions = {},
+): Promise<StepResult> {
   const audit = options.audit ?? createAuditLog({ destination: process.stdout });
   const parsed = RotationEvent.safeParse(input);
   if (!parsed.success) {
     // The event's fields are ids, not values; still, only their names are repeated.
-    throw new NativeRotationError('KR_NATIVE_EVENT_INVALID', `not a Secrets Manager rotation event (needs Step, SecretId and a ClientRequestToken of 32 to 64 characters): ${parsed.error.issues.map((issue) => issue.path.join('.')).join(', ')}`);
+    throw new NativeRotationError(
+      'KR_NATIVE_EVENT_INVALID',
+      `not a Secrets Manager rotation event (needs Step, SecretId and a ClientRequestToken of 32 to 64 characters): ${parsed.error.issues.map((issue) => issue.path.join('.')).join(', ')}`,
+    );
   }
   const event = parsed.data;
   const env = options.env ?? process.env;
@@ -63,13 +69,22 @@ export async function runRotationStep(input: unknown, options: RotationFunctionO
     // lives (partition, region, account); a namesake elsewhere is refused (secret-location.ts).
     const key = nativeKeyFor(policy, event.SecretId, functionLocation(options.functionArn, env));
     const credentials = functionApiCredential(policy, key, env, options.runtime);
-    const ctx = await openNativeContext(policy, key, event, audit, { ...options.runtime, ...(options.env ? { env: options.env } : {}), ...(credentials ? { credentials } : {}) });
+    const ctx = await openNativeContext(policy, key, event, audit, {
+      ...options.runtime,
+      ...(options.env ? { env: options.env } : {}),
+      ...(credentials ? { credentials } : {}),
+    });
     try {
       const did = await runStep(ctx);
       return { step: event.Step, did, keyId: ctx.key.id };
     } catch (error) {
       if (!(error instanceof Error && reportedErrors.has(error))) {
-        ctx.audit.emit('key.failed', { step: event.Step, errorCode: errorCode(error), error: errorMessage(error), nextAction: 'Secrets Manager retries the step, then records the rotation as failed' });
+        ctx.audit.emit('key.failed', {
+          step: event.Step,
+          errorCode: errorCode(error),
+          error: errorMessage(error),
+          nextAction: 'Secrets Manager retries the step, then records the rotation as failed',
+        });
       }
       throw error;
     } finally {
@@ -86,7 +101,12 @@ async function runStep(ctx: NativeContext): Promise<string> {
       return createSecret(ctx);
     case 'setSecret':
       // The roll at the API was the set: the new key exists there since createSecret.
-      ctx.audit.emit('key.native.step', { step: 'setSecret', did: 'nothing-to-do', version: ctx.token, why: 'the roll in createSecret already set the new key at the API' });
+      ctx.audit.emit('key.native.step', {
+        step: 'setSecret',
+        did: 'nothing-to-do',
+        version: ctx.token,
+        why: 'the roll in createSecret already set the new key at the API',
+      });
       return 'nothing-to-do';
     case 'testSecret':
       return testSecret(ctx);
@@ -97,5 +117,8 @@ async function runStep(ctx: NativeContext): Promise<string> {
 
 /** The Lambda entry point (Node 24 runtime, handler `index.handler`). */
 export async function handler(event: unknown, context?: LambdaContext): Promise<void> {
-  await runRotationStep(event, context?.invokedFunctionArn === undefined ? {} : { functionArn: context.invokedFunctionArn });
+  await runRotationStep(
+    event,
+    context?.invokedFunctionArn === undefined ? {} : { functionArn: context.invokedFunctionArn },
+  );
 }

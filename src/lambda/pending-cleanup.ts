@@ -9,7 +9,12 @@ export async function dropPending(ctx: NativeContext, step: string): Promise<voi
     const removed = await ctx.native.removePending(ctx.primary.target.path, ctx.token);
     if (removed === 'moved') ctx.audit.emit('key.native.pending_removed', { step, version: ctx.token });
   } catch (error) {
-    ctx.audit.emit('key.native.pending_removed', { step, version: ctx.token, failed: true, errorCode: errorCode(error) });
+    ctx.audit.emit('key.native.pending_removed', {
+      step,
+      version: ctx.token,
+      failed: true,
+      errorCode: errorCode(error),
+    });
   }
 }
 

@@ -17,7 +17,10 @@ const AWS_MAX_DAYS = 1000;
 export function rotationRulesFor(key: KeyPolicy): RotationRules {
   const maxAgeMs = key.maxAgeMs;
   if (maxAgeMs === undefined) {
-    throw new NativeRotationError('KR_NATIVE_NOT_CONFIGURED', `key ${key.id} has no maxAge: Secrets Manager's schedule is derived from maxAge (a cron schedule is not translated to AWS's UTC cron dialect); set maxAge on the key`);
+    throw new NativeRotationError(
+      'KR_NATIVE_NOT_CONFIGURED',
+      `key ${key.id} has no maxAge: Secrets Manager's schedule is derived from maxAge (a cron schedule is not translated to AWS's UTC cron dialect); set maxAge on the key`,
+    );
   }
   const floor = Math.max(AWS_MIN_ROTATION_INTERVAL_MS, key.minIntervalMs, key.consumerRefreshMs ?? 0);
   if (maxAgeMs < floor) {
@@ -26,7 +29,8 @@ export function rotationRulesFor(key: KeyPolicy): RotationRules {
       `key ${key.id}: maxAge ${formatDuration(maxAgeMs)} is shorter than ${formatDuration(floor)} (the larger of AWS's 4h minimum, minInterval and consumerRefresh); raise maxAge`,
     );
   }
-  if (maxAgeMs % DAY_MS === 0 && maxAgeMs / DAY_MS <= AWS_MAX_DAYS) return { AutomaticallyAfterDays: maxAgeMs / DAY_MS };
+  if (maxAgeMs % DAY_MS === 0 && maxAgeMs / DAY_MS <= AWS_MAX_DAYS)
+    return { AutomaticallyAfterDays: maxAgeMs / DAY_MS };
   // Rounded down: AWS rotates no later than the policy's maxAge.
   return { ScheduleExpression: `rate(${String(Math.floor(maxAgeMs / HOUR_MS))} hours)` };
 }

@@ -33,7 +33,8 @@ export function parseSecretArn(id: string): SecretArn | undefined {
  * `invokedFunctionArn`), the region from AWS_REGION (set by Lambda) when the ARN is not known.
  */
 export function functionLocation(functionArn: string | undefined, env: NodeJS.ProcessEnv): AwsLocation {
-  const match = functionArn === undefined ? null : /^arn:([^:]+):lambda:([^:]+):([0-9]+):function:/.exec(functionArn);
+  const match =
+    functionArn === undefined ? null : /^arn:([^:]+):lambda:([^:]+):([0-9]+):function:/.exec(functionArn);
   const region = env.AWS_REGION ?? env.AWS_DEFAULT_REGION;
   if (match === null) return { region: region === '' ? undefined : region };
   const [, partition, functionRegion, account] = match;
@@ -49,7 +50,10 @@ export function destinationLocation(policy: Policy, key: KeyPolicy, fn: AwsLocat
   const destination = key.destinations[0];
   const arn = destination === undefined ? undefined : parseSecretArn(destination.target.path);
   if (arn !== undefined) return arn;
-  const backend = destination !== undefined && Object.hasOwn(policy.backends, destination.backend) ? policy.backends[destination.backend] : undefined;
+  const backend =
+    destination !== undefined && Object.hasOwn(policy.backends, destination.backend)
+      ? policy.backends[destination.backend]
+      : undefined;
   const region = backend?.kind === 'aws' && backend.region !== undefined ? backend.region : fn.region;
   return { partition: fn.partition, region, account: fn.account };
 }
@@ -60,7 +64,9 @@ const FIELDS = ['partition', 'region', 'account'] as const;
 export function locationMismatches(arn: SecretArn, expected: AwsLocation): string[] {
   return FIELDS.flatMap((field) => {
     const want = expected[field];
-    return want === undefined || want === arn[field] ? [] : [`${field} ${arn[field]} (the destination's: ${want})`];
+    return want === undefined || want === arn[field]
+      ? []
+      : [`${field} ${arn[field]} (the destination's: ${want})`];
   });
 }
 
@@ -88,7 +94,10 @@ export function nativeKeysNamed(policy: Policy, secretId: string): KeyPolicy[] {
 export function nativeKeyFor(policy: Policy, secretId: string, fn: AwsLocation): KeyPolicy {
   const named = nativeKeysNamed(policy, secretId);
   const arn = parseSecretArn(secretId);
-  const found = arn === undefined ? named[0] : named.find((key) => locationMismatches(arn, destinationLocation(policy, key, fn)).length === 0);
+  const found =
+    arn === undefined
+      ? named[0]
+      : named.find((key) => locationMismatches(arn, destinationLocation(policy, key, fn)).length === 0);
   if (found !== undefined) return found;
   const [first] = named;
   if (first === undefined || arn === undefined) {

@@ -22,13 +22,19 @@ export async function testSecret(ctx: NativeContext): Promise<TestOutcome> {
       return 'already-current';
     }
     await dropPending(ctx, 'testSecret');
-    throw new NativeRotationError('KR_NATIVE_NO_PENDING', `key ${key.id}: version ${token} of ${primary.target.path} has no value to test; AWSPENDING was removed so the next rotation can start`);
+    throw new NativeRotationError(
+      'KR_NATIVE_NO_PENDING',
+      `key ${key.id}: version ${token} of ${primary.target.path} has no value to test; AWSPENDING was removed so the next rotation can start`,
+    );
   }
   const verdict = await deps.api.probeSecret(pending.secret, { organizationId: key.organizationId });
   if (verdict !== 'valid') {
     // A refused new value serves nobody: the rotation is given up (AWSCURRENT is untouched).
     const state = await readTrustedState(primary, key, deps.now());
-    const standby = key.slots !== undefined && state.intent !== undefined && state.intent.keyId !== activeSlot(key.slots, state);
+    const standby =
+      key.slots !== undefined &&
+      state.intent !== undefined &&
+      state.intent.keyId !== activeSlot(key.slots, state);
     await abandonRotation(ctx, 'testSecret', standby);
     await sendAlert(deps, key, {
       severity: standby ? 'error' : 'critical',
@@ -36,15 +42,29 @@ export async function testSecret(ctx: NativeContext): Promise<TestOutcome> {
       rotationId: token,
       step: 'verify',
       errorCode: 'KR_NATIVE_PENDING_REJECTED',
-      nextAction: standby ? 'consumers keep the working AWSCURRENT; the next rotation rolls the standby again' : `run \`keyroll rotate --key ${key.id} --reason recovery\``,
+      nextAction: standby
+        ? 'consumers keep the working AWSCURRENT; the next rotation rolls the standby again'
+        : `run \`keyroll rotate --key ${key.id} --reason recovery\``,
     });
-    throw new NativeRotationError('KR_NATIVE_PENDING_REJECTED', `key ${key.id}: the API refuses the new value at version ${token}; the rotation was given up`);
+    throw new NativeRotationError(
+      'KR_NATIVE_PENDING_REJECTED',
+      `key ${key.id}: the API refuses the new value at version ${token}; the rotation was given up`,
+    );
   }
   const current = await primary.backend.readSecret(primary.target).catch(() => undefined);
-  const currentWorks = current === undefined ? false : await deps.api.probeSecret(current.secret, { organizationId: key.organizationId }).then((answer) => answer === 'valid', () => false);
+  const currentWorks =
+    current === undefined
+      ? false
+      : await deps.api.probeSecret(current.secret, { organizationId: key.organizationId }).then(
+          (answer) => answer === 'valid',
+          () => false,
+        );
   if (!currentWorks) {
     // finishSecret heals it by making the working new value current: reported, not a failed step.
-    audit.emit('key.verify.failed', { step: 'verify', failures: [{ check: 'previous-active', errorCode: 'KR_VERIFY_PREVIOUS_DEAD' }] });
+    audit.emit('key.verify.failed', {
+      step: 'verify',
+      failures: [{ check: 'previous-active', errorCode: 'KR_VERIFY_PREVIOUS_DEAD' }],
+    });
     await sendAlert(deps, key, {
       severity: 'error',
       summary: `key ${key.id}: AWSCURRENT of ${primary.target.path} no longer works (testSecret); consumers fail until finishSecret makes the new value current`,

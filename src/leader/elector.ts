@@ -27,7 +27,11 @@ export interface ElectionTimings {
 }
 
 /** client-go's defaults (and kube-controller-manager's): 15 s, 10 s, 2 s. */
-export const ELECTION_DEFAULTS: ElectionTimings = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 };
+export const ELECTION_DEFAULTS: ElectionTimings = {
+  leaseDurationMs: 15_000,
+  renewDeadlineMs: 10_000,
+  retryPeriodMs: 2_000,
+};
 
 /** client-go's JitterFactor: a candidate waits retryPeriod × [1, 1.2] between tries, so two do not stay in step. */
 const CANDIDATE_JITTER = 0.2;
@@ -67,10 +71,14 @@ export interface ElectorOptions extends ElectionTimings {
 /** What is wrong with the timings, in a sentence; undefined when they hold client-go's rules. */
 export function checkTimings(timings: ElectionTimings): string | undefined {
   const { leaseDurationMs, renewDeadlineMs, retryPeriodMs } = timings;
-  for (const [name, value] of Object.entries({ leaseDurationMs, renewDeadlineMs, retryPeriodMs })) if (!Number.isFinite(value) || value <= 0) return `${name} must be a positive duration`;
-  if (leaseDurationMs % 1000 !== 0) return 'the lease duration must be whole seconds (the Lease stores leaseDurationSeconds)';
-  if (renewDeadlineMs >= leaseDurationMs) return 'the renew deadline must be shorter than the lease duration (a leader must stop before a candidate may take over)';
-  if (retryPeriodMs * (1 + CANDIDATE_JITTER) >= renewDeadlineMs) return 'the retry period (× 1.2) must be shorter than the renew deadline (a leader must get more than one try to renew)';
+  for (const [name, value] of Object.entries({ leaseDurationMs, renewDeadlineMs, retryPeriodMs }))
+    if (!Number.isFinite(value) || value <= 0) return `${name} must be a positive duration`;
+  if (leaseDurationMs % 1000 !== 0)
+    return 'the lease duration must be whole seconds (the Lease stores leaseDurationSeconds)';
+  if (renewDeadlineMs >= leaseDurationMs)
+    return 'the renew deadline must be shorter than the lease duration (a leader must stop before a candidate may take over)';
+  if (retryPeriodMs * (1 + CANDIDATE_JITTER) >= renewDeadlineMs)
+    return 'the retry period (× 1.2) must be shorter than the renew deadline (a leader must get more than one try to renew)';
   return undefined;
 }
 
@@ -146,7 +154,11 @@ export class LeaderElector {
       await this.#attempt();
       if (this.#halted()) return;
       const { retryPeriodMs } = this.#options;
-      await this.#sleep(this.#term ? retryPeriodMs : retryPeriodMs * (1 + CANDIDATE_JITTER * (this.#options.random ?? Math.random)()));
+      await this.#sleep(
+        this.#term
+          ? retryPeriodMs
+          : retryPeriodMs * (1 + CANDIDATE_JITTER * (this.#options.random ?? Math.random)()),
+      );
     }
   }
 
@@ -158,15 +170,28 @@ export class LeaderElector {
   async #attempt(): Promise<void> {
     const sentAt = this.#clock();
     // A leader's request never outlives its renew deadline; a candidate's gets as long.
-    const budget = Math.ceil(this.#term ? Math.max(1, this.#renewedAt + this.#options.renewDeadlineMs - sentAt) : this.#options.renewDeadlineMs);
+    const budget = Math.ceil(
+      this.#term
+        ? Math.max(1, this.#renewedAt + this.#options.renewDeadlineMs - sentAt)
+        : this.#options.renewDeadlineMs,
+    );
     const request = new AbortController();
     this.#request = request;
     try {
-      const result = await this.#tryAcquireOrRenew(AbortSignal.any([request.signal, AbortSignal.timeout(budget)]));
+      const result = await this.#tryAcquireOrRenew(
+        AbortSignal.any([request.signal, AbortSignal.timeout(budget)]),
+      );
       if (this.#stopped) return;
       if (result === 'held') this.#renewed(sentAt);
       else if (result === 'other') this.#lose('taken');
-      else if (this.#term) this.#options.events.failed(new LeaderError('KR_LEADER_CONFLICT', `renew Lease ${this.lease}: written by another replica since it was read`), true);
+      else if (this.#term)
+        this.#options.events.failed(
+          new LeaderError(
+            'KR_LEADER_CONFLICT',
+            `renew Lease ${this.lease}: written by another replica since it was read`,
+          ),
+          true,
+        );
     } catch (error) {
       this.#lastError = error;
       if (!this.#stopped) this.#options.events.failed(error, this.#term !== undefined);
@@ -230,11 +255,17 @@ export class LeaderElector {
     if (sentAt + this.#options.renewDeadlineMs <= this.#clock()) return;
     this.#renewedAt = sentAt;
     clearTimeout(this.#lossTimer);
-    this.#lossTimer = setTimeout(() => {
-      this.#lose('renew-deadline');
-    }, Math.max(0, sentAt + this.#options.renewDeadlineMs - this.#clock()));
+    this.#lossTimer = setTimeout(
+      () => {
+        this.#lose('renew-deadline');
+      },
+      Math.max(0, sentAt + this.#options.renewDeadlineMs - this.#clock()),
+    );
     if (this.#term) return;
-    const term = { controller: new AbortController(), transitions: this.#observed?.record.leaseTransitions ?? 0 };
+    const term = {
+      controller: new AbortController(),
+      transitions: this.#observed?.record.leaseTransitions ?? 0,
+    };
     this.#term = term;
     this.#options.events.startedLeading({ signal: term.controller.signal, transitions: term.transitions });
   }
@@ -244,8 +275,14 @@ export class LeaderElector {
     if (term === undefined) return;
     this.#term = undefined;
     clearTimeout(this.#lossTimer);
-    term.controller.abort(new LeaderError('KR_LEADER_LOST', `no longer the leader of Lease ${this.lease} (${why})`));
-    this.#options.events.stoppedLeading({ signal: term.controller.signal, transitions: term.transitions }, why, this.#lastError);
+    term.controller.abort(
+      new LeaderError('KR_LEADER_LOST', `no longer the leader of Lease ${this.lease} (${why})`),
+    );
+    this.#options.events.stoppedLeading(
+      { signal: term.controller.signal, transitions: term.transitions },
+      why,
+      this.#lastError,
+    );
   }
 
   /** Clears holderIdentity if the Lease still names us (client-go's release: leaseDurationSeconds 1, times now). */
@@ -256,7 +293,17 @@ export class LeaderElector {
       const current = await store.get(signal);
       if (current?.record.holderIdentity !== identity) return;
       const now = this.#now();
-      await store.update({ holderIdentity: '', leaseDurationSeconds: 1, acquireTime: now, renewTime: now, leaseTransitions: current.record.leaseTransitions ?? 0 }, current.resourceVersion, signal);
+      await store.update(
+        {
+          holderIdentity: '',
+          leaseDurationSeconds: 1,
+          acquireTime: now,
+          renewTime: now,
+          leaseTransitions: current.record.leaseTransitions ?? 0,
+        },
+        current.resourceVersion,
+        signal,
+      );
     } catch (error) {
       this.#options.events.failed(error, false);
     }

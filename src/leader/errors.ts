@@ -20,7 +20,10 @@ export class LeaderError extends KeyrollError {
   readonly status: number | undefined;
 
   constructor(code: LeaderErrorCode, message: string, options: { status?: number; cause?: unknown } = {}) {
-    super(code, message, { ...(options.cause === undefined ? {} : { cause: options.cause }), retryable: code !== 'KR_LEADER_FORBIDDEN' });
+    super(code, message, {
+      ...(options.cause === undefined ? {} : { cause: options.cause }),
+      retryable: code !== 'KR_LEADER_FORBIDDEN',
+    });
     this.status = options.status;
   }
 

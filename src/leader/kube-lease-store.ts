@@ -3,7 +3,15 @@
 // deadline), and every failure becomes a LeaderError with a stable code. An update is a PUT of the
 // object as last read, with its resourceVersion: the API server refuses it (409) when anyone wrote
 // the Lease since, which is the whole of the election's concurrency control.
-import { ApiException, CoordinationV1Api, V1Lease, V1LeaseSpec, V1MicroTime, V1ObjectMeta, type KubeConfig } from '@kubernetes/client-node';
+import {
+  ApiException,
+  CoordinationV1Api,
+  V1Lease,
+  V1LeaseSpec,
+  V1MicroTime,
+  V1ObjectMeta,
+  type KubeConfig,
+} from '@kubernetes/client-node';
 import { LeaderError } from './errors.ts';
 import type { LeaseRecord, LeaseStore, StoredLease } from './lease-store.ts';
 import { clientNodeRequest } from '../http/client-node-request.ts';
@@ -28,7 +36,9 @@ export class KubeLeaseStore implements LeaseStore {
 
   async get(signal: AbortSignal): Promise<StoredLease | undefined> {
     try {
-      return this.#remember(await this.#api.readNamespacedLease({ ...this.#lease }, clientNodeRequest(signal)));
+      return this.#remember(
+        await this.#api.readNamespacedLease({ ...this.#lease }, clientNodeRequest(signal)),
+      );
     } catch (error) {
       if (error instanceof ApiException && error.code === 404) return undefined;
       throw this.#asLeaderError(error, 'get', signal);
@@ -36,9 +46,17 @@ export class KubeLeaseStore implements LeaseStore {
   }
 
   async create(record: LeaseRecord, signal: AbortSignal): Promise<StoredLease> {
-    const body = leaseOf(Object.assign(new V1ObjectMeta(), { name: this.#lease.name, namespace: this.#lease.namespace }), record);
+    const body = leaseOf(
+      Object.assign(new V1ObjectMeta(), { name: this.#lease.name, namespace: this.#lease.namespace }),
+      record,
+    );
     try {
-      return this.#remember(await this.#api.createNamespacedLease({ namespace: this.#lease.namespace, body }, clientNodeRequest(signal)));
+      return this.#remember(
+        await this.#api.createNamespacedLease(
+          { namespace: this.#lease.namespace, body },
+          clientNodeRequest(signal),
+        ),
+      );
     } catch (error) {
       throw this.#asLeaderError(error, 'create', signal);
     }
@@ -46,12 +64,18 @@ export class KubeLeaseStore implements LeaseStore {
 
   async update(record: LeaseRecord, resourceVersion: string, signal: AbortSignal): Promise<StoredLease> {
     const base = this.#last?.metadata?.resourceVersion === resourceVersion ? this.#last.metadata : undefined;
-    const metadata = Object.assign(new V1ObjectMeta(), { name: this.#lease.name, namespace: this.#lease.namespace, resourceVersion });
+    const metadata = Object.assign(new V1ObjectMeta(), {
+      name: this.#lease.name,
+      namespace: this.#lease.namespace,
+      resourceVersion,
+    });
     if (base?.labels !== undefined) metadata.labels = base.labels;
     if (base?.annotations !== undefined) metadata.annotations = base.annotations;
     const body = leaseOf(metadata, record);
     try {
-      return this.#remember(await this.#api.replaceNamespacedLease({ ...this.#lease, body }, clientNodeRequest(signal)));
+      return this.#remember(
+        await this.#api.replaceNamespacedLease({ ...this.#lease, body }, clientNodeRequest(signal)),
+      );
     } catch (error) {
       throw this.#asLeaderError(error, 'update', signal);
     }
@@ -64,7 +88,9 @@ export class KubeLeaseStore implements LeaseStore {
       resourceVersion: lease.metadata?.resourceVersion ?? '',
       record: {
         ...(spec.holderIdentity === undefined ? {} : { holderIdentity: spec.holderIdentity }),
-        ...(spec.leaseDurationSeconds === undefined ? {} : { leaseDurationSeconds: spec.leaseDurationSeconds }),
+        ...(spec.leaseDurationSeconds === undefined
+          ? {}
+          : { leaseDurationSeconds: spec.leaseDurationSeconds }),
         ...(spec.acquireTime === undefined ? {} : { acquireTime: new Date(spec.acquireTime) }),
         ...(spec.renewTime === undefined ? {} : { renewTime: new Date(spec.renewTime) }),
         ...(spec.leaseTransitions === undefined ? {} : { leaseTransitions: spec.leaseTransitions }),
@@ -76,10 +102,20 @@ export class KubeLeaseStore implements LeaseStore {
     const where = `${verb} Lease ${this.describe}`;
     if (error instanceof ApiException) {
       const status = error.code;
-      const code = status === 409 ? 'KR_LEADER_CONFLICT' : status === 401 || status === 403 ? 'KR_LEADER_FORBIDDEN' : 'KR_LEADER_API_ERROR';
-      return new LeaderError(code, `${where}: the API server answered ${String(status)}`, { status, cause: error });
+      const code =
+        status === 409
+          ? 'KR_LEADER_CONFLICT'
+          : status === 401 || status === 403
+            ? 'KR_LEADER_FORBIDDEN'
+            : 'KR_LEADER_API_ERROR';
+      return new LeaderError(code, `${where}: the API server answered ${String(status)}`, {
+        status,
+        cause: error,
+      });
     }
-    const why = signal.aborted ? 'no answer before the deadline' : `the API server could not be reached${error instanceof Error ? `: ${error.message}` : ''}`;
+    const why = signal.aborted
+      ? 'no answer before the deadline'
+      : `the API server could not be reached${error instanceof Error ? `: ${error.message}` : ''}`;
     return new LeaderError('KR_LEADER_UNREACHABLE', `${where}: ${why}`, { cause: error });
   }
 }
@@ -92,6 +128,10 @@ function leaseOf(metadata: V1ObjectMeta, record: LeaseRecord): V1Lease {
   if (record.acquireTime !== undefined) spec.acquireTime = new V1MicroTime(record.acquireTime.getTime());
   if (record.renewTime !== undefined) spec.renewTime = new V1MicroTime(record.renewTime.getTime());
   if (record.leaseTransitions !== undefined) spec.leaseTransitions = record.leaseTransitions;
-  return Object.assign(new V1Lease(), { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata, spec });
+  return Object.assign(new V1Lease(), {
+    apiVersion: 'coordination.k8s.io/v1',
+    kind: 'Lease',
+    metadata,
+    spec,
+  });
 }
-

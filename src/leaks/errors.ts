@@ -8,7 +8,12 @@ export class ScannerApiError extends KeyrollError {
   /** HTTP status of the scanner's answer; undefined when there was none (network, timeout). */
   readonly status: number | undefined;
   readonly operation: string;
-  constructor(code: ErrorCode, operation: string, message: string, options: { status?: number; cause?: unknown; retryable?: boolean } = {}) {
+  constructor(
+    code: ErrorCode,
+    operation: string,
+    message: string,
+    options: { status?: number; cause?: unknown; retryable?: boolean } = {},
+  ) {
     super(code, message, { cause: options.cause, retryable: options.retryable ?? false });
     this.operation = operation;
     this.status = options.status;

@@ -50,7 +50,11 @@ const READ_CONCURRENCY = 8;
  * match in the others. Read-only and lock-free; the secrets read are forgotten by the sanitizer
  * once their key is done (the leaked value itself stays registered: the caller made it).
  */
-export async function searchLeakedSecret(policy: Policy, runtime: Pick<Runtime, 'resolveKey'>, leaked: Secret): Promise<LeakSearch> {
+export async function searchLeakedSecret(
+  policy: Policy,
+  runtime: Pick<Runtime, 'resolveKey'>,
+  leaked: Secret,
+): Promise<LeakSearch> {
   const wanted = leaked.digest();
   const unread: UnreadDestination[] = [];
   let searched = 0;
@@ -60,7 +64,12 @@ export async function searchLeakedSecret(policy: Policy, runtime: Pick<Runtime, 
       const found: { destination: ResolvedDestination; which: LeakMatch['which'] }[] = [];
       for (const destination of [...destinations, ...fallbacks]) {
         const miss = (error: unknown): undefined => {
-          unread.push({ keyId: key.id, backend: destination.backendName, path: destination.target.path, errorCode: errorCode(error) });
+          unread.push({
+            keyId: key.id,
+            backend: destination.backendName,
+            path: destination.target.path,
+            errorCode: errorCode(error),
+          });
           return undefined;
         };
         const current = await destination.backend.readSecret(destination.target).catch(miss);
@@ -83,13 +92,22 @@ export async function searchLeakedSecret(policy: Policy, runtime: Pick<Runtime, 
       try {
         state = primary ? await primary.backend.readState(primary.target) : {};
       } catch (error) {
-        unread.push({ keyId: key.id, backend: primary?.backendName ?? '-', path: primary?.target.path ?? '-', errorCode: errorCode(error) });
+        unread.push({
+          keyId: key.id,
+          backend: primary?.backendName ?? '-',
+          path: primary?.target.path ?? '-',
+          errorCode: errorCode(error),
+        });
         // Without the record the slot is unknown. A current match is still reported without a
         // slot (a leak rotation of the entry rolls its active slot, the one that holds the current
         // value); a previous match cannot be placed and stays unmatched.
         return best.which === 'current' ? { key, ...best } : undefined;
       }
-      return { key, ...best, slot: best.which === 'current' ? activeSlot(key.slots, state) : standbySlot(key.slots, state) };
+      return {
+        key,
+        ...best,
+        slot: best.which === 'current' ? activeSlot(key.slots, state) : standbySlot(key.slots, state),
+      };
     }),
   );
   return { matches: perKey.filter((match) => match !== undefined), unread, searched };

@@ -49,11 +49,15 @@ export interface DeliveryToAdmit {
   now: Date;
 }
 
-export type Admission = { kind: 'refused'; why: IntakeRefusal } | { kind: 'duplicate-alert' } | { kind: 'admitted'; place: QueuePlace };
+export type Admission =
+  | { kind: 'refused'; why: IntakeRefusal }
+  | { kind: 'duplicate-alert' }
+  | { kind: 'admitted'; place: QueuePlace };
 
 /** Why the reconcile leaves an open alert alone this time. */
 export type ReconcileSkip = 'in-flight' | 'handled-within-window' | 'intake-busy';
-export type ReconcileAdmission = { kind: 'skipped'; why: ReconcileSkip } | { kind: 'admitted'; place: QueuePlace };
+export type ReconcileAdmission =
+  { kind: 'skipped'; why: ReconcileSkip } | { kind: 'admitted'; place: QueuePlace };
 
 export class IntakeGate {
   readonly #queue: IntakeQueue;
@@ -92,7 +96,13 @@ export class IntakeGate {
     const first = !busy && this.#alerts.first(delivery.alert, delivery.now.getTime());
     if (first && ref !== undefined) this.#jobs.add(ref);
     const nowSeconds = Math.floor(delivery.now.getTime() / 1000);
-    const unclaimed = await claimOrRefuse(delivery.replay, delivery.id, delivery.expiresAt, nowSeconds, delivery.signedAt);
+    const unclaimed = await claimOrRefuse(
+      delivery.replay,
+      delivery.id,
+      delivery.expiresAt,
+      nowSeconds,
+      delivery.signedAt,
+    );
     if (unclaimed !== undefined || !first) {
       place.release();
       if (unclaimed !== undefined && first) {

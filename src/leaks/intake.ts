@@ -68,7 +68,12 @@ export interface LeakIntakeOptions {
    * Rotates one key now (the daemon: through its launcher, waiting for a busy key) and resolves
    * with its outcome. Must not throw.
    */
-  rotate: (key: KeyPolicy, slot: string | undefined, trigger: RunTrigger, rotationId: string) => Promise<KeyOutcome>;
+  rotate: (
+    key: KeyPolicy,
+    slot: string | undefined,
+    trigger: RunTrigger,
+    rotationId: string,
+  ) => Promise<KeyOutcome>;
   /**
    * A leaked value this report's own rotation killed, proven dead `ms` after the report arrived
    * (keyroll_leak_time_to_dead_seconds). Not called for a value found dead already, nor for an
@@ -118,7 +123,10 @@ export class LeakIntake {
       { 'keyroll.command': 'daemon', 'keyroll.leak.source': report.source, 'keyroll.reason': 'leak' },
       async (span) => {
         const verdict = await this.#handleLeak(report, leaked);
-        span.setAttributes({ 'keyroll.leak.verdict': verdict.kind, 'keyroll.keys': verdict.kind === 'unmatched' ? 0 : verdict.keys.length });
+        span.setAttributes({
+          'keyroll.leak.verdict': verdict.kind,
+          'keyroll.keys': verdict.kind === 'unmatched' ? 0 : verdict.keys.length,
+        });
         if (verdict.kind === 'open') span.fail('KR_LEAK_OPEN');
         return verdict;
       },
@@ -144,7 +152,11 @@ export class LeakIntake {
   async #handleValue(report: LeakReport, leaked: Secret, value: ValueHandling): Promise<LeakVerdict> {
     const receivedAt = performance.now();
     const audit = this.#options.audit().child({ actor: actorOf(report), reason: 'leak' });
-    const alertFields = { source: report.source, alert: report.ref, ...(report.url === undefined ? {} : { alertUrl: report.url }) };
+    const alertFields = {
+      source: report.source,
+      alert: report.ref,
+      ...(report.url === undefined ? {} : { alertUrl: report.url }),
+    };
     const fingerprint = leaked.fingerprint();
     const policy = this.#options.policy();
     let matches: LeakMatch[];
@@ -152,11 +164,22 @@ export class LeakIntake {
       const search = await searchLeakedSecret(policy, this.#options.runtime(), leaked);
       matches = search.matches;
       if (matches.length === 0) {
-        audit.emit('leak.unmatched', { ...alertFields, fingerprint, searched: search.searched, unread: search.unread });
+        audit.emit('leak.unmatched', {
+          ...alertFields,
+          fingerprint,
+          searched: search.searched,
+          unread: search.unread,
+        });
         // Invariant 7: a destination nobody could read may hold the value: a person must look.
         if (search.unread.length > 0) {
           const places = search.unread.map((u) => `${u.backend}:${u.path} (${u.errorCode})`).join(', ');
-          await this.#failed(audit, report, 'identify', new Error(`no readable destination holds the leaked value, but ${places} could not be read`), undefined);
+          await this.#failed(
+            audit,
+            report,
+            'identify',
+            new Error(`no readable destination holds the leaked value, but ${places} could not be read`),
+            undefined,
+          );
           return { kind: 'open', keys: [] };
         }
         return { kind: 'unmatched' };
@@ -170,7 +193,14 @@ export class LeakIntake {
       matches.map(async (match): Promise<LeakKeyResult> => {
         const { key, slot, which, destination } = match;
         const keyAudit = audit.child({ keyId: key.id, organizationId: key.organizationId });
-        keyAudit.emit('leak.identified', { ...alertFields, fingerprint, backend: destination.backendName, path: destination.target.path, which, ...(slot === undefined ? {} : { slot }) });
+        keyAudit.emit('leak.identified', {
+          ...alertFields,
+          fingerprint,
+          backend: destination.backendName,
+          path: destination.target.path,
+          which,
+          ...(slot === undefined ? {} : { slot }),
+        });
         const base = { keyId: key.id, ...(slot === undefined ? {} : { slot }), which, coalesced: false };
         if (alertOnly.has(key.id)) return this.#alertOnly(keyAudit, report, key, base, fingerprint);
         try {
@@ -182,13 +212,28 @@ export class LeakIntake {
       }),
     );
     for (const key of keys) {
-      if (key.proof === 'refused' && !key.coalesced && (key.result === 'rotated' || key.result === 'recovered')) this.#options.onProvenDead?.(performance.now() - receivedAt);
+      if (
+        key.proof === 'refused' &&
+        !key.coalesced &&
+        (key.result === 'rotated' || key.result === 'recovered')
+      )
+        this.#options.onProvenDead?.(performance.now() - receivedAt);
     }
-    const closed = keys.every((key) => (key.result === 'rotated' || key.result === 'recovered' || key.result === 'already-dead') && key.proof === 'refused');
+    const closed = keys.every(
+      (key) =>
+        (key.result === 'rotated' || key.result === 'recovered' || key.result === 'already-dead') &&
+        key.proof === 'refused',
+    );
     return { kind: closed ? 'closed' : 'open', keys };
   }
 
-  async #rotateAndProve(report: LeakReport, match: LeakMatch, leaked: Secret, base: Omit<LeakKeyResult, 'result'>, value: ValueHandling): Promise<LeakKeyResult> {
+  async #rotateAndProve(
+    report: LeakReport,
+    match: LeakMatch,
+    leaked: Secret,
+    base: Omit<LeakKeyResult, 'result'>,
+    value: ValueHandling,
+  ): Promise<LeakKeyResult> {
     const { key, slot } = match;
     const runtime = this.#options.runtime();
     const audit = this.#options.audit().child({ actor: actorOf(report), reason: 'leak' });
@@ -198,7 +243,11 @@ export class LeakIntake {
       // The same question `keyroll rotate --leaked-secret-stdin` asks (previous-value.ts): a value
       // the API already refuses is proven dead (recorded) and not rolled again.
       if (!(await needsLeakRotation(runtime, match, leaked))) {
-        const proof = await proveLeakDead(runtime, audit, this.#options.alerter(), { key, leaked, ...(slot === undefined ? {} : { slot }) });
+        const proof = await proveLeakDead(runtime, audit, this.#options.alerter(), {
+          key,
+          leaked,
+          ...(slot === undefined ? {} : { slot }),
+        });
         if (proof.verdict === 'refused') return { ...base, result: 'already-dead', proof: 'refused' };
       }
       // Another alert of the value may have started the rotation while this one probed.
@@ -207,11 +256,22 @@ export class LeakIntake {
     const coalesced = shared !== undefined;
     if (shared === undefined) {
       const rotationId = randomUUID();
-      const trigger: RunTrigger = { reason: 'leak', force: true, actor: actorOf(report), ...(report.url === undefined ? {} : { ticket: report.url.slice(0, 200) }) };
+      const trigger: RunTrigger = {
+        reason: 'leak',
+        force: true,
+        actor: actorOf(report),
+        ...(report.url === undefined ? {} : { ticket: report.url.slice(0, 200) }),
+      };
       shared = { rotationId, outcome: this.#options.rotate(key, slot, trigger, rotationId) };
       value.rotations.set(target, shared);
     } else {
-      audit.child({ keyId: key.id, organizationId: key.organizationId, rotationId: shared.rotationId }).emit('leak.intake.coalesced', { source: report.source, alert: report.ref, ...(slot === undefined ? {} : { slot }) });
+      audit
+        .child({ keyId: key.id, organizationId: key.organizationId, rotationId: shared.rotationId })
+        .emit('leak.intake.coalesced', {
+          source: report.source,
+          alert: report.ref,
+          ...(slot === undefined ? {} : { slot }),
+        });
     }
     const outcome = await shared.outcome;
     const proof = await proveLeakDead(runtime, audit, this.#options.alerter(), {
@@ -221,11 +281,28 @@ export class LeakIntake {
       rotationId: shared.rotationId,
       rotation: outcome.result,
     });
-    return { ...base, result: outcome.result, rotationId: shared.rotationId, coalesced, proof: proof.verdict };
+    return {
+      ...base,
+      result: outcome.result,
+      rotationId: shared.rotationId,
+      coalesced,
+      proof: proof.verdict,
+    };
   }
 
-  async #alertOnly(audit: AuditLog, report: LeakReport, key: KeyPolicy, base: Omit<LeakKeyResult, 'result'>, fingerprint: string): Promise<LeakKeyResult> {
-    audit.emit('leak.intake.alert_only', { source: report.source, alert: report.ref, fingerprint, ...(base.slot === undefined ? {} : { slot: base.slot }) });
+  async #alertOnly(
+    audit: AuditLog,
+    report: LeakReport,
+    key: KeyPolicy,
+    base: Omit<LeakKeyResult, 'result'>,
+    fingerprint: string,
+  ): Promise<LeakKeyResult> {
+    audit.emit('leak.intake.alert_only', {
+      source: report.source,
+      alert: report.ref,
+      fingerprint,
+      ...(base.slot === undefined ? {} : { slot: base.slot }),
+    });
     await this.#options.alerter().send(
       {
         severity: 'critical',
@@ -242,8 +319,19 @@ export class LeakIntake {
     return { ...base, result: 'alert-only' };
   }
 
-  async #failed(audit: AuditLog, report: LeakReport, step: string, error: unknown, key: KeyPolicy | undefined): Promise<void> {
-    await reportIntakeFailure(audit, this.#options.alerter(), { report, step, error, ...(key === undefined ? {} : { key }) });
+  async #failed(
+    audit: AuditLog,
+    report: LeakReport,
+    step: string,
+    error: unknown,
+    key: KeyPolicy | undefined,
+  ): Promise<void> {
+    await reportIntakeFailure(audit, this.#options.alerter(), {
+      report,
+      step,
+      error,
+      ...(key === undefined ? {} : { key }),
+    });
   }
 }
 
@@ -261,12 +349,24 @@ export interface IntakeFailure {
 }
 
 /** `leak.intake.failed` and an error alert: a leak report keyroll could not carry through is a person's job now. */
-export async function reportIntakeFailure(audit: AuditLog, alerter: Alerter, failure: IntakeFailure): Promise<void> {
+export async function reportIntakeFailure(
+  audit: AuditLog,
+  alerter: Alerter,
+  failure: IntakeFailure,
+): Promise<void> {
   const { report, step, error, key } = failure;
   const nextAction =
     failure.nextAction ??
     `finish by hand: pipe the leaked value to keyroll rotate --leaked-secret-stdin --reason leak${report.url === undefined ? '' : `, then close ${report.url}`}`;
-  audit.emit('leak.intake.failed', { source: report.source, alert: report.ref, step, errorCode: errorCode(error), error: errorMessage(error), nextAction, ...(key === undefined ? {} : { keyId: key.id }) });
+  audit.emit('leak.intake.failed', {
+    source: report.source,
+    alert: report.ref,
+    step,
+    errorCode: errorCode(error),
+    error: errorMessage(error),
+    nextAction,
+    ...(key === undefined ? {} : { keyId: key.id }),
+  });
   await alerter.send(
     {
       severity: 'error',

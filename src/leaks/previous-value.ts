@@ -18,6 +18,10 @@ import type { Runtime } from '../rotation/runtime.ts';
 import type { LeakMatch } from './identify.ts';
 import { probeLeakedSecret } from './proof.ts';
 
-export async function needsLeakRotation(runtime: Pick<Runtime, 'api'>, match: Pick<LeakMatch, 'key'>, leaked: Secret): Promise<boolean> {
+export async function needsLeakRotation(
+  runtime: Pick<Runtime, 'api'>,
+  match: Pick<LeakMatch, 'key'>,
+  leaked: Secret,
+): Promise<boolean> {
   return (await probeLeakedSecret(runtime, leaked, match.key.organizationId)).verdict !== 'refused';
 }

@@ -20,9 +20,16 @@ export interface ProbeVerdict {
 }
 
 /** Calls the API with the leaked value: 401 proves it dead. Records nothing. */
-export async function probeLeakedSecret(runtime: Pick<Runtime, 'api'>, leaked: Secret, organizationId: string): Promise<ProbeVerdict> {
+export async function probeLeakedSecret(
+  runtime: Pick<Runtime, 'api'>,
+  leaked: Secret,
+  organizationId: string,
+): Promise<ProbeVerdict> {
   try {
-    return { verdict: (await runtime.api.probeSecret(leaked, { organizationId })) === 'invalid' ? 'refused' : 'still-works' };
+    return {
+      verdict:
+        (await runtime.api.probeSecret(leaked, { organizationId })) === 'invalid' ? 'refused' : 'still-works',
+    };
   } catch (error) {
     return { verdict: 'unknown', errorCode: errorCode(error) };
   }
@@ -54,7 +61,12 @@ export interface ProofInput {
  * plus a critical `KR_LEAK_STILL_ALIVE` alert) or `leak.unproven` (error, plus an error-level
  * `KR_LEAK_UNPROVEN` alert: nobody may assume a leak is closed that keyroll could not check).
  */
-export async function proveLeakDead(runtime: Pick<Runtime, 'api'>, audit: AuditLog, alerter: Alerter, input: ProofInput): Promise<LeakProof> {
+export async function proveLeakDead(
+  runtime: Pick<Runtime, 'api'>,
+  audit: AuditLog,
+  alerter: Alerter,
+  input: ProofInput,
+): Promise<LeakProof> {
   const { key, leaked } = input;
   const probed = await probeLeakedSecret(runtime, leaked, key.organizationId);
   const proof: LeakProof = {
@@ -66,7 +78,11 @@ export async function proveLeakDead(runtime: Pick<Runtime, 'api'>, audit: AuditL
     fingerprint: leaked.fingerprint(),
     ...probed,
   };
-  const keyAudit = audit.child({ keyId: key.id, organizationId: key.organizationId, ...(input.rotationId === undefined ? {} : { rotationId: input.rotationId }) });
+  const keyAudit = audit.child({
+    keyId: key.id,
+    organizationId: key.organizationId,
+    ...(input.rotationId === undefined ? {} : { rotationId: input.rotationId }),
+  });
   const fields = {
     fingerprint: proof.fingerprint,
     ...(proof.slot === undefined ? {} : { slot: proof.slot }),
@@ -76,7 +92,10 @@ export async function proveLeakDead(runtime: Pick<Runtime, 'api'>, audit: AuditL
     keyAudit.emit('leak.proven-dead', { ...fields, status: 401 });
     return proof;
   }
-  const rotated = proof.rotation === 'rotated' ? 'after its leak rotation' : `after a leak rotation that ended ${proof.rotation ?? 'without a result'}`;
+  const rotated =
+    proof.rotation === 'rotated'
+      ? 'after its leak rotation'
+      : `after a leak rotation that ended ${proof.rotation ?? 'without a result'}`;
   const what = `the leaked secret (fingerprint ${proof.fingerprint}) of key ${slotName(proof)} (${key.organizationId})`;
   if (probed.verdict === 'still-works') {
     keyAudit.emit('leak.still-alive', fields);
@@ -106,7 +125,8 @@ export async function proveLeakDead(runtime: Pick<Runtime, 'api'>, audit: AuditL
       ...(input.rotationId === undefined ? {} : { rotationId: input.rotationId }),
       step: 'leak-proof',
       errorCode: 'KR_LEAK_UNPROVEN',
-      nextAction: 'check by hand that the API answers 401 to the leaked value (docs/runbook.md, "A secret leaked")',
+      nextAction:
+        'check by hand that the API answers 401 to the leaked value (docs/runbook.md, "A secret leaked")',
       details: { ...fields, probeErrorCode: probed.errorCode },
     },
     key.notify.onFailure,

@@ -29,7 +29,11 @@ export async function resolveIntake(policy: Policy, env: NodeJS.ProcessEnv): Pro
   }
   if (intake?.gitguardian !== undefined) {
     out.gitguardian = {
-      webhookSecret: await readWebhookSecret('intake.gitguardian.webhookSecret', intake.gitguardian.webhookSecret, env),
+      webhookSecret: await readWebhookSecret(
+        'intake.gitguardian.webhookSecret',
+        intake.gitguardian.webhookSecret,
+        env,
+      ),
       ...(intake.gitguardian.detectors === undefined ? {} : { detectors: [...intake.gitguardian.detectors] }),
     };
   }
@@ -40,7 +44,11 @@ export async function resolveIntake(policy: Policy, env: NodeJS.ProcessEnv): Pro
 async function readWebhookSecret(field: string, ref: string, env: NodeJS.ProcessEnv): Promise<Secret> {
   const secret = await resolveRef(ref, env);
   if (signingKeyTooShort(secret)) {
-    throw new WebhookSecretError(field, ref, `the secret is shorter than ${String(MIN_SIGNING_KEY_BYTES)} bytes; set at least ${String(MIN_SIGNING_KEY_BYTES)} random bytes (e.g. openssl rand -hex 32) in the scanner's webhook settings and here`);
+    throw new WebhookSecretError(
+      field,
+      ref,
+      `the secret is shorter than ${String(MIN_SIGNING_KEY_BYTES)} bytes; set at least ${String(MIN_SIGNING_KEY_BYTES)} random bytes (e.g. openssl rand -hex 32) in the scanner's webhook settings and here`,
+    );
   }
   return secret;
 }

@@ -28,7 +28,12 @@ const MESSAGES: Record<IntakeRefusal, string> = {
   'intake-busy': 'too many leak alerts are being handled at once; redeliver in a few minutes',
 };
 
-export function refuseIntake(rejections: RejectionAudit, endpoint: string, request: InboundRequest, why: IntakeRefusal): HttpAnswer {
+export function refuseIntake(
+  rejections: RejectionAudit,
+  endpoint: string,
+  request: InboundRequest,
+  why: IntakeRefusal,
+): HttpAnswer {
   return refuse(rejections, request, why, { message: MESSAGES[why], auditDetails: { endpoint } });
 }
 

@@ -11,7 +11,13 @@ import type { AlertResult } from '../alerts/types.ts';
 import { QUOTA_GROUPS } from '../backends/quota/groups.ts';
 import type { BackendKind } from '../backends/types.ts';
 import { CONSUMER_KINDS, CONSUMER_RESULTS, type ConsumerObserver } from '../consumers/types.ts';
-import type { KeyOutcome, KeyResult, RotationObserver, RotationReason, RotationStep } from '../rotation/types.ts';
+import type {
+  KeyOutcome,
+  KeyResult,
+  RotationObserver,
+  RotationReason,
+  RotationStep,
+} from '../rotation/types.ts';
 
 export { collectDefaultMetrics } from 'prom-client';
 
@@ -19,22 +25,30 @@ export { collectDefaultMetrics } from 'prom-client';
  * Roll answer → durable write. A healthy write takes milliseconds to a few hundred; store
  * retries with backoff push it to seconds; anything past 30 s is an incident, not a bucket.
  */
-export const EXPOSURE_BUCKETS_SECONDS: readonly number[] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+export const EXPOSURE_BUCKETS_SECONDS: readonly number[] = [
+  0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
+];
 
 /**
  * Leak report (or `rotate --leaked-secret-stdin`) → the API refusing the leaked value: a rotation
  * and its proof take seconds; a busy key lock or 429 waits stretch it to minutes.
  */
-export const LEAK_TIME_TO_DEAD_BUCKETS_SECONDS: readonly number[] = [1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600];
+export const LEAK_TIME_TO_DEAD_BUCKETS_SECONDS: readonly number[] = [
+  1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600,
+];
 
 /**
  * Store → the last consumer of the value refreshed: an ExternalSecret sync takes seconds, a
  * rollout seconds to minutes (image pulls, readiness probes, the cap on restarts at once).
  */
-export const CONSUMERS_REFRESHED_BUCKETS_SECONDS: readonly number[] = [1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600];
+export const CONSUMERS_REFRESHED_BUCKETS_SECONDS: readonly number[] = [
+  1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600,
+];
 
 /** Steps range from a local file write (ms) to a 429 wait inside the roll (minutes). */
-export const STEP_BUCKETS_SECONDS: readonly number[] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+export const STEP_BUCKETS_SECONDS: readonly number[] = [
+  0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300,
+];
 
 export interface MetricsOptions {
   /** Where the metrics are registered; a fresh registry when omitted (never prom-client's global one). */
@@ -115,14 +129,30 @@ export interface KeyrollMetrics {
 }
 
 /** Metrics whose series carry a `key_id` label. */
-export const PER_KEY_METRICS: ReadonlySet<string> = new Set(['keyroll_key_last_rotation_timestamp_seconds', 'keyroll_key_max_age_seconds']);
+export const PER_KEY_METRICS: ReadonlySet<string> = new Set([
+  'keyroll_key_last_rotation_timestamp_seconds',
+  'keyroll_key_max_age_seconds',
+]);
 
 const SUCCESS: ReadonlySet<KeyResult> = new Set(['rotated', 'recovered']);
 
 /** Every result a key outcome can have (a Record, so a new KeyResult without an entry fails the type check). */
-const RESULTS: Record<KeyResult, true> = { rotated: true, recovered: true, failed: true, skipped: true, busy: true, aborted: true };
+const RESULTS: Record<KeyResult, true> = {
+  rotated: true,
+  recovered: true,
+  failed: true,
+  skipped: true,
+  busy: true,
+  aborted: true,
+};
 /** The reasons runs are started with (recovery and drift are steps inside a run, never its reason). */
-export const RUN_REASONS: readonly RotationReason[] = ['scheduled', 'leak', 'compromise', 'plan-change', 'manual'];
+export const RUN_REASONS: readonly RotationReason[] = [
+  'scheduled',
+  'leak',
+  'compromise',
+  'plan-change',
+  'manual',
+];
 const ALERT_RESULTS: readonly AlertResult[] = ['sent', 'failed'];
 
 export function createMetrics(options: MetricsOptions = {}): KeyrollMetrics {
@@ -247,8 +277,10 @@ export function createMetrics(options: MetricsOptions = {}): KeyrollMetrics {
 
   // Every result and reason starts at 0: a counter series that first appears at 1 shows
   // Prometheus no increase, so the first failed leak rotation of a daemon would fire no alert.
-  for (const result of Object.keys(RESULTS) as KeyResult[]) for (const reason of RUN_REASONS) rotations.inc({ result, reason }, 0);
-  for (const kind of CONSUMER_KINDS) for (const result of CONSUMER_RESULTS) consumerRefreshes.inc({ kind, result }, 0);
+  for (const result of Object.keys(RESULTS) as KeyResult[])
+    for (const reason of RUN_REASONS) rotations.inc({ result, reason }, 0);
+  for (const kind of CONSUMER_KINDS)
+    for (const result of CONSUMER_RESULTS) consumerRefreshes.inc({ kind, result }, 0);
 
   const setLastRotation = (keyId: string, isoTime: string): void => {
     const ms = Date.parse(isoTime);
@@ -288,7 +320,10 @@ export function createMetrics(options: MetricsOptions = {}): KeyrollMetrics {
         exposure.observe(Math.max(0, ms) / 1000);
       },
       paced: (event) => {
-        backendQuotaWait.inc({ backend: event.backend, group: event.group }, Math.max(0, event.waitMs) / 1000);
+        backendQuotaWait.inc(
+          { backend: event.backend, group: event.group },
+          Math.max(0, event.waitMs) / 1000,
+        );
       },
       throttled: (event) => {
         backendThrottled.inc({ backend: event.backend, group: event.group });

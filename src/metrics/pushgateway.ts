@@ -24,7 +24,11 @@ export class MetricsPushError extends KeyrollError {
   }
 
   override toFields(): Record<string, unknown> {
-    return { ...super.toFields(), gateway: this.gateway, ...(this.status === undefined ? {} : { status: this.status }) };
+    return {
+      ...super.toFields(),
+      gateway: this.gateway,
+      ...(this.status === undefined ? {} : { status: this.status }),
+    };
   }
 }
 
@@ -47,25 +51,38 @@ export interface PushOptions {
  * Parses a Pushgateway URL (http or https; plain http only to this machine unless
  * `allowInsecureHttp`) and checks the `auth` reference's form; throws UsageError (exit 2) otherwise.
  */
-export function parsePushgatewayUrl(text: string, options: Pick<PushOptions, 'auth' | 'allowInsecureHttp'> = {}): URL {
+export function parsePushgatewayUrl(
+  text: string,
+  options: Pick<PushOptions, 'auth' | 'allowInsecureHttp'> = {},
+): URL {
   let url: URL;
   try {
     url = new URL(text);
   } catch (error) {
     // The text itself is not echoed: it may carry credentials.
-    throw new UsageError('--pushgateway is not a URL (expected e.g. http://pushgateway:9091)', { cause: error });
+    throw new UsageError('--pushgateway is not a URL (expected e.g. http://pushgateway:9091)', {
+      cause: error,
+    });
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
     throw new UsageError('--pushgateway must be an http:// or https:// URL');
   }
   const host = options.allowInsecureHttp === true ? undefined : insecureHttpHost(url);
   if (host !== undefined) {
-    throw new UsageError(`--pushgateway uses plain http:// to ${JSON.stringify(host)}, which is not this machine, so its credentials and the metrics would cross the network in clear; use https://, or add --pushgateway-allow-insecure-http to accept that`);
+    throw new UsageError(
+      `--pushgateway uses plain http:// to ${JSON.stringify(host)}, which is not this machine, so its credentials and the metrics would cross the network in clear; use https://, or add --pushgateway-allow-insecure-http to accept that`,
+    );
   }
   if (options.auth !== undefined) {
     // The value is not echoed: someone may have pasted the password itself.
-    if (!SecretRef.safeParse(options.auth).success) throw new UsageError('--pushgateway-auth must be a reference like env:NAME or file:/absolute/path, never the credentials themselves');
-    if (url.username !== '' || url.password !== '') throw new UsageError('--pushgateway carries credentials and --pushgateway-auth names others; give one of the two');
+    if (!SecretRef.safeParse(options.auth).success)
+      throw new UsageError(
+        '--pushgateway-auth must be a reference like env:NAME or file:/absolute/path, never the credentials themselves',
+      );
+    if (url.username !== '' || url.password !== '')
+      throw new UsageError(
+        '--pushgateway carries credentials and --pushgateway-auth names others; give one of the two',
+      );
   }
   return url;
 }
@@ -76,8 +93,13 @@ export function parsePushgatewayUrl(text: string, options: Pick<PushOptions, 'au
  */
 export function groupingPath(jobName: string, groupings: Readonly<Record<string, string>> = {}): string {
   const segment = (name: string, value: string): string =>
-    value === '' || value.includes('/') ? `/${name}@base64/${Buffer.from(value).toString('base64url') || '='}` : `/${name}/${encodeURIComponent(value)}`;
-  return [segment('job', jobName), ...Object.entries(groupings).map(([name, value]) => segment(name, value))].join('');
+    value === '' || value.includes('/')
+      ? `/${name}@base64/${Buffer.from(value).toString('base64url') || '='}`
+      : `/${name}/${encodeURIComponent(value)}`;
+  return [
+    segment('job', jobName),
+    ...Object.entries(groupings).map(([name, value]) => segment(name, value)),
+  ].join('');
 }
 
 /**
@@ -85,10 +107,16 @@ export function groupingPath(jobName: string, groupings: Readonly<Record<string,
  * registry's current values (HTTP PUT). Throws MetricsPushError; the caller decides what a
  * failed push means (for `run` and `rotate`: a warning, never a different exit code).
  */
-export async function pushMetrics(gatewayUrl: string, jobName: string, registry: Registry, options: PushOptions = {}): Promise<void> {
+export async function pushMetrics(
+  gatewayUrl: string,
+  jobName: string,
+  registry: Registry,
+  options: PushOptions = {},
+): Promise<void> {
   const url = parsePushgatewayUrl(gatewayUrl, options);
   const headers: Record<string, string> = { 'content-type': registry.contentType };
-  if (options.auth !== undefined) headers.authorization = await authorizationFromRef(url.origin, options.auth);
+  if (options.auth !== undefined)
+    headers.authorization = await authorizationFromRef(url.origin, options.auth);
   // Credentials in the URL become a header; the target and every message carry the origin only.
   if (url.username !== '' || url.password !== '') {
     const user = decodeURIComponent(url.username);
@@ -116,11 +144,17 @@ export async function pushMetrics(gatewayUrl: string, jobName: string, registry:
     // Drains at most 128 KiB (undici's dump limit) before closing: the answer is never read.
     await discardBody(response.body);
   } catch (error) {
-    throw new MetricsPushError(url.origin, `the Pushgateway at ${url.origin} could not be reached (${errorCode(error)}: ${errorMessage(error)})`, { cause: error });
+    throw new MetricsPushError(
+      url.origin,
+      `the Pushgateway at ${url.origin} could not be reached (${errorCode(error)}: ${errorMessage(error)})`,
+      { cause: error },
+    );
   }
   if (statusCode < 200 || statusCode >= 300) {
     // The answer body is not quoted: a proxy in front of the gateway may echo the request.
-    throw new MetricsPushError(url.origin, `the Pushgateway at ${url.origin} answered ${statusCode}`, { status: statusCode });
+    throw new MetricsPushError(url.origin, `the Pushgateway at ${url.origin} answered ${statusCode}`, {
+      status: statusCode,
+    });
   }
 }
 
@@ -130,7 +164,13 @@ async function authorizationFromRef(origin: string, ref: string): Promise<string
   try {
     value = (await resolveRef(ref)).reveal();
   } catch (error) {
-    throw new MetricsPushError(origin, `the Pushgateway credentials could not be read (${errorMessage(error)})`, { cause: error });
+    throw new MetricsPushError(
+      origin,
+      `the Pushgateway credentials could not be read (${errorMessage(error)})`,
+      { cause: error },
+    );
   }
-  return /^(?:Basic|Bearer) \S/.test(value) ? value : `Basic ${Buffer.from(value, 'utf8').toString('base64')}`;
+  return /^(?:Basic|Bearer) \S/.test(value)
+    ? value
+    : `Basic ${Buffer.from(value, 'utf8').toString('base64')}`;
 }

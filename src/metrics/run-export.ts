@@ -34,7 +34,10 @@ export interface PushgatewayExport {
 }
 
 /** Validates the --pushgateway URL before anything runs (a bad one is a usage error, exit 2). */
-export function preparePushgateway(gatewayUrl: string, options: Omit<PushOptions, 'groupings'> & { env?: NodeJS.ProcessEnv } = {}): PushgatewayExport {
+export function preparePushgateway(
+  gatewayUrl: string,
+  options: Omit<PushOptions, 'groupings'> & { env?: NodeJS.ProcessEnv } = {},
+): PushgatewayExport {
   const url = parsePushgatewayUrl(gatewayUrl, options);
   const { env = process.env, ...pushOptions } = options;
   const host = insecureHttpHost(url);
@@ -44,7 +47,12 @@ export function preparePushgateway(gatewayUrl: string, options: Omit<PushOptions
       // A scheduled run reads every key's state in scope, so it knows which are quarantined; an
       // on-demand `rotate` reads none and leaves the gauge out rather than claim zero.
       const scheduled = reason === 'scheduled';
-      const metrics = createMetrics({ overdue: false, quarantined: scheduled, sweepGauges: false, leader: false });
+      const metrics = createMetrics({
+        overdue: false,
+        quarantined: scheduled,
+        sweepGauges: false,
+        leader: false,
+      });
       const maxAges = new Map(policy.keys.map((key) => [key.id, key.maxAgeMs]));
       const quarantined = new Set<string>();
       const alerter = createAlerter({
@@ -72,7 +80,10 @@ export function preparePushgateway(gatewayUrl: string, options: Omit<PushOptions
             await pushMetrics(gatewayUrl, PUSH_JOB_NAME, metrics.registry, { ...pushOptions, groupings });
             return true;
           } catch (error) {
-            const fields = error instanceof KeyrollError ? error.toFields() : { errorCode: errorCode(error), errorMessage: errorMessage(error) };
+            const fields =
+              error instanceof KeyrollError
+                ? error.toFields()
+                : { errorCode: errorCode(error), errorMessage: errorMessage(error) };
             audit.emit('metrics.push_failed', { ...fields, job: PUSH_JOB_NAME, groupings });
             return false;
           }

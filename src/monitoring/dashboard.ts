@@ -40,9 +40,15 @@ export interface RowSpec {
   panels: PanelSpec[];
 }
 
-const daemonCounter = (name: string, matchers = ''): string => `${name}{${matchers === '' ? '' : `${matchers},`}command=""}`;
+const daemonCounter = (name: string, matchers = ''): string =>
+  `${name}{${matchers === '' ? '' : `${matchers},`}command=""}`;
 
-const stat = (title: string, expr: string, description: string, thresholds: readonly [number, number] = [1, 1]): PanelSpec => ({
+const stat = (
+  title: string,
+  expr: string,
+  description: string,
+  thresholds: readonly [number, number] = [1, 1],
+): PanelSpec => ({
   kind: 'stat',
   title,
   description,
@@ -54,7 +60,13 @@ const stat = (title: string, expr: string, description: string, thresholds: read
   thresholds,
 });
 
-const countsOverTime = (title: string, expr: string, legend: string, description: string, width = 12): PanelSpec => ({
+const countsOverTime = (
+  title: string,
+  expr: string,
+  legend: string,
+  description: string,
+  width = 12,
+): PanelSpec => ({
   kind: 'timeseries',
   title,
   description,
@@ -71,31 +83,75 @@ const quantiles = (title: string, bucket: string, description: string, width = 1
   description,
   unit: 's',
   width,
-  queries: [0.5, 0.9, 0.99].map((q) => ({ expr: `histogram_quantile(${q}, sum by (le) (rate(${bucket}[$__rate_interval])))`, legend: `p${q * 100}` })),
+  queries: [0.5, 0.9, 0.99].map((q) => ({
+    expr: `histogram_quantile(${q}, sum by (le) (rate(${bucket}[$__rate_interval])))`,
+    legend: `p${q * 100}`,
+  })),
 });
 
 export const DASHBOARD_ROWS: readonly RowSpec[] = [
   {
     title: 'Now',
     panels: [
-      stat('Keys overdue', 'sum(keyroll_keys_overdue)', 'Keys past their maxAge or more than one schedule period behind, as the daemon last read them.'),
-      stat('Keys quarantined', 'sum(keyroll_keys_quarantined)', 'Keys left alone after repeated failures until keyroll resume (docs/runbook.md, "Quarantined keys").'),
-      stat('Keys drifted', 'sum(keyroll_keys_drifted)', 'Keys whose stored secret stopped working (rolled outside keyroll) and is not healed yet.'),
-      stat('Keys locked', 'sum(keyroll_keys_locked)', 'Keys whose backend lock a runner held at the last sweep; one that stays locked across sweeps is stuck (docs/runbook.md, "Clearing a stale lock").', [1, 3]),
-      stat('Failed rotations (24 h)', `sum(increase(${daemonCounter('keyroll_rotations_total', 'result="failed"')}[24h]))`, 'Rotations that ended failed over the last day (each one alerted).'),
-      stat('Undelivered alerts (24 h)', `sum(increase(${daemonCounter('keyroll_alerts_total', 'result="failed"')}[24h]))`, 'Alert messages no sink took after retries: failures nobody was told about.'),
+      stat(
+        'Keys overdue',
+        'sum(keyroll_keys_overdue)',
+        'Keys past their maxAge or more than one schedule period behind, as the daemon last read them.',
+      ),
+      stat(
+        'Keys quarantined',
+        'sum(keyroll_keys_quarantined)',
+        'Keys left alone after repeated failures until keyroll resume (docs/runbook.md, "Quarantined keys").',
+      ),
+      stat(
+        'Keys drifted',
+        'sum(keyroll_keys_drifted)',
+        'Keys whose stored secret stopped working (rolled outside keyroll) and is not healed yet.',
+      ),
+      stat(
+        'Keys locked',
+        'sum(keyroll_keys_locked)',
+        'Keys whose backend lock a runner held at the last sweep; one that stays locked across sweeps is stuck (docs/runbook.md, "Clearing a stale lock").',
+        [1, 3],
+      ),
+      stat(
+        'Failed rotations (24 h)',
+        `sum(increase(${daemonCounter('keyroll_rotations_total', 'result="failed"')}[24h]))`,
+        'Rotations that ended failed over the last day (each one alerted).',
+      ),
+      stat(
+        'Undelivered alerts (24 h)',
+        `sum(increase(${daemonCounter('keyroll_alerts_total', 'result="failed"')}[24h]))`,
+        'Alert messages no sink took after retries: failures nobody was told about.',
+      ),
     ],
   },
   {
     title: 'Rotations',
     panels: [
-      countsOverTime('Rotations by result', `sum by (result) (increase(${daemonCounter('keyroll_rotations_total')}[$__rate_interval]))`, '{{result}}', 'Every key handled under its lock: rotated, recovered, failed, busy, skipped, aborted.'),
-      countsOverTime('Failures by reason', `sum by (reason) (increase(${daemonCounter('keyroll_rotations_total', 'result="failed"')}[$__rate_interval]))`, '{{reason}}', 'Failed rotations by why they ran: scheduled, leak, compromise, plan-change, manual.'),
+      countsOverTime(
+        'Rotations by result',
+        `sum by (result) (increase(${daemonCounter('keyroll_rotations_total')}[$__rate_interval]))`,
+        '{{result}}',
+        'Every key handled under its lock: rotated, recovered, failed, busy, skipped, aborted.',
+      ),
+      countsOverTime(
+        'Failures by reason',
+        `sum by (reason) (increase(${daemonCounter('keyroll_rotations_total', 'result="failed"')}[$__rate_interval]))`,
+        '{{reason}}',
+        'Failed rotations by why they ran: scheduled, leak, compromise, plan-change, manual.',
+      ),
       {
         kind: 'timeseries',
         title: 'Step duration (p90)',
-        description: 'Where the time of a rotation goes, per step: preflight, lock, intent, roll (429 waits included), store (retries included), verify, finish.',
-        queries: [{ expr: `histogram_quantile(0.9, sum by (le, step) (rate(${daemonCounter('keyroll_rotation_step_duration_seconds_bucket')}[$__rate_interval])))`, legend: '{{step}}' }],
+        description:
+          'Where the time of a rotation goes, per step: preflight, lock, intent, roll (429 waits included), store (retries included), verify, finish.',
+        queries: [
+          {
+            expr: `histogram_quantile(0.9, sum by (le, step) (rate(${daemonCounter('keyroll_rotation_step_duration_seconds_bucket')}[$__rate_interval])))`,
+            legend: '{{step}}',
+          },
+        ],
         unit: 's',
         width: 24,
       },
@@ -106,9 +162,15 @@ export const DASHBOARD_ROWS: readonly RowSpec[] = [
     panels: [
       {
         kind: 'bargauge',
-        title: "Age of each key against its maxAge",
-        description: 'Time since the last rotation as a share of the maxAge of the policy: 100 % is overdue. Keys without a maxAge are not shown. Per-key series need the daemon metrics token.',
-        queries: [{ expr: 'max by (key_id) (time() - keyroll_key_last_rotation_timestamp_seconds)\n/ on (key_id)\nmax by (key_id) (keyroll_key_max_age_seconds)', legend: '{{key_id}}' }],
+        title: 'Age of each key against its maxAge',
+        description:
+          'Time since the last rotation as a share of the maxAge of the policy: 100 % is overdue. Keys without a maxAge are not shown. Per-key series need the daemon metrics token.',
+        queries: [
+          {
+            expr: 'max by (key_id) (time() - keyroll_key_last_rotation_timestamp_seconds)\n/ on (key_id)\nmax by (key_id) (keyroll_key_max_age_seconds)',
+            legend: '{{key_id}}',
+          },
+        ],
         unit: 'percentunit',
         width: 12,
         height: 10,
@@ -118,19 +180,38 @@ export const DASHBOARD_ROWS: readonly RowSpec[] = [
         kind: 'bargauge',
         title: 'Time since the last rotation',
         description: "Every key's age, from the last rotation recorded at its primary destination.",
-        queries: [{ expr: 'max by (key_id) (time() - keyroll_key_last_rotation_timestamp_seconds)', legend: '{{key_id}}' }],
+        queries: [
+          {
+            expr: 'max by (key_id) (time() - keyroll_key_last_rotation_timestamp_seconds)',
+            legend: '{{key_id}}',
+          },
+        ],
         unit: 's',
         width: 12,
         height: 10,
       },
-      quantiles('Exposure window', daemonCounter('keyroll_secret_exposure_window_seconds_bucket'), 'Roll answer → first durable write: the only copy of the only working secret is in memory meanwhile. Milliseconds when healthy; seconds mean store retries.', 24),
+      quantiles(
+        'Exposure window',
+        daemonCounter('keyroll_secret_exposure_window_seconds_bucket'),
+        'Roll answer → first durable write: the only copy of the only working secret is in memory meanwhile. Milliseconds when healthy; seconds mean store retries.',
+        24,
+      ),
     ],
   },
   {
     title: 'Leaks',
     panels: [
-      countsOverTime('Leak rotations by result', `sum by (result) (increase(${daemonCounter('keyroll_rotations_total', 'reason="leak"')}[$__rate_interval]))`, '{{result}}', 'Rotations after a leak report, a trigger or rotate --reason leak.'),
-      quantiles('Leak report → leaked value dead', daemonCounter('keyroll_leak_time_to_dead_seconds_bucket'), 'From the leak report (or rotate --leaked-secret-stdin) to the API refusing the leaked value (401).'),
+      countsOverTime(
+        'Leak rotations by result',
+        `sum by (result) (increase(${daemonCounter('keyroll_rotations_total', 'reason="leak"')}[$__rate_interval]))`,
+        '{{result}}',
+        'Rotations after a leak report, a trigger or rotate --reason leak.',
+      ),
+      quantiles(
+        'Leak report → leaked value dead',
+        daemonCounter('keyroll_leak_time_to_dead_seconds_bucket'),
+        'From the leak report (or rotate --leaked-secret-stdin) to the API refusing the leaked value (401).',
+      ),
     ],
   },
   {
@@ -159,7 +240,13 @@ export const DASHBOARD_ROWS: readonly RowSpec[] = [
   {
     title: 'Alerts',
     panels: [
-      countsOverTime('Alert deliveries by sink', `sum by (sink, result) (increase(${daemonCounter('keyroll_alerts_total')}[$__rate_interval]))`, '{{sink}} {{result}}', 'Alert messages per sink, sent or failed after retries.', 24),
+      countsOverTime(
+        'Alert deliveries by sink',
+        `sum by (sink, result) (increase(${daemonCounter('keyroll_alerts_total')}[$__rate_interval]))`,
+        '{{sink}} {{result}}',
+        'Alert messages per sink, sent or failed after retries.',
+        24,
+      ),
     ],
   },
   {
@@ -174,8 +261,14 @@ export const DASHBOARD_ROWS: readonly RowSpec[] = [
       {
         kind: 'timeseries',
         title: 'Waiting for a quota turn',
-        description: "Time backend requests waited in keyroll's own pacing inside the quotas, per interval: an emergency over many keys in one AWS account and region shows here, not as failures.",
-        queries: [{ expr: `sum by (backend, group) (increase(${daemonCounter('keyroll_backend_quota_wait_seconds_total')}[$__rate_interval]))`, legend: '{{backend}} {{group}}' }],
+        description:
+          "Time backend requests waited in keyroll's own pacing inside the quotas, per interval: an emergency over many keys in one AWS account and region shows here, not as failures.",
+        queries: [
+          {
+            expr: `sum by (backend, group) (increase(${daemonCounter('keyroll_backend_quota_wait_seconds_total')}[$__rate_interval]))`,
+            legend: '{{backend}} {{group}}',
+          },
+        ],
         unit: 's',
         width: 12,
         bars: true,
@@ -189,12 +282,23 @@ export const DASHBOARD_ROWS: readonly RowSpec[] = [
         kind: 'stat',
         title: 'Since the last pushed run',
         description: 'keyroll run --pushgateway pushes once at the end of each run; per shard.',
-        queries: [{ expr: 'time() - max by (shard) (push_time_seconds{job="keyroll",command="run"})', legend: '{{shard}}' }],
+        queries: [
+          {
+            expr: 'time() - max by (shard) (push_time_seconds{job="keyroll",command="run"})',
+            legend: '{{shard}}',
+          },
+        ],
         unit: 's',
         width: 8,
         height: 6,
       },
-      countsOverTime('Last pushed run by result', 'sum by (result) (keyroll_rotations_total{job="keyroll",command="run"})', '{{result}}', 'The counts of the last run each shard pushed (a push replaces the one before).', 16),
+      countsOverTime(
+        'Last pushed run by result',
+        'sum by (result) (keyroll_rotations_total{job="keyroll",command="run"})',
+        '{{result}}',
+        'The counts of the last run each shard pushed (a push replaces the one before).',
+        16,
+      ),
     ],
   },
 ];
@@ -211,7 +315,11 @@ const DATASOURCE = { type: 'prometheus', uid: '${datasource}' } as const;
 function thresholdSteps(thresholds: readonly [number, number] | undefined): unknown {
   if (thresholds === undefined) return { mode: 'absolute', steps: [{ color: 'green', value: null }] };
   const [warn, bad] = thresholds;
-  const steps = [{ color: 'green', value: null }, ...(warn < bad ? [{ color: 'orange', value: warn }] : []), { color: 'red', value: bad }];
+  const steps = [
+    { color: 'green', value: null },
+    ...(warn < bad ? [{ color: 'orange', value: warn }] : []),
+    { color: 'red', value: bad },
+  ];
   return { mode: 'absolute', steps };
 }
 
@@ -225,14 +333,33 @@ function panelJson(panel: PanelSpec, id: number, gridPos: GridPos): Record<strin
   }));
   const custom =
     panel.kind === 'timeseries'
-      ? { drawStyle: panel.bars === true ? 'bars' : 'line', fillOpacity: panel.bars === true ? 80 : 10, lineWidth: 1, showPoints: 'never', stacking: { mode: panel.bars === true ? 'normal' : 'none' } }
+      ? {
+          drawStyle: panel.bars === true ? 'bars' : 'line',
+          fillOpacity: panel.bars === true ? 80 : 10,
+          lineWidth: 1,
+          showPoints: 'never',
+          stacking: { mode: panel.bars === true ? 'normal' : 'none' },
+        }
       : undefined;
   const options =
     panel.kind === 'stat'
-      ? { colorMode: 'background', graphMode: 'none', reduceOptions: { calcs: ['lastNotNull'], fields: '', values: false }, textMode: 'auto' }
+      ? {
+          colorMode: 'background',
+          graphMode: 'none',
+          reduceOptions: { calcs: ['lastNotNull'], fields: '', values: false },
+          textMode: 'auto',
+        }
       : panel.kind === 'bargauge'
-        ? { displayMode: 'gradient', orientation: 'horizontal', reduceOptions: { calcs: ['lastNotNull'], fields: '', values: false }, showUnfilled: true }
-        : { legend: { displayMode: 'list', placement: 'bottom', showLegend: true }, tooltip: { mode: 'multi', sort: 'desc' } };
+        ? {
+            displayMode: 'gradient',
+            orientation: 'horizontal',
+            reduceOptions: { calcs: ['lastNotNull'], fields: '', values: false },
+            showUnfilled: true,
+          }
+        : {
+            legend: { displayMode: 'list', placement: 'bottom', showLegend: true },
+            tooltip: { mode: 'multi', sort: 'desc' },
+          };
   return {
     id,
     type: panel.kind,
@@ -242,7 +369,12 @@ function panelJson(panel: PanelSpec, id: number, gridPos: GridPos): Record<strin
     gridPos,
     targets,
     fieldConfig: {
-      defaults: { unit: panel.unit, ...(panel.decimals === undefined ? {} : { decimals: panel.decimals }), thresholds: thresholdSteps(panel.thresholds), ...(custom === undefined ? {} : { custom }) },
+      defaults: {
+        unit: panel.unit,
+        ...(panel.decimals === undefined ? {} : { decimals: panel.decimals }),
+        thresholds: thresholdSteps(panel.thresholds),
+        ...(custom === undefined ? {} : { custom }),
+      },
       overrides: [],
     },
     options,
@@ -255,7 +387,14 @@ export function dashboardObject(rows: readonly RowSpec[] = DASHBOARD_ROWS): Reco
   let id = 1;
   let y = 0;
   for (const row of rows) {
-    panels.push({ id: id++, type: 'row', title: row.title, collapsed: false, gridPos: { h: 1, w: 24, x: 0, y }, panels: [] });
+    panels.push({
+      id: id++,
+      type: 'row',
+      title: row.title,
+      collapsed: false,
+      gridPos: { h: 1, w: 24, x: 0, y },
+      panels: [],
+    });
     y += 1;
     let x = 0;
     let lineHeight = 0;
@@ -275,7 +414,8 @@ export function dashboardObject(rows: readonly RowSpec[] = DASHBOARD_ROWS): Reco
   return {
     uid: 'keyroll',
     title: 'keyroll',
-    description: 'Key rotations, keys that need a person, exposure window, leaks, consumer refreshes and alert delivery (docs/metrics.md).',
+    description:
+      'Key rotations, keys that need a person, exposure window, leaks, consumer refreshes and alert delivery (docs/metrics.md).',
     tags: ['keyroll'],
     editable: true,
     graphTooltip: 1,
@@ -285,7 +425,19 @@ export function dashboardObject(rows: readonly RowSpec[] = DASHBOARD_ROWS): Reco
     timezone: 'utc',
     annotations: { list: [] },
     templating: {
-      list: [{ name: 'datasource', label: 'Data source', type: 'datasource', query: 'prometheus', current: {}, hide: 0, refresh: 1, regex: '', options: [] }],
+      list: [
+        {
+          name: 'datasource',
+          label: 'Data source',
+          type: 'datasource',
+          query: 'prometheus',
+          current: {},
+          hide: 0,
+          refresh: 1,
+          regex: '',
+          options: [],
+        },
+      ],
     },
     links: [],
     panels,
@@ -293,8 +445,12 @@ export function dashboardObject(rows: readonly RowSpec[] = DASHBOARD_ROWS): Reco
 }
 
 /** Every query of the dashboard with the panel it belongs to (tests, the picture in docs/metrics.md). */
-export function dashboardQueries(rows: readonly RowSpec[] = DASHBOARD_ROWS): { panel: string; expr: string }[] {
-  return rows.flatMap((row) => row.panels.flatMap((panel) => panel.queries.map((query) => ({ panel: panel.title, expr: query.expr }))));
+export function dashboardQueries(
+  rows: readonly RowSpec[] = DASHBOARD_ROWS,
+): { panel: string; expr: string }[] {
+  return rows.flatMap((row) =>
+    row.panels.flatMap((panel) => panel.queries.map((query) => ({ panel: panel.title, expr: query.expr }))),
+  );
 }
 
 /** The text of helm/keyroll/monitoring/grafana-dashboard.json. */

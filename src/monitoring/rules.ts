@@ -40,9 +40,18 @@ export const RUNBOOK_PATH = 'docs/runbook.md';
  * labels. The metric cross-check accepts exactly these besides keyroll's own.
  */
 export const EXTERNAL_SERIES: Readonly<Record<string, { source: string; labels: readonly string[] }>> = {
-  push_time_seconds: { source: 'the Prometheus Pushgateway: when a group (job=keyroll, command, shard) was last pushed', labels: ['job', 'instance', 'command', 'shard'] },
-  kube_cronjob_next_schedule_time: { source: 'kube-state-metrics: the next time the CronJob should start', labels: ['namespace', 'cronjob'] },
-  kube_cronjob_spec_suspend: { source: 'kube-state-metrics: 1 while the CronJob is suspended', labels: ['namespace', 'cronjob'] },
+  push_time_seconds: {
+    source: 'the Prometheus Pushgateway: when a group (job=keyroll, command, shard) was last pushed',
+    labels: ['job', 'instance', 'command', 'shard'],
+  },
+  kube_cronjob_next_schedule_time: {
+    source: 'kube-state-metrics: the next time the CronJob should start',
+    labels: ['namespace', 'cronjob'],
+  },
+  kube_cronjob_spec_suspend: {
+    source: 'kube-state-metrics: 1 while the CronJob is suspended',
+    labels: ['namespace', 'cronjob'],
+  },
 };
 
 /**
@@ -69,7 +78,8 @@ export const RULE_GROUPS: readonly RuleGroup[] = [
         for: '15m',
         severity: 'warning',
         summary: 'Key {{ $labels.key_id }} has not been rotated within its maxAge.',
-        description: 'The last completed rotation of {{ $labels.key_id }} is older than the maxAge its policy sets. Per-key series need the daemon metrics token.',
+        description:
+          'The last completed rotation of {{ $labels.key_id }} is older than the maxAge its policy sets. Per-key series need the daemon metrics token.',
         runbookSection: 'Overdue keys',
       },
       {
@@ -77,8 +87,10 @@ export const RULE_GROUPS: readonly RuleGroup[] = [
         expr: 'sum(keyroll_keys_quarantined) > 0',
         for: '5m',
         severity: 'critical',
-        summary: '{{ $value }} key(s) quarantined after repeated failures: no automatic rotation until a person acts.',
-        description: 'keyroll stopped trying these keys after failures.quarantineAfter consecutive failures. keyroll status lists them.',
+        summary:
+          '{{ $value }} key(s) quarantined after repeated failures: no automatic rotation until a person acts.',
+        description:
+          'keyroll stopped trying these keys after failures.quarantineAfter consecutive failures. keyroll status lists them.',
         runbookSection: 'Quarantined keys',
       },
       {
@@ -86,7 +98,8 @@ export const RULE_GROUPS: readonly RuleGroup[] = [
         expr: counterWentUp('keyroll_rotations_total{reason="leak",result=~"failed|aborted"}', 'job', '1h'),
         severity: 'critical',
         summary: 'A leak rotation failed: the leaked value may still open the API.',
-        description: 'A rotation with reason leak ended failed or aborted within the last hour (daemon), or in the last pushed rotate run.',
+        description:
+          'A rotation with reason leak ended failed or aborted within the last hour (daemon), or in the last pushed rotate run.',
         runbookSection: 'A leak rotation failed',
       },
       {
@@ -94,7 +107,8 @@ export const RULE_GROUPS: readonly RuleGroup[] = [
         expr: counterWentUp('keyroll_alerts_total{result="failed"}', 'sink', '30m'),
         severity: 'warning',
         summary: 'keyroll could not deliver alerts to sink {{ $labels.sink }}.',
-        description: 'Alert messages to {{ $labels.sink }} failed after their retries: keyroll failures may be going unnoticed. The audit trail has each one as alert.undeliverable.',
+        description:
+          'Alert messages to {{ $labels.sink }} failed after their retries: keyroll failures may be going unnoticed. The audit trail has each one as alert.undeliverable.',
         runbookSection: 'Alerts cannot be delivered',
       },
       {
@@ -103,15 +117,18 @@ export const RULE_GROUPS: readonly RuleGroup[] = [
         // be a label per workload); keyroll's own alert (step: consumers) names each one.
         expr: counterWentUp('keyroll_consumer_refreshes_total{result="failed"}', 'kind', '1h'),
         severity: 'warning',
-        summary: 'keyroll stored a new value but could not refresh its consumer(s) of kind {{ $labels.kind }}: they may still hold the old value.',
-        description: 'A consumer of kind {{ $labels.kind }} failed its refresh (ExternalSecret sync, workload restart and rollout, or webhook notice) within the last hour (daemon), or in the last pushed run. The rotation stands; keyroll does not retry the consumer by rotating again. The audit trail has each one as consumer.failed with its errorCode and the command to run by hand.',
+        summary:
+          'keyroll stored a new value but could not refresh its consumer(s) of kind {{ $labels.kind }}: they may still hold the old value.',
+        description:
+          'A consumer of kind {{ $labels.kind }} failed its refresh (ExternalSecret sync, workload restart and rollout, or webhook notice) within the last hour (daemon), or in the last pushed run. The rotation stands; keyroll does not retry the consumer by rotating again. The audit trail has each one as consumer.failed with its errorCode and the command to run by hand.',
         runbookSection: 'A consumer was not refreshed',
       },
     ],
   },
   {
     name: 'keyroll-daemon',
-    about: 'Rules for keyroll daemon (load them only with the daemon: the daemon-down rule fires when no daemon reports).',
+    about:
+      'Rules for keyroll daemon (load them only with the daemon: the daemon-down rule fires when no daemon reports).',
     rules: [
       {
         alert: 'KeyrollDaemonDown',
@@ -130,7 +147,8 @@ export const RULE_GROUPS: readonly RuleGroup[] = [
         for: '1h',
         severity: 'warning',
         summary: '{{ $value }} key(s) past their maxAge or more than one schedule period behind.',
-        description: "The daemon's sweep found keys that should have been rotated and were not, for an hour. Needs no metrics token (KeyrollKeyPastMaxAge names the keys).",
+        description:
+          "The daemon's sweep found keys that should have been rotated and were not, for an hour. Needs no metrics token (KeyrollKeyPastMaxAge names the keys).",
         runbookSection: 'Overdue keys',
       },
       {
@@ -138,8 +156,10 @@ export const RULE_GROUPS: readonly RuleGroup[] = [
         expr: 'sum(keyroll_keys_drifted) > 0',
         for: '15m',
         severity: 'critical',
-        summary: "{{ $value }} key(s) whose stored secret no longer works and has not been healed: consumers are failing.",
-        description: 'A drift probe found a stored secret dead (the key was rolled outside keyroll) and no rotation has stored a working one for 15 minutes.',
+        summary:
+          '{{ $value }} key(s) whose stored secret no longer works and has not been healed: consumers are failing.',
+        description:
+          'A drift probe found a stored secret dead (the key was rolled outside keyroll) and no rotation has stored a working one for 15 minutes.',
         runbookSection: 'Drift: a stored secret that stopped working',
       },
       {
@@ -149,15 +169,18 @@ export const RULE_GROUPS: readonly RuleGroup[] = [
         expr: 'sum by (backend, group) (increase(keyroll_backend_throttled_total{command=""}[15m])) > 0',
         for: '30m',
         severity: 'warning',
-        summary: 'Backend {{ $labels.backend }} keeps refusing keyroll\'s requests for its {{ $labels.group }} quota.',
-        description: 'For 45 minutes the backend has answered throttled (AWS ThrottlingException, a Vault/OpenBao 429) and keyroll has waited it out (invariant 11). Rotations are slower; a request still refused after quotas.maxWaitMs fails its key (KR_BACKEND_THROTTLED). Another writer spends the same budget, or the policy\'s quotas are set higher than the account allows.',
+        summary:
+          "Backend {{ $labels.backend }} keeps refusing keyroll's requests for its {{ $labels.group }} quota.",
+        description:
+          "For 45 minutes the backend has answered throttled (AWS ThrottlingException, a Vault/OpenBao 429) and keyroll has waited it out (invariant 11). Rotations are slower; a request still refused after quotas.maxWaitMs fails its key (KR_BACKEND_THROTTLED). Another writer spends the same budget, or the policy's quotas are set higher than the account allows.",
         runbookSection: 'A backend keeps throttling',
       },
     ],
   },
   {
     name: 'keyroll-cronjob',
-    about: "Rules for the chart's CronJob (keyroll run); from kube-state-metrics, which exports the CronJob's schedule state.",
+    about:
+      "Rules for the chart's CronJob (keyroll run); from kube-state-metrics, which exports the CronJob's schedule state.",
     rules: [
       {
         alert: 'KeyrollCronJobNotRun',
@@ -167,8 +190,10 @@ export const RULE_GROUPS: readonly RuleGroup[] = [
         expr: 'time() - max by (namespace, cronjob) (kube_cronjob_next_schedule_time{cronjob=~".*keyroll.*"}) > 900\nunless on (namespace, cronjob)\nmax by (namespace, cronjob) (kube_cronjob_spec_suspend{cronjob=~".*keyroll.*"}) == 1',
         for: '5m',
         severity: 'critical',
-        summary: 'CronJob {{ $labels.namespace }}/{{ $labels.cronjob }} has not started a run within its schedule.',
-        description: 'The scheduled keyroll run is more than 15 minutes past its start time: keys fall due and are not rotated.',
+        summary:
+          'CronJob {{ $labels.namespace }}/{{ $labels.cronjob }} has not started a run within its schedule.',
+        description:
+          'The scheduled keyroll run is more than 15 minutes past its start time: keys fall due and are not rotated.',
         runbookSection: 'The scheduled run did not run',
       },
     ],

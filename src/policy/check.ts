@@ -16,7 +16,8 @@ import { checkSlotIds, checkSlotTiming } from './slots.ts';
 export function checkPolicy(doc: PolicyDocument): PathIssue[] {
   const issues: PathIssue[] = [];
   const add = (path: DocPath, message: string): void => {
-    if (!issues.some((issue) => issue.message === message && samePath(issue.path, path))) issues.push({ path, message });
+    if (!issues.some((issue) => issue.message === message && samePath(issue.path, path)))
+      issues.push({ path, message });
   };
 
   for (const issue of insecureEndpointIssues(doc)) add(issue.path, issue.message);
@@ -31,23 +32,40 @@ export function checkPolicy(doc: PolicyDocument): PathIssue[] {
     const keyPath: DocPath = ['keys', index];
     const firstIndex = idAt.get(key.id);
     if (firstIndex === undefined) idAt.set(key.id, index);
-    else add([...keyPath, 'id'], `${JSON.stringify(key.id)} is already used by keys[${firstIndex}]; key ids must be unique`);
+    else
+      add(
+        [...keyPath, 'id'],
+        `${JSON.stringify(key.id)} is already used by keys[${firstIndex}]; key ids must be unique`,
+      );
 
     const places: [DestinationInput, DocPath][] = [
-      ...key.destinations.map((destination, at): [DestinationInput, DocPath] => [destination, [...keyPath, 'destinations', at]]),
-      ...(key.fallbacks ?? []).map((destination, at): [DestinationInput, DocPath] => [destination, [...keyPath, 'fallbacks', at]]),
+      ...key.destinations.map((destination, at): [DestinationInput, DocPath] => [
+        destination,
+        [...keyPath, 'destinations', at],
+      ]),
+      ...(key.fallbacks ?? []).map((destination, at): [DestinationInput, DocPath] => [
+        destination,
+        [...keyPath, 'fallbacks', at],
+      ]),
     ];
     for (const [destination, path] of places) {
       const backend = ownEntry(doc.backends, destination.backend);
       if (backend === undefined) {
-        add([...path, 'backend'], `backend ${JSON.stringify(destination.backend)} is not defined in backends (${listNames(doc.backends)})`);
+        add(
+          [...path, 'backend'],
+          `backend ${JSON.stringify(destination.backend)} is not defined in backends (${listNames(doc.backends)})`,
+        );
         continue;
       }
       checkDestination(destination, backend, path, add);
       const place = placeOf(backend, destination.path);
       const owner = placeOwner.get(place);
       if (owner === undefined) placeOwner.set(place, `keys[${index}] (${key.id})`);
-      else add([...path, 'path'], `${destination.backend}:${destination.path} is already a destination of ${owner}; each secret needs its own path`);
+      else
+        add(
+          [...path, 'path'],
+          `${destination.backend}:${destination.path} is already a destination of ${owner}; each secret needs its own path`,
+        );
     }
 
     checkNotify(doc, [...keyPath, 'notify'], key.notify, add);
@@ -60,23 +78,37 @@ export function checkPolicy(doc: PolicyDocument): PathIssue[] {
   return issues;
 }
 
-function checkDestination(destination: DestinationInput, backend: BackendConfig, path: DocPath, add: (path: DocPath, message: string) => void): void {
+function checkDestination(
+  destination: DestinationInput,
+  backend: BackendConfig,
+  path: DocPath,
+  add: (path: DocPath, message: string) => void,
+): void {
   if (backend.kind === 'file') {
     const normalized = posix.normalize(destination.path);
     if (posix.isAbsolute(destination.path) || normalized === '..' || normalized.startsWith('../')) {
-      add([...path, 'path'], `must be a relative path inside the directory of file backend ${JSON.stringify(destination.backend)}`);
+      add(
+        [...path, 'path'],
+        `must be a relative path inside the directory of file backend ${JSON.stringify(destination.backend)}`,
+      );
     }
   }
   const shape = destination.shape;
   if (shape === undefined) return;
   if (shape.format === 'raw' && shape.fields !== undefined && shape.fields.length > 0) {
-    add([...path, 'shape', 'fields'], 'only json values carry fields beside the secret; remove fields or use format: json');
+    add(
+      [...path, 'shape', 'fields'],
+      'only json values carry fields beside the secret; remove fields or use format: json',
+    );
   }
   const fields = shape.fields ?? [];
   const repeated = fields.find((field, at) => fields.indexOf(field) !== at);
   if (repeated !== undefined) add([...path, 'shape', 'fields'], `lists ${JSON.stringify(repeated)} twice`);
   if (shape.secretField !== undefined && (fields as string[]).includes(shape.secretField)) {
-    add([...path, 'shape', 'secretField'], `${JSON.stringify(shape.secretField)} is also one of the fields; the secret needs a field of its own`);
+    add(
+      [...path, 'shape', 'secretField'],
+      `${JSON.stringify(shape.secretField)} is also one of the fields; the secret needs a field of its own`,
+    );
   }
 }
 
@@ -90,19 +122,34 @@ function checkNotify(
   for (const list of ['onFailure', 'onSuccess'] as const) {
     notify?.[list]?.forEach((name, at) => {
       const sink = ownEntry(sinks, name);
-      if (sink === undefined) add([...path, list, at], `sink ${JSON.stringify(name)} is not defined in alerts.sinks (${listNames(sinks)})`);
+      if (sink === undefined)
+        add(
+          [...path, list, at],
+          `sink ${JSON.stringify(name)} is not defined in alerts.sinks (${listNames(sinks)})`,
+        );
       // Success notices feed automation (deploy hooks, inventories); chat and paging sinks are for people and failures.
-      else if (list === 'onSuccess' && sink.kind !== 'webhook') add([...path, list, at], `sink ${JSON.stringify(name)} is a ${sink.kind} sink; onSuccess sinks must be kind webhook`);
+      else if (list === 'onSuccess' && sink.kind !== 'webhook')
+        add(
+          [...path, list, at],
+          `sink ${JSON.stringify(name)} is a ${sink.kind} sink; onSuccess sinks must be kind webhook`,
+        );
     });
   }
 }
 
-function checkEffectiveSettings(doc: PolicyDocument, index: number, add: (path: DocPath, message: string) => void): void {
+function checkEffectiveSettings(
+  doc: PolicyDocument,
+  index: number,
+  add: (path: DocPath, message: string) => void,
+): void {
   const settings = effectiveSettings(doc, index);
   const keyPath: DocPath = ['keys', index];
 
   if (settings.schedule.value === undefined && settings.maxAge.value === undefined) {
-    add(keyPath, 'has neither a schedule nor a maxAge, so it would never be due; set one on the key or in defaults');
+    add(
+      keyPath,
+      'has neither a schedule nor a maxAge, so it would never be due; set one on the key or in defaults',
+    );
   }
   // Durations were validated by the schema; parseDuration cannot throw here.
   if (settings.maxAge.value !== undefined) {
@@ -131,9 +178,18 @@ function checkEffectiveSettings(doc: PolicyDocument, index: number, add: (path: 
  * Invariant 9: before each roll attempt the lock must cover the attempt and the primary write
  * with all its retries (src/policy/lease.ts); a shorter lockTtl could never start a roll safely.
  */
-function checkLease(doc: PolicyDocument, index: number, settings: EffectiveSettings, maxBackoffMs: number, add: (path: DocPath, message: string) => void): void {
+function checkLease(
+  doc: PolicyDocument,
+  index: number,
+  settings: EffectiveSettings,
+  maxBackoffMs: number,
+  add: (path: DocPath, message: string) => void,
+): void {
   const primary = doc.keys[index]?.destinations[0];
-  const backend = primary === undefined || !Object.hasOwn(doc.backends, primary.backend) ? undefined : doc.backends[primary.backend];
+  const backend =
+    primary === undefined || !Object.hasOwn(doc.backends, primary.backend)
+      ? undefined
+      : doc.backends[primary.backend];
   const lockTtlMs = parseDuration(settings.lockTtl.value);
   const needed = leaseNeededMs({
     rollAttemptMs: doc.api.timeouts.headersMs + doc.api.timeouts.bodyMs,
@@ -178,7 +234,13 @@ function placeOf(backend: BackendConfig, path: string): string {
     case 'file':
       return ['file', posix.normalize(backend.directory), posix.normalize(path)].join('\u0000');
     case 'vault':
-      return ['vault', new URL(backend.address).href.replace(/\/+$/, ''), backend.namespace ?? '', trimSlashes(backend.mount), trimSlashes(path)].join('\u0000');
+      return [
+        'vault',
+        new URL(backend.address).href.replace(/\/+$/, ''),
+        backend.namespace ?? '',
+        trimSlashes(backend.mount),
+        trimSlashes(path),
+      ].join('\u0000');
     case 'aws': {
       const arn = /^arn:aws[a-z-]*:secretsmanager:([^:]*):[^:]*:secret:(.+)$/.exec(path);
       const region = arn?.[1] ?? backend.region ?? '';
@@ -189,7 +251,10 @@ function placeOf(backend: BackendConfig, path: string): string {
 }
 
 function trimSlashes(path: string): string {
-  return path.split('/').filter((segment) => segment !== '').join('/');
+  return path
+    .split('/')
+    .filter((segment) => segment !== '')
+    .join('/');
 }
 
 function listNames(entries: Record<string, unknown>): string {

@@ -11,7 +11,9 @@ export function cronProblem(pattern: string, now: Date = new Date()): string | u
     cron = new Cron(pattern);
   } catch (error) {
     const detail = cronErrorDetail(error);
-    return detail === undefined ? `${quoted} is not a cron expression` : `${quoted} is not a cron expression (${detail})`;
+    return detail === undefined
+      ? `${quoted} is not a cron expression`
+      : `${quoted} is not a cron expression (${detail})`;
   }
   // A pattern such as `0 0 31 2 *` parses but never fires: the key would never be due by schedule.
   if (cron.nextRun(now) === null) return `${quoted} never fires`;
@@ -30,7 +32,9 @@ export function isTimeZone(zone: string): boolean {
 }
 
 export function timeZoneProblem(zone: string): string | undefined {
-  return isTimeZone(zone) ? undefined : `${JSON.stringify(zone)} is not an IANA time zone (e.g. UTC, Europe/Berlin, America/New_York)`;
+  return isTimeZone(zone)
+    ? undefined
+    : `${JSON.stringify(zone)} is not an IANA time zone (e.g. UTC, Europe/Berlin, America/New_York)`;
 }
 
 // Parsed schedules are reused: `plan` and the daemon ask for the same few patterns for every key.

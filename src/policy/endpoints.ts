@@ -17,26 +17,58 @@ interface Endpoint {
 }
 
 function endpointsOf(doc: PolicyDocument): Endpoint[] {
-  const out: Endpoint[] = [{ object: ['api'], field: 'baseUrl', url: doc.api.baseUrl, allowInsecureHttp: doc.api.allowInsecureHttp === true }];
+  const out: Endpoint[] = [
+    {
+      object: ['api'],
+      field: 'baseUrl',
+      url: doc.api.baseUrl,
+      allowInsecureHttp: doc.api.allowInsecureHttp === true,
+    },
+  ];
   const credential = doc.api.credential;
   if (credential.type === 'oauth2') {
-    out.push({ object: ['api', 'credential'], field: 'tokenUrl', url: credential.tokenUrl, allowInsecureHttp: credential.allowInsecureHttp === true });
+    out.push({
+      object: ['api', 'credential'],
+      field: 'tokenUrl',
+      url: credential.tokenUrl,
+      allowInsecureHttp: credential.allowInsecureHttp === true,
+    });
   }
   for (const [name, backend] of Object.entries(doc.backends)) {
     const allow = backend.kind !== 'file' && backend.allowInsecureHttp === true;
-    if (backend.kind === 'vault') out.push({ object: ['backends', name], field: 'address', url: backend.address, allowInsecureHttp: allow });
-    if (backend.kind === 'aws' && backend.endpoint !== undefined) out.push({ object: ['backends', name], field: 'endpoint', url: backend.endpoint, allowInsecureHttp: allow });
+    if (backend.kind === 'vault')
+      out.push({
+        object: ['backends', name],
+        field: 'address',
+        url: backend.address,
+        allowInsecureHttp: allow,
+      });
+    if (backend.kind === 'aws' && backend.endpoint !== undefined)
+      out.push({
+        object: ['backends', name],
+        field: 'endpoint',
+        url: backend.endpoint,
+        allowInsecureHttp: allow,
+      });
   }
   for (const [name, sink] of Object.entries(doc.alerts?.sinks ?? {})) {
     const object: DocPath = ['alerts', 'sinks', name];
     const allowInsecureHttp = sink.allowInsecureHttp === true;
-    if (sink.kind === 'slack') out.push({ object, field: 'webhookUrl', url: undefined, ref: sink.webhookUrl, allowInsecureHttp });
+    if (sink.kind === 'slack')
+      out.push({ object, field: 'webhookUrl', url: undefined, ref: sink.webhookUrl, allowInsecureHttp });
     else if (sink.kind === 'pagerduty') out.push({ object, field: 'url', url: sink.url, allowInsecureHttp });
     else if (sink.url !== undefined) out.push({ object, field: 'url', url: sink.url, allowInsecureHttp });
-    else if (sink.urlRef !== undefined) out.push({ object, field: 'urlRef', url: undefined, ref: sink.urlRef, allowInsecureHttp });
+    else if (sink.urlRef !== undefined)
+      out.push({ object, field: 'urlRef', url: undefined, ref: sink.urlRef, allowInsecureHttp });
   }
   const github = doc.intake?.github;
-  if (github !== undefined) out.push({ object: ['intake', 'github'], field: 'apiUrl', url: github.apiUrl, allowInsecureHttp: github.allowInsecureHttp === true });
+  if (github !== undefined)
+    out.push({
+      object: ['intake', 'github'],
+      field: 'apiUrl',
+      url: github.apiUrl,
+      allowInsecureHttp: github.allowInsecureHttp === true,
+    });
   return out;
 }
 
@@ -46,7 +78,8 @@ export function insecureEndpointIssues(doc: PolicyDocument): PathIssue[] {
   for (const endpoint of endpointsOf(doc)) {
     if (endpoint.allowInsecureHttp || endpoint.url === undefined) continue;
     const host = insecureHttpHost(endpoint.url);
-    if (host !== undefined) issues.push({ path: [...endpoint.object, endpoint.field], message: insecureHttpMessage(host) });
+    if (host !== undefined)
+      issues.push({ path: [...endpoint.object, endpoint.field], message: insecureHttpMessage(host) });
   }
   return issues;
 }
@@ -87,7 +120,10 @@ export function insecureEndpointWarnings(doc: PolicyDocument): PathIssue[] {
     const path: DocPath = [...endpoint.object, 'allowInsecureHttp'];
     if (endpoint.url === undefined) {
       // The reference's value is a credential: only its name is printed.
-      warnings.push({ path, message: `is true: the ${endpoint.field} read from ${endpoint.ref ?? 'its reference'} may use plain http:// to another machine, and what is sent there crosses the network in clear` });
+      warnings.push({
+        path,
+        message: `is true: the ${endpoint.field} read from ${endpoint.ref ?? 'its reference'} may use plain http:// to another machine, and what is sent there crosses the network in clear`,
+      });
       continue;
     }
     const host = insecureHttpHost(endpoint.url);

@@ -42,4 +42,3 @@ export class PolicyError extends KeyrollError {
     return { ...super.toFields(), file: this.file, issueCount: this.issues.length };
   }
 }
-

@@ -14,13 +14,18 @@ export interface PathIssue {
 }
 
 /** Plain-sentence issues for a failed parse of `data` against `schema`. */
-export function describeZodIssues(issues: readonly z.core.$ZodIssue[], data: unknown, schema: z.ZodType): PathIssue[] {
+export function describeZodIssues(
+  issues: readonly z.core.$ZodIssue[],
+  data: unknown,
+  schema: z.ZodType,
+): PathIssue[] {
   const out: PathIssue[] = [];
   for (const issue of issues) {
     const path = issue.path.filter((segment) => typeof segment !== 'symbol');
     if (issue.code === 'unrecognized_keys') {
       const known = knownFields(schema, path, data);
-      for (const key of issue.keys) out.push({ path: [...path, key], message: unknownFieldSentence(key, known) });
+      for (const key of issue.keys)
+        out.push({ path: [...path, key], message: unknownFieldSentence(key, known) });
       continue;
     }
     out.push({ path, message: sentenceFor(issue, valueAt(data, path)) });
@@ -42,24 +47,36 @@ function sentenceFor(issue: z.core.$ZodIssue, value: unknown): string {
       return 'does not match any of the allowed forms';
     case 'invalid_value':
       if (isOwnMessage(issue.message)) return issue.message;
-      return issue.values.length === 1 ? `must be ${JSON.stringify(issue.values[0])}` : `must be one of ${issue.values.map(String).join(', ')}`;
+      return issue.values.length === 1
+        ? `must be ${JSON.stringify(issue.values[0])}`
+        : `must be one of ${issue.values.map(String).join(', ')}`;
     case 'too_small':
       if (isOwnMessage(issue.message)) return issue.message;
-      if (issue.origin === 'array') return issue.minimum === 1 ? 'must not be empty' : `must have at least ${issue.minimum} items`;
-      if (issue.origin === 'string') return issue.minimum === 1 ? 'must not be empty' : `must be at least ${issue.minimum} characters long`;
-      return issue.inclusive === false ? `must be greater than ${issue.minimum}` : `must be at least ${issue.minimum}`;
+      if (issue.origin === 'array')
+        return issue.minimum === 1 ? 'must not be empty' : `must have at least ${issue.minimum} items`;
+      if (issue.origin === 'string')
+        return issue.minimum === 1
+          ? 'must not be empty'
+          : `must be at least ${issue.minimum} characters long`;
+      return issue.inclusive === false
+        ? `must be greater than ${issue.minimum}`
+        : `must be at least ${issue.minimum}`;
     case 'too_big':
       if (isOwnMessage(issue.message)) return issue.message;
       if (issue.origin === 'array') return `must have at most ${issue.maximum} items`;
       if (issue.origin === 'string') return `must be at most ${issue.maximum} characters long`;
-      return issue.inclusive === false ? `must be less than ${issue.maximum}` : `must be at most ${issue.maximum}`;
+      return issue.inclusive === false
+        ? `must be less than ${issue.maximum}`
+        : `must be at most ${issue.maximum}`;
     case 'invalid_format':
       if (isOwnMessage(issue.message)) return issue.message;
       if (issue.format === 'url') return 'must be a URL';
       return `is not a valid ${issue.format}`;
     case 'invalid_key': {
       const inner = issue.issues[0];
-      return inner !== undefined && isOwnMessage(inner.message) ? `is not a valid name: it ${inner.message}` : 'is not a valid name';
+      return inner !== undefined && isOwnMessage(inner.message)
+        ? `is not a valid name: it ${inner.message}`
+        : 'is not a valid name';
     }
     case 'custom':
       return issue.message;
@@ -109,7 +126,8 @@ function describeValue(value: unknown): string {
 
 function unknownFieldSentence(key: string, known: readonly string[]): string {
   const near = known.filter((candidate) => editDistance(candidate.toLowerCase(), key.toLowerCase()) <= 2);
-  if (near.length > 0) return `is not a known field (did you mean ${near.map((name) => JSON.stringify(name)).join(' or ')}?)`;
+  if (near.length > 0)
+    return `is not a known field (did you mean ${near.map((name) => JSON.stringify(name)).join(' or ')}?)`;
   if (known.length > 0) return `is not a known field (known here: ${known.join(', ')})`;
   return 'is not a known field';
 }
@@ -133,13 +151,16 @@ function knownFields(root: z.ZodType, path: DocPath, data: unknown): string[] {
       const discriminator = (schema.def as { discriminator: string }).discriminator;
       const wanted = valueAt(data, [...path.slice(0, depth), discriminator]);
       schema = (schema.options as z.ZodType[]).find(
-        (option) => option instanceof z.ZodObject && (option.shape as Record<string, z.ZodType>)[discriminator]?.safeParse(wanted).success === true,
+        (option) =>
+          option instanceof z.ZodObject &&
+          (option.shape as Record<string, z.ZodType>)[discriminator]?.safeParse(wanted).success === true,
       );
       if (schema === undefined) return [];
     }
     if (depth === path.length) break;
     const segment = path[depth];
-    if (schema instanceof z.ZodObject) schema = (schema.shape as Record<string, z.ZodType | undefined>)[String(segment)];
+    if (schema instanceof z.ZodObject)
+      schema = (schema.shape as Record<string, z.ZodType | undefined>)[String(segment)];
     else if (schema instanceof z.ZodArray) schema = schema.element as z.ZodType;
     else if (schema instanceof z.ZodRecord) schema = schema.valueType as z.ZodType;
     else return [];
@@ -149,7 +170,12 @@ function knownFields(root: z.ZodType, path: DocPath, data: unknown): string[] {
 
 function unwrap(schema: z.ZodType): z.ZodType {
   let current = schema;
-  while (current instanceof z.ZodOptional || current instanceof z.ZodNullable || current instanceof z.ZodDefault || current instanceof z.ZodPrefault) {
+  while (
+    current instanceof z.ZodOptional ||
+    current instanceof z.ZodNullable ||
+    current instanceof z.ZodDefault ||
+    current instanceof z.ZodPrefault
+  ) {
     current = current.unwrap() as z.ZodType;
   }
   return current;

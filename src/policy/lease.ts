@@ -18,7 +18,12 @@ export interface LeaseInputs {
 }
 
 export function leaseNeededMs(inputs: LeaseInputs): number {
-  return inputs.rollAttemptMs + inputs.attempts * inputs.writeTimeoutMs + Math.max(0, inputs.attempts - 1) * inputs.maxBackoffMs + inputs.clockSkewMs;
+  return (
+    inputs.rollAttemptMs +
+    inputs.attempts * inputs.writeTimeoutMs +
+    Math.max(0, inputs.attempts - 1) * inputs.maxBackoffMs +
+    inputs.clockSkewMs
+  );
 }
 
 /** The request timeout a backend instance's writes are bounded by. */

@@ -23,7 +23,12 @@ export async function loadPolicy(file: string): Promise<Policy> {
   try {
     text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
   } catch (error) {
-    throw new PolicyError('KR_POLICY_UNREADABLE', file, [{ file, path: '', message: 'is not UTF-8 text' }], error);
+    throw new PolicyError(
+      'KR_POLICY_UNREADABLE',
+      file,
+      [{ file, path: '', message: 'is not UTF-8 text' }],
+      error,
+    );
   }
   return parsePolicy(text, file);
 }
@@ -43,16 +48,34 @@ export function parsePolicy(text: string, file: string): Policy {
     data = doc.toJS({ maxAliasCount: 100 });
   } catch (error) {
     // Only an alias bomb gets here (unresolved aliases were reported above).
-    throw new PolicyError('KR_POLICY_SYNTAX', file, [{ file, line: 1, column: 1, path: '', message: 'too many YAML aliases (more than 100 expansions)' }], error);
+    throw new PolicyError(
+      'KR_POLICY_SYNTAX',
+      file,
+      [{ file, line: 1, column: 1, path: '', message: 'too many YAML aliases (more than 100 expansions)' }],
+      error,
+    );
   }
 
-  const locate = (issues: PathIssue[]): PolicyIssue[] => issues.map((issue) => toPolicyIssue(issue, doc, lineCounter, file)).sort(byLine);
+  const locate = (issues: PathIssue[]): PolicyIssue[] =>
+    issues.map((issue) => toPolicyIssue(issue, doc, lineCounter, file)).sort(byLine);
   if (data === null || data === undefined) {
-    throw new PolicyError('KR_POLICY_INVALID', file, [{ file, line: 1, column: 1, path: '', message: 'the policy is empty; it needs version, api, backends and keys' }]);
+    throw new PolicyError('KR_POLICY_INVALID', file, [
+      {
+        file,
+        line: 1,
+        column: 1,
+        path: '',
+        message: 'the policy is empty; it needs version, api, backends and keys',
+      },
+    ]);
   }
   const parsed = PolicyDocument.safeParse(data);
   if (!parsed.success) {
-    throw new PolicyError('KR_POLICY_INVALID', file, locate(describeZodIssues(parsed.error.issues, data, PolicyDocument)));
+    throw new PolicyError(
+      'KR_POLICY_INVALID',
+      file,
+      locate(describeZodIssues(parsed.error.issues, data, PolicyDocument)),
+    );
   }
   const semantic = checkPolicy(parsed.data);
   if (semantic.length > 0) throw new PolicyError('KR_POLICY_INVALID', file, locate(semantic));
@@ -80,7 +103,12 @@ async function readCapped(file: string): Promise<Buffer> {
   } catch (error) {
     if (error instanceof PolicyError) throw error;
     const code = (error as NodeJS.ErrnoException).code;
-    throw new PolicyError('KR_POLICY_UNREADABLE', file, [{ file, path: '', message: unreadableSentence(code) }], error);
+    throw new PolicyError(
+      'KR_POLICY_UNREADABLE',
+      file,
+      [{ file, path: '', message: unreadableSentence(code) }],
+      error,
+    );
   } finally {
     await handle?.close();
   }
@@ -103,7 +131,11 @@ function unreadableSentence(code: string | undefined): string {
 function tooLarge(file: string, size?: number): PolicyError {
   const actual = size === undefined ? 'more than 1 MiB' : `${size} bytes`;
   return new PolicyError('KR_POLICY_UNREADABLE', file, [
-    { file, path: '', message: `is too large (${actual}); a policy may be at most 1 MiB, so it was not parsed` },
+    {
+      file,
+      path: '',
+      message: `is too large (${actual}); a policy may be at most 1 MiB, so it was not parsed`,
+    },
   ]);
 }
 

@@ -22,7 +22,9 @@ export function positionOf(doc: Document, lineCounter: LineCounter, path: DocPat
     // the alias; the alias itself is the better place to send them.
     if (isAlias(node)) break;
     if (isMap(node)) {
-      const pair = node.items.find((item) => (isScalar(item.key) ? String(item.key.value) : String(item.key)) === String(segment));
+      const pair = node.items.find(
+        (item) => (isScalar(item.key) ? String(item.key.value) : String(item.key)) === String(segment),
+      );
       if (pair === undefined) break;
       offset = rangeStart(pair.key) ?? rangeStart(pair.value) ?? offset;
       node = pair.value;

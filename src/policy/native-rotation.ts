@@ -6,7 +6,11 @@
 import type { DocPath } from './issue-text.ts';
 import type { PolicyDocument } from './schema.ts';
 
-export function checkNativeRotation(doc: PolicyDocument, index: number, add: (path: DocPath, message: string) => void): void {
+export function checkNativeRotation(
+  doc: PolicyDocument,
+  index: number,
+  add: (path: DocPath, message: string) => void,
+): void {
   const key = doc.keys[index];
   if (key?.scheduler !== 'aws-native') return;
   const path: DocPath = ['keys', index, 'scheduler'];
@@ -17,12 +21,23 @@ export function checkNativeRotation(doc: PolicyDocument, index: number, add: (pa
     );
   }
   if (key.destinations.length !== 1) {
-    add(path, 'aws-native needs exactly one destination, the AWS secret that Secrets Manager rotates; its rotation function writes nowhere else');
+    add(
+      path,
+      'aws-native needs exactly one destination, the AWS secret that Secrets Manager rotates; its rotation function writes nowhere else',
+    );
     return;
   }
   const destination = key.destinations[0];
-  const backend = destination === undefined ? undefined : Object.hasOwn(doc.backends, destination.backend) ? doc.backends[destination.backend] : undefined;
+  const backend =
+    destination === undefined
+      ? undefined
+      : Object.hasOwn(doc.backends, destination.backend)
+        ? doc.backends[destination.backend]
+        : undefined;
   if (backend !== undefined && backend.kind !== 'aws') {
-    add(path, `aws-native needs an aws destination; backend ${JSON.stringify(destination?.backend)} is kind ${backend.kind}`);
+    add(
+      path,
+      `aws-native needs an aws destination; backend ${JSON.stringify(destination?.backend)} is kind ${backend.kind}`,
+    );
   }
 }

@@ -17,13 +17,19 @@ export function announcePlainHttp(
     const id = `${endpoint.endpoint} ${endpoint.host ?? ''} ${endpoint.ref ?? ''}`;
     if (announced.has(id)) continue;
     announced.add(id);
-    audit.emit('policy.plain_http', { endpoint: endpoint.endpoint, ...(endpoint.host === undefined ? {} : { host: endpoint.host }), ...(endpoint.ref === undefined ? {} : { ref: endpoint.ref }) });
+    audit.emit('policy.plain_http', {
+      endpoint: endpoint.endpoint,
+      ...(endpoint.host === undefined ? {} : { host: endpoint.host }),
+      ...(endpoint.ref === undefined ? {} : { ref: endpoint.ref }),
+    });
     write(`${plainHttpWarning(endpoint)}\n`);
   }
 }
 
 export function plainHttpWarning(endpoint: PlainHttpEndpoint): string {
-  const optIn = endpoint.endpoint.startsWith('--') ? `${endpoint.endpoint}-allow-insecure-http` : 'allowInsecureHttp: true';
+  const optIn = endpoint.endpoint.startsWith('--')
+    ? `${endpoint.endpoint}-allow-insecure-http`
+    : 'allowInsecureHttp: true';
   const where =
     endpoint.host !== undefined
       ? `uses plain http:// to ${JSON.stringify(endpoint.host)}`

@@ -2,7 +2,12 @@
 // durations in milliseconds, destinations as backend name + StoreTarget. Runs only on a
 // document that passed the schema and checkPolicy, so every reference here exists.
 import type { StoreTarget, ValueShape } from '../backends/types.ts';
-import { CONSUMER_DEFAULTS, resolveRestartWindow, type ConsumerRef, type ConsumerSettings } from './consumers.ts';
+import {
+  CONSUMER_DEFAULTS,
+  resolveRestartWindow,
+  type ConsumerRef,
+  type ConsumerSettings,
+} from './consumers.ts';
 import { parseDuration } from './duration.ts';
 import type { Destination, DestinationInput, KeyPolicy, Policy, PolicyDocument } from './schema.ts';
 import { effectiveSettings } from './settings.ts';
@@ -20,7 +25,9 @@ export function resolvePolicy(doc: PolicyDocument, file: string): Policy {
     api: doc.api,
     backends: doc.backends,
     alerts: { sinks: doc.alerts?.sinks ?? {} },
-    ...(doc.escrow === undefined ? {} : { escrow: { directory: doc.escrow.directory, recipients: [...doc.escrow.recipients] } }),
+    ...(doc.escrow === undefined
+      ? {}
+      : { escrow: { directory: doc.escrow.directory, recipients: [...doc.escrow.recipients] } }),
     keys: doc.keys.map((_, index) => resolveKey(doc, index)),
     ...(doc.intake === undefined ? {} : { intake: doc.intake }),
     consumers: resolveConsumerSettings(doc.consumers),
@@ -30,17 +37,26 @@ export function resolvePolicy(doc: PolicyDocument, file: string): Policy {
 function resolveConsumerSettings(input: PolicyDocument['consumers']): ConsumerSettings {
   const kubernetes = input?.kubernetes;
   return {
-    kubernetes: { ...(kubernetes?.kubeconfig === undefined ? {} : { kubeconfig: kubernetes.kubeconfig }), ...(kubernetes?.context === undefined ? {} : { context: kubernetes.context }) },
+    kubernetes: {
+      ...(kubernetes?.kubeconfig === undefined ? {} : { kubeconfig: kubernetes.kubeconfig }),
+      ...(kubernetes?.context === undefined ? {} : { context: kubernetes.context }),
+    },
     syncTimeoutMs: parseDuration(input?.syncTimeout ?? CONSUMER_DEFAULTS.syncTimeout),
     rolloutTimeoutMs: parseDuration(input?.rolloutTimeout ?? CONSUMER_DEFAULTS.rolloutTimeout),
     reloaderTimeoutMs: parseDuration(input?.reloaderTimeout ?? CONSUMER_DEFAULTS.reloaderTimeout),
     maxConcurrentRestarts: input?.maxConcurrentRestarts ?? CONSUMER_DEFAULTS.maxConcurrentRestarts,
-    ...(input?.restartWindow === undefined ? {} : { restartWindow: resolveRestartWindow(input.restartWindow) }),
+    ...(input?.restartWindow === undefined
+      ? {}
+      : { restartWindow: resolveRestartWindow(input.restartWindow) }),
   };
 }
 
-function resolveConsumer(input: NonNullable<PolicyDocument['keys'][number]['consumers']>[number]): ConsumerRef {
-  return input.kind === 'webhook' ? { kind: 'webhook', sink: input.sink } : { kind: input.kind, namespace: input.namespace, name: input.name };
+function resolveConsumer(
+  input: NonNullable<PolicyDocument['keys'][number]['consumers']>[number],
+): ConsumerRef {
+  return input.kind === 'webhook'
+    ? { kind: 'webhook', sink: input.sink }
+    : { kind: input.kind, namespace: input.namespace, name: input.name };
 }
 
 function resolveKey(doc: PolicyDocument, index: number): KeyPolicy {
@@ -67,8 +83,12 @@ function resolveKey(doc: PolicyDocument, index: number): KeyPolicy {
     notify: { onFailure: [...settings.onFailure.value], onSuccess: [...settings.onSuccess.value] },
     labels: { ...(key.labels ?? {}) },
     ...(key.slots === undefined ? {} : { slots: slotPair(key.slots) }),
-    ...(settings.consumerRefresh.value === undefined ? {} : { consumerRefreshMs: parseDuration(settings.consumerRefresh.value) }),
-    ...(settings.driftCheck.value === undefined ? {} : { driftCheckMs: parseDuration(settings.driftCheck.value) }),
+    ...(settings.consumerRefresh.value === undefined
+      ? {}
+      : { consumerRefreshMs: parseDuration(settings.consumerRefresh.value) }),
+    ...(settings.driftCheck.value === undefined
+      ? {}
+      : { driftCheckMs: parseDuration(settings.driftCheck.value) }),
     onDrift: settings.onDrift.value,
     ...(key.scheduler === 'aws-native' ? { scheduler: 'aws-native' as const } : {}),
     failures: {
@@ -78,7 +98,9 @@ function resolveKey(doc: PolicyDocument, index: number): KeyPolicy {
       quarantineAfter: settings.quarantineAfter.value,
       remindEveryMs: parseDuration(settings.remindEvery.value),
     },
-    ...(key.consumers === undefined || key.consumers.length === 0 ? {} : { consumers: key.consumers.map(resolveConsumer) }),
+    ...(key.consumers === undefined || key.consumers.length === 0
+      ? {}
+      : { consumers: key.consumers.map(resolveConsumer) }),
     refreshConsumers: settings.refreshConsumers.value,
   };
 }
@@ -86,7 +108,8 @@ function resolveKey(doc: PolicyDocument, index: number): KeyPolicy {
 /** The schema admits exactly two slots; the tuple type lets the engine name them without index checks. */
 function slotPair(slots: readonly string[]): readonly [string, string] {
   const [first, second] = slots;
-  if (first === undefined || second === undefined || slots.length !== 2) throw new RangeError('a slot entry has exactly two slots');
+  if (first === undefined || second === undefined || slots.length !== 2)
+    throw new RangeError('a slot entry has exactly two slots');
   return Object.freeze([first, second] as const);
 }
 

@@ -13,7 +13,13 @@ import { CronExpression, Duration, InstanceName, TimeZone } from './fields.ts';
 import { SecretRef } from '../refs/secret-ref.ts';
 import { AllowInsecureHttp, HttpUrl } from '../http/transport.ts';
 import { IntakeSettings } from './intake.ts';
-import { ConsumerInput, ConsumerSettingsInput, RefreshConsumers, type ConsumerRef, type ConsumerSettings } from './consumers.ts';
+import {
+  ConsumerInput,
+  ConsumerSettingsInput,
+  RefreshConsumers,
+  type ConsumerRef,
+  type ConsumerSettings,
+} from './consumers.ts';
 
 export { CronExpression, Duration, InstanceName, TimeZone } from './fields.ts';
 
@@ -22,7 +28,9 @@ const HttpMethod = z.enum(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']);
 export const ApiCredential = z.discriminatedUnion('type', [
   z.strictObject({
     type: z.literal('bearer'),
-    token: SecretRef.describe('Reference to keyroll\'s bearer token (an owner/admin session or OAuth token; API keys cannot roll keys).'),
+    token: SecretRef.describe(
+      "Reference to keyroll's bearer token (an owner/admin session or OAuth token; API keys cannot roll keys).",
+    ),
   }),
   z.strictObject({
     type: z.literal('oauth2'),
@@ -30,7 +38,13 @@ export const ApiCredential = z.discriminatedUnion('type', [
     clientId: z.string().min(1),
     clientSecret: SecretRef,
     scope: z.string().min(1).optional(),
-    audience: z.string().min(1).optional().describe('Sent as the form field `audience` of the token request (Auth0, Okta and others pick the API the token is for by it).'),
+    audience: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        'Sent as the form field `audience` of the token request (Auth0, Okta and others pick the API the token is for by it).',
+      ),
     allowInsecureHttp: AllowInsecureHttp,
   }),
 ]);
@@ -55,7 +69,12 @@ export const ApiSettings = z.strictObject({
       bodyMs: z.number().int().positive().default(10_000),
     })
     .prefault({}),
-  rateLimitPerMinute: z.number().int().positive().default(600).describe('Client-side ceiling on API calls per minute.'),
+  rateLimitPerMinute: z
+    .number()
+    .int()
+    .positive()
+    .default(600)
+    .describe('Client-side ceiling on API calls per minute.'),
 });
 export type ApiSettings = z.infer<typeof ApiSettings>;
 
@@ -63,15 +82,28 @@ export const StoredField = z.enum(['keyId', 'organizationId', 'rotatedAt', 'rota
 
 export const ValueShapeInput = z
   .strictObject({
-    format: z.enum(['raw', 'json']).optional().describe('raw: the secret alone; json: an object with secretField plus fields. Default json.'),
-    secretField: z.string().min(1).optional().describe('Field holding the secret (JSON values, Vault data). Default apiKey.'),
-    fields: z.array(StoredField).optional().describe('Facts stored beside the secret (json only). Default [keyId, organizationId, rotatedAt].'),
+    format: z
+      .enum(['raw', 'json'])
+      .optional()
+      .describe('raw: the secret alone; json: an object with secretField plus fields. Default json.'),
+    secretField: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('Field holding the secret (JSON values, Vault data). Default apiKey.'),
+    fields: z
+      .array(StoredField)
+      .optional()
+      .describe('Facts stored beside the secret (json only). Default [keyId, organizationId, rotatedAt].'),
   })
   .describe('How the secret is laid out at the destination.');
 
 export const DestinationInput = z.strictObject({
   backend: z.string().min(1).describe('Name of an entry in backends.'),
-  path: z.string().min(1).describe('AWS: secret name or ARN; Vault: path under the KV v2 mount; file: path under the directory.'),
+  path: z
+    .string()
+    .min(1)
+    .describe('AWS: secret name or ARN; Vault: path under the KV v2 mount; file: path under the directory.'),
   shape: ValueShapeInput.optional(),
 });
 
@@ -81,59 +113,112 @@ const settingsFields = {
   schedule: CronExpression.nullable().optional(),
   timezone: TimeZone.optional(),
   maxAge: Duration.nullable().optional().describe('Rotate when the last rotation is at least this old.'),
-  minInterval: Duration.optional().describe('Minimum time between two rotations of a key (guards against rotation loops; leak/force rotations bypass it). Default 1h.'),
-  lockTtl: Duration.optional().describe('How long a key lock holds before another runner may take it over; the holder keeps it alive while it works. At least one roll attempt plus the primary write with its retries plus clockSkew. Default 15m.'),
-  clockSkew: Duration.optional().describe("How far runners' clocks may disagree: another runner's lock is taken over only this long after it expired, and a time in keyroll's bookkeeping further ahead is not trusted. Default 10s."),
+  minInterval: Duration.optional().describe(
+    'Minimum time between two rotations of a key (guards against rotation loops; leak/force rotations bypass it). Default 1h.',
+  ),
+  lockTtl: Duration.optional().describe(
+    'How long a key lock holds before another runner may take it over; the holder keeps it alive while it works. At least one roll attempt plus the primary write with its retries plus clockSkew. Default 15m.',
+  ),
+  clockSkew: Duration.optional().describe(
+    "How far runners' clocks may disagree: another runner's lock is taken over only this long after it expired, and a time in keyroll's bookkeeping further ahead is not trusted. Default 10s.",
+  ),
   verify: z
     .strictObject({
-      readBack: z.boolean().optional().describe('Read the stored secret back and compare digests. Default true.'),
+      readBack: z
+        .boolean()
+        .optional()
+        .describe('Read the stored secret back and compare digests. Default true.'),
       apiCall: z.boolean().optional().describe('Call the API with the new key. Default true.'),
     })
     .optional(),
   store: z
     .strictObject({
-      attempts: z.number().int().min(1).max(20).optional().describe('Write attempts per destination. Default 5.'),
+      attempts: z
+        .number()
+        .int()
+        .min(1)
+        .max(20)
+        .optional()
+        .describe('Write attempts per destination. Default 5.'),
       initialBackoff: Duration.optional().describe('Default 200ms.'),
       maxBackoff: Duration.optional().describe('Default 5s.'),
     })
     .optional(),
   notify: z
     .strictObject({
-      onFailure: z.array(z.string().min(1)).optional().describe('Alert sinks for failures. Default: every sink in alerts.sinks.'),
-      onSuccess: z.array(z.string().min(1)).optional().describe('Webhook sinks told about each success. Default none.'),
+      onFailure: z
+        .array(z.string().min(1))
+        .optional()
+        .describe('Alert sinks for failures. Default: every sink in alerts.sinks.'),
+      onSuccess: z
+        .array(z.string().min(1))
+        .optional()
+        .describe('Webhook sinks told about each success. Default none.'),
     })
     .optional(),
   driftCheck: Duration.nullable()
     .optional()
-    .describe('keyroll run probes the stored secret when its last probe (or rotation) is older than this; null switches the check off for run (the daemon probes every sweep). Default 1h.'),
+    .describe(
+      'keyroll run probes the stored secret when its last probe (or rotation) is older than this; null switches the check off for run (the daemon probes every sweep). Default 1h.',
+    ),
   onDrift: z
     .enum(['rotate', 'alert'])
     .optional()
-    .describe('What a stored secret that stopped working (drift) leads to: rotate heals it by a rotation, alert only reports it. Both audit and alert. Default rotate.'),
+    .describe(
+      'What a stored secret that stopped working (drift) leads to: rotate heals it by a rotation, alert only reports it. Both audit and alert. Default rotate.',
+    ),
   failures: z
     .strictObject({
       backoff: z
         .strictObject({
-          initial: Duration.optional().describe('Wait after the first failure before the next automatic attempt; doubles with each further failure. Default 1h.'),
+          initial: Duration.optional().describe(
+            'Wait after the first failure before the next automatic attempt; doubles with each further failure. Default 1h.',
+          ),
           cap: Duration.optional().describe('The longest wait between automatic attempts. Default 24h.'),
-          jitter: z.number().min(0).max(1).optional().describe('Each wait is shortened by a random share of up to this fraction, so keys that failed together do not retry together. Default 0.2.'),
+          jitter: z
+            .number()
+            .min(0)
+            .max(1)
+            .optional()
+            .describe(
+              'Each wait is shortened by a random share of up to this fraction, so keys that failed together do not retry together. Default 0.2.',
+            ),
         })
         .optional(),
-      quarantineAfter: z.number().int().min(1).max(100).optional().describe('Consecutive failures after which the key is quarantined: no automatic attempts until `keyroll resume` or a manual or leak rotation succeeds. Default 5.'),
-      remindEvery: Duration.optional().describe('While a key keeps failing or stays quarantined, a reminder alert at most this often. Default 24h.'),
+      quarantineAfter: z
+        .number()
+        .int()
+        .min(1)
+        .max(100)
+        .optional()
+        .describe(
+          'Consecutive failures after which the key is quarantined: no automatic attempts until `keyroll resume` or a manual or leak rotation succeeds. Default 5.',
+        ),
+      remindEvery: Duration.optional().describe(
+        'While a key keeps failing or stays quarantined, a reminder alert at most this often. Default 24h.',
+      ),
     })
     .optional()
-    .describe('Backoff and quarantine of a key that keeps failing (a key left with an intent marker is never backed off: it is repaired every run and alerts every time).'),
+    .describe(
+      'Backoff and quarantine of a key that keeps failing (a key left with an intent marker is never backed off: it is repaired every run and alerts every time).',
+    ),
   refreshConsumers: RefreshConsumers.optional(),
 };
 
 export const Defaults = z.strictObject(settingsFields);
 
-const ApiKeyId = z.string().regex(/^[^\s/?#]+$/, { error: 'must be a key id without spaces, "/", "?" or "#"' });
+const ApiKeyId = z
+  .string()
+  .regex(/^[^\s/?#]+$/, { error: 'must be a key id without spaces, "/", "?" or "#"' });
 
 export const KeyInput = z.strictObject({
-  id: ApiKeyId.describe('The API key id; for a slot entry, the name of the entry, which must not be an API key id.'),
-  organization: z.string().min(1).describe('Organization id the key belongs to (for a slot entry: both slots).'),
+  id: ApiKeyId.describe(
+    'The API key id; for a slot entry, the name of the entry, which must not be an API key id.',
+  ),
+  organization: z
+    .string()
+    .min(1)
+    .describe('Organization id the key belongs to (for a slot entry: both slots).'),
   destinations: z
     .array(DestinationInput)
     .min(1, { error: 'a key needs at least one destination' })
@@ -144,35 +229,54 @@ export const KeyInput = z.strictObject({
   consumers: z
     .array(ConsumerInput)
     .optional()
-    .describe('Who holds this key\'s stored value and is told when a new one is stored: ExternalSecrets synced, then workloads restarted once, in order (docs/kubernetes.md, "Consumers"); webhooks told at once.'),
+    .describe(
+      'Who holds this key\'s stored value and is told when a new one is stored: ExternalSecrets synced, then workloads restarted once, in order (docs/kubernetes.md, "Consumers"); webhooks told at once.',
+    ),
   // Last, so the fields of a single key read first (and unknown-field hints list them first).
   slots: z
     .array(ApiKeyId)
     .length(2, { error: 'must list exactly two API key ids' })
     .optional()
-    .describe('Two-slot alternation: two distinct API key ids of the organization serving one consumer. A rotation rolls the standby slot and stores it as the active one.'),
-  consumerRefresh: Duration.optional().describe('Slot entries only (required there): the longest time a consumer may keep using a value it read. No slot is rolled sooner than this after it stopped being active.'),
+    .describe(
+      'Two-slot alternation: two distinct API key ids of the organization serving one consumer. A rotation rolls the standby slot and stores it as the active one.',
+    ),
+  consumerRefresh: Duration.optional().describe(
+    'Slot entries only (required there): the longest time a consumer may keep using a value it read. No slot is rolled sooner than this after it stopped being active.',
+  ),
   scheduler: z
     .enum(['keyroll', 'aws-native'])
     .optional()
-    .describe("Who starts this key's scheduled rotations. keyroll (default): `keyroll run` and the daemon. aws-native: AWS Secrets Manager's own rotation, with keyroll as the rotation function (docs/aws-native.md); run and the daemon skip the key. aws-native needs a slot entry with one aws destination."),
+    .describe(
+      "Who starts this key's scheduled rotations. keyroll (default): `keyroll run` and the daemon. aws-native: AWS Secrets Manager's own rotation, with keyroll as the rotation function (docs/aws-native.md); run and the daemon skip the key. aws-native needs a slot entry with one aws destination.",
+    ),
 });
 
 export const Escrow = z.strictObject({
   directory: z.string().min(1),
   recipients: z
-    .array(z.string().regex(/^age1[0-9a-z]{58}$/, { error: 'must be an age X25519 public key (age1 followed by 58 lowercase letters and digits)' }))
+    .array(
+      z.string().regex(/^age1[0-9a-z]{58}$/, {
+        error: 'must be an age X25519 public key (age1 followed by 58 lowercase letters and digits)',
+      }),
+    )
     .min(1, { error: 'escrow needs at least one recipient' }),
 });
 
 export const PolicyDocument = z
   .strictObject({
-    $schema: z.string().optional().describe('Editors may point this at policy.schema.json; keyroll ignores it.'),
+    $schema: z
+      .string()
+      .optional()
+      .describe('Editors may point this at policy.schema.json; keyroll ignores it.'),
     version: z.literal(1, { error: 'must be 1 (the only policy version this keyroll reads)' }),
     api: ApiSettings,
-    backends: z.record(InstanceName, BackendConfig).describe('Named backend instances the key destinations refer to.'),
+    backends: z
+      .record(InstanceName, BackendConfig)
+      .describe('Named backend instances the key destinations refer to.'),
     alerts: z.strictObject({ sinks: z.record(InstanceName, AlertSinkConfig).optional() }).optional(),
-    escrow: Escrow.optional().describe('Last resort when no destination takes the secret: sealed to these age recipients.'),
+    escrow: Escrow.optional().describe(
+      'Last resort when no destination takes the secret: sealed to these age recipients.',
+    ),
     defaults: Defaults.optional(),
     intake: IntakeSettings.optional(),
     consumers: ConsumerSettingsInput.optional(),

@@ -54,7 +54,16 @@ export interface EffectiveSettings {
 }
 
 type Group = 'verify' | 'store' | 'notify' | 'failures';
-type TopField = 'schedule' | 'timezone' | 'maxAge' | 'minInterval' | 'lockTtl' | 'clockSkew' | 'driftCheck' | 'onDrift' | 'refreshConsumers';
+type TopField =
+  | 'schedule'
+  | 'timezone'
+  | 'maxAge'
+  | 'minInterval'
+  | 'lockTtl'
+  | 'clockSkew'
+  | 'driftCheck'
+  | 'onDrift'
+  | 'refreshConsumers';
 type TopSettings = Pick<KeyInput, TopField>;
 
 export function effectiveSettings(doc: PolicyDocument, keyIndex: number): EffectiveSettings {
@@ -87,9 +96,14 @@ export function effectiveSettings(doc: PolicyDocument, keyIndex: number): Effect
     return { value: builtin };
   }
   // `null` switches off an inherited schedule or maxAge; it is still "written" at the key.
-  const withoutNull = <T>(sourced: Sourced<T | null | undefined>): Sourced<T | undefined> => ({ ...sourced, value: sourced.value ?? undefined });
+  const withoutNull = <T>(sourced: Sourced<T | null | undefined>): Sourced<T | undefined> => ({
+    ...sourced,
+    value: sourced.value ?? undefined,
+  });
   const orBuiltin = <T extends string>(sourced: Sourced<T | undefined>, builtin: T): Sourced<T> =>
-    sourced.value === undefined ? { value: builtin } : { value: sourced.value, ...(sourced.path ? { path: sourced.path } : {}) };
+    sourced.value === undefined
+      ? { value: builtin }
+      : { value: sourced.value, ...(sourced.path ? { path: sourced.path } : {}) };
   // Unlike schedule and maxAge, driftCheck has a built-in default: absent means 1h, `null` means off.
   const driftCheck = (sourced: Sourced<string | null | undefined>): Sourced<string | undefined> =>
     sourced.value === undefined ? { value: BUILTIN_DEFAULTS.driftCheck } : withoutNull(sourced);
@@ -116,6 +130,9 @@ export function effectiveSettings(doc: PolicyDocument, keyIndex: number): Effect
     quarantineAfter: nested('failures', 'quarantineAfter', BUILTIN_DEFAULTS.failures.quarantineAfter),
     remindEvery: nested<string>('failures', 'remindEvery', BUILTIN_DEFAULTS.failures.remindEvery),
     refreshConsumers: orBuiltin(top('refreshConsumers'), BUILTIN_DEFAULTS.refreshConsumers),
-    consumerRefresh: key.consumerRefresh === undefined ? { value: undefined } : { value: key.consumerRefresh, path: [...keyPath, 'consumerRefresh'] },
+    consumerRefresh:
+      key.consumerRefresh === undefined
+        ? { value: undefined }
+        : { value: key.consumerRefresh, path: [...keyPath, 'consumerRefresh'] },
   };
 }

@@ -19,11 +19,16 @@ export const MAX_SHARDS = 10_000;
 /** Parses `--shard i/N` (0 <= i < N). Throws UsageError (exit 2). */
 export function parseShard(text: string): Shard {
   const match = /^(\d+)\/(\d+)$/.exec(text.trim());
-  if (match === null) throw new UsageError(`--shard ${JSON.stringify(text)} must look like i/N, e.g. 0/4 (index i of N shards, counting from 0)`);
+  if (match === null)
+    throw new UsageError(
+      `--shard ${JSON.stringify(text)} must look like i/N, e.g. 0/4 (index i of N shards, counting from 0)`,
+    );
   const index = Number(match[1]);
   const total = Number(match[2]);
-  if (total < 1 || total > MAX_SHARDS) throw new UsageError(`--shard ${text}: the number of shards must be between 1 and ${MAX_SHARDS}`);
-  if (index >= total) throw new UsageError(`--shard ${text}: the index must be below the number of shards (0 to ${total - 1})`);
+  if (total < 1 || total > MAX_SHARDS)
+    throw new UsageError(`--shard ${text}: the number of shards must be between 1 and ${MAX_SHARDS}`);
+  if (index >= total)
+    throw new UsageError(`--shard ${text}: the index must be below the number of shards (0 to ${total - 1})`);
   return { index, total };
 }
 

@@ -35,13 +35,22 @@ export function checkSlotIds(doc: PolicyDocument, add: AddIssue): void {
       if (previous?.index === index) {
         add(path, `${quoted} is also slots[${previous.at}]; the two slots must be two different API keys`);
       } else if (previous !== undefined) {
-        add(path, `${quoted} is already a slot of keys[${previous.index}] (${doc.keys[previous.index]?.id ?? ''}); an API key may belong to one entry only`);
+        add(
+          path,
+          `${quoted} is already a slot of keys[${previous.index}] (${doc.keys[previous.index]?.id ?? ''}); an API key may belong to one entry only`,
+        );
       } else if (entry === index) {
-        add(path, `${quoted} is also this entry's id; a slot entry's id names the entry and must not be one of its API key ids`);
+        add(
+          path,
+          `${quoted} is also this entry's id; a slot entry's id names the entry and must not be one of its API key ids`,
+        );
       } else if (entry !== undefined && doc.keys[entry]?.slots === undefined) {
         add(path, `${quoted} is also the single key keys[${entry}]; an API key may belong to one entry only`);
       } else if (entry !== undefined) {
-        add(path, `${quoted} is the id of the slot entry keys[${entry}]; a slot entry's id names the entry and must not be an API key id`);
+        add(
+          path,
+          `${quoted} is the id of the slot entry keys[${entry}]; a slot entry's id names the entry and must not be an API key id`,
+        );
       }
       if (previous === undefined) slotOwner.set(slot, { index, at });
     });
@@ -49,17 +58,30 @@ export function checkSlotIds(doc: PolicyDocument, add: AddIssue): void {
 }
 
 /** consumerRefresh goes with slots, and nothing may roll a slot sooner than consumerRefresh after it stopped being active. */
-export function checkSlotTiming(doc: PolicyDocument, index: number, settings: EffectiveSettings, add: AddIssue, now: Date = new Date()): void {
+export function checkSlotTiming(
+  doc: PolicyDocument,
+  index: number,
+  settings: EffectiveSettings,
+  add: AddIssue,
+  now: Date = new Date(),
+): void {
   const key = doc.keys[index];
   if (key === undefined) return;
   const keyPath: DocPath = ['keys', index];
   const refresh = settings.consumerRefresh;
   if (key.slots === undefined) {
-    if (refresh.value !== undefined) add([...keyPath, 'consumerRefresh'], 'applies only to slot entries (an entry with slots: [KEY_A, KEY_B]); add slots or remove consumerRefresh');
+    if (refresh.value !== undefined)
+      add(
+        [...keyPath, 'consumerRefresh'],
+        'applies only to slot entries (an entry with slots: [KEY_A, KEY_B]); add slots or remove consumerRefresh',
+      );
     return;
   }
   if (refresh.value === undefined) {
-    add([...keyPath, 'consumerRefresh'], 'is required with slots: the longest time a consumer may keep using a value it read (e.g. 1h)');
+    add(
+      [...keyPath, 'consumerRefresh'],
+      'is required with slots: the longest time a consumer may keep using a value it read (e.g. 1h)',
+    );
     return;
   }
   const refreshMs = parseDuration(refresh.value);
@@ -75,7 +97,10 @@ export function checkSlotTiming(doc: PolicyDocument, index: number, settings: Ef
   if (settings.maxAge.value !== undefined) {
     const maxAgeMs = parseDuration(settings.maxAge.value);
     if (maxAgeMs < refreshMs) {
-      add(nearer(settings.maxAge, refresh) ?? keyPath, `maxAge (${formatDuration(maxAgeMs)}) is shorter than ${refreshText}, ${CONSEQUENCE}; raise maxAge or lower consumerRefresh`);
+      add(
+        nearer(settings.maxAge, refresh) ?? keyPath,
+        `maxAge (${formatDuration(maxAgeMs)}) is shorter than ${refreshText}, ${CONSEQUENCE}; raise maxAge or lower consumerRefresh`,
+      );
     }
   }
   if (settings.schedule.value !== undefined) {
@@ -94,7 +119,11 @@ export function checkSlotTiming(doc: PolicyDocument, index: number, settings: Ef
  * `now`, measured in real time (a daily schedule in a zone with DST has a 23h gap once a year),
  * and the fire that gap starts at. Undefined when fewer than two fires remain.
  */
-export function smallestScheduleGap(pattern: string, timezone: string, now: Date): { ms: number; after: Date } | undefined {
+export function smallestScheduleGap(
+  pattern: string,
+  timezone: string,
+  now: Date,
+): { ms: number; after: Date } | undefined {
   const fires = scheduleOf(pattern, timezone).nextRuns(SCHEDULE_FIRES_CHECKED, now);
   let smallest: { ms: number; after: Date } | undefined;
   for (let at = 1; at < fires.length; at += 1) {

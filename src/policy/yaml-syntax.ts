@@ -1,7 +1,17 @@
 // YAML-level problems, before any schema check: parse errors, unknown tags, aliases without an
 // anchor, and keys written twice in one mapping (the second would silently win otherwise, so
 // `schedule` written twice could rotate a key on the wrong cadence).
-import { isAlias, isMap, isPair, isScalar, isSeq, visit, type Document, type LineCounter, type YAMLError } from 'yaml';
+import {
+  isAlias,
+  isMap,
+  isPair,
+  isScalar,
+  isSeq,
+  visit,
+  type Document,
+  type LineCounter,
+  type YAMLError,
+} from 'yaml';
 import type { PolicyIssue } from './errors.ts';
 import type { DocPath } from './issue-text.ts';
 import { formatPath } from './locate.ts';
@@ -12,7 +22,9 @@ export function syntaxIssues(doc: Document, file: string, lineCounter: LineCount
     return { file, line, column: col, path: formatPath(path), message };
   };
   const duplicates = duplicateKeys(doc.contents, []);
-  const issues: PolicyIssue[] = duplicates.map((duplicate) => at(duplicate.offset, duplicate.path, 'is written twice in the same mapping (YAML keys must be unique)'));
+  const issues: PolicyIssue[] = duplicates.map((duplicate) =>
+    at(duplicate.offset, duplicate.path, 'is written twice in the same mapping (YAML keys must be unique)'),
+  );
   for (const error of [...doc.errors, ...doc.warnings]) {
     // Reported above with their path; yaml's own report of them carries no name.
     if (error.code === 'DUPLICATE_KEY' && duplicates.length > 0) continue;
@@ -20,7 +32,10 @@ export function syntaxIssues(doc: Document, file: string, lineCounter: LineCount
   }
   visit(doc, {
     Alias(_, node) {
-      if (node.resolve(doc) === undefined) issues.push(at(node.range?.[0] ?? 0, [], `alias *${node.source} refers to no anchor defined before it`));
+      if (node.resolve(doc) === undefined)
+        issues.push(
+          at(node.range?.[0] ?? 0, [], `alias *${node.source} refers to no anchor defined before it`),
+        );
     },
   });
   return issues;
@@ -38,7 +53,11 @@ function duplicateKeys(node: unknown, path: DocPath): Duplicate[] {
     for (const pair of node.items) {
       if (!isPair(pair)) continue;
       const name = isScalar(pair.key) ? String(pair.key.value) : String(pair.key);
-      if (seen.has(name)) found.push({ path: [...path, name], offset: pair.key !== null && isScalar(pair.key) ? (pair.key.range?.[0] ?? 0) : 0 });
+      if (seen.has(name))
+        found.push({
+          path: [...path, name],
+          offset: pair.key !== null && isScalar(pair.key) ? (pair.key.range?.[0] ?? 0) : 0,
+        });
       seen.add(name);
       if (!isAlias(pair.value)) found.push(...duplicateKeys(pair.value, [...path, name]));
     }
@@ -65,7 +84,8 @@ function yamlSentence(error: YAMLError): string {
     case 'TAG_RESOLVE_FAILED':
       return 'unknown YAML tag; a policy uses plain YAML without !tags';
     default:
-      if (error.message.startsWith('Unresolved tag')) return 'unknown YAML tag; a policy uses plain YAML without !tags';
+      if (error.message.startsWith('Unresolved tag'))
+        return 'unknown YAML tag; a policy uses plain YAML without !tags';
       return `invalid YAML: ${error.message.charAt(0).toLowerCase()}${error.message.slice(1)}`;
   }
 }

@@ -9,11 +9,9 @@ import { z } from 'zod';
 import { Secret } from '../audit/secret.ts';
 import { KeyrollError } from '../errors.ts';
 
-export const SecretRef = z
-  .string()
-  .regex(/^(env:[A-Za-z_][A-Za-z0-9_]*|file:\/.+)$/, {
-    message: 'must be a reference like env:NAME or file:/absolute/path, never a literal secret',
-  });
+export const SecretRef = z.string().regex(/^(env:[A-Za-z_][A-Za-z0-9_]*|file:\/.+)$/, {
+  message: 'must be a reference like env:NAME or file:/absolute/path, never a literal secret',
+});
 export type SecretRef = z.infer<typeof SecretRef>;
 
 export class RefError extends KeyrollError {
@@ -41,7 +39,11 @@ export async function resolveRef(ref: string, env: NodeJS.ProcessEnv = process.e
     try {
       text = await readFile(path, 'utf8');
     } catch (error) {
-      throw new RefError(ref, `cannot read ${path} (from ${ref}): ${(error as NodeJS.ErrnoException).code ?? 'error'}`, error);
+      throw new RefError(
+        ref,
+        `cannot read ${path} (from ${ref}): ${(error as NodeJS.ErrnoException).code ?? 'error'}`,
+        error,
+      );
     }
     const value = text.replace(/\r?\n$/, '');
     if (value === '') throw new RefError(ref, `${path} (from ${ref}) is empty`);

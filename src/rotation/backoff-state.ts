@@ -44,11 +44,15 @@ export interface FailureStreak {
  * (a success whose clearing write was lost, a rotation by a keyroll that predates streaks). A
  * record without streak fields (older keyrolls) is one failure, which alerted when it happened.
  */
-export function activeStreak(state: Pick<KeyState, 'lastFailure' | 'lastRotatedAt'>): FailureStreak | undefined {
+export function activeStreak(
+  state: Pick<KeyState, 'lastFailure' | 'lastRotatedAt'>,
+): FailureStreak | undefined {
   const last = state.lastFailure;
   if (last === undefined) return undefined;
-  if (state.lastRotatedAt !== undefined && !(Date.parse(last.at) > Date.parse(state.lastRotatedAt))) return undefined;
-  if (last.consecutive === undefined) return { consecutive: 1, firstAt: last.at, last, lastAlertedAt: last.at };
+  if (state.lastRotatedAt !== undefined && !(Date.parse(last.at) > Date.parse(state.lastRotatedAt)))
+    return undefined;
+  if (last.consecutive === undefined)
+    return { consecutive: 1, firstAt: last.at, last, lastAlertedAt: last.at };
   if (last.consecutive <= 0) return undefined;
   return {
     consecutive: last.consecutive,
@@ -74,19 +78,30 @@ export type AttemptGate =
  * Whether an automatic attempt (schedule, max age, drift) may run now. On-demand rotations never
  * ask: a person (or a leak scanner) asked for this key, now.
  */
-export function automaticAttemptGate(state: Pick<KeyState, 'lastFailure' | 'lastRotatedAt' | 'intent'>, now: Date): AttemptGate {
+export function automaticAttemptGate(
+  state: Pick<KeyState, 'lastFailure' | 'lastRotatedAt' | 'intent'>,
+  now: Date,
+): AttemptGate {
   // Invariant 6: a marker means a roll happened and the stored secret may be dead: repair now.
   if (state.intent !== undefined) return { kind: 'go' };
   const streak = activeStreak(state);
   if (streak === undefined) return { kind: 'go' };
   if (streak.quarantinedAt !== undefined) return { kind: 'quarantined', since: streak.quarantinedAt, streak };
-  if (streak.nextAttemptAt !== undefined && Date.parse(streak.nextAttemptAt) > now.getTime()) return { kind: 'backoff', until: streak.nextAttemptAt, streak };
+  if (streak.nextAttemptAt !== undefined && Date.parse(streak.nextAttemptAt) > now.getTime())
+    return { kind: 'backoff', until: streak.nextAttemptAt, streak };
   return { kind: 'go' };
 }
 
 /** The wait after failure `n` (1-based): initial·2^(n−1), capped, shortened by up to `jitter`. */
-export function backoffAfter(n: number, settings: FailureSettings, random: () => number = Math.random): number {
-  const base = Math.min(settings.backoffCapMs, settings.backoffInitialMs * 2 ** Math.max(0, Math.min(n - 1, 40)));
+export function backoffAfter(
+  n: number,
+  settings: FailureSettings,
+  random: () => number = Math.random,
+): number {
+  const base = Math.min(
+    settings.backoffCapMs,
+    settings.backoffInitialMs * 2 ** Math.max(0, Math.min(n - 1, 40)),
+  );
   return Math.round(base * (1 - settings.jitter * random()));
 }
 
@@ -122,7 +137,12 @@ export interface FailureFacts {
 }
 
 /** The record a failure leaves at the primary destination, and whether it alerts. */
-export function nextFailure(prior: FailureStreak | undefined, facts: FailureFacts, settings: FailureSettings, random: () => number = Math.random): FailureVerdict {
+export function nextFailure(
+  prior: FailureStreak | undefined,
+  facts: FailureFacts,
+  settings: FailureSettings,
+  random: () => number = Math.random,
+): FailureVerdict {
   const { rotationId, step, errorCode, at } = facts;
   const atMs = Date.parse(at);
   const consecutive = (prior?.consecutive ?? 0) + 1;
@@ -135,8 +155,10 @@ export function nextFailure(prior: FailureStreak | undefined, facts: FailureFact
     alert = 'every-time';
   } else {
     quarantinedAt = prior?.quarantinedAt ?? (consecutive >= settings.quarantineAfter ? at : undefined);
-    if (quarantinedAt === undefined) nextAttemptAt = new Date(atMs + backoffAfter(consecutive, settings, random)).toISOString();
-    const remindDue = prior?.lastAlertedAt === undefined || atMs - Date.parse(prior.lastAlertedAt) >= settings.remindEveryMs;
+    if (quarantinedAt === undefined)
+      nextAttemptAt = new Date(atMs + backoffAfter(consecutive, settings, random)).toISOString();
+    const remindDue =
+      prior?.lastAlertedAt === undefined || atMs - Date.parse(prior.lastAlertedAt) >= settings.remindEveryMs;
     if (prior?.quarantinedAt === undefined && quarantinedAt !== undefined) alert = 'quarantine';
     else if (prior === undefined) alert = 'first-failure';
     else if (facts.onDemand) alert = 'every-time';
@@ -154,26 +176,45 @@ export function nextFailure(prior: FailureStreak | undefined, facts: FailureFact
     ...(quarantinedAt === undefined ? {} : { quarantinedAt }),
     ...(lastAlertedAt === undefined ? {} : { lastAlertedAt }),
   };
-  const streak: FailureStreak = { consecutive, firstAt, last: record, ...(nextAttemptAt ? { nextAttemptAt } : {}), ...(quarantinedAt ? { quarantinedAt } : {}), ...(lastAlertedAt ? { lastAlertedAt } : {}) };
+  const streak: FailureStreak = {
+    consecutive,
+    firstAt,
+    last: record,
+    ...(nextAttemptAt ? { nextAttemptAt } : {}),
+    ...(quarantinedAt ? { quarantinedAt } : {}),
+    ...(lastAlertedAt ? { lastAlertedAt } : {}),
+  };
   return { record, alert, streak };
 }
 
 /** The record that ends a streak (a success, or `keyroll resume`): the last failure stays as history. */
 export function endedStreak(streak: FailureStreak): FailureRecord {
   const { rotationId, step, errorCode, at } = streak.last;
-  return { rotationId, step, errorCode, at, consecutive: 0, firstAt: streak.firstAt, ...(streak.lastAlertedAt ? { lastAlertedAt: streak.lastAlertedAt } : {}) };
+  return {
+    rotationId,
+    step,
+    errorCode,
+    at,
+    consecutive: 0,
+    firstAt: streak.firstAt,
+    ...(streak.lastAlertedAt ? { lastAlertedAt: streak.lastAlertedAt } : {}),
+  };
 }
 
 /** A reminder about a quarantined key (no attempts run) is due when the last alert is this old. */
 export function quarantineReminderDue(streak: FailureStreak, settings: FailureSettings, now: Date): boolean {
-  return streak.lastAlertedAt === undefined || now.getTime() - Date.parse(streak.lastAlertedAt) >= settings.remindEveryMs;
+  return (
+    streak.lastAlertedAt === undefined ||
+    now.getTime() - Date.parse(streak.lastAlertedAt) >= settings.remindEveryMs
+  );
 }
 
 /** One sentence for alerts and `status`: how long the key has failed and what happens next. */
 export function describeStreak(streak: FailureStreak): string {
   const since = `${streak.consecutive} consecutive failure${streak.consecutive === 1 ? '' : 's'} since ${streak.firstAt}`;
   if (streak.quarantinedAt !== undefined) return `${since}; quarantined since ${streak.quarantinedAt}`;
-  if (streak.nextAttemptAt !== undefined) return `${since}; next automatic attempt not before ${streak.nextAttemptAt}`;
+  if (streak.nextAttemptAt !== undefined)
+    return `${since}; next automatic attempt not before ${streak.nextAttemptAt}`;
   return since;
 }
 
@@ -192,7 +233,9 @@ export interface StreakView {
   intentMarked: boolean;
 }
 
-export function streakView(state: Pick<KeyState, 'lastFailure' | 'lastRotatedAt' | 'intent'>): StreakView | null {
+export function streakView(
+  state: Pick<KeyState, 'lastFailure' | 'lastRotatedAt' | 'intent'>,
+): StreakView | null {
   const streak = activeStreak(state);
   if (streak === undefined) return null;
   return {
@@ -211,7 +254,9 @@ export function streakView(state: Pick<KeyState, 'lastFailure' | 'lastRotatedAt'
 export function streakCell(view: StreakView | null, now: Date): string | undefined {
   if (view === null || view.intentMarked) return undefined;
   const failures = `${String(view.consecutive)} failure${view.consecutive === 1 ? '' : 's'} since ${view.firstAt}, last ${view.lastStep} ${view.lastErrorCode}`;
-  if (view.quarantinedAt !== null) return `QUARANTINED since ${view.quarantinedAt} (${failures}; keyroll resume)`;
-  if (view.nextAttemptAt !== null && Date.parse(view.nextAttemptAt) > now.getTime()) return `backoff until ${view.nextAttemptAt} (${failures})`;
+  if (view.quarantinedAt !== null)
+    return `QUARANTINED since ${view.quarantinedAt} (${failures}; keyroll resume)`;
+  if (view.nextAttemptAt !== null && Date.parse(view.nextAttemptAt) > now.getTime())
+    return `backoff until ${view.nextAttemptAt} (${failures})`;
   return undefined;
 }

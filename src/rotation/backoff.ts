@@ -6,7 +6,11 @@ export interface BackoffPolicy {
   maxMs: number;
 }
 
-export function backoffDelay(policy: BackoffPolicy, attempt: number, random: () => number = Math.random): number {
+export function backoffDelay(
+  policy: BackoffPolicy,
+  attempt: number,
+  random: () => number = Math.random,
+): number {
   const ceiling = Math.min(policy.maxMs, policy.initialMs * 2 ** Math.max(0, attempt - 1));
   // Half fixed, half jitter: never zero, never above the ceiling.
   return Math.round(ceiling / 2 + random() * (ceiling / 2));

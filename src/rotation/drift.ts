@@ -40,9 +40,16 @@ function healTarget(key: KeyPolicy, state: Pick<KeyState, 'lastKeyId'>): string 
 }
 
 /** Whether `run` should probe now: the key's last probe (or rotation) is older than `driftCheck`. */
-export function driftCheckDue(key: KeyPolicy, state: Pick<KeyState, 'lastProbe' | 'lastRotatedAt' | 'exists'>, now: Date): boolean {
+export function driftCheckDue(
+  key: KeyPolicy,
+  state: Pick<KeyState, 'lastProbe' | 'lastRotatedAt' | 'exists'>,
+  now: Date,
+): boolean {
   if (key.driftCheckMs === undefined || !state.exists) return false;
-  const last = Math.max(state.lastProbe ? Date.parse(state.lastProbe.at) : 0, state.lastRotatedAt ? Date.parse(state.lastRotatedAt) : 0);
+  const last = Math.max(
+    state.lastProbe ? Date.parse(state.lastProbe.at) : 0,
+    state.lastRotatedAt ? Date.parse(state.lastRotatedAt) : 0,
+  );
   return now.getTime() - last >= key.driftCheckMs;
 }
 
@@ -52,7 +59,12 @@ export function driftCheckDue(key: KeyPolicy, state: Pick<KeyState, 'lastProbe' 
  * that confirmed it is released, a dead standby alerted as an error; the caller heals either with
  * a rotation when `onDrift` is `rotate` (the active slot, or the standby at its turn).
  */
-export async function probeForDrift(key: KeyPolicy, destinations: readonly ResolvedDestination[], deps: RotationDeps, state: Pick<KeyState, 'lastKeyId'>): Promise<DriftReport> {
+export async function probeForDrift(
+  key: KeyPolicy,
+  destinations: readonly ResolvedDestination[],
+  deps: RotationDeps,
+  state: Pick<KeyState, 'lastKeyId'>,
+): Promise<DriftReport> {
   const primary = destinations[0];
   if (!primary) throw new Error(`key ${key.id} has no destination`);
   const probeId = deps.newRotationId();
@@ -74,21 +86,32 @@ export async function probeForDrift(key: KeyPolicy, destinations: readonly Resol
     const emit: Emit = (event, fields) => {
       audit.emit(event, fields);
     };
-    const confirmed = await underKeyLock({ key, destinations: [primary], owner: deps.owner, rotationId: probeId }, (held) =>
-      probeStored(key, primary, deps, state, emit, { record: 'always', ...(held[0] ? { releaseLock: held[0].lock } : {}) }),
+    const confirmed = await underKeyLock(
+      { key, destinations: [primary], owner: deps.owner, rotationId: probeId },
+      (held) =>
+        probeStored(key, primary, deps, state, emit, {
+          record: 'always',
+          ...(held[0] ? { releaseLock: held[0].lock } : {}),
+        }),
     );
     return 'busy' in confirmed ? { stored: 'busy' } : confirmed.done;
   });
   if (report.stored === 'dead') {
     const heal = key.onDrift === 'rotate';
-    audit.emit('key.drift.detected', { step: 'drift', onDrift: key.onDrift, ...(key.slots ? { slot: 'active' } : {}) });
+    audit.emit('key.drift.detected', {
+      step: 'drift',
+      onDrift: key.onDrift,
+      ...(key.slots ? { slot: 'active' } : {}),
+    });
     await sendAlert(deps, key, {
       severity: 'critical',
       summary: `the stored secret of key ${key.id} (${key.organizationId}) no longer works: the key was rolled outside keyroll (dashboard, another tool), and consumers reading it fail`,
       rotationId: probeId,
       step: 'drift',
       errorCode: 'KR_DRIFT_DETECTED',
-      nextAction: heal ? 'keyroll rotates the key now (onDrift: rotate) and stores a working secret' : `rotate it: keyroll rotate --key ${healTarget(key, state)} --reason manual --force (onDrift: alert)`,
+      nextAction: heal
+        ? 'keyroll rotates the key now (onDrift: rotate) and stores a working secret'
+        : `rotate it: keyroll rotate --key ${healTarget(key, state)} --reason manual --force (onDrift: alert)`,
     });
   } else if (report.standby?.verdict === 'dead') {
     await alertDeadStandby(key, report.standby, probeId, deps, audit);
@@ -126,17 +149,45 @@ async function probeStored(
     return { stored: 'probe-failed' };
   }
   const result = answer === 'valid' ? 'works' : 'dead';
-  emit('key.probe', { step: 'drift', verdict: result === 'works' ? 'stored-secret-works' : 'stored-secret-dead', ...(key.slots ? { slot: 'active' } : {}) });
-  const standby = key.slots ? await probeStandby({ organizationId: key.organizationId, slots: key.slots }, primary, state, stored, (secret, organizationId) => deps.api.probeSecret(secret, { organizationId })) : undefined;
-  if (standby !== undefined) emit('key.probe', { step: 'drift', slot: 'standby', standbyKeyId: standby.keyId, verdict: standbyVerdictText(standby), ...(standby.errorCode ? { errorCode: standby.errorCode } : {}) });
+  emit('key.probe', {
+    step: 'drift',
+    verdict: result === 'works' ? 'stored-secret-works' : 'stored-secret-dead',
+    ...(key.slots ? { slot: 'active' } : {}),
+  });
+  const standby = key.slots
+    ? await probeStandby(
+        { organizationId: key.organizationId, slots: key.slots },
+        primary,
+        state,
+        stored,
+        (secret, organizationId) => deps.api.probeSecret(secret, { organizationId }),
+      )
+    : undefined;
+  if (standby !== undefined)
+    emit('key.probe', {
+      step: 'drift',
+      slot: 'standby',
+      standbyKeyId: standby.keyId,
+      verdict: standbyVerdictText(standby),
+      ...(standby.errorCode ? { errorCode: standby.errorCode } : {}),
+    });
   const report: DriftReport = { stored: result, ...(standby ? { standby } : {}) };
   if (options.record === 'when-healthy' && foundDead(report)) return report;
   try {
     // The last write under a lock, if any: a backend that can gives the lock back with it (AWS).
-    await primary.backend.recordProbe(primary.target, { at: deps.now().toISOString(), result }, ...(options.releaseLock ? [{ releaseLock: options.releaseLock }] : []));
+    await primary.backend.recordProbe(
+      primary.target,
+      { at: deps.now().toISOString(), result },
+      ...(options.releaseLock ? [{ releaseLock: options.releaseLock }] : []),
+    );
   } catch (error) {
     // Only the probe interval depends on it: the next run probes again sooner.
-    emit('key.failed', { step: 'drift', errorCode: errorCode(error), error: errorMessage(error), nextAction: 'the next run probes again' });
+    emit('key.failed', {
+      step: 'drift',
+      errorCode: errorCode(error),
+      error: errorMessage(error),
+      nextAction: 'the next run probes again',
+    });
   }
   return report;
 }
@@ -152,9 +203,20 @@ function standbyVerdictText(standby: StandbyProbe): string {
  * whoever rolled it outside keyroll holds a live secret of the organization until it is rolled.
  * It is rolled as the standby, never by rolling the active slot, whose value consumers use.
  */
-async function alertDeadStandby(key: KeyPolicy, standby: StandbyProbe, probeId: string, deps: RotationDeps, audit: RotationDeps['audit']): Promise<void> {
+async function alertDeadStandby(
+  key: KeyPolicy,
+  standby: StandbyProbe,
+  probeId: string,
+  deps: RotationDeps,
+  audit: RotationDeps['audit'],
+): Promise<void> {
   const heal = key.onDrift === 'rotate';
-  audit.emit('key.drift.detected', { step: 'drift', onDrift: key.onDrift, slot: 'standby', standbyKeyId: standby.keyId });
+  audit.emit('key.drift.detected', {
+    step: 'drift',
+    onDrift: key.onDrift,
+    slot: 'standby',
+    standbyKeyId: standby.keyId,
+  });
   await sendAlert(deps, key, {
     severity: 'error',
     summary: `the standby slot ${standby.keyId} of key ${key.id} (${key.organizationId}) no longer works: it was rolled outside keyroll (dashboard, another tool); consumers read the active slot, which still works, and one that has not refreshed since the last rotation fails until it does`,

@@ -29,16 +29,26 @@ export interface EmergencyEstimate {
  * when the backend shares them among `shards`). The region of a backend without one is `env`'s
  * AWS_REGION, as the SDK would find it.
  */
-export function estimateEmergency(policy: Policy, keys: readonly KeyPolicy[], options: { shards?: number; env?: NodeJS.ProcessEnv } = {}): EmergencyEstimate {
+export function estimateEmergency(
+  policy: Policy,
+  keys: readonly KeyPolicy[],
+  options: { shards?: number; env?: NodeJS.ProcessEnv } = {},
+): EmergencyEstimate {
   const apiRate = policy.api.rateLimitPerMinute / 60;
   const bounds = new Map<string, EmergencyBound>();
-  bounds.set('api', { budget: 'api', calls: keys.length, ratePerSecond: apiRate, seconds: keys.length / apiRate });
+  bounds.set('api', {
+    budget: 'api',
+    calls: keys.length,
+    ratePerSecond: apiRate,
+    seconds: keys.length / apiRate,
+  });
   const spend = (backendName: string, role: keyof typeof CALLS_PER_ROTATION): void => {
     const backend = policy.backends[backendName];
     if (backend?.kind !== 'aws') return;
     const quotas = backend.quotas ?? AwsQuotas.parse({});
     const share = quotas.shareAmongShards ? Math.max(1, options.shards ?? 1) : 1;
-    const region = backend.region ?? options.env?.AWS_REGION ?? options.env?.AWS_DEFAULT_REGION ?? 'default-region';
+    const region =
+      backend.region ?? options.env?.AWS_REGION ?? options.env?.AWS_DEFAULT_REGION ?? 'default-region';
     const rates = ratesOf(quotas);
     for (const group of ['write', 'tag'] as const) {
       const budget = `aws ${backend.endpoint ?? 'aws'} ${region} ${group}`;
@@ -78,7 +88,13 @@ export function describeEmergency(estimate: EmergencyEstimate): string {
     boundBy.budget === 'api'
       ? `the API rate keyroll paces itself at (api.rateLimitPerMinute: ${String(Math.round(boundBy.ratePerSecond * 60))}/min)`
       : `the AWS ${boundBy.budget.split(' ')[3] ?? ''} quota of ${boundBy.budget.split(' ').slice(1, 3).join(' ')} (${String(boundBy.calls)} calls at ${String(Math.round(boundBy.ratePerSecond * 100) / 100)}/s)`;
-  const apiNote = boundBy.budget !== 'api' && api !== undefined ? `; the API alone would allow it in ${formatSeconds(api.seconds)}` : '';
-  const advice = boundBy.budget === 'api' ? '' : ': faster only with fewer keys per account and region (spread destinations over regions or accounts), not with more --concurrency or shards';
+  const apiNote =
+    boundBy.budget !== 'api' && api !== undefined
+      ? `; the API alone would allow it in ${formatSeconds(api.seconds)}`
+      : '';
+  const advice =
+    boundBy.budget === 'api'
+      ? ''
+      : ': faster only with fewer keys per account and region (spread destinations over regions or accounts), not with more --concurrency or shards';
   return `an emergency over these ${String(estimate.keys)} keys (rotate --reason leak) takes at least ${formatSeconds(estimate.seconds)}, bound by ${what}${apiNote}${advice}`;
 }

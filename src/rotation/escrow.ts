@@ -21,7 +21,11 @@ export class EscrowError extends KeyrollError {
   readonly directory: string;
   readonly keyId: string;
 
-  constructor(code: EscrowErrorCode, message: string, context: { directory: string; keyId: string; cause?: unknown }) {
+  constructor(
+    code: EscrowErrorCode,
+    message: string,
+    context: { directory: string; keyId: string; cause?: unknown },
+  ) {
     super(code, message, { cause: context.cause });
     this.directory = context.directory;
     this.keyId = context.keyId;
@@ -63,7 +67,11 @@ export function escrowFileName(keyId: string, rotationId: string): string {
   return `${safe(keyId)}-${safe(rotationId)}.age`;
 }
 
-async function encryptToRecipients(content: EscrowContent, recipients: readonly string[], context: { directory: string; keyId: string }): Promise<Uint8Array> {
+async function encryptToRecipients(
+  content: EscrowContent,
+  recipients: readonly string[],
+  context: { directory: string; keyId: string },
+): Promise<Uint8Array> {
   if (recipients.length === 0) {
     throw new EscrowError('KR_ESCROW_RECIPIENT_INVALID', 'escrow needs at least one age recipient', context);
   }
@@ -73,7 +81,11 @@ async function encryptToRecipients(content: EscrowContent, recipients: readonly 
       encrypter.addRecipient(recipient);
     } catch (error) {
       // The recipient is a public key, safe to name; it tells the operator which entry to fix.
-      throw new EscrowError('KR_ESCROW_RECIPIENT_INVALID', `escrow recipient ${recipient} is not an age public key`, { ...context, cause: error });
+      throw new EscrowError(
+        'KR_ESCROW_RECIPIENT_INVALID',
+        `escrow recipient ${recipient} is not an age public key`,
+        { ...context, cause: error },
+      );
     }
   }
   const plaintext = new TextEncoder().encode(JSON.stringify(content));
@@ -134,7 +146,10 @@ export async function sealToEscrow(input: EscrowInput): Promise<EscrowResult> {
     await writeFileAtomically(directory, path, sealed);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code ?? 'error';
-    throw new EscrowError('KR_ESCROW_WRITE_FAILED', `cannot write the escrow file in ${directory}: ${code}`, { ...context, cause: error });
+    throw new EscrowError('KR_ESCROW_WRITE_FAILED', `cannot write the escrow file in ${directory}: ${code}`, {
+      ...context,
+      cause: error,
+    });
   }
   return { path, fingerprint: record.secret.fingerprint() };
 }

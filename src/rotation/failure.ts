@@ -31,7 +31,11 @@ export interface FailureContext {
 export function failureMeaning(context: FailureContext): FailureMeaning {
   const { step, rolled, stored, mayHaveRolled, verdicts } = context;
   if (context.standby === true && (mayHaveRolled || (rolled && !stored))) {
-    return { severity: 'error', nextAction: 'only the standby slot was rolled; the active slot consumers use still works; the intent marker stays and the next run repairs and rolls the standby again' };
+    return {
+      severity: 'error',
+      nextAction:
+        'only the standby slot was rolled; the active slot consumers use still works; the intent marker stays and the next run repairs and rolls the standby again',
+    };
   }
   if (!rolled && mayHaveRolled) {
     const dead = verdicts.includes('rolled-and-lost');
@@ -44,17 +48,36 @@ export function failureMeaning(context: FailureContext): FailureMeaning {
   }
   if (!rolled) {
     const untouched = 'nothing was rolled; the current secret still works';
-    if (step === 'preflight') return { severity: 'error', nextAction: `${untouched}; fix the destination or credential, then the next run retries` };
+    if (step === 'preflight')
+      return {
+        severity: 'error',
+        nextAction: `${untouched}; fix the destination or credential, then the next run retries`,
+      };
     return { severity: 'error', nextAction: `${untouched}; the next run retries` };
   }
   if (!stored) {
-    return { severity: 'critical', nextAction: 'the key is unusable: the old secret is dead and the new one was not stored; the next run re-rolls it' };
+    return {
+      severity: 'critical',
+      nextAction:
+        'the key is unusable: the old secret is dead and the new one was not stored; the next run re-rolls it',
+    };
   }
   if (step === 'verify' && context.apiRejected) {
-    return { severity: 'critical', nextAction: 'the API refuses the newly stored secret and the old one is dead; the intent marker stays and the next run probes and re-rolls' };
+    return {
+      severity: 'critical',
+      nextAction:
+        'the API refuses the newly stored secret and the old one is dead; the intent marker stays and the next run probes and re-rolls',
+    };
   }
   if (step === 'verify') {
-    return { severity: 'error', nextAction: 'the new secret is stored; check the destination and the API (see the error code); the next scheduled rotation re-checks' };
+    return {
+      severity: 'error',
+      nextAction:
+        'the new secret is stored; check the destination and the API (see the error code); the next scheduled rotation re-checks',
+    };
   }
-  return { severity: 'error', nextAction: 'the new secret is stored; bookkeeping failed and the next run repairs it' };
+  return {
+    severity: 'error',
+    nextAction: 'the new secret is stored; bookkeeping failed and the next run repairs it',
+  };
 }

@@ -5,7 +5,11 @@ import type { Alert } from '../alerts/types.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
 import type { RotationDeps } from './types.ts';
 
-export async function sendAlert(deps: RotationDeps, key: KeyPolicy, alert: Omit<Alert, 'keyId' | 'organizationId'>): Promise<void> {
+export async function sendAlert(
+  deps: RotationDeps,
+  key: KeyPolicy,
+  alert: Omit<Alert, 'keyId' | 'organizationId'>,
+): Promise<void> {
   const sinks = key.notify.onFailure.length > 0 ? key.notify.onFailure : undefined;
   await deps.alerter.send({ ...alert, keyId: key.id, organizationId: key.organizationId }, sinks);
 }

@@ -58,7 +58,12 @@ export async function takeKeyLock(request: KeyLockRequest): Promise<KeyLockTake>
     }
     if (!locked.acquired) {
       await releaseKeyLock(held);
-      return { busy: locked.holder, at: destination, heldBefore: held.length, ...(locked.doubts === undefined ? {} : { doubts: locked.doubts }) };
+      return {
+        busy: locked.holder,
+        at: destination,
+        heldBefore: held.length,
+        ...(locked.doubts === undefined ? {} : { doubts: locked.doubts }),
+      };
     }
     held.push({ destination, lock: locked.lock });
   }
@@ -69,7 +74,10 @@ export async function takeKeyLock(request: KeyLockRequest): Promise<KeyLockTake>
  * Gives back `locks`, the last taken first. Best effort: a release that fails is handed to
  * `onError` (when given) and the rest still go. True when every lock was released.
  */
-export async function releaseKeyLock(locks: readonly KeptLock[], onError?: (destination: ResolvedDestination, error: unknown) => void): Promise<boolean> {
+export async function releaseKeyLock(
+  locks: readonly KeptLock[],
+  onError?: (destination: ResolvedDestination, error: unknown) => void,
+): Promise<boolean> {
   let released = true;
   for (const { destination, lock } of [...locks].reverse()) {
     try {
@@ -86,7 +94,10 @@ export async function releaseKeyLock(locks: readonly KeptLock[], onError?: (dest
  * The end of long work: stops keeping the locks alive and gives them back as last refreshed.
  * Undefined when the keeper found them lost (nothing of ours to give back); else releaseKeyLock's answer.
  */
-export async function releaseKeptKeyLock(keeper: LockKeeper, onError?: (destination: ResolvedDestination, error: unknown) => void): Promise<boolean | undefined> {
+export async function releaseKeptKeyLock(
+  keeper: LockKeeper,
+  onError?: (destination: ResolvedDestination, error: unknown) => void,
+): Promise<boolean | undefined> {
   keeper.stop();
   if (keeper.lost) return undefined;
   return releaseKeyLock(keeper.locks, onError);
@@ -97,7 +108,10 @@ export async function releaseKeptKeyLock(keeper: LockKeeper, onError?: (destinat
  * `busy` with the holder when another runner has one of them. No keeper: the work must end well
  * within the lock's TTL (a probe, a bookkeeping change).
  */
-export async function underKeyLock<T>(request: KeyLockRequest, body: (held: readonly KeptLock[]) => Promise<T>): Promise<{ busy: LockInfo } | { done: T }> {
+export async function underKeyLock<T>(
+  request: KeyLockRequest,
+  body: (held: readonly KeptLock[]) => Promise<T>,
+): Promise<{ busy: LockInfo } | { done: T }> {
   const taken = await takeKeyLock(request);
   if ('busy' in taken) return { busy: taken.busy };
   try {

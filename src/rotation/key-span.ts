@@ -5,19 +5,32 @@ import type { KeyPolicy } from '../policy/schema.ts';
 import { inSpan } from '../tracing/spans.ts';
 import type { KeyOutcome, RunTrigger } from './types.ts';
 
-export function inKeySpan(runId: string, trigger: RunTrigger, task: (key: KeyPolicy) => Promise<KeyOutcome>): (key: KeyPolicy) => Promise<KeyOutcome> {
+export function inKeySpan(
+  runId: string,
+  trigger: RunTrigger,
+  task: (key: KeyPolicy) => Promise<KeyOutcome>,
+): (key: KeyPolicy) => Promise<KeyOutcome> {
   return (key) =>
-    inSpan('rotate key', { 'keyroll.key.id': key.id, 'keyroll.organization.id': key.organizationId, 'keyroll.run.id': runId, 'keyroll.reason': trigger.reason }, async (span) => {
-      const outcome = await task(key);
-      span.setAttributes({
-        'keyroll.result': outcome.result,
-        'keyroll.rotation.id': outcome.rotationId,
-        'keyroll.rolls': outcome.rolls,
-        'keyroll.rolled_key.id': outcome.rolledKeyId,
-        'keyroll.step': outcome.step,
-        'keyroll.degraded': outcome.degraded,
-      });
-      if (outcome.result === 'failed') span.fail(outcome.errorCode ?? 'KR_KEY_FAILED');
-      return outcome;
-    });
+    inSpan(
+      'rotate key',
+      {
+        'keyroll.key.id': key.id,
+        'keyroll.organization.id': key.organizationId,
+        'keyroll.run.id': runId,
+        'keyroll.reason': trigger.reason,
+      },
+      async (span) => {
+        const outcome = await task(key);
+        span.setAttributes({
+          'keyroll.result': outcome.result,
+          'keyroll.rotation.id': outcome.rotationId,
+          'keyroll.rolls': outcome.rolls,
+          'keyroll.rolled_key.id': outcome.rolledKeyId,
+          'keyroll.step': outcome.step,
+          'keyroll.degraded': outcome.degraded,
+        });
+        if (outcome.result === 'failed') span.fail(outcome.errorCode ?? 'KR_KEY_FAILED');
+        return outcome;
+      },
+    );
 }

@@ -53,7 +53,7 @@ export class LockKeeper {
     this.#options = options;
     this.#locks = options.locks.map((kept) => ({ ...kept }));
     const [primary] = this.#locks;
-    if (primary === undefined) throw new Error('a lock keeper needs the primary destination\'s lock');
+    if (primary === undefined) throw new Error("a lock keeper needs the primary destination's lock");
     this.#primary = primary;
     this.#validUntilMs = options.takenAtMs + options.key.lockTtlMs;
   }
@@ -115,7 +115,12 @@ export class LockKeeper {
       await this.refresh();
       this.#assertHeld(step);
       if (this.remainingMs() < neededMs) {
-        throw new RotationStepError(step, this.#options.key.id, 'KR_LOCK_LOST', `the key lock cannot be made to last the roll and the write (${String(neededMs)} ms needed); lockTtl is too short`);
+        throw new RotationStepError(
+          step,
+          this.#options.key.id,
+          'KR_LOCK_LOST',
+          `the key lock cannot be made to last the roll and the write (${String(neededMs)} ms needed); lockTtl is too short`,
+        );
       }
     }
     this.#holds++;
@@ -150,7 +155,11 @@ export class LockKeeper {
     // The lease is extended only once every lock is: a lock left unrefreshed runs out on its own.
     for (const kept of this.#locks) {
       try {
-        const refreshed = await kept.destination.backend.refreshLock(kept.destination.target, kept.lock, key.lockTtlMs);
+        const refreshed = await kept.destination.backend.refreshLock(
+          kept.destination.target,
+          kept.lock,
+          key.lockTtlMs,
+        );
         if (refreshed === undefined) {
           this.#markLost();
           return;
@@ -166,10 +175,20 @@ export class LockKeeper {
 
   #assertHeld(step: RotationStep): void {
     if (this.#lost) {
-      throw new RotationStepError(step, this.#options.key.id, 'KR_LOCK_LOST', 'another runner took over the key lock; this runner stopped and wrote nothing more');
+      throw new RotationStepError(
+        step,
+        this.#options.key.id,
+        'KR_LOCK_LOST',
+        'another runner took over the key lock; this runner stopped and wrote nothing more',
+      );
     }
     if (this.remainingMs() <= 0) {
-      throw new RotationStepError(step, this.#options.key.id, 'KR_LOCK_LOST', 'the key lock could not be refreshed before it expired; this runner stopped and wrote nothing more');
+      throw new RotationStepError(
+        step,
+        this.#options.key.id,
+        'KR_LOCK_LOST',
+        'the key lock could not be refreshed before it expired; this runner stopped and wrote nothing more',
+      );
     }
   }
 

@@ -8,16 +8,36 @@ import type { KeyPolicy } from '../policy/schema.ts';
 import { RotationStepError } from './errors.ts';
 import type { ResolvedDestination } from './types.ts';
 
-export async function preflightDestinations(key: KeyPolicy, destinations: readonly ResolvedDestination[], fallbacks: readonly ResolvedDestination[], audit: AuditLog): Promise<void> {
+export async function preflightDestinations(
+  key: KeyPolicy,
+  destinations: readonly ResolvedDestination[],
+  fallbacks: readonly ResolvedDestination[],
+  audit: AuditLog,
+): Promise<void> {
   const checks: { backend: string; path: string; exists: boolean }[] = [];
   for (const [index, destination] of destinations.entries()) {
     try {
       // Every destination's lock comes next, and the primary's intent marker, before any roll.
-      const result = await destination.backend.preflight(destination.target, { lockFollows: true, intentFollows: index === 0, nativeRotation: key.scheduler === 'aws-native' });
+      const result = await destination.backend.preflight(destination.target, {
+        lockFollows: true,
+        intentFollows: index === 0,
+        nativeRotation: key.scheduler === 'aws-native',
+      });
       checks.push({ backend: destination.backendName, path: destination.target.path, exists: result.exists });
     } catch (error) {
-      audit.emit('key.preflight.failed', { step: 'preflight', backend: destination.backendName, path: destination.target.path, errorCode: errorCode(error) });
-      throw new RotationStepError('preflight', key.id, catalogueCode(error), `destination ${destination.backendName}:${destination.target.path} failed preflight: ${errorMessage(error)}`, error);
+      audit.emit('key.preflight.failed', {
+        step: 'preflight',
+        backend: destination.backendName,
+        path: destination.target.path,
+        errorCode: errorCode(error),
+      });
+      throw new RotationStepError(
+        'preflight',
+        key.id,
+        catalogueCode(error),
+        `destination ${destination.backendName}:${destination.target.path} failed preflight: ${errorMessage(error)}`,
+        error,
+      );
     }
   }
   // Fallbacks are the safety net, not the target: a broken one is reported, not fatal.
@@ -26,7 +46,11 @@ export async function preflightDestinations(key: KeyPolicy, destinations: readon
     try {
       await fallback.backend.preflight(fallback.target);
     } catch (error) {
-      fallbackIssues.push({ backend: fallback.backendName, path: fallback.target.path, errorCode: errorCode(error) });
+      fallbackIssues.push({
+        backend: fallback.backendName,
+        path: fallback.target.path,
+        errorCode: errorCode(error),
+      });
     }
   }
   audit.emit('key.preflight.passed', { step: 'preflight', destinations: checks, fallbackIssues });
@@ -38,7 +62,10 @@ export async function preflightDestinations(key: KeyPolicy, destinations: readon
  */
 const MAX_FRESHNESS_MS = 5 * 60_000;
 
-export async function ensureFreshCredentials(key: KeyPolicy, places: readonly ResolvedDestination[]): Promise<void> {
+export async function ensureFreshCredentials(
+  key: KeyPolicy,
+  places: readonly ResolvedDestination[],
+): Promise<void> {
   const seen = new Set<Backend>();
   for (const place of places) {
     if (seen.has(place.backend)) continue;
@@ -46,7 +73,13 @@ export async function ensureFreshCredentials(key: KeyPolicy, places: readonly Re
     try {
       await place.backend.ensureFresh?.(Math.min(key.lockTtlMs, MAX_FRESHNESS_MS));
     } catch (error) {
-      throw new RotationStepError('preflight', key.id, catalogueCode(error), `credentials of backend ${place.backendName} cannot be made to last the rotation: ${errorMessage(error)}`, error);
+      throw new RotationStepError(
+        'preflight',
+        key.id,
+        catalogueCode(error),
+        `credentials of backend ${place.backendName} cannot be made to last the rotation: ${errorMessage(error)}`,
+        error,
+      );
     }
   }
 }

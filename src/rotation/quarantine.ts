@@ -7,7 +7,15 @@ import type { AuditLog } from '../audit/events.ts';
 import type { KeyState, LockInfo } from '../backends/types.ts';
 import { errorCode } from '../errors.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
-import { activeStreak, automaticAttemptGate, describeStreak, endedStreak, failureSettingsOf, quarantineReminderDue, type FailureStreak } from './backoff-state.ts';
+import {
+  activeStreak,
+  automaticAttemptGate,
+  describeStreak,
+  endedStreak,
+  failureSettingsOf,
+  quarantineReminderDue,
+  type FailureStreak,
+} from './backoff-state.ts';
 import { sendAlert } from './key-alert.ts';
 import { underKeyLock } from './key-lock.ts';
 import { readTrustedState } from './trusted-state.ts';
@@ -19,8 +27,16 @@ type LockDeps = Pick<RotationDeps, 'owner' | 'now' | 'newRotationId'>;
  * Runs `body` on the key's trusted state under the primary's lock (key-lock.ts: the streak is
  * bookkeeping of the primary alone); `busy` with the holder when another runner has it.
  */
-async function underPrimaryLock<T>(key: KeyPolicy, primary: ResolvedDestination, deps: LockDeps, body: (state: KeyState) => Promise<T>): Promise<{ busy: LockInfo } | { done: T }> {
-  return underKeyLock({ key, destinations: [primary], owner: deps.owner, rotationId: deps.newRotationId() }, async () => body(await readTrustedState(primary, key, deps.now())));
+async function underPrimaryLock<T>(
+  key: KeyPolicy,
+  primary: ResolvedDestination,
+  deps: LockDeps,
+  body: (state: KeyState) => Promise<T>,
+): Promise<{ busy: LockInfo } | { done: T }> {
+  return underKeyLock(
+    { key, destinations: [primary], owner: deps.owner, rotationId: deps.newRotationId() },
+    async () => body(await readTrustedState(primary, key, deps.now())),
+  );
 }
 
 /**
@@ -32,20 +48,36 @@ async function underPrimaryLock<T>(key: KeyPolicy, primary: ResolvedDestination,
  * time writes a version of an AWS secret each time: backends/aws/lock-target.ts); when one is, the
  * streak is read again under the lock before the reminder is written.
  */
-export async function remindQuarantined(key: KeyPolicy, primary: ResolvedDestination, deps: RotationDeps, audit: AuditLog, read?: FailureStreak): Promise<boolean> {
+export async function remindQuarantined(
+  key: KeyPolicy,
+  primary: ResolvedDestination,
+  deps: RotationDeps,
+  audit: AuditLog,
+  read?: FailureStreak,
+): Promise<boolean> {
   if (read !== undefined && !quarantineReminderDue(read, failureSettingsOf(key), deps.now())) return false;
   let streak: FailureStreak | undefined;
   try {
     const result = await underPrimaryLock(key, primary, deps, async (state) => {
       const gate = automaticAttemptGate(state, deps.now());
-      if (gate.kind !== 'quarantined' || !quarantineReminderDue(gate.streak, failureSettingsOf(key), deps.now())) return undefined;
+      if (
+        gate.kind !== 'quarantined' ||
+        !quarantineReminderDue(gate.streak, failureSettingsOf(key), deps.now())
+      )
+        return undefined;
       const lastAlertedAt = deps.now().toISOString();
       await primary.backend.recordFailure(primary.target, { ...gate.streak.last, lastAlertedAt });
       return { ...gate.streak, lastAlertedAt };
     });
     if ('done' in result) streak = result.done;
   } catch (error) {
-    audit.emit('key.failed', { keyId: key.id, organizationId: key.organizationId, step: 'quarantine', errorCode: errorCode(error), nextAction: 'the key stays quarantined; the next run tries the reminder again' });
+    audit.emit('key.failed', {
+      keyId: key.id,
+      organizationId: key.organizationId,
+      step: 'quarantine',
+      errorCode: errorCode(error),
+      nextAction: 'the key stays quarantined; the next run tries the reminder again',
+    });
     return false;
   }
   if (streak === undefined) return false;
@@ -56,21 +88,30 @@ export async function remindQuarantined(key: KeyPolicy, primary: ResolvedDestina
     step: 'quarantine',
     errorCode: 'KR_KEY_QUARANTINED',
     nextAction: `no automatic attempts until a person acts: fix the cause, then \`keyroll resume --key ${key.id} --actor <name>\` (or \`keyroll rotate --key ${key.id}\`)`,
-    details: { lastErrorCode: streak.last.errorCode, consecutive: streak.consecutive, firstAt: streak.firstAt, quarantinedAt: streak.quarantinedAt },
+    details: {
+      lastErrorCode: streak.last.errorCode,
+      consecutive: streak.consecutive,
+      firstAt: streak.firstAt,
+      quarantinedAt: streak.quarantinedAt,
+    },
   });
   return true;
 }
 
 export type ResumeResult =
-  | { kind: 'resumed'; streak: FailureStreak }
-  | { kind: 'no-streak' }
-  | { kind: 'busy'; holder: LockInfo };
+  { kind: 'resumed'; streak: FailureStreak } | { kind: 'no-streak' } | { kind: 'busy'; holder: LockInfo };
 
 /**
  * `keyroll resume`: ends the key's failure streak (quarantine or backoff) under its lock, so the
  * next run attempts it at once. Audited with the actor; the last failure stays as history.
  */
-export async function resumeKey(key: KeyPolicy, primary: ResolvedDestination, deps: LockDeps, audit: AuditLog, actor: string): Promise<ResumeResult> {
+export async function resumeKey(
+  key: KeyPolicy,
+  primary: ResolvedDestination,
+  deps: LockDeps,
+  audit: AuditLog,
+  actor: string,
+): Promise<ResumeResult> {
   const result = await underPrimaryLock(key, primary, deps, async (state): Promise<ResumeResult> => {
     const streak = activeStreak(state);
     if (streak === undefined) return { kind: 'no-streak' };

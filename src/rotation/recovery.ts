@@ -18,7 +18,13 @@ export type RecoveryVerdict =
    * given the working secret; `completed` is set when the died run had stored its own secret
    * (its rotation is recorded now, so the key is not rotated twice).
    */
-  | { kind: 'stored-secret-works'; repaired: string[]; failed: string[]; completed?: { rotationId: string; rotatedAt: string }; kept?: MarkerKept }
+  | {
+      kind: 'stored-secret-works';
+      repaired: string[];
+      failed: string[];
+      completed?: { rotationId: string; rotatedAt: string };
+      kept?: MarkerKept;
+    }
   /** The stored secret is dead or missing: the key must be re-rolled now. */
   | { kind: 'reroll'; why: 'stored-secret-dead' | 'no-stored-secret' | 'probe-failed'; errorCode?: string };
 
@@ -29,20 +35,38 @@ export type MarkerKept = 'lock-taken-over' | 'held-until';
  * Whether the runner that left `intent` may still act on it: this run took its lock over (it
  * may be paused or have a roll in flight), or the marker says to hold it until a later time.
  */
-export function markerMayStillBeActedOn(intent: Intent, tookOver: boolean, now: Date): MarkerKept | undefined {
+export function markerMayStillBeActedOn(
+  intent: Intent,
+  tookOver: boolean,
+  now: Date,
+): MarkerKept | undefined {
   if (intent.holdUntil !== undefined && Date.parse(intent.holdUntil) > now.getTime()) return 'held-until';
   if (tookOver) return 'lock-taken-over';
   return undefined;
 }
 
-async function probeStandby(key: KeyPolicy, primary: ResolvedDestination, deps: RotationDeps, audit: AuditLog): Promise<void> {
+async function probeStandby(
+  key: KeyPolicy,
+  primary: ResolvedDestination,
+  deps: RotationDeps,
+  audit: AuditLog,
+): Promise<void> {
   try {
     const previous = await primary.backend.readPrevious?.(primary.target);
     if (!previous) return;
     const verdict = await deps.api.probeSecret(previous.secret, { organizationId: key.organizationId });
-    audit.emit('key.probe', { step: 'recovery', slot: 'standby', verdict: verdict === 'valid' ? 'stored-secret-works' : 'stored-secret-dead' });
+    audit.emit('key.probe', {
+      step: 'recovery',
+      slot: 'standby',
+      verdict: verdict === 'valid' ? 'stored-secret-works' : 'stored-secret-dead',
+    });
   } catch (error) {
-    audit.emit('key.probe', { step: 'recovery', slot: 'standby', verdict: 'probe-failed', errorCode: errorCode(error) });
+    audit.emit('key.probe', {
+      step: 'recovery',
+      slot: 'standby',
+      verdict: 'probe-failed',
+      errorCode: errorCode(error),
+    });
   }
 }
 
@@ -60,7 +84,12 @@ export async function recoverLeftoverIntent(
 ): Promise<RecoveryVerdict> {
   const [primary, ...others] = destinations;
   if (!primary) throw new Error('a key has at least one destination');
-  audit.emit('key.recovery.started', { step: 'recovery', leftRotationId: intent.rotationId, leftBy: intent.owner, leftAt: intent.startedAt });
+  audit.emit('key.recovery.started', {
+    step: 'recovery',
+    leftRotationId: intent.rotationId,
+    leftBy: intent.owner,
+    leftAt: intent.startedAt,
+  });
 
   let stored;
   try {
@@ -78,7 +107,11 @@ export async function recoverLeftoverIntent(
     // roll step will meet the same error and report it properly.
     return { kind: 'reroll', why: 'probe-failed', errorCode: errorCode(error) };
   }
-  audit.emit('key.probe', { step: 'recovery', verdict: verdict === 'valid' ? 'stored-secret-works' : 'stored-secret-dead', ...(key.slots ? { slot: 'active' } : {}) });
+  audit.emit('key.probe', {
+    step: 'recovery',
+    verdict: verdict === 'valid' ? 'stored-secret-works' : 'stored-secret-dead',
+    ...(key.slots ? { slot: 'active' } : {}),
+  });
   // A two-slot entry: the standby's value (where the backend keeps it) is probed too, so the
   // audit says whether consumers that have not refreshed yet still hold a working secret.
   if (key.slots) await probeStandby(key, primary, deps, audit);
@@ -91,11 +124,19 @@ export async function recoverLeftoverIntent(
     try {
       const copy = await destination.backend.readSecret(destination.target);
       if (copy?.secret.digest() === stored.secret.digest()) continue;
-      const record = { secret: stored.secret, keyId: key.id, organizationId: key.organizationId, rotationId: stored.rotationId ?? intent.rotationId, rotatedAt: deps.now().toISOString() };
+      const record = {
+        secret: stored.secret,
+        keyId: key.id,
+        organizationId: key.organizationId,
+        rotationId: stored.rotationId ?? intent.rotationId,
+        rotatedAt: deps.now().toISOString(),
+      };
       // Under the destination's own lock, like the store step's writes: a runner that lost it
       // meanwhile copies nothing over what the new holder stored (invariant 9).
       const fence = options.fenceFor?.(destination);
-      await (fence === undefined ? destination.backend.writeSecret(destination.target, record) : destination.backend.writeSecret(destination.target, record, fence));
+      await (fence === undefined
+        ? destination.backend.writeSecret(destination.target, record)
+        : destination.backend.writeSecret(destination.target, record, fence));
       repaired.push(`${destination.backendName}:${destination.target.path}`);
     } catch (error) {
       failed.push(`${destination.backendName}:${destination.target.path} (${errorCode(error)})`);
@@ -103,7 +144,12 @@ export async function recoverLeftoverIntent(
   }
   const kept = markerMayStillBeActedOn(intent, options.tookOver, deps.now());
   if (kept !== undefined) {
-    audit.emit('key.intent.kept', { step: 'recovery', keptRotationId: intent.rotationId, why: kept, holdUntil: intent.holdUntil });
+    audit.emit('key.intent.kept', {
+      step: 'recovery',
+      keptRotationId: intent.rotationId,
+      why: kept,
+      holdUntil: intent.holdUntil,
+    });
     return { kind: 'stored-secret-works', repaired, failed, kept };
   }
   // The died run stored its own secret before dying: record its rotation, so the key is not
@@ -113,10 +159,15 @@ export async function recoverLeftoverIntent(
   let completed: { rotationId: string; rotatedAt: string } | undefined;
   if (stored.rotationId === intent.rotationId) {
     completed = { rotationId: intent.rotationId, rotatedAt: intent.startedAt };
-    await primary.backend.recordRotation(primary.target, { ...completed, version: stored.version ?? 'unknown', keyId: intent.keyId }, { clearIntent });
+    await primary.backend.recordRotation(
+      primary.target,
+      { ...completed, version: stored.version ?? 'unknown', keyId: intent.keyId },
+      { clearIntent },
+    );
   } else if (clearIntent) {
     await primary.backend.clearIntent(primary.target, intent.rotationId);
   }
-  if (clearIntent) audit.emit('key.intent.cleared', { step: 'recovery', clearedRotationId: intent.rotationId });
+  if (clearIntent)
+    audit.emit('key.intent.cleared', { step: 'recovery', clearedRotationId: intent.rotationId });
   return { kind: 'stored-secret-works', repaired, failed, ...(completed ? { completed } : {}) };
 }

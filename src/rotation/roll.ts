@@ -35,7 +35,11 @@ const FAIL_HINTS: Record<number, string> = {
 };
 
 /** Probes whether the secret stored at the primary destination still works. */
-async function probeStoredSecret(key: KeyPolicy, primary: ResolvedDestination, deps: RotationDeps): Promise<ProbeVerdict> {
+async function probeStoredSecret(
+  key: KeyPolicy,
+  primary: ResolvedDestination,
+  deps: RotationDeps,
+): Promise<ProbeVerdict> {
   try {
     const stored = await primary.backend.readSecret(primary.target);
     if (!stored) return 'no-stored-secret';
@@ -64,7 +68,8 @@ async function waitOrAbort(deps: RotationDeps, ms: number, signal: AbortSignal |
   try {
     await deps.sleep(ms, signal);
   } catch (error) {
-    if (signal?.aborted) throw new RunAbortedError('shutdown', 'shutdown requested while waiting to roll again', error);
+    if (signal?.aborted)
+      throw new RunAbortedError('shutdown', 'shutdown requested while waiting to roll again', error);
     throw error;
   }
 }
@@ -114,11 +119,23 @@ export async function rollWithRetries(
           error,
         );
       } else if (error.status !== undefined && FAIL_HINTS[error.status] !== undefined) {
-        throw new RotationStepError('roll', key.id, error.code, FAIL_HINTS[error.status] ?? error.message, error);
+        throw new RotationStepError(
+          'roll',
+          key.id,
+          error.code,
+          FAIL_HINTS[error.status] ?? error.message,
+          error,
+        );
       } else if (error.status === 429) {
         const waitMs = error.retryAfterMs ?? backoffDelay(UNKNOWN_OUTCOME_BACKOFF, attempt);
         if (attempt >= deps.rollBudget.attempts || waitedMs + waitMs > deps.rollBudget.maxWaitMs) {
-          throw new RotationStepError('roll', key.id, error.code, 'rate limited past the run budget; the next run retries', error);
+          throw new RotationStepError(
+            'roll',
+            key.id,
+            error.code,
+            'rate limited past the run budget; the next run retries',
+            error,
+          );
         }
         audit.emit('key.roll.retry', { step: 'roll', attempt, status: 429, errorCode: error.code, waitMs });
         waitedMs += waitMs;

@@ -76,13 +76,25 @@ export interface StoredUnderLock {
  * was audited and alerted as this key's failed step, once (invariant 7). The caller holds the secret
  * scope and defers alerts past its end (the rotation function's handler does both).
  */
-export function rotateKeyUntilStored(input: RotateKeyInput, stop: StopAfterStore, deps: RotationDeps): Promise<StoredUnderLock> {
+export function rotateKeyUntilStored(
+  input: RotateKeyInput,
+  stop: StopAfterStore,
+  deps: RotationDeps,
+): Promise<StoredUnderLock> {
   return rotateKeyUnderLock(input, deps, stop);
 }
 
 async function rotateKeyUnderLock(input: RotateKeyInput, deps: RotationDeps): Promise<KeyOutcome>;
-async function rotateKeyUnderLock(input: RotateKeyInput, deps: RotationDeps, stop: StopAfterStore): Promise<StoredUnderLock>;
-async function rotateKeyUnderLock(input: RotateKeyInput, deps: RotationDeps, stop?: StopAfterStore): Promise<KeyOutcome | StoredUnderLock> {
+async function rotateKeyUnderLock(
+  input: RotateKeyInput,
+  deps: RotationDeps,
+  stop: StopAfterStore,
+): Promise<StoredUnderLock>;
+async function rotateKeyUnderLock(
+  input: RotateKeyInput,
+  deps: RotationDeps,
+  stop?: StopAfterStore,
+): Promise<KeyOutcome | StoredUnderLock> {
   const tx = new Transaction(input, deps);
   const { key, primary, progress, audit, rotationId } = tx;
   // A failure the store already audited and alerted (a stop after a failed store) is not reported twice.
@@ -134,7 +146,12 @@ async function rotateKeyUnderLock(input: RotateKeyInput, deps: RotationDeps, sto
     const keepIntent = progress.rolled || progress.mayHaveRolled;
     if (!keepIntent) await cleanUpUnrolled(progress, primary, rotationId, audit);
     await stop?.onFailure(error);
-    const meaning = failureMeaning({ ...progress, step, mayHaveRolled: keepIntent && !progress.rolled, standby: tx.plan.keepsAlive !== undefined && progress.recovering === undefined });
+    const meaning = failureMeaning({
+      ...progress,
+      step,
+      mayHaveRolled: keepIntent && !progress.rolled,
+      standby: tx.plan.keepsAlive !== undefined && progress.recovering === undefined,
+    });
     // A stop after the store serves one key (the rotation function): there is no run to stop, so
     // an abort is that key's failure like any other.
     if (error instanceof RunAbortedError && !stop) {
@@ -153,7 +170,14 @@ async function rotateKeyUnderLock(input: RotateKeyInput, deps: RotationDeps, sto
       // The destinations' locks, the last taken first; the primary's last (key-lock.ts).
       const released = await releaseKeptKeyLock(progress.keeper, (destination, error) => {
         // The lock expires by its TTL; the next runner takes it over then.
-        audit.emit('key.failed', { step: 'finish', errorCode: errorCode(error), nextAction: 'the lock expires by its TTL', ...(destination === primary ? {} : { backend: destination.backendName, path: destination.target.path }) });
+        audit.emit('key.failed', {
+          step: 'finish',
+          errorCode: errorCode(error),
+          nextAction: 'the lock expires by its TTL',
+          ...(destination === primary
+            ? {}
+            : { backend: destination.backendName, path: destination.target.path }),
+        });
       });
       if (released === true) audit.emit('key.lock.released', { step: 'finish' });
     }
@@ -161,7 +185,12 @@ async function rotateKeyUnderLock(input: RotateKeyInput, deps: RotationDeps, sto
 }
 
 /** Nothing was rolled: the marker and lock would only confuse the next run. */
-async function cleanUpUnrolled(progress: TransactionProgress, primary: ResolvedDestination, rotationId: string, audit: AuditLog): Promise<void> {
+async function cleanUpUnrolled(
+  progress: TransactionProgress,
+  primary: ResolvedDestination,
+  rotationId: string,
+  audit: AuditLog,
+): Promise<void> {
   if (!progress.intentSet || progress.rolled) return;
   // A marker held for a runner whose lock this rotation took over stays (invariant 9): that
   // runner may still act, even though this rotation rolled nothing.

@@ -62,7 +62,11 @@ export interface Runtime {
 }
 
 /** keyroll's own credential as the policy names it; `env` is where its `env:NAME` references are looked up. */
-export function credentialFromPolicy(policy: Policy, dispatcher: Dispatcher | undefined, env: NodeJS.ProcessEnv = process.env): CredentialProvider {
+export function credentialFromPolicy(
+  policy: Policy,
+  dispatcher: Dispatcher | undefined,
+  env: NodeJS.ProcessEnv = process.env,
+): CredentialProvider {
   const credential = policy.api.credential;
   if (credential.type === 'bearer') return refCredential(credential.token, env);
   return oauthClientCredentials({
@@ -91,14 +95,31 @@ export async function createRuntime(policy: Policy, options: RuntimeOptions): Pr
   const backends = new Map<string, Backend>();
   const quota = quotaDeps(options);
   for (const [name, config] of Object.entries(policy.backends)) {
-    const backend = await createBackend(name, config, { now, quota, ...(options.env ? { env: options.env } : {}) });
+    const backend = await createBackend(name, config, {
+      now,
+      quota,
+      ...(options.env ? { env: options.env } : {}),
+    });
     backends.set(name, options.wrapBackend ? options.wrapBackend(name, backend) : backend);
   }
-  const alerter = options.alerter ?? createAlerter({ sinks: policy.alerts.sinks, audit: options.audit, ...(options.env ? { env: options.env } : {}) });
-  const notifier = createNotifier({ sinks: policy.alerts.sinks, audit: options.audit, ...(options.env ? { env: options.env } : {}) });
+  const alerter =
+    options.alerter ??
+    createAlerter({
+      sinks: policy.alerts.sinks,
+      audit: options.audit,
+      ...(options.env ? { env: options.env } : {}),
+    });
+  const notifier = createNotifier({
+    sinks: policy.alerts.sinks,
+    audit: options.audit,
+    ...(options.env ? { env: options.env } : {}),
+  });
   const owner = `${hostname()}/${process.pid}/${randomBytes(4).toString('hex')}`;
 
-  const resolve = (destination: { backend: string; target: ResolvedDestination['target'] }): ResolvedDestination => {
+  const resolve = (destination: {
+    backend: string;
+    target: ResolvedDestination['target'];
+  }): ResolvedDestination => {
     const backend = backends.get(destination.backend);
     // The policy loader already checked names; this guards programmatic callers.
     if (!backend) throw new Error(`backend ${destination.backend} is not defined in the policy`);
@@ -112,7 +133,10 @@ export async function createRuntime(policy: Policy, options: RuntimeOptions): Pr
     api,
     owner,
     credentialDescription: credentials.description,
-    resolveKey: (key) => ({ destinations: key.destinations.map(resolve), fallbacks: key.fallbacks.map(resolve) }),
+    resolveKey: (key) => ({
+      destinations: key.destinations.map(resolve),
+      fallbacks: key.fallbacks.map(resolve),
+    }),
     checkApiCredential: async () => {
       await api.listProjects({ limit: 1 });
     },
@@ -122,7 +146,9 @@ export async function createRuntime(policy: Policy, options: RuntimeOptions): Pr
       // Alert and notification events carry the run's context (run id, actor, reason).
       alerter: withAudit(alerter, audit),
       // Absolute, so the path in alerts and audit events is one an operator can open.
-      ...(policy.escrow ? { escrow: { ...policy.escrow, directory: resolvePath(policy.escrow.directory) } } : {}),
+      ...(policy.escrow
+        ? { escrow: { ...policy.escrow, directory: resolvePath(policy.escrow.directory) } }
+        : {}),
       owner,
       now,
       sleep: options.sleep ?? sleep,
@@ -134,7 +160,9 @@ export async function createRuntime(policy: Policy, options: RuntimeOptions): Pr
       leaseNeededMs: (key) =>
         leaseNeededMs({
           rollAttemptMs: policy.api.timeouts.headersMs + policy.api.timeouts.bodyMs,
-          writeTimeoutMs: writeTimeoutOf(key.destinations[0] === undefined ? undefined : policy.backends[key.destinations[0].backend]),
+          writeTimeoutMs: writeTimeoutOf(
+            key.destinations[0] === undefined ? undefined : policy.backends[key.destinations[0].backend],
+          ),
           attempts: key.store.attempts,
           maxBackoffMs: key.store.maxBackoffMs,
           clockSkewMs: 0,
@@ -162,7 +190,18 @@ function quotaDeps(options: RuntimeOptions): QuotaDeps {
     observer: {
       paced: (event) => observer?.paced?.(event),
       throttled: (event) => {
-        if (!event.afterRoll) options.audit.emit('backend.throttled', { backend: event.backend, backendKind: event.kind, group: event.group, operation: event.operation, path: event.path, attempt: event.attempt, waitMs: event.waitMs, ...(event.retryAfterMs === undefined ? {} : { retryAfterMs: event.retryAfterMs }), ...(event.gaveUp === true ? { gaveUp: true } : {}) });
+        if (!event.afterRoll)
+          options.audit.emit('backend.throttled', {
+            backend: event.backend,
+            backendKind: event.kind,
+            group: event.group,
+            operation: event.operation,
+            path: event.path,
+            attempt: event.attempt,
+            waitMs: event.waitMs,
+            ...(event.retryAfterMs === undefined ? {} : { retryAfterMs: event.retryAfterMs }),
+            ...(event.gaveUp === true ? { gaveUp: true } : {}),
+          });
         observer?.throttled?.(event);
       },
     },

@@ -49,9 +49,14 @@ export function planRoll(input: PlanInput): RollPlan {
   const active = activeSlot(key.slots, input.state);
   const standby = standbySlot(key.slots, input.state);
   if (input.namedSlot !== undefined && key.slots.includes(input.namedSlot)) {
-    return { rollKeyId: input.namedSlot, activeBefore: active, ...(input.namedSlot === standby ? { keepsAlive: active } : {}) };
+    return {
+      rollKeyId: input.namedSlot,
+      activeBefore: active,
+      ...(input.namedSlot === standby ? { keepsAlive: active } : {}),
+    };
   }
-  if (isLeak(trigger) || input.storedDead === true || trigger.reason === 'drift') return { rollKeyId: active, activeBefore: active };
+  if (isLeak(trigger) || input.storedDead === true || trigger.reason === 'drift')
+    return { rollKeyId: active, activeBefore: active };
   return { rollKeyId: standby, activeBefore: active, keepsAlive: active };
 }
 
@@ -64,8 +69,15 @@ export function isLeak(trigger: RunTrigger): boolean {
  * `consumerRefresh` after that would kill a value consumers may still hold. Only a leak of it
  * (its value must die) goes ahead; `--force` does not.
  */
-export function standbyStillInUse(key: KeyPolicy, plan: RollPlan, lastRotatedAt: string | undefined, now: Date, trigger: RunTrigger): boolean {
-  if (!key.slots || key.consumerRefreshMs === undefined || plan.keepsAlive === undefined || isLeak(trigger)) return false;
+export function standbyStillInUse(
+  key: KeyPolicy,
+  plan: RollPlan,
+  lastRotatedAt: string | undefined,
+  now: Date,
+  trigger: RunTrigger,
+): boolean {
+  if (!key.slots || key.consumerRefreshMs === undefined || plan.keepsAlive === undefined || isLeak(trigger))
+    return false;
   if (lastRotatedAt === undefined) return false;
   return now.getTime() - Date.parse(lastRotatedAt) < key.consumerRefreshMs;
 }

@@ -27,10 +27,15 @@ export interface StandbyProbe {
  * keeps no earlier value, there was none, it equals the current one (a write repeated by hand), or
  * it names another key (the active slot's killed secret after that slot was rolled).
  */
-export async function readStandbyValue(primary: { backend: Backend; target: StoreTarget }, stored: StoredSecret | undefined, standbyId: string): Promise<{ value: StoredSecret; certain: boolean } | undefined> {
+export async function readStandbyValue(
+  primary: { backend: Backend; target: StoreTarget },
+  stored: StoredSecret | undefined,
+  standbyId: string,
+): Promise<{ value: StoredSecret; certain: boolean } | undefined> {
   if (primary.backend.readPrevious === undefined) return undefined;
   const previous = await primary.backend.readPrevious(primary.target);
-  if (previous === undefined || (stored !== undefined && previous.secret.equals(stored.secret))) return undefined;
+  if (previous === undefined || (stored !== undefined && previous.secret.equals(stored.secret)))
+    return undefined;
   if (previous.keyId !== undefined && previous.keyId !== standbyId) return undefined;
   return { value: previous, certain: previous.keyId === standbyId };
 }

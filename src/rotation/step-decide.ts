@@ -25,13 +25,25 @@ export async function takeLock(tx: Transaction): Promise<KeyOutcome | undefined>
   const { key, deps, audit, progress } = tx;
   await tx.enter('lock');
   const takenAtMs = deps.monotonicMs();
-  const taken = await takeKeyLock({ key, destinations: tx.destinations, owner: deps.owner, rotationId: tx.rotationId });
+  const taken = await takeKeyLock({
+    key,
+    destinations: tx.destinations,
+    owner: deps.owner,
+    rotationId: tx.rotationId,
+  });
   if ('busy' in taken) {
     const { busy: holder, at, heldBefore } = taken;
     // What the backend distrusted at the lock (a forged release mark, issue 27), unless the run's
     // read before the lock already audited it.
-    if (taken.doubts !== undefined) auditDoubts(audit, { exists: true, doubts: taken.doubts }, { step: 'lock' }, tx.input.knownState);
-    audit.emit('key.lock.busy', { step: 'lock', holder: holder.owner, holderRotationId: holder.rotationId, expiresAt: holder.expiresAt, ...(heldBefore > 0 ? { backend: at.backendName, path: at.target.path } : {}) });
+    if (taken.doubts !== undefined)
+      auditDoubts(audit, { exists: true, doubts: taken.doubts }, { step: 'lock' }, tx.input.knownState);
+    audit.emit('key.lock.busy', {
+      step: 'lock',
+      holder: holder.owner,
+      holderRotationId: holder.rotationId,
+      expiresAt: holder.expiresAt,
+      ...(heldBefore > 0 ? { backend: at.backendName, path: at.target.path } : {}),
+    });
     return tx.outcome('busy', { detail: 'lock-busy' });
   }
   const locks = taken.held;
@@ -50,7 +62,12 @@ export async function takeLock(tx: Transaction): Promise<KeyOutcome | undefined>
   });
   progress.keeper = keeper;
   keeper.start();
-  audit.emit('key.lock.acquired', { step: 'lock', tookOver: keeper.tookOver, expiresAt: keeper.lock.expiresAt, ...(locks.length > 1 ? { locks: locks.length } : {}) });
+  audit.emit('key.lock.acquired', {
+    step: 'lock',
+    tookOver: keeper.tookOver,
+    expiresAt: keeper.lock.expiresAt,
+    ...(locks.length > 1 ? { locks: locks.length } : {}),
+  });
   return undefined;
 }
 
@@ -69,14 +86,22 @@ export async function decideUnderLock(tx: Transaction): Promise<KeyOutcome | und
   let standbyKnownDead = false;
   if (state.intent && state.intent.rotationId !== rotationId) {
     const leftover = state.intent;
-    const verdict = await recoverLeftoverIntent(key, leftover, tx.destinations, deps, audit, { tookOver, fenceFor: (destination) => progress.keeper?.fenceFor(destination) });
+    const verdict = await recoverLeftoverIntent(key, leftover, tx.destinations, deps, audit, {
+      tookOver,
+      fenceFor: (destination) => progress.keeper?.fenceFor(destination),
+    });
     // Invariant 9: the runner that left the marker may still act (a roll in flight that lands
     // after ours would kill what we store), so this rotation's own marker outlives it.
     if (markerMayStillBeActedOn(leftover, tookOver, deps.now()) !== undefined) {
-      progress.holdUntil = laterOf(leftover.holdUntil, new Date(deps.now().getTime() + key.lockTtlMs).toISOString());
+      progress.holdUntil = laterOf(
+        leftover.holdUntil,
+        new Date(deps.now().getTime() + key.lockTtlMs).toISOString(),
+      );
     }
     if (verdict.kind === 'stored-secret-works' && verdict.kept !== undefined) {
-      const rotateAnyway = trigger.force || (trigger.ignoreSchedule === true && !withinMinInterval(key, state.lastRotatedAt, deps.now()));
+      const rotateAnyway =
+        trigger.force ||
+        (trigger.ignoreSchedule === true && !withinMinInterval(key, state.lastRotatedAt, deps.now()));
       if (!rotateAnyway && !stillDue(key, state, deps.now())) {
         // The next run, with nobody's lock to take over, clears the marker and alerts then.
         audit.emit('key.skipped', { step: 'lock', why: 'intent-kept', lastRotatedAt: state.lastRotatedAt });
@@ -93,25 +118,44 @@ export async function decideUnderLock(tx: Transaction): Promise<KeyOutcome | und
       });
     } else if (verdict.kind === 'stored-secret-works') {
       if (verdict.failed.length > 0) {
-        throw new RotationStepError('recovery', key.id, 'KR_RECOVERY_REPAIR_FAILED', `the stored secret works, but copying it to ${verdict.failed.join(', ')} failed; those destinations hold a stale or dead secret`);
+        throw new RotationStepError(
+          'recovery',
+          key.id,
+          'KR_RECOVERY_REPAIR_FAILED',
+          `the stored secret works, but copying it to ${verdict.failed.join(', ')} failed; those destinations hold a stale or dead secret`,
+        );
       }
       // A marker a finished rotation kept on purpose (holdUntil, after a takeover) whose secret
       // works: nothing died, so it is cleared without a recovery alert.
-      const heldAndDone = leftover.holdUntil !== undefined && verdict.completed !== undefined && verdict.repaired.length === 0;
+      const heldAndDone =
+        leftover.holdUntil !== undefined && verdict.completed !== undefined && verdict.repaired.length === 0;
       if (!heldAndDone) {
-        audit.emit('key.recovered', { step: 'recovery', result: 'stored-secret-works', repaired: verdict.repaired, completedRotationId: verdict.completed?.rotationId });
+        audit.emit('key.recovered', {
+          step: 'recovery',
+          result: 'stored-secret-works',
+          repaired: verdict.repaired,
+          completedRotationId: verdict.completed?.rotationId,
+        });
         await sendAlert(deps, key, {
           severity: 'warning',
           summary: `keyroll recovered key ${key.id}: a run died mid-rotation; the stored secret still works`,
           rotationId,
           step: 'recovery',
           errorCode: 'KR_RECOVERED_INTENT',
-          nextAction: verdict.repaired.length > 0 ? `copied the working secret to ${verdict.repaired.join(', ')}` : 'nothing to do',
+          nextAction:
+            verdict.repaired.length > 0
+              ? `copied the working secret to ${verdict.repaired.join(', ')}`
+              : 'nothing to do',
         });
       }
       const lastRotatedAt = verdict.completed?.rotatedAt ?? state.lastRotatedAt;
-      const rotateAnyway = trigger.force || (trigger.ignoreSchedule === true && !withinMinInterval(key, lastRotatedAt, deps.now()));
-      if (!rotateAnyway && !stillDue(key, { exists: state.exists, ...(lastRotatedAt ? { lastRotatedAt } : {}) }, deps.now())) {
+      const rotateAnyway =
+        trigger.force ||
+        (trigger.ignoreSchedule === true && !withinMinInterval(key, lastRotatedAt, deps.now()));
+      if (
+        !rotateAnyway &&
+        !stillDue(key, { exists: state.exists, ...(lastRotatedAt ? { lastRotatedAt } : {}) }, deps.now())
+      ) {
         if (!heldAndDone) return tx.outcome('recovered', { detail: 'stored-secret-works' });
         audit.emit('key.skipped', { step: 'lock', why: 'already-rotated', lastRotatedAt });
         return tx.outcome('skipped', { detail: 'already-rotated' });
@@ -127,8 +171,12 @@ export async function decideUnderLock(tx: Transaction): Promise<KeyOutcome | und
     // A drift heal was decided on a probe made before this lock: another runner may have healed
     // the key since. Probe again under the lock; roll only a secret that is still dead: the stored
     // one, or the standby a heal of a dead standby names (never the active slot for it).
-    const standby = key.slots && tx.input.slot !== undefined && tx.input.slot !== activeSlot(key.slots, state) ? tx.input.slot : undefined;
-    const stillDead = standby === undefined ? await storedSecretDead(tx) : await standbyDead(tx, state, standby);
+    const standby =
+      key.slots && tx.input.slot !== undefined && tx.input.slot !== activeSlot(key.slots, state)
+        ? tx.input.slot
+        : undefined;
+    const stillDead =
+      standby === undefined ? await storedSecretDead(tx) : await standbyDead(tx, state, standby);
     if (stillDead === false) {
       audit.emit('key.skipped', { step: 'lock', why: 'drift-healed', lastRotatedAt: state.lastRotatedAt });
       return tx.outcome('skipped', { detail: 'drift-healed' });
@@ -155,8 +203,17 @@ export async function decideUnderLock(tx: Transaction): Promise<KeyOutcome | und
   }
   // The consumerRefresh wait is skipped only for a secret known dead (nobody is served): the
   // stored one, or the standby being rolled.
-  if (!storedDead && !standbyKnownDead && standbyStillInUse(key, tx.plan, state.lastRotatedAt, deps.now(), trigger)) {
-    audit.emit('key.skipped', { step: 'lock', why: 'consumer-refresh', lastRotatedAt: state.lastRotatedAt, standby: tx.plan.rollKeyId });
+  if (
+    !storedDead &&
+    !standbyKnownDead &&
+    standbyStillInUse(key, tx.plan, state.lastRotatedAt, deps.now(), trigger)
+  ) {
+    audit.emit('key.skipped', {
+      step: 'lock',
+      why: 'consumer-refresh',
+      lastRotatedAt: state.lastRotatedAt,
+      standby: tx.plan.rollKeyId,
+    });
     return tx.outcome('skipped', { detail: 'consumer-refresh' });
   }
   return undefined;
@@ -167,7 +224,9 @@ async function storedSecretDead(tx: Transaction): Promise<boolean> {
   try {
     const stored = await tx.primary.backend.readSecret(tx.primary.target);
     if (!stored) return false;
-    return (await tx.deps.api.probeSecret(stored.secret, { organizationId: tx.key.organizationId })) === 'invalid';
+    return (
+      (await tx.deps.api.probeSecret(stored.secret, { organizationId: tx.key.organizationId })) === 'invalid'
+    );
   } catch {
     return false;
   }
@@ -177,11 +236,21 @@ async function storedSecretDead(tx: Transaction): Promise<boolean> {
  * Whether the standby `slotId` is still dead: `certain` when its kept value names it as its key,
  * `uncertain` when the value names no key, false when it works or cannot be probed now.
  */
-async function standbyDead(tx: Transaction, state: KeyState, slotId: string): Promise<'certain' | 'uncertain' | false> {
+async function standbyDead(
+  tx: Transaction,
+  state: KeyState,
+  slotId: string,
+): Promise<'certain' | 'uncertain' | false> {
   const { key, primary, deps } = tx;
   if (!key.slots) return false;
   const stored = await primary.backend.readSecret(primary.target).catch(() => undefined);
-  const probe = await probeStandby({ organizationId: key.organizationId, slots: key.slots }, primary, state, stored, (secret, organizationId) => deps.api.probeSecret(secret, { organizationId }));
+  const probe = await probeStandby(
+    { organizationId: key.organizationId, slots: key.slots },
+    primary,
+    state,
+    stored,
+    (secret, organizationId) => deps.api.probeSecret(secret, { organizationId }),
+  );
   if (probe.keyId !== slotId || probe.verdict !== 'dead') return false;
   return probe.certain ? 'certain' : 'uncertain';
 }

@@ -14,20 +14,30 @@ import type { Transaction } from './transaction.ts';
 import type { KeyOutcome } from './types.ts';
 import { verifyStored, type VerifyFailure } from './verify.ts';
 
-export async function verifyAndFinish(tx: Transaction, stored: Stored, keptAlive: Secret | undefined): Promise<KeyOutcome> {
+export async function verifyAndFinish(
+  tx: Transaction,
+  stored: Stored,
+  keptAlive: Secret | undefined,
+): Promise<KeyOutcome> {
   const { key, deps, audit, progress, primary, rotationId } = tx;
   const { rolled, report, rotatedAt, exposureMs } = stored;
   await tx.enter('verify');
   const verified = await verifyStored(key, rolled.secret, report.stored, deps);
   const previous = keptAlive === undefined ? undefined : await previousStillWorks(tx, keptAlive);
   if (verified.failures.length === 0) {
-    audit.emit('key.verified', { step: 'verify', readBack: key.verify.readBack, apiCall: verified.apiChecked, ...(previous === undefined ? {} : { previousActiveWorks: previous.works }) });
+    audit.emit('key.verified', {
+      step: 'verify',
+      readBack: key.verify.readBack,
+      apiCall: verified.apiChecked,
+      ...(previous === undefined ? {} : { previousActiveWorks: previous.works }),
+    });
   }
 
   await tx.enter('finish');
   // Invariant 9: the bookkeeping is written only while the lock is provably ours (not taken over,
   // lease not run out because refreshes failed); otherwise the marker stays for the next run.
-  if (progress.keeper && (progress.keeper.lost || progress.keeper.remainingMs() <= 0)) throw lockLostAfterStore(tx);
+  if (progress.keeper && (progress.keeper.lost || progress.keeper.remainingMs() <= 0))
+    throw lockLostAfterStore(tx);
   const versions = storedVersions(report);
   // A read-back that did not match, or a new secret the API refuses, leaves the marker: the
   // next run probes and repairs. Otherwise the primary's record (every destination stored, so
@@ -38,8 +48,14 @@ export async function verifyAndFinish(tx: Transaction, stored: Stored, keptAlive
   // The primary's record also gives the key lock back when nothing more is written under it: the
   // marker is cleared with it and no failure streak is left to end after it (a backend that can
   // do it in the same change saves the lock's own release: AWS, invariant 11).
-  const lastUnderLock = clearIntent && verified.failures.length === 0 && tx.stateUnderLock !== undefined && activeStreak(tx.stateUnderLock) === undefined;
-  const primaryLast = [...report.stored].sort((a, b) => Number(a.destination === primary) - Number(b.destination === primary));
+  const lastUnderLock =
+    clearIntent &&
+    verified.failures.length === 0 &&
+    tx.stateUnderLock !== undefined &&
+    activeStreak(tx.stateUnderLock) === undefined;
+  const primaryLast = [...report.stored].sort(
+    (a, b) => Number(a.destination === primary) - Number(b.destination === primary),
+  );
   for (const copy of primaryLast) {
     const isPrimary = copy.destination === primary;
     const releaseLock = isPrimary && lastUnderLock ? progress.keeper?.lock : undefined;
@@ -59,11 +75,30 @@ export async function verifyAndFinish(tx: Transaction, stored: Stored, keptAlive
     audit.emit('key.verify.failed', { step: 'verify', failures: verified.failures });
     const first = verified.failures[0];
     progress.apiRejected = verified.apiRejected;
-    throw new RotationStepError('verify', key.id, first === undefined ? 'KR_VERIFY_FAILED' : catalogueCode(first.errorCode), `verification failed: ${describe(verified.failures)}`);
+    throw new RotationStepError(
+      'verify',
+      key.id,
+      first === undefined ? 'KR_VERIFY_FAILED' : catalogueCode(first.errorCode),
+      `verification failed: ${describe(verified.failures)}`,
+    );
   }
 
-  const slotFacts = key.slots ? { rolledKeyId: tx.plan.rollKeyId, activeKeyId: tx.plan.rollKeyId, previousActiveKeyId: tx.plan.activeBefore } : {};
-  audit.emit('key.succeeded', { step: 'finish', durationMs: tx.elapsedMs(), exposureMs, versions, rolls: rolled.rolls, recovered: progress.recovering, ...slotFacts });
+  const slotFacts = key.slots
+    ? {
+        rolledKeyId: tx.plan.rollKeyId,
+        activeKeyId: tx.plan.rollKeyId,
+        previousActiveKeyId: tx.plan.activeBefore,
+      }
+    : {};
+  audit.emit('key.succeeded', {
+    step: 'finish',
+    durationMs: tx.elapsedMs(),
+    exposureMs,
+    versions,
+    rolls: rolled.rolls,
+    recovered: progress.recovering,
+    ...slotFacts,
+  });
   if (previous && !previous.works) await reportPreviousDead(tx, previous.errorCode);
   if (progress.recovering) {
     audit.emit('key.recovered', { step: 'recovery', result: 'rerolled', why: progress.recovering });
@@ -78,12 +113,24 @@ export async function verifyAndFinish(tx: Transaction, stored: Stored, keptAlive
   }
   // What the consumers' refresh reads (src/consumers/, invariant 12): when the new value was
   // stored, why, and whether the value consumers held before still works.
-  const delivery = { rotatedAt, reason: tx.trigger.reason, ...(previous === undefined ? {} : { previousActiveWorks: previous.works }) };
-  return tx.outcome(progress.recovering ? 'recovered' : 'rotated', { exposureMs, versions, ...delivery, ...(rolled.malformed ? { detail: 'malformed-roll-answer' } : {}) });
+  const delivery = {
+    rotatedAt,
+    reason: tx.trigger.reason,
+    ...(previous === undefined ? {} : { previousActiveWorks: previous.works }),
+  };
+  return tx.outcome(progress.recovering ? 'recovered' : 'rotated', {
+    exposureMs,
+    versions,
+    ...delivery,
+    ...(rolled.malformed ? { detail: 'malformed-roll-answer' } : {}),
+  });
 }
 
 /** Invariant 10: consumers that have not refreshed yet use the previous active secret. */
-async function previousStillWorks(tx: Transaction, secret: Secret): Promise<{ works: boolean; errorCode?: string }> {
+async function previousStillWorks(
+  tx: Transaction,
+  secret: Secret,
+): Promise<{ works: boolean; errorCode?: string }> {
   try {
     const verdict = await tx.deps.api.probeSecret(secret, { organizationId: tx.key.organizationId });
     return verdict === 'valid' ? { works: true } : { works: false, errorCode: 'KR_VERIFY_PREVIOUS_DEAD' };
@@ -95,7 +142,10 @@ async function previousStillWorks(tx: Transaction, secret: Secret): Promise<{ wo
 /** The new secret is fine, but consumers still on the previous one fail: they must refresh now. */
 async function reportPreviousDead(tx: Transaction, code: string | undefined): Promise<void> {
   const { key, audit, deps } = tx;
-  audit.emit('key.verify.failed', { step: 'verify', failures: [{ check: 'previous-active', errorCode: code ?? 'KR_VERIFY_PREVIOUS_DEAD' }] });
+  audit.emit('key.verify.failed', {
+    step: 'verify',
+    failures: [{ check: 'previous-active', errorCode: code ?? 'KR_VERIFY_PREVIOUS_DEAD' }],
+  });
   await sendAlert(deps, key, {
     severity: 'error',
     summary: `keyroll rotated key ${key.id}: the new secret of ${tx.plan.rollKeyId} is stored and works, but the previous active secret (${tx.plan.activeBefore ?? 'unknown'}) no longer works, so consumers that have not refreshed fail until they do`,
@@ -107,5 +157,7 @@ async function reportPreviousDead(tx: Transaction, code: string | undefined): Pr
 }
 
 function describe(failures: readonly VerifyFailure[]): string {
-  return failures.map((f) => `${f.check}${f.backend ? ` ${f.backend}:${f.path ?? ''}` : ''} ${f.errorCode}`).join('; ');
+  return failures
+    .map((f) => `${f.check}${f.backend ? ` ${f.backend}:${f.path ?? ''}` : ''} ${f.errorCode}`)
+    .join('; ');
 }

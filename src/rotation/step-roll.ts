@@ -31,7 +31,9 @@ export interface Stored {
  * (invariant 6) and, for a slot entry that alternates, the active slot's secret, whose life
  * verify checks after the store (invariant 10). Safe to repeat: each part is idempotent.
  */
-export async function prepareRoll(tx: Transaction): Promise<{ sealToEscrow: Parameters<typeof storeSecret>[3]['sealToEscrow']; keptAlive?: Secret }> {
+export async function prepareRoll(
+  tx: Transaction,
+): Promise<{ sealToEscrow: Parameters<typeof storeSecret>[3]['sealToEscrow']; keptAlive?: Secret }> {
   const { key, deps, primary, progress } = tx;
   const keeper = progress.keeper;
   if (!keeper) throw new Error('prepareRoll needs the lock');
@@ -40,7 +42,8 @@ export async function prepareRoll(tx: Transaction): Promise<{ sealToEscrow: Para
   // the roll answer and the write.
   await ensureFreshCredentials(key, [...tx.destinations, ...tx.fallbacks]);
   // Invariant 10: the secret consumers use now, read before the roll replaces it.
-  const keptAlive = tx.plan.keepsAlive === undefined ? undefined : (await primary.backend.readSecret(primary.target))?.secret;
+  const keptAlive =
+    tx.plan.keepsAlive === undefined ? undefined : (await primary.backend.readSecret(primary.target))?.secret;
 
   // Invariant 5 before invariant 6: a lock that a long preflight or recovery let expire may
   // have been taken over, and the new holder may have set its own marker. Checking (and
@@ -60,7 +63,10 @@ export async function prepareRoll(tx: Transaction): Promise<{ sealToEscrow: Para
     ...(progress.holdUntil === undefined ? {} : { holdUntil: progress.holdUntil }),
   });
   progress.intentSet = true;
-  tx.audit.emit('key.intent.set', { step: 'intent', ...(key.slots ? { rollingKeyId: tx.plan.rollKeyId, activeKeyId: tx.plan.activeBefore } : {}) });
+  tx.audit.emit('key.intent.set', {
+    step: 'intent',
+    ...(key.slots ? { rollingKeyId: tx.plan.rollKeyId, activeKeyId: tx.plan.activeBefore } : {}),
+  });
   // Invariants 2 and 11: the writes after the roll (and the locks' refresh between two
   // destinations' writes) have their turn in the backend's quota now, so the roll answer is
   // followed by the write at once, however busy the account is (write-budget.ts).
@@ -69,7 +75,10 @@ export async function prepareRoll(tx: Transaction): Promise<{ sealToEscrow: Para
 }
 
 /** The roll and the store after it; an outcome when the store failed (the key may be unusable). */
-export async function rollAndStore(tx: Transaction, sealToEscrow: Parameters<typeof storeSecret>[3]['sealToEscrow']): Promise<Stored | KeyOutcome> {
+export async function rollAndStore(
+  tx: Transaction,
+  sealToEscrow: Parameters<typeof storeSecret>[3]['sealToEscrow'],
+): Promise<Stored | KeyOutcome> {
   const { key, deps, primary, progress, audit } = tx;
   const keeper = progress.keeper;
   if (!keeper) throw new Error('rollAndStore needs the lock');
@@ -84,7 +93,15 @@ export async function rollAndStore(tx: Transaction, sealToEscrow: Parameters<typ
     },
   };
   // The key's audit, so the roll step's probe and retry events carry the key and rotation ids.
-  const rolled = await rollWithRetries(key, primary, { ...deps, audit }, progress, tx.input.signal, guard, tx.plan.rollKeyId);
+  const rolled = await rollWithRetries(
+    key,
+    primary,
+    { ...deps, audit },
+    progress,
+    tx.input.signal,
+    guard,
+    tx.plan.rollKeyId,
+  );
   const answeredAtMs = deps.monotonicMs();
   const rotatedAt = deps.now().toISOString();
   progress.rolled = true;
@@ -93,11 +110,21 @@ export async function rollAndStore(tx: Transaction, sealToEscrow: Parameters<typ
   tx.enterStore();
   const budget = progress.writeBudget;
   const report = await storeSecret(
-    { secret: rolled.secret, keyId: tx.plan.rollKeyId, organizationId: key.organizationId, rotationId: tx.rotationId, rotatedAt },
+    {
+      secret: rolled.secret,
+      keyId: tx.plan.rollKeyId,
+      organizationId: key.organizationId,
+      rotationId: tx.rotationId,
+      rotatedAt,
+    },
     tx.destinations,
     tx.fallbacks,
     {
-      policy: { attempts: key.store.attempts, initialMs: key.store.initialBackoffMs, maxMs: key.store.maxBackoffMs },
+      policy: {
+        attempts: key.store.attempts,
+        initialMs: key.store.initialBackoffMs,
+        maxMs: key.store.maxBackoffMs,
+      },
       sleep: (ms) => deps.sleep(ms),
       monotonicMs: deps.monotonicMs,
       ...(deps.escrow ? { escrow: deps.escrow } : {}),
@@ -115,13 +142,25 @@ export async function rollAndStore(tx: Transaction, sealToEscrow: Parameters<typ
     keeper.release();
     releaseBudget(budget);
   });
-  const exposureMs = report.firstDurableAtMs === undefined ? undefined : Math.round(report.firstDurableAtMs - answeredAtMs);
+  const exposureMs =
+    report.firstDurableAtMs === undefined ? undefined : Math.round(report.firstDurableAtMs - answeredAtMs);
   tx.endRollAt(answeredAtMs);
   auditStore(audit, rolled, report, answeredAtMs);
   if (exposureMs !== undefined) deps.observer?.exposure(exposureMs);
   await deps.checkpoint?.('store');
   if (!report.allDestinationsStored) {
-    return await storeFailed(key, tx.rotationId, rotatedAt, report, exposureMs, deps, audit, (result, extra) => tx.outcome(result, extra), tx.plan.rollKeyId, tx.plan.keepsAlive);
+    return await storeFailed(
+      key,
+      tx.rotationId,
+      rotatedAt,
+      report,
+      exposureMs,
+      deps,
+      audit,
+      (result, extra) => tx.outcome(result, extra),
+      tx.plan.rollKeyId,
+      tx.plan.keepsAlive,
+    );
   }
   progress.stored = true;
   return { rolled, report, rotatedAt, exposureMs };
@@ -132,5 +171,10 @@ export function isStored(value: Stored | KeyOutcome): value is Stored {
 }
 
 export function lockLostAfterStore(tx: Transaction): RotationStepError {
-  return new RotationStepError('finish', tx.key.id, 'KR_LOCK_LOST', 'another runner took over the key lock after the new secret was stored; the intent marker stays and the next run probes the stored secret');
+  return new RotationStepError(
+    'finish',
+    tx.key.id,
+    'KR_LOCK_LOST',
+    'another runner took over the key lock after the new secret was stored; the intent marker stays and the next run probes the stored secret',
+  );
 }

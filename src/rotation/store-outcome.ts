@@ -10,7 +10,10 @@ import type { RollSuccess } from './roll.ts';
 import type { StoreReport } from './store.ts';
 import type { KeyOutcome, ResolvedDestination, RotationDeps } from './types.ts';
 
-export async function recordFailureBestEffort(primary: ResolvedDestination, failure: FailureRecord): Promise<void> {
+export async function recordFailureBestEffort(
+  primary: ResolvedDestination,
+  failure: FailureRecord,
+): Promise<void> {
   try {
     await primary.backend.recordFailure(primary.target, failure);
   } catch {
@@ -19,7 +22,12 @@ export async function recordFailureBestEffort(primary: ResolvedDestination, fail
   }
 }
 
-export function auditStore(audit: AuditLog, rolled: RollSuccess, report: StoreReport, answeredAtMs: number): void {
+export function auditStore(
+  audit: AuditLog,
+  rolled: RollSuccess,
+  report: StoreReport,
+  answeredAtMs: number,
+): void {
   audit.emit('key.rolled', {
     step: 'roll',
     fingerprint: rolled.secret.fingerprint(),
@@ -40,7 +48,11 @@ export function auditStore(audit: AuditLog, rolled: RollSuccess, report: StoreRe
     });
   }
   if (report.escrow && 'path' in report.escrow) {
-    audit.emit('key.escrowed', { step: 'store', path: report.escrow.path, fingerprint: report.escrow.fingerprint });
+    audit.emit('key.escrowed', {
+      step: 'store',
+      path: report.escrow.path,
+      fingerprint: report.escrow.fingerprint,
+    });
   }
 }
 
@@ -61,22 +73,43 @@ export async function storeFailed(
    */
   activeSlot?: string,
 ): Promise<KeyOutcome> {
-  const failedPlaces = report.failed.filter((f) => f.role === 'destination').map((f) => `${f.destination.backendName}:${f.destination.target.path} (${f.errorCode})`);
+  const failedPlaces = report.failed
+    .filter((f) => f.role === 'destination')
+    .map((f) => `${f.destination.backendName}:${f.destination.target.path} (${f.errorCode})`);
   const firstCode = report.failed[0]?.errorCode ?? 'KR_STORE_FAILED';
-  const held = report.stored.map((copy) => `${copy.destination.backendName}:${copy.destination.target.path}${copy.role === 'fallback' ? ' (a fallback)' : ''}`);
+  const held = report.stored.map(
+    (copy) =>
+      `${copy.destination.backendName}:${copy.destination.target.path}${copy.role === 'fallback' ? ' (a fallback)' : ''}`,
+  );
   const escrowPath = report.escrow && 'path' in report.escrow ? report.escrow.path : undefined;
   // A fallback holds no lock of this key: its copy was written without a fence (store.ts).
-  const unfenced = report.stored.filter((copy) => copy.role === 'fallback').map((copy) => `${copy.destination.backendName}:${copy.destination.target.path}`);
+  const unfenced = report.stored
+    .filter((copy) => copy.role === 'fallback')
+    .map((copy) => `${copy.destination.backendName}:${copy.destination.target.path}`);
   if (report.lockLost !== undefined) {
     // Invariant 9: another runner holds the key now; this one wrote nothing after the refusal.
     const { destination } = report.lockLost;
     const before = held.length > 0 ? `; it had been stored at ${held.join(', ')} before that` : '';
     const summary = `key ${key.id} (${key.organizationId}): this runner lost the key lock before its write to ${destination.backendName}:${destination.target.path} (another runner took the key over); the backend refused the write and nothing more was written, to no destination, fallback or escrow${before}`;
-    const nextAction = 'the runner that holds the lock now finds this rotation\'s intent marker, probes the stored secret and re-rolls the key if this roll killed it; run `keyroll status` after the next run to see the marker cleared';
+    const nextAction =
+      "the runner that holds the lock now finds this rotation's intent marker, probes the stored secret and re-rolls the key if this roll killed it; run `keyroll status` after the next run to see the marker cleared";
     audit.emit('key.failed', { step: 'store', errorCode: 'KR_LOCK_LOST', nextAction, degraded: true });
-    await sendAlert(deps, key, { severity: 'critical', summary, rotationId, step: 'store', errorCode: 'KR_LOCK_LOST', nextAction });
+    await sendAlert(deps, key, {
+      severity: 'critical',
+      summary,
+      rotationId,
+      step: 'store',
+      errorCode: 'KR_LOCK_LOST',
+      nextAction,
+    });
     // A runner that lost its lock records nothing either (the new holder's bookkeeping stays).
-    return outcome('failed', { step: 'store', errorCode: 'KR_LOCK_LOST', degraded: true, ...(exposureMs === undefined ? {} : { exposureMs }), detail: summary });
+    return outcome('failed', {
+      step: 'store',
+      errorCode: 'KR_LOCK_LOST',
+      degraded: true,
+      ...(exposureMs === undefined ? {} : { exposureMs }),
+      detail: summary,
+    });
   }
   let summary: string;
   let nextAction: string;
@@ -88,31 +121,72 @@ export async function storeFailed(
   } else if (held.length === 0 && !escrowPath) {
     audit.emit('key.unusable', { step: 'store', failed: failedPlaces });
     summary = `key ${key.id} (${key.organizationId}) is UNUSABLE: it was rolled but the new secret could not be stored anywhere (${failedPlaces.join(', ')})`;
-    nextAction = 'the old secret is dead and the new one is lost; the next run re-rolls the key (run `keyroll rotate --key ' + key.id + ' --reason manual` once the destination is back)';
+    nextAction =
+      'the old secret is dead and the new one is lost; the next run re-rolls the key (run `keyroll rotate --key ' +
+      key.id +
+      ' --reason manual` once the destination is back)';
   } else if (held.length === 0 && escrowPath) {
     summary = `key ${key.id} (${key.organizationId}): no destination took the new secret (${failedPlaces.join(', ')}); it is sealed in escrow at ${escrowPath}`;
-    nextAction = 'consumers read a dead secret: recover it with `age -d -i <identity> ' + escrowPath + '`, or let the next run re-roll the key';
+    nextAction =
+      'consumers read a dead secret: recover it with `age -d -i <identity> ' +
+      escrowPath +
+      '`, or let the next run re-roll the key';
   } else {
-    const unfencedNote = unfenced.length > 0 ? ` (the fallback copy was written without a lock fence: a fallback holds no lock of this key, so if another runner rotates the key meanwhile that copy is stale)` : '';
+    const unfencedNote =
+      unfenced.length > 0
+        ? ` (the fallback copy was written without a lock fence: a fallback holds no lock of this key, so if another runner rotates the key meanwhile that copy is stale)`
+        : '';
     summary = `key ${key.id} (${key.organizationId}): destination(s) ${failedPlaces.join(', ')} did not take the new secret; it is stored at ${held.join(', ')}${unfencedNote}`;
     nextAction = report.primaryStored
       ? 'the failed destinations hold a dead secret; the next run copies the working secret to them'
-      : 'the primary destination holds a dead secret; the next run re-rolls the key (or copy it from ' + held.join(', ') + ')';
+      : 'the primary destination holds a dead secret; the next run re-rolls the key (or copy it from ' +
+        held.join(', ') +
+        ')';
   }
-  audit.emit('key.failed', { step: 'store', errorCode: firstCode, nextAction, degraded: true, ...(unfenced.length > 0 ? { unfenced } : {}) });
-  await sendAlert(deps, key, { severity, summary, rotationId, step: 'store', errorCode: firstCode, nextAction, ...(unfenced.length > 0 ? { details: { unfenced } } : {}) });
+  audit.emit('key.failed', {
+    step: 'store',
+    errorCode: firstCode,
+    nextAction,
+    degraded: true,
+    ...(unfenced.length > 0 ? { unfenced } : {}),
+  });
+  await sendAlert(deps, key, {
+    severity,
+    summary,
+    rotationId,
+    step: 'store',
+    errorCode: firstCode,
+    nextAction,
+    ...(unfenced.length > 0 ? { details: { unfenced } } : {}),
+  });
   // Copies that landed are real rotations: recording them keeps the next run from rotating
   // the key again once it has repaired the failed destinations.
   for (const copy of report.stored) {
     try {
-      await copy.destination.backend.recordRotation(copy.destination.target, { rotationId, rotatedAt, version: copy.version, keyId: storedKeyId });
+      await copy.destination.backend.recordRotation(copy.destination.target, {
+        rotationId,
+        rotatedAt,
+        version: copy.version,
+        keyId: storedKeyId,
+      });
     } catch {
       // Best effort: the intent marker left behind makes the next run look at this key anyway.
     }
   }
   const primary = report.stored.find((copy) => copy.role === 'destination');
   if (primary) {
-    await recordFailureBestEffort(primary.destination, { rotationId, step: 'store', errorCode: firstCode, at: deps.now().toISOString() });
+    await recordFailureBestEffort(primary.destination, {
+      rotationId,
+      step: 'store',
+      errorCode: firstCode,
+      at: deps.now().toISOString(),
+    });
   }
-  return outcome('failed', { step: 'store', errorCode: firstCode, degraded: true, ...(exposureMs === undefined ? {} : { exposureMs }), detail: summary });
+  return outcome('failed', {
+    step: 'store',
+    errorCode: firstCode,
+    degraded: true,
+    ...(exposureMs === undefined ? {} : { exposureMs }),
+    detail: summary,
+  });
 }

@@ -68,7 +68,11 @@ export interface StoreOptions {
   sleep: (ms: number) => Promise<void>;
   monotonicMs: () => number;
   escrow?: EscrowSettings;
-  sealToEscrow?: (input: { record: SecretRecord; directory: string; recipients: string[] }) => Promise<{ path: string; fingerprint: string }>;
+  sealToEscrow?: (input: {
+    record: SecretRecord;
+    directory: string;
+    recipients: string[];
+  }) => Promise<{ path: string; fingerprint: string }>;
   /**
    * The fence a destination's writes carry (invariant 9): its own lock, which the rotation holds,
    * read at each attempt so a refresh between retries is seen. Fallbacks have none.
@@ -101,9 +105,20 @@ async function writeWithRetries(
     try {
       const fence = options.fenceFor?.(destination);
       const write = (): ReturnType<typeof destination.backend.writeSecret> =>
-        fence === undefined ? destination.backend.writeSecret(destination.target, record) : destination.backend.writeSecret(destination.target, record, fence);
-      const result = await (role === 'destination' && options.budgetFor ? options.budgetFor(destination, write) : write());
-      return { destination, role, version: result.version, attempts: attempt, alreadyApplied: result.alreadyApplied, atMs: options.monotonicMs() };
+        fence === undefined
+          ? destination.backend.writeSecret(destination.target, record)
+          : destination.backend.writeSecret(destination.target, record, fence);
+      const result = await (role === 'destination' && options.budgetFor
+        ? options.budgetFor(destination, write)
+        : write());
+      return {
+        destination,
+        role,
+        version: result.version,
+        attempts: attempt,
+        alreadyApplied: result.alreadyApplied,
+        atMs: options.monotonicMs(),
+      };
     } catch (error) {
       lastError = error;
       // A refused write (denied, not found) will not heal by waiting; move on to the next place.
@@ -112,7 +127,13 @@ async function writeWithRetries(
         return { destination, role, attempts: attempt, errorCode: errorCode(error), error };
       }
       const delayMs = backoffDelay(policy, attempt);
-      retries.push({ backend: destination.backendName, path: destination.target.path, attempt, errorCode: errorCode(error), delayMs });
+      retries.push({
+        backend: destination.backendName,
+        path: destination.target.path,
+        attempt,
+        errorCode: errorCode(error),
+        delayMs,
+      });
       await options.sleep(delayMs);
     }
   }
@@ -130,7 +151,13 @@ export async function storeSecret(
   fallbacks: readonly ResolvedDestination[],
   options: StoreOptions,
 ): Promise<StoreReport> {
-  const report: StoreReport = { stored: [], failed: [], retries: [], allDestinationsStored: false, primaryStored: false };
+  const report: StoreReport = {
+    stored: [],
+    failed: [],
+    retries: [],
+    allDestinationsStored: false,
+    primaryStored: false,
+  };
   const note = (copy: StoredCopy | FailedCopy): void => {
     if (isStored(copy)) {
       report.stored.push(copy);
@@ -165,7 +192,11 @@ export async function storeSecret(
   // Nothing durable yet: seal it to the operators' age keys as a last resort.
   if (options.escrow && options.sealToEscrow) {
     try {
-      const sealed = await options.sealToEscrow({ record, directory: options.escrow.directory, recipients: options.escrow.recipients });
+      const sealed = await options.sealToEscrow({
+        record,
+        directory: options.escrow.directory,
+        recipients: options.escrow.recipients,
+      });
       report.escrow = sealed;
       report.firstDurableAtMs ??= options.monotonicMs();
     } catch (error) {

@@ -11,7 +11,11 @@ import type { KeyOutcome } from './types.ts';
 
 /** Where each copy was stored and at which version (what a notice and the outcome carry). */
 export function storedVersions(report: StoreReport): NonNullable<KeyOutcome['versions']> {
-  return report.stored.map((copy) => ({ backend: copy.destination.backendName, path: copy.destination.target.path, version: copy.version }));
+  return report.stored.map((copy) => ({
+    backend: copy.destination.backendName,
+    path: copy.destination.target.path,
+    version: copy.version,
+  }));
 }
 
 /** Tells deps.onStored of a single key's stored value. Never throws, never waits. */
@@ -20,7 +24,14 @@ export function tellStored(tx: Transaction, stored: Stored): void {
   if (deps.onStored === undefined || key.slots !== undefined) return;
   const { rotatedAt, exposureMs, report } = stored;
   try {
-    deps.onStored(tx.outcome(progress.recovering ? 'recovered' : 'rotated', { rotatedAt, reason: tx.trigger.reason, versions: storedVersions(report), ...(exposureMs === undefined ? {} : { exposureMs }) }));
+    deps.onStored(
+      tx.outcome(progress.recovering ? 'recovered' : 'rotated', {
+        rotatedAt,
+        reason: tx.trigger.reason,
+        versions: storedVersions(report),
+        ...(exposureMs === undefined ? {} : { exposureMs }),
+      }),
+    );
   } catch {
     // A listener's fault never touches a stored rotation; the notice at the end goes out as before.
   }

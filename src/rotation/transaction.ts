@@ -6,7 +6,14 @@ import type { KeyState } from '../backends/types.ts';
 import { errorMessage } from '../errors.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
 import { spanClock, startStep, type TraceSpan } from '../tracing/spans.ts';
-import { activeStreak, describeStreak, endedStreak, failureSettingsOf, nextFailure, type FailureVerdict } from './backoff-state.ts';
+import {
+  activeStreak,
+  describeStreak,
+  endedStreak,
+  failureSettingsOf,
+  nextFailure,
+  type FailureVerdict,
+} from './backoff-state.ts';
 import type { FailureMeaning } from './failure.ts';
 import type { LockKeeper } from './lock-keeper.ts';
 import type { RollProgress } from './roll.ts';
@@ -59,7 +66,15 @@ export class Transaction {
   readonly audit: AuditLog;
   readonly deps: RotationDeps;
   readonly input: TransactionInput;
-  readonly progress: TransactionProgress = { step: 'preflight', rolled: false, stored: false, rolls: 0, mayHaveRolled: false, verdicts: [], intentSet: false };
+  readonly progress: TransactionProgress = {
+    step: 'preflight',
+    rolled: false,
+    stored: false,
+    rolls: 0,
+    mayHaveRolled: false,
+    verdicts: [],
+    intentSet: false,
+  };
   /** Which API key this rotation rolls (the key itself, or a slot of a two-slot entry). */
   plan: RollPlan;
   /** The primary's state read under the lock (decideUnderLock): the failure streak a success ends. */
@@ -84,7 +99,11 @@ export class Transaction {
     this.primary = primary;
     this.deps = deps;
     this.rotationId = input.rotationId ?? deps.newRotationId();
-    this.audit = deps.audit.child({ rotationId: this.rotationId, keyId: input.key.id, organizationId: input.key.organizationId });
+    this.audit = deps.audit.child({
+      rotationId: this.rotationId,
+      keyId: input.key.id,
+      organizationId: input.key.organizationId,
+    });
     this.plan = { rollKeyId: input.key.id };
     this.#startedMs = deps.monotonicMs();
     this.#stepStartedMs = this.#startedMs;
@@ -162,14 +181,24 @@ export class Transaction {
    * it alerts: a change of state or a reminder does; a repeat inside remindEvery is audited as
    * alert.suppressed instead. A key with an intent marker alerts every time.
    */
-  async reportFailure(error: unknown, step: RotationStep, code: string, meaning: FailureMeaning): Promise<void> {
+  async reportFailure(
+    error: unknown,
+    step: RotationStep,
+    code: string,
+    meaning: FailureMeaning,
+  ): Promise<void> {
     const { progress, key, audit } = this;
-    const probes = progress.verdicts.length > 0 ? ` (probes after unanswered rolls: ${progress.verdicts.join(', ')})` : '';
+    const probes =
+      progress.verdicts.length > 0 ? ` (probes after unanswered rolls: ${progress.verdicts.join(', ')})` : '';
     const state = await this.#stateBeforeFailure();
     const at = this.deps.now().toISOString();
     const onDemand = this.trigger.reason !== 'scheduled' && this.trigger.reason !== 'drift';
     const intentMarked = progress.rolled || progress.mayHaveRolled || state?.intent !== undefined;
-    const verdict = nextFailure(state && activeStreak(state), { rotationId: this.rotationId, step, errorCode: code, at, intentMarked, onDemand }, failureSettingsOf(key));
+    const verdict = nextFailure(
+      state && activeStreak(state),
+      { rotationId: this.rotationId, step, errorCode: code, at, intentMarked, onDemand },
+      failureSettingsOf(key),
+    );
     const { record } = verdict;
     this.#quarantinedAt = record.quarantinedAt;
     this.#stepSpan.fail(code);
@@ -188,10 +217,24 @@ export class Transaction {
     // to lose: the backends change only the failure record, never another runner's marker.
     if (progress.keeper?.lost !== true) await recordFailureBestEffort(this.primary, record);
     if (verdict.alert === 'quarantine') {
-      audit.emit('key.quarantined', { step, errorCode: code, consecutive: record.consecutive, firstAt: record.firstAt, quarantinedAt: record.quarantinedAt });
+      audit.emit('key.quarantined', {
+        step,
+        errorCode: code,
+        consecutive: record.consecutive,
+        firstAt: record.firstAt,
+        quarantinedAt: record.quarantinedAt,
+      });
     }
     if (verdict.alert === 'suppressed') {
-      audit.emit('alert.suppressed', { step, alertErrorCode: code, severity: meaning.severity, why: 'repeat-failure', consecutive: record.consecutive, lastAlertedAt: record.lastAlertedAt, nextAttemptAt: record.nextAttemptAt });
+      audit.emit('alert.suppressed', {
+        step,
+        alertErrorCode: code,
+        severity: meaning.severity,
+        why: 'repeat-failure',
+        consecutive: record.consecutive,
+        lastAlertedAt: record.lastAlertedAt,
+        nextAttemptAt: record.nextAttemptAt,
+      });
       return;
     }
     const summary = `keyroll could not rotate key ${key.id} (${key.organizationId}) at step ${step}: ${errorMessage(error)}${probes}`;
@@ -203,7 +246,12 @@ export class Transaction {
         step,
         errorCode: 'KR_KEY_QUARANTINED',
         nextAction: `no automatic attempts until a person acts: fix the cause, then \`keyroll resume --key ${key.id} --actor <name>\` (or \`keyroll rotate --key ${key.id}\`); the current secret still works`,
-        details: { lastErrorCode: code, consecutive: record.consecutive, firstAt: record.firstAt, quarantinedAt: record.quarantinedAt },
+        details: {
+          lastErrorCode: code,
+          consecutive: record.consecutive,
+          firstAt: record.firstAt,
+          quarantinedAt: record.quarantinedAt,
+        },
       });
       return;
     }
@@ -214,7 +262,15 @@ export class Transaction {
       step,
       errorCode: code,
       nextAction,
-      ...(intentMarked ? {} : { details: { consecutive: record.consecutive, firstAt: record.firstAt, nextAttemptAt: record.nextAttemptAt } }),
+      ...(intentMarked
+        ? {}
+        : {
+            details: {
+              consecutive: record.consecutive,
+              firstAt: record.firstAt,
+              nextAttemptAt: record.nextAttemptAt,
+            },
+          }),
     });
   }
 
@@ -228,7 +284,13 @@ export class Transaction {
     const streak = this.stateUnderLock && activeStreak(this.stateUnderLock);
     if (streak === undefined || this.progress.keeper?.lost === true) return;
     await recordFailureBestEffort(this.primary, endedStreak(streak));
-    this.audit.emit('key.failures.cleared', { step: 'finish', by: 'rotation', consecutive: streak.consecutive, firstAt: streak.firstAt, ...(streak.quarantinedAt ? { quarantinedAt: streak.quarantinedAt } : {}) });
+    this.audit.emit('key.failures.cleared', {
+      step: 'finish',
+      by: 'rotation',
+      consecutive: streak.consecutive,
+      firstAt: streak.firstAt,
+      ...(streak.quarantinedAt ? { quarantinedAt: streak.quarantinedAt } : {}),
+    });
     const saidRecovered = outcome.result === 'recovered' || this.progress.recovering !== undefined;
     if (streak.lastAlertedAt === undefined || saidRecovered) return;
     await sendAlert(this.deps, this.key, {
@@ -237,7 +299,10 @@ export class Transaction {
       rotationId: this.rotationId,
       step: 'recovery',
       errorCode: 'KR_KEY_RECOVERED',
-      nextAction: streak.quarantinedAt === undefined ? 'nothing to do: automatic rotations go on as scheduled' : 'nothing to do: the quarantine is lifted and automatic rotations go on as scheduled',
+      nextAction:
+        streak.quarantinedAt === undefined
+          ? 'nothing to do: automatic rotations go on as scheduled'
+          : 'nothing to do: the quarantine is lifted and automatic rotations go on as scheduled',
     });
   }
 
@@ -262,6 +327,7 @@ function stepSpan(step: RotationStep): TraceSpan {
 function withStreak(nextAction: string, verdict: FailureVerdict): string {
   const { record } = verdict;
   const base = nextAction.replace(/(;|,) (then )?the next run retries$/, '');
-  if (record.quarantinedAt !== undefined) return `${base}; the key is quarantined: no automatic attempts until \`keyroll resume\` or a manual rotation`;
+  if (record.quarantinedAt !== undefined)
+    return `${base}; the key is quarantined: no automatic attempts until \`keyroll resume\` or a manual rotation`;
   return `${base}; failure ${String(record.consecutive)} in a row: the next automatic attempt is not before ${record.nextAttemptAt ?? 'the next run'}`;
 }

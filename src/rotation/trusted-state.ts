@@ -9,15 +9,35 @@
 // now" (invariant 7), never "stay quiet". The one exception is the intent marker: a damaged marker
 // still means a roll may have happened (invariant 6), so it is kept and repaired like any other.
 import type { AuditLog } from '../audit/events.ts';
-import { FailureCoreFields, FailureStreakTimes, IntentFields, IsoInstant, LockInfo, ProbeRecord, RotationFields, badFields } from '../backends/schema.ts';
-import type { Backend, FailureRecord, Intent, KeyState, RecordDoubt, StoreTarget } from '../backends/types.ts';
+import {
+  FailureCoreFields,
+  FailureStreakTimes,
+  IntentFields,
+  IsoInstant,
+  LockInfo,
+  ProbeRecord,
+  RotationFields,
+  badFields,
+} from '../backends/schema.ts';
+import type {
+  Backend,
+  FailureRecord,
+  Intent,
+  KeyState,
+  RecordDoubt,
+  StoreTarget,
+} from '../backends/types.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
 import { failureSettingsOf } from './backoff-state.ts';
 
 const STREAK_TIMES = Object.keys(FailureStreakTimes) as (keyof typeof FailureStreakTimes)[];
 
 /** A key's state with every record it does not trust left out or bounded; `doubts` lists them. */
-export function trustState(state: KeyState, key: Pick<KeyPolicy, 'clockSkewMs' | 'failures'>, now: Date): KeyState {
+export function trustState(
+  state: KeyState,
+  key: Pick<KeyPolicy, 'clockSkewMs' | 'failures'>,
+  now: Date,
+): KeyState {
   const doubts: RecordDoubt[] = [...(state.doubts ?? [])];
   // A record dated after this is in the future by every clock the policy allows (clockSkew).
   const latest = now.getTime() + key.clockSkewMs;
@@ -27,21 +47,36 @@ export function trustState(state: KeyState, key: Pick<KeyPolicy, 'clockSkewMs' |
   for (const field of ['lastRotatedAt', 'lastRotationId', 'lastKeyId'] as const) {
     const value = state[field];
     if (value === undefined) continue;
-    if (!RotationFields[field].safeParse(value).success) doubts.push({ record: field, problem: 'malformed', action: 'ignored' });
-    else if (field === 'lastRotatedAt' && future(value)) doubts.push({ record: field, problem: 'future', action: 'ignored', value: iso(value) });
+    if (!RotationFields[field].safeParse(value).success)
+      doubts.push({ record: field, problem: 'malformed', action: 'ignored' });
+    else if (field === 'lastRotatedAt' && future(value))
+      doubts.push({ record: field, problem: 'future', action: 'ignored', value: iso(value) });
     else trusted[field] = value;
   }
 
   if (state.lastProbe !== undefined) {
-    if (!ProbeRecord.safeParse(state.lastProbe).success) doubts.push({ record: 'lastProbe', problem: 'malformed', action: 'ignored' });
+    if (!ProbeRecord.safeParse(state.lastProbe).success)
+      doubts.push({ record: 'lastProbe', problem: 'malformed', action: 'ignored' });
     // A probe dated ahead would put off the next drift check by as much.
-    else if (future(state.lastProbe.at)) doubts.push({ record: 'lastProbe', field: 'at', problem: 'future', action: 'ignored', value: iso(state.lastProbe.at) });
+    else if (future(state.lastProbe.at))
+      doubts.push({
+        record: 'lastProbe',
+        field: 'at',
+        problem: 'future',
+        action: 'ignored',
+        value: iso(state.lastProbe.at),
+      });
     else trusted.lastProbe = { at: state.lastProbe.at, result: state.lastProbe.result };
   }
 
   if (state.lock !== undefined) {
     // Shown by `status` only; each backend's lock code judges the lock it acquires on its own.
-    if (LockInfo.safeParse(state.lock).success) trusted.lock = { owner: state.lock.owner, rotationId: state.lock.rotationId, expiresAt: state.lock.expiresAt };
+    if (LockInfo.safeParse(state.lock).success)
+      trusted.lock = {
+        owner: state.lock.owner,
+        rotationId: state.lock.rotationId,
+        expiresAt: state.lock.expiresAt,
+      };
     else doubts.push({ record: 'lock', problem: 'malformed', action: 'ignored' });
   }
 
@@ -61,9 +96,21 @@ export function trustState(state: KeyState, key: Pick<KeyPolicy, 'clockSkewMs' |
  */
 function trustIntent(intent: Intent, doubts: RecordDoubt[]): Intent {
   const bad = badFields(IntentFields, intent);
-  for (const field of bad) doubts.push({ record: 'intent', field, problem: 'malformed', action: field === 'holdUntil' ? 'ignored' : 'kept' });
+  for (const field of bad)
+    doubts.push({
+      record: 'intent',
+      field,
+      problem: 'malformed',
+      action: field === 'holdUntil' ? 'ignored' : 'kept',
+    });
   const { rotationId, keyId, owner, startedAt, holdUntil } = intent;
-  return { rotationId, keyId, owner, startedAt, ...(holdUntil === undefined || bad.includes('holdUntil') ? {} : { holdUntil }) };
+  return {
+    rotationId,
+    keyId,
+    owner,
+    startedAt,
+    ...(holdUntil === undefined || bad.includes('holdUntil') ? {} : { holdUntil }),
+  };
 }
 
 /**
@@ -74,29 +121,59 @@ function trustIntent(intent: Intent, doubts: RecordDoubt[]): Intent {
  * nextAttemptAt past the policy's backoff cap is held to it. A record with any doubt cannot prove
  * it alerted either: its lastAlertedAt is dropped, so the reminder is due at once.
  */
-function trustFailure(failure: FailureRecord, key: Pick<KeyPolicy, 'clockSkewMs' | 'failures'>, latest: number, doubts: RecordDoubt[]): FailureRecord | undefined {
+function trustFailure(
+  failure: FailureRecord,
+  key: Pick<KeyPolicy, 'clockSkewMs' | 'failures'>,
+  latest: number,
+  doubts: RecordDoubt[],
+): FailureRecord | undefined {
   const core = badFields(FailureCoreFields, failure);
   if (core.length > 0) {
-    for (const field of core) doubts.push({ record: 'lastFailure', field, problem: 'malformed', action: 'ignored' });
+    for (const field of core)
+      doubts.push({ record: 'lastFailure', field, problem: 'malformed', action: 'ignored' });
     return undefined;
   }
   if (Date.parse(failure.at) > latest) {
-    doubts.push({ record: 'lastFailure', field: 'at', problem: 'future', action: 'ignored', value: iso(failure.at) });
+    doubts.push({
+      record: 'lastFailure',
+      field: 'at',
+      problem: 'future',
+      action: 'ignored',
+      value: iso(failure.at),
+    });
     return undefined;
   }
   const { rotationId, step, errorCode, at, consecutive } = failure;
-  const trusted: FailureRecord = { rotationId, step, errorCode, at, ...(consecutive === undefined ? {} : { consecutive }) };
+  const trusted: FailureRecord = {
+    rotationId,
+    step,
+    errorCode,
+    at,
+    ...(consecutive === undefined ? {} : { consecutive }),
+  };
   // A backoff never outlasts the policy's cap after the failure that set it.
   const longestWait = Date.parse(at) + failureSettingsOf(key).backoffCapMs;
   const before = doubts.length;
-  const doubt = (field: string, problem: RecordDoubt['problem'], action: RecordDoubt['action'], value?: string): void => {
-    doubts.push({ record: 'lastFailure', field, problem, action, ...(value === undefined ? {} : { value: iso(value) }) });
+  const doubt = (
+    field: string,
+    problem: RecordDoubt['problem'],
+    action: RecordDoubt['action'],
+    value?: string,
+  ): void => {
+    doubts.push({
+      record: 'lastFailure',
+      field,
+      problem,
+      action,
+      ...(value === undefined ? {} : { value: iso(value) }),
+    });
   };
   for (const field of STREAK_TIMES) {
     const value = failure[field];
     if (value === undefined) continue;
     if (!IsoInstant.safeParse(value).success) doubt(field, 'malformed', 'ignored');
-    else if (field !== 'nextAttemptAt' && Date.parse(value) > latest) doubt(field, 'future', 'ignored', value);
+    else if (field !== 'nextAttemptAt' && Date.parse(value) > latest)
+      doubt(field, 'future', 'ignored', value);
     else if (field === 'nextAttemptAt' && Date.parse(value) > longestWait + key.clockSkewMs) {
       doubt(field, 'beyond-policy', 'bounded', value);
       trusted.nextAttemptAt = new Date(longestWait).toISOString();
@@ -111,7 +188,11 @@ function iso(time: string): string {
 }
 
 /** The key's state at `destination`, as far as keyroll trusts it (trustState). */
-export async function readTrustedState(destination: { backend: Backend; target: StoreTarget }, key: Pick<KeyPolicy, 'clockSkewMs' | 'failures'>, now: Date): Promise<KeyState> {
+export async function readTrustedState(
+  destination: { backend: Backend; target: StoreTarget },
+  key: Pick<KeyPolicy, 'clockSkewMs' | 'failures'>,
+  now: Date,
+): Promise<KeyState> {
   return trustState(await destination.backend.readState(destination.target), key, now);
 }
 
@@ -119,7 +200,12 @@ export async function readTrustedState(destination: { backend: Backend; target: 
  * Audits each doubt of `state` (key.record.distrusted) that `known` did not already have, so a run
  * that read the state before the lock and again under it reports each doubt once.
  */
-export function auditDoubts(audit: AuditLog, state: KeyState, fields: Record<string, unknown>, known?: KeyState): void {
+export function auditDoubts(
+  audit: AuditLog,
+  state: KeyState,
+  fields: Record<string, unknown>,
+  known?: KeyState,
+): void {
   const seen = new Set((known?.doubts ?? []).map(doubtKey));
   for (const doubt of state.doubts ?? []) {
     if (seen.has(doubtKey(doubt))) continue;

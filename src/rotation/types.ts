@@ -6,10 +6,20 @@ import type { QuotaObserver } from '../backends/quota/observer.ts';
 import type { Backend, StoreTarget } from '../backends/types.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
 
-export type RotationStep = 'preflight' | 'lock' | 'intent' | 'roll' | 'store' | 'verify' | 'finish' | 'recovery' | 'drift';
-export const ROTATION_STEPS: readonly RotationStep[] = ['preflight', 'lock', 'intent', 'roll', 'store', 'verify', 'finish'];
+export type RotationStep =
+  'preflight' | 'lock' | 'intent' | 'roll' | 'store' | 'verify' | 'finish' | 'recovery' | 'drift';
+export const ROTATION_STEPS: readonly RotationStep[] = [
+  'preflight',
+  'lock',
+  'intent',
+  'roll',
+  'store',
+  'verify',
+  'finish',
+];
 
-export type RotationReason = 'scheduled' | 'leak' | 'compromise' | 'plan-change' | 'manual' | 'recovery' | 'drift';
+export type RotationReason =
+  'scheduled' | 'leak' | 'compromise' | 'plan-change' | 'manual' | 'recovery' | 'drift';
 
 /**
  * Leak and compromise: the value must die now, so their rotations bypass the minimum interval
@@ -33,7 +43,10 @@ export interface RunTrigger {
 
 /** The part of the API client the rotation needs (src/api/client.ts implements it). */
 export interface RotationApi {
-  rollKey(keyId: string, options?: { organizationId?: string; signal?: AbortSignal }): Promise<{ keyId: string; secret: Secret; malformed?: string }>;
+  rollKey(
+    keyId: string,
+    options?: { organizationId?: string; signal?: AbortSignal },
+  ): Promise<{ keyId: string; secret: Secret; malformed?: string }>;
   probeSecret(secret: Secret, options?: { organizationId?: string }): Promise<'valid' | 'invalid'>;
 }
 

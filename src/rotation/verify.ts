@@ -22,7 +22,12 @@ export interface VerifyReport {
   apiRejected: boolean;
 }
 
-export async function verifyStored(key: KeyPolicy, secret: Secret, copies: readonly StoredCopy[], deps: RotationDeps): Promise<VerifyReport> {
+export async function verifyStored(
+  key: KeyPolicy,
+  secret: Secret,
+  copies: readonly StoredCopy[],
+  deps: RotationDeps,
+): Promise<VerifyReport> {
   const report: VerifyReport = { failures: [], readBackOk: true, apiChecked: false, apiRejected: false };
   if (key.verify.readBack) {
     for (const copy of copies) {
@@ -30,11 +35,21 @@ export async function verifyStored(key: KeyPolicy, secret: Secret, copies: reado
       try {
         const stored = await backend.readSecret(target);
         if (stored?.secret.digest() !== secret.digest()) {
-          report.failures.push({ check: 'read-back', backend: backendName, path: target.path, errorCode: 'KR_VERIFY_DIGEST_MISMATCH' });
+          report.failures.push({
+            check: 'read-back',
+            backend: backendName,
+            path: target.path,
+            errorCode: 'KR_VERIFY_DIGEST_MISMATCH',
+          });
           report.readBackOk = false;
         }
       } catch (error) {
-        report.failures.push({ check: 'read-back', backend: backendName, path: target.path, errorCode: errorCode(error) });
+        report.failures.push({
+          check: 'read-back',
+          backend: backendName,
+          path: target.path,
+          errorCode: errorCode(error),
+        });
         report.readBackOk = false;
       }
     }

@@ -26,7 +26,10 @@ export interface WriteBudget {
 }
 
 function useAll<T>(reservations: readonly WriteReservation[], calls: () => Promise<T>): Promise<T> {
-  return reservations.reduceRight<() => Promise<T>>((inner, reservation) => () => reservation.use(inner), calls)();
+  return reservations.reduceRight<() => Promise<T>>(
+    (inner, reservation) => () => reservation.use(inner),
+    calls,
+  )();
 }
 
 /**
@@ -34,7 +37,10 @@ function useAll<T>(reservations: readonly WriteReservation[], calls: () => Promi
  * fenced by its own, so it is a fenced write). Anything taken is given back when a later
  * reservation fails (KR_BACKEND_THROTTLED: nothing is rolled).
  */
-export async function reserveWriteBudget(destinations: readonly ResolvedDestination[], locks: readonly KeptLock[]): Promise<WriteBudget> {
+export async function reserveWriteBudget(
+  destinations: readonly ResolvedDestination[],
+  locks: readonly KeptLock[],
+): Promise<WriteBudget> {
   const writes = new Map<ResolvedDestination, WriteReservation>();
   const refresh: WriteReservation[] = [];
   const release = (): void => {
@@ -49,7 +55,10 @@ export async function reserveWriteBudget(destinations: readonly ResolvedDestinat
     // The locks are refreshed after the primary's write only when another destination follows.
     if (destinations.length > 1) {
       for (const kept of locks) {
-        const reservation = await kept.destination.backend.reserveLockRefresh?.(kept.destination.target, kept.lock);
+        const reservation = await kept.destination.backend.reserveLockRefresh?.(
+          kept.destination.target,
+          kept.lock,
+        );
         if (reservation) refresh.push(reservation);
       }
     }

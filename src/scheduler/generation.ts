@@ -21,7 +21,12 @@ export class Generation {
   #markClosed: () => void = () => undefined;
   readonly #onCloseError: (error: unknown) => void;
 
-  constructor(policy: Policy, runtime: Runtime, onCloseError: (error: unknown) => void, refresher?: ConsumerRefresher) {
+  constructor(
+    policy: Policy,
+    runtime: Runtime,
+    onCloseError: (error: unknown) => void,
+    refresher?: ConsumerRefresher,
+  ) {
     this.policy = policy;
     this.runtime = runtime;
     this.refresher = refresher;

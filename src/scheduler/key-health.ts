@@ -28,10 +28,12 @@ export class KeyHealth {
   recordOutcome(outcome: KeyOutcome, reason: RotationReason, nowMs: number, shuttingDown: boolean): void {
     this.#metrics.recordOutcome(outcome, reason);
     if (outcome.quarantinedAt !== undefined) this.#quarantined.add(outcome.keyId);
-    else if (outcome.result === 'rotated' || outcome.result === 'recovered') this.#quarantined.delete(outcome.keyId);
+    else if (outcome.result === 'rotated' || outcome.result === 'recovered')
+      this.#quarantined.delete(outcome.keyId);
     this.#metrics.setQuarantined(this.#quarantined.size);
     if (outcome.errorCode === 'KR_DRIFT_DETECTED') this.#drifted.add(outcome.keyId);
-    else if (outcome.result === 'rotated' || outcome.result === 'recovered') this.#drifted.delete(outcome.keyId);
+    else if (outcome.result === 'rotated' || outcome.result === 'recovered')
+      this.#drifted.delete(outcome.keyId);
     this.#metrics.setDrifted(this.#drifted.size);
     if (outcome.result === 'rotated' || outcome.result === 'recovered') {
       this.#retryAfter.delete(outcome.keyId);
@@ -69,7 +71,12 @@ export class KeyHealth {
   /** Forgets keys a reloaded policy no longer has. */
   keepOnly(keys: readonly KeyPolicy[]): void {
     const kept = new Set(keys.map((key) => key.id));
-    const known = new Set([...this.#overdue, ...this.#retryAfter.keys(), ...this.#quarantined, ...this.#drifted]);
+    const known = new Set([
+      ...this.#overdue,
+      ...this.#retryAfter.keys(),
+      ...this.#quarantined,
+      ...this.#drifted,
+    ]);
     for (const keyId of known) {
       if (kept.has(keyId)) continue;
       this.#overdue.delete(keyId);

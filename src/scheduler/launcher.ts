@@ -54,7 +54,13 @@ export class Launcher {
    * Runs the keys that are free now; the rest are left to their next tick or sweep. Returns the keys
    * skipped as busy. `stop` (a leader's term) ends the run's key starts as the shutdown does.
    */
-  async runFree(generation: Generation, keys: readonly KeyPolicy[], trigger: RunTrigger, source: RunSource, stop?: AbortSignal): Promise<string[]> {
+  async runFree(
+    generation: Generation,
+    keys: readonly KeyPolicy[],
+    trigger: RunTrigger,
+    source: RunSource,
+    stop?: AbortSignal,
+  ): Promise<string[]> {
     const held = new Map<string, ReleaseKey>();
     const busy: string[] = [];
     for (const key of keys) {
@@ -63,7 +69,8 @@ export class Launcher {
       else busy.push(key.id);
     }
     const free = keys.filter((key) => held.has(key.id));
-    if (free.length > 0) await this.#options.track(this.#runHeld(generation, free, held, trigger, source, undefined, {}, stop));
+    if (free.length > 0)
+      await this.#options.track(this.#runHeld(generation, free, held, trigger, source, undefined, {}, stop));
     return busy;
   }
 
@@ -72,7 +79,13 @@ export class Launcher {
    * `extra.slots` names the slot to roll of two-slot entries (a leak of one slot), and
    * `extra.onKeyDone` hears each key's outcome (leak intake waits for its key's).
    */
-  async runAll(generation: Generation, keys: readonly KeyPolicy[], trigger: RunTrigger, rotationIds: ReadonlyMap<string, string>, extra: RunExtras = {}): Promise<void> {
+  async runAll(
+    generation: Generation,
+    keys: readonly KeyPolicy[],
+    trigger: RunTrigger,
+    rotationIds: ReadonlyMap<string, string>,
+    extra: RunExtras = {},
+  ): Promise<void> {
     const done = generation.use();
     try {
       const held = new Map<string, ReleaseKey>();
@@ -84,7 +97,8 @@ export class Launcher {
       }
       const runs: Promise<void>[] = [];
       const free = keys.filter((key) => held.has(key.id));
-      if (free.length > 0) runs.push(this.#runHeld(generation, free, held, trigger, 'trigger', rotationIds, extra));
+      if (free.length > 0)
+        runs.push(this.#runHeld(generation, free, held, trigger, 'trigger', rotationIds, extra));
       for (const key of waiting) runs.push(this.#runWhenFree(generation, key, trigger, rotationIds, extra));
       await this.#options.track(Promise.all(runs));
     } finally {
@@ -92,23 +106,59 @@ export class Launcher {
     }
   }
 
-  async #runWhenFree(generation: Generation, key: KeyPolicy, trigger: RunTrigger, rotationIds: ReadonlyMap<string, string>, extra: RunExtras): Promise<void> {
+  async #runWhenFree(
+    generation: Generation,
+    key: KeyPolicy,
+    trigger: RunTrigger,
+    rotationIds: ReadonlyMap<string, string>,
+    extra: RunExtras,
+  ): Promise<void> {
     let release: ReleaseKey;
     try {
       release = await this.#options.locks.acquire(key.id, this.#options.signal);
     } catch {
       // Shutdown came while the key was busy: the promised rotation never started.
       const rotationId = rotationIds.get(key.id);
-      this.#auditFor(trigger).emit('key.skipped', { keyId: key.id, organizationId: key.organizationId, ...(rotationId ? { rotationId } : {}), why: 'shutdown' });
-      const aborted: KeyOutcome = { keyId: key.id, organizationId: key.organizationId, result: 'aborted', detail: 'shutdown', durationMs: 0, rolls: 0, ...(rotationId ? { rotationId } : {}) };
+      this.#auditFor(trigger).emit('key.skipped', {
+        keyId: key.id,
+        organizationId: key.organizationId,
+        ...(rotationId ? { rotationId } : {}),
+        why: 'shutdown',
+      });
+      const aborted: KeyOutcome = {
+        keyId: key.id,
+        organizationId: key.organizationId,
+        result: 'aborted',
+        detail: 'shutdown',
+        durationMs: 0,
+        rolls: 0,
+        ...(rotationId ? { rotationId } : {}),
+      };
       this.#options.onKeyDone(aborted, trigger);
       extra.onKeyDone?.(aborted);
       return;
     }
-    await this.#runHeld(generation, [key], new Map([[key.id, release]]), trigger, 'trigger', rotationIds, extra);
+    await this.#runHeld(
+      generation,
+      [key],
+      new Map([[key.id, release]]),
+      trigger,
+      'trigger',
+      rotationIds,
+      extra,
+    );
   }
 
-  async #runHeld(generation: Generation, keys: readonly KeyPolicy[], held: Map<string, ReleaseKey>, trigger: RunTrigger, source: RunSource, rotationIds?: ReadonlyMap<string, string>, extra: RunExtras = {}, stop?: AbortSignal): Promise<void> {
+  async #runHeld(
+    generation: Generation,
+    keys: readonly KeyPolicy[],
+    held: Map<string, ReleaseKey>,
+    trigger: RunTrigger,
+    source: RunSource,
+    rotationIds?: ReadonlyMap<string, string>,
+    extra: RunExtras = {},
+    stop?: AbortSignal,
+  ): Promise<void> {
     const done = generation.use();
     const began = new Set<string>();
     // runRotations resolves a key's destinations exactly when it starts rotating it.
@@ -129,38 +179,56 @@ export class Launcher {
     // A trace of its own per run when tracing is on (docs/tracing.md): a schedule tick, a sweep, a
     // drift probe or a trigger. A leak report's run joins the report's trace (leaks/intake.ts).
     const traced = <T>(work: () => Promise<T>): Promise<T> =>
-      inSpan(`keyroll daemon ${source}`, { 'keyroll.command': 'daemon', 'keyroll.run.source': source, 'keyroll.reason': trigger.reason, 'keyroll.keys': keys.length }, work, source === 'trigger' ? 'active' : 'new-trace');
+      inSpan(
+        `keyroll daemon ${source}`,
+        {
+          'keyroll.command': 'daemon',
+          'keyroll.run.source': source,
+          'keyroll.reason': trigger.reason,
+          'keyroll.keys': keys.length,
+        },
+        work,
+        source === 'trigger' ? 'active' : 'new-trace',
+      );
     const delivery = generation.refresher?.begin(this.#auditFor(trigger), generation.policy.keys);
     try {
-      await traced(() => runRotations(runtime, {
-        keys,
-        trigger,
-        concurrency: this.#options.concurrency,
-        signal: stop === undefined ? this.#options.signal : AbortSignal.any([this.#options.signal, stop]),
-        command: `daemon ${source}`,
-        driftCheck: source === 'drift' ? 'every-run' : 'policy',
-        ...(rotationIds ? { rotationIds } : {}),
-        ...(extra.slots ? { slots: extra.slots } : {}),
-        // A single key's webhook consumers hear of it at the store (invariant 12).
-        onKeyStored: (outcome) => {
-          const key = keys.find((candidate) => candidate.id === outcome.keyId);
-          if (key !== undefined) delivery?.storedBeforeVerify(key, outcome);
-        },
-        onKeyDone: (outcome) => {
-          // The key is free as soon as its own rotation is over, not when the whole run is.
-          ended(outcome.keyId);
-          held.get(outcome.keyId)?.();
-          const key = keys.find((candidate) => candidate.id === outcome.keyId);
-          if (key !== undefined) delivery?.stored(key, outcome);
-          this.#options.onKeyDone(outcome, trigger);
-          extra.onKeyDone?.(outcome);
-        },
-      }));
+      await traced(() =>
+        runRotations(runtime, {
+          keys,
+          trigger,
+          concurrency: this.#options.concurrency,
+          signal: stop === undefined ? this.#options.signal : AbortSignal.any([this.#options.signal, stop]),
+          command: `daemon ${source}`,
+          driftCheck: source === 'drift' ? 'every-run' : 'policy',
+          ...(rotationIds ? { rotationIds } : {}),
+          ...(extra.slots ? { slots: extra.slots } : {}),
+          // A single key's webhook consumers hear of it at the store (invariant 12).
+          onKeyStored: (outcome) => {
+            const key = keys.find((candidate) => candidate.id === outcome.keyId);
+            if (key !== undefined) delivery?.storedBeforeVerify(key, outcome);
+          },
+          onKeyDone: (outcome) => {
+            // The key is free as soon as its own rotation is over, not when the whole run is.
+            ended(outcome.keyId);
+            held.get(outcome.keyId)?.();
+            const key = keys.find((candidate) => candidate.id === outcome.keyId);
+            if (key !== undefined) delivery?.stored(key, outcome);
+            this.#options.onKeyDone(outcome, trigger);
+            extra.onKeyDone?.(outcome);
+          },
+        }),
+      );
       if (delivery !== undefined) this.#options.deliver?.(delivery.finish());
     } catch (error) {
       // runRotations reports per-key failures itself; reaching here is a bug, made visible.
       const runId = randomUUID();
-      this.#auditFor(trigger).emit('run.aborted', { runId, why: 'unexpected-error', errorCode: errorCode(error), message: errorMessage(error), keys: keys.map((key) => key.id) });
+      this.#auditFor(trigger).emit('run.aborted', {
+        runId,
+        why: 'unexpected-error',
+        errorCode: errorCode(error),
+        message: errorMessage(error),
+        keys: keys.map((key) => key.id),
+      });
       await generation.runtime.alerter.send({
         severity: 'critical',
         summary: `keyroll daemon: a ${source} run stopped unexpectedly: ${errorMessage(error)}`,

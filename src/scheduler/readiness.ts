@@ -22,24 +22,41 @@ export type Readiness =
   | { state: 'shutting-down' };
 
 /** Preflights every distinct destination (fallbacks are a safety net, not a readiness condition). */
-export async function preflightDestinations(runtime: Runtime, keys: readonly KeyPolicy[], audit: AuditLog, now: Date, concurrency: number): Promise<Readiness> {
+export async function preflightDestinations(
+  runtime: Runtime,
+  keys: readonly KeyPolicy[],
+  audit: AuditLog,
+  now: Date,
+  concurrency: number,
+): Promise<Readiness> {
   const seen = new Set<string>();
-  const destinations = keys.flatMap((key) => runtime.resolveKey(key).destinations).filter((destination) => {
-    const id = `${destination.backendName}\u0000${destination.target.path}`;
-    if (seen.has(id)) return false;
-    seen.add(id);
-    return true;
-  });
-  const results = await mapWithConcurrency(destinations, concurrency, async (destination): Promise<PreflightFailure | undefined> => {
-    try {
-      await destination.backend.preflight(destination.target);
-      return undefined;
-    } catch (error) {
-      const failure = { backend: destination.backendName, path: destination.target.path, errorCode: errorCode(error), error: errorMessage(error) };
-      audit.emit('daemon.preflight.failed', failure);
-      return failure;
-    }
-  });
+  const destinations = keys
+    .flatMap((key) => runtime.resolveKey(key).destinations)
+    .filter((destination) => {
+      const id = `${destination.backendName}\u0000${destination.target.path}`;
+      if (seen.has(id)) return false;
+      seen.add(id);
+      return true;
+    });
+  const results = await mapWithConcurrency(
+    destinations,
+    concurrency,
+    async (destination): Promise<PreflightFailure | undefined> => {
+      try {
+        await destination.backend.preflight(destination.target);
+        return undefined;
+      } catch (error) {
+        const failure = {
+          backend: destination.backendName,
+          path: destination.target.path,
+          errorCode: errorCode(error),
+          error: errorMessage(error),
+        };
+        audit.emit('daemon.preflight.failed', failure);
+        return failure;
+      }
+    },
+  );
   const failures = results.filter((result): result is PreflightFailure => result !== undefined);
   const checkedAt = now.toISOString();
   return failures.length === 0
@@ -52,7 +69,10 @@ export async function preflightDestinations(runtime: Runtime, keys: readonly Key
  * reasons (policy path, backend names, secret paths, error codes) map the deployment for an
  * attacker; they are in the audit trail (`daemon.preflight.failed`), where operators look.
  */
-export function readinessAnswer(readiness: Readiness): { ready: boolean; body: { status: 'ok' | 'not-ready' } } {
+export function readinessAnswer(readiness: Readiness): {
+  ready: boolean;
+  body: { status: 'ok' | 'not-ready' };
+} {
   const ready = readiness.state === 'ready';
   return { ready, body: { status: ready ? 'ok' : 'not-ready' } };
 }

@@ -45,7 +45,10 @@ export interface StartScheduleOptions {
   onError: (group: ScheduleGroup, error: unknown) => void;
 }
 
-export function startSchedules(groups: readonly ScheduleGroup[], options: StartScheduleOptions): ScheduledJobs {
+export function startSchedules(
+  groups: readonly ScheduleGroup[],
+  options: StartScheduleOptions,
+): ScheduledJobs {
   const jobs = groups.map((group) => ({
     group,
     job: new Cron(
@@ -66,7 +69,11 @@ export function startSchedules(groups: readonly ScheduleGroup[], options: StartS
   }));
   return {
     describe: () =>
-      jobs.map(({ group, job }) => ({ ...group, keyIds: [...group.keyIds], nextRunAt: job.nextRun()?.toISOString() ?? null })),
+      jobs.map(({ group, job }) => ({
+        ...group,
+        keyIds: [...group.keyIds],
+        nextRunAt: job.nextRun()?.toISOString() ?? null,
+      })),
     stop: () => {
       for (const { job } of jobs) job.stop();
     },

@@ -43,23 +43,39 @@ export interface SweepResult {
 /** Drift not healed: the last probe said dead, and no rotation was recorded at or after it. */
 export function driftUnhealed(state: Pick<KeyState, 'lastProbe' | 'lastRotatedAt'>): boolean {
   if (state.lastProbe?.result !== 'dead') return false;
-  return state.lastRotatedAt === undefined || Date.parse(state.lastRotatedAt) < Date.parse(state.lastProbe.at);
+  return (
+    state.lastRotatedAt === undefined || Date.parse(state.lastRotatedAt) < Date.parse(state.lastProbe.at)
+  );
 }
 
-export async function checkKeys(runtime: Runtime, keys: readonly KeyPolicy[], now: Date, concurrency: number): Promise<SweepResult> {
+export async function checkKeys(
+  runtime: Runtime,
+  keys: readonly KeyPolicy[],
+  now: Date,
+  concurrency: number,
+): Promise<SweepResult> {
   const checks = await mapWithConcurrency(keys, concurrency, async (key): Promise<KeyCheck> => {
     try {
       const primary = runtime.resolveKey(key).destinations[0];
       if (!primary) throw new Error(`key ${key.id} has no destination`);
       const state = await readTrustedState(primary, key, now);
-      const decision = decideDue(key, { ...(state.lastRotatedAt ? { lastRotatedAt: state.lastRotatedAt } : {}), ...(state.intent ? { intent: state.intent } : {}) }, now);
+      const decision = decideDue(
+        key,
+        {
+          ...(state.lastRotatedAt ? { lastRotatedAt: state.lastRotatedAt } : {}),
+          ...(state.intent ? { intent: state.intent } : {}),
+        },
+        now,
+      );
       return {
         key,
         decision,
         ...(state.lastRotatedAt ? { lastRotatedAt: state.lastRotatedAt } : {}),
         ...(isQuarantined(state) ? { quarantined: true } : {}),
         ...(driftUnhealed(state) ? { drifted: true } : {}),
-        ...(state.lock !== undefined && Date.parse(state.lock.expiresAt) > now.getTime() ? { locked: true } : {}),
+        ...(state.lock !== undefined && Date.parse(state.lock.expiresAt) > now.getTime()
+          ? { locked: true }
+          : {}),
       };
     } catch (error) {
       return { key, readError: { errorCode: errorCode(error), message: errorMessage(error) } };
@@ -67,7 +83,9 @@ export async function checkKeys(runtime: Runtime, keys: readonly KeyPolicy[], no
   });
   return {
     checks,
-    due: checks.filter((check) => check.readError !== undefined || check.decision?.due === true).map((check) => check.key),
+    due: checks
+      .filter((check) => check.readError !== undefined || check.decision?.due === true)
+      .map((check) => check.key),
     overdue: checks.filter((check) => check.decision?.overdue === true).map((check) => check.key.id),
     quarantined: checks.filter((check) => check.quarantined === true).map((check) => check.key.id),
     drifted: checks.filter((check) => check.drifted === true).map((check) => check.key.id),

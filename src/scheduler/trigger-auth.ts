@@ -23,15 +23,22 @@ export const MAX_CLOCK_SKEW_SECONDS = 300;
 export const CALLER_NAME = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$/;
 const NONCE = /^[A-Za-z0-9_-]{16,64}$/;
 
-export type SignatureProblem = 'missing-signature' | 'malformed-signature' | 'stale-timestamp' | 'bad-signature';
+export type SignatureProblem =
+  'missing-signature' | 'malformed-signature' | 'stale-timestamp' | 'bad-signature';
 
-export type SignatureCheck = { ok: true; caller: string; timestamp: number; nonce: string } | { ok: false; why: SignatureProblem };
+export type SignatureCheck =
+  { ok: true; caller: string; timestamp: number; nonce: string } | { ok: false; why: SignatureProblem };
 
 /** The trigger keys by caller name; undefined for a caller the daemon does not know. */
 export type TriggerKeyLookup = (caller: string) => Secret | undefined;
 
 /** The signature header value for `body` sent at `timestamp` with `nonce` (tests, docs and callers in TypeScript). */
-export function signTriggerRequest(secret: Secret, timestamp: number, nonce: string, body: string | Buffer): string {
+export function signTriggerRequest(
+  secret: Secret,
+  timestamp: number,
+  nonce: string,
+  body: string | Buffer,
+): string {
   return sha256Header(triggerMac(secret.reveal(), timestamp, nonce, body));
 }
 
@@ -57,19 +64,33 @@ const UNKNOWN_CALLER_KEY = 'keyroll-unknown-caller';
  * nothing it could not see in its own clock. An unknown caller is a bad signature (its name is
  * not confirmed or denied).
  */
-export function checkTriggerSignature(request: SignedRequest, keyOf: TriggerKeyLookup, nowSeconds: number): SignatureCheck {
+export function checkTriggerSignature(
+  request: SignedRequest,
+  keyOf: TriggerKeyLookup,
+  nowSeconds: number,
+): SignatureCheck {
   const caller = singleHeader(request.callerHeader);
   const timestampText = singleHeader(request.timestampHeader);
   const nonce = singleHeader(request.nonceHeader);
   const signatureText = singleHeader(request.signatureHeader);
-  if (caller === undefined || timestampText === undefined || nonce === undefined || signatureText === undefined) return { ok: false, why: 'missing-signature' };
-  if (!CALLER_NAME.test(caller) || !NONCE.test(nonce) || !/^\d{1,12}$/.test(timestampText)) return { ok: false, why: 'malformed-signature' };
+  if (
+    caller === undefined ||
+    timestampText === undefined ||
+    nonce === undefined ||
+    signatureText === undefined
+  )
+    return { ok: false, why: 'missing-signature' };
+  if (!CALLER_NAME.test(caller) || !NONCE.test(nonce) || !/^\d{1,12}$/.test(timestampText))
+    return { ok: false, why: 'malformed-signature' };
   const given = sha256HeaderBytes(signatureText);
   if (given === undefined) return { ok: false, why: 'malformed-signature' };
   const timestamp = Number(timestampText);
   if (Math.abs(nowSeconds - timestamp) > MAX_CLOCK_SKEW_SECONDS) return { ok: false, why: 'stale-timestamp' };
   const key = keyOf(caller);
-  const matches = sameBytes(given, triggerMac(key?.reveal() ?? UNKNOWN_CALLER_KEY, timestamp, nonce, request.rawBody));
+  const matches = sameBytes(
+    given,
+    triggerMac(key?.reveal() ?? UNKNOWN_CALLER_KEY, timestamp, nonce, request.rawBody),
+  );
   if (key === undefined || !matches) return { ok: false, why: 'bad-signature' };
   return { ok: true, caller, timestamp, nonce };
 }

@@ -21,12 +21,17 @@ export function parseTriggerKeys(entries: readonly string[]): TriggerKeySpec[] {
     const ref = at < 0 ? '' : entry.slice(at + 1).trim();
     // The text is never echoed back: a mistyped entry could be a literal key.
     if (!CALLER_NAME.test(caller)) {
-      throw new UsageError('--trigger-key must be NAME=REF with a caller NAME of letters, digits and . _ @ - (at most 64), e.g. alice=file:/var/run/secrets/keyroll/trigger/alice');
+      throw new UsageError(
+        '--trigger-key must be NAME=REF with a caller NAME of letters, digits and . _ @ - (at most 64), e.g. alice=file:/var/run/secrets/keyroll/trigger/alice',
+      );
     }
     if (!SecretRef.safeParse(ref).success) {
-      throw new UsageError(`--trigger-key ${caller}=...: the key must be a reference like env:NAME or file:/absolute/path, never the key itself`);
+      throw new UsageError(
+        `--trigger-key ${caller}=...: the key must be a reference like env:NAME or file:/absolute/path, never the key itself`,
+      );
     }
-    if (specs.some((spec) => spec.caller === caller)) throw new UsageError(`--trigger-key: caller ${caller} is given twice`);
+    if (specs.some((spec) => spec.caller === caller))
+      throw new UsageError(`--trigger-key: caller ${caller} is given twice`);
     specs.push({ caller, ref });
   }
   return specs;
@@ -36,12 +41,17 @@ export function parseTriggerKeys(entries: readonly string[]): TriggerKeySpec[] {
 export const MIN_TRIGGER_KEY_BYTES = MIN_SIGNING_KEY_BYTES;
 
 /** Reads every caller's key (at start and on SIGHUP); any unreadable or short one fails the whole set. */
-export async function resolveTriggerKeys(specs: readonly TriggerKeySpec[], env: NodeJS.ProcessEnv): Promise<ReadonlyMap<string, Secret>> {
+export async function resolveTriggerKeys(
+  specs: readonly TriggerKeySpec[],
+  env: NodeJS.ProcessEnv,
+): Promise<ReadonlyMap<string, Secret>> {
   const keys = new Map<string, Secret>();
   for (const spec of specs) {
     const key = await resolveRef(spec.ref, env);
     if (signingKeyTooShort(key)) {
-      throw new UsageError(`--trigger-key ${spec.caller}=${spec.ref}: the key is shorter than ${String(MIN_TRIGGER_KEY_BYTES)} bytes; use at least ${String(MIN_TRIGGER_KEY_BYTES)} random bytes (e.g. openssl rand -hex 32)`);
+      throw new UsageError(
+        `--trigger-key ${spec.caller}=${spec.ref}: the key is shorter than ${String(MIN_TRIGGER_KEY_BYTES)} bytes; use at least ${String(MIN_TRIGGER_KEY_BYTES)} random bytes (e.g. openssl rand -hex 32)`,
+      );
     }
     keys.set(spec.caller, key);
   }

@@ -14,20 +14,33 @@ export const TriggerRequest = z
     actor: z.string().trim().min(1).max(200).optional(),
     ticket: z.string().trim().min(1).max(200).optional(),
   })
-  .refine((body) => [body.keys !== undefined, body.org !== undefined, body.all === true].filter(Boolean).length === 1, {
-    error: 'name exactly one of keys, org or all',
-  });
+  .refine(
+    (body) =>
+      [body.keys !== undefined, body.org !== undefined, body.all === true].filter(Boolean).length === 1,
+    {
+      error: 'name exactly one of keys, org or all',
+    },
+  );
 export type TriggerRequest = z.infer<typeof TriggerRequest>;
 
 /** `slots`: two-slot entries named by one of their slots (the slot a leak names): entry id → slot. */
-export type KeySelection = { ok: true; keys: KeyPolicy[]; slots?: Map<string, string> } | { ok: false; why: 'unknown-keys' | 'unknown-org'; message: string; unknown: string[] };
+export type KeySelection =
+  | { ok: true; keys: KeyPolicy[]; slots?: Map<string, string> }
+  | { ok: false; why: 'unknown-keys' | 'unknown-org'; message: string; unknown: string[] };
 
 /** The policy keys a request names: named keys in the order given (the leaked one first), else policy order. */
 export function selectTriggerKeys(policyKeys: readonly KeyPolicy[], request: TriggerRequest): KeySelection {
   if (request.all === true) return { ok: true, keys: [...policyKeys] };
   if (request.org !== undefined) {
     const keys = policyKeys.filter((key) => key.organizationId === request.org);
-    return keys.length > 0 ? { ok: true, keys } : { ok: false, why: 'unknown-org', message: 'no key of this organization is in the policy', unknown: [request.org] };
+    return keys.length > 0
+      ? { ok: true, keys }
+      : {
+          ok: false,
+          why: 'unknown-org',
+          message: 'no key of this organization is in the policy',
+          unknown: [request.org],
+        };
   }
   // An entry id, or one slot of a two-slot entry (as `keyroll rotate --key` takes them).
   const entryFor = (id: string): { key: KeyPolicy; slot?: string } | undefined => {
@@ -38,7 +51,8 @@ export function selectTriggerKeys(policyKeys: readonly KeyPolicy[], request: Tri
   };
   const named = [...new Set(request.keys ?? [])];
   const unknown = named.filter((id) => entryFor(id) === undefined);
-  if (unknown.length > 0) return { ok: false, why: 'unknown-keys', message: 'these keys are not in the policy', unknown };
+  if (unknown.length > 0)
+    return { ok: false, why: 'unknown-keys', message: 'these keys are not in the policy', unknown };
   const keys: KeyPolicy[] = [];
   const slots = new Map<string, string>();
   for (const id of named) {

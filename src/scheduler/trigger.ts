@@ -6,12 +6,25 @@
 // leak/compromise, like `keyroll rotate`).
 import { randomUUID } from 'node:crypto';
 import type { AuditLog } from '../audit/events.ts';
-import { refuse as refuseRequest, type HttpAnswer, type InboundRequest, type Refusal } from '../inbound/answers.ts';
+import {
+  refuse as refuseRequest,
+  type HttpAnswer,
+  type InboundRequest,
+  type Refusal,
+} from '../inbound/answers.ts';
 import type { RejectionAudit } from '../inbound/rejection-audit.ts';
 import { claimOrRefuse, type ReplayRecord } from '../inbound/replay-claim.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
 import { isLeakReason } from '../rotation/types.ts';
-import { CALLER_HEADER, checkTriggerSignature, MAX_CLOCK_SKEW_SECONDS, NONCE_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, type TriggerKeyLookup } from './trigger-auth.ts';
+import {
+  CALLER_HEADER,
+  checkTriggerSignature,
+  MAX_CLOCK_SKEW_SECONDS,
+  NONCE_HEADER,
+  SIGNATURE_HEADER,
+  TIMESTAMP_HEADER,
+  type TriggerKeyLookup,
+} from './trigger-auth.ts';
 import { selectTriggerKeys, TriggerRequest } from './trigger-request.ts';
 
 export const TRIGGER_PATH = '/v1/rotations';
@@ -41,7 +54,12 @@ export interface TriggerEndpointOptions {
   accepting: () => boolean;
   policyKeys: () => readonly KeyPolicy[];
   /** Starts the rotations in the background with the pre-assigned ids. Must not throw. */
-  start: (keys: readonly KeyPolicy[], trigger: AcceptedTrigger, rotationIds: ReadonlyMap<string, string>, slots?: ReadonlyMap<string, string>) => void;
+  start: (
+    keys: readonly KeyPolicy[],
+    trigger: AcceptedTrigger,
+    rotationIds: ReadonlyMap<string, string>,
+    slots?: ReadonlyMap<string, string>,
+  ) => void;
 }
 
 /** The trigger's refusals: all but the leak intake's own. */
@@ -55,7 +73,8 @@ const MESSAGES: Record<TriggerRefusal, string> = {
   'malformed-signature': `${CALLER_HEADER} must be a caller name, ${TIMESTAMP_HEADER} unix seconds, ${NONCE_HEADER} 16-64 of [A-Za-z0-9_-] and ${SIGNATURE_HEADER} sha256=<64 hex digits>`,
   'stale-timestamp': `the timestamp is more than ${MAX_CLOCK_SKEW_SECONDS} seconds away from the daemon clock`,
   'bad-signature': 'the signature does not match',
-  replay: 'this caller already used this nonce, or the request was signed before the daemon started; sign a new request with a fresh nonce',
+  replay:
+    'this caller already used this nonce, or the request was signed before the daemon started; sign a new request with a fresh nonce',
   'replay-record-full': 'too many triggers within the timestamp window; retry in a few minutes',
   'replay-record-unavailable': 'the daemon cannot record the request durably; retry, or use keyroll rotate',
   'invalid-body': 'the body is not a valid trigger request',
@@ -64,9 +83,14 @@ const MESSAGES: Record<TriggerRefusal, string> = {
   'unknown-org': 'no key of this organization is in the policy',
 };
 
-export function createTriggerEndpoint(options: TriggerEndpointOptions): (request: InboundRequest) => Promise<HttpAnswer> {
-  const refuse = (request: InboundRequest, why: TriggerRefusal, extra: { details?: unknown; caller?: string } = {}): HttpAnswer =>
-    refuseRequest(options.rejections, request, why, { message: MESSAGES[why], ...extra });
+export function createTriggerEndpoint(
+  options: TriggerEndpointOptions,
+): (request: InboundRequest) => Promise<HttpAnswer> {
+  const refuse = (
+    request: InboundRequest,
+    why: TriggerRefusal,
+    extra: { details?: unknown; caller?: string } = {},
+  ): HttpAnswer => refuseRequest(options.rejections, request, why, { message: MESSAGES[why], ...extra });
 
   return async (request) => {
     if (!options.accepting()) return refuse(request, 'shutting-down');
@@ -91,8 +115,18 @@ export function createTriggerEndpoint(options: TriggerEndpointOptions): (request
     const { caller } = signed;
     // Recorded, durably, before the body is judged: a signed request is spent even when its body is refused.
     // The record keeps (caller, nonce) until the timestamp leaves the window; past it the staleness check refuses it.
-    const unclaimed = await claimOrRefuse(replay, `${caller}\n${signed.nonce}`, signed.timestamp + MAX_CLOCK_SKEW_SECONDS, nowSeconds, signed.timestamp);
-    if (unclaimed !== undefined) return refuse(request, unclaimed.why, { caller, ...(unclaimed.claim === undefined ? {} : { details: { record: unclaimed.claim } }) });
+    const unclaimed = await claimOrRefuse(
+      replay,
+      `${caller}\n${signed.nonce}`,
+      signed.timestamp + MAX_CLOCK_SKEW_SECONDS,
+      nowSeconds,
+      signed.timestamp,
+    );
+    if (unclaimed !== undefined)
+      return refuse(request, unclaimed.why, {
+        caller,
+        ...(unclaimed.claim === undefined ? {} : { details: { record: unclaimed.claim } }),
+      });
 
     let json: unknown;
     try {
@@ -102,15 +136,23 @@ export function createTriggerEndpoint(options: TriggerEndpointOptions): (request
     }
     const parsed = TriggerRequest.safeParse(json);
     if (!parsed.success) {
-      return refuse(request, 'invalid-body', { caller, details: parsed.error.issues.map((issue) => ({ path: issue.path.join('.'), message: issue.message })) });
+      return refuse(request, 'invalid-body', {
+        caller,
+        details: parsed.error.issues.map((issue) => ({ path: issue.path.join('.'), message: issue.message })),
+      });
     }
     const body = parsed.data;
-    if (body.actor !== undefined && body.actor !== caller) return refuse(request, 'actor-mismatch', { caller });
+    if (body.actor !== undefined && body.actor !== caller)
+      return refuse(request, 'actor-mismatch', { caller });
     const selection = selectTriggerKeys(options.policyKeys(), body);
-    if (!selection.ok) return refuse(request, selection.why, { caller, details: { unknown: selection.unknown } });
+    if (!selection.ok)
+      return refuse(request, selection.why, { caller, details: { unknown: selection.unknown } });
 
     const rotationIds = new Map(selection.keys.map((key) => [key.id, randomUUID()]));
-    const rotations: PromisedRotation[] = selection.keys.map((key) => ({ keyId: key.id, rotationId: rotationIds.get(key.id) ?? '' }));
+    const rotations: PromisedRotation[] = selection.keys.map((key) => ({
+      keyId: key.id,
+      rotationId: rotationIds.get(key.id) ?? '',
+    }));
     const force = isLeakReason(body.reason);
     options.audit().emit('trigger.accepted', {
       actor: caller,

@@ -45,7 +45,11 @@ function headerValueParts(value: string): string[] {
     const decoded = Buffer.from(token, 'base64').toString('utf8');
     const colon = decoded.indexOf(':');
     // Only a credential that decodes to `user:password` (base64 of anything else is no Basic credential).
-    if (colon > 0 && Buffer.from(decoded, 'utf8').toString('base64').replace(/=+$/, '') === token.replace(/=+$/, '')) parts.push(decoded, decoded.slice(0, colon), decoded.slice(colon + 1));
+    if (
+      colon > 0 &&
+      Buffer.from(decoded, 'utf8').toString('base64').replace(/=+$/, '') === token.replace(/=+$/, '')
+    )
+      parts.push(decoded, decoded.slice(0, colon), decoded.slice(colon + 1));
   }
   return parts;
 }
@@ -103,7 +107,11 @@ export function collectorCredentials(env: NodeJS.ProcessEnv): string[] {
  */
 export function plainHttpCredentialWarning(env: NodeJS.ProcessEnv): string | undefined {
   // The endpoint the exporter sends to: the traces one as is, else the base one, else its default.
-  const url = parseUrl(read(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT') ?? read(env, 'OTEL_EXPORTER_OTLP_ENDPOINT') ?? DEFAULT_ENDPOINT);
+  const url = parseUrl(
+    read(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT') ??
+      read(env, 'OTEL_EXPORTER_OTLP_ENDPOINT') ??
+      DEFAULT_ENDPOINT,
+  );
   if (url === undefined || url.protocol !== 'http:' || isLoopbackHost(url.hostname)) return undefined;
   const carrying = [
     HEADER_VARIABLES.some((name) => read(env, name) !== undefined) ? 'headers' : undefined,

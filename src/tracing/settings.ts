@@ -9,7 +9,13 @@ import { collectorCredentials, plainHttpCredentialWarning } from './collector-cr
 
 export type OtlpProtocol = 'http/protobuf' | 'http/json';
 
-export type SamplerName = 'always_on' | 'always_off' | 'traceidratio' | 'parentbased_always_on' | 'parentbased_always_off' | 'parentbased_traceidratio';
+export type SamplerName =
+  | 'always_on'
+  | 'always_off'
+  | 'traceidratio'
+  | 'parentbased_always_on'
+  | 'parentbased_always_off'
+  | 'parentbased_traceidratio';
 
 export interface BatchSettings {
   scheduledDelayMillis: number;
@@ -47,11 +53,23 @@ export interface TracingOff {
 
 export type TracingSettings = TracingOn | TracingOff;
 
-const SAMPLERS: readonly SamplerName[] = ['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'];
+const SAMPLERS: readonly SamplerName[] = [
+  'always_on',
+  'always_off',
+  'traceidratio',
+  'parentbased_always_on',
+  'parentbased_always_off',
+  'parentbased_traceidratio',
+];
 const LOG_LEVELS: readonly TracingOn['logLevel'][] = ['none', 'error', 'warn', 'info', 'debug'];
 
 /** The batch span processor's defaults (OpenTelemetry's specification). */
-export const BATCH_DEFAULTS: BatchSettings = { scheduledDelayMillis: 5000, exportTimeoutMillis: 30_000, maxQueueSize: 2048, maxExportBatchSize: 512 };
+export const BATCH_DEFAULTS: BatchSettings = {
+  scheduledDelayMillis: 5000,
+  exportTimeoutMillis: 30_000,
+  maxQueueSize: 2048,
+  maxExportBatchSize: 512,
+};
 /** OTLP exporters' default timeout. */
 export const EXPORT_TIMEOUT_DEFAULT_MS = 10_000;
 
@@ -65,7 +83,9 @@ function number(env: NodeJS.ProcessEnv, name: string, fallback: number, warnings
   if (text === undefined) return fallback;
   const value = Number(text);
   if (Number.isFinite(value) && value >= min) return value;
-  warnings.push(`${name}=${JSON.stringify(text)} is not a number of at least ${String(min)}; using ${String(fallback)}`);
+  warnings.push(
+    `${name}=${JSON.stringify(text)} is not a number of at least ${String(min)}; using ${String(fallback)}`,
+  );
   return fallback;
 }
 
@@ -78,21 +98,31 @@ export function tracingSettings(env: NodeJS.ProcessEnv): TracingSettings {
     .filter((name) => name !== '');
   if (exporters?.includes('none')) return { on: false, warnings };
   const others = exporters?.filter((name) => name !== 'otlp') ?? [];
-  if (others.length > 0) warnings.push(`OTEL_TRACES_EXPORTER names ${others.join(', ')}: keyroll exports traces over OTLP only`);
-  const endpoint = read(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT') ?? read(env, 'OTEL_EXPORTER_OTLP_ENDPOINT');
+  if (others.length > 0)
+    warnings.push(`OTEL_TRACES_EXPORTER names ${others.join(', ')}: keyroll exports traces over OTLP only`);
+  const endpoint =
+    read(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT') ?? read(env, 'OTEL_EXPORTER_OTLP_ENDPOINT');
   const asked = exporters === undefined ? endpoint !== undefined : exporters.includes('otlp');
   if (!asked) return { on: false, warnings };
 
-  const protocolText = (read(env, 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL') ?? read(env, 'OTEL_EXPORTER_OTLP_PROTOCOL') ?? 'http/protobuf').toLowerCase();
+  const protocolText = (
+    read(env, 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL') ??
+    read(env, 'OTEL_EXPORTER_OTLP_PROTOCOL') ??
+    'http/protobuf'
+  ).toLowerCase();
   if (protocolText !== 'http/protobuf' && protocolText !== 'http/json') {
-    warnings.push(`OTLP protocol ${JSON.stringify(protocolText)} is not supported (keyroll sends http/protobuf or http/json, port 4318 by default): tracing stays off`);
+    warnings.push(
+      `OTLP protocol ${JSON.stringify(protocolText)} is not supported (keyroll sends http/protobuf or http/json, port 4318 by default): tracing stays off`,
+    );
     return { on: false, warnings };
   }
 
   const samplerText = read(env, 'OTEL_TRACES_SAMPLER')?.toLowerCase() ?? 'parentbased_always_on';
   let samplerName = SAMPLERS.find((name) => name === samplerText);
   if (samplerName === undefined) {
-    warnings.push(`OTEL_TRACES_SAMPLER=${JSON.stringify(samplerText)} is not one keyroll knows (${SAMPLERS.join(', ')}); using parentbased_always_on`);
+    warnings.push(
+      `OTEL_TRACES_SAMPLER=${JSON.stringify(samplerText)} is not one keyroll knows (${SAMPLERS.join(', ')}); using parentbased_always_on`,
+    );
     samplerName = 'parentbased_always_on';
   }
   let ratio = 1;
@@ -106,15 +136,30 @@ export function tracingSettings(env: NodeJS.ProcessEnv): TracingSettings {
 
   const maxQueueSize = number(env, 'OTEL_BSP_MAX_QUEUE_SIZE', BATCH_DEFAULTS.maxQueueSize, warnings, 1);
   const batch: BatchSettings = {
-    scheduledDelayMillis: number(env, 'OTEL_BSP_SCHEDULE_DELAY', BATCH_DEFAULTS.scheduledDelayMillis, warnings),
+    scheduledDelayMillis: number(
+      env,
+      'OTEL_BSP_SCHEDULE_DELAY',
+      BATCH_DEFAULTS.scheduledDelayMillis,
+      warnings,
+    ),
     exportTimeoutMillis: number(env, 'OTEL_BSP_EXPORT_TIMEOUT', BATCH_DEFAULTS.exportTimeoutMillis, warnings),
     maxQueueSize,
-    maxExportBatchSize: Math.min(maxQueueSize, number(env, 'OTEL_BSP_MAX_EXPORT_BATCH_SIZE', BATCH_DEFAULTS.maxExportBatchSize, warnings, 1)),
+    maxExportBatchSize: Math.min(
+      maxQueueSize,
+      number(env, 'OTEL_BSP_MAX_EXPORT_BATCH_SIZE', BATCH_DEFAULTS.maxExportBatchSize, warnings, 1),
+    ),
   };
-  const exportTimeoutMs = number(env, 'OTEL_EXPORTER_OTLP_TRACES_TIMEOUT', number(env, 'OTEL_EXPORTER_OTLP_TIMEOUT', EXPORT_TIMEOUT_DEFAULT_MS, warnings), warnings);
+  const exportTimeoutMs = number(
+    env,
+    'OTEL_EXPORTER_OTLP_TRACES_TIMEOUT',
+    number(env, 'OTEL_EXPORTER_OTLP_TIMEOUT', EXPORT_TIMEOUT_DEFAULT_MS, warnings),
+    warnings,
+  );
 
   const levelText = read(env, 'OTEL_LOG_LEVEL')?.toLowerCase() ?? 'warn';
-  const logLevel = LOG_LEVELS.find((level) => level === levelText) ?? (levelText === 'all' || levelText === 'verbose' ? 'debug' : 'warn');
+  const logLevel =
+    LOG_LEVELS.find((level) => level === levelText) ??
+    (levelText === 'all' || levelText === 'verbose' ? 'debug' : 'warn');
 
   const traceparent = read(env, 'TRACEPARENT');
   const tracestate = read(env, 'TRACESTATE');

@@ -33,7 +33,11 @@ export type SpanParent = 'active' | 'new-trace' | 'environment';
 /** What an implementation provides (otel/tracing.ts; tests install their own). */
 export interface Tracing {
   /** A new span; `parent: 'scope'` makes it a child of the current scope's own span (a step). */
-  startSpan(name: string, attributes: SpanAttributes, options: { parent: SpanParent | 'scope'; startMs?: number }): TraceSpan;
+  startSpan(
+    name: string,
+    attributes: SpanAttributes,
+    options: { parent: SpanParent | 'scope'; startMs?: number },
+  ): TraceSpan;
   /** Runs `work` with `span` active, in a scope of its own: the steps started inside it are its children. */
   inScope<T>(span: TraceSpan, work: () => T): T;
   /** Makes `step` (from startSpan with parent 'scope') the active span of the current scope. */
@@ -68,7 +72,13 @@ const NOOP_SPAN: TraceSpan = {
  * starts the span earlier, at work that already began (the consumers' refresh: the first webhook
  * notice went out as its key ended).
  */
-export async function inSpan<T>(name: string, attributes: SpanAttributes, work: (span: TraceSpan) => Promise<T>, parent: SpanParent = 'active', startMs?: number): Promise<T> {
+export async function inSpan<T>(
+  name: string,
+  attributes: SpanAttributes,
+  work: (span: TraceSpan) => Promise<T>,
+  parent: SpanParent = 'active',
+  startMs?: number,
+): Promise<T> {
   const current = tracing;
   if (current === undefined) return work(NOOP_SPAN);
   const span = current.startSpan(name, attributes, { parent, ...(startMs === undefined ? {} : { startMs }) });
@@ -93,7 +103,10 @@ export async function inSpan<T>(name: string, attributes: SpanAttributes, work: 
 export function startStep(name: string, attributes: SpanAttributes = {}, startMs?: number): TraceSpan {
   const current = tracing;
   if (current === undefined) return NOOP_SPAN;
-  const span = current.startSpan(name, attributes, { parent: 'scope', ...(startMs === undefined ? {} : { startMs }) });
+  const span = current.startSpan(name, attributes, {
+    parent: 'scope',
+    ...(startMs === undefined ? {} : { startMs }),
+  });
   current.activateInScope(span);
   let ended = false;
   return {

@@ -27,7 +27,10 @@ export interface StartTracingOptions {
  * `env` is the process's environment: the OTLP exporter reads its endpoint, headers, timeout and
  * compression from process.env itself.
  */
-export async function startTracing(env: NodeJS.ProcessEnv, options: StartTracingOptions): Promise<RunningTracing | undefined> {
+export async function startTracing(
+  env: NodeJS.ProcessEnv,
+  options: StartTracingOptions,
+): Promise<RunningTracing | undefined> {
   const settings = tracingSettings(env);
   // The collector's credentials are secrets like any other: no log line, error or span carries them.
   if (settings.on) for (const credential of settings.credentials) pinSecretValue(credential);
@@ -37,7 +40,11 @@ export async function startTracing(env: NodeJS.ProcessEnv, options: StartTracing
   try {
     sdk = await import('./otel/sdk.ts');
   } catch (error) {
-    options.warn(sanitizeText(`tracing: the OpenTelemetry SDK cannot be loaded (${errorMessage(error).split('\n')[0] ?? ''}); running without traces`));
+    options.warn(
+      sanitizeText(
+        `tracing: the OpenTelemetry SDK cannot be loaded (${errorMessage(error).split('\n')[0] ?? ''}); running without traces`,
+      ),
+    );
     return undefined;
   }
   const running = await sdk.startOtel(settings, { warn: options.warn });

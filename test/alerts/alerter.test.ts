@@ -18,7 +18,8 @@ const alert: Alert = {
   rotationId: 'rot-1',
   step: 'store',
   errorCode: 'KR_BACKEND_UNAVAILABLE',
-  nextAction: 'the key is unusable: the old secret is dead and the new one was not stored; the next run re-rolls it',
+  nextAction:
+    'the key is unusable: the old secret is dead and the new one was not stored; the next run re-rolls it',
 };
 
 let receiver: Receiver;
@@ -37,9 +38,14 @@ afterEach(async () => {
   resetSanitizerForTests();
 });
 
-function alerterFor(sinks: Record<string, unknown>, extra: Partial<AlerterOptions> = {}): ReturnType<typeof createAlerter> {
+function alerterFor(
+  sinks: Record<string, unknown>,
+  extra: Partial<AlerterOptions> = {},
+): ReturnType<typeof createAlerter> {
   return createAlerter({
-    sinks: Object.fromEntries(Object.entries(sinks).map(([name, config]) => [name, AlertSinkConfig.parse(config)])),
+    sinks: Object.fromEntries(
+      Object.entries(sinks).map(([name, config]) => [name, AlertSinkConfig.parse(config)]),
+    ),
     audit,
     retry: { attempts: 3, initialBackoffMs: 100 },
     sleep: (ms) => {
@@ -65,22 +71,36 @@ describe('alerter: generic webhook', () => {
     const [request] = receiver.requests;
     expect(request).toMatchObject({ method: 'POST', path: '/hooks/keyroll' });
     expect(request!.headers['content-type']).toBe('application/json');
-    expect(request!.body).toEqual({ ...alert, source: 'keyroll', event: 'rotation.failed', time: '2026-03-01T12:00:00.000Z' });
+    expect(request!.body).toEqual({
+      ...alert,
+      source: 'keyroll',
+      event: 'rotation.failed',
+      time: '2026-03-01T12:00:00.000Z',
+    });
   });
 
   it('resolves header references at send time and sends their values', async () => {
     const env: NodeJS.ProcessEnv = { SIEM_TOKEN: 'Bearer first-token-value' };
-    const alerter = alerterFor({ siem: { kind: 'webhook', url: receiver.url, headers: { Authorization: 'env:SIEM_TOKEN' } } }, { env });
+    const alerter = alerterFor(
+      { siem: { kind: 'webhook', url: receiver.url, headers: { Authorization: 'env:SIEM_TOKEN' } } },
+      { env },
+    );
 
     await alerter.send(alert);
     env.SIEM_TOKEN = 'Bearer rotated-token-value';
     await alerter.send({ ...alert, rotationId: 'rot-2' });
 
-    expect(receiver.requests.map((r) => r.headers.authorization)).toEqual(['Bearer first-token-value', 'Bearer rotated-token-value']);
+    expect(receiver.requests.map((r) => r.headers.authorization)).toEqual([
+      'Bearer first-token-value',
+      'Bearer rotated-token-value',
+    ]);
   });
 
   it('reads the URL from a reference and keeps it out of the audit trail', async () => {
-    const alerter = alerterFor({ siem: { kind: 'webhook', urlRef: 'env:SIEM_URL' } }, { env: { SIEM_URL: `${receiver.url}/t/0123456789abcdef` } });
+    const alerter = alerterFor(
+      { siem: { kind: 'webhook', urlRef: 'env:SIEM_URL' } },
+      { env: { SIEM_URL: `${receiver.url}/t/0123456789abcdef` } },
+    );
 
     await alerter.send(alert);
 
@@ -132,7 +152,10 @@ describe('alerter: retries', () => {
   });
 
   it('honours Retry-After as an HTTP date, read against the injected clock', async () => {
-    receiver.answer({ status: 503, headers: { 'retry-after': new Date(NOW.getTime() + 4000).toUTCString() } }, 200);
+    receiver.answer(
+      { status: 503, headers: { 'retry-after': new Date(NOW.getTime() + 4000).toUTCString() } },
+      200,
+    );
 
     await alerterFor(webhook()).send(alert);
 
@@ -142,7 +165,9 @@ describe('alerter: retries', () => {
   it('caps a Retry-After longer than the maximum backoff', async () => {
     receiver.answer({ status: 429, headers: { 'retry-after': '3600' } }, 200);
 
-    await alerterFor(webhook(), { retry: { attempts: 2, initialBackoffMs: 100, maxBackoffMs: 5000 } }).send(alert);
+    await alerterFor(webhook(), { retry: { attempts: 2, initialBackoffMs: 100, maxBackoffMs: 5000 } }).send(
+      alert,
+    );
 
     expect(waits).toEqual([5000]);
   });
@@ -155,7 +180,16 @@ describe('alerter: retries', () => {
     expect(receiver.requests).toHaveLength(3);
     expect(audit.eventsNamed('alert.sent')).toEqual([]);
     expect(audit.eventsNamed('alert.undeliverable')).toEqual([
-      expect.objectContaining({ level: 'error', sink: 'siem', attempts: 3, errorCode: 'KR_ALERT_SINK_UNAVAILABLE', status: 503, alertErrorCode: 'KR_BACKEND_UNAVAILABLE', keyId: 'key-1', rotationId: 'rot-1' }),
+      expect.objectContaining({
+        level: 'error',
+        sink: 'siem',
+        attempts: 3,
+        errorCode: 'KR_ALERT_SINK_UNAVAILABLE',
+        status: 503,
+        alertErrorCode: 'KR_BACKEND_UNAVAILABLE',
+        keyId: 'key-1',
+        rotationId: 'rot-1',
+      }),
     ]);
     expect(results).toEqual([['siem', 'failed']]);
   });
@@ -167,7 +201,12 @@ describe('alerter: retries', () => {
 
     expect(receiver.requests).toHaveLength(1);
     expect(waits).toEqual([]);
-    expect(audit.eventsNamed('alert.undeliverable')[0]).toMatchObject({ attempts: 1, errorCode: 'KR_ALERT_REJECTED', status: 400, responseExcerpt: 'invalid_payload' });
+    expect(audit.eventsNamed('alert.undeliverable')[0]).toMatchObject({
+      attempts: 1,
+      errorCode: 'KR_ALERT_REJECTED',
+      status: 400,
+      responseExcerpt: 'invalid_payload',
+    });
   });
 
   it('retries a connection the sink hung up on', async () => {
@@ -184,16 +223,27 @@ describe('alerter: retries', () => {
 
     await alerter.send(alert);
 
-    expect(audit.eventsNamed('alert.undeliverable')[0]).toMatchObject({ attempts: 3, errorCode: 'KR_ALERT_NETWORK', networkCode: 'ECONNREFUSED' });
+    expect(audit.eventsNamed('alert.undeliverable')[0]).toMatchObject({
+      attempts: 3,
+      errorCode: 'KR_ALERT_NETWORK',
+      networkCode: 'ECONNREFUSED',
+    });
     expect(waits).toEqual([100, 200]);
   });
 
   it('gives up on a sink that never answers after its timeout', async () => {
     receiver.answer('silence');
 
-    await alerterFor({ siem: { kind: 'webhook', url: receiver.url, timeoutMs: 50 } }, { retry: { attempts: 1, initialBackoffMs: 1 } }).send(alert);
+    await alerterFor(
+      { siem: { kind: 'webhook', url: receiver.url, timeoutMs: 50 } },
+      { retry: { attempts: 1, initialBackoffMs: 1 } },
+    ).send(alert);
 
-    expect(audit.eventsNamed('alert.undeliverable')[0]).toMatchObject({ attempts: 1, errorCode: 'KR_ALERT_NETWORK', networkCode: 'UND_ERR_HEADERS_TIMEOUT' });
+    expect(audit.eventsNamed('alert.undeliverable')[0]).toMatchObject({
+      attempts: 1,
+      errorCode: 'KR_ALERT_NETWORK',
+      networkCode: 'UND_ERR_HEADERS_TIMEOUT',
+    });
   });
 });
 
@@ -245,7 +295,14 @@ describe('alerter: deduplication', () => {
 
   it('dedupes alerts without a key on step, run and error code', async () => {
     const alerter = alerterFor(webhook());
-    const runAlert: Alert = { severity: 'critical', summary: 'keyroll run aborted', rotationId: 'run-1', step: 'run', errorCode: 'KR_RUN_CREDENTIAL_REFUSED', nextAction: 'fix the credential' };
+    const runAlert: Alert = {
+      severity: 'critical',
+      summary: 'keyroll run aborted',
+      rotationId: 'run-1',
+      step: 'run',
+      errorCode: 'KR_RUN_CREDENTIAL_REFUSED',
+      nextAction: 'fix the credential',
+    };
 
     await alerter.send(runAlert);
     await alerter.send(runAlert);
@@ -271,11 +328,18 @@ describe('alerter: secrets never leave (invariant 3)', () => {
     const leaked = new Secret('sk_live_leaked_into_an_error_0001').reveal();
     const base64 = Buffer.from(leaked).toString('base64');
 
-    await alerterFor(webhook()).send({ ...alert, summary: `roll answered ${leaked}`, details: { echoed: base64, nested: { again: leaked } } });
+    await alerterFor(webhook()).send({
+      ...alert,
+      summary: `roll answered ${leaked}`,
+      details: { echoed: base64, nested: { again: leaked } },
+    });
 
     const [request] = receiver.requests;
     expectNoSecrets([request!.raw], [leaked]);
-    expect(request!.body).toMatchObject({ summary: 'roll answered [REDACTED]', details: { echoed: '[REDACTED]', nested: { again: '[REDACTED]' } } });
+    expect(request!.body).toMatchObject({
+      summary: 'roll answered [REDACTED]',
+      details: { echoed: '[REDACTED]', nested: { again: '[REDACTED]' } },
+    });
   });
 
   it('sends an alert whose details cannot be serialized, without them', async () => {
@@ -285,7 +349,10 @@ describe('alerter: secrets never leave (invariant 3)', () => {
 
     await alerterFor(webhook()).send({ ...alert, details: cyclic });
 
-    expect(receiver.requests[0]!.body).toMatchObject({ keyId: 'key-1', details: { note: 'details withheld: they could not be serialized' } });
+    expect(receiver.requests[0]!.body).toMatchObject({
+      keyId: 'key-1',
+      details: { note: 'details withheld: they could not be serialized' },
+    });
   });
 });
 
@@ -305,7 +372,10 @@ describe('alerter: sinks and audit', () => {
   it('sends to the default sinks only, when they are given', async () => {
     const other = await startReceiver();
     try {
-      await alerterFor({ ...webhook(), second: { kind: 'webhook', url: other.url } }, { defaultSinks: ['second'] }).send(alert);
+      await alerterFor(
+        { ...webhook(), second: { kind: 'webhook', url: other.url } },
+        { defaultSinks: ['second'] },
+      ).send(alert);
 
       expect(receiver.requests).toHaveLength(0);
       expect(other.requests).toHaveLength(1);
@@ -317,14 +387,23 @@ describe('alerter: sinks and audit', () => {
   it('audits a sink name the policy does not define', async () => {
     await alerterFor(webhook()).send(alert, ['nowhere']);
 
-    expect(audit.eventsNamed('alert.undeliverable')[0]).toMatchObject({ sink: 'nowhere', attempts: 0, errorCode: 'KR_ALERT_SINK_UNKNOWN' });
+    expect(audit.eventsNamed('alert.undeliverable')[0]).toMatchObject({
+      sink: 'nowhere',
+      attempts: 0,
+      errorCode: 'KR_ALERT_SINK_UNKNOWN',
+    });
     expect(results).toEqual([['nowhere', 'failed']]);
   });
 
   it('audits a reference that cannot be read, without trying to send', async () => {
     await alerterFor({ slack: { kind: 'slack', webhookUrl: 'env:MISSING_SLACK_URL' } }).send(alert);
 
-    expect(audit.eventsNamed('alert.undeliverable')[0]).toMatchObject({ sink: 'slack', sinkKind: 'slack', attempts: 0, errorCode: 'KR_REF_UNRESOLVED' });
+    expect(audit.eventsNamed('alert.undeliverable')[0]).toMatchObject({
+      sink: 'slack',
+      sinkKind: 'slack',
+      attempts: 0,
+      errorCode: 'KR_REF_UNRESOLVED',
+    });
   });
 
   it('audits a webhook sink with neither url nor urlRef', async () => {
@@ -336,10 +415,19 @@ describe('alerter: sinks and audit', () => {
   it('writes to the audit log it is given with withAudit, context included', async () => {
     const run = createMemoryAuditLog();
 
-    await alerterFor(webhook()).withAudit(run.child({ runId: 'run-9', actor: 'alice', reason: 'leak' })).send(alert);
+    await alerterFor(webhook())
+      .withAudit(run.child({ runId: 'run-9', actor: 'alice', reason: 'leak' }))
+      .send(alert);
 
     expect(audit.events).toEqual([]);
-    expect(run.eventsNamed('alert.sent')[0]).toMatchObject({ runId: 'run-9', actor: 'alice', reason: 'leak', rotationId: 'rot-1', keyId: 'key-1', organizationId: 'org-1' });
+    expect(run.eventsNamed('alert.sent')[0]).toMatchObject({
+      runId: 'run-9',
+      actor: 'alice',
+      reason: 'leak',
+      rotationId: 'rot-1',
+      keyId: 'key-1',
+      organizationId: 'org-1',
+    });
   });
 
   it('keeps alerting when the metrics hook throws', async () => {

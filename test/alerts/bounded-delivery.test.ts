@@ -37,7 +37,10 @@ afterEach(async () => {
   resetSanitizerForTests();
 });
 
-function alerterFor(sink: Record<string, unknown>, extra: Partial<AlerterOptions> = {}): ReturnType<typeof createAlerter> {
+function alerterFor(
+  sink: Record<string, unknown>,
+  extra: Partial<AlerterOptions> = {},
+): ReturnType<typeof createAlerter> {
   return createAlerter({
     sinks: { hook: AlertSinkConfig.parse({ kind: 'webhook', url: `${receiver.url}/hook`, ...sink }) },
     audit,
@@ -58,7 +61,11 @@ describe('alert delivery: error answers are read up to a cap', () => {
 
     await alerterFor({}).send(alert);
 
-    expect(undeliverable()).toMatchObject({ errorCode: 'KR_ALERT_REJECTED', status: 400, responseExcerpt: 'e'.repeat(200) });
+    expect(undeliverable()).toMatchObject({
+      errorCode: 'KR_ALERT_REJECTED',
+      status: 400,
+      responseExcerpt: 'e'.repeat(200),
+    });
     await receiver.hostileAnswersDone();
     // What the client read plus what the loopback socket buffers held when it closed.
     expect(receiver.bodyBytesSent).toBeLessThan(16 * MiB);
@@ -83,7 +90,11 @@ describe('alert delivery: a total deadline per attempt', () => {
 
     await alerterFor({ timeoutMs: 5_000, deadlineMs: 500 }).send(alert);
 
-    expect(undeliverable()).toMatchObject({ errorCode: 'KR_ALERT_REJECTED', status: 400, networkCode: 'KR_ALERT_DEADLINE' });
+    expect(undeliverable()).toMatchObject({
+      errorCode: 'KR_ALERT_REJECTED',
+      status: 400,
+      networkCode: 'KR_ALERT_DEADLINE',
+    });
   });
 
   it('counts a 2xx answer whose body drips as delivered, without waiting for the body to end', async () => {
@@ -97,9 +108,16 @@ describe('alert delivery: a total deadline per attempt', () => {
   it('ends an attempt whose headers never come at the deadline, even with a longer timeout', async () => {
     receiver.answer('silence', 'silence');
 
-    await alerterFor({ timeoutMs: 60_000, deadlineMs: 200 }, { retry: { attempts: 2, initialBackoffMs: 1 } }).send(alert);
+    await alerterFor(
+      { timeoutMs: 60_000, deadlineMs: 200 },
+      { retry: { attempts: 2, initialBackoffMs: 1 } },
+    ).send(alert);
 
-    expect(undeliverable()).toMatchObject({ attempts: 2, errorCode: 'KR_ALERT_NETWORK', networkCode: 'KR_ALERT_DEADLINE' });
+    expect(undeliverable()).toMatchObject({
+      attempts: 2,
+      errorCode: 'KR_ALERT_NETWORK',
+      networkCode: 'KR_ALERT_DEADLINE',
+    });
   });
 });
 
@@ -118,10 +136,15 @@ describe('alert delivery: shutdown', () => {
     shutdown.abort(new Error('SIGTERM received'));
     await sending;
 
-    expect(undeliverable()).toMatchObject({ sink: 'hook', attempts: 1, errorCode: 'KR_ALERT_ABORTED', severity: 'critical' });
+    expect(undeliverable()).toMatchObject({
+      sink: 'hook',
+      attempts: 1,
+      errorCode: 'KR_ALERT_ABORTED',
+      severity: 'critical',
+    });
   });
 
-  it('still delivers to a healthy sink after shutdown began (the run\'s own warning goes out)', async () => {
+  it("still delivers to a healthy sink after shutdown began (the run's own warning goes out)", async () => {
     const shutdown = new AbortController();
     shutdown.abort(new Error('SIGTERM received'));
 
@@ -130,7 +153,7 @@ describe('alert delivery: shutdown', () => {
     expect(audit.eventsNamed('alert.sent')).toHaveLength(1);
   });
 
-  it('cuts a retry backoff short at the window\'s end instead of sleeping it out', async () => {
+  it("cuts a retry backoff short at the window's end instead of sleeping it out", async () => {
     const shutdown = new AbortController();
     shutdown.abort(new Error('SIGTERM received'));
     receiver.answer(503);
@@ -162,7 +185,17 @@ describe('alert delivery: shutdown', () => {
         env: {},
         shutdownWindowMs: 50,
       });
-      const notifying = notifier.notifySuccess({ keyId: 'key-1', organizationId: 'org-1', rotationId: 'rot-1', rotatedAt: '2026-03-01T12:00:00.000Z', destinations: [], stage: 'finished' }, ['hook']);
+      const notifying = notifier.notifySuccess(
+        {
+          keyId: 'key-1',
+          organizationId: 'org-1',
+          rotationId: 'rot-1',
+          rotatedAt: '2026-03-01T12:00:00.000Z',
+          destinations: [],
+          stage: 'finished',
+        },
+        ['hook'],
+      );
       await vi.waitFor(() => {
         expect(receiver.requests).toHaveLength(1);
       });
@@ -170,7 +203,10 @@ describe('alert delivery: shutdown', () => {
       shutdown.abort(new Error('SIGTERM received'));
       await notifying;
 
-      expect(audit.eventsNamed('notify.failed')[0]).toMatchObject({ sink: 'hook', errorCode: 'KR_ALERT_ABORTED' });
+      expect(audit.eventsNamed('notify.failed')[0]).toMatchObject({
+        sink: 'hook',
+        errorCode: 'KR_ALERT_ABORTED',
+      });
     } finally {
       release();
     }

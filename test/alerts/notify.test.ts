@@ -52,8 +52,19 @@ describe('notifySuccess', () => {
   it('posts key, destinations, versions and rotation id to a webhook, and audits notify.sent', async () => {
     await notifier().notifySuccess(notice, ['hook']);
 
-    expect(receiver.requests[0]!.body).toEqual({ ...notice, source: 'keyroll', event: 'rotation.succeeded', time: '2026-03-01T12:00:00.000Z' });
-    expect(audit.eventsNamed('notify.sent')[0]).toMatchObject({ sink: 'hook', attempts: 1, keyId: 'key-1', rotationId: 'rot-1', organizationId: 'org-1' });
+    expect(receiver.requests[0]!.body).toEqual({
+      ...notice,
+      source: 'keyroll',
+      event: 'rotation.succeeded',
+      time: '2026-03-01T12:00:00.000Z',
+    });
+    expect(audit.eventsNamed('notify.sent')[0]).toMatchObject({
+      sink: 'hook',
+      attempts: 1,
+      keyId: 'key-1',
+      rotationId: 'rot-1',
+      organizationId: 'org-1',
+    });
     expect(results).toEqual([['hook', 'sent']]);
   });
 
@@ -70,23 +81,42 @@ describe('notifySuccess', () => {
     await notifier().notifySuccess(notice, ['pager']);
 
     expect(receiver.requests).toHaveLength(0);
-    expect(audit.eventsNamed('notify.failed')[0]).toMatchObject({ sink: 'pager', errorCode: 'KR_ALERT_SINK_UNSUPPORTED' });
+    expect(audit.eventsNamed('notify.failed')[0]).toMatchObject({
+      sink: 'pager',
+      errorCode: 'KR_ALERT_SINK_UNSUPPORTED',
+    });
   });
 
   it('audits notify.failed after retries, and resolves with the failure for the caller', async () => {
     receiver.answer(500, 500);
 
-    await expect(notifier().notifySuccess(notice, ['hook'])).resolves.toEqual([{ sink: 'hook', sent: false, errorCode: 'KR_ALERT_SINK_UNAVAILABLE', error: expect.any(String) as string }]);
+    await expect(notifier().notifySuccess(notice, ['hook'])).resolves.toEqual([
+      {
+        sink: 'hook',
+        sent: false,
+        errorCode: 'KR_ALERT_SINK_UNAVAILABLE',
+        error: expect.any(String) as string,
+      },
+    ]);
 
     expect(receiver.requests).toHaveLength(2);
-    expect(audit.eventsNamed('notify.failed')[0]).toMatchObject({ level: 'warn', sink: 'hook', attempts: 2, errorCode: 'KR_ALERT_SINK_UNAVAILABLE', status: 500 });
+    expect(audit.eventsNamed('notify.failed')[0]).toMatchObject({
+      level: 'warn',
+      sink: 'hook',
+      attempts: 2,
+      errorCode: 'KR_ALERT_SINK_UNAVAILABLE',
+      status: 500,
+    });
     expect(results).toEqual([['hook', 'failed']]);
   });
 
   it('blanks a registered secret that found its way into the notice', async () => {
     const leaked = new Secret('sk_live_should_not_be_here_0003').reveal();
 
-    await notifier().notifySuccess({ ...notice, destinations: [{ backend: 'file', path: `/tmp/${leaked}`, version: '1' }] }, ['hook']);
+    await notifier().notifySuccess(
+      { ...notice, destinations: [{ backend: 'file', path: `/tmp/${leaked}`, version: '1' }] },
+      ['hook'],
+    );
 
     expect(receiver.requests[0]!.raw).not.toContain(leaked);
   });
@@ -94,7 +124,9 @@ describe('notifySuccess', () => {
   it('writes to the audit log it is given with withAudit', async () => {
     const run = createMemoryAuditLog();
 
-    await notifier().withAudit(run.child({ runId: 'run-3' })).notifySuccess(notice, ['hook']);
+    await notifier()
+      .withAudit(run.child({ runId: 'run-3' }))
+      .notifySuccess(notice, ['hook']);
 
     expect(audit.events).toEqual([]);
     expect(run.eventsNamed('notify.sent')[0]).toMatchObject({ runId: 'run-3', keyId: 'key-1' });

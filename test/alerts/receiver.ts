@@ -44,7 +44,11 @@ type HostileAnswer = { status: number; streamBytes: number } | { status: number;
 const STREAM_CHUNK = Buffer.alloc(64 * 1024, 'e');
 
 /** Writes the hostile body; resolves when it ended or the client closed. Counts accepted bytes. */
-function replyHostile(res: ServerResponse, answer: HostileAnswer, count: (bytes: number) => void): Promise<void> {
+function replyHostile(
+  res: ServerResponse,
+  answer: HostileAnswer,
+  count: (bytes: number) => void,
+): Promise<void> {
   res.writeHead(answer.status, { 'content-type': 'text/plain' });
   res.flushHeaders();
   return new Promise<void>((resolve) => {
@@ -85,7 +89,11 @@ function replyHostile(res: ServerResponse, answer: HostileAnswer, count: (bytes:
 }
 
 function reply(res: ServerResponse, answer: PlainAnswer): void {
-  const { status, headers = {}, body = status < 300 ? 'ok' : 'error' } = typeof answer === 'number' ? { status: answer } : answer;
+  const {
+    status,
+    headers = {},
+    body = status < 300 ? 'ok' : 'error',
+  } = typeof answer === 'number' ? { status: answer } : answer;
   res.writeHead(status, { 'content-type': 'text/plain', ...headers });
   res.end(body);
 }

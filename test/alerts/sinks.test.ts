@@ -41,8 +41,16 @@ function alerter(): ReturnType<typeof createAlerter> {
   return createAlerter({
     sinks: {
       slack: AlertSinkConfig.parse({ kind: 'slack', webhookUrl: 'env:SLACK_URL' }),
-      pager: AlertSinkConfig.parse({ kind: 'pagerduty', routingKey: 'file:/dev/null', url: `${receiver.url}/v2/enqueue` }),
-      pagerEnv: AlertSinkConfig.parse({ kind: 'pagerduty', routingKey: 'env:PD_ROUTING_KEY', url: `${receiver.url}/v2/enqueue` }),
+      pager: AlertSinkConfig.parse({
+        kind: 'pagerduty',
+        routingKey: 'file:/dev/null',
+        url: `${receiver.url}/v2/enqueue`,
+      }),
+      pagerEnv: AlertSinkConfig.parse({
+        kind: 'pagerduty',
+        routingKey: 'env:PD_ROUTING_KEY',
+        url: `${receiver.url}/v2/enqueue`,
+      }),
     },
     audit,
     retry: { attempts: 2, initialBackoffMs: 1 },
@@ -62,10 +70,21 @@ describe('Slack sink', () => {
     expect(message.text).toContain('ERROR');
     expect(message.text).toContain('key-1');
     const rendered = JSON.stringify(message.blocks);
-    for (const fact of ['*Severity*\\nerror', '*Key*\\nkey-1', '*Organization*\\norg-1', '*Step*\\nverify', '*Error code*\\nKR_VERIFY_FAILED', '*Rotation*\\nrot-1', '*Next action*\\nthe new secret is stored']) {
+    for (const fact of [
+      '*Severity*\\nerror',
+      '*Key*\\nkey-1',
+      '*Organization*\\norg-1',
+      '*Step*\\nverify',
+      '*Error code*\\nKR_VERIFY_FAILED',
+      '*Rotation*\\nrot-1',
+      '*Next action*\\nthe new secret is stored',
+    ]) {
       expect(rendered).toContain(fact);
     }
-    expect(message.blocks[0]).toEqual({ type: 'header', text: { type: 'plain_text', text: 'ERROR keyroll: key key-1 failed at verify' } });
+    expect(message.blocks[0]).toEqual({
+      type: 'header',
+      text: { type: 'plain_text', text: 'ERROR keyroll: key key-1 failed at verify' },
+    });
   });
 
   it("escapes Slack's control characters in the summary", async () => {
@@ -81,7 +100,11 @@ describe('Slack sink', () => {
 
     await alerter().send(alert, ['slack']);
 
-    expect(audit.eventsNamed('alert.undeliverable')[0]).toMatchObject({ sink: 'slack', errorCode: 'KR_ALERT_REJECTED', responseExcerpt: 'no_service' });
+    expect(audit.eventsNamed('alert.undeliverable')[0]).toMatchObject({
+      sink: 'slack',
+      errorCode: 'KR_ALERT_REJECTED',
+      responseExcerpt: 'no_service',
+    });
     expect(audit.lines.join('')).not.toContain('slackWebhookToken0001');
   });
 
@@ -136,11 +159,17 @@ describe('PagerDuty sink', () => {
   });
 
   it('keeps the routing key out of every audit line, sent or not', async () => {
-    receiver.answer({ status: 400, body: `{"status":"invalid event","errors":["routing_key ${ROUTING_KEY} unknown"]}` });
+    receiver.answer({
+      status: 400,
+      body: `{"status":"invalid event","errors":["routing_key ${ROUTING_KEY} unknown"]}`,
+    });
 
     await alerter().send(alert, ['pagerEnv']);
 
-    expect(audit.eventsNamed('alert.undeliverable')[0]).toMatchObject({ errorCode: 'KR_ALERT_REJECTED', status: 400 });
+    expect(audit.eventsNamed('alert.undeliverable')[0]).toMatchObject({
+      errorCode: 'KR_ALERT_REJECTED',
+      status: 400,
+    });
     expect(audit.lines.join('')).not.toContain(ROUTING_KEY);
   });
 
@@ -149,22 +178,44 @@ describe('PagerDuty sink', () => {
 
     await alerter().send(alert, ['pagerEnv']);
 
-    expect(audit.eventsNamed('alert.sent')[0]).toMatchObject({ sink: 'pagerEnv', sinkKind: 'pagerduty', status: 202 });
+    expect(audit.eventsNamed('alert.sent')[0]).toMatchObject({
+      sink: 'pagerEnv',
+      sinkKind: 'pagerduty',
+      status: 202,
+    });
   });
 
   it('audits an empty routing-key file as an unresolved reference', async () => {
     await alerter().send(alert, ['pager']);
 
     expect(receiver.requests).toHaveLength(0);
-    expect(audit.eventsNamed('alert.undeliverable')[0]).toMatchObject({ sink: 'pager', errorCode: 'KR_REF_UNRESOLVED' });
+    expect(audit.eventsNamed('alert.undeliverable')[0]).toMatchObject({
+      sink: 'pager',
+      errorCode: 'KR_REF_UNRESOLVED',
+    });
   });
 
   it('gives run-level alerts a dedup key per run, step and error code', () => {
-    expect(pagerDutyDedupKey({ ...alert, keyId: undefined, rotationId: 'run-1', step: 'run', errorCode: 'KR_RUN_SHUTDOWN' })).toBe('keyroll:run:run-1:run:KR_RUN_SHUTDOWN');
+    expect(
+      pagerDutyDedupKey({
+        ...alert,
+        keyId: undefined,
+        rotationId: 'run-1',
+        step: 'run',
+        errorCode: 'KR_RUN_SHUTDOWN',
+      }),
+    ).toBe('keyroll:run:run-1:run:KR_RUN_SHUTDOWN');
   });
 
   it('opens an incident of its own for each alert without a rotation id: a second leak of the same key pages again (issue 18)', async () => {
-    const leak = (source: string): Alert => ({ ...alert, rotationId: undefined, severity: 'critical', step: 'leak-intake', errorCode: 'KR_LEAK_ALERT_ONLY', details: { source } });
+    const leak = (source: string): Alert => ({
+      ...alert,
+      rotationId: undefined,
+      severity: 'critical',
+      step: 'leak-intake',
+      errorCode: 'KR_LEAK_ALERT_ONLY',
+      details: { source },
+    });
     await alerter().send(leak('github'), ['pagerEnv']);
     await alerter().send(leak('gitguardian'), ['pagerEnv']);
     const keys = receiver.requests.map((request) => (request.body as PagerDutyEvent).dedup_key);

@@ -3,7 +3,11 @@
 // (a 500 only exists as an injected fault). One fresh emulator per test: no shared state.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ApiClient, type ApiClientOptions } from '../../src/api/client.ts';
-import { oauthClientCredentials, staticCredential, type CredentialProvider } from '../../src/api/credentials.ts';
+import {
+  oauthClientCredentials,
+  staticCredential,
+  type CredentialProvider,
+} from '../../src/api/credentials.ts';
 import { ApiError, type ApiErrorCode } from '../../src/api/errors.ts';
 import { RateLimiter } from '../../src/api/rate-limiter.ts';
 import { Secret } from '../../src/audit/secret.ts';
@@ -40,7 +44,10 @@ function bearer(token: string): CredentialProvider {
   return staticCredential(new Secret(token), 'test bearer');
 }
 
-function api(credentials: CredentialProvider = bearer(OWNER), options: Partial<ApiClientOptions> = {}): ApiClient {
+function api(
+  credentials: CredentialProvider = bearer(OWNER),
+  options: Partial<ApiClientOptions> = {},
+): ApiClient {
   const client = new ApiClient({ baseUrl: emulator.url, credentials, now: () => t, ...options });
   clients.push(client);
   return client;
@@ -48,7 +55,11 @@ function api(credentials: CredentialProvider = bearer(OWNER), options: Partial<A
 
 /** A fresh API key of `organizationId` allowed `perMinute` calls, as a bearer. */
 function apiKeyBearer(organizationId: string, perMinute?: number): CredentialProvider {
-  const key = emulator.state.addApiKey({ name: 'emulator-test', organizationId, ...(perMinute === undefined ? {} : { rateLimitPerMinute: perMinute }) });
+  const key = emulator.state.addApiKey({
+    name: 'emulator-test',
+    organizationId,
+    ...(perMinute === undefined ? {} : { rateLimitPerMinute: perMinute }),
+  });
   return bearer(key.secret);
 }
 
@@ -92,18 +103,30 @@ describe('roll over loopback', () => {
   });
 
   it('402: the organization is downgraded', async () => {
-    const error = await apiError(api().rollKey('key_demo_lapsed', { organizationId: 'org_demo_lapsed' }), 'KR_API_PLAN_REQUIRED', 402);
+    const error = await apiError(
+      api().rollKey('key_demo_lapsed', { organizationId: 'org_demo_lapsed' }),
+      'KR_API_PLAN_REQUIRED',
+      402,
+    );
     expect(error.apiCode).toBe('PLAN_REQUIRED');
   });
 
   it('403: an API key may never roll a key', async () => {
-    const error = await apiError(api(apiKeyBearer(ACME)).rollKey('key_demo_billing'), 'KR_API_FORBIDDEN', 403);
+    const error = await apiError(
+      api(apiKeyBearer(ACME)).rollKey('key_demo_billing'),
+      'KR_API_FORBIDDEN',
+      403,
+    );
     expect(error.apiCode).toBe('FORBIDDEN');
     expect(emulator.state.rollCount('key_demo_billing')).toBe(0);
   });
 
   it('403: a member may not roll', async () => {
-    await apiError(api(bearer(MEMBER)).rollKey('key_demo_billing', { organizationId: ACME }), 'KR_API_FORBIDDEN', 403);
+    await apiError(
+      api(bearer(MEMBER)).rollKey('key_demo_billing', { organizationId: ACME }),
+      'KR_API_FORBIDDEN',
+      403,
+    );
   });
 
   it('404: no such key', async () => {
@@ -117,7 +140,11 @@ describe('roll over loopback', () => {
     const client = api(bearer(OWNER), { limiter });
     await client.rollKey('key_demo_billing', { organizationId: ACME });
     t += 15_000;
-    const error = await apiError(client.rollKey('key_demo_search', { organizationId: ACME }), 'KR_API_RATE_LIMITED', 429);
+    const error = await apiError(
+      client.rollKey('key_demo_search', { organizationId: ACME }),
+      'KR_API_RATE_LIMITED',
+      429,
+    );
     expect(error.retryAfterMs).toBe(45_000);
     expect(error.outcomeUnknown).toBe(false);
     expect(limiter.pausedUntil()).toBe(t + 45_000);
@@ -128,7 +155,11 @@ describe('roll over loopback', () => {
     const old = new Secret(emulator.state.currentSecret('key_demo_billing'));
     emulator.faults.inject('roll', { kind: 'status', status: 500 });
     const client = api();
-    const error = await apiError(client.rollKey('key_demo_billing', { organizationId: ACME }), 'KR_API_SERVER_ERROR', 500);
+    const error = await apiError(
+      client.rollKey('key_demo_billing', { organizationId: ACME }),
+      'KR_API_SERVER_ERROR',
+      500,
+    );
     expect(error.outcomeUnknown).toBe(true);
     expect(error.retryable).toBe(true);
     expect(await client.probeSecret(old, { organizationId: ACME })).toBe('valid');
@@ -138,7 +169,11 @@ describe('roll over loopback', () => {
     const old = new Secret(emulator.state.currentSecret('key_demo_billing'));
     emulator.faults.inject('roll', { kind: 'failAfterApply', then: 'status500' });
     const client = api();
-    const error = await apiError(client.rollKey('key_demo_billing', { organizationId: ACME }), 'KR_API_SERVER_ERROR', 500);
+    const error = await apiError(
+      client.rollKey('key_demo_billing', { organizationId: ACME }),
+      'KR_API_SERVER_ERROR',
+      500,
+    );
     expect(error.outcomeUnknown).toBe(true);
     expect(emulator.state.rollCount('key_demo_billing')).toBe(1);
     expect(await client.probeSecret(old, { organizationId: ACME })).toBe('invalid');
@@ -146,25 +181,42 @@ describe('roll over loopback', () => {
 
   it('a connection dropped after the roll applied is a connection error with unknown outcome', async () => {
     emulator.faults.inject('roll', { kind: 'failAfterApply', then: 'drop' });
-    const error = await apiError(api().rollKey('key_demo_billing', { organizationId: ACME }), 'KR_API_CONNECTION');
+    const error = await apiError(
+      api().rollKey('key_demo_billing', { organizationId: ACME }),
+      'KR_API_CONNECTION',
+    );
     expect(error.outcomeUnknown).toBe(true);
   });
 
   it('an answer that never comes is a timeout with unknown outcome', async () => {
     emulator.faults.inject('roll', { kind: 'failAfterApply', then: 'hang' });
-    const error = await apiError(api(bearer(OWNER), { headersTimeoutMs: 200 }).rollKey('key_demo_billing', { organizationId: ACME }), 'KR_API_TIMEOUT');
+    const error = await apiError(
+      api(bearer(OWNER), { headersTimeoutMs: 200 }).rollKey('key_demo_billing', { organizationId: ACME }),
+      'KR_API_TIMEOUT',
+    );
     expect(error.outcomeUnknown).toBe(true);
   });
 
   it('a roll answer that is not JSON is outcome unknown, though the roll was applied', async () => {
-    emulator.faults.inject('roll', { kind: 'malformed', body: '<html><pre>{{key}}</pre></html>', contentType: 'text/html' });
-    const error = await apiError(api().rollKey('key_demo_billing', { organizationId: ACME }), 'KR_API_MALFORMED_RESPONSE');
+    emulator.faults.inject('roll', {
+      kind: 'malformed',
+      body: '<html><pre>{{key}}</pre></html>',
+      contentType: 'text/html',
+    });
+    const error = await apiError(
+      api().rollKey('key_demo_billing', { organizationId: ACME }),
+      'KR_API_MALFORMED_RESPONSE',
+    );
     expect(error.outcomeUnknown).toBe(true);
     expect(emulator.state.rollCount('key_demo_billing')).toBe(1);
   });
 
   it('a roll answer off the spec that still carries data.key hands the secret over, flagged', async () => {
-    emulator.faults.inject('roll', { kind: 'malformed', body: '{"success":true,"data":{"key":"{{key}}"}}', contentType: 'text/plain' });
+    emulator.faults.inject('roll', {
+      kind: 'malformed',
+      body: '{"success":true,"data":{"key":"{{key}}"}}',
+      contentType: 'text/plain',
+    });
     const rolled = await api().rollKey('key_demo_billing', { organizationId: ACME });
     expect(rolled.secret.reveal()).toBe(emulator.state.currentSecret('key_demo_billing'));
     expect(rolled.malformed).toContain('data.keyId');
@@ -174,10 +226,14 @@ describe('roll over loopback', () => {
 
 describe('listProjects over loopback', () => {
   it('200: pages through every visible project following the cursor', async () => {
-    const expected = [...emulator.state.projects.values()].filter((p) => p.organizationId === ACME).map((p) => p.id).sort();
+    const expected = [...emulator.state.projects.values()]
+      .filter((p) => p.organizationId === ACME)
+      .map((p) => p.id)
+      .sort();
     expect(expected.length).toBeGreaterThan(2);
     const ids: string[] = [];
-    for await (const project of api().projects({ limit: 2, organizationId: ACME })) ids.push(project.projectId);
+    for await (const project of api().projects({ limit: 2, organizationId: ACME }))
+      ids.push(project.projectId);
     expect(ids).toEqual(expected);
     expect(emulator.state.callCount('listProjects')).toBe(Math.ceil(expected.length / 2));
   });
@@ -202,11 +258,19 @@ describe('listProjects over loopback', () => {
   });
 
   it('402: an API key of a downgraded organization', async () => {
-    await apiError(api(apiKeyBearer('org_demo_lapsed')).listProjects({ limit: 1 }), 'KR_API_PLAN_REQUIRED', 402);
+    await apiError(
+      api(apiKeyBearer('org_demo_lapsed')).listProjects({ limit: 1 }),
+      'KR_API_PLAN_REQUIRED',
+      402,
+    );
   });
 
   it('403: an organization the caller cannot access', async () => {
-    await apiError(api(bearer(ADMIN)).listProjects({ limit: 1, organizationId: 'org_demo_starter' }), 'KR_API_FORBIDDEN', 403);
+    await apiError(
+      api(bearer(ADMIN)).listProjects({ limit: 1, organizationId: 'org_demo_starter' }),
+      'KR_API_FORBIDDEN',
+      403,
+    );
   });
 
   it('429: an API key past its per-minute rate, with Retry-After', async () => {
@@ -232,27 +296,45 @@ describe('listProjects over loopback', () => {
 describe('updateProject over loopback', () => {
   it('200: renaming regenerates the slug', async () => {
     const before = emulator.state.project('prj_demo_analytics').slug;
-    const updated = await api().updateProject('prj_demo_analytics', { projectName: 'Product Analytics', description: null });
+    const updated = await api().updateProject('prj_demo_analytics', {
+      projectName: 'Product Analytics',
+      description: null,
+    });
     expect(updated.projectName).toBe('Product Analytics');
     expect(updated.projectSlug).not.toBe(before);
     expect(updated.projectSlug).toBe(emulator.state.project('prj_demo_analytics').slug);
   });
 
   it('200: the PUT override reaches the same operation', async () => {
-    const updated = await api(bearer(OWNER), { methods: { updateProject: 'PUT' } }).updateProject('prj_demo_mobile', { description: 'Phones' });
+    const updated = await api(bearer(OWNER), { methods: { updateProject: 'PUT' } }).updateProject(
+      'prj_demo_mobile',
+      { description: 'Phones' },
+    );
     expect(updated.description).toBe('Phones');
   });
 
   it('400: a name with no letters or digits', async () => {
-    await apiError(api().updateProject('prj_demo_analytics', { projectName: '!!!' }), 'KR_API_BAD_REQUEST', 400);
+    await apiError(
+      api().updateProject('prj_demo_analytics', { projectName: '!!!' }),
+      'KR_API_BAD_REQUEST',
+      400,
+    );
   });
 
   it('401: an unknown bearer', async () => {
-    await apiError(api(bearer('no-such-token')).updateProject('prj_demo_analytics', { description: 'x' }), 'KR_API_UNAUTHORIZED', 401);
+    await apiError(
+      api(bearer('no-such-token')).updateProject('prj_demo_analytics', { description: 'x' }),
+      'KR_API_UNAUTHORIZED',
+      401,
+    );
   });
 
   it('403: a member may not update', async () => {
-    await apiError(api(bearer(MEMBER)).updateProject('prj_demo_analytics', { description: 'x' }), 'KR_API_FORBIDDEN', 403);
+    await apiError(
+      api(bearer(MEMBER)).updateProject('prj_demo_analytics', { description: 'x' }),
+      'KR_API_FORBIDDEN',
+      403,
+    );
   });
 
   it('404: no such project', async () => {
@@ -260,49 +342,84 @@ describe('updateProject over loopback', () => {
   });
 
   it('409: the new slug is taken by another project', async () => {
-    await apiError(api().updateProject('prj_demo_mobile', { projectName: 'Storefront' }), 'KR_API_CONFLICT', 409);
+    await apiError(
+      api().updateProject('prj_demo_mobile', { projectName: 'Storefront' }),
+      'KR_API_CONFLICT',
+      409,
+    );
   });
 
   it('413: a body over 1 MB', async () => {
-    await apiError(api().updateProject('prj_demo_analytics', { description: 'x'.repeat(1_100_000) }), 'KR_API_PAYLOAD_TOO_LARGE', 413);
+    await apiError(
+      api().updateProject('prj_demo_analytics', { description: 'x'.repeat(1_100_000) }),
+      'KR_API_PAYLOAD_TOO_LARGE',
+      413,
+    );
   });
 
   it('429: an API key past its per-minute rate', async () => {
     const client = api(apiKeyBearer(ACME, 1));
     await client.updateProject('prj_demo_analytics', { description: 'first' });
-    await apiError(client.updateProject('prj_demo_analytics', { description: 'second' }), 'KR_API_RATE_LIMITED', 429);
+    await apiError(
+      client.updateProject('prj_demo_analytics', { description: 'second' }),
+      'KR_API_RATE_LIMITED',
+      429,
+    );
   });
 
   it('500: an internal error', async () => {
     emulator.faults.inject('updateProject', { kind: 'status', status: 500 });
-    await apiError(api().updateProject('prj_demo_analytics', { description: 'x' }), 'KR_API_SERVER_ERROR', 500);
+    await apiError(
+      api().updateProject('prj_demo_analytics', { description: 'x' }),
+      'KR_API_SERVER_ERROR',
+      500,
+    );
   });
 });
 
 describe('updateConsent over loopback', () => {
   it('200: sets trusted origins and branding', async () => {
-    const settings = await api().updateConsent('prj_demo_storefront', { trustedOrigins: ['https://shop.acme.example', '*.acme.example', '*'], branding: 'none' });
+    const settings = await api().updateConsent('prj_demo_storefront', {
+      trustedOrigins: ['https://shop.acme.example', '*.acme.example', '*'],
+      branding: 'none',
+    });
     expect(settings.trustedOrigins).toEqual(['https://shop.acme.example', '*.acme.example', '*']);
     expect(settings.branding).toBe('none');
     expect(settings.instanceId).toBe('cns_demo_storefront');
   });
 
   it('400: an origin pattern the spec does not allow', async () => {
-    const error = await apiError(api().updateConsent('prj_demo_storefront', { trustedOrigins: ['shop.*.example'] }), 'KR_API_BAD_REQUEST', 400);
+    const error = await apiError(
+      api().updateConsent('prj_demo_storefront', { trustedOrigins: ['shop.*.example'] }),
+      'KR_API_BAD_REQUEST',
+      400,
+    );
     expect(error.apiCode).toBe('INVALID_ORIGIN');
     expect(error.details).toMatchObject({ index: 0 });
   });
 
   it('401: an unknown bearer', async () => {
-    await apiError(api(bearer('no-such-token')).updateConsent('prj_demo_storefront', { branding: 'brand_a' }), 'KR_API_UNAUTHORIZED', 401);
+    await apiError(
+      api(bearer('no-such-token')).updateConsent('prj_demo_storefront', { branding: 'brand_a' }),
+      'KR_API_UNAUTHORIZED',
+      401,
+    );
   });
 
   it('403: a member may not update', async () => {
-    await apiError(api(bearer(MEMBER)).updateConsent('prj_demo_storefront', { branding: 'brand_a' }), 'KR_API_FORBIDDEN', 403);
+    await apiError(
+      api(bearer(MEMBER)).updateConsent('prj_demo_storefront', { branding: 'brand_a' }),
+      'KR_API_FORBIDDEN',
+      403,
+    );
   });
 
   it('404: the project has no consent instance', async () => {
-    await apiError(api().updateConsent('prj_demo_analytics', { branding: 'brand_a' }), 'KR_API_NOT_FOUND', 404);
+    await apiError(
+      api().updateConsent('prj_demo_analytics', { branding: 'brand_a' }),
+      'KR_API_NOT_FOUND',
+      404,
+    );
   });
 
   it('409: the consent instance is locked by another change', async () => {
@@ -310,18 +427,32 @@ describe('updateConsent over loopback', () => {
   });
 
   it('413: a body over 1 MB', async () => {
-    await apiError(api().updateConsent('prj_demo_storefront', { trustedOrigins: [`https://${'a'.repeat(1_100_000)}.example`] }), 'KR_API_PAYLOAD_TOO_LARGE', 413);
+    await apiError(
+      api().updateConsent('prj_demo_storefront', {
+        trustedOrigins: [`https://${'a'.repeat(1_100_000)}.example`],
+      }),
+      'KR_API_PAYLOAD_TOO_LARGE',
+      413,
+    );
   });
 
   it('429: an API key past its per-minute rate', async () => {
     const client = api(apiKeyBearer(ACME, 1));
     await client.updateConsent('prj_demo_storefront', { branding: 'brand_b' });
-    await apiError(client.updateConsent('prj_demo_storefront', { branding: 'brand_a' }), 'KR_API_RATE_LIMITED', 429);
+    await apiError(
+      client.updateConsent('prj_demo_storefront', { branding: 'brand_a' }),
+      'KR_API_RATE_LIMITED',
+      429,
+    );
   });
 
   it('500: an internal error', async () => {
     emulator.faults.inject('updateConsent', { kind: 'status', status: 500 });
-    await apiError(api().updateConsent('prj_demo_storefront', { branding: 'brand_a' }), 'KR_API_SERVER_ERROR', 500);
+    await apiError(
+      api().updateConsent('prj_demo_storefront', { branding: 'brand_a' }),
+      'KR_API_SERVER_ERROR',
+      500,
+    );
   });
 });
 

@@ -24,7 +24,11 @@ beforeEach(async () => {
   waits = clock.sleeps;
   // One call per second, no burst beyond one: any call that takes a slot is visible in `waits`.
   limiter = new RateLimiter({ perMinute: 60, burst: 1, now: clock.now, sleep: clock.sleep });
-  client = new ApiClient({ baseUrl: emulator.url, credentials: staticCredential(new Secret(OWNER), 'owner'), limiter });
+  client = new ApiClient({
+    baseUrl: emulator.url,
+    credentials: staticCredential(new Secret(OWNER), 'owner'),
+    limiter,
+  });
 });
 
 afterEach(async () => {
@@ -33,7 +37,7 @@ afterEach(async () => {
 });
 
 describe('ApiClient: the shared limiter and calls made with another credential', () => {
-  it('a probe with the rolled secret neither waits for nor spends keyroll\'s budget', async () => {
+  it("a probe with the rolled secret neither waits for nor spends keyroll's budget", async () => {
     const first = emulator.state.addApiKey({ name: 'first', organizationId: ACME });
     const second = emulator.state.addApiKey({ name: 'second', organizationId: ACME });
     const rolled = await client.rollKey(first.id, { organizationId: ACME });
@@ -44,7 +48,7 @@ describe('ApiClient: the shared limiter and calls made with another credential',
     expect(waits).toEqual([1000]);
   });
 
-  it('a 429 from the probed key\'s own limit does not pause keyroll\'s calls', async () => {
+  it("a 429 from the probed key's own limit does not pause keyroll's calls", async () => {
     const key = emulator.state.addApiKey({ name: 'slow', organizationId: ACME, rateLimitPerMinute: 1 });
     const secret = new Secret(key.secret);
     expect(await client.probeSecret(secret, { organizationId: ACME })).toBe('valid');

@@ -6,7 +6,11 @@ import { RateLimiter } from '../../src/api/rate-limiter.ts';
 import { Secret } from '../../src/audit/secret.ts';
 import { consentSettings, fakeClock, JSON_HEADERS, mockApi, project } from './mock-api.ts';
 
-function page(items: Record<string, unknown>[], nextCursor: string | null, hasMore: boolean): Record<string, unknown> {
+function page(
+  items: Record<string, unknown>[],
+  nextCursor: string | null,
+  hasMore: boolean,
+): Record<string, unknown> {
   return { success: true, data: items, pagination: { nextCursor, hasMore } };
 }
 
@@ -34,9 +38,18 @@ describe('ApiClient.listProjects', () => {
 
   it('tolerates fields the spec does not list', async () => {
     const api = mockApi();
-    api.pool
-      .intercept({ path: '/v1/projects?limit=1', method: 'GET' })
-      .reply(200, { ...page([project({ region: 'eu', products: { consent: { id: 'ci_1' }, analytics: {} } })], null, false), requestId: 'r1' }, { headers: JSON_HEADERS });
+    api.pool.intercept({ path: '/v1/projects?limit=1', method: 'GET' }).reply(
+      200,
+      {
+        ...page(
+          [project({ region: 'eu', products: { consent: { id: 'ci_1' }, analytics: {} } })],
+          null,
+          false,
+        ),
+        requestId: 'r1',
+      },
+      { headers: JSON_HEADERS },
+    );
     const result = await api.client.listProjects({ limit: 1 });
     expect(result.projects[0]?.products.consent).toEqual({ id: 'ci_1' });
     await api.done();
@@ -46,7 +59,9 @@ describe('ApiClient.listProjects', () => {
     const api = mockApi();
     const broken = project();
     delete broken['organizationSlug'];
-    api.pool.intercept({ path: '/v1/projects?limit=1', method: 'GET' }).reply(200, page([broken], null, false), { headers: JSON_HEADERS });
+    api.pool
+      .intercept({ path: '/v1/projects?limit=1', method: 'GET' })
+      .reply(200, page([broken], null, false), { headers: JSON_HEADERS });
     const error = await failure(api.client.listProjects({ limit: 1 }));
     expect(error.code).toBe('KR_API_MALFORMED_RESPONSE');
     expect(error.message).toContain('data.0.organizationSlug');
@@ -56,7 +71,9 @@ describe('ApiClient.listProjects', () => {
 
   it('rejects a list without pagination', async () => {
     const api = mockApi();
-    api.pool.intercept({ path: '/v1/projects?limit=1', method: 'GET' }).reply(200, { success: true, data: [] }, { headers: JSON_HEADERS });
+    api.pool
+      .intercept({ path: '/v1/projects?limit=1', method: 'GET' })
+      .reply(200, { success: true, data: [] }, { headers: JSON_HEADERS });
     const error = await failure(api.client.listProjects({ limit: 1 }));
     expect(error.message).toContain('pagination');
     await api.done();
@@ -65,7 +82,9 @@ describe('ApiClient.listProjects', () => {
   it('names the content type and length of an HTML 200, not its content', async () => {
     const api = mockApi();
     const html = '<html><title>Sign in to the corporate proxy</title></html>';
-    api.pool.intercept({ path: '/v1/projects?limit=1', method: 'GET' }).reply(200, html, { headers: { 'content-type': 'text/html' } });
+    api.pool
+      .intercept({ path: '/v1/projects?limit=1', method: 'GET' })
+      .reply(200, html, { headers: { 'content-type': 'text/html' } });
     const error = await failure(api.client.listProjects({ limit: 1 }));
     expect(error.code).toBe('KR_API_MALFORMED_RESPONSE');
     expect(error.message).toContain('text/html');
@@ -76,7 +95,9 @@ describe('ApiClient.listProjects', () => {
 
   it('names unparseable JSON without quoting it', async () => {
     const api = mockApi();
-    api.pool.intercept({ path: '/v1/projects?limit=1', method: 'GET' }).reply(200, '{"success":true,"data":[{"projectId":"prj_tr', { headers: JSON_HEADERS });
+    api.pool
+      .intercept({ path: '/v1/projects?limit=1', method: 'GET' })
+      .reply(200, '{"success":true,"data":[{"projectId":"prj_tr', { headers: JSON_HEADERS });
     const error = await failure(api.client.listProjects({ limit: 1 }));
     expect(error.message).toContain('unparseable JSON');
     expect(error.message).not.toContain('prj_tr');
@@ -87,7 +108,11 @@ describe('ApiClient.listProjects', () => {
     const api = mockApi();
     api.pool
       .intercept({ path: '/v1/projects?limit=1', method: 'GET' })
-      .reply(429, { success: false, error: { code: 'RATE_LIMITED', message: 'too many' } }, { headers: { ...JSON_HEADERS, 'retry-after': '7' } });
+      .reply(
+        429,
+        { success: false, error: { code: 'RATE_LIMITED', message: 'too many' } },
+        { headers: { ...JSON_HEADERS, 'retry-after': '7' } },
+      );
     const error = await failure(api.client.listProjects({ limit: 1 }));
     expect(error.retryAfterMs).toBe(7_000);
     await api.done();
@@ -106,9 +131,19 @@ describe('ApiClient.listProjects', () => {
 describe('ApiClient.projects', () => {
   it('follows nextCursor until hasMore is false', async () => {
     const api = mockApi();
-    api.pool.intercept({ path: '/v1/projects?limit=2', method: 'GET' }).reply(200, page([project({ projectId: 'a' }), project({ projectId: 'b' })], 'c1', true), { headers: JSON_HEADERS });
-    api.pool.intercept({ path: '/v1/projects?limit=2&cursor=c1', method: 'GET' }).reply(200, page([project({ projectId: 'c' }), project({ projectId: 'd' })], 'c2', true), { headers: JSON_HEADERS });
-    api.pool.intercept({ path: '/v1/projects?limit=2&cursor=c2', method: 'GET' }).reply(200, page([project({ projectId: 'e' })], null, false), { headers: JSON_HEADERS });
+    api.pool
+      .intercept({ path: '/v1/projects?limit=2', method: 'GET' })
+      .reply(200, page([project({ projectId: 'a' }), project({ projectId: 'b' })], 'c1', true), {
+        headers: JSON_HEADERS,
+      });
+    api.pool
+      .intercept({ path: '/v1/projects?limit=2&cursor=c1', method: 'GET' })
+      .reply(200, page([project({ projectId: 'c' }), project({ projectId: 'd' })], 'c2', true), {
+        headers: JSON_HEADERS,
+      });
+    api.pool
+      .intercept({ path: '/v1/projects?limit=2&cursor=c2', method: 'GET' })
+      .reply(200, page([project({ projectId: 'e' })], null, false), { headers: JSON_HEADERS });
     const ids: string[] = [];
     for await (const p of api.client.projects({ limit: 2 })) ids.push(p.projectId);
     expect(ids).toEqual(['a', 'b', 'c', 'd', 'e']);
@@ -117,7 +152,9 @@ describe('ApiClient.projects', () => {
 
   it('stops with an error when hasMore is true but nextCursor is null', async () => {
     const api = mockApi();
-    api.pool.intercept({ path: '/v1/projects?limit=100', method: 'GET' }).reply(200, page([project()], null, true), { headers: JSON_HEADERS });
+    api.pool
+      .intercept({ path: '/v1/projects?limit=100', method: 'GET' })
+      .reply(200, page([project()], null, true), { headers: JSON_HEADERS });
     const ids: string[] = [];
     const error = await failure(
       (async () => {
@@ -132,8 +169,12 @@ describe('ApiClient.projects', () => {
 
   it('stops with an error when a cursor repeats instead of looping forever', async () => {
     const api = mockApi();
-    api.pool.intercept({ path: '/v1/projects?limit=100', method: 'GET' }).reply(200, page([], 'same', true), { headers: JSON_HEADERS });
-    api.pool.intercept({ path: '/v1/projects?limit=100&cursor=same', method: 'GET' }).reply(200, page([], 'same', true), { headers: JSON_HEADERS });
+    api.pool
+      .intercept({ path: '/v1/projects?limit=100', method: 'GET' })
+      .reply(200, page([], 'same', true), { headers: JSON_HEADERS });
+    api.pool
+      .intercept({ path: '/v1/projects?limit=100&cursor=same', method: 'GET' })
+      .reply(200, page([], 'same', true), { headers: JSON_HEADERS });
     const error = await failure(
       (async () => {
         for await (const _ of api.client.projects()) {
@@ -156,7 +197,11 @@ describe('ApiClient.updateProject and updateConsent', () => {
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ projectName: 'Billing v2', description: null }),
       })
-      .reply(200, { success: true, data: project({ projectName: 'Billing v2', projectSlug: 'billing-v2' }) }, { headers: JSON_HEADERS });
+      .reply(
+        200,
+        { success: true, data: project({ projectName: 'Billing v2', projectSlug: 'billing-v2' }) },
+        { headers: JSON_HEADERS },
+      );
     const updated = await api.client.updateProject('prj_1', { projectName: 'Billing v2', description: null });
     expect(updated.projectSlug).toBe('billing-v2');
     await api.done();
@@ -165,23 +210,42 @@ describe('ApiClient.updateProject and updateConsent', () => {
   it('PATCHes consent settings and returns them', async () => {
     const api = mockApi();
     api.pool
-      .intercept({ path: '/v1/projects/prj_1/consent', method: 'PATCH', body: JSON.stringify({ trustedOrigins: ['*.example.test'], branding: 'none' }) })
-      .reply(200, { success: true, data: consentSettings({ trustedOrigins: ['*.example.test'], branding: 'none' }) }, { headers: JSON_HEADERS });
-    const settings = await api.client.updateConsent('prj_1', { trustedOrigins: ['*.example.test'], branding: 'none' });
+      .intercept({
+        path: '/v1/projects/prj_1/consent',
+        method: 'PATCH',
+        body: JSON.stringify({ trustedOrigins: ['*.example.test'], branding: 'none' }),
+      })
+      .reply(
+        200,
+        { success: true, data: consentSettings({ trustedOrigins: ['*.example.test'], branding: 'none' }) },
+        { headers: JSON_HEADERS },
+      );
+    const settings = await api.client.updateConsent('prj_1', {
+      trustedOrigins: ['*.example.test'],
+      branding: 'none',
+    });
     expect(settings.branding).toBe('none');
     await api.done();
   });
 
   it('uses the method override for updates', async () => {
     const api = mockApi({ methods: { updateProject: 'PUT' } });
-    api.pool.intercept({ path: '/v1/projects/prj_1', method: 'PUT' }).reply(200, { success: true, data: project() }, { headers: JSON_HEADERS });
+    api.pool
+      .intercept({ path: '/v1/projects/prj_1', method: 'PUT' })
+      .reply(200, { success: true, data: project() }, { headers: JSON_HEADERS });
     await api.client.updateProject('prj_1', { description: 'x' });
     await api.done();
   });
 
   it('rejects consent settings with a branding outside the spec enum', async () => {
     const api = mockApi();
-    api.pool.intercept({ path: '/v1/projects/prj_1/consent', method: 'PATCH' }).reply(200, { success: true, data: consentSettings({ branding: 'brand_c' }) }, { headers: JSON_HEADERS });
+    api.pool
+      .intercept({ path: '/v1/projects/prj_1/consent', method: 'PATCH' })
+      .reply(
+        200,
+        { success: true, data: consentSettings({ branding: 'brand_c' }) },
+        { headers: JSON_HEADERS },
+      );
     const error = await failure(api.client.updateConsent('prj_1', { branding: 'brand_a' }));
     expect(error.code).toBe('KR_API_MALFORMED_RESPONSE');
     expect(error.message).toContain('data.branding');
@@ -190,7 +254,9 @@ describe('ApiClient.updateProject and updateConsent', () => {
 
   it('rejects a project whose dashboardURL is not a URL', async () => {
     const api = mockApi();
-    api.pool.intercept({ path: '/v1/projects/prj_1', method: 'PATCH' }).reply(200, { success: true, data: project({ dashboardURL: 'not a url' }) }, { headers: JSON_HEADERS });
+    api.pool
+      .intercept({ path: '/v1/projects/prj_1', method: 'PATCH' })
+      .reply(200, { success: true, data: project({ dashboardURL: 'not a url' }) }, { headers: JSON_HEADERS });
     const error = await failure(api.client.updateProject('prj_1', { projectName: 'x' }));
     expect(error.message).toContain('data.dashboardURL');
     await api.done();
@@ -203,7 +269,11 @@ describe('ApiClient.probeSecret', () => {
   it('answers valid when a one-item list with the secret as bearer succeeds', async () => {
     const api = mockApi();
     api.pool
-      .intercept({ path: '/v1/projects?organizationId=org_1&limit=1', method: 'GET', headers: { authorization: `Bearer ${probed}` } })
+      .intercept({
+        path: '/v1/projects?organizationId=org_1&limit=1',
+        method: 'GET',
+        headers: { authorization: `Bearer ${probed}` },
+      })
       .reply(200, page([], null, false), { headers: JSON_HEADERS });
     expect(await api.client.probeSecret(new Secret(probed), { organizationId: 'org_1' })).toBe('valid');
     await api.done();
@@ -211,14 +281,26 @@ describe('ApiClient.probeSecret', () => {
 
   it('answers invalid on 401', async () => {
     const api = mockApi();
-    api.pool.intercept({ path: '/v1/projects?limit=1', method: 'GET' }).reply(401, { success: false, error: { code: 'UNAUTHORIZED', message: 'invalid key' } }, { headers: JSON_HEADERS });
+    api.pool
+      .intercept({ path: '/v1/projects?limit=1', method: 'GET' })
+      .reply(
+        401,
+        { success: false, error: { code: 'UNAUTHORIZED', message: 'invalid key' } },
+        { headers: JSON_HEADERS },
+      );
     expect(await api.client.probeSecret(new Secret(probed))).toBe('invalid');
     await api.done();
   });
 
   it('throws on any other failure, which says nothing about the key', async () => {
     const api = mockApi();
-    api.pool.intercept({ path: '/v1/projects?limit=1', method: 'GET' }).reply(402, { success: false, error: { code: 'PLAN_REQUIRED', message: 'upgrade' } }, { headers: JSON_HEADERS });
+    api.pool
+      .intercept({ path: '/v1/projects?limit=1', method: 'GET' })
+      .reply(
+        402,
+        { success: false, error: { code: 'PLAN_REQUIRED', message: 'upgrade' } },
+        { headers: JSON_HEADERS },
+      );
     const error = await failure(api.client.probeSecret(new Secret(probed)));
     expect(error.code).toBe('KR_API_PLAN_REQUIRED');
     await api.done();
@@ -233,8 +315,14 @@ describe('ApiClient with a shared RateLimiter', () => {
     const second = mockApi({ limiter, now: clock.now });
     first.pool
       .intercept({ path: '/v1/projects?limit=1', method: 'GET' })
-      .reply(429, { success: false, error: { code: 'RATE_LIMITED', message: 'slow down' } }, { headers: { ...JSON_HEADERS, 'retry-after': '10' } });
-    second.pool.intercept({ path: '/v1/projects?limit=1', method: 'GET' }).reply(200, page([], null, false), { headers: JSON_HEADERS });
+      .reply(
+        429,
+        { success: false, error: { code: 'RATE_LIMITED', message: 'slow down' } },
+        { headers: { ...JSON_HEADERS, 'retry-after': '10' } },
+      );
+    second.pool
+      .intercept({ path: '/v1/projects?limit=1', method: 'GET' })
+      .reply(200, page([], null, false), { headers: JSON_HEADERS });
     await failure(first.client.listProjects({ limit: 1 }));
     const pausedAt = clock.now();
     await second.client.listProjects({ limit: 1 });
@@ -245,7 +333,11 @@ describe('ApiClient with a shared RateLimiter', () => {
   });
 
   it('reports an abort while waiting for the limiter as aborted, having sent nothing', async () => {
-    const limiter = new RateLimiter({ perMinute: 60, now: () => 0, sleep: () => new Promise<void>(() => undefined) });
+    const limiter = new RateLimiter({
+      perMinute: 60,
+      now: () => 0,
+      sleep: () => new Promise<void>(() => undefined),
+    });
     limiter.pauseFor(60_000);
     const api = mockApi({ limiter });
     const controller = new AbortController();

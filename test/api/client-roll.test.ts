@@ -27,7 +27,11 @@ describe('ApiClient.rollKey', () => {
       .intercept({
         path: `${ROLL_PATH}?organizationId=org_1`,
         method: 'POST',
-        headers: { authorization: `Bearer ${BEARER}`, accept: 'application/json', 'user-agent': 'keyroll-test' },
+        headers: {
+          authorization: `Bearer ${BEARER}`,
+          accept: 'application/json',
+          'user-agent': 'keyroll-test',
+        },
       })
       .reply(200, { success: true, data: { key: NEW_SECRET, keyId: 'key_a' } }, { headers: JSON_HEADERS });
     const rolled = await api.client.rollKey('key_a', { organizationId: 'org_1' });
@@ -39,7 +43,9 @@ describe('ApiClient.rollKey', () => {
 
   it('uses the method override for the roll', async () => {
     const api = mockApi({ methods: { roll: 'PUT' } });
-    api.pool.intercept({ path: ROLL_PATH, method: 'PUT' }).reply(200, { success: true, data: { key: NEW_SECRET, keyId: 'key_a' } }, { headers: JSON_HEADERS });
+    api.pool
+      .intercept({ path: ROLL_PATH, method: 'PUT' })
+      .reply(200, { success: true, data: { key: NEW_SECRET, keyId: 'key_a' } }, { headers: JSON_HEADERS });
     expect((await api.client.rollKey('key_a')).secret.reveal()).toBe(NEW_SECRET);
     await api.done();
   });
@@ -55,7 +61,9 @@ describe('ApiClient.rollKey', () => {
 
   it('keeps the secret when data.key is present but data.keyId is missing, and says what was wrong', async () => {
     const api = mockApi();
-    api.pool.intercept({ path: ROLL_PATH, method: 'POST' }).reply(200, { success: true, data: { key: NEW_SECRET } }, { headers: JSON_HEADERS });
+    api.pool
+      .intercept({ path: ROLL_PATH, method: 'POST' })
+      .reply(200, { success: true, data: { key: NEW_SECRET } }, { headers: JSON_HEADERS });
     const rolled = await api.client.rollKey('key_a');
     expect(rolled.secret.reveal()).toBe(NEW_SECRET);
     expect(rolled.keyId).toBe('key_a');
@@ -68,7 +76,9 @@ describe('ApiClient.rollKey', () => {
     const api = mockApi();
     api.pool
       .intercept({ path: ROLL_PATH, method: 'POST' })
-      .reply(200, JSON.stringify({ success: true, data: { key: NEW_SECRET, keyId: 'key_a' } }), { headers: { 'content-type': 'text/plain' } });
+      .reply(200, JSON.stringify({ success: true, data: { key: NEW_SECRET, keyId: 'key_a' } }), {
+        headers: { 'content-type': 'text/plain' },
+      });
     const rolled = await api.client.rollKey('key_a');
     expect(rolled.secret.reveal()).toBe(NEW_SECRET);
     expect(rolled.malformed).toContain('content-type text/plain');
@@ -77,7 +87,9 @@ describe('ApiClient.rollKey', () => {
 
   it('keeps the secret and flags it when data.keyId names another key', async () => {
     const api = mockApi();
-    api.pool.intercept({ path: ROLL_PATH, method: 'POST' }).reply(200, { success: true, data: { key: NEW_SECRET, keyId: 'key_b' } }, { headers: JSON_HEADERS });
+    api.pool
+      .intercept({ path: ROLL_PATH, method: 'POST' })
+      .reply(200, { success: true, data: { key: NEW_SECRET, keyId: 'key_b' } }, { headers: JSON_HEADERS });
     const rolled = await api.client.rollKey('key_a');
     expect(rolled.keyId).toBe('key_a');
     expect(rolled.malformed).toContain('different key');
@@ -86,7 +98,9 @@ describe('ApiClient.rollKey', () => {
 
   it('keeps a secret that arrives in a 5xx answer: the roll happened', async () => {
     const api = mockApi();
-    api.pool.intercept({ path: ROLL_PATH, method: 'POST' }).reply(500, { success: true, data: { key: NEW_SECRET, keyId: 'key_a' } }, { headers: JSON_HEADERS });
+    api.pool
+      .intercept({ path: ROLL_PATH, method: 'POST' })
+      .reply(500, { success: true, data: { key: NEW_SECRET, keyId: 'key_a' } }, { headers: JSON_HEADERS });
     const rolled = await api.client.rollKey('key_a');
     expect(rolled.secret.reveal()).toBe(NEW_SECRET);
     expect(rolled.malformed).toContain('HTTP 500');
@@ -94,27 +108,49 @@ describe('ApiClient.rollKey', () => {
   });
 
   it.each([
-    ['an HTML page from a proxy', '<html><body>Gateway says hi</body></html>', 'text/html', 'unparseable JSON'],
+    [
+      'an HTML page from a proxy',
+      '<html><body>Gateway says hi</body></html>',
+      'text/html',
+      'unparseable JSON',
+    ],
     ['an empty body', '', 'application/json', 'empty'],
-    ['truncated JSON', `{"success":true,"data":{"key":"${NEW_SECRET.slice(0, 20)}`, 'application/json', 'unparseable JSON'],
-    ['JSON without data.key', '{"success":true,"data":{"keyId":"key_a"}}', 'application/json', 'no string data.key'],
-  ])('treats a 200 with %s as outcome unknown, quoting nothing of it', async (_name, body, contentType, why) => {
-    const api = mockApi();
-    api.pool.intercept({ path: ROLL_PATH, method: 'POST' }).reply(200, body, { headers: { 'content-type': contentType } });
-    const error = await rollError(api.client.rollKey('key_a'));
-    expect(error.code).toBe('KR_API_MALFORMED_RESPONSE');
-    expect(error.outcomeUnknown).toBe(true);
-    expect(error.status).toBe(200);
-    expect(error.message).toContain(why);
-    expect(error.cause).toBeUndefined();
-    if (body !== '') expect(error.message).not.toContain(body.slice(0, 12));
-    expect(error.message).not.toContain(NEW_SECRET.slice(0, 20));
-    await api.done();
-  });
+    [
+      'truncated JSON',
+      `{"success":true,"data":{"key":"${NEW_SECRET.slice(0, 20)}`,
+      'application/json',
+      'unparseable JSON',
+    ],
+    [
+      'JSON without data.key',
+      '{"success":true,"data":{"keyId":"key_a"}}',
+      'application/json',
+      'no string data.key',
+    ],
+  ])(
+    'treats a 200 with %s as outcome unknown, quoting nothing of it',
+    async (_name, body, contentType, why) => {
+      const api = mockApi();
+      api.pool
+        .intercept({ path: ROLL_PATH, method: 'POST' })
+        .reply(200, body, { headers: { 'content-type': contentType } });
+      const error = await rollError(api.client.rollKey('key_a'));
+      expect(error.code).toBe('KR_API_MALFORMED_RESPONSE');
+      expect(error.outcomeUnknown).toBe(true);
+      expect(error.status).toBe(200);
+      expect(error.message).toContain(why);
+      expect(error.cause).toBeUndefined();
+      if (body !== '') expect(error.message).not.toContain(body.slice(0, 12));
+      expect(error.message).not.toContain(NEW_SECRET.slice(0, 20));
+      await api.done();
+    },
+  );
 
   it('maps an HTML 502 from a proxy to a retryable server error with unknown outcome', async () => {
     const api = mockApi();
-    api.pool.intercept({ path: ROLL_PATH, method: 'POST' }).reply(502, '<html>Bad Gateway</html>', { headers: { 'content-type': 'text/html' } });
+    api.pool
+      .intercept({ path: ROLL_PATH, method: 'POST' })
+      .reply(502, '<html>Bad Gateway</html>', { headers: { 'content-type': 'text/html' } });
     const error = await rollError(api.client.rollKey('key_a'));
     expect(error.code).toBe('KR_API_SERVER_ERROR');
     expect(error.status).toBe(502);
@@ -128,9 +164,18 @@ describe('ApiClient.rollKey', () => {
 
   it('carries the spec error fields of a 403 and a known outcome', async () => {
     const api = mockApi();
-    api.pool
-      .intercept({ path: ROLL_PATH, method: 'POST' })
-      .reply(403, { success: false, error: { code: 'FORBIDDEN', message: 'API keys cannot roll keys', details: { principal: 'apiKey' } } }, { headers: JSON_HEADERS });
+    api.pool.intercept({ path: ROLL_PATH, method: 'POST' }).reply(
+      403,
+      {
+        success: false,
+        error: {
+          code: 'FORBIDDEN',
+          message: 'API keys cannot roll keys',
+          details: { principal: 'apiKey' },
+        },
+      },
+      { headers: JSON_HEADERS },
+    );
     const error = await rollError(api.client.rollKey('key_a'));
     expect(error.code).toBe('KR_API_FORBIDDEN');
     expect(error.apiCode).toBe('FORBIDDEN');
@@ -147,7 +192,11 @@ describe('ApiClient.rollKey', () => {
     const api = mockApi({ limiter, now: () => now });
     api.pool
       .intercept({ path: ROLL_PATH, method: 'POST' })
-      .reply(429, { success: false, error: { code: 'RATE_LIMITED', message: 'slow down' } }, { headers: { ...JSON_HEADERS, 'retry-after': 'Tue, 01 Jan 2030 00:00:30 GMT' } });
+      .reply(
+        429,
+        { success: false, error: { code: 'RATE_LIMITED', message: 'slow down' } },
+        { headers: { ...JSON_HEADERS, 'retry-after': 'Tue, 01 Jan 2030 00:00:30 GMT' } },
+      );
     const error = await rollError(api.client.rollKey('key_a'));
     expect(error.code).toBe('KR_API_RATE_LIMITED');
     expect(error.retryAfterMs).toBe(30_000);
@@ -159,7 +208,9 @@ describe('ApiClient.rollKey', () => {
 
   it('treats a dropped connection as outcome unknown', async () => {
     const api = mockApi();
-    api.pool.intercept({ path: ROLL_PATH, method: 'POST' }).replyWithError(new errors.SocketError('other side closed'));
+    api.pool
+      .intercept({ path: ROLL_PATH, method: 'POST' })
+      .replyWithError(new errors.SocketError('other side closed'));
     const error = await rollError(api.client.rollKey('key_a'));
     expect(error.code).toBe('KR_API_CONNECTION');
     expect(error.outcomeUnknown).toBe(true);
@@ -169,7 +220,9 @@ describe('ApiClient.rollKey', () => {
 
   it('treats a refused connection as not rolled', async () => {
     const api = mockApi();
-    api.pool.intercept({ path: ROLL_PATH, method: 'POST' }).replyWithError(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }));
+    api.pool
+      .intercept({ path: ROLL_PATH, method: 'POST' })
+      .replyWithError(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }));
     const error = await rollError(api.client.rollKey('key_a'));
     expect(error.code).toBe('KR_API_CONNECTION');
     expect(error.outcomeUnknown).toBe(false);
@@ -191,8 +244,24 @@ describe('ApiClient.rollKey', () => {
         },
       },
     });
-    api.pool.intercept({ path: ROLL_PATH, method: 'POST', headers: { authorization: 'Bearer oauth-access-token-1' } }).reply(401, { success: false, error: { code: 'UNAUTHORIZED', message: 'expired' } }, { headers: JSON_HEADERS });
-    api.pool.intercept({ path: ROLL_PATH, method: 'POST', headers: { authorization: 'Bearer oauth-access-token-2' } }).reply(200, { success: true, data: { key: NEW_SECRET, keyId: 'key_a' } }, { headers: JSON_HEADERS });
+    api.pool
+      .intercept({
+        path: ROLL_PATH,
+        method: 'POST',
+        headers: { authorization: 'Bearer oauth-access-token-1' },
+      })
+      .reply(
+        401,
+        { success: false, error: { code: 'UNAUTHORIZED', message: 'expired' } },
+        { headers: JSON_HEADERS },
+      );
+    api.pool
+      .intercept({
+        path: ROLL_PATH,
+        method: 'POST',
+        headers: { authorization: 'Bearer oauth-access-token-2' },
+      })
+      .reply(200, { success: true, data: { key: NEW_SECRET, keyId: 'key_a' } }, { headers: JSON_HEADERS });
     expect((await api.client.rollKey('key_a')).secret.reveal()).toBe(NEW_SECRET);
     expect(invalidations).toBe(1);
     await api.done();
@@ -200,7 +269,13 @@ describe('ApiClient.rollKey', () => {
 
   it('reports 401 at once for a credential that cannot be refreshed', async () => {
     const api = mockApi();
-    api.pool.intercept({ path: ROLL_PATH, method: 'POST' }).reply(401, { success: false, error: { code: 'UNAUTHORIZED', message: 'invalid' } }, { headers: JSON_HEADERS });
+    api.pool
+      .intercept({ path: ROLL_PATH, method: 'POST' })
+      .reply(
+        401,
+        { success: false, error: { code: 'UNAUTHORIZED', message: 'invalid' } },
+        { headers: JSON_HEADERS },
+      );
     const error = await rollError(api.client.rollKey('key_a'));
     expect(error.code).toBe('KR_API_UNAUTHORIZED');
     expect(error.status).toBe(401);

@@ -37,8 +37,15 @@ async function serve(handler: Handler): Promise<{ url: string; server: Server; c
   return { url: `http://127.0.0.1:${port}`, server, connections: () => connections };
 }
 
-function client(url: string, timeouts: { headersTimeoutMs?: number; bodyTimeoutMs?: number } = {}): ApiClient {
-  const api = new ApiClient({ baseUrl: url, credentials: staticCredential(new Secret('transport-test-bearer')), ...timeouts });
+function client(
+  url: string,
+  timeouts: { headersTimeoutMs?: number; bodyTimeoutMs?: number } = {},
+): ApiClient {
+  const api = new ApiClient({
+    baseUrl: url,
+    credentials: staticCredential(new Secret('transport-test-bearer')),
+    ...timeouts,
+  });
   cleanups.push(() => api.close());
   return api;
 }
@@ -52,7 +59,11 @@ async function failure(promise: Promise<unknown>): Promise<ApiError> {
   return error as ApiError;
 }
 
-const EMPTY_PAGE = JSON.stringify({ success: true, data: [], pagination: { nextCursor: null, hasMore: false } });
+const EMPTY_PAGE = JSON.stringify({
+  success: true,
+  data: [],
+  pagination: { nextCursor: null, hasMore: false },
+});
 
 describe('ApiClient transport', () => {
   it('reuses kept-alive connections across consecutive calls', async () => {
@@ -109,9 +120,11 @@ describe('ApiClient transport', () => {
 
   it('reports a refused connection as not rolled', async () => {
     const { url, server } = await serve(() => undefined);
-    await new Promise<void>((resolve) => server.close(() => {
-      resolve();
-    }));
+    await new Promise<void>((resolve) =>
+      server.close(() => {
+        resolve();
+      }),
+    );
     const error = await failure(client(url).rollKey('key_a'));
     expect(error.code).toBe('KR_API_CONNECTION');
     expect(error.message).toContain('ECONNREFUSED');

@@ -35,7 +35,9 @@ describe('refCredential', () => {
 
   it('names the reference, not a value, when the file cannot be read', async () => {
     const ref = `file:${join(dir.path(), 'missing')}`;
-    const error = await refCredential(ref).token().catch((e: unknown) => e);
+    const error = await refCredential(ref)
+      .token()
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RefError);
     expect((error as RefError).ref).toBe(ref);
     expect((error as RefError).message).toContain(ref);
@@ -61,10 +63,18 @@ describe('ApiClient with an unreadable credential', () => {
     const api = mockApi({ credentials: refCredential(`file:${path}`) });
     const page = { success: true, data: [], pagination: { nextCursor: null, hasMore: false } };
     api.pool
-      .intercept({ path: '/v1/projects?limit=1', method: 'GET', headers: { authorization: 'Bearer rotated-bearer-token-a' } })
+      .intercept({
+        path: '/v1/projects?limit=1',
+        method: 'GET',
+        headers: { authorization: 'Bearer rotated-bearer-token-a' },
+      })
       .reply(200, page, { headers: { 'content-type': 'application/json' } });
     api.pool
-      .intercept({ path: '/v1/projects?limit=1', method: 'GET', headers: { authorization: 'Bearer rotated-bearer-token-b' } })
+      .intercept({
+        path: '/v1/projects?limit=1',
+        method: 'GET',
+        headers: { authorization: 'Bearer rotated-bearer-token-b' },
+      })
       .reply(200, page, { headers: { 'content-type': 'application/json' } });
     await api.client.listProjects({ limit: 1 });
     await writeFile(path, 'rotated-bearer-token-b');

@@ -70,7 +70,12 @@ export function consentSettings(overrides: Record<string, unknown> = {}): Record
  * A clock that only moves when the limiter sleeps (or the test advances it), so no test depends
  * on wall-clock time; `sleeps` lists every sleep. Pass `now` and `sleep` to a RateLimiter.
  */
-export function fakeClock(start = 1_000_000): { now: () => number; sleep: (ms: number) => Promise<void>; sleeps: number[]; advance: (ms: number) => void } {
+export function fakeClock(start = 1_000_000): {
+  now: () => number;
+  sleep: (ms: number) => Promise<void>;
+  sleeps: number[];
+  advance: (ms: number) => void;
+} {
   let t = start;
   const sleeps: number[] = [];
   return {

@@ -11,7 +11,11 @@ import { parsePolicy } from '../../src/policy/load.ts';
 import { createRuntime } from '../../src/rotation/runtime.ts';
 import { startReceiver, type Receiver } from '../alerts/receiver.ts';
 
-const TOKEN_ANSWER = { status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ access_token: 'issued-access-token-1', token_type: 'Bearer', expires_in: 3600 }) };
+const TOKEN_ANSWER = {
+  status: 200,
+  headers: { 'content-type': 'application/json' },
+  body: JSON.stringify({ access_token: 'issued-access-token-1', token_type: 'Bearer', expires_in: 3600 }),
+};
 
 let receiver: Receiver;
 beforeEach(async () => {

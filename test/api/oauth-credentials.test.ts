@@ -1,7 +1,11 @@
 import { inspect } from 'node:util';
 import { MockAgent } from 'undici';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { oauthClientCredentials, staticCredential, type CredentialProvider } from '../../src/api/credentials.ts';
+import {
+  oauthClientCredentials,
+  staticCredential,
+  type CredentialProvider,
+} from '../../src/api/credentials.ts';
 import { CredentialError } from '../../src/api/errors.ts';
 import { Secret } from '../../src/audit/secret.ts';
 import { expectNoSecrets } from '../support/secret-scan.ts';
@@ -25,7 +29,13 @@ afterEach(async () => {
   await agent.close();
 });
 
-function provider(overrides: { refreshBeforeMs?: number; authMethod?: 'post' | 'basic'; clientSecret?: CredentialProvider } = {}): CredentialProvider {
+function provider(
+  overrides: {
+    refreshBeforeMs?: number;
+    authMethod?: 'post' | 'basic';
+    clientSecret?: CredentialProvider;
+  } = {},
+): CredentialProvider {
   return oauthClientCredentials({
     tokenUrl: TOKEN_URL,
     clientId: 'keyroll-client',
@@ -42,7 +52,15 @@ function replyToken(accessToken: string, expiresIn?: number): void {
   agent
     .get(ORIGIN)
     .intercept({ path: '/oauth/token', method: 'POST' })
-    .reply(200, { access_token: accessToken, token_type: 'Bearer', ...(expiresIn === undefined ? {} : { expires_in: expiresIn }) }, JSON_HEADERS);
+    .reply(
+      200,
+      {
+        access_token: accessToken,
+        token_type: 'Bearer',
+        ...(expiresIn === undefined ? {} : { expires_in: expiresIn }),
+      },
+      JSON_HEADERS,
+    );
 }
 
 describe('oauthClientCredentials', () => {
@@ -59,7 +77,11 @@ describe('oauthClientCredentials', () => {
           return true;
         },
       })
-      .reply(200, { access_token: 'access-token-aaaa', token_type: 'Bearer', expires_in: 3600 }, JSON_HEADERS);
+      .reply(
+        200,
+        { access_token: 'access-token-aaaa', token_type: 'Bearer', expires_in: 3600 },
+        JSON_HEADERS,
+      );
     expect((await provider().token()).reveal()).toBe('access-token-aaaa');
     expect(Object.fromEntries(form!)).toEqual({
       grant_type: 'client_credentials',
@@ -73,8 +95,17 @@ describe('oauthClientCredentials', () => {
     const basic = `Basic ${Buffer.from(`keyroll-client:${CLIENT_SECRET}`).toString('base64')}`;
     agent
       .get(ORIGIN)
-      .intercept({ path: '/oauth/token', method: 'POST', headers: { authorization: basic }, body: (body) => !body.includes('client_secret') })
-      .reply(200, { access_token: 'access-token-basic', token_type: 'bearer', expires_in: 3600 }, JSON_HEADERS);
+      .intercept({
+        path: '/oauth/token',
+        method: 'POST',
+        headers: { authorization: basic },
+        body: (body) => !body.includes('client_secret'),
+      })
+      .reply(
+        200,
+        { access_token: 'access-token-basic', token_type: 'bearer', expires_in: 3600 },
+        JSON_HEADERS,
+      );
     expect((await provider({ authMethod: 'basic' }).token()).reveal()).toBe('access-token-basic');
   });
 
@@ -116,7 +147,10 @@ describe('oauthClientCredentials', () => {
 
   it('keeps using a still-valid token when an early refresh fails', async () => {
     replyToken('access-token-still-valid', 300);
-    agent.get(ORIGIN).intercept({ path: '/oauth/token', method: 'POST' }).reply(503, { error: 'temporarily_unavailable' }, JSON_HEADERS);
+    agent
+      .get(ORIGIN)
+      .intercept({ path: '/oauth/token', method: 'POST' })
+      .reply(503, { error: 'temporarily_unavailable' }, JSON_HEADERS);
     const oauth = provider({ refreshBeforeMs: 60_000 });
     await oauth.token();
     t += 250_000;
@@ -125,7 +159,10 @@ describe('oauthClientCredentials', () => {
 
   it('fails once the token has expired and the refresh still fails', async () => {
     replyToken('access-token-expiring', 300);
-    agent.get(ORIGIN).intercept({ path: '/oauth/token', method: 'POST' }).reply(503, { error: 'temporarily_unavailable' }, JSON_HEADERS);
+    agent
+      .get(ORIGIN)
+      .intercept({ path: '/oauth/token', method: 'POST' })
+      .reply(503, { error: 'temporarily_unavailable' }, JSON_HEADERS);
     const oauth = provider();
     await oauth.token();
     t += 300_000;
@@ -147,8 +184,14 @@ describe('oauthClientCredentials', () => {
     agent
       .get(ORIGIN)
       .intercept({ path: '/oauth/token', method: 'POST' })
-      .reply(401, { error: 'invalid_client', error_description: `bad secret ${CLIENT_SECRET}` }, JSON_HEADERS);
-    const error = (await provider().token().catch((e: unknown) => e)) as CredentialError;
+      .reply(
+        401,
+        { error: 'invalid_client', error_description: `bad secret ${CLIENT_SECRET}` },
+        JSON_HEADERS,
+      );
+    const error = (await provider()
+      .token()
+      .catch((e: unknown) => e)) as CredentialError;
     expect(error).toBeInstanceOf(CredentialError);
     expect(error.code).toBe('KR_CREDENTIAL_UNAVAILABLE');
     expect(error.status).toBe(401);
@@ -163,14 +206,21 @@ describe('oauthClientCredentials', () => {
       .get(ORIGIN)
       .intercept({ path: '/oauth/token', method: 'POST' })
       .reply(200, { access_token: 'access-token-mac-type', token_type: 'mac' }, JSON_HEADERS);
-    const error = (await provider().token().catch((e: unknown) => e)) as CredentialError;
+    const error = (await provider()
+      .token()
+      .catch((e: unknown) => e)) as CredentialError;
     expect(error).toBeInstanceOf(CredentialError);
     expect(error.message).toContain('without a usable bearer token');
     expect(inspect(error, { depth: 5 })).not.toContain('access-token-mac-type');
   });
 
   it('names the client secret reference when it cannot be read', async () => {
-    const error = (await provider({ clientSecret: { description: 'file:/nonexistent/secret', token: () => Promise.reject(new Error('ENOENT')) } })
+    const error = (await provider({
+      clientSecret: {
+        description: 'file:/nonexistent/secret',
+        token: () => Promise.reject(new Error('ENOENT')),
+      },
+    })
       .token()
       .catch((e: unknown) => e)) as CredentialError;
     expect(error).toBeInstanceOf(CredentialError);
@@ -178,8 +228,13 @@ describe('oauthClientCredentials', () => {
   });
 
   it('reports a dropped token request as retryable', async () => {
-    agent.get(ORIGIN).intercept({ path: '/oauth/token', method: 'POST' }).replyWithError(new Error('socket hang up'));
-    const error = (await provider().token().catch((e: unknown) => e)) as CredentialError;
+    agent
+      .get(ORIGIN)
+      .intercept({ path: '/oauth/token', method: 'POST' })
+      .replyWithError(new Error('socket hang up'));
+    const error = (await provider()
+      .token()
+      .catch((e: unknown) => e)) as CredentialError;
     expect(error).toBeInstanceOf(CredentialError);
     expect(error.retryable).toBe(true);
   });

@@ -83,7 +83,11 @@ describe('RateLimiter', () => {
   });
 
   it('rejects a waiting acquire when its signal aborts', async () => {
-    const limiter = new RateLimiter({ perMinute: 60, now: () => 0, sleep: () => new Promise<void>(() => undefined) });
+    const limiter = new RateLimiter({
+      perMinute: 60,
+      now: () => 0,
+      sleep: () => new Promise<void>(() => undefined),
+    });
     limiter.pauseFor(60_000);
     const controller = new AbortController();
     const waiting = limiter.acquire(controller.signal);

@@ -7,7 +7,9 @@ import { AUDIT_REDACT_PATHS } from '../../src/audit/logger.ts';
 const docs = await readFile(new URL('../../docs/audit-events.md', import.meta.url), 'utf8');
 
 // Catalogue rows look like: | `key.rolled` | info | fields | meaning |
-const rows = [...docs.matchAll(/^\| `([a-z_.-]+)` \| (debug|info|warn|error) \| .* \| (.*) \|$/gm)].map((m) => ({ name: m[1]!, level: m[2]!, meaning: m[3]! }));
+const rows = [...docs.matchAll(/^\| `([a-z_.-]+)` \| (debug|info|warn|error) \| .* \| (.*) \|$/gm)].map(
+  (m) => ({ name: m[1]!, level: m[2]!, meaning: m[3]! }),
+);
 
 describe('docs/audit-events.md', () => {
   it('documents every catalogue event, and no event outside it', () => {
@@ -15,11 +17,13 @@ describe('docs/audit-events.md', () => {
   });
 
   it('gives each event the level keyroll writes it at', () => {
-    for (const row of rows) expect(row.level, row.name).toBe(AUDIT_EVENT_LEVELS[row.name as keyof typeof AUDIT_EVENT_LEVELS]);
+    for (const row of rows)
+      expect(row.level, row.name).toBe(AUDIT_EVENT_LEVELS[row.name as keyof typeof AUDIT_EVENT_LEVELS]);
   });
 
   it("states each event's meaning as the catalogue does", () => {
-    for (const row of rows) expect(row.meaning, row.name).toBe(AUDIT_EVENTS[row.name as keyof typeof AUDIT_EVENTS]);
+    for (const row of rows)
+      expect(row.meaning, row.name).toBe(AUDIT_EVENTS[row.name as keyof typeof AUDIT_EVENTS]);
   });
 
   it('documents every redact path', () => {

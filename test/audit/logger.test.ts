@@ -4,7 +4,13 @@ import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AUDIT_EVENTS, type AuditEventName } from '../../src/audit/events.ts';
 import { AUDIT_EVENT_LEVELS } from '../../src/audit/levels.ts';
-import { AUDIT_REDACT_PATHS, auditLevelFromEnv, createAuditLog, createMemoryAuditLog, createNullAuditLog } from '../../src/audit/logger.ts';
+import {
+  AUDIT_REDACT_PATHS,
+  auditLevelFromEnv,
+  createAuditLog,
+  createMemoryAuditLog,
+  createNullAuditLog,
+} from '../../src/audit/logger.ts';
 import { resetSanitizerForTests } from '../../src/audit/sanitize.ts';
 import { KeyrollError } from '../../src/errors.ts';
 
@@ -22,7 +28,13 @@ describe('createAuditLog: line shape', () => {
 
     expect(log.lines).toHaveLength(1);
     expect(log.lines[0]!.endsWith('\n')).toBe(true);
-    expect(log.events[0]).toMatchObject({ event: 'key.rolled', msg: 'key.rolled', level: 'info', time: '2026-03-01T12:00:00.000Z', fingerprint: 'abc123def456' });
+    expect(log.events[0]).toMatchObject({
+      event: 'key.rolled',
+      msg: 'key.rolled',
+      level: 'info',
+      time: '2026-03-01T12:00:00.000Z',
+      fingerprint: 'abc123def456',
+    });
   });
 
   it('writes every catalogue event at its catalogue level', () => {
@@ -31,7 +43,9 @@ describe('createAuditLog: line shape', () => {
 
     for (const name of names) log.emit(name);
 
-    expect(log.events.map((e) => [e.event, e.level])).toEqual(names.map((name) => [name, AUDIT_EVENT_LEVELS[name]]));
+    expect(log.events.map((e) => [e.event, e.level])).toEqual(
+      names.map((name) => [name, AUDIT_EVENT_LEVELS[name]]),
+    );
   });
 
   it('writes failures as error and retries as warn', () => {
@@ -94,7 +108,15 @@ describe('createAuditLog: context', () => {
     rotation.emit('key.failed', { step: 'store' });
 
     for (const event of log.events) {
-      expect(event).toMatchObject({ runId: 'run-1', actor: 'alice', reason: 'leak', ticket: 'SEC-7', rotationId: 'rot-1', keyId: 'key-1', organizationId: 'org-1' });
+      expect(event).toMatchObject({
+        runId: 'run-1',
+        actor: 'alice',
+        reason: 'leak',
+        ticket: 'SEC-7',
+        rotationId: 'rot-1',
+        keyId: 'key-1',
+        organizationId: 'org-1',
+      });
     }
   });
 
@@ -128,7 +150,9 @@ describe('createAuditLog: context', () => {
 describe('createAuditLog: errors', () => {
   it('writes code, message and cause of an error, and no stack', () => {
     const log = createMemoryAuditLog();
-    const error = new KeyrollError('KR_BACKEND_UNAVAILABLE', 'vault answered 503', { cause: Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' }) });
+    const error = new KeyrollError('KR_BACKEND_UNAVAILABLE', 'vault answered 503', {
+      cause: Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' }),
+    });
 
     log.emit('key.store.retry', { err: error });
 
@@ -180,7 +204,17 @@ describe('AUDIT_REDACT_PATHS', () => {
   });
 
   it('lists each censored name at the top level and under one wildcard', () => {
-    expect(AUDIT_REDACT_PATHS).toEqual(expect.arrayContaining(['authorization', '*.authorization', '*.headers.authorization', 'apiKey', '*.apiKey', 'token', '*.token']));
+    expect(AUDIT_REDACT_PATHS).toEqual(
+      expect.arrayContaining([
+        'authorization',
+        '*.authorization',
+        '*.headers.authorization',
+        'apiKey',
+        '*.apiKey',
+        'token',
+        '*.token',
+      ]),
+    );
   });
 
   it('leaves ordinary fields alone', () => {

@@ -1,7 +1,13 @@
 // Text from outside keyroll is shown with its control characters escaped, never raw (issue 27,
 // finding 4): src/audit/printable.ts, used by every table and line the CLI writes.
 import { describe, expect, it } from 'vitest';
-import { escapeJsonText, printable, printableJson, printableLines, terminalLine } from '../../src/audit/printable.ts';
+import {
+  escapeJsonText,
+  printable,
+  printableJson,
+  printableLines,
+  terminalLine,
+} from '../../src/audit/printable.ts';
 import { rawControls } from '../support/raw-controls.ts';
 
 const ESC = '\u001b';
@@ -29,7 +35,9 @@ describe('printable', () => {
   });
 
   it('terminalLine escapes the values, never its own words', () => {
-    expect(terminalLine`keyroll: ${'key_a'}: held by ${FORGED}\n`).toBe('keyroll: key_a: held by owed\\u001b[1A\\u001b[2K\\rcurrent\n');
+    expect(terminalLine`keyroll: ${'key_a'}: held by ${FORGED}\n`).toBe(
+      'keyroll: key_a: held by owed\\u001b[1A\\u001b[2K\\rcurrent\n',
+    );
   });
 });
 

@@ -3,7 +3,12 @@
 // form-encoding, and credentials under 8 characters after a credential marker.
 import { afterEach, describe, expect, it } from 'vitest';
 import { createMemoryAuditLog } from '../../src/audit/logger.ts';
-import { registerSecretValue, resetSanitizerForTests, sanitizeText, sanitizeValue } from '../../src/audit/sanitize.ts';
+import {
+  registerSecretValue,
+  resetSanitizerForTests,
+  sanitizeText,
+  sanitizeValue,
+} from '../../src/audit/sanitize.ts';
 import { Secret } from '../../src/audit/secret.ts';
 
 afterEach(() => {
@@ -34,7 +39,9 @@ describe('encoded forms of a registered secret', () => {
 
   it('blanks base64url of a larger value holding the secret (a JSON credential blob)', () => {
     new Secret(TOKEN);
-    const blob = Buffer.from(JSON.stringify({ client: 'keyroll', secret: TOKEN, scope: 'keys:roll' })).toString('base64url');
+    const blob = Buffer.from(
+      JSON.stringify({ client: 'keyroll', secret: TOKEN, scope: 'keys:roll' }),
+    ).toString('base64url');
 
     expect(sanitizeText(`state=${blob}&next=1`)).toBe('state=[REDACTED]&next=1');
   });
@@ -57,12 +64,17 @@ describe('encoded forms of a registered secret', () => {
 
   it.each([
     ['percent-encoded (upper-case escapes)', encodeURIComponent('p@ss/word+with spaces&more')],
-    ['percent-encoded (lower-case escapes)', encodeURIComponent('p@ss/word+with spaces&more').replace(/%[0-9A-F]{2}/g, (e) => e.toLowerCase())],
+    [
+      'percent-encoded (lower-case escapes)',
+      encodeURIComponent('p@ss/word+with spaces&more').replace(/%[0-9A-F]{2}/g, (e) => e.toLowerCase()),
+    ],
     ['form-encoded', new URLSearchParams({ v: 'p@ss/word+with spaces&more' }).toString().slice(2)],
   ])('blanks its %s form in a query string', (_form, encoded) => {
     new Secret('p@ss/word+with spaces&more');
 
-    expect(sanitizeText(`GET /login?user=ops&password=${encoded}&x=1`)).toBe('GET /login?user=ops&password=[REDACTED]&x=1');
+    expect(sanitizeText(`GET /login?user=ops&password=${encoded}&x=1`)).toBe(
+      'GET /login?user=ops&password=[REDACTED]&x=1',
+    );
   });
 });
 
@@ -71,10 +83,26 @@ describe('credentials under 8 characters', () => {
 
   it.each([
     ['an Authorization header', `Authorization: ${SHORT}`, 'Authorization: [REDACTED]'],
-    ['a Bearer value', `retrying with Bearer ${SHORT} after 401`, 'retrying with Bearer [REDACTED] after 401'],
-    ['a token= parameter', `https://hooks.example/x?token=${SHORT}&a=1`, 'https://hooks.example/x?token=[REDACTED]&a=1'],
-    ['a JSON password field', `{"user":"ops","password":"${SHORT}"}`, '{"user":"ops","password":"[REDACTED]"}'],
-    ['Basic base64(id:pw)', `Authorization: Basic ${base64(`ops:${SHORT}`)}`, 'Authorization: Basic [REDACTED]'],
+    [
+      'a Bearer value',
+      `retrying with Bearer ${SHORT} after 401`,
+      'retrying with Bearer [REDACTED] after 401',
+    ],
+    [
+      'a token= parameter',
+      `https://hooks.example/x?token=${SHORT}&a=1`,
+      'https://hooks.example/x?token=[REDACTED]&a=1',
+    ],
+    [
+      'a JSON password field',
+      `{"user":"ops","password":"${SHORT}"}`,
+      '{"user":"ops","password":"[REDACTED]"}',
+    ],
+    [
+      'Basic base64(id:pw)',
+      `Authorization: Basic ${base64(`ops:${SHORT}`)}`,
+      'Authorization: Basic [REDACTED]',
+    ],
   ])('blanks one after %s', (_context, text, expected) => {
     new Secret(SHORT);
 

@@ -4,7 +4,12 @@
 import { MockAgent } from 'undici';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { oauthClientCredentials, staticCredential } from '../../src/api/credentials.ts';
-import { registerSecretValue, resetSanitizerForTests, sanitizeText, withSecretScope } from '../../src/audit/sanitize.ts';
+import {
+  registerSecretValue,
+  resetSanitizerForTests,
+  sanitizeText,
+  withSecretScope,
+} from '../../src/audit/sanitize.ts';
 import { Secret } from '../../src/audit/secret.ts';
 import { resolveRef } from '../../src/refs/secret-ref.ts';
 
@@ -46,7 +51,11 @@ describe('pinned credentials', () => {
     agent
       .get('http://auth.keyroll.test')
       .intercept({ path: '/oauth/token', method: 'POST' })
-      .reply(200, { access_token: accessToken, token_type: 'Bearer', expires_in: 3600 }, { headers: { 'content-type': 'application/json' } });
+      .reply(
+        200,
+        { access_token: accessToken, token_type: 'Bearer', expires_in: 3600 },
+        { headers: { 'content-type': 'application/json' } },
+      );
     const provider = oauthClientCredentials({
       tokenUrl: 'http://auth.keyroll.test/oauth/token',
       clientId: 'keyroll-client',
@@ -112,7 +121,7 @@ describe('secret scopes (one per rotation)', () => {
     expect(sanitizeText(`${credential} ${outside}`)).toBe('[REDACTED] [REDACTED]');
   });
 
-  it('are independent: one rotation ending does not drop another one\'s secret', async () => {
+  it("are independent: one rotation ending does not drop another one's secret", async () => {
     let finishFirst!: () => void;
     const first = withSecretScope(async () => {
       new Secret('kmk_live_first_rotation_secret_0000001');
@@ -131,7 +140,9 @@ describe('secret scopes (one per rotation)', () => {
     await second;
 
     expect(inSecond).toBe('[REDACTED]');
-    expect(sanitizeText('kmk_live_first_rotation_secret_0000001')).toBe('kmk_live_first_rotation_secret_0000001');
+    expect(sanitizeText('kmk_live_first_rotation_secret_0000001')).toBe(
+      'kmk_live_first_rotation_secret_0000001',
+    );
   });
 
   it('hand a registration made after they ended (by a timer they started) to the bounded set', async () => {

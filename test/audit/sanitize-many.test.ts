@@ -21,7 +21,8 @@ describe('sanitizer with thousands of registered secrets', () => {
 
   it('returns a line holding no secret unchanged, even one sharing their common start', () => {
     for (let n = 0; n < 2_000; n++) registerSecretValue(secretNumber(n));
-    const line = '{"event":"key.stored","keyId":"key_leak_0042","fingerprint":"sha256:1f2e3d4c","note":"kmk_live_ is the prefix"}';
+    const line =
+      '{"event":"key.stored","keyId":"key_leak_0042","fingerprint":"sha256:1f2e3d4c","note":"kmk_live_ is the prefix"}';
     expect(sanitizeText(line)).toBe(line);
   });
 

@@ -4,7 +4,12 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { statusError } from '../../src/api/decode.ts';
 import { createMemoryAuditLog } from '../../src/audit/logger.ts';
-import { resetSanitizerForTests, sanitizeText, sanitizeValue, truncateSanitized } from '../../src/audit/sanitize.ts';
+import {
+  resetSanitizerForTests,
+  sanitizeText,
+  sanitizeValue,
+  truncateSanitized,
+} from '../../src/audit/sanitize.ts';
 import { Secret } from '../../src/audit/secret.ts';
 import { vaultErrorText } from '../../src/backends/vault/client.ts';
 
@@ -73,7 +78,11 @@ describe('the places that cut text', () => {
     const message = `${'x'.repeat(470)}${TOKEN} was refused`;
     const text = JSON.stringify({ success: false, error: { code: 'UNAUTHORIZED', message } });
 
-    const error = statusError('listProjects', { status: 401, headers: {}, contentType: 'application/json', text, bytes: text.length }, Date.now());
+    const error = statusError(
+      'listProjects',
+      { status: 401, headers: {}, contentType: 'application/json', text, bytes: text.length },
+      Date.now(),
+    );
     const log = createMemoryAuditLog();
     log.emit('key.failed', { err: error });
 
@@ -81,7 +90,7 @@ describe('the places that cut text', () => {
     expectNoPieceOf(log.lines[0]!);
   });
 
-  it("the Vault client: an error text echoing the token, cut to 200 characters", () => {
+  it('the Vault client: an error text echoing the token, cut to 200 characters', () => {
     new Secret(TOKEN);
 
     const text = vaultErrorText({ errors: [`${'y'.repeat(180)} ${TOKEN}`] });

@@ -1,7 +1,12 @@
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createMemoryAuditLog } from '../../src/audit/logger.ts';
-import { registerSecretValue, resetSanitizerForTests, sanitizeText, sanitizeValue } from '../../src/audit/sanitize.ts';
+import {
+  registerSecretValue,
+  resetSanitizerForTests,
+  sanitizeText,
+  sanitizeValue,
+} from '../../src/audit/sanitize.ts';
 import { Secret } from '../../src/audit/secret.ts';
 import { KeyrollError } from '../../src/errors.ts';
 
@@ -40,7 +45,9 @@ describe('the sanitizer in audit lines', () => {
   it('blanks it inside an error message and its cause', () => {
     new Secret(VALUE);
     const log = createMemoryAuditLog();
-    const error = new KeyrollError('KR_BACKEND_FAILED', `write of ${VALUE} refused`, { cause: new Error(`echo: ${encoded.base64}`) });
+    const error = new KeyrollError('KR_BACKEND_FAILED', `write of ${VALUE} refused`, {
+      cause: new Error(`echo: ${encoded.base64}`),
+    });
 
     log.emit('key.failed', { err: error, error: error.message });
 
@@ -53,7 +60,10 @@ describe('the sanitizer in audit lines', () => {
     new Secret(VALUE);
     const log = createMemoryAuditLog();
 
-    log.emit('key.verify.failed', { failures: [{ check: 'read-back', got: VALUE }], meta: { deep: { deeper: encoded.hex } } });
+    log.emit('key.verify.failed', {
+      failures: [{ check: 'read-back', got: VALUE }],
+      meta: { deep: { deeper: encoded.hex } },
+    });
 
     expect(log.lines[0]).not.toContain(VALUE);
     expect(log.lines[0]).not.toContain(encoded.hex);
@@ -79,16 +89,20 @@ describe('the sanitizer in audit lines', () => {
 
   it('never lets any registered alphanumeric secret through a line, whatever the field', () => {
     fc.assert(
-      fc.property(fc.stringMatching(/^[A-Za-z0-9_-]{16,48}$/), fc.constantFrom('raw', 'base64', 'base64url', 'hex'), (value, form) => {
-        resetSanitizerForTests();
-        new Secret(value);
-        const log = createMemoryAuditLog();
-        const text = form === 'raw' ? value : Buffer.from(value).toString(form);
+      fc.property(
+        fc.stringMatching(/^[A-Za-z0-9_-]{16,48}$/),
+        fc.constantFrom('raw', 'base64', 'base64url', 'hex'),
+        (value, form) => {
+          resetSanitizerForTests();
+          new Secret(value);
+          const log = createMemoryAuditLog();
+          const text = form === 'raw' ? value : Buffer.from(value).toString(form);
 
-        log.emit('key.failed', { detail: `prefix ${text} suffix` });
+          log.emit('key.failed', { detail: `prefix ${text} suffix` });
 
-        return !log.lines[0]!.includes(text);
-      }),
+          return !log.lines[0]!.includes(text);
+        },
+      ),
       { numRuns: 200 },
     );
   });
@@ -102,7 +116,10 @@ describe('sanitizeValue and sanitizeText', () => {
   it('blanks every string of a JSON-like value, keeping its shape', () => {
     new Secret(VALUE);
 
-    expect(sanitizeValue({ summary: `leaked ${VALUE}`, details: { list: [encoded.base64url, 3] } })).toEqual({ summary: 'leaked [REDACTED]', details: { list: ['[REDACTED]', 3] } });
+    expect(sanitizeValue({ summary: `leaked ${VALUE}`, details: { list: [encoded.base64url, 3] } })).toEqual({
+      summary: 'leaked [REDACTED]',
+      details: { list: ['[REDACTED]', 3] },
+    });
   });
 
   it('ignores values too short to be secrets', () => {

@@ -21,7 +21,15 @@ function dumps(): string[] {
     if (value instanceof Set) return [...(value as Set<unknown>).values()];
     return value;
   });
-  return [asJson, inspect(state, { depth: Infinity, maxArrayLength: Infinity, maxStringLength: Infinity, showHidden: true })];
+  return [
+    asJson,
+    inspect(state, {
+      depth: Infinity,
+      maxArrayLength: Infinity,
+      maxStringLength: Infinity,
+      showHidden: true,
+    }),
+  ];
 }
 
 describe('the registry state', () => {
@@ -36,7 +44,8 @@ describe('the registry state', () => {
     });
 
     for (const text of dumps()) {
-      for (const form of formsOf(LONG)) for (let i = 0; i + 8 <= form.length; i++) expect(text).not.toContain(form.slice(i, i + 8));
+      for (const form of formsOf(LONG))
+        for (let i = 0; i + 8 <= form.length; i++) expect(text).not.toContain(form.slice(i, i + 8));
       expect(text).not.toContain(SHORT);
     }
     // The digests are enough to find both.

@@ -24,7 +24,9 @@ describe('Secret', () => {
   it('shows [Secret] through JSON.stringify, nested too', () => {
     const secret = new Secret(VALUE);
 
-    expect(JSON.stringify({ apiKey: secret, list: [secret] })).toBe('{"apiKey":"[Secret]","list":["[Secret]"]}');
+    expect(JSON.stringify({ apiKey: secret, list: [secret] })).toBe(
+      '{"apiKey":"[Secret]","list":["[Secret]"]}',
+    );
   });
 
   it('shows [Secret] through util.inspect, nested too', () => {

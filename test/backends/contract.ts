@@ -6,7 +6,15 @@ import { inspect } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Secret } from '../../src/audit/secret.ts';
 import { BackendError } from '../../src/backends/errors.ts';
-import type { Backend, FailureRecord, HeldLock, Intent, SecretRecord, StoreTarget, ValueShape } from '../../src/backends/types.ts';
+import type {
+  Backend,
+  FailureRecord,
+  HeldLock,
+  Intent,
+  SecretRecord,
+  StoreTarget,
+  ValueShape,
+} from '../../src/backends/types.ts';
 import { expectNoSecrets } from '../support/secret-scan.ts';
 
 /** A clock the test moves by hand; pass `clock.now` as BackendDeps.now. */
@@ -44,11 +52,15 @@ export interface ContractFixture {
 let counter = 0;
 
 /** A record with a unique, recognisable secret (long enough for the sanitizer to track). */
-export function makeRecord(overrides: Partial<Omit<SecretRecord, 'secret'>> & { secret?: string } = {}): SecretRecord {
+export function makeRecord(
+  overrides: Partial<Omit<SecretRecord, 'secret'>> & { secret?: string } = {},
+): SecretRecord {
   counter += 1;
   const rotationId = overrides.rotationId ?? `rot-${String(Date.now())}-${String(counter)}`;
   return {
-    secret: new Secret(overrides.secret ?? `sk_live_contract_${rotationId}_${Math.random().toString(36).slice(2)}`),
+    secret: new Secret(
+      overrides.secret ?? `sk_live_contract_${rotationId}_${Math.random().toString(36).slice(2)}`,
+    ),
     keyId: overrides.keyId ?? 'key_contract',
     organizationId: overrides.organizationId ?? 'org_contract',
     rotationId,
@@ -57,7 +69,13 @@ export function makeRecord(overrides: Partial<Omit<SecretRecord, 'secret'>> & { 
 }
 
 function makeIntent(rotationId: string, extra: Partial<Intent> = {}): Intent {
-  return { rotationId, keyId: 'key_contract', owner: 'host/1/contract', startedAt: '2030-01-01T00:00:00.000Z', ...extra };
+  return {
+    rotationId,
+    keyId: 'key_contract',
+    owner: 'host/1/contract',
+    startedAt: '2030-01-01T00:00:00.000Z',
+    ...extra,
+  };
 }
 
 export function describeBackendContract(label: string, setup: () => Promise<ContractFixture>): void {
@@ -122,7 +140,11 @@ export function describeBackendContract(label: string, setup: () => Promise<Cont
       });
 
       it('round-trips a json value with fields', async () => {
-        const t = target({ format: 'json', secretField: 'apiKey', fields: ['keyId', 'organizationId', 'rotatedAt', 'rotationId'] });
+        const t = target({
+          format: 'json',
+          secretField: 'apiKey',
+          fields: ['keyId', 'organizationId', 'rotatedAt', 'rotationId'],
+        });
         const record = makeRecord();
         await backend().writeSecret(t, record);
         const stored = await backend().readSecret(t);
@@ -186,7 +208,10 @@ export function describeBackendContract(label: string, setup: () => Promise<Cont
         expect(first.lock.tookOver).toBe(false);
 
         const busy = await backend().acquireLock(t, request('owner-b'));
-        expect(busy).toMatchObject({ acquired: false, holder: { owner: 'owner-a', rotationId: 'rot-owner-a' } });
+        expect(busy).toMatchObject({
+          acquired: false,
+          holder: { owner: 'owner-a', rotationId: 'rot-owner-a' },
+        });
 
         await backend().releaseLock(t, first.lock);
         const again = await backend().acquireLock(t, request('owner-b'));
@@ -210,7 +235,10 @@ export function describeBackendContract(label: string, setup: () => Promise<Cont
         const t = target();
         const outcome = await backend().acquireLock(t, request('owner-a'));
         if (!outcome.acquired) throw new Error('expected the lock to be acquired');
-        expect((await backend().readState(t)).lock).toMatchObject({ owner: 'owner-a', rotationId: 'rot-owner-a' });
+        expect((await backend().readState(t)).lock).toMatchObject({
+          owner: 'owner-a',
+          rotationId: 'rot-owner-a',
+        });
         await backend().releaseLock(t, outcome.lock);
         expect((await backend().readState(t)).lock).toBeUndefined();
       });
@@ -233,7 +261,10 @@ export function describeBackendContract(label: string, setup: () => Promise<Cont
         fixture.clock.advance(2_000);
         expect((await backend().acquireLock(t, request('owner-b'))).acquired).toBe(true);
         await backend().releaseLock(t, a.lock);
-        expect(await backend().acquireLock(t, request('owner-c'))).toMatchObject({ acquired: false, holder: { owner: 'owner-b' } });
+        expect(await backend().acquireLock(t, request('owner-c'))).toMatchObject({
+          acquired: false,
+          holder: { owner: 'owner-b' },
+        });
       });
 
       it('goes to exactly one of two owners racing for it', async () => {
@@ -268,7 +299,10 @@ export function describeBackendContract(label: string, setup: () => Promise<Cont
           const b = await other.acquireLock(t, request('owner-b'));
           expect(b.acquired).toBe(true);
           expect(await backend().refreshLock(t, a.lock, 60_000)).toBeUndefined();
-          expect(await backend().acquireLock(t, request('owner-c'))).toMatchObject({ acquired: false, holder: { owner: 'owner-b' } });
+          expect(await backend().acquireLock(t, request('owner-c'))).toMatchObject({
+            acquired: false,
+            holder: { owner: 'owner-b' },
+          });
         } finally {
           await other.close();
         }
@@ -287,7 +321,9 @@ export function describeBackendContract(label: string, setup: () => Promise<Cont
         const t = target();
         expect((await backend().acquireLock(t, request('owner-a', 10_000))).acquired).toBe(true);
         fixture.clock.advance(20_000);
-        expect((await backend().acquireLock(t, { ...request('owner-b'), clockSkewMs: 30_000 })).acquired).toBe(false);
+        expect(
+          (await backend().acquireLock(t, { ...request('owner-b'), clockSkewMs: 30_000 })).acquired,
+        ).toBe(false);
         fixture.clock.advance(21_000);
         const taken = await backend().acquireLock(t, { ...request('owner-b'), clockSkewMs: 30_000 });
         expect(taken).toMatchObject({ acquired: true, lock: { owner: 'owner-b', tookOver: true } });
@@ -323,7 +359,9 @@ export function describeBackendContract(label: string, setup: () => Promise<Cont
        * state; the clock passes the lock, and runner B (another instance) takes it over the way the
        * engine does (preflight, lock, state), writing nothing yet. `body` gets both; B is closed after.
        */
-      async function takenOver(body: (t: StoreTarget, a: HeldLock, other: Backend, b: HeldLock) => Promise<void>): Promise<void> {
+      async function takenOver(
+        body: (t: StoreTarget, a: HeldLock, other: Backend, b: HeldLock) => Promise<void>,
+      ): Promise<void> {
         const t = target();
         await backend().writeSecret(t, makeRecord());
         await backend().preflight(t);
@@ -344,28 +382,38 @@ export function describeBackendContract(label: string, setup: () => Promise<Cont
         }
       }
 
-      it('is refused for a runner whose lock was taken over, and the new holder\'s secret stays', async () => {
+      it("is refused for a runner whose lock was taken over, and the new holder's secret stays", async () => {
         await takenOver(async (t, a, other, b) => {
           const winner = makeRecord();
           await other.writeSecret(t, winner, { lock: b });
           const late = makeRecord();
-          await expect(backend().writeSecret(t, late, { lock: a })).rejects.toMatchObject({ code: 'KR_LOCK_LOST', retryable: false });
+          await expect(backend().writeSecret(t, late, { lock: a })).rejects.toMatchObject({
+            code: 'KR_LOCK_LOST',
+            retryable: false,
+          });
           // A retry of the refused write is refused too: the fence is not forgotten after one refusal.
-          await expect(backend().writeSecret(t, late, { lock: a })).rejects.toMatchObject({ code: 'KR_LOCK_LOST' });
+          await expect(backend().writeSecret(t, late, { lock: a })).rejects.toMatchObject({
+            code: 'KR_LOCK_LOST',
+          });
           const stored = await other.readSecret(t);
           expect(stored?.secret.equals(winner.secret)).toBe(true);
           expectNoSecrets([inspect(await other.readState(t))], [late.secret.reveal()]);
         });
       });
 
-      it('is refused for a runner whose lock was taken over even when it writes before the new holder, and the new holder\'s write lands after it', async () => {
+      it("is refused for a runner whose lock was taken over even when it writes before the new holder, and the new holder's write lands after it", async () => {
         await takenOver(async (t, a, other, b) => {
           // The old holder resumes first: its write must not land, whatever it read under its lock.
           const late = makeRecord();
-          await expect(backend().writeSecret(t, late, { lock: a })).rejects.toMatchObject({ code: 'KR_LOCK_LOST', retryable: false });
+          await expect(backend().writeSecret(t, late, { lock: a })).rejects.toMatchObject({
+            code: 'KR_LOCK_LOST',
+            retryable: false,
+          });
           // The new holder's lease is valid: its write lands (it never loses it to the old holder).
           const winner = makeRecord();
-          await expect(other.writeSecret(t, winner, { lock: b })).resolves.toMatchObject({ alreadyApplied: false });
+          await expect(other.writeSecret(t, winner, { lock: b })).resolves.toMatchObject({
+            alreadyApplied: false,
+          });
           expect((await other.readSecret(t))?.secret.equals(winner.secret)).toBe(true);
           expectNoSecrets([inspect(await other.readState(t))], [late.secret.reveal()]);
         });
@@ -390,11 +438,21 @@ export function describeBackendContract(label: string, setup: () => Promise<Cont
         const t = target();
         const record = makeRecord({ keyId: 'key_slot_b' });
         const written = await backend().writeSecret(t, record);
-        await backend().recordRotation(t, { rotationId: record.rotationId, rotatedAt: record.rotatedAt, version: written.version, keyId: 'key_slot_b' });
+        await backend().recordRotation(t, {
+          rotationId: record.rotationId,
+          rotatedAt: record.rotatedAt,
+          version: written.version,
+          keyId: 'key_slot_b',
+        });
         expect((await backend().readState(t)).lastKeyId).toBe('key_slot_b');
         const next = makeRecord({ keyId: 'key_slot_a' });
         const again = await backend().writeSecret(t, next);
-        await backend().recordRotation(t, { rotationId: next.rotationId, rotatedAt: next.rotatedAt, version: again.version, keyId: 'key_slot_a' });
+        await backend().recordRotation(t, {
+          rotationId: next.rotationId,
+          rotatedAt: next.rotatedAt,
+          version: again.version,
+          keyId: 'key_slot_a',
+        });
         expect((await backend().readState(t)).lastKeyId).toBe('key_slot_a');
       });
 
@@ -402,7 +460,11 @@ export function describeBackendContract(label: string, setup: () => Promise<Cont
         const t = target();
         const record = makeRecord();
         const written = await backend().writeSecret(t, record);
-        await backend().recordRotation(t, { rotationId: record.rotationId, rotatedAt: record.rotatedAt, version: written.version });
+        await backend().recordRotation(t, {
+          rotationId: record.rotationId,
+          rotatedAt: record.rotatedAt,
+          version: written.version,
+        });
         expect((await backend().readState(t)).lastKeyId).toBeUndefined();
       });
 
@@ -491,9 +553,17 @@ export function describeBackendContract(label: string, setup: () => Promise<Cont
         const t = target();
         const record = makeRecord();
         const written = await backend().writeSecret(t, record);
-        await backend().recordRotation(t, { rotationId: record.rotationId, rotatedAt: '2030-01-02T03:04:05.000Z', version: written.version });
+        await backend().recordRotation(t, {
+          rotationId: record.rotationId,
+          rotatedAt: '2030-01-02T03:04:05.000Z',
+          version: written.version,
+        });
         const state = await backend().readState(t);
-        expect(state).toMatchObject({ exists: true, lastRotatedAt: '2030-01-02T03:04:05.000Z', lastRotationId: record.rotationId });
+        expect(state).toMatchObject({
+          exists: true,
+          lastRotatedAt: '2030-01-02T03:04:05.000Z',
+          lastRotationId: record.rotationId,
+        });
       });
 
       it('records a rotation and clears its own intent marker in one call (clearIntent)', async () => {
@@ -501,9 +571,17 @@ export function describeBackendContract(label: string, setup: () => Promise<Cont
         const record = makeRecord();
         await backend().setIntent(t, makeIntent(record.rotationId));
         const written = await backend().writeSecret(t, record);
-        await backend().recordRotation(t, { rotationId: record.rotationId, rotatedAt: '2030-01-05T00:00:00.000Z', version: written.version }, { clearIntent: true });
+        await backend().recordRotation(
+          t,
+          { rotationId: record.rotationId, rotatedAt: '2030-01-05T00:00:00.000Z', version: written.version },
+          { clearIntent: true },
+        );
         const state = await backend().readState(t);
-        expect(state).toMatchObject({ exists: true, lastRotatedAt: '2030-01-05T00:00:00.000Z', lastRotationId: record.rotationId });
+        expect(state).toMatchObject({
+          exists: true,
+          lastRotatedAt: '2030-01-05T00:00:00.000Z',
+          lastRotationId: record.rotationId,
+        });
         expect(state.intent).toBeUndefined();
         expect((await backend().readSecret(t))?.secret.equals(record.secret)).toBe(true);
       });
@@ -513,7 +591,11 @@ export function describeBackendContract(label: string, setup: () => Promise<Cont
         const record = makeRecord();
         const written = await backend().writeSecret(t, record);
         await backend().setIntent(t, makeIntent('rot-someone-else'));
-        await backend().recordRotation(t, { rotationId: record.rotationId, rotatedAt: record.rotatedAt, version: written.version }, { clearIntent: true });
+        await backend().recordRotation(
+          t,
+          { rotationId: record.rotationId, rotatedAt: record.rotatedAt, version: written.version },
+          { clearIntent: true },
+        );
         const state = await backend().readState(t);
         expect(state.lastRotationId).toBe(record.rotationId);
         expect(state.intent?.rotationId).toBe('rot-someone-else');
@@ -521,7 +603,12 @@ export function describeBackendContract(label: string, setup: () => Promise<Cont
 
       it('records the last failure', async () => {
         const t = target();
-        const failure: FailureRecord = { rotationId: 'rot-failed', step: 'store', errorCode: 'KR_BACKEND_UNAVAILABLE', at: '2030-01-03T00:00:00.000Z' };
+        const failure: FailureRecord = {
+          rotationId: 'rot-failed',
+          step: 'store',
+          errorCode: 'KR_BACKEND_UNAVAILABLE',
+          at: '2030-01-03T00:00:00.000Z',
+        };
         await backend().recordFailure(t, failure);
         expect((await backend().readState(t)).lastFailure).toEqual(failure);
       });
@@ -542,7 +629,12 @@ export function describeBackendContract(label: string, setup: () => Promise<Cont
         await backend().recordFailure(t, streak);
         expect((await backend().readState(t)).lastFailure).toEqual(streak);
         // A record of an older shape (no streak) replaces the whole record: no stale quarantine.
-        const plain: FailureRecord = { rotationId: 'rot-plain', step: 'store', errorCode: 'KR_BACKEND_UNAVAILABLE', at: '2030-01-04T00:00:00.000Z' };
+        const plain: FailureRecord = {
+          rotationId: 'rot-plain',
+          step: 'store',
+          errorCode: 'KR_BACKEND_UNAVAILABLE',
+          at: '2030-01-04T00:00:00.000Z',
+        };
         await backend().recordFailure(t, plain);
         const after = (await backend().readState(t)).lastFailure;
         expect(after).toMatchObject(plain);
@@ -554,23 +646,41 @@ export function describeBackendContract(label: string, setup: () => Promise<Cont
         const t = target();
         const record = makeRecord();
         const written = await backend().writeSecret(t, record);
-        await backend().recordRotation(t, { rotationId: record.rotationId, rotatedAt: record.rotatedAt, version: written.version });
-        const failure: FailureRecord = { rotationId: 'rot-later', step: 'roll', errorCode: 'KR_API_UNAVAILABLE', at: '2030-01-04T00:00:00.000Z' };
+        await backend().recordRotation(t, {
+          rotationId: record.rotationId,
+          rotatedAt: record.rotatedAt,
+          version: written.version,
+        });
+        const failure: FailureRecord = {
+          rotationId: 'rot-later',
+          step: 'roll',
+          errorCode: 'KR_API_UNAVAILABLE',
+          at: '2030-01-04T00:00:00.000Z',
+        };
         await backend().recordFailure(t, failure);
         await backend().setIntent(t, makeIntent('rot-later'));
         const state = await backend().readState(t);
-        expect(state).toMatchObject({ lastRotationId: record.rotationId, lastFailure: failure, intent: { rotationId: 'rot-later' } });
+        expect(state).toMatchObject({
+          lastRotationId: record.rotationId,
+          lastFailure: failure,
+          intent: { rotationId: 'rot-later' },
+        });
       });
     });
 
     describe('errors', () => {
       it('never carry the secret', async () => {
-        const t = fixture.failingTarget?.() ?? { path: '', shape: { format: 'raw', secretField: 'apiKey', fields: [] } };
+        const t = fixture.failingTarget?.() ?? {
+          path: '',
+          shape: { format: 'raw', secretField: 'apiKey', fields: [] },
+        };
         const record = makeRecord();
-        const error: unknown = await backend().writeSecret(t, record).then(
-          () => undefined,
-          (e: unknown) => e,
-        );
+        const error: unknown = await backend()
+          .writeSecret(t, record)
+          .then(
+            () => undefined,
+            (e: unknown) => e,
+          );
         expect(error).toBeInstanceOf(BackendError);
         const texts: string[] = [];
         let current: unknown = error;

@@ -6,7 +6,10 @@ const context = { backend: 'primary', kind: 'vault', operation: 'write', path: '
 
 describe('BackendError', () => {
   it('is a KeyrollError whose retryability follows its code', () => {
-    expect(new BackendError('KR_BACKEND_UNAVAILABLE', 'down', context)).toMatchObject({ retryable: true, name: 'BackendError' });
+    expect(new BackendError('KR_BACKEND_UNAVAILABLE', 'down', context)).toMatchObject({
+      retryable: true,
+      name: 'BackendError',
+    });
     expect(new BackendError('KR_BACKEND_TIMEOUT', 'slow', context).retryable).toBe(true);
     expect(new BackendError('KR_BACKEND_DENIED', 'no', context).retryable).toBe(false);
     expect(new BackendError('KR_BACKEND_CONFLICT', 'lost', context).retryable).toBe(false);
@@ -58,9 +61,11 @@ describe('codeForTransportError', () => {
   const withCode = (code: string): Error => Object.assign(new Error(code), { code });
 
   it('finds a refused connection deep in the cause chain', () => {
-    expect(codeForTransportError(new Error('fetch failed', { cause: new Error('wrapper', { cause: withCode('ECONNREFUSED') }) }))).toBe(
-      'KR_BACKEND_UNAVAILABLE',
-    );
+    expect(
+      codeForTransportError(
+        new Error('fetch failed', { cause: new Error('wrapper', { cause: withCode('ECONNREFUSED') }) }),
+      ),
+    ).toBe('KR_BACKEND_UNAVAILABLE');
   });
 
   it('classifies undici timeouts and abort-by-timeout as timeouts', () => {

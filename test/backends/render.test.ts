@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { Secret } from '../../src/audit/secret.ts';
-import { extractSecret, parseStoredValue, renderMap, renderText, renderValue } from '../../src/backends/render.ts';
+import {
+  extractSecret,
+  parseStoredValue,
+  renderMap,
+  renderText,
+  renderValue,
+} from '../../src/backends/render.ts';
 import type { SecretRecord, ValueShape } from '../../src/backends/types.ts';
 
 const record: SecretRecord = {
@@ -11,7 +17,11 @@ const record: SecretRecord = {
   rotatedAt: '2030-01-01T00:00:00.000Z',
 };
 const raw: ValueShape = { format: 'raw', secretField: 'apiKey', fields: [] };
-const json: ValueShape = { format: 'json', secretField: 'apiKey', fields: ['keyId', 'organizationId', 'rotatedAt', 'rotationId'] };
+const json: ValueShape = {
+  format: 'json',
+  secretField: 'apiKey',
+  fields: ['keyId', 'organizationId', 'rotatedAt', 'rotationId'],
+};
 
 describe('renderValue', () => {
   it('renders a raw shape as the bare secret', () => {
@@ -19,17 +29,28 @@ describe('renderValue', () => {
   });
 
   it('renders a json shape with the secret first and only the chosen fields', () => {
-    expect(renderValue({ ...json, fields: ['keyId'] }, record)).toEqual({ apiKey: 'sk_live_render_test_0123456789', keyId: 'key_1' });
+    expect(renderValue({ ...json, fields: ['keyId'] }, record)).toEqual({
+      apiKey: 'sk_live_render_test_0123456789',
+      keyId: 'key_1',
+    });
   });
 
   it('renders every field in a json shape that asks for all of them', () => {
     expect(renderText(json, record)).toBe(
-      JSON.stringify({ apiKey: 'sk_live_render_test_0123456789', keyId: 'key_1', organizationId: 'org_1', rotatedAt: '2030-01-01T00:00:00.000Z', rotationId: 'rot_1' }),
+      JSON.stringify({
+        apiKey: 'sk_live_render_test_0123456789',
+        keyId: 'key_1',
+        organizationId: 'org_1',
+        rotatedAt: '2030-01-01T00:00:00.000Z',
+        rotationId: 'rot_1',
+      }),
     );
   });
 
   it('renders a raw shape as a one-field map for map-only stores (Vault)', () => {
-    expect(renderMap({ ...raw, fields: ['keyId'] }, record)).toEqual({ apiKey: 'sk_live_render_test_0123456789' });
+    expect(renderMap({ ...raw, fields: ['keyId'] }, record)).toEqual({
+      apiKey: 'sk_live_render_test_0123456789',
+    });
   });
 });
 
@@ -50,7 +71,9 @@ describe('parseStoredValue', () => {
   });
 
   it('reads a map back whatever the format (Vault raw shape)', () => {
-    expect(extractSecret(raw, { apiKey: 'sk_live_render_test_0123456789' })?.equals(record.secret)).toBe(true);
+    expect(extractSecret(raw, { apiKey: 'sk_live_render_test_0123456789' })?.equals(record.secret)).toBe(
+      true,
+    );
   });
 
   it.each([
@@ -65,6 +88,8 @@ describe('parseStoredValue', () => {
   });
 
   it('ignores a non-string rotation id', () => {
-    expect(parseStoredValue(json, { apiKey: 'sk_live_render_test_0123456789', rotationId: 7 })?.rotationId).toBeUndefined();
+    expect(
+      parseStoredValue(json, { apiKey: 'sk_live_render_test_0123456789', rotationId: 7 })?.rotationId,
+    ).toBeUndefined();
   });
 });

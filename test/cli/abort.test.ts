@@ -3,7 +3,17 @@
 // flight (the in-flight key finishes its store, the rest are not started, exit 3), and SIGTERM
 // while an alert sink drips its answer (the delivery is abandoned, exit 3, promptly).
 import { beforeEach, describe, expect, it, vi } from 'vitest';
-import { createDelayGate, eventsNamed, openFileBackend, policyYaml, storedSecret, TARGETS, useCliFixture, type CliResult, type RunningCli } from './harness.ts';
+import {
+  createDelayGate,
+  eventsNamed,
+  openFileBackend,
+  policyYaml,
+  storedSecret,
+  TARGETS,
+  useCliFixture,
+  type CliResult,
+  type RunningCli,
+} from './harness.ts';
 
 // The emulator's `delay` fault waits on this gate, so the test decides when the delayed roll answers.
 const gate = createDelayGate();
@@ -12,7 +22,20 @@ beforeEach(() => {
   gate.reset();
 });
 
-const ROTATE_ALL = ['rotate', '-p', 'policy.yaml', '--all', '--reason', 'leak', '--actor', 'alice', '--ticket', 'INC-9', '--concurrency', '1'];
+const ROTATE_ALL = [
+  'rotate',
+  '-p',
+  'policy.yaml',
+  '--all',
+  '--reason',
+  'leak',
+  '--actor',
+  'alice',
+  '--ticket',
+  'INC-9',
+  '--concurrency',
+  '1',
+];
 
 function alertBodies(): Record<string, unknown>[] {
   return cli.receiver.requests.map((r) => r.body as Record<string, unknown>);
@@ -32,9 +55,15 @@ describe('keyroll rotate: a 401 on roll', () => {
     expect(result.lastLine).toMatch(/^rotated 0, failed 0, skipped 3 \(aborted: .*refused \(401\).*\)$/);
     expect(cli.emulator.state.totalRolls()).toBe(0);
     expect(cli.emulator.state.callCount('roll')).toBe(1);
-    expect(eventsNamed(result, 'run.aborted')).toEqual([expect.objectContaining({ why: 'credential-refused', actor: 'alice', reason: 'leak' })]);
-    expect((await (await openFileBackend(cli.secretsDir)).readState(TARGETS.key_demo_billing)).intent).toBeUndefined();
-    expect(alertBodies()).toEqual([expect.objectContaining({ severity: 'critical', errorCode: 'KR_RUN_CREDENTIAL_REFUSED' })]);
+    expect(eventsNamed(result, 'run.aborted')).toEqual([
+      expect.objectContaining({ why: 'credential-refused', actor: 'alice', reason: 'leak' }),
+    ]);
+    expect(
+      (await (await openFileBackend(cli.secretsDir)).readState(TARGETS.key_demo_billing)).intent,
+    ).toBeUndefined();
+    expect(alertBodies()).toEqual([
+      expect.objectContaining({ severity: 'critical', errorCode: 'KR_RUN_CREDENTIAL_REFUSED' }),
+    ]);
   });
 
   // Known gap, reported to the lead: the roll-time 401 message (src/rotation/roll.ts) does not say
@@ -50,15 +79,26 @@ describe('keyroll rotate: an API key configured as keyroll credential', () => {
     await cli.writePolicy();
     const apiKeySecret = cli.emulator.state.currentSecret('key_demo_legacy');
     cli.alsoSecret(apiKeySecret);
-    const result = await cli.run(['rotate', '-p', 'policy.yaml', '--key', 'key_demo_billing', '--reason', 'leak', '--actor', 'alice'], { env: { KEYROLL_API_TOKEN: apiKeySecret } });
+    const result = await cli.run(
+      ['rotate', '-p', 'policy.yaml', '--key', 'key_demo_billing', '--reason', 'leak', '--actor', 'alice'],
+      { env: { KEYROLL_API_TOKEN: apiKeySecret } },
+    );
     expect(result.code).toBe(1);
     expect(result.lastLine).toBe('rotated 0, failed 1, skipped 0');
     const [failed] = eventsNamed(result, 'key.failed');
     expect(failed).toMatchObject({ keyId: 'key_demo_billing', step: 'roll', errorCode: 'KR_API_FORBIDDEN' });
     expect(failed?.error).toContain('an organization API key can never roll keys');
-    expect(alertBodies()).toEqual([expect.objectContaining({ keyId: 'key_demo_billing', errorCode: 'KR_API_FORBIDDEN', summary: expect.stringContaining('API key can never roll keys') as unknown })]);
+    expect(alertBodies()).toEqual([
+      expect.objectContaining({
+        keyId: 'key_demo_billing',
+        errorCode: 'KR_API_FORBIDDEN',
+        summary: expect.stringContaining('API key can never roll keys') as unknown,
+      }),
+    ]);
     expect(cli.emulator.state.totalRolls()).toBe(0);
-    expect((await (await openFileBackend(cli.secretsDir)).readState(TARGETS.key_demo_billing)).intent).toBeUndefined();
+    expect(
+      (await (await openFileBackend(cli.secretsDir)).readState(TARGETS.key_demo_billing)).intent,
+    ).toBeUndefined();
   });
 });
 
@@ -76,7 +116,8 @@ describe('keyroll rotate: the reader of stdout goes away', () => {
     expect(result.stderr).not.toContain("Unhandled 'error' event");
     expect([0, 3]).toContain(result.code);
     const backend = await openFileBackend(cli.secretsDir);
-    for (const target of Object.values(TARGETS)) expect((await backend.readState(target)).intent).toBeUndefined();
+    for (const target of Object.values(TARGETS))
+      expect((await backend.readState(target)).intent).toBeUndefined();
   });
 });
 
@@ -96,15 +137,28 @@ describe('keyroll rotate: SIGTERM during a leak rotation', () => {
   it('lets the in-flight key finish its store, starts no other key, and exits 3', async () => {
     const result = await terminateDuringFirstRoll();
     expect(result.code).toBe(3);
-    expect(result.lastLine).toBe('rotated 1, failed 0, skipped 2 (aborted: shutdown before every key was handled)');
-    expect(eventsNamed(result, 'key.stored')).toEqual([expect.objectContaining({ keyId: 'key_demo_billing' })]);
+    expect(result.lastLine).toBe(
+      'rotated 1, failed 0, skipped 2 (aborted: shutdown before every key was handled)',
+    );
+    expect(eventsNamed(result, 'key.stored')).toEqual([
+      expect.objectContaining({ keyId: 'key_demo_billing' }),
+    ]);
     expect(eventsNamed(result, 'key.succeeded').map((e) => e.keyId)).toEqual(['key_demo_billing']);
-    expect(cli.emulator.state.isLiveSecret('key_demo_billing', await storedSecret(cli.secretsDir, 'key_demo_billing'))).toBe(true);
+    expect(
+      cli.emulator.state.isLiveSecret(
+        'key_demo_billing',
+        await storedSecret(cli.secretsDir, 'key_demo_billing'),
+      ),
+    ).toBe(true);
     expect(cli.emulator.state.rollCount('key_demo_search')).toBe(0);
     expect(cli.emulator.state.rollCount('key_demo_ingest')).toBe(0);
     expect(eventsNamed(result, 'run.aborted')).toEqual([expect.objectContaining({ why: 'shutdown' })]);
-    expect(eventsNamed(result, 'run.finished')).toEqual([expect.objectContaining({ rotated: 1, skipped: 2, exitCode: 3 })]);
-    expect(alertBodies()).toEqual([expect.objectContaining({ severity: 'warning', errorCode: 'KR_RUN_SHUTDOWN' })]);
+    expect(eventsNamed(result, 'run.finished')).toEqual([
+      expect.objectContaining({ rotated: 1, skipped: 2, exitCode: 3 }),
+    ]);
+    expect(alertBodies()).toEqual([
+      expect.objectContaining({ severity: 'warning', errorCode: 'KR_RUN_SHUTDOWN' }),
+    ]);
   });
 
   // Known gap, reported to the lead: keys never started because of the shutdown appear only as a
@@ -138,31 +192,52 @@ describe('keyroll rotate: SIGTERM while an alert sink holds the delivery', () =>
     return outcome;
   }
 
-  it('abandons the delivery, audits the alert as undelivered and exits 3 within the bound', { timeout: 60_000 }, async () => {
-    const alertUrl = `${cli.receiver.url}/alerts`;
-    const policy = policyYaml({ baseUrl: cli.emulator.url, alertUrl }).replace(`url: "${alertUrl}" }`, `url: "${alertUrl}", timeoutMs: 120000, deadlineMs: 120000 }`);
-    expect(policy).toContain('deadlineMs: 120000');
-    await cli.writeFile('policy.yaml', policy);
-    // The key fails at once (404 on roll); its alert meets a receiver that answers 400 and then
-    // drips its body one byte a second, forever.
-    cli.emulator.faults.inject('roll', { kind: 'status', status: 404 });
-    cli.receiver.answer({ status: 400, dripMs: 1_000 });
-    const running = cli.spawn(['rotate', '-p', 'policy.yaml', '--key', 'key_demo_billing', '--reason', 'leak', '--actor', 'alice']);
-    await vi.waitFor(
-      () => {
-        expect(cli.receiver.requests).toHaveLength(1);
-      },
-      { timeout: 15_000, interval: 50 },
-    );
+  it(
+    'abandons the delivery, audits the alert as undelivered and exits 3 within the bound',
+    { timeout: 60_000 },
+    async () => {
+      const alertUrl = `${cli.receiver.url}/alerts`;
+      const policy = policyYaml({ baseUrl: cli.emulator.url, alertUrl }).replace(
+        `url: "${alertUrl}" }`,
+        `url: "${alertUrl}", timeoutMs: 120000, deadlineMs: 120000 }`,
+      );
+      expect(policy).toContain('deadlineMs: 120000');
+      await cli.writeFile('policy.yaml', policy);
+      // The key fails at once (404 on roll); its alert meets a receiver that answers 400 and then
+      // drips its body one byte a second, forever.
+      cli.emulator.faults.inject('roll', { kind: 'status', status: 404 });
+      cli.receiver.answer({ status: 400, dripMs: 1_000 });
+      const running = cli.spawn([
+        'rotate',
+        '-p',
+        'policy.yaml',
+        '--key',
+        'key_demo_billing',
+        '--reason',
+        'leak',
+        '--actor',
+        'alice',
+      ]);
+      await vi.waitFor(
+        () => {
+          expect(cli.receiver.requests).toHaveLength(1);
+        },
+        { timeout: 15_000, interval: 50 },
+      );
 
-    running.child.kill('SIGTERM');
-    const result = await exitWithin(running, EXIT_BOUND_MS);
+      running.child.kill('SIGTERM');
+      const result = await exitWithin(running, EXIT_BOUND_MS);
 
-    expect(result).not.toBe('still running');
-    if (result === 'still running') return;
-    expect(result.code).toBe(3);
-    expect(result.lastLine).toBe('rotated 0, failed 1, skipped 0 (aborted: SIGTERM received before the run finished)');
-    expect(eventsNamed(result, 'alert.undeliverable')).toEqual([expect.objectContaining({ keyId: 'key_demo_billing', sink: 'hook', errorCode: 'KR_ALERT_ABORTED' })]);
-    expect(eventsNamed(result, 'alert.sent')).toEqual([]);
-  });
+      expect(result).not.toBe('still running');
+      if (result === 'still running') return;
+      expect(result.code).toBe(3);
+      expect(result.lastLine).toBe(
+        'rotated 0, failed 1, skipped 0 (aborted: SIGTERM received before the run finished)',
+      );
+      expect(eventsNamed(result, 'alert.undeliverable')).toEqual([
+        expect.objectContaining({ keyId: 'key_demo_billing', sink: 'hook', errorCode: 'KR_ALERT_ABORTED' }),
+      ]);
+      expect(eventsNamed(result, 'alert.sent')).toEqual([]);
+    },
+  );
 });

@@ -11,13 +11,17 @@ describe('keyroll daemon defaults', () => {
     expect(process.env.KEYROLL_LISTEN).toBeUndefined();
     const program = new Command();
     registerDaemonCommand(program);
-    const listen = program.commands.find((command) => command.name() === 'daemon')?.options.find((option) => option.long === '--listen');
+    const listen = program.commands
+      .find((command) => command.name() === 'daemon')
+      ?.options.find((option) => option.long === '--listen');
     expect(listen?.defaultValue).toBe(DEFAULT_LISTEN);
     expect(parseListenAddress(DEFAULT_LISTEN)).toEqual({ host: '127.0.0.1', port: 8080 });
   });
 
   it('keeps its state in $KEYROLL_STATE_DIR, else the XDG state home', () => {
-    expect(defaultStateDir({ KEYROLL_STATE_DIR: '/var/lib/keyroll/state', HOME: '/home/k' })).toBe('/var/lib/keyroll/state');
+    expect(defaultStateDir({ KEYROLL_STATE_DIR: '/var/lib/keyroll/state', HOME: '/home/k' })).toBe(
+      '/var/lib/keyroll/state',
+    );
     expect(defaultStateDir({ XDG_STATE_HOME: '/srv/state', HOME: '/home/k' })).toBe('/srv/state/keyroll');
     expect(defaultStateDir({ HOME: '/home/k' })).toBe('/home/k/.local/state/keyroll');
   });

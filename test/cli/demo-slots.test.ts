@@ -15,7 +15,9 @@ describe('keyroll demo', () => {
     expect(result.code, result.stderr).toBe(0);
     expect(result.lastLine).toBe('rotated 4, failed 0, skipped 0');
 
-    const stored = JSON.parse(await readFile(join(root.path(), 'demo', 'secrets', 'billing-api.json'), 'utf8')) as { apiKey: string; keyId: string; organizationId: string };
+    const stored = JSON.parse(
+      await readFile(join(root.path(), 'demo', 'secrets', 'billing-api.json'), 'utf8'),
+    ) as { apiKey: string; keyId: string; organizationId: string };
     expect(['key_demo_billing_a', 'key_demo_billing_b']).toContain(stored.keyId);
     expect(stored.organizationId).toBe('org_demo_acme');
     const other = stored.keyId === 'key_demo_billing_a' ? 'key_demo_billing_b' : 'key_demo_billing_a';

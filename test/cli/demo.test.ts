@@ -36,7 +36,9 @@ describe('prepareDemoDir', () => {
     const dir = join(root.path(), 'home');
     await mkdir(join(dir, 'projects'), { recursive: true });
     await writeFile(join(dir, 'notes.txt'), 'precious');
-    expect(await prepareDemoDir(dir)).toBe(`is not empty and was not made by keyroll demo (it has no ${DEMO_DIR_MARKER}); the demo wipes its directory, so give a new or empty one`);
+    expect(await prepareDemoDir(dir)).toBe(
+      `is not empty and was not made by keyroll demo (it has no ${DEMO_DIR_MARKER}); the demo wipes its directory, so give a new or empty one`,
+    );
     expect((await readdir(dir)).sort()).toEqual(['notes.txt', 'projects']);
     expect(await readFile(join(dir, 'notes.txt'), 'utf8')).toBe('precious');
   });
@@ -45,8 +47,12 @@ describe('prepareDemoDir', () => {
     await writeFile(join(root.path(), 'file'), 'x');
     await mkdir(join(root.path(), 'target'));
     await symlink(join(root.path(), 'target'), join(root.path(), 'link'));
-    expect(await prepareDemoDir(join(root.path(), 'file'))).toBe('is not a directory; give a new or empty directory');
-    expect(await prepareDemoDir(join(root.path(), 'link'))).toBe('is not a directory; give a new or empty directory');
+    expect(await prepareDemoDir(join(root.path(), 'file'))).toBe(
+      'is not a directory; give a new or empty directory',
+    );
+    expect(await prepareDemoDir(join(root.path(), 'link'))).toBe(
+      'is not a directory; give a new or empty directory',
+    );
   });
 });
 

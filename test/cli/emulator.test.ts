@@ -40,19 +40,32 @@ describe('keyroll emulator (CLI)', () => {
 
   it('limits principal rolls with a token bucket under --roll-burst-seconds', async () => {
     // 60 per minute with a 1 s burst holds one roll; the next is refused until a token is back.
-    child = spawn(BIN, ['emulator', '--port', '0', '--roll-rate-limit', '60', '--roll-burst-seconds', '1'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    child = spawn(BIN, ['emulator', '--port', '0', '--roll-rate-limit', '60', '--roll-burst-seconds', '1'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     const url = /(http:\/\/127\.0\.0\.1:\d+)/.exec(await firstLine(child))?.[1] ?? '';
-    const roll = () => request(`${url}/v1/auth/keys/key_demo_billing/roll`, { method: 'POST', headers: { authorization: 'Bearer demo-owner-token' } });
+    const roll = () =>
+      request(`${url}/v1/auth/keys/key_demo_billing/roll`, {
+        method: 'POST',
+        headers: { authorization: 'Bearer demo-owner-token' },
+      });
     const first = await roll();
     await first.body.dump();
     expect(first.statusCode).toBe(200);
     const second = await roll();
-    expect({ status: second.statusCode, retryAfter: second.headers['retry-after'] }).toEqual({ status: 429, retryAfter: '1' });
+    expect({ status: second.statusCode, retryAfter: second.headers['retry-after'] }).toEqual({
+      status: 429,
+      retryAfter: '1',
+    });
     expect(await second.body.json()).toMatchObject({ success: false, error: { code: 'RATE_LIMITED' } });
   });
 
   it('exits 2 on a bad flag and on an unreadable seed', async () => {
-    for (const args of [['--port', 'abc'], ['--port', '0', '--roll-burst-seconds', '0'], ['--port', '0', '--seed', '/nonexistent/seed.yaml']]) {
+    for (const args of [
+      ['--port', 'abc'],
+      ['--port', '0', '--roll-burst-seconds', '0'],
+      ['--port', '0', '--seed', '/nonexistent/seed.yaml'],
+    ]) {
       child = spawn(BIN, ['emulator', ...args], { stdio: 'ignore' });
       const [code] = (await once(child, 'exit')) as [number | null];
       expect({ args, code }).toEqual({ args, code: 2 });

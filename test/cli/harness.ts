@@ -55,7 +55,11 @@ export interface CliOptions {
 
 /** The child's environment: PATH and HOME only, plus keyroll's token; nothing from the test's own shell. */
 function childEnv(extra: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, KEYROLL_API_TOKEN: OWNER_TOKEN };
+  const env: NodeJS.ProcessEnv = {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    KEYROLL_API_TOKEN: OWNER_TOKEN,
+  };
   for (const [name, value] of Object.entries(extra)) {
     if (value === undefined) Reflect.deleteProperty(env, name);
     else env[name] = value;
@@ -78,7 +82,9 @@ function parseEvents(stdout: string): AuditRecord[] {
 }
 
 export function spawnCli(args: readonly string[], cwd: string, options: CliOptions = {}): RunningCli {
-  const [command, argv] = options.viaBin ? [BIN, [...args]] : [process.execPath, [options.entry ?? ENTRY, ...args]];
+  const [command, argv] = options.viaBin
+    ? [BIN, [...args]]
+    : [process.execPath, [options.entry ?? ENTRY, ...args]];
   const child = spawn(command, argv, { cwd, env: childEnv(options.env), stdio: ['pipe', 'pipe', 'pipe'] });
   // Closed at once: without `stdin`, the child reads end of input (as from /dev/null).
   child.stdin.end(options.stdin ?? '');
@@ -112,7 +118,9 @@ export function spawnCli(args: readonly string[], cwd: string, options: CliOptio
         : new Promise<void>((resolve, reject) => {
             stderrWaiters.push({ text, resolve });
             void result.then(() => {
-              reject(new Error(`the CLI exited without printing ${JSON.stringify(text)} on stderr:\n${stderr}`));
+              reject(
+                new Error(`the CLI exited without printing ${JSON.stringify(text)} on stderr:\n${stderr}`),
+              );
             });
           }),
   };
@@ -140,8 +148,14 @@ export interface PolicyOptions {
  * billing has a 7-day maxAge as well; ingest is rotated by age alone (30 days).
  */
 export function policyYaml(options: PolicyOptions): string {
-  const alerts = options.alertUrl === undefined ? '' : `alerts:\n  sinks:\n    hook: { kind: webhook, url: "${options.alertUrl}" }\n`;
-  const escrow = options.escrowRecipients === undefined ? '' : `escrow:\n  directory: ./escrow\n  recipients: [${options.escrowRecipients.join(', ')}]\n`;
+  const alerts =
+    options.alertUrl === undefined
+      ? ''
+      : `alerts:\n  sinks:\n    hook: { kind: webhook, url: "${options.alertUrl}" }\n`;
+  const escrow =
+    options.escrowRecipients === undefined
+      ? ''
+      : `escrow:\n  directory: ./escrow\n  recipients: [${options.escrowRecipients.join(', ')}]\n`;
   return `version: 1
 api:
   baseUrl: ${options.baseUrl}
@@ -236,7 +250,14 @@ export function useCliFixture(emulatorOptions: StartEmulatorOptions = {}): CliFi
       return join(temp.path(), 'secrets');
     },
     writePolicy: async (overrides = {}, name = 'policy.yaml') =>
-      fixture.writeFile(name, policyYaml({ baseUrl: fixture.emulator.url, alertUrl: `${fixture.receiver.url}/alerts`, ...overrides })),
+      fixture.writeFile(
+        name,
+        policyYaml({
+          baseUrl: fixture.emulator.url,
+          alertUrl: `${fixture.receiver.url}/alerts`,
+          ...overrides,
+        }),
+      ),
     writeFile: async (name, text) => {
       const path = join(fixture.dir, name);
       await writeFile(path, text);
@@ -274,7 +295,11 @@ export function nextEvent(running: RunningCli, event: string): Promise<Record<st
     };
     running.child.stdout?.on('data', onData);
     void running.result.then((result) => {
-      reject(new Error(`the process exited (${String(result.code)}) before writing ${event}: ${result.stderr.slice(-500)}`));
+      reject(
+        new Error(
+          `the process exited (${String(result.code)}) before writing ${event}: ${result.stderr.slice(-500)}`,
+        ),
+      );
     });
   });
 }
@@ -303,7 +328,11 @@ export async function snapshotTree(root: string): Promise<Record<string, FileSna
     if (!entry.isFile()) continue;
     const path = join(entry.parentPath, entry.name);
     const [content, info] = await Promise.all([readFile(path), stat(path)]);
-    snapshot[relative(root, path)] = { sha256: createHash('sha256').update(content).digest('hex'), mtimeMs: info.mtimeMs, mode: info.mode };
+    snapshot[relative(root, path)] = {
+      sha256: createHash('sha256').update(content).digest('hex'),
+      mtimeMs: info.mtimeMs,
+      mode: info.mode,
+    };
   }
   return snapshot;
 }
@@ -315,9 +344,15 @@ export async function openFileBackend(secretsDir: string): Promise<Backend> {
 
 /** The destination of each key in the standard policy. */
 export const TARGETS: Record<(typeof DEMO_KEYS)[number], StoreTarget> = {
-  key_demo_billing: { path: 'billing.json', shape: { format: 'json', secretField: 'apiKey', fields: ['keyId', 'organizationId', 'rotatedAt'] } },
+  key_demo_billing: {
+    path: 'billing.json',
+    shape: { format: 'json', secretField: 'apiKey', fields: ['keyId', 'organizationId', 'rotatedAt'] },
+  },
   key_demo_search: { path: 'search.key', shape: { format: 'raw', secretField: 'apiKey', fields: [] } },
-  key_demo_ingest: { path: 'ingest.json', shape: { format: 'json', secretField: 'apiKey', fields: ['keyId', 'organizationId', 'rotatedAt'] } },
+  key_demo_ingest: {
+    path: 'ingest.json',
+    shape: { format: 'json', secretField: 'apiKey', fields: ['keyId', 'organizationId', 'rotatedAt'] },
+  },
 };
 
 /** The secret stored for a key of the standard policy, as its consumer reads it. */

@@ -51,7 +51,9 @@ describe('keyroll --help', () => {
 
   it('identify --help documents the no-match code 4 and reads the value from stdin only', async () => {
     const result = await cli.run(['identify', '--help']);
-    expect(result.stdout).toMatch(/^\s+4\s+identify, rotate --leaked-secret-stdin: no policy entry holds the leaked value/m);
+    expect(result.stdout).toMatch(
+      /^\s+4\s+identify, rotate --leaked-secret-stdin: no policy entry holds the leaked value/m,
+    );
     expect(result.stdout).toContain('standard input');
     expect(result.stdout).not.toMatch(/--(value|secret)\b/);
   });

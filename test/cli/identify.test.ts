@@ -12,7 +12,15 @@ import { Secret } from '../../src/audit/secret.ts';
 import { readLeakedSecret } from '../../src/cli/leaked-stdin.ts';
 import { sanitizeText } from '../../src/audit/sanitize.ts';
 import { expectNoSecrets } from '../support/secret-scan.ts';
-import { ORG, TARGETS, eventsNamed, openFileBackend, storedSecret, useCliFixture, type CliResult } from './harness.ts';
+import {
+  ORG,
+  TARGETS,
+  eventsNamed,
+  openFileBackend,
+  storedSecret,
+  useCliFixture,
+  type CliResult,
+} from './harness.ts';
 
 const cli = useCliFixture();
 const DEMO_POLICY = fileURLToPath(new URL('../../config/demo-policy.yaml', import.meta.url));
@@ -29,12 +37,18 @@ const fingerprintOf = (value: string): string => new Secret(value).fingerprint()
 
 /** No value, in any form, in what the child wrote and every alert. */
 function expectNotLeaked(results: readonly CliResult[], values: readonly string[]): void {
-  const written = [...results.flatMap((r) => [r.stdout, r.stderr]), ...cli.receiver.requests.map((r) => r.raw)];
+  const written = [
+    ...results.flatMap((r) => [r.stdout, r.stderr]),
+    ...cli.receiver.requests.map((r) => r.raw),
+  ];
   expectNoSecrets(written, values, 'what the child wrote and every alert');
 }
 
 async function demoSecret(file: string): Promise<{ apiKey: string; keyId?: string }> {
-  const stored = JSON.parse(await readFile(join(cli.dir, '.keyroll-demo', 'secrets', file), 'utf8')) as { apiKey: string; keyId?: string };
+  const stored = JSON.parse(await readFile(join(cli.dir, '.keyroll-demo', 'secrets', file), 'utf8')) as {
+    apiKey: string;
+    keyId?: string;
+  };
   cli.alsoSecret(stored.apiKey);
   return stored;
 }
@@ -47,14 +61,25 @@ describe('keyroll identify, after keyroll demo (the done-when check)', () => {
     const billing = await demoSecret('billing.json');
     const found = await cli.run(['identify', '--policy', DEMO_POLICY], { stdin: `${billing.apiKey}\n` });
     expect(found.code, found.stderr).toBe(0);
-    expect(found.stdout).toBe('key_demo_billing organization=org_demo_acme destination=files:billing.json value=current\n');
+    expect(found.stdout).toBe(
+      'key_demo_billing organization=org_demo_acme destination=files:billing.json value=current\n',
+    );
 
     const slot = await demoSecret('billing-api.json');
     const json = await cli.run(['identify', '--policy', DEMO_POLICY, '-o', 'json'], { stdin: slot.apiKey });
     expect(json.code, json.stderr).toBe(0);
     expect(JSON.parse(json.stdout)).toMatchObject({
       fingerprint: fingerprintOf(slot.apiKey),
-      matches: [{ keyId: 'billing-api', organizationId: 'org_demo_acme', backend: 'files', path: 'billing-api.json', which: 'current', slot: slot.keyId }],
+      matches: [
+        {
+          keyId: 'billing-api',
+          organizationId: 'org_demo_acme',
+          backend: 'files',
+          path: 'billing-api.json',
+          which: 'current',
+          slot: slot.keyId,
+        },
+      ],
       unread: [],
     });
 
@@ -62,7 +87,9 @@ describe('keyroll identify, after keyroll demo (the done-when check)', () => {
     const missed = await cli.run(['identify', '--policy', DEMO_POLICY], { stdin: nothing });
     expect(missed.code).toBe(4);
     expect(missed.stdout).toBe('');
-    expect(missed.stderr).toContain(`no policy entry holds this value (fingerprint ${fingerprintOf(nothing)})`);
+    expect(missed.stderr).toContain(
+      `no policy entry holds this value (fingerprint ${fingerprintOf(nothing)})`,
+    );
     cli.alsoSecret(nothing);
     expectNotLeaked([demo, found, json, missed], [billing.apiKey, slot.apiKey, nothing]);
   });
@@ -74,7 +101,9 @@ describe('keyroll identify: how the value gets in', () => {
     const empty = await cli.run(['identify', '-p', 'policy.yaml']);
     expect(empty.code).toBe(2);
     expect(empty.stderr).toContain('standard input is empty');
-    const twoLines = await cli.run(['identify', '-p', 'policy.yaml'], { stdin: 'first-line-value-1234\nsecond-line-value-5678\n' });
+    const twoLines = await cli.run(['identify', '-p', 'policy.yaml'], {
+      stdin: 'first-line-value-1234\nsecond-line-value-5678\n',
+    });
     expect(twoLines.code).toBe(2);
     expect(twoLines.stderr).toContain('more than one line');
     cli.alsoSecret('first-line-value-1234');
@@ -87,13 +116,19 @@ describe('keyroll identify: how the value gets in', () => {
 
   it('surrounding whitespace is dropped, and the value is blanked from any text at once', async () => {
     const value = 'kr_live_leaked_value_for_the_sanitizer';
-    const leaked = await readLeakedSecret(Readable.from([Buffer.from(`  ${value.slice(0, 10)}`), Buffer.from(`${value.slice(10)}\r\n`)]));
+    const leaked = await readLeakedSecret(
+      Readable.from([Buffer.from(`  ${value.slice(0, 10)}`), Buffer.from(`${value.slice(10)}\r\n`)]),
+    );
     expect(leaked.reveal()).toBe(value);
-    expect(sanitizeText(`oops ${value} ${Buffer.from(value).toString('base64')}`)).not.toContain(value.slice(8));
+    expect(sanitizeText(`oops ${value} ${Buffer.from(value).toString('base64')}`)).not.toContain(
+      value.slice(8),
+    );
   });
 
   it('input larger than 16 KiB is refused, not searched', async () => {
-    await expect(readLeakedSecret(Readable.from([Buffer.alloc(17 * 1024, 0x61)]))).rejects.toThrow(/more than 16 KiB/);
+    await expect(readLeakedSecret(Readable.from([Buffer.alloc(17 * 1024, 0x61)]))).rejects.toThrow(
+      /more than 16 KiB/,
+    );
   });
 });
 
@@ -102,28 +137,74 @@ describe('keyroll rotate --leaked-secret-stdin', () => {
     await cli.writePolicy();
     expect((await cli.run(['run', '-p', 'policy.yaml'])).code).toBe(0);
     const leaked = await storedSecret(cli.secretsDir, 'key_demo_billing');
-    const result = await cli.run(['rotate', '-p', 'policy.yaml', '--leaked-secret-stdin', '--reason', 'leak', '--actor', 'alice', '--ticket', 'INC-1', '--audit-file', 'audit.jsonl'], { stdin: `${leaked}\n` });
+    const result = await cli.run(
+      [
+        'rotate',
+        '-p',
+        'policy.yaml',
+        '--leaked-secret-stdin',
+        '--reason',
+        'leak',
+        '--actor',
+        'alice',
+        '--ticket',
+        'INC-1',
+        '--audit-file',
+        'audit.jsonl',
+      ],
+      { stdin: `${leaked}\n` },
+    );
     expect(result.code, result.stderr).toBe(0);
     expect(result.lastLine).toBe('rotated 1, failed 0, skipped 0');
     expect(cli.emulator.state.rollCount('key_demo_billing')).toBe(2);
     expect(cli.emulator.state.rollCount('key_demo_search')).toBe(1);
     // Dead: no key of the emulator answers to it any more.
     expect(cli.emulator.state.keyForSecret(leaked)).toBeUndefined();
-    expect(cli.emulator.state.isLiveSecret('key_demo_billing', await storedSecret(cli.secretsDir, 'key_demo_billing'))).toBe(true);
+    expect(
+      cli.emulator.state.isLiveSecret(
+        'key_demo_billing',
+        await storedSecret(cli.secretsDir, 'key_demo_billing'),
+      ),
+    ).toBe(true);
 
     const fingerprint = fingerprintOf(leaked);
     expect(eventsNamed(result, 'leak.identified')).toEqual([
-      expect.objectContaining({ keyId: 'key_demo_billing', fingerprint, which: 'current', backend: 'files', path: 'billing.json', actor: 'alice', reason: 'leak', ticket: 'INC-1' }),
+      expect.objectContaining({
+        keyId: 'key_demo_billing',
+        fingerprint,
+        which: 'current',
+        backend: 'files',
+        path: 'billing.json',
+        actor: 'alice',
+        reason: 'leak',
+        ticket: 'INC-1',
+      }),
     ]);
     const rotationId = eventsNamed(result, 'key.succeeded')[0]?.rotationId;
     expect(eventsNamed(result, 'leak.proven-dead')).toEqual([
-      expect.objectContaining({ keyId: 'key_demo_billing', rotationId, fingerprint, status: 401, rotation: 'rotated', actor: 'alice', reason: 'leak', ticket: 'INC-1' }),
+      expect.objectContaining({
+        keyId: 'key_demo_billing',
+        rotationId,
+        fingerprint,
+        status: 401,
+        rotation: 'rotated',
+        actor: 'alice',
+        reason: 'leak',
+        ticket: 'INC-1',
+      }),
     ]);
-    expect(result.stdout).toContain(`leaked value ${fingerprint}: key_demo_billing proven dead: the API refused it (401)`);
+    expect(result.stdout).toContain(
+      `leaked value ${fingerprint}: key_demo_billing proven dead: the API refused it (401)`,
+    );
     // The leak events ride on the run's own output: the audit file has them in order.
     const file = await readFile(join(cli.dir, 'audit.jsonl'), 'utf8');
-    const named = file.split('\n').filter(Boolean).map((line) => (JSON.parse(line) as { event: string }).event);
-    expect(named.filter((e) => e.startsWith('leak.') || e === 'run.started' || e === 'key.succeeded')).toEqual(['leak.identified', 'run.started', 'key.succeeded', 'leak.proven-dead']);
+    const named = file
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => (JSON.parse(line) as { event: string }).event);
+    expect(
+      named.filter((e) => e.startsWith('leak.') || e === 'run.started' || e === 'key.succeeded'),
+    ).toEqual(['leak.identified', 'run.started', 'key.succeeded', 'leak.proven-dead']);
     expectNotLeaked([result, { ...result, stdout: file, stderr: '' }], cli.emulator.state.mintedSecrets());
   });
 
@@ -131,24 +212,45 @@ describe('keyroll rotate --leaked-secret-stdin', () => {
     await cli.writePolicy({ extraKeys: SLOT_ENTRY });
     const seedA = cli.emulator.state.currentSecret(SLOT_A);
     expect((await cli.run(['run', '-p', 'policy.yaml'])).code).toBe(0);
-    const stored = JSON.parse(await readFile(join(cli.secretsDir, 'billing-api.json'), 'utf8')) as { apiKey: string; keyId: string };
+    const stored = JSON.parse(await readFile(join(cli.secretsDir, 'billing-api.json'), 'utf8')) as {
+      apiKey: string;
+      keyId: string;
+    };
     // The first rotation of a slot entry rolls the standby (slot B) and makes it active.
     expect(stored.keyId).toBe(SLOT_B);
 
-    const result = await cli.run(['rotate', '-p', 'policy.yaml', '--leaked-secret-stdin', '-o', 'json'], { stdin: stored.apiKey });
+    const result = await cli.run(['rotate', '-p', 'policy.yaml', '--leaked-secret-stdin', '-o', 'json'], {
+      stdin: stored.apiKey,
+    });
     expect(result.code, result.stderr).toBe(0);
     expect(cli.emulator.state.rollCount(SLOT_B)).toBe(2);
     expect(cli.emulator.state.rollCount(SLOT_A)).toBe(0);
     expect(cli.emulator.state.isLiveSecret(SLOT_A, seedA)).toBe(true);
     expect(cli.emulator.state.keyForSecret(stored.apiKey)).toBeUndefined();
-    const after = JSON.parse(await readFile(join(cli.secretsDir, 'billing-api.json'), 'utf8')) as { apiKey: string; keyId: string };
+    const after = JSON.parse(await readFile(join(cli.secretsDir, 'billing-api.json'), 'utf8')) as {
+      apiKey: string;
+      keyId: string;
+    };
     expect(after.keyId).toBe(SLOT_B);
     expect(cli.emulator.state.isLiveSecret(SLOT_B, after.apiKey)).toBe(true);
 
-    expect(eventsNamed(result, 'leak.identified')).toEqual([expect.objectContaining({ keyId: 'billing-api', slot: SLOT_B, which: 'current', reason: 'leak' })]);
-    expect(eventsNamed(result, 'key.succeeded')).toEqual([expect.objectContaining({ keyId: 'billing-api', rolledKeyId: SLOT_B })]);
-    const report = JSON.parse(result.stdout.trimEnd().split('\n').at(-2) ?? '{}') as { leak?: { proofs?: unknown[] } };
-    expect(report.leak?.proofs).toEqual([expect.objectContaining({ keyId: 'billing-api', slot: SLOT_B, verdict: 'refused', rotation: 'rotated' })]);
+    expect(eventsNamed(result, 'leak.identified')).toEqual([
+      expect.objectContaining({ keyId: 'billing-api', slot: SLOT_B, which: 'current', reason: 'leak' }),
+    ]);
+    expect(eventsNamed(result, 'key.succeeded')).toEqual([
+      expect.objectContaining({ keyId: 'billing-api', rolledKeyId: SLOT_B }),
+    ]);
+    const report = JSON.parse(result.stdout.trimEnd().split('\n').at(-2) ?? '{}') as {
+      leak?: { proofs?: unknown[] };
+    };
+    expect(report.leak?.proofs).toEqual([
+      expect.objectContaining({
+        keyId: 'billing-api',
+        slot: SLOT_B,
+        verdict: 'refused',
+        rotation: 'rotated',
+      }),
+    ]);
     expectNotLeaked([result], cli.emulator.state.mintedSecrets());
   });
 
@@ -156,10 +258,17 @@ describe('keyroll rotate --leaked-secret-stdin', () => {
     await cli.writePolicy();
     expect((await cli.run(['run', '-p', 'policy.yaml'])).code).toBe(0);
     const unrelated = cli.emulator.state.currentSecret(SLOT_A);
-    const result = await cli.run(['rotate', '-p', 'policy.yaml', '--leaked-secret-stdin', '--reason', 'leak'], { stdin: unrelated });
+    const result = await cli.run(
+      ['rotate', '-p', 'policy.yaml', '--leaked-secret-stdin', '--reason', 'leak'],
+      { stdin: unrelated },
+    );
     expect(result.code).toBe(4);
-    expect(result.stderr).toContain(`no policy entry holds this value (fingerprint ${fingerprintOf(unrelated)})`);
-    expect(eventsNamed(result, 'leak.unmatched')).toEqual([expect.objectContaining({ fingerprint: fingerprintOf(unrelated), searched: 6, unread: [] })]);
+    expect(result.stderr).toContain(
+      `no policy entry holds this value (fingerprint ${fingerprintOf(unrelated)})`,
+    );
+    expect(eventsNamed(result, 'leak.unmatched')).toEqual([
+      expect.objectContaining({ fingerprint: fingerprintOf(unrelated), searched: 6, unread: [] }),
+    ]);
     expect(eventsNamed(result, 'run.started')).toEqual([]);
     expect(cli.emulator.state.totalRolls()).toBe(3);
   });
@@ -171,15 +280,31 @@ describe('keyroll rotate --leaked-secret-stdin', () => {
     const foreign = cli.emulator.state.currentSecret(SLOT_A);
     const files = await openFileBackend(cli.secretsDir);
     try {
-      await files.writeSecret(TARGETS.key_demo_billing, { secret: new Secret(foreign), keyId: 'key_demo_billing', organizationId: ORG, rotationId: 'by-hand', rotatedAt: new Date().toISOString() });
+      await files.writeSecret(TARGETS.key_demo_billing, {
+        secret: new Secret(foreign),
+        keyId: 'key_demo_billing',
+        organizationId: ORG,
+        rotationId: 'by-hand',
+        rotatedAt: new Date().toISOString(),
+      });
     } finally {
       await files.close();
     }
-    const result = await cli.run(['rotate', '-p', 'policy.yaml', '--leaked-secret-stdin'], { stdin: foreign });
+    const result = await cli.run(['rotate', '-p', 'policy.yaml', '--leaked-secret-stdin'], {
+      stdin: foreign,
+    });
     expect(result.code).toBe(1);
     expect(result.lastLine).toBe('rotated 1, failed 0, skipped 0');
-    expect(eventsNamed(result, 'leak.still-alive')).toEqual([expect.objectContaining({ keyId: 'key_demo_billing', fingerprint: fingerprintOf(foreign), rotation: 'rotated' })]);
-    const alerts = cli.receiver.requests.map((r) => r.raw).filter((raw) => raw.includes('KR_LEAK_STILL_ALIVE'));
+    expect(eventsNamed(result, 'leak.still-alive')).toEqual([
+      expect.objectContaining({
+        keyId: 'key_demo_billing',
+        fingerprint: fingerprintOf(foreign),
+        rotation: 'rotated',
+      }),
+    ]);
+    const alerts = cli.receiver.requests
+      .map((r) => r.raw)
+      .filter((raw) => raw.includes('KR_LEAK_STILL_ALIVE'));
     expect(alerts).toHaveLength(1);
     expect(alerts[0]).toContain('critical');
     expect(result.stdout).toContain('STILL WORKS');
@@ -190,25 +315,53 @@ describe('keyroll rotate --leaked-secret-stdin', () => {
     await cli.writePolicy();
     expect((await cli.run(['run', '-p', 'policy.yaml'])).code).toBe(0);
     const old = await storedSecret(cli.secretsDir, 'key_demo_billing');
-    expect((await cli.run(['rotate', '-p', 'policy.yaml', '--key', 'key_demo_billing', '--reason', 'manual', '--force'])).code).toBe(0);
+    expect(
+      (
+        await cli.run([
+          'rotate',
+          '-p',
+          'policy.yaml',
+          '--key',
+          'key_demo_billing',
+          '--reason',
+          'manual',
+          '--force',
+        ])
+      ).code,
+    ).toBe(0);
     expect(cli.emulator.state.rollCount('key_demo_billing')).toBe(2);
 
-    const result = await cli.run(['rotate', '-p', 'policy.yaml', '--leaked-secret-stdin', '--reason', 'leak', '--actor', 'alice'], { stdin: old });
+    const result = await cli.run(
+      ['rotate', '-p', 'policy.yaml', '--leaked-secret-stdin', '--reason', 'leak', '--actor', 'alice'],
+      { stdin: old },
+    );
     expect(result.code, result.stderr).toBe(0);
     expect(cli.emulator.state.rollCount('key_demo_billing')).toBe(2);
     expect(result.lastLine).toBe('rotated 0, failed 0, skipped 0');
-    expect(eventsNamed(result, 'leak.identified')).toEqual([expect.objectContaining({ keyId: 'key_demo_billing', which: 'previous' })]);
-    expect(eventsNamed(result, 'leak.proven-dead')).toEqual([expect.objectContaining({ keyId: 'key_demo_billing', fingerprint: fingerprintOf(old), status: 401 })]);
-    expect(result.stdout).toContain(`leaked value ${fingerprintOf(old)}: key_demo_billing proven dead: the API refused it (401); it was already rotated away, so nothing was rotated`);
+    expect(eventsNamed(result, 'leak.identified')).toEqual([
+      expect.objectContaining({ keyId: 'key_demo_billing', which: 'previous' }),
+    ]);
+    expect(eventsNamed(result, 'leak.proven-dead')).toEqual([
+      expect.objectContaining({ keyId: 'key_demo_billing', fingerprint: fingerprintOf(old), status: 401 }),
+    ]);
+    expect(result.stdout).toContain(
+      `leaked value ${fingerprintOf(old)}: key_demo_billing proven dead: the API refused it (401); it was already rotated away, so nothing was rotated`,
+    );
     expectNotLeaked([result], cli.emulator.state.mintedSecrets());
   });
 
   it('refuses --key/--org/--all and a reason other than leak or compromise (exit 2), before reading anything', async () => {
     await cli.writePolicy();
-    const withKey = await cli.run(['rotate', '-p', 'policy.yaml', '--leaked-secret-stdin', '--key', 'key_demo_billing'], { stdin: 'whatever-value-1234' });
+    const withKey = await cli.run(
+      ['rotate', '-p', 'policy.yaml', '--leaked-secret-stdin', '--key', 'key_demo_billing'],
+      { stdin: 'whatever-value-1234' },
+    );
     expect(withKey.code).toBe(2);
     expect(withKey.stderr).toContain('leave out --key, --org and --all');
-    const manual = await cli.run(['rotate', '-p', 'policy.yaml', '--leaked-secret-stdin', '--reason', 'manual'], { stdin: 'whatever-value-1234' });
+    const manual = await cli.run(
+      ['rotate', '-p', 'policy.yaml', '--leaked-secret-stdin', '--reason', 'manual'],
+      { stdin: 'whatever-value-1234' },
+    );
     expect(manual.code).toBe(2);
     expect(manual.stderr).toContain('--reason must be leak or compromise');
     expect(cli.emulator.state.totalRolls()).toBe(0);

@@ -3,7 +3,15 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { DEMO_KEYS, ORG, TARGETS, eventsNamed, openFileBackend, snapshotTree, useCliFixture } from './harness.ts';
+import {
+  DEMO_KEYS,
+  ORG,
+  TARGETS,
+  eventsNamed,
+  openFileBackend,
+  snapshotTree,
+  useCliFixture,
+} from './harness.ts';
 
 const cli = useCliFixture();
 const DAY_MS = 24 * 60 * 60_000;
@@ -44,8 +52,17 @@ describe('keyroll plan', () => {
     // Behind the CLI's back: billing was last rotated 10 days ago (past its 7d maxAge and a
     // Monday run); search has an intent marker left by a runner that died mid-rotation.
     const backend = await openFileBackend(cli.secretsDir);
-    await backend.recordRotation(TARGETS.key_demo_billing, { rotationId: 'old-rotation', rotatedAt: new Date(Date.now() - 10 * DAY_MS).toISOString(), version: '1' });
-    await backend.setIntent(TARGETS.key_demo_search, { rotationId: 'died-mid-way', keyId: 'key_demo_search', owner: 'gone-host/1/dead', startedAt: new Date().toISOString() });
+    await backend.recordRotation(TARGETS.key_demo_billing, {
+      rotationId: 'old-rotation',
+      rotatedAt: new Date(Date.now() - 10 * DAY_MS).toISOString(),
+      version: '1',
+    });
+    await backend.setIntent(TARGETS.key_demo_search, {
+      rotationId: 'died-mid-way',
+      keyId: 'key_demo_search',
+      owner: 'gone-host/1/dead',
+      startedAt: new Date().toISOString(),
+    });
     const rollsBefore = cli.emulator.state.totalRolls();
     const filesBefore = await snapshotTree(cli.dir);
 
@@ -61,13 +78,28 @@ describe('keyroll plan', () => {
     expect(byId.get('key_demo_billing')).toMatchObject({ due: true, writes: ['files:billing.json (json)'] });
     expect(byId.get('key_demo_billing')?.reasons).toEqual(expect.arrayContaining(['schedule', 'max-age']));
     expect(isMondayThreeUtc(byId.get('key_demo_billing')?.nextRunAt ?? null)).toBe(true);
-    expect(byId.get('key_demo_search')).toMatchObject({ due: true, reasons: ['intent'], writes: ['files:search.key (raw)'] });
-    expect(byId.get('key_demo_ingest')).toMatchObject({ due: false, reasons: [], nextRunAt: null, writes: ['files:ingest.json (json)'] });
+    expect(byId.get('key_demo_search')).toMatchObject({
+      due: true,
+      reasons: ['intent'],
+      writes: ['files:search.key (raw)'],
+    });
+    expect(byId.get('key_demo_ingest')).toMatchObject({
+      due: false,
+      reasons: [],
+      nextRunAt: null,
+      writes: ['files:ingest.json (json)'],
+    });
     expect(text.lastLine).toBe('2 of 3 keys due; nothing was changed');
     // What an emergency over the selected keys costs in time, and what bounds it (file backend: the API).
-    expect(text.stdout).toContain('an emergency over these 3 keys (rotate --reason leak) takes at least 0.1s, bound by the API rate');
-    expect((JSON.parse(json.stdout) as { emergency: { keys: number; boundBy: { budget: string } } }).emergency).toMatchObject({ keys: 3, boundBy: { budget: 'api' } });
-    expect(text.stdout).toMatch(/^key_demo_billing\s+org_demo_acme\s+yes\s+schedule, max-age\s+\S+\s+files:billing\.json \(json\)$/m);
+    expect(text.stdout).toContain(
+      'an emergency over these 3 keys (rotate --reason leak) takes at least 0.1s, bound by the API rate',
+    );
+    expect(
+      (JSON.parse(json.stdout) as { emergency: { keys: number; boundBy: { budget: string } } }).emergency,
+    ).toMatchObject({ keys: 3, boundBy: { budget: 'api' } });
+    expect(text.stdout).toMatch(
+      /^key_demo_billing\s+org_demo_acme\s+yes\s+schedule, max-age\s+\S+\s+files:billing\.json \(json\)$/m,
+    );
     expect(text.stdout).toMatch(/^key_demo_search\s+org_demo_acme\s+yes\s+intent\s/m);
   });
 
@@ -76,7 +108,9 @@ describe('keyroll plan', () => {
     const result = await cli.run(['plan', '-p', 'policy.yaml', '-o', 'json']);
     expect(result.code).toBe(0);
     const plan = (JSON.parse(result.stdout) as { keys: PlannedKey[] }).keys;
-    expect(plan.map((p) => [p.keyId, p.due, p.reasons])).toEqual(DEMO_KEYS.map((id) => [id, true, ['never-rotated']]));
+    expect(plan.map((p) => [p.keyId, p.due, p.reasons])).toEqual(
+      DEMO_KEYS.map((id) => [id, true, ['never-rotated']]),
+    );
     expect(cli.emulator.state.totalRolls()).toBe(0);
     expect(cli.emulator.state.callCount('listProjects')).toBe(0);
     expect(Object.keys(await snapshotTree(cli.secretsDir))).toEqual([]);
@@ -103,7 +137,9 @@ describe('keyroll status', () => {
       expect(key).toMatchObject({ due: false, overdue: false, lock: null, intent: null, lastFailure: null });
     }
     for (const id of ['key_demo_billing', 'key_demo_ingest'] as const) {
-      const stored = JSON.parse(await readFile(join(cli.secretsDir, TARGETS[id].path), 'utf8')) as { rotatedAt: string };
+      const stored = JSON.parse(await readFile(join(cli.secretsDir, TARGETS[id].path), 'utf8')) as {
+        rotatedAt: string;
+      };
       expect(keys.find((k) => k.keyId === id)?.lastRotatedAt).toBe(stored.rotatedAt);
     }
     // Scheduled keys are next due at the next Monday 03:00; ingest (maxAge only) 30 days after its rotation.
@@ -115,29 +151,74 @@ describe('keyroll status', () => {
   it('the table shows the lock holder, a leftover intent and the last error', async () => {
     await cli.writePolicy();
     const backend = await openFileBackend(cli.secretsDir);
-    await backend.acquireLock(TARGETS.key_demo_billing, { owner: 'other-host/4242/abcd', rotationId: 'r-lock', ttlMs: 15 * 60_000 });
-    await backend.setIntent(TARGETS.key_demo_search, { rotationId: 'r-dead', keyId: 'key_demo_search', owner: 'gone-host/1/dead', startedAt: '2026-01-05T03:00:01.000Z' });
-    await backend.recordFailure(TARGETS.key_demo_ingest, { rotationId: 'r-fail', step: 'roll', errorCode: 'KR_API_FORBIDDEN', at: '2026-01-05T03:00:02.000Z' });
+    await backend.acquireLock(TARGETS.key_demo_billing, {
+      owner: 'other-host/4242/abcd',
+      rotationId: 'r-lock',
+      ttlMs: 15 * 60_000,
+    });
+    await backend.setIntent(TARGETS.key_demo_search, {
+      rotationId: 'r-dead',
+      keyId: 'key_demo_search',
+      owner: 'gone-host/1/dead',
+      startedAt: '2026-01-05T03:00:01.000Z',
+    });
+    await backend.recordFailure(TARGETS.key_demo_ingest, {
+      rotationId: 'r-fail',
+      step: 'roll',
+      errorCode: 'KR_API_FORBIDDEN',
+      at: '2026-01-05T03:00:02.000Z',
+    });
     const result = await cli.run(['status', '-p', 'policy.yaml', '-o', 'table']);
     expect(result.code).toBe(0);
-    expect(result.stdout.split('\n')[0]).toMatch(/^KEY\s+ORG\s+LAST ROTATED\s+NEXT DUE\s+OVERDUE\s+LOCK\s+INTENT\s+LAST ERROR$/);
+    expect(result.stdout.split('\n')[0]).toMatch(
+      /^KEY\s+ORG\s+LAST ROTATED\s+NEXT DUE\s+OVERDUE\s+LOCK\s+INTENT\s+LAST ERROR$/,
+    );
     expect(result.stdout).toMatch(/^key_demo_billing\s.*other-host\/4242\/abcd until \S+/m);
-    expect(result.stdout).toMatch(/^key_demo_search\s.*left by gone-host\/1\/dead at 2026-01-05T03:00:01\.000Z/m);
+    expect(result.stdout).toMatch(
+      /^key_demo_search\s.*left by gone-host\/1\/dead at 2026-01-05T03:00:01\.000Z/m,
+    );
     expect(result.stdout).toMatch(/^key_demo_ingest\s.*roll KR_API_FORBIDDEN at 2026-01-05T03:00:02\.000Z$/m);
   });
 
   it('shows a quarantine only with a time it can show, and names a forged one on stderr without its value', async () => {
     await cli.writePolicy();
     const backend = await openFileBackend(cli.secretsDir);
-    const failure = { rotationId: 'r-fail', step: 'preflight', errorCode: 'KR_BACKEND_DENIED', at: '2026-01-05T03:00:02.000Z', consecutive: 6, firstAt: '2026-01-01T03:00:00.000Z' };
-    await backend.recordFailure(TARGETS.key_demo_billing, { ...failure, quarantinedAt: '2026-01-05T03:00:02.000Z' });
+    const failure = {
+      rotationId: 'r-fail',
+      step: 'preflight',
+      errorCode: 'KR_BACKEND_DENIED',
+      at: '2026-01-05T03:00:02.000Z',
+      consecutive: 6,
+      firstAt: '2026-01-01T03:00:00.000Z',
+    };
+    await backend.recordFailure(TARGETS.key_demo_billing, {
+      ...failure,
+      quarantinedAt: '2026-01-05T03:00:02.000Z',
+    });
     await backend.recordFailure(TARGETS.key_demo_search, { ...failure, quarantinedAt: 'x-forged' });
     const result = await cli.run(['status', '-p', 'policy.yaml', '-o', 'json']);
     expect(result.code).toBe(0);
-    const keys = (JSON.parse(result.stdout) as { keys: (StatusKey & { failureStreak: { quarantinedAt: string | null } | null; distrusted: unknown[] })[] }).keys;
-    expect(keys[0]).toMatchObject({ failureStreak: { quarantinedAt: '2026-01-05T03:00:02.000Z' }, distrusted: [] });
-    expect(keys[1]).toMatchObject({ failureStreak: { quarantinedAt: null }, distrusted: [{ record: 'lastFailure', field: 'quarantinedAt', problem: 'malformed', action: 'ignored' }] });
-    expect(result.stderr).toContain('keyroll: key_demo_search: keyroll does not trust part of its bookkeeping: lastFailure.quarantinedAt malformed, ignored.');
+    const keys = (
+      JSON.parse(result.stdout) as {
+        keys: (StatusKey & {
+          failureStreak: { quarantinedAt: string | null } | null;
+          distrusted: unknown[];
+        })[];
+      }
+    ).keys;
+    expect(keys[0]).toMatchObject({
+      failureStreak: { quarantinedAt: '2026-01-05T03:00:02.000Z' },
+      distrusted: [],
+    });
+    expect(keys[1]).toMatchObject({
+      failureStreak: { quarantinedAt: null },
+      distrusted: [
+        { record: 'lastFailure', field: 'quarantinedAt', problem: 'malformed', action: 'ignored' },
+      ],
+    });
+    expect(result.stderr).toContain(
+      'keyroll: key_demo_search: keyroll does not trust part of its bookkeeping: lastFailure.quarantinedAt malformed, ignored.',
+    );
     expect(result.stderr).not.toContain('x-forged');
   });
 

@@ -3,7 +3,15 @@
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { DEMO_KEYS, ORG, TARGETS, eventsNamed, openFileBackend, storedSecret, useCliFixture } from './harness.ts';
+import {
+  DEMO_KEYS,
+  ORG,
+  TARGETS,
+  eventsNamed,
+  openFileBackend,
+  storedSecret,
+  useCliFixture,
+} from './harness.ts';
 
 const cli = useCliFixture();
 const SUMMARY = /^rotated (\d+), failed (\d+), skipped (\d+)( \(aborted: .*\))?$/;
@@ -24,15 +32,34 @@ describe('keyroll run', () => {
       expect(cli.emulator.state.isLiveSecret(id, before[i]!)).toBe(false);
       expect(cli.emulator.state.rollCount(id)).toBe(1);
     }
-    expect(eventsNamed(result, 'key.succeeded').map((e) => e.keyId).sort()).toEqual([...DEMO_KEYS].sort());
+    expect(
+      eventsNamed(result, 'key.succeeded')
+        .map((e) => e.keyId)
+        .sort(),
+    ).toEqual([...DEMO_KEYS].sort());
     // Scheduled runs carry no actor or reason.
     expect(result.events.some((e) => 'actor' in e || 'reason' in e)).toBe(false);
-    expect(eventsNamed(result, 'run.finished')[0]).toMatchObject({ rotated: 3, failed: 0, skipped: 0, exitCode: 0 });
+    expect(eventsNamed(result, 'run.finished')[0]).toMatchObject({
+      rotated: 3,
+      failed: 0,
+      skipped: 0,
+      exitCode: 0,
+    });
   });
 
   it('names each endpoint opted into plain HTTP once at start, on stderr and in the audit trail, never its URL', async () => {
-    await cli.writePolicy({ extraBackends: '  vault: { kind: vault, address: "http://vault.invalid:8200", allowInsecureHttp: true, auth: { method: token, token: env:KEYROLL_UNUSED_VAULT_TOKEN } }\n' });
-    const result = await cli.run(['run', '-p', 'policy.yaml', '--pushgateway', 'http://pushgateway.invalid:9091/', '--pushgateway-allow-insecure-http']);
+    await cli.writePolicy({
+      extraBackends:
+        '  vault: { kind: vault, address: "http://vault.invalid:8200", allowInsecureHttp: true, auth: { method: token, token: env:KEYROLL_UNUSED_VAULT_TOKEN } }\n',
+    });
+    const result = await cli.run([
+      'run',
+      '-p',
+      'policy.yaml',
+      '--pushgateway',
+      'http://pushgateway.invalid:9091/',
+      '--pushgateway-allow-insecure-http',
+    ]);
     expect(result.code).toBe(0);
     expect(result.stderr.split('\n').filter((line) => line.startsWith('keyroll: warning:'))).toEqual([
       'keyroll: warning: backends.vault.address uses plain http:// to "vault.invalid" (allowInsecureHttp: true): credentials and secrets sent there cross the network in clear',
@@ -43,7 +70,9 @@ describe('keyroll run', () => {
       ['--pushgateway', 'pushgateway.invalid'],
     ]);
     // Before the run starts, so an operator reading the trail meets it first.
-    expect(result.events.findIndex((e) => e.event === 'policy.plain_http')).toBeLessThan(result.events.findIndex((e) => e.event === 'run.started'));
+    expect(result.events.findIndex((e) => e.event === 'policy.plain_http')).toBeLessThan(
+      result.events.findIndex((e) => e.event === 'run.started'),
+    );
   });
 
   it('a second run right after skips every key as not due and rolls nothing', async () => {
@@ -52,7 +81,9 @@ describe('keyroll run', () => {
     const second = await cli.run(['run', '-p', 'policy.yaml']);
     expect(second.code).toBe(0);
     expect(second.lastLine).toBe('rotated 0, failed 0, skipped 3');
-    expect(eventsNamed(second, 'key.skipped').map((e) => [e.keyId, e.why])).toEqual(expect.arrayContaining(DEMO_KEYS.map((id) => [id, 'not-due'])));
+    expect(eventsNamed(second, 'key.skipped').map((e) => [e.keyId, e.why])).toEqual(
+      expect.arrayContaining(DEMO_KEYS.map((id) => [id, 'not-due'])),
+    );
     expect(eventsNamed(second, 'key.rolled')).toEqual([]);
     expect(cli.emulator.state.totalRolls()).toBe(3);
   });
@@ -63,7 +94,9 @@ describe('keyroll run', () => {
     await cli.writePolicy({
       credential: `{ type: oauth2, tokenUrl: "${cli.emulator.url}/oauth/token", clientId: demo-keyroll-client, clientSecret: env:KEYROLL_OAUTH_SECRET, scope: "keys:roll projects:read" }`,
     });
-    const result = await cli.run(['run', '-p', 'policy.yaml'], { env: { KEYROLL_API_TOKEN: undefined, KEYROLL_OAUTH_SECRET: clientSecret } });
+    const result = await cli.run(['run', '-p', 'policy.yaml'], {
+      env: { KEYROLL_API_TOKEN: undefined, KEYROLL_OAUTH_SECRET: clientSecret },
+    });
     expect(result.code).toBe(0);
     expect(result.lastLine).toBe('rotated 3, failed 0, skipped 0');
   });
@@ -73,7 +106,9 @@ describe('keyroll run', () => {
     await cli.writePolicy({
       credential: `{ type: oauth2, tokenUrl: "${cli.emulator.url}/oauth/token", clientId: demo-keyroll-client, clientSecret: env:KEYROLL_OAUTH_SECRET }`,
     });
-    const result = await cli.run(['run', '-p', 'policy.yaml'], { env: { KEYROLL_API_TOKEN: undefined, KEYROLL_OAUTH_SECRET: 'not-the-client-secret' } });
+    const result = await cli.run(['run', '-p', 'policy.yaml'], {
+      env: { KEYROLL_API_TOKEN: undefined, KEYROLL_OAUTH_SECRET: 'not-the-client-secret' },
+    });
     expect(result.code).toBe(3);
     expect(result.lastLine).toContain(`oauth2 client demo-keyroll-client at ${cli.emulator.url}/oauth/token`);
     expect(cli.emulator.state.totalRolls()).toBe(0);
@@ -86,35 +121,58 @@ describe('keyroll run', () => {
     const result = await cli.run(['run', '-p', 'policy.yaml']);
     expect(result.code).toBe(1);
     expect(result.lastLine).toBe('rotated 3, failed 1, skipped 0');
-    expect(eventsNamed(result, 'key.failed')).toEqual([expect.objectContaining({ keyId: 'key_demo_ghost', step: 'roll', errorCode: 'KR_API_NOT_FOUND' })]);
+    expect(eventsNamed(result, 'key.failed')).toEqual([
+      expect.objectContaining({ keyId: 'key_demo_ghost', step: 'roll', errorCode: 'KR_API_NOT_FOUND' }),
+    ]);
     const alerts = cli.receiver.requests.map((r) => r.body as Record<string, unknown>);
-    expect(alerts).toEqual([expect.objectContaining({ keyId: 'key_demo_ghost', step: 'roll', errorCode: 'KR_API_NOT_FOUND', severity: 'error' })]);
+    expect(alerts).toEqual([
+      expect.objectContaining({
+        keyId: 'key_demo_ghost',
+        step: 'roll',
+        errorCode: 'KR_API_NOT_FOUND',
+        severity: 'error',
+      }),
+    ]);
   });
 
   it('a refused credential aborts before any roll (exit 3), names the credential reference and alerts once', async () => {
     await cli.writePolicy();
-    const result = await cli.run(['run', '-p', 'policy.yaml'], { env: { KEYROLL_API_TOKEN: 'not-a-valid-token' } });
+    const result = await cli.run(['run', '-p', 'policy.yaml'], {
+      env: { KEYROLL_API_TOKEN: 'not-a-valid-token' },
+    });
     expect(result.code).toBe(3);
     expect(result.lastLine).toMatch(SUMMARY);
     expect(result.lastLine).toContain('env:KEYROLL_API_TOKEN');
     expect(result.lastLine).toContain('401');
     expect(cli.emulator.state.totalRolls()).toBe(0);
-    expect(eventsNamed(result, 'run.aborted')).toEqual([expect.objectContaining({ why: 'credential-refused' })]);
+    expect(eventsNamed(result, 'run.aborted')).toEqual([
+      expect.objectContaining({ why: 'credential-refused' }),
+    ]);
     const alerts = cli.receiver.requests.map((r) => r.body as Record<string, unknown>);
-    expect(alerts).toEqual([expect.objectContaining({ severity: 'critical', step: 'run', errorCode: 'KR_RUN_CREDENTIAL_REFUSED' })]);
+    expect(alerts).toEqual([
+      expect.objectContaining({ severity: 'critical', step: 'run', errorCode: 'KR_RUN_CREDENTIAL_REFUSED' }),
+    ]);
   });
 
   it('every key locked by another runner aborts with exit 3 and rolls nothing; removing the lock files (runbook) frees the keys', async () => {
     await cli.writePolicy();
     const backend = await openFileBackend(cli.secretsDir);
     for (const id of DEMO_KEYS) {
-      const locked = await backend.acquireLock(TARGETS[id], { owner: 'other-host/4242/abcd', rotationId: `other-${id}`, ttlMs: 15 * 60_000 });
+      const locked = await backend.acquireLock(TARGETS[id], {
+        owner: 'other-host/4242/abcd',
+        rotationId: `other-${id}`,
+        ttlMs: 15 * 60_000,
+      });
       expect(locked.acquired).toBe(true);
     }
     const result = await cli.run(['run', '-p', 'policy.yaml']);
     expect(result.code).toBe(3);
     expect(result.lastLine).toContain('aborted: every key in scope was locked by another runner');
-    expect(eventsNamed(result, 'key.lock.busy').map((e) => e.holder)).toEqual(['other-host/4242/abcd', 'other-host/4242/abcd', 'other-host/4242/abcd']);
+    expect(eventsNamed(result, 'key.lock.busy').map((e) => e.holder)).toEqual([
+      'other-host/4242/abcd',
+      'other-host/4242/abcd',
+      'other-host/4242/abcd',
+    ]);
     expect(cli.emulator.state.totalRolls()).toBe(0);
 
     // docs/runbook.md, "Clearing a stale lock", file backend: rm <directory>/<path>.keyroll.lock

@@ -17,7 +17,10 @@ const SLOT_ENTRY = `  - id: billing-api
     consumerRefresh: 1h
     destinations: [{ backend: files, path: billing-api.json }]
 `;
-const SLOT_TARGET: StoreTarget = { path: 'billing-api.json', shape: { format: 'json', secretField: 'apiKey', fields: ['keyId', 'organizationId', 'rotatedAt'] } };
+const SLOT_TARGET: StoreTarget = {
+  path: 'billing-api.json',
+  shape: { format: 'json', secretField: 'apiKey', fields: ['keyId', 'organizationId', 'rotatedAt'] },
+};
 
 interface SlotsJson {
   ids: string[];
@@ -65,10 +68,15 @@ describe('plan and status for a two-slot entry', () => {
     expect([status.code, plan.code]).toEqual([0, 0]);
     for (const row of [rows(status).get('billing-api'), rows(plan).get('billing-api')]) {
       const freeAt = Date.parse(row?.lastRotatedAt ?? '') + HOUR_MS;
-      expect(row?.slots).toMatchObject({ ids: [SLOT_A, SLOT_B], active: SLOT_B, standby: SLOT_A, consumerRefreshMs: HOUR_MS });
+      expect(row?.slots).toMatchObject({
+        ids: [SLOT_A, SLOT_B],
+        active: SLOT_B,
+        standby: SLOT_A,
+        consumerRefreshMs: HOUR_MS,
+      });
       expect(Date.parse(row?.slots?.standbyFreeAt ?? '')).toBe(freeAt);
       // The standby next rolls at the entry's next due time (next Monday 03:00), or once it is free if that is later.
-      const nextDue = Date.parse((row?.nextDueAt ?? row?.nextRunAt) ?? '');
+      const nextDue = Date.parse(row?.nextDueAt ?? row?.nextRunAt ?? '');
       expect(Date.parse(row?.slots?.standbyNextRollAt ?? '')).toBe(Math.max(nextDue, freeAt));
     }
     // Single-key rows carry no slot fields.
@@ -76,12 +84,25 @@ describe('plan and status for a two-slot entry', () => {
     expect(rows(plan).get('key_demo_billing')).not.toHaveProperty('slots');
 
     const statusTable = await cli.run(['status', '-p', 'policy.yaml', '-o', 'table']);
-    expect(statusTable.stdout.split('\n')[0]).toMatch(/^KEY\s+ORG\s+LAST ROTATED\s+NEXT DUE\s+OVERDUE\s+SLOTS\s+LOCK\s+INTENT\s+LAST ERROR$/);
-    expect(statusTable.stdout).toMatch(new RegExp(`^billing-api\\s.*active ${SLOT_B}; standby ${SLOT_A} free from \\S+, next roll \\S+`, 'm'));
-    expect(statusTable.stdout).toMatch(/^key_demo_billing\s+org_demo_acme\s+\S+\s+\S+\s+no\s+-\s+-\s+-\s+-$/m);
+    expect(statusTable.stdout.split('\n')[0]).toMatch(
+      /^KEY\s+ORG\s+LAST ROTATED\s+NEXT DUE\s+OVERDUE\s+SLOTS\s+LOCK\s+INTENT\s+LAST ERROR$/,
+    );
+    expect(statusTable.stdout).toMatch(
+      new RegExp(`^billing-api\\s.*active ${SLOT_B}; standby ${SLOT_A} free from \\S+, next roll \\S+`, 'm'),
+    );
+    expect(statusTable.stdout).toMatch(
+      /^key_demo_billing\s+org_demo_acme\s+\S+\s+\S+\s+no\s+-\s+-\s+-\s+-$/m,
+    );
     const planTable = await cli.run(['plan', '-p', 'policy.yaml']);
-    expect(planTable.stdout.split('\n')[0]).toMatch(/^KEY\s+ORG\s+DUE\s+WHY\s+NEXT SCHEDULED\s+SLOTS\s+WOULD WRITE$/);
-    expect(planTable.stdout).toMatch(new RegExp(`^billing-api\\s+${ORG}\\s+no\\s+-\\s+\\S+\\s+active ${SLOT_B}; would roll ${SLOT_A}, free from \\S+, next roll \\S+\\s+files:billing-api\\.json \\(json\\)$`, 'm'));
+    expect(planTable.stdout.split('\n')[0]).toMatch(
+      /^KEY\s+ORG\s+DUE\s+WHY\s+NEXT SCHEDULED\s+SLOTS\s+WOULD WRITE$/,
+    );
+    expect(planTable.stdout).toMatch(
+      new RegExp(
+        `^billing-api\\s+${ORG}\\s+no\\s+-\\s+\\S+\\s+active ${SLOT_B}; would roll ${SLOT_A}, free from \\S+, next roll \\S+\\s+files:billing-api\\.json \\(json\\)$`,
+        'm',
+      ),
+    );
   });
 
   it('follow the active slot a leak of the standby made: the leaked slot is active now', async () => {
@@ -96,7 +117,11 @@ describe('plan and status for a two-slot entry', () => {
   it('a fresh entry: slot a active, b standby and free now, both never rotated', async () => {
     await cli.writePolicy({ extraKeys: SLOT_ENTRY });
     const plan = await cli.run(['plan', '-p', 'policy.yaml', '-o', 'json']);
-    expect(rows(plan).get('billing-api')?.slots).toMatchObject({ active: SLOT_A, standby: SLOT_B, standbyFreeAt: null });
+    expect(rows(plan).get('billing-api')?.slots).toMatchObject({
+      active: SLOT_A,
+      standby: SLOT_B,
+      standbyFreeAt: null,
+    });
     expect(cli.emulator.state.totalRolls()).toBe(0);
   });
 });
@@ -107,8 +132,22 @@ describe('keyroll status --probe', () => {
     // An alternation, so the previous value kept beside the stored one is the standby's secret.
     const backend = await openFileBackend(cli.secretsDir);
     const state = await backend.readState(SLOT_TARGET);
-    await backend.recordRotation(SLOT_TARGET, { rotationId: state.lastRotationId ?? '', rotatedAt: new Date(Date.now() - 2 * HOUR_MS).toISOString(), version: '1', keyId: SLOT_B });
-    const again = await cli.run(['rotate', '--key', 'billing-api', '--reason', 'manual', '--force', '--actor', 'test']);
+    await backend.recordRotation(SLOT_TARGET, {
+      rotationId: state.lastRotationId ?? '',
+      rotatedAt: new Date(Date.now() - 2 * HOUR_MS).toISOString(),
+      version: '1',
+      keyId: SLOT_B,
+    });
+    const again = await cli.run([
+      'rotate',
+      '--key',
+      'billing-api',
+      '--reason',
+      'manual',
+      '--force',
+      '--actor',
+      'test',
+    ]);
     expect(again.code, again.stderr).toBe(0);
     expect(await storedKeyId(cli.secretsDir)).toBe(SLOT_A);
     const filesBefore = await snapshotTree(cli.dir);
@@ -118,14 +157,18 @@ describe('keyroll status --probe', () => {
 
     expect(result.code, result.stderr).toBe(0);
     const byId = rows(result);
-    expect(byId.get('billing-api')).toMatchObject({ drift: false, probe: { stored: 'works', slots: { [SLOT_A]: 'works', [SLOT_B]: 'works' } } });
-    for (const id of ['key_demo_billing', 'key_demo_search', 'key_demo_ingest']) expect(byId.get(id)).toMatchObject({ drift: false, probe: { stored: 'works' } });
+    expect(byId.get('billing-api')).toMatchObject({
+      drift: false,
+      probe: { stored: 'works', slots: { [SLOT_A]: 'works', [SLOT_B]: 'works' } },
+    });
+    for (const id of ['key_demo_billing', 'key_demo_search', 'key_demo_ingest'])
+      expect(byId.get(id)).toMatchObject({ drift: false, probe: { stored: 'works' } });
     expect(byId.get('key_demo_billing')?.probe).not.toHaveProperty('slots');
     expect(cli.emulator.state.totalRolls()).toBe(rollsBefore);
     expect(await snapshotTree(cli.dir)).toEqual(filesBefore);
   });
 
-  it('finds keys rolled behind keyroll\'s back (a single key, a slot entry\'s active slot): dead, drift, exit 1', async () => {
+  it("finds keys rolled behind keyroll's back (a single key, a slot entry's active slot): dead, drift, exit 1", async () => {
     await runSlotPolicy();
     cli.emulator.state.rollKey('key_demo_search');
     cli.emulator.state.rollKey(SLOT_B);
@@ -137,14 +180,27 @@ describe('keyroll status --probe', () => {
     const byId = rows(json);
     expect(byId.get('key_demo_search')).toMatchObject({ drift: true, probe: { stored: 'dead' } });
     // The first rotation replaced no earlier value: the standby's secret is not kept anywhere.
-    expect(byId.get('billing-api')).toMatchObject({ drift: true, probe: { stored: 'dead', slots: { [SLOT_B]: 'dead', [SLOT_A]: 'not-kept' } } });
+    expect(byId.get('billing-api')).toMatchObject({
+      drift: true,
+      probe: { stored: 'dead', slots: { [SLOT_B]: 'dead', [SLOT_A]: 'not-kept' } },
+    });
     expect(byId.get('key_demo_billing')).toMatchObject({ drift: false, probe: { stored: 'works' } });
     expect(json.stderr).toContain('drift: the stored secret of key_demo_search no longer works');
-    expect(json.stderr).toContain(`drift: the stored secret of billing-api (active slot ${SLOT_B}) no longer works`);
+    expect(json.stderr).toContain(
+      `drift: the stored secret of billing-api (active slot ${SLOT_B}) no longer works`,
+    );
     expect(table.stdout).toMatch(/^key_demo_search\s.*\sDEAD \(drift\)\s/m);
-    expect(table.stdout).toMatch(new RegExp(`^billing-api\\s.*\\s${SLOT_B} DEAD, ${SLOT_A} no previous value kept \\(drift\\)\\s`, 'm'));
+    expect(table.stdout).toMatch(
+      new RegExp(`^billing-api\\s.*\\s${SLOT_B} DEAD, ${SLOT_A} no previous value kept \\(drift\\)\\s`, 'm'),
+    );
     // Read-only: the probe is not recorded, and nothing was healed.
-    expect((await openFileBackend(cli.secretsDir).then((b) => b.readState({ path: 'search.key', shape: { format: 'raw', secretField: 'apiKey', fields: [] } }))).lastProbe).toBeUndefined();
+    expect(
+      (
+        await openFileBackend(cli.secretsDir).then((b) =>
+          b.readState({ path: 'search.key', shape: { format: 'raw', secretField: 'apiKey', fields: [] } }),
+        )
+      ).lastProbe,
+    ).toBeUndefined();
     expect(cli.emulator.state.rollCount('key_demo_search')).toBe(2);
   });
 
@@ -152,14 +208,25 @@ describe('keyroll status --probe', () => {
     await runSlotPolicy();
     const backend = await openFileBackend(cli.secretsDir);
     const state = await backend.readState(SLOT_TARGET);
-    await backend.recordRotation(SLOT_TARGET, { rotationId: state.lastRotationId ?? '', rotatedAt: new Date(Date.now() - 2 * HOUR_MS).toISOString(), version: '1', keyId: SLOT_B });
-    expect((await cli.run(['rotate', '--key', 'billing-api', '--reason', 'manual', '--force', '--actor', 'test'])).code).toBe(0);
+    await backend.recordRotation(SLOT_TARGET, {
+      rotationId: state.lastRotationId ?? '',
+      rotatedAt: new Date(Date.now() - 2 * HOUR_MS).toISOString(),
+      version: '1',
+      keyId: SLOT_B,
+    });
+    expect(
+      (await cli.run(['rotate', '--key', 'billing-api', '--reason', 'manual', '--force', '--actor', 'test']))
+        .code,
+    ).toBe(0);
     cli.emulator.state.rollKey(SLOT_B);
 
     const result = await cli.run(['status', '-p', 'policy.yaml', '--probe', '-o', 'json']);
 
     expect(result.code, result.stderr).toBe(0);
-    expect(rows(result).get('billing-api')).toMatchObject({ drift: false, probe: { stored: 'works', slots: { [SLOT_A]: 'works', [SLOT_B]: 'dead' } } });
+    expect(rows(result).get('billing-api')).toMatchObject({
+      drift: false,
+      probe: { stored: 'works', slots: { [SLOT_A]: 'works', [SLOT_B]: 'dead' } },
+    });
   });
 
   it('without --probe shows the last recorded probe of the stored value, and never calls the API', async () => {

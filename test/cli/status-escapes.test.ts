@@ -18,8 +18,17 @@ const BIDI_CODE = 'KR_\u202eDELIAF';
 async function seedHostileBookkeeping(): Promise<void> {
   await cli.writePolicy();
   const backend = await openFileBackend(cli.secretsDir);
-  await backend.acquireLock(TARGETS.key_demo_billing, { owner: FORGED_OWNER, rotationId: 'r-lock', ttlMs: 15 * 60_000 });
-  await backend.setIntent(TARGETS.key_demo_search, { rotationId: 'r-dead', keyId: 'key_demo_search', owner: C1_OWNER, startedAt: '2026-01-05T03:00:01.000Z' });
+  await backend.acquireLock(TARGETS.key_demo_billing, {
+    owner: FORGED_OWNER,
+    rotationId: 'r-lock',
+    ttlMs: 15 * 60_000,
+  });
+  await backend.setIntent(TARGETS.key_demo_search, {
+    rotationId: 'r-dead',
+    keyId: 'key_demo_search',
+    owner: C1_OWNER,
+    startedAt: '2026-01-05T03:00:01.000Z',
+  });
   await backend.recordFailure(TARGETS.key_demo_ingest, {
     rotationId: 'r-fail',
     step: 'roll',
@@ -37,8 +46,12 @@ describe('text from a backend reaches the terminal escaped', () => {
     const result = await cli.run(['status', '-p', 'policy.yaml', '-o', 'table']);
     expect(result.code).toBe(0);
     expect(rawControls(result.stdout)).toEqual([]);
-    expect(result.stdout).toMatch(/^key_demo_billing\s.*x\\r\\u001b\[1A\\u001b\[2Kkey_demo_billing {2}org_demo_acme/m);
-    expect(result.stdout).toContain('left by gone\\u009b2J\\u001b]0;pwned\\u0007host at 2026-01-05T03:00:01.000Z');
+    expect(result.stdout).toMatch(
+      /^key_demo_billing\s.*x\\r\\u001b\[1A\\u001b\[2Kkey_demo_billing {2}org_demo_acme/m,
+    );
+    expect(result.stdout).toContain(
+      'left by gone\\u009b2J\\u001b]0;pwned\\u0007host at 2026-01-05T03:00:01.000Z',
+    );
     expect(result.stdout).toContain('KR_\\u202eDELIAF');
     // One row per key and the header: nothing was split or merged.
     expect(result.stdout.trimEnd().split('\n')).toHaveLength(4);
@@ -48,7 +61,11 @@ describe('text from a backend reaches the terminal escaped', () => {
     await seedHostileBookkeeping();
     const result = await cli.run(['status', '-p', 'policy.yaml', '-o', 'json']);
     expect(rawControls(result.stdout)).toEqual([]);
-    const keys = (JSON.parse(result.stdout) as { keys: { keyId: string; lock: { owner: string } | null; intent: { owner: string } | null }[] }).keys;
+    const keys = (
+      JSON.parse(result.stdout) as {
+        keys: { keyId: string; lock: { owner: string } | null; intent: { owner: string } | null }[];
+      }
+    ).keys;
     expect(keys.find((key) => key.keyId === 'key_demo_billing')?.lock?.owner).toBe(FORGED_OWNER);
     expect(keys.find((key) => key.keyId === 'key_demo_search')?.intent?.owner).toBe(C1_OWNER);
   });
@@ -57,7 +74,9 @@ describe('text from a backend reaches the terminal escaped', () => {
     await seedHostileBookkeeping();
     const text = await cli.run(['plan', '-p', 'policy.yaml']);
     expect(rawControls(text.stdout)).toEqual([]);
-    expect(text.stdout).toMatch(/^key_demo_ingest\s+org_demo_acme\s+held\s+QUARANTINED since .*last roll KR_\\u202eDELIAF/m);
+    expect(text.stdout).toMatch(
+      /^key_demo_ingest\s+org_demo_acme\s+held\s+QUARANTINED since .*last roll KR_\\u202eDELIAF/m,
+    );
     const json = await cli.run(['plan', '-p', 'policy.yaml', '-o', 'json']);
     expect(rawControls(json.stdout)).toEqual([]);
   });

@@ -22,12 +22,23 @@ interface PtyResult {
 }
 
 /** Runs `keyroll args…` with stdout, stderr and stdin on a 120×40 pseudo-terminal. */
-function runOnTerminal(args: readonly string[], cwd: string, env: Record<string, string> = {}): Promise<PtyResult> {
-  if (!scriptAvailable) throw new Error('these tests need util-linux `script` (a pseudo-terminal for the CLI)');
+function runOnTerminal(
+  args: readonly string[],
+  cwd: string,
+  env: Record<string, string> = {},
+): Promise<PtyResult> {
+  if (!scriptAvailable)
+    throw new Error('these tests need util-linux `script` (a pseudo-terminal for the CLI)');
   const command = `stty cols 120 rows 40; exec ${[process.execPath, ENTRY, ...args].map(quote).join(' ')}`;
   const child = spawn('script', ['-qec', command, '/dev/null'], {
     cwd,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, KEYROLL_API_TOKEN: OWNER_TOKEN, TERM: 'xterm-256color', ...env },
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      KEYROLL_API_TOKEN: OWNER_TOKEN,
+      TERM: 'xterm-256color',
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let screen = '';
@@ -43,7 +54,10 @@ function runOnTerminal(args: readonly string[], cwd: string, env: Record<string,
 }
 
 const visible = (text: string): string => text.replace(new RegExp(`${ESC}\\[[0-9;?]*[A-Za-z]`, 'g'), '');
-const jsonAuditLines = (text: string): string[] => visible(text).split('\n').filter((line) => line.startsWith('{"level":'));
+const jsonAuditLines = (text: string): string[] =>
+  visible(text)
+    .split('\n')
+    .filter((line) => line.startsWith('{"level":'));
 
 describe('keyroll on a terminal', () => {
   it('demo shows the progress view, what happened and the summary, and no JSON audit line', async () => {
@@ -52,14 +66,19 @@ describe('keyroll on a terminal', () => {
     const screen = visible(result.screen);
     expect(jsonAuditLines(result.screen)).toEqual([]);
     for (const id of ['key_demo_billing', 'key_demo_search', 'key_demo_ingest', 'billing-api']) {
-      expect(screen).toMatch(new RegExp(`✔ ${id} +rotated +files:\\S+ v1 · exposure \\d+ ms · fingerprint [0-9a-f]{12}`));
+      expect(screen).toMatch(
+        new RegExp(`✔ ${id} +rotated +files:\\S+ v1 · exposure \\d+ ms · fingerprint [0-9a-f]{12}`),
+      );
     }
     expect(screen).toContain('What happened:');
     expect(screen.trimEnd().split('\n').at(-1)).toBe('rotated 4, failed 0, skipped 0');
   });
 
   it('demo --log-format json on a terminal prints the JSON lines as a pipe would', async () => {
-    const result = await runOnTerminal(['demo', '--dir', join(cli.dir, 'demo'), '--log-format', 'json'], cli.dir);
+    const result = await runOnTerminal(
+      ['demo', '--dir', join(cli.dir, 'demo'), '--log-format', 'json'],
+      cli.dir,
+    );
     expect(result.code).toBe(0);
     const events = jsonAuditLines(result.screen).map((line) => (JSON.parse(line) as { event: string }).event);
     expect(events[0]).toBe('run.started');
@@ -93,16 +112,38 @@ describe('keyroll on a terminal', () => {
     expect(screen).toMatch(/✔ key_demo_billing +rotated +files:billing\.json v1/);
     expect(screen).toMatch(/✖ key_unknown_to_the_api +failed +at roll: KR_API_NOT_FOUND/);
     expect(screen.trimEnd().split('\n').at(-1)).toBe('rotated 3, failed 1, skipped 0');
-    const trail = (await readFile(auditFile, 'utf8')).trimEnd().split('\n').map((line) => JSON.parse(line) as { event: string });
+    const trail = (await readFile(auditFile, 'utf8'))
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { event: string });
     expect(trail.filter((event) => event.event === 'key.succeeded')).toHaveLength(3);
     expect(trail.at(-1)?.event).toBe('run.finished');
     expect((await stat(auditFile)).mode & 0o777).toBe(0o600);
-    expectNoSecrets([result.screen, await readFile(auditFile, 'utf8')], [...cli.emulator.state.mintedSecrets(), OWNER_TOKEN]);
+    expectNoSecrets(
+      [result.screen, await readFile(auditFile, 'utf8')],
+      [...cli.emulator.state.mintedSecrets(), OWNER_TOKEN],
+    );
   });
 
   it('rotate --log-format pretty prints one readable line per event, then the summary', async () => {
     await cli.writePolicy();
-    const result = await runOnTerminal(['rotate', '-p', 'policy.yaml', '--key', 'key_demo_search', '--reason', 'leak', '--actor', 'alice', '--log-format', 'pretty'], cli.dir, { NO_COLOR: '1' });
+    const result = await runOnTerminal(
+      [
+        'rotate',
+        '-p',
+        'policy.yaml',
+        '--key',
+        'key_demo_search',
+        '--reason',
+        'leak',
+        '--actor',
+        'alice',
+        '--log-format',
+        'pretty',
+      ],
+      cli.dir,
+      { NO_COLOR: '1' },
+    );
     expect(result.code).toBe(0);
     expect(result.screen).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] INFO: key_demo_search key\.succeeded /m);
     expect(jsonAuditLines(result.screen)).toEqual([]);
@@ -112,9 +153,17 @@ describe('keyroll on a terminal', () => {
 
   it('an --audit-file that cannot be opened exits 2 before anything is rolled', async () => {
     await cli.writePolicy();
-    const result = await cli.run(['run', '-p', 'policy.yaml', '--audit-file', join(cli.dir, 'no', 'such', 'dir', 'audit.jsonl')]);
+    const result = await cli.run([
+      'run',
+      '-p',
+      'policy.yaml',
+      '--audit-file',
+      join(cli.dir, 'no', 'such', 'dir', 'audit.jsonl'),
+    ]);
     expect(result.code).toBe(2);
-    expect(result.stderr).toMatch(/^keyroll: --audit-file .* cannot be opened for appending as 0600 \(ENOENT\)\n$/);
+    expect(result.stderr).toMatch(
+      /^keyroll: --audit-file .* cannot be opened for appending as 0600 \(ENOENT\)\n$/,
+    );
     expect(cli.emulator.state.totalRolls()).toBe(0);
   });
 });

@@ -14,7 +14,11 @@ async function closedPort(): Promise<number> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const address = server.address();
   const port = typeof address === 'object' && address !== null ? address.port : 0;
-  await new Promise<void>((resolve) => server.close(() => { resolve(); }));
+  await new Promise<void>((resolve) =>
+    server.close(() => {
+      resolve();
+    }),
+  );
   return port;
 }
 
@@ -27,7 +31,8 @@ describe('keyroll validate', () => {
     expect(lines.every((line) => line.startsWith('ok  '))).toBe(true);
     expect(lines[0]).toContain('policy policy.yaml — 3 keys, 1 backends');
     expect(result.stdout).toContain(`api credential env:KEYROLL_API_TOKEN — ${cli.emulator.url}`);
-    for (const path of ['billing.json', 'search.key', 'ingest.json']) expect(result.stdout).toContain(`destination files:${path}`);
+    for (const path of ['billing.json', 'search.key', 'ingest.json'])
+      expect(result.stdout).toContain(`destination files:${path}`);
     expect(cli.emulator.state.totalRolls()).toBe(0);
     expect(Object.keys(await snapshotTree(cli.secretsDir))).toEqual([]);
   });
@@ -44,7 +49,9 @@ describe('keyroll validate', () => {
 
     const result = await cli.run(['validate', '-p', 'broken.yaml']);
     expect(result.code).toBe(2);
-    expect(result.stderr).toContain(`broken.yaml:${billingDestinations + 2} keys[0].minIntervall: is not a known field (did you mean "minInterval"?)`);
+    expect(result.stderr).toContain(
+      `broken.yaml:${billingDestinations + 2} keys[0].minIntervall: is not a known field (did you mean "minInterval"?)`,
+    );
     expect(result.stderr).toContain(`broken.yaml:${searchDestinations + 2} keys[1].schedule:`);
     expect(result.stdout).toBe('');
     expect(cli.emulator.state.callCount('listProjects')).toBe(0);
@@ -62,18 +69,22 @@ describe('keyroll validate', () => {
 
   it('a Vault address over plain http:// to another machine exits 2 with file:line, contacting nothing', async () => {
     const path = await cli.writePolicy({
-      extraBackends: '  vault-remote: { kind: vault, address: "http://vault.example.com:8200", auth: { method: token, token: env:VAULT_TOKEN } }\n',
+      extraBackends:
+        '  vault-remote: { kind: vault, address: "http://vault.example.com:8200", auth: { method: token, token: env:VAULT_TOKEN } }\n',
     });
     const line = (await readFile(path, 'utf8')).split('\n').findIndex((l) => l.includes('vault-remote:')) + 1;
     const result = await cli.run(['validate', '-p', 'policy.yaml']);
     expect(result.code).toBe(2);
-    expect(result.stderr).toContain(`policy.yaml:${line} backends.vault-remote.address: uses plain http:// to "vault.example.com", which is not this machine`);
+    expect(result.stderr).toContain(
+      `policy.yaml:${line} backends.vault-remote.address: uses plain http:// to "vault.example.com", which is not this machine`,
+    );
     expect(cli.emulator.state.callCount('listProjects')).toBe(0);
   });
 
   it('allowInsecureHttp: true is accepted, and validate warns about it with file:line (text and json)', async () => {
     const path = await cli.writePolicy({
-      extraBackends: '  vault-remote: { kind: vault, address: "http://vault.example.com:8200", allowInsecureHttp: true, auth: { method: token, token: env:VAULT_TOKEN } }\n',
+      extraBackends:
+        '  vault-remote: { kind: vault, address: "http://vault.example.com:8200", allowInsecureHttp: true, auth: { method: token, token: env:VAULT_TOKEN } }\n',
     });
     const line = (await readFile(path, 'utf8')).split('\n').findIndex((l) => l.includes('vault-remote:')) + 1;
     const warning = `policy.yaml:${line} backends.vault-remote.allowInsecureHttp: is true: address uses plain http:// to "vault.example.com", so credentials and secrets sent there cross the network in clear`;
@@ -82,8 +93,11 @@ describe('keyroll validate', () => {
     expect(text.stdout.split('\n')).toContain(`warn  ${warning}`);
     const json = await cli.run(['validate', '-p', 'policy.yaml', '--offline', '-o', 'json']);
     expect(json.code).toBe(0);
-    const warnings = (JSON.parse(json.stdout) as { warnings: { file: string; line: number; path: string }[] }).warnings;
-    expect(warnings).toEqual([expect.objectContaining({ file: 'policy.yaml', line, path: 'backends.vault-remote.allowInsecureHttp' })]);
+    const warnings = (JSON.parse(json.stdout) as { warnings: { file: string; line: number; path: string }[] })
+      .warnings;
+    expect(warnings).toEqual([
+      expect.objectContaining({ file: 'policy.yaml', line, path: 'backends.vault-remote.allowInsecureHttp' }),
+    ]);
   });
 
   it('an unreachable destination exits 1 and names the backend, the path and the error code', async () => {
@@ -92,11 +106,21 @@ describe('keyroll validate', () => {
       extraKeys: `  - id: key_demo_legacy\n    organization: ${ORG}\n    destinations: [{ backend: vault-down, path: apps/legacy }]\n`,
     });
     cli.alsoSecret('vault-token-for-a-server-that-is-down');
-    const result = await cli.run(['validate', '-p', 'policy.yaml', '-o', 'json'], { env: { VAULT_TOKEN: 'vault-token-for-a-server-that-is-down' } });
+    const result = await cli.run(['validate', '-p', 'policy.yaml', '-o', 'json'], {
+      env: { VAULT_TOKEN: 'vault-token-for-a-server-that-is-down' },
+    });
     expect(result.code).toBe(1);
-    const checks = (JSON.parse(result.stdout) as { checks: { check: string; ok: boolean; errorCode?: string; detail?: string }[] }).checks;
+    const checks = (
+      JSON.parse(result.stdout) as {
+        checks: { check: string; ok: boolean; errorCode?: string; detail?: string }[];
+      }
+    ).checks;
     expect(checks.filter((c) => !c.ok)).toEqual([
-      expect.objectContaining({ check: 'destination vault-down:apps/legacy', errorCode: 'KR_BACKEND_UNAVAILABLE', detail: expect.stringContaining('key_demo_legacy') as unknown }),
+      expect.objectContaining({
+        check: 'destination vault-down:apps/legacy',
+        errorCode: 'KR_BACKEND_UNAVAILABLE',
+        detail: expect.stringContaining('key_demo_legacy') as unknown,
+      }),
     ]);
     expect(checks.filter((c) => c.ok)).toHaveLength(5);
     expect(cli.emulator.state.totalRolls()).toBe(0);
@@ -110,16 +134,22 @@ describe('keyroll validate', () => {
     await cli.writePolicy({
       credential: `{ type: oauth2, tokenUrl: "${cli.emulator.url}/oauth/token", clientId: demo-keyroll-client, clientSecret: env:KEYROLL_OAUTH_SECRET }`,
     });
-    const result = await cli.run(['validate', '-p', 'policy.yaml'], { env: { KEYROLL_OAUTH_SECRET: 'not-the-client-secret' } });
+    const result = await cli.run(['validate', '-p', 'policy.yaml'], {
+      env: { KEYROLL_OAUTH_SECRET: 'not-the-client-secret' },
+    });
     expect(result.stdout).toMatch(/^FAIL\s+api credential oauth2 client demo-keyroll-client/m);
     expect(result.code).toBe(3);
   });
 
-  it("a refused API credential exits 3 and says which credential to check", async () => {
+  it('a refused API credential exits 3 and says which credential to check', async () => {
     await cli.writePolicy();
-    const result = await cli.run(['validate', '-p', 'policy.yaml'], { env: { KEYROLL_API_TOKEN: 'expired-or-wrong' } });
+    const result = await cli.run(['validate', '-p', 'policy.yaml'], {
+      env: { KEYROLL_API_TOKEN: 'expired-or-wrong' },
+    });
     expect(result.code).toBe(3);
-    expect(result.stdout).toMatch(/^FAIL\s+api credential env:KEYROLL_API_TOKEN — refused \(401\): check that it is set, valid and not expired \[KR_API_UNAUTHORIZED\]$/m);
+    expect(result.stdout).toMatch(
+      /^FAIL\s+api credential env:KEYROLL_API_TOKEN — refused \(401\): check that it is set, valid and not expired \[KR_API_UNAUTHORIZED\]$/m,
+    );
     expect(cli.emulator.state.totalRolls()).toBe(0);
   });
 });

@@ -22,7 +22,10 @@ afterEach(async () => {
   await bench.close();
 });
 
-async function get(url: string, init: RequestInit = {}): Promise<{ status: number; type: string | null; text: string }> {
+async function get(
+  url: string,
+  init: RequestInit = {},
+): Promise<{ status: number; type: string | null; text: string }> {
   const response = await fetch(url, init);
   return { status: response.status, type: response.headers.get('content-type'), text: await response.text() };
 }
@@ -31,7 +34,15 @@ describe('/healthz and /readyz', () => {
   it('/healthz is 200 at once; /readyz turns 200 only after every destination passed preflight', async () => {
     const gate = createGate();
     const daemon = await bench.start({
-      runtime: { wrapBackend: (_name, backend) => wrapBackend(backend, { preflight: async (next) => { await gate.wait(); return next(); } }) },
+      runtime: {
+        wrapBackend: (_name, backend) =>
+          wrapBackend(backend, {
+            preflight: async (next) => {
+              await gate.wait();
+              return next();
+            },
+          }),
+      },
     });
     await gate.reached;
     expect((await get(`${daemon.url}/healthz`)).status).toBe(200);
@@ -53,8 +64,11 @@ describe('/healthz and /readyz', () => {
     const failing = await get(`${daemon.url}/readyz`);
     expect(failing.status).toBe(503);
     expect(JSON.parse(failing.text)).toEqual({ status: 'not-ready' });
-    for (const detail of [KEY, 'files', bench.policyFile, bench.secretsDir, 'KR_']) expect(failing.text).not.toContain(detail);
-    expect(bench.events('daemon.preflight.failed')).toEqual([expect.objectContaining({ backend: 'files', path: `${KEY}.json` })]);
+    for (const detail of [KEY, 'files', bench.policyFile, bench.secretsDir, 'KR_'])
+      expect(failing.text).not.toContain(detail);
+    expect(bench.events('daemon.preflight.failed')).toEqual([
+      expect.objectContaining({ backend: 'files', path: `${KEY}.json` }),
+    ]);
 
     await rm(bench.secretsDir);
     await daemon.sweep();
@@ -62,8 +76,17 @@ describe('/healthz and /readyz', () => {
   });
 
   it('/readyz is 503 while the backend refuses preflight; /healthz stays 200 and nothing is rolled', async () => {
-    const down = new BackendError('KR_BACKEND_UNAVAILABLE', 'injected: backend down', { backend: 'files', kind: 'file', operation: 'preflight', path: `${KEY}.json` });
-    const daemon = await bench.start({ runtime: { wrapBackend: (_name, backend) => wrapBackend(backend, { preflight: () => Promise.reject(down) }) } });
+    const down = new BackendError('KR_BACKEND_UNAVAILABLE', 'injected: backend down', {
+      backend: 'files',
+      kind: 'file',
+      operation: 'preflight',
+      path: `${KEY}.json`,
+    });
+    const daemon = await bench.start({
+      runtime: {
+        wrapBackend: (_name, backend) => wrapBackend(backend, { preflight: () => Promise.reject(down) }),
+      },
+    });
     await daemon.idle();
     expect((await get(`${daemon.url}/readyz`)).status).toBe(503);
     expect((await get(`${daemon.url}/healthz`)).status).toBe(200);
@@ -94,7 +117,9 @@ describe('/metrics', () => {
       expect(metrics.text).toContain(`keyroll_rotation_step_duration_seconds_count{step="${step}"} 1`);
     }
     expect(metrics.text).toContain('keyroll_secret_exposure_window_seconds_count 1');
-    expect(metrics.text).toMatch(new RegExp(`keyroll_key_last_rotation_timestamp_seconds\\{key_id="${KEY}"\\} \\d+`));
+    expect(metrics.text).toMatch(
+      new RegExp(`keyroll_key_last_rotation_timestamp_seconds\\{key_id="${KEY}"\\} \\d+`),
+    );
     expect(metrics.text).toContain('keyroll_keys_overdue 0');
     expect(metrics.text).toContain('# TYPE keyroll_alerts_total counter');
     // The first failure of each result, reason and sink must be an increase from 0 to Prometheus.
@@ -111,7 +136,9 @@ describe('/metrics', () => {
     const second = await bench.start({ metricsTokenRef: 'env:KEYROLL_METRICS_TOKEN' });
     await second.idle();
     const text = (await get(`${second.url}/metrics`, withToken)).text;
-    const match = new RegExp(`keyroll_key_last_rotation_timestamp_seconds\\{key_id="${KEY}"\\} (\\d+(?:\\.\\d+)?)`).exec(text);
+    const match = new RegExp(
+      `keyroll_key_last_rotation_timestamp_seconds\\{key_id="${KEY}"\\} (\\d+(?:\\.\\d+)?)`,
+    ).exec(text);
     expect(Number(match?.[1])).toBeCloseTo(Date.parse(rotatedAt) / 1000, 0);
     // Nothing rotated by this daemon: every count is still 0.
     expect(text).not.toMatch(/keyroll_rotations_total\{[^}]*\} [1-9]/);
@@ -138,7 +165,9 @@ describe('/metrics without the token', () => {
   it('refuses a wrong token (401) rather than answer with less', async () => {
     const daemon = await bench.start({ metricsTokenRef: 'env:KEYROLL_METRICS_TOKEN' });
     await daemon.idle();
-    const wrong = await get(`${daemon.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}x` } });
+    const wrong = await get(`${daemon.url}/metrics`, {
+      headers: { authorization: `Bearer ${METRICS_TOKEN}x` },
+    });
     expect(wrong.status).toBe(401);
     expect(wrong.text).not.toContain(KEY);
   });
@@ -168,23 +197,27 @@ function open(url: string): Promise<Socket> {
   });
 }
 
-describe('the HTTP server\'s limits', () => {
+describe("the HTTP server's limits", () => {
   // The bound is generous (the daemon's limits here are well under a second); before, node:http
   // swept its connections every 30 s, so these sockets stayed open for about 38 s.
-  it('closes a request whose headers never end, a body that never ends, and a connection that sends nothing', { timeout: 15_000 }, async () => {
-    const daemon = await bench.start({ http: { headersTimeoutMs: 300, requestTimeoutMs: 600 } });
-    await daemon.idle();
-    const headers = await open(daemon.url);
-    const headersClosed = closed(headers);
-    headers.write('GET /healthz HTTP/1.1\r\nHost: keyroll\r\n');
-    const body = await open(daemon.url);
-    const bodyClosed = closed(body);
-    body.write('POST /v1/rotations HTTP/1.1\r\nHost: keyroll\r\nContent-Length: 100\r\n\r\n{"keys":');
-    const silent = await open(daemon.url);
-    const silentClosed = closed(silent);
-    await Promise.all([headersClosed, bodyClosed, silentClosed]);
-    expect(headers.destroyed && body.destroyed && silent.destroyed).toBe(true);
-  });
+  it(
+    'closes a request whose headers never end, a body that never ends, and a connection that sends nothing',
+    { timeout: 15_000 },
+    async () => {
+      const daemon = await bench.start({ http: { headersTimeoutMs: 300, requestTimeoutMs: 600 } });
+      await daemon.idle();
+      const headers = await open(daemon.url);
+      const headersClosed = closed(headers);
+      headers.write('GET /healthz HTTP/1.1\r\nHost: keyroll\r\n');
+      const body = await open(daemon.url);
+      const bodyClosed = closed(body);
+      body.write('POST /v1/rotations HTTP/1.1\r\nHost: keyroll\r\nContent-Length: 100\r\n\r\n{"keys":');
+      const silent = await open(daemon.url);
+      const silentClosed = closed(silent);
+      await Promise.all([headersClosed, bodyClosed, silentClosed]);
+      expect(headers.destroyed && body.destroyed && silent.destroyed).toBe(true);
+    },
+  );
 
   it('closes connections past the cap at once, and serves again when one is freed', async () => {
     const daemon = await bench.start({ http: { maxConnections: 2, keepAliveTimeoutMs: 60_000 } });

@@ -36,13 +36,20 @@ async function leaderGauge(url: string): Promise<string | undefined> {
 /** Another replica holding the Lease, renewing it every few ms until `stop`. */
 function otherLeader(store: MemoryLeaseStore): { stop: () => void } {
   const renew = (): void => {
-    store.write({ holderIdentity: 'keyroll-other', leaseDurationSeconds: 1, renewTime: new Date(), leaseTransitions: 0 });
+    store.write({
+      holderIdentity: 'keyroll-other',
+      leaseDurationSeconds: 1,
+      renewTime: new Date(),
+      leaseTransitions: 0,
+    });
   };
   renew();
   const timer = setInterval(renew, 20);
-  return { stop: () => {
-    clearInterval(timer);
-  } };
+  return {
+    stop: () => {
+      clearInterval(timer);
+    },
+  };
 }
 
 describe('the daemon with a Lease', () => {
@@ -51,14 +58,19 @@ describe('the daemon with a Lease', () => {
     const store = new MemoryLeaseStore();
     const other = otherLeader(store);
     try {
-      const daemon = await bench.start({ triggerKeys: TRIGGER_KEYS, leaderElection: { store, identity: 'keyroll-a', timings: TIMINGS } });
+      const daemon = await bench.start({
+        triggerKeys: TRIGGER_KEYS,
+        leaderElection: { store, identity: 'keyroll-a', timings: TIMINGS },
+      });
       await daemon.idle();
       await daemon.sweep();
       // The key is due (never rotated), but only the leader sweeps.
       expect(bench.emulator.state.rollCount(KEY)).toBe(0);
       expect(await leaderGauge(daemon.url)).toBe('0');
       expect(bench.events('leader.elected')).toEqual([]);
-      const answer = await postTrigger(daemon, { body: JSON.stringify({ keys: [KEY], reason: 'leak', actor: 'alice' }) });
+      const answer = await postTrigger(daemon, {
+        body: JSON.stringify({ keys: [KEY], reason: 'leak', actor: 'alice' }),
+      });
       expect(answer.status).toBeLessThan(300);
       await daemon.idle();
       expect(bench.emulator.state.rollCount(KEY)).toBe(1);
@@ -77,9 +89,16 @@ describe('the daemon with a Lease', () => {
     expect(bench.emulator.state.rollCount(KEY)).toBe(0);
     other.stop();
     await until(() => bench.events('leader.elected').length === 1, 'keyroll-a leads');
-    await until(() => bench.emulator.state.rollCount(KEY) === 1, 'the sweep after the election rotates the due key');
+    await until(
+      () => bench.emulator.state.rollCount(KEY) === 1,
+      'the sweep after the election rotates the due key',
+    );
     await daemon.idle();
-    expect(bench.events('leader.elected')[0]).toMatchObject({ identity: 'keyroll-a', lease: 'test/keyroll-leader', transitions: 1 });
+    expect(bench.events('leader.elected')[0]).toMatchObject({
+      identity: 'keyroll-a',
+      lease: 'test/keyroll-leader',
+      transitions: 1,
+    });
     expect(store.record?.holderIdentity).toBe('keyroll-a');
     expect(await leaderGauge(daemon.url)).toBe('1');
   });
@@ -93,8 +112,15 @@ describe('the daemon with a Lease', () => {
     await daemon.idle();
     store.cut = true;
     await until(() => bench.events('leader.lost').length === 1, 'keyroll-a stops leading');
-    expect(bench.events('leader.lost')[0]).toMatchObject({ identity: 'keyroll-a', why: 'renew-deadline', errorCode: 'KR_LEADER_UNREACHABLE' });
-    expect(bench.events('leader.failed')[0]).toMatchObject({ leading: true, errorCode: 'KR_LEADER_UNREACHABLE' });
+    expect(bench.events('leader.lost')[0]).toMatchObject({
+      identity: 'keyroll-a',
+      why: 'renew-deadline',
+      errorCode: 'KR_LEADER_UNREACHABLE',
+    });
+    expect(bench.events('leader.failed')[0]).toMatchObject({
+      leading: true,
+      errorCode: 'KR_LEADER_UNREACHABLE',
+    });
     expect(await leaderGauge(daemon.url)).toBe('0');
     // A force rotation would be due at once; as a follower the daemon must not start it.
     await bench.writePolicy(keyYaml(KEY, 'maxAge: 1ms'));

@@ -4,7 +4,15 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { Backend } from '../../src/backends/types.ts';
 import { wrapBackend } from '../rotation/harness.ts';
-import { createGate, keyYaml, postTrigger, startDaemonBench, TRIGGER_KEYS, type DaemonBench, type Gate } from './support.ts';
+import {
+  createGate,
+  keyYaml,
+  postTrigger,
+  startDaemonBench,
+  TRIGGER_KEYS,
+  type DaemonBench,
+  type Gate,
+} from './support.ts';
 
 const KEY = 'key_demo_billing';
 let bench: DaemonBench;
@@ -40,7 +48,9 @@ describe('one rotation per key at a time', () => {
   it('a trigger for a key mid-rotation is accepted at once and rotates it right after', async () => {
     const daemon = await bench.start({ triggerKeys: TRIGGER_KEYS, runtime: { wrapBackend: holdFirstStore } });
     await gate.reached;
-    const answer = await postTrigger(daemon, { body: JSON.stringify({ keys: [KEY], reason: 'leak', actor: 'alice' }) });
+    const answer = await postTrigger(daemon, {
+      body: JSON.stringify({ keys: [KEY], reason: 'leak', actor: 'alice' }),
+    });
     expect(answer.status).toBe(202);
     expect(bench.emulator.state.rollCount(KEY)).toBe(1);
 
@@ -54,11 +64,16 @@ describe('one rotation per key at a time', () => {
   });
 
   it('a schedule tick that finds its key still rotating skips it and says so', async () => {
-    vi.useFakeTimers({ now: new Date('2030-01-07T02:59:59Z'), toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+    vi.useFakeTimers({
+      now: new Date('2030-01-07T02:59:59Z'),
+      toFake: ['setTimeout', 'clearTimeout', 'Date'],
+    });
     const daemon = await bench.start({ runtime: { wrapBackend: holdFirstStore } });
     await gate.reached;
     await vi.advanceTimersByTimeAsync(1_000);
-    expect(bench.events('key.skipped')).toEqual([expect.objectContaining({ keyId: KEY, why: 'in-flight', schedule: '0 3 * * *' })]);
+    expect(bench.events('key.skipped')).toEqual([
+      expect.objectContaining({ keyId: KEY, why: 'in-flight', schedule: '0 3 * * *' }),
+    ]);
     gate.open();
     await daemon.idle();
     expect(bench.emulator.state.rollCount(KEY)).toBe(1);

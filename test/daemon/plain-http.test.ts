@@ -33,15 +33,25 @@ describe('daemon: endpoints opted into plain HTTP', () => {
     const lines: string[] = [];
     const daemon = await bench.start({ warn: (line) => lines.push(line) });
     await daemon.idle();
-    expect(lines).toEqual(['keyroll: warning: alerts.sinks.hook.url uses plain http:// to "hooks.example.net" (allowInsecureHttp: true): credentials and secrets sent there cross the network in clear\n']);
-    expect(bench.events('policy.plain_http')).toEqual([expect.objectContaining({ endpoint: 'alerts.sinks.hook.url', host: 'hooks.example.net', level: 'warn' })]);
+    expect(lines).toEqual([
+      'keyroll: warning: alerts.sinks.hook.url uses plain http:// to "hooks.example.net" (allowInsecureHttp: true): credentials and secrets sent there cross the network in clear\n',
+    ]);
+    expect(bench.events('policy.plain_http')).toEqual([
+      expect.objectContaining({
+        endpoint: 'alerts.sinks.hook.url',
+        host: 'hooks.example.net',
+        level: 'warn',
+      }),
+    ]);
     expectNoSecrets([JSON.stringify(bench.audit.lines)], [TOKEN_IN_URL]);
 
     // A reload repeats nothing it said, and names what the new policy adds (a reference by its name).
     await bench.writePolicyText(policyWithSinks(hook + slack));
     expect(await daemon.reload()).toMatchObject({ ok: true });
     expect(lines).toHaveLength(2);
-    expect(lines[1]).toBe('keyroll: warning: alerts.sinks.chat.webhookUrl is read from env:KEYROLL_SLACK_URL and may use plain http:// to another machine (allowInsecureHttp: true): credentials and secrets sent there cross the network in clear\n');
+    expect(lines[1]).toBe(
+      'keyroll: warning: alerts.sinks.chat.webhookUrl is read from env:KEYROLL_SLACK_URL and may use plain http:// to another machine (allowInsecureHttp: true): credentials and secrets sent there cross the network in clear\n',
+    );
     expect(bench.events('policy.plain_http').map((e) => [e.endpoint, e.host, e.ref])).toEqual([
       ['alerts.sinks.hook.url', 'hooks.example.net', undefined],
       ['alerts.sinks.chat.webhookUrl', undefined, 'env:KEYROLL_SLACK_URL'],

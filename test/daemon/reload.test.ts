@@ -27,7 +27,10 @@ async function advance(ms: number, daemon: Daemon): Promise<void> {
 describe('daemon reload', () => {
   it('an invalid policy keeps the old one and its schedules, is audited with file:line, and alerts', async () => {
     await bench.writePolicy(keyYaml(BILLING, 'schedule: "0 3 * * *"'));
-    vi.useFakeTimers({ now: new Date('2030-01-07T01:00:00Z'), toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
+    vi.useFakeTimers({
+      now: new Date('2030-01-07T01:00:00Z'),
+      toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'],
+    });
     const daemon = await bench.start();
     await daemon.idle();
     const before = daemon.schedules();
@@ -35,9 +38,15 @@ describe('daemon reload', () => {
     await bench.writePolicy(keyYaml(BILLING, 'schedule: "not a cron"'));
     const result = await daemon.reload();
     expect(result).toMatchObject({ ok: false, errorCode: 'KR_POLICY_INVALID' });
-    expect(!result.ok && result.error).toMatch(/policy\.yaml:\d+ keys\[0\]\.schedule: "not a cron" is not a cron expression/);
-    expect(bench.events('policy.reload_failed')).toEqual([expect.objectContaining({ file: bench.policyFile, errorCode: 'KR_POLICY_INVALID' })]);
-    expect(bench.alerter.alerts.map((a) => a.alert)).toEqual([expect.objectContaining({ severity: 'error', step: 'reload', errorCode: 'KR_POLICY_INVALID' })]);
+    expect(!result.ok && result.error).toMatch(
+      /policy\.yaml:\d+ keys\[0\]\.schedule: "not a cron" is not a cron expression/,
+    );
+    expect(bench.events('policy.reload_failed')).toEqual([
+      expect.objectContaining({ file: bench.policyFile, errorCode: 'KR_POLICY_INVALID' }),
+    ]);
+    expect(bench.alerter.alerts.map((a) => a.alert)).toEqual([
+      expect.objectContaining({ severity: 'error', step: 'reload', errorCode: 'KR_POLICY_INVALID' }),
+    ]);
     expect(daemon.schedules()).toEqual(before);
     expect(bench.events('policy.reloaded')).toEqual([]);
 
@@ -65,8 +74,12 @@ describe('daemon reload', () => {
     await bench.writePolicy(keyYaml(SEARCH, 'schedule: "30 2 * * *"\ntimezone: Europe/Berlin'));
     expect(await daemon.reload()).toEqual({ ok: true, keys: 1 });
     await daemon.idle();
-    expect(daemon.schedules()).toEqual([expect.objectContaining({ pattern: '30 2 * * *', timezone: 'Europe/Berlin', keyIds: [SEARCH] })]);
-    expect(bench.events('policy.reloaded')).toEqual([expect.objectContaining({ file: bench.policyFile, keys: 1 })]);
+    expect(daemon.schedules()).toEqual([
+      expect.objectContaining({ pattern: '30 2 * * *', timezone: 'Europe/Berlin', keyIds: [SEARCH] }),
+    ]);
+    expect(bench.events('policy.reloaded')).toEqual([
+      expect.objectContaining({ file: bench.policyFile, keys: 1 }),
+    ]);
     // search was never rotated: the sweep after the reload rotates it.
     expect(bench.emulator.state.rollCount(SEARCH)).toBe(1);
     const metrics = await daemon.metrics.registry.metrics();

@@ -14,13 +14,24 @@ describe('parseReplayStore', () => {
   });
 
   it('names the namespace and the ConfigMaps prefix of a kubernetes store, with the loaded client configuration', () => {
-    expect(parseReplayStore('kubernetes:keyroll/keyroll-replay', {}, load)).toEqual({ kind: 'kubernetes', namespace: 'keyroll', prefix: 'keyroll-replay', kubeConfig: config });
+    expect(parseReplayStore('kubernetes:keyroll/keyroll-replay', {}, load)).toEqual({
+      kind: 'kubernetes',
+      namespace: 'keyroll',
+      prefix: 'keyroll-replay',
+      kubeConfig: config,
+    });
   });
 
-  it.each(['', 'kubernetes', 'kubernetes:keyroll', 'kubernetes:/prefix', 'configmap:keyroll/replay', 'kubernetes:Keyroll/replay', 'kubernetes:keyroll/Replay_Records', 'kubernetes:keyroll/a/b'])(
-    'refuses %j as a usage error',
-    (text) => {
-      expect(() => parseReplayStore(text, {}, load)).toThrow(UsageError);
-    },
-  );
+  it.each([
+    '',
+    'kubernetes',
+    'kubernetes:keyroll',
+    'kubernetes:/prefix',
+    'configmap:keyroll/replay',
+    'kubernetes:Keyroll/replay',
+    'kubernetes:keyroll/Replay_Records',
+    'kubernetes:keyroll/a/b',
+  ])('refuses %j as a usage error', (text) => {
+    expect(() => parseReplayStore(text, {}, load)).toThrow(UsageError);
+  });
 });

@@ -21,7 +21,10 @@ afterEach(async () => {
 
 /** Fake setTimeout/Date only: sockets, fs and promises stay real, so the emulator and files work. */
 function useFakeClock(at: string): void {
-  vi.useFakeTimers({ now: new Date(at), toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
+  vi.useFakeTimers({
+    now: new Date(at),
+    toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'],
+  });
 }
 
 async function advance(ms: number, daemon: Daemon): Promise<void> {
@@ -37,7 +40,9 @@ describe('daemon schedules', () => {
     await daemon.idle();
     // Never rotated by keyroll: the first sweep rotates it at once (its age is unknown).
     expect(bench.emulator.state.rollCount(KEY)).toBe(1);
-    expect(daemon.schedules()).toEqual([{ pattern: '0 3 * * *', timezone: 'UTC', keyIds: [KEY], nextRunAt: '2030-01-07T03:00:00.000Z' }]);
+    expect(daemon.schedules()).toEqual([
+      { pattern: '0 3 * * *', timezone: 'UTC', keyIds: [KEY], nextRunAt: '2030-01-07T03:00:00.000Z' },
+    ]);
 
     vi.setSystemTime(new Date('2030-01-07T02:59:00Z'));
     await advance(59_999, daemon);

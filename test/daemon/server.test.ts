@@ -14,7 +14,9 @@ describe('parseListenAddress', () => {
 
   it('refuses anything else as a usage error (exit 2)', () => {
     for (const text of ['', 'host', '1.2.3.4:', '1.2.3.4:70000', '::1:8080', 'http://0.0.0.0:8080']) {
-      expect(() => parseListenAddress(text), text).toThrow(expect.objectContaining({ code: 'KR_USAGE' }) as unknown);
+      expect(() => parseListenAddress(text), text).toThrow(
+        expect.objectContaining({ code: 'KR_USAGE' }) as unknown,
+      );
     }
   });
 });

@@ -7,7 +7,15 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { Backend } from '../../src/backends/types.ts';
 import type { Daemon } from '../../src/daemon/daemon.ts';
 import { wrapBackend } from '../rotation/harness.ts';
-import { createGate, keyYaml, postTrigger, startDaemonBench, TRIGGER_KEYS, type DaemonBench, type Gate } from './support.ts';
+import {
+  createGate,
+  keyYaml,
+  postTrigger,
+  startDaemonBench,
+  TRIGGER_KEYS,
+  type DaemonBench,
+  type Gate,
+} from './support.ts';
 
 const BILLING = 'key_demo_billing';
 const SEARCH = 'key_demo_search';
@@ -26,7 +34,9 @@ const holdBillingStore = (_name: string, backend: Backend): Backend =>
 beforeEach(async () => {
   bench = await startDaemonBench();
   gate = createGate();
-  await bench.writePolicy(keyYaml(BILLING, 'schedule: "0 3 * * 1"') + keyYaml(SEARCH, 'schedule: "0 3 * * 1"'));
+  await bench.writePolicy(
+    keyYaml(BILLING, 'schedule: "0 3 * * 1"') + keyYaml(SEARCH, 'schedule: "0 3 * * 1"'),
+  );
 });
 
 afterEach(async () => {
@@ -37,7 +47,11 @@ afterEach(async () => {
 
 async function startPausedAtStore(graceMs: number): Promise<Daemon> {
   // The first sweep rotates both never-rotated keys, one at a time: billing first.
-  const daemon = await bench.start({ graceMs, triggerKeys: TRIGGER_KEYS, runtime: { wrapBackend: holdBillingStore } });
+  const daemon = await bench.start({
+    graceMs,
+    triggerKeys: TRIGGER_KEYS,
+    runtime: { wrapBackend: holdBillingStore },
+  });
   await gate.reached;
   expect(bench.emulator.state.rollCount(BILLING)).toBe(1);
   return daemon;
@@ -51,9 +65,13 @@ describe('daemon shutdown', () => {
     expect(daemon.readiness()).toEqual({ state: 'shutting-down' });
     expect((await fetch(`${daemon.url}/readyz`)).status).toBe(503);
     expect((await fetch(`${daemon.url}/healthz`)).status).toBe(200);
-    expect(await postTrigger(daemon, { body: JSON.stringify({ keys: [SEARCH], reason: 'leak', actor: 'alice' }) })).toMatchObject({ status: 503, json: { error: { code: 'shutting-down' } } });
+    expect(
+      await postTrigger(daemon, { body: JSON.stringify({ keys: [SEARCH], reason: 'leak', actor: 'alice' }) }),
+    ).toMatchObject({ status: 503, json: { error: { code: 'shutting-down' } } });
     expect(daemon.schedules().map((schedule) => schedule.nextRunAt)).toEqual([null]);
-    expect(bench.events('daemon.stopping')).toEqual([expect.objectContaining({ signal: 'SIGTERM', inFlight: [BILLING] })]);
+    expect(bench.events('daemon.stopping')).toEqual([
+      expect.objectContaining({ signal: 'SIGTERM', inFlight: [BILLING] }),
+    ]);
 
     gate.open();
     expect(await stopping).toEqual({ exitCode: 0, unfinished: [] });
@@ -61,7 +79,9 @@ describe('daemon shutdown', () => {
     expect(bench.events('key.succeeded').map((e) => e.keyId)).toEqual([BILLING]);
     // search was not started once shutdown began.
     expect(bench.emulator.state.rollCount(SEARCH)).toBe(0);
-    expect(bench.events('daemon.stopped')).toEqual([expect.objectContaining({ exitCode: 0, unfinished: [] })]);
+    expect(bench.events('daemon.stopped')).toEqual([
+      expect.objectContaining({ exitCode: 0, unfinished: [] }),
+    ]);
     await expect(fetch(`${daemon.url}/healthz`)).rejects.toThrow();
   });
 
@@ -71,8 +91,12 @@ describe('daemon shutdown', () => {
     const stopping = daemon.shutdown('SIGTERM');
     await vi.advanceTimersByTimeAsync(10_000);
     expect(await stopping).toEqual({ exitCode: 3, unfinished: [BILLING] });
-    expect(bench.events('daemon.grace_expired')).toEqual([expect.objectContaining({ inFlight: [BILLING], graceMs: 10_000 })]);
-    expect(bench.events('daemon.stopped')).toEqual([expect.objectContaining({ exitCode: 3, unfinished: [BILLING] })]);
+    expect(bench.events('daemon.grace_expired')).toEqual([
+      expect.objectContaining({ inFlight: [BILLING], graceMs: 10_000 }),
+    ]);
+    expect(bench.events('daemon.stopped')).toEqual([
+      expect.objectContaining({ exitCode: 3, unfinished: [BILLING] }),
+    ]);
 
     // The CLI exits here; in-process the runtime stays open for the write, which still completes.
     vi.useRealTimers();

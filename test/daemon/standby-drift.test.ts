@@ -33,7 +33,10 @@ function entryYaml(): string {
 describe('daemon sweep: a dead standby', () => {
   it('is found by the next sweep, alerted, and rolled as the standby; the active slot is not rolled', async () => {
     await bench.writePolicyText(policyYaml(bench.emulator.url, bench.secretsDir, entryYaml()));
-    vi.useFakeTimers({ now: new Date('2030-01-07T00:00:00Z'), toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
+    vi.useFakeTimers({
+      now: new Date('2030-01-07T00:00:00Z'),
+      toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'],
+    });
     const daemon = await bench.start();
     await daemon.idle();
     // Two alternations: B, then A. A is active; the value kept before it is B's.
@@ -46,7 +49,9 @@ describe('daemon sweep: a dead standby', () => {
     vi.setSystemTime(new Date('2030-01-07T05:20:00Z'));
     await daemon.sweep();
     await daemon.idle();
-    expect(bench.alerter.alerts.map(({ alert }) => [alert.errorCode, alert.severity])).toEqual([['KR_DRIFT_STANDBY_DEAD', 'error']]);
+    expect(bench.alerter.alerts.map(({ alert }) => [alert.errorCode, alert.severity])).toEqual([
+      ['KR_DRIFT_STANDBY_DEAD', 'error'],
+    ]);
     expect([bench.emulator.state.rollCount(SLOT_A), bench.emulator.state.rollCount(SLOT_B)]).toEqual([1, 3]);
     expect(bench.events('key.succeeded')).toHaveLength(3);
     expect(bench.emulator.state.isLiveSecret(SLOT_B, await bench.storedSecret(ENTRY))).toBe(true);

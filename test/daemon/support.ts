@@ -108,7 +108,11 @@ export async function startDaemonBench(emulatorOptions: StartEmulatorOptions = {
         checkIntervalMs: 24 * 3600_000,
         concurrency: 1,
         stateDir,
-        env: { KEYROLL_TRIGGER_KEY_ALICE: TRIGGER_SECRET, KEYROLL_TRIGGER_KEY_BOB: BOB_TRIGGER_SECRET, KEYROLL_METRICS_TOKEN: METRICS_TOKEN },
+        env: {
+          KEYROLL_TRIGGER_KEY_ALICE: TRIGGER_SECRET,
+          KEYROLL_TRIGGER_KEY_BOB: BOB_TRIGGER_SECRET,
+          KEYROLL_METRICS_TOKEN: METRICS_TOKEN,
+        },
         ...options,
         runtime: {
           credentials: staticCredential(new Secret(OWNER_TOKEN), 'test owner token'),
@@ -120,13 +124,17 @@ export async function startDaemonBench(emulatorOptions: StartEmulatorOptions = {
       daemons.push(daemon);
       return daemon;
     },
-    storedSecret: async (keyId) => (JSON.parse(await readFile(join(secretsDir, `${keyId}.json`), 'utf8')) as { apiKey: string }).apiKey,
+    storedSecret: async (keyId) =>
+      (JSON.parse(await readFile(join(secretsDir, `${keyId}.json`), 'utf8')) as { apiKey: string }).apiKey,
     events: (name) => audit.eventsNamed(name),
     // Invariant 3: no minted secret, nor keyroll's token or the trigger secret, in any audit line or alert.
     close: async () => {
       try {
         for (const daemon of daemons) await daemon.shutdown();
-        expectNoSecrets([...audit.lines, ...alerter.alerts.map((a) => JSON.stringify(a))], [...emulator.state.mintedSecrets(), OWNER_TOKEN, TRIGGER_SECRET, BOB_TRIGGER_SECRET, METRICS_TOKEN]);
+        expectNoSecrets(
+          [...audit.lines, ...alerter.alerts.map((a) => JSON.stringify(a))],
+          [...emulator.state.mintedSecrets(), OWNER_TOKEN, TRIGGER_SECRET, BOB_TRIGGER_SECRET, METRICS_TOKEN],
+        );
       } finally {
         await emulator.close();
         await temp.remove();
@@ -153,12 +161,21 @@ export function signedHeaders(request: SignedPost): Record<string, string> {
   const timestamp = request.timestamp ?? Math.floor(Date.now() / 1000);
   const nonce = request.nonce ?? randomBytes(16).toString('hex');
   const secret = request.secret ?? (caller === 'bob' ? BOB_TRIGGER_SECRET : TRIGGER_SECRET);
-  const signature = request.signature ?? signTriggerRequest(new Secret(secret), timestamp, nonce, request.body);
-  return { 'x-keyroll-caller': caller, 'x-keyroll-timestamp': String(timestamp), 'x-keyroll-nonce': nonce, 'x-keyroll-signature': signature };
+  const signature =
+    request.signature ?? signTriggerRequest(new Secret(secret), timestamp, nonce, request.body);
+  return {
+    'x-keyroll-caller': caller,
+    'x-keyroll-timestamp': String(timestamp),
+    'x-keyroll-nonce': nonce,
+    'x-keyroll-signature': signature,
+  };
 }
 
 /** POSTs a trigger request signed like a leak responder's script would. */
-export async function postTrigger(daemon: Daemon, request: SignedPost): Promise<{ status: number; json: Record<string, unknown> }> {
+export async function postTrigger(
+  daemon: Daemon,
+  request: SignedPost,
+): Promise<{ status: number; json: Record<string, unknown> }> {
   const response = await fetch(`${daemon.url}/v1/rotations`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...signedHeaders(request) },

@@ -8,7 +8,10 @@ import { openFileBackend } from '../cli/harness.ts';
 import { keyYaml, METRICS_TOKEN, startDaemonBench, type DaemonBench } from './support.ts';
 
 const KEY = 'key_demo_billing';
-const TARGET: StoreTarget = { path: `${KEY}.json`, shape: { format: 'json', secretField: 'apiKey', fields: ['keyId', 'organizationId', 'rotatedAt'] } };
+const TARGET: StoreTarget = {
+  path: `${KEY}.json`,
+  shape: { format: 'json', secretField: 'apiKey', fields: ['keyId', 'organizationId', 'rotatedAt'] },
+};
 let bench: DaemonBench;
 
 beforeEach(async () => {
@@ -60,9 +63,16 @@ describe('keyroll_keys_drifted', () => {
 
 describe('keyroll_keys_locked and keyroll_key_max_age_seconds', () => {
   it('counts a key whose lock another runner holds, and publishes each key maxAge in seconds', async () => {
-    await bench.writePolicy(keyYaml(KEY, 'maxAge: 30d') + keyYaml('key_demo_search', 'schedule: "0 3 * * 1"'));
+    await bench.writePolicy(
+      keyYaml(KEY, 'maxAge: 30d') + keyYaml('key_demo_search', 'schedule: "0 3 * * 1"'),
+    );
     const backend = await openFileBackend(bench.secretsDir);
-    const held = await backend.acquireLock(TARGET, { owner: 'other-runner', rotationId: 'r-other', ttlMs: 3_600_000, clockSkewMs: 0 });
+    const held = await backend.acquireLock(TARGET, {
+      owner: 'other-runner',
+      rotationId: 'r-other',
+      ttlMs: 3_600_000,
+      clockSkewMs: 0,
+    });
     expect(held.acquired).toBe(true);
     const daemon = await bench.start({ metricsTokenRef: 'env:KEYROLL_METRICS_TOKEN' });
     await daemon.idle();

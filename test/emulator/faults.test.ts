@@ -18,7 +18,10 @@ async function start(options: Parameters<typeof startTestEmulator>[0] = {}): Pro
 /** A roll whose connection is expected to die: resolves to the transport error's code. */
 async function rollExpectingNoAnswer(url: string, keyId: string): Promise<string> {
   try {
-    const res = await request(`${url}/v1/auth/keys/${keyId}/roll`, { method: 'POST', headers: { authorization: `Bearer ${OWNER}` } });
+    const res = await request(`${url}/v1/auth/keys/${keyId}/roll`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${OWNER}` },
+    });
     await res.body.text();
     return `answered ${res.statusCode}`;
   } catch (error) {
@@ -130,14 +133,23 @@ describe('emulator fault injection', () => {
   it('failAfterApply on an update: the change is applied and the answer lost', async () => {
     const { emu, api } = await start();
     emu.faults.inject('updateProject', { kind: 'failAfterApply', then: 'status500' });
-    expectError(await api.updateProject('prj_demo_mobile', OWNER, { description: 'applied' }), 500, 'INTERNAL_ERROR');
+    expectError(
+      await api.updateProject('prj_demo_mobile', OWNER, { description: 'applied' }),
+      500,
+      'INTERNAL_ERROR',
+    );
     expect(emu.state.project('prj_demo_mobile').description).toBe('applied');
   });
 
   it('malformed on roll: applies, then answers the raw body with {{key}} replaced by the new secret', async () => {
     const { emu, api } = await start();
     const before = emu.state.currentSecret('key_demo_billing');
-    emu.faults.inject('roll', { kind: 'malformed', body: '<html>{"data":{"key":"{{key}}"}}', contentType: 'text/html', status: 502 });
+    emu.faults.inject('roll', {
+      kind: 'malformed',
+      body: '<html>{"data":{"key":"{{key}}"}}',
+      contentType: 'text/html',
+      status: 502,
+    });
     const answer = await api.roll('key_demo_billing', OWNER);
     expect(answer.status).toBe(502);
     expect(answer.headers['content-type']).toMatch(/^text\/html/);

@@ -16,7 +16,12 @@ function bucket(): { clock: TestClock; limiter: TokenBucketLimiter } {
   return { clock, limiter: new TokenBucketLimiter(clock.read, 1) };
 }
 
-function takeMany(limiter: TokenBucketLimiter, count: number, bucket = 'principal-rolls', perMinute = RATE): RateVerdict[] {
+function takeMany(
+  limiter: TokenBucketLimiter,
+  count: number,
+  bucket = 'principal-rolls',
+  perMinute = RATE,
+): RateVerdict[] {
   return Array.from({ length: count }, () => limiter.take(bucket, perMinute));
 }
 
@@ -79,7 +84,8 @@ describe('TokenBucketLimiter', () => {
       return seed % n;
     };
     while (clock.now - start < 120_000) {
-      for (let i = next(40) + 1; i > 0; i--) if (limiter.take('principal-rolls', RATE).allowed) allowedAt.push(clock.now);
+      for (let i = next(40) + 1; i > 0; i--)
+        if (limiter.take('principal-rolls', RATE).allowed) allowedAt.push(clock.now);
       clock.advance(next(20));
     }
     const elapsed = clock.now - start;
@@ -90,7 +96,8 @@ describe('TokenBucketLimiter', () => {
       let worst = 0;
       let last = 0;
       for (let first = 0; first < allowedAt.length; first++) {
-        while (last < allowedAt.length && (allowedAt[last] ?? Infinity) <= (allowedAt[first] ?? 0) + spanMs) last++;
+        while (last < allowedAt.length && (allowedAt[last] ?? Infinity) <= (allowedAt[first] ?? 0) + spanMs)
+          last++;
         worst = Math.max(worst, last - first);
       }
       expect(worst, `span ${String(spanMs)}`).toBeLessThanOrEqual(100 + (RATE * spanMs) / 60_000);
@@ -126,7 +133,11 @@ describe('TokenBucketLimiter', () => {
  * Sends `count` calls through keyroll's RateLimiter on a fake clock, delays each by `latencyMs(i)`
  * and lets the emulator's bucket (1 s burst) judge them in arrival order; returns the refusals.
  */
-async function refusalsAtArrival(count: number, latencyMs: (index: number) => number, clientBurst?: number): Promise<number> {
+async function refusalsAtArrival(
+  count: number,
+  latencyMs: (index: number) => number,
+  clientBurst?: number,
+): Promise<number> {
   const clock = fakeClock(Date.UTC(2030, 0, 1));
   const client = new RateLimiter({
     perMinute: RATE,
@@ -159,7 +170,7 @@ describe('keyroll paced at the same rate against the token bucket', () => {
     expect(await refusalsAtArrival(1_000, coldThenWarm)).toBe(0);
   });
 
-  it('would meet 429 with a burst as large as the server\'s: the reason the default is half of it', async () => {
+  it("would meet 429 with a burst as large as the server's: the reason the default is half of it", async () => {
     expect(await refusalsAtArrival(1_000, coldThenWarm, 100)).toBeGreaterThan(0);
   });
 });
@@ -208,7 +219,10 @@ describe('emulator with rollRateBurstSeconds', () => {
     const { emu, api, clock } = env;
     clock.advance(20_000);
     const secret = emu.state.currentSecret('key_tiny');
-    expect([(await api.list('?limit=1', secret)).status, (await api.list('?limit=1', secret)).status]).toEqual([200, 200]);
+    expect([
+      (await api.list('?limit=1', secret)).status,
+      (await api.list('?limit=1', secret)).status,
+    ]).toEqual([200, 200]);
     const refused = await api.list('?limit=1', secret);
     expectError(refused, 429, 'RATE_LIMITED');
     expect(refused.headers['retry-after']).toBe('40');

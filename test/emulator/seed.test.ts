@@ -4,7 +4,12 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { EmulatorSeedError } from '../../src/emulator/errors.ts';
-import { DEFAULT_SEED_PATH, loadEmulatorSeed, parseEmulatorSeed, type EmulatorSeed } from '../../src/emulator/seed.ts';
+import {
+  DEFAULT_SEED_PATH,
+  loadEmulatorSeed,
+  parseEmulatorSeed,
+  type EmulatorSeed,
+} from '../../src/emulator/seed.ts';
 import { createTempDir } from '../support/temp-dir.ts';
 import { expectNoSecrets } from '../support/secret-scan.ts';
 
@@ -30,7 +35,9 @@ describe('emulator seed', () => {
     expect(seed.organizations.some((o) => o.downgraded)).toBe(true);
     expect(seed.principals.find((p) => p.token === 'demo-owner-token')?.memberships[0]?.role).toBe('owner');
     expect(seed.principals.some((p) => p.memberships.every((m) => m.role === 'member'))).toBe(true);
-    expect(seed.apiKeys.map((k) => k.id)).toEqual(expect.arrayContaining(['key_demo_billing', 'key_demo_search', 'key_demo_ingest']));
+    expect(seed.apiKeys.map((k) => k.id)).toEqual(
+      expect.arrayContaining(['key_demo_billing', 'key_demo_search', 'key_demo_ingest']),
+    );
     expect(seed.projects.some((p) => p.consentInstanceId !== null)).toBe(true);
   });
 
@@ -50,7 +57,10 @@ describe('emulator seed', () => {
   });
 
   it('refuses an unknown field, naming where it is', () => {
-    const error = seedError({ ...MINIMAL, organizations: [{ id: 'org_a', slug: 'a', name: 'A', plan: 'starter', tier: 'x' }] });
+    const error = seedError({
+      ...MINIMAL,
+      organizations: [{ id: 'org_a', slug: 'a', name: 'A', plan: 'starter', tier: 'x' }],
+    });
     expect(error.code).toBe('KR_EMULATOR_SEED_INVALID');
     expect(error.issues.join('\n')).toMatch(/organizations\.0/);
   });
@@ -70,13 +80,22 @@ describe('emulator seed', () => {
   });
 
   it('refuses two principals sharing a token without quoting the token', () => {
-    const principal = (id: string): object => ({ id, name: id, kind: 'session', token: 'shared-token-value', memberships: [{ organizationId: 'org_a', role: 'owner' }] });
+    const principal = (id: string): object => ({
+      id,
+      name: id,
+      kind: 'session',
+      token: 'shared-token-value',
+      memberships: [{ organizationId: 'org_a', role: 'owner' }],
+    });
     const error = seedError({ ...MINIMAL, principals: [principal('p1'), principal('p2')] });
     expect(error.issues).toEqual(['principals: two principals share a token']);
     expectNoSecrets([error.message], ['shared-token-value']);
   });
 
   it('a missing seed file is a seed error naming the file', async () => {
-    await expect(loadEmulatorSeed('/nonexistent/seed.yaml')).rejects.toMatchObject({ code: 'KR_EMULATOR_SEED_INVALID', source: '/nonexistent/seed.yaml' });
+    await expect(loadEmulatorSeed('/nonexistent/seed.yaml')).rejects.toMatchObject({
+      code: 'KR_EMULATOR_SEED_INVALID',
+      source: '/nonexistent/seed.yaml',
+    });
   });
 });

@@ -18,7 +18,18 @@ describe('emulator state', () => {
   });
 
   it('seeded keys carry their plan rate; an explicit rate wins', () => {
-    const state = new EmulatorState(parseEmulatorSeed({ ...MINIMAL, apiKeys: [...(MINIMAL.apiKeys ?? []), { id: 'key_old', name: 'old', organizationId: 'org_a', rateLimitPerMinute: 10 }] }, 's'));
+    const state = new EmulatorState(
+      parseEmulatorSeed(
+        {
+          ...MINIMAL,
+          apiKeys: [
+            ...(MINIMAL.apiKeys ?? []),
+            { id: 'key_old', name: 'old', organizationId: 'org_a', rateLimitPerMinute: 10 },
+          ],
+        },
+        's',
+      ),
+    );
     expect(state.apiKey('key_a').rateLimitPerMinute).toBe(600);
     expect(state.apiKey('key_old').rateLimitPerMinute).toBe(10);
   });

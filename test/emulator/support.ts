@@ -67,12 +67,28 @@ export class Api {
     return this.call('GET', `/v1/projects${query}`, token === undefined ? {} : { token });
   }
 
-  updateProject(projectId: string, token: string | undefined, json: unknown, method = 'PATCH'): Promise<Answer> {
-    return this.call(method, `/v1/projects/${projectId}`, { json, ...(token === undefined ? {} : { token }) });
+  updateProject(
+    projectId: string,
+    token: string | undefined,
+    json: unknown,
+    method = 'PATCH',
+  ): Promise<Answer> {
+    return this.call(method, `/v1/projects/${projectId}`, {
+      json,
+      ...(token === undefined ? {} : { token }),
+    });
   }
 
-  updateConsent(projectId: string, token: string | undefined, json: unknown, method = 'PATCH'): Promise<Answer> {
-    return this.call(method, `/v1/projects/${projectId}/consent`, { json, ...(token === undefined ? {} : { token }) });
+  updateConsent(
+    projectId: string,
+    token: string | undefined,
+    json: unknown,
+    method = 'PATCH',
+  ): Promise<Answer> {
+    return this.call(method, `/v1/projects/${projectId}/consent`, {
+      json,
+      ...(token === undefined ? {} : { token }),
+    });
   }
 }
 
@@ -91,7 +107,10 @@ export async function startTestEmulator(options: StartEmulatorOptions = {}): Pro
 /** Asserts the spec's error envelope with the given status and code. */
 export function expectError(answer: Answer, status: number, code: string): void {
   expect({ status: answer.status, code: errorOf(answer).code }).toEqual({ status, code });
-  expect(answer.body).toMatchObject({ success: false, error: { code, message: expect.any(String) as unknown } });
+  expect(answer.body).toMatchObject({
+    success: false,
+    error: { code, message: expect.any(String) as unknown },
+  });
   expect(API_ERROR_CODES).toContain(code);
   expect(String(answer.headers['content-type'])).toMatch(/^application\/json/);
 }

@@ -27,7 +27,10 @@ export interface ArmedFault {
 
 const ROLL_FAULTS: Record<ApiFault, { fault: EmulatorFault; count: number }> = {
   'API 429 with Retry-After': { fault: { kind: 'status', status: 429, retryAfter: '1' }, count: 2 },
-  'API 429 past the run budget': { fault: { kind: 'status', status: 429, retryAfter: '1' }, count: ROLL_ATTEMPTS },
+  'API 429 past the run budget': {
+    fault: { kind: 'status', status: 429, retryAfter: '1' },
+    count: ROLL_ATTEMPTS,
+  },
   'API 500 before applying': { fault: { kind: 'status', status: 500 }, count: 1 },
   'API reset before applying': { fault: { kind: 'drop' }, count: 1 },
   'API 500 after applying': { fault: { kind: 'failAfterApply', then: 'status500' }, count: 1 },
@@ -156,7 +159,8 @@ export const THROTTLED_CALLS = 2;
 /** The next THROTTLED_CALLS calls of the fault's groups are refused, from the step's first backend call on. */
 function armThrottleFault(bench: FaultBench, step: MatrixStep, fault: ThrottleFault): ArmedFault {
   const quota = bench.store.quota;
-  if (quota === undefined) throw new Error(`${fault} needs the AWS quota proxy (startFaultBench('aws', { awsQuotas: true }))`);
+  if (quota === undefined)
+    throw new Error(`${fault} needs the AWS quota proxy (startFaultBench('aws', { awsQuotas: true }))`);
   const groups = THROTTLED_GROUPS[fault];
   quota.resetCounts();
   let armed = false;

@@ -13,7 +13,15 @@ import { startEmulator, type RunningEmulator } from '../../src/emulator/server.t
 import { OWNER_TOKEN, spawnCli, type CliResult } from '../cli/harness.ts';
 import { motoEnv } from '../integration/aws-fixtures.ts';
 import { motoServer, type MotoServer } from '../integration/servers.ts';
-import { ENTRY, SLOT_A, SLOT_B, lossyProxy, pendingVersions, startNativeBench, type NativeBench } from '../support/aws-native-bench.ts';
+import {
+  ENTRY,
+  SLOT_A,
+  SLOT_B,
+  lossyProxy,
+  pendingVersions,
+  startNativeBench,
+  type NativeBench,
+} from '../support/aws-native-bench.ts';
 import { findSecrets } from '../support/secret-scan.ts';
 import { useTempDir } from '../support/temp-dir.ts';
 import { waitFor } from '../support/wait-for.ts';
@@ -61,31 +69,53 @@ async function judge(
   ctx: Pick<TestContext, 'task'>,
   b: NativeBench,
   about: Pick<FaultCase, 'case' | 'fault' | 'step' | 'result'>,
-  expected: { failures: readonly string[]; rolls: number; rollsBefore: number; otherOutput?: readonly string[] },
+  expected: {
+    failures: readonly string[];
+    rolls: number;
+    rollsBefore: number;
+    otherOutput?: readonly string[];
+  },
 ): Promise<NativeVerdict> {
   const problems: string[] = [];
   // Not lost: AWSCURRENT is the live value of its slot, or a critical alert says what to run (every alert has a nextAction).
   const current = await b.value('AWSCURRENT');
   const currentWorks = current !== undefined && emulator.state.isLiveSecret(current.keyId, current.apiKey);
-  const criticalWithAction = b.alerter.alerts.some(({ alert }) => alert.keyId === ENTRY && alert.severity === 'critical');
+  const criticalWithAction = b.alerter.alerts.some(
+    ({ alert }) => alert.keyId === ENTRY && alert.severity === 'critical',
+  );
   const lost = currentWorks || criticalWithAction ? 0 : 1;
   if (lost) problems.push(`AWSCURRENT of ${b.name} does not work and no critical alert says what to run`);
   // A rotation that cannot finish leaves no AWSPENDING to block the next one.
   const pending = pendingVersions(await b.stages());
   if (pending.length > 0 && !criticalWithAction) problems.push(`AWSPENDING left on ${pending.join(', ')}`);
   // Not leaked: every minted secret, in every spelling, in every audit line and alert.
-  const leaks = findSecrets([...b.lines, JSON.stringify(b.alerter.alerts), ...(expected.otherOutput ?? [])], emulator.state.mintedSecrets());
+  const leaks = findSecrets(
+    [...b.lines, JSON.stringify(b.alerter.alerts), ...(expected.otherOutput ?? [])],
+    emulator.state.mintedSecrets(),
+  );
   for (const hit of leaks.hits) problems.push(`secret ${hit.fingerprint} leaked (${hit.form})`);
   // Alerted: one alert per failure, none otherwise.
   const mine = b.alerter.alerts.filter(({ alert }) => alert.keyId === ENTRY).map(({ alert }) => alert);
-  const alerted = expected.failures.filter((code) => mine.filter((alert) => alert.errorCode === code).length === 1).length;
+  const alerted = expected.failures.filter(
+    (code) => mine.filter((alert) => alert.errorCode === code).length === 1,
+  ).length;
   // As judge.ts: the warning that a leftover marker was repaired is news about an earlier failure.
-  const unexpected = mine.filter((alert) => !expected.failures.includes(alert.errorCode) && alert.step !== 'recovery').map((alert) => alert.errorCode);
+  const unexpected = mine
+    .filter((alert) => !expected.failures.includes(alert.errorCode) && alert.step !== 'recovery')
+    .map((alert) => alert.errorCode);
   if (unexpected.length > 0) problems.push(`alerts no failure explains: ${unexpected.join(', ')}`);
   // No double roll.
   const rolls = rollsOf() - expected.rollsBefore;
-  if (rolls !== expected.rolls) problems.push(`the API applied ${String(rolls)} roll(s), the case expects ${String(expected.rolls)}`);
-  recordCase(ctx, { ...about, backend: 'aws', lost, leaked: leaks.leaked, alerted, failures: expected.failures.length });
+  if (rolls !== expected.rolls)
+    problems.push(`the API applied ${String(rolls)} roll(s), the case expects ${String(expected.rolls)}`);
+  recordCase(ctx, {
+    ...about,
+    backend: 'aws',
+    lost,
+    leaked: leaks.leaked,
+    alerted,
+    failures: expected.failures.length,
+  });
   return { lost, leaked: leaks.leaked, alerted, failures: expected.failures.length, problems };
 }
 
@@ -97,7 +127,12 @@ function assertVerdict(verdict: NativeVerdict): void {
 }
 
 /** A fresh two-slot secret in moto, with the API's roll count and AWSCURRENT before the case. */
-async function openCase(ctx: TestContext): Promise<{ server: MotoServer; b: NativeBench; rollsBefore: number; before: Awaited<ReturnType<NativeBench['value']>> }> {
+async function openCase(ctx: TestContext): Promise<{
+  server: MotoServer;
+  b: NativeBench;
+  rollsBefore: number;
+  before: Awaited<ReturnType<NativeBench['value']>>;
+}> {
   const server = motoServer();
   if (!server) return ctx.skip();
   const b = (bench = await startNativeBench(server, emulator));
@@ -116,7 +151,12 @@ describe('fault matrix: AWS-native rotation', () => {
   it('control × the four steps in order: the standby is AWSCURRENT and live, the previous active AWSPREVIOUS and alive, no alert', async (ctx) => {
     const { b, rollsBefore, before } = await openCase(ctx);
     const did = await b.rotate(randomUUID());
-    const verdict = await judge(ctx, b, { case: 'control × four steps in order (aws-native)', fault: 'none', step: 'run', result: 'rotated' }, { failures: [], rolls: 1, rollsBefore });
+    const verdict = await judge(
+      ctx,
+      b,
+      { case: 'control × four steps in order (aws-native)', fault: 'none', step: 'run', result: 'rotated' },
+      { failures: [], rolls: 1, rollsBefore },
+    );
     expect(did).toEqual(ROTATED);
     expect((await b.value('AWSCURRENT'))?.keyId).toBe(SLOT_B);
     expect(await b.value('AWSPREVIOUS')).toEqual(before);
@@ -130,8 +170,27 @@ describe('fault matrix: AWS-native rotation', () => {
     const token = randomUUID();
     const did: string[] = [];
     for (const step of FOUR_STEPS) for (let time = 0; time < 2; time++) did.push(await b.step(step, token));
-    const verdict = await judge(ctx, b, { case: 'every step × repeated (aws-native)', fault: 'AWS retries each step', step: 'run', result: 'rotated' }, { failures: [], rolls: 1, rollsBefore });
-    expect(did).toEqual(['rolled', 'found-pending', 'nothing-to-do', 'nothing-to-do', 'tested', 'tested', 'finished', 'already-current']);
+    const verdict = await judge(
+      ctx,
+      b,
+      {
+        case: 'every step × repeated (aws-native)',
+        fault: 'AWS retries each step',
+        step: 'run',
+        result: 'rotated',
+      },
+      { failures: [], rolls: 1, rollsBefore },
+    );
+    expect(did).toEqual([
+      'rolled',
+      'found-pending',
+      'nothing-to-do',
+      'nothing-to-do',
+      'tested',
+      'tested',
+      'finished',
+      'already-current',
+    ]);
     expect(await b.keyVersions(), 'one new version with a value').toHaveLength(valuesBefore + 1);
     expect((await b.value('AWSCURRENT'))?.keyId).toBe(SLOT_B);
     assertVerdict(verdict);
@@ -143,9 +202,23 @@ describe('fault matrix: AWS-native rotation', () => {
     const { b, rollsBefore, before } = await openCase(ctx);
     const token = randomUUID();
     const early = [await refused(b.step('testSecret', token)), await refused(b.step('finishSecret', token))];
-    const untouched = { current: await b.value('AWSCURRENT'), pending: pendingVersions(await b.stages()), rolls: rollsOf() - rollsBefore };
+    const untouched = {
+      current: await b.value('AWSCURRENT'),
+      pending: pendingVersions(await b.stages()),
+      rolls: rollsOf() - rollsBefore,
+    };
     const did = await b.rotate(token);
-    const verdict = await judge(ctx, b, { case: 'order × test/finish before createSecret (aws-native)', fault: 'events out of order', step: 'run', result: 'rotated' }, { failures: [], rolls: 1, rollsBefore });
+    const verdict = await judge(
+      ctx,
+      b,
+      {
+        case: 'order × test/finish before createSecret (aws-native)',
+        fault: 'events out of order',
+        step: 'run',
+        result: 'rotated',
+      },
+      { failures: [], rolls: 1, rollsBefore },
+    );
     expect(early).toEqual(['KR_NATIVE_NO_PENDING', 'KR_NATIVE_NO_PENDING']);
     expect(untouched).toEqual({ current: before, pending: [], rolls: 0 });
     expect(b.lines.filter((line) => line.includes('"event":"key.failed"'))).toHaveLength(2);
@@ -156,8 +229,22 @@ describe('fault matrix: AWS-native rotation', () => {
   it('order × finishSecret without testSecret: finishes under the lock, a late testSecret still passes', async (ctx) => {
     const { b, rollsBefore } = await openCase(ctx);
     const token = randomUUID();
-    const did = [await b.step('createSecret', token), await b.step('finishSecret', token), await b.step('testSecret', token)];
-    const verdict = await judge(ctx, b, { case: 'order × finishSecret without testSecret (aws-native)', fault: 'events out of order', step: 'finish', result: 'rotated' }, { failures: [], rolls: 1, rollsBefore });
+    const did = [
+      await b.step('createSecret', token),
+      await b.step('finishSecret', token),
+      await b.step('testSecret', token),
+    ];
+    const verdict = await judge(
+      ctx,
+      b,
+      {
+        case: 'order × finishSecret without testSecret (aws-native)',
+        fault: 'events out of order',
+        step: 'finish',
+        result: 'rotated',
+      },
+      { failures: [], rolls: 1, rollsBefore },
+    );
     expect(did).toEqual(['rolled', 'finished', 'tested']);
     expect((await b.value('AWSCURRENT'))?.keyId).toBe(SLOT_B);
     expect(pendingVersions(await b.stages())).toEqual([]);
@@ -176,8 +263,22 @@ describe('fault matrix: AWS-native rotation', () => {
       await proxy.close();
     }
     const valuesAfterPut = (await b.keyVersions()).length;
-    const rest = [await b.step('setSecret', token), await b.step('testSecret', token), await b.step('finishSecret', token)];
-    const verdict = await judge(ctx, b, { case: 'store × AWSPENDING put answer lost (aws-native)', fault: 'backend answer lost after applying', step: 'store', result: 'rotated' }, { failures: [], rolls: 1, rollsBefore });
+    const rest = [
+      await b.step('setSecret', token),
+      await b.step('testSecret', token),
+      await b.step('finishSecret', token),
+    ];
+    const verdict = await judge(
+      ctx,
+      b,
+      {
+        case: 'store × AWSPENDING put answer lost (aws-native)',
+        fault: 'backend answer lost after applying',
+        step: 'store',
+        result: 'rotated',
+      },
+      { failures: [], rolls: 1, rollsBefore },
+    );
     expect(proxy.puts(), 'the put was sent again').toBeGreaterThanOrEqual(2);
     expect(created).toBe('rolled');
     expect(valuesAfterPut, 'one new version with a value').toBe(valuesBefore + 1);
@@ -198,9 +299,20 @@ describe('fault matrix: AWS-native rotation', () => {
     const blocked = pendingVersions(await b.stages());
     const next = await b.rotate(randomUUID());
     // The code of the failed put (a reset connection: a timeout or a network error) is the store alert's.
-    const storeAlert = b.alerter.alerts.find(({ alert }) => alert.step === 'store')?.alert.errorCode ?? 'no store alert';
+    const storeAlert =
+      b.alerter.alerts.find(({ alert }) => alert.step === 'store')?.alert.errorCode ?? 'no store alert';
     // Two rolls: the failed rotation's (its value is nowhere, only the standby), then the next rotation's.
-    const verdict = await judge(ctx, b, { case: 'store × AWSPENDING put never lands (aws-native)', fault: 'backend down', step: 'store', result: 'failed' }, { failures: [storeAlert], rolls: 2, rollsBefore });
+    const verdict = await judge(
+      ctx,
+      b,
+      {
+        case: 'store × AWSPENDING put never lands (aws-native)',
+        fault: 'backend down',
+        step: 'store',
+        result: 'failed',
+      },
+      { failures: [storeAlert], rolls: 2, rollsBefore },
+    );
     expect(failed).not.toMatch(/^did /);
     expect(blocked).toEqual([]);
     expect(next).toEqual(ROTATED);
@@ -218,10 +330,22 @@ describe('fault matrix: AWS-native rotation', () => {
     const lateFinish = await refused(b.step('finishSecret', token));
     const next = await b.rotate(randomUUID());
     // Three rolls: keyroll's, the dashboard's, the next rotation's.
-    const verdict = await judge(ctx, b, { case: 'verify × new value refused at testSecret (aws-native)', fault: 'API refuses the new value', step: 'verify', result: 'failed' }, { failures: ['KR_NATIVE_PENDING_REJECTED'], rolls: 3, rollsBefore });
+    const verdict = await judge(
+      ctx,
+      b,
+      {
+        case: 'verify × new value refused at testSecret (aws-native)',
+        fault: 'API refuses the new value',
+        step: 'verify',
+        result: 'failed',
+      },
+      { failures: ['KR_NATIVE_PENDING_REJECTED'], rolls: 3, rollsBefore },
+    );
     expect(tested).toBe('KR_NATIVE_PENDING_REJECTED');
     expect(afterRefusal).toEqual({ current: before, pending: [] });
-    expect(b.alerter.alerts.find(({ alert }) => alert.errorCode === 'KR_NATIVE_PENDING_REJECTED')?.alert.severity).toBe('error');
+    expect(
+      b.alerter.alerts.find(({ alert }) => alert.errorCode === 'KR_NATIVE_PENDING_REJECTED')?.alert.severity,
+    ).toBe('error');
     expect(lateFinish).toBe('KR_NATIVE_NO_PENDING');
     expect(next).toEqual(ROTATED);
     expect((await b.value('AWSCURRENT'))?.keyId).toBe(SLOT_B);
@@ -235,7 +359,17 @@ describe('fault matrix: AWS-native rotation', () => {
     const did: string[] = [];
     for (const step of FOUR_STEPS) did.push(await b.step(step, token, LATER));
     // The stalled rotation is reported (a warning) when the next one takes it over.
-    const verdict = await judge(ctx, b, { case: 'finish × function timed out between steps (aws-native)', fault: 'process killed', step: 'finish', result: 'recovered' }, { failures: ['KR_RECOVERED_INTENT'], rolls: 2, rollsBefore });
+    const verdict = await judge(
+      ctx,
+      b,
+      {
+        case: 'finish × function timed out between steps (aws-native)',
+        fault: 'process killed',
+        step: 'finish',
+        result: 'recovered',
+      },
+      { failures: ['KR_RECOVERED_INTENT'], rolls: 2, rollsBefore },
+    );
     expect(did).toEqual(ROTATED);
     expect(pendingVersions(await b.stages())).toEqual([]);
     expect((await b.value('AWSCURRENT'))?.keyId).toBe(SLOT_B);
@@ -250,20 +384,27 @@ describe('fault matrix: AWS-native rotation', () => {
     await writeFile(policyFile, JSON.stringify(functionPolicy(b, server.endpoint, server.region)));
     // The API applies the roll and holds its answer: the function dies between the roll and the put.
     emulator.faults.inject('roll', { kind: 'failAfterApply', then: 'hang' }, 1);
-    const child = spawnCli([JSON.stringify({ Step: 'createSecret', SecretId: b.arn, ClientRequestToken: token })], dir.path(), {
-      entry: FUNCTION_ENTRY,
-      env: { ...stringEnv(motoEnv(server)), KEYROLL_POLICY: policyFile, KEYROLL_API_TOKEN: OWNER_TOKEN },
-    });
+    const child = spawnCli(
+      [JSON.stringify({ Step: 'createSecret', SecretId: b.arn, ClientRequestToken: token })],
+      dir.path(),
+      {
+        entry: FUNCTION_ENTRY,
+        env: { ...stringEnv(motoEnv(server)), KEYROLL_POLICY: policyFile, KEYROLL_API_TOKEN: OWNER_TOKEN },
+      },
+    );
     let killed: CliResult;
     try {
       let exited: CliResult | undefined;
       void child.result.then((result) => (exited = result));
       await waitFor(
         () => {
-          if (exited) throw new Error(`the function exited before its roll was applied: ${exited.stderr}${exited.lastLine}`);
+          if (exited)
+            throw new Error(
+              `the function exited before its roll was applied: ${exited.stderr}${exited.lastLine}`,
+            );
           return rollsOf() > rollsBefore;
         },
-        'the function\'s roll applied',
+        "the function's roll applied",
         { intervalMs: 5, timeoutMs: 20_000 },
       );
       child.child.kill('SIGKILL');
@@ -283,13 +424,25 @@ describe('fault matrix: AWS-native rotation', () => {
     const verdict = await judge(
       ctx,
       b,
-      { case: 'roll × function killed after the roll, before the put (aws-native)', fault: 'SIGKILL', step: 'roll', result: 'aborted' },
-      { failures: ['KR_NATIVE_VALUE_LOST'], rolls: 2, rollsBefore, otherOutput: [killed.stdout, killed.stderr] },
+      {
+        case: 'roll × function killed after the roll, before the put (aws-native)',
+        fault: 'SIGKILL',
+        step: 'roll',
+        result: 'aborted',
+      },
+      {
+        failures: ['KR_NATIVE_VALUE_LOST'],
+        rolls: 2,
+        rollsBefore,
+        otherOutput: [killed.stdout, killed.stderr],
+      },
     );
     expect(child.child.signalCode, 'the function died of the kill, mid-step').toBe('SIGKILL');
     expect(atKill).toEqual({ current: before, pending: [] });
     expect(retried).toBe('KR_NATIVE_VALUE_LOST');
-    expect(b.alerter.alerts.find(({ alert }) => alert.errorCode === 'KR_NATIVE_VALUE_LOST')?.alert.severity).toBe('error');
+    expect(
+      b.alerter.alerts.find(({ alert }) => alert.errorCode === 'KR_NATIVE_VALUE_LOST')?.alert.severity,
+    ).toBe('error');
     expect(afterRetry).toEqual([]);
     expect(next).toEqual(ROTATED);
     expect((await b.value('AWSCURRENT'))?.keyId).toBe(SLOT_B);
@@ -303,7 +456,12 @@ function functionPolicy(b: NativeBench, endpoint: string, region: string): unkno
   return {
     version: 1,
     // Far longer than the hold: the kill, not a timeout, ends the step.
-    api: { baseUrl: emulator.url, credential: { type: 'bearer', token: 'env:KEYROLL_API_TOKEN' }, timeouts: { headersMs: 30_000, bodyMs: 30_000 }, rateLimitPerMinute: 6000 },
+    api: {
+      baseUrl: emulator.url,
+      credential: { type: 'bearer', token: 'env:KEYROLL_API_TOKEN' },
+      timeouts: { headersMs: 30_000, bodyMs: 30_000 },
+      rateLimitPerMinute: 6000,
+    },
     backends: { aws: { kind: 'aws', endpoint, region } },
     alerts: { sinks: {} },
     keys: [
@@ -325,5 +483,7 @@ function functionPolicy(b: NativeBench, endpoint: string, region: string): unkno
 }
 
 function stringEnv(env: NodeJS.ProcessEnv): Record<string, string> {
-  return Object.fromEntries(Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined));
+  return Object.fromEntries(
+    Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined),
+  );
 }

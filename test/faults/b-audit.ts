@@ -20,18 +20,28 @@ export function keyOutcome(events: readonly Record<string, unknown>[], keyId: st
   const mine = eventsOf(events, keyId);
   if (mine.length === 0) return undefined;
   const rotationId = mine.map((event) => event.rotationId).find((id): id is string => typeof id === 'string');
-  const withId = (result: string): Outcome => ({ keyId, result, ...(rotationId === undefined ? {} : { rotationId }) });
-  if (mine.some((event) => event.event === 'key.failed' && event.step !== 'recovery')) return withId('failed');
+  const withId = (result: string): Outcome => ({
+    keyId,
+    result,
+    ...(rotationId === undefined ? {} : { rotationId }),
+  });
+  if (mine.some((event) => event.event === 'key.failed' && event.step !== 'recovery'))
+    return withId('failed');
   if (mine.some((event) => event.event === 'key.succeeded')) return withId('rotated');
   if (mine.some((event) => event.event === 'key.recovered')) return withId('recovered');
   return withId('skipped');
 }
 
 /** The run's report for the alert check, from the audit of one run. */
-export function runReportFromAudit(events: readonly Record<string, unknown>[], keyIds: readonly string[]): RunReport {
+export function runReportFromAudit(
+  events: readonly Record<string, unknown>[],
+  keyIds: readonly string[],
+): RunReport {
   const started = events.find((event) => event.event === 'run.started');
   const aborted = events.find((event) => event.event === 'run.aborted');
-  const outcomes = keyIds.map((keyId) => keyOutcome(events, keyId)).filter((outcome): outcome is Outcome => outcome !== undefined);
+  const outcomes = keyIds
+    .map((keyId) => keyOutcome(events, keyId))
+    .filter((outcome): outcome is Outcome => outcome !== undefined);
   return {
     runId: typeof started?.runId === 'string' ? started.runId : 'unknown-run',
     outcomes,

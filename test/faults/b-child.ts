@@ -51,7 +51,12 @@ export interface SpawnOptions {
 }
 
 function childEnv(extra: Record<string, string | undefined>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, KEYROLL_API_TOKEN: OWNER_TOKEN, NODE_COMPILE_CACHE: COMPILE_CACHE };
+  const env: NodeJS.ProcessEnv = {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    KEYROLL_API_TOKEN: OWNER_TOKEN,
+    NODE_COMPILE_CACHE: COMPILE_CACHE,
+  };
   for (const [name, value] of Object.entries(extra)) {
     if (value === undefined) Reflect.deleteProperty(env, name);
     else env[name] = value;
@@ -76,12 +81,21 @@ export function parseAuditLines(stdout: string): Record<string, unknown>[] {
 export function parseSummary(line: string): ChildResult['summary'] {
   const match = SUMMARY.exec(line);
   if (!match) return undefined;
-  return { rotated: Number(match[1]), failed: Number(match[2]), skipped: Number(match[3]), aborted: match[4] !== undefined };
+  return {
+    rotated: Number(match[1]),
+    failed: Number(match[2]),
+    skipped: Number(match[3]),
+    aborted: match[4] !== undefined,
+  };
 }
 
 export function spawnKeyroll(args: readonly string[], options: SpawnOptions): RunningChild {
   const started = performance.now();
-  const child = spawn(process.execPath, [ENTRY, ...args], { cwd: options.cwd, env: childEnv(options.env ?? {}), stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [ENTRY, ...args], {
+    cwd: options.cwd,
+    env: childEnv(options.env ?? {}),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   const waiters: { text: string; times: number; resolve: () => void }[] = [];
@@ -96,7 +110,10 @@ export function spawnKeyroll(args: readonly string[], options: SpawnOptions): Ru
       waiter.resolve();
     }
   });
-  const watchdog = options.killAfterMs === undefined ? undefined : setTimeout(() => child.kill('SIGKILL'), options.killAfterMs);
+  const watchdog =
+    options.killAfterMs === undefined
+      ? undefined
+      : setTimeout(() => child.kill('SIGKILL'), options.killAfterMs);
   const result = new Promise<ChildResult>((resolve, reject) => {
     child.on('error', reject);
     // 'close', not 'exit': by then every byte of stdout and stderr has been read.
@@ -105,7 +122,16 @@ export function spawnKeyroll(args: readonly string[], options: SpawnOptions): Ru
       const lines = stdout.split('\n').filter((line) => line.trim() !== '');
       const lastLine = lines.at(-1) ?? '';
       const summary = parseSummary(lastLine);
-      resolve({ code, signal, stdout, stderr, events: parseAuditLines(stdout), lastLine, ...(summary ? { summary } : {}), elapsedMs: performance.now() - started });
+      resolve({
+        code,
+        signal,
+        stdout,
+        stderr,
+        events: parseAuditLines(stdout),
+        lastLine,
+        ...(summary ? { summary } : {}),
+        elapsedMs: performance.now() - started,
+      });
     });
   });
   return {
@@ -118,7 +144,11 @@ export function spawnKeyroll(args: readonly string[], options: SpawnOptions): Ru
         : new Promise<void>((resolve, reject) => {
             waiters.push({ text, times, resolve });
             void result.then((r) => {
-              reject(new Error(`keyroll exited (code ${String(r.code)}) before printing ${JSON.stringify(text)} ${times} time(s); stderr:\n${r.stderr}`));
+              reject(
+                new Error(
+                  `keyroll exited (code ${String(r.code)}) before printing ${JSON.stringify(text)} ${times} time(s); stderr:\n${r.stderr}`,
+                ),
+              );
             });
           }),
     kill: async () => {

@@ -26,9 +26,19 @@ export interface HostileAnswer {
 /** keyroll's cap on a response body (src/api/http.ts MAX_RESPONSE_BYTES). */
 export const MAX_BODY_BYTES = 4 * 1024 * 1024;
 
-const spec = (key: string, keyId: string): Record<string, unknown> => ({ success: true, data: { key, keyId } });
+const spec = (key: string, keyId: string): Record<string, unknown> => ({
+  success: true,
+  data: { key, keyId },
+});
 const json = (value: unknown): string => JSON.stringify(value);
-const odd = fc.oneof(fc.integer(), fc.constant(null), fc.boolean(), fc.constant([]), fc.constant({}), fc.constant(''));
+const odd = fc.oneof(
+  fc.integer(),
+  fc.constant(null),
+  fc.boolean(),
+  fc.constant([]),
+  fc.constant({}),
+  fc.constant(''),
+);
 
 export interface BodyFamily {
   name: string;
@@ -37,7 +47,11 @@ export interface BodyFamily {
   body: fc.Arbitrary<BodyKind>;
 }
 
-const family = (name: string, readable: boolean, body: fc.Arbitrary<BodyKind> | BodyKind['render']): BodyFamily => ({
+const family = (
+  name: string,
+  readable: boolean,
+  body: fc.Arbitrary<BodyKind> | BodyKind['render'],
+): BodyFamily => ({
   name,
   readable,
   body: typeof body === 'function' ? fc.constant({ label: name, render: body }) : body,
@@ -46,23 +60,62 @@ const family = (name: string, readable: boolean, body: fc.Arbitrary<BodyKind> | 
 /** Bodies that carry the secret readably at `data.key` (the rest may be wrong). */
 const KEYED: readonly BodyFamily[] = [
   family('spec body', true, (k, id) => json(spec(k, id))),
-  family('extra fields everywhere', true, (k, id) => json({ success: true, data: { key: k, keyId: id, name: 'billing', scopes: ['read'], createdAt: 1_700_000_000 }, meta: { requestId: 'r-1' }, links: [1, 2] })),
+  family('extra fields everywhere', true, (k, id) =>
+    json({
+      success: true,
+      data: { key: k, keyId: id, name: 'billing', scopes: ['read'], createdAt: 1_700_000_000 },
+      meta: { requestId: 'r-1' },
+      links: [1, 2],
+    }),
+  ),
   family('data.keyId names another key', true, (k) => json(spec(k, 'key_someone_else'))),
-  family('data.keyId of a wrong type', true, odd.map((value): BodyKind => ({ label: `data.keyId is ${json(value)}`, render: (k) => json({ success: true, data: { key: k, keyId: value } }) }))),
+  family(
+    'data.keyId of a wrong type',
+    true,
+    odd.map((value): BodyKind => ({
+      label: `data.keyId is ${json(value)}`,
+      render: (k) => json({ success: true, data: { key: k, keyId: value } }),
+    })),
+  ),
   family('data.keyId missing', true, (k) => json({ success: true, data: { key: k } })),
   family(
     'success wrong or missing',
     true,
     fc.constantFrom<unknown>(false, 'true', 1, undefined).map((value): BodyKind => ({
       label: `success is ${value === undefined ? 'missing' : json(value)}`,
-      render: (k, id) => json({ ...(value === undefined ? {} : { success: value }), data: { key: k, keyId: id } }),
+      render: (k, id) =>
+        json({ ...(value === undefined ? {} : { success: value }), data: { key: k, keyId: id } }),
     })),
   ),
-  family('a decoy data.key before the real one', true, (k, id) => `{"success":true,"data":{"key":"kmk_live_decoy_not_minted","keyId":${json(id)},"key":${json(k)}}}`),
-  family('the secret \\u-escaped', true, (k, id) => `{"success":true,"data":{"keyId":${json(id)},"key":"${Array.from({ length: k.length }, (_, i) => `\\u${k.charCodeAt(i).toString(16).padStart(4, '0')}`).join('')}"}}`),
-  family('MiB of padding beside data', true, fc.integer({ min: 1, max: 3 }).map((mib): BodyKind => ({ label: `${mib} MiB of padding beside data`, render: (k, id) => json({ ...spec(k, id), padding: 'x'.repeat(mib * 1024 * 1024) }) }))),
-  family('nesting 500 deep beside data', true, (k, id) => `{"success":true,"data":{"key":${json(k)},"keyId":${json(id)}},"deep":${'['.repeat(500)}${']'.repeat(500)}}`),
-  family('pretty-printed with CRLF', true, (k, id) => JSON.stringify(spec(k, id), null, 2).replaceAll('\n', '\r\n')),
+  family(
+    'a decoy data.key before the real one',
+    true,
+    (k, id) =>
+      `{"success":true,"data":{"key":"kmk_live_decoy_not_minted","keyId":${json(id)},"key":${json(k)}}}`,
+  ),
+  family(
+    'the secret \\u-escaped',
+    true,
+    (k, id) =>
+      `{"success":true,"data":{"keyId":${json(id)},"key":"${Array.from({ length: k.length }, (_, i) => `\\u${k.charCodeAt(i).toString(16).padStart(4, '0')}`).join('')}"}}`,
+  ),
+  family(
+    'MiB of padding beside data',
+    true,
+    fc.integer({ min: 1, max: 3 }).map((mib): BodyKind => ({
+      label: `${mib} MiB of padding beside data`,
+      render: (k, id) => json({ ...spec(k, id), padding: 'x'.repeat(mib * 1024 * 1024) }),
+    })),
+  ),
+  family(
+    'nesting 500 deep beside data',
+    true,
+    (k, id) =>
+      `{"success":true,"data":{"key":${json(k)},"keyId":${json(id)}},"deep":${'['.repeat(500)}${']'.repeat(500)}}`,
+  ),
+  family('pretty-printed with CRLF', true, (k, id) =>
+    JSON.stringify(spec(k, id), null, 2).replaceAll('\n', '\r\n'),
+  ),
 ];
 
 /** Bodies from which no secret can be read. */
@@ -78,36 +131,93 @@ const UNREADABLE: readonly BodyFamily[] = [
       },
     })),
   ),
-  family('spec body then junk', false, fc.constantFrom('}', 'garbage', ',', '{}').map((tail): BodyKind => ({ label: `spec body then ${json(tail)}`, render: (k, id) => json(spec(k, id)) + tail }))),
+  family(
+    'spec body then junk',
+    false,
+    fc.constantFrom('}', 'garbage', ',', '{}').map((tail): BodyKind => ({
+      label: `spec body then ${json(tail)}`,
+      render: (k, id) => json(spec(k, id)) + tail,
+    })),
+  ),
   family('single quotes', false, (k, id) => json(spec(k, id)).replaceAll('"', "'")),
   family('byte order mark first', false, (k, id) => `\uFEFF${json(spec(k, id))}`),
-  family('HTML page showing the key', false, (k) => `<html><body><h1>Your new key</h1><pre>${k}</pre></body></html>`),
+  family(
+    'HTML page showing the key',
+    false,
+    (k) => `<html><body><h1>Your new key</h1><pre>${k}</pre></body></html>`,
+  ),
   family('plain text key=', false, (k) => `key=${k}\n`),
   family('empty body', false, () => ''),
-  family('data.key of a wrong type', false, odd.map((value): BodyKind => ({ label: `data.key is ${json(value)}`, render: (_k, id) => json({ success: true, data: { key: value, keyId: id } }) }))),
+  family(
+    'data.key of a wrong type',
+    false,
+    odd.map((value): BodyKind => ({
+      label: `data.key is ${json(value)}`,
+      render: (_k, id) => json({ success: true, data: { key: value, keyId: id } }),
+    })),
+  ),
   family('data missing', false, () => json({ success: true })),
   family('data is a list', false, (k, id) => json({ success: true, data: [{ key: k, keyId: id }] })),
-  family('not an object', false, fc.constantFrom('[]', '"ok"', '42', 'null', 'true').map((text): BodyKind => ({ label: `top-level ${text}`, render: () => text }))),
-  family('over the 4 MiB cap', false, (k, id) => json({ ...spec(k, id), padding: 'x'.repeat(MAX_BODY_BYTES + 1024) })),
-  family('error envelope on a success status', false, () => json({ success: false, error: { code: 'INTERNAL_ERROR', message: 'boom' } })),
+  family(
+    'not an object',
+    false,
+    fc
+      .constantFrom('[]', '"ok"', '42', 'null', 'true')
+      .map((text): BodyKind => ({ label: `top-level ${text}`, render: () => text })),
+  ),
+  family('over the 4 MiB cap', false, (k, id) =>
+    json({ ...spec(k, id), padding: 'x'.repeat(MAX_BODY_BYTES + 1024) }),
+  ),
+  family('error envelope on a success status', false, () =>
+    json({ success: false, error: { code: 'INTERNAL_ERROR', message: 'boom' } }),
+  ),
   family('a trailing comment', false, (k, id) => `${json(spec(k, id))} // rolled`),
 ];
 
 /** Every body family; the suite draws the same number of answers from each. */
 export const BODY_FAMILIES: readonly BodyFamily[] = [...KEYED, ...UNREADABLE];
 
-const CONTENT_TYPES = ['application/json', 'application/json; charset=utf-8', 'application/problem+json', 'text/html', 'text/plain', 'application/octet-stream', undefined] as const;
-const contentType = fc.oneof({ arbitrary: fc.constant<string | undefined>('application/json'), weight: 3 }, { arbitrary: fc.constantFrom<string | undefined>(...CONTENT_TYPES), weight: 2 });
+const CONTENT_TYPES = [
+  'application/json',
+  'application/json; charset=utf-8',
+  'application/problem+json',
+  'text/html',
+  'text/plain',
+  'application/octet-stream',
+  undefined,
+] as const;
+const contentType = fc.oneof(
+  { arbitrary: fc.constant<string | undefined>('application/json'), weight: 3 },
+  { arbitrary: fc.constantFrom<string | undefined>(...CONTENT_TYPES), weight: 2 },
+);
 
 const delivery = (huge: boolean): fc.Arbitrary<Delivery> =>
   huge
     ? fc.constant<Delivery>('whole')
-    : fc.oneof({ arbitrary: fc.constant<Delivery>('whole'), weight: 5 }, { arbitrary: fc.constantFrom<Delivery>('drip', 'drip-forever', 'no-headers', 'cut-mid-body', 'reset'), weight: 5 });
+    : fc.oneof(
+        { arbitrary: fc.constant<Delivery>('whole'), weight: 5 },
+        {
+          arbitrary: fc.constantFrom<Delivery>('drip', 'drip-forever', 'no-headers', 'cut-mid-body', 'reset'),
+          weight: 5,
+        },
+      );
 
 const isHuge = (body: BodyKind): boolean => body.label.includes('MiB');
 
-function answerWith(status: number, applies: boolean, bodies: fc.Arbitrary<BodyKind>): fc.Arbitrary<HostileAnswer> {
-  return fc.tuple(bodies, contentType).chain(([body, type]) => delivery(isHuge(body)).map((how): HostileAnswer => ({ status, applies, contentType: type, body, delivery: how })));
+function answerWith(
+  status: number,
+  applies: boolean,
+  bodies: fc.Arbitrary<BodyKind>,
+): fc.Arbitrary<HostileAnswer> {
+  return fc.tuple(bodies, contentType).chain(([body, type]) =>
+    delivery(isHuge(body)).map((how): HostileAnswer => ({
+      status,
+      applies,
+      contentType: type,
+      body,
+      delivery: how,
+    })),
+  );
 }
 
 /**
@@ -119,19 +229,37 @@ function answerWith(status: number, applies: boolean, bodies: fc.Arbitrary<BodyK
 export function hostileAnswerFor(bodyFamily: BodyFamily): fc.Arbitrary<HostileAnswer> {
   const { body } = bodyFamily;
   return fc.oneof(
-    { arbitrary: fc.constantFrom(200, 201, 202, 203).chain((status) => answerWith(status, true, body)), weight: 5 },
-    { arbitrary: fc.constantFrom(500, 502, 503, 504).chain((status) => answerWith(status, true, body)), weight: 1 },
-    { arbitrary: fc.constantFrom(500, 502, 503, 504).chain((status) => answerWith(status, bodyFamily.readable, body)), weight: 1 },
-    { arbitrary: fc.constantFrom(400, 403, 404, 409, 418, 422, 301, 302).chain((status) => answerWith(status, false, body)), weight: 2 },
     {
-      arbitrary: fc.tuple(fc.constantFrom('0', '1', '1.5', '-3', 'soon', 'Wed, 21 Oct 2015 07:28:00 GMT', '99999'), body).map(([retryAfter, kind]): HostileAnswer => ({
-        status: 429,
-        applies: false,
-        contentType: 'application/json',
-        body: kind,
-        delivery: 'whole',
-        retryAfter,
-      })),
+      arbitrary: fc.constantFrom(200, 201, 202, 203).chain((status) => answerWith(status, true, body)),
+      weight: 5,
+    },
+    {
+      arbitrary: fc.constantFrom(500, 502, 503, 504).chain((status) => answerWith(status, true, body)),
+      weight: 1,
+    },
+    {
+      arbitrary: fc
+        .constantFrom(500, 502, 503, 504)
+        .chain((status) => answerWith(status, bodyFamily.readable, body)),
+      weight: 1,
+    },
+    {
+      arbitrary: fc
+        .constantFrom(400, 403, 404, 409, 418, 422, 301, 302)
+        .chain((status) => answerWith(status, false, body)),
+      weight: 2,
+    },
+    {
+      arbitrary: fc
+        .tuple(fc.constantFrom('0', '1', '1.5', '-3', 'soon', 'Wed, 21 Oct 2015 07:28:00 GMT', '99999'), body)
+        .map(([retryAfter, kind]): HostileAnswer => ({
+          status: 429,
+          applies: false,
+          contentType: 'application/json',
+          body: kind,
+          delivery: 'whole',
+          retryAfter,
+        })),
       weight: 1,
     },
   );
@@ -175,25 +303,49 @@ function isJsonType(type: string | undefined): boolean {
 function matchesSpec(text: string, keyId: string): boolean {
   try {
     const value = JSON.parse(text) as { success?: unknown; data?: { key?: unknown; keyId?: unknown } };
-    return value.success === true && typeof value.data?.key === 'string' && value.data.key !== '' && value.data.keyId === keyId;
+    return (
+      value.success === true &&
+      typeof value.data?.key === 'string' &&
+      value.data.key !== '' &&
+      value.data.keyId === keyId
+    );
   } catch {
     return false;
   }
 }
 
-const STATUS_CODES: Record<number, string> = { 400: 'KR_API_BAD_REQUEST', 403: 'KR_API_FORBIDDEN', 404: 'KR_API_NOT_FOUND', 409: 'KR_API_CONFLICT' };
+const STATUS_CODES: Record<number, string> = {
+  400: 'KR_API_BAD_REQUEST',
+  403: 'KR_API_FORBIDDEN',
+  404: 'KR_API_NOT_FOUND',
+  409: 'KR_API_CONFLICT',
+};
 
 /** What keyroll must do with `answer`, whose body was `text` around the secret `minted`. */
-export function expectedOutcome(answer: HostileAnswer, text: string, minted: string | undefined, keyId: string): Expected {
+export function expectedOutcome(
+  answer: HostileAnswer,
+  text: string,
+  minted: string | undefined,
+  keyId: string,
+): Expected {
   const mayHaveRolled = (answer.status >= 200 && answer.status <= 299) || answer.status >= 500;
-  const delivered = (answer.delivery === 'whole' || answer.delivery === 'drip') && Buffer.byteLength(text) <= MAX_BODY_BYTES;
+  const delivered =
+    (answer.delivery === 'whole' || answer.delivery === 'drip') && Buffer.byteLength(text) <= MAX_BODY_BYTES;
   const readKey = delivered && mayHaveRolled ? dataKeyOf(text) : undefined;
   if (answer.applies && readKey !== undefined) {
-    if (readKey !== minted) throw new Error(`generator bug: an applied answer carries a key that was not minted (${answer.body.label})`);
-    const offSpec = answer.status < 200 || answer.status > 299 || !isJsonType(answer.contentType) || !matchesSpec(text, keyId);
+    if (readKey !== minted)
+      throw new Error(
+        `generator bug: an applied answer carries a key that was not minted (${answer.body.label})`,
+      );
+    const offSpec =
+      answer.status < 200 ||
+      answer.status > 299 ||
+      !isJsonType(answer.contentType) ||
+      !matchesSpec(text, keyId);
     return { kind: 'stored-first', malformed: offSpec };
   }
-  if (mayHaveRolled || !delivered) return { kind: 'rerolled', probe: answer.applies ? 'rolled-and-lost' : 'not-rolled' };
+  if (mayHaveRolled || !delivered)
+    return { kind: 'rerolled', probe: answer.applies ? 'rolled-and-lost' : 'not-rolled' };
   if (answer.status === 429) return { kind: 'rate-limited', fails: answer.retryAfter === '99999' };
   return { kind: 'refused', errorCode: STATUS_CODES[answer.status] ?? 'KR_API_UNEXPECTED_STATUS' };
 }

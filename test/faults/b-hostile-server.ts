@@ -29,24 +29,39 @@ export interface HostileApi {
   close(): Promise<void>;
 }
 
-function passThrough(emulator: RunningEmulator, req: IncomingMessage, res: ServerResponse, onBody?: (text: string) => void): void {
+function passThrough(
+  emulator: RunningEmulator,
+  req: IncomingMessage,
+  res: ServerResponse,
+  onBody?: (text: string) => void,
+): void {
   const headers = { ...req.headers };
   delete headers.host;
-  const upstream = request(new URL(req.url ?? '/', emulator.url), { method: req.method, headers }, (answer) => {
-    const chunks: Buffer[] = [];
-    answer.on('data', (chunk: Buffer) => chunks.push(chunk));
-    answer.on('end', () => {
-      const body = Buffer.concat(chunks);
-      onBody?.(body.toString('utf8'));
-      res.writeHead(answer.statusCode ?? 502, answer.headers);
-      res.end(body);
-    });
-  });
+  const upstream = request(
+    new URL(req.url ?? '/', emulator.url),
+    { method: req.method, headers },
+    (answer) => {
+      const chunks: Buffer[] = [];
+      answer.on('data', (chunk: Buffer) => chunks.push(chunk));
+      answer.on('end', () => {
+        const body = Buffer.concat(chunks);
+        onBody?.(body.toString('utf8'));
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        res.end(body);
+      });
+    },
+  );
   upstream.on('error', () => res.socket?.destroy());
   req.pipe(upstream);
 }
 
-function send(req: IncomingMessage, res: ServerResponse, answer: HostileAnswer, body: string, timers: Set<NodeJS.Timeout>): void {
+function send(
+  req: IncomingMessage,
+  res: ServerResponse,
+  answer: HostileAnswer,
+  body: string,
+  timers: Set<NodeJS.Timeout>,
+): void {
   const headers: Record<string, string> = {};
   if (answer.contentType !== undefined) headers['content-type'] = answer.contentType;
   if (answer.retryAfter !== undefined) headers['retry-after'] = answer.retryAfter;
@@ -136,7 +151,9 @@ export async function startHostileApi(emulator: RunningEmulator): Promise<Hostil
     }
     req.resume();
     const answer = scripts.get(keyId) as HostileAnswer;
-    const embedded = answer.applies ? emulator.state.rollKey(keyId) : `kmk_live_FAKE${randomBytes(18).toString('base64url')}`;
+    const embedded = answer.applies
+      ? emulator.state.rollKey(keyId)
+      : `kmk_live_FAKE${randomBytes(18).toString('base64url')}`;
     if (answer.applies) log.minted.push(embedded);
     log.embedded = embedded;
     log.body = answer.body.render(embedded, keyId);

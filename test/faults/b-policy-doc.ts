@@ -35,16 +35,36 @@ export function baseDoc(shape: BaseShape): Doc {
   const keys = Array.from({ length: shape.keys }, (_, i) => ({
     id: `key_${i}_${shape.suffix}`,
     organization: 'org_demo_acme',
-    destinations: [{ backend: 'files', path: `k${i}.json`, ...(i === 0 && shape.rawFirst ? { shape: { format: 'raw' } } : {}) }],
+    destinations: [
+      {
+        backend: 'files',
+        path: `k${i}.json`,
+        ...(i === 0 && shape.rawFirst ? { shape: { format: 'raw' } } : {}),
+      },
+    ],
     ...(shape.defaults ? {} : { maxAge: '30d' }),
     labels: { team: `t${i}` },
   }));
   return {
     version: 1,
-    api: { baseUrl: BASE_URL_PLACEHOLDER, credential: { type: 'bearer', token: 'env:KEYROLL_API_TOKEN' }, timeouts: { headersMs: 10_000, bodyMs: 10_000 } },
+    api: {
+      baseUrl: BASE_URL_PLACEHOLDER,
+      credential: { type: 'bearer', token: 'env:KEYROLL_API_TOKEN' },
+      timeouts: { headersMs: 10_000, bodyMs: 10_000 },
+    },
     backends: { files: { kind: 'file', directory: './secrets' } },
     ...(shape.alerts ? { alerts: { sinks: { hook: { kind: 'webhook', url: ALERT_URL_PLACEHOLDER } } } } : {}),
-    ...(shape.defaults ? { defaults: { schedule: '0 3 * * 1', timezone: 'UTC', minInterval: '1h', verify: { readBack: true }, store: { attempts: 5 } } } : {}),
+    ...(shape.defaults
+      ? {
+          defaults: {
+            schedule: '0 3 * * 1',
+            timezone: 'UTC',
+            minInterval: '1h',
+            verify: { readBack: true },
+            store: { attempts: 5 },
+          },
+        }
+      : {}),
     keys,
   };
 }

@@ -21,7 +21,11 @@ export interface FaultKey {
   target: StoreTarget;
 }
 
-const JSON_SHAPE = { format: 'json', secretField: 'apiKey', fields: ['keyId', 'organizationId', 'rotatedAt'] } as const;
+const JSON_SHAPE = {
+  format: 'json',
+  secretField: 'apiKey',
+  fields: ['keyId', 'organizationId', 'rotatedAt'],
+} as const;
 const RAW_SHAPE = { format: 'raw', secretField: 'apiKey', fields: [] } as const;
 
 /** Alternates JSON and raw values, so both renderings meet every fault. */
@@ -125,7 +129,12 @@ export async function openWorld(emulatorOptions: StartEmulatorOptions = {}): Pro
     alerts: () =>
       receiver.requests
         .map((request) => request.body)
-        .filter((body): body is Record<string, unknown> => typeof body === 'object' && body !== null && (body as Record<string, unknown>).event === 'rotation.failed')
+        .filter(
+          (body): body is Record<string, unknown> =>
+            typeof body === 'object' &&
+            body !== null &&
+            (body as Record<string, unknown>).event === 'rotation.failed',
+        )
         .map((body) => ({
           ...(typeof body.keyId === 'string' ? { keyId: body.keyId } : {}),
           ...(typeof body.rotationId === 'string' ? { rotationId: body.rotationId } : {}),
@@ -143,7 +152,11 @@ export async function openWorld(emulatorOptions: StartEmulatorOptions = {}): Pro
         rotationId,
         rotatedAt: rotatedAt.toISOString(),
       });
-      await files.recordRotation(key.target, { rotationId, rotatedAt: rotatedAt.toISOString(), version: written.version });
+      await files.recordRotation(key.target, {
+        rotationId,
+        rotatedAt: rotatedAt.toISOString(),
+        version: written.version,
+      });
     },
     close: async () => {
       await files.close();

@@ -17,7 +17,13 @@ import { PolicyError, formatIssue, type PolicyIssue } from '../../src/policy/err
 import { findSecrets } from '../support/secret-scan.ts';
 import { useTempDir } from '../support/temp-dir.ts';
 import { recordCase } from './record.ts';
-import { ALERT_URL_PLACEHOLDER, BASE_URL_PLACEHOLDER, badPolicy, hugePolicies, type BadPolicy } from './b-bad-policies.ts';
+import {
+  ALERT_URL_PLACEHOLDER,
+  BASE_URL_PLACEHOLDER,
+  badPolicy,
+  hugePolicies,
+  type BadPolicy,
+} from './b-bad-policies.ts';
 import { OWNER_TOKEN } from './b-child.ts';
 import { faultSeed } from './b-budget.ts';
 import { openWorld } from './b-world.ts';
@@ -27,7 +33,10 @@ const GENERATED = 220;
 const CASES: BadPolicy[] = fc.sample(badPolicy, { seed: SEED, numRuns: GENERATED });
 const HUGE = hugePolicies();
 /** Every 22nd generated case and the first huge file also run through the CLI. */
-const CLI_CASES: { index: number; bad: BadPolicy }[] = [...CASES.map((bad, index) => ({ index, bad })).filter(({ index }) => index % 22 === 0), { index: GENERATED, bad: HUGE[0] as BadPolicy }];
+const CLI_CASES: { index: number; bad: BadPolicy }[] = [
+  ...CASES.map((bad, index) => ({ index, bad })).filter(({ index }) => index % 22 === 0),
+  { index: GENERATED, bad: HUGE[0] as BadPolicy },
+];
 
 /** A sentence fit for an operator: one line, no serialized objects, no stack, no internals. */
 function plainProblems(issue: PolicyIssue): string[] {
@@ -36,7 +45,8 @@ function plainProblems(issue: PolicyIssue): string[] {
   if (message.trim() === '') problems.push('empty message');
   if (message.length > 400) problems.push(`message of ${message.length} characters`);
   if (/[\r\n]/.test(message)) problems.push('message spans lines');
-  if (/\[object |ZodError|\bundefined\b|\bat .+:\d+:\d+|^\s*[[{]/.test(message)) problems.push(`not a plain sentence: ${message}`);
+  if (/\[object |ZodError|\bundefined\b|\bat .+:\d+:\d+|^\s*[[{]/.test(message))
+    problems.push(`not a plain sentence: ${message}`);
   return problems;
 }
 
@@ -70,7 +80,17 @@ describe(`malformed policies, generated (seed ${SEED}): the loader refuses each 
       const error = await refusal(file);
       const texts = [error.message, ...error.issues.map(formatIssue)];
       const echoed = bad.mustNotEcho === undefined ? 0 : findSecrets(texts, [bad.mustNotEcho]).leaked;
-      recordCase(ctx, { case: `policy #${index}: ${bad.kind}`, fault: `malformed policy: ${bad.kind}`, backend: 'policy', step: 'run', result: 'skipped', lost: 0, leaked: echoed, alerted: 0, failures: 0 });
+      recordCase(ctx, {
+        case: `policy #${index}: ${bad.kind}`,
+        fault: `malformed policy: ${bad.kind}`,
+        backend: 'policy',
+        step: 'run',
+        result: 'skipped',
+        lost: 0,
+        leaked: echoed,
+        alerted: 0,
+        failures: 0,
+      });
 
       // The break, not the rest of the file, is what the loader refuses.
       expect(() => parsePolicy(bad.validText, 'valid.yaml')).not.toThrow();
@@ -87,7 +107,9 @@ describe(`malformed policies, generated (seed ${SEED}): the loader refuses each 
       }
       if (bad.lines === undefined) {
         // Past the cap the file is not parsed at all: one issue for the whole file.
-        expect(error.issues).toEqual([expect.objectContaining({ file, message: expect.stringContaining('too large') as unknown })]);
+        expect(error.issues).toEqual([
+          expect.objectContaining({ file, message: expect.stringContaining('too large') as unknown }),
+        ]);
       } else {
         expect(
           error.issues.some((issue) => withinAny(issue.line, bad.lines ?? [])),
@@ -105,15 +127,36 @@ describe('malformed policies through the CLI: exit 2, file:line on stderr, nothi
       const world = await openWorld();
       try {
         // Same line count: the placeholders are single-line values.
-        const text = bad.text.replaceAll(BASE_URL_PLACEHOLDER, world.emulator.url).replaceAll(ALERT_URL_PLACEHOLDER, `${world.receiver.url}/alerts`);
+        const text = bad.text
+          .replaceAll(BASE_URL_PLACEHOLDER, world.emulator.url)
+          .replaceAll(ALERT_URL_PLACEHOLDER, `${world.receiver.url}/alerts`);
         await world.writeFile('policy.yaml', text);
         const result = await world.run(['run', '--policy', 'policy.yaml'], { killAfterMs: 60_000 });
-        const calls = EMULATOR_OPERATIONS.reduce((total, operation) => total + world.emulator.state.callCount(operation), 0);
-        const leaks = findSecrets(world.haystacks(), [...world.emulator.state.mintedSecrets(), OWNER_TOKEN, ...(bad.mustNotEcho ? [bad.mustNotEcho] : [])]);
-        recordCase(ctx, { case: `policy via CLI #${index}: ${bad.kind}`, fault: `malformed policy: ${bad.kind}`, backend: 'cli', step: 'run', result: 'skipped', lost: 0, leaked: leaks.leaked, alerted: 0, failures: 0 });
+        const calls = EMULATOR_OPERATIONS.reduce(
+          (total, operation) => total + world.emulator.state.callCount(operation),
+          0,
+        );
+        const leaks = findSecrets(world.haystacks(), [
+          ...world.emulator.state.mintedSecrets(),
+          OWNER_TOKEN,
+          ...(bad.mustNotEcho ? [bad.mustNotEcho] : []),
+        ]);
+        recordCase(ctx, {
+          case: `policy via CLI #${index}: ${bad.kind}`,
+          fault: `malformed policy: ${bad.kind}`,
+          backend: 'cli',
+          step: 'run',
+          result: 'skipped',
+          lost: 0,
+          leaked: leaks.leaked,
+          alerted: 0,
+          failures: 0,
+        });
 
         expect(result.code, result.stderr).toBe(2);
-        expect(result.stderr).toMatch(bad.lines === undefined ? /^keyroll: policy\.yaml: / : /^keyroll: policy\.yaml:\d+[ :]/);
+        expect(result.stderr).toMatch(
+          bad.lines === undefined ? /^keyroll: policy\.yaml: / : /^keyroll: policy\.yaml:\d+[ :]/,
+        );
         expect(result.stdout).toBe('');
         expect(world.emulator.state.totalRolls()).toBe(0);
         expect(calls, 'API calls').toBe(0);

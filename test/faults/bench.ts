@@ -91,7 +91,10 @@ async function findAge(): Promise<string> {
 }
 
 /** undefined when the store's server is unavailable outside CI (the file then skips its tests). */
-export async function startFaultBench(kind: StoreKind, options: StoreOptions = {}): Promise<FaultBench | undefined> {
+export async function startFaultBench(
+  kind: StoreKind,
+  options: StoreOptions = {},
+): Promise<FaultBench | undefined> {
   const temp = await createTempDir(`keyroll-faults-${kind}-`);
   const dir = temp.path;
   const store = await startStore(kind, dir, options);
@@ -114,7 +117,10 @@ export async function startFaultBench(kind: StoreKind, options: StoreOptions = {
   const keyPolicyFor = (key: CaseKey, safetyNet: SafetyNet): KeyPolicy =>
     keyPolicy(key.keyId, key.organizationId, {
       destinations: [{ backend: 'primary', target: key.target }],
-      fallbacks: safetyNet === 'fallback' ? [{ backend: 'fallback', target: { path: `${key.keyId}.json`, shape: JSON_SHAPE } }] : [],
+      fallbacks:
+        safetyNet === 'fallback'
+          ? [{ backend: 'fallback', target: { path: `${key.keyId}.json`, shape: JSON_SHAPE } }]
+          : [],
     });
 
   const escrowCopies = async (key: CaseKey): Promise<string[]> => {
@@ -142,12 +148,20 @@ export async function startFaultBench(kind: StoreKind, options: StoreOptions = {
       const { id, secret } = emulator.state.addApiKey({ name: label.slice(0, 100), organizationId: ORG });
       const target: StoreTarget = { path: store.targetPath(id), shape: JSON_SHAPE };
       // The key's working secret is where consumers read it, as after an earlier rotation.
-      await store.direct.writeSecret(target, { secret: new Secret(secret), keyId: id, organizationId: ORG, rotationId: `seed-${id}`, rotatedAt: new Date().toISOString() });
+      await store.direct.writeSecret(target, {
+        secret: new Secret(secret),
+        keyId: id,
+        organizationId: ORG,
+        rotationId: `seed-${id}`,
+        rotatedAt: new Date().toISOString(),
+      });
       return { keyId: id, organizationId: ORG, target };
     },
     keyPolicy: keyPolicyFor,
     policy: (keys, { safetyNet, sinkUrl }) => {
-      const sinks: Record<string, AlertSinkConfig> = { hook: { kind: 'webhook', url: sinkUrl, headers: {}, timeoutMs: 2_000, deadlineMs: 10_000 } };
+      const sinks: Record<string, AlertSinkConfig> = {
+        hook: { kind: 'webhook', url: sinkUrl, headers: {}, timeoutMs: 2_000, deadlineMs: 10_000 },
+      };
       return {
         file: `faults-${kind}.yaml`,
         api: {
@@ -166,11 +180,16 @@ export async function startFaultBench(kind: StoreKind, options: StoreOptions = {
     copiesOf: async (key) => {
       const destination = await store.direct.readSecret(key.target);
       const fallbackCopy = await fallback.readSecret({ path: `${key.keyId}.json`, shape: JSON_SHAPE });
-      return { keyId: key.keyId, secrets: [destination?.secret.reveal(), fallbackCopy?.secret.reveal(), ...(await escrowCopies(key))] };
+      return {
+        keyId: key.keyId,
+        secrets: [destination?.secret.reveal(), fallbackCopy?.secret.reveal(), ...(await escrowCopies(key))],
+      };
     },
     leftovers: async (key) => {
       const names = await readdir(escrowDir).catch(() => [] as string[]);
-      const sealed = await Promise.all(names.filter((n) => n.includes(key.keyId)).map((n) => readFile(join(escrowDir, n), 'latin1')));
+      const sealed = await Promise.all(
+        names.filter((n) => n.includes(key.keyId)).map((n) => readFile(join(escrowDir, n), 'latin1')),
+      );
       return [await store.bookkeeping(key.target), ...sealed];
     },
     close: async () => {

@@ -29,7 +29,8 @@ export type BackendFault =
 export type SinkFault = 'alert sink answers 500' | 'alert sink closed';
 
 /** AWS's quota answers (test/support/aws-quota-proxy.ts): the next calls of a quota group are refused with ThrottlingException. */
-export type ThrottleFault = 'AWS throttles the write group' | 'AWS throttles the tag group' | 'AWS throttles the write and tag groups';
+export type ThrottleFault =
+  'AWS throttles the write group' | 'AWS throttles the tag group' | 'AWS throttles the write and tag groups';
 
 export type SignalFault = 'SIGTERM' | 'SIGKILL';
 
@@ -81,13 +82,51 @@ export const BACKEND_CASES: readonly CaseSpec[] = [
   { step: 'intent', fault: 'backend permission denied', stores: SERVERS, expect: 'failed' },
   { step: 'store', fault: 'backend down', stores: SERVERS, safetyNet: 'none', expect: 'failed', ci: true },
   { step: 'store', fault: 'backend down', stores: SERVERS, safetyNet: 'escrow', expect: 'failed', ci: true },
-  { step: 'store', fault: 'backend down', stores: SERVERS, safetyNet: 'fallback', expect: 'failed', ci: true },
-  { step: 'store', fault: 'backend slow past the timeout', stores: SERVERS, safetyNet: 'none', expect: 'failed' },
+  {
+    step: 'store',
+    fault: 'backend down',
+    stores: SERVERS,
+    safetyNet: 'fallback',
+    expect: 'failed',
+    ci: true,
+  },
+  {
+    step: 'store',
+    fault: 'backend slow past the timeout',
+    stores: SERVERS,
+    safetyNet: 'none',
+    expect: 'failed',
+  },
   { step: 'store', fault: 'backend permission denied', stores: SERVERS, safetyNet: 'none', expect: 'failed' },
-  { step: 'store', fault: 'backend permission denied', stores: SERVERS, safetyNet: 'escrow', expect: 'failed' },
-  { step: 'store', fault: 'backend check-and-set conflict', stores: ['vault'], safetyNet: 'none', expect: 'failed', ci: true },
-  { step: 'store', fault: 'backend down for the first attempts', stores: SERVERS, expect: 'rotated', ci: true },
-  { step: 'store', fault: 'backend answer lost after applying', stores: SERVERS, expect: 'rotated', ci: true },
+  {
+    step: 'store',
+    fault: 'backend permission denied',
+    stores: SERVERS,
+    safetyNet: 'escrow',
+    expect: 'failed',
+  },
+  {
+    step: 'store',
+    fault: 'backend check-and-set conflict',
+    stores: ['vault'],
+    safetyNet: 'none',
+    expect: 'failed',
+    ci: true,
+  },
+  {
+    step: 'store',
+    fault: 'backend down for the first attempts',
+    stores: SERVERS,
+    expect: 'rotated',
+    ci: true,
+  },
+  {
+    step: 'store',
+    fault: 'backend answer lost after applying',
+    stores: SERVERS,
+    expect: 'rotated',
+    ci: true,
+  },
   { step: 'verify', fault: 'backend down', stores: SERVERS, expect: 'failed' },
   { step: 'verify', fault: 'backend slow past the timeout', stores: SERVERS, expect: 'failed' },
   { step: 'finish', fault: 'backend down', stores: SERVERS, expect: 'failed' },
@@ -95,9 +134,30 @@ export const BACKEND_CASES: readonly CaseSpec[] = [
 ];
 
 export const SINK_CASES: readonly CaseSpec[] = [
-  { step: 'roll', fault: 'alert sink answers 500', during: 'API 500 on every attempt', stores: ALL, expect: 'failed', ci: true },
-  { step: 'roll', fault: 'alert sink closed', during: 'API 500 on every attempt', stores: ALL, expect: 'failed' },
-  { step: 'store', fault: 'alert sink closed', during: 'backend down', stores: SERVERS, safetyNet: 'none', expect: 'failed', ci: true },
+  {
+    step: 'roll',
+    fault: 'alert sink answers 500',
+    during: 'API 500 on every attempt',
+    stores: ALL,
+    expect: 'failed',
+    ci: true,
+  },
+  {
+    step: 'roll',
+    fault: 'alert sink closed',
+    during: 'API 500 on every attempt',
+    stores: ALL,
+    expect: 'failed',
+  },
+  {
+    step: 'store',
+    fault: 'alert sink closed',
+    during: 'backend down',
+    stores: SERVERS,
+    safetyNet: 'none',
+    expect: 'failed',
+    ci: true,
+  },
 ];
 
 /**
@@ -106,10 +166,28 @@ export const SINK_CASES: readonly CaseSpec[] = [
  * behind the quota proxy; every case must end rotated, and keyroll must have counted every
  * refusal the proxy sent.
  */
-const THROTTLE_FAULTS: readonly ThrottleFault[] = ['AWS throttles the write group', 'AWS throttles the tag group', 'AWS throttles the write and tag groups'];
-const THROTTLE_CI: ReadonlySet<string> = new Set(['preflight AWS throttles the write and tag groups', 'lock AWS throttles the write group', 'intent AWS throttles the tag group', 'store AWS throttles the write group', 'finish AWS throttles the tag group']);
-export const THROTTLE_CASES: readonly CaseSpec[] = (['preflight', 'lock', 'intent', 'roll', 'store', 'verify', 'finish'] as const).flatMap((step) =>
-  THROTTLE_FAULTS.map((fault): CaseSpec => ({ step, fault, stores: ['aws'], expect: 'rotated', ...(THROTTLE_CI.has(`${step} ${fault}`) ? { ci: true } : {}) })),
+const THROTTLE_FAULTS: readonly ThrottleFault[] = [
+  'AWS throttles the write group',
+  'AWS throttles the tag group',
+  'AWS throttles the write and tag groups',
+];
+const THROTTLE_CI: ReadonlySet<string> = new Set([
+  'preflight AWS throttles the write and tag groups',
+  'lock AWS throttles the write group',
+  'intent AWS throttles the tag group',
+  'store AWS throttles the write group',
+  'finish AWS throttles the tag group',
+]);
+export const THROTTLE_CASES: readonly CaseSpec[] = (
+  ['preflight', 'lock', 'intent', 'roll', 'store', 'verify', 'finish'] as const
+).flatMap((step) =>
+  THROTTLE_FAULTS.map((fault): CaseSpec => ({
+    step,
+    fault,
+    stores: ['aws'],
+    expect: 'rotated',
+    ...(THROTTLE_CI.has(`${step} ${fault}`) ? { ci: true } : {}),
+  })),
 );
 
 /** Child-process cases: where the signal lands, and how the process is held there. */
@@ -126,20 +204,35 @@ export const SIGNAL_CASES: readonly CaseSpec[] = [
   { step: 'lock', fault: 'SIGTERM', stores: SERVERS, expect: 'aborted', ci: true },
 ];
 
-export const FAULT_CASES: readonly CaseSpec[] = [...API_CASES, ...BACKEND_CASES, ...SINK_CASES, ...THROTTLE_CASES, ...SIGNAL_CASES];
+export const FAULT_CASES: readonly CaseSpec[] = [
+  ...API_CASES,
+  ...BACKEND_CASES,
+  ...SINK_CASES,
+  ...THROTTLE_CASES,
+  ...SIGNAL_CASES,
+];
 
 /** Whether the suite runs every case (KEYROLL_FAULTS=full) or the CI subset. */
 export function fullMatrix(env: NodeJS.ProcessEnv = process.env): boolean {
   return env.KEYROLL_FAULTS === 'full';
 }
 
-export function casesFor(store: StoreKind, kinds: readonly CaseSpec[], env: NodeJS.ProcessEnv = process.env): CaseSpec[] {
+export function casesFor(
+  store: StoreKind,
+  kinds: readonly CaseSpec[],
+  env: NodeJS.ProcessEnv = process.env,
+): CaseSpec[] {
   const full = fullMatrix(env);
   return kinds.filter((spec) => spec.stores.includes(store) && (full || spec.ci === true));
 }
 
 export function caseName(spec: CaseSpec, store: StoreKind): string {
   const during = spec.during ? ` during ${spec.during}` : '';
-  const net = spec.safetyNet && spec.safetyNet !== 'none' ? `, ${spec.safetyNet} as safety net` : spec.safetyNet === 'none' ? ', no safety net' : '';
+  const net =
+    spec.safetyNet && spec.safetyNet !== 'none'
+      ? `, ${spec.safetyNet} as safety net`
+      : spec.safetyNet === 'none'
+        ? ', no safety net'
+        : '';
   return `${spec.step} × ${spec.fault}${during}${net} (${store})`;
 }

@@ -45,19 +45,38 @@ describe('ten runners at once on one policy and one backend', () => {
     const world = await openWorld({ sleep: start.sleep });
     try {
       for (const id of EXTRA_KEYS) world.emulator.state.addApiKey({ id, name: id, organizationId: ORG });
-      await world.writeFile('policy.yaml', faultPolicyYaml({ baseUrl: world.emulator.url, alertUrl: `${world.receiver.url}/alerts`, keys: KEYS }));
+      await world.writeFile(
+        'policy.yaml',
+        faultPolicyYaml({
+          baseUrl: world.emulator.url,
+          alertUrl: `${world.receiver.url}/alerts`,
+          keys: KEYS,
+        }),
+      );
       world.emulator.faults.inject('listProjects', { kind: 'delay', ms: 1 }, RUNNERS);
 
-      const runs = await Promise.all(Array.from({ length: RUNNERS }, () => world.run(['run', '-p', 'policy.yaml'], { killAfterMs: 120_000 })));
+      const runs = await Promise.all(
+        Array.from({ length: RUNNERS }, () =>
+          world.run(['run', '-p', 'policy.yaml'], { killAfterMs: 120_000 }),
+        ),
+      );
 
       const keyIds = KEYS.map((key) => key.id);
-      const copies = await Promise.all(KEYS.map(async (key) => ({ keyId: key.id, secrets: [await world.storedSecret(key)] })));
+      const copies = await Promise.all(
+        KEYS.map(async (key) => ({ keyId: key.id, secrets: [await world.storedSecret(key)] })),
+      );
       const lost = checkNotLost(copies, (keyId, secret) => world.emulator.state.isLiveSecret(keyId, secret));
       const leaks = findSecrets(world.haystacks(), [...world.emulator.state.mintedSecrets(), OWNER_TOKEN]);
       const reports = runs.map((run) => runReportFromAudit(run.events, keyIds));
       const alerts = checkAlerted(reports, world.alerts());
       const allEvents = runs.flatMap((run) => run.events);
-      const rolls = checkNoDoubleRoll(keyIds.map((keyId) => ({ keyId, emulatorRolls: world.emulator.state.rollCount(keyId), reportedRolls: reportedRolls(allEvents, keyId) })));
+      const rolls = checkNoDoubleRoll(
+        keyIds.map((keyId) => ({
+          keyId,
+          emulatorRolls: world.emulator.state.rollCount(keyId),
+          reportedRolls: reportedRolls(allEvents, keyId),
+        })),
+      );
       recordCase(ctx, {
         case: `${RUNNERS} runners at once, ${KEYS.length} due keys`,
         fault: `${RUNNERS} concurrent keyroll run`,
@@ -78,13 +97,16 @@ describe('ten runners at once on one policy and one backend', () => {
         expect(run.summary?.failed).toBe(0);
         // Every runner accounts for every key: rotated it, found it locked, or found it done.
         expect((run.summary?.rotated ?? 0) + (run.summary?.skipped ?? 0)).toBe(KEYS.length);
-        if (run.code === 3) expect(run.lastLine).toContain('aborted: every key in scope was locked by another runner');
+        if (run.code === 3)
+          expect(run.lastLine).toContain('aborted: every key in scope was locked by another runner');
       }
       // Exactly one roll per key, by exactly one runner, and the runners' counts add up.
       for (const keyId of keyIds) expect(world.emulator.state.rollCount(keyId), keyId).toBe(1);
       expect(runs.reduce((total, run) => total + (run.summary?.rotated ?? 0), 0)).toBe(KEYS.length);
       for (const keyId of keyIds) {
-        const rotatedBy = runs.filter((run) => run.events.some((event) => event.event === 'key.succeeded' && event.keyId === keyId));
+        const rotatedBy = runs.filter((run) =>
+          run.events.some((event) => event.event === 'key.succeeded' && event.keyId === keyId),
+        );
         expect(rotatedBy, `${keyId} rotated by`).toHaveLength(1);
       }
       expect(rolls.problems).toEqual([]);
@@ -96,7 +118,11 @@ describe('ten runners at once on one policy and one backend', () => {
       }
       // The only alerts are the lock-contention notices of runners that found nothing left to do.
       expect(alerts.problems).toEqual([]);
-      expect(world.alerts().every((alert) => alert.keyId === undefined && alert.errorCode === 'KR_RUN_LOCK_CONTENTION')).toBe(true);
+      expect(
+        world
+          .alerts()
+          .every((alert) => alert.keyId === undefined && alert.errorCode === 'KR_RUN_LOCK_CONTENTION'),
+      ).toBe(true);
       expect(leaks.hits).toEqual([]);
     } finally {
       await world.close();

@@ -23,7 +23,14 @@ import { runReportFromAudit } from './b-audit.ts';
 import { OWNER_TOKEN, type ChildResult } from './b-child.ts';
 import { waitFor } from '../support/wait-for.ts';
 import { crashIterations } from './b-budget.ts';
-import { DEMO_KEYS, faultKey, faultPolicyYaml, openWorld, type FaultKey, type FaultWorld } from './b-world.ts';
+import {
+  DEMO_KEYS,
+  faultKey,
+  faultPolicyYaml,
+  openWorld,
+  type FaultKey,
+  type FaultWorld,
+} from './b-world.ts';
 
 interface Boundary {
   /** Case label. */
@@ -41,14 +48,48 @@ interface Boundary {
 }
 
 const BOUNDARIES: readonly Boundary[] = [
-  { name: 'preflight', step: 'preflight', pauseAt: 'preflight', rolledAtKill: false, intentLeft: false, lockLeft: false },
+  {
+    name: 'preflight',
+    step: 'preflight',
+    pauseAt: 'preflight',
+    rolledAtKill: false,
+    intentLeft: false,
+    lockLeft: false,
+  },
   // The pause is before the lock is taken.
   { name: 'lock', step: 'lock', pauseAt: 'lock', rolledAtKill: false, intentLeft: false, lockLeft: false },
   // Lock held, intent not yet written.
-  { name: 'intent', step: 'intent', pauseAt: 'intent', rolledAtKill: false, intentLeft: false, lockLeft: true },
-  { name: 'roll, request not sent', step: 'roll', pauseAt: 'roll', rolledAtKill: false, intentLeft: true, lockLeft: true },
-  { name: 'roll in flight (applied, answer held)', step: 'roll', rolledAtKill: true, intentLeft: true, lockLeft: true },
-  { name: 'store done, before verify', step: 'store', pauseAt: 'store', rolledAtKill: true, intentLeft: true, lockLeft: true },
+  {
+    name: 'intent',
+    step: 'intent',
+    pauseAt: 'intent',
+    rolledAtKill: false,
+    intentLeft: false,
+    lockLeft: true,
+  },
+  {
+    name: 'roll, request not sent',
+    step: 'roll',
+    pauseAt: 'roll',
+    rolledAtKill: false,
+    intentLeft: true,
+    lockLeft: true,
+  },
+  {
+    name: 'roll in flight (applied, answer held)',
+    step: 'roll',
+    rolledAtKill: true,
+    intentLeft: true,
+    lockLeft: true,
+  },
+  {
+    name: 'store done, before verify',
+    step: 'store',
+    pauseAt: 'store',
+    rolledAtKill: true,
+    intentLeft: true,
+    lockLeft: true,
+  },
   { name: 'verify', step: 'verify', pauseAt: 'verify', rolledAtKill: true, intentLeft: true, lockLeft: true },
   { name: 'finish', step: 'finish', pauseAt: 'finish', rolledAtKill: true, intentLeft: true, lockLeft: true },
 ];
@@ -77,19 +118,38 @@ interface KillReport {
 
 async function crashAt(world: FaultWorld, boundary: Boundary): Promise<KillReport> {
   const before = new Map(KEYS.map((key) => [key.id, world.emulator.state.rollCount(key.id)]));
-  if (!boundary.pauseAt) world.emulator.faults.inject('roll', { kind: 'failAfterApply', then: 'hang' }, KEYS.length);
-  const child = world.spawn(['rotate', '--all', '--reason', 'manual', '--force', '--concurrency', String(KEYS.length), '-p', 'policy.yaml'], {
-    env: boundary.pauseAt ? { KEYROLL_TEST_PAUSE_AT: boundary.pauseAt } : {},
-    killAfterMs: 60_000,
-  });
+  if (!boundary.pauseAt)
+    world.emulator.faults.inject('roll', { kind: 'failAfterApply', then: 'hang' }, KEYS.length);
+  const child = world.spawn(
+    [
+      'rotate',
+      '--all',
+      '--reason',
+      'manual',
+      '--force',
+      '--concurrency',
+      String(KEYS.length),
+      '-p',
+      'policy.yaml',
+    ],
+    {
+      env: boundary.pauseAt ? { KEYROLL_TEST_PAUSE_AT: boundary.pauseAt } : {},
+      killAfterMs: 60_000,
+    },
+  );
   if (boundary.pauseAt) {
     // Every key of the run reaches the pause point (they run side by side).
     await child.waitForStderr(`keyroll: paused at ${boundary.pauseAt}\n`, KEYS.length);
   } else {
-    await waitFor(() => KEYS.every((key) => world.emulator.state.rollCount(key.id) > (before.get(key.id) ?? 0)), 'every held roll applied');
+    await waitFor(
+      () => KEYS.every((key) => world.emulator.state.rollCount(key.id) > (before.get(key.id) ?? 0)),
+      'every held roll applied',
+    );
   }
   const result = await child.kill();
-  const rollsAtKill = new Map(KEYS.map((key) => [key.id, world.emulator.state.rollCount(key.id) - (before.get(key.id) ?? 0)]));
+  const rollsAtKill = new Map(
+    KEYS.map((key) => [key.id, world.emulator.state.rollCount(key.id) - (before.get(key.id) ?? 0)]),
+  );
   const intentKeys: string[] = [];
   const lockedKeys: string[] = [];
   const storedWorksAtKill = new Map<string, boolean>();
@@ -123,7 +183,17 @@ describe('SIGKILL at every step boundary, then `keyroll run` repairs', () => {
         it(`#${iteration} (${start}): every key usable, intent cleared, one alert per recovery`, async (ctx) => {
           const world = await openWorld();
           try {
-            await world.writeFile('policy.yaml', faultPolicyYaml({ baseUrl: world.emulator.url, alertUrl: `${world.receiver.url}/alerts`, keys: KEYS, lockTtl: `${LOCK_TTL_MS}ms`, clockSkew: `${CLOCK_SKEW_MS}ms`, ...TIMEOUTS }));
+            await world.writeFile(
+              'policy.yaml',
+              faultPolicyYaml({
+                baseUrl: world.emulator.url,
+                alertUrl: `${world.receiver.url}/alerts`,
+                keys: KEYS,
+                lockTtl: `${LOCK_TTL_MS}ms`,
+                clockSkew: `${CLOCK_SKEW_MS}ms`,
+                ...TIMEOUTS,
+              }),
+            );
             if (start === 'rotated 10 min ago') {
               for (const key of KEYS) await world.seedRotated(key, new Date(Date.now() - 10 * 60_000));
             }
@@ -138,12 +208,28 @@ describe('SIGKILL at every step boundary, then `keyroll run` repairs', () => {
             const repairEvents = repairs.flatMap((run) => run.events);
 
             // The four questions, answered and recorded before asserting.
-            const copies = await Promise.all(KEYS.map(async (key) => ({ keyId: key.id, secrets: [await world.storedSecret(key)] })));
-            const lost = checkNotLost(copies, (keyId, secret) => world.emulator.state.isLiveSecret(keyId, secret));
-            const leaks = findSecrets(world.haystacks(), [...world.emulator.state.mintedSecrets(), OWNER_TOKEN]);
+            const copies = await Promise.all(
+              KEYS.map(async (key) => ({ keyId: key.id, secrets: [await world.storedSecret(key)] })),
+            );
+            const lost = checkNotLost(copies, (keyId, secret) =>
+              world.emulator.state.isLiveSecret(keyId, secret),
+            );
+            const leaks = findSecrets(world.haystacks(), [
+              ...world.emulator.state.mintedSecrets(),
+              OWNER_TOKEN,
+            ]);
             const alerts = world.alerts();
-            const recoveryAlerts = (keyId: string): number => alerts.filter((alert) => alert.keyId === keyId && alert.step === 'recovery').length;
-            const repairAlerts = checkAlerted(repairs.map((run) => runReportFromAudit(run.events, KEYS.map((key) => key.id))), alerts);
+            const recoveryAlerts = (keyId: string): number =>
+              alerts.filter((alert) => alert.keyId === keyId && alert.step === 'recovery').length;
+            const repairAlerts = checkAlerted(
+              repairs.map((run) =>
+                runReportFromAudit(
+                  run.events,
+                  KEYS.map((key) => key.id),
+                ),
+              ),
+              alerts,
+            );
             // Every roll of the case, the dead run's included, against what the two runs' audit
             // accounts for. One roll no run can account for: applied in flight for a key that had
             // nothing stored, so no stored secret can show that it died; the test counts that one
@@ -153,7 +239,8 @@ describe('SIGKILL at every step boundary, then `keyroll run` repairs', () => {
               KEYS.map((key) => ({
                 keyId: key.id,
                 emulatorRolls: world.emulator.state.rollCount(key.id) - (beforeCrash.get(key.id) ?? 0),
-                reportedRolls: reportedRolls([...kill.result.events, ...repairEvents], key.id) + unaccountable,
+                reportedRolls:
+                  reportedRolls([...kill.result.events, ...repairEvents], key.id) + unaccountable,
               })),
             );
             const interrupted = kill.intentKeys.length;
@@ -173,7 +260,10 @@ describe('SIGKILL at every step boundary, then `keyroll run` repairs', () => {
 
             // The kill hit where it was meant to.
             expect(kill.result.signal).toBe('SIGKILL');
-            for (const key of KEYS) expect(kill.rollsAtKill.get(key.id), `${key.id} rolls before the kill`).toBe(boundary.rolledAtKill ? 1 : 0);
+            for (const key of KEYS)
+              expect(kill.rollsAtKill.get(key.id), `${key.id} rolls before the kill`).toBe(
+                boundary.rolledAtKill ? 1 : 0,
+              );
             expect(kill.intentKeys).toEqual(boundary.intentLeft ? KEYS.map((key) => key.id) : []);
             expect(kill.lockedKeys).toEqual(boundary.lockLeft ? KEYS.map((key) => key.id) : []);
 
@@ -193,7 +283,10 @@ describe('SIGKILL at every step boundary, then `keyroll run` repairs', () => {
               expect(state.intent, `${key.id} intent`).toBeUndefined();
               // A key that was not due is not locked by the repair run, so the dead run's lock may
               // stay behind; it is stale by then, and the next runner that needs it takes it over.
-              if (state.lock) expect(Date.parse(state.lock.expiresAt), `${key.id} lock expiry`).toBeLessThanOrEqual(Date.now());
+              if (state.lock)
+                expect(Date.parse(state.lock.expiresAt), `${key.id} lock expiry`).toBeLessThanOrEqual(
+                  Date.now(),
+                );
             }
 
             // Alerted: exactly one recovery alert per interrupted rotation, saying which repair it was.
@@ -203,8 +296,11 @@ describe('SIGKILL at every step boundary, then `keyroll run` repairs', () => {
                 expect(mine, `${key.id} alerts`).toEqual([]);
                 continue;
               }
-              const expectedCode = kill.storedWorksAtKill.get(key.id) === true ? 'KR_RECOVERED_INTENT' : 'KR_RECOVERED_REROLL';
-              expect(mine, `${key.id} alerts`).toEqual([expect.objectContaining({ step: 'recovery', errorCode: expectedCode, severity: 'warning' })]);
+              const expectedCode =
+                kill.storedWorksAtKill.get(key.id) === true ? 'KR_RECOVERED_INTENT' : 'KR_RECOVERED_REROLL';
+              expect(mine, `${key.id} alerts`).toEqual([
+                expect.objectContaining({ step: 'recovery', errorCode: expectedCode, severity: 'warning' }),
+              ]);
             }
             expect(repairAlerts.problems).toEqual([]);
 

@@ -19,17 +19,33 @@ import { RateLimiter } from '../../src/api/rate-limiter.ts';
 import { Secret } from '../../src/audit/secret.ts';
 import { fakeClock } from '../api/mock-api.ts';
 import { findSecrets } from '../support/secret-scan.ts';
-import { checkAlerted, checkNoDoubleRoll, checkNotLost, recordCase, reportedRolls, type FaultCaseResult, type RunReport } from './record.ts';
+import {
+  checkAlerted,
+  checkNoDoubleRoll,
+  checkNotLost,
+  recordCase,
+  reportedRolls,
+  type FaultCaseResult,
+  type RunReport,
+} from './record.ts';
 import { OWNER_TOKEN, type ChildResult } from './b-child.ts';
 import { faultSeed } from './b-budget.ts';
-import { BODY_FAMILIES, describeAnswer, expectedOutcome, hostileAnswerFor, type HostileAnswer } from './b-hostile-answers.ts';
+import {
+  BODY_FAMILIES,
+  describeAnswer,
+  expectedOutcome,
+  hostileAnswerFor,
+  type HostileAnswer,
+} from './b-hostile-answers.ts';
 import { startHostileApi, type HostileApi } from './b-hostile-server.ts';
 import { ORG, faultKey, faultPolicyYaml, openWorld, type FaultKey, type FaultWorld } from './b-world.ts';
 
 const SEED = faultSeed();
 /** Five answers around each body family: 125 cases. */
 const PER_FAMILY = 5;
-const CASES: HostileAnswer[] = BODY_FAMILIES.flatMap((family, index) => fc.sample(hostileAnswerFor(family), { seed: SEED + index, numRuns: PER_FAMILY }));
+const CASES: HostileAnswer[] = BODY_FAMILIES.flatMap((family, index) =>
+  fc.sample(hostileAnswerFor(family), { seed: SEED + index, numRuns: PER_FAMILY }),
+);
 const BATCH_SIZE = 12;
 /**
  * Keys run side by side in batches of BATCH_SIZE, except a 429: it pauses every caller of the
@@ -38,7 +54,9 @@ const BATCH_SIZE = 12;
 const BATCHES: number[][] = (() => {
   const alone = CASES.flatMap((answer, index) => (answer.status === 429 ? [[index]] : []));
   const shared = CASES.flatMap((answer, index) => (answer.status === 429 ? [] : [index]));
-  const grouped = Array.from({ length: Math.ceil(shared.length / BATCH_SIZE) }, (_, batch) => shared.slice(batch * BATCH_SIZE, (batch + 1) * BATCH_SIZE));
+  const grouped = Array.from({ length: Math.ceil(shared.length / BATCH_SIZE) }, (_, batch) =>
+    shared.slice(batch * BATCH_SIZE, (batch + 1) * BATCH_SIZE),
+  );
   return [...grouped, ...alone];
 })();
 const HEADERS_MS = 1500;
@@ -94,15 +112,43 @@ describe(`hostile roll answers, generated (seed ${SEED}): stored when data.key w
       api.script(key.id, CASES[indexes[position] as number] as HostileAnswer);
     }
     const policy = `batch-${batch}.yaml`;
-    await world.writeFile(policy, faultPolicyYaml({ baseUrl: api.url, alertUrl: `${world.receiver.url}/alerts`, keys, headersMs: HEADERS_MS, bodyMs: BODY_MS }));
+    await world.writeFile(
+      policy,
+      faultPolicyYaml({
+        baseUrl: api.url,
+        alertUrl: `${world.receiver.url}/alerts`,
+        keys,
+        headersMs: HEADERS_MS,
+        bodyMs: BODY_MS,
+      }),
+    );
     const alertsBefore = world.receiver.requests.length;
     const alertCountBefore = world.alerts().length;
-    const result = await world.run(['rotate', '--all', '--reason', 'manual', '--force', '--concurrency', String(keys.length), '-o', 'json', '-p', policy], { killAfterMs: 120_000 });
+    const result = await world.run(
+      [
+        'rotate',
+        '--all',
+        '--reason',
+        'manual',
+        '--force',
+        '--concurrency',
+        String(keys.length),
+        '-o',
+        'json',
+        '-p',
+        policy,
+      ],
+      { killAfterMs: 120_000 },
+    );
     const reportLine = result.stdout.split('\n').find((line) => line.startsWith('{"runId"'));
     return {
       result,
       ...(reportLine ? { report: JSON.parse(reportLine) as BatchRun['report'] } : {}),
-      haystacks: [result.stdout, result.stderr, ...world.receiver.requests.slice(alertsBefore).map((request) => request.raw)],
+      haystacks: [
+        result.stdout,
+        result.stderr,
+        ...world.receiver.requests.slice(alertsBefore).map((request) => request.raw),
+      ],
       alerts: world.alerts().slice(alertCountBefore),
       seeds,
     };
@@ -124,7 +170,14 @@ describe(`hostile roll answers, generated (seed ${SEED}): stored when data.key w
     expect(CASES.length).toBeGreaterThanOrEqual(100);
     expect(BODY_FAMILIES.length).toBeGreaterThanOrEqual(20);
     const deliveries = new Set(CASES.map((answer) => answer.delivery));
-    expect([...deliveries].sort()).toEqual(['cut-mid-body', 'drip', 'drip-forever', 'no-headers', 'reset', 'whole']);
+    expect([...deliveries].sort()).toEqual([
+      'cut-mid-body',
+      'drip',
+      'drip-forever',
+      'no-headers',
+      'reset',
+      'whole',
+    ]);
     expect(CASES.some((answer) => answer.status === 429)).toBe(true);
     expect(CASES.some((answer) => answer.status >= 500 && !answer.applies)).toBe(true);
   });
@@ -141,11 +194,27 @@ describe(`hostile roll answers, generated (seed ${SEED}): stored when data.key w
       const stored = await world.storedSecret(key);
       const mine = batch.alerts.filter((alert) => alert.keyId === key.id);
 
-      const lost = checkNotLost([{ keyId: key.id, secrets: [stored] }], (keyId, secret) => world.emulator.state.isLiveSecret(keyId, secret));
-      const leaks = findSecrets(batch.haystacks, [seed, ...log.minted, ...(log.embedded ? [log.embedded] : []), OWNER_TOKEN]);
-      const report: RunReport = { runId: batch.report?.runId ?? 'no-report', outcomes: outcome ? [outcome] : [] };
+      const lost = checkNotLost([{ keyId: key.id, secrets: [stored] }], (keyId, secret) =>
+        world.emulator.state.isLiveSecret(keyId, secret),
+      );
+      const leaks = findSecrets(batch.haystacks, [
+        seed,
+        ...log.minted,
+        ...(log.embedded ? [log.embedded] : []),
+        OWNER_TOKEN,
+      ]);
+      const report: RunReport = {
+        runId: batch.report?.runId ?? 'no-report',
+        outcomes: outcome ? [outcome] : [],
+      };
       const alerted = checkAlerted([report], mine);
-      const rolls = checkNoDoubleRoll([{ keyId: key.id, emulatorRolls: world.emulator.state.rollCount(key.id), reportedRolls: reportedRolls(events, key.id) }]);
+      const rolls = checkNoDoubleRoll([
+        {
+          keyId: key.id,
+          emulatorRolls: world.emulator.state.rollCount(key.id),
+          reportedRolls: reportedRolls(events, key.id),
+        },
+      ]);
       recordCase(ctx, {
         case: `hostile #${index}: ${describeAnswer(answer)}`,
         fault: `roll answer: ${answer.body.label}`,
@@ -160,7 +229,9 @@ describe(`hostile roll answers, generated (seed ${SEED}): stored when data.key w
 
       // No crash, no hang: the run ended by itself with its report and summary; a run the
       // watchdog killed names the keys that never finished.
-      const finished = events.some((event) => event.event === 'key.succeeded' || event.event === 'key.failed');
+      const finished = events.some(
+        (event) => event.event === 'key.succeeded' || event.event === 'key.failed',
+      );
       expect(finished, `the rotation of ${key.id} never finished`).toBe(true);
       expect(batch.result.signal, 'killed by the watchdog: a hang').toBeNull();
       expect([0, 1], batch.result.stderr).toContain(batch.result.code);
@@ -177,13 +248,19 @@ describe(`hostile roll answers, generated (seed ${SEED}): stored when data.key w
           expect(outcome?.result).toBe('rotated');
           expect(stored === log.minted[0], 'the secret of the answer is the one stored').toBe(true);
           expect(log.rollRequests).toBe(1);
-          expect(rolled?.malformedAnswer !== undefined, `malformedAnswer: ${String(rolled?.malformedAnswer)}`).toBe(expected.malformed);
+          expect(
+            rolled?.malformedAnswer !== undefined,
+            `malformedAnswer: ${String(rolled?.malformedAnswer)}`,
+          ).toBe(expected.malformed);
           break;
         case 'rerolled': {
           expect(outcome?.result).toBe('rotated');
           expect(log.rollRequests).toBe(2);
           expect(stored === log.minted.at(-1), 'the secret of the second roll is the one stored').toBe(true);
-          expect(events.find((event) => event.event === 'key.probe')).toMatchObject({ step: 'roll', verdict: expected.probe });
+          expect(events.find((event) => event.event === 'key.probe')).toMatchObject({
+            step: 'roll',
+            verdict: expected.probe,
+          });
           expect(rolled).toMatchObject({ unknownOutcomes: [expected.probe], rolls: 2 });
           break;
         }
@@ -193,7 +270,9 @@ describe(`hostile roll answers, generated (seed ${SEED}): stored when data.key w
             expect(stored === seed, 'the stored secret is untouched').toBe(true);
           } else {
             expect(outcome?.result).toBe('rotated');
-            expect(events.some((event) => event.event === 'key.roll.retry' && event.status === 429)).toBe(true);
+            expect(events.some((event) => event.event === 'key.roll.retry' && event.status === 429)).toBe(
+              true,
+            );
             expect(stored === log.minted.at(-1)).toBe(true);
           }
           break;
@@ -206,7 +285,11 @@ describe(`hostile roll answers, generated (seed ${SEED}): stored when data.key w
           break;
       }
       // A clear audit event either way.
-      expect(rolled !== undefined || (typeof failed?.errorCode === 'string' && /^KR_[A-Z_]+$/.test(failed.errorCode)), 'key.rolled or key.failed with a code').toBe(true);
+      expect(
+        rolled !== undefined ||
+          (typeof failed?.errorCode === 'string' && /^KR_[A-Z_]+$/.test(failed.errorCode)),
+        'key.rolled or key.failed with a code',
+      ).toBe(true);
       if (outcome?.result === 'rotated') expect(mine, 'no alert for a success').toEqual([]);
 
       // The four questions.
@@ -237,7 +320,11 @@ describe('a 429 whose Retry-After is far past the run budget', () => {
       res.end(JSON.stringify({ success: true, data: [], pagination: { nextCursor: null, hasMore: false } }));
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const client = new ApiClient({ baseUrl: `http://127.0.0.1:${String((server.address() as AddressInfo).port)}`, credentials: staticCredential(new Secret(OWNER_TOKEN), 'test token'), limiter });
+    const client = new ApiClient({
+      baseUrl: `http://127.0.0.1:${String((server.address() as AddressInfo).port)}`,
+      credentials: staticCredential(new Secret(OWNER_TOKEN), 'test token'),
+      limiter,
+    });
     try {
       const refused = await client.listProjects({ limit: 1 }).then(
         () => undefined,
@@ -245,7 +332,17 @@ describe('a 429 whose Retry-After is far past the run budget', () => {
       );
       const next = await client.listProjects({ limit: 1 });
       const pausedMs = clock.sleeps.reduce((total, ms) => total + ms, 0);
-      recordCase(ctx, { case: 'hostile: 429 with Retry-After 99999, the next caller', fault: 'roll answer: 429 Retry-After 99999', backend: 'emulator', step: 'roll', result: 'rotated', lost: 0, leaked: 0, alerted: 0, failures: 0 });
+      recordCase(ctx, {
+        case: 'hostile: 429 with Retry-After 99999, the next caller',
+        fault: 'roll answer: 429 Retry-After 99999',
+        backend: 'emulator',
+        step: 'roll',
+        result: 'rotated',
+        lost: 0,
+        leaked: 0,
+        alerted: 0,
+        failures: 0,
+      });
 
       expect(refused).toMatchObject({ code: 'KR_API_RATE_LIMITED', retryAfterMs: 99_999_000 });
       expect(next.projects).toEqual([]);

@@ -58,7 +58,10 @@ export interface CaseVerdict {
   failures: number;
   /** Plain sentences for everything that broke an invariant. */
   problems: string[];
-  record(ctx: Pick<TestContext, 'task'>, about: Pick<FaultCase, 'case' | 'fault' | 'backend' | 'step' | 'result'>): void;
+  record(
+    ctx: Pick<TestContext, 'task'>,
+    about: Pick<FaultCase, 'case' | 'fault' | 'backend' | 'step' | 'result'>,
+  ): void;
   assertInvariants(): void;
 }
 
@@ -102,8 +105,10 @@ export function judgeCase(evidence: CaseEvidence): CaseVerdict {
   let lost = 0;
   for (const key of evidence.keys) {
     const { usableAfterFault, usableAfterNext } = key;
-    const reported = key.intentAfterFault || records.some((r) => r.event === 'key.unusable' && r.keyId === key.keyId);
-    if (!usableAfterFault && !reported) problems.push(`key ${key.keyId} was left without a working secret and nothing said so`);
+    const reported =
+      key.intentAfterFault || records.some((r) => r.event === 'key.unusable' && r.keyId === key.keyId);
+    if (!usableAfterFault && !reported)
+      problems.push(`key ${key.keyId} was left without a working secret and nothing said so`);
     if (!usableAfterNext) problems.push(`key ${key.keyId} has no working secret after the next run`);
     if (key.intentAfterNext) problems.push(`key ${key.keyId} still has an intent marker after the next run`);
     if ((!usableAfterFault && !reported) || !usableAfterNext) lost++;
@@ -112,7 +117,8 @@ export function judgeCase(evidence: CaseEvidence): CaseVerdict {
   // Not leaked: every minted secret, in every form, in everything keyroll wrote.
   const haystacks = [...evidence.auditLines, ...evidence.alertBodies, ...evidence.otherOutput];
   const leaks = findSecrets(haystacks, evidence.emulator.state.mintedSecrets());
-  for (const hit of leaks.hits) problems.push(`secret ${hit.fingerprint} leaked (${hit.form}) in output #${hit.haystack}`);
+  for (const hit of leaks.hits)
+    problems.push(`secret ${hit.fingerprint} leaked (${hit.form}) in output #${hit.haystack}`);
 
   // Alerted: one alert per failure, none for a success; delivered or audited as undeliverable.
   const seen = [...alertsFromAudit(records), ...alertsFromBodies(evidence.alertBodies)];
@@ -120,17 +126,38 @@ export function judgeCase(evidence: CaseEvidence): CaseVerdict {
   problems.push(...alerts.problems);
   for (const keyId of evidence.crashed ?? []) {
     alerts.failures++;
-    const recoveries = new Set(seen.filter((alert) => alert.keyId === keyId && alert.step === 'recovery').map((alert) => alert.rotationId));
+    const recoveries = new Set(
+      seen
+        .filter((alert) => alert.keyId === keyId && alert.step === 'recovery')
+        .map((alert) => alert.rotationId),
+    );
     if (recoveries.size === 1) alerts.alerted++;
-    else problems.push(`key ${keyId} died mid-rotation and the next run raised ${recoveries.size} recovery alerts`);
+    else
+      problems.push(
+        `key ${keyId} died mid-rotation and the next run raised ${recoveries.size} recovery alerts`,
+      );
   }
 
   // Every key event names its key (and so can be told apart in a run of thousands).
-  const anonymous = [...new Set(records.filter((r) => typeof r.event === 'string' && r.event.startsWith('key.') && typeof r.keyId !== 'string').map((r) => String(r.event)))];
+  const anonymous = [
+    ...new Set(
+      records
+        .filter(
+          (r) => typeof r.event === 'string' && r.event.startsWith('key.') && typeof r.keyId !== 'string',
+        )
+        .map((r) => String(r.event)),
+    ),
+  ];
   if (anonymous.length > 0) problems.push(`audit events without a keyId: ${anonymous.join(', ')}`);
 
   // No double roll: the API applied exactly the rolls keyroll accounts for.
-  const rolls = checkNoDoubleRoll(evidence.keys.map((key) => ({ keyId: key.keyId, emulatorRolls: evidence.emulator.state.rollCount(key.keyId), reportedRolls: reportedRolls(records, key.keyId) })));
+  const rolls = checkNoDoubleRoll(
+    evidence.keys.map((key) => ({
+      keyId: key.keyId,
+      emulatorRolls: evidence.emulator.state.rollCount(key.keyId),
+      reportedRolls: reportedRolls(records, key.keyId),
+    })),
+  );
   problems.push(...rolls.problems);
 
   return {
@@ -140,7 +167,13 @@ export function judgeCase(evidence: CaseEvidence): CaseVerdict {
     failures: alerts.failures,
     problems,
     record: (ctx, about) => {
-      recordCase(ctx, { ...about, lost, leaked: leaks.leaked, alerted: alerts.alerted, failures: alerts.failures });
+      recordCase(ctx, {
+        ...about,
+        lost,
+        leaked: leaks.leaked,
+        alerted: alerts.alerted,
+        failures: alerts.failures,
+      });
     },
     assertInvariants: () => {
       expect(problems, 'invariant problems').toEqual([]);

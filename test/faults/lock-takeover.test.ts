@@ -47,7 +47,15 @@ function heldDelay(): { sleep: () => Promise<void>; entered: () => boolean; open
 async function writePolicy(world: FaultWorld): Promise<void> {
   await world.writeFile(
     'policy.yaml',
-    faultPolicyYaml({ baseUrl: world.emulator.url, alertUrl: `${world.receiver.url}/alerts`, keys: [KEY], lockTtl: `${LOCK_TTL_MS}ms`, clockSkew: `${CLOCK_SKEW_MS}ms`, headersMs: 1_200, bodyMs: 200 }),
+    faultPolicyYaml({
+      baseUrl: world.emulator.url,
+      alertUrl: `${world.receiver.url}/alerts`,
+      keys: [KEY],
+      lockTtl: `${LOCK_TTL_MS}ms`,
+      clockSkew: `${CLOCK_SKEW_MS}ms`,
+      headersMs: 1_200,
+      bodyMs: 200,
+    }),
   );
 }
 
@@ -59,7 +67,10 @@ async function waitOutLock(world: FaultWorld): Promise<void> {
   if (waitMs > 0) await new Promise((resolve) => setTimeout(resolve, waitMs));
 }
 
-const isLive = (world: FaultWorld) => (keyId: string, secret: string): boolean => world.emulator.state.isLiveSecret(keyId, secret);
+const isLive =
+  (world: FaultWorld) =>
+  (keyId: string, secret: string): boolean =>
+    world.emulator.state.isLiveSecret(keyId, secret);
 
 /** A world whose next roll the emulator holds until the test opens `delay`; the key was rotated 10 minutes ago. */
 async function openHeldWorld(): Promise<{ world: FaultWorld; delay: ReturnType<typeof heldDelay> }> {
@@ -72,18 +83,25 @@ async function openHeldWorld(): Promise<{ world: FaultWorld; delay: ReturnType<t
 }
 
 const leakRotation = (world: FaultWorld, actor: string): Promise<ChildResult> =>
-  world.run(['rotate', '--key', KEY.id, '--reason', 'leak', '--actor', actor, '-p', 'policy.yaml'], { killAfterMs: 60_000 });
+  world.run(['rotate', '--key', KEY.id, '--reason', 'leak', '--actor', actor, '-p', 'policy.yaml'], {
+    killAfterMs: 60_000,
+  });
 
 /** Runner A: a leak rotation whose roll has reached the server (which holds it). */
 async function holderAtServer(world: FaultWorld, delay: ReturnType<typeof heldDelay>): Promise<RunningChild> {
-  const a = world.spawn(['rotate', '--key', KEY.id, '--reason', 'leak', '--actor', 'runner-a', '-p', 'policy.yaml'], { killAfterMs: 60_000 });
+  const a = world.spawn(
+    ['rotate', '--key', KEY.id, '--reason', 'leak', '--actor', 'runner-a', '-p', 'policy.yaml'],
+    { killAfterMs: 60_000 },
+  );
   await waitFor(delay.entered, "runner A's roll at the server");
   return a;
 }
 
 /** The next scheduled run, once the marker's hold has passed. */
 async function runAfterHold(world: FaultWorld, holdUntil: string | undefined): Promise<ChildResult> {
-  await new Promise((resolve) => setTimeout(resolve, Math.max(0, Date.parse(holdUntil ?? '') - Date.now() + 50)));
+  await new Promise((resolve) =>
+    setTimeout(resolve, Math.max(0, Date.parse(holdUntil ?? '') - Date.now() + 50)),
+  );
   return world.run(['run', '-p', 'policy.yaml'], { killAfterMs: 60_000 });
 }
 
@@ -91,7 +109,6 @@ describe('fenced locks: a runner that lost its lock', () => {
   it('killed with its roll in flight after a takeover: the late roll is found and repaired, not hidden', async (ctx) => {
     const { world, delay } = await openHeldWorld();
     try {
-
       // Runner A: its roll reaches the server, which holds it; A is killed while it waits.
       const a = await holderAtServer(world, delay);
       await a.kill();
@@ -107,7 +124,10 @@ describe('fenced locks: a runner that lost its lock', () => {
 
       // A's request lands late: the secret B stored dies.
       delay.open();
-      await waitFor(() => afterB !== undefined && !world.emulator.state.isLiveSecret(KEY.id, afterB), "runner A's late roll");
+      await waitFor(
+        () => afterB !== undefined && !world.emulator.state.isLiveSecret(KEY.id, afterB),
+        "runner A's late roll",
+      );
       const marker = (await world.files.readState(KEY.target)).intent;
       expect(marker?.holdUntil).toBeDefined();
 
@@ -118,7 +138,17 @@ describe('fenced locks: a runner that lost its lock', () => {
       const lost = checkNotLost([{ keyId: KEY.id, secrets: [await world.storedSecret(KEY)] }], isLive(world));
       const leaks = findSecrets(world.haystacks(), [...world.emulator.state.mintedSecrets(), OWNER_TOKEN]);
       const reroll = world.alerts().filter((alert) => alert.errorCode === 'KR_RECOVERED_REROLL');
-      recordCase(ctx, { case: 'lock taken over, killed holder\'s roll lands late', fault: 'SIGKILL mid-roll + takeover', backend: 'cli', step: 'roll', result: 'aborted', lost: lost.lost, leaked: leaks.leaked, alerted: reroll.length === 1 ? 1 : 0, failures: 1 });
+      recordCase(ctx, {
+        case: "lock taken over, killed holder's roll lands late",
+        fault: 'SIGKILL mid-roll + takeover',
+        backend: 'cli',
+        step: 'roll',
+        result: 'aborted',
+        lost: lost.lost,
+        leaked: leaks.leaked,
+        alerted: reroll.length === 1 ? 1 : 0,
+        failures: 1,
+      });
       expect(lost.lostKeys).toEqual([]);
       expect(leaks.hits).toEqual([]);
       expect(reroll).toHaveLength(1);
@@ -132,7 +162,6 @@ describe('fenced locks: a runner that lost its lock', () => {
   it('frozen (SIGSTOP) mid-roll past its lock: after SIGCONT it writes nothing over the new holder, and the key heals', async (ctx) => {
     const { world, delay } = await openHeldWorld();
     try {
-
       const a = await holderAtServer(world, delay);
       a.process.kill('SIGSTOP');
       await waitOutLock(world);
@@ -142,12 +171,17 @@ describe('fenced locks: a runner that lost its lock', () => {
 
       // A's roll is applied now (killing B's secret) and its answer waits in A's socket.
       delay.open();
-      await waitFor(() => storedByB !== undefined && !world.emulator.state.isLiveSecret(KEY.id, storedByB), "runner A's roll applied");
+      await waitFor(
+        () => storedByB !== undefined && !world.emulator.state.isLiveSecret(KEY.id, storedByB),
+        "runner A's roll applied",
+      );
       a.process.kill('SIGCONT');
       const resultA = await a.result;
       // A stops on its lost lock: its write (or its next attempt) is refused, and it says so.
       expect(resultA.code).toBe(1);
-      expect(resultA.events.some((e) => e.event === 'key.failed' && e.errorCode === 'KR_LOCK_LOST')).toBe(true);
+      expect(resultA.events.some((e) => e.event === 'key.failed' && e.errorCode === 'KR_LOCK_LOST')).toBe(
+        true,
+      );
       // Whatever A held, it did not replace what B stored.
       expect(await world.storedSecret(KEY)).toBe(storedByB);
 
@@ -157,8 +191,20 @@ describe('fenced locks: a runner that lost its lock', () => {
 
       const lost = checkNotLost([{ keyId: KEY.id, secrets: [await world.storedSecret(KEY)] }], isLive(world));
       const leaks = findSecrets(world.haystacks(), [...world.emulator.state.mintedSecrets(), OWNER_TOKEN]);
-      const lockLost = world.alerts().filter((alert) => alert.errorCode === 'KR_LOCK_LOST' && alert.severity === 'critical');
-      recordCase(ctx, { case: 'lock taken over from a frozen holder', fault: 'SIGSTOP mid-roll + takeover + SIGCONT', backend: 'cli', step: 'roll', result: 'failed', lost: lost.lost, leaked: leaks.leaked, alerted: lockLost.length === 1 ? 1 : 0, failures: 1 });
+      const lockLost = world
+        .alerts()
+        .filter((alert) => alert.errorCode === 'KR_LOCK_LOST' && alert.severity === 'critical');
+      recordCase(ctx, {
+        case: 'lock taken over from a frozen holder',
+        fault: 'SIGSTOP mid-roll + takeover + SIGCONT',
+        backend: 'cli',
+        step: 'roll',
+        result: 'failed',
+        lost: lost.lost,
+        leaked: leaks.leaked,
+        alerted: lockLost.length === 1 ? 1 : 0,
+        failures: 1,
+      });
       expect(lost.lostKeys).toEqual([]);
       expect(leaks.hits).toEqual([]);
       expect(lockLost).toHaveLength(1);
@@ -188,12 +234,23 @@ describe('fenced locks: a runner that lost its lock', () => {
           await held;
         },
       });
-      const runA = runRotations(runtimeA, { keys: [key], trigger: { reason: 'leak', force: true }, concurrency: 1 });
+      const runA = runRotations(runtimeA, {
+        keys: [key],
+        trigger: { reason: 'leak', force: true },
+        concurrency: 1,
+      });
       await atRoll;
       // B's clock runs 20 s ahead of A's expiry: within the 30 s skew, the lock is still A's.
-      const ahead = (ms: number) => ({ now: () => new Date(Date.now() + ms), monotonicMs: () => performance.now() + ms });
+      const ahead = (ms: number) => ({
+        now: () => new Date(Date.now() + ms),
+        monotonicMs: () => performance.now() + ms,
+      });
       const runtimeB = await bench.runtime(ahead(key.lockTtlMs + 20_000));
-      const b = await runRotations(runtimeB, { keys: [key], trigger: { reason: 'leak', force: true }, concurrency: 1 });
+      const b = await runRotations(runtimeB, {
+        keys: [key],
+        trigger: { reason: 'leak', force: true },
+        concurrency: 1,
+      });
       await runtimeB.close();
       release();
       const a = await runA;
@@ -202,9 +259,21 @@ describe('fenced locks: a runner that lost its lock', () => {
       const stored = runtime.resolveKey(key).destinations[0];
       const secret = stored ? (await stored.backend.readSecret(stored.target))?.secret.reveal() : undefined;
       await runtime.close();
-      const lost = checkNotLost([{ keyId: key.id, secrets: [secret] }], (id, s) => bench.emulator.state.isLiveSecret(id, s));
+      const lost = checkNotLost([{ keyId: key.id, secrets: [secret] }], (id, s) =>
+        bench.emulator.state.isLiveSecret(id, s),
+      );
       const leaks = findSecrets(bench.lines, bench.emulator.state.mintedSecrets());
-      recordCase(ctx, { case: 'clock skew: contender 20 s ahead, skew 30 s', fault: 'clock skew between runners', backend: 'file', step: 'lock', result: 'skipped', lost: lost.lost, leaked: leaks.leaked, alerted: 0, failures: 0 });
+      recordCase(ctx, {
+        case: 'clock skew: contender 20 s ahead, skew 30 s',
+        fault: 'clock skew between runners',
+        backend: 'file',
+        step: 'lock',
+        result: 'skipped',
+        lost: lost.lost,
+        leaked: leaks.leaked,
+        alerted: 0,
+        failures: 0,
+      });
       expect(b.outcomes[0]).toMatchObject({ result: 'busy' });
       expect(a.outcomes[0]).toMatchObject({ result: 'rotated' });
       expect(bench.emulator.state.rollCount(key.id)).toBe(1);
@@ -236,21 +305,28 @@ for (const kind of ['file', 'vault', 'aws'] as const satisfies readonly StoreKin
     // Issue 27 §2: whoever may tag the AWS secret (TagResource only) forges the release mark of a
     // live lock from the owner and rotation its intent marker shows.
     // Defined for AWS alone (the other stores have no tags), so nothing is skipped.
-    if (kind === 'aws') it('a forged release tag does not free a live lock: B finds the key busy and audits it, the holder rolls once (aws)', async (ctx) => {
-      const server = motoServer();
-      if (!bench || !server) return ctx.skip();
-      await runForgedReleaseTag(ctx, bench, async (path) => {
-        const sdk = sdkClient(server);
-        try {
-          const tags = (await sdk.send(new DescribeSecretCommand({ SecretId: path }))).Tags ?? [];
-          const [rotationId = '', , , owner = ''] = (tags.find((tag) => tag.Key === TAG_INTENT)?.Value ?? '').split(' ');
-          expect(owner, 'the intent marker names its owner').not.toBe('');
-          await sdk.send(new TagResourceCommand({ SecretId: path, Tags: [{ Key: TAG_LOCK_RELEASED, Value: `${owner} ${rotationId}` }] }));
-        } finally {
-          sdk.destroy();
-        }
+    if (kind === 'aws')
+      it('a forged release tag does not free a live lock: B finds the key busy and audits it, the holder rolls once (aws)', async (ctx) => {
+        const server = motoServer();
+        if (!bench || !server) return ctx.skip();
+        await runForgedReleaseTag(ctx, bench, async (path) => {
+          const sdk = sdkClient(server);
+          try {
+            const tags = (await sdk.send(new DescribeSecretCommand({ SecretId: path }))).Tags ?? [];
+            const [rotationId = '', , , owner = ''] = (
+              tags.find((tag) => tag.Key === TAG_INTENT)?.Value ?? ''
+            ).split(' ');
+            expect(owner, 'the intent marker names its owner').not.toBe('');
+            await sdk.send(
+              new TagResourceCommand({
+                SecretId: path,
+                Tags: [{ Key: TAG_LOCK_RELEASED, Value: `${owner} ${rotationId}` }],
+              }),
+            );
+          } finally {
+            sdk.destroy();
+          }
+        });
       });
-    });
   });
 }
-

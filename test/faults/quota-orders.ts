@@ -15,7 +15,13 @@ import { wrapBackend } from '../rotation/harness.ts';
 import type { ArmedFault } from './arm.ts';
 import type { CaseKey, FaultBench } from './bench.ts';
 import { isUsable, judgeCase } from './judge.ts';
-import { NEXT_RUN_LATER_MS, SETTLE_RUN_LATER_MS, markerHeldForSafety, resultOf, runKeyroll } from './run-case.ts';
+import {
+  NEXT_RUN_LATER_MS,
+  SETTLE_RUN_LATER_MS,
+  markerHeldForSafety,
+  resultOf,
+  runKeyroll,
+} from './run-case.ts';
 
 /** keyroll's wait limit in these cases, and how far ahead the other keys book the write quota. */
 export const ORDER_MAX_WAIT_MS = 3_000;
@@ -24,17 +30,29 @@ const BOOKED_AHEAD_MS = 5_000;
 export type QuotaOrder = 'refresh between the reservation and the roll' | 'a second AWS destination';
 
 /** Another runner's keys in this process: reservations on the same account's write quota. */
-async function bookTheAccount(bench: FaultBench, config: BackendConfig, shape: StoreTarget['shape']): Promise<{ book(): Promise<void>; release(): Promise<void> }> {
+async function bookTheAccount(
+  bench: FaultBench,
+  config: BackendConfig,
+  shape: StoreTarget['shape'],
+): Promise<{ book(): Promise<void>; release(): Promise<void> }> {
   if (config.kind !== 'aws') throw new Error('the quota orders run on AWS');
   // The same endpoint, region and rate: the same shared bucket. A long wait limit: every booking is taken.
-  const others = await createBackend('other-keys', { ...config, quotas: { ...config.quotas, maxWaitMs: 600_000 } } as BackendConfig, { env: { ...bench.store.env } });
+  const others = await createBackend(
+    'other-keys',
+    { ...config, quotas: { ...config.quotas, maxWaitMs: 600_000 } } as BackendConfig,
+    { env: { ...bench.store.env } },
+  );
   const pending: Promise<WriteReservation | undefined>[] = [];
   const writesPerSecond = config.quotas?.writesPerSecond ?? 50;
   return {
     book: async () => {
       // Each fenced write of another key reserves 2 writes; enough of them to fill BOOKED_AHEAD_MS.
       const count = Math.ceil(((BOOKED_AHEAD_MS / 1000) * writesPerSecond) / 2);
-      for (let i = 0; i < count; i++) pending.push(others.reserveWrite?.({ path: `other-keys/${String(i)}`, shape }, { fenced: true }) ?? Promise.resolve(undefined));
+      for (let i = 0; i < count; i++)
+        pending.push(
+          others.reserveWrite?.({ path: `other-keys/${String(i)}`, shape }, { fenced: true }) ??
+            Promise.resolve(undefined),
+        );
       // Let every booking take its turn (they then sleep until it comes).
       await new Promise((resolve) => setTimeout(resolve, 50));
     },
@@ -45,12 +63,27 @@ async function bookTheAccount(bench: FaultBench, config: BackendConfig, shape: S
   };
 }
 
-export async function runQuotaOrderCase(ctx: TestContext, bench: FaultBench, order: QuotaOrder): Promise<void> {
+export async function runQuotaOrderCase(
+  ctx: TestContext,
+  bench: FaultBench,
+  order: QuotaOrder,
+): Promise<void> {
   const key: CaseKey = await bench.newKey(`quota order: ${order}`);
   const policy: Policy = bench.policy([key], { safetyNet: 'none', sinkUrl: `${bench.receiver.url}/alerts` });
   const primary = policy.backends.primary;
   if (primary?.kind !== 'aws') throw new Error('the AWS store is the primary');
-  const config = { ...primary, quotas: { writesPerSecond: 50, tagsPerSecond: 50, readsPerSecond: 10_000, createsPerSecond: 50, shareAmongShards: true, maxWaitMs: ORDER_MAX_WAIT_MS, versionsPerSecret: 100 } };
+  const config = {
+    ...primary,
+    quotas: {
+      writesPerSecond: 50,
+      tagsPerSecond: 50,
+      readsPerSecond: 10_000,
+      createsPerSecond: 50,
+      shareAmongShards: true,
+      maxWaitMs: ORDER_MAX_WAIT_MS,
+      versionsPerSecret: 100,
+    },
+  };
   policy.backends.primary = config;
   const second: StoreTarget = { ...key.target, path: `${key.target.path}-copy` };
   const [entry] = policy.keys;
@@ -59,7 +92,13 @@ export async function runQuotaOrderCase(ctx: TestContext, bench: FaultBench, ord
     // The copy holds the key's value already, as after an earlier rotation.
     const seeded = await bench.store.direct.readSecret(key.target);
     if (seeded === undefined) throw new Error('the seed is stored');
-    await bench.store.direct.writeSecret(second, { secret: seeded.secret, keyId: key.keyId, organizationId: key.organizationId, rotationId: `seed-copy-${key.keyId}`, rotatedAt: new Date().toISOString() });
+    await bench.store.direct.writeSecret(second, {
+      secret: seeded.secret,
+      keyId: key.keyId,
+      organizationId: key.organizationId,
+      rotationId: `seed-copy-${key.keyId}`,
+      rotatedAt: new Date().toISOString(),
+    });
     entry.destinations = [...entry.destinations, { backend: 'primary', target: second }];
   }
 
@@ -131,7 +170,9 @@ export async function runQuotaOrderCase(ctx: TestContext, bench: FaultBench, ord
   const linesBeforeNext = lines.length;
   let next = await runKeyroll(bench, policy, audit, {}, () => new Date(Date.now() + NEXT_RUN_LATER_MS));
   const runs = [first, next];
-  if (markerHeldForSafety((await bench.store.direct.readState(key.target)).intent, lines.slice(linesBeforeNext))) {
+  if (
+    markerHeldForSafety((await bench.store.direct.readState(key.target)).intent, lines.slice(linesBeforeNext))
+  ) {
     next = await runKeyroll(bench, policy, audit, {}, () => new Date(Date.now() + SETTLE_RUN_LATER_MS));
     runs.push(next);
   }
@@ -152,11 +193,20 @@ export async function runQuotaOrderCase(ctx: TestContext, bench: FaultBench, ord
     emulator: bench.emulator,
   });
   const result = resultOf(first, key.keyId);
-  verdict.record(ctx, { case: `store × ${order}, the account's writes booked by other keys (aws)`, fault: `AWS quota booked by other keys: ${order}`, backend: 'aws', step: 'store', result });
+  verdict.record(ctx, {
+    case: `store × ${order}, the account's writes booked by other keys (aws)`,
+    fault: `AWS quota booked by other keys: ${order}`,
+    backend: 'aws',
+    step: 'store',
+    result,
+  });
   const outcome = first.outcomes.find((o) => o.keyId === key.keyId);
   verdict.assertInvariants();
   expect(booked, 'the other keys booked the account').toBe(true);
-  expect(result, `the run with ${order}: ${String(outcome?.step)} ${String(outcome?.errorCode)} ${String(outcome?.detail)}`).toBe('rotated');
+  expect(
+    result,
+    `the run with ${order}: ${String(outcome?.step)} ${String(outcome?.errorCode)} ${String(outcome?.detail)}`,
+  ).toBe('rotated');
   // Invariants 2 and 11: from the roll answer to the last destination's write, nothing waited for a turn.
   expect(pacedWhileStoring, 'calls that waited for a quota turn during the store').toEqual([]);
   expect(resultOf(next, key.keyId), 'the next run').toMatch(/^(rotated|recovered|skipped)$/);
@@ -176,7 +226,13 @@ export async function runVersionQuotaCase(ctx: TestContext, bench: FaultBench): 
   if (seeded === undefined) throw new Error('the seed is stored');
   // Other writers filled the secret to one version under AWS's 100 (the seed is the first).
   for (let i = 1; i < 99; i++) {
-    await bench.store.direct.writeSecret(key.target, { secret: seeded.secret, keyId: key.keyId, organizationId: key.organizationId, rotationId: `filler-${String(i)}-${key.keyId}`, rotatedAt: new Date().toISOString() });
+    await bench.store.direct.writeSecret(key.target, {
+      secret: seeded.secret,
+      keyId: key.keyId,
+      organizationId: key.organizationId,
+      rotationId: `filler-${String(i)}-${key.keyId}`,
+      rotatedAt: new Date().toISOString(),
+    });
   }
   const refusedBefore = quota.refusedForVersions();
   const policy: Policy = bench.policy([key], { safetyNet: 'none', sinkUrl: `${bench.receiver.url}/alerts` });
@@ -189,7 +245,15 @@ export async function runVersionQuotaCase(ctx: TestContext, bench: FaultBench): 
   const intent = (await bench.store.direct.readState(key.target)).intent !== undefined;
   const alertBodies = bench.receiver.requests.slice(bodiesBefore).map((r) => r.raw);
   const verdict = judgeCase({
-    keys: [{ keyId: key.keyId, usableAfterFault: usable, intentAfterFault: intent, usableAfterNext: usable, intentAfterNext: intent }],
+    keys: [
+      {
+        keyId: key.keyId,
+        usableAfterFault: usable,
+        intentAfterFault: intent,
+        usableAfterNext: usable,
+        intentAfterNext: intent,
+      },
+    ],
     runs: [first],
     auditLines: lines,
     alertBodies,
@@ -198,12 +262,24 @@ export async function runVersionQuotaCase(ctx: TestContext, bench: FaultBench): 
   });
   const result = resultOf(first, key.keyId);
   const outcome = first.outcomes.find((o) => o.keyId === key.keyId);
-  verdict.record(ctx, { case: 'preflight × a secret at its version quota (aws)', fault: 'AWS version quota of the secret full', backend: 'aws', step: 'preflight', result });
+  verdict.record(ctx, {
+    case: 'preflight × a secret at its version quota (aws)',
+    fault: 'AWS version quota of the secret full',
+    backend: 'aws',
+    step: 'preflight',
+    result,
+  });
   verdict.assertInvariants();
-  expect(outcome, `the run: ${String(outcome?.step)} ${String(outcome?.errorCode)} ${String(outcome?.detail)}`).toMatchObject({ result: 'failed', step: 'preflight', errorCode: 'KR_BACKEND_VERSION_QUOTA', rolls: 0 });
+  expect(
+    outcome,
+    `the run: ${String(outcome?.step)} ${String(outcome?.errorCode)} ${String(outcome?.detail)}`,
+  ).toMatchObject({ result: 'failed', step: 'preflight', errorCode: 'KR_BACKEND_VERSION_QUOTA', rolls: 0 });
   expect(bench.emulator.state.rollCount(key.keyId), 'rolls').toBe(rollsBefore);
   // Named: the secret, and the quota.
-  expect(alertBodies.some((body) => body.includes('KR_BACKEND_VERSION_QUOTA') && body.includes(key.target.path)), 'an alert names the code and the secret').toBe(true);
+  expect(
+    alertBodies.some((body) => body.includes('KR_BACKEND_VERSION_QUOTA') && body.includes(key.target.path)),
+    'an alert names the code and the secret',
+  ).toBe(true);
   // Refused before the lock: keyroll never sent a put AWS would refuse.
   expect(quota.refusedForVersions() - refusedBefore, 'puts refused for the version quota').toBe(0);
   expect(usable, 'the stored secret still works').toBe(true);

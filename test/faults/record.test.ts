@@ -8,16 +8,29 @@ describe('checkNotLost', () => {
   const isLive = (keyId: string, secret: string): boolean => keyId === 'k1' && secret === 'live';
 
   it('accepts a key with one live copy among dead ones', () => {
-    expect(checkNotLost([{ keyId: 'k1', secrets: ['dead', undefined, 'live'] }], isLive)).toEqual({ lost: 0, lostKeys: [] });
+    expect(checkNotLost([{ keyId: 'k1', secrets: ['dead', undefined, 'live'] }], isLive)).toEqual({
+      lost: 0,
+      lostKeys: [],
+    });
   });
 
   it('counts a key whose copies are all dead or missing', () => {
-    expect(checkNotLost([{ keyId: 'k1', secrets: ['dead', undefined] }], isLive)).toEqual({ lost: 1, lostKeys: ['k1'] });
+    expect(checkNotLost([{ keyId: 'k1', secrets: ['dead', undefined] }], isLive)).toEqual({
+      lost: 1,
+      lostKeys: ['k1'],
+    });
   });
 });
 
 describe('checkAlerted', () => {
-  const alert = (overrides: Partial<AlertSeen>): AlertSeen => ({ keyId: 'k1', rotationId: 'r1', step: 'store', errorCode: 'KR_X', severity: 'critical', ...overrides });
+  const alert = (overrides: Partial<AlertSeen>): AlertSeen => ({
+    keyId: 'k1',
+    rotationId: 'r1',
+    step: 'store',
+    errorCode: 'KR_X',
+    severity: 'critical',
+    ...overrides,
+  });
 
   it('counts a failure with one alert, repeats of the same alert counting once', () => {
     const run = { runId: 'run1', outcomes: [{ keyId: 'k1', result: 'failed', rotationId: 'r1' }] };
@@ -25,8 +38,17 @@ describe('checkAlerted', () => {
   });
 
   it('flags a failure with no alert and one with two different alerts', () => {
-    const run = { runId: 'run1', outcomes: [{ keyId: 'k1', result: 'failed', rotationId: 'r1' }, { keyId: 'k2', result: 'failed', rotationId: 'r2' }] };
-    const result = checkAlerted([run], [alert({ keyId: 'k2', rotationId: 'r2' }), alert({ keyId: 'k2', rotationId: 'r2', severity: 'error' })]);
+    const run = {
+      runId: 'run1',
+      outcomes: [
+        { keyId: 'k1', result: 'failed', rotationId: 'r1' },
+        { keyId: 'k2', result: 'failed', rotationId: 'r2' },
+      ],
+    };
+    const result = checkAlerted(
+      [run],
+      [alert({ keyId: 'k2', rotationId: 'r2' }), alert({ keyId: 'k2', rotationId: 'r2', severity: 'error' })],
+    );
     expect(result).toMatchObject({ alerted: 0, failures: 2 });
     expect(result.problems).toHaveLength(2);
   });
@@ -39,7 +61,12 @@ describe('checkAlerted', () => {
 
   it('expects one run alert for an aborted run', () => {
     const run = { runId: 'run1', outcomes: [], aborted: { reason: 'shutdown' } };
-    const runAlert: AlertSeen = { rotationId: 'run1', step: 'run', errorCode: 'KR_RUN_SHUTDOWN', severity: 'warning' };
+    const runAlert: AlertSeen = {
+      rotationId: 'run1',
+      step: 'run',
+      errorCode: 'KR_RUN_SHUTDOWN',
+      severity: 'warning',
+    };
     expect(checkAlerted([run], [runAlert])).toEqual({ alerted: 1, failures: 1, problems: [] });
   });
 });
@@ -66,14 +93,26 @@ describe('checkNoDoubleRoll', () => {
     // r1 died between roll and store: only the recovery knows it rolled.
     expect(reportedRolls(recovery('r1'), 'k1')).toBe(2);
     // r1 reported its roll (then failed to store): the recovery adds nothing.
-    expect(reportedRolls([{ event: 'key.rolled', keyId: 'k1', rotationId: 'r1' }, ...recovery('r1')], 'k1')).toBe(2);
+    expect(
+      reportedRolls([{ event: 'key.rolled', keyId: 'k1', rotationId: 'r1' }, ...recovery('r1')], 'k1'),
+    ).toBe(2);
   });
 });
 
 describe('reporter', () => {
   const row = (overrides: Partial<FaultRow>): FaultRow => ({
-    case: 'store × backend down (vault)', fault: 'backend down', backend: 'vault', step: 'store', result: 'failed',
-    lost: 0, leaked: 0, alerted: 1, failures: 1, test: 'passed', module: 'm', ...overrides,
+    case: 'store × backend down (vault)',
+    fault: 'backend down',
+    backend: 'vault',
+    step: 'store',
+    result: 'failed',
+    lost: 0,
+    leaked: 0,
+    alerted: 1,
+    failures: 1,
+    test: 'passed',
+    module: 'm',
+    ...overrides,
   });
 
   it('sums the rows into the summary line', () => {

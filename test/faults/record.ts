@@ -60,8 +60,13 @@ export interface LostCheck {
  * Not lost: each key has at least one copy the API accepts (`isLive`, e.g. the emulator's
  * `state.isLiveSecret`). Run it after the repair run when the faulted run left the key unusable.
  */
-export function checkNotLost(keys: readonly KeyCopies[], isLive: (keyId: string, secret: string) => boolean): LostCheck {
-  const lostKeys = keys.filter((key) => !key.secrets.some((secret) => secret !== undefined && isLive(key.keyId, secret))).map((key) => key.keyId);
+export function checkNotLost(
+  keys: readonly KeyCopies[],
+  isLive: (keyId: string, secret: string) => boolean,
+): LostCheck {
+  const lostKeys = keys
+    .filter((key) => !key.secrets.some((secret) => secret !== undefined && isLive(key.keyId, secret)))
+    .map((key) => key.keyId);
   return { lost: lostKeys.length, lostKeys };
 }
 
@@ -96,7 +101,9 @@ export interface AlertCheck {
 }
 
 function alertIdentity(alert: AlertSeen): string {
-  return [alert.keyId ?? '', alert.rotationId ?? '', alert.step, alert.errorCode, alert.severity].join('\u0000');
+  return [alert.keyId ?? '', alert.rotationId ?? '', alert.step, alert.errorCode, alert.severity].join(
+    '\u0000',
+  );
 }
 
 /**
@@ -115,7 +122,9 @@ export function checkAlerted(runs: readonly RunReport[], alerts: readonly AlertS
     for (const outcome of run.outcomes) {
       // A failure before a rotation id existed (reading the key's state) alerts with the run id.
       const rotationId = outcome.rotationId ?? run.runId;
-      const mine = distinct.filter((alert) => alert.keyId === outcome.keyId && alert.rotationId === rotationId);
+      const mine = distinct.filter(
+        (alert) => alert.keyId === outcome.keyId && alert.rotationId === rotationId,
+      );
       for (const alert of mine) claimed.add(alert);
       if (outcome.result === 'failed') {
         failures++;
@@ -123,19 +132,27 @@ export function checkAlerted(runs: readonly RunReport[], alerts: readonly AlertS
         else problems.push(`key ${outcome.keyId} failed (rotation ${rotationId}) with ${mine.length} alerts`);
       } else {
         const unexpected = mine.filter((alert) => alert.step !== 'recovery');
-        if (unexpected.length > 0) problems.push(`key ${outcome.keyId} ${outcome.result} but alerted at ${unexpected.map((a) => a.step).join(', ')}`);
+        if (unexpected.length > 0)
+          problems.push(
+            `key ${outcome.keyId} ${outcome.result} but alerted at ${unexpected.map((a) => a.step).join(', ')}`,
+          );
       }
     }
     if (run.aborted) {
       failures++;
-      const mine = distinct.filter((alert) => alert.keyId === undefined && alert.rotationId === run.runId && alert.step === 'run');
+      const mine = distinct.filter(
+        (alert) => alert.keyId === undefined && alert.rotationId === run.runId && alert.step === 'run',
+      );
       for (const alert of mine) claimed.add(alert);
       if (mine.length === 1) alerted++;
       else problems.push(`run ${run.runId} aborted (${run.aborted.reason}) with ${mine.length} run alerts`);
     }
   }
   for (const alert of distinct) {
-    if (!claimed.has(alert)) problems.push(`alert at step ${alert.step} (${alert.errorCode}) for ${alert.keyId ?? 'no key'} matches no outcome`);
+    if (!claimed.has(alert))
+      problems.push(
+        `alert at step ${alert.step} (${alert.errorCode}) for ${alert.keyId ?? 'no key'} matches no outcome`,
+      );
   }
   return { alerted, failures, problems };
 }
@@ -187,10 +204,18 @@ export function reportedRolls(records: readonly Record<string, unknown>[], keyId
   const mine = records.filter((record) => record.keyId === keyId);
   const reportedRotations = new Set(mine.filter((r) => r.event === 'key.rolled').map((r) => r.rotationId));
   let rolls = mine.filter((r) => r.event === 'key.rolled').length;
-  rolls += mine.filter((r) => r.event === 'key.probe' && r.step === 'roll' && r.verdict === 'rolled-and-lost').length;
+  rolls += mine.filter(
+    (r) => r.event === 'key.probe' && r.step === 'roll' && r.verdict === 'rolled-and-lost',
+  ).length;
   for (const started of mine.filter((r) => r.event === 'key.recovery.started')) {
     if (reportedRotations.has(started.leftRotationId)) continue;
-    const foundDead = mine.some((r) => r.event === 'key.probe' && r.step === 'recovery' && r.rotationId === started.rotationId && r.verdict === 'stored-secret-dead');
+    const foundDead = mine.some(
+      (r) =>
+        r.event === 'key.probe' &&
+        r.step === 'recovery' &&
+        r.rotationId === started.rotationId &&
+        r.verdict === 'stored-secret-dead',
+    );
     if (foundDead) rolls++;
   }
   return rolls;
@@ -200,6 +225,9 @@ export function reportedRolls(records: readonly Record<string, unknown>[], keyId
 export function checkNoDoubleRoll(tallies: readonly RollTally[]): DoubleRollCheck {
   const problems = tallies
     .filter((tally) => tally.emulatorRolls !== tally.reportedRolls)
-    .map((tally) => `key ${tally.keyId}: the API applied ${tally.emulatorRolls} roll(s), keyroll reports ${tally.reportedRolls}`);
+    .map(
+      (tally) =>
+        `key ${tally.keyId}: the API applied ${tally.emulatorRolls} roll(s), keyroll reports ${tally.reportedRolls}`,
+    );
   return { mismatched: problems.length, problems };
 }

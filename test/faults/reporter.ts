@@ -67,11 +67,15 @@ export function faultTable(rows: readonly FaultRow[]): string {
     String(row.leaked),
     `${row.alerted}/${row.failures}`,
   ]);
-  const widths = header.map((title, column) => Math.max(title.length, ...body.map((cells) => (cells[column] ?? '').length)));
+  const widths = header.map((title, column) =>
+    Math.max(title.length, ...body.map((cells) => (cells[column] ?? '').length)),
+  );
   const numeric = new Set([3, 4, 5]);
   const line = (cells: readonly string[]): string =>
     cells
-      .map((cell, column) => (numeric.has(column) ? cell.padStart(widths[column] ?? 0) : cell.padEnd(widths[column] ?? 0)))
+      .map((cell, column) =>
+        numeric.has(column) ? cell.padStart(widths[column] ?? 0) : cell.padEnd(widths[column] ?? 0),
+      )
       .join('  ')
       .trimEnd();
   return [line(header), line(widths.map((width) => '-'.repeat(width))), ...body.map(line)].join('\n');
@@ -94,7 +98,8 @@ export class FaultReporter implements Reporter {
     out('');
     out('Fault matrix');
     if (rows.length > 0) out(faultTable(rows));
-    if (totals.testFailures > 0) out(`${totals.testFailures} recorded case(s) failed their assertions (marked [TEST FAILED])`);
+    if (totals.testFailures > 0)
+      out(`${totals.testFailures} recorded case(s) failed their assertions (marked [TEST FAILED])`);
     out(summaryLine(totals));
     const jsonPath = process.env.KEYROLL_FAULTS_JSON;
     if (jsonPath) writeFileSync(jsonPath, `${JSON.stringify({ totals, rows }, null, 2)}\n`);

@@ -28,16 +28,32 @@ export const NEXT_RUN_LATER_MS = 10 * 60_000;
  */
 export const SETTLE_RUN_LATER_MS = 24 * 3600_000;
 
-export function markerHeldForSafety(intent: { holdUntil?: string } | undefined, nextRunLines: readonly string[]): boolean {
+export function markerHeldForSafety(
+  intent: { holdUntil?: string } | undefined,
+  nextRunLines: readonly string[],
+): boolean {
   if (intent === undefined) return false;
-  return intent.holdUntil !== undefined || nextRunLines.some((line) => line.includes('"event":"key.intent.kept"'));
+  return (
+    intent.holdUntil !== undefined || nextRunLines.some((line) => line.includes('"event":"key.intent.kept"'))
+  );
 }
 
 const noWait = (): Promise<void> => Promise.resolve();
 
 /** One `keyroll run` of the policy's keys, in-process (the engine the CLI calls), with the fault armed. */
-export async function runKeyroll(bench: FaultBench, policy: Policy, audit: AuditLog, armed: Partial<ArmedFault>, now?: () => Date): Promise<RunSummary> {
-  const alerter = createAlerter({ sinks: policy.alerts.sinks, audit, sleep: noWait, retry: { attempts: 2, initialBackoffMs: 1, maxBackoffMs: 1 } });
+export async function runKeyroll(
+  bench: FaultBench,
+  policy: Policy,
+  audit: AuditLog,
+  armed: Partial<ArmedFault>,
+  now?: () => Date,
+): Promise<RunSummary> {
+  const alerter = createAlerter({
+    sinks: policy.alerts.sinks,
+    audit,
+    sleep: noWait,
+    retry: { attempts: 2, initialBackoffMs: 1, maxBackoffMs: 1 },
+  });
   const runtime = await createRuntime(policy, {
     audit,
     alerter,
@@ -51,7 +67,11 @@ export async function runKeyroll(bench: FaultBench, policy: Policy, audit: Audit
     ...(armed.monotonicMs ? { monotonicMs: armed.monotonicMs } : {}),
   });
   try {
-    return await runRotations(runtime, { keys: policy.keys, trigger: { reason: 'scheduled', force: false }, concurrency: 1 });
+    return await runRotations(runtime, {
+      keys: policy.keys,
+      trigger: { reason: 'scheduled', force: false },
+      concurrency: 1,
+    });
   } finally {
     await runtime.close();
   }
@@ -60,7 +80,14 @@ export async function runKeyroll(bench: FaultBench, policy: Policy, audit: Audit
 export function resultOf(summary: RunSummary, keyId: string): FaultCaseResult {
   if (summary.aborted) return 'aborted';
   const result = summary.outcomes.find((o) => o.keyId === keyId)?.result;
-  if (result === 'rotated' || result === 'failed' || result === 'recovered' || result === 'skipped' || result === 'aborted') return result;
+  if (
+    result === 'rotated' ||
+    result === 'failed' ||
+    result === 'recovered' ||
+    result === 'skipped' ||
+    result === 'aborted'
+  )
+    return result;
   throw new Error(`key ${keyId} ended ${String(result)}`);
 }
 
@@ -103,30 +130,50 @@ export async function runInProcessCase(ctx: TestContext, bench: FaultBench, spec
   const runs: RunSummary[] = [first, await runKeyroll(bench, nextPolicy, audit, {}, later)];
   let stateAfterNext = await bench.store.direct.readState(key.target);
   if (markerHeldForSafety(stateAfterNext.intent, lines.slice(linesBeforeNext))) {
-    runs.push(await runKeyroll(bench, nextPolicy, audit, {}, () => new Date(Date.now() + SETTLE_RUN_LATER_MS)));
+    runs.push(
+      await runKeyroll(bench, nextPolicy, audit, {}, () => new Date(Date.now() + SETTLE_RUN_LATER_MS)),
+    );
     stateAfterNext = await bench.store.direct.readState(key.target);
   }
   const next = runs.at(-1) ?? first;
   const afterNext = await bench.copiesOf(key);
 
   const evidence: CaseEvidence = {
-    keys: [{ keyId: key.keyId, usableAfterFault, intentAfterFault: stateAfterFault.intent !== undefined, usableAfterNext: isUsable(afterNext, bench.emulator), intentAfterNext: stateAfterNext.intent !== undefined }],
+    keys: [
+      {
+        keyId: key.keyId,
+        usableAfterFault,
+        intentAfterFault: stateAfterFault.intent !== undefined,
+        usableAfterNext: isUsable(afterNext, bench.emulator),
+        intentAfterNext: stateAfterNext.intent !== undefined,
+      },
+    ],
     runs,
     auditLines: lines,
-    alertBodies: [...bench.receiver.requests.slice(bodiesBefore).map((r) => r.raw), ...(sink.receiver?.requests.map((r) => r.raw) ?? [])],
+    alertBodies: [
+      ...bench.receiver.requests.slice(bodiesBefore).map((r) => r.raw),
+      ...(sink.receiver?.requests.map((r) => r.raw) ?? []),
+    ],
     otherOutput: [JSON.stringify(runs), ...(await bench.leftovers(key))],
     emulator: bench.emulator,
   };
   if (process.env.KEYROLL_FAULTS_DEBUG) for (const line of lines) process.stderr.write(line);
   const verdict = judgeCase(evidence);
   const result = resultOf(first, key.keyId);
-  verdict.record(ctx, { case: name, fault: spec.during ? `${spec.fault} (${spec.during})` : spec.fault, backend: bench.kind, step: spec.step, result });
+  verdict.record(ctx, {
+    case: name,
+    fault: spec.during ? `${spec.fault} (${spec.during})` : spec.fault,
+    backend: bench.kind,
+    step: spec.step,
+    result,
+  });
 
   verdict.assertInvariants();
   expect(result, `the faulted run's result for ${name}`).toBe(spec.expect);
   expect(resultOf(next, key.keyId), 'the next run').toMatch(/^(rotated|recovered|skipped)$/);
   // Invariant 11: every throttle answer the quota proxy sent was met, waited out and counted.
-  if (throttles !== undefined) expect(throttles.counted, 'throttle answers keyroll counted').toBe(throttles.refused);
+  if (throttles !== undefined)
+    expect(throttles.counted, 'throttle answers keyroll counted').toBe(throttles.refused);
   if (spec.fault === 'backend answer lost after applying' && bench.store.versions) {
     // Invariant 8: the retried write of the same rotation added no second version (seed + one).
     expect(await bench.store.versions(key.target), 'versions of the value').toBe(2);

@@ -13,7 +13,13 @@ import { OWNER_TOKEN, type CaseKey, type FaultBench } from './bench.ts';
 import { caseName, type CaseSpec } from './cases.ts';
 import { isUsable, judgeCase, type KeyEvidence } from './judge.ts';
 import type { FaultCaseResult, RunReport } from './record.ts';
-import { NEXT_RUN_LATER_MS, SETTLE_RUN_LATER_MS, markerHeldForSafety, resultOf, runKeyroll } from './run-case.ts';
+import {
+  NEXT_RUN_LATER_MS,
+  SETTLE_RUN_LATER_MS,
+  markerHeldForSafety,
+  resultOf,
+  runKeyroll,
+} from './run-case.ts';
 
 /** The child's API timeout: far longer than any hold, so the signal, not a timeout, ends the hold. */
 const CHILD_API_TIMEOUT_MS = 60_000;
@@ -28,11 +34,26 @@ const LOCK_REQUEST: Record<'vault' | 'aws', RegExp> = {
 function childPolicy(bench: FaultBench, keys: readonly CaseKey[]): string {
   return JSON.stringify({
     version: 1,
-    api: { baseUrl: bench.emulator.url, credential: { type: 'bearer', token: 'env:KEYROLL_API_TOKEN' }, timeouts: { headersMs: CHILD_API_TIMEOUT_MS, bodyMs: CHILD_API_TIMEOUT_MS }, rateLimitPerMinute: 60_000 },
+    api: {
+      baseUrl: bench.emulator.url,
+      credential: { type: 'bearer', token: 'env:KEYROLL_API_TOKEN' },
+      timeouts: { headersMs: CHILD_API_TIMEOUT_MS, bodyMs: CHILD_API_TIMEOUT_MS },
+      rateLimitPerMinute: 60_000,
+    },
     backends: { primary: bench.store.config },
     alerts: { sinks: { hook: { kind: 'webhook', url: `${bench.receiver.url}/alerts` } } },
-    defaults: { schedule: null, maxAge: '30d', minInterval: '1h', lockTtl: '10m', store: { attempts: 3, initialBackoff: '1ms', maxBackoff: '2ms' } },
-    keys: keys.map((key) => ({ id: key.keyId, organization: key.organizationId, destinations: [{ backend: 'primary', path: key.target.path, shape: key.target.shape }] })),
+    defaults: {
+      schedule: null,
+      maxAge: '30d',
+      minInterval: '1h',
+      lockTtl: '10m',
+      store: { attempts: 3, initialBackoff: '1ms', maxBackoff: '2ms' },
+    },
+    keys: keys.map((key) => ({
+      id: key.keyId,
+      organization: key.organizationId,
+      destinations: [{ backend: 'primary', path: key.target.path, shape: key.target.shape }],
+    })),
   });
 }
 
@@ -59,24 +80,40 @@ function reportOf(result: CliResult, keys: readonly CaseKey[]): RunReport | unde
     runId: String(started.runId),
     outcomes: keys.map((key) => {
       const mine = result.events.filter((e) => e.keyId === key.keyId);
-      const done = mine.find((e) => e.event === 'key.succeeded') ?? mine.find((e) => e.event === 'key.failed' && e.step !== 'finish');
+      const done =
+        mine.find((e) => e.event === 'key.succeeded') ??
+        mine.find((e) => e.event === 'key.failed' && e.step !== 'finish');
       if (!done) return { keyId: key.keyId, result: 'aborted' };
-      return { keyId: key.keyId, result: done.event === 'key.succeeded' ? 'rotated' : 'failed', rotationId: String(done.rotationId) };
+      return {
+        keyId: key.keyId,
+        result: done.event === 'key.succeeded' ? 'rotated' : 'failed',
+        rotationId: String(done.rotationId),
+      };
     }),
     ...(aborted ? { aborted: { reason: String(aborted.why) } } : {}),
   };
 }
 
 /** Starts keyroll and lands the case's signal at the case's instant; resolves when it has exited. */
-async function signalChild(bench: FaultBench, spec: CaseSpec, keys: readonly CaseKey[], policyFile: string): Promise<CliResult> {
+async function signalChild(
+  bench: FaultBench,
+  spec: CaseSpec,
+  keys: readonly CaseKey[],
+  policyFile: string,
+): Promise<CliResult> {
   const [first] = keys;
   if (!first) throw new Error('a signal case needs a key');
   const env: Record<string, string> = { ...bench.store.env, KEYROLL_API_TOKEN: OWNER_TOKEN };
   const paused = spec.fault === 'SIGKILL' && spec.step !== 'roll';
   if (paused) env.KEYROLL_TEST_PAUSE_AT = spec.step;
-  if (spec.fault === 'SIGKILL' && spec.step === 'roll') bench.emulator.faults.inject('roll', { kind: 'failAfterApply', then: 'hang' });
-  if (spec.fault === 'SIGTERM' && spec.step === 'roll') bench.emulator.faults.inject('roll', { kind: 'delay', ms: 1 });
-  const lockRequest = spec.fault === 'SIGTERM' && spec.step === 'lock' ? LOCK_REQUEST[bench.kind as 'vault' | 'aws'] : undefined;
+  if (spec.fault === 'SIGKILL' && spec.step === 'roll')
+    bench.emulator.faults.inject('roll', { kind: 'failAfterApply', then: 'hang' });
+  if (spec.fault === 'SIGTERM' && spec.step === 'roll')
+    bench.emulator.faults.inject('roll', { kind: 'delay', ms: 1 });
+  const lockRequest =
+    spec.fault === 'SIGTERM' && spec.step === 'lock'
+      ? LOCK_REQUEST[bench.kind as 'vault' | 'aws']
+      : undefined;
   const proxy = bench.store.proxy;
   if (lockRequest) {
     if (!proxy) throw new Error(`SIGTERM at lock needs a fault proxy (${bench.kind})`);
@@ -108,14 +145,21 @@ async function signalChild(bench: FaultBench, spec: CaseSpec, keys: readonly Cas
 export async function runSignalCase(ctx: TestContext, bench: FaultBench, spec: CaseSpec): Promise<void> {
   const name = caseName(spec, bench.kind);
   // SIGTERM during a roll: a second key shows that nothing new starts after the signal.
-  const keys = [await bench.newKey(name), ...(spec.fault === 'SIGTERM' && spec.step === 'roll' ? [await bench.newKey(`${name} (next key)`)] : [])];
+  const keys = [
+    await bench.newKey(name),
+    ...(spec.fault === 'SIGTERM' && spec.step === 'roll' ? [await bench.newKey(`${name} (next key)`)] : []),
+  ];
   const policyFile = join(bench.dir, `policy-${keys[0]?.keyId ?? 'case'}.json`);
   await writeFile(policyFile, childPolicy(bench, keys));
   const bodiesBefore = bench.receiver.requests.length;
 
   const child = await signalChild(bench, spec, keys, policyFile);
   const afterFault = await Promise.all(
-    keys.map(async (key) => ({ usable: isUsable(await bench.copiesOf(key), bench.emulator), state: await bench.store.direct.readState(key.target), rolls: bench.emulator.state.rollCount(key.keyId) })),
+    keys.map(async (key) => ({
+      usable: isUsable(await bench.copiesOf(key), bench.emulator),
+      state: await bench.store.direct.readState(key.target),
+      rolls: bench.emulator.state.rollCount(key.keyId),
+    })),
   );
 
   const lines: string[] = [];
@@ -124,8 +168,15 @@ export async function runSignalCase(ctx: TestContext, bench: FaultBench, spec: C
   const nextPolicy = bench.policy(keys, { safetyNet: 'none', sinkUrl: `${bench.receiver.url}/alerts` });
   const nextRuns = [await runKeyroll(bench, nextPolicy, audit, {}, later)];
   // Invariant 9: a marker the next run kept (it took the dead runner's lock over) clears one run later.
-  const held = await Promise.all(keys.map(async (key) => markerHeldForSafety((await bench.store.direct.readState(key.target)).intent, lines)));
-  if (held.some(Boolean)) nextRuns.push(await runKeyroll(bench, nextPolicy, audit, {}, () => new Date(Date.now() + SETTLE_RUN_LATER_MS)));
+  const held = await Promise.all(
+    keys.map(async (key) =>
+      markerHeldForSafety((await bench.store.direct.readState(key.target)).intent, lines),
+    ),
+  );
+  if (held.some(Boolean))
+    nextRuns.push(
+      await runKeyroll(bench, nextPolicy, audit, {}, () => new Date(Date.now() + SETTLE_RUN_LATER_MS)),
+    );
   const next = nextRuns.at(-1) ?? nextRuns[0];
   if (next === undefined) throw new Error('no next run');
 
@@ -146,12 +197,19 @@ export async function runSignalCase(ctx: TestContext, bench: FaultBench, spec: C
     runs: [...(childReport ? [childReport] : []), ...nextRuns],
     auditLines: [child.stdout, ...lines],
     alertBodies: bench.receiver.requests.slice(bodiesBefore).map((r) => r.raw),
-    otherOutput: [child.stderr, JSON.stringify(nextRuns), ...(await Promise.all(keys.map((key) => bench.leftovers(key)))).flat()],
+    otherOutput: [
+      child.stderr,
+      JSON.stringify(nextRuns),
+      ...(await Promise.all(keys.map((key) => bench.leftovers(key)))).flat(),
+    ],
     emulator: bench.emulator,
-    ...(spec.fault === 'SIGKILL' ? { crashed: evidence.filter((key) => key.intentAfterFault).map((key) => key.keyId) } : {}),
+    ...(spec.fault === 'SIGKILL'
+      ? { crashed: evidence.filter((key) => key.intentAfterFault).map((key) => key.keyId) }
+      : {}),
   });
   // A killed process reports nothing: its run counts as aborted.
-  const result: FaultCaseResult = !childReport || childReport.aborted ? 'aborted' : (childReport.outcomes[0]?.result as FaultCaseResult);
+  const result: FaultCaseResult =
+    !childReport || childReport.aborted ? 'aborted' : (childReport.outcomes[0]?.result as FaultCaseResult);
   verdict.record(ctx, { case: name, fault: spec.fault, backend: bench.kind, step: spec.step, result });
 
   verdict.assertInvariants();
@@ -163,5 +221,6 @@ export async function runSignalCase(ctx: TestContext, bench: FaultBench, spec: C
     expect(evidence[0]?.intentAfterFault, 'the in-flight key finished its rotation').toBe(false);
     expect(afterFault[1]?.rolls, 'no roll of the next key after SIGTERM').toBe(0);
   }
-  for (const key of keys) expect(resultOf(next, key.keyId), 'the next run').toMatch(/^(rotated|recovered|skipped)$/);
+  for (const key of keys)
+    expect(resultOf(next, key.keyId), 'the next run').toMatch(/^(rotated|recovered|skipped)$/);
 }

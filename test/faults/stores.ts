@@ -5,7 +5,12 @@
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { DescribeSecretCommand, GetSecretValueCommand, ListSecretVersionIdsCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import {
+  DescribeSecretCommand,
+  GetSecretValueCommand,
+  ListSecretVersionIdsCommand,
+  SecretsManagerClient,
+} from '@aws-sdk/client-secrets-manager';
 import { LOCK_STAGE } from '../../src/backends/aws/lock-target.ts';
 import { parseLockValue } from '../../src/backends/aws/lock-value.ts';
 import type { BackendConfig } from '../../src/backends/config.ts';
@@ -62,7 +67,8 @@ export async function startFileStore(dir: string): Promise<StoreSide> {
     direct,
     targetPath: (keyId) => `${keyId}.json`,
     bookkeeping: async (target) =>
-      (await readOptional(join(dir, 'secrets', `${target.path}.keyroll.json`))) + (await readOptional(join(dir, 'secrets', `${target.path}.keyroll.lock`))),
+      (await readOptional(join(dir, 'secrets', `${target.path}.keyroll.json`))) +
+      (await readOptional(join(dir, 'secrets', `${target.path}.keyroll.lock`))),
     close: () => direct.close(),
   };
 }
@@ -86,8 +92,18 @@ export async function startVaultStore(): Promise<StoreSide | undefined> {
   await admin.putPolicy(policyName, vaultPolicy(VAULT_WRITE));
   const token = await admin.createToken({ policies: [policyName], noDefaultPolicy: true });
   const proxy = await startFaultProxy(server.address);
-  const config: BackendConfig = { kind: 'vault', address: proxy.url, mount: 'secret', timeoutMs: BACKEND_TIMEOUT_MS, auth: { method: 'token', token: 'env:KEYROLL_FAULTS_VAULT_TOKEN' } };
-  const direct = await createBackend('direct', { ...config, address: server.address, timeoutMs: 10_000 }, { env: { KEYROLL_FAULTS_VAULT_TOKEN: server.rootToken } });
+  const config: BackendConfig = {
+    kind: 'vault',
+    address: proxy.url,
+    mount: 'secret',
+    timeoutMs: BACKEND_TIMEOUT_MS,
+    auth: { method: 'token', token: 'env:KEYROLL_FAULTS_VAULT_TOKEN' },
+  };
+  const direct = await createBackend(
+    'direct',
+    { ...config, address: server.address, timeoutMs: 10_000 },
+    { env: { KEYROLL_FAULTS_VAULT_TOKEN: server.rootToken } },
+  );
   return {
     kind: 'vault',
     config,
@@ -107,7 +123,9 @@ export async function startVaultStore(): Promise<StoreSide | undefined> {
     },
     versions: async (target) => {
       const metadata = await admin.must('GET', `secret/metadata/${target.path}`);
-      return Object.keys((metadata.data as { versions?: Record<string, unknown> } | undefined)?.versions ?? {}).length;
+      return Object.keys(
+        (metadata.data as { versions?: Record<string, unknown> } | undefined)?.versions ?? {},
+      ).length;
     },
     close: async () => {
       await direct.close();
@@ -118,11 +136,22 @@ export async function startVaultStore(): Promise<StoreSide | undefined> {
 
 // ── moto with IAM enforcement switched on for "permission denied" ─────────────────────
 
-const SM_ACTIONS = ['DescribeSecret', 'GetSecretValue', 'ListSecretVersionIds', 'PutSecretValue', 'CreateSecret', 'UpdateSecretVersionStage', 'TagResource'];
+const SM_ACTIONS = [
+  'DescribeSecret',
+  'GetSecretValue',
+  'ListSecretVersionIds',
+  'PutSecretValue',
+  'CreateSecret',
+  'UpdateSecretVersionStage',
+  'TagResource',
+];
 const SM_READ = ['DescribeSecret', 'GetSecretValue', 'ListSecretVersionIds'];
 
 function iamPolicy(actions: readonly string[]): string {
-  return JSON.stringify({ Version: '2012-10-17', Statement: [{ Effect: 'Allow', Action: actions.map((a) => `secretsmanager:${a}`), Resource: '*' }] });
+  return JSON.stringify({
+    Version: '2012-10-17',
+    Statement: [{ Effect: 'Allow', Action: actions.map((a) => `secretsmanager:${a}`), Resource: '*' }],
+  });
 }
 
 /** moto's IAM query API, unsigned: only valid while enforcement is off. */
@@ -142,7 +171,10 @@ async function iam(server: MotoServer, params: Record<string, string>): Promise<
 
 async function enforceIam(server: MotoServer, on: boolean): Promise<void> {
   // 0: every request from now on is authenticated and authorized; inf: none is (moto's default).
-  const response = await fetch(`${server.endpoint}/moto-api/reset-auth`, { method: 'POST', body: on ? '0' : 'inf' });
+  const response = await fetch(`${server.endpoint}/moto-api/reset-auth`, {
+    method: 'POST',
+    body: on ? '0' : 'inf',
+  });
   if (!response.ok) throw new Error(`moto reset-auth failed: ${String(response.status)}`);
 }
 
@@ -156,28 +188,59 @@ export async function startAwsStore(options: StoreOptions = {}): Promise<StoreSi
   if (!server) return undefined;
   const user = `keyroll-faults-${run}`;
   await iam(server, { Action: 'CreateUser', UserName: user });
-  const putPolicy = (actions: readonly string[]): Promise<string> => iam(server, { Action: 'PutUserPolicy', UserName: user, PolicyName: 'keyroll', PolicyDocument: iamPolicy(actions) });
+  const putPolicy = (actions: readonly string[]): Promise<string> =>
+    iam(server, {
+      Action: 'PutUserPolicy',
+      UserName: user,
+      PolicyName: 'keyroll',
+      PolicyDocument: iamPolicy(actions),
+    });
   await putPolicy(SM_ACTIONS);
   const keys = await iam(server, { Action: 'CreateAccessKey', UserName: user });
   const accessKeyId = /<AccessKeyId>([^<]+)<\/AccessKeyId>/.exec(keys)?.[1];
   const secretAccessKey = /<SecretAccessKey>([^<]+)<\/SecretAccessKey>/.exec(keys)?.[1];
-  if (accessKeyId === undefined || secretAccessKey === undefined) throw new Error('moto CreateAccessKey answered without keys');
+  if (accessKeyId === undefined || secretAccessKey === undefined)
+    throw new Error('moto CreateAccessKey answered without keys');
   const proxy = await startFaultProxy(server.endpoint);
-  const sdk = new SecretsManagerClient({ endpoint: server.endpoint, region: server.region, credentials: { accessKeyId: server.accessKeyId, secretAccessKey: server.secretAccessKey } });
+  const sdk = new SecretsManagerClient({
+    endpoint: server.endpoint,
+    region: server.region,
+    credentials: { accessKeyId: server.accessKeyId, secretAccessKey: server.secretAccessKey },
+  });
   // The version quota as AWS counts it, on moto's own versions: created in the last 24 h, or labelled.
   const countVersions = async (secretId: string): Promise<number> => {
-    const listed = await sdk.send(new ListSecretVersionIdsCommand({ SecretId: secretId, IncludeDeprecated: true, MaxResults: 100 }));
+    const listed = await sdk.send(
+      new ListSecretVersionIdsCommand({ SecretId: secretId, IncludeDeprecated: true, MaxResults: 100 }),
+    );
     const since = Date.now() - 24 * 3600_000;
-    return (listed.Versions ?? []).filter((v) => (v.VersionStages ?? []).length > 0 || (v.CreatedDate?.getTime() ?? 0) > since).length;
+    return (listed.Versions ?? []).filter(
+      (v) => (v.VersionStages ?? []).length > 0 || (v.CreatedDate?.getTime() ?? 0) > since,
+    ).length;
   };
-  const quota = options.awsQuotas === true ? await startAwsQuotaProxy({ upstream: proxy.url, countVersions }) : undefined;
-  const config: BackendConfig = { kind: 'aws', endpoint: quota?.url ?? proxy.url, region: server.region, createIfMissing: true, tags: {}, timeoutMs: BACKEND_TIMEOUT_MS };
-  const direct = await createBackend('direct', { ...config, endpoint: server.endpoint, timeoutMs: 10_000 }, { env: motoEnv(server) });
+  const quota =
+    options.awsQuotas === true ? await startAwsQuotaProxy({ upstream: proxy.url, countVersions }) : undefined;
+  const config: BackendConfig = {
+    kind: 'aws',
+    endpoint: quota?.url ?? proxy.url,
+    region: server.region,
+    createIfMissing: true,
+    tags: {},
+    timeoutMs: BACKEND_TIMEOUT_MS,
+  };
+  const direct = await createBackend(
+    'direct',
+    { ...config, endpoint: server.endpoint, timeoutMs: 10_000 },
+    { env: motoEnv(server) },
+  );
   let enforced = false;
   return {
     kind: 'aws',
     config,
-    env: { AWS_ACCESS_KEY_ID: accessKeyId, AWS_SECRET_ACCESS_KEY: secretAccessKey, AWS_REGION: server.region },
+    env: {
+      AWS_ACCESS_KEY_ID: accessKeyId,
+      AWS_SECRET_ACCESS_KEY: secretAccessKey,
+      AWS_REGION: server.region,
+    },
     proxy,
     ...(quota ? { quota } : {}),
     direct,
@@ -194,20 +257,35 @@ export async function startAwsStore(options: StoreOptions = {}): Promise<StoreSi
     },
     bookkeeping: async (target) => {
       const described = await Promise.all(
-        [target.path, `${target.path}.keyroll-lock`].map((id) => sdk.send(new DescribeSecretCommand({ SecretId: id })).catch((error: unknown) => ({ missing: (error as Error).name }))),
+        [target.path, `${target.path}.keyroll-lock`].map((id) =>
+          sdk
+            .send(new DescribeSecretCommand({ SecretId: id }))
+            .catch((error: unknown) => ({ missing: (error as Error).name })),
+        ),
       );
       // The key lock on the secret itself (a version labelled KEYROLL_LOCK): bookkeeping too.
-      const lock = await sdk.send(new GetSecretValueCommand({ SecretId: target.path, VersionStage: LOCK_STAGE })).then(
-        (answer) => answer.SecretString,
-        (error: unknown) => (error as Error).name,
-      );
+      const lock = await sdk
+        .send(new GetSecretValueCommand({ SecretId: target.path, VersionStage: LOCK_STAGE }))
+        .then(
+          (answer) => answer.SecretString,
+          (error: unknown) => (error as Error).name,
+        );
       return JSON.stringify([...described, lock]);
     },
     versions: async (target) => {
       // Versions of the value: the key lock's own versions on the secret (lock-target.ts) do not count.
-      const listed = await sdk.send(new ListSecretVersionIdsCommand({ SecretId: target.path, IncludeDeprecated: true }));
+      const listed = await sdk.send(
+        new ListSecretVersionIdsCommand({ SecretId: target.path, IncludeDeprecated: true }),
+      );
       const values = await Promise.all(
-        (listed.Versions ?? []).map(async (version) => (await sdk.send(new GetSecretValueCommand({ SecretId: target.path, VersionId: version.VersionId }))).SecretString),
+        (listed.Versions ?? []).map(
+          async (version) =>
+            (
+              await sdk.send(
+                new GetSecretValueCommand({ SecretId: target.path, VersionId: version.VersionId }),
+              )
+            ).SecretString,
+        ),
       );
       return values.filter((value) => parseLockValue(value) === undefined).length;
     },
@@ -222,7 +300,11 @@ export async function startAwsStore(options: StoreOptions = {}): Promise<StoreSi
   };
 }
 
-export async function startStore(kind: StoreKind, dir: string, options: StoreOptions = {}): Promise<StoreSide | undefined> {
+export async function startStore(
+  kind: StoreKind,
+  dir: string,
+  options: StoreOptions = {},
+): Promise<StoreSide | undefined> {
   if (kind === 'file') return startFileStore(dir);
   if (kind === 'vault') return startVaultStore();
   return startAwsStore(options);

@@ -57,7 +57,13 @@ function deferred(): { promise: Promise<void>; resolve: () => void } {
 }
 
 /** One runner (its own runtime, owner and backend instances) that freezes before its first write to the store. */
-function runnerFrozenBeforeWrite(bench: FaultBench, policy: Policy, audit: AuditLog, clock: CaseClock, trigger: RunTrigger): Frozen {
+function runnerFrozenBeforeWrite(
+  bench: FaultBench,
+  policy: Policy,
+  audit: AuditLog,
+  clock: CaseClock,
+  trigger: RunTrigger,
+): Frozen {
   const reached = deferred();
   const resume = deferred();
   const result = runOnce(bench, policy, audit, { now: clock.now, monotonicMs: clock.monotonicMs }, trigger, {
@@ -76,8 +82,17 @@ function runnerFrozenBeforeWrite(bench: FaultBench, policy: Policy, audit: Audit
 }
 
 /** The next scheduled run, in-process, `laterMs` after the case clock. */
-function laterRun(bench: FaultBench, policy: Policy, audit: AuditLog, clock: CaseClock, laterMs: number): Promise<RunSummary> {
-  const later = { now: () => new Date(clock.now().getTime() + laterMs), monotonicMs: () => clock.monotonicMs() + laterMs };
+function laterRun(
+  bench: FaultBench,
+  policy: Policy,
+  audit: AuditLog,
+  clock: CaseClock,
+  laterMs: number,
+): Promise<RunSummary> {
+  const later = {
+    now: () => new Date(clock.now().getTime() + laterMs),
+    monotonicMs: () => clock.monotonicMs() + laterMs,
+  };
   return runOnce(bench, policy, audit, later, { reason: 'scheduled', force: false });
 }
 
@@ -90,7 +105,12 @@ async function runOnce(
   trigger: RunTrigger,
   extra: Pick<RuntimeOptions, 'wrapBackend' | 'checkpoint'> = {},
 ): Promise<RunSummary> {
-  const alerter = createAlerter({ sinks: policy.alerts.sinks, audit, sleep: () => Promise.resolve(), retry: { attempts: 2, initialBackoffMs: 1, maxBackoffMs: 1 } });
+  const alerter = createAlerter({
+    sinks: policy.alerts.sinks,
+    audit,
+    sleep: () => Promise.resolve(),
+    retry: { attempts: 2, initialBackoffMs: 1, maxBackoffMs: 1 },
+  });
   const runtime = await createRuntime(policy, {
     audit,
     alerter,
@@ -119,7 +139,11 @@ export async function runOldHolderResumesFirst(ctx: TestContext, bench: FaultBen
   const clock = caseClock();
 
   // A: a leak rotation rolls, then freezes before its write.
-  const a = runnerFrozenBeforeWrite(bench, policy, audit, clock, { reason: 'leak', force: true, actor: 'runner-a' });
+  const a = runnerFrozenBeforeWrite(bench, policy, audit, clock, {
+    reason: 'leak',
+    force: true,
+    actor: 'runner-a',
+  });
   await a.reached;
   // Frozen past its lock by everyone's clock, the store's included.
   clock.pass(keyPolicy.lockTtlMs + keyPolicy.clockSkewMs + 1_000);
@@ -145,7 +169,15 @@ export async function runOldHolderResumesFirst(ctx: TestContext, bench: FaultBen
   }
   const afterNext = await bench.copiesOf(key);
   const verdict = judgeCase({
-    keys: [{ keyId: key.keyId, usableAfterFault, intentAfterFault: stateAfterFault.intent !== undefined, usableAfterNext: isUsable(afterNext, bench.emulator), intentAfterNext: stateAfterNext.intent !== undefined }],
+    keys: [
+      {
+        keyId: key.keyId,
+        usableAfterFault,
+        intentAfterFault: stateAfterFault.intent !== undefined,
+        usableAfterNext: isUsable(afterNext, bench.emulator),
+        intentAfterNext: stateAfterNext.intent !== undefined,
+      },
+    ],
     runs,
     auditLines: lines,
     alertBodies: bench.receiver.requests.slice(bodiesBefore).map((r) => r.raw),
@@ -153,15 +185,33 @@ export async function runOldHolderResumesFirst(ctx: TestContext, bench: FaultBen
     emulator: bench.emulator,
   });
   if (process.env.KEYROLL_FAULTS_DEBUG) for (const line of lines) process.stderr.write(line);
-  verdict.record(ctx, { case: name, fault: 'lock taken over; the old holder resumes first', backend: bench.kind, step: 'store', result: resultOf(byA, key.keyId) });
+  verdict.record(ctx, {
+    case: name,
+    fault: 'lock taken over; the old holder resumes first',
+    backend: bench.kind,
+    step: 'store',
+    result: resultOf(byA, key.keyId),
+  });
 
   verdict.assertInvariants();
   // The old holder landed nothing: its write was refused for the lock it lost.
-  expect(byA.outcomes[0], 'the old holder').toMatchObject({ result: 'failed', step: 'store', errorCode: 'KR_LOCK_LOST' });
+  expect(byA.outcomes[0], 'the old holder').toMatchObject({
+    result: 'failed',
+    step: 'store',
+    errorCode: 'KR_LOCK_LOST',
+  });
   // The new holder was entitled to its write and got it: its secret is the stored one, and it works.
   expect(byB.outcomes[0]?.result, 'the new holder').toMatch(/^(rotated|recovered)$/);
-  expect(stored !== undefined && bench.emulator.state.isLiveSecret(key.keyId, stored), 'the new holder\'s secret is stored and live').toBe(true);
-  expect(lines.some((line) => line.includes('"event":"key.stored"') && line.includes(byB.outcomes[0]?.rotationId ?? '-')), 'the new holder\'s write landed').toBe(true);
+  expect(
+    stored !== undefined && bench.emulator.state.isLiveSecret(key.keyId, stored),
+    "the new holder's secret is stored and live",
+  ).toBe(true);
+  expect(
+    lines.some(
+      (line) => line.includes('"event":"key.stored"') && line.includes(byB.outcomes[0]?.rotationId ?? '-'),
+    ),
+    "the new holder's write landed",
+  ).toBe(true);
 }
 
 /**
@@ -170,7 +220,11 @@ export async function runOldHolderResumesFirst(ctx: TestContext, bench: FaultBen
  * `keyroll:lock-released`; runner B (a leak rotation) comes. The mark must not free A's lock: B
  * finds the key busy and audits the forgery, A rolls once and stores, nothing is lost.
  */
-export async function runForgedReleaseTag(ctx: TestContext, bench: FaultBench, forge: (path: string) => Promise<void>): Promise<void> {
+export async function runForgedReleaseTag(
+  ctx: TestContext,
+  bench: FaultBench,
+  forge: (path: string) => Promise<void>,
+): Promise<void> {
   const name = `forged lock release tag while the holder is about to roll (${bench.kind})`;
   const key = await bench.newKey(name);
   const lines: string[] = [];
@@ -182,13 +236,20 @@ export async function runForgedReleaseTag(ctx: TestContext, bench: FaultBench, f
 
   const reached = deferred();
   const resume = deferred();
-  const byAPromise = runOnce(bench, policy, audit, clocks, { reason: 'leak', force: true, actor: 'runner-a' }, {
-    checkpoint: async (step) => {
-      if (step !== 'roll') return;
-      reached.resolve();
-      await resume.promise;
+  const byAPromise = runOnce(
+    bench,
+    policy,
+    audit,
+    clocks,
+    { reason: 'leak', force: true, actor: 'runner-a' },
+    {
+      checkpoint: async (step) => {
+        if (step !== 'roll') return;
+        reached.resolve();
+        await resume.promise;
+      },
     },
-  });
+  );
   await reached.promise;
   await forge(key.target.path);
   const linesBeforeB = lines.length;
@@ -202,7 +263,15 @@ export async function runForgedReleaseTag(ctx: TestContext, bench: FaultBench, f
   const runs: RunSummary[] = [byA, byB, await laterRun(bench, policy, audit, clock, NEXT_RUN_LATER_MS)];
   const stateAfterNext = await bench.store.direct.readState(key.target);
   const verdict = judgeCase({
-    keys: [{ keyId: key.keyId, usableAfterFault, intentAfterFault: stateAfterFault.intent !== undefined, usableAfterNext: isUsable(await bench.copiesOf(key), bench.emulator), intentAfterNext: stateAfterNext.intent !== undefined }],
+    keys: [
+      {
+        keyId: key.keyId,
+        usableAfterFault,
+        intentAfterFault: stateAfterFault.intent !== undefined,
+        usableAfterNext: isUsable(await bench.copiesOf(key), bench.emulator),
+        intentAfterNext: stateAfterNext.intent !== undefined,
+      },
+    ],
     runs,
     auditLines: lines,
     alertBodies: bench.receiver.requests.slice(bodiesBefore).map((r) => r.raw),
@@ -210,11 +279,22 @@ export async function runForgedReleaseTag(ctx: TestContext, bench: FaultBench, f
     emulator: bench.emulator,
   });
   if (process.env.KEYROLL_FAULTS_DEBUG) for (const line of lines) process.stderr.write(line);
-  verdict.record(ctx, { case: name, fault: 'keyroll:lock-released copied from the intent marker by a tag-only principal', backend: bench.kind, step: 'lock', result: resultOf(byB, key.keyId) });
+  verdict.record(ctx, {
+    case: name,
+    fault: 'keyroll:lock-released copied from the intent marker by a tag-only principal',
+    backend: bench.kind,
+    step: 'lock',
+    result: resultOf(byB, key.keyId),
+  });
 
   verdict.assertInvariants();
   expect(byB.outcomes[0], 'runner B').toMatchObject({ result: 'busy' });
   expect(byA.outcomes[0], 'runner A').toMatchObject({ result: 'rotated' });
-  expect(bench.emulator.state.rollCount(key.keyId), 'one roll: A\'s').toBe(1);
-  expect(linesOfB.some((line) => line.includes('"event":"key.record.distrusted"') && line.includes('"problem":"forged"')), 'the forged mark is audited').toBe(true);
+  expect(bench.emulator.state.rollCount(key.keyId), "one roll: A's").toBe(1);
+  expect(
+    linesOfB.some(
+      (line) => line.includes('"event":"key.record.distrusted"') && line.includes('"problem":"forged"'),
+    ),
+    'the forged mark is audited',
+  ).toBe(true);
 }

@@ -22,20 +22,37 @@ describe('two leaders at once', () => {
       // Never rotated: due at the first sweep of whichever replica leads.
       await bench.writePolicy(KEYS.map((id) => keyYaml(id, 'maxAge: 2h')).join(''));
       const [a, b] = await Promise.all(
-        ['keyroll-a', 'keyroll-b'].map((identity) => bench.start({ concurrency: 4, leaderElection: { store: new MemoryLeaseStore(), identity, timings: TIMINGS } })),
+        ['keyroll-a', 'keyroll-b'].map((identity) =>
+          bench.start({
+            concurrency: 4,
+            leaderElection: { store: new MemoryLeaseStore(), identity, timings: TIMINGS },
+          }),
+        ),
       );
       if (a === undefined || b === undefined) throw new Error('two daemons');
       const deadline = Date.now() + 10_000;
-      while (bench.events('leader.elected').length < 2 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+      while (bench.events('leader.elected').length < 2 && Date.now() < deadline)
+        await new Promise((resolve) => setTimeout(resolve, 10));
       // Both lead, and both are asked to sweep at the same moment, three times over.
       for (let round = 0; round < 3; round++) await Promise.all([a.sweep(), b.sweep()]);
       await Promise.all([a.idle(), b.idle()]);
 
-      const copies = await Promise.all(KEYS.map(async (keyId) => ({ keyId, secrets: [await bench.storedSecret(keyId)] })));
+      const copies = await Promise.all(
+        KEYS.map(async (keyId) => ({ keyId, secrets: [await bench.storedSecret(keyId)] })),
+      );
       const lost = checkNotLost(copies, (keyId, secret) => bench.emulator.state.isLiveSecret(keyId, secret));
-      const leaks = findSecrets([...bench.audit.lines, ...bench.alerter.alerts.map((alert) => JSON.stringify(alert))], [...bench.emulator.state.mintedSecrets(), OWNER_TOKEN]);
+      const leaks = findSecrets(
+        [...bench.audit.lines, ...bench.alerter.alerts.map((alert) => JSON.stringify(alert))],
+        [...bench.emulator.state.mintedSecrets(), OWNER_TOKEN],
+      );
       const records = bench.audit.events as unknown as Record<string, unknown>[];
-      const rolls = checkNoDoubleRoll(KEYS.map((keyId) => ({ keyId, emulatorRolls: bench.emulator.state.rollCount(keyId), reportedRolls: reportedRolls(records, keyId) })));
+      const rolls = checkNoDoubleRoll(
+        KEYS.map((keyId) => ({
+          keyId,
+          emulatorRolls: bench.emulator.state.rollCount(keyId),
+          reportedRolls: reportedRolls(records, keyId),
+        })),
+      );
       const failures = bench.events('key.failed').length;
       recordCase(ctx, {
         case: `two leaders at once, ${String(KEYS.length)} due keys`,
@@ -49,7 +66,12 @@ describe('two leaders at once', () => {
         failures,
       });
 
-      expect(bench.events('leader.elected').map((event) => event.identity).sort()).toEqual(['keyroll-a', 'keyroll-b']);
+      expect(
+        bench
+          .events('leader.elected')
+          .map((event) => event.identity)
+          .sort(),
+      ).toEqual(['keyroll-a', 'keyroll-b']);
       for (const keyId of KEYS) expect(bench.emulator.state.rollCount(keyId), keyId).toBe(1);
       expect(rolls.problems).toEqual([]);
       expect(lost.lostKeys).toEqual([]);
@@ -57,7 +79,12 @@ describe('two leaders at once', () => {
       expect(failures).toBe(0);
       // The two really met at the keys: the second leader found each key under the first one's backend lock.
       expect(bench.events('key.lock.busy').length).toBeGreaterThan(0);
-      expect(bench.events('key.succeeded').map((event) => event.keyId).sort()).toEqual([...KEYS].sort());
+      expect(
+        bench
+          .events('key.succeeded')
+          .map((event) => event.keyId)
+          .sort(),
+      ).toEqual([...KEYS].sort());
     } finally {
       await bench.close();
     }

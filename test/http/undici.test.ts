@@ -19,7 +19,11 @@ describe('undici, as keyroll uses it', () => {
 
   it('request() sends the URL’s path and query as written (a Vault path’s %2F stays), and the method asked for', async () => {
     receiver.requests.length = 0;
-    receiver.answer({ status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ok: true }) });
+    receiver.answer({
+      status: 200,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ ok: true }),
+    });
     const get = await request(`${receiver.url}/v1/secret/data/a%2Fb?version=2`);
     expect(get.statusCode).toBe(200);
     expect(await get.body.json()).toEqual({ ok: true });
@@ -34,14 +38,20 @@ describe('undici, as keyroll uses it', () => {
   it('request() refuses an address that is not http(s) with a typed error the callers map (a Vault address without its scheme)', async () => {
     for (const url of ['ftp://127.0.0.1/x', 'vault.internal:8200/v1/sys/health']) {
       // undici throws this synchronously today; the callers await inside try, so a rejection would do as well.
-      await expect(Promise.resolve().then(() => request(url)), url).rejects.toMatchObject({ name: 'InvalidArgumentError', code: 'UND_ERR_INVALID_ARG' });
+      await expect(
+        Promise.resolve().then(() => request(url)),
+        url,
+      ).rejects.toMatchObject({ name: 'InvalidArgumentError', code: 'UND_ERR_INVALID_ARG' });
     }
   });
 
   it('request() uses the dispatcher it is given, and the global one otherwise', async () => {
     const dispatched: string[] = [];
     class RecordingAgent extends Agent {
-      override dispatch(options: Parameters<Agent['dispatch']>[0], handler: Parameters<Agent['dispatch']>[1]): boolean {
+      override dispatch(
+        options: Parameters<Agent['dispatch']>[0],
+        handler: Parameters<Agent['dispatch']>[1],
+      ): boolean {
         dispatched.push(options.path);
         return super.dispatch(options, handler);
       }

@@ -17,8 +17,10 @@ const FILE = 'replay-test.jsonl';
 const WINDOW = 300;
 const dir = useTempDir('keyroll-replay-');
 
-const open = (now = NOW, capacity?: number): Promise<FileReplayRecord> => FileReplayRecord.open(dir.path(), FILE, now, capacity);
-const fileLines = async (): Promise<string[]> => (await readFile(join(dir.path(), FILE), 'utf8')).split('\n').filter(Boolean);
+const open = (now = NOW, capacity?: number): Promise<FileReplayRecord> =>
+  FileReplayRecord.open(dir.path(), FILE, now, capacity);
+const fileLines = async (): Promise<string[]> =>
+  (await readFile(join(dir.path(), FILE), 'utf8')).split('\n').filter(Boolean);
 
 describe('ReplayRecord', () => {
   it('refuses an id seen before; another id is its own', async () => {
@@ -40,7 +42,10 @@ describe('ReplayRecord', () => {
   it('is on disk (0600) once claim resolves', async () => {
     const record = await open();
     await record.claim('digest-1', NOW + 3600, NOW);
-    expect(await fileLines()).toEqual([JSON.stringify({ version: 2, notBefore: NOW }), JSON.stringify(['digest-1', NOW + 3600])]);
+    expect(await fileLines()).toEqual([
+      JSON.stringify({ version: 2, notBefore: NOW }),
+      JSON.stringify(['digest-1', NOW + 3600]),
+    ]);
     expect((await stat(join(dir.path(), FILE))).mode & 0o777).toBe(0o600);
   });
 
@@ -74,7 +79,10 @@ describe('ReplayRecord', () => {
   });
 
   it('with a damaged record file, refuses what was signed before it opened, and still refuses the ids it could read', async () => {
-    await writeFile(join(dir.path(), FILE), `${JSON.stringify({ version: 2, notBefore: NOW - 100 })}\n${JSON.stringify(['kept', NOW + 100])}\n{"damaged\n`);
+    await writeFile(
+      join(dir.path(), FILE),
+      `${JSON.stringify({ version: 2, notBefore: NOW - 100 })}\n${JSON.stringify(['kept', NOW + 100])}\n{"damaged\n`,
+    );
     const record = await open();
     expect(record.origin).toBe('unreadable');
     expect(await record.claim('n1', NOW + WINDOW, NOW, NOW - 10)).toBe('signed-before-start');
@@ -103,8 +111,13 @@ describe('ReplayRecord', () => {
   });
 
   it('appends one line per claim to the same file however large the record is', async () => {
-    const filler = Array.from({ length: 5000 }, (_, i) => JSON.stringify([`filler-${String(i)}`, NOW + WINDOW]));
-    await writeFile(join(dir.path(), FILE), `${[JSON.stringify({ version: 2, notBefore: NOW }), ...filler].join('\n')}\n`);
+    const filler = Array.from({ length: 5000 }, (_, i) =>
+      JSON.stringify([`filler-${String(i)}`, NOW + WINDOW]),
+    );
+    await writeFile(
+      join(dir.path(), FILE),
+      `${[JSON.stringify({ version: 2, notBefore: NOW }), ...filler].join('\n')}\n`,
+    );
     const record = await open();
     expect(record.size).toBe(5000);
     const before = await stat(join(dir.path(), FILE));
@@ -119,7 +132,11 @@ describe('ReplayRecord', () => {
     // Rounds of 200 claims at once whose entries expire before the next round: 4,000 claims, 200 live.
     for (let round = 0; round < 20; round++) {
       const now = NOW + round * 10;
-      await Promise.all(Array.from({ length: 200 }, (_, i) => record.claim(`round-${String(round)}-${String(i)}`, now + 5, now)));
+      await Promise.all(
+        Array.from({ length: 200 }, (_, i) =>
+          record.claim(`round-${String(round)}-${String(i)}`, now + 5, now),
+        ),
+      );
       expect((await fileLines()).length).toBeLessThanOrEqual(2 * record.size + 1024);
     }
     expect(record.size).toBe(200);
@@ -131,7 +148,9 @@ describe('ReplayRecord', () => {
   it('throws when the state directory cannot be made, at open (so the daemon does not start)', async () => {
     // A regular file where the directory should be: unwritable even for root.
     await writeFile(join(dir.path(), 'occupied'), 'not a directory');
-    await expect(FileReplayRecord.open(join(dir.path(), 'occupied', 'state'), FILE, NOW)).rejects.toBeInstanceOf(ReplayRecordError);
+    await expect(
+      FileReplayRecord.open(join(dir.path(), 'occupied', 'state'), FILE, NOW),
+    ).rejects.toBeInstanceOf(ReplayRecordError);
   });
 
   it('throws when a claim cannot be written, and keeps no entry for it (the request is refused, a retry may succeed)', async () => {
@@ -148,17 +167,29 @@ describe('claimOrRefuse', () => {
   it('is undefined for a new id, replay for one seen before or signed before the record began, replay-record-full at capacity', async () => {
     const replay = await open(NOW, 1);
     expect(await claimOrRefuse(replay, 'delivery-1', NOW + WINDOW, NOW, NOW)).toBeUndefined();
-    expect(await claimOrRefuse(replay, 'delivery-1', NOW + WINDOW, NOW, NOW)).toEqual({ why: 'replay', claim: 'replay' });
-    expect(await claimOrRefuse(replay, 'delivery-2', NOW + WINDOW, NOW, NOW - 1)).toEqual({ why: 'replay', claim: 'signed-before-start' });
-    expect(await claimOrRefuse(replay, 'delivery-2', NOW + WINDOW, NOW, NOW)).toEqual({ why: 'replay-record-full' });
+    expect(await claimOrRefuse(replay, 'delivery-1', NOW + WINDOW, NOW, NOW)).toEqual({
+      why: 'replay',
+      claim: 'replay',
+    });
+    expect(await claimOrRefuse(replay, 'delivery-2', NOW + WINDOW, NOW, NOW - 1)).toEqual({
+      why: 'replay',
+      claim: 'signed-before-start',
+    });
+    expect(await claimOrRefuse(replay, 'delivery-2', NOW + WINDOW, NOW, NOW)).toEqual({
+      why: 'replay-record-full',
+    });
   });
 
   it('is replay-record-unavailable without a record and when the record cannot be written', async () => {
-    expect(await claimOrRefuse(undefined, 'delivery-1', NOW + WINDOW, NOW)).toEqual({ why: 'replay-record-unavailable' });
+    expect(await claimOrRefuse(undefined, 'delivery-1', NOW + WINDOW, NOW)).toEqual({
+      why: 'replay-record-unavailable',
+    });
     const replay = await FileReplayRecord.open(join(dir.path(), 'state'), FILE, NOW, 10);
     await rm(replay.dir, { recursive: true });
     await writeFile(replay.dir, 'not a directory');
-    expect(await claimOrRefuse(replay, 'delivery-1', NOW + WINDOW, NOW)).toEqual({ why: 'replay-record-unavailable' });
+    expect(await claimOrRefuse(replay, 'delivery-1', NOW + WINDOW, NOW)).toEqual({
+      why: 'replay-record-unavailable',
+    });
   });
 });
 

@@ -19,7 +19,14 @@ describe('sha256HeaderBytes', () => {
     const mac = hmacSha256(KEY, 'body');
     expect(sha256HeaderBytes(` ${sha256Header(mac)} `)).toEqual(mac);
     expect(sha256HeaderBytes(`sha256=${mac.toString('hex').toUpperCase()}`)).toEqual(mac);
-    for (const header of ['', 'sha256=', `sha1=${mac.toString('hex')}`, `sha256=${mac.toString('hex').slice(1)}`, `sha256=${mac.toString('hex')}00`, `sha256=${'g'.repeat(64)}`]) {
+    for (const header of [
+      '',
+      'sha256=',
+      `sha1=${mac.toString('hex')}`,
+      `sha256=${mac.toString('hex').slice(1)}`,
+      `sha256=${mac.toString('hex')}00`,
+      `sha256=${'g'.repeat(64)}`,
+    ]) {
       expect(sha256HeaderBytes(header), header).toBeUndefined();
     }
   });

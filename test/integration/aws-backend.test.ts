@@ -4,7 +4,11 @@
 // the shipped IAM policy: aws-iam.test.ts.
 import { createServer, type Server, type Socket } from 'node:net';
 import { randomUUID } from 'node:crypto';
-import { DescribeSecretCommand, ListSecretVersionIdsCommand, type SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import {
+  DescribeSecretCommand,
+  ListSecretVersionIdsCommand,
+  type SecretsManagerClient,
+} from '@aws-sdk/client-secrets-manager';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AwsBackendConfig } from '../../src/backends/aws/config.ts';
 import type { Backend } from '../../src/backends/types.ts';
@@ -41,7 +45,10 @@ describe.skipIf(moto === undefined)('aws backend (moto)', () => {
     let sdk: SecretsManagerClient;
 
     beforeAll(() => {
-      backend = makeBackend(server, clock, { kmsKeyId: 'alias/keyroll-test', tags: { team: 'platform', 'managed-by': 'someone-else' } });
+      backend = makeBackend(server, clock, {
+        kmsKeyId: 'alias/keyroll-test',
+        tags: { team: 'platform', 'managed-by': 'someone-else' },
+      });
       sdk = sdkClient(server);
     });
     afterAll(async () => {
@@ -75,10 +82,14 @@ describe.skipIf(moto === undefined)('aws backend (moto)', () => {
       const rotationId = randomUUID();
       await backend.writeSecret(t, makeRecord({ rotationId }));
       // The same process checks the existing version first; another process learns it from AWS.
-      expect((await rejection(backend.writeSecret(t, makeRecord({ rotationId })))).code).toBe('KR_BACKEND_CONFLICT');
+      expect((await rejection(backend.writeSecret(t, makeRecord({ rotationId })))).code).toBe(
+        'KR_BACKEND_CONFLICT',
+      );
       const other = makeBackend(server, clock);
       try {
-        expect((await rejection(other.writeSecret(t, makeRecord({ rotationId })))).code).toBe('KR_BACKEND_CONFLICT');
+        expect((await rejection(other.writeSecret(t, makeRecord({ rotationId })))).code).toBe(
+          'KR_BACKEND_CONFLICT',
+        );
       } finally {
         await other.close();
       }
@@ -103,9 +114,18 @@ describe.skipIf(moto === undefined)('aws backend (moto)', () => {
       try {
         expect((await rejection(strict.preflight(t))).code).toBe('KR_BACKEND_NOT_FOUND');
         expect((await rejection(strict.writeSecret(t, makeRecord()))).code).toBe('KR_BACKEND_NOT_FOUND');
-        expect((await rejection(strict.setIntent(t, { rotationId: 'r', keyId: 'k', owner: 'o', startedAt: clock.now().toISOString() }))).code).toBe(
-          'KR_BACKEND_NOT_FOUND',
-        );
+        expect(
+          (
+            await rejection(
+              strict.setIntent(t, {
+                rotationId: 'r',
+                keyId: 'k',
+                owner: 'o',
+                startedAt: clock.now().toISOString(),
+              }),
+            )
+          ).code,
+        ).toBe('KR_BACKEND_NOT_FOUND');
         expect(await strict.readState(t)).toEqual({ exists: false });
       } finally {
         await strict.close();
@@ -120,7 +140,15 @@ describe.skipIf(moto === undefined)('aws backend (moto)', () => {
       const record = makeRecord({ rotationId: randomUUID() });
       await backend.writeSecret(byArn, record);
       expect((await backend.readSecret(t))?.secret.equals(record.secret)).toBe(true);
-      expect((await backend.acquireLock(byArn, { owner: 'arn-owner', rotationId: record.rotationId, ttlMs: 60_000 })).acquired).toBe(true);
+      expect(
+        (
+          await backend.acquireLock(byArn, {
+            owner: 'arn-owner',
+            rotationId: record.rotationId,
+            ttlMs: 60_000,
+          })
+        ).acquired,
+      ).toBe(true);
       expect((await backend.readState(t)).lock?.owner).toBe('arn-owner');
     });
 
@@ -133,7 +161,12 @@ describe.skipIf(moto === undefined)('aws backend (moto)', () => {
 
     it('round-trips intent fields that tag values cannot hold as they are', async () => {
       const t = newTarget();
-      const intent = { rotationId: randomUUID(), keyId: 'key with spaces|pipes {json} @at', owner: 'hôte/123/ünïcode', startedAt: clock.now().toISOString() };
+      const intent = {
+        rotationId: randomUUID(),
+        keyId: 'key with spaces|pipes {json} @at',
+        owner: 'hôte/123/ünïcode',
+        startedAt: clock.now().toISOString(),
+      };
       await backend.setIntent(t, intent);
       expect((await backend.readState(t)).intent).toEqual(intent);
       const tags = (await sdk.send(new DescribeSecretCommand({ SecretId: t.path }))).Tags ?? [];
@@ -144,10 +177,17 @@ describe.skipIf(moto === undefined)('aws backend (moto)', () => {
     it('keeps the key id and the drift probe in portable tags, each record replacing only its own', async () => {
       const t = newTarget();
       const written = await backend.writeSecret(t, makeRecord({ rotationId: randomUUID() }));
-      const rotation = { rotationId: randomUUID(), rotatedAt: clock.now().toISOString(), version: written.version };
+      const rotation = {
+        rotationId: randomUUID(),
+        rotatedAt: clock.now().toISOString(),
+        version: written.version,
+      };
       await backend.recordRotation(t, { ...rotation, keyId: 'key slot|ä/@b' });
       await backend.recordProbe(t, { at: '2030-01-01T01:00:00.000Z', result: 'dead' });
-      expect(await backend.readState(t)).toMatchObject({ lastKeyId: 'key slot|ä/@b', lastProbe: { at: '2030-01-01T01:00:00.000Z', result: 'dead' } });
+      expect(await backend.readState(t)).toMatchObject({
+        lastKeyId: 'key slot|ä/@b',
+        lastProbe: { at: '2030-01-01T01:00:00.000Z', result: 'dead' },
+      });
       const tags = (await sdk.send(new DescribeSecretCommand({ SecretId: t.path }))).Tags ?? [];
       for (const key of ['keyroll:last-key-id', 'keyroll:last-probe']) {
         expect(tags.find((tag) => tag.Key === key)?.Value).toMatch(/^[A-Za-z0-9 _.:/=+@-]{1,256}$/);
@@ -161,7 +201,9 @@ describe.skipIf(moto === undefined)('aws backend (moto)', () => {
 
     it('records a drift probe only on a secret that exists: it never creates one to hold the record', async () => {
       const t = newTarget();
-      expect((await rejection(backend.recordProbe(t, { at: clock.now().toISOString(), result: 'works' }))).code).toBe('KR_BACKEND_NOT_FOUND');
+      expect(
+        (await rejection(backend.recordProbe(t, { at: clock.now().toISOString(), result: 'works' }))).code,
+      ).toBe('KR_BACKEND_NOT_FOUND');
       expect(await backend.readState(t)).toEqual({ exists: false });
       expect(await backend.readPrevious?.(t)).toBeUndefined();
     });
@@ -177,7 +219,12 @@ describe.skipIf(moto === undefined)('aws backend (moto)', () => {
 
     it('preflight on a secret created empty by the intent marker reports exists: false', async () => {
       const t = newTarget();
-      await backend.setIntent(t, { rotationId: randomUUID(), keyId: 'k', owner: 'o', startedAt: clock.now().toISOString() });
+      await backend.setIntent(t, {
+        rotationId: randomUUID(),
+        keyId: 'k',
+        owner: 'o',
+        startedAt: clock.now().toISOString(),
+      });
       expect((await backend.preflight(t)).exists).toBe(false);
       expect(await backend.readSecret(t)).toBeUndefined();
     });
@@ -192,8 +239,16 @@ describe.skipIf(moto === undefined)('aws backend (moto)', () => {
     it('rotates a key into Secrets Manager twice: AWSCURRENT works, bookkeeping recorded, lock released', async () => {
       const path = `keyroll-test/${run}/e2e/billing`;
       const bench = await startBench({
-        keys: (org) => [keyPolicy('key_demo_billing', org('key_demo_billing'), { destinations: [{ backend: 'aws', target: { path, shape: JSON_SHAPE } }] })],
-        policy: { backends: { aws: AwsBackendConfig.parse({ kind: 'aws', endpoint: server.endpoint, createIfMissing: true }) } },
+        keys: (org) => [
+          keyPolicy('key_demo_billing', org('key_demo_billing'), {
+            destinations: [{ backend: 'aws', target: { path, shape: JSON_SHAPE } }],
+          }),
+        ],
+        policy: {
+          backends: {
+            aws: AwsBackendConfig.parse({ kind: 'aws', endpoint: server.endpoint, createIfMissing: true }),
+          },
+        },
       });
       const sdk = sdkClient(server);
       const observer = makeBackend(server, createTestClock());
@@ -210,9 +265,16 @@ describe.skipIf(moto === undefined)('aws backend (moto)', () => {
         // The second rotation took the key lock on the secret itself: a version labelled KEYROLL_LOCK
         // (lock-target.ts) that carries neither AWSCURRENT nor AWSPREVIOUS, so no consumer reads it.
         const { [v1!]: previous, [v2!]: current, ...lockVersions } = description.VersionIdsToStages ?? {};
-        expect({ previous, current: [...(current ?? [])].sort() }).toEqual({ previous: ['AWSPREVIOUS'], current: ['AWSCURRENT', 'KEYROLL_PENDING'] });
+        expect({ previous, current: [...(current ?? [])].sort() }).toEqual({
+          previous: ['AWSPREVIOUS'],
+          current: ['AWSCURRENT', 'KEYROLL_PENDING'],
+        });
         expect(Object.values(lockVersions).flat()).toContain('KEYROLL_LOCK');
-        expect(Object.values(lockVersions).flat().filter((label) => label.startsWith('AWS'))).toEqual([]);
+        expect(
+          Object.values(lockVersions)
+            .flat()
+            .filter((label) => label.startsWith('AWS')),
+        ).toEqual([]);
         const tags = new Map((description.Tags ?? []).map((tag) => [tag.Key, tag.Value]));
         expect(tags.get('keyroll:last-rotation-id')).toBe(second.outcomes[0]?.rotationId);
         // The finish step clears the marker in its one TagResource by overwriting it with the empty value.
@@ -236,7 +298,12 @@ describe.skipIf(moto === undefined)('aws backend (moto)', () => {
       const down = makeBackend({ ...server, endpoint: `http://127.0.0.1:${String(port)}` }, clock);
       try {
         const error = await rejection(down.preflight(newTarget()));
-        expect(error).toMatchObject({ code: 'KR_BACKEND_UNAVAILABLE', retryable: true, operation: 'preflight', kind: 'aws' });
+        expect(error).toMatchObject({
+          code: 'KR_BACKEND_UNAVAILABLE',
+          retryable: true,
+          operation: 'preflight',
+          kind: 'aws',
+        });
       } finally {
         await down.close();
       }
@@ -254,7 +321,6 @@ describe.skipIf(moto === undefined)('aws backend (moto)', () => {
       }
     });
   });
-
 });
 
 async function closedPort(): Promise<number> {

@@ -16,7 +16,9 @@ const moto = motoServer();
 const MINUTE = 60_000;
 
 interface CountingProvider {
-  provider: (options?: { forceRefresh?: boolean }) => Promise<{ accessKeyId: string; secretAccessKey: string; expiration: Date }>;
+  provider: (options?: {
+    forceRefresh?: boolean;
+  }) => Promise<{ accessKeyId: string; secretAccessKey: string; expiration: Date }>;
   /** One entry per fetch: whether it was forced. */
   fetches: boolean[];
 }
@@ -28,23 +30,35 @@ function countingProvider(server: MotoServer, lifetimeMs: number): CountingProvi
     fetches,
     provider: (options) => {
       fetches.push(options?.forceRefresh === true);
-      return Promise.resolve({ accessKeyId: server.accessKeyId, secretAccessKey: server.secretAccessKey, expiration: new Date(Date.now() + lifetimeMs) });
+      return Promise.resolve({
+        accessKeyId: server.accessKeyId,
+        secretAccessKey: server.secretAccessKey,
+        expiration: new Date(Date.now() + lifetimeMs),
+      });
     },
   };
 }
 
 describe.skipIf(moto === undefined)('aws backend: credentials before the roll (moto)', () => {
   const server = moto!;
-  const backendWith = (credentials: CountingProvider['provider'] | { accessKeyId: string; secretAccessKey: string }): AwsBackend =>
-    new AwsBackend('aws-credentials', AwsBackendConfig.parse({ kind: 'aws', endpoint: server.endpoint, createIfMissing: true }), {
-      now: createTestClock().now,
-      region: server.region,
-      credentials,
-    });
+  const backendWith = (
+    credentials: CountingProvider['provider'] | { accessKeyId: string; secretAccessKey: string },
+  ): AwsBackend =>
+    new AwsBackend(
+      'aws-credentials',
+      AwsBackendConfig.parse({ kind: 'aws', endpoint: server.endpoint, createIfMissing: true }),
+      {
+        now: createTestClock().now,
+        region: server.region,
+        credentials,
+      },
+    );
   /** The test's backend, closed after each test. */
   let opened: AwsBackend | undefined;
   /** A backend on credentials living `lifetimeMs` from each fetch, after a preflight of a new target (the first fetch). */
-  async function preflighted(lifetimeMs: number): Promise<{ fetches: boolean[]; backend: AwsBackend; target: StoreTarget }> {
+  async function preflighted(
+    lifetimeMs: number,
+  ): Promise<{ fetches: boolean[]; backend: AwsBackend; target: StoreTarget }> {
     const counting = countingProvider(server, lifetimeMs);
     const backend = (opened = backendWith(counting.provider));
     const target = newTarget();
@@ -77,7 +91,10 @@ describe.skipIf(moto === undefined)('aws backend: credentials before the roll (m
     expect(fetches.slice(beforeRoll)).toEqual([true]);
     const rollAnswered = fetches.length;
     const record = makeRecord({ rotationId: randomUUID() });
-    expect(await backend.writeSecret(target, record)).toEqual({ version: record.rotationId, alreadyApplied: false });
+    expect(await backend.writeSecret(target, record)).toEqual({
+      version: record.rotationId,
+      alreadyApplied: false,
+    });
     expect(fetches.length).toBe(rollAnswered);
   });
 
@@ -96,7 +113,10 @@ describe.skipIf(moto === undefined)('aws backend: credentials before the roll (m
   });
 
   it('needs nothing for static keys, which do not expire', async () => {
-    const backend = (opened = backendWith({ accessKeyId: server.accessKeyId, secretAccessKey: server.secretAccessKey }));
+    const backend = (opened = backendWith({
+      accessKeyId: server.accessKeyId,
+      secretAccessKey: server.secretAccessKey,
+    }));
     await expect(backend.ensureFresh(60 * MINUTE)).resolves.toBeUndefined();
   });
 });

@@ -4,7 +4,12 @@
 // answer was lost; what readPrevious (AWSPREVIOUS, a two-slot entry's standby value) returns after
 // each of them. Requests per fenced write: aws-requests.test.ts.
 import { randomUUID } from 'node:crypto';
-import { DescribeSecretCommand, PutSecretValueCommand, UpdateSecretVersionStageCommand, type SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import {
+  DescribeSecretCommand,
+  PutSecretValueCommand,
+  UpdateSecretVersionStageCommand,
+  type SecretsManagerClient,
+} from '@aws-sdk/client-secrets-manager';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SecretsManagerCalls } from '../../src/backends/aws/client.ts';
 import { refreshLock } from '../../src/backends/aws/lock-refresh.ts';
@@ -43,7 +48,8 @@ describe.skipIf(moto === undefined)('aws fenced writes and lock refresh (moto)',
    */
   async function stagesOf(t: StoreTarget): Promise<Record<string, string[]>> {
     const stages = (await sdk.send(new DescribeSecretCommand({ SecretId: t.path }))).VersionIdsToStages ?? {};
-    const lockOnly = (labels: readonly string[]): boolean => labels.every((label) => label === 'KEYROLL_LOCK' || label === 'KEYROLL_LOCK_CANDIDATE');
+    const lockOnly = (labels: readonly string[]): boolean =>
+      labels.every((label) => label === 'KEYROLL_LOCK' || label === 'KEYROLL_LOCK_CANDIDATE');
     return Object.fromEntries(
       Object.entries(stages)
         .filter(([, labels]) => !lockOnly(labels))
@@ -52,7 +58,11 @@ describe.skipIf(moto === undefined)('aws fenced writes and lock refresh (moto)',
   }
 
   /** A target holding one value, locked by `backend` (which read its state under the lock). */
-  async function lockedWithValue(backend: Backend, owner: string, ttlMs = 60_000): Promise<{ t: StoreTarget; lock: HeldLock; first: string }> {
+  async function lockedWithValue(
+    backend: Backend,
+    owner: string,
+    ttlMs = 60_000,
+  ): Promise<{ t: StoreTarget; lock: HeldLock; first: string }> {
     const t = newTarget();
     const first = (await backend.writeSecret(t, makeRecord({ rotationId: randomUUID() }))).version;
     const locked = await backend.acquireLock(t, { owner, rotationId: randomUUID(), ttlMs });
@@ -66,20 +76,30 @@ describe.skipIf(moto === undefined)('aws fenced writes and lock refresh (moto)',
     const record = makeRecord({ rotationId: randomUUID() });
     const written = await a.writeSecret(t, record, { lock });
     expect(written).toEqual({ version: record.rotationId, alreadyApplied: false });
-    expect(await stagesOf(t)).toEqual({ [first]: ['AWSPREVIOUS'], [written.version]: ['AWSCURRENT', 'KEYROLL_PENDING'] });
+    expect(await stagesOf(t)).toEqual({
+      [first]: ['AWSPREVIOUS'],
+      [written.version]: ['AWSCURRENT', 'KEYROLL_PENDING'],
+    });
     expect((await b.readSecret(t))?.secret.equals(record.secret)).toBe(true);
   });
 
-  it('readPrevious returns the value each fenced rotation replaced (a two-slot entry\'s standby value)', async () => {
+  it("readPrevious returns the value each fenced rotation replaced (a two-slot entry's standby value)", async () => {
     const t = newTarget({ format: 'json', fields: ['keyId', 'rotationId'] });
     const slotA = makeRecord({ rotationId: randomUUID(), keyId: 'key_slot_a' });
     await a.writeSecret(t, slotA);
-    const rotations = [makeRecord({ rotationId: randomUUID(), keyId: 'key_slot_b' }), makeRecord({ rotationId: randomUUID(), keyId: 'key_slot_a' })];
+    const rotations = [
+      makeRecord({ rotationId: randomUUID(), keyId: 'key_slot_b' }),
+      makeRecord({ rotationId: randomUUID(), keyId: 'key_slot_a' }),
+    ];
     let replaced = slotA;
     for (const [i, record] of rotations.entries()) {
       // As the engine does it: lock, state under the lock, fenced write, release; each round by another runner.
       const runner = i % 2 === 0 ? a : b;
-      const locked = await runner.acquireLock(t, { owner: `runner-${String(i)}`, rotationId: record.rotationId, ttlMs: 60_000 });
+      const locked = await runner.acquireLock(t, {
+        owner: `runner-${String(i)}`,
+        rotationId: record.rotationId,
+        ttlMs: 60_000,
+      });
       if (!locked.acquired) throw new Error('expected the lock');
       await runner.readState(t);
       expect((await runner.writeSecret(t, record, { lock: locked.lock })).alreadyApplied).toBe(false);
@@ -95,7 +115,9 @@ describe.skipIf(moto === undefined)('aws fenced writes and lock refresh (moto)',
   it('refuses a runner whose lock was taken over even before the new holder wrote, and changes no label', async () => {
     const { t, lock, first } = await lockedWithValue(a, 'a', 1_000);
     clock.advance(2_000);
-    expect((await b.acquireLock(t, { owner: 'b', rotationId: randomUUID(), ttlMs: 60_000 })).acquired).toBe(true);
+    expect((await b.acquireLock(t, { owner: 'b', rotationId: randomUUID(), ttlMs: 60_000 })).acquired).toBe(
+      true,
+    );
     const late = makeRecord({ rotationId: randomUUID() });
     const error = await rejection(a.writeSecret(t, late, { lock }));
     expect(error).toMatchObject({ code: 'KR_LOCK_LOST', retryable: false, operation: 'write', kind: 'aws' });
@@ -106,15 +128,31 @@ describe.skipIf(moto === undefined)('aws fenced writes and lock refresh (moto)',
     expect(await b.readPrevious?.(t)).toBeUndefined();
   });
 
-  it('keeps the holder\'s write winning when a version written without the lock got in after its read', async () => {
+  it("keeps the holder's write winning when a version written without the lock got in after its read", async () => {
     const { t, lock } = await lockedWithValue(b, 'b');
     // A runner that lost its lock (or an operator) made another version current meanwhile.
-    const put = await sdk.send(new PutSecretValueCommand({ SecretId: t.path, SecretString: 'dead-value', VersionStages: ['ELSEWHERE'] }));
+    const put = await sdk.send(
+      new PutSecretValueCommand({
+        SecretId: t.path,
+        SecretString: 'dead-value',
+        VersionStages: ['ELSEWHERE'],
+      }),
+    );
     const stages = await stagesOf(t);
     const current = Object.keys(stages).find((version) => stages[version]?.includes('AWSCURRENT'));
-    await sdk.send(new UpdateSecretVersionStageCommand({ SecretId: t.path, VersionStage: 'AWSCURRENT', MoveToVersionId: put.VersionId, RemoveFromVersionId: current }));
+    await sdk.send(
+      new UpdateSecretVersionStageCommand({
+        SecretId: t.path,
+        VersionStage: 'AWSCURRENT',
+        MoveToVersionId: put.VersionId,
+        RemoveFromVersionId: current,
+      }),
+    );
     const record = makeRecord({ rotationId: randomUUID() });
-    expect(await b.writeSecret(t, record, { lock })).toEqual({ version: record.rotationId, alreadyApplied: false });
+    expect(await b.writeSecret(t, record, { lock })).toEqual({
+      version: record.rotationId,
+      alreadyApplied: false,
+    });
     expect((await a.readSecret(t))?.secret.equals(record.secret)).toBe(true);
     expect((await stagesOf(t))[put.VersionId!]).toEqual(['AWSPREVIOUS', 'ELSEWHERE']);
     // The value the holder's write replaced is the one that got in, not the one read under the lock.
@@ -126,7 +164,10 @@ describe.skipIf(moto === undefined)('aws fenced writes and lock refresh (moto)',
     clock.advance(20_000); // expired, but nobody took it over: still this runner's lock
     const record = makeRecord({ rotationId: randomUUID() });
     expect((await a.writeSecret(t, record, { lock })).alreadyApplied).toBe(false);
-    expect(await stagesOf(t)).toEqual({ [first]: ['AWSPREVIOUS'], [record.rotationId]: ['AWSCURRENT', 'KEYROLL_PENDING'] });
+    expect(await stagesOf(t)).toEqual({
+      [first]: ['AWSPREVIOUS'],
+      [record.rotationId]: ['AWSCURRENT', 'KEYROLL_PENDING'],
+    });
   });
 
   it('a retry after a refusal in another process is refused too, and never made current', async () => {
@@ -154,7 +195,10 @@ describe.skipIf(moto === undefined)('aws fenced writes and lock refresh (moto)',
     await a.readState(t);
     await a.setIntent(t, { rotationId, keyId: 'k', owner: 'a', startedAt: clock.now().toISOString() });
     const record = makeRecord({ rotationId });
-    expect(await a.writeSecret(t, record, { lock: locked.lock })).toEqual({ version: rotationId, alreadyApplied: false });
+    expect(await a.writeSecret(t, record, { lock: locked.lock })).toEqual({
+      version: rotationId,
+      alreadyApplied: false,
+    });
     expect(await stagesOf(t)).toEqual({ [rotationId]: ['AWSCURRENT', 'KEYROLL_PENDING'] });
     expect(await a.readPrevious?.(t)).toBeUndefined();
   });
@@ -165,14 +209,27 @@ describe.skipIf(moto === undefined)('aws fenced writes and lock refresh (moto)',
       loseNextMove = false;
 
       constructor() {
-        super({ backendName: 'lossy', endpoint: server.endpoint, region: server.region, timeoutMs: 10_000, credentials: { accessKeyId: server.accessKeyId, secretAccessKey: server.secretAccessKey } });
+        super({
+          backendName: 'lossy',
+          endpoint: server.endpoint,
+          region: server.region,
+          timeoutMs: 10_000,
+          credentials: { accessKeyId: server.accessKeyId, secretAccessKey: server.secretAccessKey },
+        });
       }
 
-      override async moveCurrentStage(...args: Parameters<SecretsManagerCalls['moveCurrentStage']>): Promise<'moved' | 'stale'> {
+      override async moveCurrentStage(
+        ...args: Parameters<SecretsManagerCalls['moveCurrentStage']>
+      ): Promise<'moved' | 'stale'> {
         const answer = await super.moveCurrentStage(...args);
         if (this.loseNextMove) {
           this.loseNextMove = false;
-          throw new BackendError('KR_BACKEND_TIMEOUT', 'lossy: answer lost', { backend: 'lossy', kind: 'aws', operation: 'lock', path: args[1] });
+          throw new BackendError('KR_BACKEND_TIMEOUT', 'lossy: answer lost', {
+            backend: 'lossy',
+            kind: 'aws',
+            operation: 'lock',
+            path: args[1],
+          });
         }
         return answer;
       }
@@ -183,11 +240,20 @@ describe.skipIf(moto === undefined)('aws fenced writes and lock refresh (moto)',
       const calls = new LostMoveCalls();
       const context = { calls, backendName: 'lossy', tags: {}, now: clock.now };
       try {
-        const held = await acquireLock(context, t.path, { owner: 'a', rotationId: 'rot-a', ttlMs: 10_000 }, lockHints(sdk, t.path));
+        const held = await acquireLock(
+          context,
+          t.path,
+          { owner: 'a', rotationId: 'rot-a', ttlMs: 10_000 },
+          lockHints(sdk, t.path),
+        );
         if (!held.acquired) throw new Error('expected the lock');
         calls.loseNextMove = true;
         const refreshed = await refreshLock(context, t.path, held.lock, 60_000);
-        expect(refreshed).toMatchObject({ owner: 'a', rotationId: 'rot-a', expiresAt: new Date(clock.now().getTime() + 60_000).toISOString() });
+        expect(refreshed).toMatchObject({
+          owner: 'a',
+          rotationId: 'rot-a',
+          expiresAt: new Date(clock.now().getTime() + 60_000).toISOString(),
+        });
         expect(refreshed?.token).not.toBe(held.lock.token);
       } finally {
         await calls.close();
@@ -202,7 +268,11 @@ describe.skipIf(moto === undefined)('aws fenced writes and lock refresh (moto)',
       expect(newer).toBeDefined();
       // The caller still has the older HeldLock (as after a refresh whose answer it never got).
       const again = await a.refreshLock(t, held.lock, 30_000);
-      expect(again).toMatchObject({ owner: 'a', rotationId: 'rot-a', expiresAt: new Date(clock.now().getTime() + 30_000).toISOString() });
+      expect(again).toMatchObject({
+        owner: 'a',
+        rotationId: 'rot-a',
+        expiresAt: new Date(clock.now().getTime() + 30_000).toISOString(),
+      });
       expect((await b.readState(t)).lock).toMatchObject({ owner: 'a', expiresAt: again?.expiresAt });
     });
   });

@@ -19,16 +19,32 @@ let counter = 0;
 /** A target path no other test uses. */
 export function newTarget(shape: Partial<ValueShape> = {}): StoreTarget {
   counter += 1;
-  return { path: `keyroll-test/${run}/secret-${String(counter)}`, shape: { format: 'raw', secretField: 'apiKey', fields: [], ...shape } };
+  return {
+    path: `keyroll-test/${run}/secret-${String(counter)}`,
+    shape: { format: 'raw', secretField: 'apiKey', fields: [], ...shape },
+  };
 }
 
 /** The moto credentials as the environment a backend is given (the default chain's env source). */
 export function motoEnv(server: MotoServer): NodeJS.ProcessEnv {
-  return { AWS_ACCESS_KEY_ID: server.accessKeyId, AWS_SECRET_ACCESS_KEY: server.secretAccessKey, AWS_REGION: server.region };
+  return {
+    AWS_ACCESS_KEY_ID: server.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: server.secretAccessKey,
+    AWS_REGION: server.region,
+  };
 }
 
-export function makeBackend(server: MotoServer, clock: TestClock, config: Partial<AwsBackendConfig> = {}): Backend {
-  const parsed = AwsBackendConfig.parse({ kind: 'aws', endpoint: server.endpoint, createIfMissing: true, ...config });
+export function makeBackend(
+  server: MotoServer,
+  clock: TestClock,
+  config: Partial<AwsBackendConfig> = {},
+): Backend {
+  const parsed = AwsBackendConfig.parse({
+    kind: 'aws',
+    endpoint: server.endpoint,
+    createIfMissing: true,
+    ...config,
+  });
   return createAwsBackend('aws-test', parsed, { now: clock.now, env: motoEnv(server) });
 }
 
@@ -94,7 +110,9 @@ export class GatedCalls extends SecretsManagerCalls {
     this.#open();
   }
 
-  override async moveStage(...args: Parameters<SecretsManagerCalls['moveStage']>): Promise<'moved' | 'stale'> {
+  override async moveStage(
+    ...args: Parameters<SecretsManagerCalls['moveStage']>
+  ): Promise<'moved' | 'stale'> {
     this.#arrive();
     await this.#gate;
     const outcome = await super.moveStage(...args);

@@ -43,7 +43,15 @@ const POLICY_FILE = new URL('../../config/iam-policy.json', import.meta.url);
 const EXAMPLE_POLICY_FILE = new URL('../../config/aws-policy.yaml', import.meta.url);
 
 /** Every Secrets Manager action the backend calls (src/backends/aws/errors.ts AwsAction). */
-const USED_ACTIONS = ['DescribeSecret', 'GetSecretValue', 'ListSecretVersionIds', 'PutSecretValue', 'CreateSecret', 'UpdateSecretVersionStage', 'TagResource'];
+const USED_ACTIONS = [
+  'DescribeSecret',
+  'GetSecretValue',
+  'ListSecretVersionIds',
+  'PutSecretValue',
+  'CreateSecret',
+  'UpdateSecretVersionStage',
+  'TagResource',
+];
 
 interface Statement {
   Sid?: string;
@@ -57,11 +65,15 @@ interface PolicyDocument {
   Statement: Statement[];
 }
 
-const list = (value: string | string[] | undefined): string[] => (value === undefined ? [] : Array.isArray(value) ? value : [value]);
+const list = (value: string | string[] | undefined): string[] =>
+  value === undefined ? [] : Array.isArray(value) ? value : [value];
 
 /** IAM wildcard matching (`*` any run, `?` one character). */
 function iamMatch(pattern: string, value: string, ignoreCase = false): boolean {
-  const source = `^${pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`;
+  const source = `^${pattern
+    .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+    .replace(/\*/g, '.*')
+    .replace(/\?/g, '.')}$`;
   return new RegExp(source, ignoreCase ? 'i' : '').test(value);
 }
 
@@ -101,9 +113,17 @@ function conditionsHold(condition: Statement['Condition'], context: RequestConte
 }
 
 /** IAM's verdict for one call: an explicit Deny wins, else some Allow must match. */
-function allowed(policy: PolicyDocument, action: string, resource: string, context: RequestContext = {}): boolean {
+function allowed(
+  policy: PolicyDocument,
+  action: string,
+  resource: string,
+  context: RequestContext = {},
+): boolean {
   const matching = policy.Statement.filter(
-    (s) => actionAllowed(s, action) && list(s.Resource).some((r) => iamMatch(r, resource)) && conditionsHold(s.Condition, context),
+    (s) =>
+      actionAllowed(s, action) &&
+      list(s.Resource).some((r) => iamMatch(r, resource)) &&
+      conditionsHold(s.Condition, context),
   );
   return !matching.some((s) => s.Effect === 'Deny') && matching.some((s) => s.Effect === 'Allow');
 }
@@ -123,11 +143,22 @@ function callsFor(config: AwsBackendConfig, region: string, account: string, pat
   const record = [TAG_LAST_ROTATED_AT, TAG_LAST_ROTATION_ID, TAG_LAST_VERSION, TAG_LAST_KEY_ID];
   // The finish step records the rotation, overwrites its marker and gives the lock back in one
   // TagResource; a drift probe's record gives the lock back too; a marker is cleared by overwriting.
-  const bookkeeping = [[TAG_INTENT], record, [...record, TAG_INTENT, TAG_LOCK_RELEASED], [TAG_LAST_FAILURE], [TAG_LAST_PROBE, TAG_LOCK_RELEASED], [TAG_PREFLIGHT]];
+  const bookkeeping = [
+    [TAG_INTENT],
+    record,
+    [...record, TAG_INTENT, TAG_LOCK_RELEASED],
+    [TAG_LAST_FAILURE],
+    [TAG_LAST_PROBE, TAG_LOCK_RELEASED],
+    [TAG_PREFLIGHT],
+  ];
   const creating = (resource: string, extraKeys: string[]): Call[] => {
     const keys = [...configured, TAG_MANAGED_BY, ...extraKeys];
-    const context: RequestContext = { 'aws:tagkeys': keys, [`aws:requesttag/${TAG_MANAGED_BY}`]: [MANAGED_BY_VALUE] };
-    for (const [key, value] of Object.entries(config.tags)) context[`aws:requesttag/${key}`.toLowerCase()] = [value];
+    const context: RequestContext = {
+      'aws:tagkeys': keys,
+      [`aws:requesttag/${TAG_MANAGED_BY}`]: [MANAGED_BY_VALUE],
+    };
+    for (const [key, value] of Object.entries(config.tags))
+      context[`aws:requesttag/${key}`.toLowerCase()] = [value];
     // CreateSecret with Tags is also authorized as TagResource on the new secret.
     return [
       { action: 'secretsmanager:CreateSecret', resource, context },
@@ -136,16 +167,32 @@ function callsFor(config: AwsBackendConfig, region: string, account: string, pat
   };
   const calls: Call[] = [
     // UpdateSecretVersionStage on the target: the fenced write's move of AWSCURRENT and its preflight probe.
-    ...['DescribeSecret', 'GetSecretValue', 'ListSecretVersionIds', 'PutSecretValue', 'UpdateSecretVersionStage'].map((a) => ({ action: `secretsmanager:${a}`, resource: target })),
+    ...[
+      'DescribeSecret',
+      'GetSecretValue',
+      'ListSecretVersionIds',
+      'PutSecretValue',
+      'UpdateSecretVersionStage',
+    ].map((a) => ({ action: `secretsmanager:${a}`, resource: target })),
     ...creating(target, [...new Set(bookkeeping.flat())]),
-    ...bookkeeping.map((keys) => ({ action: 'secretsmanager:TagResource', resource: target, context: { 'aws:tagkeys': keys } })),
+    ...bookkeeping.map((keys) => ({
+      action: 'secretsmanager:TagResource',
+      resource: target,
+      context: { 'aws:tagkeys': keys },
+    })),
     ...creating(lock, []),
-    ...['GetSecretValue', 'PutSecretValue', 'UpdateSecretVersionStage'].map((a) => ({ action: `secretsmanager:${a}`, resource: lock })),
+    ...['GetSecretValue', 'PutSecretValue', 'UpdateSecretVersionStage'].map((a) => ({
+      action: `secretsmanager:${a}`,
+      resource: lock,
+    })),
   ];
   if (config.kmsKeyId !== undefined) {
     // Secrets Manager encrypts and decrypts with the key on keyroll's behalf.
     const via = { 'kms:viaservice': [`secretsmanager.${region}.amazonaws.com`] };
-    calls.push({ action: 'kms:GenerateDataKey', resource: config.kmsKeyId, context: via }, { action: 'kms:Decrypt', resource: config.kmsKeyId, context: via });
+    calls.push(
+      { action: 'kms:GenerateDataKey', resource: config.kmsKeyId, context: via },
+      { action: 'kms:Decrypt', resource: config.kmsKeyId, context: via },
+    );
   }
   return calls;
 }
@@ -154,7 +201,9 @@ function callsFor(config: AwsBackendConfig, region: string, account: string, pat
 function widened(policy: PolicyDocument, without?: string): PolicyDocument {
   const statements = policy.Statement.filter((s) => s.Effect === 'Allow').map((s) => ({
     Effect: 'Allow' as const,
-    Action: list(s.Action).filter((a) => without === undefined || a.toLowerCase() !== `secretsmanager:${without}`.toLowerCase()),
+    Action: list(s.Action).filter(
+      (a) => without === undefined || a.toLowerCase() !== `secretsmanager:${without}`.toLowerCase(),
+    ),
     Resource: '*',
   }));
   return { Version: '2012-10-17', Statement: statements.filter((s) => s.Action.length > 0) };
@@ -176,9 +225,18 @@ async function iam(server: MotoServer, params: Record<string, string>): Promise<
   return text;
 }
 
-async function createUser(server: MotoServer, name: string, policy: PolicyDocument): Promise<NodeJS.ProcessEnv> {
+async function createUser(
+  server: MotoServer,
+  name: string,
+  policy: PolicyDocument,
+): Promise<NodeJS.ProcessEnv> {
   await iam(server, { Action: 'CreateUser', UserName: name });
-  await iam(server, { Action: 'PutUserPolicy', UserName: name, PolicyName: 'keyroll', PolicyDocument: JSON.stringify(policy) });
+  await iam(server, {
+    Action: 'PutUserPolicy',
+    UserName: name,
+    PolicyName: 'keyroll',
+    PolicyDocument: JSON.stringify(policy),
+  });
   const keys = await iam(server, { Action: 'CreateAccessKey', UserName: name });
   const id = /<AccessKeyId>([^<]+)<\/AccessKeyId>/.exec(keys)?.[1];
   const secret = /<SecretAccessKey>([^<]+)<\/SecretAccessKey>/.exec(keys)?.[1];
@@ -188,7 +246,10 @@ async function createUser(server: MotoServer, name: string, policy: PolicyDocume
 
 async function enforceIam(server: MotoServer, on: boolean): Promise<void> {
   // 0: every request from now on is authenticated; inf: none is (moto's default).
-  const response = await fetch(`${server.endpoint}/moto-api/reset-auth`, { method: 'POST', body: on ? '0' : 'inf' });
+  const response = await fetch(`${server.endpoint}/moto-api/reset-auth`, {
+    method: 'POST',
+    body: on ? '0' : 'inf',
+  });
   if (!response.ok) throw new Error(`moto reset-auth failed: ${String(response.status)}`);
 }
 
@@ -199,11 +260,25 @@ async function rotationCycle(backend: Backend, target: StoreTarget, clock: TestC
   const first = makeRecord({ rotationId: randomUUID() });
   const lock = await backend.acquireLock(target, { ...owner, rotationId: first.rotationId });
   if (!lock.acquired) throw new Error('expected the lock');
-  await backend.setIntent(target, { rotationId: first.rotationId, keyId: first.keyId, owner: 'iam-test', startedAt: first.rotatedAt });
+  await backend.setIntent(target, {
+    rotationId: first.rotationId,
+    keyId: first.keyId,
+    owner: 'iam-test',
+    startedAt: first.rotatedAt,
+  });
   await backend.readState(target);
   const written = await backend.writeSecret(target, first, { lock: lock.lock });
   expect((await backend.readSecret(target))?.secret.equals(first.secret)).toBe(true);
-  await backend.recordRotation(target, { rotationId: first.rotationId, rotatedAt: first.rotatedAt, version: written.version, keyId: first.keyId }, { clearIntent: true });
+  await backend.recordRotation(
+    target,
+    {
+      rotationId: first.rotationId,
+      rotatedAt: first.rotatedAt,
+      version: written.version,
+      keyId: first.keyId,
+    },
+    { clearIntent: true },
+  );
   await backend.clearIntent(target, first.rotationId);
   await backend.releaseLock(target, lock.lock);
 
@@ -217,12 +292,21 @@ async function rotationCycle(backend: Backend, target: StoreTarget, clock: TestC
   await backend.writeSecret(target, second, { lock: again.lock });
   expect((await backend.writeSecret(target, second, { lock: again.lock })).alreadyApplied).toBe(true);
   expect(await backend.refreshLock(target, again.lock, 1_000)).toBeDefined();
-  await backend.recordFailure(target, { rotationId: second.rotationId, step: 'verify', errorCode: 'KR_TEST', at: second.rotatedAt });
+  await backend.recordFailure(target, {
+    rotationId: second.rotationId,
+    step: 'verify',
+    errorCode: 'KR_TEST',
+    at: second.rotatedAt,
+  });
   // A two-slot entry's drift probe of its standby value (AWSPREVIOUS), and its record.
   expect((await backend.readPrevious?.(target))?.secret.equals(first.secret)).toBe(true);
   await backend.recordProbe(target, { at: second.rotatedAt, result: 'works' });
   clock.advance(2_000);
-  const takeover = await backend.acquireLock(target, { ...owner, owner: 'iam-test-2', rotationId: randomUUID() });
+  const takeover = await backend.acquireLock(target, {
+    ...owner,
+    owner: 'iam-test-2',
+    rotationId: randomUUID(),
+  });
   expect(takeover).toMatchObject({ acquired: true, lock: { tookOver: true } });
   expect((await backend.readState(target)).lastRotationId).toBe(first.rotationId);
 }
@@ -244,13 +328,20 @@ describe.skipIf(moto === undefined)('shipped IAM policy (config/iam-policy.json)
   }
   function target(): StoreTarget {
     n += 1;
-    return { path: `keyroll/iam-${run}/key-${String(n)}`, shape: { format: 'raw', secretField: 'apiKey', fields: [] } };
+    return {
+      path: `keyroll/iam-${run}/key-${String(n)}`,
+      shape: { format: 'raw', secretField: 'apiKey', fields: [] },
+    };
   }
 
   beforeAll(async () => {
     policy = JSON.parse(await readFile(POLICY_FILE, 'utf8')) as PolicyDocument;
     users.set('least', await createUser(server, `keyroll-least-${run}`, widened(policy)));
-    for (const action of USED_ACTIONS) users.set(`without-${action}`, await createUser(server, `keyroll-no-${action}-${run}`, widened(policy, action)));
+    for (const action of USED_ACTIONS)
+      users.set(
+        `without-${action}`,
+        await createUser(server, `keyroll-no-${action}-${run}`, widened(policy, action)),
+      );
     await enforceIam(server, true);
   });
   afterAll(async () => {
@@ -261,12 +352,18 @@ describe.skipIf(moto === undefined)('shipped IAM policy (config/iam-policy.json)
     const granted = policy.Statement.filter((s) => s.Effect === 'Allow')
       .flatMap((s) => list(s.Action))
       .filter((a) => a.toLowerCase().startsWith('secretsmanager:'));
-    for (const action of USED_ACTIONS) expect(granted.some((a) => iamMatch(a, `secretsmanager:${action}`, true)), action).toBe(true);
-    expect(granted.filter((a) => !USED_ACTIONS.some((used) => iamMatch(a, `secretsmanager:${used}`, true)))).toEqual([]);
+    for (const action of USED_ACTIONS)
+      expect(
+        granted.some((a) => iamMatch(a, `secretsmanager:${action}`, true)),
+        action,
+      ).toBe(true);
+    expect(
+      granted.filter((a) => !USED_ACTIONS.some((used) => iamMatch(a, `secretsmanager:${used}`, true))),
+    ).toEqual([]);
     expect(granted.filter((a) => a.includes('*'))).toEqual([]);
   });
 
-  it('asks KMS only for what Secrets Manager does on keyroll\'s behalf (GenerateDataKey, Decrypt), never Encrypt: keyroll never calls UpdateSecret with a new KmsKeyId', () => {
+  it("asks KMS only for what Secrets Manager does on keyroll's behalf (GenerateDataKey, Decrypt), never Encrypt: keyroll never calls UpdateSecret with a new KmsKeyId", () => {
     const kms = policy.Statement.filter((s) => s.Effect === 'Allow')
       .flatMap((s) => list(s.Action))
       .filter((a) => a.toLowerCase().startsWith('kms:'));
@@ -284,7 +381,10 @@ describe.skipIf(moto === undefined)('shipped IAM policy (config/iam-policy.json)
         const region = config.region ?? 'us-east-1';
         const account = /^arn:[^:]+:kms:[^:]*:(\d{12}):/.exec(config.kmsKeyId ?? '')?.[1] ?? '123456789012';
         for (const call of callsFor(config, region, account, destination.target.path)) {
-          expect(allowed(policy, call.action, call.resource, call.context), `${call.action} on ${call.resource}`).toBe(true);
+          expect(
+            allowed(policy, call.action, call.resource, call.context),
+            `${call.action} on ${call.resource}`,
+          ).toBe(true);
           checked += 1;
         }
       }
@@ -297,13 +397,24 @@ describe.skipIf(moto === undefined)('shipped IAM policy (config/iam-policy.json)
     const ours = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:keyroll/prod/checkout/api-key-AbCdEf';
     expect(allowed(policy, 'secretsmanager:GetSecretValue', foreign)).toBe(false);
     expect(allowed(policy, 'secretsmanager:PutSecretValue', foreign)).toBe(false);
-    expect(allowed(policy, 'secretsmanager:CreateSecret', ours, { 'aws:requesttag/managed-by': ['terraform'], 'aws:tagkeys': ['managed-by'] })).toBe(false);
-    expect(allowed(policy, 'secretsmanager:UntagResource', ours, { 'aws:tagkeys': ['managed-by'] })).toBe(false);
+    expect(
+      allowed(policy, 'secretsmanager:CreateSecret', ours, {
+        'aws:requesttag/managed-by': ['terraform'],
+        'aws:tagkeys': ['managed-by'],
+      }),
+    ).toBe(false);
+    expect(allowed(policy, 'secretsmanager:UntagResource', ours, { 'aws:tagkeys': ['managed-by'] })).toBe(
+      false,
+    );
     expect(allowed(policy, 'secretsmanager:DeleteSecret', ours)).toBe(false);
   });
 
   it('is enforced by moto: unknown credentials are denied', async () => {
-    users.set('nobody', { AWS_ACCESS_KEY_ID: 'AKIAIOSFODNN7EXAMPLE', AWS_SECRET_ACCESS_KEY: 'not-a-real-key', AWS_REGION: server.region });
+    users.set('nobody', {
+      AWS_ACCESS_KEY_ID: 'AKIAIOSFODNN7EXAMPLE',
+      AWS_SECRET_ACCESS_KEY: 'not-a-real-key',
+      AWS_REGION: server.region,
+    });
     const backend = backendFor('nobody', createTestClock());
     try {
       const error: unknown = await backend.preflight(target()).catch((e: unknown) => e);
@@ -339,16 +450,19 @@ describe.skipIf(moto === undefined)('shipped IAM policy (config/iam-policy.json)
     }
   });
 
-  it.each(USED_ACTIONS)('without secretsmanager:%s the same work is denied, naming that action', async (action) => {
-    const clock = createTestClock();
-    const backend = backendFor(`without-${action}`, clock);
-    try {
-      const error: unknown = await rotationCycle(backend, target(), clock).catch((e: unknown) => e);
-      expect(error).toBeInstanceOf(BackendError);
-      expect(error).toMatchObject({ code: 'KR_BACKEND_DENIED' });
-      expect((error as BackendError).message).toContain(`secretsmanager:${action}`);
-    } finally {
-      await backend.close();
-    }
-  });
+  it.each(USED_ACTIONS)(
+    'without secretsmanager:%s the same work is denied, naming that action',
+    async (action) => {
+      const clock = createTestClock();
+      const backend = backendFor(`without-${action}`, clock);
+      try {
+        const error: unknown = await rotationCycle(backend, target(), clock).catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(BackendError);
+        expect(error).toMatchObject({ code: 'KR_BACKEND_DENIED' });
+        expect((error as BackendError).message).toContain(`secretsmanager:${action}`);
+      } finally {
+        await backend.close();
+      }
+    },
+  );
 });

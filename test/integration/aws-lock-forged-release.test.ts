@@ -35,23 +35,50 @@ describe.skipIf(moto === undefined)('a forged lock release tag on AWS (moto)', (
     await emulator.close();
   });
 
-  it('does not free runner A\'s live lock: runner B finds the key busy, A rotates, the forgery is audited', async () => {
+  it("does not free runner A's live lock: runner B finds the key busy, A rotates, the forgery is audited", async () => {
     const path = `keyroll-forged-release/${randomUUID().slice(0, 8)}/${KEY}`;
     const lines: string[] = [];
     const audit = createAuditLog({ destination: { write: (line: string) => void lines.push(line) } });
     const key = keyPolicy(KEY, emulator.state.apiKey(KEY).organizationId, {
-      destinations: [{ backend: 'real', target: { path, shape: { format: 'json', secretField: 'apiKey', fields: ['keyId'] } } }],
+      destinations: [
+        {
+          backend: 'real',
+          target: { path, shape: { format: 'json', secretField: 'apiKey', fields: ['keyId'] } },
+        },
+      ],
     });
-    const backend: BackendConfig = { kind: 'aws', endpoint: server.endpoint, region: server.region, createIfMissing: true, tags: {}, timeoutMs: 5000 };
+    const backend: BackendConfig = {
+      kind: 'aws',
+      endpoint: server.endpoint,
+      region: server.region,
+      createIfMissing: true,
+      tags: {},
+      timeoutMs: 5000,
+    };
     const policy: Policy = {
       file: 'forged-release.yaml',
-      api: { baseUrl: emulator.url, credential: { type: 'bearer', token: 'env:UNUSED' }, methods: { roll: 'POST', listProjects: 'GET', updateProject: 'PATCH', updateConsent: 'PATCH' }, timeouts: { headersMs: 5000, bodyMs: 5000 }, rateLimitPerMinute: 6000 },
+      api: {
+        baseUrl: emulator.url,
+        credential: { type: 'bearer', token: 'env:UNUSED' },
+        methods: { roll: 'POST', listProjects: 'GET', updateProject: 'PATCH', updateConsent: 'PATCH' },
+        timeouts: { headersMs: 5000, bodyMs: 5000 },
+        rateLimitPerMinute: 6000,
+      },
       backends: { real: backend },
       alerts: { sinks: {} },
       keys: [key],
     };
-    const run = async (trigger: RunTrigger, options: Pick<RuntimeOptions, 'checkpoint'> = {}): Promise<RunSummary> => {
-      const runtime = await createRuntime(policy, { audit, alerter: new RecordingAlerter(), credentials: staticCredential(new Secret('demo-owner-token')), env: motoEnv(server), ...options });
+    const run = async (
+      trigger: RunTrigger,
+      options: Pick<RuntimeOptions, 'checkpoint'> = {},
+    ): Promise<RunSummary> => {
+      const runtime = await createRuntime(policy, {
+        audit,
+        alerter: new RecordingAlerter(),
+        credentials: staticCredential(new Secret('demo-owner-token')),
+        env: motoEnv(server),
+        ...options,
+      });
       try {
         return await runRotations(runtime, { keys: [key], trigger, concurrency: 1 });
       } finally {
@@ -88,7 +115,12 @@ describe.skipIf(moto === undefined)('a forged lock release tag on AWS (moto)', (
       const tags = (await sdk.send(new DescribeSecretCommand({ SecretId: path }))).Tags ?? [];
       const [rotationId, , , owner] = (tags.find((tag) => tag.Key === TAG_INTENT)?.Value ?? '').split(' ');
       expect(owner).toBeDefined();
-      await sdk.send(new TagResourceCommand({ SecretId: path, Tags: [{ Key: TAG_LOCK_RELEASED, Value: `${owner ?? ''} ${rotationId ?? ''}` }] }));
+      await sdk.send(
+        new TagResourceCommand({
+          SecretId: path,
+          Tags: [{ Key: TAG_LOCK_RELEASED, Value: `${owner ?? ''} ${rotationId ?? ''}` }],
+        }),
+      );
     } finally {
       sdk.destroy();
     }
@@ -102,7 +134,12 @@ describe.skipIf(moto === undefined)('a forged lock release tag on AWS (moto)', (
     expect(byA.outcomes[0], 'runner A').toMatchObject({ result: 'rotated' });
     expect(emulator.state.rollCount(KEY) - rollsBefore).toBe(1);
     // What A stored is the key's working secret.
-    const runtime = await createRuntime(policy, { audit: createAuditLog({ destination: { write: () => undefined } }), alerter: new RecordingAlerter(), credentials: staticCredential(new Secret('demo-owner-token')), env: motoEnv(server) });
+    const runtime = await createRuntime(policy, {
+      audit: createAuditLog({ destination: { write: () => undefined } }),
+      alerter: new RecordingAlerter(),
+      credentials: staticCredential(new Secret('demo-owner-token')),
+      env: motoEnv(server),
+    });
     try {
       const [stored] = runtime.resolveKey(key).destinations;
       const secret = stored ? (await stored.backend.readSecret(stored.target))?.secret.reveal() : undefined;
@@ -115,6 +152,11 @@ describe.skipIf(moto === undefined)('a forged lock release tag on AWS (moto)', (
       .slice(linesBeforeB)
       .map((line) => JSON.parse(line) as AuditRecord)
       .filter((e) => e.event === 'key.record.distrusted');
-    expect(distrusted.map((e) => [e.record, e.field, e.problem, e.action])).toContainEqual(['lock', 'releaseMark', 'forged', 'ignored']);
+    expect(distrusted.map((e) => [e.record, e.field, e.problem, e.action])).toContainEqual([
+      'lock',
+      'releaseMark',
+      'forged',
+      'ignored',
+    ]);
   });
 });

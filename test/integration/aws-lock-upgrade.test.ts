@@ -5,7 +5,14 @@
 // keyroll out for good; an earlier runner that takes the companion between this one's read and its
 // seal wins. An earlier keyroll is played by its own calls: it reads the companion's AWSCURRENT and
 // changes it with the same compare-and-swap (put a candidate, move AWSCURRENT from the version read).
-import { CreateSecretCommand, DescribeSecretCommand, GetSecretValueCommand, PutSecretValueCommand, UpdateSecretVersionStageCommand, type SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import {
+  CreateSecretCommand,
+  DescribeSecretCommand,
+  GetSecretValueCommand,
+  PutSecretValueCommand,
+  UpdateSecretVersionStageCommand,
+  type SecretsManagerClient,
+} from '@aws-sdk/client-secrets-manager';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { acquireLock } from '../../src/backends/aws/lock.ts';
@@ -36,37 +43,66 @@ describe.skipIf(moto === undefined)('aws lock: moving it from the companion onto
   async function upgradedTarget(lock: LockValue): Promise<StoreTarget> {
     const t = newTarget();
     await sdk.send(new CreateSecretCommand({ Name: t.path, SecretString: VALUE }));
-    await sdk.send(new CreateSecretCommand({ Name: lockSecretName(t.path), SecretString: JSON.stringify(lock) }));
+    await sdk.send(
+      new CreateSecretCommand({ Name: lockSecretName(t.path), SecretString: JSON.stringify(lock) }),
+    );
     return t;
   }
 
   async function companion(t: StoreTarget): Promise<{ versionId: string; value: LockValue | undefined }> {
-    const answer = await sdk.send(new GetSecretValueCommand({ SecretId: lockSecretName(t.path), VersionStage: 'AWSCURRENT' }));
+    const answer = await sdk.send(
+      new GetSecretValueCommand({ SecretId: lockSecretName(t.path), VersionStage: 'AWSCURRENT' }),
+    );
     return { versionId: answer.VersionId ?? '', value: parseLockValue(answer.SecretString) };
   }
 
   /** What an earlier keyroll does to take the companion: the compare-and-swap from the version it read. */
   async function earlierKeyrollTakes(t: StoreTarget, from: string, value: LockValue): Promise<void> {
     const candidate = randomUUID();
-    await sdk.send(new PutSecretValueCommand({ SecretId: lockSecretName(t.path), SecretString: JSON.stringify(value), ClientRequestToken: candidate, VersionStages: ['KEYROLL_CANDIDATE'] }));
-    await sdk.send(new UpdateSecretVersionStageCommand({ SecretId: lockSecretName(t.path), VersionStage: 'AWSCURRENT', MoveToVersionId: candidate, RemoveFromVersionId: from }));
+    await sdk.send(
+      new PutSecretValueCommand({
+        SecretId: lockSecretName(t.path),
+        SecretString: JSON.stringify(value),
+        ClientRequestToken: candidate,
+        VersionStages: ['KEYROLL_CANDIDATE'],
+      }),
+    );
+    await sdk.send(
+      new UpdateSecretVersionStageCommand({
+        SecretId: lockSecretName(t.path),
+        VersionStage: 'AWSCURRENT',
+        MoveToVersionId: candidate,
+        RemoveFromVersionId: from,
+      }),
+    );
   }
 
   async function lockOnSecret(t: StoreTarget): Promise<string | undefined> {
-    return lockVersionOf((await sdk.send(new DescribeSecretCommand({ SecretId: t.path }))).VersionIdsToStages);
+    return lockVersionOf(
+      (await sdk.send(new DescribeSecretCommand({ SecretId: t.path }))).VersionIdsToStages,
+    );
   }
 
   async function currentValue(t: StoreTarget): Promise<string | undefined> {
-    return (await sdk.send(new GetSecretValueCommand({ SecretId: t.path, VersionStage: 'AWSCURRENT' }))).SecretString;
+    return (await sdk.send(new GetSecretValueCommand({ SecretId: t.path, VersionStage: 'AWSCURRENT' })))
+      .SecretString;
   }
 
-  it("answers busy while an earlier keyroll holds the companion, and puts nothing on the secret", async () => {
+  it('answers busy while an earlier keyroll holds the companion, and puts nothing on the secret', async () => {
     const clock = createTestClock();
-    const t = await upgradedTarget({ state: 'held', owner: 'earlier-keyroll', rotationId: 'r-old', expiresAt: new Date(clock.now().getTime() + 10 * MINUTE).toISOString() });
+    const t = await upgradedTarget({
+      state: 'held',
+      owner: 'earlier-keyroll',
+      rotationId: 'r-old',
+      expiresAt: new Date(clock.now().getTime() + 10 * MINUTE).toISOString(),
+    });
     const backend = makeBackend(server, clock);
     try {
       const outcome = await backend.acquireLock(t, { owner: 'new', rotationId: 'r-new', ttlMs: MINUTE });
-      expect(outcome).toMatchObject({ acquired: false, holder: { owner: 'earlier-keyroll', rotationId: 'r-old' } });
+      expect(outcome).toMatchObject({
+        acquired: false,
+        holder: { owner: 'earlier-keyroll', rotationId: 'r-old' },
+      });
       expect(await lockOnSecret(t)).toBeUndefined();
       expect((await companion(t)).value).toMatchObject({ state: 'held', owner: 'earlier-keyroll' });
     } finally {
@@ -76,7 +112,12 @@ describe.skipIf(moto === undefined)('aws lock: moving it from the companion onto
 
   it('seals a companion an earlier keyroll released and takes the lock on the secret; an earlier keyroll then finds the key busy for good', async () => {
     const clock = createTestClock();
-    const t = await upgradedTarget({ state: 'released', owner: 'earlier-keyroll', rotationId: 'r-old', releasedAt: clock.now().toISOString() });
+    const t = await upgradedTarget({
+      state: 'released',
+      owner: 'earlier-keyroll',
+      rotationId: 'r-old',
+      releasedAt: clock.now().toISOString(),
+    });
     const backend = makeBackend(server, clock);
     try {
       const outcome = await backend.acquireLock(t, { owner: 'new', rotationId: 'r-new', ttlMs: MINUTE });
@@ -84,13 +125,23 @@ describe.skipIf(moto === undefined)('aws lock: moving it from the companion onto
       expect(await lockOnSecret(t)).toBeDefined();
       // The lock is not what consumers read: AWSCURRENT still holds the value.
       expect(await currentValue(t)).toBe(VALUE);
-      const lockValue = parseLockValue((await sdk.send(new GetSecretValueCommand({ SecretId: t.path, VersionStage: LOCK_STAGE }))).SecretString);
+      const lockValue = parseLockValue(
+        (await sdk.send(new GetSecretValueCommand({ SecretId: t.path, VersionStage: LOCK_STAGE })))
+          .SecretString,
+      );
       expect(lockValue).toMatchObject({ state: 'held', owner: 'new', rotationId: 'r-new' });
       // An earlier keyroll reads the companion and sees it held, never stale, by nobody it knows.
       const sealed = (await companion(t)).value;
       if (sealed === undefined) throw new Error('expected a lock value');
       const yearsLater = new Date(clock.now().getTime() + 5 * 365 * 24 * 60 * MINUTE);
-      expect(blockingHolder(sealed, { owner: 'earlier-keyroll', rotationId: 'r-next', ttlMs: MINUTE, clockSkewMs: MINUTE }, yearsLater, false)).toBeDefined();
+      expect(
+        blockingHolder(
+          sealed,
+          { owner: 'earlier-keyroll', rotationId: 'r-next', ttlMs: MINUTE, clockSkewMs: MINUTE },
+          yearsLater,
+          false,
+        ),
+      ).toBeDefined();
       // `status` of this keyroll shows the holder on the secret, not the seal.
       expect((await backend.readState(t)).lock).toMatchObject({ owner: 'new', rotationId: 'r-new' });
     } finally {
@@ -100,7 +151,12 @@ describe.skipIf(moto === undefined)('aws lock: moving it from the companion onto
 
   it('takes over a stale lock an earlier keyroll left in the companion, as a takeover (its runner may still act)', async () => {
     const clock = createTestClock();
-    const t = await upgradedTarget({ state: 'held', owner: 'earlier-keyroll', rotationId: 'r-old', expiresAt: new Date(clock.now().getTime() - 10 * MINUTE).toISOString() });
+    const t = await upgradedTarget({
+      state: 'held',
+      owner: 'earlier-keyroll',
+      rotationId: 'r-old',
+      expiresAt: new Date(clock.now().getTime() - 10 * MINUTE).toISOString(),
+    });
     const backend = makeBackend(server, clock);
     try {
       const outcome = await backend.acquireLock(t, { owner: 'new', rotationId: 'r-new', ttlMs: MINUTE });
@@ -115,17 +171,39 @@ describe.skipIf(moto === undefined)('aws lock: moving it from the companion onto
   // released companion in between must win, and this one must not put a lock on the secret.
   it('loses to an earlier keyroll that takes the companion between its read and its seal: busy, nothing on the secret', async () => {
     const clock = createTestClock();
-    const t = await upgradedTarget({ state: 'released', owner: 'earlier-keyroll', rotationId: 'r-old', releasedAt: clock.now().toISOString() });
+    const t = await upgradedTarget({
+      state: 'released',
+      owner: 'earlier-keyroll',
+      rotationId: 'r-old',
+      releasedAt: clock.now().toISOString(),
+    });
     const read = await companion(t);
     const calls = new GatedCalls(server);
     try {
-      const taking = acquireLock({ calls, backendName: 'gated', tags: {}, now: clock.now }, t.path, { owner: 'new', rotationId: 'r-new', ttlMs: MINUTE }, lockHints(sdk, t.path));
+      const taking = acquireLock(
+        { calls, backendName: 'gated', tags: {}, now: clock.now },
+        t.path,
+        { owner: 'new', rotationId: 'r-new', ttlMs: MINUTE },
+        lockHints(sdk, t.path),
+      );
       await calls.arrived;
-      await earlierKeyrollTakes(t, read.versionId, { state: 'held', owner: 'earlier-keyroll', rotationId: 'r-old-2', expiresAt: new Date(clock.now().getTime() + 10 * MINUTE).toISOString() });
+      await earlierKeyrollTakes(t, read.versionId, {
+        state: 'held',
+        owner: 'earlier-keyroll',
+        rotationId: 'r-old-2',
+        expiresAt: new Date(clock.now().getTime() + 10 * MINUTE).toISOString(),
+      });
       calls.open();
-      expect(await taking).toMatchObject({ acquired: false, holder: { owner: 'earlier-keyroll', rotationId: 'r-old-2' } });
+      expect(await taking).toMatchObject({
+        acquired: false,
+        holder: { owner: 'earlier-keyroll', rotationId: 'r-old-2' },
+      });
       expect(await lockOnSecret(t)).toBeUndefined();
-      expect((await companion(t)).value).toMatchObject({ state: 'held', owner: 'earlier-keyroll', rotationId: 'r-old-2' });
+      expect((await companion(t)).value).toMatchObject({
+        state: 'held',
+        owner: 'earlier-keyroll',
+        rotationId: 'r-old-2',
+      });
     } finally {
       await calls.close();
     }

@@ -4,7 +4,13 @@
 // stale lock, and the compare-and-swap interleaving forced step by step; lock changes whose answer
 // is lost; locks an operator broke (a foreign value, a deletion). The lock's move from the
 // companion onto the secret, against runners of the earlier keyroll: aws-lock-upgrade.test.ts.
-import { DeleteSecretCommand, DescribeSecretCommand, PutSecretValueCommand, UpdateSecretVersionStageCommand, type SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import {
+  DeleteSecretCommand,
+  DescribeSecretCommand,
+  PutSecretValueCommand,
+  UpdateSecretVersionStageCommand,
+  type SecretsManagerClient,
+} from '@aws-sdk/client-secrets-manager';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SecretsManagerCalls } from '../../src/backends/aws/client.ts';
@@ -63,14 +69,25 @@ describe.skipIf(moto === undefined)('aws lock (moto)', () => {
         for (let round = 0; round < 3; round++) {
           const t = await target();
           const [first] = runners;
-          expect((await first!.acquireLock(t, { owner: 'old', rotationId: 'old', ttlMs: 1_000 })).acquired).toBe(true);
+          expect(
+            (await first!.acquireLock(t, { owner: 'old', rotationId: 'old', ttlMs: 1_000 })).acquired,
+          ).toBe(true);
           clock.advance(2_000);
-          const outcomes = await Promise.all(runners.map((r, i) => r.acquireLock(t, { owner: `taker-${String(i)}`, rotationId: `rot-${String(i)}`, ttlMs: 60_000 })));
+          const outcomes = await Promise.all(
+            runners.map((r, i) =>
+              r.acquireLock(t, {
+                owner: `taker-${String(i)}`,
+                rotationId: `rot-${String(i)}`,
+                ttlMs: 60_000,
+              }),
+            ),
+          );
           const winners = outcomes.filter((o) => o.acquired);
           expect(winners).toHaveLength(1);
           const winner = winners[0]!.lock;
           expect(winner.tookOver).toBe(true);
-          for (const loser of outcomes.filter((o) => !o.acquired)) expect(loser.holder.owner).toBe(winner.owner);
+          for (const loser of outcomes.filter((o) => !o.acquired))
+            expect(loser.holder.owner).toBe(winner.owner);
           expect((await first!.readState(t)).lock?.owner).toBe(winner.owner);
         }
       } finally {
@@ -83,7 +100,11 @@ describe.skipIf(moto === undefined)('aws lock (moto)', () => {
       const runners = [makeBackend(server, clock), makeBackend(server, clock), makeBackend(server, clock)];
       try {
         const t = await target();
-        const outcomes = await Promise.all(runners.map((r, i) => r.acquireLock(t, { owner: `first-${String(i)}`, rotationId: `rot-${String(i)}`, ttlMs: 60_000 })));
+        const outcomes = await Promise.all(
+          runners.map((r, i) =>
+            r.acquireLock(t, { owner: `first-${String(i)}`, rotationId: `rot-${String(i)}`, ttlMs: 60_000 }),
+          ),
+        );
         expect(outcomes.filter((o) => o.acquired)).toHaveLength(1);
       } finally {
         await Promise.all(runners.map((r) => r.close()));
@@ -97,17 +118,37 @@ describe.skipIf(moto === undefined)('aws lock (moto)', () => {
       const t = await target();
       const first = makeBackend(server, clock);
       const [a, b] = [new GatedCalls(server), new GatedCalls(server)];
-      const context = (calls: SecretsManagerCalls) => ({ calls, backendName: 'gated', tags: {}, now: clock.now });
+      const context = (calls: SecretsManagerCalls) => ({
+        calls,
+        backendName: 'gated',
+        tags: {},
+        now: clock.now,
+      });
       try {
-        expect((await first.acquireLock(t, { owner: 'old', rotationId: 'old', ttlMs: 1_000 })).acquired).toBe(true);
+        expect((await first.acquireLock(t, { owner: 'old', rotationId: 'old', ttlMs: 1_000 })).acquired).toBe(
+          true,
+        );
         clock.advance(2_000);
-        const takeA = acquireLock(context(a), t.path, { owner: 'a', rotationId: 'rot-a', ttlMs: 60_000 }, lockHints(sdk, t.path));
-        const takeB = acquireLock(context(b), t.path, { owner: 'b', rotationId: 'rot-b', ttlMs: 60_000 }, lockHints(sdk, t.path));
+        const takeA = acquireLock(
+          context(a),
+          t.path,
+          { owner: 'a', rotationId: 'rot-a', ttlMs: 60_000 },
+          lockHints(sdk, t.path),
+        );
+        const takeB = acquireLock(
+          context(b),
+          t.path,
+          { owner: 'b', rotationId: 'rot-b', ttlMs: 60_000 },
+          lockHints(sdk, t.path),
+        );
         await Promise.all([a.arrived, b.arrived]);
         a.open();
         expect(await takeA).toMatchObject({ acquired: true, lock: { owner: 'a', tookOver: true } });
         b.open();
-        expect(await takeB).toEqual({ acquired: false, holder: expect.objectContaining({ owner: 'a' }) as unknown });
+        expect(await takeB).toEqual({
+          acquired: false,
+          holder: expect.objectContaining({ owner: 'a' }) as unknown,
+        });
         expect(b.moves).toEqual(['stale']);
       } finally {
         await Promise.all([first.close(), a.close(), b.close()]);
@@ -128,39 +169,64 @@ describe.skipIf(moto === undefined)('aws lock (moto)', () => {
 
         #lost(path: string): BackendError {
           this.lose = undefined;
-          return new BackendError('KR_BACKEND_TIMEOUT', `lossy: answer for ${path} lost`, { backend: 'lossy', kind: 'aws', operation: 'lock', path });
+          return new BackendError('KR_BACKEND_TIMEOUT', `lossy: answer for ${path} lost`, {
+            backend: 'lossy',
+            kind: 'aws',
+            operation: 'lock',
+            path,
+          });
         }
 
         // The first lock: CreateSecret of the companion, or the labelled put on the target.
-        override async createSecret(...args: Parameters<SecretsManagerCalls['createSecret']>): ReturnType<SecretsManagerCalls['createSecret']> {
+        override async createSecret(
+          ...args: Parameters<SecretsManagerCalls['createSecret']>
+        ): ReturnType<SecretsManagerCalls['createSecret']> {
           const answer = await super.createSecret(...args);
           // Not the companion's seal before the target's first own lock: that one is not the lock.
-          if (this.lose === 'first' && args[1].SecretString?.includes(SEALED.rotationId) !== true) throw this.#lost(args[1].Name);
+          if (this.lose === 'first' && args[1].SecretString?.includes(SEALED.rotationId) !== true)
+            throw this.#lost(args[1].Name);
           return answer;
         }
 
-        override async putSecretValue(...args: Parameters<SecretsManagerCalls['putSecretValue']>): ReturnType<SecretsManagerCalls['putSecretValue']> {
+        override async putSecretValue(
+          ...args: Parameters<SecretsManagerCalls['putSecretValue']>
+        ): ReturnType<SecretsManagerCalls['putSecretValue']> {
           const answer = await super.putSecretValue(...args);
-          if (this.lose === 'first' && args[1].VersionStages?.includes(LOCK_STAGE) === true) throw this.#lost(args[1].SecretId);
+          if (this.lose === 'first' && args[1].VersionStages?.includes(LOCK_STAGE) === true)
+            throw this.#lost(args[1].SecretId);
           return answer;
         }
 
-        override async moveStage(...args: Parameters<SecretsManagerCalls['moveStage']>): Promise<'moved' | 'stale'> {
+        override async moveStage(
+          ...args: Parameters<SecretsManagerCalls['moveStage']>
+        ): Promise<'moved' | 'stale'> {
           const answer = await super.moveStage(...args);
           if (this.lose === 'move') throw this.#lost(args[1]);
           return answer;
         }
 
-        override async getSecretValue(...args: Parameters<SecretsManagerCalls['getSecretValue']>): ReturnType<SecretsManagerCalls['getSecretValue']> {
+        override async getSecretValue(
+          ...args: Parameters<SecretsManagerCalls['getSecretValue']>
+        ): ReturnType<SecretsManagerCalls['getSecretValue']> {
           if (this.lose === undefined && this.failReads > 0) {
             this.failReads -= 1;
-            throw new BackendError('KR_BACKEND_UNAVAILABLE', 'lossy: read refused', { backend: 'lossy', kind: 'aws', operation: 'lock', path: args[1].SecretId });
+            throw new BackendError('KR_BACKEND_UNAVAILABLE', 'lossy: read refused', {
+              backend: 'lossy',
+              kind: 'aws',
+              operation: 'lock',
+              path: args[1].SecretId,
+            });
           }
           return super.getSecretValue(...args);
         }
       }
       const clock = createTestClock();
-      const context = (calls: SecretsManagerCalls) => ({ calls, backendName: 'lossy', tags: {}, now: clock.now });
+      const context = (calls: SecretsManagerCalls) => ({
+        calls,
+        backendName: 'lossy',
+        tags: {},
+        now: clock.now,
+      });
       const request = (owner: string) => ({ owner, rotationId: `rot-${owner}`, ttlMs: 900_000 });
 
       it('returns the lock as acquired when the first lock landed', async () => {
@@ -168,7 +234,9 @@ describe.skipIf(moto === undefined)('aws lock (moto)', () => {
         const calls = new LostAnswerCalls('first');
         const other = makeBackend(server, clock);
         try {
-          expect(await acquireLock(context(calls), t.path, request('a'), lockHints(sdk, t.path))).toMatchObject({ acquired: true, lock: { owner: 'a', tookOver: false } });
+          expect(
+            await acquireLock(context(calls), t.path, request('a'), lockHints(sdk, t.path)),
+          ).toMatchObject({ acquired: true, lock: { owner: 'a', tookOver: false } });
           expect((await other.acquireLock(t, request('b'))).acquired).toBe(false);
         } finally {
           await Promise.all([calls.close(), other.close()]);
@@ -197,10 +265,14 @@ describe.skipIf(moto === undefined)('aws lock (moto)', () => {
         const calls = new LostAnswerCalls('first');
         calls.failReads = 1;
         try {
-          const error = await rejection(acquireLock(context(calls), t.path, request('a'), lockHints(sdk, t.path)));
+          const error = await rejection(
+            acquireLock(context(calls), t.path, request('a'), lockHints(sdk, t.path)),
+          );
           expect(error.code).toBe('KR_BACKEND_TIMEOUT');
           // The on-call retries at once with the same owner and rotation: not busy.
-          expect(await acquireLock(context(calls), t.path, request('a'), lockHints(sdk, t.path))).toMatchObject({ acquired: true, lock: { owner: 'a' } });
+          expect(
+            await acquireLock(context(calls), t.path, request('a'), lockHints(sdk, t.path)),
+          ).toMatchObject({ acquired: true, lock: { owner: 'a' } });
         } finally {
           await calls.close();
         }
@@ -214,8 +286,12 @@ describe.skipIf(moto === undefined)('aws lock (moto)', () => {
       const backend = makeBackend(server, createTestClock());
       try {
         await backend.acquireLock(t, { owner: 'o', rotationId: 'r', ttlMs: 60_000 });
-        await sdk.send(new PutSecretValueCommand({ SecretId: `${t.path}.keyroll-lock`, SecretString: 'not a lock' }));
-        const error = await rejection(backend.acquireLock(t, { owner: 'p', rotationId: 'r2', ttlMs: 60_000 }));
+        await sdk.send(
+          new PutSecretValueCommand({ SecretId: `${t.path}.keyroll-lock`, SecretString: 'not a lock' }),
+        );
+        const error = await rejection(
+          backend.acquireLock(t, { owner: 'p', rotationId: 'r2', ttlMs: 60_000 }),
+        );
         expect(error.code).toBe('KR_BACKEND_INVALID_RESPONSE');
         expect(error.message).toContain('"state":"released"');
         expect(error.message).toContain('never delete it');
@@ -233,8 +309,16 @@ describe.skipIf(moto === undefined)('aws lock (moto)', () => {
       try {
         await backend.writeSecret(t, makeRecord({ rotationId: randomUUID() }));
         await backend.acquireLock(t, { owner: 'o', rotationId: 'r', ttlMs: 60_000 });
-        await sdk.send(new PutSecretValueCommand({ SecretId: t.path, SecretString: 'not a lock', VersionStages: [LOCK_STAGE] }));
-        const error = await rejection(backend.acquireLock(t, { owner: 'p', rotationId: 'r2', ttlMs: 60_000 }));
+        await sdk.send(
+          new PutSecretValueCommand({
+            SecretId: t.path,
+            SecretString: 'not a lock',
+            VersionStages: [LOCK_STAGE],
+          }),
+        );
+        const error = await rejection(
+          backend.acquireLock(t, { owner: 'p', rotationId: 'r2', ttlMs: 60_000 }),
+        );
         expect(error.code).toBe('KR_BACKEND_INVALID_RESPONSE');
         expect(error.message).toContain(`--version-stages ${LOCK_STAGE}`);
         expect(error.message).toContain('"state":"released"');
@@ -255,9 +339,16 @@ describe.skipIf(moto === undefined)('aws lock (moto)', () => {
         await holder.writeSecret(t, makeRecord({ rotationId: randomUUID() }));
         const held = await holder.acquireLock(t, { owner: 'o', rotationId: 'r', ttlMs: 60_000 });
         if (!held.acquired) throw new Error('the first lock was not taken');
-        const stages = (await sdk.send(new DescribeSecretCommand({ SecretId: t.path }))).VersionIdsToStages ?? {};
+        const stages =
+          (await sdk.send(new DescribeSecretCommand({ SecretId: t.path }))).VersionIdsToStages ?? {};
         const labelled = Object.keys(stages).find((id) => stages[id]?.includes(LOCK_STAGE));
-        await sdk.send(new UpdateSecretVersionStageCommand({ SecretId: t.path, VersionStage: LOCK_STAGE, RemoveFromVersionId: labelled }));
+        await sdk.send(
+          new UpdateSecretVersionStageCommand({
+            SecretId: t.path,
+            VersionStage: LOCK_STAGE,
+            RemoveFromVersionId: labelled,
+          }),
+        );
 
         // Another runner, a leak rotation's included: no lock, and a message that says what happened.
         const error = await rejection(next.acquireLock(t, { owner: 'p', rotationId: 'r2', ttlMs: 60_000 }));
@@ -269,9 +360,23 @@ describe.skipIf(moto === undefined)('aws lock (moto)', () => {
         expect(await holder.refreshLock(t, held.lock, 60_000)).toBeUndefined();
 
         // The runbook's repair, once no runner holds the lock: a released value under the label.
-        const released = { state: 'released', owner: 'operator', rotationId: 'manual-release', releasedAt: new Date().toISOString() };
-        await sdk.send(new PutSecretValueCommand({ SecretId: t.path, SecretString: JSON.stringify(released), VersionStages: [LOCK_STAGE] }));
-        expect(await next.acquireLock(t, { owner: 'p', rotationId: 'r3', ttlMs: 60_000 })).toMatchObject({ acquired: true, lock: { owner: 'p', tookOver: false } });
+        const released = {
+          state: 'released',
+          owner: 'operator',
+          rotationId: 'manual-release',
+          releasedAt: new Date().toISOString(),
+        };
+        await sdk.send(
+          new PutSecretValueCommand({
+            SecretId: t.path,
+            SecretString: JSON.stringify(released),
+            VersionStages: [LOCK_STAGE],
+          }),
+        );
+        expect(await next.acquireLock(t, { owner: 'p', rotationId: 'r3', ttlMs: 60_000 })).toMatchObject({
+          acquired: true,
+          lock: { owner: 'p', tookOver: false },
+        });
       } finally {
         await Promise.all([holder.close(), next.close()]);
       }
@@ -285,12 +390,19 @@ describe.skipIf(moto === undefined)('aws lock (moto)', () => {
         const held = await backend.acquireLock(t, { owner: 'o', rotationId: 'r', ttlMs: 60_000 });
         if (!held.acquired) throw new Error('expected the lock');
         await backend.releaseLock(t, held.lock);
-        await sdk.send(new DeleteSecretCommand({ SecretId: `${t.path}.keyroll-lock`, RecoveryWindowInDays: 7 }));
+        await sdk.send(
+          new DeleteSecretCommand({ SecretId: `${t.path}.keyroll-lock`, RecoveryWindowInDays: 7 }),
+        );
         // The next run meets the deletion. (The process that released the lock would go straight to
         // the CAS from the released value it wrote: AWS refuses that PutSecretValue on a deleted
         // secret, moto accepts it; test/backends/aws/errors.test.ts covers AWS's answer.)
         const error = await rejection(next.acquireLock(t, { owner: 'p', rotationId: 'r2', ttlMs: 60_000 }));
-        expect(error).toMatchObject({ code: 'KR_BACKEND_SCHEDULED_FOR_DELETION', operation: 'lock', retryable: false, path: `${t.path}.keyroll-lock` });
+        expect(error).toMatchObject({
+          code: 'KR_BACKEND_SCHEDULED_FOR_DELETION',
+          operation: 'lock',
+          retryable: false,
+          path: `${t.path}.keyroll-lock`,
+        });
         expect(error.message).toContain(`restore-secret --secret-id ${t.path}.keyroll-lock`);
         expect((await rejection(next.readState(t))).code).toBe('KR_BACKEND_SCHEDULED_FOR_DELETION');
       } finally {

@@ -20,12 +20,23 @@ function authorization(server: MotoServer, service: string): string {
 
 /** A Lambda function moto knows (and its role), for RotateSecret to find; returns its ARN. */
 async function motoRotationFunction(server: MotoServer): Promise<string> {
-  await request(`${server.endpoint}/moto-api/config`, { method: 'POST', body: JSON.stringify({ lambda: { use_docker: false } }) }).then((r) => r.body.dump());
+  await request(`${server.endpoint}/moto-api/config`, {
+    method: 'POST',
+    body: JSON.stringify({ lambda: { use_docker: false } }),
+  }).then((r) => r.body.dump());
   const name = `keyroll-rotation-${randomUUID().slice(0, 8)}`;
   const role = await request(`${server.endpoint}/`, {
     method: 'POST',
-    headers: { authorization: authorization(server, 'iam'), 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ Action: 'CreateRole', Version: '2010-05-08', RoleName: name, AssumeRolePolicyDocument: '{}' }).toString(),
+    headers: {
+      authorization: authorization(server, 'iam'),
+      'content-type': 'application/x-www-form-urlencoded',
+    },
+    body: new URLSearchParams({
+      Action: 'CreateRole',
+      Version: '2010-05-08',
+      RoleName: name,
+      AssumeRolePolicyDocument: '{}',
+    }).toString(),
   });
   const roleArn = /<Arn>([^<]+)<\/Arn>/.exec(await role.body.text())?.[1];
   if (roleArn === undefined) throw new Error('moto created no role');
@@ -33,7 +44,13 @@ async function motoRotationFunction(server: MotoServer): Promise<string> {
     method: 'POST',
     headers: { authorization: authorization(server, 'lambda'), 'content-type': 'application/json' },
     // An empty zip: moto keeps the code, and its Lambda without Docker never runs it.
-    body: JSON.stringify({ FunctionName: name, Runtime: 'nodejs24.x', Role: roleArn, Handler: 'index.handler', Code: { ZipFile: 'UEsFBgAAAAAAAAAAAAAAAAAAAAAAAA==' } }),
+    body: JSON.stringify({
+      FunctionName: name,
+      Runtime: 'nodejs24.x',
+      Role: roleArn,
+      Handler: 'index.handler',
+      Code: { ZipFile: 'UEsFBgAAAAAAAAAAAAAAAAAAAAAAAA==' },
+    }),
   });
   const fn = (await created.body.json()) as { FunctionArn?: string };
   if (fn.FunctionArn === undefined) throw new Error('moto created no function');
@@ -47,7 +64,12 @@ describe('keyroll aws enable-rotation / disable-rotation (moto)', () => {
     const org = cli.emulator.state.apiKey(SLOT_A).organizationId;
     const name = `keyroll-native/${randomUUID().slice(0, 8)}/billing`;
     const sdk = sdkClient(server);
-    await sdk.send(new CreateSecretCommand({ Name: name, SecretString: JSON.stringify({ apiKey: cli.emulator.state.currentSecret(SLOT_A), keyId: SLOT_A }) }));
+    await sdk.send(
+      new CreateSecretCommand({
+        Name: name,
+        SecretString: JSON.stringify({ apiKey: cli.emulator.state.currentSecret(SLOT_A), keyId: SLOT_A }),
+      }),
+    );
     await cli.writeFile(
       'policy.yaml',
       `version: 1
@@ -70,8 +92,13 @@ keys:
     const functionArn = await motoRotationFunction(server);
     // validate names the missing switch for an aws-native key, and not the other way round.
     const before = await cli.run(['validate'], env);
-    expect(before.stdout).toContain('is for AWS-native rotation (scheduler: aws-native) but has no rotation enabled');
-    const enabled = await cli.run(['aws', 'enable-rotation', '--key', 'billing-api', '--function-arn', functionArn], env);
+    expect(before.stdout).toContain(
+      'is for AWS-native rotation (scheduler: aws-native) but has no rotation enabled',
+    );
+    const enabled = await cli.run(
+      ['aws', 'enable-rotation', '--key', 'billing-api', '--function-arn', functionArn],
+      env,
+    );
     expect(enabled.stderr).toBe('');
     expect(enabled.code).toBe(0);
     expect(enabled.lastLine).toContain('every 30 days');
@@ -88,10 +115,14 @@ keys:
     const ran = await cli.run(['run'], env);
     expect(ran.code).toBe(0);
     expect(ran.events.find((e) => e.event === 'key.skipped')?.why).toBe('aws-native');
-    expect(cli.emulator.state.apiKey(SLOT_B).rollCount + cli.emulator.state.apiKey(SLOT_A).rollCount).toBe(rolls);
+    expect(cli.emulator.state.apiKey(SLOT_B).rollCount + cli.emulator.state.apiKey(SLOT_A).rollCount).toBe(
+      rolls,
+    );
 
     const plan = await cli.run(['plan', '-o', 'json'], env);
-    expect((JSON.parse(plan.stdout) as { keys: { scheduler: string }[] }).keys[0]?.scheduler).toBe('aws-native');
+    expect((JSON.parse(plan.stdout) as { keys: { scheduler: string }[] }).keys[0]?.scheduler).toBe(
+      'aws-native',
+    );
     const status = await cli.run(['status', '-o', 'json'], env);
     expect(status.stdout).toContain('"scheduler": "aws-native"');
 

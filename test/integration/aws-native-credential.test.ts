@@ -35,7 +35,12 @@ async function credentialSecret(server: MotoServer, value: string): Promise<stri
   counter += 1;
   const client = sdkClient(server);
   try {
-    const created = await client.send(new CreateSecretCommand({ Name: `keyroll-test/${run}/api-credential-${String(counter)}`, SecretString: value }));
+    const created = await client.send(
+      new CreateSecretCommand({
+        Name: `keyroll-test/${run}/api-credential-${String(counter)}`,
+        SecretString: value,
+      }),
+    );
     if (created.ARN === undefined) throw new Error('moto returned no ARN');
     return created.ARN;
   } finally {
@@ -46,11 +51,12 @@ async function credentialSecret(server: MotoServer, value: string): Promise<stri
 /** The error and every cause under it. */
 function chain(error: unknown): unknown[] {
   const errors: unknown[] = [];
-  for (let at = error; at !== undefined && errors.length < 5; at = at instanceof Error ? at.cause : undefined) errors.push(at);
+  for (let at = error; at !== undefined && errors.length < 5; at = at instanceof Error ? at.cause : undefined)
+    errors.push(at);
   return errors;
 }
 
-describe('aws-native rotation: keyroll\'s API credential read from Secrets Manager', () => {
+describe("aws-native rotation: keyroll's API credential read from Secrets Manager", () => {
   it('rotates with only KEYROLL_API_TOKEN_SECRET_ARN set: no value in process.env, the audit lines or the alerts', async (ctx) => {
     const server = motoServer();
     if (!server) return ctx.skip();
@@ -62,7 +68,11 @@ describe('aws-native rotation: keyroll\'s API credential read from Secrets Manag
     expect(await current.rotate(randomUUID())).toEqual(['rolled', 'nothing-to-do', 'tested', 'finished']);
     expect((await current.value('AWSCURRENT'))?.keyId).toBe(SLOT_B);
     expect(process.env.KEYROLL_API_TOKEN).toBe(before);
-    expectNoSecrets([...current.lines, JSON.stringify(current.alerter.alerts)], [credential, ...emulator.state.mintedSecrets()], "the rotation function's audit lines and alerts");
+    expectNoSecrets(
+      [...current.lines, JSON.stringify(current.alerter.alerts)],
+      [credential, ...emulator.state.mintedSecrets()],
+      "the rotation function's audit lines and alerts",
+    );
   });
 
   it('reads the credential again at once when the API refuses it (401), not only after the cache time', async (ctx) => {
@@ -73,7 +83,10 @@ describe('aws-native rotation: keyroll\'s API credential read from Secrets Manag
     current = await startNativeBench(server, emulator, { apiTokenSecretArn: arn });
     const rollsBefore = emulator.state.rollCount(SLOT_B);
 
-    const refused = await current.step('createSecret', randomUUID()).then(() => undefined, (error: unknown) => error);
+    const refused = await current.step('createSecret', randomUUID()).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
     expect(errorCode(refused)).toBe('KR_RUN_CREDENTIAL_REFUSED');
     expect(emulator.state.rollCount(SLOT_B)).toBe(rollsBefore);
     expect(pendingVersions(await current.stages())).toEqual([]);
@@ -86,7 +99,11 @@ describe('aws-native rotation: keyroll\'s API credential read from Secrets Manag
     // The same container, well within the cache time: the 401 makes it read the secret again.
     expect(await current.rotate(randomUUID())).toEqual(['rolled', 'nothing-to-do', 'tested', 'finished']);
     expect(emulator.state.rollCount(SLOT_B)).toBe(rollsBefore + 1);
-    expectNoSecrets([...current.lines, JSON.stringify(current.alerter.alerts)], [dead, live, ...emulator.state.mintedSecrets()], "the rotation function's audit lines and alerts");
+    expectNoSecrets(
+      [...current.lines, JSON.stringify(current.alerter.alerts)],
+      [dead, live, ...emulator.state.mintedSecrets()],
+      "the rotation function's audit lines and alerts",
+    );
   });
 
   it('fails createSecret with a typed error naming the ARN when the secret cannot be read; nothing is rolled', async (ctx) => {
@@ -96,17 +113,24 @@ describe('aws-native rotation: keyroll\'s API credential read from Secrets Manag
     current = await startNativeBench(server, emulator, { apiTokenSecretArn: arn });
     const rollsBefore = emulator.state.rollCount(SLOT_B);
 
-    const failed = await current.step('createSecret', randomUUID()).then(() => undefined, (error: unknown) => error);
+    const failed = await current.step('createSecret', randomUUID()).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
     expect(errorCode(failed)).toBe('KR_API_CREDENTIAL_UNAVAILABLE');
     expect(failed instanceof Error ? failed.message : '').toContain(arn);
-    const unreadable = chain(failed).find((error) => errorCode(error) === 'KR_NATIVE_API_CREDENTIAL_UNREADABLE');
+    const unreadable = chain(failed).find(
+      (error) => errorCode(error) === 'KR_NATIVE_API_CREDENTIAL_UNREADABLE',
+    );
     expect(unreadable).toBeInstanceOf(Error);
     expect((unreadable as Error).message).toContain(arn);
     expect((unreadable as Error).message).toContain('ResourceNotFoundException');
     expect(emulator.state.rollCount(SLOT_B)).toBe(rollsBefore);
     expect(pendingVersions(await current.stages())).toEqual([]);
     // Audited as any failed rotation (invariant 7), with the code and the ARN.
-    const failure = current.lines.map((line) => JSON.parse(line) as Record<string, unknown>).find((line) => line.event === 'key.failed');
+    const failure = current.lines
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .find((line) => line.event === 'key.failed');
     expect(failure).toMatchObject({ errorCode: 'KR_API_CREDENTIAL_UNAVAILABLE' });
     expect(String(failure?.error)).toContain(arn);
   });

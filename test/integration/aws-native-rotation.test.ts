@@ -10,7 +10,14 @@ import { createAuditLog } from '../../src/audit/logger.ts';
 import { startEmulator, type RunningEmulator } from '../../src/emulator/server.ts';
 import { runRotationStep } from '../../src/lambda/handler.ts';
 import type { Policy } from '../../src/policy/schema.ts';
-import { SLOT_A, SLOT_B, lossyProxy, pendingVersions, startNativeBench, type NativeBench } from '../support/aws-native-bench.ts';
+import {
+  SLOT_A,
+  SLOT_B,
+  lossyProxy,
+  pendingVersions,
+  startNativeBench,
+  type NativeBench,
+} from '../support/aws-native-bench.ts';
 import { expectNoSecrets } from '../support/secret-scan.ts';
 import { motoServer, type MotoServer } from './servers.ts';
 
@@ -33,12 +40,16 @@ async function bench(server: MotoServer, overrides: { lockTtlMs?: number } = {})
   return current;
 }
 
-const live = (keyId: string, value: { apiKey: string } | undefined): boolean => value !== undefined && emulator.state.isLiveSecret(keyId, value.apiKey);
+const live = (keyId: string, value: { apiKey: string } | undefined): boolean =>
+  value !== undefined && emulator.state.isLiveSecret(keyId, value.apiKey);
 
 function expectNoSecretInOutput(): void {
-  expectNoSecrets([...(current?.lines ?? []), JSON.stringify(current?.alerter.alerts ?? [])], emulator.state.mintedSecrets(), 'the rotation function\'s audit lines and alerts');
+  expectNoSecrets(
+    [...(current?.lines ?? []), JSON.stringify(current?.alerter.alerts ?? [])],
+    emulator.state.mintedSecrets(),
+    "the rotation function's audit lines and alerts",
+  );
 }
-
 
 describe('aws-native rotation: the four steps', () => {
   it('rolls the standby into AWSPENDING, then AWSCURRENT is the new live value, AWSPREVIOUS the previous active (alive), no AWSPENDING left', async (ctx) => {
@@ -119,7 +130,9 @@ describe('aws-native rotation: the four steps', () => {
     expect(live(SLOT_B, await b.value('AWSCURRENT'))).toBe(true);
     expect(await b.value('AWSPREVIOUS')).toEqual(before);
     // The first rotation's finishSecret, arriving late, never makes its (rolled-over) value current.
-    await expect(b.step('finishSecret', first, later)).rejects.toMatchObject({ code: 'KR_NATIVE_NO_PENDING' });
+    await expect(b.step('finishSecret', first, later)).rejects.toMatchObject({
+      code: 'KR_NATIVE_NO_PENDING',
+    });
     expect(live(SLOT_B, await b.value('AWSCURRENT'))).toBe(true);
     expect(pendingVersions(await b.stages())).toEqual([]);
     expectNoSecretInOutput();
@@ -168,7 +181,9 @@ describe('aws-native rotation: a refused new value', () => {
     await expect(b.step('testSecret', token)).rejects.toMatchObject({ code: 'KR_NATIVE_PENDING_REJECTED' });
     expect(pendingVersions(await b.stages())).toEqual([]);
     expect(await b.value('AWSCURRENT')).toEqual(before);
-    expect(b.alerter.alerts.find((a) => a.alert.errorCode === 'KR_NATIVE_PENDING_REJECTED')?.alert.severity).toBe('error');
+    expect(
+      b.alerter.alerts.find((a) => a.alert.errorCode === 'KR_NATIVE_PENDING_REJECTED')?.alert.severity,
+    ).toBe('error');
     await expect(b.step('finishSecret', token)).rejects.toMatchObject({ code: 'KR_NATIVE_NO_PENDING' });
     expect(await b.value('AWSCURRENT')).toEqual(before);
     expect(await b.rotate(randomUUID())).toEqual(['rolled', 'nothing-to-do', 'tested', 'finished']);
@@ -231,7 +246,15 @@ describe('aws-native rotation: which entries', () => {
     const server = motoServer();
     if (!server) return ctx.skip();
     const b = await bench(server);
-    const other = { ...b.policy, keys: b.policy.keys.map((k) => ({ ...k, scheduler: undefined })) } as unknown as Policy;
-    await expect(runRotationStep({ Step: 'createSecret', SecretId: b.arn, ClientRequestToken: randomUUID() }, { policy: other, audit: createAuditLog({ destination: { write: () => undefined } }) })).rejects.toMatchObject({ code: 'KR_NATIVE_NOT_CONFIGURED' });
+    const other = {
+      ...b.policy,
+      keys: b.policy.keys.map((k) => ({ ...k, scheduler: undefined })),
+    } as unknown as Policy;
+    await expect(
+      runRotationStep(
+        { Step: 'createSecret', SecretId: b.arn, ClientRequestToken: randomUUID() },
+        { policy: other, audit: createAuditLog({ destination: { write: () => undefined } }) },
+      ),
+    ).rejects.toMatchObject({ code: 'KR_NATIVE_NOT_CONFIGURED' });
   });
 });

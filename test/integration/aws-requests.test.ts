@@ -101,12 +101,31 @@ describe.skipIf(moto === undefined)('aws requests per rotation (moto)', () => {
       'TagResource target', // record the rotation, clear its marker and give the lock back, one call (no release CAS)
     ];
     const WRITE_GROUP = /^(PutSecretValue|UpdateSecretVersionStage) /;
-    const count = (requests: readonly string[], pattern: RegExp): number => requests.filter((r) => pattern.test(r)).length;
+    const count = (requests: readonly string[], pattern: RegExp): number =>
+      requests.filter((r) => pattern.test(r)).length;
 
-    async function rotationBench(path: string, overrides: Parameters<typeof keyPolicy>[2] = {}, quotas?: Record<string, number>) {
+    async function rotationBench(
+      path: string,
+      overrides: Parameters<typeof keyPolicy>[2] = {},
+      quotas?: Record<string, number>,
+    ) {
       return startBench({
-        keys: (org) => [keyPolicy('key_demo_billing', org('key_demo_billing'), { destinations: [{ backend: 'aws', target: { path, shape: JSON_SHAPE } }], ...overrides })],
-        policy: { backends: { aws: AwsBackendConfig.parse({ kind: 'aws', endpoint: counted.endpoint, createIfMissing: true, ...(quotas ? { quotas } : {}) }) } },
+        keys: (org) => [
+          keyPolicy('key_demo_billing', org('key_demo_billing'), {
+            destinations: [{ backend: 'aws', target: { path, shape: JSON_SHAPE } }],
+            ...overrides,
+          }),
+        ],
+        policy: {
+          backends: {
+            aws: AwsBackendConfig.parse({
+              kind: 'aws',
+              endpoint: counted.endpoint,
+              createIfMissing: true,
+              ...(quotas ? { quotas } : {}),
+            }),
+          },
+        },
       });
     }
 
@@ -156,22 +175,53 @@ describe.skipIf(moto === undefined)('aws requests per rotation (moto)', () => {
 
     it('costs 11 in a process that rotated the key before, and 13 for a scheduled run that checks due-ness first', async () => {
       // maxAge 1 ms: due again on every scheduled run, so the due-ness read before the lock happens.
-      const bench = await rotationBench(`keyroll-test/${run}/requests/${randomUUID().slice(0, 8)}`, { maxAgeMs: 1, minIntervalMs: 0 });
+      const bench = await rotationBench(`keyroll-test/${run}/requests/${randomUUID().slice(0, 8)}`, {
+        maxAgeMs: 1,
+        minIntervalMs: 0,
+      });
       const runtime = await bench.runtime({ env: motoEnv(server) });
       const keys = bench.policy.keys;
       try {
         // The new secret (its lock on the companion), then its first lock on the target.
-        for (let i = 0; i < 2; i++) expect((await runRotations(runtime, { keys, trigger: { reason: 'manual', force: true }, concurrency: 1 })).rotated).toBe(1);
+        for (let i = 0; i < 2; i++)
+          expect(
+            (
+              await runRotations(runtime, {
+                keys,
+                trigger: { reason: 'manual', force: true },
+                concurrency: 1,
+              })
+            ).rotated,
+          ).toBe(1);
         proxy.take();
         // The daemon's case: the same backend instance rotates the key again. It goes straight to
         // the CAS from the lock value its own record gave back (AWS refuses it if the lock changed since).
-        expect((await runRotations(runtime, { keys, trigger: { reason: 'manual', force: true }, concurrency: 1 })).rotated).toBe(1);
+        expect(
+          (await runRotations(runtime, { keys, trigger: { reason: 'manual', force: true }, concurrency: 1 }))
+            .rotated,
+        ).toBe(1);
         expect(proxy.take()).toEqual([...PREFLIGHT_EXISTING, ...LOCK_CAS, ...FINISH].sort());
 
         // A scheduled run reads the state (target and its lock) to decide due-ness before any lock:
         // fresh, as `status` and `plan` do; the lock value it read is then the CAS's starting point.
-        expect((await runRotations(runtime, { keys, trigger: { reason: 'scheduled', force: false }, concurrency: 1 })).rotated).toBe(1);
-        expect(proxy.take()).toEqual(['DescribeSecret target', 'GetSecretValue target', ...PREFLIGHT_EXISTING, ...LOCK_CAS, ...FINISH].sort());
+        expect(
+          (
+            await runRotations(runtime, {
+              keys,
+              trigger: { reason: 'scheduled', force: false },
+              concurrency: 1,
+            })
+          ).rotated,
+        ).toBe(1);
+        expect(proxy.take()).toEqual(
+          [
+            'DescribeSecret target',
+            'GetSecretValue target',
+            ...PREFLIGHT_EXISTING,
+            ...LOCK_CAS,
+            ...FINISH,
+          ].sort(),
+        );
       } finally {
         await runtime.close();
         await bench.close();
@@ -180,20 +230,47 @@ describe.skipIf(moto === undefined)('aws requests per rotation (moto)', () => {
 
     it('probes a working secret for drift without its lock: no version added to the secret, one TagResource', async () => {
       // Not due (maxAge a day), drift check due on every run: the daemon's sweep every few minutes.
-      const bench = await rotationBench(`keyroll-test/${run}/requests/${randomUUID().slice(0, 8)}`, { maxAgeMs: 24 * 3_600_000, minIntervalMs: 0, driftCheckMs: 1 });
+      const bench = await rotationBench(`keyroll-test/${run}/requests/${randomUUID().slice(0, 8)}`, {
+        maxAgeMs: 24 * 3_600_000,
+        minIntervalMs: 0,
+        driftCheckMs: 1,
+      });
       const runtime = await bench.runtime({ env: motoEnv(server) });
       const keys = bench.policy.keys;
       try {
-        for (let i = 0; i < 2; i++) expect((await runRotations(runtime, { keys, trigger: { reason: 'manual', force: true }, concurrency: 1 })).rotated).toBe(1);
+        for (let i = 0; i < 2; i++)
+          expect(
+            (
+              await runRotations(runtime, {
+                keys,
+                trigger: { reason: 'manual', force: true },
+                concurrency: 1,
+              })
+            ).rotated,
+          ).toBe(1);
         proxy.take();
         for (let sweep = 0; sweep < 3; sweep++) {
-          const summary = await runRotations(runtime, { keys, trigger: { reason: 'scheduled', force: false }, concurrency: 1 });
+          const summary = await runRotations(runtime, {
+            keys,
+            trigger: { reason: 'scheduled', force: false },
+            concurrency: 1,
+          });
           expect(summary.rotated).toBe(0);
           // The due-ness read (target and its lock), the stored secret, the probe's record: a lock
           // taken here would put a version of the secret every sweep (AWS keeps ~100, lock-target.ts).
-          expect(proxy.take()).toEqual(['DescribeSecret target', 'GetSecretValue target', 'GetSecretValue target', 'TagResource target']);
+          expect(proxy.take()).toEqual([
+            'DescribeSecret target',
+            'GetSecretValue target',
+            'GetSecretValue target',
+            'TagResource target',
+          ]);
         }
-        expect(bench.events().filter((e) => e.event === 'key.probe').map((e) => e['verdict'])).toEqual(['stored-secret-works', 'stored-secret-works', 'stored-secret-works']);
+        expect(
+          bench
+            .events()
+            .filter((e) => e.event === 'key.probe')
+            .map((e) => e['verdict']),
+        ).toEqual(['stored-secret-works', 'stored-secret-works', 'stored-secret-works']);
       } finally {
         await runtime.close();
         await bench.close();
@@ -202,11 +279,19 @@ describe.skipIf(moto === undefined)('aws requests per rotation (moto)', () => {
 
     it('waits for its turns in the write quota before the roll, never between the roll answer and the write (the put and the move are reserved)', async () => {
       // Two writes per second with a burst of one: nearly every write-group call waits for its turn.
-      const bench = await rotationBench(`keyroll-test/${run}/requests/${randomUUID().slice(0, 8)}`, {}, { writesPerSecond: 2 });
+      const bench = await rotationBench(
+        `keyroll-test/${run}/requests/${randomUUID().slice(0, 8)}`,
+        {},
+        { writesPerSecond: 2 },
+      );
       const seen: string[] = [];
       const runtime = {
         env: motoEnv(server),
-        observer: { stepDuration: () => undefined, exposure: () => undefined, paced: (event: { operation: string }) => seen.push(`paced ${event.operation}`) },
+        observer: {
+          stepDuration: () => undefined,
+          exposure: () => undefined,
+          paced: (event: { operation: string }) => seen.push(`paced ${event.operation}`),
+        },
         checkpoint: (step: string) => {
           seen.push(`step ${step}`);
           return Promise.resolve();
@@ -230,7 +315,12 @@ describe.skipIf(moto === undefined)('aws requests per rotation (moto)', () => {
     let clock: TestClock;
     let a: Backend;
     let b: Backend;
-    const intentOf = (rotationId: string, owner: string): Intent => ({ rotationId, keyId: 'key_requests', owner, startedAt: '2030-01-01T00:00:00.000Z' });
+    const intentOf = (rotationId: string, owner: string): Intent => ({
+      rotationId,
+      keyId: 'key_requests',
+      owner,
+      startedAt: '2030-01-01T00:00:00.000Z',
+    });
 
     beforeAll(() => {
       clock = createTestClock();
@@ -241,7 +331,12 @@ describe.skipIf(moto === undefined)('aws requests per rotation (moto)', () => {
       await Promise.all([a.close(), b.close()]);
     });
 
-    async function holdAndMark(backend: Backend, t: StoreTarget, owner: string, ttlMs = 60_000): Promise<string> {
+    async function holdAndMark(
+      backend: Backend,
+      t: StoreTarget,
+      owner: string,
+      ttlMs = 60_000,
+    ): Promise<string> {
       const rotationId = randomUUID();
       const locked = await backend.acquireLock(t, { owner, rotationId, ttlMs });
       if (!locked.acquired) throw new Error('expected the lock');
@@ -251,7 +346,9 @@ describe.skipIf(moto === undefined)('aws requests per rotation (moto)', () => {
     }
 
     /** An existing target, locked by `a` for a new rotation, its state read under the lock. */
-    async function lockedTarget(ttlMs: number): Promise<{ t: StoreTarget; lock: HeldLock; rotationId: string }> {
+    async function lockedTarget(
+      ttlMs: number,
+    ): Promise<{ t: StoreTarget; lock: HeldLock; rotationId: string }> {
       const t = newTarget();
       await b.writeSecret(t, makeRecord({ rotationId: randomUUID() }));
       const rotationId = randomUUID();
@@ -273,7 +370,11 @@ describe.skipIf(moto === undefined)('aws requests per rotation (moto)', () => {
       await a.writeSecret(late.t, makeRecord({ rotationId: late.rotationId }), { lock: late.lock });
       // The lock lives on the target: the description shows KEYROLL_LOCK still on the version this
       // process wrote (versions are immutable, so the lock is still ours), and the lock is not read.
-      expect(proxy.take()).toEqual(['DescribeSecret target', 'PutSecretValue target', 'UpdateSecretVersionStage target']);
+      expect(proxy.take()).toEqual([
+        'DescribeSecret target',
+        'PutSecretValue target',
+        'UpdateSecretVersionStage target',
+      ]);
     });
 
     it('keeps what it knew under a refreshed lock: the fenced write after refreshLock reads nothing', async () => {
@@ -293,7 +394,11 @@ describe.skipIf(moto === undefined)('aws requests per rotation (moto)', () => {
       const rotationId = await holdAndMark(a, t, 'a');
       const written = await a.writeSecret(t, makeRecord({ rotationId }));
       proxy.take();
-      await a.recordRotation(t, { rotationId, rotatedAt: '2030-01-01T00:00:01.000Z', version: written.version, keyId: 'key_slot_b' }, { clearIntent: true });
+      await a.recordRotation(
+        t,
+        { rotationId, rotatedAt: '2030-01-01T00:00:01.000Z', version: written.version, keyId: 'key_slot_b' },
+        { clearIntent: true },
+      );
       expect(proxy.take()).toEqual(['TagResource target']);
       const state = await b.readState(t);
       expect(state.intent).toBeUndefined();
@@ -301,7 +406,7 @@ describe.skipIf(moto === undefined)('aws requests per rotation (moto)', () => {
       expect(state.lastKeyId).toBe('key_slot_b');
     });
 
-    it('records a drift probe in one TagResource and reads the standby slot\'s value in one GetSecretValue', async () => {
+    it("records a drift probe in one TagResource and reads the standby slot's value in one GetSecretValue", async () => {
       const t = newTarget();
       await holdAndMark(a, t, 'a');
       await a.writeSecret(t, makeRecord({ rotationId: randomUUID() }));
@@ -321,7 +426,11 @@ describe.skipIf(moto === undefined)('aws requests per rotation (moto)', () => {
       // b takes the expired lock over and starts its own rotation.
       const fresh = await holdAndMark(b, t, 'b');
       proxy.take();
-      await a.recordRotation(t, { rotationId: stale, rotatedAt: '2030-01-01T00:00:01.000Z', version: written.version }, { clearIntent: true });
+      await a.recordRotation(
+        t,
+        { rotationId: stale, rotatedAt: '2030-01-01T00:00:01.000Z', version: written.version },
+        { clearIntent: true },
+      );
       expect(proxy.take()).toEqual(['DescribeSecret target', 'TagResource target']);
       expect((await b.readState(t)).intent?.rotationId).toBe(fresh);
       await a.clearIntent(t, stale);
@@ -365,7 +474,11 @@ describe.skipIf(moto === undefined)('aws requests per rotation (moto)', () => {
       await a.setIntent(t, intentOf(rotationId, 'a'));
       const written = await a.writeSecret(t, makeRecord({ rotationId }), { lock: locked.lock });
       proxy.take();
-      await a.recordRotation(t, { rotationId, rotatedAt: '2030-01-01T00:00:01.000Z', version: written.version }, { clearIntent: true, releaseLock: locked.lock });
+      await a.recordRotation(
+        t,
+        { rotationId, rotatedAt: '2030-01-01T00:00:01.000Z', version: written.version },
+        { clearIntent: true, releaseLock: locked.lock },
+      );
       expect(proxy.take()).toEqual(['TagResource target']);
       expect(await a.refreshLock(t, locked.lock, 60_000)).toEqual(locked.lock);
       await a.releaseLock(t, locked.lock);
@@ -377,7 +490,14 @@ describe.skipIf(moto === undefined)('aws requests per rotation (moto)', () => {
       const taken = await b.acquireLock(t, { owner: 'b', rotationId: randomUUID(), ttlMs: 60_000 });
       expect(taken).toMatchObject({ acquired: true, lock: { owner: 'b', tookOver: false } });
       expect(proxy.take()).toEqual(
-        ['GetSecretValue lock', 'PutSecretValue target', 'GetSecretValue target', 'DescribeSecret target', 'PutSecretValue target', 'UpdateSecretVersionStage target'].sort(),
+        [
+          'GetSecretValue lock',
+          'PutSecretValue target',
+          'GetSecretValue target',
+          'DescribeSecret target',
+          'PutSecretValue target',
+          'UpdateSecretVersionStage target',
+        ].sort(),
       );
       if (!taken.acquired) throw new Error('expected the lock');
       const c = makeBackend(counted, clock);
@@ -396,7 +516,11 @@ describe.skipIf(moto === undefined)('aws requests per rotation (moto)', () => {
       const locked = await a.acquireLock(t, { owner: 'a', rotationId: randomUUID(), ttlMs: 60_000 });
       if (!locked.acquired) throw new Error('expected the lock');
       proxy.take();
-      await a.recordProbe(t, { at: '2030-01-01T00:00:02.000Z', result: 'works' }, { releaseLock: locked.lock });
+      await a.recordProbe(
+        t,
+        { at: '2030-01-01T00:00:02.000Z', result: 'works' },
+        { releaseLock: locked.lock },
+      );
       await a.releaseLock(t, locked.lock);
       expect(proxy.take()).toEqual(['TagResource target']);
       expect((await b.readState(t)).lock).toBeUndefined();
@@ -411,11 +535,17 @@ describe.skipIf(moto === undefined)('aws requests per rotation (moto)', () => {
       const fresh = await b.acquireLock(t, { owner: 'b', rotationId: randomUUID(), ttlMs: 60_000 });
       expect(fresh).toMatchObject({ acquired: true, lock: { tookOver: true } });
       // a, paused past its lock's expiry, records and gives back the lock it no longer holds.
-      await a.recordProbe(t, { at: '2030-01-01T00:00:03.000Z', result: 'works' }, { releaseLock: stale.lock });
+      await a.recordProbe(
+        t,
+        { at: '2030-01-01T00:00:03.000Z', result: 'works' },
+        { releaseLock: stale.lock },
+      );
       const c = makeBackend(counted, clock);
       try {
         expect((await c.readState(t)).lock).toMatchObject({ owner: 'b' });
-        expect(await c.acquireLock(t, { owner: 'c', rotationId: randomUUID(), ttlMs: 60_000 })).toMatchObject({ acquired: false, holder: { owner: 'b' } });
+        expect(await c.acquireLock(t, { owner: 'c', rotationId: randomUUID(), ttlMs: 60_000 })).toMatchObject(
+          { acquired: false, holder: { owner: 'b' } },
+        );
       } finally {
         await c.close();
       }
@@ -440,13 +570,23 @@ describe.skipIf(moto === undefined)('aws requests per rotation (moto)', () => {
       const held = await b.acquireLock(t, { owner: 'b', rotationId: randomUUID(), ttlMs: 60_000 });
       if (!held.acquired) throw new Error('expected b to take the released lock');
       proxy.take();
-      expect(await a.acquireLock(t, { owner: 'a', rotationId: randomUUID(), ttlMs: 60_000 })).toMatchObject({ acquired: false, holder: { owner: 'b' } });
+      expect(await a.acquireLock(t, { owner: 'a', rotationId: randomUUID(), ttlMs: 60_000 })).toMatchObject({
+        acquired: false,
+        holder: { owner: 'b' },
+      });
       // The CAS from the remembered released version is refused; the read after it names the holder,
       // and one read of the target's tags shows b has not given it back with a record.
-      expect(proxy.take()).toEqual(['DescribeSecret target', 'GetSecretValue lock', 'PutSecretValue lock', 'UpdateSecretVersionStage lock']);
+      expect(proxy.take()).toEqual([
+        'DescribeSecret target',
+        'GetSecretValue lock',
+        'PutSecretValue lock',
+        'UpdateSecretVersionStage lock',
+      ]);
       // b's lock is untouched: b releases it, and then a gets it.
       await b.releaseLock(t, held.lock);
-      expect((await a.acquireLock(t, { owner: 'a', rotationId: randomUUID(), ttlMs: 60_000 })).acquired).toBe(true);
+      expect((await a.acquireLock(t, { owner: 'a', rotationId: randomUUID(), ttlMs: 60_000 })).acquired).toBe(
+        true,
+      );
     });
 
     it('creates a target readState saw missing with the marker at once, and tags it when it was created meanwhile', async () => {

@@ -27,7 +27,10 @@ afterAll(async () => {
 });
 
 function policyFor(backendLine: string, pathOf: (keyId: string) => string): string {
-  const keys = KEY_IDS.map((id) => `  - { id: ${id}, organization: ${ORG}, destinations: [{ backend: dest, path: "${pathOf(id)}" }] }`).join('\n');
+  const keys = KEY_IDS.map(
+    (id) =>
+      `  - { id: ${id}, organization: ${ORG}, destinations: [{ backend: dest, path: "${pathOf(id)}" }] }`,
+  ).join('\n');
   return `version: 1
 api:
   baseUrl: ${cli.emulator.url}
@@ -48,9 +51,18 @@ describe('the bundled CLI against the real servers', () => {
     const server = vaultServer();
     if (!server) return ctx.skip();
     const prefix = uniqueName('bundle');
-    await cli.writeFile('vault.yaml', policyFor(`{ kind: vault, address: "${server.address}", mount: secret, auth: { method: token, token: env:VAULT_TOKEN } }`, (id) => `${prefix}/${id}`));
+    await cli.writeFile(
+      'vault.yaml',
+      policyFor(
+        `{ kind: vault, address: "${server.address}", mount: secret, auth: { method: token, token: env:VAULT_TOKEN } }`,
+        (id) => `${prefix}/${id}`,
+      ),
+    );
     cli.alsoSecret(server.rootToken);
-    const result = await cli.run(['rotate', '--all', '--reason', 'manual', '-p', 'vault.yaml'], { entry, env: { VAULT_TOKEN: server.rootToken } });
+    const result = await cli.run(['rotate', '--all', '--reason', 'manual', '-p', 'vault.yaml'], {
+      entry,
+      env: { VAULT_TOKEN: server.rootToken },
+    });
     expect(result.stderr).not.toMatch(/is not a (?:constructor|function)/);
     expect(result.code).toBe(0);
     expect(result.lastLine).toBe('rotated 3, failed 0, skipped 0');
@@ -64,8 +76,17 @@ describe('the bundled CLI against the real servers', () => {
     const server = motoServer();
     if (!server) return ctx.skip();
     const prefix = uniqueName('bundle');
-    await cli.writeFile('aws.yaml', policyFor(`{ kind: aws, endpoint: "${server.endpoint}", region: ${server.region}, createIfMissing: true }`, (id) => `${prefix}/${id}`));
-    const result = await cli.run(['rotate', '--all', '--reason', 'manual', '-p', 'aws.yaml'], { entry, env: { ...motoEnv(server) } });
+    await cli.writeFile(
+      'aws.yaml',
+      policyFor(
+        `{ kind: aws, endpoint: "${server.endpoint}", region: ${server.region}, createIfMissing: true }`,
+        (id) => `${prefix}/${id}`,
+      ),
+    );
+    const result = await cli.run(['rotate', '--all', '--reason', 'manual', '-p', 'aws.yaml'], {
+      entry,
+      env: { ...motoEnv(server) },
+    });
     expect(result.stderr).not.toMatch(/is not a (?:constructor|function)/);
     expect(result.code).toBe(0);
     expect(result.lastLine).toBe('rotated 3, failed 0, skipped 0');
@@ -73,7 +94,9 @@ describe('the bundled CLI against the real servers', () => {
     try {
       for (const id of KEY_IDS) {
         // By stage: moto's unlabelled default does not follow AWSCURRENT.
-        const stored = await sdk.send(new GetSecretValueCommand({ SecretId: `${prefix}/${id}`, VersionStage: 'AWSCURRENT' }));
+        const stored = await sdk.send(
+          new GetSecretValueCommand({ SecretId: `${prefix}/${id}`, VersionStage: 'AWSCURRENT' }),
+        );
         const value = JSON.parse(stored.SecretString ?? '{}') as { apiKey?: string };
         expect(cli.emulator.state.isLiveSecret(id, String(value.apiKey ?? stored.SecretString))).toBe(true);
       }
@@ -86,16 +109,27 @@ describe('the bundled CLI against the real servers', () => {
     const server = motoServer();
     if (!server) return ctx.skip();
     const prefix = uniqueName('bundle-trace');
-    await cli.writeFile('aws.yaml', policyFor(`{ kind: aws, endpoint: "${server.endpoint}", region: ${server.region}, createIfMissing: true }`, (id) => `${prefix}/${id}`));
+    await cli.writeFile(
+      'aws.yaml',
+      policyFor(
+        `{ kind: aws, endpoint: "${server.endpoint}", region: ${server.region}, createIfMissing: true }`,
+        (id) => `${prefix}/${id}`,
+      ),
+    );
     cli.alsoSecret(server.secretAccessKey);
     const otlp = await startOtlpReceiver();
     try {
-      const result = await cli.run(['rotate', '--key', 'key_demo_billing', '--reason', 'manual', '-p', 'aws.yaml'], { entry, env: { ...motoEnv(server), ...otlpEnv(otlp) } });
+      const result = await cli.run(
+        ['rotate', '--key', 'key_demo_billing', '--reason', 'manual', '-p', 'aws.yaml'],
+        { entry, env: { ...motoEnv(server), ...otlpEnv(otlp) } },
+      );
       expect(result.code, result.stderr).toBe(0);
       expect(result.stderr).not.toContain('tracing');
       const put = onlySpan(otlp.spans, 'SecretsManager.PutSecretValue');
       expect(put.parentSpanId).toBe(onlySpan(otlp.spans, 'store').spanId);
-      expect(childrenOf(otlp.spans, onlySpan(otlp.spans, 'roll')).map((span) => span.scope)).toEqual(['@opentelemetry/instrumentation-undici']);
+      expect(childrenOf(otlp.spans, onlySpan(otlp.spans, 'roll')).map((span) => span.scope)).toEqual([
+        '@opentelemetry/instrumentation-undici',
+      ]);
       const secrets = [...cli.emulator.state.mintedSecrets(), server.secretAccessKey];
       expectNoSecrets(otlp.bodies, secrets, 'exported spans');
     } finally {

@@ -22,7 +22,10 @@ async function setUpVault(fixture: CliFixture, server: VaultServer): Promise<Vau
   const prefix = uniqueName('cli');
   const pathOf = (keyId: KeyId): string => `${prefix}/${KEYS[keyId]}`;
   const keys = (Object.keys(KEYS) as KeyId[])
-    .map((id) => `  - id: ${id}\n    organization: ${ORG}\n    destinations: [{ backend: vault, path: ${pathOf(id)} }]\n`)
+    .map(
+      (id) =>
+        `  - id: ${id}\n    organization: ${ORG}\n    destinations: [{ backend: vault, path: ${pathOf(id)} }]\n`,
+    )
     .join('');
   await fixture.writeFile(
     'policy.yaml',
@@ -58,7 +61,9 @@ describe('the commands against OpenBao', () => {
     const result = await vault.run(['validate', '-p', 'policy.yaml']);
     expect(result.code).toBe(0);
     for (const id of Object.keys(KEYS) as KeyId[]) {
-      expect(result.stdout).toMatch(new RegExp(`^ok\\s+destination vault:${vault.pathOf(id)} — ${id}: will be created`, 'm'));
+      expect(result.stdout).toMatch(
+        new RegExp(`^ok\\s+destination vault:${vault.pathOf(id)} — ${id}: will be created`, 'm'),
+      );
       expect((await vaultAdmin(server).readData(vault.pathOf(id))).status).toBe(404);
     }
     expect(cli.emulator.state.totalRolls()).toBe(0);
@@ -80,19 +85,37 @@ describe('the commands against OpenBao', () => {
 
     const status = await vault.run(['status', '-p', 'policy.yaml', '-o', 'json']);
     expect(status.code).toBe(0);
-    const keys = (JSON.parse(status.stdout) as { keys: { keyId: string; lastRotationId: string; due: boolean; lock: unknown; intent: unknown }[] }).keys;
+    const keys = (
+      JSON.parse(status.stdout) as {
+        keys: { keyId: string; lastRotationId: string; due: boolean; lock: unknown; intent: unknown }[];
+      }
+    ).keys;
     for (const key of keys) {
-      expect(key.lastRotationId).toBe(eventsNamed(run, 'key.succeeded').find((e) => e.keyId === key.keyId)?.rotationId);
+      expect(key.lastRotationId).toBe(
+        eventsNamed(run, 'key.succeeded').find((e) => e.keyId === key.keyId)?.rotationId,
+      );
       expect(key).toMatchObject({ due: false, lock: null, intent: null });
     }
 
     const rolls = cli.emulator.state.totalRolls();
-    const versionsBefore = await Promise.all((Object.keys(KEYS) as KeyId[]).map(async (id) => (await admin.must('GET', `secret/metadata/${vault.pathOf(id)}`)).data));
+    const versionsBefore = await Promise.all(
+      (Object.keys(KEYS) as KeyId[]).map(
+        async (id) => (await admin.must('GET', `secret/metadata/${vault.pathOf(id)}`)).data,
+      ),
+    );
     const plan = await vault.run(['plan', '-p', 'policy.yaml', '-o', 'json']);
     expect(plan.code).toBe(0);
-    expect((JSON.parse(plan.stdout) as { keys: { due: boolean }[] }).keys.map((k) => k.due)).toEqual([false, false, false]);
+    expect((JSON.parse(plan.stdout) as { keys: { due: boolean }[] }).keys.map((k) => k.due)).toEqual([
+      false,
+      false,
+      false,
+    ]);
     expect(cli.emulator.state.totalRolls()).toBe(rolls);
-    const versionsAfter = await Promise.all((Object.keys(KEYS) as KeyId[]).map(async (id) => (await admin.must('GET', `secret/metadata/${vault.pathOf(id)}`)).data));
+    const versionsAfter = await Promise.all(
+      (Object.keys(KEYS) as KeyId[]).map(
+        async (id) => (await admin.must('GET', `secret/metadata/${vault.pathOf(id)}`)).data,
+      ),
+    );
     expect(versionsAfter).toEqual(versionsBefore);
   });
 
@@ -102,12 +125,33 @@ describe('the commands against OpenBao', () => {
     const vault = await setUpVault(cli, server);
     const admin = vaultAdmin(server);
     expect((await vault.run(['run', '-p', 'policy.yaml'])).code).toBe(0);
-    const leak = await vault.run(['rotate', '-p', 'policy.yaml', '--key', 'key_demo_billing', '--reason', 'leak', '--actor', 'alice', '--ticket', 'INC-1']);
+    const leak = await vault.run([
+      'rotate',
+      '-p',
+      'policy.yaml',
+      '--key',
+      'key_demo_billing',
+      '--reason',
+      'leak',
+      '--actor',
+      'alice',
+      '--ticket',
+      'INC-1',
+    ]);
     expect(leak.code).toBe(0);
     expect(leak.lastLine).toBe('rotated 1, failed 0, skipped 0');
-    expect(eventsNamed(leak, 'key.stored')).toEqual([expect.objectContaining({ keyId: 'key_demo_billing', version: '2', actor: 'alice', reason: 'leak', ticket: 'INC-1' })]);
+    expect(eventsNamed(leak, 'key.stored')).toEqual([
+      expect.objectContaining({
+        keyId: 'key_demo_billing',
+        version: '2',
+        actor: 'alice',
+        reason: 'leak',
+        ticket: 'INC-1',
+      }),
+    ]);
     const current = await admin.readData(vault.pathOf('key_demo_billing'));
-    const previous = (await admin.must('GET', `secret/data/${vault.pathOf('key_demo_billing')}?version=1`)).data as { data: { apiKey: string } };
+    const previous = (await admin.must('GET', `secret/data/${vault.pathOf('key_demo_billing')}?version=1`))
+      .data as { data: { apiKey: string } };
     expect(current.version).toBe(2);
     expect(cli.emulator.state.isLiveSecret('key_demo_billing', String(current.data?.apiKey))).toBe(true);
     expect(cli.emulator.state.isLiveSecret('key_demo_billing', previous.data.apiKey)).toBe(false);
@@ -121,8 +165,15 @@ describe('the commands against OpenBao', () => {
     cli.alsoSecret(narrow);
     const result = await vault.run(['validate', '-p', 'policy.yaml', '-o', 'json'], narrow);
     expect(result.code).toBe(1);
-    const failed = (JSON.parse(result.stdout) as { checks: { check: string; ok: boolean; errorCode?: string }[] }).checks.filter((c) => !c.ok);
-    expect(failed.map((c) => [c.check, c.errorCode])).toEqual((Object.keys(KEYS) as KeyId[]).map((id) => [`destination vault:${vault.pathOf(id)}`, 'KR_BACKEND_DENIED']));
+    const failed = (
+      JSON.parse(result.stdout) as { checks: { check: string; ok: boolean; errorCode?: string }[] }
+    ).checks.filter((c) => !c.ok);
+    expect(failed.map((c) => [c.check, c.errorCode])).toEqual(
+      (Object.keys(KEYS) as KeyId[]).map((id) => [
+        `destination vault:${vault.pathOf(id)}`,
+        'KR_BACKEND_DENIED',
+      ]),
+    );
   });
 
   it('a lock left by a dead runner makes rotate exit 3 (busy) until it is released as the runbook says', async (ctx) => {
@@ -131,17 +182,49 @@ describe('the commands against OpenBao', () => {
     const vault = await setUpVault(cli, server);
     const admin = vaultAdmin(server);
     const lockPath = `${vault.pathOf('key_demo_billing')}.keyroll-lock`;
-    await admin.must('POST', `secret/data/${lockPath}`, { data: { owner: 'dead-host/1/gone', rotationId: 'r-dead', expiresAt: '2099-01-01T00:00:00.000Z', token: 'not-ours', state: 'held' } });
+    await admin.must('POST', `secret/data/${lockPath}`, {
+      data: {
+        owner: 'dead-host/1/gone',
+        rotationId: 'r-dead',
+        expiresAt: '2099-01-01T00:00:00.000Z',
+        token: 'not-ours',
+        state: 'held',
+      },
+    });
 
-    const busy = await vault.run(['rotate', '-p', 'policy.yaml', '--key', 'key_demo_billing', '--reason', 'leak', '--actor', 'alice']);
+    const busy = await vault.run([
+      'rotate',
+      '-p',
+      'policy.yaml',
+      '--key',
+      'key_demo_billing',
+      '--reason',
+      'leak',
+      '--actor',
+      'alice',
+    ]);
     expect(busy.code).toBe(3);
-    expect(eventsNamed(busy, 'key.lock.busy')).toEqual([expect.objectContaining({ holder: 'dead-host/1/gone', holderRotationId: 'r-dead' })]);
+    expect(eventsNamed(busy, 'key.lock.busy')).toEqual([
+      expect.objectContaining({ holder: 'dead-host/1/gone', holderRotationId: 'r-dead' }),
+    ]);
     const status = await vault.run(['status', '-p', 'policy.yaml', '-o', 'json']);
-    expect(JSON.parse(status.stdout)).toMatchObject({ keys: [{ keyId: 'key_demo_billing', lock: { owner: 'dead-host/1/gone' } }, {}, {}] });
+    expect(JSON.parse(status.stdout)).toMatchObject({
+      keys: [{ keyId: 'key_demo_billing', lock: { owner: 'dead-host/1/gone' } }, {}, {}],
+    });
 
     // docs/runbook.md: `bao kv put -mount=secret <path>.keyroll-lock state=released`
     await admin.must('POST', `secret/data/${lockPath}`, { data: { state: 'released' } });
-    const freed = await vault.run(['rotate', '-p', 'policy.yaml', '--key', 'key_demo_billing', '--reason', 'leak', '--actor', 'alice']);
+    const freed = await vault.run([
+      'rotate',
+      '-p',
+      'policy.yaml',
+      '--key',
+      'key_demo_billing',
+      '--reason',
+      'leak',
+      '--actor',
+      'alice',
+    ]);
     expect(freed.code).toBe(0);
     expect(freed.lastLine).toBe('rotated 1, failed 0, skipped 0');
   });

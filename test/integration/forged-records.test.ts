@@ -22,7 +22,13 @@ import { vaultAdmin } from './vault-admin.ts';
 const KEY = 'key_demo_billing';
 const HOUR = 3600_000;
 const DAY = 24 * HOUR;
-const FAILURES: FailureSettings = { backoffInitialMs: HOUR, backoffCapMs: DAY, jitter: 0, quarantineAfter: 5, remindEveryMs: DAY };
+const FAILURES: FailureSettings = {
+  backoffInitialMs: HOUR,
+  backoffCapMs: DAY,
+  jitter: 0,
+  quarantineAfter: 5,
+  remindEveryMs: DAY,
+};
 const ago = (ms: number): string => new Date(Date.now() - ms).toISOString();
 
 let emulator: RunningEmulator;
@@ -35,33 +41,71 @@ afterAll(async () => {
 
 interface Forgery {
   lastRotatedAt: string;
-  failure: { rotationId: string; step: string; errorCode: string; at: string; consecutive: number; firstAt: string; quarantinedAt: string; lastAlertedAt: string };
+  failure: {
+    rotationId: string;
+    step: string;
+    errorCode: string;
+    at: string;
+    consecutive: number;
+    firstAt: string;
+    quarantinedAt: string;
+    lastAlertedAt: string;
+  };
 }
 
 /** What the attacker writes: a key last rotated 90 days ago (maxAge 30 days), quarantined. */
 const forgery = (times: { quarantinedAt: string; lastAlertedAt: string }): Forgery => ({
   lastRotatedAt: ago(90 * DAY),
-  failure: { rotationId: 'forged', step: 'preflight', errorCode: 'KR_BACKEND_DENIED', at: ago(DAY), consecutive: 7, firstAt: ago(10 * DAY), ...times },
+  failure: {
+    rotationId: 'forged',
+    step: 'preflight',
+    errorCode: 'KR_BACKEND_DENIED',
+    at: ago(DAY),
+    consecutive: 7,
+    firstAt: ago(10 * DAY),
+    ...times,
+  },
 });
 
 /** Rotates the key once into `backend`, lets `forge` change its bookkeeping, then runs as the CronJob would. */
-async function forgedRun(backend: BackendConfig, path: string, env: NodeJS.ProcessEnv, forge: () => Promise<void>) {
+async function forgedRun(
+  backend: BackendConfig,
+  path: string,
+  env: NodeJS.ProcessEnv,
+  forge: () => Promise<void>,
+) {
   const lines: string[] = [];
   const audit = createAuditLog({ destination: { write: (line: string) => void lines.push(line) } });
   const key = keyPolicy(KEY, emulator.state.apiKey(KEY).organizationId, {
-    destinations: [{ backend: 'real', target: { path, shape: { format: 'json', secretField: 'apiKey', fields: ['keyId'] } } }],
+    destinations: [
+      {
+        backend: 'real',
+        target: { path, shape: { format: 'json', secretField: 'apiKey', fields: ['keyId'] } },
+      },
+    ],
     failures: FAILURES,
   });
   const policy: Policy = {
     file: 'forged.yaml',
-    api: { baseUrl: emulator.url, credential: { type: 'bearer', token: 'env:UNUSED' }, methods: { roll: 'POST', listProjects: 'GET', updateProject: 'PATCH', updateConsent: 'PATCH' }, timeouts: { headersMs: 5000, bodyMs: 5000 }, rateLimitPerMinute: 6000 },
+    api: {
+      baseUrl: emulator.url,
+      credential: { type: 'bearer', token: 'env:UNUSED' },
+      methods: { roll: 'POST', listProjects: 'GET', updateProject: 'PATCH', updateConsent: 'PATCH' },
+      timeouts: { headersMs: 5000, bodyMs: 5000 },
+      rateLimitPerMinute: 6000,
+    },
     backends: { real: backend },
     alerts: { sinks: {} },
     keys: [key],
   };
   const alerter = new RecordingAlerter();
   const run = async (): Promise<RunSummary> => {
-    const runtime = await createRuntime(policy, { audit, alerter, credentials: staticCredential(new Secret('demo-owner-token')), env });
+    const runtime = await createRuntime(policy, {
+      audit,
+      alerter,
+      credentials: staticCredential(new Secret('demo-owner-token')),
+      env,
+    });
     try {
       return await runRotations(runtime, { keys: [key], trigger: { reason: 'scheduled', force: false } });
     } finally {
@@ -71,7 +115,9 @@ async function forgedRun(backend: BackendConfig, path: string, env: NodeJS.Proce
   expect((await run()).rotated).toBe(1);
   await forge();
   const summary = await run();
-  const distrusted = lines.map((line) => JSON.parse(line) as AuditRecord).filter((e) => e.event === 'key.record.distrusted');
+  const distrusted = lines
+    .map((line) => JSON.parse(line) as AuditRecord)
+    .filter((e) => e.event === 'key.record.distrusted');
   return { summary, alerter, distrusted };
 }
 
@@ -94,7 +140,9 @@ function forgeryCases(name: string, start: () => ForgedRun | undefined): void {
     it('a quarantine whose last alert lies in the future: reminded now', async (ctx) => {
       const run = start();
       if (!run) return ctx.skip();
-      const { summary, alerter, distrusted } = await run(forgery({ quarantinedAt: ago(DAY), lastAlertedAt: '2099-01-01T00:00:00.000Z' }));
+      const { summary, alerter, distrusted } = await run(
+        forgery({ quarantinedAt: ago(DAY), lastAlertedAt: '2099-01-01T00:00:00.000Z' }),
+      );
       expect(summary.outcomes[0]).toMatchObject({ result: 'skipped', detail: 'quarantined' });
       expect(alerter.alerts.map((a) => a.alert.errorCode)).toEqual(['KR_KEY_QUARANTINED']);
       expect(distrusted[0]).toMatchObject({ field: 'lastAlertedAt', problem: 'future' });
@@ -107,7 +155,11 @@ const forgeVault = (server: VaultServer, path: string, forged: Forgery) => async
   const admin = vaultAdmin(server);
   const current = await admin.customMetadata(path);
   await admin.must('POST', `secret/metadata/${path}`, {
-    custom_metadata: { ...current, keyroll_last_rotated_at: forged.lastRotatedAt, keyroll_last_failure: JSON.stringify(forged.failure) },
+    custom_metadata: {
+      ...current,
+      keyroll_last_rotated_at: forged.lastRotatedAt,
+      keyroll_last_failure: JSON.stringify(forged.failure),
+    },
   });
 };
 
@@ -121,8 +173,14 @@ const forgeTags = (server: MotoServer, path: string, forged: Forgery) => async (
         SecretId: path,
         Tags: [
           { Key: 'keyroll:last-rotated-at', Value: forged.lastRotatedAt },
-          { Key: 'keyroll:last-failure', Value: `${failure.rotationId} ${failure.at} ${failure.errorCode} ${failure.step}` },
-          { Key: 'keyroll:failure-streak', Value: `${String(failure.consecutive)} ${failure.firstAt} - ${failure.quarantinedAt} ${failure.lastAlertedAt}` },
+          {
+            Key: 'keyroll:last-failure',
+            Value: `${failure.rotationId} ${failure.at} ${failure.errorCode} ${failure.step}`,
+          },
+          {
+            Key: 'keyroll:failure-streak',
+            Value: `${String(failure.consecutive)} ${failure.firstAt} - ${failure.quarantinedAt} ${failure.lastAlertedAt}`,
+          },
         ],
       }),
     );
@@ -136,8 +194,19 @@ forgeryCases('OpenBao custom_metadata', () => {
   if (!server) return undefined;
   return (forged) => {
     const path = `forged-${randomUUID().slice(0, 8)}/${KEY}`;
-    const backend: BackendConfig = { kind: 'vault', address: server.address, mount: 'secret', timeoutMs: 5000, auth: { method: 'token', token: 'env:KEYROLL_FORGED_VAULT_TOKEN' } };
-    return forgedRun(backend, path, { ...process.env, KEYROLL_FORGED_VAULT_TOKEN: server.rootToken }, forgeVault(server, path, forged));
+    const backend: BackendConfig = {
+      kind: 'vault',
+      address: server.address,
+      mount: 'secret',
+      timeoutMs: 5000,
+      auth: { method: 'token', token: 'env:KEYROLL_FORGED_VAULT_TOKEN' },
+    };
+    return forgedRun(
+      backend,
+      path,
+      { ...process.env, KEYROLL_FORGED_VAULT_TOKEN: server.rootToken },
+      forgeVault(server, path, forged),
+    );
   };
 });
 
@@ -146,7 +215,14 @@ forgeryCases('AWS Secrets Manager tags (moto)', () => {
   if (!server) return undefined;
   return (forged) => {
     const path = `keyroll-forged/${randomUUID().slice(0, 8)}/${KEY}`;
-    const backend: BackendConfig = { kind: 'aws', endpoint: server.endpoint, region: server.region, createIfMissing: true, tags: {}, timeoutMs: 5000 };
+    const backend: BackendConfig = {
+      kind: 'aws',
+      endpoint: server.endpoint,
+      region: server.region,
+      createIfMissing: true,
+      tags: {},
+      timeoutMs: 5000,
+    };
     return forgedRun(backend, path, motoEnv(server), forgeTags(server, path, forged));
   };
 });

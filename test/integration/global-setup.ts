@@ -30,7 +30,8 @@ async function installServers(): Promise<string> {
     maxBuffer: 16 * 1024 * 1024,
   });
   const binDir = stdout.trim().split('\n').pop();
-  if (binDir === undefined || binDir === '') throw new Error('scripts/test-servers.sh printed no bin directory');
+  if (binDir === undefined || binDir === '')
+    throw new Error('scripts/test-servers.sh printed no bin directory');
   return binDir;
 }
 
@@ -50,7 +51,8 @@ async function installTools(script: string): Promise<string> {
     child.once('exit', resolveExit);
   });
   const binDir = stdout.trim().split('\n').pop();
-  if (code !== 0 || binDir === undefined || binDir === '') throw new Error(`${script} failed (exit ${String(code)})`);
+  if (code !== 0 || binDir === undefined || binDir === '')
+    throw new Error(`${script} failed (exit ${String(code)})`);
   return binDir;
 }
 
@@ -93,7 +95,12 @@ export default async function setup(project: TestProject): Promise<() => Promise
       if (moto === undefined) {
         const started = await startMoto(binDir);
         running.push(started);
-        moto = { endpoint: started.url, region: MOTO_ENV.AWS_REGION, accessKeyId: MOTO_ENV.AWS_ACCESS_KEY_ID, secretAccessKey: MOTO_ENV.AWS_SECRET_ACCESS_KEY };
+        moto = {
+          endpoint: started.url,
+          region: MOTO_ENV.AWS_REGION,
+          accessKeyId: MOTO_ENV.AWS_ACCESS_KEY_ID,
+          secretAccessKey: MOTO_ENV.AWS_SECRET_ACCESS_KEY,
+        };
       }
     }
     project.provide('vaultServer', vault);
@@ -103,7 +110,9 @@ export default async function setup(project: TestProject): Promise<() => Promise
     await stopServers();
     if (process.env.CI === 'true') {
       await kube.close();
-      throw new Error(`integration test servers could not start (CI=true fails the run): ${String(error)}`, { cause: error });
+      throw new Error(`integration test servers could not start (CI=true fails the run): ${String(error)}`, {
+        cause: error,
+      });
     }
     const reason = `${HOW_TO_GET_SERVERS}\nStarting them failed: ${error instanceof Error ? error.message : String(error)}`;
     console.warn(`\nkeyroll: integration tests will be skipped.\n${reason}\n`);
@@ -119,14 +128,23 @@ export default async function setup(project: TestProject): Promise<() => Promise
 }
 
 /** Builds the Kubernetes tools now (no test runs yet to compete for the cores) and serves the server on demand. */
-async function provideKubeOnDemand(project: TestProject, running: RunningServer[]): Promise<{ close(): Promise<void> }> {
+async function provideKubeOnDemand(
+  project: TestProject,
+  running: RunningServer[],
+): Promise<{ close(): Promise<void> }> {
   let binDir: string | undefined;
   let installError: unknown;
   try {
     binDir = await installTools('scripts/test-kube.sh');
   } catch (error) {
-    if (process.env.CI === 'true') throw new Error(`the Kubernetes test tools could not be built (CI=true fails the run): ${describeError(error)}`, { cause: error });
-    console.warn(`\nkeyroll: the Kubernetes tests will be skipped.\n${HOW_TO_GET_KUBE}\n${describeError(error)}\n`);
+    if (process.env.CI === 'true')
+      throw new Error(
+        `the Kubernetes test tools could not be built (CI=true fails the run): ${describeError(error)}`,
+        { cause: error },
+      );
+    console.warn(
+      `\nkeyroll: the Kubernetes tests will be skipped.\n${HOW_TO_GET_KUBE}\n${describeError(error)}\n`,
+    );
     installError = error;
   }
   provideControllers(project, binDir, await installControllers(binDir));
@@ -135,7 +153,12 @@ async function provideKubeOnDemand(project: TestProject, running: RunningServer[
       if (binDir === undefined) throw installError;
       const started = await startKubeApiServer(binDir);
       running.push({ url: started.server, stop: () => started.stop() });
-      return { server: started.server, caPem: started.caPem, admin: started.admin, serviceAccountIssuer: started.serviceAccountIssuer };
+      return {
+        server: started.server,
+        caPem: started.caPem,
+        admin: started.admin,
+        serviceAccountIssuer: started.serviceAccountIssuer,
+      };
     },
     (error) => `${HOW_TO_GET_KUBE}\nStarting it failed: ${describeError(error)}`,
   );
@@ -144,21 +167,38 @@ async function provideKubeOnDemand(project: TestProject, running: RunningServer[
 }
 
 /** Builds the real controllers (after the API server they need); a failure fails the run under CI=true. */
-async function installControllers(kubeBinDir: string | undefined): Promise<{ dir: string } | { missingReason: string }> {
-  if (kubeBinDir === undefined) return { missingReason: `${HOW_TO_GET_KUBE} (the real controllers run beside kube-apiserver)` };
+async function installControllers(
+  kubeBinDir: string | undefined,
+): Promise<{ dir: string } | { missingReason: string }> {
+  if (kubeBinDir === undefined)
+    return { missingReason: `${HOW_TO_GET_KUBE} (the real controllers run beside kube-apiserver)` };
   try {
     return { dir: await installTools('scripts/test-controllers.sh') };
   } catch (error) {
-    if (process.env.CI === 'true') throw new Error(`the real controllers could not be built (CI=true fails the run): ${describeError(error)}`, { cause: error });
+    if (process.env.CI === 'true')
+      throw new Error(
+        `the real controllers could not be built (CI=true fails the run): ${describeError(error)}`,
+        { cause: error },
+      );
     const missingReason = `${HOW_TO_GET_CONTROLLERS}\n${describeError(error)}`;
     console.warn(`\nkeyroll: the tests against the real controllers will be skipped.\n${missingReason}\n`);
     return { missingReason };
   }
 }
 
-function provideControllers(project: TestProject, kubeBinDir: string | undefined, controllers: { dir: string } | { missingReason: string }): void {
-  project.provide('realControllers', 'dir' in controllers && kubeBinDir !== undefined ? { kubeBinDir, controllersDir: controllers.dir } : null);
-  project.provide('realControllersMissingReason', 'missingReason' in controllers ? controllers.missingReason : null);
+function provideControllers(
+  project: TestProject,
+  kubeBinDir: string | undefined,
+  controllers: { dir: string } | { missingReason: string },
+): void {
+  project.provide(
+    'realControllers',
+    'dir' in controllers && kubeBinDir !== undefined ? { kubeBinDir, controllersDir: controllers.dir } : null,
+  );
+  project.provide(
+    'realControllersMissingReason',
+    'missingReason' in controllers ? controllers.missingReason : null,
+  );
 }
 
 function externalServers(): { vault?: VaultServer; moto?: MotoServer } {
@@ -170,7 +210,12 @@ function externalServers(): { vault?: VaultServer; moto?: MotoServer } {
   }
   const motoUrl = process.env.KEYROLL_TEST_MOTO_URL;
   if (motoUrl !== undefined && motoUrl !== '') {
-    result.moto = { endpoint: motoUrl, region: MOTO_ENV.AWS_REGION, accessKeyId: MOTO_ENV.AWS_ACCESS_KEY_ID, secretAccessKey: MOTO_ENV.AWS_SECRET_ACCESS_KEY };
+    result.moto = {
+      endpoint: motoUrl,
+      region: MOTO_ENV.AWS_REGION,
+      accessKeyId: MOTO_ENV.AWS_ACCESS_KEY_ID,
+      secretAccessKey: MOTO_ENV.AWS_SECRET_ACCESS_KEY,
+    };
   }
   return result;
 }

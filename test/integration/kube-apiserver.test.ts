@@ -20,10 +20,18 @@ import {
 } from '@kubernetes/client-node';
 import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
-import { adminKubeConfig, installCustomResourceDefinition, serviceAccountCredentials, type KubeApiServerInfo } from '../support/kube-apiserver.ts';
+import {
+  adminKubeConfig,
+  installCustomResourceDefinition,
+  serviceAccountCredentials,
+  type KubeApiServerInfo,
+} from '../support/kube-apiserver.ts';
 import { kubeApiServer } from './servers.ts';
 
-const EXTERNAL_SECRETS_CRD = new URL('../fixtures/kubernetes/externalsecrets-crd-v2.9.0.yaml', import.meta.url);
+const EXTERNAL_SECRETS_CRD = new URL(
+  '../fixtures/kubernetes/externalsecrets-crd-v2.9.0.yaml',
+  import.meta.url,
+);
 const server = await kubeApiServer();
 
 function uniqueNamespace(): string {
@@ -42,7 +50,11 @@ async function statusOf(call: () => Promise<unknown>): Promise<number | 'allowed
 }
 
 /** Creates the namespace, a Role with `rules` and a binding of it to service account `keyroll`; returns that account's config. */
-async function keyrollBoundTo(kube: KubeApiServerInfo, namespace: string, rules: V1PolicyRule[]): Promise<KubeConfig> {
+async function keyrollBoundTo(
+  kube: KubeApiServerInfo,
+  namespace: string,
+  rules: V1PolicyRule[],
+): Promise<KubeConfig> {
   const { kubeConfig } = await serviceAccountCredentials(kube, namespace, 'keyroll');
   const rbac = adminKubeConfig(kube).makeApiClient(RbacAuthorizationV1Api);
   await rbac.createNamespacedRole({ namespace, body: { metadata: { name: 'keyroll-consumers' }, rules } });
@@ -65,7 +77,13 @@ async function createDeployment(kube: KubeApiServerInfo, namespace: string, name
       namespace,
       body: {
         metadata: { name },
-        spec: { selector: { matchLabels: labels }, template: { metadata: { labels }, spec: { containers: [{ name: 'app', image: 'registry.invalid/app:1' }] } } },
+        spec: {
+          selector: { matchLabels: labels },
+          template: {
+            metadata: { labels },
+            spec: { containers: [{ name: 'app', image: 'registry.invalid/app:1' }] },
+          },
+        },
       },
     });
 }
@@ -88,27 +106,51 @@ if (server === undefined) {
 
     it('issues service-account tokens from its own issuer (TokenRequest API)', async () => {
       const { token } = await serviceAccountCredentials(kube, uniqueNamespace(), 'keyroll');
-      const payload: unknown = JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString('utf8'));
+      const payload: unknown = JSON.parse(
+        Buffer.from(token.split('.')[1] ?? '', 'base64url').toString('utf8'),
+      );
       expect(payload).toMatchObject({ iss: kube.serviceAccountIssuer });
     });
 
     it('lets a Role with resourceNames get and patch the one Deployment it names, and answers 403 for another', async () => {
       const namespace = uniqueNamespace();
-      const asKeyroll = await keyrollBoundTo(kube, namespace, [{ apiGroups: ['apps'], resources: ['deployments'], resourceNames: ['billing'], verbs: ['get', 'patch'] }]);
+      const asKeyroll = await keyrollBoundTo(kube, namespace, [
+        {
+          apiGroups: ['apps'],
+          resources: ['deployments'],
+          resourceNames: ['billing'],
+          verbs: ['get', 'patch'],
+        },
+      ]);
       await createDeployment(kube, namespace, 'billing');
       await createDeployment(kube, namespace, 'payments');
       const apps = asKeyroll.makeApiClient(AppsV1Api);
       // What `kubectl rollout restart` sends: a strategic merge patch of the pod template's annotation.
       const restartedAt = new Date().toISOString();
-      const restart = { spec: { template: { metadata: { annotations: { 'kubectl.kubernetes.io/restartedAt': restartedAt } } } } };
+      const restart = {
+        spec: {
+          template: { metadata: { annotations: { 'kubectl.kubernetes.io/restartedAt': restartedAt } } },
+        },
+      };
       const strategic = setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch);
 
-      const patched = await apps.patchNamespacedDeployment({ namespace, name: 'billing', body: restart }, strategic);
-      expect(patched.spec?.template.metadata?.annotations).toEqual({ 'kubectl.kubernetes.io/restartedAt': restartedAt });
-      expect((await apps.readNamespacedDeployment({ namespace, name: 'billing' })).metadata?.generation).toBe(2);
+      const patched = await apps.patchNamespacedDeployment(
+        { namespace, name: 'billing', body: restart },
+        strategic,
+      );
+      expect(patched.spec?.template.metadata?.annotations).toEqual({
+        'kubectl.kubernetes.io/restartedAt': restartedAt,
+      });
+      expect((await apps.readNamespacedDeployment({ namespace, name: 'billing' })).metadata?.generation).toBe(
+        2,
+      );
 
       expect(await statusOf(() => apps.readNamespacedDeployment({ namespace, name: 'payments' }))).toBe(403);
-      expect(await statusOf(() => apps.patchNamespacedDeployment({ namespace, name: 'payments', body: restart }, strategic))).toBe(403);
+      expect(
+        await statusOf(() =>
+          apps.patchNamespacedDeployment({ namespace, name: 'payments', body: restart }, strategic),
+        ),
+      ).toBe(403);
       // resourceNames cannot narrow a list, so the Role grants none.
       expect(await statusOf(() => apps.listNamespacedDeployment({ namespace }))).toBe(403);
     });
@@ -117,8 +159,20 @@ if (server === undefined) {
       const definition = parse(await readFile(EXTERNAL_SECRETS_CRD, 'utf8')) as V1CustomResourceDefinition;
       await installCustomResourceDefinition(kube, definition);
       const namespace = uniqueNamespace();
-      const asKeyroll = await keyrollBoundTo(kube, namespace, [{ apiGroups: ['external-secrets.io'], resources: ['externalsecrets'], resourceNames: ['billing-api-key'], verbs: ['get', 'patch'] }]);
-      const externalSecret = { group: 'external-secrets.io', version: 'v1', namespace, plural: 'externalsecrets' };
+      const asKeyroll = await keyrollBoundTo(kube, namespace, [
+        {
+          apiGroups: ['external-secrets.io'],
+          resources: ['externalsecrets'],
+          resourceNames: ['billing-api-key'],
+          verbs: ['get', 'patch'],
+        },
+      ]);
+      const externalSecret = {
+        group: 'external-secrets.io',
+        version: 'v1',
+        namespace,
+        plural: 'externalsecrets',
+      };
       await adminKubeConfig(kube)
         .makeApiClient(CustomObjectsApi)
         .createNamespacedCustomObject({
@@ -140,11 +194,22 @@ if (server === undefined) {
       const forceSync = String(Math.floor(Date.now() / 1000));
       const body = { metadata: { annotations: { 'force-sync': forceSync } } };
 
-      await objects.patchNamespacedCustomObject({ ...externalSecret, name: 'billing-api-key', body }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
-      const read: unknown = await objects.getNamespacedCustomObject({ ...externalSecret, name: 'billing-api-key' });
-      expect(read).toMatchObject({ metadata: { annotations: { 'force-sync': forceSync } }, spec: { refreshInterval: '1h' } });
+      await objects.patchNamespacedCustomObject(
+        { ...externalSecret, name: 'billing-api-key', body },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      );
+      const read: unknown = await objects.getNamespacedCustomObject({
+        ...externalSecret,
+        name: 'billing-api-key',
+      });
+      expect(read).toMatchObject({
+        metadata: { annotations: { 'force-sync': forceSync } },
+        spec: { refreshInterval: '1h' },
+      });
 
-      expect(await statusOf(() => objects.getNamespacedCustomObject({ ...externalSecret, name: 'other-api-key' }))).toBe(403);
+      expect(
+        await statusOf(() => objects.getNamespacedCustomObject({ ...externalSecret, name: 'other-api-key' })),
+      ).toBe(403);
     });
   });
 }

@@ -7,12 +7,24 @@
 // a leader stops starting work (its term signal aborts, isLeader() turns false) before any other
 // replica starts leading, and a released Lease is taken long before it could have expired.
 import { randomBytes } from 'node:crypto';
-import { ApiException, CoordinationV1Api, CoreV1Api, RbacAuthorizationV1Api, type V1Lease, type V1Role, type V1RoleBinding } from '@kubernetes/client-node';
+import {
+  ApiException,
+  CoordinationV1Api,
+  CoreV1Api,
+  RbacAuthorizationV1Api,
+  type V1Lease,
+  type V1Role,
+  type V1RoleBinding,
+} from '@kubernetes/client-node';
 import { afterEach, describe, expect, it } from 'vitest';
 import { LeaderElector, type ElectionTimings, type LossReason } from '../../src/leader/elector.ts';
 import { KubeLeaseStore } from '../../src/leader/kube-lease-store.ts';
 import { startFaultProxy, type FaultProxy } from '../faults/proxy.ts';
-import { adminKubeConfig, serviceAccountCredentials, type KubeApiServerInfo } from '../support/kube-apiserver.ts';
+import {
+  adminKubeConfig,
+  serviceAccountCredentials,
+  type KubeApiServerInfo,
+} from '../support/kube-apiserver.ts';
 import { renderConsumerTemplates } from './consumers/cluster.ts';
 import { kubeApiServer } from './servers.ts';
 
@@ -21,7 +33,8 @@ const server = await kubeApiServer();
 const TIMINGS: ElectionTimings = { leaseDurationMs: 3_000, renewDeadlineMs: 2_000, retryPeriodMs: 250 };
 
 /** Everything the electors of one test did, in the order it happened (one process, one event loop). */
-type Happening = { who: string; what: 'started' } | { who: string; what: 'stopped'; why: LossReason; leaderStill: boolean };
+type Happening =
+  { who: string; what: 'started' } | { who: string; what: 'stopped'; why: LossReason; leaderStill: boolean };
 
 interface Candidate {
   name: string;
@@ -44,11 +57,18 @@ if (server === undefined) {
 
   async function freshNamespace(): Promise<string> {
     const namespace = `keyroll-lease-${randomBytes(4).toString('hex')}`;
-    await adminKubeConfig(kube).makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: namespace } } });
+    await adminKubeConfig(kube)
+      .makeApiClient(CoreV1Api)
+      .createNamespace({ body: { metadata: { name: namespace } } });
     return namespace;
   }
 
-  async function candidate(name: string, namespace: string, happenings: Happening[], timings: ElectionTimings = TIMINGS): Promise<Candidate> {
+  async function candidate(
+    name: string,
+    namespace: string,
+    happenings: Happening[],
+    timings: ElectionTimings = TIMINGS,
+  ): Promise<Candidate> {
     const proxy = await startFaultProxy(kube.server.replace('https://', 'http://'));
     const viaProxy: KubeApiServerInfo = { ...kube, server: `https://127.0.0.1:${String(proxy.port)}` };
     const terms: AbortSignal[] = [];
@@ -62,7 +82,12 @@ if (server === undefined) {
           happenings.push({ who: name, what: 'started' });
         },
         stoppedLeading: (term, why) => {
-          happenings.push({ who: name, what: 'stopped', why, leaderStill: elector.isLeader() || !term.signal.aborted });
+          happenings.push({
+            who: name,
+            what: 'stopped',
+            why,
+            leaderStill: elector.isLeader() || !term.signal.aborted,
+          });
         },
         failed: () => undefined,
       },
@@ -99,7 +124,9 @@ if (server === undefined) {
   }
 
   async function leaseOf(namespace: string): Promise<{ holderIdentity?: string; leaseTransitions?: number }> {
-    const lease = await adminKubeConfig(kube).makeApiClient(CoordinationV1Api).readNamespacedLease({ namespace, name: 'keyroll-leader' });
+    const lease = await adminKubeConfig(kube)
+      .makeApiClient(CoordinationV1Api)
+      .readNamespacedLease({ namespace, name: 'keyroll-leader' });
     return lease.spec ?? {};
   }
 
@@ -111,7 +138,13 @@ if (server === undefined) {
       const b = await candidate('keyroll-b', namespace, happenings);
       a.elector.start();
       b.elector.start();
-      const both = await bothLeading(a.elector, b.elector, until(() => a.elector.isLeader() || b.elector.isLeader(), 20_000, 'one leads').then(() => new Promise((resolve) => setTimeout(resolve, TIMINGS.leaseDurationMs))));
+      const both = await bothLeading(
+        a.elector,
+        b.elector,
+        until(() => a.elector.isLeader() || b.elector.isLeader(), 20_000, 'one leads').then(
+          () => new Promise((resolve) => setTimeout(resolve, TIMINGS.leaseDurationMs)),
+        ),
+      );
       expect(both).toBe(0);
       expect(happenings.map(({ what }) => what)).toEqual(['started']);
       const leader = a.elector.isLeader() ? a : b;
@@ -130,7 +163,11 @@ if (server === undefined) {
       await new Promise((resolve) => setTimeout(resolve, TIMINGS.retryPeriodMs * 3));
       a.proxy.set({ kind: 'silent' });
       await until(() => b.elector.isLeader(), 20_000, 'b takes over');
-      expect(happenings.map(({ who, what }) => `${who} ${what}`)).toEqual(['keyroll-a started', 'keyroll-a stopped', 'keyroll-b started']);
+      expect(happenings.map(({ who, what }) => `${who} ${what}`)).toEqual([
+        'keyroll-a started',
+        'keyroll-a stopped',
+        'keyroll-b started',
+      ]);
       expect(happenings[1]).toMatchObject({ why: 'renew-deadline', leaderStill: false });
       expect(a.terms[0]?.aborted).toBe(true);
       expect(a.elector.isLeader()).toBe(false);
@@ -148,9 +185,17 @@ if (server === undefined) {
       b.elector.start();
       await new Promise((resolve) => setTimeout(resolve, TIMINGS.retryPeriodMs * 3));
       a.proxy.set({ kind: 'down' });
-      const both = await bothLeading(a.elector, b.elector, until(() => b.elector.isLeader(), 20_000, 'b takes over'));
+      const both = await bothLeading(
+        a.elector,
+        b.elector,
+        until(() => b.elector.isLeader(), 20_000, 'b takes over'),
+      );
       expect(both).toBe(0);
-      expect(happenings.map(({ who, what }) => `${who} ${what}`)).toEqual(['keyroll-a started', 'keyroll-a stopped', 'keyroll-b started']);
+      expect(happenings.map(({ who, what }) => `${who} ${what}`)).toEqual([
+        'keyroll-a started',
+        'keyroll-a stopped',
+        'keyroll-b started',
+      ]);
       expect(happenings[1]).toMatchObject({ why: 'renew-deadline', leaderStill: false });
       // The cut-off replica keeps trying; once it can reach the API server again it is a candidate, not a second leader.
       a.proxy.set({ kind: 'pass' });
@@ -174,13 +219,17 @@ if (server === undefined) {
       await a.elector.stop();
       expect(a.terms[0]?.aborted).toBe(true);
       await until(() => b.elector.isLeader(), 10_000, 'b takes over the released Lease');
-      expect(happenings.map((h) => (h.what === 'stopped' ? `${h.who} stopped (${h.why})` : `${h.who} started`))).toEqual(['keyroll-a started', 'keyroll-a stopped (released)', 'keyroll-b started']);
+      expect(
+        happenings.map((h) => (h.what === 'stopped' ? `${h.who} stopped (${h.why})` : `${h.who} started`)),
+      ).toEqual(['keyroll-a started', 'keyroll-a stopped (released)', 'keyroll-b started']);
       expect((await leaseOf(namespace)).holderIdentity).toBe('keyroll-b');
     });
 
     it("the chart's Lease and Role: keyroll's service account leads on that one Lease with get and update, and may neither create a Lease nor read another", async () => {
       const namespace = await freshNamespace();
-      const rendered = (await renderConsumerTemplates(namespace, [], ['templates/leader-rbac.yaml'], { set: ['daemon.enabled=true', 'cronjob.enabled=false'] })) as (V1Lease | V1Role | V1RoleBinding)[];
+      const rendered = (await renderConsumerTemplates(namespace, [], ['templates/leader-rbac.yaml'], {
+        set: ['daemon.enabled=true', 'cronjob.enabled=false'],
+      })) as (V1Lease | V1Role | V1RoleBinding)[];
       const admin = adminKubeConfig(kube);
       const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
       const leases = admin.makeApiClient(CoordinationV1Api);
@@ -188,7 +237,8 @@ if (server === undefined) {
       for (const object of rendered) {
         if (object.kind === 'Lease') await leases.createNamespacedLease({ namespace, body: object });
         if (object.kind === 'Role') await rbac.createNamespacedRole({ namespace, body: object });
-        if (object.kind === 'RoleBinding') await rbac.createNamespacedRoleBinding({ namespace, body: object as V1RoleBinding });
+        if (object.kind === 'RoleBinding')
+          await rbac.createNamespacedRoleBinding({ namespace, body: object as V1RoleBinding });
       }
       expect(rendered.map((object) => object.kind).sort()).toEqual(['Lease', 'Role', 'RoleBinding']);
       const leaseName = rendered.find((object) => object.kind === 'Lease')?.metadata?.name ?? '';
@@ -200,7 +250,8 @@ if (server === undefined) {
         identity: 'keyroll-7d9f-abcde',
         events: {
           startedLeading: () => happenings.push({ who: 'keyroll', what: 'started' }),
-          stoppedLeading: (_term, why) => happenings.push({ who: 'keyroll', what: 'stopped', why, leaderStill: false }),
+          stoppedLeading: (_term, why) =>
+            happenings.push({ who: 'keyroll', what: 'stopped', why, leaderStill: false }),
           failed: (error) => {
             throw error;
           },
@@ -219,9 +270,18 @@ if (server === undefined) {
           return error instanceof ApiException ? error.code : -1;
         }
       };
-      expect(await refused(() => asKeyroll.createNamespacedLease({ namespace, body: { metadata: { name: 'another' }, spec: {} } }))).toBe(403);
-      await leases.createNamespacedLease({ namespace, body: { metadata: { name: 'someone-elses' }, spec: {} } });
-      expect(await refused(() => asKeyroll.readNamespacedLease({ namespace, name: 'someone-elses' }))).toBe(403);
+      expect(
+        await refused(() =>
+          asKeyroll.createNamespacedLease({ namespace, body: { metadata: { name: 'another' }, spec: {} } }),
+        ),
+      ).toBe(403);
+      await leases.createNamespacedLease({
+        namespace,
+        body: { metadata: { name: 'someone-elses' }, spec: {} },
+      });
+      expect(await refused(() => asKeyroll.readNamespacedLease({ namespace, name: 'someone-elses' }))).toBe(
+        403,
+      );
       expect(await refused(() => asKeyroll.deleteNamespacedLease({ namespace, name: leaseName }))).toBe(403);
     });
   });

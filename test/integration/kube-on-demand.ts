@@ -21,7 +21,10 @@ export interface KubeOnDemand {
  * Serves `start()`'s result to every request; `start` runs once, on the first request, and a
  * failure is kept too (a second test file would only fail the same way, slower).
  */
-export async function serveKubeOnDemand(start: () => Promise<KubeApiServerInfo>, describeFailure: (error: unknown) => string): Promise<KubeOnDemand> {
+export async function serveKubeOnDemand(
+  start: () => Promise<KubeApiServerInfo>,
+  describeFailure: (error: unknown) => string,
+): Promise<KubeOnDemand> {
   let answer: Promise<KubeOnDemandAnswer> | undefined;
   const path = `/${randomBytes(16).toString('hex')}`;
   const server = createServer((request, response) => {

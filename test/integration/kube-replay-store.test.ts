@@ -7,7 +7,13 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { ApiException, CoreV1Api, RbacAuthorizationV1Api, type KubeConfig, type V1RoleBinding } from '@kubernetes/client-node';
+import {
+  ApiException,
+  CoreV1Api,
+  RbacAuthorizationV1Api,
+  type KubeConfig,
+  type V1RoleBinding,
+} from '@kubernetes/client-node';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { entryKey, REPLAY_HEADER_KEY } from '../../src/inbound/kube-replay-record.ts';
 import { claimOrRefuse, ReplayRecordError, type ReplayClaim } from '../../src/inbound/replay-claim.ts';
@@ -17,7 +23,11 @@ import type { Daemon } from '../../src/daemon/daemon.ts';
 import { keyYaml, postTrigger, startDaemonBench, TRIGGER_KEYS, type DaemonBench } from '../daemon/support.ts';
 import { secretScanningWebhook } from '../leaks/github/fake-github.ts';
 import { deliver, intakePolicy, startWithIntake, useGithubBench } from '../leaks/github/support.ts';
-import { adminKubeConfig, serviceAccountCredentials, type KubeApiServerInfo } from '../support/kube-apiserver.ts';
+import {
+  adminKubeConfig,
+  serviceAccountCredentials,
+  type KubeApiServerInfo,
+} from '../support/kube-apiserver.ts';
 import { renderConsumerTemplates } from './consumers/cluster.ts';
 import { kubeApiServer } from './servers.ts';
 
@@ -30,29 +40,56 @@ const WINDOW = 300;
 const CHART_SETTINGS = ['cronjob.enabled=false', 'daemon.enabled=true', 'daemon.replayStore=kubernetes'];
 
 /** A namespace holding what the chart renders for the shared store, and keyroll's account's client config. */
-async function chartNamespace(kube: KubeApiServerInfo): Promise<{ namespace: string; asKeyroll: KubeConfig }> {
+async function chartNamespace(
+  kube: KubeApiServerInfo,
+): Promise<{ namespace: string; asKeyroll: KubeConfig }> {
   const namespace = `keyroll-replay-${randomBytes(4).toString('hex')}`;
   const { kubeConfig } = await serviceAccountCredentials(kube, namespace, ACCOUNT);
   const admin = adminKubeConfig(kube);
   const core = admin.makeApiClient(CoreV1Api);
   const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
-  const objects = await renderConsumerTemplates(namespace, [], ['templates/replay-store.yaml'], { set: CHART_SETTINGS });
-  expect(objects.map((object) => object.kind)).toEqual(['ConfigMap', 'ConfigMap', 'ConfigMap', 'Role', 'RoleBinding']);
+  const objects = await renderConsumerTemplates(namespace, [], ['templates/replay-store.yaml'], {
+    set: CHART_SETTINGS,
+  });
+  expect(objects.map((object) => object.kind)).toEqual([
+    'ConfigMap',
+    'ConfigMap',
+    'ConfigMap',
+    'Role',
+    'RoleBinding',
+  ]);
   for (const object of objects) {
     if (object.kind === 'ConfigMap') await core.createNamespacedConfigMap({ namespace, body: object });
     if (object.kind === 'Role') await rbac.createNamespacedRole({ namespace, body: object });
-    if (object.kind === 'RoleBinding') await rbac.createNamespacedRoleBinding({ namespace, body: object as V1RoleBinding });
+    if (object.kind === 'RoleBinding')
+      await rbac.createNamespacedRoleBinding({ namespace, body: object as V1RoleBinding });
   }
   return { namespace, asKeyroll: kubeConfig };
 }
 
-const storeOf = (namespace: string, kubeConfig: KubeConfig): Extract<ReplayStore, { kind: 'kubernetes' }> => ({ kind: 'kubernetes', namespace, prefix: PREFIX, kubeConfig });
+const storeOf = (
+  namespace: string,
+  kubeConfig: KubeConfig,
+): Extract<ReplayStore, { kind: 'kubernetes' }> => ({
+  kind: 'kubernetes',
+  namespace,
+  prefix: PREFIX,
+  kubeConfig,
+});
 
 /** A replica's records, as one daemon process holds them. */
-const replica = (namespace: string, kubeConfig: KubeConfig, now = NOW, capacity?: number): ReplayRecords => new ReplayRecords(storeOf(namespace, kubeConfig), () => now, capacity);
+const replica = (namespace: string, kubeConfig: KubeConfig, now = NOW, capacity?: number): ReplayRecords =>
+  new ReplayRecords(storeOf(namespace, kubeConfig), () => now, capacity);
 
-async function configMapData(kube: KubeApiServerInfo, namespace: string, name: string): Promise<Record<string, string>> {
-  return (await adminKubeConfig(kube).makeApiClient(CoreV1Api).readNamespacedConfigMap({ namespace, name })).data ?? {};
+async function configMapData(
+  kube: KubeApiServerInfo,
+  namespace: string,
+  name: string,
+): Promise<Record<string, string>> {
+  return (
+    (await adminKubeConfig(kube).makeApiClient(CoreV1Api).readNamespacedConfigMap({ namespace, name }))
+      .data ?? {}
+  );
 }
 
 async function statusOf(call: () => Promise<unknown>): Promise<number | 'allowed'> {
@@ -118,9 +155,13 @@ if (server === undefined) {
       // The record began when A first opened it, not when the replacement did: a request signed
       // between the two is not refused as signed-before-start.
       expect(await replacement.claim('alice\nnonce-3', NOW + WINDOW, NOW + 30, NOW + 10)).toBe('claimed');
-      expect(await replacement.claim('alice\nnonce-4', NOW + WINDOW, NOW + 30, NOW - 1)).toBe('signed-before-start');
+      expect(await replacement.claim('alice\nnonce-4', NOW + WINDOW, NOW + 30, NOW - 1)).toBe(
+        'signed-before-start',
+      );
       // Each source is its own object: the GitHub record does not know the trigger's id.
-      expect(await (await replica(namespace, asKeyroll).open('github')).claim('alice\nnonce-1', NOW + 3600, NOW)).toBe('claimed');
+      expect(
+        await (await replica(namespace, asKeyroll).open('github')).claim('alice\nnonce-1', NOW + 3600, NOW),
+      ).toBe('claimed');
       const data = await configMapData(kube, namespace, replayConfigMapName(PREFIX, 'trigger'));
       expect(data[entryKey('alice\nnonce-1')]).toBe(String(NOW + WINDOW));
       expect(JSON.parse(data[REPLAY_HEADER_KEY] ?? '')).toEqual({ version: 1, notBefore: NOW });
@@ -142,8 +183,14 @@ if (server === undefined) {
       );
       for (const [index] of ids.entries()) {
         const forId = answers.map((mine) => mine[index]);
-        expect(forId.filter((answer) => answer === 'claimed'), ids[index]).toHaveLength(1);
-        expect(forId.filter((answer) => answer === 'replay'), ids[index]).toHaveLength(2);
+        expect(
+          forId.filter((answer) => answer === 'claimed'),
+          ids[index],
+        ).toHaveLength(1);
+        expect(
+          forId.filter((answer) => answer === 'replay'),
+          ids[index],
+        ).toHaveLength(2);
       }
       const data = await configMapData(kube, namespace, replayConfigMapName(PREFIX, 'github'));
       expect(Object.keys(data)).toHaveLength(ids.length + 1);
@@ -154,10 +201,14 @@ if (server === undefined) {
       const record = await replica(namespace, asKeyroll).open('gitguardian');
       expect(await record.claim('signature-old', NOW + 5, NOW, NOW)).toBe('claimed');
       expect(await record.claim('signature-live', NOW + WINDOW, NOW, NOW)).toBe('claimed');
-      expect(Object.keys(await configMapData(kube, namespace, replayConfigMapName(PREFIX, 'gitguardian')))).toContain(entryKey('signature-old'));
+      expect(
+        Object.keys(await configMapData(kube, namespace, replayConfigMapName(PREFIX, 'gitguardian'))),
+      ).toContain(entryKey('signature-old'));
       expect(await record.claim('signature-new', NOW + 10 + WINDOW, NOW + 10, NOW + 10)).toBe('claimed');
       const data = await configMapData(kube, namespace, replayConfigMapName(PREFIX, 'gitguardian'));
-      expect(Object.keys(data).sort()).toEqual([REPLAY_HEADER_KEY, entryKey('signature-live'), entryKey('signature-new')].sort());
+      expect(Object.keys(data).sort()).toEqual(
+        [REPLAY_HEADER_KEY, entryKey('signature-live'), entryKey('signature-new')].sort(),
+      );
       // Past its expiry the id is new again (the signature's timestamp window refuses it by then).
       expect(await record.claim('signature-old', NOW + 10 + WINDOW, NOW + 10, NOW + 10)).toBe('claimed');
     });
@@ -169,12 +220,21 @@ if (server === undefined) {
       const core = adminKubeConfig(kube).makeApiClient(CoreV1Api);
       const name = replayConfigMapName(PREFIX, 'trigger');
       const current = await core.readNamespacedConfigMap({ namespace, name });
-      await core.replaceNamespacedConfigMap({ namespace, name, body: { metadata: { name, namespace, resourceVersion: current.metadata?.resourceVersion }, data: {} } });
+      await core.replaceNamespacedConfigMap({
+        namespace,
+        name,
+        body: { metadata: { name, namespace, resourceVersion: current.metadata?.resourceVersion }, data: {} },
+      });
       // The replica's copy is stale: its write conflicts, it reads the empty object and refuses what it cannot judge.
-      expect(await record.claim('alice\nnonce-9', NOW + 5 + WINDOW, NOW + 20, NOW + 5)).toBe('signed-before-start');
+      expect(await record.claim('alice\nnonce-9', NOW + 5 + WINDOW, NOW + 20, NOW + 5)).toBe(
+        'signed-before-start',
+      );
       expect(await record.claim('alice\nnonce-1', NOW + WINDOW, NOW + 20, NOW)).toBe('signed-before-start');
       expect(await record.claim('alice\nnonce-2', NOW + 20 + WINDOW, NOW + 20, NOW + 20)).toBe('claimed');
-      expect(JSON.parse((await configMapData(kube, namespace, name))[REPLAY_HEADER_KEY] ?? '')).toEqual({ version: 1, notBefore: NOW + 20 });
+      expect(JSON.parse((await configMapData(kube, namespace, name))[REPLAY_HEADER_KEY] ?? '')).toEqual({
+        version: 1,
+        notBefore: NOW + 20,
+      });
     });
 
     it(`holds ${String(DEFAULT_REPLAY_CAPACITY)} live entries in one ConfigMap (under its 1 MiB), then answers full`, async () => {
@@ -187,17 +247,33 @@ if (server === undefined) {
       const data = await configMapData(kube, namespace, replayConfigMapName(PREFIX, 'github'));
       expect(Object.keys(data)).toHaveLength(DEFAULT_REPLAY_CAPACITY + 1);
       const bytes = Object.entries(data).reduce((sum, [key, value]) => sum + key.length + value.length, 0);
-      console.log(`replay record at capacity: ${String(DEFAULT_REPLAY_CAPACITY)} entries, ${String(bytes)} bytes of ConfigMap data (limit 1,048,576)`);
+      console.log(
+        `replay record at capacity: ${String(DEFAULT_REPLAY_CAPACITY)} entries, ${String(bytes)} bytes of ConfigMap data (limit 1,048,576)`,
+      );
     });
 
     it("the chart's Role lets keyroll get and update its three ConfigMaps and nothing else (no create, no other ConfigMap)", async () => {
       const { namespace, asKeyroll } = await chartNamespace(kube);
-      await adminKubeConfig(kube).makeApiClient(CoreV1Api).createNamespacedConfigMap({ namespace, body: { metadata: { name: 'other' }, data: { a: 'b' } } });
+      await adminKubeConfig(kube)
+        .makeApiClient(CoreV1Api)
+        .createNamespacedConfigMap({ namespace, body: { metadata: { name: 'other' }, data: { a: 'b' } } });
       const core = asKeyroll.makeApiClient(CoreV1Api);
-      expect(await statusOf(() => core.readNamespacedConfigMap({ namespace, name: replayConfigMapName(PREFIX, 'trigger') }))).toBe('allowed');
+      expect(
+        await statusOf(() =>
+          core.readNamespacedConfigMap({ namespace, name: replayConfigMapName(PREFIX, 'trigger') }),
+        ),
+      ).toBe('allowed');
       expect(await statusOf(() => core.readNamespacedConfigMap({ namespace, name: 'other' }))).toBe(403);
-      expect(await statusOf(() => core.createNamespacedConfigMap({ namespace, body: { metadata: { name: `${PREFIX}-extra` } } }))).toBe(403);
-      expect(await statusOf(() => core.deleteNamespacedConfigMap({ namespace, name: replayConfigMapName(PREFIX, 'trigger') }))).toBe(403);
+      expect(
+        await statusOf(() =>
+          core.createNamespacedConfigMap({ namespace, body: { metadata: { name: `${PREFIX}-extra` } } }),
+        ),
+      ).toBe(403);
+      expect(
+        await statusOf(() =>
+          core.deleteNamespacedConfigMap({ namespace, name: replayConfigMapName(PREFIX, 'trigger') }),
+        ),
+      ).toBe(403);
       expect(await statusOf(() => core.listNamespacedConfigMap({ namespace }))).toBe(403);
     });
 
@@ -209,21 +285,35 @@ if (server === undefined) {
       await expect(refused).rejects.toMatchObject({ code: 'KR_REPLAY_RECORD', status: 403 });
 
       const record = await replica(namespace, asKeyroll).open('trigger');
-      await adminKubeConfig(kube).makeApiClient(RbacAuthorizationV1Api).deleteNamespacedRoleBinding({ namespace, name: PREFIX });
-      await expect.poll(() => claimOrRefuse(record, `alice\n${randomBytes(8).toString('hex')}`, NOW + WINDOW, NOW, NOW)).toEqual({ why: 'replay-record-unavailable' });
+      await adminKubeConfig(kube)
+        .makeApiClient(RbacAuthorizationV1Api)
+        .deleteNamespacedRoleBinding({ namespace, name: PREFIX });
+      await expect
+        .poll(() => claimOrRefuse(record, `alice\n${randomBytes(8).toString('hex')}`, NOW + WINDOW, NOW, NOW))
+        .toEqual({ why: 'replay-record-unavailable' });
     });
 
     it('refuses the request when the API server cannot be reached, and claims again once it can', async () => {
       const { namespace } = await chartNamespace(kube);
       const relay = await startRelay(kube.server);
-      const { kubeConfig } = await serviceAccountCredentials({ ...kube, server: relay.url }, namespace, ACCOUNT);
+      const { kubeConfig } = await serviceAccountCredentials(
+        { ...kube, server: relay.url },
+        namespace,
+        ACCOUNT,
+      );
       const record = await replica(namespace, kubeConfig).open('trigger');
       expect(await record.claim('alice\nbefore', NOW + WINDOW, NOW, NOW)).toBe('claimed');
       await relay.cut();
-      expect(await claimOrRefuse(record, 'alice\nduring', NOW + WINDOW, NOW, NOW)).toEqual({ why: 'replay-record-unavailable' });
+      expect(await claimOrRefuse(record, 'alice\nduring', NOW + WINDOW, NOW, NOW)).toEqual({
+        why: 'replay-record-unavailable',
+      });
       // What was not written was not kept: another replica, reaching the API server, can still claim it.
       const { kubeConfig: asKeyroll } = await serviceAccountCredentials(kube, namespace, ACCOUNT);
-      expect(await (await replica(namespace, asKeyroll).open('trigger')).claim('alice\nduring', NOW + WINDOW, NOW, NOW)).toBe('claimed');
+      expect(
+        await (
+          await replica(namespace, asKeyroll).open('trigger')
+        ).claim('alice\nduring', NOW + WINDOW, NOW, NOW),
+      ).toBe('claimed');
     });
   });
 
@@ -235,7 +325,10 @@ if (server === undefined) {
       const github = benches.github();
       const { namespace, asKeyroll } = await chartNamespace(kube);
       await bench.writePolicyText(intakePolicy(bench, github));
-      const [a, b] = [await startWithIntake(bench, github, { replayStore: storeOf(namespace, asKeyroll) }), await startWithIntake(bench, github, { replayStore: storeOf(namespace, asKeyroll) })];
+      const [a, b] = [
+        await startWithIntake(bench, github, { replayStore: storeOf(namespace, asKeyroll) }),
+        await startWithIntake(bench, github, { replayStore: storeOf(namespace, asKeyroll) }),
+      ];
       const body = secretScanningWebhook('created', { owner: 'octo-org', repo: 'billing-app', number: 30 });
       expect((await deliver(a, body, { delivery: randomUUID() })).status).toBe(202);
       expect((await deliver(b, body, { delivery: randomUUID() })).status).toBe(409);
@@ -259,7 +352,10 @@ if (server === undefined) {
     });
 
     const startReplica = async (kubeConfig: KubeConfig, namespace: string): Promise<Daemon> => {
-      const daemon = await bench.start({ triggerKeys: TRIGGER_KEYS, replayStore: storeOf(namespace, kubeConfig) });
+      const daemon = await bench.start({
+        triggerKeys: TRIGGER_KEYS,
+        replayStore: storeOf(namespace, kubeConfig),
+      });
       await daemon.idle();
       return daemon;
     };
@@ -269,7 +365,11 @@ if (server === undefined) {
       const a = await startReplica(asKeyroll, namespace);
       const b = await startReplica(asKeyroll, namespace);
       const rolls = bench.emulator.state.rollCount(BILLING);
-      const request = { body: JSON.stringify({ keys: [BILLING], reason: 'leak', ticket: 'INC-30' }), nonce: randomBytes(16).toString('hex'), timestamp: Math.floor(Date.now() / 1000) };
+      const request = {
+        body: JSON.stringify({ keys: [BILLING], reason: 'leak', ticket: 'INC-30' }),
+        nonce: randomBytes(16).toString('hex'),
+        timestamp: Math.floor(Date.now() / 1000),
+      };
       expect((await postTrigger(a, request)).status).toBe(202);
       await a.idle();
       const replayed = await postTrigger(b, request);
@@ -281,14 +381,21 @@ if (server === undefined) {
       await Promise.all([b.idle(), replacement.idle()]);
       expect(bench.emulator.state.rollCount(BILLING)).toBe(rolls + 1);
       expect(bench.events('trigger.accepted')).toHaveLength(1);
-      expect(bench.events('daemon.started')[0]).toMatchObject({ replayStore: `kubernetes:${namespace}/${PREFIX}`, replayRecord: 'new' });
+      expect(bench.events('daemon.started')[0]).toMatchObject({
+        replayStore: `kubernetes:${namespace}/${PREFIX}`,
+        replayRecord: 'new',
+      });
       expect(bench.events('daemon.started')[1]).toMatchObject({ replayRecord: 'loaded' });
     });
 
     it('a trigger whose claim cannot be written (API server unreachable) is refused (503) and starts nothing', async () => {
       const { namespace } = await chartNamespace(kube);
       const relay = await startRelay(kube.server);
-      const { kubeConfig } = await serviceAccountCredentials({ ...kube, server: relay.url }, namespace, ACCOUNT);
+      const { kubeConfig } = await serviceAccountCredentials(
+        { ...kube, server: relay.url },
+        namespace,
+        ACCOUNT,
+      );
       const daemon = await startReplica(kubeConfig, namespace);
       const rolls = bench.emulator.state.rollCount(BILLING);
       bench.audit.clear();

@@ -30,23 +30,48 @@ async function rotateAll(backend: BackendConfig, pathOf: (keyId: string) => stri
   const lines: string[] = [];
   const audit = createAuditLog({ destination: { write: (line: string) => void lines.push(line) } });
   const keys: KeyPolicy[] = KEYS.map((id) =>
-    keyPolicy(id, emulator.state.apiKey(id).organizationId, { destinations: [{ backend: 'real', target: { path: pathOf(id), shape: { format: 'json', secretField: 'apiKey', fields: ['keyId', 'rotatedAt'] } } }] }),
+    keyPolicy(id, emulator.state.apiKey(id).organizationId, {
+      destinations: [
+        {
+          backend: 'real',
+          target: {
+            path: pathOf(id),
+            shape: { format: 'json', secretField: 'apiKey', fields: ['keyId', 'rotatedAt'] },
+          },
+        },
+      ],
+    }),
   );
   const policy: Policy = {
     file: 'e2e.yaml',
-    api: { baseUrl: emulator.url, credential: { type: 'bearer', token: 'env:UNUSED' }, methods: { roll: 'POST', listProjects: 'GET', updateProject: 'PATCH', updateConsent: 'PATCH' }, timeouts: { headersMs: 5000, bodyMs: 5000 }, rateLimitPerMinute: 6000 },
+    api: {
+      baseUrl: emulator.url,
+      credential: { type: 'bearer', token: 'env:UNUSED' },
+      methods: { roll: 'POST', listProjects: 'GET', updateProject: 'PATCH', updateConsent: 'PATCH' },
+      timeouts: { headersMs: 5000, bodyMs: 5000 },
+      rateLimitPerMinute: 6000,
+    },
     backends: { real: backend },
     alerts: { sinks: {} },
     keys,
   };
   const alerter = new RecordingAlerter();
-  const runtime = await createRuntime(policy, { audit, alerter, credentials: staticCredential(new Secret('demo-owner-token')), ...(env ? { env } : {}) });
+  const runtime = await createRuntime(policy, {
+    audit,
+    alerter,
+    credentials: staticCredential(new Secret('demo-owner-token')),
+    ...(env ? { env } : {}),
+  });
   const before = new Map(KEYS.map((id) => [id, emulator.state.currentSecret(id)]));
   try {
     const summary = await runRotations(runtime, { keys, trigger: { reason: 'manual', force: true } });
     const events = lines.map((l) => JSON.parse(l) as AuditRecord);
-    const state = await Promise.all(keys.map((k) => runtime.resolveKey(k).destinations[0]!).map((d) => d.backend.readState(d.target)));
-    const stored = await Promise.all(keys.map((k) => runtime.resolveKey(k).destinations[0]!).map((d) => d.backend.readSecret(d.target)));
+    const state = await Promise.all(
+      keys.map((k) => runtime.resolveKey(k).destinations[0]!).map((d) => d.backend.readState(d.target)),
+    );
+    const stored = await Promise.all(
+      keys.map((k) => runtime.resolveKey(k).destinations[0]!).map((d) => d.backend.readSecret(d.target)),
+    );
     return { summary, events, alerter, before, state, stored };
   } finally {
     await runtime.close();
@@ -63,7 +88,13 @@ describe('rotation end to end: emulator → OpenBao (Vault KV v2)', () => {
     if (!server) return ctx.skip();
     const prefix = `e2e-${randomUUID().slice(0, 8)}`;
     const { summary, events, alerter, before, state, stored } = await rotateAll(
-      { kind: 'vault', address: server.address, mount: 'secret', timeoutMs: 5000, auth: { method: 'token', token: 'env:KEYROLL_E2E_VAULT_TOKEN' } },
+      {
+        kind: 'vault',
+        address: server.address,
+        mount: 'secret',
+        timeoutMs: 5000,
+        auth: { method: 'token', token: 'env:KEYROLL_E2E_VAULT_TOKEN' },
+      },
       (id) => `${prefix}/${id}`,
       { ...process.env, KEYROLL_E2E_VAULT_TOKEN: server.rootToken },
     );
@@ -87,7 +118,14 @@ describe('rotation end to end: emulator → moto (AWS Secrets Manager)', () => {
     if (!server) return ctx.skip();
     const prefix = `keyroll-e2e/${randomUUID().slice(0, 8)}`;
     const { summary, events, alerter, before, state, stored } = await rotateAll(
-      { kind: 'aws', endpoint: server.endpoint, region: server.region, createIfMissing: true, tags: {}, timeoutMs: 5000 },
+      {
+        kind: 'aws',
+        endpoint: server.endpoint,
+        region: server.region,
+        createIfMissing: true,
+        tags: {},
+        timeoutMs: 5000,
+      },
       (id) => `${prefix}/${id}`,
       motoEnv(server),
     );
@@ -99,8 +137,12 @@ describe('rotation end to end: emulator → moto (AWS Secrets Manager)', () => {
       expect(emulator.state.isLiveSecret(id, before.get(id)!)).toBe(false);
       expect(state[i]?.lastRotatedAt).toEqual(expect.any(String));
       // By stage: moto's unlabelled default does not follow AWSCURRENT.
-      const current = await sdk.send(new GetSecretValueCommand({ SecretId: `${prefix}/${id}`, VersionStage: 'AWSCURRENT' }));
-      expect((JSON.parse(current.SecretString ?? '{}') as { apiKey?: string }).apiKey).toBe(stored[i]!.secret.reveal());
+      const current = await sdk.send(
+        new GetSecretValueCommand({ SecretId: `${prefix}/${id}`, VersionStage: 'AWSCURRENT' }),
+      );
+      expect((JSON.parse(current.SecretString ?? '{}') as { apiKey?: string }).apiKey).toBe(
+        stored[i]!.secret.reveal(),
+      );
     }
     sdk.destroy();
     console.log(`exposure window to moto (ms): ${exposureFigures(events).join(', ')}`);

@@ -43,7 +43,8 @@ export interface MotoServer {
 }
 
 function failUnderCi(name: string): void {
-  const reason = inject('serversMissingReason') ?? `${name} was not started by test/integration/global-setup.ts`;
+  const reason =
+    inject('serversMissingReason') ?? `${name} was not started by test/integration/global-setup.ts`;
   if (process.env.CI === 'true') throw new Error(`${name} is required under CI=true. ${reason}`);
 }
 
@@ -68,8 +69,11 @@ export function motoServer(): MotoServer | undefined {
 export function realControllersTools(): RealControllersTools | undefined {
   const tools = inject('realControllers');
   if (tools !== null) return tools;
-  const reason = inject('realControllersMissingReason') ?? 'the real controllers were not built by test/integration/global-setup.ts';
-  if (process.env.CI === 'true') throw new Error(`the real controllers are required under CI=true. ${reason}`);
+  const reason =
+    inject('realControllersMissingReason') ??
+    'the real controllers were not built by test/integration/global-setup.ts';
+  if (process.env.CI === 'true')
+    throw new Error(`the real controllers are required under CI=true. ${reason}`);
   console.warn(`keyroll: skipping the tests against the real controllers. ${reason}`);
   return undefined;
 }
@@ -87,7 +91,8 @@ export async function kubeApiServer(): Promise<KubeApiServerInfo | undefined> {
   );
   const answer = await kubeAnswer;
   if ('server' in answer) return answer.server;
-  if (process.env.CI === 'true') throw new Error(`the Kubernetes API server is required under CI=true. ${answer.missingReason}`);
+  if (process.env.CI === 'true')
+    throw new Error(`the Kubernetes API server is required under CI=true. ${answer.missingReason}`);
   console.warn(`keyroll: skipping the Kubernetes tests. ${answer.missingReason}`);
   return undefined;
 }

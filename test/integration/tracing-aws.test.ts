@@ -7,7 +7,14 @@ import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ORG, useCliFixture } from '../cli/harness.ts';
 import { expectNoSecrets } from '../support/secret-scan.ts';
-import { childrenOf, onlySpan, otlpEnv, startOtlpReceiver, subtreeOf, type OtlpReceiver } from '../support/otlp-receiver.ts';
+import {
+  childrenOf,
+  onlySpan,
+  otlpEnv,
+  startOtlpReceiver,
+  subtreeOf,
+  type OtlpReceiver,
+} from '../support/otlp-receiver.ts';
 import { motoEnv } from './aws-fixtures.ts';
 import { motoServer } from './servers.ts';
 
@@ -42,7 +49,10 @@ keys:
 `,
     );
     cli.alsoSecret(server.secretAccessKey);
-    const result = await cli.run(['rotate', '-p', 'policy.yaml', '--key', 'key_demo_billing', '--reason', 'leak', '--actor', 'alice'], { env: { ...motoEnv(server), ...otlpEnv(otlp) } });
+    const result = await cli.run(
+      ['rotate', '-p', 'policy.yaml', '--key', 'key_demo_billing', '--reason', 'leak', '--actor', 'alice'],
+      { env: { ...motoEnv(server), ...otlpEnv(otlp) } },
+    );
     expect(result.code, result.stderr).toBe(0);
     expect(result.stderr).not.toContain('tracing');
     const { spans } = otlp;
@@ -53,7 +63,11 @@ keys:
     expect(aws.length).toBeGreaterThan(2);
     for (const span of aws) {
       expect(span.kind).toBe(3);
-      expect(span.attributes).toMatchObject({ 'rpc.system': 'aws-api', 'rpc.service': 'SecretsManager', 'cloud.region': server.region });
+      expect(span.attributes).toMatchObject({
+        'rpc.system': 'aws-api',
+        'rpc.service': 'SecretsManager',
+        'cloud.region': server.region,
+      });
       expect(subtreeOf(spans, key)).toContain(span);
     }
     const store = onlySpan(spans, 'store');
@@ -61,9 +75,13 @@ keys:
     const put = onlySpan(spans, 'SecretsManager.PutSecretValue');
     expect(put.attributes['http.response.status_code']).toBe(200);
     // Preflight proves the destination before the roll: its calls are beneath it.
-    expect(childrenOf(spans, onlySpan(spans, 'preflight')).some((span) => span.name.startsWith('SecretsManager.'))).toBe(true);
+    expect(
+      childrenOf(spans, onlySpan(spans, 'preflight')).some((span) => span.name.startsWith('SecretsManager.')),
+    ).toBe(true);
     // The roll itself went to the API over undici, beneath the roll step.
-    expect(childrenOf(spans, onlySpan(spans, 'roll')).map((span) => span.scope)).toEqual(['@opentelemetry/instrumentation-undici']);
+    expect(childrenOf(spans, onlySpan(spans, 'roll')).map((span) => span.scope)).toEqual([
+      '@opentelemetry/instrumentation-undici',
+    ]);
 
     const secrets = [...cli.emulator.state.mintedSecrets(), server.secretAccessKey];
     expectNoSecrets(otlp.bodies, secrets, 'exported spans');

@@ -9,12 +9,30 @@ import type { TestClock } from '../backends/contract.ts';
 import type { VaultServer } from './servers.ts';
 
 export interface VaultAdmin {
-  call(method: string, apiPath: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: unknown }>;
+  call(
+    method: string,
+    apiPath: string,
+    body?: unknown,
+    headers?: Record<string, string>,
+  ): Promise<{ status: number; body: unknown }>;
   /** Like call, but throws unless 2xx; returns the JSON body. */
-  must(method: string, apiPath: string, body?: unknown, headers?: Record<string, string>): Promise<Record<string, unknown>>;
+  must(
+    method: string,
+    apiPath: string,
+    body?: unknown,
+    headers?: Record<string, string>,
+  ): Promise<Record<string, unknown>>;
   putPolicy(name: string, hcl: string): Promise<void>;
-  createToken(options: { policies: string[]; ttl?: string; renewable?: boolean; noDefaultPolicy?: boolean }): Promise<string>;
-  readData(path: string, headers?: Record<string, string>): Promise<{ status: number; data?: Record<string, unknown>; version?: number }>;
+  createToken(options: {
+    policies: string[];
+    ttl?: string;
+    renewable?: boolean;
+    noDefaultPolicy?: boolean;
+  }): Promise<string>;
+  readData(
+    path: string,
+    headers?: Record<string, string>,
+  ): Promise<{ status: number; data?: Record<string, unknown>; version?: number }>;
   /** The secret's custom_metadata as the server holds it (empty when it has none). */
   customMetadata(path: string): Promise<Record<string, string>>;
 }
@@ -30,7 +48,10 @@ export interface RequestRecorder {
  * `parts`, as it is published on `channel`: 'undici:request:create' when it is made,
  * 'undici:request:headers' once its answer (status and headers) has arrived.
  */
-export function recordRequests(channel: 'undici:request:create' | 'undici:request:headers', ...parts: string[]): RequestRecorder {
+export function recordRequests(
+  channel: 'undici:request:create' | 'undici:request:headers',
+  ...parts: string[]
+): RequestRecorder {
   const seen: string[] = [];
   const onMessage = (message: unknown): void => {
     const { request } = message as { request: { method: string; path: string } };
@@ -49,7 +70,11 @@ export function vaultAdmin(server: VaultServer): VaultAdmin {
   const call: VaultAdmin['call'] = async (method, apiPath, body, headers = {}) => {
     const response = await fetch(`${server.address}/v1/${apiPath}`, {
       method,
-      headers: { 'x-vault-token': server.rootToken, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+      headers: {
+        'x-vault-token': server.rootToken,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...headers,
+      },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     });
     const text = await response.text();
@@ -58,7 +83,9 @@ export function vaultAdmin(server: VaultServer): VaultAdmin {
   const must: VaultAdmin['must'] = async (method, apiPath, body, headers) => {
     const answer = await call(method, apiPath, body, headers);
     if (answer.status < 200 || answer.status >= 300) {
-      throw new Error(`vault admin ${method} ${apiPath}: HTTP ${String(answer.status)} ${JSON.stringify(answer.body)}`);
+      throw new Error(
+        `vault admin ${method} ${apiPath}: HTTP ${String(answer.status)} ${JSON.stringify(answer.body)}`,
+      );
     }
     return (answer.body ?? {}) as Record<string, unknown>;
   };
@@ -80,7 +107,8 @@ export function vaultAdmin(server: VaultServer): VaultAdmin {
     readData: async (path, headers) => {
       const answer = await call('GET', `secret/data/${path}`, undefined, headers);
       if (answer.status !== 200) return { status: answer.status };
-      const data = (answer.body as { data: { data: Record<string, unknown>; metadata: { version: number } } }).data;
+      const data = (answer.body as { data: { data: Record<string, unknown>; metadata: { version: number } } })
+        .data;
       return { status: 200, data: data.data, version: data.metadata.version };
     },
     customMetadata: async (path) => {

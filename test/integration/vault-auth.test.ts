@@ -26,12 +26,18 @@ if (server === undefined) {
   let n = 0;
   const target = (): StoreTarget => {
     n += 1;
-    return { path: `apps/${run}/key-${String(n)}`, shape: { format: 'raw', secretField: 'apiKey', fields: [] } };
+    return {
+      path: `apps/${run}/key-${String(n)}`,
+      shape: { format: 'raw', secretField: 'apiKey', fields: [] },
+    };
   };
   // Login methods cannot mint root tokens; tests that are not about permissions use this one.
   const ALL_POLICY = 'keyroll-test-everything';
   beforeAll(async () => {
-    await admin.putPolicy(ALL_POLICY, 'path "*" { capabilities = ["create", "read", "update", "delete", "list", "sudo"] }');
+    await admin.putPolicy(
+      ALL_POLICY,
+      'path "*" { capabilities = ["create", "read", "update", "delete", "list", "sudo"] }',
+    );
   });
 
   describe('vault backend: token renewal', () => {
@@ -60,14 +66,21 @@ if (server === undefined) {
     beforeAll(async () => {
       mount = uniqueName('approle');
       await admin.must('POST', `sys/auth/${mount}`, { type: 'approle' });
-      await admin.must('POST', `auth/${mount}/role/keyroll`, { token_policies: [ALL_POLICY], token_ttl: '1h' });
-      roleId = ((await admin.must('GET', `auth/${mount}/role/keyroll/role-id`)).data as { role_id: string }).role_id;
+      await admin.must('POST', `auth/${mount}/role/keyroll`, {
+        token_policies: [ALL_POLICY],
+        token_ttl: '1h',
+      });
+      roleId = ((await admin.must('GET', `auth/${mount}/role/keyroll/role-id`)).data as { role_id: string })
+        .role_id;
       const secret = await admin.must('POST', `auth/${mount}/role/keyroll/secret-id`, {});
       secretIdEnv.KR_SECRET_ID = (secret.data as { secret_id: string }).secret_id;
     });
 
     it('logs in with role_id and secret_id and writes', async () => {
-      const backend = makeBackend(vault, { auth: { method: 'approle', roleId, secretId: 'env:KR_SECRET_ID', mount }, env: secretIdEnv });
+      const backend = makeBackend(vault, {
+        auth: { method: 'approle', roleId, secretId: 'env:KR_SECRET_ID', mount },
+        env: secretIdEnv,
+      });
       const t = target();
       expect((await backend.preflight(t)).exists).toBe(false);
       const record = makeRecord();
@@ -77,13 +90,22 @@ if (server === undefined) {
     });
 
     it('is denied with a wrong secret_id', async () => {
-      const backend = makeBackend(vault, { auth: { method: 'approle', roleId, secretId: 'env:KR_SECRET_ID', mount }, env: { KR_SECRET_ID: 'wrong-secret-id-0000' } });
-      await expect(backend.preflight(target())).rejects.toMatchObject({ code: 'KR_BACKEND_DENIED', operation: 'preflight' });
+      const backend = makeBackend(vault, {
+        auth: { method: 'approle', roleId, secretId: 'env:KR_SECRET_ID', mount },
+        env: { KR_SECRET_ID: 'wrong-secret-id-0000' },
+      });
+      await expect(backend.preflight(target())).rejects.toMatchObject({
+        code: 'KR_BACKEND_DENIED',
+        operation: 'preflight',
+      });
       await backend.close();
     });
 
     it('logs in again when its token was revoked behind its back', async () => {
-      const backend = makeBackend(vault, { auth: { method: 'approle', roleId, secretId: 'env:KR_SECRET_ID', mount }, env: secretIdEnv });
+      const backend = makeBackend(vault, {
+        auth: { method: 'approle', roleId, secretId: 'env:KR_SECRET_ID', mount },
+        env: secretIdEnv,
+      });
       await backend.readState(target());
       await revokeTokensOfMount(mount);
       await expect(backend.readState(target())).resolves.toMatchObject({ exists: false });
@@ -111,7 +133,14 @@ if (server === undefined) {
               apiVersion: 'authentication.k8s.io/v1',
               kind: 'TokenReview',
               status: ok
-                ? { authenticated: true, user: { username: 'system:serviceaccount:ops:keyroll', uid: 'uid-keyroll', groups: ['system:serviceaccounts'] } }
+                ? {
+                    authenticated: true,
+                    user: {
+                      username: 'system:serviceaccount:ops:keyroll',
+                      uid: 'uid-keyroll',
+                      groups: ['system:serviceaccounts'],
+                    },
+                  }
                 : { authenticated: false, error: 'invalid token' },
             }),
           );
@@ -140,7 +169,9 @@ if (server === undefined) {
     });
 
     it('logs in with the service-account JWT file and writes', async () => {
-      const backend = makeBackend(vault, { auth: { method: 'kubernetes', role: 'keyroll', mount, jwtFile: join(jwtDir.path(), 'token') } });
+      const backend = makeBackend(vault, {
+        auth: { method: 'kubernetes', role: 'keyroll', mount, jwtFile: join(jwtDir.path(), 'token') },
+      });
       const t = target();
       await backend.preflight(t);
       const record = makeRecord();
@@ -150,14 +181,18 @@ if (server === undefined) {
     });
 
     it('is denied for a service account the role does not bind', async () => {
-      const backend = makeBackend(vault, { auth: { method: 'kubernetes', role: 'keyroll', mount, jwtFile: join(jwtDir.path(), 'other-token') } });
+      const backend = makeBackend(vault, {
+        auth: { method: 'kubernetes', role: 'keyroll', mount, jwtFile: join(jwtDir.path(), 'other-token') },
+      });
       await expect(backend.preflight(target())).rejects.toMatchObject({ code: 'KR_BACKEND_DENIED' });
       await backend.close();
     });
 
     it('treats the service-account JWT as a secret: the sanitizer blanks it and a refused login does not carry it', async () => {
       const refusedJwt = await readFile(join(jwtDir.path(), 'other-token'), 'utf8');
-      const backend = makeBackend(vault, { auth: { method: 'kubernetes', role: 'keyroll', mount, jwtFile: join(jwtDir.path(), 'other-token') } });
+      const backend = makeBackend(vault, {
+        auth: { method: 'kubernetes', role: 'keyroll', mount, jwtFile: join(jwtDir.path(), 'other-token') },
+      });
       const error: unknown = await backend.preflight(target()).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(BackendError);
       const texts: string[] = [];
@@ -171,7 +206,9 @@ if (server === undefined) {
     });
 
     it('is denied when the JWT file is missing', async () => {
-      const backend = makeBackend(vault, { auth: { method: 'kubernetes', role: 'keyroll', mount, jwtFile: join(jwtDir.path(), 'missing') } });
+      const backend = makeBackend(vault, {
+        auth: { method: 'kubernetes', role: 'keyroll', mount, jwtFile: join(jwtDir.path(), 'missing') },
+      });
       await expect(backend.preflight(target())).rejects.toMatchObject({ code: 'KR_BACKEND_DENIED' });
       await backend.close();
     });
@@ -187,7 +224,8 @@ if (server === undefined) {
     for (const accessor of (list.data as { keys: string[] }).keys) {
       const info = await admin.call('POST', 'auth/token/lookup-accessor', { accessor });
       const path = (info.body as { data?: { path?: string } } | undefined)?.data?.path ?? '';
-      if (path.startsWith(`auth/${authMount}/`)) await admin.must('POST', 'auth/token/revoke-accessor', { accessor });
+      if (path.startsWith(`auth/${authMount}/`))
+        await admin.must('POST', 'auth/token/revoke-accessor', { accessor });
     }
   }
 }

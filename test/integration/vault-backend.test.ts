@@ -44,7 +44,9 @@ if (server === undefined) {
       await backend.writeSecret(t, makeRecord());
       const lock = await backend.acquireLock(t, { owner: 'a', rotationId: 'r', ttlMs: 60_000 });
       expect(lock.acquired).toBe(true);
-      await admin.must('POST', `secret/data/${t.path}`, { data: { apiKey: 'sk_written_behind_our_back_0001' } });
+      await admin.must('POST', `secret/data/${t.path}`, {
+        data: { apiKey: 'sk_written_behind_our_back_0001' },
+      });
       const error: unknown = await backend.writeSecret(t, makeRecord()).catch((e: unknown) => e);
       expect(error).toMatchObject({ code: 'KR_BACKEND_CONFLICT', operation: 'write', retryable: false });
       expect((await admin.readData(t.path)).data).toEqual({ apiKey: 'sk_written_behind_our_back_0001' });
@@ -73,22 +75,39 @@ if (server === undefined) {
       await backend.writeSecret(raw, record);
       await backend.writeSecret(json, record);
       expect((await admin.readData(raw.path)).data).toEqual({ apiKey: record.secret.reveal() });
-      expect((await admin.readData(json.path)).data).toEqual({ token: record.secret.reveal(), keyId: 'key_42', rotationId: record.rotationId });
+      expect((await admin.readData(json.path)).data).toEqual({
+        token: record.secret.reveal(),
+        keyId: 'key_42',
+        rotationId: record.rotationId,
+      });
       await backend.close();
     });
   });
 
   describe('vault backend: custom_metadata', () => {
-    it('keeps an operator\'s own custom_metadata keys through keyroll\'s bookkeeping', async () => {
+    it("keeps an operator's own custom_metadata keys through keyroll's bookkeeping", async () => {
       const backend = makeBackend(vault);
       const t = target();
       const record = makeRecord();
       const written = await backend.writeSecret(t, record);
-      await admin.must('POST', `secret/metadata/${t.path}`, { custom_metadata: { team: 'billing', keyroll_intent: '{}' } });
-      await backend.setIntent(t, { rotationId: 'r1', keyId: 'k', owner: 'o', startedAt: '2030-01-01T00:00:00.000Z' });
-      await backend.recordRotation(t, { rotationId: record.rotationId, rotatedAt: record.rotatedAt, version: written.version });
+      await admin.must('POST', `secret/metadata/${t.path}`, {
+        custom_metadata: { team: 'billing', keyroll_intent: '{}' },
+      });
+      await backend.setIntent(t, {
+        rotationId: 'r1',
+        keyId: 'k',
+        owner: 'o',
+        startedAt: '2030-01-01T00:00:00.000Z',
+      });
+      await backend.recordRotation(t, {
+        rotationId: record.rotationId,
+        rotatedAt: record.rotatedAt,
+        version: written.version,
+      });
       await backend.clearIntent(t, 'r1');
-      const meta = (await admin.must('GET', `secret/metadata/${t.path}`)).data as { custom_metadata: Record<string, string> };
+      const meta = (await admin.must('GET', `secret/metadata/${t.path}`)).data as {
+        custom_metadata: Record<string, string>;
+      };
       expect(meta.custom_metadata.team).toBe('billing');
       expect(meta.custom_metadata.keyroll_last_rotation_id).toBe(record.rotationId);
       expect(meta.custom_metadata.keyroll_intent).toBeUndefined();
@@ -107,8 +126,12 @@ if (server === undefined) {
 
   describe('vault backend: the previous version and slot bookkeeping (invariant 10)', () => {
     const writeTwice = async (t: StoreTarget): Promise<void> => {
-      await admin.must('POST', `secret/data/${t.path}`, { data: { apiKey: 'sk_standby_slot_value_00000001' } });
-      await admin.must('POST', `secret/data/${t.path}`, { data: { apiKey: 'sk_active_slot_value_000000002' } });
+      await admin.must('POST', `secret/data/${t.path}`, {
+        data: { apiKey: 'sk_standby_slot_value_00000001' },
+      });
+      await admin.must('POST', `secret/data/${t.path}`, {
+        data: { apiKey: 'sk_active_slot_value_000000002' },
+      });
     };
 
     it('reads the version before the current one', async () => {
@@ -128,7 +151,9 @@ if (server === undefined) {
         'dropped by max_versions',
         async (path: string) => {
           await admin.must('POST', `secret/metadata/${path}`, { max_versions: 1 });
-          return admin.must('POST', `secret/data/${path}`, { data: { apiKey: 'sk_third_value_000000000003' } });
+          return admin.must('POST', `secret/data/${path}`, {
+            data: { apiKey: 'sk_third_value_000000000003' },
+          });
         },
       ],
     ])('answers undefined when the previous version was %s', async (_how, remove) => {
@@ -141,24 +166,45 @@ if (server === undefined) {
       await backend.close();
     });
 
-    it('keeps the active slot beside the last rotation keys, with an operator\'s own keys, and reads metadata of older keyrolls', async () => {
+    it("keeps the active slot beside the last rotation keys, with an operator's own keys, and reads metadata of older keyrolls", async () => {
       const backend = makeBackend(vault);
       const t = target();
       await admin.must('POST', `secret/data/${t.path}`, { data: { apiKey: 'sk_existing_value_000000009' } });
       // An older keyroll's bookkeeping (no key id, no probe) and a probe record this keyroll cannot read.
       await admin.must('POST', `secret/metadata/${t.path}`, {
-        custom_metadata: { team: 'billing', keyroll_last_rotation_id: 'rot-old', keyroll_last_rotated_at: '2029-12-01T00:00:00.000Z', keyroll_last_probe: '{not json' },
+        custom_metadata: {
+          team: 'billing',
+          keyroll_last_rotation_id: 'rot-old',
+          keyroll_last_rotated_at: '2029-12-01T00:00:00.000Z',
+          keyroll_last_probe: '{not json',
+        },
       });
       const before = await backend.readState(t);
       expect(before).toMatchObject({ lastRotationId: 'rot-old' });
       expect(before.lastKeyId).toBeUndefined();
       expect(before.lastProbe).toBeUndefined();
-      await backend.recordRotation(t, { rotationId: 'rot-new', rotatedAt: '2030-01-02T00:00:00.000Z', version: '1', keyId: 'key_slot_a' });
+      await backend.recordRotation(t, {
+        rotationId: 'rot-new',
+        rotatedAt: '2030-01-02T00:00:00.000Z',
+        version: '1',
+        keyId: 'key_slot_a',
+      });
       await backend.recordProbe(t, { at: '2030-01-02T01:00:00.000Z', result: 'works' });
-      expect(await admin.customMetadata(t.path)).toMatchObject({ team: 'billing', keyroll_last_rotation_id: 'rot-new', keyroll_last_key_id: 'key_slot_a' });
-      expect(await backend.readState(t)).toMatchObject({ lastKeyId: 'key_slot_a', lastProbe: { at: '2030-01-02T01:00:00.000Z', result: 'works' } });
+      expect(await admin.customMetadata(t.path)).toMatchObject({
+        team: 'billing',
+        keyroll_last_rotation_id: 'rot-new',
+        keyroll_last_key_id: 'key_slot_a',
+      });
+      expect(await backend.readState(t)).toMatchObject({
+        lastKeyId: 'key_slot_a',
+        lastProbe: { at: '2030-01-02T01:00:00.000Z', result: 'works' },
+      });
       // A later rotation recorded without a key id: lastKeyId names the last rotation's key only.
-      await backend.recordRotation(t, { rotationId: 'rot-single', rotatedAt: '2030-01-03T00:00:00.000Z', version: '1' });
+      await backend.recordRotation(t, {
+        rotationId: 'rot-single',
+        rotatedAt: '2030-01-03T00:00:00.000Z',
+        version: '1',
+      });
       expect(await admin.customMetadata(t.path)).not.toHaveProperty('keyroll_last_key_id');
       await backend.close();
     });
@@ -168,7 +214,11 @@ if (server === undefined) {
     it('is unavailable and retryable when nothing listens at the address', async () => {
       const closed = await closedPort();
       const backend = makeBackend(vault, { address: `http://127.0.0.1:${String(closed)}` });
-      await expect(backend.readState(target())).rejects.toMatchObject({ code: 'KR_BACKEND_UNAVAILABLE', retryable: true, kind: 'vault' });
+      await expect(backend.readState(target())).rejects.toMatchObject({
+        code: 'KR_BACKEND_UNAVAILABLE',
+        retryable: true,
+        kind: 'vault',
+      });
       await backend.close();
     });
 
@@ -187,7 +237,9 @@ if (server === undefined) {
     it('refuses a path with empty or dot segments before any request', async () => {
       const backend = makeBackend(vault);
       for (const path of ['', 'a//b', 'a/../b', 'a/key.keyroll-lock']) {
-        await expect(backend.preflight({ path, shape: RAW })).rejects.toMatchObject({ code: 'KR_BACKEND_INVALID_TARGET' });
+        await expect(backend.preflight({ path, shape: RAW })).rejects.toMatchObject({
+          code: 'KR_BACKEND_INVALID_TARGET',
+        });
       }
       await backend.close();
     });
@@ -197,13 +249,20 @@ if (server === undefined) {
     it('writes inside the configured namespace (X-Vault-Namespace)', async () => {
       const namespace = uniqueName('team');
       await admin.must('POST', `sys/namespaces/${namespace}`, {});
-      await admin.must('POST', 'sys/mounts/secret', { type: 'kv', options: { version: '2' } }, { 'x-vault-namespace': namespace });
+      await admin.must(
+        'POST',
+        'sys/mounts/secret',
+        { type: 'kv', options: { version: '2' } },
+        { 'x-vault-namespace': namespace },
+      );
       const backend = makeBackend(vault, { namespace });
       const t = target();
       const record = makeRecord();
       await backend.preflight(t);
       await backend.writeSecret(t, record);
-      expect((await admin.readData(t.path, { 'x-vault-namespace': namespace })).data).toEqual({ apiKey: record.secret.reveal() });
+      expect((await admin.readData(t.path, { 'x-vault-namespace': namespace })).data).toEqual({
+        apiKey: record.secret.reveal(),
+      });
       expect((await admin.readData(t.path)).status).toBe(404);
       await backend.close();
     });
@@ -215,7 +274,11 @@ if (server === undefined) {
       const { startTlsOpenBao } = await import('./vault-tls.ts');
       const tls = await startTlsOpenBao(vault.binDir ?? '');
       try {
-        const trusting = makeBackend(vault, { address: tls.address, token: tls.rootToken, caFile: tls.caFile });
+        const trusting = makeBackend(vault, {
+          address: tls.address,
+          token: tls.rootToken,
+          caFile: tls.caFile,
+        });
         const t = target();
         await trusting.writeSecret(t, makeRecord());
         expect((await trusting.readState(t)).exists).toBe(true);

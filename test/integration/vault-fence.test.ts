@@ -8,7 +8,13 @@ import type { HeldLock, StoreTarget } from '../../src/backends/types.ts';
 import type { VaultBackend } from '../../src/backends/vault/backend.ts';
 import { createTestClock, makeRecord, type TestClock } from '../backends/contract.ts';
 import { vaultServer, type VaultServer } from './servers.ts';
-import { makeVaultBackend, recordRequests, uniqueName, vaultAdmin, type RequestRecorder } from './vault-admin.ts';
+import {
+  makeVaultBackend,
+  recordRequests,
+  uniqueName,
+  vaultAdmin,
+  type RequestRecorder,
+} from './vault-admin.ts';
 
 const server = vaultServer();
 
@@ -25,7 +31,10 @@ function requestsTo(...parts: string[]): RequestRecorder {
   return active;
 }
 
-const raw = (name: string): StoreTarget => ({ path: `fence/${uniqueName(name)}`, shape: { format: 'raw', secretField: 'apiKey', fields: [] } });
+const raw = (name: string): StoreTarget => ({
+  path: `fence/${uniqueName(name)}`,
+  shape: { format: 'raw', secretField: 'apiKey', fields: [] },
+});
 
 describe.skipIf(server === undefined)('vault fenced locks (invariant 9)', () => {
   const vault = server as VaultServer;
@@ -38,7 +47,12 @@ describe.skipIf(server === undefined)('vault fenced locks (invariant 9)', () => 
   }
 
   /** A runner that preflighted `t`, took its lock and read the state under it, as the engine does. */
-  async function lockedRunner(t: StoreTarget, owner: string, ttlMs: number, clock?: TestClock): Promise<{ backend: VaultBackend; lock: HeldLock }> {
+  async function lockedRunner(
+    t: StoreTarget,
+    owner: string,
+    ttlMs: number,
+    clock?: TestClock,
+  ): Promise<{ backend: VaultBackend; lock: HeldLock }> {
     const backend = open(clock);
     await backend.preflight(t);
     const taken = await backend.acquireLock(t, { owner, rotationId: `r-${owner}`, ttlMs });
@@ -48,7 +62,9 @@ describe.skipIf(server === undefined)('vault fenced locks (invariant 9)', () => 
   }
 
   /** `former` held the lock of `t` (TTL 1 s); the clock passed it, and a successor took it over and stored its secret. */
-  async function takenOver(t: StoreTarget): Promise<{ former: VaultBackend; lock: HeldLock; successor: VaultBackend; winner: string }> {
+  async function takenOver(
+    t: StoreTarget,
+  ): Promise<{ former: VaultBackend; lock: HeldLock; successor: VaultBackend; winner: string }> {
     const clock = createTestClock();
     await admin.must('POST', `secret/data/${t.path}`, { data: { apiKey: 'sk_before_the_rotations_0001' } });
     const { backend: former, lock } = await lockedRunner(t, 'former', 1_000, clock);
@@ -61,7 +77,10 @@ describe.skipIf(server === undefined)('vault fenced locks (invariant 9)', () => 
   }
 
   /** `former` holds the lock of `t` (TTL 1 s) and read its version; the clock passed it and `successor` took the lock over, writing nothing yet. */
-  async function takenOverBeforeAnyWrite(t: StoreTarget, seed?: string): Promise<{ former: VaultBackend; lock: HeldLock; successor: VaultBackend; successorLock: HeldLock }> {
+  async function takenOverBeforeAnyWrite(
+    t: StoreTarget,
+    seed?: string,
+  ): Promise<{ former: VaultBackend; lock: HeldLock; successor: VaultBackend; successorLock: HeldLock }> {
     const clock = createTestClock();
     if (seed !== undefined) await admin.must('POST', `secret/data/${t.path}`, { data: { apiKey: seed } });
     const { backend: former, lock } = await lockedRunner(t, 'former', 1_000, clock);
@@ -80,7 +99,9 @@ describe.skipIf(server === undefined)('vault fenced locks (invariant 9)', () => 
       const successor = open(clock);
       await successor.preflight(t);
       const requests = requestsTo(t.path);
-      expect(await successor.acquireLock(t, { owner: 'successor', rotationId: 'r-successor', ttlMs: 600_000 })).toMatchObject({ acquired: true, lock: { tookOver: true } });
+      expect(
+        await successor.acquireLock(t, { owner: 'successor', rotationId: 'r-successor', ttlMs: 600_000 }),
+      ).toMatchObject({ acquired: true, lock: { tookOver: true } });
       expect(requests.seen).toEqual([
         `GET /v1/secret/data/${t.path}.keyroll-lock`,
         `POST /v1/secret/data/${t.path}.keyroll-lock`,
@@ -92,24 +113,38 @@ describe.skipIf(server === undefined)('vault fenced locks (invariant 9)', () => 
       ]);
     });
 
-    it('refuses the old holder\'s write and lands the new holder\'s: the takeover moved the version the old fence checks', async () => {
+    it("refuses the old holder's write and lands the new holder's: the takeover moved the version the old fence checks", async () => {
       const t = raw('resumes-first');
-      const { former, lock, successor, successorLock } = await takenOverBeforeAnyWrite(t, 'sk_before_the_rotations_0002');
+      const { former, lock, successor, successorLock } = await takenOverBeforeAnyWrite(
+        t,
+        'sk_before_the_rotations_0002',
+      );
       // The takeover wrote the value again, unchanged, as the next version.
-      expect(await admin.readData(t.path)).toMatchObject({ data: { apiKey: 'sk_before_the_rotations_0002' }, version: 2 });
+      expect(await admin.readData(t.path)).toMatchObject({
+        data: { apiKey: 'sk_before_the_rotations_0002' },
+        version: 2,
+      });
       const late = makeRecord();
-      await expect(former.writeSecret(t, late, { lock })).rejects.toMatchObject({ code: 'KR_LOCK_LOST', retryable: false });
+      await expect(former.writeSecret(t, late, { lock })).rejects.toMatchObject({
+        code: 'KR_LOCK_LOST',
+        retryable: false,
+      });
       const winner = makeRecord();
-      await expect(successor.writeSecret(t, winner, { lock: successorLock })).resolves.toEqual({ version: '3', alreadyApplied: false });
+      await expect(successor.writeSecret(t, winner, { lock: successorLock })).resolves.toEqual({
+        version: '3',
+        alreadyApplied: false,
+      });
       expect((await admin.readData(t.path)).data).toEqual({ apiKey: winner.secret.reveal() });
     });
 
-    it('does the same on a path never written: the takeover writes an empty version, so the old holder\'s create-only write is refused', async () => {
+    it("does the same on a path never written: the takeover writes an empty version, so the old holder's create-only write is refused", async () => {
       const t = raw('resumes-first-new');
       const { former, lock, successor, successorLock } = await takenOverBeforeAnyWrite(t);
       expect(await admin.readData(t.path)).toMatchObject({ data: {}, version: 1 });
       expect(await successor.readSecret(t)).toBeUndefined();
-      await expect(former.writeSecret(t, makeRecord(), { lock })).rejects.toMatchObject({ code: 'KR_LOCK_LOST' });
+      await expect(former.writeSecret(t, makeRecord(), { lock })).rejects.toMatchObject({
+        code: 'KR_LOCK_LOST',
+      });
       const winner = makeRecord();
       await successor.writeSecret(t, winner, { lock: successorLock });
       expect((await admin.readData(t.path)).data).toEqual({ apiKey: winner.secret.reveal() });
@@ -120,22 +155,38 @@ describe.skipIf(server === undefined)('vault fenced locks (invariant 9)', () => 
       const clock = createTestClock();
       const { backend: former, lock } = await lockedRunner(t, 'former', 1_000, clock);
       const written = makeRecord();
-      await former.setIntent(t, { rotationId: written.rotationId, keyId: written.keyId, owner: 'former', startedAt: written.rotatedAt });
+      await former.setIntent(t, {
+        rotationId: written.rotationId,
+        keyId: written.keyId,
+        owner: 'former',
+        startedAt: written.rotatedAt,
+      });
       // The former holder's write landed (its marker names the version it created); then it stalled.
       await former.writeSecret(t, written, { lock });
       clock.advance(2_000);
       const { backend: successor } = await lockedRunner(t, 'successor', 600_000, clock);
-      expect(await admin.readData(t.path)).toMatchObject({ data: { apiKey: written.secret.reveal() }, version: 2 });
+      expect(await admin.readData(t.path)).toMatchObject({
+        data: { apiKey: written.secret.reveal() },
+        version: 2,
+      });
       expect(await successor.readSecret(t)).toMatchObject({ version: '2', rotationId: written.rotationId });
     });
 
-    it('takes the forecast off a marker whose rotation has not written: the copy is not that rotation\'s write', async () => {
+    it("takes the forecast off a marker whose rotation has not written: the copy is not that rotation's write", async () => {
       const t = raw('copy-forecast');
       const clock = createTestClock();
       await admin.must('POST', `secret/data/${t.path}`, { data: { apiKey: 'sk_before_the_rotations_0003' } });
       const { backend: former } = await lockedRunner(t, 'former', 1_000, clock);
-      await former.setIntent(t, { rotationId: 'r-stalled', keyId: 'k', owner: 'former', startedAt: '2030-01-01T00:00:00.000Z', holdUntil: '2030-01-01T00:10:00.000Z' });
-      expect(JSON.parse((await admin.customMetadata(t.path)).keyroll_intent ?? '{}')).toMatchObject({ writeVersion: 2 });
+      await former.setIntent(t, {
+        rotationId: 'r-stalled',
+        keyId: 'k',
+        owner: 'former',
+        startedAt: '2030-01-01T00:00:00.000Z',
+        holdUntil: '2030-01-01T00:10:00.000Z',
+      });
+      expect(JSON.parse((await admin.customMetadata(t.path)).keyroll_intent ?? '{}')).toMatchObject({
+        writeVersion: 2,
+      });
       clock.advance(2_000);
       const { backend: successor } = await lockedRunner(t, 'successor', 600_000, clock);
       expect(await admin.readData(t.path)).toMatchObject({ version: 2 });
@@ -160,14 +211,20 @@ describe.skipIf(server === undefined)('vault fenced locks (invariant 9)', () => 
       await lockedRunner(t, 'former', 1_000, clock);
       clock.advance(2_000);
       const { backend: successor } = await lockedRunner(t, 'successor', 1_000, clock);
-      expect(await admin.readData(t.path)).toMatchObject({ data: { apiKey: 'sk_active_slot_secret_000001' }, version: 3 });
+      expect(await admin.readData(t.path)).toMatchObject({
+        data: { apiKey: 'sk_active_slot_secret_000001' },
+        version: 3,
+      });
       expect(await successor.readPrevious(t)).toMatchObject({ version: '1' });
       expect((await successor.readPrevious(t))?.secret.reveal()).toBe('sk_standby_slot_secret_00001');
       // A second takeover without a write in between copies the copy: still the same previous value.
       clock.advance(2_000);
       const { backend: third } = await lockedRunner(t, 'third', 600_000, clock);
       expect(await admin.readData(t.path)).toMatchObject({ version: 4 });
-      expect(JSON.parse((await admin.customMetadata(t.path)).keyroll_copied_version ?? '{}')).toEqual({ version: 4, of: 2 });
+      expect(JSON.parse((await admin.customMetadata(t.path)).keyroll_copied_version ?? '{}')).toEqual({
+        version: 4,
+        of: 2,
+      });
       expect((await third.readPrevious(t))?.secret.reveal()).toBe('sk_standby_slot_secret_00001');
     });
   });
@@ -176,7 +233,12 @@ describe.skipIf(server === undefined)('vault fenced locks (invariant 9)', () => 
     const t = raw('one-write');
     const { backend, lock } = await lockedRunner(t, 'holder', 600_000);
     const record = makeRecord();
-    await backend.setIntent(t, { rotationId: record.rotationId, keyId: record.keyId, owner: 'holder', startedAt: record.rotatedAt });
+    await backend.setIntent(t, {
+      rotationId: record.rotationId,
+      keyId: record.keyId,
+      owner: 'holder',
+      startedAt: record.rotatedAt,
+    });
     const requests = requestsTo(t.path, '/v1/auth/token/');
     await backend.writeSecret(t, record, { lock });
     expect(requests.seen).toEqual([`POST /v1/secret/data/${t.path}`]);
@@ -189,7 +251,11 @@ describe.skipIf(server === undefined)('vault fenced locks (invariant 9)', () => 
     const refreshed = await backend.refreshLock(t, lock, 900_000);
     expect(requests.seen).toEqual([`POST /v1/secret/data/${t.path}.keyroll-lock`]);
     expect(refreshed).toMatchObject({ owner: 'holder', token: lock.token });
-    expect((await admin.readData(`${t.path}.keyroll-lock`)).data).toMatchObject({ token: lock.token, expiresAt: refreshed?.expiresAt, state: 'held' });
+    expect((await admin.readData(`${t.path}.keyroll-lock`)).data).toMatchObject({
+      token: lock.token,
+      expiresAt: refreshed?.expiresAt,
+      state: 'held',
+    });
   });
 
   it('refreshes a lock it holds but whose entry version it does not know (another instance took it): a read, then the write', async () => {
@@ -198,7 +264,10 @@ describe.skipIf(server === undefined)('vault fenced locks (invariant 9)', () => 
     const other = open();
     const requests = requestsTo(t.path);
     expect(await other.refreshLock(t, lock, 900_000)).toMatchObject({ token: lock.token });
-    expect(requests.seen).toEqual([`GET /v1/secret/data/${t.path}.keyroll-lock`, `POST /v1/secret/data/${t.path}.keyroll-lock`]);
+    expect(requests.seen).toEqual([
+      `GET /v1/secret/data/${t.path}.keyroll-lock`,
+      `POST /v1/secret/data/${t.path}.keyroll-lock`,
+    ]);
   });
 
   it('reports a taken-over lock as lost on refresh, writing nothing, and then refuses its fenced write with no request', async () => {
@@ -208,7 +277,10 @@ describe.skipIf(server === undefined)('vault fenced locks (invariant 9)', () => 
     expect(await former.refreshLock(t, lock, 600_000)).toBeUndefined();
     expect(await admin.readData(`${t.path}.keyroll-lock`)).toEqual(before);
     const requests = requestsTo(t.path, '/v1/auth/token/');
-    await expect(former.writeSecret(t, makeRecord(), { lock })).rejects.toMatchObject({ code: 'KR_LOCK_LOST', retryable: false });
+    await expect(former.writeSecret(t, makeRecord(), { lock })).rejects.toMatchObject({
+      code: 'KR_LOCK_LOST',
+      retryable: false,
+    });
     expect(requests.seen).toEqual([]);
     expect((await admin.readData(t.path)).data).toEqual({ apiKey: winner });
   });
@@ -218,8 +290,15 @@ describe.skipIf(server === undefined)('vault fenced locks (invariant 9)', () => 
     const { former, lock, winner } = await takenOver(t);
     const late = makeRecord();
     const requests = requestsTo(t.path);
-    await expect(former.writeSecret(t, late, { lock })).rejects.toMatchObject({ code: 'KR_LOCK_LOST', operation: 'write' });
-    expect(requests.seen).toEqual([`POST /v1/secret/data/${t.path}`, `GET /v1/secret/data/${t.path}`, `GET /v1/secret/data/${t.path}.keyroll-lock`]);
+    await expect(former.writeSecret(t, late, { lock })).rejects.toMatchObject({
+      code: 'KR_LOCK_LOST',
+      operation: 'write',
+    });
+    expect(requests.seen).toEqual([
+      `POST /v1/secret/data/${t.path}`,
+      `GET /v1/secret/data/${t.path}`,
+      `GET /v1/secret/data/${t.path}.keyroll-lock`,
+    ]);
     await expect(former.writeSecret(t, late, { lock })).rejects.toMatchObject({ code: 'KR_LOCK_LOST' });
     expect(requests.seen).toHaveLength(3);
     expect((await admin.readData(t.path)).data).toEqual({ apiKey: winner });
@@ -230,8 +309,13 @@ describe.skipIf(server === undefined)('vault fenced locks (invariant 9)', () => 
     const { backend, lock } = await lockedRunner(t, 'holder', 600_000);
     await admin.must('POST', `secret/data/${t.path}`, { data: { apiKey: 'sk_written_by_an_operator_0001' } });
     const record = makeRecord();
-    await expect(backend.writeSecret(t, record, { lock })).rejects.toMatchObject({ code: 'KR_BACKEND_CONFLICT', retryable: false });
-    await expect(backend.writeSecret(t, record, { lock })).rejects.toMatchObject({ code: 'KR_BACKEND_CONFLICT' });
+    await expect(backend.writeSecret(t, record, { lock })).rejects.toMatchObject({
+      code: 'KR_BACKEND_CONFLICT',
+      retryable: false,
+    });
+    await expect(backend.writeSecret(t, record, { lock })).rejects.toMatchObject({
+      code: 'KR_BACKEND_CONFLICT',
+    });
     expect((await admin.readData(t.path)).data).toEqual({ apiKey: 'sk_written_by_an_operator_0001' });
   });
 
@@ -240,7 +324,9 @@ describe.skipIf(server === undefined)('vault fenced locks (invariant 9)', () => 
     const { lock } = await lockedRunner(t, 'holder', 600_000);
     const stranger = open();
     const requests = requestsTo(t.path, '/v1/auth/token/');
-    await expect(stranger.writeSecret(t, makeRecord(), { lock })).rejects.toMatchObject({ code: 'KR_LOCK_LOST' });
+    await expect(stranger.writeSecret(t, makeRecord(), { lock })).rejects.toMatchObject({
+      code: 'KR_LOCK_LOST',
+    });
     expect(requests.seen).toEqual([]);
     expect((await admin.readData(t.path)).status).toBe(404);
   });
@@ -251,15 +337,37 @@ describe.skipIf(server === undefined)('vault fenced locks (invariant 9)', () => 
     await lockedRunner(t, 'holder', 10_000, clock);
     clock.advance(15_000);
     const contender = open(clock);
-    expect((await contender.acquireLock(t, { owner: 'contender', rotationId: 'r-c', ttlMs: 60_000, clockSkewMs: 10_000 })).acquired).toBe(false);
+    expect(
+      (
+        await contender.acquireLock(t, {
+          owner: 'contender',
+          rotationId: 'r-c',
+          ttlMs: 60_000,
+          clockSkewMs: 10_000,
+        })
+      ).acquired,
+    ).toBe(false);
     clock.advance(5_000);
-    expect(await contender.acquireLock(t, { owner: 'contender', rotationId: 'r-c', ttlMs: 60_000, clockSkewMs: 10_000 })).toMatchObject({ acquired: true, lock: { tookOver: true } });
+    expect(
+      await contender.acquireLock(t, {
+        owner: 'contender',
+        rotationId: 'r-c',
+        ttlMs: 60_000,
+        clockSkewMs: 10_000,
+      }),
+    ).toMatchObject({ acquired: true, lock: { tookOver: true } });
   });
 
   it('writes holdUntil into keyroll_intent beside the version forecast, and reads a marker of an older keyroll without it', async () => {
     const t = raw('hold');
     const { backend } = await lockedRunner(t, 'holder', 600_000);
-    await backend.setIntent(t, { rotationId: 'r-hold', keyId: 'k', owner: 'holder', startedAt: '2030-01-01T00:00:00.000Z', holdUntil: '2030-01-01T00:10:00.000Z' });
+    await backend.setIntent(t, {
+      rotationId: 'r-hold',
+      keyId: 'k',
+      owner: 'holder',
+      startedAt: '2030-01-01T00:00:00.000Z',
+      holdUntil: '2030-01-01T00:10:00.000Z',
+    });
     expect(JSON.parse((await admin.customMetadata(t.path)).keyroll_intent ?? '{}')).toEqual({
       rotationId: 'r-hold',
       keyId: 'k',
@@ -269,8 +377,21 @@ describe.skipIf(server === undefined)('vault fenced locks (invariant 9)', () => 
       writeVersion: 1,
     });
     const older = raw('older-marker');
-    const marker = { rotationId: 'r-old', keyId: 'k', owner: 'old-host/1/x', startedAt: '2030-01-01T00:00:00.000Z', writeVersion: 3 };
-    await admin.must('POST', `secret/metadata/${older.path}`, { custom_metadata: { keyroll_intent: JSON.stringify(marker) } });
-    expect((await open().readState(older)).intent).toEqual({ rotationId: 'r-old', keyId: 'k', owner: 'old-host/1/x', startedAt: '2030-01-01T00:00:00.000Z' });
+    const marker = {
+      rotationId: 'r-old',
+      keyId: 'k',
+      owner: 'old-host/1/x',
+      startedAt: '2030-01-01T00:00:00.000Z',
+      writeVersion: 3,
+    };
+    await admin.must('POST', `secret/metadata/${older.path}`, {
+      custom_metadata: { keyroll_intent: JSON.stringify(marker) },
+    });
+    expect((await open().readState(older)).intent).toEqual({
+      rotationId: 'r-old',
+      keyId: 'k',
+      owner: 'old-host/1/x',
+      startedAt: '2030-01-01T00:00:00.000Z',
+    });
   });
 });

@@ -16,7 +16,10 @@ import { vaultServer, type VaultServer } from './servers.ts';
 import { uniqueName, vaultAdmin } from './vault-admin.ts';
 
 /** What the proxy does with a request: forward it (the default), or one of the faults. */
-type Fault = { kind: 'drop-answer' } | { kind: 'answer'; status: number; body: unknown } | { kind: 'hold'; until: Promise<void>; arrived: () => void };
+type Fault =
+  | { kind: 'drop-answer' }
+  | { kind: 'answer'; status: number; body: unknown }
+  | { kind: 'hold'; until: Promise<void>; arrived: () => void };
 
 interface RecordingProxy {
   address: string;
@@ -77,7 +80,11 @@ async function forward(upstream: string, req: IncomingMessage): Promise<{ status
     if (typeof value === 'string') headers[name] = value;
   }
   const method = (req.method ?? 'GET') as 'GET' | 'POST' | 'PUT' | 'DELETE' | 'PATCH';
-  const answer = await request(`${upstream}${req.url ?? '/'}`, { method, headers, ...(chunks.length === 0 ? {} : { body: Buffer.concat(chunks) }) });
+  const answer = await request(`${upstream}${req.url ?? '/'}`, {
+    method,
+    headers,
+    ...(chunks.length === 0 ? {} : { body: Buffer.concat(chunks) }),
+  });
   return { status: answer.statusCode, body: await answer.body.text() };
 }
 
@@ -99,8 +106,16 @@ function gate(): { fault: Fault; arrived: Promise<void>; open: () => void } {
 const server = vaultServer();
 
 function backendVia(address: string, token: string, clock?: TestClock): VaultBackend {
-  const config = VaultBackendConfig.parse({ kind: 'vault', address, timeoutMs: 10_000, auth: { method: 'token', token: 'env:KR_PROXY_TEST_TOKEN' } });
-  return new VaultBackend('vault-proxy', config, { env: { KR_PROXY_TEST_TOKEN: token }, ...(clock === undefined ? {} : { now: clock.now }) });
+  const config = VaultBackendConfig.parse({
+    kind: 'vault',
+    address,
+    timeoutMs: 10_000,
+    auth: { method: 'token', token: 'env:KR_PROXY_TEST_TOKEN' },
+  });
+  return new VaultBackend('vault-proxy', config, {
+    env: { KR_PROXY_TEST_TOKEN: token },
+    ...(clock === undefined ? {} : { now: clock.now }),
+  });
 }
 
 describe.skipIf(server === undefined)('vault backend through a recording proxy', () => {
@@ -108,7 +123,10 @@ describe.skipIf(server === undefined)('vault backend through a recording proxy',
   const admin = vaultAdmin(vault);
   const policy = uniqueName('keyroll-proxy');
   let proxy: RecordingProxy;
-  const target = (): StoreTarget => ({ path: `proxy/${uniqueName('key')}`, shape: { format: 'raw', secretField: 'apiKey', fields: [] } });
+  const target = (): StoreTarget => ({
+    path: `proxy/${uniqueName('key')}`,
+    shape: { format: 'raw', secretField: 'apiKey', fields: [] },
+  });
   const dataWrite = (t: StoreTarget): string => `POST /v1/secret/data/${t.path}`;
   /** The requests from `mark` up to and including the first data write of `t`. */
   const untilDataWrite = (mark: number, t: StoreTarget): string[] => {
@@ -116,7 +134,12 @@ describe.skipIf(server === undefined)('vault backend through a recording proxy',
     return after.slice(0, after.indexOf(dataWrite(t)) + 1);
   };
   const token = async (ttl: string, extra: Record<string, unknown> = {}): Promise<string> => {
-    const body = await admin.must('POST', 'auth/token/create', { policies: [policy], ttl, renewable: true, ...extra });
+    const body = await admin.must('POST', 'auth/token/create', {
+      policies: [policy],
+      ttl,
+      renewable: true,
+      ...extra,
+    });
     return (body.auth as { client_token: string }).client_token;
   };
 
@@ -129,13 +152,23 @@ describe.skipIf(server === undefined)('vault backend through a recording proxy',
   });
 
   /** A backend on a fresh token of that TTL, through the proxy, with preflight, lock and intent done as the engine runs them before a roll. */
-  async function prepared(ttl: string, extra: Record<string, unknown> = {}): Promise<{ clock: TestClock; backend: VaultBackend; t: StoreTarget }> {
+  async function prepared(
+    ttl: string,
+    extra: Record<string, unknown> = {},
+  ): Promise<{ clock: TestClock; backend: VaultBackend; t: StoreTarget }> {
     const clock = createTestClock();
     const backend = backendVia(proxy.address, await token(ttl, extra), clock);
     const t = target();
     await backend.preflight(t);
-    expect((await backend.acquireLock(t, { owner: 'proxy-test', rotationId: 'r', ttlMs: 600_000 })).acquired).toBe(true);
-    await backend.setIntent(t, { rotationId: 'r', keyId: 'k', owner: 'proxy-test', startedAt: '2030-01-01T00:00:00.000Z' });
+    expect(
+      (await backend.acquireLock(t, { owner: 'proxy-test', rotationId: 'r', ttlMs: 600_000 })).acquired,
+    ).toBe(true);
+    await backend.setIntent(t, {
+      rotationId: 'r',
+      keyId: 'k',
+      owner: 'proxy-test',
+      startedAt: '2030-01-01T00:00:00.000Z',
+    });
     return { clock, backend, t };
   }
 
@@ -222,10 +255,20 @@ describe.skipIf(server === undefined)('vault backend through a recording proxy',
       const t = target();
       proxy.once(`POST /v1/secret/data/${t.path}.keyroll-lock`, { kind: 'drop-answer' });
       // The first read of the entry (before the write) passes; the read-back after it fails.
-      proxy.once(`GET /v1/secret/data/${t.path}.keyroll-lock`, { kind: 'answer', status: 503, body: { errors: ['Vault is sealed'] } }, 1);
-      await expect(backend.acquireLock(t, request('a'))).rejects.toMatchObject({ code: 'KR_BACKEND_UNAVAILABLE', operation: 'lock' });
+      proxy.once(
+        `GET /v1/secret/data/${t.path}.keyroll-lock`,
+        { kind: 'answer', status: 503, body: { errors: ['Vault is sealed'] } },
+        1,
+      );
+      await expect(backend.acquireLock(t, request('a'))).rejects.toMatchObject({
+        code: 'KR_BACKEND_UNAVAILABLE',
+        operation: 'lock',
+      });
       // The on-call retries at once with the same owner and rotation: not busy.
-      expect(await backend.acquireLock(t, request('a'))).toMatchObject({ acquired: true, lock: { owner: 'a' } });
+      expect(await backend.acquireLock(t, request('a'))).toMatchObject({
+        acquired: true,
+        lock: { owner: 'a' },
+      });
       await backend.close();
     });
 
@@ -233,17 +276,26 @@ describe.skipIf(server === undefined)('vault backend through a recording proxy',
       const backend = backendVia(proxy.address, vault.rootToken);
       const t = target();
       await admin.must('POST', `secret/data/${t.path}`, { data: { apiKey: 'sk_existing_value_000000001' } });
-      proxy.once(`GET /v1/secret/metadata/${t.path}`, { kind: 'answer', status: 503, body: { errors: ['Vault is sealed'] } });
-      await expect(backend.acquireLock(t, request('a'))).rejects.toMatchObject({ code: 'KR_BACKEND_UNAVAILABLE', operation: 'lock' });
+      proxy.once(`GET /v1/secret/metadata/${t.path}`, {
+        kind: 'answer',
+        status: 503,
+        body: { errors: ['Vault is sealed'] },
+      });
+      await expect(backend.acquireLock(t, request('a'))).rejects.toMatchObject({
+        code: 'KR_BACKEND_UNAVAILABLE',
+        operation: 'lock',
+      });
       expect((await backend.readState(t)).lock).toBeUndefined();
       // The on-call's immediate retry, as another runner, is not told the key is busy.
-      expect((await backendVia(vault.address, vault.rootToken).acquireLock(t, request('b'))).acquired).toBe(true);
+      expect((await backendVia(vault.address, vault.rootToken).acquireLock(t, request('b'))).acquired).toBe(
+        true,
+      );
       await backend.close();
     });
   });
 
   describe('bookkeeping without the lock', () => {
-    it('keeps the lock holder\'s intent written between its metadata read and its write', async () => {
+    it("keeps the lock holder's intent written between its metadata read and its write", async () => {
       const holder = backendVia(vault.address, vault.rootToken);
       const bystander = backendVia(proxy.address, vault.rootToken);
       const t = target();
@@ -251,10 +303,20 @@ describe.skipIf(server === undefined)('vault backend through a recording proxy',
       await admin.must('POST', `secret/metadata/${t.path}`, { custom_metadata: { team: 'billing' } });
       const held = gate();
       proxy.once(`POST /v1/secret/metadata/${t.path}`, held.fault);
-      const failure = { rotationId: 'rot-failed', step: 'preflight', errorCode: 'KR_BACKEND_UNAVAILABLE', at: '2030-01-01T00:00:00.000Z' };
+      const failure = {
+        rotationId: 'rot-failed',
+        step: 'preflight',
+        errorCode: 'KR_BACKEND_UNAVAILABLE',
+        at: '2030-01-01T00:00:00.000Z',
+      };
       const recording = bystander.recordFailure(t, failure);
       await held.arrived; // the bystander has read the metadata and sent its write
-      await holder.setIntent(t, { rotationId: 'rot-holder', keyId: 'k', owner: 'holder', startedAt: '2030-01-01T00:00:00.000Z' });
+      await holder.setIntent(t, {
+        rotationId: 'rot-holder',
+        keyId: 'k',
+        owner: 'holder',
+        startedAt: '2030-01-01T00:00:00.000Z',
+      });
       held.open();
       await recording;
       const state = await holder.readState(t);
@@ -266,7 +328,12 @@ describe.skipIf(server === undefined)('vault backend through a recording proxy',
     it('writes nothing when the change is already there', async () => {
       const backend = backendVia(proxy.address, vault.rootToken);
       const t = target();
-      await backend.setIntent(t, { rotationId: 'r1', keyId: 'k', owner: 'o', startedAt: '2030-01-01T00:00:00.000Z' });
+      await backend.setIntent(t, {
+        rotationId: 'r1',
+        keyId: 'k',
+        owner: 'o',
+        startedAt: '2030-01-01T00:00:00.000Z',
+      });
       const mark = proxy.requests.length;
       await backend.clearIntent(t, 'other-rotation');
       expect(proxy.requests.slice(mark)).not.toContain(`POST /v1/secret/metadata/${t.path}`);

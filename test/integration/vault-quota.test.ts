@@ -13,7 +13,10 @@ import { vaultServer, type VaultServer } from './servers.ts';
 import { uniqueName, vaultAdmin } from './vault-admin.ts';
 
 const server = vaultServer();
-const raw = (path: string): StoreTarget => ({ path, shape: { format: 'raw', secretField: 'apiKey', fields: [] } });
+const raw = (path: string): StoreTarget => ({
+  path,
+  shape: { format: 'raw', secretField: 'apiKey', fields: [] },
+});
 
 describe.skipIf(server === undefined)('vault rate-limit quotas (OpenBao)', () => {
   const vault = server as VaultServer;
@@ -24,16 +27,33 @@ describe.skipIf(server === undefined)('vault rate-limit quotas (OpenBao)', () =>
   async function quotaMount(rate: number, extra: Record<string, unknown> = {}): Promise<string> {
     const mount = uniqueName('quota');
     await admin.must('POST', `sys/mounts/${mount}`, { type: 'kv', options: { version: '2' } });
-    await admin.must('POST', `sys/quotas/rate-limit/${mount}`, { path: `${mount}/`, rate, interval: '1s', ...extra });
+    await admin.must('POST', `sys/quotas/rate-limit/${mount}`, {
+      path: `${mount}/`,
+      rate,
+      interval: '1s',
+      ...extra,
+    });
     mounts.push(mount);
     return mount;
   }
 
   function backendOn(mount: string, throttled: string[], quotas?: { maxWaitMs: number }): VaultBackend {
-    const config = VaultBackendConfig.parse({ kind: 'vault', address: vault.address, mount, timeoutMs: 10_000, auth: { method: 'token', token: 'env:KR_TEST_VAULT_TOKEN' }, ...(quotas ? { quotas } : {}) });
+    const config = VaultBackendConfig.parse({
+      kind: 'vault',
+      address: vault.address,
+      mount,
+      timeoutMs: 10_000,
+      auth: { method: 'token', token: 'env:KR_TEST_VAULT_TOKEN' },
+      ...(quotas ? { quotas } : {}),
+    });
     return new VaultBackend('vault-quota', config, {
       env: { KR_TEST_VAULT_TOKEN: vault.rootToken },
-      quota: { observer: { throttled: (event) => throttled.push(`${event.group} ${event.operation}${event.afterRoll ? ' after the roll' : ''}`) } },
+      quota: {
+        observer: {
+          throttled: (event) =>
+            throttled.push(`${event.group} ${event.operation}${event.afterRoll ? ' after the roll' : ''}`),
+        },
+      },
     });
   }
 
@@ -53,7 +73,9 @@ describe.skipIf(server === undefined)('vault rate-limit quotas (OpenBao)', () =>
     const throttled: string[] = [];
     const backend = backendOn(mount, throttled);
     try {
-      const results = await Promise.all(Array.from({ length: 8 }, () => backend.readSecret(raw('apps/never-written'))));
+      const results = await Promise.all(
+        Array.from({ length: 8 }, () => backend.readSecret(raw('apps/never-written'))),
+      );
       expect(results).toEqual(Array.from({ length: 8 }, () => undefined));
       expect(throttled.length).toBeGreaterThan(0);
       expect(new Set(throttled)).toEqual(new Set(['request read']));
@@ -69,9 +91,16 @@ describe.skipIf(server === undefined)('vault rate-limit quotas (OpenBao)', () =>
     const backend = backendOn(mount, throttled, { maxWaitMs: 1_000 });
     try {
       await backend.readSecret(raw('apps/first')).catch(() => undefined);
-      const errors = await Promise.all([1, 2, 3].map(() => backend.readSecret(raw('apps/blocked')).catch((e: unknown) => e)));
+      const errors = await Promise.all(
+        [1, 2, 3].map(() => backend.readSecret(raw('apps/blocked')).catch((e: unknown) => e)),
+      );
       const error = errors.find((e) => e instanceof BackendError);
-      expect(error).toMatchObject({ code: 'KR_BACKEND_THROTTLED', retryable: true, status: 429, operation: 'read' });
+      expect(error).toMatchObject({
+        code: 'KR_BACKEND_THROTTLED',
+        retryable: true,
+        status: 429,
+        operation: 'read',
+      });
       // The blocked client's Retry-After (the block) is longer than the budget: refused at once, counted.
       expect(throttled.length).toBeGreaterThan(0);
     } finally {
@@ -86,8 +115,12 @@ describe.skipIf(server === undefined)('vault rate-limit quotas (OpenBao)', () =>
     const backend = backendOn(mount, throttled, { maxWaitMs: 60_000 });
     try {
       // Over the rate: this client is blocked for a minute.
-      await Promise.all([1, 2, 3].map(() => impatient.readSecret(raw('apps/blocking')).catch(() => undefined)));
-      const error: unknown = await backend.writeSecret(raw('apps/written'), makeRecord()).catch((e: unknown) => e);
+      await Promise.all(
+        [1, 2, 3].map(() => impatient.readSecret(raw('apps/blocking')).catch(() => undefined)),
+      );
+      const error: unknown = await backend
+        .writeSecret(raw('apps/written'), makeRecord())
+        .catch((e: unknown) => e);
       expect(error).toMatchObject({ code: 'KR_BACKEND_THROTTLED', retryable: true, operation: 'write' });
       expect(throttled).toEqual(['request write after the roll']);
     } finally {
@@ -108,7 +141,17 @@ describe.skipIf(server === undefined)('vault rate-limit quotas (OpenBao)', () =>
             lockTtlMs: 300_000,
           }),
         ),
-      policy: { backends: { quota: VaultBackendConfig.parse({ kind: 'vault', address: vault.address, mount, timeoutMs: 10_000, auth: { method: 'token', token: 'env:KR_TEST_VAULT_TOKEN' } }) } },
+      policy: {
+        backends: {
+          quota: VaultBackendConfig.parse({
+            kind: 'vault',
+            address: vault.address,
+            mount,
+            timeoutMs: 10_000,
+            auth: { method: 'token', token: 'env:KR_TEST_VAULT_TOKEN' },
+          }),
+        },
+      },
     });
     const throttled: string[] = [];
     try {
@@ -118,7 +161,11 @@ describe.skipIf(server === undefined)('vault rate-limit quotas (OpenBao)', () =>
         runtime: {
           env: { KR_TEST_VAULT_TOKEN: vault.rootToken },
           sleep,
-          observer: { stepDuration: () => undefined, exposure: () => undefined, throttled: (event) => throttled.push(event.operation) },
+          observer: {
+            stepDuration: () => undefined,
+            exposure: () => undefined,
+            throttled: (event) => throttled.push(event.operation),
+          },
         },
       });
       expect(summary).toMatchObject({ rotated: 3, failed: 0 });

@@ -9,7 +9,13 @@ import type { StoreTarget } from '../../src/backends/types.ts';
 import type { VaultBackend } from '../../src/backends/vault/backend.ts';
 import { createTestClock, makeRecord } from '../backends/contract.ts';
 import { vaultServer, type VaultServer } from './servers.ts';
-import { makeVaultBackend, recordRequests, uniqueName, vaultAdmin, type RequestRecorder } from './vault-admin.ts';
+import {
+  makeVaultBackend,
+  recordRequests,
+  uniqueName,
+  vaultAdmin,
+  type RequestRecorder,
+} from './vault-admin.ts';
 
 const server = vaultServer();
 
@@ -25,7 +31,10 @@ function requestsTo(...parts: string[]): RequestRecorder {
   return active;
 }
 
-const raw = (path: string): StoreTarget => ({ path, shape: { format: 'raw', secretField: 'apiKey', fields: [] } });
+const raw = (path: string): StoreTarget => ({
+  path,
+  shape: { format: 'raw', secretField: 'apiKey', fields: [] },
+});
 
 describe.skipIf(server === undefined)('vault requests: the token', () => {
   const vault = server as VaultServer;
@@ -36,7 +45,11 @@ describe.skipIf(server === undefined)('vault requests: the token', () => {
     const requests = requestsTo('/v1/auth/token/', '/v1/sys/capabilities-self');
     const first = await backend.preflight(raw(`requests/${uniqueName('a')}`));
     await backend.preflight(raw(`requests/${uniqueName('b')}`));
-    expect(requests.seen).toEqual(['GET /v1/auth/token/lookup-self', 'POST /v1/sys/capabilities-self', 'POST /v1/sys/capabilities-self']);
+    expect(requests.seen).toEqual([
+      'GET /v1/auth/token/lookup-self',
+      'POST /v1/sys/capabilities-self',
+      'POST /v1/sys/capabilities-self',
+    ]);
     expect(first.checks[0]).toMatch(/^token valid \(policies: root; ttl none\)$/);
     await backend.close();
   });
@@ -45,12 +58,19 @@ describe.skipIf(server === undefined)('vault requests: the token', () => {
     const policy = uniqueName('keyroll-requests');
     await admin.putPolicy(policy, 'path "*" { capabilities = ["create", "read", "update"] }');
     const clock = createTestClock();
-    const backend = makeVaultBackend(vault, { token: await admin.createToken({ policies: [policy], ttl: '300s', renewable: true }), clock });
+    const backend = makeVaultBackend(vault, {
+      token: await admin.createToken({ policies: [policy], ttl: '300s', renewable: true }),
+      clock,
+    });
     const requests = requestsTo('/v1/auth/token/');
     await backend.preflight(raw(`requests/${uniqueName('a')}`));
     clock.advance(210_000); // past 2/3 of the TTL: the next call renews first
     const renewed = await backend.preflight(raw(`requests/${uniqueName('b')}`));
-    expect(requests.seen).toEqual(['GET /v1/auth/token/lookup-self', 'POST /v1/auth/token/renew-self', 'GET /v1/auth/token/lookup-self']);
+    expect(requests.seen).toEqual([
+      'GET /v1/auth/token/lookup-self',
+      'POST /v1/auth/token/renew-self',
+      'GET /v1/auth/token/lookup-self',
+    ]);
     expect(renewed.checks[0]).toContain(`policies: default, ${policy}`);
     await backend.close();
   });
@@ -59,9 +79,13 @@ describe.skipIf(server === undefined)('vault requests: the token', () => {
     const token = await admin.createToken({ policies: ['default'], ttl: '1h' });
     const backend = makeVaultBackend(vault, { token });
     // `default` may not write anywhere, so preflight fails on capabilities, after the lookup.
-    await expect(backend.preflight(raw(`requests/${uniqueName('a')}`))).rejects.toMatchObject({ code: 'KR_BACKEND_DENIED' });
+    await expect(backend.preflight(raw(`requests/${uniqueName('a')}`))).rejects.toMatchObject({
+      code: 'KR_BACKEND_DENIED',
+    });
     await admin.must('POST', 'auth/token/revoke', { token });
-    const error: unknown = await backend.preflight(raw(`requests/${uniqueName('b')}`)).catch((e: unknown) => e);
+    const error: unknown = await backend
+      .preflight(raw(`requests/${uniqueName('b')}`))
+      .catch((e: unknown) => e);
     expect(error).toMatchObject({ code: 'KR_BACKEND_DENIED', status: 403, operation: 'preflight' });
     await backend.close();
   });
@@ -83,20 +107,32 @@ describe.skipIf(server === undefined)('vault requests: one rotation', () => {
 
   /** Every request a rotation of `t` makes: its data and metadata, the capability check, the token. */
   const rotationRequests = (t: StoreTarget): RequestRecorder =>
-    requestsTo(`/v1/secret/data/${t.path}`, `/v1/secret/metadata/${t.path}`, '/v1/sys/capabilities-self', '/v1/auth/token/');
+    requestsTo(
+      `/v1/secret/data/${t.path}`,
+      `/v1/secret/metadata/${t.path}`,
+      '/v1/sys/capabilities-self',
+      '/v1/auth/token/',
+    );
 
   /** A backend (as openBaoBackend) that has preflighted a new path, optionally given an existing value first, and holds its lock. */
-  async function lockedAfterPreflight(name: string, { existing, rotationId }: { existing?: string; rotationId: string }): Promise<{ backend: VaultBackend; t: StoreTarget }> {
+  async function lockedAfterPreflight(
+    name: string,
+    { existing, rotationId }: { existing?: string; rotationId: string },
+  ): Promise<{ backend: VaultBackend; t: StoreTarget }> {
     const backend = await openBaoBackend();
     const t = raw(`requests/${uniqueName(name)}`);
-    if (existing !== undefined) await admin.must('POST', `secret/data/${t.path}`, { data: { apiKey: existing } });
+    if (existing !== undefined)
+      await admin.must('POST', `secret/data/${t.path}`, { data: { apiKey: existing } });
     await backend.preflight(t);
     expect((await backend.acquireLock(t, { owner, rotationId, ttlMs: 600_000 })).acquired).toBe(true);
     return { backend, t };
   }
 
   /** The engine's calls for one rotation (src/rotation/rotate-key.ts), with the requests they made. */
-  async function rotate(backend: VaultBackend, t: StoreTarget): Promise<{ seen: string[]; rotationId: string; version: string }> {
+  async function rotate(
+    backend: VaultBackend,
+    t: StoreTarget,
+  ): Promise<{ seen: string[]; rotationId: string; version: string }> {
     // A two-slot entry's rotation (invariant 10): the slot it stored rides in the finish step's change.
     const record = makeRecord({ keyId: 'key_slot_b' });
     const requests = rotationRequests(t);
@@ -105,10 +141,24 @@ describe.skipIf(server === undefined)('vault requests: one rotation', () => {
     if (!locked.acquired) throw new Error('expected the lock');
     expect((await backend.readState(t)).lock).toMatchObject({ owner, rotationId: record.rotationId });
     await backend.ensureFresh(300_000);
-    await backend.setIntent(t, { rotationId: record.rotationId, keyId: record.keyId, owner, startedAt: record.rotatedAt });
+    await backend.setIntent(t, {
+      rotationId: record.rotationId,
+      keyId: record.keyId,
+      owner,
+      startedAt: record.rotatedAt,
+    });
     const written = await backend.writeSecret(t, record);
     expect((await backend.readSecret(t))?.secret.equals(record.secret)).toBe(true);
-    await backend.recordRotation(t, { rotationId: record.rotationId, rotatedAt: record.rotatedAt, version: written.version, keyId: record.keyId }, { clearIntent: true });
+    await backend.recordRotation(
+      t,
+      {
+        rotationId: record.rotationId,
+        rotatedAt: record.rotatedAt,
+        version: written.version,
+        keyId: record.keyId,
+      },
+      { clearIntent: true },
+    );
     await backend.releaseLock(t, locked.lock);
     requests.stop();
     return { seen: requests.seen, rotationId: record.rotationId, version: written.version };
@@ -132,7 +182,12 @@ describe.skipIf(server === undefined)('vault requests: one rotation', () => {
       `POST ${data}.keyroll-lock`, // release, against the version the lock write created
     ]);
     const meta = await admin.customMetadata(t.path);
-    expect(meta).toMatchObject({ keyroll_last_rotation_id: rotationId, keyroll_last_key_id: 'key_slot_b', keyroll_last_write_rotation_id: rotationId, keyroll_last_write_version: version });
+    expect(meta).toMatchObject({
+      keyroll_last_rotation_id: rotationId,
+      keyroll_last_key_id: 'key_slot_b',
+      keyroll_last_write_rotation_id: rotationId,
+      keyroll_last_write_version: version,
+    });
     expect(meta).not.toHaveProperty('keyroll_intent');
     expect(await backend.readState(t)).not.toHaveProperty('lock');
     expect((await backend.readSecret(t))?.rotationId).toBe(rotationId);
@@ -165,13 +220,24 @@ describe.skipIf(server === undefined)('vault requests: one rotation', () => {
   });
 
   it('records a drift probe under its lock in one request, from the metadata it knows', async () => {
-    const { backend, t } = await lockedAfterPreflight('probe', { existing: 'sk_existing_value_000000006', rotationId: 'r1' });
-    await backend.setIntent(t, { rotationId: 'r1', keyId: 'k', owner, startedAt: '2030-01-01T00:00:00.000Z' });
+    const { backend, t } = await lockedAfterPreflight('probe', {
+      existing: 'sk_existing_value_000000006',
+      rotationId: 'r1',
+    });
+    await backend.setIntent(t, {
+      rotationId: 'r1',
+      keyId: 'k',
+      owner,
+      startedAt: '2030-01-01T00:00:00.000Z',
+    });
     const requests = requestsTo(`/v1/secret/metadata/${t.path}`, `/v1/secret/data/${t.path}`);
     await backend.recordProbe(t, { at: '2030-01-01T01:00:00.000Z', result: 'dead' });
     expect(requests.seen).toEqual([`POST /v1/secret/metadata/${t.path}`]);
     const meta = await admin.customMetadata(t.path);
-    expect(JSON.parse(meta.keyroll_last_probe ?? '{}')).toEqual({ at: '2030-01-01T01:00:00.000Z', result: 'dead' });
+    expect(JSON.parse(meta.keyroll_last_probe ?? '{}')).toEqual({
+      at: '2030-01-01T01:00:00.000Z',
+      result: 'dead',
+    });
     expect(JSON.parse(meta.keyroll_intent ?? '{}')).toMatchObject({ rotationId: 'r1' });
     await backend.close();
   });
@@ -181,7 +247,11 @@ describe.skipIf(server === undefined)('vault requests: one rotation', () => {
     const t = raw(`requests/${uniqueName('previous')}`);
     await admin.must('POST', `secret/data/${t.path}`, { data: { apiKey: 'sk_previous_value_0000000007' } });
     await admin.must('POST', `secret/data/${t.path}`, { data: { apiKey: 'sk_current_value_00000000008' } });
-    const requests = recordRequests('undici:request:create', `/v1/secret/data/${t.path}`, `/v1/secret/metadata/${t.path}`);
+    const requests = recordRequests(
+      'undici:request:create',
+      `/v1/secret/data/${t.path}`,
+      `/v1/secret/metadata/${t.path}`,
+    );
     active = requests;
     const queries: string[] = [];
     const onCreate = (message: unknown): void => {
@@ -202,7 +272,12 @@ describe.skipIf(server === undefined)('vault requests: one rotation', () => {
   it('names the rotation of a version written just before a crash, from the intent marker alone', async () => {
     const record = makeRecord();
     const { backend: dying, t } = await lockedAfterPreflight('crash', { rotationId: record.rotationId });
-    await dying.setIntent(t, { rotationId: record.rotationId, keyId: record.keyId, owner, startedAt: record.rotatedAt });
+    await dying.setIntent(t, {
+      rotationId: record.rotationId,
+      keyId: record.keyId,
+      owner,
+      startedAt: record.rotatedAt,
+    });
     await dying.writeSecret(t, record);
     // Killed here: no finish step, no bookkeeping after the write. The next run reads:
     const meta = await admin.customMetadata(t.path);
@@ -215,8 +290,16 @@ describe.skipIf(server === undefined)('vault requests: one rotation', () => {
 
   it('does not name a rotation whose write never happened, though its marker announced the version', async () => {
     const existing = 'sk_existing_value_000000004';
-    const { backend, t } = await lockedAfterPreflight('unwritten', { existing, rotationId: 'r-died-before-write' });
-    await backend.setIntent(t, { rotationId: 'r-died-before-write', keyId: 'k', owner, startedAt: '2030-01-01T00:00:00.000Z' });
+    const { backend, t } = await lockedAfterPreflight('unwritten', {
+      existing,
+      rotationId: 'r-died-before-write',
+    });
+    await backend.setIntent(t, {
+      rotationId: 'r-died-before-write',
+      keyId: 'k',
+      owner,
+      startedAt: '2030-01-01T00:00:00.000Z',
+    });
     // Killed after the roll, before the write: version 1 is still the old value, not the announced version 2.
     const next = makeVaultBackend(vault);
     const stored = await next.readSecret(t);
@@ -227,11 +310,23 @@ describe.skipIf(server === undefined)('vault requests: one rotation', () => {
   });
 
   it('keeps a metadata change made by someone else under its lock: the write based on what it knew is refused, and it reads', async () => {
-    const { backend, t } = await lockedAfterPreflight('operator', { existing: 'sk_existing_value_000000005', rotationId: 'r1' });
+    const { backend, t } = await lockedAfterPreflight('operator', {
+      existing: 'sk_existing_value_000000005',
+      rotationId: 'r1',
+    });
     await admin.must('POST', `secret/metadata/${t.path}`, { custom_metadata: { team: 'billing' } });
     const requests = requestsTo(`/v1/secret/metadata/${t.path}`);
-    await backend.setIntent(t, { rotationId: 'r1', keyId: 'k', owner, startedAt: '2030-01-01T00:00:00.000Z' });
-    expect(requests.seen).toEqual([`POST /v1/secret/metadata/${t.path}`, `GET /v1/secret/metadata/${t.path}`, `POST /v1/secret/metadata/${t.path}`]);
+    await backend.setIntent(t, {
+      rotationId: 'r1',
+      keyId: 'k',
+      owner,
+      startedAt: '2030-01-01T00:00:00.000Z',
+    });
+    expect(requests.seen).toEqual([
+      `POST /v1/secret/metadata/${t.path}`,
+      `GET /v1/secret/metadata/${t.path}`,
+      `POST /v1/secret/metadata/${t.path}`,
+    ]);
     const meta = await admin.customMetadata(t.path);
     expect(meta.team).toBe('billing');
     expect(JSON.parse(meta.keyroll_intent ?? '{}')).toMatchObject({ rotationId: 'r1' });
@@ -246,10 +341,18 @@ describe.skipIf(server === undefined)('vault requests: one rotation', () => {
     expect(await backend.readState(t)).toMatchObject({ exists: false, lock: { owner, rotationId: 'r1' } });
     expect(afterLock.seen).toEqual([]);
     afterLock.stop();
-    await admin.must('POST', `secret/metadata/${t.path}`, { custom_metadata: { keyroll_last_rotated_at: '2030-01-01T00:00:00.000Z' } });
+    await admin.must('POST', `secret/metadata/${t.path}`, {
+      custom_metadata: { keyroll_last_rotated_at: '2030-01-01T00:00:00.000Z' },
+    });
     const later = requestsTo(`/v1/secret/metadata/${t.path}`, `/v1/secret/data/${t.path}`);
-    expect(await backend.readState(t)).toMatchObject({ lastRotatedAt: '2030-01-01T00:00:00.000Z', lock: { owner } });
-    expect([...later.seen].sort()).toEqual([`GET /v1/secret/data/${t.path}.keyroll-lock`, `GET /v1/secret/metadata/${t.path}`]);
+    expect(await backend.readState(t)).toMatchObject({
+      lastRotatedAt: '2030-01-01T00:00:00.000Z',
+      lock: { owner },
+    });
+    expect([...later.seen].sort()).toEqual([
+      `GET /v1/secret/data/${t.path}.keyroll-lock`,
+      `GET /v1/secret/metadata/${t.path}`,
+    ]);
     await backend.close();
   });
 
@@ -272,10 +375,15 @@ describe.skipIf(server === undefined)('vault requests: one rotation', () => {
     if (!taken.acquired) throw new Error('expected the lock');
     clock.advance(2_000);
     const successor = makeVaultBackend(vault, { clock });
-    expect(await successor.acquireLock(t, { owner: 'successor', rotationId: 'r2', ttlMs: 600_000 })).toMatchObject({ acquired: true, lock: { tookOver: true } });
+    expect(
+      await successor.acquireLock(t, { owner: 'successor', rotationId: 'r2', ttlMs: 600_000 }),
+    ).toMatchObject({ acquired: true, lock: { tookOver: true } });
     const requests = requestsTo(`/v1/secret/data/${t.path}.keyroll-lock`);
     await former.releaseLock(t, taken.lock);
-    expect(requests.seen).toEqual([`POST /v1/secret/data/${t.path}.keyroll-lock`, `GET /v1/secret/data/${t.path}.keyroll-lock`]);
+    expect(requests.seen).toEqual([
+      `POST /v1/secret/data/${t.path}.keyroll-lock`,
+      `GET /v1/secret/data/${t.path}.keyroll-lock`,
+    ]);
     expect((await successor.readState(t)).lock).toMatchObject({ owner: 'successor' });
     await Promise.all([former.close(), successor.close()]);
   });
@@ -287,8 +395,14 @@ describe.skipIf(server === undefined)('vault requests: one rotation', () => {
     const holder = makeVaultBackend(vault);
     const held = await holder.acquireLock(t, { owner: 'holder', rotationId: 'r-holder', ttlMs: 600_000 });
     const requests = requestsTo(`/v1/secret/data/${t.path}.keyroll-lock`);
-    expect(await backend.acquireLock(t, { owner, rotationId: 'r1', ttlMs: 600_000 })).toMatchObject({ acquired: false, holder: { owner: 'holder' } });
-    expect(requests.seen).toEqual([`POST /v1/secret/data/${t.path}.keyroll-lock`, `GET /v1/secret/data/${t.path}.keyroll-lock`]);
+    expect(await backend.acquireLock(t, { owner, rotationId: 'r1', ttlMs: 600_000 })).toMatchObject({
+      acquired: false,
+      holder: { owner: 'holder' },
+    });
+    expect(requests.seen).toEqual([
+      `POST /v1/secret/data/${t.path}.keyroll-lock`,
+      `GET /v1/secret/data/${t.path}.keyroll-lock`,
+    ]);
     if (held.acquired) await holder.releaseLock(t, held.lock);
     await Promise.all([backend.close(), holder.close()]);
   });

@@ -22,7 +22,15 @@ export async function startTlsOpenBao(binDir: string): Promise<TlsOpenBao> {
   const rootToken = `root-${randomBytes(8).toString('hex')}`;
   const child = spawn(
     join(binDir, 'bao'),
-    ['server', '-dev', '-dev-tls', `-dev-tls-cert-dir=${dir}`, `-dev-root-token-id=${rootToken}`, `-dev-listen-address=127.0.0.1:${String(port)}`, '-dev-no-store-token'],
+    [
+      'server',
+      '-dev',
+      '-dev-tls',
+      `-dev-tls-cert-dir=${dir}`,
+      `-dev-root-token-id=${rootToken}`,
+      `-dev-listen-address=127.0.0.1:${String(port)}`,
+      '-dev-no-store-token',
+    ],
     { detached: true, stdio: 'ignore' },
   );
   const exited = new Promise<void>((resolve) => {

@@ -16,7 +16,10 @@ describe.skipIf(server === undefined)('vault backend: the write after the roll',
   it('resolves after the one data write; readSecret then waits for the bookkeeping and names the rotation', async () => {
     const vault = server!;
     const backend = makeVaultBackend(vault);
-    const target: StoreTarget = { path: `window/${uniqueName('w')}`, shape: { format: 'raw', secretField: 'apiKey', fields: [] } };
+    const target: StoreTarget = {
+      path: `window/${uniqueName('w')}`,
+      shape: { format: 'raw', secretField: 'apiKey', fields: [] },
+    };
     await backend.preflight(target);
     const record = makeRecord();
     const requests = recordRequests('undici:request:headers', target.path);
@@ -40,16 +43,35 @@ describe.skipIf(server === undefined)('vault backend: the write after the roll',
   it('in a rotation (lock, intent marker) is the only request until the verify read, which names the rotation', async () => {
     const vault = server!;
     const backend = makeVaultBackend(vault);
-    const target: StoreTarget = { path: `window/${uniqueName('r')}`, shape: { format: 'raw', secretField: 'apiKey', fields: [] } };
+    const target: StoreTarget = {
+      path: `window/${uniqueName('r')}`,
+      shape: { format: 'raw', secretField: 'apiKey', fields: [] },
+    };
     const record = makeRecord();
     await backend.preflight(target);
-    expect((await backend.acquireLock(target, { owner: 'window-test', rotationId: record.rotationId, ttlMs: 60_000 })).acquired).toBe(true);
-    await backend.setIntent(target, { rotationId: record.rotationId, keyId: record.keyId, owner: 'window-test', startedAt: record.rotatedAt });
+    expect(
+      (
+        await backend.acquireLock(target, {
+          owner: 'window-test',
+          rotationId: record.rotationId,
+          ttlMs: 60_000,
+        })
+      ).acquired,
+    ).toBe(true);
+    await backend.setIntent(target, {
+      rotationId: record.rotationId,
+      keyId: record.keyId,
+      owner: 'window-test',
+      startedAt: record.rotatedAt,
+    });
     const requests = recordRequests('undici:request:headers', target.path);
     try {
       await backend.writeSecret(target, record);
       expect((await backend.readSecret(target))?.rotationId).toBe(record.rotationId);
-      expect(requests.seen).toEqual([`POST /v1/secret/data/${target.path}`, `GET /v1/secret/data/${target.path}`]);
+      expect(requests.seen).toEqual([
+        `POST /v1/secret/data/${target.path}`,
+        `GET /v1/secret/data/${target.path}`,
+      ]);
     } finally {
       requests.stop();
       await backend.close();
@@ -59,11 +81,16 @@ describe.skipIf(server === undefined)('vault backend: the write after the roll',
   it('close() waits for the bookkeeping of the last write', async () => {
     const vault = server!;
     const backend = makeVaultBackend(vault);
-    const target: StoreTarget = { path: `window/${uniqueName('c')}`, shape: { format: 'raw', secretField: 'apiKey', fields: [] } };
+    const target: StoreTarget = {
+      path: `window/${uniqueName('c')}`,
+      shape: { format: 'raw', secretField: 'apiKey', fields: [] },
+    };
     await backend.preflight(target);
     const record = makeRecord();
     await backend.writeSecret(target, record);
     await backend.close();
-    expect((await vaultAdmin(vault).customMetadata(target.path)).keyroll_last_write_rotation_id).toBe(record.rotationId);
+    expect((await vaultAdmin(vault).customMetadata(target.path)).keyroll_last_write_rotation_id).toBe(
+      record.rotationId,
+    );
   });
 });

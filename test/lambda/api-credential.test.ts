@@ -11,7 +11,11 @@ import { API_TOKEN_CACHE_MS, ApiTokenCache, secretApiCredential } from '../../sr
 const ARN = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:keyroll/api-credential-AbC123';
 
 /** A secret whose value the test sets; counts its reads. */
-function fakeSecret(initial: string): { read: () => Promise<Secret>; set: (value: string) => void; reads: () => number } {
+function fakeSecret(initial: string): {
+  read: () => Promise<Secret>;
+  set: (value: string) => void;
+  reads: () => number;
+} {
   let value = initial;
   let reads = 0;
   return {
@@ -26,9 +30,19 @@ function fakeSecret(initial: string): { read: () => Promise<Secret>; set: (value
   };
 }
 
-function providerOver(secret: ReturnType<typeof fakeSecret>, clock: { ms: number }): { provider: ReturnType<typeof secretApiCredential>; env: NodeJS.ProcessEnv } {
+function providerOver(
+  secret: ReturnType<typeof fakeSecret>,
+  clock: { ms: number },
+): { provider: ReturnType<typeof secretApiCredential>; env: NodeJS.ProcessEnv } {
   const env: NodeJS.ProcessEnv = {};
-  const provider = secretApiCredential({ arn: ARN, base: refCredential('env:KEYROLL_API_TOKEN', env), env, read: secret.read, cache: new ApiTokenCache(), monotonicMs: () => clock.ms });
+  const provider = secretApiCredential({
+    arn: ARN,
+    base: refCredential('env:KEYROLL_API_TOKEN', env),
+    env,
+    read: secret.read,
+    cache: new ApiTokenCache(),
+    monotonicMs: () => clock.ms,
+  });
   return { provider, env };
 }
 

@@ -9,7 +9,11 @@ import { JSON_SHAPE, keyPolicy } from '../rotation/harness.ts';
 const ARN = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:keyroll/billing-AbC123';
 
 function policyWith(path: string, native = true): Policy {
-  const key = keyPolicy('billing-api', 'org', { slots: ['a', 'b'], destinations: [{ backend: 'aws', target: { path, shape: JSON_SHAPE } }], ...(native ? { scheduler: 'aws-native' as const } : {}) });
+  const key = keyPolicy('billing-api', 'org', {
+    slots: ['a', 'b'],
+    destinations: [{ backend: 'aws', target: { path, shape: JSON_SHAPE } }],
+    ...(native ? { scheduler: 'aws-native' as const } : {}),
+  });
   return { keys: [key] } as unknown as Policy;
 }
 

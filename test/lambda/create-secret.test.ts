@@ -16,17 +16,22 @@ const sources = readdirSync(lambdaDir)
 /** The engine's steps and the state they share: what a second copy of the sequence imports. */
 const STEP_FILES = /^(step-[a-z-]+|transaction|preflight|failure|roll|store|recovery)\.ts$/;
 
-describe('the rotation function runs the engine\'s one rotation path', () => {
+describe("the rotation function runs the engine's one rotation path", () => {
   it('imports none of the rotation steps: createSecret calls rotateKeyUntilStored', () => {
     const stepImports = sources.flatMap(({ name, text }) =>
-      [...text.matchAll(/from '\.\.\/rotation\/([^']+)'/g)].map((m) => m[1] ?? '').filter((file) => STEP_FILES.test(file)).map((file) => `${name} → rotation/${file}`),
+      [...text.matchAll(/from '\.\.\/rotation\/([^']+)'/g)]
+        .map((m) => m[1] ?? '')
+        .filter((file) => STEP_FILES.test(file))
+        .map((file) => `${name} → rotation/${file}`),
     );
     expect(stepImports).toEqual([]);
     expect(sources.find((s) => s.name === 'create-secret.ts')?.text).toContain('rotateKeyUntilStored(');
   });
 
   it('takes and gives back the key lock only through rotation/key-lock.ts', () => {
-    const byHand = sources.filter(({ text }) => /\.(acquireLock|releaseLock)\(/.test(text)).map(({ name }) => name);
+    const byHand = sources
+      .filter(({ text }) => /\.(acquireLock|releaseLock)\(/.test(text))
+      .map(({ name }) => name);
     expect(byHand).toEqual([]);
   });
 });

@@ -24,9 +24,16 @@ let bench: Bench;
 beforeEach(async () => {
   bench = await startBench({
     keys: (org) => [
-      keyPolicy(BILLING, org(BILLING), { fallbacks: [{ backend: 'fallback', target: { path: 'billing.json', shape: JSON_SHAPE } }] }),
+      keyPolicy(BILLING, org(BILLING), {
+        fallbacks: [{ backend: 'fallback', target: { path: 'billing.json', shape: JSON_SHAPE } }],
+      }),
       keyPolicy(SEARCH, org(SEARCH)),
-      keyPolicy(ENTRY, org(SLOT_A), { slots: [SLOT_A, SLOT_B], consumerRefreshMs: HOUR, minIntervalMs: HOUR, maxAgeMs: 2 * HOUR }),
+      keyPolicy(ENTRY, org(SLOT_A), {
+        slots: [SLOT_A, SLOT_B],
+        consumerRefreshMs: HOUR,
+        minIntervalMs: HOUR,
+        maxAgeMs: 2 * HOUR,
+      }),
     ],
   });
 });
@@ -34,8 +41,15 @@ afterEach(async () => {
   await bench.close();
 });
 
-async function rotate(keyId: string, trigger: RunTrigger = { reason: 'scheduled', force: false }, offsetMs = 0): Promise<void> {
-  const runtime = await bench.runtime({ now: () => new Date(Date.now() + offsetMs), monotonicMs: () => performance.now() + offsetMs });
+async function rotate(
+  keyId: string,
+  trigger: RunTrigger = { reason: 'scheduled', force: false },
+  offsetMs = 0,
+): Promise<void> {
+  const runtime = await bench.runtime({
+    now: () => new Date(Date.now() + offsetMs),
+    monotonicMs: () => performance.now() + offsetMs,
+  });
   try {
     const summary = await runRotations(runtime, { keys: [bench.key(keyId)], trigger, concurrency: 1 });
     expect(summary.outcomes[0]?.result).toBe('rotated');
@@ -56,7 +70,10 @@ async function storedValue(keyId: string): Promise<string> {
   }
 }
 
-async function search(value: string, wrap?: (name: string, backend: Backend) => Backend): ReturnType<typeof searchLeakedSecret> {
+async function search(
+  value: string,
+  wrap?: (name: string, backend: Backend) => Backend,
+): ReturnType<typeof searchLeakedSecret> {
   const runtime = await bench.runtime(wrap ? { wrapBackend: wrap } : {});
   try {
     return await searchLeakedSecret(bench.policy, runtime, new Secret(value));
@@ -66,7 +83,13 @@ async function search(value: string, wrap?: (name: string, backend: Backend) => 
 }
 
 function summary(result: Awaited<ReturnType<typeof searchLeakedSecret>>): unknown[] {
-  return result.matches.map((m) => ({ keyId: m.key.id, which: m.which, backend: m.destination.backendName, path: m.destination.target.path, slot: m.slot }));
+  return result.matches.map((m) => ({
+    keyId: m.key.id,
+    which: m.which,
+    backend: m.destination.backendName,
+    path: m.destination.target.path,
+    slot: m.slot,
+  }));
 }
 
 const LEAK = { reason: 'leak', force: true, actor: 'test' } as const;
@@ -76,7 +99,9 @@ describe('searchLeakedSecret', () => {
     await rotate(BILLING);
     await rotate(SEARCH);
     const result = await search(await storedValue(BILLING));
-    expect(summary(result)).toEqual([{ keyId: BILLING, which: 'current', backend: 'files', path: `${BILLING}.json`, slot: undefined }]);
+    expect(summary(result)).toEqual([
+      { keyId: BILLING, which: 'current', backend: 'files', path: `${BILLING}.json`, slot: undefined },
+    ]);
     expect(result.unread).toEqual([]);
   });
 
@@ -85,7 +110,9 @@ describe('searchLeakedSecret', () => {
     const old = await storedValue(BILLING);
     await rotate(BILLING, LEAK);
     const result = await search(old);
-    expect(summary(result)).toEqual([{ keyId: BILLING, which: 'previous', backend: 'files', path: `${BILLING}.json`, slot: undefined }]);
+    expect(summary(result)).toEqual([
+      { keyId: BILLING, which: 'previous', backend: 'files', path: `${BILLING}.json`, slot: undefined },
+    ]);
   });
 
   it('a slot entry: the current value is the active slot, the previous value the other slot', async () => {
@@ -97,8 +124,12 @@ describe('searchLeakedSecret', () => {
     expect(bench.emulator.state.isLiveSecret(SLOT_B, first)).toBe(true);
     expect(bench.emulator.state.isLiveSecret(SLOT_A, second)).toBe(true);
 
-    expect(summary(await search(second))).toEqual([{ keyId: ENTRY, which: 'current', backend: 'files', path: `${ENTRY}.json`, slot: SLOT_A }]);
-    expect(summary(await search(first))).toEqual([{ keyId: ENTRY, which: 'previous', backend: 'files', path: `${ENTRY}.json`, slot: SLOT_B }]);
+    expect(summary(await search(second))).toEqual([
+      { keyId: ENTRY, which: 'current', backend: 'files', path: `${ENTRY}.json`, slot: SLOT_A },
+    ]);
+    expect(summary(await search(first))).toEqual([
+      { keyId: ENTRY, which: 'previous', backend: 'files', path: `${ENTRY}.json`, slot: SLOT_B },
+    ]);
   });
 
   it('a value no destination holds matches nothing, and every destination was read', async () => {
@@ -114,7 +145,12 @@ describe('searchLeakedSecret', () => {
 
   it('a destination that cannot be read is reported, and does not hide a match in another one', async () => {
     await rotate(BILLING);
-    const down = new BackendError('KR_BACKEND_UNAVAILABLE', 'down for the test', { backend: 'fallback', kind: 'file', operation: 'read', path: 'billing.json' });
+    const down = new BackendError('KR_BACKEND_UNAVAILABLE', 'down for the test', {
+      backend: 'fallback',
+      kind: 'file',
+      operation: 'read',
+      path: 'billing.json',
+    });
     const failing = (name: string, backend: Backend): Backend =>
       name !== 'fallback'
         ? backend
@@ -122,12 +158,18 @@ describe('searchLeakedSecret', () => {
             get(target, property) {
               if (property === 'readSecret') return () => Promise.reject(down);
               const value: unknown = Reflect.get(target, property, target);
-              return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+              return typeof value === 'function'
+                ? (value as (...args: unknown[]) => unknown).bind(target)
+                : value;
             },
           });
     const result = await search(await storedValue(BILLING), failing);
-    expect(summary(result)).toEqual([{ keyId: BILLING, which: 'current', backend: 'files', path: `${BILLING}.json`, slot: undefined }]);
-    expect(result.unread).toEqual([{ keyId: BILLING, backend: 'fallback', path: 'billing.json', errorCode: 'KR_BACKEND_UNAVAILABLE' }]);
+    expect(summary(result)).toEqual([
+      { keyId: BILLING, which: 'current', backend: 'files', path: `${BILLING}.json`, slot: undefined },
+    ]);
+    expect(result.unread).toEqual([
+      { keyId: BILLING, backend: 'fallback', path: 'billing.json', errorCode: 'KR_BACKEND_UNAVAILABLE' },
+    ]);
   });
 
   it("a value that sits only in a key's fallback (a degraded store) is found there", async () => {
@@ -136,9 +178,17 @@ describe('searchLeakedSecret', () => {
     try {
       const fallback = runtime.resolveKey(bench.key(BILLING)).fallbacks[0];
       if (!fallback) throw new Error('no fallback');
-      await fallback.backend.writeSecret(fallback.target, { secret: new Secret(value), keyId: BILLING, organizationId: bench.orgOf(BILLING), rotationId: 'r-test', rotatedAt: new Date().toISOString() });
+      await fallback.backend.writeSecret(fallback.target, {
+        secret: new Secret(value),
+        keyId: BILLING,
+        organizationId: bench.orgOf(BILLING),
+        rotationId: 'r-test',
+        rotatedAt: new Date().toISOString(),
+      });
       const { matches } = await searchLeakedSecret(bench.policy, runtime, new Secret(value));
-      expect(matches.map((m) => [m.key.id, m.destination.backendName, m.which])).toEqual([[BILLING, 'fallback', 'current']]);
+      expect(matches.map((m) => [m.key.id, m.destination.backendName, m.which])).toEqual([
+        [BILLING, 'fallback', 'current'],
+      ]);
     } finally {
       await runtime.close();
     }

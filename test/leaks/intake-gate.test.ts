@@ -15,13 +15,22 @@ beforeEach(async () => {
   replay = await FileReplayRecord.open(dir.path(), 'replay-github.jsonl', NOW.getTime() / 1000);
 });
 
-const delivery = (id: string, alert: string, now = NOW): DeliveryToAdmit => ({ replay, id, expiresAt: now.getTime() / 1000 + 3600, alert, now });
+const delivery = (id: string, alert: string, now = NOW): DeliveryToAdmit => ({
+  replay,
+  id,
+  expiresAt: now.getTime() / 1000 + 3600,
+  alert,
+  now,
+});
 
 describe('IntakeGate', () => {
   it('admits a delivery once; its replay is refused; another delivery for the same alert and action is a duplicate until the window ends', async () => {
     const gate = new IntakeGate(() => undefined, { alertWindowMs: HOUR });
     expect((await gate.admit(delivery('digest-1', 'octo/app#1:created'))).kind).toBe('admitted');
-    expect(await gate.admit(delivery('digest-1', 'octo/app#1:created'))).toEqual({ kind: 'refused', why: 'replay' });
+    expect(await gate.admit(delivery('digest-1', 'octo/app#1:created'))).toEqual({
+      kind: 'refused',
+      why: 'replay',
+    });
     expect(await gate.admit(delivery('digest-2', 'octo/app#1:created'))).toEqual({ kind: 'duplicate-alert' });
     expect((await gate.admit(delivery('digest-3', 'octo/app#1:reopened'))).kind).toBe('admitted');
     const later = new Date(NOW.getTime() + HOUR);
@@ -31,7 +40,10 @@ describe('IntakeGate', () => {
   it('refuses intake-busy when the queue is full, without spending the delivery', async () => {
     const gate = new IntakeGate(() => undefined, { queueCapacity: 1 });
     const first = await gate.admit(delivery('digest-1', 'octo/app#1:created'));
-    expect(await gate.admit(delivery('digest-2', 'octo/app#2:created'))).toEqual({ kind: 'refused', why: 'intake-busy' });
+    expect(await gate.admit(delivery('digest-2', 'octo/app#2:created'))).toEqual({
+      kind: 'refused',
+      why: 'intake-busy',
+    });
     if (first.kind === 'admitted') first.place.release();
     expect((await gate.admit(delivery('digest-2', 'octo/app#2:created'))).kind).toBe('admitted');
   });
@@ -40,7 +52,10 @@ describe('IntakeGate', () => {
     const gate = new IntakeGate(() => undefined);
     await rm(dir.path(), { recursive: true });
     await writeFile(dir.path(), 'not a directory');
-    expect(await gate.admit(delivery('digest-1', 'octo/app#1:created'))).toEqual({ kind: 'refused', why: 'replay-record-unavailable' });
+    expect(await gate.admit(delivery('digest-1', 'octo/app#1:created'))).toEqual({
+      kind: 'refused',
+      why: 'replay-record-unavailable',
+    });
     await rm(dir.path());
     replay = await FileReplayRecord.open(dir.path(), 'replay-github.jsonl', NOW.getTime() / 1000);
     expect((await gate.admit(delivery('digest-1', 'octo/app#1:created'))).kind).toBe('admitted');
@@ -55,7 +70,10 @@ describe('IntakeGate', () => {
   });
 
   describe('shared with the GitHub reconcile', () => {
-    const withRef = (id: string, ref: string, action = 'created'): DeliveryToAdmit => ({ ...delivery(id, `${ref}:${action}`), ref });
+    const withRef = (id: string, ref: string, action = 'created'): DeliveryToAdmit => ({
+      ...delivery(id, `${ref}:${action}`),
+      ref,
+    });
     /** Runs the admitted job until `finish` is called. */
     const hold = (place: { run(job: () => Promise<void>): void }): (() => void) => {
       let finish = (): void => undefined;
@@ -71,7 +89,9 @@ describe('IntakeGate', () => {
       if (reconciled.kind !== 'admitted') throw new Error('the reconcile was not admitted');
       const finish = hold(reconciled.place);
       expect(await gate.admit(withRef('digest-1', 'octo/app#1'))).toEqual({ kind: 'duplicate-alert' });
-      expect(await gate.admit(withRef('digest-2', 'octo/app#1', 'publicly_leaked'))).toEqual({ kind: 'duplicate-alert' });
+      expect(await gate.admit(withRef('digest-2', 'octo/app#1', 'publicly_leaked'))).toEqual({
+        kind: 'duplicate-alert',
+      });
       // Another alert is not held up.
       expect((await gate.admit(withRef('digest-3', 'octo/app#2'))).kind).toBe('admitted');
       finish();
@@ -86,7 +106,10 @@ describe('IntakeGate', () => {
       expect(gate.admitReconciled('octo/app#1', NOW)).toEqual({ kind: 'skipped', why: 'in-flight' });
       finish();
       await Promise.all(background);
-      expect(gate.admitReconciled('octo/app#1', NOW)).toEqual({ kind: 'skipped', why: 'handled-within-window' });
+      expect(gate.admitReconciled('octo/app#1', NOW)).toEqual({
+        kind: 'skipped',
+        why: 'handled-within-window',
+      });
       expect(gate.admitReconciled('octo/app#1', new Date(NOW.getTime() + HOUR)).kind).toBe('admitted');
     });
 

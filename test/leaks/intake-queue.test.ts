@@ -5,7 +5,10 @@ import { IntakeQueue } from '../../src/leaks/intake-queue.ts';
 
 function queue(concurrency: number, capacity: number): { queue: IntakeQueue; work: Promise<void>[] } {
   const work: Promise<void>[] = [];
-  return { queue: new IntakeQueue({ concurrency, capacity, background: (promise) => work.push(promise) }), work };
+  return {
+    queue: new IntakeQueue({ concurrency, capacity, background: (promise) => work.push(promise) }),
+    work,
+  };
 }
 
 describe('IntakeQueue', () => {

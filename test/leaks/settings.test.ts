@@ -13,7 +13,8 @@ import { expectNoSecrets } from '../support/secret-scan.ts';
 const SHORT = 's'.repeat(MIN_SIGNING_KEY_BYTES - 1);
 const LONG = 'l'.repeat(MIN_SIGNING_KEY_BYTES);
 
-const withIntake = (intake: string): ReturnType<typeof parsePolicy> => parsePolicy(`${policyYaml({ baseUrl: 'http://127.0.0.1:1' })}intake:\n${intake}`, 'policy.yaml');
+const withIntake = (intake: string): ReturnType<typeof parsePolicy> =>
+  parsePolicy(`${policyYaml({ baseUrl: 'http://127.0.0.1:1' })}intake:\n${intake}`, 'policy.yaml');
 
 describe('resolveIntake', () => {
   it('refuses a GitHub webhook secret shorter than 32 bytes, naming the field, without echoing it', async () => {
@@ -28,7 +29,9 @@ describe('resolveIntake', () => {
 
   it('refuses a short GitGuardian signature token the same way, and accepts 32 bytes', async () => {
     const policy = withIntake('  gitguardian:\n    webhookSecret: env:GG_TOKEN\n');
-    await expect(resolveIntake(policy, { GG_TOKEN: SHORT })).rejects.toMatchObject({ field: 'intake.gitguardian.webhookSecret' });
+    await expect(resolveIntake(policy, { GG_TOKEN: SHORT })).rejects.toMatchObject({
+      field: 'intake.gitguardian.webhookSecret',
+    });
     expect((await resolveIntake(policy, { GG_TOKEN: LONG })).gitguardian?.webhookSecret.reveal()).toBe(LONG);
   });
 });
@@ -38,8 +41,14 @@ describe('keyroll daemon with a short webhook secret', () => {
 
   it('exits 2 before serving, naming intake.github.webhookSecret', async () => {
     const file = await cli.writePolicy();
-    await appendFile(file, 'intake:\n  github:\n    webhookSecret: env:KR_SHORT_WEBHOOK_SECRET\n    token: env:KR_GITHUB_TOKEN\n');
-    const result = await cli.run(['daemon', '-p', 'policy.yaml', '--listen', '127.0.0.1:0', '--state-dir', 'state'], { env: { KR_SHORT_WEBHOOK_SECRET: SHORT, KR_GITHUB_TOKEN: 'unused' } });
+    await appendFile(
+      file,
+      'intake:\n  github:\n    webhookSecret: env:KR_SHORT_WEBHOOK_SECRET\n    token: env:KR_GITHUB_TOKEN\n',
+    );
+    const result = await cli.run(
+      ['daemon', '-p', 'policy.yaml', '--listen', '127.0.0.1:0', '--state-dir', 'state'],
+      { env: { KR_SHORT_WEBHOOK_SECRET: SHORT, KR_GITHUB_TOKEN: 'unused' } },
+    );
     expect(result.code).toBe(2);
     expect(result.stderr).toContain('intake.github.webhookSecret (env:KR_SHORT_WEBHOOK_SECRET)');
     expectNoSecrets([result.stderr], [SHORT]);

@@ -2,10 +2,23 @@
 // a rotation, and that every metric lives in its own registry (never prom-client's global one).
 import { register as globalRegistry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { createMetrics, EXPOSURE_BUCKETS_SECONDS, LEAK_TIME_TO_DEAD_BUCKETS_SECONDS, PER_KEY_METRICS, RUN_REASONS } from '../../src/metrics/metrics.ts';
+import {
+  createMetrics,
+  EXPOSURE_BUCKETS_SECONDS,
+  LEAK_TIME_TO_DEAD_BUCKETS_SECONDS,
+  PER_KEY_METRICS,
+  RUN_REASONS,
+} from '../../src/metrics/metrics.ts';
 import type { KeyOutcome } from '../../src/rotation/types.ts';
 
-const outcome = (result: KeyOutcome['result'], extra: Partial<KeyOutcome> = {}): KeyOutcome => ({ keyId: 'k1', organizationId: 'o', result, durationMs: 1, rolls: 1, ...extra });
+const outcome = (result: KeyOutcome['result'], extra: Partial<KeyOutcome> = {}): KeyOutcome => ({
+  keyId: 'k1',
+  organizationId: 'o',
+  result,
+  durationMs: 1,
+  rolls: 1,
+  ...extra,
+});
 const at = new Date('2030-01-07T03:00:00Z');
 
 describe('createMetrics', () => {
@@ -38,7 +51,13 @@ describe('createMetrics', () => {
 
   it('counts throttle answers and paced waits per backend and quota group', async () => {
     const metrics = createMetrics();
-    const event = { backend: 'aws-prod', kind: 'aws', group: 'write', operation: 'write', path: 'keyroll/a' } as const;
+    const event = {
+      backend: 'aws-prod',
+      kind: 'aws',
+      group: 'write',
+      operation: 'write',
+      path: 'keyroll/a',
+    } as const;
     metrics.observer.throttled?.({ ...event, attempt: 1, waitMs: 250, afterRoll: false });
     metrics.observer.throttled?.({ ...event, attempt: 2, waitMs: 500, afterRoll: true });
     metrics.observer.paced?.({ ...event, waitMs: 1500 });
@@ -47,7 +66,7 @@ describe('createMetrics', () => {
     expect(text).toContain('keyroll_backend_quota_wait_seconds_total{backend="aws-prod",group="write"} 1.5');
   });
 
-  it('the sweep gauges (drifted, locked) are the daemon\'s, left out of one-shot runs', async () => {
+  it("the sweep gauges (drifted, locked) are the daemon's, left out of one-shot runs", async () => {
     const metrics = createMetrics();
     metrics.setDrifted(1);
     metrics.setLocked(2);
@@ -89,16 +108,25 @@ describe('createMetrics', () => {
   it('starts every result and run reason, each known sink, and each backend quota group, at 0, so the first failure or throttle is an increase Prometheus sees', async () => {
     const metrics = createMetrics();
     metrics.knowSinks(['pager', 'chat']);
-    metrics.knowBackends([{ name: 'aws-prod', kind: 'aws' }, { name: 'bao', kind: 'vault' }, { name: 'files', kind: 'file' }]);
+    metrics.knowBackends([
+      { name: 'aws-prod', kind: 'aws' },
+      { name: 'bao', kind: 'vault' },
+      { name: 'files', kind: 'file' },
+    ]);
     const text = await metrics.registry.metrics();
     for (const result of ['rotated', 'recovered', 'failed', 'skipped', 'busy', 'aborted']) {
-      for (const reason of RUN_REASONS) expect(text).toContain(`keyroll_rotations_total{result="${result}",reason="${reason}"} 0`);
+      for (const reason of RUN_REASONS)
+        expect(text).toContain(`keyroll_rotations_total{result="${result}",reason="${reason}"} 0`);
     }
     expect(text).not.toMatch(/reason="(recovery|drift)"/);
-    for (const sink of ['pager', 'chat']) for (const result of ['sent', 'failed']) expect(text).toContain(`keyroll_alerts_total{sink="${sink}",result="${result}"} 0`);
+    for (const sink of ['pager', 'chat'])
+      for (const result of ['sent', 'failed'])
+        expect(text).toContain(`keyroll_alerts_total{sink="${sink}",result="${result}"} 0`);
     for (const group of ['write', 'tag', 'read', 'create']) {
       expect(text).toContain(`keyroll_backend_throttled_total{backend="aws-prod",group="${group}"} 0`);
-      expect(text).toContain(`keyroll_backend_quota_wait_seconds_total{backend="aws-prod",group="${group}"} 0`);
+      expect(text).toContain(
+        `keyroll_backend_quota_wait_seconds_total{backend="aws-prod",group="${group}"} 0`,
+      );
     }
     expect(text).toContain('keyroll_backend_throttled_total{backend="bao",group="request"} 0');
     expect(text).not.toContain('backend="files"');

@@ -17,7 +17,9 @@ describe('pushMetrics: a gateway that drips its answer', () => {
   it('counts a 2xx as pushed without waiting for its dripping body to end', async () => {
     gateway.answer({ status: 200, dripMs: 100 });
 
-    await expect(pushMetrics(gateway.url, 'keyroll', createMetrics({ overdue: false }).registry, { timeoutMs: 500 })).resolves.toBeUndefined();
+    await expect(
+      pushMetrics(gateway.url, 'keyroll', createMetrics({ overdue: false }).registry, { timeoutMs: 500 }),
+    ).resolves.toBeUndefined();
 
     expect(gateway.requests).toHaveLength(1);
   });
@@ -25,7 +27,9 @@ describe('pushMetrics: a gateway that drips its answer', () => {
   it('reports a 5xx whose body drips as a failed push with its status, by the deadline', async () => {
     gateway.answer({ status: 503, dripMs: 100 });
 
-    const error = await pushMetrics(gateway.url, 'keyroll', createMetrics({ overdue: false }).registry, { timeoutMs: 500 }).catch((e: unknown) => e);
+    const error = await pushMetrics(gateway.url, 'keyroll', createMetrics({ overdue: false }).registry, {
+      timeoutMs: 500,
+    }).catch((e: unknown) => e);
 
     expect(error).toBeInstanceOf(MetricsPushError);
     expect(error).toMatchObject({ status: 503 });

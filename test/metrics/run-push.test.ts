@@ -17,7 +17,15 @@ afterEach(async () => {
 describe('run --pushgateway', () => {
   it('pushes the run metrics once, grouped by command and shard, after the rotations', async () => {
     await cli.writePolicy();
-    const result = await cli.run(['run', '-p', 'policy.yaml', '--shard', '0/1', '--pushgateway', gateway.url]);
+    const result = await cli.run([
+      'run',
+      '-p',
+      'policy.yaml',
+      '--shard',
+      '0/1',
+      '--pushgateway',
+      gateway.url,
+    ]);
     expect(result.code).toBe(0);
     expect(gateway.requests).toHaveLength(1);
     const [push] = gateway.requests;
@@ -35,11 +43,29 @@ describe('run --pushgateway', () => {
     await cli.writePolicy();
     const backend = await openFileBackend(cli.secretsDir);
     const at = '2026-01-05T03:00:02.000Z';
-    await backend.recordFailure(TARGETS.key_demo_search, { rotationId: 'r-5', step: 'preflight', errorCode: 'KR_BACKEND_DENIED', at, consecutive: 5, firstAt: at, quarantinedAt: at, lastAlertedAt: at });
+    await backend.recordFailure(TARGETS.key_demo_search, {
+      rotationId: 'r-5',
+      step: 'preflight',
+      errorCode: 'KR_BACKEND_DENIED',
+      at,
+      consecutive: 5,
+      firstAt: at,
+      quarantinedAt: at,
+      lastAlertedAt: at,
+    });
     const run = await cli.run(['run', '-p', 'policy.yaml', '--pushgateway', gateway.url]);
     expect(run.lastLine).toBe('rotated 2, failed 0, skipped 1');
     expect(gateway.requests[0]?.raw).toContain('keyroll_keys_quarantined 1');
-    const rotate = await cli.run(['rotate', '-p', 'policy.yaml', '--key', 'key_demo_billing', '--force', '--pushgateway', gateway.url]);
+    const rotate = await cli.run([
+      'rotate',
+      '-p',
+      'policy.yaml',
+      '--key',
+      'key_demo_billing',
+      '--force',
+      '--pushgateway',
+      gateway.url,
+    ]);
     expect(rotate.code).toBe(0);
     expect(gateway.requests[1]?.raw).not.toContain('keyroll_keys_quarantined');
   });
@@ -48,7 +74,21 @@ describe('run --pushgateway', () => {
     await cli.writePolicy();
     expect((await cli.run(['run', '-p', 'policy.yaml'])).code).toBe(0);
     const leaked = await storedSecret(cli.secretsDir, 'key_demo_billing');
-    const result = await cli.run(['rotate', '-p', 'policy.yaml', '--leaked-secret-stdin', '--reason', 'leak', '--actor', 'alice', '--pushgateway', gateway.url], { stdin: `${leaked}\n` });
+    const result = await cli.run(
+      [
+        'rotate',
+        '-p',
+        'policy.yaml',
+        '--leaked-secret-stdin',
+        '--reason',
+        'leak',
+        '--actor',
+        'alice',
+        '--pushgateway',
+        gateway.url,
+      ],
+      { stdin: `${leaked}\n` },
+    );
     expect(result.code, result.stderr).toBe(0);
     const [push] = gateway.requests;
     expect(push?.path).toBe('/metrics/job/keyroll/command/rotate');
@@ -66,7 +106,13 @@ describe('run --pushgateway', () => {
     expect(result.code).toBe(0);
     expect(result.lastLine).toBe('rotated 3, failed 0, skipped 0');
     expect(eventsNamed(result, 'metrics.push_failed')).toEqual([
-      expect.objectContaining({ level: 'warn', errorCode: 'KR_METRICS_PUSH_FAILED', status: 503, gateway: gateway.url, job: 'keyroll' }),
+      expect.objectContaining({
+        level: 'warn',
+        errorCode: 'KR_METRICS_PUSH_FAILED',
+        status: 503,
+        gateway: gateway.url,
+        job: 'keyroll',
+      }),
     ]);
   });
 
@@ -82,15 +128,26 @@ describe('run --pushgateway-auth and plain http', () => {
   it('sends the credentials a reference names as the Authorization header, never on the command line', async () => {
     await cli.writePolicy();
     cli.alsoSecret('gw-pass-from-env');
-    const result = await cli.run(['run', '-p', 'policy.yaml', '--pushgateway', gateway.url, '--pushgateway-auth', 'env:GW_AUTH'], { env: { GW_AUTH: 'ops:gw-pass-from-env' } });
+    const result = await cli.run(
+      ['run', '-p', 'policy.yaml', '--pushgateway', gateway.url, '--pushgateway-auth', 'env:GW_AUTH'],
+      { env: { GW_AUTH: 'ops:gw-pass-from-env' } },
+    );
     expect(result.code).toBe(0);
-    expect(gateway.requests[0]?.headers.authorization).toBe(`Basic ${Buffer.from('ops:gw-pass-from-env').toString('base64')}`);
+    expect(gateway.requests[0]?.headers.authorization).toBe(
+      `Basic ${Buffer.from('ops:gw-pass-from-env').toString('base64')}`,
+    );
     expect(result.stdout + result.stderr).not.toContain('gw-pass-from-env');
   });
 
   it('a --pushgateway over plain http:// to another machine is a usage error (exit 2) before anything rotates', async () => {
     await cli.writePolicy();
-    const result = await cli.run(['run', '-p', 'policy.yaml', '--pushgateway', 'http://pushgateway.example.com:9091']);
+    const result = await cli.run([
+      'run',
+      '-p',
+      'policy.yaml',
+      '--pushgateway',
+      'http://pushgateway.example.com:9091',
+    ]);
     expect(result.code).toBe(2);
     expect(result.stderr).toContain('--pushgateway-allow-insecure-http');
     expect(cli.emulator.state.totalRolls()).toBe(0);
@@ -100,7 +157,19 @@ describe('run --pushgateway-auth and plain http', () => {
 describe('rotate --pushgateway', () => {
   it('labels the rotations with the reason given and groups the push under command=rotate', async () => {
     await cli.writePolicy();
-    const result = await cli.run(['rotate', '-p', 'policy.yaml', '--key', 'key_demo_billing', '--reason', 'leak', '--actor', 'alice', '--pushgateway', gateway.url]);
+    const result = await cli.run([
+      'rotate',
+      '-p',
+      'policy.yaml',
+      '--key',
+      'key_demo_billing',
+      '--reason',
+      'leak',
+      '--actor',
+      'alice',
+      '--pushgateway',
+      gateway.url,
+    ]);
     expect(result.code).toBe(0);
     expect(gateway.requests.map((r) => r.path)).toEqual(['/metrics/job/keyroll/command/rotate']);
     expect(gateway.requests[0]?.raw).toContain('keyroll_rotations_total{result="rotated",reason="leak"} 1');

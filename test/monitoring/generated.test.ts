@@ -20,8 +20,14 @@ describe('the generated monitoring files', () => {
 
   it('give every alert a summary, a severity and a runbook link to a heading of docs/runbook.md', async () => {
     const runbook = await read('docs/runbook.md');
-    const anchors = new Set([...runbook.matchAll(/^#{2,4} (.+)$/gm)].map((match) => headingAnchor(match[1] ?? '')));
-    const file = parse(await read(PLAIN_RULES_FILE)) as { groups: { rules: { alert: string; labels: { severity: string }; annotations: Record<string, string> }[] }[] };
+    const anchors = new Set(
+      [...runbook.matchAll(/^#{2,4} (.+)$/gm)].map((match) => headingAnchor(match[1] ?? '')),
+    );
+    const file = parse(await read(PLAIN_RULES_FILE)) as {
+      groups: {
+        rules: { alert: string; labels: { severity: string }; annotations: Record<string, string> }[];
+      }[];
+    };
     const rules = file.groups.flatMap((group) => group.rules);
     expect(rules.map((rule) => rule.alert)).toEqual(alerts.map((rule) => rule.alert));
     for (const rule of rules) {
@@ -33,16 +39,33 @@ describe('the generated monitoring files', () => {
   });
 
   it('have a promtool unit test per alert that makes it fire, and a time where it must not', async () => {
-    const tests = parse(await read('helm/tests/prometheus-rules.test.yaml')) as { tests: { alert_rule_test: { alertname: string; exp_alerts: unknown[] }[] }[] };
+    const tests = parse(await read('helm/tests/prometheus-rules.test.yaml')) as {
+      tests: { alert_rule_test: { alertname: string; exp_alerts: unknown[] }[] }[];
+    };
     const cases = tests.tests.flatMap((test) => test.alert_rule_test);
     for (const { alert } of alerts) {
-      expect(cases.some((c) => c.alertname === alert && c.exp_alerts.length > 0), `${alert} fires somewhere`).toBe(true);
-      expect(cases.some((c) => c.alertname === alert && c.exp_alerts.length === 0), `${alert} stays quiet somewhere`).toBe(true);
+      expect(
+        cases.some((c) => c.alertname === alert && c.exp_alerts.length > 0),
+        `${alert} fires somewhere`,
+      ).toBe(true);
+      expect(
+        cases.some((c) => c.alertname === alert && c.exp_alerts.length === 0),
+        `${alert} stays quiet somewhere`,
+      ).toBe(true);
     }
   });
 
   it('lay the dashboard out without overlaps, every panel with a description and a query', () => {
-    const panels = (dashboardObject() as { panels: { type: string; description?: string; targets?: unknown[]; gridPos: { x: number; y: number; w: number; h: number } }[] }).panels;
+    const panels = (
+      dashboardObject() as {
+        panels: {
+          type: string;
+          description?: string;
+          targets?: unknown[];
+          gridPos: { x: number; y: number; w: number; h: number };
+        }[];
+      }
+    ).panels;
     const cells = new Set<string>();
     for (const panel of panels) {
       for (let x = panel.gridPos.x; x < panel.gridPos.x + panel.gridPos.w; x++) {

@@ -37,10 +37,15 @@ export function namingProblems(expr: string, exported: Exported): string[] {
     }
     for (const label of metricLabels) known.add(label);
     for (const label of labels) {
-      if (!metricLabels.has(label) && !(external === undefined && (TARGET_LABELS as readonly string[]).includes(label))) problems.push(`${metric}{${label}}: ${metric} has no label ${label}`);
+      if (
+        !metricLabels.has(label) &&
+        !(external === undefined && (TARGET_LABELS as readonly string[]).includes(label))
+      )
+        problems.push(`${metric}{${label}}: ${metric} has no label ${label}`);
     }
   }
-  for (const label of names.groupingLabels) if (!known.has(label)) problems.push(`by/on (${label}): no metric of the expression has label ${label}`);
+  for (const label of names.groupingLabels)
+    if (!known.has(label)) problems.push(`by/on (${label}): no metric of the expression has label ${label}`);
   return problems;
 }
 
@@ -60,7 +65,9 @@ function groupingLabels(path: string): string[] {
 
 const everyExpression = (): { where: string; expr: string }[] => [
   ...dashboardQueries().map(({ panel, expr }) => ({ where: `dashboard panel "${panel}"`, expr })),
-  ...RULE_GROUPS.flatMap((group) => group.rules.map((rule) => ({ where: `rule ${rule.alert}`, expr: rule.expr }))),
+  ...RULE_GROUPS.flatMap((group) =>
+    group.rules.map((rule) => ({ where: `rule ${rule.alert}`, expr: rule.expr })),
+  ),
 ];
 
 describe('the metric cross-check', () => {
@@ -84,20 +91,38 @@ describe('the metric cross-check', () => {
     const keys = keyYaml('key_demo_billing', 'maxAge: 30d') + keyYaml('key_unknown', 'schedule: "0 3 * * 1"');
     // An AWS backend no key writes to: its throttling counters start at 0 all the same (no AWS call).
     const policy = policyYaml(bench.emulator.url, bench.secretsDir, keys)
-      .replace('defaults:', `alerts:\n  sinks:\n    oncall: { kind: webhook, url: "${alerts.url}/alerts" }\ndefaults:`)
+      .replace(
+        'defaults:',
+        `alerts:\n  sinks:\n    oncall: { kind: webhook, url: "${alerts.url}/alerts" }\ndefaults:`,
+      )
       .replace('backends:\n', 'backends:\n  aws-prod: { kind: aws, region: eu-west-1 }\n');
     await bench.writePolicyText(policy);
     // No recording alerter: the daemon's own, which counts deliveries in keyroll_alerts_total.
-    const daemon = await bench.start({ metricsTokenRef: 'env:KEYROLL_METRICS_TOKEN', runtime: { alerter: undefined } });
+    const daemon = await bench.start({
+      metricsTokenRef: 'env:KEYROLL_METRICS_TOKEN',
+      runtime: { alerter: undefined },
+    });
     await daemon.idle();
-    const response = await fetch(`${daemon.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
+    const response = await fetch(`${daemon.url}/metrics`, {
+      headers: { authorization: `Bearer ${METRICS_TOKEN}` },
+    });
     expect(response.status).toBe(200);
     return response.text();
   }
 
   async function pushedRun(): Promise<{ text: string; labels: string[] }> {
-    await cli.writePolicy({ extraKeys: `  - id: key_unknown\n    organization: org_demo_acme\n    destinations: [{ backend: files, path: unknown.json }]\n` });
-    const result = await cli.run(['run', '-p', 'policy.yaml', '--shard', '0/1', '--pushgateway', gateway.url]);
+    await cli.writePolicy({
+      extraKeys: `  - id: key_unknown\n    organization: org_demo_acme\n    destinations: [{ backend: files, path: unknown.json }]\n`,
+    });
+    const result = await cli.run([
+      'run',
+      '-p',
+      'policy.yaml',
+      '--shard',
+      '0/1',
+      '--pushgateway',
+      gateway.url,
+    ]);
     expect(result.code).toBe(1);
     const [push] = gateway.requests;
     expect(push?.method).toBe('PUT');
@@ -113,15 +138,28 @@ describe('the metric cross-check', () => {
     expect(push.labels).toEqual(['job', 'command', 'shard', 'instance']);
     merge(exported, exportedNames(push.text, push.labels));
     // The scenario exercised what the queries select on: results, reasons, steps, sinks, keys.
-    for (const [metric, label] of [['keyroll_rotations_total', 'result'], ['keyroll_rotations_total', 'reason'], ['keyroll_rotation_step_duration_seconds_bucket', 'step'], ['keyroll_alerts_total', 'sink'], ['keyroll_key_max_age_seconds', 'key_id'], ['keyroll_backend_throttled_total', 'group']] as const) {
+    for (const [metric, label] of [
+      ['keyroll_rotations_total', 'result'],
+      ['keyroll_rotations_total', 'reason'],
+      ['keyroll_rotation_step_duration_seconds_bucket', 'step'],
+      ['keyroll_alerts_total', 'sink'],
+      ['keyroll_key_max_age_seconds', 'key_id'],
+      ['keyroll_backend_throttled_total', 'group'],
+    ] as const) {
       expect(exported.get(metric)?.has(label), `${metric}{${label}}`).toBe(true);
     }
-    const problems = everyExpression().flatMap(({ where, expr }) => namingProblems(expr, exported).map((problem) => `${where}: ${problem}`));
+    const problems = everyExpression().flatMap(({ where, expr }) =>
+      namingProblems(expr, exported).map((problem) => `${where}: ${problem}`),
+    );
     expect(problems).toEqual([]);
   });
 
   it('every metric the daemon exports is documented in docs/metrics.md', async () => {
-    const names = new Set([...exportedNames(await daemonScrape()).keys()].filter((name) => name.startsWith('keyroll_')).map((name) => name.replace(/_(bucket|sum|count)$/, '')));
+    const names = new Set(
+      [...exportedNames(await daemonScrape()).keys()]
+        .filter((name) => name.startsWith('keyroll_'))
+        .map((name) => name.replace(/_(bucket|sum|count)$/, '')),
+    );
     const doc = await readFile(new URL('../../docs/metrics.md', import.meta.url), 'utf8');
     expect([...names].filter((name) => !doc.includes(`| \`${name}\` |`))).toEqual([]);
   });
@@ -134,15 +172,33 @@ describe('namingProblems', () => {
   ]);
 
   it('passes a query that names exported metrics and labels, target labels and documented outside series', () => {
-    expect(namingProblems('sum by (result, namespace) (increase(keyroll_rotations_total{reason="leak", pod!=""}[$__rate_interval]))', exported)).toEqual([]);
-    expect(namingProblems('time() - max by (namespace, cronjob) (kube_cronjob_next_schedule_time{cronjob=~".*keyroll.*"})', exported)).toEqual([]);
+    expect(
+      namingProblems(
+        'sum by (result, namespace) (increase(keyroll_rotations_total{reason="leak", pod!=""}[$__rate_interval]))',
+        exported,
+      ),
+    ).toEqual([]);
+    expect(
+      namingProblems(
+        'time() - max by (namespace, cronjob) (kube_cronjob_next_schedule_time{cronjob=~".*keyroll.*"})',
+        exported,
+      ),
+    ).toEqual([]);
   });
 
   it('names a metric nobody exports, a label the metric lacks, and a grouping label no metric has', () => {
-    expect(namingProblems('keyroll_keys_overdu > 0', exported)).toEqual(['keyroll_keys_overdu: no such metric is exported']);
-    expect(namingProblems('keyroll_rotations_total{key_id="a"}', exported)).toEqual(['keyroll_rotations_total{key_id}: keyroll_rotations_total has no label key_id']);
-    expect(namingProblems('sum by (sink) (keyroll_rotations_total)', exported)).toEqual(['by/on (sink): no metric of the expression has label sink']);
-    expect(namingProblems('kube_cronjob_next_schedule_time{pod="x"}', exported)).toEqual(['kube_cronjob_next_schedule_time{pod}: kube_cronjob_next_schedule_time has no label pod']);
+    expect(namingProblems('keyroll_keys_overdu > 0', exported)).toEqual([
+      'keyroll_keys_overdu: no such metric is exported',
+    ]);
+    expect(namingProblems('keyroll_rotations_total{key_id="a"}', exported)).toEqual([
+      'keyroll_rotations_total{key_id}: keyroll_rotations_total has no label key_id',
+    ]);
+    expect(namingProblems('sum by (sink) (keyroll_rotations_total)', exported)).toEqual([
+      'by/on (sink): no metric of the expression has label sink',
+    ]);
+    expect(namingProblems('kube_cronjob_next_schedule_time{pod="x"}', exported)).toEqual([
+      'kube_cronjob_next_schedule_time{pod}: kube_cronjob_next_schedule_time has no label pod',
+    ]);
   });
 
   it('reports an expression that is not PromQL', () => {

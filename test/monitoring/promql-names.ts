@@ -35,7 +35,8 @@ function labelName(expr: string, node: SyntaxNode): string {
 }
 
 function selectorOf(expr: string, node: SyntaxNode): Selector {
-  let metric = node.getChild('Identifier') === null ? undefined : text(expr, node.getChild('Identifier') as SyntaxNode);
+  let metric =
+    node.getChild('Identifier') === null ? undefined : text(expr, node.getChild('Identifier') as SyntaxNode);
   const labels: string[] = [];
   const matchers = node.getChild('LabelMatchers');
   for (let matcher = matchers?.firstChild ?? null; matcher !== null; matcher = matcher.nextSibling) {
@@ -55,7 +56,8 @@ function selectorOf(expr: string, node: SyntaxNode): Selector {
       labels.push(name);
     }
   }
-  if (metric === undefined) throw new PromqlSyntaxError(`a selector without a metric name: ${text(expr, node)}`);
+  if (metric === undefined)
+    throw new PromqlSyntaxError(`a selector without a metric name: ${text(expr, node)}`);
   return { metric, labels };
 }
 
@@ -68,7 +70,8 @@ export function promqlNames(source: string): ExpressionNames {
   let error: string | undefined;
   tree.iterate({
     enter: (ref) => {
-      if (ref.type.isError) error ??= `${JSON.stringify(expr.slice(Math.max(0, ref.from - 20), ref.to + 20))} at ${ref.from}`;
+      if (ref.type.isError)
+        error ??= `${JSON.stringify(expr.slice(Math.max(0, ref.from - 20), ref.to + 20))} at ${ref.from}`;
     },
   });
   if (error !== undefined) throw new PromqlSyntaxError(`not PromQL: ${error}`);
@@ -80,7 +83,8 @@ export function promqlNames(source: string): ExpressionNames {
       }
       if (ref.name === 'GroupingLabels') {
         for (const label of ref.node.getChildren('LabelName')) groupingLabels.push(labelName(expr, label));
-        for (const label of ref.node.getChildren('QuotedLabelName')) groupingLabels.push(labelName(expr, label));
+        for (const label of ref.node.getChildren('QuotedLabelName'))
+          groupingLabels.push(labelName(expr, label));
         return false;
       }
       return undefined;
@@ -90,13 +94,19 @@ export function promqlNames(source: string): ExpressionNames {
 }
 
 /** Metric name → label names, from a Prometheus text exposition (a /metrics scrape or a push). */
-export function exportedNames(exposition: string, extraLabels: readonly string[] = []): Map<string, Set<string>> {
+export function exportedNames(
+  exposition: string,
+  extraLabels: readonly string[] = [],
+): Map<string, Set<string>> {
   const names = new Map<string, Set<string>>();
   for (const line of exposition.split('\n')) {
     const type = /^# TYPE (\S+) (\S+)/.exec(line);
     if (type?.[1] !== undefined) {
       // A family with no sample yet (a counter never incremented) still names itself.
-      const family = type[2] === 'histogram' ? ['_bucket', '_sum', '_count'].map((suffix) => `${type[1]}${suffix}`) : [type[1]];
+      const family =
+        type[2] === 'histogram'
+          ? ['_bucket', '_sum', '_count'].map((suffix) => `${type[1]}${suffix}`)
+          : [type[1]];
       for (const name of family) if (!names.has(name)) names.set(name, new Set(extraLabels));
       continue;
     }
@@ -104,7 +114,8 @@ export function exportedNames(exposition: string, extraLabels: readonly string[]
     const sample = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s/.exec(line);
     if (sample?.[1] === undefined) continue;
     const labels = names.get(sample[1]) ?? new Set(extraLabels);
-    for (const match of (sample[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="(?:[^"\\]|\\.)*"/g)) if (match[1] !== undefined) labels.add(match[1]);
+    for (const match of (sample[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="(?:[^"\\]|\\.)*"/g))
+      if (match[1] !== undefined) labels.add(match[1]);
     names.set(sample[1], labels);
   }
   return names;

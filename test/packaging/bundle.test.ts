@@ -26,7 +26,8 @@ function loadedAtStart(metafile: Metafile, output: string): Set<string> {
     const chunk = metafile.outputs[name];
     if (!chunk) return;
     for (const input of Object.keys(chunk.inputs)) inputs.add(input);
-    for (const imported of chunk.imports) if (imported.kind === 'import-statement' && !imported.external) visit(imported.path);
+    for (const imported of chunk.imports)
+      if (imported.kind === 'import-statement' && !imported.external) visit(imported.path);
   };
   visit(output);
   return inputs;
@@ -47,7 +48,12 @@ describe('the bundled CLI (dist/, what the image runs)', () => {
   });
 
   /** Runs `node [nodeArgs] <script> [args]` (the entry by default) from the install's work dir. */
-  const node = (nodeArgs: string[], args: string[], env: Record<string, string> = {}, script = join(install, 'dist', 'cli', 'entry.js')): SpawnSyncReturns<string> =>
+  const node = (
+    nodeArgs: string[],
+    args: string[],
+    env: Record<string, string> = {},
+    script = join(install, 'dist', 'cli', 'entry.js'),
+  ): SpawnSyncReturns<string> =>
     spawnSync(process.execPath, [...nodeArgs, script, ...args], {
       cwd: join(install, 'work'),
       encoding: 'utf8',
@@ -56,7 +62,10 @@ describe('the bundled CLI (dist/, what the image runs)', () => {
     });
   const run = (...args: string[]): SpawnSyncReturns<string> => node([], args);
   /** The entry as a child that does not block this process (a loopback server here must answer it). */
-  const nodeAsync = (args: string[], env: Record<string, string>): Promise<{ status: number | null; stderr: string }> =>
+  const nodeAsync = (
+    args: string[],
+    env: Record<string, string>,
+  ): Promise<{ status: number | null; stderr: string }> =>
     new Promise((resolve, reject) => {
       const child = spawn(process.execPath, [join(install, 'dist', 'cli', 'entry.js'), ...args], {
         cwd: join(install, 'work'),
@@ -87,12 +96,19 @@ describe('the bundled CLI (dist/, what the image runs)', () => {
   it('runs on the compile cache scripts/warm-compile-cache.js fills, as the image does: every chunk it loads comes from the cache', () => {
     const flags = imageNodeFlags();
     const cache = { NODE_COMPILE_CACHE: join(install, 'compile-cache') };
-    const warm = node(flags, [join(install, 'dist', 'cli')], cache, join(root, 'scripts', 'warm-compile-cache.js'));
+    const warm = node(
+      flags,
+      [join(install, 'dist', 'cli')],
+      cache,
+      join(root, 'scripts', 'warm-compile-cache.js'),
+    );
     expect(warm.status, warm.stderr).toBe(0);
     expect(warm.stderr).toMatch(/warm-compile-cache: \d+ chunks of /);
     const demo = node(flags, ['demo'], { ...cache, NODE_DEBUG_NATIVE: 'COMPILE_CACHE' });
     expect(demo.stdout).toContain('rotated 4, failed 0, skipped 0');
-    const chunkLines = demo.stderr.split('\n').filter((line) => /V8 code cache for ESM \S+\/chunks\//.test(line));
+    const chunkLines = demo.stderr
+      .split('\n')
+      .filter((line) => /V8 code cache for ESM \S+\/chunks\//.test(line));
     expect(chunkLines.length).toBeGreaterThan(10);
     expect(chunkLines.filter((line) => !line.includes('was accepted'))).toEqual([]);
   });
@@ -119,15 +135,37 @@ describe('the bundled CLI (dist/, what the image runs)', () => {
   it('keeps the AWS SDK, the Vault client, fastify, age and prom-client out of what `rotate` loads before its first roll', () => {
     // The chunks holding the modules `rotate` imports on its way to the first roll, and every
     // chunk they import statically: what a cold start into the file backend compiles.
-    const startPath = ['src/cli/entry.ts', 'src/cli/main.ts', 'src/cli/rotate.ts', 'src/cli/execute-run.ts', 'src/cli/select-keys.ts', 'src/rotation/runtime.ts', 'src/rotation/run.ts', 'src/backends/file/backend.ts'];
+    const startPath = [
+      'src/cli/entry.ts',
+      'src/cli/main.ts',
+      'src/cli/rotate.ts',
+      'src/cli/execute-run.ts',
+      'src/cli/select-keys.ts',
+      'src/rotation/runtime.ts',
+      'src/rotation/run.ts',
+      'src/backends/file/backend.ts',
+    ];
     const chunks = Object.entries(metafile.outputs)
       .filter(([, output]) => startPath.some((input) => input in output.inputs))
       .map(([name]) => name);
     expect(chunks.length).toBeGreaterThan(0);
     const loaded = new Set(chunks.flatMap((chunk) => [...loadedAtStart(metafile, chunk)]));
     for (const input of startPath) expect(loaded.has(input), input).toBe(true);
-    for (const heavy of ['node_modules/@aws-sdk/', 'node_modules/fastify/', 'node_modules/age-encryption/', 'node_modules/prom-client/', 'node_modules/@opentelemetry/', 'src/tracing/otel/', 'src/backends/vault/backend.ts', 'src/backends/aws/backend.ts', 'src/emulator/server.ts']) {
-      expect([...loaded].filter((input) => input.includes(heavy)), heavy).toEqual([]);
+    for (const heavy of [
+      'node_modules/@aws-sdk/',
+      'node_modules/fastify/',
+      'node_modules/age-encryption/',
+      'node_modules/prom-client/',
+      'node_modules/@opentelemetry/',
+      'src/tracing/otel/',
+      'src/backends/vault/backend.ts',
+      'src/backends/aws/backend.ts',
+      'src/emulator/server.ts',
+    ]) {
+      expect(
+        [...loaded].filter((input) => input.includes(heavy)),
+        heavy,
+      ).toEqual([]);
     }
   });
 });
@@ -138,7 +176,11 @@ describe('a bundle built without the OpenTelemetry packages (npm ci --omit=optio
   let remove: (() => Promise<void>) | undefined;
 
   beforeAll(async () => {
-    ({ dir: install, metafile, remove } = await installBundle('keyroll-bundle-untraced-', { tracing: false }));
+    ({
+      dir: install,
+      metafile,
+      remove,
+    } = await installBundle('keyroll-bundle-untraced-', { tracing: false }));
   }, 60_000);
 
   afterAll(async () => {
@@ -148,14 +190,30 @@ describe('a bundle built without the OpenTelemetry packages (npm ci --omit=optio
   it('holds none of OpenTelemetry, and asked for traces it says so and runs untraced', () => {
     // (@opentelemetry/api is prom-client's own dependency, not tracing's.)
     const inputs = Object.values(metafile.outputs).flatMap((output) => Object.keys(output.inputs));
-    expect(inputs.filter((input) => (input.includes('@opentelemetry/') && !input.includes('@opentelemetry/api/')) || input.includes('src/tracing/otel/'))).toEqual([]);
-    const rotate = spawnSync(process.execPath, [join(install, 'dist', 'cli', 'entry.js'), 'rotate', '-p', 'missing.yaml', '--all'], {
-      cwd: install,
-      encoding: 'utf8',
-      timeout: 60_000,
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: install, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9' },
-    });
+    expect(
+      inputs.filter(
+        (input) =>
+          (input.includes('@opentelemetry/') && !input.includes('@opentelemetry/api/')) ||
+          input.includes('src/tracing/otel/'),
+      ),
+    ).toEqual([]);
+    const rotate = spawnSync(
+      process.execPath,
+      [join(install, 'dist', 'cli', 'entry.js'), 'rotate', '-p', 'missing.yaml', '--all'],
+      {
+        cwd: install,
+        encoding: 'utf8',
+        timeout: 60_000,
+        env: {
+          PATH: process.env.PATH ?? '/usr/bin:/bin',
+          HOME: install,
+          OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9',
+        },
+      },
+    );
     expect(rotate.status).toBe(2);
-    expect(rotate.stderr).toMatch(/^keyroll: tracing: the OpenTelemetry SDK cannot be loaded \(this build leaves tracing out \(built without the optional OpenTelemetry packages\)\); running without traces$/m);
+    expect(rotate.stderr).toMatch(
+      /^keyroll: tracing: the OpenTelemetry SDK cannot be loaded \(this build leaves tracing out \(built without the optional OpenTelemetry packages\)\); running without traces$/m,
+    );
   });
 });

@@ -40,7 +40,9 @@ function undescribedValues(value: unknown, node: JsonSchema, path: string): stri
     // A Kubernetes object passed through as written: the Kubernetes schema checks it on render.
     if (here.properties === undefined && here.additionalProperties === undefined) return [];
     return Object.entries(value).flatMap(([key, child]) => {
-      const sub = here.properties?.[key] ?? (typeof here.additionalProperties === 'object' ? here.additionalProperties : undefined);
+      const sub =
+        here.properties?.[key] ??
+        (typeof here.additionalProperties === 'object' ? here.additionalProperties : undefined);
       return sub === undefined ? [`${path}.${key}`] : undescribedValues(child, sub, `${path}.${key}`);
     });
   }
@@ -62,10 +64,13 @@ function undocumentedProperties(value: unknown, node: JsonSchema, path: string):
 }
 
 function secretLookingLiterals(value: unknown, path: string): string[] {
-  if (isPlainObject(value)) return Object.entries(value).flatMap(([key, child]) => secretLookingLiterals(child, `${path}.${key}`));
-  if (Array.isArray(value)) return value.flatMap((item, index) => secretLookingLiterals(item, `${path}[${index}]`));
+  if (isPlainObject(value))
+    return Object.entries(value).flatMap(([key, child]) => secretLookingLiterals(child, `${path}.${key}`));
+  if (Array.isArray(value))
+    return value.flatMap((item, index) => secretLookingLiterals(item, `${path}[${index}]`));
   const leaf = path.split('.').at(-1) ?? '';
-  const secretish = /(password|token|secret|apikey|routingkey|webhookurl)$/i.test(leaf) && !/^existingSecret$/.test(leaf);
+  const secretish =
+    /(password|token|secret|apikey|routingkey|webhookurl)$/i.test(leaf) && !/^existingSecret$/.test(leaf);
   const isReference = typeof value === 'string' && /^(env:|file:\/)/.test(value);
   return secretish && typeof value === 'string' && value !== '' && !isReference ? [path] : [];
 }
@@ -79,7 +84,7 @@ describe('values.schema.json', () => {
     expect(undocumentedProperties(values, schema, '')).toEqual([]);
   });
 
-  it('rejects unknown keys at the top level and in every section of the chart\'s own', () => {
+  it("rejects unknown keys at the top level and in every section of the chart's own", () => {
     expect(schema.additionalProperties).toBe(false);
     for (const [key, node] of Object.entries(schema.properties ?? {})) {
       const section = resolve(node);
@@ -92,19 +97,27 @@ describe('values.yaml', () => {
   it('holds no secret values, only Secret names and references', () => {
     expect(secretLookingLiterals(values, '')).toEqual([]);
     for (const file of readdirSync(`${chart}ci`)) {
-      expect(secretLookingLiterals(parse(readFileSync(`${chart}ci/${file}`, 'utf8')), file), file).toEqual([]);
+      expect(secretLookingLiterals(parse(readFileSync(`${chart}ci/${file}`, 'utf8')), file), file).toEqual(
+        [],
+      );
     }
   });
 
   it('runs the pod as the user and group the Dockerfile sets', () => {
     const dockerfile = parseDockerfile(readFileSync(`${root}Dockerfile`, 'utf8'));
-    const user = dockerfile.stages.at(-1)!.instructions.filter((instruction) => instruction.keyword === 'USER').at(-1)!.args;
+    const user = dockerfile.stages
+      .at(-1)!
+      .instructions.filter((instruction) => instruction.keyword === 'USER')
+      .at(-1)!.args;
     const context = values.podSecurityContext as { runAsUser: number; runAsGroup: number };
     expect(`${context.runAsUser}:${context.runAsGroup}`).toBe(user);
   });
 
   it('keeps the Pod Security Standard "restricted" settings by default', () => {
-    expect(values.podSecurityContext).toMatchObject({ runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } });
+    expect(values.podSecurityContext).toMatchObject({
+      runAsNonRoot: true,
+      seccompProfile: { type: 'RuntimeDefault' },
+    });
     expect(values.containerSecurityContext).toMatchObject({
       allowPrivilegeEscalation: false,
       readOnlyRootFilesystem: true,
@@ -118,7 +131,11 @@ describe('network exposure', () => {
   const template = (name: string): string => readFileSync(`${chart}templates/${name}`, 'utf8');
 
   it('renders a NetworkPolicy by default, admitting nobody to the daemon until daemonIngressFrom names peers', () => {
-    const policy = values.networkPolicy as { enabled: boolean; restrictEgress: boolean; daemonIngressFrom: unknown[] };
+    const policy = values.networkPolicy as {
+      enabled: boolean;
+      restrictEgress: boolean;
+      daemonIngressFrom: unknown[];
+    };
     expect(policy.enabled).toBe(true);
     expect(policy.daemonIngressFrom).toEqual([]);
     // The whole template hangs on that one value: on by default means rendered by default.
@@ -140,11 +157,16 @@ describe('network exposure', () => {
 });
 
 describe('templates', () => {
-  it('mount the policy where the image\'s default command reads it', () => {
+  it("mount the policy where the image's default command reads it", () => {
     const helpers = readFileSync(`${chart}templates/_helpers.tpl`, 'utf8');
     const mounted = /define "keyroll\.policyPath" -}}([^{]+){{/.exec(helpers)?.[1];
     const dockerfile = parseDockerfile(readFileSync(`${root}Dockerfile`, 'utf8'));
-    const cmd = execForm(dockerfile.stages.at(-1)!.instructions.filter((instruction) => instruction.keyword === 'CMD').at(-1)!);
+    const cmd = execForm(
+      dockerfile.stages
+        .at(-1)!
+        .instructions.filter((instruction) => instruction.keyword === 'CMD')
+        .at(-1)!,
+    );
     expect(cmd?.[cmd.indexOf('--policy') + 1]).toBe(mounted);
   });
 
@@ -160,25 +182,32 @@ describe('chart check inputs', () => {
   it('name the stage and the error of every must-fail values file', () => {
     const dir = `${root}helm/tests/must-fail/`;
     const files = readdirSync(dir).filter((file) => file.endsWith('-values.yaml'));
-    const stages = files.map((file) => /^# expect-stage: (\S+)$/m.exec(readFileSync(`${dir}${file}`, 'utf8'))?.[1]);
+    const stages = files.map(
+      (file) => /^# expect-stage: (\S+)$/m.exec(readFileSync(`${dir}${file}`, 'utf8'))?.[1],
+    );
     expect(new Set(stages)).toEqual(new Set(['values', 'manifest']));
-    for (const file of files) expect(readFileSync(`${dir}${file}`, 'utf8'), file).toMatch(/^# expect-error: \S/m);
+    for (const file of files)
+      expect(readFileSync(`${dir}${file}`, 'utf8'), file).toMatch(/^# expect-error: \S/m);
   });
 
   it('cover defaults, AWS with IRSA, Vault with kubernetes auth, daemon, sharded and the leak Job', () => {
     const files = readdirSync(`${chart}ci`);
-    expect(files).toEqual(expect.arrayContaining([
-      'defaults-values.yaml',
-      'aws-irsa-values.yaml',
-      'vault-kubernetes-values.yaml',
-      'daemon-values.yaml',
-      'sharded-values.yaml',
-      'rotate-values.yaml',
-    ]));
+    expect(files).toEqual(
+      expect.arrayContaining([
+        'defaults-values.yaml',
+        'aws-irsa-values.yaml',
+        'vault-kubernetes-values.yaml',
+        'daemon-values.yaml',
+        'sharded-values.yaml',
+        'rotate-values.yaml',
+      ]),
+    );
   });
 
   it('are wired to npm run check:chart', () => {
-    const pkg = JSON.parse(readFileSync(`${root}package.json`, 'utf8')) as { scripts: Record<string, string> };
+    const pkg = JSON.parse(readFileSync(`${root}package.json`, 'utf8')) as {
+      scripts: Record<string, string>;
+    };
     expect(pkg.scripts['check:chart']).toBe('sh scripts/check-chart.sh');
   });
 });

@@ -7,7 +7,13 @@ import { isBuiltin } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { importSpecifiers, installedExports, internalImport, isExported, splitSpecifier } from './package-imports.ts';
+import {
+  importSpecifiers,
+  installedExports,
+  internalImport,
+  isExported,
+  splitSpecifier,
+} from './package-imports.ts';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const exportsOf = installedExports(root);
@@ -39,7 +45,10 @@ describe('imports of dependencies', () => {
   });
 
   it('no file under src/ imports a package outside `dependencies`: ./scripts/demo.sh installs those alone; the optional OpenTelemetry SDK only from src/tracing/otel/', () => {
-    const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { dependencies: Record<string, string>; optionalDependencies: Record<string, string> };
+    const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+      dependencies: Record<string, string>;
+      optionalDependencies: Record<string, string>;
+    };
     const outside: string[] = [];
     let optionalSeen = 0;
     for (const file of sourceFiles('src')) {
@@ -47,7 +56,8 @@ describe('imports of dependencies', () => {
         if (/^(?:\.{1,2}\/|\/|#)/.test(specifier) || isBuiltin(specifier)) continue;
         const { name } = splitSpecifier(specifier);
         if (name in manifest.dependencies) continue;
-        if (name in manifest.optionalDependencies && file.startsWith(join('src', 'tracing', 'otel'))) optionalSeen++;
+        if (name in manifest.optionalDependencies && file.startsWith(join('src', 'tracing', 'otel')))
+          optionalSeen++;
         else outside.push(`${file}: '${specifier}'`);
       }
     }
@@ -61,8 +71,14 @@ describe('imports of dependencies', () => {
     for (const file of sourceFiles('src').filter((path) => !path.startsWith(otel))) {
       const source = readFileSync(join(root, file), 'utf8');
       if (!importSpecifiers(source).some((specifier) => specifier.includes('/otel/'))) continue;
-      const statics = [...source.matchAll(/^\s*(?:import|export)\b[^;]*?from\s*'([^']+)'/gm)].map((match) => match[1] ?? '');
-      reaching.push(...statics.filter((specifier) => specifier.includes('/otel/')).map((specifier) => `${file}: static '${specifier}'`));
+      const statics = [...source.matchAll(/^\s*(?:import|export)\b[^;]*?from\s*'([^']+)'/gm)].map(
+        (match) => match[1] ?? '',
+      );
+      reaching.push(
+        ...statics
+          .filter((specifier) => specifier.includes('/otel/'))
+          .map((specifier) => `${file}: static '${specifier}'`),
+      );
       if (file !== join('src', 'tracing', 'start.ts')) reaching.push(`${file}: reaches otel/`);
     }
     expect(reaching).toEqual([]);
@@ -79,12 +95,24 @@ describe('imports of dependencies', () => {
       "const lazy = await import('@aws-sdk/client-secrets-manager/dist-cjs/index.js');",
       "// import 'yaml/dist/private.js' (a comment, not an import)",
     ].join('\n');
-    const flagged = importSpecifiers(source).filter((specifier) => internalImport(specifier, exportsOf) !== undefined);
-    expect(flagged.sort()).toEqual(['@aws-sdk/client-secrets-manager/dist-cjs/index.js', 'undici/lib/core/util.js', 'undici/lib/dispatcher/agent.js']);
+    const flagged = importSpecifiers(source).filter(
+      (specifier) => internalImport(specifier, exportsOf) !== undefined,
+    );
+    expect(flagged.sort()).toEqual([
+      '@aws-sdk/client-secrets-manager/dist-cjs/index.js',
+      'undici/lib/core/util.js',
+      'undici/lib/dispatcher/agent.js',
+    ]);
   });
 
   it('reads an exports map as Node does: listed keys, patterns (longest prefix wins), null exclusions, conditions-only maps', () => {
-    const map = { '.': './index.js', './mini': { import: './mini.js' }, './features/*': './f/*.js', './features/private/*': null, './package.json': './package.json' };
+    const map = {
+      '.': './index.js',
+      './mini': { import: './mini.js' },
+      './features/*': './f/*.js',
+      './features/private/*': null,
+      './package.json': './package.json',
+    };
     expect(isExported(map, './mini')).toBe(true);
     expect(isExported(map, './features/a')).toBe(true);
     expect(isExported(map, './features/private/a')).toBe(false);

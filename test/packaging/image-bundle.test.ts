@@ -35,7 +35,9 @@ const run = (...args: string[]): SpawnSyncReturns<string> =>
 describe('the image bundle (--without-emulator)', () => {
   it('holds no file of src/emulator/ and no fastify', () => {
     const inputs = Object.values(metafile.outputs).flatMap((output) => Object.keys(output.inputs));
-    expect(inputs.filter((input) => input.includes('src/emulator/') || input.includes('node_modules/fastify/'))).toEqual([]);
+    expect(
+      inputs.filter((input) => input.includes('src/emulator/') || input.includes('node_modules/fastify/')),
+    ).toEqual([]);
     expect(inputs).toContain('src/cli/demo.ts');
   });
 
@@ -43,7 +45,9 @@ describe('the image bundle (--without-emulator)', () => {
     for (const command of ['emulator', 'demo']) {
       const result = run(command);
       expect(result.status, command).toBe(2);
-      expect(result.stderr).toContain(`keyroll ${command} is not in this build: the container image leaves the API emulator (and its unauthenticated fault routes) out.`);
+      expect(result.stderr).toContain(
+        `keyroll ${command} is not in this build: the container image leaves the API emulator (and its unauthenticated fault routes) out.`,
+      );
       expect(result.stdout).toBe('');
     }
   });
@@ -56,7 +60,9 @@ describe('the image bundle (--without-emulator)', () => {
 
   it('is the build the Dockerfile runs', () => {
     const dockerfile = parseDockerfile(readFileSync(join(root, 'Dockerfile'), 'utf8'));
-    const builds = dockerfile.stages.flatMap((stage) => stage.instructions).filter((i) => i.keyword === 'RUN' && i.args.includes('npm run build'));
+    const builds = dockerfile.stages
+      .flatMap((stage) => stage.instructions)
+      .filter((i) => i.keyword === 'RUN' && i.args.includes('npm run build'));
     expect(builds.map((i) => i.args)).toEqual(['npm run build -- --without-emulator']);
   });
 });

@@ -11,7 +11,11 @@ const root = fileURLToPath(new URL('../../', import.meta.url));
 
 /** Folder -> floor, as the check reads them. */
 function floorsByFolder(): Map<string, number> {
-  return new Map(FLOORS.flatMap((floor, level) => floor.filter((folder) => folder !== SRC_ROOT_FILES).map((folder): [string, number] => [folder, level])));
+  return new Map(
+    FLOORS.flatMap((floor, level) =>
+      floor.filter((folder) => folder !== SRC_ROOT_FILES).map((folder): [string, number] => [folder, level]),
+    ),
+  );
 }
 
 describe('the floors of src/', () => {
@@ -26,7 +30,8 @@ describe('the floors of src/', () => {
   it('are the ones docs/layout.md tells, folder by folder', () => {
     const page = readFileSync(join(root, 'docs/layout.md'), 'utf8');
     const told = new Map<string, number>();
-    for (const row of page.matchAll(/^\| (\d+) \| `([a-z-]+)\/` \|/gm)) told.set(row[2] ?? '', Number(row[1]));
+    for (const row of page.matchAll(/^\| (\d+) \| `([a-z-]+)\/` \|/gm))
+      told.set(row[2] ?? '', Number(row[1]));
     expect(told).toEqual(floorsByFolder());
     expect(page).toContain(`| 0 | files in \`src/\` |`);
     expect(FLOORS[0]).toContain(SRC_ROOT_FILES);

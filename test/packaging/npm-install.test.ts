@@ -20,18 +20,29 @@ async function installed(kind: 'full' | 'production'): Promise<void> {
     'node_modules/zod': { version: '4.0.0' },
     ...(kind === 'full' ? { 'node_modules/vitest': { version: '5.0.0', dev: true } } : {}),
   };
-  await writeFile(join(clone, 'node_modules', '.package-lock.json'), JSON.stringify({ lockfileVersion: 3, packages }, null, 2));
+  await writeFile(
+    join(clone, 'node_modules', '.package-lock.json'),
+    JSON.stringify({ lockfileVersion: 3, packages }, null, 2),
+  );
   const past = new Date(Date.now() - 60_000);
   await utimes(join(clone, 'package-lock.json'), past, past);
 }
 
 /** Runs keyroll_npm_ci [mode] in the fake clone; returns the npm commands it ran. */
 async function npmCi(mode?: 'production'): Promise<string[]> {
-  const result = spawnSync('sh', ['-c', `. "${join(root, 'scripts', 'lib', 'node.sh')}" && keyroll_npm_ci ${mode ?? ''}`], {
-    cwd: clone,
-    encoding: 'utf8',
-    env: { PATH: `${join(clone, 'fake-bin')}:${dirname(process.execPath)}:/usr/bin:/bin`, HOME: clone, KEYROLL_CACHE: join(clone, 'cache') },
-  });
+  const result = spawnSync(
+    'sh',
+    ['-c', `. "${join(root, 'scripts', 'lib', 'node.sh')}" && keyroll_npm_ci ${mode ?? ''}`],
+    {
+      cwd: clone,
+      encoding: 'utf8',
+      env: {
+        PATH: `${join(clone, 'fake-bin')}:${dirname(process.execPath)}:/usr/bin:/bin`,
+        HOME: clone,
+        KEYROLL_CACHE: join(clone, 'cache'),
+      },
+    },
+  );
   expect(result.status, result.stderr).toBe(0);
   const calls = await readFile(join(clone, 'npm-calls'), 'utf8').catch(() => '');
   return calls.split('\n').filter((line) => line !== '');
@@ -42,7 +53,10 @@ describe('keyroll_npm_ci', () => {
   beforeEach(async () => {
     clone = dir.path();
     await mkdir(join(clone, 'fake-bin'));
-    await writeFile(join(clone, 'fake-bin', 'npm'), `#!/bin/sh\necho "$*" >> "${join(clone, 'npm-calls')}"\n`);
+    await writeFile(
+      join(clone, 'fake-bin', 'npm'),
+      `#!/bin/sh\necho "$*" >> "${join(clone, 'npm-calls')}"\n`,
+    );
     await chmod(join(clone, 'fake-bin', 'npm'), 0o755);
     await writeFile(join(clone, 'package-lock.json'), '{}\n');
   });

@@ -50,7 +50,9 @@ export function isExported(exportsField: unknown, subpath: string): boolean {
 /** Reads a dependency's package.json `exports` field (from the project's node_modules). */
 export function installedExports(root: string): (name: string) => unknown {
   return (name) => {
-    const manifest = JSON.parse(readFileSync(join(root, 'node_modules', name, 'package.json'), 'utf8')) as { exports?: unknown };
+    const manifest = JSON.parse(readFileSync(join(root, 'node_modules', name, 'package.json'), 'utf8')) as {
+      exports?: unknown;
+    };
     return manifest.exports;
   };
 }
@@ -66,5 +68,7 @@ export function internalImport(specifier: string, exportsOf: (name: string) => u
   if (subpath === '.') return undefined;
   const exportsField = exportsOf(name);
   if (isExported(exportsField, subpath)) return undefined;
-  return exportsField === undefined ? `${name} has no exports map: only "${name}" itself is its API` : `${name}'s exports map does not list "${subpath}"`;
+  return exportsField === undefined
+    ? `${name} has no exports map: only "${name}" itself is its API`
+    : `${name}'s exports map does not list "${subpath}"`;
 }

@@ -8,7 +8,10 @@ import { describe, expect, it } from 'vitest';
 import { headingAnchor } from '../../scripts/error-codes-page.ts';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
-const tracked = execFileSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: root, encoding: 'utf8' })
+const tracked = execFileSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], {
+  cwd: root,
+  encoding: 'utf8',
+})
   .split('\0')
   .filter((path) => path !== '' && existsSync(join(root, path)));
 const markdown = tracked.filter((path) => path.endsWith('.md'));
@@ -30,10 +33,12 @@ describe('the repository stands alone', () => {
   it('no tracked file refers to the notes outside the repository', () => {
     // Spelt in pieces, so that a grep of the repository for them finds nothing, this file included.
     const outside = [['..', 'shared', ''].join('/'), ['', 'work', 'shared'].join('/')];
-    const hits = tracked.filter((path) => !path.endsWith('package-lock.json')).filter((path) => {
-      const text = readFileSync(join(root, path), 'utf8');
-      return outside.some((needle) => text.includes(needle));
-    });
+    const hits = tracked
+      .filter((path) => !path.endsWith('package-lock.json'))
+      .filter((path) => {
+        const text = readFileSync(join(root, path), 'utf8');
+        return outside.some((needle) => text.includes(needle));
+      });
     expect(hits).toEqual([]);
   });
 

@@ -46,7 +46,13 @@ describe('consumers in the policy', () => {
       { kind: 'webhook', sink: 'hook' },
     ]);
     expect(policy.keys[0]?.refreshConsumers).toBe('needed');
-    expect(policy.consumers).toEqual({ kubernetes: {}, syncTimeoutMs: 120_000, rolloutTimeoutMs: 600_000, reloaderTimeoutMs: 30_000, maxConcurrentRestarts: 2 });
+    expect(policy.consumers).toEqual({
+      kubernetes: {},
+      syncTimeoutMs: 120_000,
+      rolloutTimeoutMs: 600_000,
+      reloaderTimeoutMs: 30_000,
+      maxConcurrentRestarts: 2,
+    });
   });
 
   it('reads the consumers section: kubeconfig, timeouts, the cap and the restart window', () => {
@@ -75,27 +81,43 @@ defaults:
   });
 
   it('an unknown kind lists the kinds', () => {
-    expect(messageOf(`${HEAD}    consumers:\n      - { kind: cronJob, namespace: shop, name: nightly }\n`)).toBe(
+    expect(
+      messageOf(`${HEAD}    consumers:\n      - { kind: cronJob, namespace: shop, name: nightly }\n`),
+    ).toBe(
       'policy.yaml:17 keys[0].consumers[0].kind: must be one of externalSecret, vaultStaticSecret, deployment, statefulSet, daemonSet, webhook',
     );
   });
 
   it('a namespace or name Kubernetes would refuse', () => {
-    expect(messageOf(`${HEAD}    consumers:\n      - { kind: deployment, namespace: Shop, name: checkout }\n`)).toBe(
+    expect(
+      messageOf(`${HEAD}    consumers:\n      - { kind: deployment, namespace: Shop, name: checkout }\n`),
+    ).toBe(
       'policy.yaml:17 keys[0].consumers[0].namespace: must be a Kubernetes namespace name: lowercase letters, digits and "-", starting and ending with a letter or digit',
     );
-    expect(messageOf(`${HEAD}    consumers:\n      - { kind: externalSecret, namespace: shop, name: "api_key" }\n`)).toBe(
+    expect(
+      messageOf(
+        `${HEAD}    consumers:\n      - { kind: externalSecret, namespace: shop, name: "api_key" }\n`,
+      ),
+    ).toBe(
       'policy.yaml:17 keys[0].consumers[0].name: must be a Kubernetes object name: lowercase letters, digits, "-" and ".", starting and ending with a letter or digit',
     );
   });
 
   it('a webhook consumer naming a missing sink, or a sink that is not a webhook', () => {
-    expect(messageOf(`${HEAD}    consumers:\n      - { kind: webhook, sink: cache }\n`)).toBe('policy.yaml:17 keys[0].consumers[0].sink: sink "cache" is not defined in alerts.sinks (defined: hook, chat)');
-    expect(messageOf(`${HEAD}    consumers:\n      - { kind: webhook, sink: chat }\n`)).toBe('policy.yaml:17 keys[0].consumers[0].sink: sink "chat" is a slack sink; a webhook consumer needs a sink of kind webhook');
+    expect(messageOf(`${HEAD}    consumers:\n      - { kind: webhook, sink: cache }\n`)).toBe(
+      'policy.yaml:17 keys[0].consumers[0].sink: sink "cache" is not defined in alerts.sinks (defined: hook, chat)',
+    );
+    expect(messageOf(`${HEAD}    consumers:\n      - { kind: webhook, sink: chat }\n`)).toBe(
+      'policy.yaml:17 keys[0].consumers[0].sink: sink "chat" is a slack sink; a webhook consumer needs a sink of kind webhook',
+    );
   });
 
   it('a consumer listed twice by one key', () => {
-    expect(messageOf(`${HEAD}    consumers:\n      - { kind: deployment, namespace: shop, name: checkout }\n      - { kind: deployment, namespace: shop, name: checkout }\n`)).toBe(
+    expect(
+      messageOf(
+        `${HEAD}    consumers:\n      - { kind: deployment, namespace: shop, name: checkout }\n      - { kind: deployment, namespace: shop, name: checkout }\n`,
+      ),
+    ).toBe(
       'policy.yaml:18 keys[0].consumers[1]: lists deployment shop/checkout again (already consumers[0]); a consumer is refreshed once per rotation',
     );
   });
@@ -110,6 +132,8 @@ defaults:
   });
 
   it('refreshConsumers takes needed or always', () => {
-    expect(messageOf(`${HEAD}    refreshConsumers: sometimes\n`)).toBe('policy.yaml:16 keys[0].refreshConsumers: must be one of needed, always');
+    expect(messageOf(`${HEAD}    refreshConsumers: sometimes\n`)).toBe(
+      'policy.yaml:16 keys[0].refreshConsumers: must be one of needed, always',
+    );
   });
 });

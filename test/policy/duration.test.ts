@@ -16,7 +16,9 @@ describe('parseDuration', () => {
   });
 
   it.each(['', '30', '7 days', '1.5h', '-1h', 'h', '1y', '15M', ' 15m'])('refuses %j', (text) => {
-    expect(() => parseDuration(text)).toThrow(expect.objectContaining({ code: 'KR_DURATION_INVALID' }) as Error);
+    expect(() => parseDuration(text)).toThrow(
+      expect.objectContaining({ code: 'KR_DURATION_INVALID' }) as Error,
+    );
   });
 
   it('refuses zero and lengths beyond a safe integer', () => {
@@ -36,6 +38,7 @@ describe('formatDuration', () => {
   });
 
   it('round-trips through parseDuration', () => {
-    for (const ms of [1, 999, 61_000, 90_061_001, 1_209_600_000]) expect(parseDuration(formatDuration(ms))).toBe(ms);
+    for (const ms of [1, 999, 61_000, 90_061_001, 1_209_600_000])
+      expect(parseDuration(formatDuration(ms))).toBe(ms);
   });
 });

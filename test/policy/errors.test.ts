@@ -22,7 +22,9 @@ function messageOf(text: string): string {
 
 describe('schema errors', () => {
   it('a bad cron expression', () => {
-    expect(messageOf(`${HEAD}${DESTINATION}    schedule: not a cron\n`)).toBe('policy.yaml:11 keys[0].schedule: "not a cron" is not a cron expression');
+    expect(messageOf(`${HEAD}${DESTINATION}    schedule: not a cron\n`)).toBe(
+      'policy.yaml:11 keys[0].schedule: "not a cron" is not a cron expression',
+    );
   });
 
   it('a cron expression with an out-of-range field says which', () => {
@@ -32,7 +34,9 @@ describe('schema errors', () => {
   });
 
   it('a cron expression that never fires', () => {
-    expect(messageOf(`${HEAD}${DESTINATION}    schedule: "0 0 31 2 *"\n`)).toBe('policy.yaml:11 keys[0].schedule: "0 0 31 2 *" never fires');
+    expect(messageOf(`${HEAD}${DESTINATION}    schedule: "0 0 31 2 *"\n`)).toBe(
+      'policy.yaml:11 keys[0].schedule: "0 0 31 2 *" never fires',
+    );
   });
 
   it('a bad time zone', () => {
@@ -45,7 +49,9 @@ describe('schema errors', () => {
     expect(messageOf(`${HEAD}${DESTINATION}    maxAge: 7 days\n`)).toBe(
       'policy.yaml:11 keys[0].maxAge: "7 days" is not a duration (use a number and a unit: ms, s, m, h, d or w, e.g. 15m or 7d)',
     );
-    expect(messageOf(`${HEAD}${DESTINATION}    maxAge: 30\n`)).toBe('policy.yaml:11 keys[0].maxAge: must be a duration with a unit, such as 30d or 15m');
+    expect(messageOf(`${HEAD}${DESTINATION}    maxAge: 30\n`)).toBe(
+      'policy.yaml:11 keys[0].maxAge: must be a duration with a unit, such as 30d or 15m',
+    );
   });
 
   it('an unknown field, with the likely intended name', () => {
@@ -62,7 +68,9 @@ describe('schema errors', () => {
 
   it('an unknown field inside a backend is checked against that backend kind', () => {
     const text = HEAD.replace('directory: ./secrets }', 'directory: ./secrets, region: eu-west-1 }');
-    expect(messageOf(`${text}${DESTINATION}    maxAge: 7d\n`)).toBe('policy.yaml:6 backends.files.region: is not a known field (known here: kind, directory)');
+    expect(messageOf(`${text}${DESTINATION}    maxAge: 7d\n`)).toBe(
+      'policy.yaml:6 backends.files.region: is not a known field (known here: kind, directory)',
+    );
   });
 
   it('a missing destination list', () => {
@@ -70,12 +78,16 @@ describe('schema errors', () => {
   });
 
   it('an empty destination list', () => {
-    expect(messageOf(`${HEAD}    destinations: []\n    maxAge: 7d\n`)).toBe('policy.yaml:10 keys[0].destinations: a key needs at least one destination');
+    expect(messageOf(`${HEAD}    destinations: []\n    maxAge: 7d\n`)).toBe(
+      'policy.yaml:10 keys[0].destinations: a key needs at least one destination',
+    );
   });
 
   it('a literal secret where a reference belongs, without echoing it', () => {
     const literal = 'sk_live_4f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c';
-    const error = policyRejection(`${HEAD.replace('env:KEYROLL_API_TOKEN', literal)}${DESTINATION}    maxAge: 7d\n`);
+    const error = policyRejection(
+      `${HEAD.replace('env:KEYROLL_API_TOKEN', literal)}${DESTINATION}    maxAge: 7d\n`,
+    );
     expect(error.message).toBe(
       'policy.yaml:4 api.credential.token: must be a reference like env:NAME or file:/absolute/path, never a literal secret',
     );
@@ -85,16 +97,24 @@ describe('schema errors', () => {
 
   it('an unknown backend kind', () => {
     const text = HEAD.replace('kind: file', 'kind: s3');
-    expect(messageOf(`${text}${DESTINATION}    maxAge: 7d\n`)).toBe('policy.yaml:6 backends.files.kind: must be one of aws, vault, file');
+    expect(messageOf(`${text}${DESTINATION}    maxAge: 7d\n`)).toBe(
+      'policy.yaml:6 backends.files.kind: must be one of aws, vault, file',
+    );
   });
 
   it('a backend without a kind lists the kinds', () => {
     const text = HEAD.replace('{ kind: file, directory: ./secrets }', '{ directory: ./secrets }');
-    expect(messageOf(`${text}${DESTINATION}    maxAge: 7d\n`)).toBe('policy.yaml:6 backends.files.kind: is required (one of aws, vault, file)');
+    expect(messageOf(`${text}${DESTINATION}    maxAge: 7d\n`)).toBe(
+      'policy.yaml:6 backends.files.kind: is required (one of aws, vault, file)',
+    );
   });
 
   it('an escrow recipient that is not an age public key', () => {
-    expect(messageOf(`escrow:\n  directory: /var/lib/keyroll/escrow\n  recipients: [ssh-ed25519 AAAAC3Nza]\n${HEAD}${DESTINATION}    maxAge: 7d\n`)).toBe(
+    expect(
+      messageOf(
+        `escrow:\n  directory: /var/lib/keyroll/escrow\n  recipients: [ssh-ed25519 AAAAC3Nza]\n${HEAD}${DESTINATION}    maxAge: 7d\n`,
+      ),
+    ).toBe(
       'policy.yaml:3 escrow.recipients[0]: must be an age X25519 public key (age1 followed by 58 lowercase letters and digits)',
     );
   });
@@ -102,7 +122,9 @@ describe('schema errors', () => {
   it('a literal OAuth client secret is refused without being echoed', () => {
     const literal = 'cs_8d7f6e5d4c3b2a1908f7e6d5c4b3a291';
     const oauth = `{ type: oauth2, tokenUrl: https://keys.example.com/oauth/token, clientId: keyroll, clientSecret: ${literal} }`;
-    const error = policyRejection(`${HEAD.replace('{ type: bearer, token: env:KEYROLL_API_TOKEN }', oauth)}${DESTINATION}    maxAge: 7d\n`);
+    const error = policyRejection(
+      `${HEAD.replace('{ type: bearer, token: env:KEYROLL_API_TOKEN }', oauth)}${DESTINATION}    maxAge: 7d\n`,
+    );
     expect(error.message).toBe(
       'policy.yaml:4 api.credential.clientSecret: must be a reference like env:NAME or file:/absolute/path, never a literal secret',
     );
@@ -116,24 +138,35 @@ describe('schema errors', () => {
   });
 
   it('a missing required field points at the mapping that lacks it', () => {
-    expect(messageOf(`${HEAD.replace('    organization: org_a\n', '')}${DESTINATION}    maxAge: 7d\n`)).toBe('policy.yaml:8 keys[0].organization: is required');
+    expect(messageOf(`${HEAD.replace('    organization: org_a\n', '')}${DESTINATION}    maxAge: 7d\n`)).toBe(
+      'policy.yaml:8 keys[0].organization: is required',
+    );
   });
 
   it('a document that is not a mapping', () => {
-    expect(messageOf('- 1\n- 2\n')).toBe('policy.yaml:1: the policy must be a mapping (field: value), not a list');
+    expect(messageOf('- 1\n- 2\n')).toBe(
+      'policy.yaml:1: the policy must be a mapping (field: value), not a list',
+    );
   });
 
   it('lists every issue, in line order', () => {
-    const error = policyRejection(`${HEAD.replace('version: 1', 'version: 3')}${DESTINATION}    schedule: nope\n    maxAge: soon\n`);
+    const error = policyRejection(
+      `${HEAD.replace('version: 1', 'version: 3')}${DESTINATION}    schedule: nope\n    maxAge: soon\n`,
+    );
     expect(error.code).toBe('KR_POLICY_INVALID');
-    expect(error.issues.map((issue: PolicyIssue) => `${issue.line} ${issue.path}`)).toEqual(['1 version', '11 keys[0].schedule', '12 keys[0].maxAge']);
+    expect(error.issues.map((issue: PolicyIssue) => `${issue.line} ${issue.path}`)).toEqual([
+      '1 version',
+      '11 keys[0].schedule',
+      '12 keys[0].maxAge',
+    ]);
     expect(error.message.split('\n')).toHaveLength(3);
   });
 });
 
 describe('semantic errors', () => {
   it('duplicate key ids', () => {
-    const second = '  - id: key_a\n    organization: org_b\n    destinations: [{ backend: files, path: b.json }]\n';
+    const second =
+      '  - id: key_a\n    organization: org_b\n    destinations: [{ backend: files, path: b.json }]\n';
     expect(messageOf(`${HEAD}${DESTINATION}    maxAge: 7d\n${second}    maxAge: 7d\n`)).toBe(
       'policy.yaml:12 keys[1].id: "key_a" is already used by keys[0]; key ids must be unique',
     );
@@ -146,7 +179,11 @@ describe('semantic errors', () => {
   });
 
   it('an unknown fallback backend', () => {
-    expect(messageOf(`${HEAD}${DESTINATION}    fallbacks:\n      - backend: nowhere\n        path: a\n    maxAge: 7d\n`)).toBe(
+    expect(
+      messageOf(
+        `${HEAD}${DESTINATION}    fallbacks:\n      - backend: nowhere\n        path: a\n    maxAge: 7d\n`,
+      ),
+    ).toBe(
       'policy.yaml:12 keys[0].fallbacks[0].backend: backend "nowhere" is not defined in backends (defined: files)',
     );
   });
@@ -158,7 +195,8 @@ describe('semantic errors', () => {
   });
 
   it('an onSuccess sink that is not a webhook', () => {
-    const sinks = 'alerts:\n  sinks:\n    chat: { kind: slack, webhookUrl: env:SLACK_WEBHOOK_URL }\ndefaults:\n  notify:\n    onSuccess: [chat]\n';
+    const sinks =
+      'alerts:\n  sinks:\n    chat: { kind: slack, webhookUrl: env:SLACK_WEBHOOK_URL }\ndefaults:\n  notify:\n    onSuccess: [chat]\n';
     expect(messageOf(`${sinks}${HEAD}${DESTINATION}    maxAge: 7d\n`)).toBe(
       'policy.yaml:6 defaults.notify.onSuccess[0]: sink "chat" is a slack sink; onSuccess sinks must be kind webhook',
     );
@@ -177,7 +215,8 @@ describe('semantic errors', () => {
   });
 
   it('two keys writing the same secret', () => {
-    const second = '  - id: key_b\n    organization: org_a\n    destinations: [{ backend: files, path: ./a.json }]\n';
+    const second =
+      '  - id: key_b\n    organization: org_a\n    destinations: [{ backend: files, path: ./a.json }]\n';
     expect(messageOf(`${HEAD}${DESTINATION}    maxAge: 7d\n${second}    maxAge: 7d\n`)).toBe(
       'policy.yaml:14 keys[1].destinations[0].path: files:./a.json is already a destination of keys[0] (key_a); each secret needs its own path',
     );
@@ -196,7 +235,11 @@ describe('semantic errors', () => {
   });
 
   it('an initial backoff longer than the maximum', () => {
-    expect(messageOf(`defaults:\n  store: { initialBackoff: 10s, maxBackoff: 2s }\n${HEAD}${DESTINATION}    maxAge: 7d\n`)).toBe(
+    expect(
+      messageOf(
+        `defaults:\n  store: { initialBackoff: 10s, maxBackoff: 2s }\n${HEAD}${DESTINATION}    maxAge: 7d\n`,
+      ),
+    ).toBe(
       'policy.yaml:2 defaults.store.initialBackoff: initialBackoff (10s) is longer than maxBackoff (2s)',
     );
   });
@@ -206,11 +249,15 @@ describe('YAML errors', () => {
   it('a duplicate YAML key names the field and its line', () => {
     const error = policyRejection(`${HEAD}${DESTINATION}    maxAge: 7d\n    maxAge: 14d\n`);
     expect(error.code).toBe('KR_POLICY_SYNTAX');
-    expect(error.message).toBe('policy.yaml:12 keys[0].maxAge: is written twice in the same mapping (YAML keys must be unique)');
+    expect(error.message).toBe(
+      'policy.yaml:12 keys[0].maxAge: is written twice in the same mapping (YAML keys must be unique)',
+    );
   });
 
   it('a syntax error gives its line', () => {
-    const error = policyRejection(`${HEAD}    destinations: [{ backend: files, path: a.json }\n    maxAge: 7d\n`);
+    const error = policyRejection(
+      `${HEAD}    destinations: [{ backend: files, path: a.json }\n    maxAge: 7d\n`,
+    );
     expect(error.code).toBe('KR_POLICY_SYNTAX');
     expect(error.issues[0]?.line).toBe(11);
     expect(error.message).toMatch(/^policy\.yaml:11: invalid YAML: /);
@@ -223,14 +270,20 @@ describe('YAML errors', () => {
   });
 
   it('an alias without an anchor', () => {
-    expect(messageOf(`${HEAD}${DESTINATION}    maxAge: *age\n`)).toBe('policy.yaml:11: alias *age refers to no anchor defined before it');
+    expect(messageOf(`${HEAD}${DESTINATION}    maxAge: *age\n`)).toBe(
+      'policy.yaml:11: alias *age refers to no anchor defined before it',
+    );
   });
 
   it('an empty file', () => {
-    expect(messageOf('# nothing yet\n')).toBe('policy.yaml:1: the policy is empty; it needs version, api, backends and keys');
+    expect(messageOf('# nothing yet\n')).toBe(
+      'policy.yaml:1: the policy is empty; it needs version, api, backends and keys',
+    );
   });
 
   it('names the file as the user gave it', () => {
-    expect(policyRejection(`${HEAD}${DESTINATION}`, '../deploy/prod.yaml').message).toMatch(/^\.\.\/deploy\/prod\.yaml:8 keys\[0\]: /);
+    expect(policyRejection(`${HEAD}${DESTINATION}`, '../deploy/prod.yaml').message).toMatch(
+      /^\.\.\/deploy\/prod\.yaml:8 keys\[0\]: /,
+    );
   });
 });

@@ -28,16 +28,29 @@ const withApiUrl = (apiUrl: string): string => `${BASE}intake:
 
 describe('intake.github.apiUrl', () => {
   it('refuses a query string or a fragment, at its line', () => {
-    for (const url of ['"https://github.example.com/api/v3?per_page=1"', '"https://github.example.com/api/v3#frag"', '"https://github.example.com/api/v3?"']) {
+    for (const url of [
+      '"https://github.example.com/api/v3?per_page=1"',
+      '"https://github.example.com/api/v3#frag"',
+      '"https://github.example.com/api/v3?"',
+    ]) {
       const error = policyRejection(withApiUrl(url));
       expect(error.code, url).toBe('KR_POLICY_INVALID');
-      expect(error.message, url).toMatch(/^policy\.yaml:16 intake\.github\.apiUrl: must be a base URL without a query string \(\?\) or fragment \(#\)/);
+      expect(error.message, url).toMatch(
+        /^policy\.yaml:16 intake\.github\.apiUrl: must be a base URL without a query string \(\?\) or fragment \(#\)/,
+      );
     }
   });
 
   it('accepts a base URL with a path (GitHub Enterprise Server), and defaults to api.github.com', () => {
-    expect(parsePolicy(withApiUrl('https://github.example.com/api/v3'), 'policy.yaml').intake?.github?.apiUrl).toBe('https://github.example.com/api/v3');
-    expect(parsePolicy(`${BASE}intake:\n  github:\n    webhookSecret: env:GH_SECRET\n    token: env:GH_TOKEN\n`, 'policy.yaml').intake?.github?.apiUrl).toBe('https://api.github.com');
+    expect(
+      parsePolicy(withApiUrl('https://github.example.com/api/v3'), 'policy.yaml').intake?.github?.apiUrl,
+    ).toBe('https://github.example.com/api/v3');
+    expect(
+      parsePolicy(
+        `${BASE}intake:\n  github:\n    webhookSecret: env:GH_SECRET\n    token: env:GH_TOKEN\n`,
+        'policy.yaml',
+      ).intake?.github?.apiUrl,
+    ).toBe('https://api.github.com');
   });
 });
 
@@ -48,7 +61,9 @@ describe('keyroll validate with a query string in intake.github.apiUrl', () => {
     await cli.writeFile('policy.yaml', withApiUrl('"https://github.example.com/api/v3?x=1"'));
     const result = await cli.run(['validate', '-p', 'policy.yaml']);
     expect(result.code).toBe(2);
-    expect(result.stderr).toContain('policy.yaml:16 intake.github.apiUrl: must be a base URL without a query string');
+    expect(result.stderr).toContain(
+      'policy.yaml:16 intake.github.apiUrl: must be a base URL without a query string',
+    );
   });
 });
 
@@ -60,7 +75,12 @@ describe('intake.github reconcile settings', () => {
 ${lines}`;
 
   it('defaults the interval to 5m and reads the places to list', () => {
-    const github = parsePolicy(withReconcile('    organizations: [octo-org]\n    repositories: [octo/app]\n    secretTypes: [keyroll_api_key]\n'), 'policy.yaml').intake?.github;
+    const github = parsePolicy(
+      withReconcile(
+        '    organizations: [octo-org]\n    repositories: [octo/app]\n    secretTypes: [keyroll_api_key]\n',
+      ),
+      'policy.yaml',
+    ).intake?.github;
     expect(github?.reconcileInterval).toBe('5m');
     expect(github?.organizations).toEqual(['octo-org']);
     expect(github?.repositories).toEqual(['octo/app']);
@@ -68,11 +88,19 @@ ${lines}`;
 
   it('requires secretTypes with a place to list: an unfiltered list holds every secret type of the organization', () => {
     const error = policyRejection(withReconcile('    organizations: [octo-org]\n'));
-    expect(error.message).toMatch(/intake\.github\.secretTypes: is required with organizations, repositories or enterprises/);
+    expect(error.message).toMatch(
+      /intake\.github\.secretTypes: is required with organizations, repositories or enterprises/,
+    );
   });
 
   it('refuses an interval under a second and a repository that is not owner/name', () => {
-    expect(policyRejection(withReconcile('    organizations: [octo-org]\n    secretTypes: [t]\n    reconcileInterval: 500ms\n')).message).toMatch(/intake\.github\.reconcileInterval: must be at least 1s/);
-    expect(policyRejection(withReconcile('    repositories: [app]\n    secretTypes: [t]\n')).message).toMatch(/intake\.github\.repositories\[0\]: must be owner\/repository/);
+    expect(
+      policyRejection(
+        withReconcile('    organizations: [octo-org]\n    secretTypes: [t]\n    reconcileInterval: 500ms\n'),
+      ).message,
+    ).toMatch(/intake\.github\.reconcileInterval: must be at least 1s/);
+    expect(policyRejection(withReconcile('    repositories: [app]\n    secretTypes: [t]\n')).message).toMatch(
+      /intake\.github\.repositories\[0\]: must be owner\/repository/,
+    );
   });
 });

@@ -34,7 +34,14 @@ function policyError(run: () => unknown): PolicyError {
 describe('example policies', () => {
   it('every config/*-policy.yaml loads', async () => {
     const files = (await readdir(CONFIG_DIR)).filter((name) => name.endsWith('-policy.yaml'));
-    expect(files).toEqual(expect.arrayContaining(['aws-policy.yaml', 'demo-policy.yaml', 'slot-policy.yaml', 'vault-policy.yaml']));
+    expect(files).toEqual(
+      expect.arrayContaining([
+        'aws-policy.yaml',
+        'demo-policy.yaml',
+        'slot-policy.yaml',
+        'vault-policy.yaml',
+      ]),
+    );
     for (const name of files) {
       const policy = await loadPolicy(new URL(name, CONFIG_DIR).pathname);
       expect(policy.keys.length, name).toBeGreaterThan(0);
@@ -43,14 +50,27 @@ describe('example policies', () => {
 
   it('the demo policy rotates the three demo keys and one slot entry of the emulator seed through the file backend', async () => {
     const policy = await loadPolicy(new URL('demo-policy.yaml', CONFIG_DIR).pathname);
-    expect(policy.keys.map((key) => key.id)).toEqual(['key_demo_billing', 'key_demo_search', 'key_demo_ingest', 'billing-api']);
-    expect(policy.keys[3]).toMatchObject({ slots: ['key_demo_billing_a', 'key_demo_billing_b'], consumerRefreshMs: 3_600_000 });
-    expect(policy.keys[3]?.destinations[0]?.target).toMatchObject({ path: 'billing-api.json', shape: { format: 'json', fields: expect.arrayContaining(['keyId']) as unknown } });
+    expect(policy.keys.map((key) => key.id)).toEqual([
+      'key_demo_billing',
+      'key_demo_search',
+      'key_demo_ingest',
+      'billing-api',
+    ]);
+    expect(policy.keys[3]).toMatchObject({
+      slots: ['key_demo_billing_a', 'key_demo_billing_b'],
+      consumerRefreshMs: 3_600_000,
+    });
+    expect(policy.keys[3]?.destinations[0]?.target).toMatchObject({
+      path: 'billing-api.json',
+      shape: { format: 'json', fields: expect.arrayContaining(['keyId']) as unknown },
+    });
     // Every API key the demo rolls exists in the default seed, in the entry's organization.
     const seed = await loadEmulatorSeed();
     for (const key of policy.keys) {
       for (const apiKeyId of key.slots ?? [key.id]) {
-        expect(seed.apiKeys.find((apiKey) => apiKey.id === apiKeyId)?.organizationId, apiKeyId).toBe(key.organizationId);
+        expect(seed.apiKeys.find((apiKey) => apiKey.id === apiKeyId)?.organizationId, apiKeyId).toBe(
+          key.organizationId,
+        );
       }
     }
     for (const key of policy.keys) {
@@ -79,7 +99,19 @@ describe('resolving defaults', () => {
       {
         id: 'key_a',
         organizationId: 'org_a',
-        destinations: [{ backend: 'files', target: { path: 'a.json', shape: { format: 'json', secretField: 'apiKey', fields: ['keyId', 'organizationId', 'rotatedAt'] } } }],
+        destinations: [
+          {
+            backend: 'files',
+            target: {
+              path: 'a.json',
+              shape: {
+                format: 'json',
+                secretField: 'apiKey',
+                fields: ['keyId', 'organizationId', 'rotatedAt'],
+              },
+            },
+          },
+        ],
         fallbacks: [],
         schedule: '0 3 * * 1',
         timezone: 'UTC',
@@ -92,7 +124,13 @@ describe('resolving defaults', () => {
         labels: {},
         driftCheckMs: 3_600_000,
         onDrift: 'rotate',
-        failures: { backoffInitialMs: 3_600_000, backoffCapMs: 86_400_000, jitter: 0.2, quarantineAfter: 5, remindEveryMs: 86_400_000 },
+        failures: {
+          backoffInitialMs: 3_600_000,
+          backoffCapMs: 86_400_000,
+          jitter: 0.2,
+          quarantineAfter: 5,
+          remindEveryMs: 86_400_000,
+        },
         refreshConsumers: 'needed',
       },
     ]);
@@ -155,7 +193,11 @@ keys:
       notify: { onFailure: ['oncall'], onSuccess: ['hook'] },
       labels: { team: 'billing' },
     });
-    expect(overrides?.destinations[0]?.target.shape).toEqual({ format: 'raw', secretField: 'apiKey', fields: [] });
+    expect(overrides?.destinations[0]?.target.shape).toEqual({
+      format: 'raw',
+      secretField: 'apiKey',
+      fields: [],
+    });
   });
 
   it('merges failures (backoff and quarantine) field by field, backoff fields one by one', () => {
@@ -175,14 +217,30 @@ keys:
       'policy.yaml',
     );
     const [inherits, overrides] = policy.keys;
-    expect(inherits?.failures).toEqual({ backoffInitialMs: 1_800_000, backoffCapMs: 86_400_000, jitter: 0, quarantineAfter: 5, remindEveryMs: 43_200_000 });
-    expect(overrides?.failures).toEqual({ backoffInitialMs: 1_800_000, backoffCapMs: 21_600_000, jitter: 0, quarantineAfter: 3, remindEveryMs: 43_200_000 });
+    expect(inherits?.failures).toEqual({
+      backoffInitialMs: 1_800_000,
+      backoffCapMs: 86_400_000,
+      jitter: 0,
+      quarantineAfter: 5,
+      remindEveryMs: 43_200_000,
+    });
+    expect(overrides?.failures).toEqual({
+      backoffInitialMs: 1_800_000,
+      backoffCapMs: 21_600_000,
+      jitter: 0,
+      quarantineAfter: 3,
+      remindEveryMs: 43_200_000,
+    });
   });
 
   it('refuses a jitter outside 0..1 and a quarantineAfter below 1, naming the line', () => {
     const doc = (failures: string): string => `${MINIMAL}    failures: ${failures}\n`;
-    expect(policyError(() => parsePolicy(doc('{ backoff: { jitter: 1.5 } }'), 'policy.yaml')).message).toMatch(/policy\.yaml:\d+.*jitter/s);
-    expect(policyError(() => parsePolicy(doc('{ quarantineAfter: 0 }'), 'policy.yaml')).message).toMatch(/policy\.yaml:\d+.*quarantineAfter/s);
+    expect(
+      policyError(() => parsePolicy(doc('{ backoff: { jitter: 1.5 } }'), 'policy.yaml')).message,
+    ).toMatch(/policy\.yaml:\d+.*jitter/s);
+    expect(policyError(() => parsePolicy(doc('{ quarantineAfter: 0 }'), 'policy.yaml')).message).toMatch(
+      /policy\.yaml:\d+.*quarantineAfter/s,
+    );
   });
 });
 
@@ -199,7 +257,9 @@ describe('JSON input', () => {
 }
 `;
     expect(parsePolicy(json, 'policy.json').keys[0]?.maxAgeMs).toBe(7 * 86_400_000);
-    const error = policyError(() => parsePolicy(json.replace('"maxAge": "7d"', '"maxAge": "7 days"'), 'policy.json'));
+    const error = policyError(() =>
+      parsePolicy(json.replace('"maxAge": "7d"', '"maxAge": "7 days"'), 'policy.json'),
+    );
     expect(error.message).toBe(
       'policy.json:7 keys[0].maxAge: "7 days" is not a duration (use a number and a unit: ms, s, m, h, d or w, e.g. 15m or 7d)',
     );
@@ -211,11 +271,17 @@ describe('reading the file', () => {
 
   it('names the file as given when it does not exist', async () => {
     const file = join(dir.path(), 'missing.yaml');
-    await expect(loadPolicy(file)).rejects.toMatchObject({ code: 'KR_POLICY_UNREADABLE', message: `${file}: cannot be read: no such file` });
+    await expect(loadPolicy(file)).rejects.toMatchObject({
+      code: 'KR_POLICY_UNREADABLE',
+      message: `${file}: cannot be read: no such file`,
+    });
   });
 
   it('refuses a directory', async () => {
-    await expect(loadPolicy(dir.path())).rejects.toMatchObject({ code: 'KR_POLICY_UNREADABLE', message: `${dir.path()}: cannot be read: it is a directory, not a policy file` });
+    await expect(loadPolicy(dir.path())).rejects.toMatchObject({
+      code: 'KR_POLICY_UNREADABLE',
+      message: `${dir.path()}: cannot be read: it is a directory, not a policy file`,
+    });
   });
 
   it('refuses a file over 1 MiB without parsing it', async () => {
@@ -226,13 +292,18 @@ describe('reading the file', () => {
       code: 'KR_POLICY_UNREADABLE',
       message: `${file}: is too large (more than 1 MiB); a policy may be at most 1 MiB, so it was not parsed`,
     });
-    expect(() => parsePolicy('#'.repeat(MAX_POLICY_BYTES + 1), 'p.yaml')).toThrow(/p\.yaml: is too large \(1048577 bytes\)/);
+    expect(() => parsePolicy('#'.repeat(MAX_POLICY_BYTES + 1), 'p.yaml')).toThrow(
+      /p\.yaml: is too large \(1048577 bytes\)/,
+    );
   });
 
   it('refuses bytes that are not UTF-8', async () => {
     const file = join(dir.path(), 'latin1.yaml');
     await writeFile(file, Buffer.from([0x76, 0x65, 0x72, 0x3a, 0x20, 0xe9, 0x0a]));
-    await expect(loadPolicy(file)).rejects.toMatchObject({ code: 'KR_POLICY_UNREADABLE', message: `${file}: is not UTF-8 text` });
+    await expect(loadPolicy(file)).rejects.toMatchObject({
+      code: 'KR_POLICY_UNREADABLE',
+      message: `${file}: is not UTF-8 text`,
+    });
   });
 
   it('loads a valid file from disk', async () => {

@@ -23,22 +23,33 @@ const SLOTS = ['slots: [key_a, key_b]', 'consumerRefresh: 1h', 'maxAge: 7d'];
 
 describe('scheduler: aws-native', () => {
   it('a two-slot entry with one aws destination resolves with scheduler aws-native; others have none', () => {
-    const policy = parsePolicy(`${HEAD}${entry('billing-api', 'aws', [...SLOTS, 'scheduler: aws-native'])}${entry('key_c', 'aws', ['maxAge: 7d', 'scheduler: keyroll'])}`, 'policy.yaml');
+    const policy = parsePolicy(
+      `${HEAD}${entry('billing-api', 'aws', [...SLOTS, 'scheduler: aws-native'])}${entry('key_c', 'aws', ['maxAge: 7d', 'scheduler: keyroll'])}`,
+      'policy.yaml',
+    );
     expect(policy.keys[0]?.scheduler).toBe('aws-native');
     expect(Object.keys(policy.keys[1] ?? {})).not.toContain('scheduler');
   });
 
   it('a single key is refused with why', () => {
-    expect(policyRejection(`${HEAD}${entry('key_c', 'aws', ['maxAge: 7d', 'scheduler: aws-native'])}`).message).toBe(
+    expect(
+      policyRejection(`${HEAD}${entry('key_c', 'aws', ['maxAge: 7d', 'scheduler: aws-native'])}`).message,
+    ).toBe(
       'policy.yaml:13 keys[0].scheduler: aws-native needs a slot entry (slots: [KEY_A, KEY_B]): a single key dies at the roll in createSecret, so consumers would read a dead AWSCURRENT until finishSecret moves it; rotate single keys with keyroll run or the daemon',
     );
   });
 
   it('a destination that is not aws is refused', () => {
-    expect(policyRejection(`${HEAD}${entry('billing-api', 'files', [...SLOTS, 'scheduler: aws-native'])}`).message).toBe('policy.yaml:15 keys[0].scheduler: aws-native needs an aws destination; backend "files" is kind file');
+    expect(
+      policyRejection(`${HEAD}${entry('billing-api', 'files', [...SLOTS, 'scheduler: aws-native'])}`).message,
+    ).toBe(
+      'policy.yaml:15 keys[0].scheduler: aws-native needs an aws destination; backend "files" is kind file',
+    );
   });
 
   it('an unknown scheduler is refused', () => {
-    expect(policyRejection(`${HEAD}${entry('billing-api', 'aws', [...SLOTS, 'scheduler: cron'])}`).message).toBe('policy.yaml:15 keys[0].scheduler: must be one of keyroll, aws-native');
+    expect(
+      policyRejection(`${HEAD}${entry('billing-api', 'aws', [...SLOTS, 'scheduler: cron'])}`).message,
+    ).toBe('policy.yaml:15 keys[0].scheduler: must be one of keyroll, aws-native');
   });
 });

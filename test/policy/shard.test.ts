@@ -1,7 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { keyInShard, parseShard, shardOf } from '../../src/policy/shard.ts';
 
-const KEY_IDS = Array.from({ length: 2000 }, (_, index) => `key_${index.toString(36)}_${(index * 7919).toString(16)}`);
+const KEY_IDS = Array.from(
+  { length: 2000 },
+  (_, index) => `key_${index.toString(36)}_${(index * 7919).toString(16)}`,
+);
 
 describe('parseShard', () => {
   it.each([
@@ -27,7 +30,12 @@ describe('parseShard', () => {
 
 describe('keyInShard', () => {
   it.each([1, 2, 3, 7, 16])('puts every key in exactly one of %d shards', (total) => {
-    const ownerCounts = KEY_IDS.map((keyId) => Array.from({ length: total }, (_, index) => index).filter((index) => keyInShard(keyId, { index, total })).length);
+    const ownerCounts = KEY_IDS.map(
+      (keyId) =>
+        Array.from({ length: total }, (_, index) => index).filter((index) =>
+          keyInShard(keyId, { index, total }),
+        ).length,
+    );
     expect(ownerCounts.every((count) => count === 1)).toBe(true);
   });
 

@@ -31,7 +31,15 @@ const messageOf = (text: string): string => policyRejection(text).message;
 describe('resolving slot entries and drift settings', () => {
   it('a slot entry resolves to its two slots, consumerRefreshMs and the drift defaults', () => {
     const [key] = parsePolicy(`${HEAD}${entry('billing-api', SLOT_ENTRY)}`, 'policy.yaml').keys;
-    expect(key).toMatchObject({ id: 'billing-api', organizationId: 'org_a', slots: ['key_a', 'key_b'], consumerRefreshMs: HOUR, driftCheckMs: HOUR, onDrift: 'rotate', maxAgeMs: 7 * 24 * HOUR });
+    expect(key).toMatchObject({
+      id: 'billing-api',
+      organizationId: 'org_a',
+      slots: ['key_a', 'key_b'],
+      consumerRefreshMs: HOUR,
+      driftCheckMs: HOUR,
+      onDrift: 'rotate',
+      maxAgeMs: 7 * 24 * HOUR,
+    });
   });
 
   it('a single key has no slots and no consumerRefreshMs, and gets the drift defaults', () => {
@@ -43,8 +51,14 @@ describe('resolving slot entries and drift settings', () => {
   });
 
   it('driftCheck and onDrift come from defaults, a key overrides them, and driftCheck: null switches the check off', () => {
-    const text = HEAD.replace('keys:\n', 'defaults:\n  maxAge: 7d\n  driftCheck: 15m\n  onDrift: alert\nkeys:\n');
-    const policy = parsePolicy(`${text}${entry('key_a', [])}${entry('key_b', ['driftCheck: 2h', 'onDrift: rotate'])}${entry('key_c', ['driftCheck: null'])}`, 'policy.yaml');
+    const text = HEAD.replace(
+      'keys:\n',
+      'defaults:\n  maxAge: 7d\n  driftCheck: 15m\n  onDrift: alert\nkeys:\n',
+    );
+    const policy = parsePolicy(
+      `${text}${entry('key_a', [])}${entry('key_b', ['driftCheck: 2h', 'onDrift: rotate'])}${entry('key_c', ['driftCheck: null'])}`,
+      'policy.yaml',
+    );
     const [a, b, c] = policy.keys;
     expect(a).toMatchObject({ driftCheckMs: 15 * 60_000, onDrift: 'alert' });
     expect(b).toMatchObject({ driftCheckMs: 2 * HOUR, onDrift: 'rotate' });
@@ -55,7 +69,9 @@ describe('resolving slot entries and drift settings', () => {
 
 describe('refusals', () => {
   it('an onDrift that is neither rotate nor alert', () => {
-    expect(messageOf(`${HEAD}${entry('key_a', ['maxAge: 7d', 'onDrift: ignore'])}`)).toBe('policy.yaml:12 keys[0].onDrift: must be one of rotate, alert');
+    expect(messageOf(`${HEAD}${entry('key_a', ['maxAge: 7d', 'onDrift: ignore'])}`)).toBe(
+      'policy.yaml:12 keys[0].onDrift: must be one of rotate, alert',
+    );
   });
 
   it('consumerRefresh on a single key', () => {
@@ -71,19 +87,31 @@ describe('refusals', () => {
   });
 
   it('slots that are not exactly two', () => {
-    expect(messageOf(`${HEAD}${entry('billing-api', ['slots: [key_a]', 'consumerRefresh: 1h', 'maxAge: 7d'])}`)).toBe('policy.yaml:11 keys[0].slots: must list exactly two API key ids');
-    expect(messageOf(`${HEAD}${entry('billing-api', ['slots: [key_a, key_b, key_c]', 'consumerRefresh: 1h', 'maxAge: 7d'])}`)).toBe('policy.yaml:11 keys[0].slots: must list exactly two API key ids');
+    expect(
+      messageOf(`${HEAD}${entry('billing-api', ['slots: [key_a]', 'consumerRefresh: 1h', 'maxAge: 7d'])}`),
+    ).toBe('policy.yaml:11 keys[0].slots: must list exactly two API key ids');
+    expect(
+      messageOf(
+        `${HEAD}${entry('billing-api', ['slots: [key_a, key_b, key_c]', 'consumerRefresh: 1h', 'maxAge: 7d'])}`,
+      ),
+    ).toBe('policy.yaml:11 keys[0].slots: must list exactly two API key ids');
   });
 
   it('one API key as both slots', () => {
-    expect(messageOf(`${HEAD}${entry('billing-api', ['slots: [key_a, key_a]', 'consumerRefresh: 1h', 'maxAge: 7d'])}`)).toBe(
+    expect(
+      messageOf(
+        `${HEAD}${entry('billing-api', ['slots: [key_a, key_a]', 'consumerRefresh: 1h', 'maxAge: 7d'])}`,
+      ),
+    ).toBe(
       'policy.yaml:11 keys[0].slots[1]: "key_a" is also slots[0]; the two slots must be two different API keys',
     );
   });
 
   it('a slot of two entries', () => {
     const text = `${HEAD}${entry('billing-api', SLOT_ENTRY)}${entry('search-api', ['slots: [key_c, key_b]', 'consumerRefresh: 1h', 'maxAge: 7d'])}`;
-    expect(messageOf(text)).toBe('policy.yaml:17 keys[1].slots[1]: "key_b" is already a slot of keys[0] (billing-api); an API key may belong to one entry only');
+    expect(messageOf(text)).toBe(
+      'policy.yaml:17 keys[1].slots[1]: "key_b" is already a slot of keys[0] (billing-api); an API key may belong to one entry only',
+    );
   });
 
   it('a slot that is also a single key, whichever comes first', () => {
@@ -106,36 +134,61 @@ describe('refusals', () => {
   });
 
   it('a minInterval shorter than consumerRefresh, also when it is the built-in default', () => {
-    expect(messageOf(`${HEAD}${entry('billing-api', ['slots: [key_a, key_b]', 'consumerRefresh: 2h', 'maxAge: 7d'])}`)).toBe(
+    expect(
+      messageOf(
+        `${HEAD}${entry('billing-api', ['slots: [key_a, key_b]', 'consumerRefresh: 2h', 'maxAge: 7d'])}`,
+      ),
+    ).toBe(
       'policy.yaml:12 keys[0].consumerRefresh: minInterval (1h, the built-in default) is shorter than consumerRefresh (2h), so a slot could be rolled while consumers may still use its value; set minInterval to at least consumerRefresh',
     );
-    expect(messageOf(`${HEAD}${entry('billing-api', ['slots: [key_a, key_b]', 'consumerRefresh: 2h', 'maxAge: 7d', 'minInterval: 90m'])}`)).toBe(
+    expect(
+      messageOf(
+        `${HEAD}${entry('billing-api', ['slots: [key_a, key_b]', 'consumerRefresh: 2h', 'maxAge: 7d', 'minInterval: 90m'])}`,
+      ),
+    ).toBe(
       'policy.yaml:14 keys[0].minInterval: minInterval (1h30m) is shorter than consumerRefresh (2h), so a slot could be rolled while consumers may still use its value; set minInterval to at least consumerRefresh',
     );
   });
 
   it('a maxAge shorter than consumerRefresh', () => {
-    const error = policyRejection(`${HEAD}${entry('billing-api', ['slots: [key_a, key_b]', 'consumerRefresh: 2h', 'maxAge: 90m', 'minInterval: 1h'])}`);
+    const error = policyRejection(
+      `${HEAD}${entry('billing-api', ['slots: [key_a, key_b]', 'consumerRefresh: 2h', 'maxAge: 90m', 'minInterval: 1h'])}`,
+    );
     expect(error.issues.map((issue) => `${issue.line} ${issue.path}: ${issue.message}`)).toContain(
       '13 keys[0].maxAge: maxAge (1h30m) is shorter than consumerRefresh (2h), so a slot could be rolled while consumers may still use its value; raise maxAge or lower consumerRefresh',
     );
   });
 
   it('a schedule with two fires closer than consumerRefresh', () => {
-    expect(messageOf(`${HEAD}${entry('billing-api', ['slots: [key_a, key_b]', 'consumerRefresh: 2h', 'minInterval: 2h', 'schedule: "0 * * * *"'])}`)).toMatch(
+    expect(
+      messageOf(
+        `${HEAD}${entry('billing-api', ['slots: [key_a, key_b]', 'consumerRefresh: 2h', 'minInterval: 2h', 'schedule: "0 * * * *"'])}`,
+      ),
+    ).toMatch(
       /^policy\.yaml:14 keys\[0\]\.schedule: schedule "0 \* \* \* \*" fires 1h apart at \d{4}-\d\d-\d\dT\d\d:00:00\.000Z \(UTC\), less than consumerRefresh \(2h\), so a slot could be rolled while consumers may still use its value; choose a schedule whose fires are at least consumerRefresh apart$/,
     );
   });
 
   it('a daily schedule is refused for consumerRefresh 24h in a zone with DST (one day has 23h) and accepted in UTC', () => {
-    const daily = (zone: string): string => `${HEAD}${entry('billing-api', ['slots: [key_a, key_b]', 'consumerRefresh: 24h', 'minInterval: 24h', 'schedule: "0 3 * * *"', `timezone: ${zone}`])}`;
-    expect(messageOf(daily('Europe/Berlin'))).toMatch(/keys\[0\]\.schedule: schedule "0 3 \* \* \*" fires 23h apart at .* \(Europe\/Berlin\), less than consumerRefresh \(1d\)/);
+    const daily = (zone: string): string =>
+      `${HEAD}${entry('billing-api', ['slots: [key_a, key_b]', 'consumerRefresh: 24h', 'minInterval: 24h', 'schedule: "0 3 * * *"', `timezone: ${zone}`])}`;
+    expect(messageOf(daily('Europe/Berlin'))).toMatch(
+      /keys\[0\]\.schedule: schedule "0 3 \* \* \*" fires 23h apart at .* \(Europe\/Berlin\), less than consumerRefresh \(1d\)/,
+    );
     expect(parsePolicy(daily('UTC'), 'policy.yaml').keys[0]?.consumerRefreshMs).toBe(24 * HOUR);
   });
 
   it('a schedule, maxAge and minInterval at least consumerRefresh are accepted', () => {
-    const policy = parsePolicy(`${HEAD}${entry('billing-api', ['slots: [key_a, key_b]', 'consumerRefresh: 1h', 'schedule: "0 */6 * * *"', 'maxAge: 1h'])}`, 'policy.yaml');
-    expect(policy.keys[0]).toMatchObject({ slots: ['key_a', 'key_b'], schedule: '0 */6 * * *', maxAgeMs: HOUR, minIntervalMs: HOUR });
+    const policy = parsePolicy(
+      `${HEAD}${entry('billing-api', ['slots: [key_a, key_b]', 'consumerRefresh: 1h', 'schedule: "0 */6 * * *"', 'maxAge: 1h'])}`,
+      'policy.yaml',
+    );
+    expect(policy.keys[0]).toMatchObject({
+      slots: ['key_a', 'key_b'],
+      schedule: '0 */6 * * *',
+      maxAgeMs: HOUR,
+      minIntervalMs: HOUR,
+    });
   });
 });
 
@@ -152,7 +205,10 @@ describe('smallestScheduleGap', () => {
 });
 
 describe('findKeyEntry', () => {
-  const policy = parsePolicy(`${HEAD}${entry('billing-api', SLOT_ENTRY)}${entry('key_c', ['maxAge: 7d'])}`, 'policy.yaml');
+  const policy = parsePolicy(
+    `${HEAD}${entry('billing-api', SLOT_ENTRY)}${entry('key_c', ['maxAge: 7d'])}`,
+    'policy.yaml',
+  );
 
   it('finds a single key by its id', () => {
     expect(findKeyEntry(policy, 'key_c')).toEqual({ key: policy.keys[1] });

@@ -32,11 +32,14 @@ describe('docs/zero-downtime.md', () => {
   it('every policy example loads as written', () => {
     const examples = yamlExamples();
     expect(examples.length).toBeGreaterThanOrEqual(3);
-    for (const example of examples) expect(() => parsePolicy(`${HEAD}${example}`, 'zero-downtime.md'), example).not.toThrow();
+    for (const example of examples)
+      expect(() => parsePolicy(`${HEAD}${example}`, 'zero-downtime.md'), example).not.toThrow();
   });
 
   it('the migration keeps the destinations and lists the key consumers use today as slots[0]', () => {
-    const entries = yamlExamples().map((example) => parsePolicy(`${HEAD}${example}`, 'zero-downtime.md').keys[0]);
+    const entries = yamlExamples().map(
+      (example) => parsePolicy(`${HEAD}${example}`, 'zero-downtime.md').keys[0],
+    );
     const before = entries.find((key) => key?.slots === undefined);
     const after = entries.find((key) => key?.slots?.includes(before?.id ?? '') === true);
     expect(before).toBeDefined();

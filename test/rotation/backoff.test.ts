@@ -10,14 +10,25 @@ import { keyPolicy, startBench, wrapBackend, type Bench } from './harness.ts';
 
 const KEY = 'key_demo_billing';
 const HOUR = 3600_000;
-const FAILURES: FailureSettings = { backoffInitialMs: HOUR, backoffCapMs: 4 * HOUR, jitter: 0, quarantineAfter: 5, remindEveryMs: 24 * HOUR };
+const FAILURES: FailureSettings = {
+  backoffInitialMs: HOUR,
+  backoffCapMs: 4 * HOUR,
+  jitter: 0,
+  quarantineAfter: 5,
+  remindEveryMs: 24 * HOUR,
+};
 
 let bench: Bench;
 afterEach(async () => {
   await bench.close();
 });
 
-const denied = new BackendError('KR_BACKEND_DENIED', 'injected: permission denied on the path', { backend: 'files', kind: 'file', operation: 'preflight', path: `${KEY}.json` });
+const denied = new BackendError('KR_BACKEND_DENIED', 'injected: permission denied on the path', {
+  backend: 'files',
+  kind: 'file',
+  operation: 'preflight',
+  path: `${KEY}.json`,
+});
 
 /** A bench whose clock the test moves, and whose primary's preflight fails while `broken` is set. */
 async function brokenBench(failures: FailureSettings = FAILURES) {
@@ -28,7 +39,10 @@ async function brokenBench(failures: FailureSettings = FAILURES) {
       trigger,
       runtime: {
         now: () => new Date(Date.now() + clock.offsetMs),
-        wrapBackend: (name, b) => (name === 'files' ? wrapBackend(b, { preflight: (next) => (clock.broken ? Promise.reject(denied) : next()) }) : b),
+        wrapBackend: (name, b) =>
+          name === 'files'
+            ? wrapBackend(b, { preflight: (next) => (clock.broken ? Promise.reject(denied) : next()) })
+            : b,
       },
     });
   return { clock, run };
@@ -52,10 +66,23 @@ describe('failure backoff and quarantine', () => {
     const results: string[] = [];
     for (let i = 0; i < 10; i++) {
       const summary = await run();
-      results.push(`${summary.outcomes[0]?.result}:${summary.outcomes[0]?.detail ?? ''}`.replace(/:.*injected.*/, ''));
+      results.push(
+        `${summary.outcomes[0]?.result}:${summary.outcomes[0]?.detail ?? ''}`.replace(/:.*injected.*/, ''),
+      );
       clock.offsetMs += 4 * HOUR + 1_000; // past the longest backoff: every run may attempt
     }
-    expect(results).toEqual(['failed', 'failed', 'failed', 'failed', 'failed', 'skipped:quarantined', 'skipped:quarantined', 'skipped:quarantined', 'skipped:quarantined', 'skipped:quarantined']);
+    expect(results).toEqual([
+      'failed',
+      'failed',
+      'failed',
+      'failed',
+      'failed',
+      'skipped:quarantined',
+      'skipped:quarantined',
+      'skipped:quarantined',
+      'skipped:quarantined',
+      'skipped:quarantined',
+    ]);
     const alerts = bench.alerter.alerts.map((a) => a.alert);
     expect(alerts.map((a) => [a.severity, a.errorCode])).toEqual([
       ['error', 'KR_BACKEND_DENIED'],
@@ -67,7 +94,11 @@ describe('failure backoff and quarantine', () => {
     expect(events('alert.suppressed')).toHaveLength(3);
     expect(events('key.quarantined')).toHaveLength(1);
     const { state } = await stateOf(bench);
-    expect(state.lastFailure).toMatchObject({ consecutive: 5, step: 'preflight', errorCode: 'KR_BACKEND_DENIED' });
+    expect(state.lastFailure).toMatchObject({
+      consecutive: 5,
+      step: 'preflight',
+      errorCode: 'KR_BACKEND_DENIED',
+    });
     expect(state.lastFailure?.quarantinedAt).toBeDefined();
   });
 
@@ -77,17 +108,32 @@ describe('failure backoff and quarantine', () => {
     for (let i = 0; i < 10; i++) {
       const summary = await run();
       const outcome = summary.outcomes[0];
-      results.push(`${outcome?.result ?? '?'}:${outcome?.result === 'skipped' ? (outcome.detail ?? '') : ''}`);
+      results.push(
+        `${outcome?.result ?? '?'}:${outcome?.result === 'skipped' ? (outcome.detail ?? '') : ''}`,
+      );
       clock.offsetMs += 10 * 60_000;
     }
     // 1 h backoff after the first failure: runs 2..6 wait, run 7 (60 min later) attempts again.
-    expect(results).toEqual(['failed:', 'skipped:backoff', 'skipped:backoff', 'skipped:backoff', 'skipped:backoff', 'skipped:backoff', 'failed:', 'skipped:backoff', 'skipped:backoff', 'skipped:backoff']);
+    expect(results).toEqual([
+      'failed:',
+      'skipped:backoff',
+      'skipped:backoff',
+      'skipped:backoff',
+      'skipped:backoff',
+      'skipped:backoff',
+      'failed:',
+      'skipped:backoff',
+      'skipped:backoff',
+      'skipped:backoff',
+    ]);
     expect(bench.alerter.alerts).toHaveLength(1);
     expect(events('key.skipped').filter((e) => e.why === 'backoff')).toHaveLength(8);
     const { state } = await stateOf(bench);
     expect(state.lastFailure).toMatchObject({ consecutive: 2 });
     // Failure 2 waits initial·2 = 2 h.
-    expect(Date.parse(state.lastFailure?.nextAttemptAt ?? '') - Date.parse(state.lastFailure?.at ?? '')).toBe(2 * HOUR);
+    expect(Date.parse(state.lastFailure?.nextAttemptAt ?? '') - Date.parse(state.lastFailure?.at ?? '')).toBe(
+      2 * HOUR,
+    );
   });
 
   it('a quarantined key is reminded about once every remindEvery, not on every run', async () => {
@@ -100,7 +146,10 @@ describe('failure backoff and quarantine', () => {
     clock.offsetMs += 12 * HOUR + 1_000;
     const reminded = await run();
     expect(reminded.outcomes[0]).toMatchObject({ result: 'skipped', detail: 'quarantined' });
-    expect(bench.alerter.alerts.map((a) => a.alert.errorCode)).toEqual(['KR_KEY_QUARANTINED', 'KR_KEY_QUARANTINED']);
+    expect(bench.alerter.alerts.map((a) => a.alert.errorCode)).toEqual([
+      'KR_KEY_QUARANTINED',
+      'KR_KEY_QUARANTINED',
+    ]);
     expect(bench.alerter.alerts[1]?.alert.summary).toMatch(/still QUARANTINED/);
     clock.offsetMs += HOUR;
     await run();
@@ -108,7 +157,11 @@ describe('failure backoff and quarantine', () => {
   });
 
   it('a quarantined key whose reminder is not due takes no lock: a sweep passing it writes nothing (on AWS, a lock is a version of the secret)', async () => {
-    bench = await startBench({ keys: (org) => [keyPolicy(KEY, org(KEY), { failures: { ...FAILURES, quarantineAfter: 1, remindEveryMs: 24 * HOUR } })] });
+    bench = await startBench({
+      keys: (org) => [
+        keyPolicy(KEY, org(KEY), { failures: { ...FAILURES, quarantineAfter: 1, remindEveryMs: 24 * HOUR } }),
+      ],
+    });
     let offsetMs = 0;
     let locks = 0;
     const run = () =>
@@ -152,7 +205,13 @@ describe('failure backoff and quarantine', () => {
     clock.broken = false;
     const rt = await bench.runtime({ now: () => new Date(Date.now() + clock.offsetMs) });
     const primary = rt.resolveKey(bench.key(KEY)).destinations[0]!;
-    const resumed = await resumeKey(bench.key(KEY), primary, rt.rotationDeps(bench.audit), bench.audit, 'alice');
+    const resumed = await resumeKey(
+      bench.key(KEY),
+      primary,
+      rt.rotationDeps(bench.audit),
+      bench.audit,
+      'alice',
+    );
     await rt.close();
     expect(resumed).toMatchObject({ kind: 'resumed', streak: { consecutive: 2 } });
     expect(events('key.resumed')).toHaveLength(1);
@@ -202,7 +261,12 @@ describe('failure backoff and quarantine', () => {
   it('an intent-marked key is never backed off or quarantined, and alerts on every run until repaired', async () => {
     const { clock, run } = await brokenBench({ ...FAILURES, quarantineAfter: 2 });
     const { primary } = await stateOf(bench);
-    await primary.backend.setIntent(primary.target, { rotationId: 'r-died', keyId: KEY, owner: 'dead-runner', startedAt: new Date().toISOString() });
+    await primary.backend.setIntent(primary.target, {
+      rotationId: 'r-died',
+      keyId: KEY,
+      owner: 'dead-runner',
+      startedAt: new Date().toISOString(),
+    });
     for (let i = 0; i < 10; i++) {
       expect((await run()).outcomes[0]).toMatchObject({ result: 'failed', step: 'preflight' });
       clock.offsetMs += 10 * 60_000;

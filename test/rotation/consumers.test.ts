@@ -44,7 +44,13 @@ beforeEach(async () => {
     keys.push(keyPolicy(`key_single_${String(i)}`, ORG, timing));
     add(`key_alt_${String(i)}a`);
     add(`key_alt_${String(i)}b`);
-    keys.push(keyPolicy(`alt_${String(i)}`, ORG, { ...timing, slots: [`key_alt_${String(i)}a`, `key_alt_${String(i)}b`], consumerRefreshMs: CONSUMER_REFRESH }));
+    keys.push(
+      keyPolicy(`alt_${String(i)}`, ORG, {
+        ...timing,
+        slots: [`key_alt_${String(i)}a`, `key_alt_${String(i)}b`],
+        consumerRefreshMs: CONSUMER_REFRESH,
+      }),
+    );
   }
   // The harness builds its runtime from this policy on each run; the keys need the API keys above.
   bench.policy.keys.push(...keys);
@@ -72,8 +78,14 @@ describe('consumers through a cache while keyroll rotates on its schedule', () =
     // different moments relative to the rolls.
     for (const phase of [0, 1, 2]) {
       for (const i of [0, 1]) {
-        consumers.push({ consumer: consumer('single', `key_single_${String(i)}`, TTL), startsAt: phase * STEP });
-        consumers.push({ consumer: consumer('alternating', `alt_${String(i)}`, TTL), startsAt: phase * STEP });
+        consumers.push({
+          consumer: consumer('single', `key_single_${String(i)}`, TTL),
+          startsAt: phase * STEP,
+        });
+        consumers.push({
+          consumer: consumer('alternating', `alt_${String(i)}`, TTL),
+          startsAt: phase * STEP,
+        });
       }
     }
     consumers.push({ consumer: consumer('overstaying', 'alt_0', OVERSTAYING_TTL), startsAt: 0 });

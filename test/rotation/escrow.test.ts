@@ -32,7 +32,9 @@ beforeAll(async () => {
 
 function requireAge(skip: (note?: string) => void): string {
   if (agePath === undefined) {
-    skip('age CLI missing: run scripts/test-tools.sh, or apt-get install age, or go install filippo.io/age/cmd/...@v1.2.1');
+    skip(
+      'age CLI missing: run scripts/test-tools.sh, or apt-get install age, or go install filippo.io/age/cmd/...@v1.2.1',
+    );
     throw new Error('unreachable');
   }
   return agePath;
@@ -63,7 +65,12 @@ describe('sealToEscrow', () => {
     const identity = await generateIdentity();
     const directory = join(workDir.path(), 'escrow');
 
-    const sealed = await sealToEscrow({ record: record(), directory, recipients: [await identityToRecipient(identity)], now: new Date('2026-03-01T12:00:01.000Z') });
+    const sealed = await sealToEscrow({
+      record: record(),
+      directory,
+      recipients: [await identityToRecipient(identity)],
+      now: new Date('2026-03-01T12:00:01.000Z'),
+    });
 
     expect(sealed.path).toBe(join(directory, 'key_live_42-rot-2d1f.age'));
     expect(await decryptWithAgeCli(age, identity, sealed.path)).toEqual({
@@ -87,20 +94,34 @@ describe('sealToEscrow', () => {
       recipients: [await identityToRecipient(first), await identityToRecipient(second)],
     });
 
-    expect((await decryptWithAgeCli(age, first, sealed.path)).apiKey).toBe('sk_live_escrowed_secret_0123456789');
-    expect((await decryptWithAgeCli(age, second, sealed.path)).apiKey).toBe('sk_live_escrowed_secret_0123456789');
+    expect((await decryptWithAgeCli(age, first, sealed.path)).apiKey).toBe(
+      'sk_live_escrowed_secret_0123456789',
+    );
+    expect((await decryptWithAgeCli(age, second, sealed.path)).apiKey).toBe(
+      'sk_live_escrowed_secret_0123456789',
+    );
   });
 
   it('refuses an identity that is not a recipient', async ({ skip }) => {
     const age = requireAge(skip);
-    const sealed = await sealToEscrow({ record: record(), directory: workDir.path(), recipients: [await identityToRecipient(await generateIdentity())] });
+    const sealed = await sealToEscrow({
+      record: record(),
+      directory: workDir.path(),
+      recipients: [await identityToRecipient(await generateIdentity())],
+    });
 
-    await expect(decryptWithAgeCli(age, await generateIdentity(), sealed.path)).rejects.toThrow(/no identity matched/);
+    await expect(decryptWithAgeCli(age, await generateIdentity(), sealed.path)).rejects.toThrow(
+      /no identity matched/,
+    );
   });
 
   it('creates the directory 0700 and the file 0600, leaving no temporary file', async () => {
     const directory = join(workDir.path(), 'new', 'escrow');
-    const sealed = await sealToEscrow({ record: record(), directory, recipients: [await identityToRecipient(await generateIdentity())] });
+    const sealed = await sealToEscrow({
+      record: record(),
+      directory,
+      recipients: [await identityToRecipient(await generateIdentity())],
+    });
 
     expect((await stat(directory)).mode & 0o777).toBe(0o700);
     expect((await stat(sealed.path)).mode & 0o777).toBe(0o600);
@@ -109,7 +130,11 @@ describe('sealToEscrow', () => {
 
   it('never puts the plaintext secret, or its base64, on disk', async () => {
     const secret = 'sk_live_escrowed_secret_0123456789';
-    const sealed = await sealToEscrow({ record: record(secret), directory: workDir.path(), recipients: [await identityToRecipient(await generateIdentity())] });
+    const sealed = await sealToEscrow({
+      record: record(secret),
+      directory: workDir.path(),
+      recipients: [await identityToRecipient(await generateIdentity())],
+    });
 
     const bytes = await readFile(sealed.path);
     expect(bytes.subarray(0, 21).toString('latin1')).toBe('age-encryption.org/v1');
@@ -119,7 +144,11 @@ describe('sealToEscrow', () => {
 
   it('returns the secret fingerprint so the file can be matched to key.rolled', async () => {
     const input = record();
-    const sealed = await sealToEscrow({ record: input, directory: workDir.path(), recipients: [await identityToRecipient(await generateIdentity())] });
+    const sealed = await sealToEscrow({
+      record: input,
+      directory: workDir.path(),
+      recipients: [await identityToRecipient(await generateIdentity())],
+    });
 
     expect(sealed.fingerprint).toBe(input.secret.fingerprint());
   });
@@ -134,7 +163,11 @@ describe('sealToEscrow', () => {
   });
 
   it('rejects a recipient that is not an age public key, writing nothing', async () => {
-    const error = await sealToEscrow({ record: record(), directory: join(workDir.path(), 'escrow'), recipients: ['ssh-ed25519 AAAA'] }).catch((e: unknown) => e);
+    const error = await sealToEscrow({
+      record: record(),
+      directory: join(workDir.path(), 'escrow'),
+      recipients: ['ssh-ed25519 AAAA'],
+    }).catch((e: unknown) => e);
 
     expect(error).toBeInstanceOf(EscrowError);
     expect(error).toMatchObject({ code: 'KR_ESCROW_RECIPIENT_INVALID', keyId: 'key_live_42' });
@@ -143,14 +176,20 @@ describe('sealToEscrow', () => {
   });
 
   it('rejects an empty recipient list', async () => {
-    await expect(sealToEscrow({ record: record(), directory: workDir.path(), recipients: [] })).rejects.toMatchObject({ code: 'KR_ESCROW_RECIPIENT_INVALID' });
+    await expect(
+      sealToEscrow({ record: record(), directory: workDir.path(), recipients: [] }),
+    ).rejects.toMatchObject({ code: 'KR_ESCROW_RECIPIENT_INVALID' });
   });
 
   it('reports a directory it cannot create as KR_ESCROW_WRITE_FAILED', async () => {
     const blocker = join(workDir.path(), 'a-file');
     await writeFile(blocker, 'not a directory');
 
-    const error = await sealToEscrow({ record: record(), directory: join(blocker, 'escrow'), recipients: [await identityToRecipient(await generateIdentity())] }).catch((e: unknown) => e);
+    const error = await sealToEscrow({
+      record: record(),
+      directory: join(blocker, 'escrow'),
+      recipients: [await identityToRecipient(await generateIdentity())],
+    }).catch((e: unknown) => e);
 
     expect(error).toMatchObject({ code: 'KR_ESCROW_WRITE_FAILED', directory: join(blocker, 'escrow') });
     expect((error as Error).cause).toBeDefined();

@@ -38,7 +38,9 @@ async function runAs(options: Partial<RuntimeOptions>, trigger: RunTrigger = LEA
   }
 }
 
-async function stateOf(options: Partial<RuntimeOptions> = {}): Promise<{ state: KeyState; secret: string | undefined }> {
+async function stateOf(
+  options: Partial<RuntimeOptions> = {},
+): Promise<{ state: KeyState; secret: string | undefined }> {
   const runtime = await bench.runtime(options);
   try {
     const { destinations } = runtime.resolveKey(bench.key(KEY));
@@ -79,7 +81,7 @@ async function runnerAtRoll(gate: Promise<void>): Promise<{ result: Promise<RunS
 const NEVER = new Promise<void>(() => undefined);
 
 describe('invariant 9: fenced locks', () => {
-  it('a paused holder whose lock was taken over cannot store its secret over the new holder\'s', async () => {
+  it("a paused holder whose lock was taken over cannot store its secret over the new holder's", async () => {
     await runAs({});
     const ttl = bench.key(KEY).lockTtlMs;
     const aRolled = deferred();
@@ -112,7 +114,11 @@ describe('invariant 9: fenced locks', () => {
     // B's live secret stays: the fence refused A's write.
     expect(afterA.secret).toBe(afterB.secret);
     expect(afterA.secret && bench.emulator.state.isLiveSecret(KEY, afterA.secret)).toBe(true);
-    expect(bench.alerter.alerts.some(({ alert }) => alert.errorCode === 'KR_LOCK_LOST' && alert.severity === 'critical')).toBe(true);
+    expect(
+      bench.alerter.alerts.some(
+        ({ alert }) => alert.errorCode === 'KR_LOCK_LOST' && alert.severity === 'critical',
+      ),
+    ).toBe(true);
     expectNoSecrets(bench.lines, bench.emulator.state.mintedSecrets(), 'the audit trail');
   });
 
@@ -211,7 +217,9 @@ describe('invariant 9: fenced locks', () => {
     });
     expect(summary.outcomes[0]).toMatchObject({ result: 'failed', step: 'roll', errorCode: 'KR_LOCK_LOST' });
     expect(bench.emulator.state.rollCount(KEY)).toBe(rollsBefore);
-    expect(bench.events().filter((e) => e.event === 'key.lock.lost')).toEqual([expect.objectContaining({ step: 'roll' })]);
+    expect(bench.events().filter((e) => e.event === 'key.lock.lost')).toEqual([
+      expect.objectContaining({ step: 'roll' }),
+    ]);
   });
 
   it('no key lock is held while an alert is delivered: a hanging sink cannot keep other runners out', async () => {

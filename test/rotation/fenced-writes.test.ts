@@ -40,7 +40,11 @@ function ahead(offsetMs: number): Pick<RuntimeOptions, 'now' | 'monotonicMs'> {
   return { now: () => new Date(Date.now() + offsetMs), monotonicMs: () => performance.now() + offsetMs };
 }
 
-async function runAs(b: Bench, options: Partial<RuntimeOptions>, trigger: RunTrigger = LEAK): Promise<RunSummary> {
+async function runAs(
+  b: Bench,
+  options: Partial<RuntimeOptions>,
+  trigger: RunTrigger = LEAK,
+): Promise<RunSummary> {
   const runtime = await b.runtime(options);
   try {
     return await runRotations(runtime, { keys: [b.key(KEY)], trigger, concurrency: 1 });
@@ -54,7 +58,11 @@ async function apiKeyIn(b: Bench, sub: string, file: string): Promise<string> {
 }
 
 /** Runner A, paused (SIGSTOP, a GC pause) right before it writes `path` of backend `backend`. */
-function pausedBefore(b: Bench, backend: string, path: string): { reached: Promise<void>; resume: () => void; result: Promise<RunSummary> } {
+function pausedBefore(
+  b: Bench,
+  backend: string,
+  path: string,
+): { reached: Promise<void>; resume: () => void; result: Promise<RunSummary> } {
   const reached = deferred();
   const resume = deferred();
   const result = runAs(b, {
@@ -147,16 +155,25 @@ describe('invariant 9: every destination write is fenced by its own lock', () =>
         }),
     });
     expect(summary.outcomes[0]).toMatchObject({ result: 'rotated' });
-    expect(trail.slice(0, 4)).toEqual([`write files:${KEY}.json`, `refresh files:${KEY}.json`, `refresh fallback:${SECOND}`, `write fallback:${SECOND}`]);
+    expect(trail.slice(0, 4)).toEqual([
+      `write files:${KEY}.json`,
+      `refresh files:${KEY}.json`,
+      `refresh fallback:${SECOND}`,
+      `write fallback:${SECOND}`,
+    ]);
   });
 
-  it('finds the key busy when another runner holds the second destination\'s lock, and gives the primary\'s back', async () => {
+  it("finds the key busy when another runner holds the second destination's lock, and gives the primary's back", async () => {
     const b = (bench = await startBench({ keys: withSecond }));
     const runtime = await b.runtime();
     try {
       const second = runtime.resolveKey(b.key(KEY)).destinations[1];
       if (!second) throw new Error('no second destination');
-      const held = await second.backend.acquireLock(second.target, { owner: 'someone-else', rotationId: 'r-else', ttlMs: 60_000 });
+      const held = await second.backend.acquireLock(second.target, {
+        owner: 'someone-else',
+        rotationId: 'r-else',
+        ttlMs: 60_000,
+      });
       expect(held.acquired).toBe(true);
       const summary = await runAs(b, {});
       expect(summary.outcomes[0]).toMatchObject({ result: 'busy' });
@@ -168,7 +185,7 @@ describe('invariant 9: every destination write is fenced by its own lock', () =>
     }
   });
 
-  it('repairs a destination during recovery with a write fenced by that destination\'s lock', async () => {
+  it("repairs a destination during recovery with a write fenced by that destination's lock", async () => {
     const b = (bench = await startBench({ keys: withSecond }));
     expect((await runAs(b, {})).outcomes[0]).toMatchObject({ result: 'rotated' });
     // A run died mid-rotation (its marker stays), and the second destination holds something else.
@@ -176,8 +193,19 @@ describe('invariant 9: every destination write is fenced by its own lock', () =>
     try {
       const [primary, second] = runtime.resolveKey(b.key(KEY)).destinations;
       if (!primary || !second) throw new Error('two destinations expected');
-      await primary.backend.setIntent(primary.target, { rotationId: 'r-died', keyId: KEY, owner: 'host/1/died', startedAt: new Date().toISOString() });
-      await second.backend.writeSecret(second.target, { secret: new Secret('sk_stale_copy_of_the_secret_0001'), keyId: KEY, organizationId: b.orgOf(KEY), rotationId: 'r-stale', rotatedAt: new Date().toISOString() });
+      await primary.backend.setIntent(primary.target, {
+        rotationId: 'r-died',
+        keyId: KEY,
+        owner: 'host/1/died',
+        startedAt: new Date().toISOString(),
+      });
+      await second.backend.writeSecret(second.target, {
+        secret: new Secret('sk_stale_copy_of_the_secret_0001'),
+        keyId: KEY,
+        organizationId: b.orgOf(KEY),
+        rotationId: 'r-stale',
+        rotatedAt: new Date().toISOString(),
+      });
     } finally {
       await runtime.close();
     }
@@ -206,7 +234,9 @@ describe('invariant 9: every destination write is fenced by its own lock', () =>
 
 describe('invariant 9: a lost lock ends the store; fallbacks are unfenced and say so', () => {
   const withFallback = (org: (id: string) => string): KeyPolicy[] => [
-    keyPolicy(KEY, org(KEY), { fallbacks: [{ backend: 'fallback', target: { path: `${KEY}.json`, shape: JSON_SHAPE } }] }),
+    keyPolicy(KEY, org(KEY), {
+      fallbacks: [{ backend: 'fallback', target: { path: `${KEY}.json`, shape: JSON_SHAPE } }],
+    }),
   ];
 
   it('sends nothing to the fallback after the primary refused the write for a lost lock', async () => {
@@ -216,7 +246,11 @@ describe('invariant 9: a lost lock ends the store; fallbacks are unfenced and sa
     await a.reached;
     expect((await runAs(b, ahead(ttl + 1_000))).outcomes[0]).toMatchObject({ result: 'recovered' });
     a.resume();
-    expect((await a.result).outcomes[0]).toMatchObject({ result: 'failed', step: 'store', errorCode: 'KR_LOCK_LOST' });
+    expect((await a.result).outcomes[0]).toMatchObject({
+      result: 'failed',
+      step: 'store',
+      errorCode: 'KR_LOCK_LOST',
+    });
     // Nothing of A's reached the fallback.
     await expect(stat(join(b.dir, 'fallback', `${KEY}.json`))).rejects.toMatchObject({ code: 'ENOENT' });
     expect(b.events().some((e) => e.event === 'key.store.fallback')).toBe(false);
@@ -229,11 +263,16 @@ describe('invariant 9: a lost lock ends the store; fallbacks are unfenced and sa
     const b = (bench = await startBench({ keys: withFallback }));
     const down = new Error('injected: down');
     Object.assign(down, { code: 'KR_BACKEND_UNAVAILABLE', retryable: true });
-    const summary = await runAs(b, { wrapBackend: (name, inner) => (name === 'files' ? wrapBackend(inner, { writeSecret: () => Promise.reject(down) }) : inner) });
+    const summary = await runAs(b, {
+      wrapBackend: (name, inner) =>
+        name === 'files' ? wrapBackend(inner, { writeSecret: () => Promise.reject(down) }) : inner,
+    });
     expect(summary.outcomes[0]).toMatchObject({ result: 'failed', step: 'store', degraded: true });
     const alert = b.alerter.alerts[0]?.alert;
     expect(alert).toMatchObject({ severity: 'critical', details: { unfenced: [`fallback:${KEY}.json`] } });
     expect(alert?.summary).toContain('written without a lock fence');
-    expect(b.events().find((e) => e.event === 'key.failed')).toMatchObject({ unfenced: [`fallback:${KEY}.json`] });
+    expect(b.events().find((e) => e.event === 'key.failed')).toMatchObject({
+      unfenced: [`fallback:${KEY}.json`],
+    });
   });
 });

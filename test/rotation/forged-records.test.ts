@@ -12,7 +12,13 @@ import { keyPolicy, startBench, wrapBackend, type Bench } from './harness.ts';
 const KEY = 'key_demo_billing';
 const HOUR = 3600_000;
 const DAY = 24 * HOUR;
-const FAILURES: FailureSettings = { backoffInitialMs: HOUR, backoffCapMs: DAY, jitter: 0, quarantineAfter: 5, remindEveryMs: DAY };
+const FAILURES: FailureSettings = {
+  backoffInitialMs: HOUR,
+  backoffCapMs: DAY,
+  jitter: 0,
+  quarantineAfter: 5,
+  remindEveryMs: DAY,
+};
 
 let bench: Bench;
 afterEach(async () => {
@@ -36,7 +42,15 @@ async function edit(sidecar: string, fields: Record<string, unknown>): Promise<v
   await writeFile(sidecar, JSON.stringify({ ...current, ...fields }));
 }
 
-const forged = (fields: Record<string, unknown>) => ({ rotationId: 'forged', step: 'preflight', errorCode: 'KR_BACKEND_DENIED', at: ago(DAY), consecutive: 7, firstAt: ago(10 * DAY), ...fields });
+const forged = (fields: Record<string, unknown>) => ({
+  rotationId: 'forged',
+  step: 'preflight',
+  errorCode: 'KR_BACKEND_DENIED',
+  at: ago(DAY),
+  consecutive: 7,
+  firstAt: ago(10 * DAY),
+  ...fields,
+});
 
 describe('a forged failure record on a key 90 days overdue (file backend)', () => {
   it('quarantinedAt "x" and lastAlertedAt "x": the key is rotated, not skipped as quarantined', async () => {
@@ -53,12 +67,22 @@ describe('a forged failure record on a key 90 days overdue (file backend)', () =
 
   it('a valid quarantine whose last alert lies in the future: the reminder goes out now', async () => {
     const sidecar = await overdueKey();
-    await edit(sidecar, { lastFailure: forged({ quarantinedAt: ago(DAY), lastAlertedAt: '2099-01-01T00:00:00.000Z' }) });
+    await edit(sidecar, {
+      lastFailure: forged({ quarantinedAt: ago(DAY), lastAlertedAt: '2099-01-01T00:00:00.000Z' }),
+    });
     const summary = await bench.run();
     expect(summary.outcomes[0]).toMatchObject({ result: 'skipped', detail: 'quarantined' });
-    expect(bench.alerter.alerts.map((a) => [a.alert.errorCode, a.alert.step])).toEqual([['KR_KEY_QUARANTINED', 'quarantine']]);
-    expect(bench.alerter.alerts[0]?.alert.summary).toMatch(/still QUARANTINED: 7 consecutive failures since .*; quarantined since /);
-    expect(events('key.record.distrusted')[0]).toMatchObject({ field: 'lastAlertedAt', problem: 'future', value: '2099-01-01T00:00:00.000Z' });
+    expect(bench.alerter.alerts.map((a) => [a.alert.errorCode, a.alert.step])).toEqual([
+      ['KR_KEY_QUARANTINED', 'quarantine'],
+    ]);
+    expect(bench.alerter.alerts[0]?.alert.summary).toMatch(
+      /still QUARANTINED: 7 consecutive failures since .*; quarantined since /,
+    );
+    expect(events('key.record.distrusted')[0]).toMatchObject({
+      field: 'lastAlertedAt',
+      problem: 'future',
+      value: '2099-01-01T00:00:00.000Z',
+    });
     // The reminder rewrote the record with a true time: the next run within remindEvery is quiet.
     await bench.run();
     expect(bench.alerter.alerts).toHaveLength(1);
@@ -66,9 +90,15 @@ describe('a forged failure record on a key 90 days overdue (file backend)', () =
 
   it('a backoff until 2099 is held to the policy cap: the key is attempted once the cap has passed', async () => {
     const sidecar = await overdueKey();
-    await edit(sidecar, { lastFailure: forged({ at: ago(2 * DAY), consecutive: 1, nextAttemptAt: '2099-01-01T00:00:00.000Z' }) });
+    await edit(sidecar, {
+      lastFailure: forged({ at: ago(2 * DAY), consecutive: 1, nextAttemptAt: '2099-01-01T00:00:00.000Z' }),
+    });
     expect((await bench.run()).outcomes[0]).toMatchObject({ result: 'rotated' });
-    expect(events('key.record.distrusted')[0]).toMatchObject({ field: 'nextAttemptAt', problem: 'beyond-policy', action: 'bounded' });
+    expect(events('key.record.distrusted')[0]).toMatchObject({
+      field: 'nextAttemptAt',
+      problem: 'beyond-policy',
+      action: 'bounded',
+    });
   });
 
   it('a last rotation dated in the future does not make the key look fresh', async () => {
@@ -84,7 +114,14 @@ describe('a forged failure record on a key 90 days overdue (file backend)', () =
     const summary = await bench.run({
       runtime: {
         wrapBackend: (name, b) =>
-          name === 'files' ? wrapBackend(b, { readState: async (next) => ({ ...(await next()), doubts: [{ record: 'intent', problem: 'malformed', action: 'ignored' }] }) }) : b,
+          name === 'files'
+            ? wrapBackend(b, {
+                readState: async (next) => ({
+                  ...(await next()),
+                  doubts: [{ record: 'intent', problem: 'malformed', action: 'ignored' }],
+                }),
+              })
+            : b,
       },
     });
     expect(summary.outcomes[0]).toMatchObject({ result: 'skipped', detail: 'not-due' });

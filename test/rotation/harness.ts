@@ -24,7 +24,11 @@ export class RecordingAlerter implements Alerter {
   }
 }
 
-export const JSON_SHAPE: ValueShape = { format: 'json', secretField: 'apiKey', fields: ['keyId', 'organizationId', 'rotatedAt', 'rotationId'] };
+export const JSON_SHAPE: ValueShape = {
+  format: 'json',
+  secretField: 'apiKey',
+  fields: ['keyId', 'organizationId', 'rotatedAt', 'rotationId'],
+};
 
 export interface Bench {
   emulator: RunningEmulator;
@@ -41,7 +45,12 @@ export interface Bench {
   key(id: string): KeyPolicy;
   orgOf(keyId: string): string;
   runtime(options?: Partial<RuntimeOptions>): Promise<Runtime>;
-  run(options?: { keys?: string[]; trigger?: Partial<RunTrigger>; runtime?: Partial<RuntimeOptions>; concurrency?: number }): Promise<RunSummary>;
+  run(options?: {
+    keys?: string[];
+    trigger?: Partial<RunTrigger>;
+    runtime?: Partial<RuntimeOptions>;
+    concurrency?: number;
+  }): Promise<RunSummary>;
   close(): Promise<void>;
 }
 
@@ -65,7 +74,9 @@ export function keyPolicy(id: string, organizationId: string, overrides: Partial
   };
 }
 
-export async function startBench(options: { keys?: (org: (keyId: string) => string) => KeyPolicy[]; policy?: Partial<Policy> } = {}): Promise<Bench> {
+export async function startBench(
+  options: { keys?: (org: (keyId: string) => string) => KeyPolicy[]; policy?: Partial<Policy> } = {},
+): Promise<Bench> {
   const emulator = await startEmulator({ port: 0 });
   const temp = await createTempDir('keyroll-rotation-');
   const dir = temp.path;
@@ -93,7 +104,10 @@ export async function startBench(options: { keys?: (org: (keyId: string) => stri
       timeouts: { headersMs: 2_000, bodyMs: 2_000 },
       rateLimitPerMinute: 6_000,
     },
-    backends: { files: { kind: 'file', directory: join(dir, 'secrets') }, fallback: { kind: 'file', directory: join(dir, 'fallback') } },
+    backends: {
+      files: { kind: 'file', directory: join(dir, 'secrets') },
+      fallback: { kind: 'file', directory: join(dir, 'fallback') },
+    },
     alerts: { sinks: {} },
     keys,
     ...options.policy,
@@ -140,7 +154,11 @@ export async function startBench(options: { keys?: (org: (keyId: string) => stri
       const rt = await runtime(opts.runtime);
       try {
         const keys = opts.keys ? policy.keys.filter((k) => opts.keys?.includes(k.id)) : policy.keys;
-        return await runRotations(rt, { keys, trigger: { reason: 'scheduled', force: false, ...opts.trigger }, concurrency: opts.concurrency ?? 1 });
+        return await runRotations(rt, {
+          keys,
+          trigger: { reason: 'scheduled', force: false, ...opts.trigger },
+          concurrency: opts.concurrency ?? 1,
+        });
       } finally {
         await rt.close();
       }
@@ -154,15 +172,41 @@ export async function startBench(options: { keys?: (org: (keyId: string) => stri
 }
 
 /** A backend wrapper that lets a test fail or observe chosen calls. */
-export function wrapBackend(inner: Backend, hooks: Partial<{ [K in keyof Backend]: NonNullable<Backend[K]> extends (...args: infer A) => infer R ? (next: () => R, ...args: A) => R : never }>): Backend {
+export function wrapBackend(
+  inner: Backend,
+  hooks: Partial<{
+    [K in keyof Backend]: NonNullable<Backend[K]> extends (...args: infer A) => infer R
+      ? (next: () => R, ...args: A) => R
+      : never;
+  }>,
+): Backend {
   const wrapped: Record<string, unknown> = {};
-  const required = ['preflight', 'acquireLock', 'refreshLock', 'releaseLock', 'setIntent', 'clearIntent', 'writeSecret', 'readSecret', 'readState', 'recordRotation', 'recordProbe', 'recordFailure', 'close'] as const;
+  const required = [
+    'preflight',
+    'acquireLock',
+    'refreshLock',
+    'releaseLock',
+    'setIntent',
+    'clearIntent',
+    'writeSecret',
+    'readSecret',
+    'readState',
+    'recordRotation',
+    'recordProbe',
+    'recordFailure',
+    'close',
+  ] as const;
   // The optional methods stay optional: a wrapped backend has exactly those the inner one has.
-  const optional = (['ensureFresh', 'reserveWrite', 'reserveLockRefresh', 'readPrevious'] as const).filter((name) => inner[name] !== undefined);
+  const optional = (['ensureFresh', 'reserveWrite', 'reserveLockRefresh', 'readPrevious'] as const).filter(
+    (name) => inner[name] !== undefined,
+  );
   for (const name of [...required, ...optional]) {
     const hook = hooks[name] as ((next: () => unknown, ...args: unknown[]) => unknown) | undefined;
     const original = (inner[name] as (...args: unknown[]) => unknown).bind(inner);
     wrapped[name] = hook ? (...args: unknown[]) => hook(() => original(...args), ...args) : original;
   }
-  return Object.assign(Object.create(null) as object, wrapped, { kind: inner.kind, name: inner.name }) as unknown as Backend;
+  return Object.assign(Object.create(null) as object, wrapped, {
+    kind: inner.kind,
+    name: inner.name,
+  }) as unknown as Backend;
 }

@@ -15,7 +15,12 @@ afterEach(async () => {
 
 const KEY = 'key_demo_billing';
 const unavailable = (operation: 'write' | 'preflight'): BackendError =>
-  new BackendError('KR_BACKEND_UNAVAILABLE', 'injected: backend down', { backend: 'files', kind: 'file', operation, path: 'x' });
+  new BackendError('KR_BACKEND_UNAVAILABLE', 'injected: backend down', {
+    backend: 'files',
+    kind: 'file',
+    operation,
+    path: 'x',
+  });
 
 async function storedApiKey(dir: string, sub: string, file: string): Promise<string> {
   return (JSON.parse(await readFile(join(dir, sub, file), 'utf8')) as { apiKey: string }).apiKey;
@@ -37,11 +42,28 @@ describe('invariant 1: no roll without a writable destination', () => {
   });
 
   it('invariant 1: a second destination that is down blocks the roll of the key', async () => {
-    bench.policy.keys = [keyPolicy(KEY, bench.orgOf(KEY), { destinations: [
-      { backend: 'files', target: { path: 'a.json', shape: { format: 'json', secretField: 'apiKey', fields: [] } } },
-      { backend: 'fallback', target: { path: 'b.json', shape: { format: 'raw', secretField: 'apiKey', fields: [] } } },
-    ] })];
-    const summary = await bench.run({ runtime: { wrapBackend: (name, b) => (name === 'fallback' ? wrapBackend(b, { preflight: () => Promise.reject(unavailable('preflight')) }) : b) } });
+    bench.policy.keys = [
+      keyPolicy(KEY, bench.orgOf(KEY), {
+        destinations: [
+          {
+            backend: 'files',
+            target: { path: 'a.json', shape: { format: 'json', secretField: 'apiKey', fields: [] } },
+          },
+          {
+            backend: 'fallback',
+            target: { path: 'b.json', shape: { format: 'raw', secretField: 'apiKey', fields: [] } },
+          },
+        ],
+      }),
+    ];
+    const summary = await bench.run({
+      runtime: {
+        wrapBackend: (name, b) =>
+          name === 'fallback'
+            ? wrapBackend(b, { preflight: () => Promise.reject(unavailable('preflight')) })
+            : b,
+      },
+    });
     expect(summary.failed).toBe(1);
     expect(bench.emulator.state.rollCount(KEY)).toBe(0);
   });
@@ -57,7 +79,18 @@ describe('invariant 2: secret first', () => {
     const runtime = await bench.runtime({
       wrapBackend: (_name, b) => {
         const observed: Partial<Record<keyof Backend, unknown>> = {};
-        for (const op of ['preflight', 'acquireLock', 'releaseLock', 'setIntent', 'clearIntent', 'writeSecret', 'readSecret', 'readState', 'recordRotation', 'recordFailure'] as const) {
+        for (const op of [
+          'preflight',
+          'acquireLock',
+          'releaseLock',
+          'setIntent',
+          'clearIntent',
+          'writeSecret',
+          'readSecret',
+          'readState',
+          'recordRotation',
+          'recordFailure',
+        ] as const) {
           observed[op] = (next: () => Promise<unknown>) => {
             trail.push(`backend.${op}`);
             return next();
@@ -88,11 +121,19 @@ describe('invariant 2: secret first', () => {
     let failures = 2;
     const trail: string[] = [];
     bench.onAuditLine((line) => trail.push((JSON.parse(line) as { event: string }).event));
-    const summary = await bench.run({ keys: [KEY], runtime: { wrapBackend: (_n, b) => wrapBackend(b, { writeSecret: (next) => {
-      trail.push('write');
-      if (failures-- > 0) return Promise.reject(unavailable('write'));
-      return next();
-    } }) } });
+    const summary = await bench.run({
+      keys: [KEY],
+      runtime: {
+        wrapBackend: (_n, b) =>
+          wrapBackend(b, {
+            writeSecret: (next) => {
+              trail.push('write');
+              if (failures-- > 0) return Promise.reject(unavailable('write'));
+              return next();
+            },
+          }),
+      },
+    });
     expect(summary.rotated).toBe(1);
     const lastWrite = trail.lastIndexOf('write');
     expect(trail.indexOf('key.store.retry')).toBeGreaterThan(lastWrite);
@@ -102,24 +143,54 @@ describe('invariant 2: secret first', () => {
 
 describe('invariant 4: never lost silently', () => {
   beforeEach(async () => {
-    bench = await startBench({ keys: (org) => [keyPolicy(KEY, org(KEY), { fallbacks: [{ backend: 'fallback', target: { path: `${KEY}.json`, shape: { format: 'json', secretField: 'apiKey', fields: ['keyId'] } } }] })] });
+    bench = await startBench({
+      keys: (org) => [
+        keyPolicy(KEY, org(KEY), {
+          fallbacks: [
+            {
+              backend: 'fallback',
+              target: {
+                path: `${KEY}.json`,
+                shape: { format: 'json', secretField: 'apiKey', fields: ['keyId'] },
+              },
+            },
+          ],
+        }),
+      ],
+    });
   });
 
-  const primaryDown = (name: string, b: Backend): Backend => (name === 'files' ? wrapBackend(b, { writeSecret: () => Promise.reject(unavailable('write')) }) : b);
+  const primaryDown = (name: string, b: Backend): Backend =>
+    name === 'files' ? wrapBackend(b, { writeSecret: () => Promise.reject(unavailable('write')) }) : b;
 
   it('invariant 4: a destination that stays down is retried (bounded), then the fallback takes the secret, critical alert', async () => {
     let attempts = 0;
-    const summary = await bench.run({ runtime: { wrapBackend: (name, b) => (name === 'files' ? wrapBackend(b, { writeSecret: () => { attempts++; return Promise.reject(unavailable('write')); } }) : b) } });
+    const summary = await bench.run({
+      runtime: {
+        wrapBackend: (name, b) =>
+          name === 'files'
+            ? wrapBackend(b, {
+                writeSecret: () => {
+                  attempts++;
+                  return Promise.reject(unavailable('write'));
+                },
+              })
+            : b,
+      },
+    });
     expect(attempts).toBe(3);
     expect(summary.outcomes[0]).toMatchObject({ result: 'failed', step: 'store', degraded: true });
-    expect(bench.emulator.state.isLiveSecret(KEY, await storedApiKey(bench.dir, 'fallback', `${KEY}.json`))).toBe(true);
+    expect(
+      bench.emulator.state.isLiveSecret(KEY, await storedApiKey(bench.dir, 'fallback', `${KEY}.json`)),
+    ).toBe(true);
     expect(bench.alerter.alerts).toHaveLength(1);
     expect(bench.alerter.alerts[0]?.alert.severity).toBe('critical');
     expect(bench.alerter.alerts[0]?.alert.summary).toContain('fallback');
   });
 
   it('invariant 4: with every destination and fallback down the alert says the key is unusable, and the next run re-rolls it', async () => {
-    const allDown = (_name: string, b: Backend): Backend => wrapBackend(b, { writeSecret: () => Promise.reject(unavailable('write')) });
+    const allDown = (_name: string, b: Backend): Backend =>
+      wrapBackend(b, { writeSecret: () => Promise.reject(unavailable('write')) });
     const first = await bench.run({ runtime: { wrapBackend: allDown } });
     expect(first.outcomes[0]).toMatchObject({ result: 'failed', step: 'store' });
     expect(bench.alerter.alerts[0]?.alert.summary).toMatch(/UNUSABLE/);
@@ -129,15 +200,36 @@ describe('invariant 4: never lost silently', () => {
     const second = await bench.run();
     expect(second.outcomes[0]?.result).toBe('recovered');
     expect(bench.emulator.state.rollCount(KEY)).toBe(2);
-    expect(bench.emulator.state.isLiveSecret(KEY, await storedApiKey(bench.dir, 'secrets', `${KEY}.json`))).toBe(true);
+    expect(
+      bench.emulator.state.isLiveSecret(KEY, await storedApiKey(bench.dir, 'secrets', `${KEY}.json`)),
+    ).toBe(true);
   });
 
   it('invariant 4: a refused write (not retryable) goes to the fallback without waiting out the retries', async () => {
     let attempts = 0;
-    const denied = new BackendError('KR_BACKEND_DENIED', 'injected: denied', { backend: 'files', kind: 'file', operation: 'write', path: 'x' });
-    await bench.run({ runtime: { wrapBackend: (name, b) => (name === 'files' ? wrapBackend(b, { writeSecret: () => { attempts++; return Promise.reject(denied); } }) : primaryDown(name, b)) } });
+    const denied = new BackendError('KR_BACKEND_DENIED', 'injected: denied', {
+      backend: 'files',
+      kind: 'file',
+      operation: 'write',
+      path: 'x',
+    });
+    await bench.run({
+      runtime: {
+        wrapBackend: (name, b) =>
+          name === 'files'
+            ? wrapBackend(b, {
+                writeSecret: () => {
+                  attempts++;
+                  return Promise.reject(denied);
+                },
+              })
+            : primaryDown(name, b),
+      },
+    });
     expect(attempts).toBe(1);
-    expect(bench.emulator.state.isLiveSecret(KEY, await storedApiKey(bench.dir, 'fallback', `${KEY}.json`))).toBe(true);
+    expect(
+      bench.emulator.state.isLiveSecret(KEY, await storedApiKey(bench.dir, 'fallback', `${KEY}.json`)),
+    ).toBe(true);
   });
 });
 
@@ -158,7 +250,11 @@ describe('invariant 5: one roll at a time per key', () => {
     const rt = await bench.runtime();
     const { destinations } = rt.resolveKey(bench.key(KEY));
     const primary = destinations[0]!;
-    const held = await primary.backend.acquireLock(primary.target, { owner: 'other-runner', rotationId: 'r-other', ttlMs: 60_000 });
+    const held = await primary.backend.acquireLock(primary.target, {
+      owner: 'other-runner',
+      rotationId: 'r-other',
+      ttlMs: 60_000,
+    });
     expect(held.acquired).toBe(true);
     await rt.close();
     const summary = await bench.run({ keys: [KEY], trigger: { reason: 'leak', force: true } });
@@ -171,7 +267,11 @@ describe('invariant 5: one roll at a time per key', () => {
     const rt = await bench.runtime({ now: () => new Date(Date.now() - 3600_000) });
     const { destinations } = rt.resolveKey(bench.key(KEY));
     const primary = destinations[0]!;
-    await primary.backend.acquireLock(primary.target, { owner: 'dead-runner', rotationId: 'r-dead', ttlMs: 60_000 });
+    await primary.backend.acquireLock(primary.target, {
+      owner: 'dead-runner',
+      rotationId: 'r-dead',
+      ttlMs: 60_000,
+    });
     await rt.close();
     const summary = await bench.run({ keys: [KEY] });
     expect(summary.outcomes[0]?.result).toBe('rotated');
@@ -186,7 +286,12 @@ describe('invariant 5: one roll at a time per key', () => {
     const leak = await bench.run({ keys: [KEY], trigger: { reason: 'leak', force: true, actor: 'alice' } });
     expect(leak.outcomes[0]?.result).toBe('rotated');
     expect(bench.emulator.state.rollCount(KEY)).toBe(2);
-    expect(bench.events().filter((e) => e.event === 'key.rolled').at(-1)).toMatchObject({ actor: 'alice', reason: 'leak' });
+    expect(
+      bench
+        .events()
+        .filter((e) => e.event === 'key.rolled')
+        .at(-1),
+    ).toMatchObject({ actor: 'alice', reason: 'leak' });
   });
 });
 
@@ -198,7 +303,12 @@ describe('invariant 6: crash-safe', () => {
   async function leaveIntent(): Promise<void> {
     const rt = await bench.runtime();
     const primary = rt.resolveKey(bench.key(KEY)).destinations[0]!;
-    await primary.backend.setIntent(primary.target, { rotationId: 'r-died', keyId: KEY, owner: 'dead-runner', startedAt: new Date().toISOString() });
+    await primary.backend.setIntent(primary.target, {
+      rotationId: 'r-died',
+      keyId: KEY,
+      owner: 'dead-runner',
+      startedAt: new Date().toISOString(),
+    });
     await rt.close();
   }
 
@@ -209,7 +319,9 @@ describe('invariant 6: crash-safe', () => {
     const summary = await bench.run({ keys: [KEY] });
     expect(summary.outcomes[0]?.result).toBe('recovered');
     expect(bench.emulator.state.rollCount(KEY)).toBe(2);
-    expect(bench.emulator.state.isLiveSecret(KEY, await storedApiKey(bench.dir, 'secrets', `${KEY}.json`))).toBe(true);
+    expect(
+      bench.emulator.state.isLiveSecret(KEY, await storedApiKey(bench.dir, 'secrets', `${KEY}.json`)),
+    ).toBe(true);
     expect(bench.alerter.alerts.map((a) => a.alert.errorCode)).toEqual(['KR_RECOVERED_REROLL']);
     const rt = await bench.runtime();
     const primary = rt.resolveKey(bench.key(KEY)).destinations[0]!;
@@ -228,12 +340,17 @@ describe('invariant 6: crash-safe', () => {
 
   it('invariant 6: an unknown roll outcome past the budget leaves the intent for the next run', async () => {
     bench.emulator.faults.inject('roll', { kind: 'failAfterApply', then: 'status500' }, 10);
-    const summary = await bench.run({ keys: [KEY], runtime: { rollBudget: { attempts: 2, maxWaitMs: 1000 } } });
+    const summary = await bench.run({
+      keys: [KEY],
+      runtime: { rollBudget: { attempts: 2, maxWaitMs: 1000 } },
+    });
     expect(summary.outcomes[0]).toMatchObject({ result: 'failed', step: 'roll' });
     bench.emulator.faults.clear();
     const next = await bench.run({ keys: [KEY] });
     expect(next.outcomes[0]?.result).toBe('recovered');
-    expect(bench.emulator.state.isLiveSecret(KEY, await storedApiKey(bench.dir, 'secrets', `${KEY}.json`))).toBe(true);
+    expect(
+      bench.emulator.state.isLiveSecret(KEY, await storedApiKey(bench.dir, 'secrets', `${KEY}.json`)),
+    ).toBe(true);
   });
 });
 
@@ -254,8 +371,15 @@ describe('invariant 7: every failure is visible', () => {
   });
 
   it('invariant 7: a verify failure is reported although the secret is stored', async () => {
-    const summary = await bench.run({ keys: [KEY], runtime: { wrapBackend: (_n, b) => wrapBackend(b, { readSecret: () => Promise.resolve(undefined) }) } });
-    expect(summary.outcomes[0]).toMatchObject({ result: 'failed', step: 'verify', errorCode: 'KR_VERIFY_DIGEST_MISMATCH' });
+    const summary = await bench.run({
+      keys: [KEY],
+      runtime: { wrapBackend: (_n, b) => wrapBackend(b, { readSecret: () => Promise.resolve(undefined) }) },
+    });
+    expect(summary.outcomes[0]).toMatchObject({
+      result: 'failed',
+      step: 'verify',
+      errorCode: 'KR_VERIFY_DIGEST_MISMATCH',
+    });
     expect(bench.alerter.alerts).toHaveLength(1);
   });
 });
@@ -267,14 +391,22 @@ describe('invariant 8: idempotent writes', () => {
 
   it('invariant 8: a write that landed but answered with an error is retried without a second version', async () => {
     let first = true;
-    const summary = await bench.run({ keys: [KEY], runtime: { wrapBackend: (_n, b) => wrapBackend(b, { writeSecret: async (next) => {
-      const result = await next();
-      if (first) {
-        first = false;
-        throw unavailable('write');
-      }
-      return result;
-    } }) } });
+    const summary = await bench.run({
+      keys: [KEY],
+      runtime: {
+        wrapBackend: (_n, b) =>
+          wrapBackend(b, {
+            writeSecret: async (next) => {
+              const result = await next();
+              if (first) {
+                first = false;
+                throw unavailable('write');
+              }
+              return result;
+            },
+          }),
+      },
+    });
     expect(summary.rotated).toBe(1);
     const stored = bench.events().find((e) => e.event === 'key.stored');
     expect(stored).toMatchObject({ attempts: 2, alreadyApplied: true });

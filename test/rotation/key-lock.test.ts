@@ -15,48 +15,89 @@ describe('the key lock', () => {
   const dir = useTempDir('keyroll-key-lock-');
 
   function destinations(): ResolvedDestination[] {
-    return ['primary', 'second'].map((name) => ({ backendName: name, backend: new FileBackend(name, { kind: 'file', directory: `${dir.path()}/${name}` }), target }));
+    return ['primary', 'second'].map((name) => ({
+      backendName: name,
+      backend: new FileBackend(name, { kind: 'file', directory: `${dir.path()}/${name}` }),
+      target,
+    }));
   }
 
   it('takes every destination in order, the primary first', async () => {
     const [primary, second] = destinations();
-    const taken = await takeKeyLock({ key, destinations: [primary!, second!], owner: 'runner-a', rotationId: 'r1' });
-    expect('held' in taken && taken.held.map((kept) => kept.destination.backendName)).toEqual(['primary', 'second']);
+    const taken = await takeKeyLock({
+      key,
+      destinations: [primary!, second!],
+      owner: 'runner-a',
+      rotationId: 'r1',
+    });
+    expect('held' in taken && taken.held.map((kept) => kept.destination.backendName)).toEqual([
+      'primary',
+      'second',
+    ]);
   });
 
   it('gives back the locks it took when a later destination is busy, and names where', async () => {
     const [primary, second] = destinations();
-    const other = await second!.backend.acquireLock(target, { owner: 'runner-b', rotationId: 'r0', ttlMs: 60_000 });
+    const other = await second!.backend.acquireLock(target, {
+      owner: 'runner-b',
+      rotationId: 'r0',
+      ttlMs: 60_000,
+    });
     expect(other.acquired).toBe(true);
-    const taken = await takeKeyLock({ key, destinations: [primary!, second!], owner: 'runner-a', rotationId: 'r1' });
-    expect(taken).toMatchObject({ busy: { owner: 'runner-b', rotationId: 'r0' }, at: { backendName: 'second' }, heldBefore: 1 });
+    const taken = await takeKeyLock({
+      key,
+      destinations: [primary!, second!],
+      owner: 'runner-a',
+      rotationId: 'r1',
+    });
+    expect(taken).toMatchObject({
+      busy: { owner: 'runner-b', rotationId: 'r0' },
+      at: { backendName: 'second' },
+      heldBefore: 1,
+    });
     // The primary's lock is free again: a third runner takes it at once, without a takeover.
-    const third = await primary!.backend.acquireLock(target, { owner: 'runner-c', rotationId: 'r2', ttlMs: 60_000 });
+    const third = await primary!.backend.acquireLock(target, {
+      owner: 'runner-c',
+      rotationId: 'r2',
+      ttlMs: 60_000,
+    });
     expect(third).toMatchObject({ acquired: true, lock: { tookOver: false } });
   });
 
   it('gives the lock back after short work, even when the work throws', async () => {
     const [primary] = destinations();
     const request = { key, destinations: [primary!], owner: 'runner-a', rotationId: 'r1' };
-    await expect(underKeyLock(request, () => Promise.reject(new Error('work failed')))).rejects.toThrow('work failed');
-    await expect(underKeyLock({ ...request, owner: 'runner-b', rotationId: 'r2' }, () => Promise.resolve('done'))).resolves.toEqual({ done: 'done' });
+    await expect(underKeyLock(request, () => Promise.reject(new Error('work failed')))).rejects.toThrow(
+      'work failed',
+    );
+    await expect(
+      underKeyLock({ ...request, owner: 'runner-b', rotationId: 'r2' }, () => Promise.resolve('done')),
+    ).resolves.toEqual({ done: 'done' });
   });
 
   it('reports busy with the holder instead of running the work', async () => {
     const [primary] = destinations();
     await primary!.backend.acquireLock(target, { owner: 'runner-b', rotationId: 'r0', ttlMs: 60_000 });
     let ran = false;
-    const result = await underKeyLock({ key, destinations: [primary!], owner: 'runner-a', rotationId: 'r1' }, () => {
-      ran = true;
-      return Promise.resolve();
-    });
+    const result = await underKeyLock(
+      { key, destinations: [primary!], owner: 'runner-a', rotationId: 'r1' },
+      () => {
+        ran = true;
+        return Promise.resolve();
+      },
+    );
     expect(result).toMatchObject({ busy: { owner: 'runner-b', rotationId: 'r0' } });
     expect(ran).toBe(false);
   });
 
   it('releases the last taken first, goes on past a release that fails, and says not all were released', async () => {
     const [primary, second] = destinations();
-    const taken = await takeKeyLock({ key, destinations: [primary!, second!], owner: 'runner-a', rotationId: 'r1' });
+    const taken = await takeKeyLock({
+      key,
+      destinations: [primary!, second!],
+      owner: 'runner-a',
+      rotationId: 'r1',
+    });
     if (!('held' in taken)) throw new Error('expected the locks');
     const calls: string[] = [];
     /** The destination, its releases recorded; `fails` makes them throw without releasing. */
@@ -66,16 +107,29 @@ describe('the key lock', () => {
         calls.push(destination.backendName);
         return fails ? Promise.reject(new Error('unreachable')) : backend.releaseLock(releasing, lock);
       };
-      return { ...destination, backend: new Proxy(backend, { get: (real, property) => (property === 'releaseLock' ? releaseLock : (Reflect.get(real, property) as unknown)) }) };
+      return {
+        ...destination,
+        backend: new Proxy(backend, {
+          get: (real, property) =>
+            property === 'releaseLock' ? releaseLock : (Reflect.get(real, property) as unknown),
+        }),
+      };
     };
-    const held = taken.held.map((kept) => ({ ...kept, destination: recorded(kept.destination, kept.destination === second) }));
+    const held = taken.held.map((kept) => ({
+      ...kept,
+      destination: recorded(kept.destination, kept.destination === second),
+    }));
     const failed: string[] = [];
     const released = await releaseKeyLock(held, (destination) => failed.push(destination.backendName));
     expect(released).toBe(false);
     expect(calls).toEqual(['second', 'primary']);
     expect(failed).toEqual(['second']);
     // The primary's lock, released after the failed one, is free.
-    const next = await primary!.backend.acquireLock(target, { owner: 'runner-b', rotationId: 'r2', ttlMs: 60_000 });
+    const next = await primary!.backend.acquireLock(target, {
+      owner: 'runner-b',
+      rotationId: 'r2',
+      ttlMs: 60_000,
+    });
     expect(next).toMatchObject({ acquired: true, lock: { tookOver: false } });
   });
 });

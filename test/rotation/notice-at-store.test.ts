@@ -24,12 +24,28 @@ let bench: Bench;
 
 beforeEach(async () => {
   receiver = await startReceiver();
-  const sink = (path: string): AlertSinkConfig => ({ kind: 'webhook', url: `${receiver.url}/${path}`, headers: {}, timeoutMs: 2_000, deadlineMs: 10_000 });
+  const sink = (path: string): AlertSinkConfig => ({
+    kind: 'webhook',
+    url: `${receiver.url}/${path}`,
+    headers: {},
+    timeoutMs: 2_000,
+    deadlineMs: 10_000,
+  });
   bench = await startBench({
     keys: (org) => [
-      keyPolicy(SINGLE, org(SINGLE), { consumers: [{ kind: 'webhook', sink: 'cache-drop' }], notify: { onFailure: [], onSuccess: ['cache-drop', 'automation'] } }),
+      keyPolicy(SINGLE, org(SINGLE), {
+        consumers: [{ kind: 'webhook', sink: 'cache-drop' }],
+        notify: { onFailure: [], onSuccess: ['cache-drop', 'automation'] },
+      }),
       // refreshConsumers: always, so a slot rotation that leaves the previous value alive still tells its webhook.
-      keyPolicy(ENTRY, org(SLOTS[0]), { slots: SLOTS, consumerRefreshMs: HOUR, minIntervalMs: HOUR, maxAgeMs: 2 * HOUR, consumers: [{ kind: 'webhook', sink: 'cache-drop' }], refreshConsumers: 'always' }),
+      keyPolicy(ENTRY, org(SLOTS[0]), {
+        slots: SLOTS,
+        consumerRefreshMs: HOUR,
+        minIntervalMs: HOUR,
+        maxAgeMs: 2 * HOUR,
+        consumers: [{ kind: 'webhook', sink: 'cache-drop' }],
+        refreshConsumers: 'always',
+      }),
     ],
     policy: { alerts: { sinks: { 'cache-drop': sink('cache-drop'), automation: sink('automation') } } },
   });
@@ -46,7 +62,10 @@ interface Notice {
 }
 
 /** One forced run through the CLI's wiring: rotations, the early notices, then the delivery. */
-async function run(keys: readonly KeyPolicy[], atVerify: (keyId: string) => Promise<void>): Promise<{ summary: RunSummary; report: DeliveryReport | undefined }> {
+async function run(
+  keys: readonly KeyPolicy[],
+  atVerify: (keyId: string) => Promise<void>,
+): Promise<{ summary: RunSummary; report: DeliveryReport | undefined }> {
   let current = '';
   const runtime = await bench.runtime({
     checkpoint: async (step) => {
@@ -54,7 +73,13 @@ async function run(keys: readonly KeyPolicy[], atVerify: (keyId: string) => Prom
     },
   });
   try {
-    const refresher = createRefresher(bench.policy, { alerter: runtime.alerter, notifier: runtime.notifier, kubeClient: () => { throw new Error('no Kubernetes here'); } });
+    const refresher = createRefresher(bench.policy, {
+      alerter: runtime.alerter,
+      notifier: runtime.notifier,
+      kubeClient: () => {
+        throw new Error('no Kubernetes here');
+      },
+    });
     const delivery = refresher.begin(bench.audit, bench.policy.keys);
     const summary = await runRotations(runtime, {
       keys,
@@ -74,27 +99,41 @@ async function run(keys: readonly KeyPolicy[], atVerify: (keyId: string) => Prom
   }
 }
 
-const notices = (path: string): Notice[] => receiver.requests.filter((request) => request.path === `/${path}`).map((request) => request.body as Notice);
+const notices = (path: string): Notice[] =>
+  receiver.requests.filter((request) => request.path === `/${path}`).map((request) => request.body as Notice);
 
 describe('the webhook notice of a stored value (invariant 12)', () => {
   it("tells a single key's webhook consumer at the store, before verify; the other success sinks at the end; each once, never the secret", async () => {
     const heardBeforeVerify: number[] = [];
     const { summary, report } = await run([bench.key(SINGLE)], async () => {
       // The notice is fired, not awaited: give it the time to arrive, verify waits meanwhile.
-      await vi.waitFor(() => {
-        expect(notices('cache-drop')).toHaveLength(1);
-      }, { timeout: 5_000 }).catch(() => undefined);
+      await vi
+        .waitFor(
+          () => {
+            expect(notices('cache-drop')).toHaveLength(1);
+          },
+          { timeout: 5_000 },
+        )
+        .catch(() => undefined);
       heardBeforeVerify.push(notices('cache-drop').length, notices('automation').length);
     });
 
     expect(summary.outcomes.map((outcome) => outcome.result)).toEqual(['rotated']);
     // At verify, the consumer's sink had been told and the notify.onSuccess-only sink not yet.
     expect(heardBeforeVerify).toEqual([1, 0]);
-    expect(notices('cache-drop')).toEqual([expect.objectContaining({ keyId: SINGLE, stage: 'stored', event: 'rotation.succeeded' })]);
-    expect(notices('automation')).toEqual([expect.objectContaining({ keyId: SINGLE, stage: 'finished', event: 'rotation.succeeded' })]);
+    expect(notices('cache-drop')).toEqual([
+      expect.objectContaining({ keyId: SINGLE, stage: 'stored', event: 'rotation.succeeded' }),
+    ]);
+    expect(notices('automation')).toEqual([
+      expect.objectContaining({ keyId: SINGLE, stage: 'finished', event: 'rotation.succeeded' }),
+    ]);
     expect(report).toMatchObject({ refreshed: 2, failed: 0 });
     expect(bench.events().filter((event) => event.event === 'consumer.notified')).toHaveLength(2);
-    expectNoSecrets(receiver.requests.map((request) => request.raw), [bench.emulator.state.currentSecret(SINGLE)], 'the notices');
+    expectNoSecrets(
+      receiver.requests.map((request) => request.raw),
+      [bench.emulator.state.currentSecret(SINGLE)],
+      'the notices',
+    );
   });
 
   it("tells a two-slot entry's webhook consumer at the end, after verify: the value it holds still works", async () => {

@@ -25,7 +25,11 @@ describe('invariant 6: a possibly-applied roll keeps the intent whatever the las
     await bench.run({ keys: [KEY] });
     bench.emulator.faults.inject('roll', { kind: 'failAfterApply', then: 'status500' }, 1);
     bench.emulator.faults.inject('roll', { kind: 'status', status: 429, retryAfter: '200' }, 5);
-    const failed = await bench.run({ keys: [KEY], trigger: { reason: 'leak', force: true }, runtime: { rollBudget: { attempts: 5, maxWaitMs: 1_000 } } });
+    const failed = await bench.run({
+      keys: [KEY],
+      trigger: { reason: 'leak', force: true },
+      runtime: { rollBudget: { attempts: 5, maxWaitMs: 1_000 } },
+    });
     expect(failed.outcomes[0]).toMatchObject({ result: 'failed', step: 'roll' });
     const alert = bench.alerter.alerts.at(-1)?.alert;
     expect(alert?.severity).toBe('critical');
@@ -42,19 +46,51 @@ describe('invariant 6: a possibly-applied roll keeps the intent whatever the las
 
 describe('invariant 7: a failed recovery repair is a failure', () => {
   it('invariant 7: the stored secret works but a second destination cannot be repaired → failed, exit 1, error alert', async () => {
-    bench = await startBench({ keys: (org) => [keyPolicy(KEY, org(KEY), { destinations: [
-      { backend: 'files', target: { path: 'a.json', shape: JSON_SHAPE } },
-      { backend: 'fallback', target: { path: 'b.json', shape: JSON_SHAPE } },
-    ] })] });
+    bench = await startBench({
+      keys: (org) => [
+        keyPolicy(KEY, org(KEY), {
+          destinations: [
+            { backend: 'files', target: { path: 'a.json', shape: JSON_SHAPE } },
+            { backend: 'fallback', target: { path: 'b.json', shape: JSON_SHAPE } },
+          ],
+        }),
+      ],
+    });
     await bench.run({ keys: [KEY] });
     const { rt, primary } = await primaryOf(bench);
-    await primary.backend.setIntent(primary.target, { rotationId: 'r-died', keyId: KEY, owner: 'dead', startedAt: new Date().toISOString() });
+    await primary.backend.setIntent(primary.target, {
+      rotationId: 'r-died',
+      keyId: KEY,
+      owner: 'dead',
+      startedAt: new Date().toISOString(),
+    });
     const secondary = rt.resolveKey(bench.key(KEY)).destinations[1]!;
-    await secondary.backend.writeSecret(secondary.target, { secret: new Secret('stale-secret-value-123'), keyId: KEY, organizationId: bench.orgOf(KEY), rotationId: 'r-old', rotatedAt: new Date().toISOString() });
+    await secondary.backend.writeSecret(secondary.target, {
+      secret: new Secret('stale-secret-value-123'),
+      keyId: KEY,
+      organizationId: bench.orgOf(KEY),
+      rotationId: 'r-old',
+      rotatedAt: new Date().toISOString(),
+    });
     await rt.close();
-    const down = new BackendError('KR_BACKEND_UNAVAILABLE', 'injected: down', { backend: 'fallback', kind: 'file', operation: 'write', path: 'b.json' });
-    const summary = await bench.run({ keys: [KEY], runtime: { wrapBackend: (name, b) => (name === 'fallback' ? wrapBackend(b, { writeSecret: () => Promise.reject(down) }) : b) } });
-    expect(summary.outcomes[0]).toMatchObject({ result: 'failed', step: 'recovery', errorCode: 'KR_RECOVERY_REPAIR_FAILED' });
+    const down = new BackendError('KR_BACKEND_UNAVAILABLE', 'injected: down', {
+      backend: 'fallback',
+      kind: 'file',
+      operation: 'write',
+      path: 'b.json',
+    });
+    const summary = await bench.run({
+      keys: [KEY],
+      runtime: {
+        wrapBackend: (name, b) =>
+          name === 'fallback' ? wrapBackend(b, { writeSecret: () => Promise.reject(down) }) : b,
+      },
+    });
+    expect(summary.outcomes[0]).toMatchObject({
+      result: 'failed',
+      step: 'recovery',
+      errorCode: 'KR_RECOVERY_REPAIR_FAILED',
+    });
     expect(summary.exitCode).toBe(1);
     expect(bench.alerter.alerts.at(-1)?.alert.severity).toBe('error');
   });
@@ -65,11 +101,22 @@ describe('invariant 6: a run that died after storing is not rolled again', () =>
     bench = await startBench();
   });
 
-  it('invariant 6: the stored secret carries the died run\'s rotation id → its rotation is recorded, no second roll', async () => {
+  it("invariant 6: the stored secret carries the died run's rotation id → its rotation is recorded, no second roll", async () => {
     const secret = bench.emulator.state.rollKey(KEY); // the died run's roll, applied and stored
     const { rt, primary } = await primaryOf(bench);
-    await primary.backend.writeSecret(primary.target, { secret: new Secret(secret), keyId: KEY, organizationId: bench.orgOf(KEY), rotationId: 'r-died', rotatedAt: new Date().toISOString() });
-    await primary.backend.setIntent(primary.target, { rotationId: 'r-died', keyId: KEY, owner: 'dead', startedAt: new Date().toISOString() });
+    await primary.backend.writeSecret(primary.target, {
+      secret: new Secret(secret),
+      keyId: KEY,
+      organizationId: bench.orgOf(KEY),
+      rotationId: 'r-died',
+      rotatedAt: new Date().toISOString(),
+    });
+    await primary.backend.setIntent(primary.target, {
+      rotationId: 'r-died',
+      keyId: KEY,
+      owner: 'dead',
+      startedAt: new Date().toISOString(),
+    });
     await rt.close();
     const rollsBefore = bench.emulator.state.rollCount(KEY);
     const summary = await bench.run({ keys: [KEY] });
@@ -86,10 +133,19 @@ describe('invariant 6: a run that died after storing is not rolled again', () =>
   it('a manual rotate (ignoring schedules) with a leftover intent whose secret works still rotates', async () => {
     await bench.run({ keys: [KEY] });
     const again = await primaryOf(bench);
-    await again.primary.backend.setIntent(again.primary.target, { rotationId: 'r-died', keyId: KEY, owner: 'dead', startedAt: new Date().toISOString() });
+    await again.primary.backend.setIntent(again.primary.target, {
+      rotationId: 'r-died',
+      keyId: KEY,
+      owner: 'dead',
+      startedAt: new Date().toISOString(),
+    });
     await again.rt.close();
     const later = new Date(Date.now() + 2 * 3600_000); // past the minimum interval
-    const summary = await bench.run({ keys: [KEY], trigger: { reason: 'plan-change', force: false, ignoreSchedule: true }, runtime: { now: () => later } });
+    const summary = await bench.run({
+      keys: [KEY],
+      trigger: { reason: 'plan-change', force: false, ignoreSchedule: true },
+      runtime: { now: () => later },
+    });
     expect(summary.outcomes[0]?.result).toBe('rotated');
     expect(bench.emulator.state.rollCount(KEY)).toBe(2);
   });
@@ -103,12 +159,25 @@ describe('shutdown', () => {
   it('SIGTERM while waiting out a 429 aborts the run cleanly (no failure alert, intent cleared)', async () => {
     bench.emulator.faults.inject('roll', { kind: 'status', status: 429, retryAfter: '30' }, 5);
     const controller = new AbortController();
-    const rt = await bench.runtime({ sleep: (_ms, signal) => new Promise((_resolve, reject) => {
-      signal?.addEventListener('abort', () => { reject(new Error('SIGTERM received')); }, { once: true });
-      controller.abort();
-    }) });
+    const rt = await bench.runtime({
+      sleep: (_ms, signal) =>
+        new Promise((_resolve, reject) => {
+          signal?.addEventListener(
+            'abort',
+            () => {
+              reject(new Error('SIGTERM received'));
+            },
+            { once: true },
+          );
+          controller.abort();
+        }),
+    });
     const { runRotations } = await import('../../src/rotation/run.ts');
-    const summary = await runRotations(rt, { keys: [bench.key(KEY)], trigger: { reason: 'leak', force: true }, signal: controller.signal });
+    const summary = await runRotations(rt, {
+      keys: [bench.key(KEY)],
+      trigger: { reason: 'leak', force: true },
+      signal: controller.signal,
+    });
     await rt.close();
     expect(summary.exitCode).toBe(3);
     expect(summary.aborted?.reason).toBe('shutdown');
@@ -127,9 +196,21 @@ describe('invariant 2: credentials are renewed before the roll, not between roll
   it('invariant 2: ensureFresh runs for every backend before the roll (once per backend), and the write follows the roll answer directly', async () => {
     const trail: string[] = [];
     const runtime = await bench.runtime({
-      wrapBackend: (_name, b) => Object.assign(wrapBackend(b, { writeSecret: (next) => { trail.push('write'); return next(); } }), {
-        ensureFresh: (ms: number) => { trail.push(`ensureFresh:${ms}`); return Promise.resolve(); },
-      }),
+      wrapBackend: (_name, b) =>
+        Object.assign(
+          wrapBackend(b, {
+            writeSecret: (next) => {
+              trail.push('write');
+              return next();
+            },
+          }),
+          {
+            ensureFresh: (ms: number) => {
+              trail.push(`ensureFresh:${ms}`);
+              return Promise.resolve();
+            },
+          },
+        ),
     });
     const originalRoll = runtime.api.rollKey.bind(runtime.api);
     runtime.api.rollKey = async (...args) => {
@@ -143,14 +224,29 @@ describe('invariant 2: credentials are renewed before the roll, not between roll
   });
 
   it('invariant 1: credentials that cannot last the rotation stop it before the roll', async () => {
-    const refuse = new BackendError('KR_BACKEND_DENIED', 'injected: token at its max TTL', { backend: 'files', kind: 'file', operation: 'preflight', path: 'x' });
-    const summary = await bench.run({ keys: [KEY], runtime: { wrapBackend: (_n, b) => Object.assign(wrapBackend(b, {}), { ensureFresh: () => Promise.reject(refuse) }) } });
-    expect(summary.outcomes[0]).toMatchObject({ result: 'failed', step: 'preflight', errorCode: 'KR_BACKEND_DENIED' });
+    const refuse = new BackendError('KR_BACKEND_DENIED', 'injected: token at its max TTL', {
+      backend: 'files',
+      kind: 'file',
+      operation: 'preflight',
+      path: 'x',
+    });
+    const summary = await bench.run({
+      keys: [KEY],
+      runtime: {
+        wrapBackend: (_n, b) =>
+          Object.assign(wrapBackend(b, {}), { ensureFresh: () => Promise.reject(refuse) }),
+      },
+    });
+    expect(summary.outcomes[0]).toMatchObject({
+      result: 'failed',
+      step: 'preflight',
+      errorCode: 'KR_BACKEND_DENIED',
+    });
     expect(bench.emulator.state.rollCount(KEY)).toBe(0);
   });
 });
 
-describe('invariants 5 and 6: a lock lost before the roll leaves the new holder\'s intent marker alone', () => {
+describe("invariants 5 and 6: a lock lost before the roll leaves the new holder's intent marker alone", () => {
   beforeEach(async () => {
     bench = await startBench();
   });
@@ -161,7 +257,12 @@ describe('invariants 5 and 6: a lock lost before the roll leaves the new holder\
     const now = (): Date => new Date(Date.now() + offsetMs);
     // Time passes for this runner too (its lease is judged on its monotonic clock).
     const monotonicMs = (): number => performance.now() + offsetMs;
-    const otherIntent = { rotationId: 'rot-other-runner', keyId: KEY, owner: 'other-host/1/x', startedAt: new Date().toISOString() };
+    const otherIntent = {
+      rotationId: 'rot-other-runner',
+      keyId: KEY,
+      owner: 'other-host/1/x',
+      startedAt: new Date().toISOString(),
+    };
     let target: Parameters<typeof wrapBackend>[0] | undefined;
     // Whether the other runner got the lock, asserted after the run: an expect failing inside
     // the hook would be caught by the engine and turned into the run's outcome.
@@ -181,7 +282,11 @@ describe('invariants 5 and 6: a lock lost before the roll leaves the new holder\
             readState: async (next, t) => {
               const state = await next();
               offsetMs = key.lockTtlMs + 1_000;
-              const taken = await inner.acquireLock(t, { owner: otherIntent.owner, rotationId: otherIntent.rotationId, ttlMs: key.lockTtlMs });
+              const taken = await inner.acquireLock(t, {
+                owner: otherIntent.owner,
+                rotationId: otherIntent.rotationId,
+                ttlMs: key.lockTtlMs,
+              });
               takeovers.push(taken.acquired);
               await inner.setIntent(t, otherIntent);
               return state;

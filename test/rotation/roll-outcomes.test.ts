@@ -42,7 +42,12 @@ describe('roll outcomes (docs/design.md table)', () => {
       const summary = await bench.run({ keys: [KEY] });
       expect(summary.failed).toBe(1);
       expect(summary.exitCode).toBe(1);
-      expect(summary.outcomes[0]).toMatchObject({ result: 'failed', step: 'roll', errorCode: code, rolls: 1 });
+      expect(summary.outcomes[0]).toMatchObject({
+        result: 'failed',
+        step: 'roll',
+        errorCode: code,
+        rolls: 1,
+      });
       expect(bench.emulator.state.rollCount(KEY)).toBe(0);
       expect(bench.alerter.alerts).toHaveLength(1);
       expect(bench.alerter.alerts[0]?.alert).toMatchObject({ keyId: KEY, step: 'roll', errorCode: code });
@@ -70,7 +75,15 @@ describe('roll outcomes (docs/design.md table)', () => {
   it('429: waits Retry-After, then rolls once', async () => {
     const waits: number[] = [];
     bench.emulator.faults.inject('roll', { kind: 'status', status: 429, retryAfter: '7' }, 2);
-    const summary = await bench.run({ keys: [KEY], runtime: { sleep: (ms) => { waits.push(ms); return Promise.resolve(); } } });
+    const summary = await bench.run({
+      keys: [KEY],
+      runtime: {
+        sleep: (ms) => {
+          waits.push(ms);
+          return Promise.resolve();
+        },
+      },
+    });
     expect(summary.rotated).toBe(1);
     expect(waits.slice(0, 2)).toEqual([7000, 7000]);
     expect(bench.emulator.state.rollCount(KEY)).toBe(1);
@@ -102,14 +115,18 @@ describe('roll outcomes (docs/design.md table)', () => {
   }
 
   it('an answer that breaks the spec but carries data.key is stored first and reported after', async () => {
-    bench.emulator.faults.inject('roll', { kind: 'malformed', status: 200, body: '{"success":"yes","data":{"key":"{{key}}"}}' }, 1);
+    bench.emulator.faults.inject(
+      'roll',
+      { kind: 'malformed', status: 200, body: '{"success":"yes","data":{"key":"{{key}}"}}' },
+      1,
+    );
     const summary = await bench.run({ keys: [KEY] });
     expect(summary.outcomes[0]?.detail).toBe('malformed-roll-answer');
     expect(bench.emulator.state.isLiveSecret(KEY, await storedSecret(KEY))).toBe(true);
     expect(eventsNamed('key.rolled')[0]).toHaveProperty('malformedAnswer');
   });
 
-  it('a key the provider already revoked still rotates: the roll uses keyroll\'s credential', async () => {
+  it("a key the provider already revoked still rotates: the roll uses keyroll's credential", async () => {
     bench.emulator.state.revokeKey(KEY);
     const summary = await bench.run({ keys: [KEY], trigger: { reason: 'leak', force: true } });
     expect(summary.rotated).toBe(1);

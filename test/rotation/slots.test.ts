@@ -25,7 +25,13 @@ beforeEach(async () => {
   offsetMs = 0;
   bench = await startBench({
     keys: (org) => [
-      keyPolicy(ENTRY, org(SLOT_A), { slots: [SLOT_A, SLOT_B], consumerRefreshMs: HOUR, minIntervalMs: HOUR, maxAgeMs: 2 * HOUR, driftCheckMs: HOUR }),
+      keyPolicy(ENTRY, org(SLOT_A), {
+        slots: [SLOT_A, SLOT_B],
+        consumerRefreshMs: HOUR,
+        minIntervalMs: HOUR,
+        maxAgeMs: 2 * HOUR,
+        driftCheckMs: HOUR,
+      }),
       keyPolicy(SINGLE, org(SINGLE), { minIntervalMs: HOUR, maxAgeMs: 2 * HOUR, driftCheckMs: HOUR }),
     ],
   });
@@ -35,9 +41,17 @@ afterEach(async () => {
 });
 
 async function run(keyId: string, trigger: RunTrigger = SCHEDULED, slot?: string): Promise<RunSummary> {
-  const runtime = await bench.runtime({ now: () => new Date(Date.now() + offsetMs), monotonicMs: () => performance.now() + offsetMs });
+  const runtime = await bench.runtime({
+    now: () => new Date(Date.now() + offsetMs),
+    monotonicMs: () => performance.now() + offsetMs,
+  });
   try {
-    return await runRotations(runtime, { keys: [bench.key(keyId)], trigger, concurrency: 1, ...(slot ? { slots: new Map([[keyId, slot]]) } : {}) });
+    return await runRotations(runtime, {
+      keys: [bench.key(keyId)],
+      trigger,
+      concurrency: 1,
+      ...(slot ? { slots: new Map([[keyId, slot]]) } : {}),
+    });
   } finally {
     await runtime.close();
   }
@@ -48,17 +62,25 @@ async function stored(keyId: string): Promise<{ secret: string | undefined; stat
   try {
     const primary = runtime.resolveKey(bench.key(keyId)).destinations[0];
     if (!primary) throw new Error('no primary');
-    return { secret: (await primary.backend.readSecret(primary.target))?.secret.reveal(), state: await primary.backend.readState(primary.target) };
+    return {
+      secret: (await primary.backend.readSecret(primary.target))?.secret.reveal(),
+      state: await primary.backend.readState(primary.target),
+    };
   } finally {
     await runtime.close();
   }
 }
 
-const live = (keyId: string, secret: string | undefined): boolean => secret !== undefined && bench.emulator.state.isLiveSecret(keyId, secret);
+const live = (keyId: string, secret: string | undefined): boolean =>
+  secret !== undefined && bench.emulator.state.isLiveSecret(keyId, secret);
 const entry = (): KeyPolicy => bench.key(ENTRY);
 
 function expectNoSecretInOutput(): void {
-  expectNoSecrets([...bench.lines, JSON.stringify(bench.alerter.alerts)], bench.emulator.state.mintedSecrets(), 'the audit trail and the alerts');
+  expectNoSecrets(
+    [...bench.lines, JSON.stringify(bench.alerter.alerts)],
+    bench.emulator.state.mintedSecrets(),
+    'the audit trail and the alerts',
+  );
 }
 
 describe('two-slot alternation', () => {
@@ -73,16 +95,23 @@ describe('two-slot alternation', () => {
       const active = now.state.lastKeyId ?? '';
       expect(live(active, now.secret)).toBe(true);
       // The value consumers held until now was not rolled: they keep working until they refresh.
-      if (previous !== undefined) expect(bench.emulator.state.isLiveSecret(history.at(-1) ?? '', previous)).toBe(true);
+      if (previous !== undefined)
+        expect(bench.emulator.state.isLiveSecret(history.at(-1) ?? '', previous)).toBe(true);
       history.push(active);
       previous = now.secret;
     }
     // The migration rule: slots[0] counts as active at first, so slot B is rolled first.
     expect(history).toEqual([SLOT_B, SLOT_A, SLOT_B, SLOT_A]);
     // The first rotation had nothing stored yet; each later one proved the previous active works.
-    const verified = bench.events().filter((e) => e.event === 'key.verified').map((e) => e.previousActiveWorks);
+    const verified = bench
+      .events()
+      .filter((e) => e.event === 'key.verified')
+      .map((e) => e.previousActiveWorks);
     expect(verified).toEqual([undefined, true, true, true]);
-    const intents = bench.events().filter((e) => e.event === 'key.intent.set').map((e) => e.rollingKeyId);
+    const intents = bench
+      .events()
+      .filter((e) => e.event === 'key.intent.set')
+      .map((e) => e.rollingKeyId);
     expect(intents).toEqual(history);
     expectNoSecretInOutput();
   });
@@ -109,8 +138,15 @@ describe('a leak of a slot entry', () => {
     expect(live(SLOT_B, before.secret)).toBe(false);
     expect(live(SLOT_B, after.secret)).toBe(true);
     expect(bench.emulator.state.rollCount(SLOT_A)).toBe(0);
-    const succeeded = bench.events().filter((e) => e.event === 'key.succeeded').at(-1);
-    expect(succeeded).toMatchObject({ rolledKeyId: SLOT_B, activeKeyId: SLOT_B, previousActiveKeyId: SLOT_B });
+    const succeeded = bench
+      .events()
+      .filter((e) => e.event === 'key.succeeded')
+      .at(-1);
+    expect(succeeded).toMatchObject({
+      rolledKeyId: SLOT_B,
+      activeKeyId: SLOT_B,
+      previousActiveKeyId: SLOT_B,
+    });
   });
 
   it('naming the standby rolls it now (an early alternation) and makes it active; the active slot stays alive', async () => {
@@ -135,7 +171,7 @@ describe('a leak of a slot entry', () => {
 });
 
 describe('the previous active secret', () => {
-  it('when it was killed behind keyroll\'s back, the rotation still succeeds and alerts that its consumers fail', async () => {
+  it("when it was killed behind keyroll's back, the rotation still succeeds and alerts that its consumers fail", async () => {
     await run(ENTRY);
     bench.emulator.state.rollKey(SLOT_B);
     offsetMs = 3 * HOUR;
@@ -156,7 +192,9 @@ describe('drift', () => {
     const summary = await run(SINGLE);
     expect(summary.outcomes[0]).toMatchObject({ result: 'rotated' });
     expect(bench.events().some((e) => e.event === 'key.drift.detected')).toBe(true);
-    expect(bench.alerter.alerts.find(({ alert }) => alert.errorCode === 'KR_DRIFT_DETECTED')?.alert.severity).toBe('critical');
+    expect(
+      bench.alerter.alerts.find(({ alert }) => alert.errorCode === 'KR_DRIFT_DETECTED')?.alert.severity,
+    ).toBe('critical');
     expect(live(SINGLE, (await stored(SINGLE)).secret)).toBe(true);
     expectNoSecretInOutput();
   });
@@ -178,7 +216,11 @@ describe('drift', () => {
     try {
       const primary = runtime.resolveKey(bench.key(keyId)).destinations[0];
       if (!primary) throw new Error('no primary');
-      const taken = await primary.backend.acquireLock(primary.target, { owner: 'another-runner', rotationId: 'in-flight', ttlMs: 10 * HOUR });
+      const taken = await primary.backend.acquireLock(primary.target, {
+        owner: 'another-runner',
+        rotationId: 'in-flight',
+        ttlMs: 10 * HOUR,
+      });
       expect(taken.acquired).toBe(true);
     } finally {
       await runtime.close();
@@ -191,7 +233,12 @@ describe('drift', () => {
     offsetMs = 90 * 60_000;
     await run(SINGLE);
     expect((await stored(SINGLE)).state.lastProbe?.result).toBe('works');
-    expect(bench.events().filter((e) => e.event === 'key.probe' && e.step === 'drift').map((e) => e['verdict'])).toEqual(['stored-secret-works']);
+    expect(
+      bench
+        .events()
+        .filter((e) => e.event === 'key.probe' && e.step === 'drift')
+        .map((e) => e['verdict']),
+    ).toEqual(['stored-secret-works']);
   });
 
   it('a dead finding while another runner holds the lock is neither alerted nor healed: it is confirmed under the lock, which is busy', async () => {
@@ -202,7 +249,11 @@ describe('drift', () => {
     const rolls = bench.emulator.state.rollCount(SINGLE);
     offsetMs = 90 * 60_000;
     await run(SINGLE);
-    expect(bench.events().filter((e) => e.event === 'key.drift.detected' || (e.event === 'key.probe' && e.step === 'drift'))).toEqual([]);
+    expect(
+      bench
+        .events()
+        .filter((e) => e.event === 'key.drift.detected' || (e.event === 'key.probe' && e.step === 'drift')),
+    ).toEqual([]);
     expect(bench.alerter.alerts.filter(({ alert }) => alert.errorCode === 'KR_DRIFT_DETECTED')).toEqual([]);
     expect(bench.emulator.state.rollCount(SINGLE)).toBe(rolls);
   });

@@ -36,7 +36,19 @@ async function alternatedTwice(overrides: Partial<KeyPolicy> = {}, raw = false):
         minIntervalMs: HOUR,
         maxAgeMs: 4 * HOUR,
         driftCheckMs: 10 * MINUTE,
-        ...(raw ? { destinations: [{ backend: 'files', target: { path: `${ENTRY}.key`, shape: { format: 'raw', secretField: 'apiKey', fields: [] } } }] } : {}),
+        ...(raw
+          ? {
+              destinations: [
+                {
+                  backend: 'files',
+                  target: {
+                    path: `${ENTRY}.key`,
+                    shape: { format: 'raw', secretField: 'apiKey', fields: [] },
+                  },
+                },
+              ],
+            }
+          : {}),
         ...overrides,
       }),
     ],
@@ -47,15 +59,26 @@ async function alternatedTwice(overrides: Partial<KeyPolicy> = {}, raw = false):
 }
 
 async function run(trigger: RunTrigger = SCHEDULED, slot?: string): Promise<RunSummary> {
-  const runtime = await bench.runtime({ now: () => new Date(Date.now() + offsetMs), monotonicMs: () => performance.now() + offsetMs });
+  const runtime = await bench.runtime({
+    now: () => new Date(Date.now() + offsetMs),
+    monotonicMs: () => performance.now() + offsetMs,
+  });
   try {
-    return await runRotations(runtime, { keys: [bench.key(ENTRY)], trigger, concurrency: 1, ...(slot ? { slots: new Map([[ENTRY, slot]]) } : {}) });
+    return await runRotations(runtime, {
+      keys: [bench.key(ENTRY)],
+      trigger,
+      concurrency: 1,
+      ...(slot ? { slots: new Map([[ENTRY, slot]]) } : {}),
+    });
   } finally {
     await runtime.close();
   }
 }
 
-const standbyAlerts = () => bench.alerter.alerts.map(({ alert }) => alert).filter((alert) => alert.errorCode === 'KR_DRIFT_STANDBY_DEAD');
+const standbyAlerts = () =>
+  bench.alerter.alerts
+    .map(({ alert }) => alert)
+    .filter((alert) => alert.errorCode === 'KR_DRIFT_STANDBY_DEAD');
 const rolls = (keyId: string): number => bench.emulator.state.rollCount(keyId);
 
 describe('a standby rolled outside keyroll', () => {
@@ -68,9 +91,15 @@ describe('a standby rolled outside keyroll', () => {
     offsetMs = 5 * HOUR + 20 * MINUTE;
     const summary = await run();
 
-    expect(standbyAlerts()).toEqual([expect.objectContaining({ severity: 'error', step: 'drift', keyId: ENTRY })]);
-    expect(standbyAlerts()[0]?.summary).toMatch(/the standby slot key_demo_billing_b of key billing-api .* no longer works/);
-    expect(bench.events().filter((e) => e.event === 'key.drift.detected')).toEqual([expect.objectContaining({ slot: 'standby', standbyKeyId: SLOT_B })]);
+    expect(standbyAlerts()).toEqual([
+      expect.objectContaining({ severity: 'error', step: 'drift', keyId: ENTRY }),
+    ]);
+    expect(standbyAlerts()[0]?.summary).toMatch(
+      /the standby slot key_demo_billing_b of key billing-api .* no longer works/,
+    );
+    expect(bench.events().filter((e) => e.event === 'key.drift.detected')).toEqual([
+      expect.objectContaining({ slot: 'standby', standbyKeyId: SLOT_B }),
+    ]);
     // Nobody can use a dead value, so the heal need not wait for consumers to refresh (invariant 10).
     expect(summary.outcomes[0]).toMatchObject({ result: 'rotated', rolledKeyId: SLOT_B });
     expect(rolls(SLOT_A)).toBe(aRolls);
@@ -84,7 +113,11 @@ describe('a standby rolled outside keyroll', () => {
     const [aRolls, bRolls] = [rolls(SLOT_A), rolls(SLOT_B)];
     offsetMs = 5 * HOUR + 20 * MINUTE;
     const summary = await run();
-    expect(summary.outcomes[0]).toMatchObject({ result: 'failed', step: 'drift', errorCode: 'KR_DRIFT_STANDBY_DEAD' });
+    expect(summary.outcomes[0]).toMatchObject({
+      result: 'failed',
+      step: 'drift',
+      errorCode: 'KR_DRIFT_STANDBY_DEAD',
+    });
     expect(summary.exitCode).toBe(1);
     expect(standbyAlerts()[0]?.nextAction).toMatch(/the next scheduled rotation rolls it/);
     expect([rolls(SLOT_A), rolls(SLOT_B)]).toEqual([aRolls, bRolls]);
@@ -95,7 +128,11 @@ describe('a standby rolled outside keyroll', () => {
     bench.emulator.state.rollKey(SLOT_B);
     const [aRolls, bRolls] = [rolls(SLOT_A), rolls(SLOT_B)];
     offsetMs = 5 * HOUR + 20 * MINUTE;
-    expect((await run()).outcomes[0]).toMatchObject({ result: 'failed', detail: 'drift-standby', errorCode: 'KR_DRIFT_STANDBY_DEAD' });
+    expect((await run()).outcomes[0]).toMatchObject({
+      result: 'failed',
+      detail: 'drift-standby',
+      errorCode: 'KR_DRIFT_STANDBY_DEAD',
+    });
     expect(rolls(SLOT_B)).toBe(bRolls);
     offsetMs = 6 * HOUR + 10 * MINUTE;
     expect((await run()).outcomes[0]).toMatchObject({ result: 'rotated', rolledKeyId: SLOT_B });
@@ -108,7 +145,12 @@ describe('a standby that works', () => {
     await alternatedTwice();
     offsetMs = 5 * HOUR + 20 * MINUTE;
     expect((await run()).outcomes[0]).toMatchObject({ result: 'skipped', detail: 'not-due' });
-    expect(bench.events().filter((e) => e.event === 'key.probe' && e.step === 'drift').map((e) => [e.slot, e.verdict])).toEqual([
+    expect(
+      bench
+        .events()
+        .filter((e) => e.event === 'key.probe' && e.step === 'drift')
+        .map((e) => [e.slot, e.verdict]),
+    ).toEqual([
       ['active', 'stored-secret-works'],
       ['standby', 'stored-secret-works'],
     ]);
@@ -118,10 +160,18 @@ describe('a standby that works', () => {
   it('is not taken for dead after a leak rotation of the active slot: the value kept then is that slot’s killed one', async () => {
     await alternatedTwice();
     offsetMs = 5 * HOUR + 5 * MINUTE;
-    expect((await run({ reason: 'leak', force: true, actor: 'test' }, SLOT_A)).outcomes[0]).toMatchObject({ result: 'rotated', rolledKeyId: SLOT_A });
+    expect((await run({ reason: 'leak', force: true, actor: 'test' }, SLOT_A)).outcomes[0]).toMatchObject({
+      result: 'rotated',
+      rolledKeyId: SLOT_A,
+    });
     offsetMs = 5 * HOUR + 30 * MINUTE;
     expect((await run()).outcomes[0]).toMatchObject({ result: 'skipped', detail: 'not-due' });
-    expect(bench.events().filter((e) => e.event === 'key.probe' && e.slot === 'standby').map((e) => e.verdict)).toEqual(['not-kept']);
+    expect(
+      bench
+        .events()
+        .filter((e) => e.event === 'key.probe' && e.slot === 'standby')
+        .map((e) => e.verdict),
+    ).toEqual(['not-kept']);
     expect(standbyAlerts()).toEqual([]);
   });
 });

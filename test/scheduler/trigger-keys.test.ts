@@ -3,7 +3,11 @@
 // the reference, never the key) and on reload.
 import { describe, expect, it } from 'vitest';
 import { UsageError } from '../../src/errors.ts';
-import { MIN_TRIGGER_KEY_BYTES, parseTriggerKeys, resolveTriggerKeys } from '../../src/scheduler/trigger-keys.ts';
+import {
+  MIN_TRIGGER_KEY_BYTES,
+  parseTriggerKeys,
+  resolveTriggerKeys,
+} from '../../src/scheduler/trigger-keys.ts';
 import { useCliFixture } from '../cli/harness.ts';
 import { expectNoSecrets } from '../support/secret-scan.ts';
 
@@ -18,7 +22,13 @@ describe('--trigger-key NAME=REF', () => {
   });
 
   it('refuses a literal key, a missing name, a bad name or a repeated caller, without echoing the entry', () => {
-    for (const entries of [['alice=s3cr3t-literal-value'], ['=env:KEY'], ['env:KEY'], ['al ice=env:KEY'], ['alice=env:A', 'alice=env:B']]) {
+    for (const entries of [
+      ['alice=s3cr3t-literal-value'],
+      ['=env:KEY'],
+      ['env:KEY'],
+      ['al ice=env:KEY'],
+      ['alice=env:A', 'alice=env:B'],
+    ]) {
       let error: unknown;
       try {
         parseTriggerKeys(entries);
@@ -48,13 +58,17 @@ describe('trigger key length', () => {
 
   it('counts bytes, not characters', async () => {
     // 11 three-byte characters: 33 bytes.
-    const keys = await resolveTriggerKeys([{ caller: 'alice', ref: 'env:ALICE_KEY' }], { ALICE_KEY: '€'.repeat(11) });
+    const keys = await resolveTriggerKeys([{ caller: 'alice', ref: 'env:ALICE_KEY' }], {
+      ALICE_KEY: '€'.repeat(11),
+    });
 
     expect(keys.get('alice')?.reveal()).toBe('€'.repeat(11));
   });
 
   it('accepts 32 bytes', async () => {
-    const keys = await resolveTriggerKeys([{ caller: 'alice', ref: 'env:ALICE_KEY' }], { ALICE_KEY: 'k'.repeat(MIN_TRIGGER_KEY_BYTES) });
+    const keys = await resolveTriggerKeys([{ caller: 'alice', ref: 'env:ALICE_KEY' }], {
+      ALICE_KEY: 'k'.repeat(MIN_TRIGGER_KEY_BYTES),
+    });
 
     expect(keys.size).toBe(1);
   });
@@ -66,9 +80,22 @@ describe('keyroll daemon with a short trigger key', () => {
   it('exits 2 before serving or rotating anything', async () => {
     await cli.writePolicy();
 
-    const result = await cli.run(['daemon', '-p', 'policy.yaml', '--listen', '127.0.0.1:0', '--state-dir', 'state', '--trigger-key', 'alice=env:KEYROLL_SHORT_TRIGGER_KEY'], {
-      env: { KEYROLL_SHORT_TRIGGER_KEY: SHORT_KEY },
-    });
+    const result = await cli.run(
+      [
+        'daemon',
+        '-p',
+        'policy.yaml',
+        '--listen',
+        '127.0.0.1:0',
+        '--state-dir',
+        'state',
+        '--trigger-key',
+        'alice=env:KEYROLL_SHORT_TRIGGER_KEY',
+      ],
+      {
+        env: { KEYROLL_SHORT_TRIGGER_KEY: SHORT_KEY },
+      },
+    );
 
     expect(result.code).toBe(2);
     expect(result.stderr).toContain(`shorter than ${String(MIN_TRIGGER_KEY_BYTES)} bytes`);

@@ -4,7 +4,11 @@
 // integration tests and the fault suite.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { CreateSecretCommand, DescribeSecretCommand, GetSecretValueCommand } from '@aws-sdk/client-secrets-manager';
+import {
+  CreateSecretCommand,
+  DescribeSecretCommand,
+  GetSecretValueCommand,
+} from '@aws-sdk/client-secrets-manager';
 import { request } from 'undici';
 import { staticCredential } from '../../src/api/credentials.ts';
 import { createAuditLog } from '../../src/audit/logger.ts';
@@ -46,17 +50,35 @@ export interface NativeBench {
  * `apiTokenSecretArn`: keyroll's credential is read from that secret as the deployed function reads
  * it (KEYROLL_API_TOKEN_SECRET_ARN, policy `env:KEYROLL_API_TOKEN`), and the environment holds no value.
  */
-export async function startNativeBench(server: MotoServer, emulator: RunningEmulator, overrides: { lockTtlMs?: number; apiTokenSecretArn?: string } = {}): Promise<NativeBench> {
+export async function startNativeBench(
+  server: MotoServer,
+  emulator: RunningEmulator,
+  overrides: { lockTtlMs?: number; apiTokenSecretArn?: string } = {},
+): Promise<NativeBench> {
   counter += 1;
   const name = `keyroll-test/${run}/native-${String(counter)}`;
   const client = sdkClient(server);
-  const created = await client.send(new CreateSecretCommand({ Name: name, SecretString: JSON.stringify({ apiKey: emulator.state.currentSecret(SLOT_A), keyId: SLOT_A }) }));
+  const created = await client.send(
+    new CreateSecretCommand({
+      Name: name,
+      SecretString: JSON.stringify({ apiKey: emulator.state.currentSecret(SLOT_A), keyId: SLOT_A }),
+    }),
+  );
   const arn = created.ARN ?? name;
   const lines: string[] = [];
   const alerter = new RecordingAlerter();
   const policyFor = (endpoint: string): Policy => ({
     file: 'native.yaml',
-    api: { baseUrl: emulator.url, credential: { type: 'bearer', token: overrides.apiTokenSecretArn === undefined ? 'env:UNUSED' : 'env:KEYROLL_API_TOKEN' }, methods: { roll: 'POST', listProjects: 'GET', updateProject: 'PATCH', updateConsent: 'PATCH' }, timeouts: { headersMs: 5000, bodyMs: 5000 }, rateLimitPerMinute: 6000 },
+    api: {
+      baseUrl: emulator.url,
+      credential: {
+        type: 'bearer',
+        token: overrides.apiTokenSecretArn === undefined ? 'env:UNUSED' : 'env:KEYROLL_API_TOKEN',
+      },
+      methods: { roll: 'POST', listProjects: 'GET', updateProject: 'PATCH', updateConsent: 'PATCH' },
+      timeouts: { headersMs: 5000, bodyMs: 5000 },
+      rateLimitPerMinute: 6000,
+    },
     backends: { aws: AwsBackendConfig.parse({ kind: 'aws', endpoint, region: server.region }) },
     alerts: { sinks: {} },
     keys: [
@@ -79,8 +101,21 @@ export async function startNativeBench(server: MotoServer, emulator: RunningEmul
       {
         policy: options.endpoint ? policyFor(options.endpoint) : policy,
         audit,
-        env: overrides.apiTokenSecretArn === undefined ? { ...process.env, ...motoEnv(server) } : { ...withoutApiToken(process.env), ...motoEnv(server), KEYROLL_API_TOKEN_SECRET_ARN: overrides.apiTokenSecretArn },
-        runtime: { alerter, ...(overrides.apiTokenSecretArn === undefined ? { credentials: staticCredential(new Secret('demo-owner-token')) } : {}), now: () => new Date(Date.now() + offset) },
+        env:
+          overrides.apiTokenSecretArn === undefined
+            ? { ...process.env, ...motoEnv(server) }
+            : {
+                ...withoutApiToken(process.env),
+                ...motoEnv(server),
+                KEYROLL_API_TOKEN_SECRET_ARN: overrides.apiTokenSecretArn,
+              },
+        runtime: {
+          alerter,
+          ...(overrides.apiTokenSecretArn === undefined
+            ? { credentials: staticCredential(new Secret('demo-owner-token')) }
+            : {}),
+          now: () => new Date(Date.now() + offset),
+        },
       },
     );
     return result.did;
@@ -94,10 +129,12 @@ export async function startNativeBench(server: MotoServer, emulator: RunningEmul
     step,
     rotate: async (token) => {
       const did: string[] = [];
-      for (const which of ['createSecret', 'setSecret', 'testSecret', 'finishSecret']) did.push(await step(which, token));
+      for (const which of ['createSecret', 'setSecret', 'testSecret', 'finishSecret'])
+        did.push(await step(which, token));
       return did;
     },
-    stages: async () => (await client.send(new DescribeSecretCommand({ SecretId: name }))).VersionIdsToStages ?? {},
+    stages: async () =>
+      (await client.send(new DescribeSecretCommand({ SecretId: name }))).VersionIdsToStages ?? {},
     value: async (stage) => {
       try {
         const answer = await client.send(new GetSecretValueCommand({ SecretId: name, VersionStage: stage }));
@@ -107,11 +144,15 @@ export async function startNativeBench(server: MotoServer, emulator: RunningEmul
       }
     },
     keyVersions: async () => {
-      const ids = Object.keys((await client.send(new DescribeSecretCommand({ SecretId: name }))).VersionIdsToStages ?? {});
+      const ids = Object.keys(
+        (await client.send(new DescribeSecretCommand({ SecretId: name }))).VersionIdsToStages ?? {},
+      );
       const withValue = await Promise.all(
         ids.map(async (id) => {
           const answer = await client.send(new GetSecretValueCommand({ SecretId: name, VersionId: id }));
-          return typeof (JSON.parse(answer.SecretString ?? '{}') as { apiKey?: unknown }).apiKey === 'string' ? id : undefined;
+          return typeof (JSON.parse(answer.SecretString ?? '{}') as { apiKey?: unknown }).apiKey === 'string'
+            ? id
+            : undefined;
         }),
       );
       return withValue.filter((id): id is string => id !== undefined);
@@ -136,7 +177,10 @@ export function pendingVersions(stages: Record<string, string[]>): string[] {
 }
 
 /** A proxy in front of moto that loses the answers of the AWSPENDING PutSecretValue (`lose: 'answer'`) or every put itself (`lose: 'put'`). */
-export async function lossyProxy(upstream: string, lose: 'answer' | 'put'): Promise<{ url: string; close: () => Promise<void>; puts: () => number }> {
+export async function lossyProxy(
+  upstream: string,
+  lose: 'answer' | 'put',
+): Promise<{ url: string; close: () => Promise<void>; puts: () => number }> {
   let puts = 0;
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -144,28 +188,47 @@ export async function lossyProxy(upstream: string, lose: 'answer' | 'put'): Prom
     req.on('end', () => {
       const body = Buffer.concat(chunks);
       // Only the put after the roll (AWSPENDING), not the preflight's probes.
-      const isPut = String(req.headers['x-amz-target'] ?? '').endsWith('PutSecretValue') && body.includes('AWSPENDING');
+      const isPut =
+        String(req.headers['x-amz-target'] ?? '').endsWith('PutSecretValue') && body.includes('AWSPENDING');
       if (isPut) puts += 1;
       if (isPut && lose === 'put') {
         req.socket.destroy();
         return;
       }
       const headers: Record<string, string> = {};
-      for (const [k, v] of Object.entries(req.headers)) if (typeof v === 'string' && k !== 'host' && k !== 'content-length') headers[k] = v;
-      void request(`${upstream}${req.url ?? '/'}`, { method: req.method as 'POST', headers, body }).then(async (answer) => {
-        const text = Buffer.from(await answer.body.arrayBuffer());
-        // The first put lands at moto; its answer never reaches keyroll.
-        if (isPut && lose === 'answer' && puts === 1) {
-          req.socket.destroy();
-          return;
-        }
-        res.writeHead(answer.statusCode, Object.fromEntries(Object.entries(answer.headers).filter(([k]) => k !== 'content-length' && k !== 'transfer-encoding')) as Record<string, string>);
-        res.end(text);
-      });
+      for (const [k, v] of Object.entries(req.headers))
+        if (typeof v === 'string' && k !== 'host' && k !== 'content-length') headers[k] = v;
+      void request(`${upstream}${req.url ?? '/'}`, { method: req.method as 'POST', headers, body }).then(
+        async (answer) => {
+          const text = Buffer.from(await answer.body.arrayBuffer());
+          // The first put lands at moto; its answer never reaches keyroll.
+          if (isPut && lose === 'answer' && puts === 1) {
+            req.socket.destroy();
+            return;
+          }
+          res.writeHead(
+            answer.statusCode,
+            Object.fromEntries(
+              Object.entries(answer.headers).filter(
+                ([k]) => k !== 'content-length' && k !== 'transfer-encoding',
+              ),
+            ) as Record<string, string>,
+          );
+          res.end(text);
+        },
+      );
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
-  return { url: `http://127.0.0.1:${String(port)}`, close: () => new Promise((resolve) => { server.close(() => { resolve(); }); }), puts: () => puts };
+  return {
+    url: `http://127.0.0.1:${String(port)}`,
+    close: () =>
+      new Promise((resolve) => {
+        server.close(() => {
+          resolve();
+        });
+      }),
+    puts: () => puts,
+  };
 }
-

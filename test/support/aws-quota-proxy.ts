@@ -35,7 +35,12 @@ const GROUP_OF_ACTION: Readonly<Record<string, QuotaGroup>> = {
 };
 
 /** Per second, per account and region. */
-export const AWS_QUOTAS: Readonly<Record<Exclude<QuotaGroup, 'other'>, number>> = { write: 50, tag: 50, read: 10_000, create: 50 };
+export const AWS_QUOTAS: Readonly<Record<Exclude<QuotaGroup, 'other'>, number>> = {
+  write: 50,
+  tag: 50,
+  read: 10_000,
+  create: 50,
+};
 
 export function quotaGroupOf(action: string): QuotaGroup {
   return GROUP_OF_ACTION[action] ?? 'other';
@@ -85,7 +90,10 @@ interface Bucket {
 }
 
 const THROTTLE_BODY = JSON.stringify({ __type: 'ThrottlingException', message: 'Rate exceeded' });
-const VERSION_QUOTA_BODY = JSON.stringify({ __type: 'LimitExceededException', message: 'You have exceeded the maximum number of versions for this secret.' });
+const VERSION_QUOTA_BODY = JSON.stringify({
+  __type: 'LimitExceededException',
+  message: 'You have exceeded the maximum number of versions for this secret.',
+});
 const DAY_MS = 24 * 3600_000;
 
 /** The secret a request names (SecretId), or '' when its body is not JSON. */
@@ -109,7 +117,12 @@ export async function startAwsQuotaProxy(options: AwsQuotaProxyOptions): Promise
   const buckets = new Map<QuotaGroup, Bucket>();
   for (const group of ['write', 'tag', 'read', 'create'] as const) {
     const rate = options.rates?.[group] ?? AWS_QUOTAS[group];
-    buckets.set(group, { ratePerMs: rate / 1000, capacity: rate * burstSeconds, tokens: rate * burstSeconds, refilledAt: now() });
+    buckets.set(group, {
+      ratePerMs: rate / 1000,
+      capacity: rate * burstSeconds,
+      tokens: rate * burstSeconds,
+      refilledAt: now(),
+    });
   }
   let forwarded: Record<string, number> = {};
   let forwardedByGroup = zero();
@@ -167,7 +180,11 @@ export async function startAwsQuotaProxy(options: AwsQuotaProxyOptions): Promise
     options.onRequest?.(action, body);
     if (!admit(group)) {
       throttled[group]++;
-      refuse(res, 'ThrottlingException:http://internal.amazon.com/coral/com.amazon.coral.availability/', THROTTLE_BODY);
+      refuse(
+        res,
+        'ThrottlingException:http://internal.amazon.com/coral/com.amazon.coral.availability/',
+        THROTTLE_BODY,
+      );
       return;
     }
     const secretId = action === 'PutSecretValue' ? secretIdOf(body) : '';
@@ -181,13 +198,20 @@ export async function startAwsQuotaProxy(options: AwsQuotaProxyOptions): Promise
     const headers = { ...req.headers };
     delete headers.connection;
     delete headers['transfer-encoding'];
-    const upstream = await request(new URL(req.url ?? '/', options.upstream), { method: 'POST', headers, body, dispatcher: agent });
+    const upstream = await request(new URL(req.url ?? '/', options.upstream), {
+      method: 'POST',
+      headers,
+      body,
+      dispatcher: agent,
+    });
     const out: Record<string, string | string[]> = {};
     for (const [name, value] of Object.entries(upstream.headers)) {
-      if (value !== undefined && !['connection', 'transfer-encoding', 'keep-alive'].includes(name)) out[name] = value;
+      if (value !== undefined && !['connection', 'transfer-encoding', 'keep-alive'].includes(name))
+        out[name] = value;
     }
     const answered = Buffer.from(await upstream.body.arrayBuffer());
-    if (secretId !== '' && upstream.statusCode === 200) puts.set(secretId, [...(puts.get(secretId) ?? []), Date.now()]);
+    if (secretId !== '' && upstream.statusCode === 200)
+      puts.set(secretId, [...(puts.get(secretId) ?? []), Date.now()]);
     res.writeHead(upstream.statusCode, out);
     res.end(answered);
   };

@@ -10,7 +10,14 @@ import { generateKeyPairSync } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
-import { ApiException, ApiextensionsV1Api, CoreV1Api, KubeConfig, type User, type V1CustomResourceDefinition } from '@kubernetes/client-node';
+import {
+  ApiException,
+  ApiextensionsV1Api,
+  CoreV1Api,
+  KubeConfig,
+  type User,
+  type V1CustomResourceDefinition,
+} from '@kubernetes/client-node';
 import { Agent, request } from 'undici';
 import { freePort, startProcess, stopProcess, waitReady, type Started } from './local-servers.ts';
 import { createTempDir } from './temp-dir.ts';
@@ -48,18 +55,79 @@ interface Certificates {
 }
 
 /** Signs a P-256 key pair with the test CA (openssl: node:crypto writes no certificates). */
-async function issueCertificate(dir: string, name: string, subject: string, extensions: string): Promise<void> {
+async function issueCertificate(
+  dir: string,
+  name: string,
+  subject: string,
+  extensions: string,
+): Promise<void> {
   const file = (suffix: string): string => join(dir, `${name}.${suffix}`);
   await writeFile(file('ext'), extensions);
-  await run('openssl', ['req', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', file('key'), '-out', file('csr'), '-subj', subject]);
-  await run('openssl', ['x509', '-req', '-in', file('csr'), '-CA', join(dir, 'ca.crt'), '-CAkey', join(dir, 'ca.key'), '-CAcreateserial', '-days', '2', '-out', file('crt'), '-extfile', file('ext')]);
+  await run('openssl', [
+    'req',
+    '-new',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:P-256',
+    '-nodes',
+    '-keyout',
+    file('key'),
+    '-out',
+    file('csr'),
+    '-subj',
+    subject,
+  ]);
+  await run('openssl', [
+    'x509',
+    '-req',
+    '-in',
+    file('csr'),
+    '-CA',
+    join(dir, 'ca.crt'),
+    '-CAkey',
+    join(dir, 'ca.key'),
+    '-CAcreateserial',
+    '-days',
+    '2',
+    '-out',
+    file('crt'),
+    '-extfile',
+    file('ext'),
+  ]);
 }
 
 async function generateCertificates(dir: string): Promise<Certificates> {
-  await run('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', join(dir, 'ca.key'), '-out', join(dir, 'ca.crt'), '-days', '2', '-subj', '/CN=keyroll-test-kubernetes-ca']);
-  await issueCertificate(dir, 'server', '/CN=kube-apiserver', 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n');
+  await run('openssl', [
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:P-256',
+    '-nodes',
+    '-keyout',
+    join(dir, 'ca.key'),
+    '-out',
+    join(dir, 'ca.crt'),
+    '-days',
+    '2',
+    '-subj',
+    '/CN=keyroll-test-kubernetes-ca',
+  ]);
+  await issueCertificate(
+    dir,
+    'server',
+    '/CN=kube-apiserver',
+    'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n',
+  );
   // Group system:masters: the API server grants it everything, before RBAC is consulted.
-  await issueCertificate(dir, 'admin', '/O=system:masters/CN=keyroll-test-admin', 'extendedKeyUsage=clientAuth\n');
+  await issueCertificate(
+    dir,
+    'admin',
+    '/O=system:masters/CN=keyroll-test-admin',
+    'extendedKeyUsage=clientAuth\n',
+  );
   const serviceAccountKey = generateKeyPairSync('rsa', { modulusLength: 2048 });
   await writeFile(join(dir, 'sa.key'), serviceAccountKey.privateKey.export({ type: 'pkcs8', format: 'pem' }));
   await writeFile(join(dir, 'sa.pub'), serviceAccountKey.publicKey.export({ type: 'spki', format: 'pem' }));
@@ -76,7 +144,10 @@ async function generateCertificates(dir: string): Promise<Certificates> {
 }
 
 /** Starts a process on fresh free ports, trying again when a port was taken meanwhile. */
-async function startWithRetry(name: string, launch: () => Promise<{ started: Started; isReady: () => Promise<boolean> }>): Promise<Started> {
+async function startWithRetry(
+  name: string,
+  launch: () => Promise<{ started: Started; isReady: () => Promise<boolean> }>,
+): Promise<Started> {
   let lastError: unknown;
   for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
     const { started, isReady } = await launch();
@@ -121,7 +192,12 @@ async function startEtcd(binDir: string, dataDir: string): Promise<{ started: St
   return { started, url };
 }
 
-async function startApiServer(binDir: string, dir: string, etcdUrl: string, certs: Certificates): Promise<{ started: Started; server: string }> {
+async function startApiServer(
+  binDir: string,
+  dir: string,
+  etcdUrl: string,
+  certs: Certificates,
+): Promise<{ started: Started; server: string }> {
   const agent = new Agent({ connect: { ca: certs.caPem } });
   let server = '';
   try {
@@ -150,7 +226,11 @@ async function startApiServer(binDir: string, dir: string, etcdUrl: string, cert
       return {
         started: child,
         isReady: async () => {
-          const response = await request(`${server}/readyz`, { dispatcher: agent, headersTimeout: 2_000, bodyTimeout: 2_000 });
+          const response = await request(`${server}/readyz`, {
+            dispatcher: agent,
+            headersTimeout: 2_000,
+            bodyTimeout: 2_000,
+          });
           await response.body.dump();
           return response.statusCode === 200;
         },
@@ -197,7 +277,14 @@ export async function startKubeApiServer(binDir: string): Promise<RunningKubeApi
 function kubeConfigAs(info: KubeApiServerInfo, user: User): KubeConfig {
   const config = new KubeConfig();
   config.loadFromOptions({
-    clusters: [{ name: 'keyroll-test', server: info.server, caData: Buffer.from(info.caPem).toString('base64'), skipTLSVerify: false }],
+    clusters: [
+      {
+        name: 'keyroll-test',
+        server: info.server,
+        caData: Buffer.from(info.caPem).toString('base64'),
+        skipTLSVerify: false,
+      },
+    ],
     users: [user],
     contexts: [{ name: 'keyroll-test', cluster: 'keyroll-test', user: user.name }],
     currentContext: 'keyroll-test',
@@ -236,28 +323,51 @@ export interface ServiceAccountCredentials {
  * /var/run/secrets/kubernetes.io/serviceaccount/token. The account can do nothing until a test
  * binds it to a Role.
  */
-export async function serviceAccountCredentials(info: KubeApiServerInfo, namespace: string, name: string, expirationSeconds = 3600): Promise<ServiceAccountCredentials> {
+export async function serviceAccountCredentials(
+  info: KubeApiServerInfo,
+  namespace: string,
+  name: string,
+  expirationSeconds = 3600,
+): Promise<ServiceAccountCredentials> {
   const core = adminKubeConfig(info).makeApiClient(CoreV1Api);
   await createUnlessExists(() => core.createNamespace({ body: { metadata: { name: namespace } } }));
-  await createUnlessExists(() => core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } }));
-  const issued = await core.createNamespacedServiceAccountToken({ namespace, name, body: { spec: { audiences: [], expirationSeconds } } });
+  await createUnlessExists(() =>
+    core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } }),
+  );
+  const issued = await core.createNamespacedServiceAccountToken({
+    namespace,
+    name,
+    body: { spec: { audiences: [], expirationSeconds } },
+  });
   const token = issued.status?.token;
-  if (token === undefined || token === '') throw new Error(`the TokenRequest API issued no token for ${namespace}/${name}`);
-  return { kubeConfig: kubeConfigAs(info, { name: `system:serviceaccount:${namespace}:${name}`, token }), token };
+  if (token === undefined || token === '')
+    throw new Error(`the TokenRequest API issued no token for ${namespace}/${name}`);
+  return {
+    kubeConfig: kubeConfigAs(info, { name: `system:serviceaccount:${namespace}:${name}`, token }),
+    token,
+  };
 }
 
 /**
  * Creates a CustomResourceDefinition and waits until the API server serves it (condition
  * Established), since objects of its kind are refused (404) until then.
  */
-export async function installCustomResourceDefinition(info: KubeApiServerInfo, definition: V1CustomResourceDefinition): Promise<void> {
+export async function installCustomResourceDefinition(
+  info: KubeApiServerInfo,
+  definition: V1CustomResourceDefinition,
+): Promise<void> {
   const extensions = adminKubeConfig(info).makeApiClient(ApiextensionsV1Api);
   const name = definition.metadata?.name;
   if (name === undefined) throw new Error('the CustomResourceDefinition has no metadata.name');
   await createUnlessExists(() => extensions.createCustomResourceDefinition({ body: definition }));
   for (let attempt = 0; attempt < 300; attempt++) {
     const current = await extensions.readCustomResourceDefinition({ name });
-    if (current.status?.conditions?.some((condition) => condition.type === 'Established' && condition.status === 'True') === true) return;
+    if (
+      current.status?.conditions?.some(
+        (condition) => condition.type === 'Established' && condition.status === 'True',
+      ) === true
+    )
+      return;
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error(`the CustomResourceDefinition ${name} was not established within 30 s`);

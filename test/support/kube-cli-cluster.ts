@@ -9,7 +9,13 @@ import { randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { CustomObjectsApi, RbacAuthorizationV1Api, type KubeConfig, type V1Role, type V1RoleBinding } from '@kubernetes/client-node';
+import {
+  CustomObjectsApi,
+  RbacAuthorizationV1Api,
+  type KubeConfig,
+  type V1Role,
+  type V1RoleBinding,
+} from '@kubernetes/client-node';
 import { request } from 'undici';
 import { parseAllDocuments } from 'yaml';
 import { serviceAccountCredentials } from './kube-apiserver.ts';
@@ -35,11 +41,32 @@ export interface CliNamespace {
 }
 
 /** The Role and RoleBinding the chart renders for `access` in `namespace` (release `keyroll` in `releaseNamespace`). */
-async function chartRbac(releaseNamespace: string, namespace: string, access: ConsumerAccess): Promise<(V1Role | V1RoleBinding)[]> {
-  const { stdout: helm } = await run('sh', ['-c', '. scripts/lib/chart-tools.sh && keyroll_helm'], { cwd: ROOT, maxBuffer: 1 << 20 });
+async function chartRbac(
+  releaseNamespace: string,
+  namespace: string,
+  access: ConsumerAccess,
+): Promise<(V1Role | V1RoleBinding)[]> {
+  const { stdout: helm } = await run('sh', ['-c', '. scripts/lib/chart-tools.sh && keyroll_helm'], {
+    cwd: ROOT,
+    maxBuffer: 1 << 20,
+  });
   const { stdout } = await run(
     helm.trim(),
-    ['template', 'keyroll', 'helm/keyroll', '--namespace', releaseNamespace, '--kube-version', '1.31.0', '--set', 'existingPolicyConfigMap.name=keyroll-policy', '--set-json', `consumerAccess=${JSON.stringify([{ namespace, ...access }])}`, '--show-only', 'templates/consumer-rbac.yaml'],
+    [
+      'template',
+      'keyroll',
+      'helm/keyroll',
+      '--namespace',
+      releaseNamespace,
+      '--kube-version',
+      '1.31.0',
+      '--set',
+      'existingPolicyConfigMap.name=keyroll-policy',
+      '--set-json',
+      `consumerAccess=${JSON.stringify([{ namespace, ...access }])}`,
+      '--show-only',
+      'templates/consumer-rbac.yaml',
+    ],
     { cwd: ROOT, maxBuffer: 1 << 22 },
   );
   return parseAllDocuments(stdout)
@@ -48,7 +75,11 @@ async function chartRbac(releaseNamespace: string, namespace: string, access: Co
 }
 
 /** A fresh namespace of `real` whose objects `access` names, and keyroll's account bound to the chart's Role for them. */
-export async function cliNamespace(real: RealCluster, dir: string, access: ConsumerAccess): Promise<CliNamespace> {
+export async function cliNamespace(
+  real: RealCluster,
+  dir: string,
+  access: ConsumerAccess,
+): Promise<CliNamespace> {
   const namespace = uniqueName('shop');
   const releaseNamespace = uniqueName('keyroll');
   const { kubeConfig } = await serviceAccountCredentials(real.kube, releaseNamespace, 'keyroll');
@@ -59,7 +90,8 @@ export async function cliNamespace(real: RealCluster, dir: string, access: Consu
   for (const object of await chartRbac(releaseNamespace, namespace, access)) {
     const objectNamespace = object.metadata?.namespace ?? namespace;
     if (object.kind === 'Role') await rbac.createNamespacedRole({ namespace: objectNamespace, body: object });
-    else await rbac.createNamespacedRoleBinding({ namespace: objectNamespace, body: object as V1RoleBinding });
+    else
+      await rbac.createNamespacedRoleBinding({ namespace: objectNamespace, body: object as V1RoleBinding });
   }
   const kubeconfigFile = join(dir, `${namespace}.kubeconfig`);
   await writeFile(kubeconfigFile, kubeConfig.exportConfig(), { mode: 0o600 });
@@ -67,7 +99,12 @@ export async function cliNamespace(real: RealCluster, dir: string, access: Consu
 }
 
 /** An ExternalSecret reading apiKey of OpenBao's secret/apps/NAME through the ClusterSecretStore into the Secret NAME. */
-export async function createExternalSecret(admin: KubeConfig, namespace: string, name: string, options: { version?: 'v1' | 'v1beta1'; spec?: { refreshInterval?: string; refreshPolicy?: string } } = {}): Promise<void> {
+export async function createExternalSecret(
+  admin: KubeConfig,
+  namespace: string,
+  name: string,
+  options: { version?: 'v1' | 'v1beta1'; spec?: { refreshInterval?: string; refreshPolicy?: string } } = {},
+): Promise<void> {
   const version = options.version ?? 'v1';
   await admin.makeApiClient(CustomObjectsApi).createNamespacedCustomObject({
     group: 'external-secrets.io',
@@ -78,7 +115,13 @@ export async function createExternalSecret(admin: KubeConfig, namespace: string,
       apiVersion: `external-secrets.io/${version}`,
       kind: 'ExternalSecret',
       metadata: { name },
-      spec: { refreshInterval: '1h', ...options.spec, secretStoreRef: { kind: 'ClusterSecretStore', name: VAULT_STORE }, target: { name }, data: [{ secretKey: 'apiKey', remoteRef: { key: `apps/${name}`, property: 'apiKey' } }] },
+      spec: {
+        refreshInterval: '1h',
+        ...options.spec,
+        secretStoreRef: { kind: 'ClusterSecretStore', name: VAULT_STORE },
+        target: { name },
+        data: [{ secretKey: 'apiKey', remoteRef: { key: `apps/${name}`, property: 'apiKey' } }],
+      },
     },
   });
 }
@@ -89,16 +132,24 @@ export function openBaoApps(vault: { address: string; rootToken: string }) {
   return {
     /** The value from before keyroll's first rotation, so external-secrets' first sync succeeds. */
     async seed(name: string, apiKey: string): Promise<void> {
-      const response = await request(url(name), { method: 'POST', headers: { 'x-vault-token': vault.rootToken, 'content-type': 'application/json' }, body: JSON.stringify({ data: { apiKey } }) });
+      const response = await request(url(name), {
+        method: 'POST',
+        headers: { 'x-vault-token': vault.rootToken, 'content-type': 'application/json' },
+        body: JSON.stringify({ data: { apiKey } }),
+      });
       await response.body.dump();
-      if (response.statusCode !== 200) throw new Error(`OpenBao refused the seed of apps/${name} (HTTP ${String(response.statusCode)})`);
+      if (response.statusCode !== 200)
+        throw new Error(`OpenBao refused the seed of apps/${name} (HTTP ${String(response.statusCode)})`);
     },
     /** The digest of the apiKey stored there now. */
     async digest(name: string): Promise<string> {
       const response = await request(url(name), { headers: { 'x-vault-token': vault.rootToken } });
       const body = (await response.body.json()) as { data?: { data?: { apiKey?: string } } };
       const value = body.data?.data?.apiKey;
-      if (value === undefined) throw new Error(`OpenBao holds no apiKey at secret/apps/${name} (HTTP ${String(response.statusCode)})`);
+      if (value === undefined)
+        throw new Error(
+          `OpenBao holds no apiKey at secret/apps/${name} (HTTP ${String(response.statusCode)})`,
+        );
       return valueDigest(value);
     },
   };
@@ -116,12 +167,25 @@ export interface PolicyKey {
  * org_demo_acme with a 30-day maxAge and no schedule (due at their first run, not again the same
  * day), and how keyroll reaches the cluster and how long it waits for it.
  */
-export function cliPolicy(options: { apiUrl: string; alertUrl: string; vaultAddress: string; kubeconfigFile: string; syncTimeout: string; rolloutTimeout: string; keys: PolicyKey[] }): string {
+export function cliPolicy(options: {
+  apiUrl: string;
+  alertUrl: string;
+  vaultAddress: string;
+  kubeconfigFile: string;
+  syncTimeout: string;
+  rolloutTimeout: string;
+  keys: PolicyKey[];
+}): string {
   const keys = options.keys
     .map(
       (key) =>
         `  - id: ${key.id}\n    organization: org_demo_acme\n    maxAge: 30d\n    destinations: [{ backend: bao, path: ${key.path} }]\n    consumers:\n` +
-        key.consumers.map((consumer) => `      - { kind: ${consumer.kind}, namespace: ${consumer.namespace}, name: ${consumer.name} }\n`).join(''),
+        key.consumers
+          .map(
+            (consumer) =>
+              `      - { kind: ${consumer.kind}, namespace: ${consumer.namespace}, name: ${consumer.name} }\n`,
+          )
+          .join(''),
     )
     .join('');
   return `version: 1

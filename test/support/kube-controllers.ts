@@ -13,10 +13,24 @@
 import { createHash } from 'node:crypto';
 import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { CoreV1Api, CustomObjectsApi, loadYaml, PatchStrategy, setHeaderOptions, type KubeConfig, type V1CustomResourceDefinition, type V1Pod } from '@kubernetes/client-node';
+import {
+  CoreV1Api,
+  CustomObjectsApi,
+  loadYaml,
+  PatchStrategy,
+  setHeaderOptions,
+  type KubeConfig,
+  type V1CustomResourceDefinition,
+  type V1Pod,
+} from '@kubernetes/client-node';
 import { Agent, request } from 'undici';
 import { parseAllDocuments } from 'yaml';
-import { adminKubeConfig, installCustomResourceDefinition, startKubeApiServer, type RunningKubeApiServer } from './kube-apiserver.ts';
+import {
+  adminKubeConfig,
+  installCustomResourceDefinition,
+  startKubeApiServer,
+  type RunningKubeApiServer,
+} from './kube-apiserver.ts';
 import { freePort, startProcess, stopProcess, waitReady, type Started } from './local-servers.ts';
 import { createTempDir } from './temp-dir.ts';
 
@@ -43,15 +57,27 @@ export async function readControllerTools(dir: string): Promise<ControllerTools>
   const externalSecrets = entries
     .map((entry) => /^external-secrets-(v\d+\.\d+\.\d+)$/.exec(entry))
     .filter((match): match is RegExpExecArray => match !== null)
-    .map(([entry, version = '']) => ({ version, binary: join(dir, entry, 'external-secrets'), crds: join(dir, entry, 'crds.yaml') }))
+    .map(([entry, version = '']) => ({
+      version,
+      binary: join(dir, entry, 'external-secrets'),
+      crds: join(dir, entry, 'crds.yaml'),
+    }))
     .sort(byVersionDescending);
   const crdsOnly = entries
     .map((entry) => /^external-secrets-crds-(v\d+\.\d+\.\d+)\.yaml$/.exec(entry))
     .filter((match): match is RegExpExecArray => match !== null)
     .map(([entry, version = '']) => ({ version, crds: join(dir, entry) }))
     .sort(byVersionDescending);
-  if (!entries.includes('kube-controller-manager') || externalSecrets.length === 0) throw new Error(`${dir} holds no kube-controller-manager or external-secrets release (run scripts/test-controllers.sh)`);
-  return { kubeControllerManager: join(dir, 'kube-controller-manager'), externalSecrets, crdsOnly, ...(entries.includes('reloader') ? { reloader: join(dir, 'reloader') } : {}) };
+  if (!entries.includes('kube-controller-manager') || externalSecrets.length === 0)
+    throw new Error(
+      `${dir} holds no kube-controller-manager or external-secrets release (run scripts/test-controllers.sh)`,
+    );
+  return {
+    kubeControllerManager: join(dir, 'kube-controller-manager'),
+    externalSecrets,
+    crdsOnly,
+    ...(entries.includes('reloader') ? { reloader: join(dir, 'reloader') } : {}),
+  };
 }
 
 export interface RealClusterOptions {
@@ -114,7 +140,11 @@ async function startKubeControllerManager(binary: string, dir: string, kubeconfi
   try {
     // /healthz is open to anyone (the default --authorization-always-allow-paths).
     await waitReady(started, 'kube-controller-manager', async () => {
-      const response = await request(`https://127.0.0.1:${String(port)}/healthz`, { dispatcher: agent, headersTimeout: 2_000, bodyTimeout: 2_000 });
+      const response = await request(`https://127.0.0.1:${String(port)}/healthz`, {
+        dispatcher: agent,
+        headersTimeout: 2_000,
+        bodyTimeout: 2_000,
+      });
       await response.body.dump();
       return response.statusCode === 200;
     });
@@ -127,11 +157,19 @@ async function startKubeControllerManager(binary: string, dir: string, kubeconfi
   return started;
 }
 
-async function startExternalSecrets(binary: string, kubeconfig: string, admin: KubeConfig, vault: { address: string; token: string }): Promise<Started> {
+async function startExternalSecrets(
+  binary: string,
+  kubeconfig: string,
+  admin: KubeConfig,
+  vault: { address: string; token: string },
+): Promise<Started> {
   const core = admin.makeApiClient(CoreV1Api);
   const objects = admin.makeApiClient(CustomObjectsApi);
   await core.createNamespace({ body: { metadata: { name: ESO_NAMESPACE } } });
-  await core.createNamespacedSecret({ namespace: ESO_NAMESPACE, body: { metadata: { name: 'vault-token' }, stringData: { token: vault.token } } });
+  await core.createNamespacedSecret({
+    namespace: ESO_NAMESPACE,
+    body: { metadata: { name: 'vault-token' }, stringData: { token: vault.token } },
+  });
   await objects.createClusterCustomObject({
     group: 'external-secrets.io',
     version: 'v1',
@@ -140,7 +178,16 @@ async function startExternalSecrets(binary: string, kubeconfig: string, admin: K
       apiVersion: 'external-secrets.io/v1',
       kind: 'ClusterSecretStore',
       metadata: { name: VAULT_STORE },
-      spec: { provider: { vault: { server: vault.address, path: 'secret', version: 'v2', auth: { tokenSecretRef: { name: 'vault-token', key: 'token', namespace: ESO_NAMESPACE } } } } },
+      spec: {
+        provider: {
+          vault: {
+            server: vault.address,
+            path: 'secret',
+            version: 'v2',
+            auth: { tokenSecretRef: { name: 'vault-token', key: 'token', namespace: ESO_NAMESPACE } },
+          },
+        },
+      },
     },
   });
   const help = await helpText(binary);
@@ -158,8 +205,17 @@ async function startExternalSecrets(binary: string, kubeconfig: string, admin: K
   try {
     // Running and able to read the store: it validated the ClusterSecretStore against OpenBao.
     await waitReady(started, 'external-secrets', async () => {
-      const store = (await objects.getClusterCustomObject({ group: 'external-secrets.io', version: 'v1', plural: 'clustersecretstores', name: VAULT_STORE })) as { status?: { conditions?: { type: string; status: string }[] } };
-      return store.status?.conditions?.some((condition) => condition.type === 'Ready' && condition.status === 'True') === true;
+      const store = (await objects.getClusterCustomObject({
+        group: 'external-secrets.io',
+        version: 'v1',
+        plural: 'clustersecretstores',
+        name: VAULT_STORE,
+      })) as { status?: { conditions?: { type: string; status: string }[] } };
+      return (
+        store.status?.conditions?.some(
+          (condition) => condition.type === 'Ready' && condition.status === 'True',
+        ) === true
+      );
     });
   } catch (error) {
     await stopProcess(started);
@@ -176,7 +232,11 @@ async function startReloader(binary: string, kubeconfig: string): Promise<Starte
   const started = startProcess(binary, ['--log-level=info'], { KUBECONFIG: kubeconfig });
   try {
     // Its Secret controller runs once it says so (it then lists and watches Secrets).
-    await waitReady(started, 'reloader', () => Promise.resolve(started.output.join('').includes('Starting Controller to watch resource type: secrets')));
+    await waitReady(started, 'reloader', () =>
+      Promise.resolve(
+        started.output.join('').includes('Starting Controller to watch resource type: secrets'),
+      ),
+    );
   } catch (error) {
     await stopProcess(started);
     throw error;
@@ -211,14 +271,25 @@ export async function startRealCluster(options: RealClusterOptions): Promise<Rea
     const admin = adminKubeConfig(kube);
     const kubeconfig = await writeAdminKubeconfig(temp.path, admin);
     await installBundle(kube, options.crds);
-    processes.push(await startKubeControllerManager(options.tools.kubeControllerManager, temp.path, kubeconfig));
-    if (options.externalSecrets !== undefined) processes.push(await startExternalSecrets(options.externalSecrets.binary, kubeconfig, admin, options.externalSecrets.vault));
+    processes.push(
+      await startKubeControllerManager(options.tools.kubeControllerManager, temp.path, kubeconfig),
+    );
+    if (options.externalSecrets !== undefined)
+      processes.push(
+        await startExternalSecrets(
+          options.externalSecrets.binary,
+          kubeconfig,
+          admin,
+          options.externalSecrets.vault,
+        ),
+      );
     if (options.reloader !== undefined) processes.push(await startReloader(options.reloader, kubeconfig));
     const running = kube;
     return {
       kube: running,
       admin,
-      controllerOutput: () => processes.map((started) => started.output.join('').slice(-3000)).join('\n---\n'),
+      controllerOutput: () =>
+        processes.map((started) => started.output.join('').slice(-3000)).join('\n---\n'),
       stop,
     };
   } catch (error) {
@@ -295,14 +366,38 @@ export class StandInKubelet {
     const { items } = await this.#core.listNamespacedPod({ namespace: this.#namespace });
     for (const pod of items) {
       const name = pod.metadata?.name;
-      if (name === undefined || this.#started.has(pod.metadata?.uid ?? name) || pod.metadata?.deletionTimestamp !== undefined) continue;
+      if (
+        name === undefined ||
+        this.#started.has(pod.metadata?.uid ?? name) ||
+        pod.metadata?.deletionTimestamp !== undefined
+      )
+        continue;
       const values = await this.#values(pod);
       if (values === undefined) continue;
       const now = new Date();
       const at = now.toISOString();
-      const containers = (pod.spec?.containers ?? []).map((container) => ({ name: container.name, image: container.image ?? '', imageID: '', ready: true, started: true, restartCount: 0, state: { running: { startedAt: at } } }));
-      const conditions = ['PodScheduled', 'Initialized', 'ContainersReady', 'Ready'].map((type) => ({ type, status: 'True', lastTransitionTime: at }));
-      await this.#core.patchNamespacedPodStatus({ namespace: this.#namespace, name, body: { status: { phase: 'Running', startTime: at, conditions, containerStatuses: containers } } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
+      const containers = (pod.spec?.containers ?? []).map((container) => ({
+        name: container.name,
+        image: container.image ?? '',
+        imageID: '',
+        ready: true,
+        started: true,
+        restartCount: 0,
+        state: { running: { startedAt: at } },
+      }));
+      const conditions = ['PodScheduled', 'Initialized', 'ContainersReady', 'Ready'].map((type) => ({
+        type,
+        status: 'True',
+        lastTransitionTime: at,
+      }));
+      await this.#core.patchNamespacedPodStatus(
+        {
+          namespace: this.#namespace,
+          name,
+          body: { status: { phase: 'Running', startTime: at, conditions, containerStatuses: containers } },
+        },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      );
       this.#started.add(pod.metadata?.uid ?? name);
       const owner = pod.metadata?.ownerReferences?.find((reference) => reference.controller === true)?.name;
       this.pods.push({ name, owner, values, readyAtMs: now.getTime() });

@@ -6,7 +6,14 @@ import { PatchStrategy, setHeaderOptions, type AppsV1Api, type V1Deployment } fr
 
 export const REVISION = 'deployment.kubernetes.io/revision';
 /** kubectl's annotationsToSkip: kept from the Deployment, never copied from the ReplicaSet. */
-export const KEPT_BY_UNDO = ['kubectl.kubernetes.io/last-applied-configuration', REVISION, 'deployment.kubernetes.io/revision-history', 'deployment.kubernetes.io/desired-replicas', 'deployment.kubernetes.io/max-replicas', 'deprecated.deployment.rollback.to'];
+export const KEPT_BY_UNDO = [
+  'kubectl.kubernetes.io/last-applied-configuration',
+  REVISION,
+  'deployment.kubernetes.io/revision-history',
+  'deployment.kubernetes.io/desired-replicas',
+  'deployment.kubernetes.io/max-replicas',
+  'deprecated.deployment.rollback.to',
+];
 
 /**
  * The ReplicaSet of the previous revision gives back its pod template (without pod-template-hash)
@@ -16,8 +23,15 @@ export async function rolloutUndo(apps: AppsV1Api, namespace: string, name: stri
   const deployment = await apps.readNamespacedDeployment({ namespace, name });
   const { items } = await apps.listNamespacedReplicaSet({ namespace });
   const revisions = items
-    .filter((replicaSet) => replicaSet.metadata?.ownerReferences?.some((owner) => owner.uid === deployment.metadata?.uid) === true)
-    .map((replicaSet) => ({ replicaSet, revision: Number(replicaSet.metadata?.annotations?.[REVISION] ?? '0') }))
+    .filter(
+      (replicaSet) =>
+        replicaSet.metadata?.ownerReferences?.some((owner) => owner.uid === deployment.metadata?.uid) ===
+        true,
+    )
+    .map((replicaSet) => ({
+      replicaSet,
+      revision: Number(replicaSet.metadata?.annotations?.[REVISION] ?? '0'),
+    }))
     .sort((a, b) => b.revision - a.revision);
   const previous = revisions[1]?.replicaSet;
   if (previous === undefined) throw new Error(`${name} has no previous revision to undo to`);
@@ -28,7 +42,8 @@ export async function rolloutUndo(apps: AppsV1Api, namespace: string, name: stri
     const value = deployment.metadata?.annotations?.[key];
     if (value !== undefined) annotations[key] = value;
   }
-  for (const [key, value] of Object.entries(previous.metadata?.annotations ?? {})) if (!KEPT_BY_UNDO.includes(key)) annotations[key] = value;
+  for (const [key, value] of Object.entries(previous.metadata?.annotations ?? {}))
+    if (!KEPT_BY_UNDO.includes(key)) annotations[key] = value;
   await apps.patchNamespacedDeployment(
     {
       namespace,
@@ -45,5 +60,10 @@ export async function rolloutUndo(apps: AppsV1Api, namespace: string, name: stri
 /** Whether the Deployment's rollout is complete with `replicas` pods, as `kubectl rollout status` reads it. */
 export function rolledOut(deployment: V1Deployment, replicas: number): boolean {
   const { status, metadata } = deployment;
-  return (status?.observedGeneration ?? 0) >= (metadata?.generation ?? 1) && status?.updatedReplicas === replicas && status.availableReplicas === replicas && status.replicas === replicas;
+  return (
+    (status?.observedGeneration ?? 0) >= (metadata?.generation ?? 1) &&
+    status?.updatedReplicas === replicas &&
+    status.availableReplicas === replicas &&
+    status.replicas === replicas
+  );
 }

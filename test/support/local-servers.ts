@@ -57,7 +57,11 @@ function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
 /** `env` is added to this process's environment (a controller's KUBECONFIG). */
 export function startProcess(command: string, args: string[], env: Record<string, string> = {}): Started {
   // Own process group, so stop() ends the server and anything it spawned.
-  const child = spawn(command, args, { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+  const child = spawn(command, args, {
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...env },
+  });
   running.add(child);
   const output: string[] = [];
   const keep = (chunk: Buffer): void => {
@@ -86,7 +90,11 @@ export async function stopProcess({ child }: Started): Promise<void> {
 }
 
 /** Polls `isReady` until it answers true; fails when the process exits or the time is up. */
-export async function waitReady(started: Started, name: string, isReady: () => Promise<boolean>): Promise<void> {
+export async function waitReady(
+  started: Started,
+  name: string,
+  isReady: () => Promise<boolean>,
+): Promise<void> {
   const deadline = Date.now() + START_TIMEOUT_MS;
   while (Date.now() < deadline) {
     if (started.child.exitCode !== null || started.child.signalCode !== null) {
@@ -99,7 +107,9 @@ export async function waitReady(started: Started, name: string, isReady: () => P
     }
     await new Promise((r) => setTimeout(r, 100));
   }
-  throw new Error(`${name} was not ready within ${String(START_TIMEOUT_MS)} ms:\n${started.output.join('').slice(-2000)}`);
+  throw new Error(
+    `${name} was not ready within ${String(START_TIMEOUT_MS)} ms:\n${started.output.join('').slice(-2000)}`,
+  );
 }
 
 async function waitHealthy(started: Started, url: string, name: string): Promise<void> {
@@ -111,7 +121,11 @@ async function waitHealthy(started: Started, url: string, name: string): Promise
 }
 
 /** Starts a server on a fresh free port, trying again when the port was taken meanwhile. */
-async function startServer(name: string, launch: (port: number) => Started, healthPath: string): Promise<RunningServer> {
+async function startServer(
+  name: string,
+  launch: (port: number) => Started,
+  healthPath: string,
+): Promise<RunningServer> {
   let lastError: unknown;
   for (let attempt = 0; attempt < 3; attempt++) {
     const port = await freePort();
@@ -148,7 +162,11 @@ export async function startOpenBao(binDir: string): Promise<OpenBao> {
 
 /** Starts `moto_server` from `binDir` (the venv's bin directory). */
 export async function startMoto(binDir: string): Promise<RunningServer> {
-  return startServer('moto', (port) => startProcess(resolve(binDir, 'moto_server'), ['-H', '127.0.0.1', '-p', String(port)]), '/moto-api/');
+  return startServer(
+    'moto',
+    (port) => startProcess(resolve(binDir, 'moto_server'), ['-H', '127.0.0.1', '-p', String(port)]),
+    '/moto-api/',
+  );
 }
 
 /** The static credentials moto accepts; set in the environment of everything that calls it. */

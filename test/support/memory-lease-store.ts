@@ -36,7 +36,8 @@ export class MemoryLeaseStore implements LeaseStore {
 
   update(record: LeaseRecord, resourceVersion: string): Promise<StoredLease> {
     return this.#answer(() => {
-      if (this.#lease?.resourceVersion !== resourceVersion) throw new LeaderError('KR_LEADER_CONFLICT', 'stale resourceVersion');
+      if (this.#lease?.resourceVersion !== resourceVersion)
+        throw new LeaderError('KR_LEADER_CONFLICT', 'stale resourceVersion');
       return this.write(record);
     });
   }

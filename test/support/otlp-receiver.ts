@@ -77,7 +77,9 @@ function decodeValue(value: OtlpAnyValue | undefined): AttributeValue {
 }
 
 function decodeAttributes(attributes: OtlpKeyValue[] | undefined): Record<string, AttributeValue> {
-  return Object.fromEntries((attributes ?? []).map((attribute) => [attribute.key, decodeValue(attribute.value)]));
+  return Object.fromEntries(
+    (attributes ?? []).map((attribute) => [attribute.key, decodeValue(attribute.value)]),
+  );
 }
 
 export function decodeSpans(body: OtlpRequest): ReceivedSpan[] {
@@ -96,8 +98,14 @@ export function decodeSpans(body: OtlpRequest): ReceivedSpan[] {
           startNs: BigInt(span.startTimeUnixNano),
           endNs: BigInt(span.endTimeUnixNano),
           attributes: decodeAttributes(span.attributes),
-          status: { code: span.status?.code ?? 0, ...(span.status?.message ? { message: span.status.message } : {}) },
-          events: (span.events ?? []).map((event) => ({ name: event.name, attributes: decodeAttributes(event.attributes) })),
+          status: {
+            code: span.status?.code ?? 0,
+            ...(span.status?.message ? { message: span.status.message } : {}),
+          },
+          events: (span.events ?? []).map((event) => ({
+            name: event.name,
+            attributes: decodeAttributes(event.attributes),
+          })),
           resource,
         });
       }
@@ -155,7 +163,10 @@ export function spansNamed(spans: readonly ReceivedSpan[], name: string): Receiv
 /** The one span named `name`; throws when there is none or more than one. */
 export function onlySpan(spans: readonly ReceivedSpan[], name: string): ReceivedSpan {
   const found = spansNamed(spans, name);
-  if (found.length !== 1) throw new Error(`expected one span named ${JSON.stringify(name)}, found ${String(found.length)} among ${JSON.stringify(spans.map((span) => span.name))}`);
+  if (found.length !== 1)
+    throw new Error(
+      `expected one span named ${JSON.stringify(name)}, found ${String(found.length)} among ${JSON.stringify(spans.map((span) => span.name))}`,
+    );
   return found[0] as ReceivedSpan;
 }
 
@@ -183,7 +194,10 @@ export interface InProcessTracing {
  * Starts tracing in this process with the OTEL_* variables pointing at `receiver`. They are set in
  * process.env (stubbed until stop): the OTLP exporter reads its endpoint there, as in the CLI.
  */
-export async function startTracingTo(receiver: OtlpReceiver, extra: Record<string, string> = {}): Promise<InProcessTracing> {
+export async function startTracingTo(
+  receiver: OtlpReceiver,
+  extra: Record<string, string> = {},
+): Promise<InProcessTracing> {
   for (const [name, value] of Object.entries(otlpEnv(receiver, extra))) vi.stubEnv(name, value);
   const warnings: string[] = [];
   const tracing = await startTracing(process.env, {

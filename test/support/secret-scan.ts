@@ -62,13 +62,17 @@ export function secretForms(secret: string): [form: string, text: string][] {
   for (const text of formsOf(secret)) if (text !== secret) forms.push([named.get(text) ?? 'encoded', text]);
   if (secret.length >= MIN_FORM_LENGTH) {
     for (const run of embeddedBase64(Buffer.from(secret, 'utf8'))) {
-      forms.push(['base64-embedded', run], ['base64url-embedded', run.replace(/\+/g, '-').replace(/\//g, '_')]);
+      forms.push(
+        ['base64-embedded', run],
+        ['base64url-embedded', run.replace(/\+/g, '-').replace(/\//g, '_')],
+      );
     }
   }
   return forms;
 }
 
-const fingerprintOf = (secret: string): string => createHash('sha256').update(secret).digest('hex').slice(0, 12);
+const fingerprintOf = (secret: string): string =>
+  createHash('sha256').update(secret).digest('hex').slice(0, 12);
 
 /** Which of `secrets` appear in which of `haystacks`, in any form. Hex is matched in any case. */
 export function findSecrets(haystacks: readonly string[], secrets: readonly string[]): LeakCheck {
@@ -93,7 +97,11 @@ export function findSecrets(haystacks: readonly string[], secrets: readonly stri
 }
 
 /** Fails the test when any of `secrets` appears in any of `texts` in any form; says which form and where, never the value. */
-export function expectNoSecrets(texts: readonly string[], secrets: readonly string[], where = 'the output'): void {
+export function expectNoSecrets(
+  texts: readonly string[],
+  secrets: readonly string[],
+  where = 'the output',
+): void {
   const { hits } = findSecrets(texts, secrets);
   expect(hits, `${String(hits.length)} spelling(s) of a secret in ${where}`).toEqual([]);
 }

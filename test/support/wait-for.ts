@@ -15,7 +15,11 @@ export interface WaitForOptions {
  * Resolves once `condition` answers true. A condition that throws ends the wait with its error
  * (say so when the thing waited for can no longer happen, e.g. the process exited).
  */
-export async function waitFor(condition: () => boolean | Promise<boolean>, what: string, options: WaitForOptions = {}): Promise<void> {
+export async function waitFor(
+  condition: () => boolean | Promise<boolean>,
+  what: string,
+  options: WaitForOptions = {},
+): Promise<void> {
   const { timeoutMs = 30_000, intervalMs = 10 } = options;
   const deadline = Date.now() + timeoutMs;
   while (!(await condition())) {

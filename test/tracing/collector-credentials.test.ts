@@ -22,7 +22,16 @@ const URL_USER = 'urlUser01234567';
 const URL_PASSWORD = 'urlPassword0123456';
 const QUERY_KEY = 'queryApiKey0123456789';
 const TRACES_QUERY_KEY = 'tracesQueryKey0123456789';
-const PARTS = { BEARER_TOKEN, HEADER_KEY, BASIC_USER, BASIC_PASSWORD, URL_USER, URL_PASSWORD, QUERY_KEY, TRACES_QUERY_KEY };
+const PARTS = {
+  BEARER_TOKEN,
+  HEADER_KEY,
+  BASIC_USER,
+  BASIC_PASSWORD,
+  URL_USER,
+  URL_PASSWORD,
+  QUERY_KEY,
+  TRACES_QUERY_KEY,
+};
 
 function credentialEnv(host: string): Record<string, string> {
   return {
@@ -67,20 +76,30 @@ describe("the collector's credentials, each part on its own", () => {
         // An error as the exporter or a proxy would word it, through the CLI's sanitizer.
         const error = new KeyrollError('KR_BACKEND_UNAVAILABLE', `export failed: 401 for ${part}`);
         if (sanitizeText(error.message).includes(part)) leaked.error?.push(name);
-        if (sanitizeText(`https://collector/v1/traces?key=${encodeURIComponent(part)}`).includes(encodeURIComponent(part))) leaked.url?.push(name);
+        if (
+          sanitizeText(`https://collector/v1/traces?key=${encodeURIComponent(part)}`).includes(
+            encodeURIComponent(part),
+          )
+        )
+          leaked.url?.push(name);
 
         const lines: string[] = [];
         const audit = createAuditLog({ destination: { write: (line: string) => lines.push(line) } });
-        audit.child({ keyId: 'key_a' }).emit('key.failed', { step: 'roll', errorCode: 'KR_X', error: `collector said: ${part} refused` });
+        audit
+          .child({ keyId: 'key_a' })
+          .emit('key.failed', { step: 'roll', errorCode: 'KR_X', error: `collector said: ${part} refused` });
         if (lines.join('').includes(part) || !lines.join('').includes('[REDACTED]')) leaked.audit?.push(name);
 
         const next = new Recording();
         const provider = new TracerProvider({ spanProcessors: [new SanitizingSpanProcessor(next)] });
-        const span = provider.getTracer('test').startSpan('export', { attributes: { 'url.full': `http://collector/?k=${part}`, text: part } });
+        const span = provider
+          .getTracer('test')
+          .startSpan('export', { attributes: { 'url.full': `http://collector/?k=${part}`, text: part } });
         span.recordException(new Error(`refused ${part}`));
         span.end();
         await new Promise((resolve) => setImmediate(resolve));
-        if (JSON.stringify(next.ended.map((ended) => [ended.attributes, ended.events])).includes(part)) leaked.span?.push(name);
+        if (JSON.stringify(next.ended.map((ended) => [ended.attributes, ended.events])).includes(part))
+          leaked.span?.push(name);
       }
       expect(leaked).toEqual({ error: [], url: [], audit: [], span: [] });
     } finally {
@@ -93,7 +112,9 @@ describe("the collector's credentials, each part on its own", () => {
 describe('credentials to a plain-HTTP collector', () => {
   it('are warned about once at start, naming the endpoint and what it carries, never a value', async () => {
     const warnings: string[] = [];
-    const tracing = await startTracing(credentialEnv('otel-collector.observability:4318'), { warn: (line) => warnings.push(line) });
+    const tracing = await startTracing(credentialEnv('otel-collector.observability:4318'), {
+      warn: (line) => warnings.push(line),
+    });
     await tracing?.shutdown();
     const plain = warnings.filter((line) => line.includes('plain HTTP'));
     expect(plain).toEqual([
@@ -103,13 +124,37 @@ describe('credentials to a plain-HTTP collector', () => {
   });
 
   it('say nothing for https, a loopback collector, or a collector sent no credential', () => {
-    const plainWarnings = (env: Record<string, string>): string[] => tracingSettings(env).warnings.filter((line) => line.includes('plain HTTP'));
-    expect(plainWarnings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'https://collector.example:4318', OTEL_EXPORTER_OTLP_HEADERS: 'authorization=Bearer%20x' })).toEqual([]);
-    expect(plainWarnings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://localhost:4318', OTEL_EXPORTER_OTLP_HEADERS: 'authorization=Bearer%20x' })).toEqual([]);
-    expect(plainWarnings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://[::1]:4318', OTEL_EXPORTER_OTLP_HEADERS: 'authorization=Bearer%20x' })).toEqual([]);
+    const plainWarnings = (env: Record<string, string>): string[] =>
+      tracingSettings(env).warnings.filter((line) => line.includes('plain HTTP'));
+    expect(
+      plainWarnings({
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'https://collector.example:4318',
+        OTEL_EXPORTER_OTLP_HEADERS: 'authorization=Bearer%20x',
+      }),
+    ).toEqual([]);
+    expect(
+      plainWarnings({
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'http://localhost:4318',
+        OTEL_EXPORTER_OTLP_HEADERS: 'authorization=Bearer%20x',
+      }),
+    ).toEqual([]);
+    expect(
+      plainWarnings({
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'http://[::1]:4318',
+        OTEL_EXPORTER_OTLP_HEADERS: 'authorization=Bearer%20x',
+      }),
+    ).toEqual([]);
     expect(plainWarnings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector.example:4318' })).toEqual([]);
-    expect(plainWarnings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://u:p@collector.example:4318' })).toHaveLength(1);
+    expect(plainWarnings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://u:p@collector.example:4318' })).toHaveLength(
+      1,
+    );
     // The traces endpoint is the one used: an https one means nothing goes in clear.
-    expect(plainWarnings({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector.example:4318', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://collector.example/v1/traces', OTEL_EXPORTER_OTLP_HEADERS: 'a=b' })).toEqual([]);
+    expect(
+      plainWarnings({
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector.example:4318',
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://collector.example/v1/traces',
+        OTEL_EXPORTER_OTLP_HEADERS: 'a=b',
+      }),
+    ).toEqual([]);
   });
 });

@@ -6,8 +6,23 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Daemon } from '../../src/daemon/daemon.ts';
 import { expectNoSecrets } from '../support/secret-scan.ts';
-import { keyYaml, OWNER_TOKEN, postTrigger, startDaemonBench, TRIGGER_KEYS, TRIGGER_SECRET, type DaemonBench } from '../daemon/support.ts';
-import { childrenOf, onlySpan, startOtlpReceiver, startTracingTo, type InProcessTracing, type OtlpReceiver } from '../support/otlp-receiver.ts';
+import {
+  keyYaml,
+  OWNER_TOKEN,
+  postTrigger,
+  startDaemonBench,
+  TRIGGER_KEYS,
+  TRIGGER_SECRET,
+  type DaemonBench,
+} from '../daemon/support.ts';
+import {
+  childrenOf,
+  onlySpan,
+  startOtlpReceiver,
+  startTracingTo,
+  type InProcessTracing,
+  type OtlpReceiver,
+} from '../support/otlp-receiver.ts';
 
 const BILLING = 'key_demo_billing';
 let bench: DaemonBench;
@@ -34,7 +49,9 @@ describe('keyroll daemon with OTEL_EXPORTER_OTLP_ENDPOINT set', () => {
     expect(traced.tracing).toBeDefined();
     // The first sweep rotates the key (never rotated by keyroll); then a trigger rotates it again.
     await daemon.idle();
-    const answer = await postTrigger(daemon, { body: JSON.stringify({ keys: [BILLING], reason: 'leak', actor: 'alice' }) });
+    const answer = await postTrigger(daemon, {
+      body: JSON.stringify({ keys: [BILLING], reason: 'leak', actor: 'alice' }),
+    });
     expect(answer.status).toBe(202);
     await daemon.idle();
     await traced.tracing?.flush();
@@ -47,7 +64,12 @@ describe('keyroll daemon with OTEL_EXPORTER_OTLP_ENDPOINT set', () => {
     expect(sweep.parentSpanId).toBe('');
     expect(trigger.parentSpanId).toBe('');
     expect(sweep.traceId).not.toBe(trigger.traceId);
-    expect(sweep.attributes).toMatchObject({ 'keyroll.command': 'daemon', 'keyroll.run.source': 'sweep', 'keyroll.reason': 'scheduled', 'keyroll.keys': 1 });
+    expect(sweep.attributes).toMatchObject({
+      'keyroll.command': 'daemon',
+      'keyroll.run.source': 'sweep',
+      'keyroll.reason': 'scheduled',
+      'keyroll.keys': 1,
+    });
     expect(trigger.attributes).toMatchObject({ 'keyroll.run.source': 'trigger', 'keyroll.reason': 'leak' });
     expect(sweep.resource['service.name']).toBe('keyroll-daemon-test');
 
@@ -59,9 +81,19 @@ describe('keyroll daemon with OTEL_EXPORTER_OTLP_ENDPOINT set', () => {
       expect(key?.name).toBe('rotate key');
       expect(key?.attributes).toMatchObject({ 'keyroll.key.id': BILLING, 'keyroll.result': 'rotated' });
       const steps = childrenOf(spans, key ?? run).filter((span) => span.scope === 'keyroll');
-      expect(steps.map((span) => span.name)).toEqual(['preflight', 'lock', 'intent', 'roll', 'store', 'verify', 'finish']);
+      expect(steps.map((span) => span.name)).toEqual([
+        'preflight',
+        'lock',
+        'intent',
+        'roll',
+        'store',
+        'verify',
+        'finish',
+      ]);
       // undici's instrumentation: the roll request beneath the roll step.
-      expect(childrenOf(spans, steps[3] ?? run).map((span) => span.attributes['http.request.method'])).toEqual(['POST']);
+      expect(
+        childrenOf(spans, steps[3] ?? run).map((span) => span.attributes['http.request.method']),
+      ).toEqual(['POST']);
     }
 
     // Each rotation's audit lines lead to its trace.

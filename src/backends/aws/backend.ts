@@ -81,8 +81,20 @@ export class AwsBackend implements Backend {
     this.#targets = new TargetHints(options.now);
     // One record of lock sightings and release marks for every file: any description of a target
     // says which lock its finish record gave back (lock.ts).
-    const shared = { calls: this.#calls, backendName: name, kmsKeyId: config.kmsKeyId, tags: config.tags, targets: this.#targets, sightings: new LockSightings() };
-    this.#preflight = { ...shared, createIfMissing: config.createIfMissing, now: options.now, ...(config.quotas ? { versionsPerSecret: config.quotas.versionsPerSecret } : {}) };
+    const shared = {
+      calls: this.#calls,
+      backendName: name,
+      kmsKeyId: config.kmsKeyId,
+      tags: config.tags,
+      targets: this.#targets,
+      sightings: new LockSightings(),
+    };
+    this.#preflight = {
+      ...shared,
+      createIfMissing: config.createIfMissing,
+      now: options.now,
+      ...(config.quotas ? { versionsPerSecret: config.quotas.versionsPerSecret } : {}),
+    };
     this.#lock = { ...shared, now: options.now };
     this.#write = { ...shared, createIfMissing: config.createIfMissing, attempts: new AttemptLog() };
     this.#fenced = { ...this.#write, held: this.#held, lock: this.#lock };
@@ -106,7 +118,9 @@ export class AwsBackend implements Backend {
     this.#check(target, 'write');
     // The fenced write is a put and a stage move (write-fenced.ts); an unfenced one a put. A target last
     // seen missing is created by the write (CreateSecret), or put into when it exists after all.
-    const counts = this.#targets.likelyMissing(target.path) ? { create: 1, write: 1 } : { write: options.fenced ? 2 : 1 };
+    const counts = this.#targets.likelyMissing(target.path)
+      ? { create: 1, write: 1 }
+      : { write: options.fenced ? 2 : 1 };
     return this.#calls.reserve(target.path, counts);
   }
 
@@ -123,9 +137,13 @@ export class AwsBackend implements Backend {
     // Where the lock lives and how to start are decided on the target as described last (the
     // preflight's, seconds ago), else on a description made now (lock.ts).
     let outcome: LockOutcome;
-    const describe = async (): Promise<TargetSeen> => seenOf(await describeTarget(this.#records, target.path, 'lock'));
+    const describe = async (): Promise<TargetSeen> =>
+      seenOf(await describeTarget(this.#records, target.path, 'lock'));
     try {
-      outcome = await lock.acquireLock(this.#lock, target.path, request, { seen: this.#targets.recent(target.path), describe });
+      outcome = await lock.acquireLock(this.#lock, target.path, request, {
+        seen: this.#targets.recent(target.path),
+        describe,
+      });
     } catch (error) {
       // A refresh whose outcome is unknown: the lock may be lost, so nothing known under it is kept.
       this.#held.dropIfFor(target.path, request);
@@ -176,7 +194,9 @@ export class AwsBackend implements Backend {
   async writeSecret(target: StoreTarget, record: SecretRecord, fence?: WriteFence): Promise<WriteResult> {
     this.#check(target, 'write');
     // The same attempt log for both: a fenced retry of an unfenced attempt (or the reverse) reads first.
-    return fence === undefined ? values.writeSecret(this.#write, target, record) : writeFenced(this.#fenced, target, record, fence);
+    return fence === undefined
+      ? values.writeSecret(this.#write, target, record)
+      : writeFenced(this.#fenced, target, record, fence);
   }
 
   async readSecret(target: StoreTarget): Promise<StoredSecret | undefined> {
@@ -194,12 +214,20 @@ export class AwsBackend implements Backend {
     return records.readState(this.#records, this.#lock, target);
   }
 
-  async recordRotation(target: StoreTarget, rotation: RotationRecord, options: RecordOptions = {}): Promise<void> {
+  async recordRotation(
+    target: StoreTarget,
+    rotation: RotationRecord,
+    options: RecordOptions = {},
+  ): Promise<void> {
     this.#check(target, 'record');
     await records.recordRotation(this.#records, target, rotation, options);
   }
 
-  async recordProbe(target: StoreTarget, probe: ProbeRecord, options: Pick<RecordOptions, 'releaseLock'> = {}): Promise<void> {
+  async recordProbe(
+    target: StoreTarget,
+    probe: ProbeRecord,
+    options: Pick<RecordOptions, 'releaseLock'> = {},
+  ): Promise<void> {
     this.#check(target, 'record');
     await records.recordProbe(this.#records, target, probe, options);
   }

@@ -68,7 +68,10 @@ export interface AwsClientOptions {
  */
 export const SDK_MAX_ATTEMPTS = 2;
 
-type SdkRetryStrategy = Extract<NonNullable<SecretsManagerClientConfig['retryStrategy']>, { acquireInitialRetryToken: unknown }>;
+type SdkRetryStrategy = Extract<
+  NonNullable<SecretsManagerClientConfig['retryStrategy']>,
+  { acquireInitialRetryToken: unknown }
+>;
 type SdkRetryToken = Awaited<ReturnType<SdkRetryStrategy['acquireInitialRetryToken']>>;
 
 function sdkRetryToken(count: number, delayMs: number): SdkRetryToken {
@@ -80,7 +83,8 @@ export const sdkRetryStrategy: SdkRetryStrategy = {
   acquireInitialRetryToken: () => Promise.resolve(sdkRetryToken(0, 0)),
   refreshRetryTokenForRetry: (token, info) => {
     const attempts = token.getRetryCount() + 1;
-    if (info.errorType !== 'TRANSIENT' || attempts >= SDK_MAX_ATTEMPTS) return Promise.reject(new Error('no retry'));
+    if (info.errorType !== 'TRANSIENT' || attempts >= SDK_MAX_ATTEMPTS)
+      return Promise.reject(new Error('no retry'));
     return Promise.resolve(sdkRetryToken(attempts, 50 + Math.round(Math.random() * 100)));
   },
   recordSuccess: () => undefined,
@@ -121,44 +125,76 @@ export class SecretsManagerCalls {
    * Takes the turns of calls on `secretId` now (before a roll), so they are sent without a wait
    * later, when they run inside the reservation's `use`.
    */
-  reserve(secretId: string, counts: Partial<Record<AwsQuotaGroup, number>>, operation: BackendOperation = 'write'): Promise<QuotaReservation> {
+  reserve(
+    secretId: string,
+    counts: Partial<Record<AwsQuotaGroup, number>>,
+    operation: BackendOperation = 'write',
+  ): Promise<QuotaReservation> {
     return this.#pacer.reserve(secretId, counts, operation);
   }
 
   describeSecret(operation: BackendOperation, secretId: string): Promise<DescribeSecretCommandOutput> {
-    return this.#call(operation, 'DescribeSecret', secretId, (client, sdk) => client.send(new sdk.DescribeSecretCommand({ SecretId: secretId })));
+    return this.#call(operation, 'DescribeSecret', secretId, (client, sdk) =>
+      client.send(new sdk.DescribeSecretCommand({ SecretId: secretId })),
+    );
   }
 
   /**
    * Every version of `secretId`, unlabeled ones included (IncludeDeprecated), with its creation
    * time and labels: one request for up to 100 versions, a page more for each further 100.
    */
-  async listVersions(operation: BackendOperation, secretId: string): Promise<{ createdAt: Date | undefined; labelled: boolean }[]> {
+  async listVersions(
+    operation: BackendOperation,
+    secretId: string,
+  ): Promise<{ createdAt: Date | undefined; labelled: boolean }[]> {
     const versions: { createdAt: Date | undefined; labelled: boolean }[] = [];
     let nextToken: string | undefined;
     // A secret holds about 100 versions (AWS prunes past that): a few pages at most, bounded anyway.
     for (let page = 0; page < 10; page++) {
       const token = nextToken;
       const answer = await this.#call(operation, 'ListSecretVersionIds', secretId, (client, sdk) =>
-        client.send(new sdk.ListSecretVersionIdsCommand({ SecretId: secretId, IncludeDeprecated: true, MaxResults: 100, ...(token === undefined ? {} : { NextToken: token }) })),
+        client.send(
+          new sdk.ListSecretVersionIdsCommand({
+            SecretId: secretId,
+            IncludeDeprecated: true,
+            MaxResults: 100,
+            ...(token === undefined ? {} : { NextToken: token }),
+          }),
+        ),
       );
-      for (const version of answer.Versions ?? []) versions.push({ createdAt: version.CreatedDate, labelled: (version.VersionStages ?? []).length > 0 });
+      for (const version of answer.Versions ?? [])
+        versions.push({ createdAt: version.CreatedDate, labelled: (version.VersionStages ?? []).length > 0 });
       nextToken = answer.NextToken;
       if (nextToken === undefined || nextToken === '') break;
     }
     return versions;
   }
 
-  getSecretValue(operation: BackendOperation, input: GetSecretValueCommandInput & { SecretId: string }): Promise<GetSecretValueCommandOutput> {
-    return this.#call(operation, 'GetSecretValue', input.SecretId, (client, sdk) => client.send(new sdk.GetSecretValueCommand(input)));
+  getSecretValue(
+    operation: BackendOperation,
+    input: GetSecretValueCommandInput & { SecretId: string },
+  ): Promise<GetSecretValueCommandOutput> {
+    return this.#call(operation, 'GetSecretValue', input.SecretId, (client, sdk) =>
+      client.send(new sdk.GetSecretValueCommand(input)),
+    );
   }
 
-  putSecretValue(operation: BackendOperation, input: PutSecretValueCommandInput & { SecretId: string }): Promise<PutSecretValueCommandOutput> {
-    return this.#call(operation, 'PutSecretValue', input.SecretId, (client, sdk) => client.send(new sdk.PutSecretValueCommand(input)));
+  putSecretValue(
+    operation: BackendOperation,
+    input: PutSecretValueCommandInput & { SecretId: string },
+  ): Promise<PutSecretValueCommandOutput> {
+    return this.#call(operation, 'PutSecretValue', input.SecretId, (client, sdk) =>
+      client.send(new sdk.PutSecretValueCommand(input)),
+    );
   }
 
-  createSecret(operation: BackendOperation, input: CreateSecretCommandInput & { Name: string }): Promise<CreateSecretCommandOutput> {
-    return this.#call(operation, 'CreateSecret', input.Name, (client, sdk) => client.send(new sdk.CreateSecretCommand(input)));
+  createSecret(
+    operation: BackendOperation,
+    input: CreateSecretCommandInput & { Name: string },
+  ): Promise<CreateSecretCommandOutput> {
+    return this.#call(operation, 'CreateSecret', input.Name, (client, sdk) =>
+      client.send(new sdk.CreateSecretCommand(input)),
+    );
   }
 
   /**
@@ -167,7 +203,12 @@ export class SecretsManagerCalls {
    * Without `fromVersionId` (a secret that had no current version), AWS refuses the move when some
    * version carries AWSCURRENT by now. Either way AWS moves AWSPREVIOUS to the version it left.
    */
-  async moveCurrentStage(operation: BackendOperation, secretId: string, fromVersionId: string | undefined, toVersionId: string): Promise<'moved' | 'stale'> {
+  async moveCurrentStage(
+    operation: BackendOperation,
+    secretId: string,
+    fromVersionId: string | undefined,
+    toVersionId: string,
+  ): Promise<'moved' | 'stale'> {
     return this.moveStage(operation, secretId, 'AWSCURRENT', fromVersionId, toVersionId);
   }
 
@@ -177,7 +218,13 @@ export class SecretsManagerCalls {
    * Without `fromVersionId`, AWS refuses it when another version carries the label (moto does not
    * check that for labels other than AWSCURRENT: keyroll never relies on it there).
    */
-  async moveStage(operation: BackendOperation, secretId: string, stage: string, fromVersionId: string | undefined, toVersionId: string): Promise<'moved' | 'stale'> {
+  async moveStage(
+    operation: BackendOperation,
+    secretId: string,
+    stage: string,
+    fromVersionId: string | undefined,
+    toVersionId: string,
+  ): Promise<'moved' | 'stale'> {
     const moved = await this.#updateStage(operation, secretId, {
       VersionStage: stage,
       ...(fromVersionId === undefined ? {} : { RemoveFromVersionId: fromVersionId }),
@@ -190,18 +237,32 @@ export class SecretsManagerCalls {
    * One staging label moved or removed (AWS-native rotation's AWSPENDING, src/backends/aws/pending.ts):
    * 'stale' when AWS refused it as invalid now (the label is no longer where `RemoveFromVersionId` says).
    */
-  async updateStage(operation: BackendOperation, secretId: string, input: { VersionStage: string; RemoveFromVersionId?: string; MoveToVersionId?: string }): Promise<'moved' | 'stale'> {
+  async updateStage(
+    operation: BackendOperation,
+    secretId: string,
+    input: { VersionStage: string; RemoveFromVersionId?: string; MoveToVersionId?: string },
+  ): Promise<'moved' | 'stale'> {
     return (await this.#updateStage(operation, secretId, input)) ? 'moved' : 'stale';
   }
 
   /** Turns AWS-native rotation on (the rotation function and its schedule). */
-  rotateSecret(operation: BackendOperation, input: RotateSecretCommandInput & { SecretId: string }): Promise<RotateSecretCommandOutput> {
-    return this.#call(operation, 'RotateSecret', input.SecretId, (client, sdk) => client.send(new sdk.RotateSecretCommand(input)));
+  rotateSecret(
+    operation: BackendOperation,
+    input: RotateSecretCommandInput & { SecretId: string },
+  ): Promise<RotateSecretCommandOutput> {
+    return this.#call(operation, 'RotateSecret', input.SecretId, (client, sdk) =>
+      client.send(new sdk.RotateSecretCommand(input)),
+    );
   }
 
   /** Turns AWS-native rotation off. */
-  cancelRotateSecret(operation: BackendOperation, secretId: string): Promise<CancelRotateSecretCommandOutput> {
-    return this.#call(operation, 'CancelRotateSecret', secretId, (client, sdk) => client.send(new sdk.CancelRotateSecretCommand({ SecretId: secretId })));
+  cancelRotateSecret(
+    operation: BackendOperation,
+    secretId: string,
+  ): Promise<CancelRotateSecretCommandOutput> {
+    return this.#call(operation, 'CancelRotateSecret', secretId, (client, sdk) =>
+      client.send(new sdk.CancelRotateSecretCommand({ SecretId: secretId })),
+    );
   }
 
   /**
@@ -209,7 +270,12 @@ export class SecretsManagerCalls {
    * to remove `label` from `versionId`, which does not carry it. AWS checks IAM first, then either
    * refuses the request (InvalidParameterException) or has nothing to remove; both prove the action.
    */
-  async probeStageUpdate(operation: BackendOperation, secretId: string, versionId: string, label: string): Promise<void> {
+  async probeStageUpdate(
+    operation: BackendOperation,
+    secretId: string,
+    versionId: string,
+    label: string,
+  ): Promise<void> {
     await this.#updateStage(operation, secretId, { VersionStage: label, RemoveFromVersionId: versionId });
   }
 
@@ -221,10 +287,17 @@ export class SecretsManagerCalls {
   ): Promise<boolean> {
     try {
       const { client, sdk } = await this.#load();
-      await this.#pacer.send({ action: 'UpdateSecretVersionStage', operation, path: secretId }, () => client.send(new sdk.UpdateSecretVersionStageCommand({ SecretId: secretId, ...input })));
+      await this.#pacer.send({ action: 'UpdateSecretVersionStage', operation, path: secretId }, () =>
+        client.send(new sdk.UpdateSecretVersionStageCommand({ SecretId: secretId, ...input })),
+      );
       return true;
     } catch (error) {
-      const mapped = toBackendError(error, { backend: this.#options.backendName, operation, action: 'UpdateSecretVersionStage', path: secretId });
+      const mapped = toBackendError(error, {
+        backend: this.#options.backendName,
+        operation,
+        action: 'UpdateSecretVersionStage',
+        path: secretId,
+      });
       const name = awsErrorName(error);
       const refused = name === 'InvalidParameterException' || name === 'InvalidRequestException';
       if (refused && mapped.code !== 'KR_BACKEND_SCHEDULED_FOR_DELETION') return false;
@@ -232,8 +305,14 @@ export class SecretsManagerCalls {
     }
   }
 
-  async tagResource(operation: BackendOperation, secretId: string, tags: { Key: string; Value: string }[]): Promise<void> {
-    await this.#call(operation, 'TagResource', secretId, (client, sdk) => client.send(new sdk.TagResourceCommand({ SecretId: secretId, Tags: tags })));
+  async tagResource(
+    operation: BackendOperation,
+    secretId: string,
+    tags: { Key: string; Value: string }[],
+  ): Promise<void> {
+    await this.#call(operation, 'TagResource', secretId, (client, sdk) =>
+      client.send(new sdk.TagResourceCommand({ SecretId: secretId, Tags: tags })),
+    );
   }
 
   /**
@@ -246,12 +325,20 @@ export class SecretsManagerCalls {
    */
   async ensureFreshCredentials(minValidityMs: number): Promise<void> {
     const needed = minValidityMs + SDK_CREDENTIAL_REFRESH_WINDOW_MS;
-    const validFor = (expiration: Date | undefined): number => (expiration === undefined ? Infinity : expiration.getTime() - Date.now());
+    const validFor = (expiration: Date | undefined): number =>
+      expiration === undefined ? Infinity : expiration.getTime() - Date.now();
     let expiration: Date | undefined;
     // The secret key and session token are credentials like any other: known to the sanitizer
     // for as long as they are valid, so no error text or log line can carry them.
-    const pin = (credentials: { secretAccessKey: string; sessionToken?: string | undefined; expiration?: Date | undefined }): Date | undefined => {
-      const lifetimeMs = credentials.expiration === undefined ? undefined : Math.max(0, credentials.expiration.getTime() - Date.now());
+    const pin = (credentials: {
+      secretAccessKey: string;
+      sessionToken?: string | undefined;
+      expiration?: Date | undefined;
+    }): Date | undefined => {
+      const lifetimeMs =
+        credentials.expiration === undefined
+          ? undefined
+          : Math.max(0, credentials.expiration.getTime() - Date.now());
       pinSecretValue(credentials.secretAccessKey, lifetimeMs);
       if (credentials.sessionToken) pinSecretValue(credentials.sessionToken, lifetimeMs);
       return credentials.expiration;
@@ -266,21 +353,29 @@ export class SecretsManagerCalls {
     }
     if (validFor(expiration) < needed) {
       const left = Math.max(0, Math.floor(validFor(expiration) / 1000));
-      throw this.#credentialsError(undefined, `fresh credentials expire in ${String(left)}s, sooner than the ${String(Math.ceil(needed / 1000))}s a rotation needs (including the SDK's 5-minute refresh window)`);
+      throw this.#credentialsError(
+        undefined,
+        `fresh credentials expire in ${String(left)}s, sooner than the ${String(Math.ceil(needed / 1000))}s a rotation needs (including the SDK's 5-minute refresh window)`,
+      );
     }
   }
 
   #credentialsError(cause: unknown, problem: string): BackendError {
     // A provider error names the source that failed (no token file, STS refused), never a key.
-    const code = cause === undefined ? 'KR_BACKEND_DENIED' : (codeForTransportError(cause) ?? 'KR_BACKEND_DENIED');
+    const code =
+      cause === undefined ? 'KR_BACKEND_DENIED' : (codeForTransportError(cause) ?? 'KR_BACKEND_DENIED');
     const name = cause === undefined ? '' : ` (${awsErrorName(cause)})`;
-    return new BackendError(code, `aws backend ${this.#options.backendName}: credentials not fresh enough for a rotation: ${problem}${name}`, {
-      backend: this.#options.backendName,
-      kind: 'aws',
-      operation: 'preflight',
-      path: 'credentials',
-      ...(cause === undefined ? {} : { cause }),
-    });
+    return new BackendError(
+      code,
+      `aws backend ${this.#options.backendName}: credentials not fresh enough for a rotation: ${problem}${name}`,
+      {
+        backend: this.#options.backendName,
+        kind: 'aws',
+        operation: 'preflight',
+        path: 'credentials',
+        ...(cause === undefined ? {} : { cause }),
+      },
+    );
   }
 
   /** Closes the client's sockets; a later call opens a new client. */
@@ -320,7 +415,11 @@ export class SecretsManagerCalls {
         maxAttempts: SDK_MAX_ATTEMPTS,
         retryStrategy: sdkRetryStrategy,
         // Without throwOnRequestTimeout the SDK only logs a slow request and waits for ever.
-        requestHandler: { connectionTimeout: timeoutMs, requestTimeout: timeoutMs, throwOnRequestTimeout: true },
+        requestHandler: {
+          connectionTimeout: timeoutMs,
+          requestTimeout: timeoutMs,
+          throwOnRequestTimeout: true,
+        },
       });
       return { sdk, client };
     });

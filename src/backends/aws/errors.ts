@@ -60,19 +60,25 @@ const BY_NAME: Readonly<Record<string, BackendErrorCode>> = {
 const SCHEDULED_FOR_DELETION = /marked (for )?delet|scheduled for deletion/i;
 
 function isScheduledForDeletion(error: unknown, name: string): boolean {
-  return name === 'InvalidRequestException' && error instanceof Error && SCHEDULED_FOR_DELETION.test(error.message);
+  return (
+    name === 'InvalidRequestException' && error instanceof Error && SCHEDULED_FOR_DELETION.test(error.message)
+  );
 }
 
 /** Hints for the operator, by code, appended to the fixed message. */
 function hint(code: BackendErrorCode, action: AwsAction, awsName: string): string {
-  if (code === 'KR_BACKEND_SCHEDULED_FOR_DELETION') return ': restore it first (aws secretsmanager restore-secret); its name stays reserved until then';
+  if (code === 'KR_BACKEND_SCHEDULED_FOR_DELETION')
+    return ': restore it first (aws secretsmanager restore-secret); its name stays reserved until then';
   if (awsName === 'EncryptionFailure' || awsName === 'DecryptionFailure') {
     return ': the KMS key of the secret refused the request (check kms:GenerateDataKey / kms:Decrypt for keyroll)';
   }
-  if (awsName === 'CredentialsProviderError') return ': no AWS credentials found in the default chain (env, IRSA, profile, instance role)';
-  if (awsName === REGION_MISSING) return ': no AWS region (set `region` in the backend config, or AWS_REGION)';
+  if (awsName === 'CredentialsProviderError')
+    return ': no AWS credentials found in the default chain (env, IRSA, profile, instance role)';
+  if (awsName === REGION_MISSING)
+    return ': no AWS region (set `region` in the backend config, or AWS_REGION)';
   if (code === 'KR_BACKEND_DENIED') return `: keyroll needs secretsmanager:${action}`;
-  if (code === 'KR_BACKEND_VERSION_QUOTA') return ': the secret has as many versions as AWS keeps (versions younger than 24 h are never removed); wait for the oldest to age, and look for what writes it so often';
+  if (code === 'KR_BACKEND_VERSION_QUOTA')
+    return ': the secret has as many versions as AWS keeps (versions younger than 24 h are never removed); wait for the oldest to age, and look for what writes it so often';
   return '';
 }
 
@@ -107,7 +113,12 @@ export function awsHttpStatus(error: unknown): number | undefined {
   return isSdkError(error) ? error.$metadata?.httpStatusCode : undefined;
 }
 
-function codeFor(error: unknown, name: string, status: number | undefined, action: AwsAction): BackendErrorCode {
+function codeFor(
+  error: unknown,
+  name: string,
+  status: number | undefined,
+  action: AwsAction,
+): BackendErrorCode {
   if (isScheduledForDeletion(error, name)) return 'KR_BACKEND_SCHEDULED_FOR_DELETION';
   // A new version would pass the secret's version quota (AWS: no more than 100 versions, and none
   // created in the last 24 h is removed to make room): not retryable, only time frees it.

@@ -12,7 +12,10 @@ import type { AwsBackendConfig } from './config.ts';
  * default chain finds credentials itself: env, web identity (IRSA in Kubernetes), profile,
  * container or instance role. The policy never holds AWS credentials.
  */
-export function awsAccessFromEnv(env: NodeJS.ProcessEnv | undefined): { credentials?: AwsStaticCredentials; region?: string } {
+export function awsAccessFromEnv(env: NodeJS.ProcessEnv | undefined): {
+  credentials?: AwsStaticCredentials;
+  region?: string;
+} {
   if (env === undefined || env === process.env) return {};
   const accessKeyId = env.AWS_ACCESS_KEY_ID;
   const secretAccessKey = env.AWS_SECRET_ACCESS_KEY;
@@ -28,5 +31,10 @@ export function awsAccessFromEnv(env: NodeJS.ProcessEnv | undefined): { credenti
 
 export function createAwsBackend(name: string, config: AwsBackendConfig, deps: BackendDeps): Backend {
   const { credentials, region } = awsAccessFromEnv(deps.env);
-  return new AwsBackend(name, config, { now: deps.now ?? (() => new Date()), credentials, region, ...(deps.quota ? { quota: deps.quota } : {}) });
+  return new AwsBackend(name, config, {
+    now: deps.now ?? (() => new Date()),
+    credentials,
+    region,
+    ...(deps.quota ? { quota: deps.quota } : {}),
+  });
 }

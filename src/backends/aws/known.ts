@@ -59,7 +59,10 @@ export class TargetHints {
   #update(path: string, change: Partial<TargetSeen>): void {
     const last = this.#seen.get(path);
     // A change is not a description: it keeps the time of the last one (no time: never recent).
-    this.#seen.set(path, { seen: { exists: false, hasValue: false, lockOnTarget: false, ...last?.seen, ...change }, atMs: last?.atMs ?? Number.NEGATIVE_INFINITY });
+    this.#seen.set(path, {
+      seen: { exists: false, hasValue: false, lockOnTarget: false, ...last?.seen, ...change },
+      atMs: last?.atMs ?? Number.NEGATIVE_INFINITY,
+    });
   }
 
   /** True when the last description found nothing at `path`; false when it found a secret or none was made. */
@@ -169,7 +172,8 @@ export class HeldFacts {
   dropIfFor(path: string, request: { owner: string; rotationId: string }): void {
     const name = secretNameOf(path);
     const held = this.#byLock.get(name);
-    if (held?.lock.owner === request.owner && held.lock.rotationId === request.rotationId) this.#byLock.delete(name);
+    if (held?.lock.owner === request.owner && held.lock.rotationId === request.rotationId)
+      this.#byLock.delete(name);
   }
 
   /**
@@ -214,7 +218,8 @@ export class HeldFacts {
     if (held.path !== path) return () => undefined;
     const generation = held.generation;
     return (intent) => {
-      if (this.#byLock.get(secretNameOf(path)) === held && held.generation === generation) held.intent = intent;
+      if (this.#byLock.get(secretNameOf(path)) === held && held.generation === generation)
+        held.intent = intent;
     };
   }
 
@@ -227,7 +232,12 @@ export class HeldFacts {
     if (held === undefined) return () => undefined;
     const generation = held.generation;
     return (intent) => {
-      if (this.#byLock.get(secretNameOf(path)) === held && held.generation === generation && this.#trusted(path) === held) held.intent = intent;
+      if (
+        this.#byLock.get(secretNameOf(path)) === held &&
+        held.generation === generation &&
+        this.#trusted(path) === held
+      )
+        held.intent = intent;
     };
   }
 

@@ -62,7 +62,9 @@ export function companionPlace(context: LockContext, path: string): LockPlace {
     read: (operation) => readCompanion(context, place, operation),
     create: async (value, operation) => {
       const created = await createCompanion(context, place, value);
-      return created !== undefined ? { won: true, versionId: created } : { won: false, now: await readCompanion(context, place, operation) };
+      return created !== undefined
+        ? { won: true, versionId: created }
+        : { won: false, now: await readCompanion(context, place, operation) };
     },
     swap: (expected, value, operation) => swapCompanion(context, place, expected, value, operation),
     errorOf: (error, operation) => companionErrorOf(context, lockName, error, operation),
@@ -70,16 +72,25 @@ export function companionPlace(context: LockContext, path: string): LockPlace {
   return place;
 }
 
-function readCompanion(context: LockContext, place: LockPlace, operation: BackendOperation): Promise<CurrentLock | undefined> {
+function readCompanion(
+  context: LockContext,
+  place: LockPlace,
+  operation: BackendOperation,
+): Promise<CurrentLock | undefined> {
   return readLockVersion(context, place, 'AWSCURRENT', operation, FREE_IT);
 }
 
 /** Creates the companion holding `value`; the version id, or undefined when it already exists. */
-async function createCompanion(context: LockContext, place: LockPlace, value: LockValue): Promise<string | undefined> {
+async function createCompanion(
+  context: LockContext,
+  place: LockPlace,
+  value: LockValue,
+): Promise<string | undefined> {
   try {
     const answer = await context.calls.createSecret('lock', {
       Name: place.secretId,
-      Description: 'keyroll rotation lock; holds no secret. Never delete it (a deleted name stays reserved and blocks every later lock); to free it, write a released value (see the keyroll runbook).',
+      Description:
+        'keyroll rotation lock; holds no secret. Never delete it (a deleted name stays reserved and blocks every later lock); to free it, write a released value (see the keyroll runbook).',
       SecretString: JSON.stringify(value),
       // A fresh token per attempt: the SDK's own retry of this call resends it, so a create whose
       // answer was lost is recognised as ours instead of as someone else's lock.
@@ -97,15 +108,25 @@ async function createCompanion(context: LockContext, place: LockPlace, value: Lo
 }
 
 function invalidAnswer(context: LockContext, lockName: string): never {
-  throw new BackendError('KR_BACKEND_INVALID_RESPONSE', `aws CreateSecret on ${lockName} answered without a VersionId`, {
-    backend: context.backendName,
-    kind: 'aws',
-    operation: 'lock',
-    path: lockName,
-  });
+  throw new BackendError(
+    'KR_BACKEND_INVALID_RESPONSE',
+    `aws CreateSecret on ${lockName} answered without a VersionId`,
+    {
+      backend: context.backendName,
+      kind: 'aws',
+      operation: 'lock',
+      path: lockName,
+    },
+  );
 }
 
-async function swapCompanion(context: LockContext, place: LockPlace, expected: string, value: LockValue, operation: BackendOperation): Promise<SwapOutcome> {
+async function swapCompanion(
+  context: LockContext,
+  place: LockPlace,
+  expected: string,
+  value: LockValue,
+  operation: BackendOperation,
+): Promise<SwapOutcome> {
   const candidate = randomUUID();
   await context.calls.putSecretValue(operation, {
     SecretId: place.secretId,
@@ -125,12 +146,23 @@ async function swapCompanion(context: LockContext, place: LockPlace, expected: s
 }
 
 /** The error for a companion scheduled for deletion (someone deleted it), naming the repair. */
-function companionErrorOf(context: LockContext, lockName: string, error: unknown, operation: BackendOperation): unknown {
+function companionErrorOf(
+  context: LockContext,
+  lockName: string,
+  error: unknown,
+  operation: BackendOperation,
+): unknown {
   if (!(error instanceof BackendError) || error.code !== 'KR_BACKEND_SCHEDULED_FOR_DELETION') return error;
   return new BackendError(
     'KR_BACKEND_SCHEDULED_FOR_DELETION',
     `aws lock secret ${lockName} is scheduled for deletion, so no runner can take the key's lock: restore it (aws secretsmanager restore-secret --secret-id ${lockName}), then write a released value if it is still held; never delete a lock secret`,
-    { backend: context.backendName, kind: 'aws', operation, path: lockName, ...(error.status === undefined ? {} : { status: error.status }) },
+    {
+      backend: context.backendName,
+      kind: 'aws',
+      operation,
+      path: lockName,
+      ...(error.status === undefined ? {} : { status: error.status }),
+    },
   );
 }
 
@@ -149,7 +181,12 @@ export type CompanionGate = { busy: LockInfo; doubts?: RecordDoubt[] } | { seale
  * is taken over (`tookOver`: its runner may still act, invariant 9). `readReleaseMark` reads the
  * target's tags once more before answering busy (a finish record may have given that lock back).
  */
-export async function closeCompanion(context: LockContext, path: string, request: LockRequest, readReleaseMark: () => Promise<void>): Promise<CompanionGate> {
+export async function closeCompanion(
+  context: LockContext,
+  path: string,
+  request: LockRequest,
+  readReleaseMark: () => Promise<void>,
+): Promise<CompanionGate> {
   const place = companionPlace(context, path);
   try {
     return await seal(context, place, request, readReleaseMark);
@@ -158,7 +195,12 @@ export async function closeCompanion(context: LockContext, path: string, request
   }
 }
 
-async function seal(context: LockContext, place: LockPlace, request: LockRequest, readReleaseMark: () => Promise<void>): Promise<CompanionGate> {
+async function seal(
+  context: LockContext,
+  place: LockPlace,
+  request: LockRequest,
+  readReleaseMark: () => Promise<void>,
+): Promise<CompanionGate> {
   // Read first: once per target, and most targets that meet it (an upgrade) have a companion.
   let current: CurrentLock | undefined = await place.read('lock');
   let askedForMark = false;
@@ -170,17 +212,30 @@ async function seal(context: LockContext, place: LockPlace, request: LockRequest
       continue;
     }
     if (isSealed(current.value)) return { sealed: true, tookOver: false };
-    let holder = blockingHolder(current.value, request, context.now(), releasedByRecord(context, place, current.value));
+    let holder = blockingHolder(
+      current.value,
+      request,
+      context.now(),
+      releasedByRecord(context, place, current.value),
+    );
     if (holder !== undefined && !askedForMark) {
       askedForMark = true;
       await readReleaseMark();
-      holder = blockingHolder(current.value, request, context.now(), releasedByRecord(context, place, current.value));
+      holder = blockingHolder(
+        current.value,
+        request,
+        context.now(),
+        releasedByRecord(context, place, current.value),
+      );
     }
     if (holder !== undefined) {
       const { holder: busy, doubts } = busyOutcome(context, place, holder);
       return { busy, ...(doubts === undefined ? {} : { doubts }) };
     }
-    const tookOver = current.value.state === 'held' && !isOurs(current.value, request) && !releasedByRecord(context, place, current.value);
+    const tookOver =
+      current.value.state === 'held' &&
+      !isOurs(current.value, request) &&
+      !releasedByRecord(context, place, current.value);
     let swap: SwapOutcome;
     try {
       swap = await place.swap(current.versionId, SEALED, 'lock');
@@ -195,10 +250,14 @@ async function seal(context: LockContext, place: LockPlace, request: LockRequest
     if (swap.won) return { sealed: true, tookOver };
     current = swap.now;
   }
-  throw new BackendError('KR_BACKEND_CONFLICT', `aws lock secret ${place.secretId} kept changing while keyroll sealed it`, {
-    backend: context.backendName,
-    kind: 'aws',
-    operation: 'lock',
-    path: place.secretId,
-  });
+  throw new BackendError(
+    'KR_BACKEND_CONFLICT',
+    `aws lock secret ${place.secretId} kept changing while keyroll sealed it`,
+    {
+      backend: context.backendName,
+      kind: 'aws',
+      operation: 'lock',
+      path: place.secretId,
+    },
+  );
 }

@@ -11,10 +11,26 @@
 import { BackendError } from '../errors.ts';
 import type { HeldLock } from '../types.ts';
 import { placeOfLock } from './lock.ts';
-import { MAX_ROUNDS, holderOf, isOurs, landedLock, lockToken, releaseDigestOf, type HeldValue, type LockContext, type LockPlace, type SwapOutcome } from './lock-value.ts';
+import {
+  MAX_ROUNDS,
+  holderOf,
+  isOurs,
+  landedLock,
+  lockToken,
+  releaseDigestOf,
+  type HeldValue,
+  type LockContext,
+  type LockPlace,
+  type SwapOutcome,
+} from './lock-value.ts';
 
 /** Extends `lock` to `ttlMs` from now while it is still ours; undefined when it is lost. */
-export async function refreshLock(context: LockContext, path: string, lock: HeldLock, ttlMs: number): Promise<HeldLock | undefined> {
+export async function refreshLock(
+  context: LockContext,
+  path: string,
+  lock: HeldLock,
+  ttlMs: number,
+): Promise<HeldLock | undefined> {
   const { place, versionId, releaseKey } = placeOfLock(context, path, lock);
   try {
     return await extend(context, place, versionId, releaseKey, lock, ttlMs);
@@ -23,7 +39,14 @@ export async function refreshLock(context: LockContext, path: string, lock: Held
   }
 }
 
-async function extend(context: LockContext, place: LockPlace, heldVersion: string, releaseKey: string | undefined, lock: HeldLock, ttlMs: number): Promise<HeldLock | undefined> {
+async function extend(
+  context: LockContext,
+  place: LockPlace,
+  heldVersion: string,
+  releaseKey: string | undefined,
+  lock: HeldLock,
+  ttlMs: number,
+): Promise<HeldLock | undefined> {
   let from = heldVersion;
   for (let round = 0; round < MAX_ROUNDS; round++) {
     const held: HeldValue = {
@@ -45,15 +68,24 @@ async function extend(context: LockContext, place: LockPlace, heldVersion: strin
       if (landed?.acquired) return landed.lock;
       throw error;
     }
-    if (swap.won) return { ...holderOf(held), token: lockToken(place.kind, swap.versionId, releaseKey), tookOver: lock.tookOver };
+    if (swap.won)
+      return {
+        ...holderOf(held),
+        token: lockToken(place.kind, swap.versionId, releaseKey),
+        tookOver: lock.tookOver,
+      };
     const now = swap.now;
     if (now?.value.state !== 'held' || !isOurs(now.value, lock)) return undefined;
     from = now.versionId;
   }
-  throw new BackendError('KR_BACKEND_CONFLICT', `aws key lock at ${place.secretId} kept changing while keyroll refreshed it`, {
-    backend: context.backendName,
-    kind: 'aws',
-    operation: 'lock',
-    path: place.secretId,
-  });
+  throw new BackendError(
+    'KR_BACKEND_CONFLICT',
+    `aws key lock at ${place.secretId} kept changing while keyroll refreshed it`,
+    {
+      backend: context.backendName,
+      kind: 'aws',
+      operation: 'lock',
+      path: place.secretId,
+    },
+  );
 }

@@ -30,7 +30,14 @@ import { BackendError } from '../errors.ts';
 import type { BackendOperation } from '../errors.ts';
 import type { PutSecretValueCommandOutput } from '@aws-sdk/client-secrets-manager';
 import { secretNameOf } from './target.ts';
-import { readLockVersion, type CurrentLock, type LockContext, type LockPlace, type LockValue, type SwapOutcome } from './lock-value.ts';
+import {
+  readLockVersion,
+  type CurrentLock,
+  type LockContext,
+  type LockPlace,
+  type LockValue,
+  type SwapOutcome,
+} from './lock-value.ts';
 
 /** The label on the target's version that holds its key lock. */
 export const LOCK_STAGE = 'KEYROLL_LOCK';
@@ -61,7 +68,9 @@ function labelRemoved(context: LockContext, name: string, operation: BackendOper
 }
 
 /** The version carrying KEYROLL_LOCK in a description's labels, or undefined when none does. */
-export function lockVersionOf(stages: Readonly<Record<string, readonly string[]>> | undefined): string | undefined {
+export function lockVersionOf(
+  stages: Readonly<Record<string, readonly string[]>> | undefined,
+): string | undefined {
   return Object.entries(stages ?? {}).find(([, labels]) => labels.includes(LOCK_STAGE))?.[0];
 }
 
@@ -75,7 +84,9 @@ export function targetPlace(context: LockContext, path: string): LockPlace {
     read: (operation) => readTargetLock(context, place, operation),
     create: async (value, operation) => {
       // Refused when the first lock exists already (another runner's, or our own earlier attempt's): read it.
-      if ((await putLockVersion(context, place, value, FIRST_LOCK_TOKEN, LOCK_STAGE, operation)) === 'exists') {
+      if (
+        (await putLockVersion(context, place, value, FIRST_LOCK_TOKEN, LOCK_STAGE, operation)) === 'exists'
+      ) {
         const now = await readTargetLock(context, place, operation);
         if (now === undefined) throw labelRemoved(context, place.secretId, operation);
         return { won: false, now };
@@ -89,7 +100,11 @@ export function targetPlace(context: LockContext, path: string): LockPlace {
   return place;
 }
 
-function readTargetLock(context: LockContext, place: LockPlace, operation: BackendOperation): Promise<CurrentLock | undefined> {
+function readTargetLock(
+  context: LockContext,
+  place: LockPlace,
+  operation: BackendOperation,
+): Promise<CurrentLock | undefined> {
   // None when no version carries the label (or no secret at all: the caller's description tells which).
   return readLockVersion(context, place, LOCK_STAGE, operation, freeIt(place.targetName));
 }
@@ -98,10 +113,22 @@ function readTargetLock(context: LockContext, place: LockPlace, operation: Backe
  * Puts `value` as the version `token` labelled `stage`: 'exists' when AWS refused the token (a
  * version of that id holds another value). A put that came back AWSCURRENT is an error.
  */
-async function putLockVersion(context: LockContext, place: LockPlace, value: LockValue, token: string, stage: string, operation: BackendOperation): Promise<'put' | 'exists'> {
+async function putLockVersion(
+  context: LockContext,
+  place: LockPlace,
+  value: LockValue,
+  token: string,
+  stage: string,
+  operation: BackendOperation,
+): Promise<'put' | 'exists'> {
   let answer: PutSecretValueCommandOutput;
   try {
-    answer = await context.calls.putSecretValue(operation, { SecretId: place.secretId, SecretString: JSON.stringify(value), ClientRequestToken: token, VersionStages: [stage] });
+    answer = await context.calls.putSecretValue(operation, {
+      SecretId: place.secretId,
+      SecretString: JSON.stringify(value),
+      ClientRequestToken: token,
+      VersionStages: [stage],
+    });
   } catch (error) {
     if (error instanceof BackendError && error.code === 'KR_BACKEND_CONFLICT') return 'exists';
     throw error;
@@ -116,10 +143,17 @@ async function putLockVersion(context: LockContext, place: LockPlace, value: Loc
   return 'put';
 }
 
-async function swapTargetLock(context: LockContext, place: LockPlace, expected: string, value: LockValue, operation: BackendOperation): Promise<SwapOutcome> {
+async function swapTargetLock(
+  context: LockContext,
+  place: LockPlace,
+  expected: string,
+  value: LockValue,
+  operation: BackendOperation,
+): Promise<SwapOutcome> {
   const candidate = randomUUID();
   // A fresh token never names an existing version; were it refused all the same, the change lost.
-  if ((await putLockVersion(context, place, value, candidate, LOCK_CANDIDATE_STAGE, operation)) === 'exists') return { won: false, now: await readTargetLock(context, place, operation) };
+  if ((await putLockVersion(context, place, value, candidate, LOCK_CANDIDATE_STAGE, operation)) === 'exists')
+    return { won: false, now: await readTargetLock(context, place, operation) };
   const moved = await context.calls.moveStage(operation, place.secretId, LOCK_STAGE, expected, candidate);
   if (moved === 'moved') {
     context.sightings?.set(place, { versionId: candidate, value });

@@ -26,8 +26,19 @@ import type { SecretsManagerCalls } from './client.ts';
 import { parseReleaseMark, type ReleaseMark } from './record-tags.ts';
 
 export const LockValue = z.discriminatedUnion('state', [
-  z.object({ state: z.literal('held'), owner: z.string(), rotationId: z.string(), expiresAt: z.iso.datetime(), releaseDigest: z.string().optional() }),
-  z.object({ state: z.literal('released'), owner: z.string(), rotationId: z.string(), releasedAt: z.iso.datetime() }),
+  z.object({
+    state: z.literal('held'),
+    owner: z.string(),
+    rotationId: z.string(),
+    expiresAt: z.iso.datetime(),
+    releaseDigest: z.string().optional(),
+  }),
+  z.object({
+    state: z.literal('released'),
+    owner: z.string(),
+    rotationId: z.string(),
+    releasedAt: z.iso.datetime(),
+  }),
 ]);
 export type LockValue = z.infer<typeof LockValue>;
 export type HeldValue = Extract<LockValue, { state: 'held' }>;
@@ -124,7 +135,11 @@ export function lockToken(kind: PlaceKind, versionId: string, releaseKey: string
 export function parseLockToken(token: string): { kind: PlaceKind; versionId: string; releaseKey?: string } {
   // Version ids are AWS UUIDs or keyroll's tokens, release keys base64url: neither holds a colon.
   const [kind, versionId = '', releaseKey] = token.split(':');
-  return { kind: kind === 'target' ? 'target' : 'companion', versionId, ...(releaseKey === undefined || releaseKey === '' ? {} : { releaseKey }) };
+  return {
+    kind: kind === 'target' ? 'target' : 'companion',
+    versionId,
+    ...(releaseKey === undefined || releaseKey === '' ? {} : { releaseKey }),
+  };
 }
 
 /**
@@ -167,7 +182,8 @@ export class LockSightings {
  * the release key whose digest the lock carries. A value without a digest is never given back by a mark.
  */
 export function releaseProves(mark: ReleaseMark | undefined, value: LockValue): boolean {
-  if (mark?.releaseKey === undefined || value.state !== 'held' || value.releaseDigest === undefined) return false;
+  if (mark?.releaseKey === undefined || value.state !== 'held' || value.releaseDigest === undefined)
+    return false;
   return isOurs(value, mark) && releaseDigestOf(mark.releaseKey) === value.releaseDigest;
 }
 
@@ -177,11 +193,18 @@ export function releaseProves(mark: ReleaseMark | undefined, value: LockValue): 
  * its lock's release key, in the TagResource that also clears its marker; a mark of an earlier keyroll
  * (no key) names a lock without a digest, and its marker is cleared, so it is not counted.
  */
-export function forgedReleaseMark(mark: ReleaseMark | undefined, value: LockValue | undefined, intent: { owner: string; rotationId: string } | undefined): boolean {
+export function forgedReleaseMark(
+  mark: ReleaseMark | undefined,
+  value: LockValue | undefined,
+  intent: { owner: string; rotationId: string } | undefined,
+): boolean {
   if (mark === undefined || (value !== undefined && releaseProves(mark, value))) return false;
   // A mark and a lock both of an earlier keyroll (no key, no digest) are not counted: that keyroll
   // wrote such marks itself. This one frees no such lock by a mark: it waits for the lock's expiry.
-  const namesHeld = value?.state === 'held' && (value.releaseDigest !== undefined || mark.releaseKey !== undefined) && isOurs(value, mark);
+  const namesHeld =
+    value?.state === 'held' &&
+    (value.releaseDigest !== undefined || mark.releaseKey !== undefined) &&
+    isOurs(value, mark);
   return namesHeld || (intent !== undefined && isOurs(intent, mark));
 }
 
@@ -189,7 +212,10 @@ function placeKey(place: LockPlace): string {
   return `${place.kind} ${place.secretId}`;
 }
 
-export function isOurs(value: { owner: string; rotationId: string }, request: { owner: string; rotationId: string }): boolean {
+export function isOurs(
+  value: { owner: string; rotationId: string },
+  request: { owner: string; rotationId: string },
+): boolean {
   return value.owner === request.owner && value.rotationId === request.rotationId;
 }
 
@@ -202,20 +228,34 @@ export function releasedByRecord(context: LockContext, place: LockPlace, value: 
 }
 
 /** The answer "busy" for a lock `holder` keeps: with a doubt when the target's release mark forges its release. */
-export function busyOutcome(context: LockContext, place: LockPlace, holder: HeldValue): { acquired: false; holder: LockInfo; doubts?: RecordDoubt[] } {
+export function busyOutcome(
+  context: LockContext,
+  place: LockPlace,
+  holder: HeldValue,
+): { acquired: false; holder: LockInfo; doubts?: RecordDoubt[] } {
   const forged = forgedReleaseMark(context.sightings?.releaseMark(place.targetName), holder, undefined);
   return { acquired: false, holder: holderOf(holder), ...(forged ? { doubts: [FORGED_RELEASE_MARK] } : {}) };
 }
 
 /** The doubt a forged release mark raises (audited as key.record.distrusted). */
-export const FORGED_RELEASE_MARK: RecordDoubt = { record: 'lock', field: 'releaseMark', problem: 'forged', action: 'ignored' };
+export const FORGED_RELEASE_MARK: RecordDoubt = {
+  record: 'lock',
+  field: 'releaseMark',
+  problem: 'forged',
+  action: 'ignored',
+};
 
 /**
  * `value` when it keeps `request` out at `now`: held by another owner or rotation, not given back
  * with a record, and not stale, i.e. `now` is not yet past its expiry plus the runners' allowed
  * clock skew; else undefined.
  */
-export function blockingHolder(value: LockValue, request: LockRequest, now: Date, released: boolean): HeldValue | undefined {
+export function blockingHolder(
+  value: LockValue,
+  request: LockRequest,
+  now: Date,
+  released: boolean,
+): HeldValue | undefined {
   if (value.state !== 'held' || isOurs(value, request) || released) return undefined;
   return now.getTime() > Date.parse(value.expiresAt) + (request.clockSkewMs ?? 0) ? undefined : value;
 }
@@ -228,7 +268,10 @@ export const MAX_ROUNDS = 4;
 
 /** Whether a failed call may have landed at AWS all the same (its answer was lost on the way). */
 export function outcomeUnknown(error: unknown): boolean {
-  return !(error instanceof BackendError) || ['KR_BACKEND_TIMEOUT', 'KR_BACKEND_UNAVAILABLE', 'KR_BACKEND_INVALID_RESPONSE'].includes(error.code);
+  return (
+    !(error instanceof BackendError) ||
+    ['KR_BACKEND_TIMEOUT', 'KR_BACKEND_UNAVAILABLE', 'KR_BACKEND_INVALID_RESPONSE'].includes(error.code)
+  );
 }
 
 /**
@@ -237,25 +280,49 @@ export function outcomeUnknown(error: unknown): boolean {
  * counts as not landed; the caller's retry with the same owner and rotation then finds its own
  * lock and takes it again.
  */
-export async function landedLock(place: LockPlace, held: HeldValue, releaseKey: string | undefined, error: unknown, tookOver: boolean): Promise<LockOutcome | undefined> {
+export async function landedLock(
+  place: LockPlace,
+  held: HeldValue,
+  releaseKey: string | undefined,
+  error: unknown,
+  tookOver: boolean,
+): Promise<LockOutcome | undefined> {
   if (!outcomeUnknown(error)) return undefined;
   try {
     const current = await place.read('lock');
-    if (current?.value.state !== 'held' || !isOurs(current.value, held) || current.value.expiresAt !== held.expiresAt || current.value.releaseDigest !== held.releaseDigest) return undefined;
-    return { acquired: true, lock: { ...holderOf(held), token: lockToken(place.kind, current.versionId, releaseKey), tookOver } };
+    if (
+      current?.value.state !== 'held' ||
+      !isOurs(current.value, held) ||
+      current.value.expiresAt !== held.expiresAt ||
+      current.value.releaseDigest !== held.releaseDigest
+    )
+      return undefined;
+    return {
+      acquired: true,
+      lock: { ...holderOf(held), token: lockToken(place.kind, current.versionId, releaseKey), tookOver },
+    };
   } catch {
     return undefined;
   }
 }
 
 /** A lock value keyroll did not write, at `secretId`; `repair` says how to put it right. */
-export function foreignValue(context: LockContext, secretId: string, operation: BackendOperation, repair: string): BackendError {
-  return new BackendError('KR_BACKEND_INVALID_RESPONSE', `aws key lock at ${secretId} holds a value keyroll did not write; ${repair}`, {
-    backend: context.backendName,
-    kind: 'aws',
-    operation,
-    path: secretId,
-  });
+export function foreignValue(
+  context: LockContext,
+  secretId: string,
+  operation: BackendOperation,
+  repair: string,
+): BackendError {
+  return new BackendError(
+    'KR_BACKEND_INVALID_RESPONSE',
+    `aws key lock at ${secretId} holds a value keyroll did not write; ${repair}`,
+    {
+      backend: context.backendName,
+      kind: 'aws',
+      operation,
+      path: secretId,
+    },
+  );
 }
 
 /**
@@ -263,7 +330,13 @@ export function foreignValue(context: LockContext, secretId: string, operation: 
  * not follow AWSCURRENT), noted in the sightings; undefined when none does (or no secret at all).
  * A value keyroll did not write is an error whose message says how to `repair` it.
  */
-export async function readLockVersion(context: LockContext, place: LockPlace, stage: string, operation: BackendOperation, repair: string): Promise<CurrentLock | undefined> {
+export async function readLockVersion(
+  context: LockContext,
+  place: LockPlace,
+  stage: string,
+  operation: BackendOperation,
+  repair: string,
+): Promise<CurrentLock | undefined> {
   let answer;
   try {
     answer = await context.calls.getSecretValue(operation, { SecretId: place.secretId, VersionStage: stage });
@@ -275,7 +348,8 @@ export async function readLockVersion(context: LockContext, place: LockPlace, st
     throw error;
   }
   const value = parseLockValue(answer.SecretString);
-  if (answer.VersionId === undefined || value === undefined) throw foreignValue(context, place.secretId, operation, repair);
+  if (answer.VersionId === undefined || value === undefined)
+    throw foreignValue(context, place.secretId, operation, repair);
   const current = { versionId: answer.VersionId, value };
   context.sightings?.set(place, current);
   return current;

@@ -62,7 +62,12 @@ export interface AcquireHints {
   describe: () => Promise<TargetSeen>;
 }
 
-export async function acquireLock(context: LockContext, path: string, request: LockRequest, hints: AcquireHints): Promise<LockOutcome> {
+export async function acquireLock(
+  context: LockContext,
+  path: string,
+  request: LockRequest,
+  hints: AcquireHints,
+): Promise<LockOutcome> {
   let seen = hints.seen ?? (await hints.describe());
   const readReleaseMark = async (): Promise<void> => {
     await hints.describe();
@@ -70,35 +75,60 @@ export async function acquireLock(context: LockContext, path: string, request: L
   for (let attempt = 0; attempt < 2; attempt++) {
     if (seen.hasValue) return acquireOnTarget(context, path, request, seen.lockOnTarget, readReleaseMark);
     const place = companionPlace(context, path);
-    const outcome = await atPlace(place, 'lock', () => takeAt(context, place, request, { fallback: seen.exists ? 'read' : 'create', readReleaseMark }));
+    const outcome = await atPlace(place, 'lock', () =>
+      takeAt(context, place, request, { fallback: seen.exists ? 'read' : 'create', readReleaseMark }),
+    );
     if (outcome !== 'moved') return outcome;
     // The companion is sealed: the lock moved onto the target, which has a value by now.
     seen = await hints.describe();
   }
-  throw new BackendError('KR_BACKEND_CONFLICT', `aws secret ${path}: its lock companion is sealed (the lock moved onto the secret) but the secret has no value to carry the lock`, {
-    backend: context.backendName,
-    kind: 'aws',
-    operation: 'lock',
-    path,
-  });
+  throw new BackendError(
+    'KR_BACKEND_CONFLICT',
+    `aws secret ${path}: its lock companion is sealed (the lock moved onto the secret) but the secret has no value to carry the lock`,
+    {
+      backend: context.backendName,
+      kind: 'aws',
+      operation: 'lock',
+      path,
+    },
+  );
 }
 
 /** The lock on a target that has a value: its companion sealed first when the target carries no lock yet. */
-async function acquireOnTarget(context: LockContext, path: string, request: LockRequest, lockOnTarget: boolean, readReleaseMark: () => Promise<void>): Promise<LockOutcome> {
+async function acquireOnTarget(
+  context: LockContext,
+  path: string,
+  request: LockRequest,
+  lockOnTarget: boolean,
+  readReleaseMark: () => Promise<void>,
+): Promise<LockOutcome> {
   let tookOverCompanion = false;
   if (!lockOnTarget) {
     const gate = await closeCompanion(context, path, request, readReleaseMark);
-    if ('busy' in gate) return { acquired: false, holder: gate.busy, ...(gate.doubts === undefined ? {} : { doubts: gate.doubts }) };
+    if ('busy' in gate)
+      return {
+        acquired: false,
+        holder: gate.busy,
+        ...(gate.doubts === undefined ? {} : { doubts: gate.doubts }),
+      };
     tookOverCompanion = gate.tookOver;
   }
   const place = targetPlace(context, path);
-  const outcome = await atPlace(place, 'lock', () => takeAt(context, place, request, { fallback: lockOnTarget ? 'read' : 'create', readReleaseMark }));
+  const outcome = await atPlace(place, 'lock', () =>
+    takeAt(context, place, request, { fallback: lockOnTarget ? 'read' : 'create', readReleaseMark }),
+  );
   if (outcome === 'moved') throw new Error('unreachable: a target never holds the seal');
   // A stale lock of an earlier keyroll taken over in the companion is a takeover all the same.
-  return outcome.acquired && tookOverCompanion ? { acquired: true, lock: { ...outcome.lock, tookOver: true } } : outcome;
+  return outcome.acquired && tookOverCompanion
+    ? { acquired: true, lock: { ...outcome.lock, tookOver: true } }
+    : outcome;
 }
 
-async function atPlace<T>(place: LockPlace, operation: 'lock' | 'unlock' | 'state', work: () => Promise<T>): Promise<T> {
+async function atPlace<T>(
+  place: LockPlace,
+  operation: 'lock' | 'unlock' | 'state',
+  work: () => Promise<T>,
+): Promise<T> {
   try {
     return await work();
   } catch (error) {
@@ -114,16 +144,29 @@ async function atPlace<T>(place: LockPlace, operation: 'lock' | 'unlock' | 'stat
  */
 type RoundStart = { by: 'create' } | { by: 'read' } | { by: 'known'; lock: CurrentLock; fresh: boolean };
 
-function firstRound(context: LockContext, place: LockPlace, request: LockRequest, fallback: 'create' | 'read'): RoundStart {
+function firstRound(
+  context: LockContext,
+  place: LockPlace,
+  request: LockRequest,
+  fallback: 'create' | 'read',
+): RoundStart {
   const seen = context.sightings?.get(place);
   if (seen === 'missing') return { by: place.kind === 'companion' ? 'create' : fallback };
   if (seen === undefined) return { by: fallback };
-  const blocked = isSealed(seen.value) || blockingHolder(seen.value, request, context.now(), releasedByRecord(context, place, seen.value)) !== undefined;
+  const blocked =
+    isSealed(seen.value) ||
+    blockingHolder(seen.value, request, context.now(), releasedByRecord(context, place, seen.value)) !==
+      undefined;
   return blocked ? { by: 'read' } : { by: 'known', lock: seen, fresh: false };
 }
 
 /** The rounds that take the lock at `place`; 'moved' when the place is a sealed companion. */
-async function takeAt(context: LockContext, place: LockPlace, request: LockRequest, options: { fallback: 'create' | 'read'; readReleaseMark: () => Promise<void> }): Promise<LockOutcome | 'moved'> {
+async function takeAt(
+  context: LockContext,
+  place: LockPlace,
+  request: LockRequest,
+  options: { fallback: 'create' | 'read'; readReleaseMark: () => Promise<void> },
+): Promise<LockOutcome | 'moved'> {
   let start = firstRound(context, place, request, options.fallback);
   let askedForMark = false;
   // The key that gives this lock back with the finish record; the value carries only its digest.
@@ -148,7 +191,15 @@ async function takeAt(context: LockContext, place: LockPlace, request: LockReque
         if (ours) return ours;
         throw error;
       }
-      if (created.won) return { acquired: true, lock: { ...holderOf(held), token: lockToken(place.kind, created.versionId, releaseKey), tookOver: false } };
+      if (created.won)
+        return {
+          acquired: true,
+          lock: {
+            ...holderOf(held),
+            token: lockToken(place.kind, created.versionId, releaseKey),
+            tookOver: false,
+          },
+        };
       current = created.now;
     } else if (start.by === 'read') {
       current = await place.read('lock');
@@ -177,7 +228,8 @@ async function takeAt(context: LockContext, place: LockPlace, request: LockReque
     }
 
     // A lock given back with its holder's finish record is free, not taken over.
-    const tookOver = value.state === 'held' && !isOurs(value, request) && !releasedByRecord(context, place, value);
+    const tookOver =
+      value.state === 'held' && !isOurs(value, request) && !releasedByRecord(context, place, value);
     let swap: SwapOutcome;
     try {
       swap = await place.swap(current.versionId, held, 'lock');
@@ -186,22 +238,38 @@ async function takeAt(context: LockContext, place: LockPlace, request: LockReque
       if (ours) return ours;
       throw error;
     }
-    if (swap.won) return { acquired: true, lock: { ...holderOf(held), token: lockToken(place.kind, swap.versionId, releaseKey), tookOver } };
+    if (swap.won)
+      return {
+        acquired: true,
+        lock: { ...holderOf(held), token: lockToken(place.kind, swap.versionId, releaseKey), tookOver },
+      };
     // Lost: the re-read after the refused move is the lock as it is now; decide on it directly.
     start = swap.now === undefined ? { by: 'create' } : { by: 'known', lock: swap.now, fresh: true };
   }
-  throw new BackendError('KR_BACKEND_CONFLICT', `aws key lock at ${place.secretId} kept changing while keyroll tried to take it`, {
-    backend: context.backendName,
-    kind: 'aws',
-    operation: 'lock',
-    path: place.secretId,
-  });
+  throw new BackendError(
+    'KR_BACKEND_CONFLICT',
+    `aws key lock at ${place.secretId} kept changing while keyroll tried to take it`,
+    {
+      backend: context.backendName,
+      kind: 'aws',
+      operation: 'lock',
+      path: place.secretId,
+    },
+  );
 }
 
 /** The place a lock this process took lives, and the version it wrote there. */
-export function placeOfLock(context: LockContext, path: string, lock: Pick<HeldLock, 'token'>): { place: LockPlace; versionId: string; releaseKey?: string } {
+export function placeOfLock(
+  context: LockContext,
+  path: string,
+  lock: Pick<HeldLock, 'token'>,
+): { place: LockPlace; versionId: string; releaseKey?: string } {
   const { kind, versionId, releaseKey } = parseLockToken(lock.token);
-  return { place: kind === 'target' ? targetPlace(context, path) : companionPlace(context, path), versionId, ...(releaseKey === undefined ? {} : { releaseKey }) };
+  return {
+    place: kind === 'target' ? targetPlace(context, path) : companionPlace(context, path),
+    versionId,
+    ...(releaseKey === undefined ? {} : { releaseKey }),
+  };
 }
 
 /** Releases `lock` when it is still ours (same version, owner and rotation); otherwise leaves it alone. */
@@ -211,7 +279,12 @@ export async function releaseLock(context: LockContext, path: string, lock: Held
   // so "the label is still on that version" is exactly "the lock is still ours". The CAS moves the
   // label only from that version; a lost CAS means our lock expired and another runner took it
   // over (or it was released already): theirs now, left alone.
-  const released: LockValue = { state: 'released', owner: lock.owner, rotationId: lock.rotationId, releasedAt: context.now().toISOString() };
+  const released: LockValue = {
+    state: 'released',
+    owner: lock.owner,
+    rotationId: lock.rotationId,
+    releasedAt: context.now().toISOString(),
+  };
   try {
     await place.swap(versionId, released, 'unlock');
   } catch (error) {
@@ -234,7 +307,11 @@ export interface LockView {
  * lock lives (the target's own lock is read meanwhile, in case it is there), and a held value its
  * holder gave back with its finish record counts as free once the tags proving it were seen.
  */
-export async function readLockInfo(context: LockContext, path: string, described: Promise<DescribeSecretCommandOutput | undefined>): Promise<LockView> {
+export async function readLockInfo(
+  context: LockContext,
+  path: string,
+  described: Promise<DescribeSecretCommandOutput | undefined>,
+): Promise<LockView> {
   const target = targetPlace(context, path);
   const onTarget = target.read('state').then(
     (lock) => ({ lock }),
@@ -252,14 +329,21 @@ export async function readLockInfo(context: LockContext, path: string, described
     if (current !== undefined && isSealed(current.value)) return {};
   }
   if (current === undefined) return {};
-  if (current.value.state !== 'held' || releasedByRecord(context, target, current.value)) return { value: current.value };
+  if (current.value.state !== 'held' || releasedByRecord(context, target, current.value))
+    return { value: current.value };
   return { holder: holderOf(current.value), value: current.value };
 }
 
 /** The value of a lock this process holds, as the place holds it (its release key's digest included). */
 export function heldValueOf(lock: HeldLock): HeldValue {
   const { releaseKey } = parseLockToken(lock.token);
-  return { state: 'held', owner: lock.owner, rotationId: lock.rotationId, expiresAt: lock.expiresAt, ...(releaseKey === undefined ? {} : { releaseDigest: releaseDigestOf(releaseKey) }) };
+  return {
+    state: 'held',
+    owner: lock.owner,
+    rotationId: lock.rotationId,
+    expiresAt: lock.expiresAt,
+    ...(releaseKey === undefined ? {} : { releaseDigest: releaseDigestOf(releaseKey) }),
+  };
 }
 
 /**
@@ -267,10 +351,18 @@ export function heldValueOf(lock: HeldLock): HeldValue {
  * On the target, its description says it at no cost while the label is still on the version this
  * process wrote; otherwise (and in the companion) the lock is read.
  */
-export async function currentLockOf(context: LockContext, path: string, lock: HeldLock, described: Promise<DescribeSecretCommandOutput | undefined>): Promise<CurrentLock | undefined> {
+export async function currentLockOf(
+  context: LockContext,
+  path: string,
+  lock: HeldLock,
+  described: Promise<DescribeSecretCommandOutput | undefined>,
+): Promise<CurrentLock | undefined> {
   const { place, versionId } = placeOfLock(context, path, lock);
   if (place.kind === 'target' && lockVersionOf((await described)?.VersionIdsToStages) === versionId) {
-    return { versionId, value: { state: 'held', owner: lock.owner, rotationId: lock.rotationId, expiresAt: lock.expiresAt } };
+    return {
+      versionId,
+      value: { state: 'held', owner: lock.owner, rotationId: lock.rotationId, expiresAt: lock.expiresAt },
+    };
   }
   return place.read('write');
 }

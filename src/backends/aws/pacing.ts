@@ -26,7 +26,14 @@ import { awsErrorName, awsHttpStatus, type AwsAction } from './errors.ts';
 import { QUOTA_GROUP_OF, ratesOf, type AwsQuotaGroup, type AwsQuotas } from './quotas.ts';
 
 /** Names AWS (and the SDK) give an answer refused for a request quota. */
-const THROTTLE_NAMES: ReadonlySet<string> = new Set(['ThrottlingException', 'Throttling', 'TooManyRequestsException', 'RequestLimitExceeded', 'ThrottledException', 'RequestThrottledException']);
+const THROTTLE_NAMES: ReadonlySet<string> = new Set([
+  'ThrottlingException',
+  'Throttling',
+  'TooManyRequestsException',
+  'RequestLimitExceeded',
+  'ThrottledException',
+  'RequestThrottledException',
+]);
 
 export function isThrottleAnswer(error: unknown): boolean {
   return THROTTLE_NAMES.has(awsErrorName(error)) || awsHttpStatus(error) === 429;
@@ -156,15 +163,27 @@ export class AwsPacer {
    * wait after it, when they run inside the reservation's `use`. Waits for the turn like any call
    * (at most `maxWaitMs`, else KR_BACKEND_THROTTLED).
    */
-  async reserve(path: string, counts: Partial<Record<AwsQuotaGroup, number>>, operation: BackendOperation = 'write'): Promise<QuotaReservation> {
+  async reserve(
+    path: string,
+    counts: Partial<Record<AwsQuotaGroup, number>>,
+    operation: BackendOperation = 'write',
+  ): Promise<QuotaReservation> {
     const buckets = await this.#bucketsFor();
     const taken: [AwsQuotaGroup, number][] = [];
     try {
       for (const [group, count] of Object.entries(counts) as [AwsQuotaGroup, number][]) {
         if (count <= 0) continue;
         const waitedMs = await buckets[group].take(count, { maxWaitMs: this.#options.quotas.maxWaitMs });
-        if (waitedMs === undefined) throw this.#tooLong({ action: group === 'create' ? 'CreateSecret' : 'PutSecretValue', operation, path }, group);
-        if (waitedMs > 0) this.#options.deps.observer?.paced?.({ ...this.#event({ action: 'PutSecretValue', operation, path }, group), waitMs: waitedMs });
+        if (waitedMs === undefined)
+          throw this.#tooLong(
+            { action: group === 'create' ? 'CreateSecret' : 'PutSecretValue', operation, path },
+            group,
+          );
+        if (waitedMs > 0)
+          this.#options.deps.observer?.paced?.({
+            ...this.#event({ action: 'PutSecretValue', operation, path }, group),
+            waitMs: waitedMs,
+          });
         taken.push([group, count]);
       }
     } catch (error) {
@@ -186,14 +205,21 @@ export class AwsPacer {
       const { quotas, deps } = this.#options;
       const share = quotas.shareAmongShards ? Math.max(1, deps.shards ?? 1) : 1;
       const rates = ratesOf(quotas);
-      const bucket = (group: AwsQuotaGroup): TokenBucket => sharedBucket(`aws ${scope} ${group}`, { ratePerSecond: rates[group] / share });
+      const bucket = (group: AwsQuotaGroup): TokenBucket =>
+        sharedBucket(`aws ${scope} ${group}`, { ratePerSecond: rates[group] / share });
       return { write: bucket('write'), tag: bucket('tag'), read: bucket('read'), create: bucket('create') };
     });
     return this.#buckets;
   }
 
   #event(call: PacedCall, group: AwsQuotaGroup): QuotaEvent {
-    return { backend: this.#options.backendName, kind: 'aws', group, operation: call.operation, path: call.path };
+    return {
+      backend: this.#options.backendName,
+      kind: 'aws',
+      group,
+      operation: call.operation,
+      path: call.path,
+    };
   }
 
   #tooLong(call: PacedCall, group: AwsQuotaGroup): BackendError {

@@ -11,9 +11,14 @@ import type { AwsNativeRotation } from './pending.ts';
 export function pendingDestinationBackend(inner: Backend, native: AwsNativeRotation, token: string): Backend {
   const overrides: Pick<Backend, 'writeSecret' | 'reserveWrite'> = {
     // Invariants 2 and 8: one PutSecretValue labelled AWSPENDING with the event's token; no fence read before it.
-    writeSecret: (target: StoreTarget, record: SecretRecord): Promise<WriteResult> => native.putPending(target.path, renderText(target.shape, record), token),
+    writeSecret: (target: StoreTarget, record: SecretRecord): Promise<WriteResult> =>
+      native.putPending(target.path, renderText(target.shape, record), token),
     // One put, never a stage move: the unfenced write's budget.
-    reserveWrite: async (target: StoreTarget): Promise<WriteReservation> => (await inner.reserveWrite?.(target, { fenced: false })) ?? { use: (calls) => calls(), release: () => undefined },
+    reserveWrite: async (target: StoreTarget): Promise<WriteReservation> =>
+      (await inner.reserveWrite?.(target, { fenced: false })) ?? {
+        use: (calls) => calls(),
+        release: () => undefined,
+      },
   };
   return new Proxy(inner, {
     get(target, property, receiver) {

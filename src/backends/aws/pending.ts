@@ -53,8 +53,12 @@ export class AwsNativeRotation {
       ...(rules
         ? {
             rotationRules: {
-              ...(rules.AutomaticallyAfterDays === undefined ? {} : { automaticallyAfterDays: rules.AutomaticallyAfterDays }),
-              ...(rules.ScheduleExpression === undefined ? {} : { scheduleExpression: rules.ScheduleExpression }),
+              ...(rules.AutomaticallyAfterDays === undefined
+                ? {}
+                : { automaticallyAfterDays: rules.AutomaticallyAfterDays }),
+              ...(rules.ScheduleExpression === undefined
+                ? {}
+                : { scheduleExpression: rules.ScheduleExpression }),
             },
           }
         : {}),
@@ -67,17 +71,26 @@ export class AwsNativeRotation {
    */
   async putPending(path: string, value: string, token: string): Promise<WriteResult> {
     try {
-      const answer = await this.#calls.putSecretValue('write', { SecretId: path, SecretString: value, ClientRequestToken: token, VersionStages: [AWS_PENDING] });
+      const answer = await this.#calls.putSecretValue('write', {
+        SecretId: path,
+        SecretString: value,
+        ClientRequestToken: token,
+        VersionStages: [AWS_PENDING],
+      });
       return { version: answer.VersionId ?? token, alreadyApplied: false };
     } catch (error) {
       // A token already used with another value: never this rotation's own repeat (same value).
       if (error instanceof BackendError && error.code === 'KR_BACKEND_CONFLICT') {
-        throw new BackendError('KR_BACKEND_CONFLICT', `aws secret ${path} already has version ${token} with a different value; AWSPENDING was not written`, {
-          backend: this.#backendName,
-          kind: 'aws',
-          operation: 'write',
-          path,
-        });
+        throw new BackendError(
+          'KR_BACKEND_CONFLICT',
+          `aws secret ${path} already has version ${token} with a different value; AWSPENDING was not written`,
+          {
+            backend: this.#backendName,
+            kind: 'aws',
+            operation: 'write',
+            path,
+          },
+        );
       }
       throw error;
     }
@@ -91,19 +104,31 @@ export class AwsNativeRotation {
   }
 
   /** Moves AWSCURRENT from `fromVersionId` to `toVersionId` (AWS moves AWSPREVIOUS to the one it left). */
-  async moveCurrent(path: string, fromVersionId: string | undefined, toVersionId: string): Promise<'moved' | 'stale'> {
+  async moveCurrent(
+    path: string,
+    fromVersionId: string | undefined,
+    toVersionId: string,
+  ): Promise<'moved' | 'stale'> {
     return this.#calls.moveCurrentStage('write', path, fromVersionId, toVersionId);
   }
 
   /** Removes AWSPENDING from `versionId`; `stale` when it no longer carries it (a repeat). */
   async removePending(path: string, versionId: string): Promise<'moved' | 'stale'> {
-    return this.#calls.updateStage('write', path, { VersionStage: AWS_PENDING, RemoveFromVersionId: versionId });
+    return this.#calls.updateStage('write', path, {
+      VersionStage: AWS_PENDING,
+      RemoveFromVersionId: versionId,
+    });
   }
 
   async enable(path: string, functionArn: string, rules: RotationRules): Promise<void> {
     // RotateImmediately false: AWS only runs testSecret to check the set-up; the first rotation
     // comes at the schedule's first window, like every later one.
-    await this.#calls.rotateSecret('record', { SecretId: path, RotationLambdaARN: functionArn, RotationRules: rules, RotateImmediately: false });
+    await this.#calls.rotateSecret('record', {
+      SecretId: path,
+      RotationLambdaARN: functionArn,
+      RotationRules: rules,
+      RotateImmediately: false,
+    });
   }
 
   async disable(path: string): Promise<void> {

@@ -89,8 +89,16 @@ async function checkVersionRoom(context: PreflightContext, path: string): Promis
   const young = versions.filter((v) => v.createdAt !== undefined && now - v.createdAt.getTime() < DAY_MS);
   const kept = versions.filter((v) => v.labelled || young.includes(v)).length;
   if (kept + VERSIONS_PER_ROTATION <= limit) return;
-  const oldestYoung = young.filter((v) => !v.labelled).reduce<number | undefined>((oldest, v) => Math.min(oldest ?? Infinity, v.createdAt?.getTime() ?? Infinity), undefined);
-  const frees = oldestYoung === undefined ? '' : `; the oldest of them stops counting at ${new Date(oldestYoung + DAY_MS).toISOString()}`;
+  const oldestYoung = young
+    .filter((v) => !v.labelled)
+    .reduce<number | undefined>(
+      (oldest, v) => Math.min(oldest ?? Infinity, v.createdAt?.getTime() ?? Infinity),
+      undefined,
+    );
+  const frees =
+    oldestYoung === undefined
+      ? ''
+      : `; the oldest of them stops counting at ${new Date(oldestYoung + DAY_MS).toISOString()}`;
   throw new BackendError(
     'KR_BACKEND_VERSION_QUOTA',
     `aws secret ${path} holds ${String(kept)} versions AWS will not remove (created in the last 24 h or labelled) of the ${String(limit)} it allows; a rotation adds up to ${String(VERSIONS_PER_ROTATION)}, so it is not started (nothing locked or rolled)${frees}`,
@@ -98,7 +106,11 @@ async function checkVersionRoom(context: PreflightContext, path: string): Promis
   );
 }
 
-export async function preflight(context: PreflightContext, target: StoreTarget, options: PreflightOptions = {}): Promise<PreflightResult> {
+export async function preflight(
+  context: PreflightContext,
+  target: StoreTarget,
+  options: PreflightOptions = {},
+): Promise<PreflightResult> {
   const path = target.path;
   // Beside the description: a missing secret answers it NotFound too, and its answer waits until
   // the description has said whether the secret exists at all.
@@ -113,14 +125,20 @@ export async function preflight(context: PreflightContext, target: StoreTarget, 
 
   if (description === undefined) {
     await lockRead;
-    if (isSecretArn(path)) throw notFound(context, path, 'does not exist (and a secret cannot be created from an ARN)');
-    if (!context.createIfMissing) throw notFound(context, path, 'does not exist and createIfMissing is off for this backend');
+    if (isSecretArn(path))
+      throw notFound(context, path, 'does not exist (and a secret cannot be created from an ARN)');
+    if (!context.createIfMissing)
+      throw notFound(context, path, 'does not exist and createIfMissing is off for this backend');
     checks.push(`${path} does not exist yet; the first write creates it (createIfMissing)`);
     return { exists: false, checks };
   }
   if (description.DeletedDate !== undefined) {
     await lockRead;
-    throw notFound(context, path, 'is scheduled for deletion: restore it (RestoreSecret) or choose another name');
+    throw notFound(
+      context,
+      path,
+      'is scheduled for deletion: restore it (RestoreSecret) or choose another name',
+    );
   }
 
   const current = currentVersionOf(description);
@@ -130,12 +148,22 @@ export async function preflight(context: PreflightContext, target: StoreTarget, 
   const probes: Promise<unknown>[] = [
     lockRead.then((failed) => {
       // No version carries the lock's label: the read passed IAM all the same.
-      if (failed !== undefined && !(failed.error instanceof BackendError && failed.error.code === 'KR_BACKEND_NOT_FOUND')) throw failed.error;
+      if (
+        failed !== undefined &&
+        !(failed.error instanceof BackendError && failed.error.code === 'KR_BACKEND_NOT_FOUND')
+      )
+        throw failed.error;
     }),
   ];
-  if (options.intentFollows !== true) probes.push(context.calls.tagResource('preflight', path, [{ Key: TAG_PREFLIGHT, Value: context.now().toISOString() }]));
+  if (options.intentFollows !== true)
+    probes.push(
+      context.calls.tagResource('preflight', path, [
+        { Key: TAG_PREFLIGHT, Value: context.now().toISOString() },
+      ]),
+    );
   if (lockProves) probes.push(checkVersionRoom(context, path));
-  if (current !== undefined && (!lockProves || !lockOnTarget)) probes.push(context.calls.probeStageUpdate('preflight', path, current, PROBE_STAGE));
+  if (current !== undefined && (!lockProves || !lockOnTarget))
+    probes.push(context.calls.probeStageUpdate('preflight', path, current, PROBE_STAGE));
   if (current !== undefined && !lockProves) {
     probes.push(
       expectRefusal(
@@ -152,7 +180,9 @@ export async function preflight(context: PreflightContext, target: StoreTarget, 
   await Promise.all(probes);
 
   if (current === undefined) {
-    checks.push(`${path} exists without a value; the first write adds it (PutSecretValue not provable without a version)`);
+    checks.push(
+      `${path} exists without a value; the first write adds it (PutSecretValue not provable without a version)`,
+    );
   } else if (lockProves) {
     checks.push(
       `room for a rotation's versions on ${path} (secretsmanager:ListSecretVersionIds)`,
@@ -169,17 +199,29 @@ export async function preflight(context: PreflightContext, target: StoreTarget, 
   }
   checks.push(
     'secretsmanager:GetSecretValue allowed (read-back)',
-    options.intentFollows === true ? 'secretsmanager:TagResource: proven by the intent marker before the roll' : 'secretsmanager:TagResource allowed (intent marker)',
+    options.intentFollows === true
+      ? 'secretsmanager:TagResource: proven by the intent marker before the roll'
+      : 'secretsmanager:TagResource allowed (intent marker)',
   );
   if (options.nativeRotation === true) {
     if (description.RotationEnabled !== true) {
-      checks.push(`warning: ${path} is for AWS-native rotation (scheduler: aws-native) but has no rotation enabled; run keyroll aws enable-rotation for its key`);
+      checks.push(
+        `warning: ${path} is for AWS-native rotation (scheduler: aws-native) but has no rotation enabled; run keyroll aws enable-rotation for its key`,
+      );
     }
   } else if (description.RotationEnabled === true) {
-    checks.push(`warning: ${path} also has AWS-native rotation enabled; its rotation function would replace keyroll's secret`);
+    checks.push(
+      `warning: ${path} also has AWS-native rotation enabled; its rotation function would replace keyroll's secret`,
+    );
   }
-  if (context.kmsKeyId !== undefined && description.KmsKeyId !== undefined && description.KmsKeyId !== context.kmsKeyId) {
-    checks.push(`note: ${path} is encrypted with KMS key ${description.KmsKeyId}; the configured kmsKeyId applies only to secrets keyroll creates`);
+  if (
+    context.kmsKeyId !== undefined &&
+    description.KmsKeyId !== undefined &&
+    description.KmsKeyId !== context.kmsKeyId
+  ) {
+    checks.push(
+      `note: ${path} is encrypted with KMS key ${description.KmsKeyId}; the configured kmsKeyId applies only to secrets keyroll creates`,
+    );
   }
   return { exists: current !== undefined, checks };
 }

@@ -11,7 +11,12 @@ export type AwsQuotaGroup = 'write' | 'tag' | 'read' | 'create';
  * replication calls); TagResource and UntagResource 50; GetSecretValue and DescribeSecret 10,000;
  * CreateSecret 50.
  */
-export const AWS_DOCUMENTED_QUOTAS: Readonly<Record<AwsQuotaGroup, number>> = { write: 50, tag: 50, read: 10_000, create: 50 };
+export const AWS_DOCUMENTED_QUOTAS: Readonly<Record<AwsQuotaGroup, number>> = {
+  write: 50,
+  tag: 50,
+  read: 10_000,
+  create: 50,
+};
 
 export const QUOTA_GROUP_OF: Readonly<Record<AwsAction, AwsQuotaGroup>> = {
   PutSecretValue: 'write',
@@ -63,7 +68,12 @@ export const AwsQuotas = z.strictObject({
 export type AwsQuotas = z.infer<typeof AwsQuotas>;
 
 export function ratesOf(quotas: AwsQuotas): Record<AwsQuotaGroup, number> {
-  return { write: quotas.writesPerSecond, tag: quotas.tagsPerSecond, read: quotas.readsPerSecond, create: quotas.createsPerSecond };
+  return {
+    write: quotas.writesPerSecond,
+    tag: quotas.tagsPerSecond,
+    read: quotas.readsPerSecond,
+    create: quotas.createsPerSecond,
+  };
 }
 
 /**
@@ -75,7 +85,9 @@ export function ratesOf(quotas: AwsQuotas): Record<AwsQuotaGroup, number> {
  * the same lock and fenced write, its TagResource probe and its record. A fallback is preflighted
  * on every rotation: its two write probes and its TagResource probe.
  */
-export const CALLS_PER_ROTATION: Readonly<Record<'primary' | 'destination' | 'fallback', Readonly<Record<'write' | 'tag', number>>>> = {
+export const CALLS_PER_ROTATION: Readonly<
+  Record<'primary' | 'destination' | 'fallback', Readonly<Record<'write' | 'tag', number>>>
+> = {
   primary: { write: 4, tag: 2 },
   destination: { write: 4, tag: 2 },
   fallback: { write: 2, tag: 1 },

@@ -64,14 +64,15 @@ export function escapeTagField(field: string): string {
       out += char;
       continue;
     }
-    for (const byte of Buffer.from(char, 'utf8')) out += `@${byte.toString(16).toUpperCase().padStart(2, '0')}`;
+    for (const byte of Buffer.from(char, 'utf8'))
+      out += `@${byte.toString(16).toUpperCase().padStart(2, '0')}`;
   }
   return out;
 }
 
 export function unescapeTagField(field: string): string {
   const bytes: number[] = [];
-  for (let i = 0; i < field.length; ) {
+  for (let i = 0; i < field.length;) {
     const escape = /^@([0-9A-F]{2})/.exec(field.slice(i, i + 3));
     if (escape?.[1] !== undefined) {
       bytes.push(Number.parseInt(escape[1], 16));
@@ -144,13 +145,18 @@ const STREAK_TIMES = ['firstAt', 'nextAttemptAt', 'quarantinedAt', 'lastAlertedA
 
 export function streakTagValue(failure: FailureRecord): string {
   if (failure.consecutive === undefined) return '';
-  return joinTagFields([String(failure.consecutive), ...STREAK_TIMES.map((field) => failure[field] ?? STREAK_ABSENT)]);
+  return joinTagFields([
+    String(failure.consecutive),
+    ...STREAK_TIMES.map((field) => failure[field] ?? STREAK_ABSENT),
+  ]);
 }
 
 function parseStreakTag(value: string): Partial<FailureRecord> {
   if (value === '') return {};
   const [consecutive = '', ...times] = splitTagFields(value);
-  const streak: Partial<FailureRecord> = { consecutive: /^\d+$/.test(consecutive) ? Number(consecutive) : Number.NaN };
+  const streak: Partial<FailureRecord> = {
+    consecutive: /^\d+$/.test(consecutive) ? Number(consecutive) : Number.NaN,
+  };
   STREAK_TIMES.forEach((field, index) => {
     const time = times[index];
     if (time !== undefined && time !== STREAK_ABSENT && time !== '') streak[field] = time;
@@ -206,7 +212,11 @@ export function creationTags(configured: Readonly<Record<string, string>>): { Ke
  * `releaseKey`; undefined when it would not fit a tag whole (a cut value could name another lock:
  * that lock is released the usual way).
  */
-export function lockReleasedTagValue(lock: { owner: string; rotationId: string; releaseKey: string }): string | undefined {
+export function lockReleasedTagValue(lock: {
+  owner: string;
+  rotationId: string;
+  releaseKey: string;
+}): string | undefined {
   const value = [lock.owner, lock.rotationId, lock.releaseKey].map(escapeTagField).join(' ');
   return value.length <= MAX_TAG_VALUE_LENGTH ? value : undefined;
 }

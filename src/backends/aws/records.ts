@@ -12,7 +12,15 @@
 import type { DescribeSecretCommandOutput } from '@aws-sdk/client-secrets-manager';
 import { BackendError } from '../errors.ts';
 import type { BackendOperation } from '../errors.ts';
-import type { FailureRecord, HeldLock, Intent, KeyState, ProbeRecord, RotationRecord, StoreTarget } from '../types.ts';
+import type {
+  FailureRecord,
+  HeldLock,
+  Intent,
+  KeyState,
+  ProbeRecord,
+  RotationRecord,
+  StoreTarget,
+} from '../types.ts';
 import type { SecretsManagerCalls } from './client.ts';
 import type { HeldFacts, TargetHints, TargetSeen } from './known.ts';
 import { heldValueOf, readLockInfo, type LockView } from './lock.ts';
@@ -107,7 +115,12 @@ export function currentVersionOf(description: DescribeSecretCommandOutput): stri
  * target last seen missing is created (with the tags) at once instead of after a TagResource that
  * would answer ResourceNotFound; when it exists after all, it is tagged.
  */
-async function tagTarget(context: RecordsContext, path: string, operation: BackendOperation, tags: TagList): Promise<void> {
+async function tagTarget(
+  context: RecordsContext,
+  path: string,
+  operation: BackendOperation,
+  tags: TagList,
+): Promise<void> {
   const mayCreate = mayCreateSecret(context.createIfMissing, path);
   if (!mayCreate || !context.targets.likelyMissing(path)) {
     try {
@@ -150,7 +163,11 @@ async function markerNames(context: RecordsContext, path: string, rotationId: st
   return marker !== undefined && parseIntentTag(marker)?.rotationId === rotationId;
 }
 
-export async function clearIntent(context: RecordsContext, target: StoreTarget, rotationId: string): Promise<void> {
+export async function clearIntent(
+  context: RecordsContext,
+  target: StoreTarget,
+  rotationId: string,
+): Promise<void> {
   if (!(await markerNames(context, target.path, rotationId))) return;
   const settle = context.held.changeIntent(target.path);
   // Overwritten with the empty value, as the finish step does (record-tags.ts): no UntagResource.
@@ -164,11 +181,19 @@ export async function clearIntent(context: RecordsContext, target: StoreTarget, 
  */
 function releaseTag(lock: HeldLock | undefined): { Key: string; Value: string } | undefined {
   const releaseKey = lock === undefined ? undefined : parseLockToken(lock.token).releaseKey;
-  const value = lock === undefined || releaseKey === undefined ? undefined : lockReleasedTagValue({ owner: lock.owner, rotationId: lock.rotationId, releaseKey });
+  const value =
+    lock === undefined || releaseKey === undefined
+      ? undefined
+      : lockReleasedTagValue({ owner: lock.owner, rotationId: lock.rotationId, releaseKey });
   return value === undefined ? undefined : { Key: TAG_LOCK_RELEASED, Value: value };
 }
 
-function noteReleased(context: RecordsContext, path: string, lock: HeldLock | undefined, tag: { Value: string } | undefined): void {
+function noteReleased(
+  context: RecordsContext,
+  path: string,
+  lock: HeldLock | undefined,
+  tag: { Value: string } | undefined,
+): void {
   if (lock === undefined || tag === undefined) return;
   context.sightings.sawReleaseMark(secretNameOf(path), tag.Value);
   context.held.released(path, lock);
@@ -194,7 +219,8 @@ export async function recordRotation(
     { Key: TAG_LAST_KEY_ID, Value: keyIdTagValue(rotation.keyId) },
     ...(release === undefined ? [] : [release]),
   ];
-  const clear = options.clearIntent === true && (await markerNames(context, target.path, rotation.rotationId));
+  const clear =
+    options.clearIntent === true && (await markerNames(context, target.path, rotation.rotationId));
   if (!clear) {
     await tagTarget(context, target.path, 'record', tags);
     noteReleased(context, target.path, options.releaseLock, release);
@@ -212,14 +238,26 @@ export async function recordRotation(
  * carry the record would be a change nobody asked for. A missing target is KR_BACKEND_NOT_FOUND
  * (the caller treats the record as best effort).
  */
-export async function recordProbe(context: RecordsContext, target: StoreTarget, probe: ProbeRecord, options: { releaseLock?: HeldLock } = {}): Promise<void> {
+export async function recordProbe(
+  context: RecordsContext,
+  target: StoreTarget,
+  probe: ProbeRecord,
+  options: { releaseLock?: HeldLock } = {},
+): Promise<void> {
   const release = releaseTag(options.releaseLock);
-  await context.calls.tagResource('record', target.path, [{ Key: TAG_LAST_PROBE, Value: probeTagValue(probe) }, ...(release === undefined ? [] : [release])]);
+  await context.calls.tagResource('record', target.path, [
+    { Key: TAG_LAST_PROBE, Value: probeTagValue(probe) },
+    ...(release === undefined ? [] : [release]),
+  ]);
   context.targets.madeExist(target.path);
   noteReleased(context, target.path, options.releaseLock, release);
 }
 
-export async function recordFailure(context: RecordsContext, target: StoreTarget, failure: FailureRecord): Promise<void> {
+export async function recordFailure(
+  context: RecordsContext,
+  target: StoreTarget,
+  failure: FailureRecord,
+): Promise<void> {
   await tagTarget(context, target.path, 'record', [
     { Key: TAG_LAST_FAILURE, Value: failureTagValue(failure) },
     { Key: TAG_FAILURE_STREAK, Value: streakTagValue(failure) },
@@ -232,18 +270,31 @@ export async function recordFailure(context: RecordsContext, target: StoreTarget
  * `plan` and the due-ness check before the lock hold no lock, so they read it. Under the lock, the
  * version AWSCURRENT is on is kept as the fenced write's compare-and-swap base (write-fenced.ts).
  */
-export async function readState(context: RecordsContext, lock: LockContext, target: StoreTarget): Promise<KeyState> {
+export async function readState(
+  context: RecordsContext,
+  lock: LockContext,
+  target: StoreTarget,
+): Promise<KeyState> {
   const held = context.held.lock(target.path);
   const keep = context.held.observeIntent(target.path);
   const keepCurrent = context.held.observeCurrent(target.path);
-  const heldView: LockView | undefined = held && { holder: { owner: held.owner, rotationId: held.rotationId, expiresAt: held.expiresAt }, value: heldValueOf(held) };
+  const heldView: LockView | undefined = held && {
+    holder: { owner: held.owner, rotationId: held.rotationId, expiresAt: held.expiresAt },
+    value: heldValueOf(held),
+  };
   const described = describeTarget(context, target.path, 'state');
-  const [description, lockView] = await Promise.all([described, heldView ?? readLockInfo(lock, target.path, described)]);
+  const [description, lockView] = await Promise.all([
+    described,
+    heldView ?? readLockInfo(lock, target.path, described),
+  ]);
   const lockInfo = lockView.holder;
   keepCurrent(description === undefined ? null : (currentVersionOf(description) ?? null));
   const tags = tagMap(description?.Tags);
   const state: KeyState = {
-    exists: description !== undefined && description.DeletedDate === undefined && currentVersionOf(description) !== undefined,
+    exists:
+      description !== undefined &&
+      description.DeletedDate === undefined &&
+      currentVersionOf(description) !== undefined,
   };
   const lastRotatedAt = tags.get(TAG_LAST_ROTATED_AT);
   if (lastRotatedAt !== undefined) state.lastRotatedAt = lastRotatedAt;
@@ -263,7 +314,10 @@ export async function readState(context: RecordsContext, lock: LockContext, targ
   // A release mark that names the held lock, or the rotation whose marker is still set, without
   // proving it given back was written by someone else (issue 27): it frees nothing, and is audited.
   if (forgedReleaseMark(parseReleaseMark(tags.get(TAG_LOCK_RELEASED)), lockView.value, intent)) {
-    state.doubts = [...(state.doubts ?? []), { record: 'lock', field: 'releaseMark', problem: 'forged', action: 'ignored' }];
+    state.doubts = [
+      ...(state.doubts ?? []),
+      { record: 'lock', field: 'releaseMark', problem: 'forged', action: 'ignored' },
+    ];
   }
   return state;
 }

@@ -24,16 +24,25 @@ export function secretNameOf(path: string): string {
   return SECRET_ARN.exec(path)?.[1] ?? path;
 }
 
-export function checkTargetPath(path: string, context: { backendName: string; operation: BackendOperation }): void {
+export function checkTargetPath(
+  path: string,
+  context: { backendName: string; operation: BackendOperation },
+): void {
   const name = secretNameOf(path);
   let problem: string | undefined;
-  if (!SECRET_NAME.test(name)) problem = 'is not a Secrets Manager name (1-512 of letters, digits and /_+=.@-) or secret ARN';
-  else if (name.length > MAX_NAME_FOR_LOCK) problem = `is longer than ${String(MAX_NAME_FOR_LOCK)} characters (keyroll needs room for its lock secret)`;
+  if (!SECRET_NAME.test(name))
+    problem = 'is not a Secrets Manager name (1-512 of letters, digits and /_+=.@-) or secret ARN';
+  else if (name.length > MAX_NAME_FOR_LOCK)
+    problem = `is longer than ${String(MAX_NAME_FOR_LOCK)} characters (keyroll needs room for its lock secret)`;
   if (problem === undefined) return;
-  throw new BackendError('KR_BACKEND_INVALID_TARGET', `aws target ${JSON.stringify(path.slice(0, 600))} ${problem}`, {
-    backend: context.backendName,
-    kind: 'aws',
-    operation: context.operation,
-    path,
-  });
+  throw new BackendError(
+    'KR_BACKEND_INVALID_TARGET',
+    `aws target ${JSON.stringify(path.slice(0, 600))} ${problem}`,
+    {
+      backend: context.backendName,
+      kind: 'aws',
+      operation: context.operation,
+      path,
+    },
+  );
 }

@@ -48,7 +48,12 @@ export interface FencedWriteContext extends WriteContext {
   lock: LockContext;
 }
 
-export async function writeFenced(context: FencedWriteContext, target: StoreTarget, record: SecretRecord, fence: WriteFence): Promise<WriteResult> {
+export async function writeFenced(
+  context: FencedWriteContext,
+  target: StoreTarget,
+  record: SecretRecord,
+  fence: WriteFence,
+): Promise<WriteResult> {
   const path = target.path;
   const value = renderText(target.shape, record);
   const token = clientRequestToken(record.rotationId);
@@ -70,13 +75,21 @@ export async function writeFenced(context: FencedWriteContext, target: StoreTarg
 }
 
 /** Steps 2 and 3: moves AWSCURRENT to `token` while the lock is ours. */
-async function promote(context: FencedWriteContext, path: string, token: string, fence: WriteFence): Promise<WriteResult> {
+async function promote(
+  context: FencedWriteContext,
+  path: string,
+  token: string,
+  fence: WriteFence,
+): Promise<WriteResult> {
   // undefined: what AWSCURRENT is on, and whether the lock is ours, must be read.
   let base = context.held.holds(path, fence.lock) ? context.held.current(path) : undefined;
   for (let round = 0; round < MAX_ROUNDS; round++) {
     if (base === undefined) {
       const described = describeTarget(context, path, 'write');
-      const [lock, description] = await Promise.all([currentLockOf(context.lock, path, fence.lock, described), described]);
+      const [lock, description] = await Promise.all([
+        currentLockOf(context.lock, path, fence.lock, described),
+        described,
+      ]);
       const current = description === undefined ? null : (currentVersionOf(description) ?? null);
       // Ours already: the SDK's retry of a move whose first answer was lost.
       if (current === token) return { version: token, alreadyApplied: false };
@@ -92,20 +105,34 @@ async function promote(context: FencedWriteContext, path: string, token: string,
     }
     base = undefined;
   }
-  throw new BackendError('KR_BACKEND_CONFLICT', `aws secret ${path}: AWSCURRENT kept moving while keyroll moved it to version ${token}`, {
-    backend: context.backendName,
-    kind: 'aws',
-    operation: 'write',
-    path,
-  });
+  throw new BackendError(
+    'KR_BACKEND_CONFLICT',
+    `aws secret ${path}: AWSCURRENT kept moving while keyroll moved it to version ${token}`,
+    {
+      backend: context.backendName,
+      kind: 'aws',
+      operation: 'write',
+      path,
+    },
+  );
 }
 
 function heldBy(lock: CurrentLock | undefined, fence: WriteFence): boolean {
   return lock?.value.state === 'held' && isOurs(lock.value, fence.lock);
 }
 
-function lockLost(context: FencedWriteContext, path: string, token: string, lock: CurrentLock | undefined): BackendError {
-  const now = lock === undefined ? 'no lock secret' : lock.value.state === 'held' ? `held by ${lock.value.owner} for rotation ${lock.value.rotationId}` : 'released';
+function lockLost(
+  context: FencedWriteContext,
+  path: string,
+  token: string,
+  lock: CurrentLock | undefined,
+): BackendError {
+  const now =
+    lock === undefined
+      ? 'no lock secret'
+      : lock.value.state === 'held'
+        ? `held by ${lock.value.owner} for rotation ${lock.value.rotationId}`
+        : 'released';
   return new BackendError(
     'KR_LOCK_LOST',
     `aws secret ${path}: this runner no longer holds the key lock (${now}); its value stays version ${token} labelled ${PENDING_STAGE}, not AWSCURRENT`,

@@ -44,7 +44,11 @@ export function clientRequestToken(rotationId: string): string {
   return `${rotationId}-${digest}`.slice(0, 64);
 }
 
-export async function writeSecret(context: WriteContext, target: StoreTarget, record: SecretRecord): Promise<WriteResult> {
+export async function writeSecret(
+  context: WriteContext,
+  target: StoreTarget,
+  record: SecretRecord,
+): Promise<WriteResult> {
   const value = renderText(target.shape, record);
   const token = clientRequestToken(record.rotationId);
   if (context.attempts.record(target.path, token)) {
@@ -71,8 +75,15 @@ export interface Landed {
  * them it carries only those labels, unless it is the secret's first version (AWS then attaches
  * AWSCURRENT itself) or an earlier attempt already made it current.
  */
-export async function putOrCreate(context: WriteContext, path: string, value: string, token: string, stages?: string[]): Promise<Landed> {
-  if (mayCreateSecret(context.createIfMissing, path) && context.targets.likelyMissing(path)) return createWithValue(context, path, value, token, stages);
+export async function putOrCreate(
+  context: WriteContext,
+  path: string,
+  value: string,
+  token: string,
+  stages?: string[],
+): Promise<Landed> {
+  if (mayCreateSecret(context.createIfMissing, path) && context.targets.likelyMissing(path))
+    return createWithValue(context, path, value, token, stages);
   try {
     return await putValue(context, path, value, token, stages);
   } catch (error) {
@@ -81,7 +92,13 @@ export async function putOrCreate(context: WriteContext, path: string, value: st
   }
 }
 
-async function putValue(context: WriteContext, path: string, value: string, token: string, stages: string[] | undefined): Promise<Landed> {
+async function putValue(
+  context: WriteContext,
+  path: string,
+  value: string,
+  token: string,
+  stages: string[] | undefined,
+): Promise<Landed> {
   try {
     const answer = await context.calls.putSecretValue('write', {
       SecretId: path,
@@ -89,17 +106,29 @@ async function putValue(context: WriteContext, path: string, value: string, toke
       ClientRequestToken: token,
       ...(stages === undefined ? {} : { VersionStages: stages }),
     });
-    return { version: answer.VersionId ?? token, current: stages === undefined || answer.VersionStages?.includes('AWSCURRENT') === true };
+    return {
+      version: answer.VersionId ?? token,
+      current: stages === undefined || answer.VersionStages?.includes('AWSCURRENT') === true,
+    };
   } catch (error) {
     // PutSecretValue answers ResourceExistsException only for a token already used with another value.
-    if (error instanceof BackendError && error.code === 'KR_BACKEND_CONFLICT') throw tokenInUse(context, path, token);
+    if (error instanceof BackendError && error.code === 'KR_BACKEND_CONFLICT')
+      throw tokenInUse(context, path, token);
     throw error;
   }
 }
 
-async function createWithValue(context: WriteContext, path: string, value: string, token: string, stages: string[] | undefined): Promise<Landed> {
+async function createWithValue(
+  context: WriteContext,
+  path: string,
+  value: string,
+  token: string,
+  stages: string[] | undefined,
+): Promise<Landed> {
   if (!mayCreateSecret(context.createIfMissing, path)) {
-    const why = isSecretArn(path) ? 'a secret cannot be created from an ARN' : 'createIfMissing is off for this backend';
+    const why = isSecretArn(path)
+      ? 'a secret cannot be created from an ARN'
+      : 'createIfMissing is off for this backend';
     throw new BackendError('KR_BACKEND_NOT_FOUND', `aws secret ${path} does not exist and ${why}`, {
       backend: context.backendName,
       kind: 'aws',
@@ -119,13 +148,18 @@ async function createWithValue(context: WriteContext, path: string, value: strin
     return { version: answer.VersionId ?? token, current: true };
   } catch (error) {
     // Created meanwhile (another writer, or an intent marker on the empty secret): put into it.
-    if (error instanceof BackendError && error.code === 'KR_BACKEND_CONFLICT') return putValue(context, path, value, token, stages);
+    if (error instanceof BackendError && error.code === 'KR_BACKEND_CONFLICT')
+      return putValue(context, path, value, token, stages);
     throw error;
   }
 }
 
 /** Version `versionId`: its value and whether it is AWSCURRENT; undefined when there is no such version (or secret). */
-export async function readVersion(context: WriteContext, path: string, versionId: string): Promise<{ value: string | undefined; current: boolean } | undefined> {
+export async function readVersion(
+  context: WriteContext,
+  path: string,
+  versionId: string,
+): Promise<{ value: string | undefined; current: boolean } | undefined> {
   try {
     const answer = await context.calls.getSecretValue('write', { SecretId: path, VersionId: versionId });
     return { value: answer.SecretString, current: answer.VersionStages?.includes('AWSCURRENT') === true };
@@ -144,7 +178,10 @@ export function tokenInUse(context: WriteContext, path: string, token: string): 
 }
 
 /** The AWSCURRENT value, or undefined when the secret, its current version or the secret field is missing. */
-export async function readSecret(context: Pick<WriteContext, 'calls'>, target: StoreTarget): Promise<StoredSecret | undefined> {
+export async function readSecret(
+  context: Pick<WriteContext, 'calls'>,
+  target: StoreTarget,
+): Promise<StoredSecret | undefined> {
   return readStage(context, target, 'AWSCURRENT');
 }
 
@@ -154,11 +191,18 @@ export async function readSecret(context: Pick<WriteContext, 'calls'>, target: S
  * A fenced write refused before its move changed neither label. Undefined when the secret has had
  * only one value (or none).
  */
-export async function readPrevious(context: Pick<WriteContext, 'calls'>, target: StoreTarget): Promise<StoredSecret | undefined> {
+export async function readPrevious(
+  context: Pick<WriteContext, 'calls'>,
+  target: StoreTarget,
+): Promise<StoredSecret | undefined> {
   return readStage(context, target, 'AWSPREVIOUS');
 }
 
-function readStage(context: Pick<WriteContext, 'calls'>, target: StoreTarget, stage: 'AWSCURRENT' | 'AWSPREVIOUS'): Promise<StoredSecret | undefined> {
+function readStage(
+  context: Pick<WriteContext, 'calls'>,
+  target: StoreTarget,
+  stage: 'AWSCURRENT' | 'AWSPREVIOUS',
+): Promise<StoredSecret | undefined> {
   return readStoredVersion(context, target, { VersionStage: stage });
 }
 
@@ -166,7 +210,11 @@ function readStage(context: Pick<WriteContext, 'calls'>, target: StoreTarget, st
  * The value a stage or a version id names, parsed with the destination's shape; undefined when
  * there is none (no such version, a version without a value yet, or a value of another shape).
  */
-export async function readStoredVersion(context: Pick<WriteContext, 'calls'>, target: StoreTarget, which: { VersionStage: string } | { VersionId: string }): Promise<StoredSecret | undefined> {
+export async function readStoredVersion(
+  context: Pick<WriteContext, 'calls'>,
+  target: StoreTarget,
+  which: { VersionStage: string } | { VersionId: string },
+): Promise<StoredSecret | undefined> {
   let answer;
   try {
     answer = await context.calls.getSecretValue('read', { SecretId: target.path, ...which });

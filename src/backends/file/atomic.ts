@@ -25,7 +25,11 @@ export function tempPathFor(path: string): string {
 export type WriteSafety = 'durable' | 'atomic';
 
 /** Writes `content` to a new temp file next to `path` (mode 0600, fsynced when durable) and returns its path. */
-export async function writeTempFile(path: string, content: string, safety: WriteSafety = 'durable'): Promise<string> {
+export async function writeTempFile(
+  path: string,
+  content: string,
+  safety: WriteSafety = 'durable',
+): Promise<string> {
   const temp = tempPathFor(path);
   const handle = await open(temp, 'wx', FILE_MODE);
   try {
@@ -41,7 +45,12 @@ export async function writeTempFile(path: string, content: string, safety: Write
 }
 
 /** Creates `directory/name` with `content` (mode 0600, fsynced when durable); it must not exist yet. */
-export async function writeFileIn(directory: string, name: string, content: string, safety: WriteSafety): Promise<void> {
+export async function writeFileIn(
+  directory: string,
+  name: string,
+  content: string,
+  safety: WriteSafety,
+): Promise<void> {
   const path = join(directory, name);
   const handle = await open(path, 'wx', FILE_MODE);
   try {
@@ -83,7 +92,11 @@ export async function writeFileAtomic(path: string, content: string): Promise<vo
  * which fails with EEXIST atomically), so no reader ever sees an empty or partial file.
  * Returns false when `path` already exists.
  */
-export async function createFileExclusive(path: string, content: string, safety: WriteSafety = 'durable'): Promise<boolean> {
+export async function createFileExclusive(
+  path: string,
+  content: string,
+  safety: WriteSafety = 'durable',
+): Promise<boolean> {
   const temp = await writeTempFile(path, content, safety);
   try {
     await link(temp, path);

@@ -83,7 +83,12 @@ export class FileBackend implements Backend {
   }
 
   async writeSecret(target: StoreTarget, record: SecretRecord, fence?: WriteFence): Promise<WriteResult> {
-    return this.#run('write', target, (file) => write.writeSecret(this.#context, file, target, record, fence), { prepareDirectory: false });
+    return this.#run(
+      'write',
+      target,
+      (file) => write.writeSecret(this.#context, file, target, record, fence),
+      { prepareDirectory: false },
+    );
   }
 
   async readSecret(target: StoreTarget): Promise<StoredSecret | undefined> {
@@ -98,8 +103,14 @@ export class FileBackend implements Backend {
     return this.#run('state', target, (file) => records.readState(file));
   }
 
-  async recordRotation(target: StoreTarget, rotation: RotationRecord, options: { clearIntent?: boolean } = {}): Promise<void> {
-    await this.#run('record', target, (file) => records.recordRotation(this.#context, file, rotation, options));
+  async recordRotation(
+    target: StoreTarget,
+    rotation: RotationRecord,
+    options: { clearIntent?: boolean } = {},
+  ): Promise<void> {
+    await this.#run('record', target, (file) =>
+      records.recordRotation(this.#context, file, rotation, options),
+    );
   }
 
   /** The probe's field alone, read, changed and written under the sidecar's guard (records.ts): no lock needed. */
@@ -120,10 +131,20 @@ export class FileBackend implements Backend {
   }
 
   /** Resolves the target inside the directory, creates the directory, maps every failure to a BackendError. */
-  async #run<T>(operation: BackendOperation, target: StoreTarget, body: (file: string) => Promise<T>, options: { prepareDirectory: boolean } = { prepareDirectory: true }): Promise<T> {
+  async #run<T>(
+    operation: BackendOperation,
+    target: StoreTarget,
+    body: (file: string) => Promise<T>,
+    options: { prepareDirectory: boolean } = { prepareDirectory: true },
+  ): Promise<T> {
     const file = resolveInside(this.#directory, target.path);
     if (file === undefined) {
-      throw invalidTargetError(this.name, operation, target.path, 'must be a relative path inside the backend directory');
+      throw invalidTargetError(
+        this.name,
+        operation,
+        target.path,
+        'must be a relative path inside the backend directory',
+      );
     }
     try {
       if (options.prepareDirectory) await this.#prepareDirectory();

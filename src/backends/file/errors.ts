@@ -27,44 +27,70 @@ function codeForErrno(errno: string | undefined): BackendErrorCode {
   }
 }
 
-export function fileBackendError(backend: string, operation: BackendOperation, path: string, error: unknown): BackendError {
+export function fileBackendError(
+  backend: string,
+  operation: BackendOperation,
+  path: string,
+  error: unknown,
+): BackendError {
   if (error instanceof BackendError) return error;
   if (error instanceof SidecarCorruptError) {
-    return new BackendError('KR_BACKEND_INVALID_RESPONSE', `file backend ${backend}: ${operation} of ${path}: ${error.message}`, {
+    return new BackendError(
+      'KR_BACKEND_INVALID_RESPONSE',
+      `file backend ${backend}: ${operation} of ${path}: ${error.message}`,
+      {
+        backend,
+        kind: 'file',
+        operation,
+        path,
+      },
+    );
+  }
+  const errno = (error as NodeJS.ErrnoException | undefined)?.code;
+  const code = codeForErrno(errno);
+  return new BackendError(
+    code,
+    `file backend ${backend}: ${operation} of ${path} failed (${errno ?? 'error'})`,
+    {
       backend,
       kind: 'file',
       operation,
       path,
-    });
-  }
-  const errno = (error as NodeJS.ErrnoException | undefined)?.code;
-  const code = codeForErrno(errno);
-  return new BackendError(code, `file backend ${backend}: ${operation} of ${path} failed (${errno ?? 'error'})`, {
-    backend,
-    kind: 'file',
-    operation,
-    path,
-    cause: error,
-  });
+      cause: error,
+    },
+  );
 }
 
 /** A fenced write whose lock was taken over or released (invariant 9): not retryable, nothing written. */
 export function lockLostError(backend: string, targetPath: string): BackendError {
-  return new BackendError('KR_LOCK_LOST', `file backend ${backend}: write of ${JSON.stringify(targetPath)} refused, this runner no longer holds the key lock`, {
-    backend,
-    kind: 'file',
-    operation: 'write',
-    path: targetPath,
-    retryable: false,
-  });
+  return new BackendError(
+    'KR_LOCK_LOST',
+    `file backend ${backend}: write of ${JSON.stringify(targetPath)} refused, this runner no longer holds the key lock`,
+    {
+      backend,
+      kind: 'file',
+      operation: 'write',
+      path: targetPath,
+      retryable: false,
+    },
+  );
 }
 
 /** A target the backend cannot use (target.ts, or not a regular file); `problem` says why. */
-export function invalidTargetError(backend: string, operation: BackendOperation, targetPath: string, problem: string): BackendError {
-  return new BackendError('KR_BACKEND_INVALID_TARGET', `file backend ${backend}: ${operation} of ${JSON.stringify(targetPath)}: ${problem}`, {
-    backend,
-    kind: 'file',
-    operation,
-    path: targetPath,
-  });
+export function invalidTargetError(
+  backend: string,
+  operation: BackendOperation,
+  targetPath: string,
+  problem: string,
+): BackendError {
+  return new BackendError(
+    'KR_BACKEND_INVALID_TARGET',
+    `file backend ${backend}: ${operation} of ${JSON.stringify(targetPath)}: ${problem}`,
+    {
+      backend,
+      kind: 'file',
+      operation,
+      path: targetPath,
+    },
+  );
 }

@@ -2,4 +2,5 @@
 import type { BackendFactory } from '../registry.ts';
 import { FileBackend } from './backend.ts';
 
-export const createFileBackend: BackendFactory<'file'> = (name, config, deps) => new FileBackend(name, config, deps);
+export const createFileBackend: BackendFactory<'file'> = (name, config, deps) =>
+  new FileBackend(name, config, deps);

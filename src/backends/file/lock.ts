@@ -71,7 +71,15 @@ function publicInfo(lock: FileLock): LockInfo {
 export async function readFileLock(valuePath: string): Promise<{ lock: FileLock; text: string } | undefined> {
   const text = await readTextIfExists(lockPathFor(valuePath));
   if (text === undefined) return undefined;
-  return { lock: parseLock(text) ?? { owner: 'unknown', rotationId: 'unknown', expiresAt: new Date(0).toISOString(), token: '' }, text };
+  return {
+    lock: parseLock(text) ?? {
+      owner: 'unknown',
+      rotationId: 'unknown',
+      expiresAt: new Date(0).toISOString(),
+      token: '',
+    },
+    text,
+  };
 }
 
 export async function readLockInfo(valuePath: string): Promise<LockInfo | undefined> {
@@ -84,13 +92,25 @@ function held(lock: FileLock, tookOver: boolean): HeldLock {
 }
 
 /** The lock content for `ttlMs` from keyroll's now, with the writer's clock offset. */
-function lockContent(base: Pick<FileLock, 'owner' | 'rotationId' | 'token'>, ttlMs: number, clock: LockClock): FileLock {
+function lockContent(
+  base: Pick<FileLock, 'owner' | 'rotationId' | 'token'>,
+  ttlMs: number,
+  clock: LockClock,
+): FileLock {
   const now = clock().getTime();
   return { ...base, expiresAt: new Date(now + ttlMs).toISOString(), ttlMs, clockOffsetMs: now - Date.now() };
 }
 
-export async function acquireFileLock(valuePath: string, request: LockRequest, clock: LockClock): Promise<LockOutcome> {
-  const mine = lockContent({ owner: request.owner, rotationId: request.rotationId, token: randomBytes(12).toString('hex') }, request.ttlMs, clock);
+export async function acquireFileLock(
+  valuePath: string,
+  request: LockRequest,
+  clock: LockClock,
+): Promise<LockOutcome> {
+  const mine = lockContent(
+    { owner: request.owner, rotationId: request.rotationId, token: randomBytes(12).toString('hex') },
+    request.ttlMs,
+    clock,
+  );
   const text = JSON.stringify(mine);
   const attempt = { tookOver: false };
   try {
@@ -99,13 +119,20 @@ export async function acquireFileLock(valuePath: string, request: LockRequest, c
     // A failure after the lock file landed (e.g. removing the temp file after the link): the
     // lock is ours, and a caller that only saw the error would never release it.
     const current = await readFileLock(valuePath).catch(() => undefined);
-    if (current?.lock.token === mine.token && current.text === text) return { acquired: true, lock: held(mine, attempt.tookOver) };
+    if (current?.lock.token === mine.token && current.text === text)
+      return { acquired: true, lock: held(mine, attempt.tookOver) };
     throw error;
   }
 }
 
 /** The acquisition itself; `attempt.tookOver` says whether the write in flight takes over another's lock. */
-async function takeFileLock(valuePath: string, mine: FileLock, request: LockRequest, clock: LockClock, attempt: { tookOver: boolean }): Promise<LockOutcome> {
+async function takeFileLock(
+  valuePath: string,
+  mine: FileLock,
+  request: LockRequest,
+  clock: LockClock,
+  attempt: { tookOver: boolean },
+): Promise<LockOutcome> {
   const path = lockPathFor(valuePath);
   const text = JSON.stringify(mine);
   const skewMs = request.clockSkewMs ?? 0;
@@ -117,23 +144,29 @@ async function takeFileLock(valuePath: string, mine: FileLock, request: LockRequ
     if (current === undefined) continue;
     const { lock } = current;
     const sameHolder = lock.owner === request.owner && lock.rotationId === request.rotationId;
-    if (!sameHolder && !staleByClock(lock, clock, skewMs)) return { acquired: false, holder: publicInfo(lock) };
+    if (!sameHolder && !staleByClock(lock, clock, skewMs))
+      return { acquired: false, holder: publicInfo(lock) };
     // Our own lock (a retried acquire) is refreshed; a stale one is taken over once the
     // filesystem agrees it is stale. Both replace the file only if it still holds exactly what
     // we read, all under the takeover guard.
     attempt.tookOver = !sameHolder;
-    const replaced = await withTakeoverGuard(path, { wait: false, stage: { name: 'lock', content: text, safety: 'atomic' } }, async (guard) => {
-      if ((await readTextIfExists(path)) !== current.text) return 'changed';
-      if (!sameHolder && !(await staleByFilesystem(path, lock, guard.fsNowMs, clock, skewMs))) return 'fresh';
-      try {
-        await guard.place('lock', path);
-      } catch (error) {
-        // The guard was taken from us (we were paused that long): nothing moved; look again.
-        if ((error as NodeJS.ErrnoException).code === 'EBUSY') return 'changed';
-        throw error;
-      }
-      return 'replaced';
-    });
+    const replaced = await withTakeoverGuard(
+      path,
+      { wait: false, stage: { name: 'lock', content: text, safety: 'atomic' } },
+      async (guard) => {
+        if ((await readTextIfExists(path)) !== current.text) return 'changed';
+        if (!sameHolder && !(await staleByFilesystem(path, lock, guard.fsNowMs, clock, skewMs)))
+          return 'fresh';
+        try {
+          await guard.place('lock', path);
+        } catch (error) {
+          // The guard was taken from us (we were paused that long): nothing moved; look again.
+          if ((error as NodeJS.ErrnoException).code === 'EBUSY') return 'changed';
+          throw error;
+        }
+        return 'replaced';
+      },
+    );
     if (replaced === 'replaced') return { acquired: true, lock: held(mine, !sameHolder) };
     if (replaced === 'fresh') return { acquired: false, holder: publicInfo(lock) };
     if (replaced === 'busy') {
@@ -156,7 +189,13 @@ function staleByClock(lock: FileLock, clock: LockClock, skewMs: number): boolean
  * under the guard, whose holder directory's mtime (`fsNowMs`) the same filesystem clock stamped a
  * moment ago.
  */
-async function staleByFilesystem(path: string, lock: FileLock, fsNowMs: number, clock: LockClock, skewMs: number): Promise<boolean> {
+async function staleByFilesystem(
+  path: string,
+  lock: FileLock,
+  fsNowMs: number,
+  clock: LockClock,
+  skewMs: number,
+): Promise<boolean> {
   if (lock.ttlMs === undefined) return true;
   const fileAgeMs = fsNowMs - (await stat(path)).mtimeMs;
   // Simulated time (tests move keyroll's clock): the judge's offset minus the writer's; 0 in production.
@@ -168,7 +207,12 @@ async function staleByFilesystem(path: string, lock: FileLock, fsNowMs: number, 
 function stillHeld(text: string | undefined, lock: HeldLock): boolean {
   if (text === undefined) return false;
   const current = parseLock(text);
-  return current !== undefined && current.token === lock.token && current.owner === lock.owner && current.rotationId === lock.rotationId;
+  return (
+    current !== undefined &&
+    current.token === lock.token &&
+    current.owner === lock.owner &&
+    current.rotationId === lock.rotationId
+  );
 }
 
 /**
@@ -177,15 +221,24 @@ function stillHeld(text: string | undefined, lock: HeldLock): boolean {
  * first (undefined: lost) or waits for the refreshed lock. The token stays, so the lock the caller
  * holds keeps fencing its writes and releasing the lock.
  */
-export async function refreshFileLock(valuePath: string, lock: HeldLock, ttlMs: number, clock: LockClock): Promise<HeldLock | undefined> {
+export async function refreshFileLock(
+  valuePath: string,
+  lock: HeldLock,
+  ttlMs: number,
+  clock: LockClock,
+): Promise<HeldLock | undefined> {
   const path = lockPathFor(valuePath);
   const next = lockContent(lock, ttlMs, clock);
   // A guard taken from us meanwhile throws EBUSY from place(): unproven, not lost (the caller retries).
-  const refreshed = await withTakeoverGuard(path, { wait: true, stage: { name: 'lock', content: JSON.stringify(next), safety: 'atomic' } }, async (guard) => {
-    if (!stillHeld(await readTextIfExists(path), lock)) return undefined;
-    await guard.place('lock', path);
-    return held(next, lock.tookOver);
-  });
+  const refreshed = await withTakeoverGuard(
+    path,
+    { wait: true, stage: { name: 'lock', content: JSON.stringify(next), safety: 'atomic' } },
+    async (guard) => {
+      if (!stillHeld(await readTextIfExists(path), lock)) return undefined;
+      await guard.place('lock', path);
+      return held(next, lock.tookOver);
+    },
+  );
   return refreshed === 'busy' ? undefined : refreshed;
 }
 
@@ -196,7 +249,11 @@ export async function refreshFileLock(valuePath: string, lock: HeldLock, ttlMs: 
  * (paused past the guard's staleness) fails with EBUSY, retryable, having moved nothing.
  * Returns 'lost' without moving it when the lock is not `lock` any more (invariant 9).
  */
-export async function placeWhileFileLockHeld(valuePath: string, lock: HeldLock, value: StagedFile): Promise<'placed' | 'lost'> {
+export async function placeWhileFileLockHeld(
+  valuePath: string,
+  lock: HeldLock,
+  value: StagedFile,
+): Promise<'placed' | 'lost'> {
   const path = lockPathFor(valuePath);
   const result = await withTakeoverGuard(path, { wait: true, stage: value }, async (guard) => {
     if (!stillHeld(await readTextIfExists(path), lock)) return 'lost' as const;

@@ -9,7 +9,11 @@ import { invalidTargetError } from './errors.ts';
 import { readSidecar } from './records.ts';
 import { statIfExists } from './stored-value.ts';
 
-export async function preflight(backend: string, file: string, target: StoreTarget): Promise<PreflightResult> {
+export async function preflight(
+  backend: string,
+  file: string,
+  target: StoreTarget,
+): Promise<PreflightResult> {
   const checks: string[] = [];
   await mkdir(dirname(file), { recursive: true, mode: DIRECTORY_MODE });
   // Prove the directory takes a new file (the atomic write needs exactly that), then remove it.
@@ -20,7 +24,8 @@ export async function preflight(backend: string, file: string, target: StoreTarg
   checks.push(`directory ${dirname(file)} writable`);
   const existing = await statIfExists(file);
   if (existing !== undefined) {
-    if (!existing.isFile()) throw invalidTargetError(backend, 'preflight', target.path, 'is not a regular file');
+    if (!existing.isFile())
+      throw invalidTargetError(backend, 'preflight', target.path, 'is not a regular file');
     await access(file, constants.R_OK | constants.W_OK);
     checks.push(`${file} readable and writable`);
   }

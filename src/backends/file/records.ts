@@ -88,7 +88,8 @@ export async function readSidecar(valuePath: string): Promise<Sidecar> {
     throw new SidecarCorruptError(`${sidecarPathFor(valuePath)} is not JSON`);
   }
   const parsed = Sidecar.safeParse(raw);
-  if (!parsed.success) throw new SidecarCorruptError(`${sidecarPathFor(valuePath)} does not match the sidecar format`);
+  if (!parsed.success)
+    throw new SidecarCorruptError(`${sidecarPathFor(valuePath)} does not match the sidecar format`);
   return parsed.data;
 }
 
@@ -97,7 +98,10 @@ export async function readSidecar(valuePath: string): Promise<Sidecar> {
  * failure recorded by a runner without the key lock cannot drop the intent marker the lock
  * holder wrote a moment before (and `change` sees every field it does not own as it is now).
  */
-export async function updateSidecar(valuePath: string, change: (current: Sidecar) => Sidecar): Promise<Sidecar> {
+export async function updateSidecar(
+  valuePath: string,
+  change: (current: Sidecar) => Sidecar,
+): Promise<Sidecar> {
   return withSidecarGuard(valuePath, async () => {
     const next = change(await readSidecar(valuePath));
     await writeFileAtomic(sidecarPathFor(valuePath), `${JSON.stringify(next, null, 2)}\n`);
@@ -153,11 +157,18 @@ export interface RecordsContext {
  * Every sidecar change of the backend goes through here: it first records a write whose own sidecar
  * update failed, if the value file still holds that write's secret (not replaced meanwhile).
  */
-export async function changeSidecar(context: RecordsContext, file: string, change: (current: Sidecar) => Sidecar): Promise<Sidecar> {
+export async function changeSidecar(
+  context: RecordsContext,
+  file: string,
+  change: (current: Sidecar) => Sidecar,
+): Promise<Sidecar> {
   const unrecorded = context.known.unrecordedWrite(file);
-  const stillStored = unrecorded !== undefined && (await readStoredValue(file, unrecorded.shape))?.secret.digest() === unrecorded.digest;
+  const stillStored =
+    unrecorded !== undefined &&
+    (await readStoredValue(file, unrecorded.shape))?.secret.digest() === unrecorded.digest;
   const next = await updateSidecar(file, (current) => {
-    const recorded = unrecorded !== undefined && stillStored && current.lastWrite?.digest !== unrecorded.digest;
+    const recorded =
+      unrecorded !== undefined && stillStored && current.lastWrite?.digest !== unrecorded.digest;
     return change(recorded ? bumpVersion(current, unrecorded.rotationId, unrecorded.digest) : current);
   });
   context.known.sidecarCaughtUp(file, unrecorded);
@@ -185,7 +196,12 @@ export async function clearIntent(context: RecordsContext, file: string, rotatio
   });
 }
 
-export async function recordRotation(context: RecordsContext, file: string, rotation: RotationRecord, options: { clearIntent?: boolean }): Promise<void> {
+export async function recordRotation(
+  context: RecordsContext,
+  file: string,
+  rotation: RotationRecord,
+  options: { clearIntent?: boolean },
+): Promise<void> {
   await changeSidecar(context, file, (sidecar) => {
     // lastKeyId names the key this rotation stored; a record without one (a single key, an
     // older caller) leaves none, rather than the key of an earlier rotation.
@@ -207,10 +223,17 @@ export async function recordRotation(context: RecordsContext, file: string, rota
 export async function recordProbe(context: RecordsContext, file: string, probe: ProbeRecord): Promise<void> {
   await mkdir(dirname(file), { recursive: true, mode: DIRECTORY_MODE });
   // Only lastProbe changes, under the sidecar guard: the intent and the write record stay.
-  await changeSidecar(context, file, (sidecar) => ({ ...sidecar, lastProbe: { at: probe.at, result: probe.result } }));
+  await changeSidecar(context, file, (sidecar) => ({
+    ...sidecar,
+    lastProbe: { at: probe.at, result: probe.result },
+  }));
 }
 
-export async function recordFailure(context: RecordsContext, file: string, failure: FailureRecord): Promise<void> {
+export async function recordFailure(
+  context: RecordsContext,
+  file: string,
+  failure: FailureRecord,
+): Promise<void> {
   await mkdir(dirname(file), { recursive: true, mode: DIRECTORY_MODE });
   // Only lastFailure changes, under the sidecar guard: the lock holder's intent stays.
   await changeSidecar(context, file, (sidecar) => ({ ...sidecar, lastFailure: { ...failure } }));
@@ -218,7 +241,11 @@ export async function recordFailure(context: RecordsContext, file: string, failu
 
 /** The key's state from the sidecar, the value file's existence and the lock file. */
 export async function readState(file: string): Promise<KeyState> {
-  const [existing, sidecar, lock] = await Promise.all([statIfExists(file), readSidecar(file), readLockInfo(file)]);
+  const [existing, sidecar, lock] = await Promise.all([
+    statIfExists(file),
+    readSidecar(file),
+    readLockInfo(file),
+  ]);
   const state: KeyState = { exists: existing !== undefined };
   if (sidecar.lastRotatedAt !== undefined) state.lastRotatedAt = sidecar.lastRotatedAt;
   if (sidecar.lastRotationId !== undefined) state.lastRotationId = sidecar.lastRotationId;

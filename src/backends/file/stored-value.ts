@@ -7,7 +7,10 @@ import type { StoredSecret, ValueShape } from '../types.ts';
 import { readTextIfExists } from './atomic.ts';
 
 /** The value stored at `file`, undefined when there is none or it does not parse in `shape`. */
-export async function readStoredValue(file: string, shape: ValueShape): Promise<(StoredSecret & { mtimeMs: number }) | undefined> {
+export async function readStoredValue(
+  file: string,
+  shape: ValueShape,
+): Promise<(StoredSecret & { mtimeMs: number }) | undefined> {
   const existing = await statIfExists(file);
   if (existing === undefined) return undefined;
   const text = await readTextIfExists(file);

@@ -64,7 +64,11 @@ export interface GuardOptions {
  * holder's directory. The acts that count (`place`, `remove`) fail once the guard is no longer
  * this holder's, so nothing `body` decided under it lands after someone else took it.
  */
-export async function withTakeoverGuard<T>(lockPath: string, options: GuardOptions, body: (guard: HeldGuard) => Promise<T>): Promise<T | 'busy'> {
+export async function withTakeoverGuard<T>(
+  lockPath: string,
+  options: GuardOptions,
+  body: (guard: HeldGuard) => Promise<T>,
+): Promise<T | 'busy'> {
   const guard = takeoverGuardPathFor(lockPath);
   const id = randomBytes(8).toString('hex');
   const draft = `${guard}.${id}.draft`;
@@ -72,7 +76,8 @@ export async function withTakeoverGuard<T>(lockPath: string, options: GuardOptio
   await mkdir(draft, { mode: 0o700 });
   try {
     await mkdir(join(draft, id), { mode: 0o700 });
-    if (options.stage !== undefined) await writeFileIn(join(draft, id), options.stage.name, options.stage.content, options.stage.safety);
+    if (options.stage !== undefined)
+      await writeFileIn(join(draft, id), options.stage.name, options.stage.content, options.stage.safety);
     if (!(await publish(draft, guard, options.wait))) return 'busy';
   } catch (error) {
     await rm(draft, { recursive: true, force: true });

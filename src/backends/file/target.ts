@@ -12,7 +12,11 @@ export function resolveInside(directory: string, targetPath: string): string | u
   const rel = relative(base, full);
   if (rel === '' || rel === '..' || rel.startsWith(`..${sep}`) || isAbsolute(rel)) return undefined;
   // keyroll's own bookkeeping files next to a value are not targets themselves.
-  if (/\.keyroll\.(json|lock)(\.takeover|\.guard)?$/.test(full) || /\.keyroll\.(current|previous)$/.test(full)) return undefined;
+  if (
+    /\.keyroll\.(json|lock)(\.takeover|\.guard)?$/.test(full) ||
+    /\.keyroll\.(current|previous)$/.test(full)
+  )
+    return undefined;
   // The takeover guard's draft and a stale holder's directory moved aside (takeover-guard.ts).
   if (/\.keyroll\.lock\.takeover\.[0-9a-f]+\.(draft|stale)$/.test(full)) return undefined;
   return full;

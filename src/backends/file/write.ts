@@ -22,7 +22,13 @@ export interface WriteContext extends RecordsContext {
   backend: string;
 }
 
-export async function writeSecret(context: WriteContext, file: string, target: StoreTarget, record: SecretRecord, fence?: WriteFence): Promise<WriteResult> {
+export async function writeSecret(
+  context: WriteContext,
+  file: string,
+  target: StoreTarget,
+  record: SecretRecord,
+  fence?: WriteFence,
+): Promise<WriteResult> {
   const digest = record.secret.digest();
   // Idempotent retry (invariant 8): the secret is unique to its roll, so finding it stored
   // means an earlier attempt landed. Only a retry looks: the first attempt's only I/O is
@@ -34,7 +40,11 @@ export async function writeSecret(context: WriteContext, file: string, target: S
       if (sidecar?.lastWrite?.rotationId === record.rotationId && sidecar.lastWrite.digest === digest) {
         // The earlier attempt may have ended before it kept the replaced value.
         const kept = await keepReplaced(context, file, target);
-        return { version: String(sidecar.lastWrite.version), alreadyApplied: true, ...(kept === undefined ? {} : { bookkeepingError: kept }) };
+        return {
+          version: String(sidecar.lastWrite.version),
+          alreadyApplied: true,
+          ...(kept === undefined ? {} : { bookkeepingError: kept }),
+        };
       }
       return afterWrite(context, file, target, record, true);
     }
@@ -42,11 +52,16 @@ export async function writeSecret(context: WriteContext, file: string, target: S
   const value = renderValue(target.shape, record);
   const content = typeof value === 'string' ? value : `${JSON.stringify(value, null, 2)}\n`;
   if (fence === undefined) await writeValueDurably(file, content);
-  else if ((await writeValueFenced(file, content, fence.lock)) === 'lost') throw lockLostError(context.backend, target.path);
+  else if ((await writeValueFenced(file, content, fence.lock)) === 'lost')
+    throw lockLostError(context.backend, target.path);
   return afterWrite(context, file, target, record, false);
 }
 
-export async function readSecret(context: RecordsContext, file: string, target: StoreTarget): Promise<StoredSecret | undefined> {
+export async function readSecret(
+  context: RecordsContext,
+  file: string,
+  target: StoreTarget,
+): Promise<StoredSecret | undefined> {
   const stored = await readStoredValue(file, target.shape);
   if (stored === undefined) return undefined;
   // The value is what counts; bookkeeping that is missing, stale or unreadable only costs
@@ -58,7 +73,13 @@ export async function readSecret(context: RecordsContext, file: string, target: 
   // A value edited by hand since our last write has no version of ours; its mtime stands in.
   result.version = ours ? String(sidecar.lastWrite?.version) : `mtime-${String(stored.mtimeMs)}`;
   const unrecorded = context.known.unrecordedWrite(file);
-  const rotationId = stored.rotationId ?? (ours ? sidecar.lastWrite?.rotationId : unrecorded?.digest === digest ? unrecorded.rotationId : undefined);
+  const rotationId =
+    stored.rotationId ??
+    (ours
+      ? sidecar.lastWrite?.rotationId
+      : unrecorded?.digest === digest
+        ? unrecorded.rotationId
+        : undefined);
   if (rotationId !== undefined) result.rotationId = rotationId;
   return result;
 }
@@ -90,12 +111,17 @@ export async function writeValueDurably(file: string, content: string): Promise<
  * taken away fails (EBUSY, retryable: the retry checks the lock again). A missing directory means
  * the lock file is gone with it: lost.
  */
-export async function writeValueFenced(file: string, content: string, lock: HeldLock): Promise<'written' | 'lost'> {
+export async function writeValueFenced(
+  file: string,
+  content: string,
+  lock: HeldLock,
+): Promise<'written' | 'lost'> {
   let outcome: 'placed' | 'lost';
   try {
     outcome = await placeWhileFileLockHeld(file, lock, { name: 'value', content, safety: 'durable' });
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT' && !(await directoryExists(dirname(file)))) return 'lost';
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT' && !(await directoryExists(dirname(file))))
+      return 'lost';
     throw error;
   }
   if (outcome === 'lost') return 'lost';
@@ -115,7 +141,13 @@ async function directoryExists(directory: string): Promise<boolean> {
  * After a durable value write: keep the value it replaced (readPrevious), then record the write.
  * Neither step can fail the write; a problem is reported as `bookkeepingError`.
  */
-async function afterWrite(context: WriteContext, file: string, target: StoreTarget, record: SecretRecord, alreadyApplied: boolean): Promise<WriteResult> {
+async function afterWrite(
+  context: WriteContext,
+  file: string,
+  target: StoreTarget,
+  record: SecretRecord,
+  alreadyApplied: boolean,
+): Promise<WriteResult> {
   const kept = await keepReplaced(context, file, target);
   const result = await recordWrite(context, file, target, record, alreadyApplied);
   if (kept !== undefined && result.bookkeepingError === undefined) result.bookkeepingError = kept;
@@ -123,7 +155,11 @@ async function afterWrite(context: WriteContext, file: string, target: StoreTarg
 }
 
 /** keepReplacedValue, best effort: a fixed text naming the problem (never the value), or undefined. */
-async function keepReplaced(context: WriteContext, file: string, target: StoreTarget): Promise<string | undefined> {
+async function keepReplaced(
+  context: WriteContext,
+  file: string,
+  target: StoreTarget,
+): Promise<string | undefined> {
   try {
     await keepReplacedValue(file);
     return undefined;
@@ -139,7 +175,13 @@ async function keepReplaced(context: WriteContext, file: string, target: StoreTa
  * send the secret to a fallback and alert that the primary holds a dead secret). The problem
  * is reported in the result, and the next sidecar change records the write.
  */
-async function recordWrite(context: WriteContext, file: string, target: StoreTarget, record: SecretRecord, alreadyApplied: boolean): Promise<WriteResult> {
+async function recordWrite(
+  context: WriteContext,
+  file: string,
+  target: StoreTarget,
+  record: SecretRecord,
+  alreadyApplied: boolean,
+): Promise<WriteResult> {
   const digest = record.secret.digest();
   try {
     const sidecar = await updateSidecar(file, (current) => bumpVersion(current, record.rotationId, digest));
@@ -151,6 +193,10 @@ async function recordWrite(context: WriteContext, file: string, target: StoreTar
       (info) => `mtime-${String(info.mtimeMs)}`,
       () => 'unrecorded',
     );
-    return { version: mtime, alreadyApplied, bookkeepingError: fileBackendError(context.backend, 'write', target.path, error).message };
+    return {
+      version: mtime,
+      alreadyApplied,
+      bookkeepingError: fileBackendError(context.backend, 'write', target.path, error).message,
+    };
   }
 }

@@ -38,7 +38,10 @@ export interface ThrottleRetryOptions {
 export const THROTTLE_BACKOFF = { initialMs: 250, maxMs: 8_000 } as const;
 
 export function throttleBackoffMs(attempt: number, random: () => number = Math.random): number {
-  const ceiling = Math.min(THROTTLE_BACKOFF.maxMs, THROTTLE_BACKOFF.initialMs * 2 ** Math.max(0, attempt - 1));
+  const ceiling = Math.min(
+    THROTTLE_BACKOFF.maxMs,
+    THROTTLE_BACKOFF.initialMs * 2 ** Math.max(0, attempt - 1),
+  );
   return Math.round(ceiling / 2 + random() * (ceiling / 2));
 }
 
@@ -47,7 +50,10 @@ export function throttleBackoffMs(attempt: number, random: () => number = Math.r
  * is waited out and the call sent again while the budget lasts; any other error, and the last
  * throttle answer once the budget is spent, is thrown as it came.
  */
-export async function retryThrottled<T>(call: (remainingMs: number) => Promise<T>, options: ThrottleRetryOptions): Promise<T> {
+export async function retryThrottled<T>(
+  call: (remainingMs: number) => Promise<T>,
+  options: ThrottleRetryOptions,
+): Promise<T> {
   const now = options.nowMs ?? Date.now;
   const sleep = options.sleep ?? ((ms: number) => delay(ms));
   const startedMs = now();

@@ -47,7 +47,8 @@ export class TokenBucket {
   #pausedUntilMs = 0;
 
   constructor(options: TokenBucketOptions) {
-    if (!Number.isFinite(options.ratePerSecond) || options.ratePerSecond <= 0) throw new RangeError('a token bucket needs a positive rate');
+    if (!Number.isFinite(options.ratePerSecond) || options.ratePerSecond <= 0)
+      throw new RangeError('a token bucket needs a positive rate');
     this.ratePerSecond = options.ratePerSecond;
     // Half a second by default, not a whole one: the server's own bucket sees our requests after
     // a varying delay, and a client holding the server's whole burst has no margin for that jitter
@@ -56,7 +57,8 @@ export class TokenBucket {
     this.#intervalMs = 1000 / options.ratePerSecond;
     this.#burstMs = this.burst * this.#intervalMs;
     this.#now = options.nowMs ?? Date.now;
-    this.#sleep = options.sleep ?? ((ms, signal) => delay(ms, undefined, signal === undefined ? {} : { signal }));
+    this.#sleep =
+      options.sleep ?? ((ms, signal) => delay(ms, undefined, signal === undefined ? {} : { signal }));
     this.#fullAtMs = this.#now();
   }
 
@@ -105,14 +107,16 @@ export class TokenBucket {
   pause(ms: number): void {
     const now = this.#now();
     const until = now + Math.max(0, ms);
-    if (now >= this.#pausedUntilMs) this.#setRate(Math.max(this.ratePerSecond * MIN_RATE_SHARE, this.currentRate / 2));
+    if (now >= this.#pausedUntilMs)
+      this.#setRate(Math.max(this.ratePerSecond * MIN_RATE_SHARE, this.currentRate / 2));
     this.#pausedUntilMs = Math.max(this.#pausedUntilMs, until);
     this.#fullAtMs = Math.max(this.#fullAtMs, until + this.#burstMs);
   }
 
   /** The server took a request: the rate creeps back towards the stated one. */
   answered(): void {
-    if (this.currentRate < this.ratePerSecond) this.#setRate(Math.min(this.ratePerSecond, this.currentRate + this.ratePerSecond * RECOVERY_SHARE));
+    if (this.currentRate < this.ratePerSecond)
+      this.#setRate(Math.min(this.ratePerSecond, this.currentRate + this.ratePerSecond * RECOVERY_SHARE));
   }
 
   #setRate(ratePerSecond: number): void {

@@ -66,7 +66,11 @@ export class VaultTokenSource {
   }
 
   /** A valid token, logging in or renewing first when due. Concurrent callers share one refresh. */
-  async token(operation: BackendOperation, target: string, use: TokenUse = 'renew-when-due'): Promise<Secret> {
+  async token(
+    operation: BackendOperation,
+    target: string,
+    use: TokenUse = 'renew-when-due',
+  ): Promise<Secret> {
     const current = this.#current;
     if (current !== undefined) {
       const now = this.#options.now().getTime();
@@ -92,7 +96,8 @@ export class VaultTokenSource {
     if (!lacking(this.#current)) return;
     let fresh = await this.#refreshShared(this.#current, operation, target);
     // A renewal capped by the max TTL may still fall short; a new login starts a new max TTL.
-    if (lacking(fresh) && this.method !== 'token') fresh = await this.#refreshShared(undefined, operation, target);
+    if (lacking(fresh) && this.method !== 'token')
+      fresh = await this.#refreshShared(undefined, operation, target);
     if (fresh.ttlSeconds !== 0 && fresh.expiresAt - this.#options.now().getTime() < minValidityMs) {
       const left = Math.max(0, Math.floor((fresh.expiresAt - this.#options.now().getTime()) / 1000));
       throw new BackendError(
@@ -111,7 +116,10 @@ export class VaultTokenSource {
     const current = this.#current;
     if (current?.token !== token || current.policies === undefined) return undefined;
     // The time left now, from the lifetime the lookup (or the login or renewal) reported.
-    const ttl = current.ttlSeconds === 0 ? 0 : Math.max(0, Math.floor((current.expiresAt - this.#options.now().getTime()) / 1000));
+    const ttl =
+      current.ttlSeconds === 0
+        ? 0
+        : Math.max(0, Math.floor((current.expiresAt - this.#options.now().getTime()) / 1000));
     return { ttl, policies: current.policies };
   }
 
@@ -126,7 +134,11 @@ export class VaultTokenSource {
   }
 
   /** One refresh at a time: concurrent callers wait for the same renewal or login. */
-  async #refreshShared(current: CurrentToken | undefined, operation: BackendOperation, target: string): Promise<CurrentToken> {
+  async #refreshShared(
+    current: CurrentToken | undefined,
+    operation: BackendOperation,
+    target: string,
+  ): Promise<CurrentToken> {
     this.#pending ??= this.#refresh(current, operation, target).finally(() => {
       this.#pending = undefined;
     });
@@ -134,13 +146,22 @@ export class VaultTokenSource {
     return this.#current;
   }
 
-  async #refresh(current: CurrentToken | undefined, operation: BackendOperation, target: string): Promise<CurrentToken> {
+  async #refresh(
+    current: CurrentToken | undefined,
+    operation: BackendOperation,
+    target: string,
+  ): Promise<CurrentToken> {
     if (current?.renewable === true) {
       try {
         return await this.#renew(current, operation, target);
       } catch (error) {
         // A token past its max TTL or revoked cannot be renewed; a fresh one is the cure.
-        if (!(error instanceof BackendError) || error.code === 'KR_BACKEND_UNAVAILABLE' || error.code === 'KR_BACKEND_TIMEOUT') throw error;
+        if (
+          !(error instanceof BackendError) ||
+          error.code === 'KR_BACKEND_UNAVAILABLE' ||
+          error.code === 'KR_BACKEND_TIMEOUT'
+        )
+          throw error;
       }
     }
     return this.#obtain(operation, target);
@@ -173,7 +194,10 @@ export class VaultTokenSource {
       const call: VaultCall = { method: 'GET', apiPath: 'auth/token/lookup-self', token, operation, target };
       const { data } = await client.json(call, TokenLookupResponse);
       // The lookup that reads the token's lifetime is also the one preflight reports.
-      return { ...this.#tokenState(token, data.renewable ?? false, data.ttl, sentAt), policies: data.policies ?? [] };
+      return {
+        ...this.#tokenState(token, data.renewable ?? false, data.ttl, sentAt),
+        policies: data.policies ?? [],
+      };
     }
     let body: Record<string, string>;
     let mount: string;
@@ -186,28 +210,53 @@ export class VaultTokenSource {
         // Pinned for a day: projected tokens live an hour by default and the file is re-read at each login.
         jwt = new Secret((await readFile(auth.jwtFile, 'utf8')).trim()).pinned(24 * 60 * 60 * 1000);
       } catch (error) {
-        throw this.#error('KR_BACKEND_DENIED', operation, target, `cannot read the service-account token ${auth.jwtFile}`, error);
+        throw this.#error(
+          'KR_BACKEND_DENIED',
+          operation,
+          target,
+          `cannot read the service-account token ${auth.jwtFile}`,
+          error,
+        );
       }
       body = { role: auth.role, jwt: jwt.reveal() };
       mount = auth.mount;
     } else {
-      const roleId = /^(env|file):/.test(auth.roleId) ? (await this.#resolve(auth.roleId, env, operation, target)).reveal() : auth.roleId;
+      const roleId = /^(env|file):/.test(auth.roleId)
+        ? (await this.#resolve(auth.roleId, env, operation, target)).reveal()
+        : auth.roleId;
       const secretId = await this.#resolve(auth.secretId, env, operation, target);
       body = { role_id: roleId, secret_id: secretId.reveal() };
       mount = auth.mount;
     }
-    const call: VaultCall = { method: 'POST', apiPath: `auth/${encodeMount(mount)}/login`, body, operation, target };
+    const call: VaultCall = {
+      method: 'POST',
+      apiPath: `auth/${encodeMount(mount)}/login`,
+      body,
+      operation,
+      target,
+    };
     const answer = await client.send(call);
     if (answer.status < 200 || answer.status >= 300) {
       // A refused login is a credential problem whatever the status (Vault answers 400 for a bad secret_id).
       const error = client.httpError(call, answer);
       if (answer.status >= 400 && answer.status < 500) {
-        throw this.#error('KR_BACKEND_DENIED', operation, target, `${auth.method} login refused (HTTP ${String(answer.status)})`, error);
+        throw this.#error(
+          'KR_BACKEND_DENIED',
+          operation,
+          target,
+          `${auth.method} login refused (HTTP ${String(answer.status)})`,
+          error,
+        );
       }
       throw error;
     }
     const parsed = client.parse(call, answer, VaultAuthResponse);
-    return this.#tokenState(new Secret(parsed.auth.client_token), parsed.auth.renewable, parsed.auth.lease_duration, sentAt);
+    return this.#tokenState(
+      new Secret(parsed.auth.client_token),
+      parsed.auth.renewable,
+      parsed.auth.lease_duration,
+      sentAt,
+    );
   }
 
   #tokenState(token: Secret, renewable: boolean, ttlSeconds: number, since: number): CurrentToken {
@@ -217,22 +266,43 @@ export class VaultTokenSource {
     return { token, renewable, ttlSeconds, refreshAt, expiresAt: since + ttlSeconds * 1000 };
   }
 
-  async #resolve(ref: string, env: NodeJS.ProcessEnv, operation: BackendOperation, target: string): Promise<Secret> {
+  async #resolve(
+    ref: string,
+    env: NodeJS.ProcessEnv,
+    operation: BackendOperation,
+    target: string,
+  ): Promise<Secret> {
     try {
       return await resolveRef(ref, env);
     } catch (error) {
-      throw this.#error('KR_BACKEND_DENIED', operation, target, `cannot resolve the credential reference ${ref}`, error);
+      throw this.#error(
+        'KR_BACKEND_DENIED',
+        operation,
+        target,
+        `cannot resolve the credential reference ${ref}`,
+        error,
+      );
     }
   }
 
-  #error(code: 'KR_BACKEND_DENIED', operation: BackendOperation, target: string, problem: string, cause: unknown): BackendError {
-    return new BackendError(code, `vault backend ${this.#options.backend}: ${operation} of ${target} failed, ${problem}`, {
-      backend: this.#options.backend,
-      kind: 'vault',
-      operation,
-      path: target,
-      cause,
-    });
+  #error(
+    code: 'KR_BACKEND_DENIED',
+    operation: BackendOperation,
+    target: string,
+    problem: string,
+    cause: unknown,
+  ): BackendError {
+    return new BackendError(
+      code,
+      `vault backend ${this.#options.backend}: ${operation} of ${target} failed, ${problem}`,
+      {
+        backend: this.#options.backend,
+        kind: 'vault',
+        operation,
+        path: target,
+        cause,
+      },
+    );
   }
 }
 

@@ -63,7 +63,13 @@ export class VaultBackend implements Backend {
       ...(config.quotas === undefined ? {} : { quotaWaitMs: config.quotas.maxWaitMs }),
       ...(deps.quota?.observer === undefined ? {} : { quotaObserver: deps.quota.observer }),
     });
-    const tokens = new VaultTokenSource({ client: this.#client, auth: config.auth, backend: name, now: this.#now, env: deps.env ?? process.env });
+    const tokens = new VaultTokenSource({
+      client: this.#client,
+      auth: config.auth,
+      backend: name,
+      now: this.#now,
+      env: deps.env ?? process.env,
+    });
     this.#kv = new KvV2(new VaultSession(this.#client, tokens), config.mount);
     this.#context = { backend: name, kv: this.#kv, known: this.#known, bookkeeping: this.#bookkeeping };
   }
@@ -81,11 +87,18 @@ export class VaultBackend implements Backend {
     const known = this.#known.of(path);
     const ours = known.heldLock;
     const refreshing = ours?.lock.owner === request.owner && ours.lock.rotationId === request.rotationId;
-    const result = await acquireVaultLock(this.#kv, path, request, this.#now(), known.lockWriteStarting(refreshing));
+    const result = await acquireVaultLock(
+      this.#kv,
+      path,
+      request,
+      this.#now(),
+      known.lockWriteStarting(refreshing),
+    );
     if (!result.acquired) {
       // Busy for this request. Unless the entry still holds the lock this process holds, that
       // lock is gone (taken over), and so is what was true under it.
-      if (ours !== undefined && result.entry?.lock?.token !== ours.lock.token) known.lostLock(ours.lock.token);
+      if (ours !== undefined && result.entry?.lock?.token !== ours.lock.token)
+        known.lostLock(ours.lock.token);
       return result.outcome;
     }
     // A refresh written against the entry this process wrote when it took the lock: nothing to read.
@@ -116,9 +129,19 @@ export class VaultBackend implements Backend {
   }
 
   /** takeover.ts; a failure gives the lock back, as a failed metadata read does. */
-  async #moveVersionPastFormerHolder(target: StoreTarget, path: string, lock: HeldLock): Promise<number | { lostTo: LockInfo }> {
+  async #moveVersionPastFormerHolder(
+    target: StoreTarget,
+    path: string,
+    lock: HeldLock,
+  ): Promise<number | { lostTo: LockInfo }> {
     try {
-      const moved = await moveVersionPastFormerHolder(this.#kv, path, lock, (patch) => records.changeMetadata(this.#context, path, patch, 'lock'), this.name);
+      const moved = await moveVersionPastFormerHolder(
+        this.#kv,
+        path,
+        lock,
+        (patch) => records.changeMetadata(this.#context, path, patch, 'lock'),
+        this.name,
+      );
       if (typeof moved !== 'number') this.#known.of(path).lostLock(lock.token);
       return moved;
     } catch (error) {
@@ -130,7 +153,14 @@ export class VaultBackend implements Backend {
   async refreshLock(target: StoreTarget, lock: HeldLock, ttlMs: number): Promise<HeldLock | undefined> {
     const path = await this.#settledPath(target, 'lock');
     const known = this.#known.of(path);
-    const refreshed = await refreshVaultLock(this.#kv, path, lock, ttlMs, this.#now(), known.heldEntryWith(lock.token));
+    const refreshed = await refreshVaultLock(
+      this.#kv,
+      path,
+      lock,
+      ttlMs,
+      this.#now(),
+      known.heldEntryWith(lock.token),
+    );
     if (refreshed === undefined) {
       known.lostLock(lock.token);
       return undefined;
@@ -169,7 +199,11 @@ export class VaultBackend implements Backend {
     return records.readState(this.#context, await this.#settledPath(target, 'state'));
   }
 
-  async recordRotation(target: StoreTarget, rotation: RotationRecord, options: { clearIntent?: boolean } = {}): Promise<void> {
+  async recordRotation(
+    target: StoreTarget,
+    rotation: RotationRecord,
+    options: { clearIntent?: boolean } = {},
+  ): Promise<void> {
     await records.recordRotation(this.#context, await this.#settledPath(target, 'record'), rotation, options);
   }
 

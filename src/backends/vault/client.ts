@@ -21,7 +21,13 @@ import { retryThrottled } from '../quota/throttle.ts';
 import type { z } from 'zod';
 import type { Secret } from '../../audit/secret.ts';
 import { truncateSanitized } from '../../audit/sanitize.ts';
-import { BackendError, codeForHttpStatus, codeForTransportError, describeCode, type BackendOperation } from '../errors.ts';
+import {
+  BackendError,
+  codeForHttpStatus,
+  codeForTransportError,
+  describeCode,
+  type BackendOperation,
+} from '../errors.ts';
 import { VaultErrorBody } from './schema.ts';
 
 /**
@@ -95,11 +101,24 @@ export class VaultClient {
    */
   async send(call: VaultCall): Promise<VaultAnswer> {
     const observer = this.#options.quotaObserver;
-    const event = { backend: this.#options.backend, kind: 'vault' as const, group: VAULT_QUOTA_GROUP, operation: call.operation, path: call.target };
+    const event = {
+      backend: this.#options.backend,
+      kind: 'vault' as const,
+      group: VAULT_QUOTA_GROUP,
+      operation: call.operation,
+      path: call.target,
+    };
     if (call.operation === 'write') {
       // After the roll: no wait here (see the top of this file); counted only, no I/O.
       const answer = await this.#sendOnce(call);
-      if (answer.status === 429) observer?.throttled?.({ ...event, attempt: 1, waitMs: 0, afterRoll: true, ...(answer.retryAfterMs === undefined ? {} : { retryAfterMs: answer.retryAfterMs }) });
+      if (answer.status === 429)
+        observer?.throttled?.({
+          ...event,
+          attempt: 1,
+          waitMs: 0,
+          afterRoll: true,
+          ...(answer.retryAfterMs === undefined ? {} : { retryAfterMs: answer.retryAfterMs }),
+        });
       return answer;
     }
     try {
@@ -111,7 +130,8 @@ export class VaultClient {
         },
         {
           maxWaitMs: this.#options.quotaWaitMs ?? DEFAULT_VAULT_QUOTA_WAIT_MS,
-          throttleOf: (error) => (error instanceof RateLimitedAnswer ? { retryAfterMs: error.answer.retryAfterMs } : undefined),
+          throttleOf: (error) =>
+            error instanceof RateLimitedAnswer ? { retryAfterMs: error.answer.retryAfterMs } : undefined,
           onThrottled: (wait) => observer?.throttled?.({ ...event, ...wait, afterRoll: false }),
         },
       );
@@ -142,7 +162,8 @@ export class VaultClient {
         signal: AbortSignal.timeout(this.#options.timeoutMs),
       });
       status = response.statusCode;
-      if (status === 429) retryAfterMs = parseRetryAfter(headerValue(response.headers, 'retry-after'), Date.now());
+      if (status === 429)
+        retryAfterMs = parseRetryAfter(headerValue(response.headers, 'retry-after'), Date.now());
       ({ text, truncated } = await readBodyPrefix(response.body, MAX_VAULT_ANSWER_BYTES));
     } catch (error) {
       const code = codeForTransportError(error) ?? 'KR_BACKEND_UNAVAILABLE';
@@ -152,7 +173,13 @@ export class VaultClient {
     if (truncated) {
       // An error answer this large says nothing its status does not: keep the status alone.
       if (status < 200 || status >= 300) return { status, body: undefined, ...retry };
-      throw this.error('KR_BACKEND_INVALID_RESPONSE', call, status, undefined, `the answer is larger than ${String(MAX_VAULT_ANSWER_BYTES)} bytes`);
+      throw this.error(
+        'KR_BACKEND_INVALID_RESPONSE',
+        call,
+        status,
+        undefined,
+        `the answer is larger than ${String(MAX_VAULT_ANSWER_BYTES)} bytes`,
+      );
     }
     if (text.trim() === '') return { status, body: undefined, ...retry };
     try {
@@ -185,10 +212,22 @@ export class VaultClient {
 
   /** The BackendError for a non-2xx answer, naming Vault's (sanitized, shortened) error text. */
   httpError(call: VaultCall, answer: VaultAnswer): BackendError {
-    return this.error(codeForHttpStatus(answer.status), call, answer.status, undefined, vaultErrorText(answer.body));
+    return this.error(
+      codeForHttpStatus(answer.status),
+      call,
+      answer.status,
+      undefined,
+      vaultErrorText(answer.body),
+    );
   }
 
-  error(code: BackendError['code'], call: VaultCall, status?: number, cause?: unknown, detail?: string): BackendError {
+  error(
+    code: BackendError['code'],
+    call: VaultCall,
+    status?: number,
+    cause?: unknown,
+    detail?: string,
+  ): BackendError {
     const statusText = status === undefined ? '' : ` (HTTP ${String(status)})`;
     const detailText = detail === undefined || detail === '' ? '' : `: ${detail}`;
     return new BackendError(
@@ -215,7 +254,13 @@ export class VaultClient {
       return await this.#dispatcher;
     } catch (error) {
       this.#dispatcher = undefined;
-      throw this.error('KR_BACKEND_FAILED', call, undefined, error, `cannot read the CA file ${this.#options.caFile ?? ''}`);
+      throw this.error(
+        'KR_BACKEND_FAILED',
+        call,
+        undefined,
+        error,
+        `cannot read the CA file ${this.#options.caFile ?? ''}`,
+      );
     }
   }
 
@@ -233,7 +278,12 @@ export function vaultErrorText(body: unknown): string {
   const parsed = VaultErrorBody.safeParse(body);
   if (!parsed.success || parsed.data.errors === undefined) return '';
   const text = parsed.data.errors
-    .map((e) => e.replace(/\d+ errors? occurred:\s*/g, '').replace(/\s*\*\s*/g, ' ').trim())
+    .map((e) =>
+      e
+        .replace(/\d+ errors? occurred:\s*/g, '')
+        .replace(/\s*\*\s*/g, ' ')
+        .trim(),
+    )
     .filter((e) => e !== '')
     .join('; ');
   return truncateSanitized(text, 200);

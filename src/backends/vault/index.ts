@@ -2,4 +2,5 @@
 import type { BackendFactory } from '../registry.ts';
 import { VaultBackend } from './backend.ts';
 
-export const createVaultBackend: BackendFactory<'vault'> = (name, config, deps) => new VaultBackend(name, config, deps);
+export const createVaultBackend: BackendFactory<'vault'> = (name, config, deps) =>
+  new VaultBackend(name, config, deps);

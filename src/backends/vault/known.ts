@@ -93,7 +93,11 @@ export class PathKnowledge {
    * else's lock.
    */
   lockWriteStarting(refreshing: boolean): LockEntry | undefined {
-    const base = refreshing ? this.#heldLock : this.#neverWritten ? { version: 0, lock: undefined } : undefined;
+    const base = refreshing
+      ? this.#heldLock
+      : this.#neverWritten
+        ? { version: 0, lock: undefined }
+        : undefined;
     this.#neverWritten = false;
     return base;
   }

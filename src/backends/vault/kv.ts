@@ -32,7 +32,14 @@ export class VaultSession {
     tokenUse: TokenUse = 'renew-when-due',
   ): Promise<{ call: VaultCall; answer: VaultAnswer }> {
     const token = await this.tokens.token(operation, target, tokenUse);
-    const call: VaultCall = { method, apiPath, operation, target, token, ...(body === undefined ? {} : { body }) };
+    const call: VaultCall = {
+      method,
+      apiPath,
+      operation,
+      target,
+      token,
+      ...(body === undefined ? {} : { body }),
+    };
     let answer = await this.client.send(call);
     // A login token revoked or expired behind our back: a 403 is not applied, so one retry is safe.
     if (answer.status === 403 && this.tokens.method !== 'token') {
@@ -101,17 +108,28 @@ export class KvV2 {
    * destroyed version reads with `data` undefined.
    */
   async readData(path: string, operation: BackendOperation, version?: number): Promise<KvData | undefined> {
-    const apiPath = version === undefined ? this.apiPath('data', path) : `${this.apiPath('data', path)}?version=${String(version)}`;
+    const apiPath =
+      version === undefined
+        ? this.apiPath('data', path)
+        : `${this.apiPath('data', path)}?version=${String(version)}`;
     const { call, answer } = await this.#session.send('GET', apiPath, operation, path);
     if (answer.status === 404) {
       // A deleted latest version answers 404 with its metadata; plain absence has no data.
       const deleted = KvReadResponse.safeParse(answer.body);
       if (!deleted.success) return undefined;
-      return { data: undefined, version: deleted.data.data.metadata.version, customMetadata: deleted.data.data.metadata.custom_metadata ?? {} };
+      return {
+        data: undefined,
+        version: deleted.data.data.metadata.version,
+        customMetadata: deleted.data.data.metadata.custom_metadata ?? {},
+      };
     }
     if (answer.status !== 200) throw this.#session.client.httpError(call, answer);
     const { data } = this.#session.client.parse(call, answer, KvReadResponse);
-    return { data: data.data ?? undefined, version: data.metadata.version, customMetadata: data.metadata.custom_metadata ?? {} };
+    return {
+      data: data.data ?? undefined,
+      version: data.metadata.version,
+      customMetadata: data.metadata.custom_metadata ?? {},
+    };
   }
 
   /**
@@ -125,7 +143,14 @@ export class KvV2 {
     operation: BackendOperation,
     tokenUse: TokenUse = 'renew-when-due',
   ): Promise<{ version: number } | 'cas-mismatch'> {
-    const { call, answer } = await this.#session.send('POST', this.apiPath('data', path), operation, path, { options: { cas }, data }, tokenUse);
+    const { call, answer } = await this.#session.send(
+      'POST',
+      this.apiPath('data', path),
+      operation,
+      path,
+      { options: { cas }, data },
+      tokenUse,
+    );
     if (answer.status === 400 && CAS_MISMATCH.test(JSON.stringify(answer.body ?? ''))) return 'cas-mismatch';
     if (answer.status !== 200) throw this.#session.client.httpError(call, answer);
     return { version: this.#session.client.parse(call, answer, KvWriteResponse).data.version };
@@ -138,7 +163,11 @@ export class KvV2 {
     const { data } = this.#session.client.parse(call, answer, KvMetadataResponse);
     this.#metadataCas = data.current_metadata_version !== undefined;
     const current = data.versions?.[String(data.current_version)];
-    const live = data.current_version > 0 && current !== undefined && (current.deletion_time ?? '') === '' && current.destroyed !== true;
+    const live =
+      data.current_version > 0 &&
+      current !== undefined &&
+      (current.deletion_time ?? '') === '' &&
+      current.destroyed !== true;
     return {
       currentVersion: data.current_version,
       metadataVersion: data.current_metadata_version,
@@ -170,7 +199,10 @@ export class KvV2 {
   ): Promise<KnownMetadata> {
     let lost: { call: VaultCall; answer: VaultAnswer } | undefined;
     for (let round = 0; round < METADATA_ROUNDS; round++) {
-      const metadata = round === 0 && known !== undefined && this.#canCheckAndSet(known) ? known.metadata : await this.readMetadata(path, operation);
+      const metadata =
+        round === 0 && known !== undefined && this.#canCheckAndSet(known)
+          ? known.metadata
+          : await this.readMetadata(path, operation);
       const current = metadata?.customMetadata ?? {};
       const changes = patch({ ...current });
       if (changes === undefined || !changesAnything(current, changes)) return { metadata };
@@ -188,7 +220,13 @@ export class KvV2 {
       lost = sent;
     }
     // Every round lost against another writer: report it as the conflict it is.
-    throw this.#session.client.error('KR_BACKEND_CONFLICT', lost?.call ?? { method: 'POST', apiPath: this.apiPath('metadata', path), operation, target: path }, 400, undefined, 'custom_metadata kept changing under other writers');
+    throw this.#session.client.error(
+      'KR_BACKEND_CONFLICT',
+      lost?.call ?? { method: 'POST', apiPath: this.apiPath('metadata', path), operation, target: path },
+      400,
+      undefined,
+      'custom_metadata kept changing under other writers',
+    );
   }
 
   /**
@@ -202,12 +240,21 @@ export class KvV2 {
 
   /** A known state may stand in for a read only where the server will check the write against it. */
   #canCheckAndSet(known: KnownMetadata): boolean {
-    return this.#metadataCas === true && (known.metadata === undefined || known.metadata.metadataVersion !== undefined);
+    return (
+      this.#metadataCas === true &&
+      (known.metadata === undefined || known.metadata.metadataVersion !== undefined)
+    );
   }
 
   /** The token's capabilities on each API path (as returned by apiPath). */
-  async capabilities(apiPaths: string[], operation: BackendOperation, target: string): Promise<Record<string, string[]>> {
-    const { call, answer } = await this.#session.send('POST', 'sys/capabilities-self', operation, target, { paths: apiPaths });
+  async capabilities(
+    apiPaths: string[],
+    operation: BackendOperation,
+    target: string,
+  ): Promise<Record<string, string[]>> {
+    const { call, answer } = await this.#session.send('POST', 'sys/capabilities-self', operation, target, {
+      paths: apiPaths,
+    });
     if (answer.status !== 200) throw this.#session.client.httpError(call, answer);
     const { data } = this.#session.client.parse(call, answer, CapabilitiesResponse);
     const result: Record<string, string[]> = {};
@@ -244,12 +291,19 @@ export class KvV2 {
 }
 
 function changesAnything(current: Record<string, string>, changes: Record<string, string | null>): boolean {
-  return Object.entries(changes).some(([key, value]) => (value === null ? key in current : current[key] !== value));
+  return Object.entries(changes).some(([key, value]) =>
+    value === null ? key in current : current[key] !== value,
+  );
 }
 
-function applyPatch(current: Record<string, string>, changes: Record<string, string | null>): Record<string, string> {
+function applyPatch(
+  current: Record<string, string>,
+  changes: Record<string, string | null>,
+): Record<string, string> {
   const merged: Record<string, string | null> = { ...current, ...changes };
-  return Object.fromEntries(Object.entries(merged).filter((entry): entry is [string, string] => entry[1] !== null));
+  return Object.fromEntries(
+    Object.entries(merged).filter((entry): entry is [string, string] => entry[1] !== null),
+  );
 }
 
 /** Encodes each segment of a KV path; refuses empty, `.` and `..` segments (handled by the caller). */

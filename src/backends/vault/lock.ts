@@ -53,11 +53,18 @@ type AcquireResult =
   /** `entry`: the entry as last read, when one was. */
   | { acquired: false; outcome: Extract<LockOutcome, { acquired: false }>; entry: LockEntry | undefined };
 
-export async function readLockEntry(kv: KvV2, path: string, operation: 'lock' | 'unlock' | 'state' | 'write'): Promise<LockEntry> {
+export async function readLockEntry(
+  kv: KvV2,
+  path: string,
+  operation: 'lock' | 'unlock' | 'state' | 'write',
+): Promise<LockEntry> {
   const entry = await kv.readData(lockPathFor(path), operation);
   if (entry === undefined) return { version: 0, lock: undefined };
   const parsed = LockData.safeParse(entry.data);
-  return { version: entry.version, lock: parsed.success && parsed.data.state === 'held' ? parsed.data : undefined };
+  return {
+    version: entry.version,
+    lock: parsed.success && parsed.data.state === 'held' ? parsed.data : undefined,
+  };
 }
 
 function info(lock: LockData): LockInfo {
@@ -75,7 +82,13 @@ export function lockInfo(entry: LockEntry | undefined): LockInfo | undefined {
  * because the write checks that version (a changed entry refuses it, and the next round reads).
  * Only a refusal is never based on it: a known entry held by another owner is read again.
  */
-export async function acquireVaultLock(kv: KvV2, path: string, request: LockRequest, now: Date, known?: LockEntry): Promise<AcquireResult> {
+export async function acquireVaultLock(
+  kv: KvV2,
+  path: string,
+  request: LockRequest,
+  now: Date,
+  known?: LockEntry,
+): Promise<AcquireResult> {
   const mine: LockData = {
     owner: request.owner,
     rotationId: request.rotationId,
@@ -108,10 +121,22 @@ export async function acquireVaultLock(kv: KvV2, path: string, request: LockRequ
       written = await kv.writeData(lockPathFor(path), { ...mine }, version, 'lock');
     } catch (error) {
       const landedAt = await landed(kv, path, mine, error);
-      if (landedAt !== undefined) return { acquired: true, outcome: { acquired: true, lock: held }, entry: { version: landedAt, lock: mine }, unread: false };
+      if (landedAt !== undefined)
+        return {
+          acquired: true,
+          outcome: { acquired: true, lock: held },
+          entry: { version: landedAt, lock: mine },
+          unread: false,
+        };
       throw error;
     }
-    if (written !== 'cas-mismatch') return { acquired: true, outcome: { acquired: true, lock: held }, entry: { version: written.version, lock: mine }, unread };
+    if (written !== 'cas-mismatch')
+      return {
+        acquired: true,
+        outcome: { acquired: true, lock: held },
+        entry: { version: written.version, lock: mine },
+        unread,
+      };
   }
   return { acquired: false, outcome: { acquired: false, holder: info(entry?.lock ?? mine) }, entry };
 }
@@ -123,7 +148,9 @@ export async function acquireVaultLock(kv: KvV2, path: string, request: LockRequ
  * rotation then finds its own lock and takes it again.
  */
 async function landed(kv: KvV2, path: string, mine: LockData, error: unknown): Promise<number | undefined> {
-  const unknownOutcome = !(error instanceof BackendError) || ['KR_BACKEND_TIMEOUT', 'KR_BACKEND_UNAVAILABLE', 'KR_BACKEND_INVALID_RESPONSE'].includes(error.code);
+  const unknownOutcome =
+    !(error instanceof BackendError) ||
+    ['KR_BACKEND_TIMEOUT', 'KR_BACKEND_UNAVAILABLE', 'KR_BACKEND_INVALID_RESPONSE'].includes(error.code);
   if (!unknownOutcome) return undefined;
   try {
     const entry = await readLockEntry(kv, path, 'lock');
@@ -135,7 +162,12 @@ async function landed(kv: KvV2, path: string, mine: LockData, error: unknown): P
 
 /** True when `entry` holds exactly the lock `held` took (same holder and token, not released). */
 function carries(entry: LockData | undefined, held: HeldLock): entry is LockData {
-  return entry !== undefined && entry.token === held.token && entry.owner === held.owner && entry.rotationId === held.rotationId;
+  return (
+    entry !== undefined &&
+    entry.token === held.token &&
+    entry.owner === held.owner &&
+    entry.rotationId === held.rotationId
+  );
 }
 
 /**
@@ -154,7 +186,13 @@ export async function refreshVaultLock(
   now: Date,
   known?: HeldEntry,
 ): Promise<{ entry: HeldEntry; unread: boolean } | undefined> {
-  const next: LockData = { owner: held.owner, rotationId: held.rotationId, token: held.token, expiresAt: new Date(now.getTime() + ttlMs).toISOString(), state: 'held' };
+  const next: LockData = {
+    owner: held.owner,
+    rotationId: held.rotationId,
+    token: held.token,
+    expiresAt: new Date(now.getTime() + ttlMs).toISOString(),
+    state: 'held',
+  };
   if (known !== undefined && carries(known.lock, held)) {
     const written = await kv.writeData(lockPathFor(path), { ...next }, known.version, 'lock');
     if (written !== 'cas-mismatch') return { entry: { version: written.version, lock: next }, unread: true };
@@ -176,9 +214,19 @@ export async function refreshVaultLock(
  * reading first (the entry is still exactly this holder's lock), so the read is skipped; a refused
  * write reads to decide (taken over meanwhile: not ours to release).
  */
-export async function releaseVaultLock(kv: KvV2, path: string, held: HeldLock, known?: HeldEntry): Promise<void> {
+export async function releaseVaultLock(
+  kv: KvV2,
+  path: string,
+  held: HeldLock,
+  known?: HeldEntry,
+): Promise<void> {
   if (known !== undefined && known.lock.token === held.token) {
-    const written = await kv.writeData(lockPathFor(path), { ...known.lock, state: 'released' }, known.version, 'unlock');
+    const written = await kv.writeData(
+      lockPathFor(path),
+      { ...known.lock, state: 'released' },
+      known.version,
+      'unlock',
+    );
     if (written !== 'cas-mismatch') return;
   }
   for (let round = 0; round < 3; round++) {

@@ -20,15 +20,23 @@ export interface PreflightContext {
 export async function preflight(context: PreflightContext, path: string): Promise<PreflightResult> {
   const { kv, backend } = context;
   const token = await kv.tokenLookup('preflight', path);
-  const checks = [`token valid (policies: ${token.policies.join(', ') || 'none'}; ttl ${token.ttl === 0 ? 'none' : `${String(token.ttl)}s`})`];
+  const checks = [
+    `token valid (policies: ${token.policies.join(', ') || 'none'}; ttl ${token.ttl === 0 ? 'none' : `${String(token.ttl)}s`})`,
+  ];
   // The read proves the secret readable (the verify step and recovery read it back) and gives
   // its current version. An answer with a version means a metadata entry exists too; a plain 404
   // leaves that open (an entry with only custom_metadata answers the same).
   const current = await kv.readData(path, 'preflight');
   const exists = current !== undefined && current.data !== undefined;
-  checks.push(...(await checkCapabilities(kv, path, { exists, metadataExists: current !== undefined, backend })));
+  checks.push(
+    ...(await checkCapabilities(kv, path, { exists, metadataExists: current !== undefined, backend })),
+  );
   context.known.of(path).preflightRead(current === undefined ? undefined : current.version);
-  checks.push(current !== undefined && exists ? `read ${kv.apiPath('data', path)} (version ${String(current.version)})` : `${kv.apiPath('data', path)} does not exist yet`);
+  checks.push(
+    current !== undefined && exists
+      ? `read ${kv.apiPath('data', path)} (version ${String(current.version)})`
+      : `${kv.apiPath('data', path)} does not exist yet`,
+  );
   return { exists, checks };
 }
 
@@ -74,12 +82,16 @@ async function checkCapabilities(kv: KvV2, path: string, context: CapabilityCont
     else proven.push(`${capabilities.join('+')} on ${apiPath}`);
   }
   if (missing.length > 0) {
-    throw new BackendError('KR_BACKEND_DENIED', `vault backend ${context.backend}: preflight of ${path} failed, the token lacks ${missing.join(', ')}`, {
-      backend: context.backend,
-      kind: 'vault',
-      operation: 'preflight',
-      path,
-    });
+    throw new BackendError(
+      'KR_BACKEND_DENIED',
+      `vault backend ${context.backend}: preflight of ${path} failed, the token lacks ${missing.join(', ')}`,
+      {
+        backend: context.backend,
+        kind: 'vault',
+        operation: 'preflight',
+        path,
+      },
+    );
   }
   return proven;
 }

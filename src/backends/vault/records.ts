@@ -6,7 +6,16 @@
 // or removes only its own keys.
 import { z } from 'zod';
 import type { BackendOperation } from '../errors.ts';
-import type { DoubtedRecord, FailureRecord, Intent, KeyState, LockInfo, ProbeRecord, RecordDoubt, RotationRecord } from '../types.ts';
+import type {
+  DoubtedRecord,
+  FailureRecord,
+  Intent,
+  KeyState,
+  LockInfo,
+  ProbeRecord,
+  RecordDoubt,
+  RotationRecord,
+} from '../types.ts';
 import type { PathKnowledgeMap } from './known.ts';
 import type { CustomMetadataPatch, KvMetadata, KvV2 } from './kv.ts';
 import { lockInfo, readLockEntry } from './lock.ts';
@@ -27,7 +36,13 @@ export const META = {
 } as const;
 
 // holdUntil (invariant 9) is optional: markers written by older keyrolls lack it and still read.
-const StoredIntent = z.object({ rotationId: z.string(), keyId: z.string(), owner: z.string(), startedAt: z.string(), holdUntil: z.string().optional() });
+const StoredIntent = z.object({
+  rotationId: z.string(),
+  keyId: z.string(),
+  owner: z.string(),
+  startedAt: z.string(),
+  holdUntil: z.string().optional(),
+});
 /** The version the marked rotation's data write will create, when it was known before the roll. */
 const IntendedWrite = z.object({ rotationId: z.string(), writeVersion: z.number().int().positive() });
 // The streak fields (backoff and quarantine) are optional: failures written by older keyrolls lack them and still read.
@@ -66,13 +81,40 @@ function decodeJson<T>(text: string | undefined, schema: z.ZodType<T>): { value?
  */
 export function encodeIntent(intent: Intent, writeVersion?: number): string {
   const { rotationId, keyId, owner, startedAt, holdUntil } = intent;
-  return JSON.stringify({ rotationId, keyId, owner, startedAt, ...(holdUntil === undefined ? {} : { holdUntil }), ...(writeVersion === undefined ? {} : { writeVersion }) });
+  return JSON.stringify({
+    rotationId,
+    keyId,
+    owner,
+    startedAt,
+    ...(holdUntil === undefined ? {} : { holdUntil }),
+    ...(writeVersion === undefined ? {} : { writeVersion }),
+  });
 }
 
 export function encodeFailure(failure: FailureRecord): string {
-  const { rotationId, step, errorCode, at, consecutive, firstAt, nextAttemptAt, quarantinedAt, lastAlertedAt } = failure;
+  const {
+    rotationId,
+    step,
+    errorCode,
+    at,
+    consecutive,
+    firstAt,
+    nextAttemptAt,
+    quarantinedAt,
+    lastAlertedAt,
+  } = failure;
   // JSON.stringify leaves out the streak fields a record does not have.
-  return JSON.stringify({ rotationId, step, errorCode, at, consecutive, firstAt, nextAttemptAt, quarantinedAt, lastAlertedAt });
+  return JSON.stringify({
+    rotationId,
+    step,
+    errorCode,
+    at,
+    consecutive,
+    firstAt,
+    nextAttemptAt,
+    quarantinedAt,
+    lastAlertedAt,
+  });
 }
 
 export function encodeProbe(probe: ProbeRecord): string {
@@ -103,7 +145,11 @@ export function stateFromMetadata(meta: Record<string, string>): Omit<KeyState, 
   const lastRotationId = meta[META.lastRotationId];
   // A record that does not decode is noted, not dropped in silence: trustState audits it.
   const doubts: RecordDoubt[] = [];
-  const decode = <T>(record: DoubtedRecord, text: string | undefined, schema: z.ZodType<T>): T | undefined => {
+  const decode = <T>(
+    record: DoubtedRecord,
+    text: string | undefined,
+    schema: z.ZodType<T>,
+  ): T | undefined => {
     const { value, unreadable } = decodeJson(text, schema);
     if (unreadable) doubts.push({ record, problem: 'malformed', action: 'ignored' });
     return value;
@@ -133,7 +179,12 @@ export interface RecordsContext {
  * holds the lock (kv.ts decides whether the server can check that base), and remembering what the
  * change left while it still holds the lock. A change that fails leaves the metadata unknown.
  */
-export async function changeMetadata(context: RecordsContext, path: string, patch: (current: Record<string, string>) => CustomMetadataPatch, operation: BackendOperation): Promise<void> {
+export async function changeMetadata(
+  context: RecordsContext,
+  path: string,
+  patch: (current: Record<string, string>) => CustomMetadataPatch,
+  operation: BackendOperation,
+): Promise<void> {
   const known = context.known.of(path);
   const after = await context.kv.updateCustomMetadata(path, patch, operation, known.changingMetadata());
   known.changedMetadata(after);
@@ -143,16 +194,31 @@ export async function setIntent(context: RecordsContext, path: string, intent: I
   const known = context.known.of(path);
   // The write after the roll checks-and-sets against the version known now, so it creates the next one.
   const writeVersion = known.markingIntent();
-  await changeMetadata(context, path, () => ({ [META.intent]: encodeIntent(intent, writeVersion) }), 'intent');
+  await changeMetadata(
+    context,
+    path,
+    () => ({ [META.intent]: encodeIntent(intent, writeVersion) }),
+    'intent',
+  );
   if (writeVersion !== undefined) known.markedIntent(intent.rotationId, writeVersion);
 }
 
 export async function clearIntent(context: RecordsContext, path: string, rotationId: string): Promise<void> {
   // Checked on the map the change starts from, so an intent set meanwhile by another rotation stays.
-  await changeMetadata(context, path, (meta) => (readIntent(meta)?.rotationId === rotationId ? { [META.intent]: null } : undefined), 'intent');
+  await changeMetadata(
+    context,
+    path,
+    (meta) => (readIntent(meta)?.rotationId === rotationId ? { [META.intent]: null } : undefined),
+    'intent',
+  );
 }
 
-export async function recordRotation(context: RecordsContext, path: string, rotation: RotationRecord, options: { clearIntent?: boolean }): Promise<void> {
+export async function recordRotation(
+  context: RecordsContext,
+  path: string,
+  rotation: RotationRecord,
+  options: { clearIntent?: boolean },
+): Promise<void> {
   const writeVersion = /^[1-9]\d*$/.test(rotation.version) ? rotation.version : undefined;
   await changeMetadata(
     context,
@@ -165,9 +231,13 @@ export async function recordRotation(context: RecordsContext, path: string, rota
       // key id (a single key, an older caller) removes it: it names the last rotation's key only.
       [META.lastKeyId]: rotation.keyId ?? null,
       // The rotation wrote this version: recorded for good here, with the finish, in the same change.
-      ...(writeVersion === undefined ? {} : { [META.lastWriteRotationId]: rotation.rotationId, [META.lastWriteVersion]: writeVersion }),
+      ...(writeVersion === undefined
+        ? {}
+        : { [META.lastWriteRotationId]: rotation.rotationId, [META.lastWriteVersion]: writeVersion }),
       // Checked on the map the change starts from, so an intent set meanwhile by another rotation stays.
-      ...(options.clearIntent === true && readIntent(meta)?.rotationId === rotation.rotationId ? { [META.intent]: null } : {}),
+      ...(options.clearIntent === true && readIntent(meta)?.rotationId === rotation.rotationId
+        ? { [META.intent]: null }
+        : {}),
     }),
     'record',
   );
@@ -178,7 +248,11 @@ export async function recordProbe(context: RecordsContext, path: string, probe: 
   await changeMetadata(context, path, () => ({ [META.lastProbe]: encodeProbe(probe) }), 'record');
 }
 
-export async function recordFailure(context: RecordsContext, path: string, failure: FailureRecord): Promise<void> {
+export async function recordFailure(
+  context: RecordsContext,
+  path: string,
+  failure: FailureRecord,
+): Promise<void> {
   // Only the lastFailure key: an intent marker or lock-holder bookkeeping written meanwhile stays.
   await changeMetadata(context, path, () => ({ [META.lastFailure]: encodeFailure(failure) }), 'record');
 }
@@ -188,7 +262,10 @@ export async function readState(context: RecordsContext, path: string): Promise<
   // due-ness before the lock, a second look) reads the server.
   const afterLock = context.known.of(path).takeStateReadUnderLock();
   if (afterLock !== undefined) return afterLock;
-  const [metadata, entry] = await Promise.all([context.kv.readMetadata(path, 'state'), readLockEntry(context.kv, path, 'state')]);
+  const [metadata, entry] = await Promise.all([
+    context.kv.readMetadata(path, 'state'),
+    readLockEntry(context.kv, path, 'state'),
+  ]);
   return stateOf(metadata, lockInfo(entry));
 }
 

@@ -35,7 +35,10 @@ export const KvMetadataResponse = z.object({
     current_metadata_version: z.number().int().nonnegative().optional(),
     custom_metadata: CustomMetadata,
     versions: z
-      .record(z.string(), z.object({ deletion_time: z.string().optional(), destroyed: z.boolean().optional() }))
+      .record(
+        z.string(),
+        z.object({ deletion_time: z.string().optional(), destroyed: z.boolean().optional() }),
+      )
       .optional(),
   }),
 });

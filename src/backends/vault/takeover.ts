@@ -29,7 +29,9 @@ import { encodeIntent, META, readIntent, writerOf } from './records.ts';
 /** Rounds of a copy that keeps losing its check-and-set to writers that landed in between. */
 const COPY_ROUNDS = 5;
 
-export type MetadataChange = (patch: (current: Record<string, string>) => CustomMetadataPatch) => Promise<void>;
+export type MetadataChange = (
+  patch: (current: Record<string, string>) => CustomMetadataPatch,
+) => Promise<void>;
 
 /**
  * Writes the data of `path` again as its next version while the lock entry carries `held`'s token:
@@ -37,14 +39,27 @@ export type MetadataChange = (patch: (current: Record<string, string>) => Custom
  * (taken over again meanwhile, or released: then this lock as it was). `changeMetadata` applies a
  * custom_metadata patch under this holder's lock.
  */
-export async function moveVersionPastFormerHolder(kv: KvV2, path: string, held: HeldLock, changeMetadata: MetadataChange, backend: string): Promise<number | { lostTo: LockInfo }> {
+export async function moveVersionPastFormerHolder(
+  kv: KvV2,
+  path: string,
+  held: HeldLock,
+  changeMetadata: MetadataChange,
+  backend: string,
+): Promise<number | { lostTo: LockInfo }> {
   /** A forecast dropped in an earlier round: if its rotation's write got in before the copy, it still names that write. */
   let dropped: Forecast | undefined;
   for (let round = 0; round < COPY_ROUNDS; round++) {
     // Read before the confirmation below: the argument above needs the base older than it.
     const current = await kv.readData(path, 'lock');
     const entry = await readLockEntry(kv, path, 'lock');
-    if (entry.lock?.token !== held.token) return { lostTo: lockInfo(entry) ?? { owner: held.owner, rotationId: held.rotationId, expiresAt: held.expiresAt } };
+    if (entry.lock?.token !== held.token)
+      return {
+        lostTo: lockInfo(entry) ?? {
+          owner: held.owner,
+          rotationId: held.rotationId,
+          expiresAt: held.expiresAt,
+        },
+      };
     const base = current?.version ?? 0;
     const copyVersion = base + 1;
     // A marker that forecasts its write as the copy's version would claim the copy: drop the forecast.
@@ -62,23 +77,31 @@ export async function moveVersionPastFormerHolder(kv: KvV2, path: string, held: 
     const original = copiedFrom(meta, base) ?? base;
     await changeMetadata(() => ({
       [META.copiedVersion]: JSON.stringify({ version: written.version, of: original }),
-      ...(writer === undefined ? {} : { [META.lastWriteRotationId]: writer, [META.lastWriteVersion]: String(written.version) }),
+      ...(writer === undefined
+        ? {}
+        : { [META.lastWriteRotationId]: writer, [META.lastWriteVersion]: String(written.version) }),
     }));
     return written.version;
   }
-  throw new BackendError('KR_BACKEND_CONFLICT', `vault backend ${backend}: lock of ${path} taken over, but its data kept changing while keyroll moved its version on`, {
-    backend,
-    kind: 'vault',
-    operation: 'lock',
-    path,
-  });
+  throw new BackendError(
+    'KR_BACKEND_CONFLICT',
+    `vault backend ${backend}: lock of ${path} taken over, but its data kept changing while keyroll moved its version on`,
+    {
+      backend,
+      kind: 'vault',
+      operation: 'lock',
+      path,
+    },
+  );
 }
 
 /** The version `version` copies, when the latest takeover's copy is `version` (an unreadable record: none). */
 export function copiedFrom(meta: Record<string, string>, version: number): number | undefined {
   try {
     const record = JSON.parse(meta[META.copiedVersion] ?? '') as { version?: unknown; of?: unknown };
-    return record.version === version && typeof record.of === 'number' && record.of > 0 && record.of < version ? record.of : undefined;
+    return record.version === version && typeof record.of === 'number' && record.of > 0 && record.of < version
+      ? record.of
+      : undefined;
   } catch {
     return undefined;
   }

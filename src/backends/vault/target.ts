@@ -10,6 +10,7 @@ import { lockPathFor } from './lock.ts';
 /** The KV path of `target`; throws KR_BACKEND_INVALID_TARGET when it is not a usable one. */
 export function kvPathOf(target: StoreTarget, backend: string, operation: BackendOperation): string {
   const path = target.path.replace(/^\/+|\/+$/g, '');
-  if (!isValidKvPath(path) || path.endsWith(lockPathFor(''))) throw invalidTargetError(backend, operation, target.path);
+  if (!isValidKvPath(path) || path.endsWith(lockPathFor('')))
+    throw invalidTargetError(backend, operation, target.path);
   return path;
 }

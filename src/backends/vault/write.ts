@@ -47,11 +47,18 @@ export interface WriteContext extends RecordsContext {
   bookkeeping: BookkeepingAfterWrites;
 }
 
-export async function writeSecret(context: WriteContext, path: string, target: StoreTarget, record: SecretRecord, fence?: WriteFence): Promise<WriteResult> {
+export async function writeSecret(
+  context: WriteContext,
+  path: string,
+  target: StoreTarget,
+  record: SecretRecord,
+  fence?: WriteFence,
+): Promise<WriteResult> {
   const { kv, backend } = context;
   const known = context.known.of(path);
   // A lock this process already knows it lost: refused with no request (invariant 9).
-  if (fence !== undefined && known.hasLost(fence.lock.token)) throw refusedWriteError(backend, path, 'KR_LOCK_LOST', LOCK_LOST);
+  if (fence !== undefined && known.hasLost(fence.lock.token))
+    throw refusedWriteError(backend, path, 'KR_LOCK_LOST', LOCK_LOST);
   if (known.lastWroteFor(record.rotationId)) {
     const applied = await appliedVersion(context, path, target, record);
     if (applied !== undefined) return { version: String(applied), alreadyApplied: true };
@@ -60,10 +67,17 @@ export async function writeSecret(context: WriteContext, path: string, target: S
   if (cas === undefined) {
     // A fenced write checks-and-sets against the version read under the lock, never against one
     // read now: that read could see a new holder's write, and the write would replace it.
-    if (fence !== undefined) throw refusedWriteError(backend, path, 'KR_LOCK_LOST', 'no version of the secret was read under the lock');
+    if (fence !== undefined)
+      throw refusedWriteError(
+        backend,
+        path,
+        'KR_LOCK_LOST',
+        'no version of the secret was read under the lock',
+      );
     // No preflight or lock in this process: look once (tests, direct callers).
     const current = await kv.readData(path, 'write');
-    if (current !== undefined && holds(current, target, record)) return { version: String(current.version), alreadyApplied: true };
+    if (current !== undefined && holds(current, target, record))
+      return { version: String(current.version), alreadyApplied: true };
     cas = current?.version ?? 0;
   }
   known.writingData();
@@ -83,7 +97,12 @@ export async function writeSecret(context: WriteContext, path: string, target: S
       known.lostLock(fence.lock.token);
       throw refusedWriteError(backend, path, 'KR_LOCK_LOST', LOCK_LOST);
     }
-    throw refusedWriteError(backend, path, 'KR_BACKEND_CONFLICT', `another writer changed it since version ${String(cas)}`);
+    throw refusedWriteError(
+      backend,
+      path,
+      'KR_BACKEND_CONFLICT',
+      `another writer changed it since version ${String(cas)}`,
+    );
   }
   known.wroteSecret(record.rotationId, written.version);
   // This rotation's intent marker, durable before the roll, already names the version it wrote
@@ -96,18 +115,34 @@ export async function writeSecret(context: WriteContext, path: string, target: S
   // value itself, and the secret is already safe.
   context.bookkeeping.track(
     path,
-    changeMetadata(context, path, () => ({ [META.lastWriteRotationId]: record.rotationId, [META.lastWriteVersion]: String(written.version) }), 'write'),
+    changeMetadata(
+      context,
+      path,
+      () => ({
+        [META.lastWriteRotationId]: record.rotationId,
+        [META.lastWriteVersion]: String(written.version),
+      }),
+      'write',
+    ),
   );
   return { version: String(written.version), alreadyApplied: false };
 }
 
-export async function readSecret(context: RecordsContext, path: string, target: StoreTarget): Promise<StoredSecret | undefined> {
+export async function readSecret(
+  context: RecordsContext,
+  path: string,
+  target: StoreTarget,
+): Promise<StoredSecret | undefined> {
   const current = await context.kv.readData(path, 'read');
   if (current?.data === undefined) return undefined;
   const parsed = parseStoredValue(target.shape, current.data);
   if (parsed === undefined) return undefined;
   const rotationId = parsed.rotationId ?? writerOf(current.customMetadata, current.version);
-  return { secret: parsed.secret, version: String(current.version), ...(rotationId === undefined ? {} : { rotationId }) };
+  return {
+    secret: parsed.secret,
+    version: String(current.version),
+    ...(rotationId === undefined ? {} : { rotationId }),
+  };
 }
 
 /**
@@ -118,27 +153,46 @@ export async function readSecret(context: RecordsContext, path: string, target: 
  * for nothing), then that version's data. Undefined when there is none, or it was deleted,
  * destroyed or dropped by `max_versions`.
  */
-export async function readPrevious(context: RecordsContext, path: string, target: StoreTarget): Promise<StoredSecret | undefined> {
+export async function readPrevious(
+  context: RecordsContext,
+  path: string,
+  target: StoreTarget,
+): Promise<StoredSecret | undefined> {
   const metadata = await context.kv.readMetadata(path, 'read');
   if (metadata === undefined) return undefined;
-  const before = (copiedFrom(metadata.customMetadata, metadata.currentVersion) ?? metadata.currentVersion) - 1;
+  const before =
+    (copiedFrom(metadata.customMetadata, metadata.currentVersion) ?? metadata.currentVersion) - 1;
   if (before < 1) return undefined;
   const previous = await context.kv.readData(path, 'read', before);
   if (previous?.data === undefined) return undefined;
   const parsed = parseStoredValue(target.shape, previous.data);
   if (parsed === undefined) return undefined;
   const rotationId = parsed.rotationId ?? writerOf(metadata.customMetadata, previous.version);
-  return { secret: parsed.secret, version: String(previous.version), ...(rotationId === undefined ? {} : { rotationId }), ...(parsed.keyId === undefined ? {} : { keyId: parsed.keyId }) };
+  return {
+    secret: parsed.secret,
+    version: String(previous.version),
+    ...(rotationId === undefined ? {} : { rotationId }),
+    ...(parsed.keyId === undefined ? {} : { keyId: parsed.keyId }),
+  };
 }
 
 /** Why a fenced check-and-set was refused (not by this rotation's own earlier write): the lock moved on, or someone outside keyroll wrote. */
-async function whyFencedWriteRefused(context: RecordsContext, path: string, fence: WriteFence): Promise<'lock-lost' | 'conflict'> {
+async function whyFencedWriteRefused(
+  context: RecordsContext,
+  path: string,
+  fence: WriteFence,
+): Promise<'lock-lost' | 'conflict'> {
   const entry = await readLockEntry(context.kv, path, 'write');
   return entry.lock?.token === fence.lock.token ? 'conflict' : 'lock-lost';
 }
 
 /** The version now holding this record's secret, if the latest version does. */
-async function appliedVersion(context: RecordsContext, path: string, target: StoreTarget, record: SecretRecord): Promise<number | undefined> {
+async function appliedVersion(
+  context: RecordsContext,
+  path: string,
+  target: StoreTarget,
+  record: SecretRecord,
+): Promise<number | undefined> {
   const current = await context.kv.readData(path, 'write');
   if (current === undefined || !holds(current, target, record)) return undefined;
   context.known.of(path).foundWriteApplied(current.version);

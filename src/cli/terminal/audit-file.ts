@@ -13,7 +13,10 @@ export interface AuditFileSink {
 }
 
 /** Opens (creates or appends to) the audit file; a UsageError (exit 2) when it cannot. */
-export function openAuditFile(path: string, warn: (line: string) => void = (line) => process.stderr.write(line)): AuditFileSink {
+export function openAuditFile(
+  path: string,
+  warn: (line: string) => void = (line) => process.stderr.write(line),
+): AuditFileSink {
   let fd: number | undefined;
   try {
     fd = openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_APPEND, 0o600);
@@ -23,7 +26,9 @@ export function openAuditFile(path: string, warn: (line: string) => void = (line
   } catch (error) {
     if (fd !== undefined) closeQuietly(fd);
     const code = (error as NodeJS.ErrnoException).code ?? 'error';
-    throw new UsageError(`--audit-file ${sanitizeText(path)} cannot be opened for appending as 0600 (${code})`);
+    throw new UsageError(
+      `--audit-file ${sanitizeText(path)} cannot be opened for appending as 0600 (${code})`,
+    );
   }
   let open: number | undefined = fd;
   return {
@@ -34,7 +39,9 @@ export function openAuditFile(path: string, warn: (line: string) => void = (line
       } catch (error) {
         // A full disk must not fail a rotation whose secret is stored: the file stops, stdout's
         // trail (if any) goes on, and the loss is said once on stderr (invariant 7).
-        warn(`keyroll: --audit-file ${sanitizeText(path)}: write failed (${(error as NodeJS.ErrnoException).code ?? 'error'}); no more lines go to it in this run\n`);
+        warn(
+          `keyroll: --audit-file ${sanitizeText(path)}: write failed (${(error as NodeJS.ErrnoException).code ?? 'error'}); no more lines go to it in this run\n`,
+        );
         closeQuietly(open);
         open = undefined;
       }

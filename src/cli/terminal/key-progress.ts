@@ -51,7 +51,8 @@ interface AuditFields {
 }
 
 const str = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
-const num = (value: unknown): number | undefined => (typeof value === 'number' && Number.isFinite(value) ? value : undefined);
+const num = (value: unknown): number | undefined =>
+  typeof value === 'number' && Number.isFinite(value) ? value : undefined;
 
 export class RunProgress {
   readonly active = new Map<string, KeyProgress>();
@@ -165,12 +166,18 @@ function applyKeyEvent(key: KeyProgress, event: string, fields: AuditFields, now
     case 'key.roll.retry': {
       const waitMs = num(fields.waitMs) ?? 0;
       const why = num(fields.status) ?? str(fields.errorCode) ?? 'retry';
-      step('roll', `attempt ${String(num(fields.attempt) ?? '?')} after ${String(why)}, waiting ${formatDuration(waitMs)}`);
+      step(
+        'roll',
+        `attempt ${String(num(fields.attempt) ?? '?')} after ${String(why)}, waiting ${formatDuration(waitMs)}`,
+      );
       key.waitingUntil = now + waitMs;
       break;
     }
     case 'key.store.retry':
-      step('store', `attempt ${String(num(fields.attempt) ?? '?')} after ${str(fields.errorCode) ?? 'an error'}`);
+      step(
+        'store',
+        `attempt ${String(num(fields.attempt) ?? '?')} after ${str(fields.errorCode) ?? 'an error'}`,
+      );
       break;
     case 'key.stored':
     case 'key.store.fallback':
@@ -178,8 +185,16 @@ function applyKeyEvent(key: KeyProgress, event: string, fields: AuditFields, now
     case 'key.unusable':
       key.inRollWindow = false;
       delete key.waitingUntil;
-      if (num(fields.exposureMs) !== undefined && key.exposureMs === undefined) key.exposureMs = num(fields.exposureMs);
-      step('verify', event === 'key.store.fallback' ? 'stored in a fallback' : event === 'key.stored' ? undefined : event.slice(4));
+      if (num(fields.exposureMs) !== undefined && key.exposureMs === undefined)
+        key.exposureMs = num(fields.exposureMs);
+      step(
+        'verify',
+        event === 'key.store.fallback'
+          ? 'stored in a fallback'
+          : event === 'key.stored'
+            ? undefined
+            : event.slice(4),
+      );
       break;
     case 'key.rolled':
       break;

@@ -11,7 +11,14 @@
 import { sanitizeText } from '../../audit/sanitize.ts';
 import type { KeyOutcome } from '../../rotation/types.ts';
 import { RunProgress } from './key-progress.ts';
-import { abortedLine, activeLine, counterLine, createStyle, finishedLine, type RenderStyle } from './render.ts';
+import {
+  abortedLine,
+  activeLine,
+  counterLine,
+  createStyle,
+  finishedLine,
+  type RenderStyle,
+} from './render.ts';
 
 /** The part of a TTY stream the view uses (tests pass a fake). */
 export interface ViewStream {

@@ -7,7 +7,8 @@ import { Option, type Command } from 'commander';
 export const LOG_FORMATS = ['auto', 'json', 'pretty'] as const;
 export type LogFormat = (typeof LOG_FORMATS)[number];
 
-export const isLogFormat = (value: unknown): value is LogFormat => (LOG_FORMATS as readonly unknown[]).includes(value);
+export const isLogFormat = (value: unknown): value is LogFormat =>
+  (LOG_FORMATS as readonly unknown[]).includes(value);
 
 export interface OutputFlags {
   logFormat?: LogFormat;
@@ -36,12 +37,19 @@ export interface TerminalFacts {
 export function addOutputOptions(command: Command): Command {
   return command
     .addOption(
-      new Option('--log-format <format>', 'the audit trail on stdout: auto (JSON lines when stdout is not a terminal, a progress view when it is), json, or pretty; env KEYROLL_LOG_FORMAT')
+      new Option(
+        '--log-format <format>',
+        'the audit trail on stdout: auto (JSON lines when stdout is not a terminal, a progress view when it is), json, or pretty; env KEYROLL_LOG_FORMAT',
+      )
         .choices(LOG_FORMATS)
         // An unknown value from the environment reaches openRunOutput, which refuses it (exit 2).
         .default(process.env.KEYROLL_LOG_FORMAT ?? 'auto'),
     )
-    .option('--audit-file <path>', 'also append the audit trail as JSON lines to this file (created 0600); env KEYROLL_AUDIT_FILE', process.env.KEYROLL_AUDIT_FILE);
+    .option(
+      '--audit-file <path>',
+      'also append the audit trail as JSON lines to this file (created 0600); env KEYROLL_AUDIT_FILE',
+      process.env.KEYROLL_AUDIT_FILE,
+    );
 }
 
 /** `NO_COLOR` (no-color.org: set and not empty) and `TERM=dumb` turn colours off. */
@@ -54,10 +62,17 @@ export function colorWanted(isTTY: boolean, env: NodeJS.ProcessEnv): boolean {
 export function resolveOutputMode(flags: OutputFlags, facts: TerminalFacts): OutputMode {
   const format = flags.logFormat ?? 'auto';
   const color = colorWanted(facts.stdoutIsTTY, facts.env);
-  const auditFile = flags.auditFile === undefined || flags.auditFile === '' ? {} : { auditFile: flags.auditFile };
+  const auditFile =
+    flags.auditFile === undefined || flags.auditFile === '' ? {} : { auditFile: flags.auditFile };
   if (format === 'auto' && facts.stdoutIsTTY) {
     // A dumb terminal cannot move its cursor: finished keys are appended, nothing is redrawn.
-    return { trail: 'none', view: facts.env.TERM === 'dumb' ? 'lines' : 'live', color, stderrCounter: false, ...auditFile };
+    return {
+      trail: 'none',
+      view: facts.env.TERM === 'dumb' ? 'lines' : 'live',
+      color,
+      stderrCounter: false,
+      ...auditFile,
+    };
   }
   const trail = format === 'pretty' ? 'pretty' : 'json';
   // When stdout is the terminal, the trail asked for is itself the progress: no counter on top.

@@ -26,7 +26,11 @@ interface Segment {
 export const SPINNER_FRAMES = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'] as const;
 
 export function createStyle(color: boolean, unicode: boolean, keyIds: readonly string[]): RenderStyle {
-  return { colors: picocolors.createColors(color), unicode, keyWidth: Math.min(32, Math.max(8, ...keyIds.map((id) => id.length))) };
+  return {
+    colors: picocolors.createColors(color),
+    unicode,
+    keyWidth: Math.min(32, Math.max(8, ...keyIds.map((id) => id.length))),
+  };
 }
 
 // Controls, ESC included, become visible escapes before the line is cut: a key id or an error
@@ -51,8 +55,10 @@ export function fitLine(segments: readonly Segment[], width: number): string {
 function resultSymbol(result: KeyResult, degraded: boolean, style: RenderStyle): Segment {
   const c = style.colors;
   if (result === 'failed') return { text: style.unicode ? '✖' : 'FAIL', paint: c.red };
-  if ((result === 'rotated' || result === 'recovered') && degraded) return { text: style.unicode ? '▲' : 'WARN', paint: c.yellow };
-  if (result === 'rotated' || result === 'recovered') return { text: style.unicode ? '✔' : 'ok', paint: c.green };
+  if ((result === 'rotated' || result === 'recovered') && degraded)
+    return { text: style.unicode ? '▲' : 'WARN', paint: c.yellow };
+  if (result === 'rotated' || result === 'recovered')
+    return { text: style.unicode ? '✔' : 'ok', paint: c.green };
   if (result === 'aborted') return { text: style.unicode ? '■' : 'STOP', paint: c.yellow };
   return { text: style.unicode ? '–' : '-', paint: c.dim };
 }
@@ -66,17 +72,24 @@ export function finishedLine(finished: FinishedKey, style: RenderStyle, width: n
     parts.push(`at ${outcome.step ?? outcome.detail ?? '?'}: ${outcome.errorCode ?? 'error'}`);
     if (finished.nextAction) parts.push(finished.nextAction);
   } else if (outcome.result === 'rotated' || outcome.result === 'recovered') {
-    if (outcome.versions?.length) parts.push(outcome.versions.map((v) => `${v.backend}:${v.path} v${v.version}`).join(', '));
+    if (outcome.versions?.length)
+      parts.push(outcome.versions.map((v) => `${v.backend}:${v.path} v${v.version}`).join(', '));
     if (outcome.exposureMs !== undefined) parts.push(`exposure ${formatDuration(outcome.exposureMs)}`);
     if (finished.fingerprint) parts.push(`fingerprint ${finished.fingerprint}`);
     if (outcome.degraded) parts.push('degraded: not in every destination');
-    if (outcome.rolledKeyId && outcome.rolledKeyId !== outcome.keyId) parts.push(`rolled ${outcome.rolledKeyId}`);
+    if (outcome.rolledKeyId && outcome.rolledKeyId !== outcome.keyId)
+      parts.push(`rolled ${outcome.rolledKeyId}`);
   } else if (outcome.detail) {
     parts.push(outcome.detail);
   }
   // A skip is a decision, not work: how long it took says nothing.
   if (outcome.result !== 'skipped') parts.push(formatDuration(outcome.durationMs));
-  const resultPaint = outcome.result === 'failed' ? c.red : outcome.result === 'rotated' || outcome.result === 'recovered' ? c.green : c.dim;
+  const resultPaint =
+    outcome.result === 'failed'
+      ? c.red
+      : outcome.result === 'rotated' || outcome.result === 'recovered'
+        ? c.green
+        : c.dim;
   return fitLine(
     [
       resultSymbol(outcome.result, outcome.degraded === true, style),
@@ -92,7 +105,9 @@ export function finishedLine(finished: FinishedKey, style: RenderStyle, width: n
 export function activeLine(key: KeyProgress, frame: number, style: RenderStyle, width: number): string {
   const c = style.colors;
   const spinner = style.unicode ? (SPINNER_FRAMES[frame % SPINNER_FRAMES.length] ?? '*') : '*';
-  const extras = [key.note, key.fingerprint ? `fingerprint ${key.fingerprint}` : undefined].filter((part) => part !== undefined);
+  const extras = [key.note, key.fingerprint ? `fingerprint ${key.fingerprint}` : undefined].filter(
+    (part) => part !== undefined,
+  );
   return fitLine(
     [
       { text: spinner, paint: c.cyan },
@@ -107,7 +122,12 @@ export function activeLine(key: KeyProgress, frame: number, style: RenderStyle, 
 const RESULT_ORDER: readonly KeyResult[] = ['rotated', 'recovered', 'failed', 'skipped', 'busy', 'aborted'];
 
 /** `[3/10] rotated 2, failed 1 · 4 in progress · alerts sent 1`. */
-export function counterLine(counts: RunCounts, inProgress: number, style: RenderStyle, width: number): string {
+export function counterLine(
+  counts: RunCounts,
+  inProgress: number,
+  style: RenderStyle,
+  width: number,
+): string {
   const c = style.colors;
   const sep = separator(style);
   const segments: Segment[] = [{ text: `[${counts.done}/${counts.total}]`, paint: c.bold }];
@@ -115,17 +135,27 @@ export function counterLine(counts: RunCounts, inProgress: number, style: Render
   for (const result of RESULT_ORDER) {
     const n = counts.results.get(result);
     if (!n) continue;
-    segments.push({ text: first ? ' ' : ', ' }, { text: `${result} ${n}`, paint: result === 'failed' ? c.red : undefined });
+    segments.push(
+      { text: first ? ' ' : ', ' },
+      { text: `${result} ${n}`, paint: result === 'failed' ? c.red : undefined },
+    );
     first = false;
   }
   if (inProgress > 0) segments.push({ text: `${sep}${inProgress} in progress`, paint: c.dim });
   if (counts.alertsSent > 0) segments.push({ text: `${sep}alerts sent ${counts.alertsSent}`, paint: c.dim });
-  if (counts.alertsUndeliverable > 0) segments.push({ text: `${sep}alerts undeliverable ${counts.alertsUndeliverable}`, paint: c.red });
+  if (counts.alertsUndeliverable > 0)
+    segments.push({ text: `${sep}alerts undeliverable ${counts.alertsUndeliverable}`, paint: c.red });
   return fitLine(segments, width);
 }
 
 const separator = (style: RenderStyle): string => (style.unicode ? ' · ' : ' | ');
 
 export function abortedLine(why: string, style: RenderStyle, width: number): string {
-  return fitLine([{ text: style.unicode ? '■' : 'STOP', paint: style.colors.yellow }, { text: ` run aborted: ${why}`, paint: style.colors.yellow }], width);
+  return fitLine(
+    [
+      { text: style.unicode ? '■' : 'STOP', paint: style.colors.yellow },
+      { text: ` run aborted: ${why}`, paint: style.colors.yellow },
+    ],
+    width,
+  );
 }

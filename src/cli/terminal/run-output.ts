@@ -10,7 +10,13 @@ import { createProgressReporter } from '../progress.ts';
 import { openAuditFile, type AuditFileSink } from './audit-file.ts';
 import { createProgressView, type ProgressView, type ViewStream } from './live-view.ts';
 import { UsageError } from '../../errors.ts';
-import { isLogFormat, LOG_FORMATS, resolveOutputMode, type OutputFlags, type OutputMode } from './output-mode.ts';
+import {
+  isLogFormat,
+  LOG_FORMATS,
+  resolveOutputMode,
+  type OutputFlags,
+  type OutputMode,
+} from './output-mode.ts';
 
 export interface RunOutputIo {
   stdout: ViewStream & { isTTY?: boolean };
@@ -35,16 +41,31 @@ const defaultIo = (): RunOutputIo => ({ stdout: process.stdout, stderr: process.
  * Opens the run's output: the audit file first (a path that cannot be opened is a usage error,
  * exit 2, before anything is touched), pino-pretty only when asked for.
  */
-export async function openRunOutput(flags: OutputFlags, keyIds: readonly string[], io: RunOutputIo = defaultIo()): Promise<RunOutput> {
+export async function openRunOutput(
+  flags: OutputFlags,
+  keyIds: readonly string[],
+  io: RunOutputIo = defaultIo(),
+): Promise<RunOutput> {
   if (flags.logFormat !== undefined && !isLogFormat(flags.logFormat)) {
-    throw new UsageError(`--log-format (or KEYROLL_LOG_FORMAT) must be one of ${LOG_FORMATS.join(', ')}, not ${JSON.stringify(String(flags.logFormat))}`);
+    throw new UsageError(
+      `--log-format (or KEYROLL_LOG_FORMAT) must be one of ${LOG_FORMATS.join(', ')}, not ${JSON.stringify(String(flags.logFormat))}`,
+    );
   }
-  const mode = resolveOutputMode(flags, { stdoutIsTTY: io.stdout.isTTY === true, stderrIsTTY: io.stderr.isTTY === true, env: io.env });
-  const file: AuditFileSink | undefined = mode.auditFile === undefined ? undefined : openAuditFile(mode.auditFile, (line) => io.stderr.write(line));
+  const mode = resolveOutputMode(flags, {
+    stdoutIsTTY: io.stdout.isTTY === true,
+    stderrIsTTY: io.stderr.isTTY === true,
+    env: io.env,
+  });
+  const file: AuditFileSink | undefined =
+    mode.auditFile === undefined ? undefined : openAuditFile(mode.auditFile, (line) => io.stderr.write(line));
   const pretty = mode.trail === 'pretty' ? await loadPrettifier(mode.color) : undefined;
   const view: ProgressView | undefined =
-    mode.view === 'none' ? undefined : createProgressView(io.stdout, { keyIds, mode: mode.view, color: mode.color });
-  const counter = mode.stderrCounter ? createProgressReporter(keyIds.length, io.stderr as NodeJS.WriteStream) : undefined;
+    mode.view === 'none'
+      ? undefined
+      : createProgressView(io.stdout, { keyIds, mode: mode.view, color: mode.color });
+  const counter = mode.stderrCounter
+    ? createProgressReporter(keyIds.length, io.stderr as NodeJS.WriteStream)
+    : undefined;
   const destination = {
     write(line: string): void {
       file?.write(line);
@@ -77,7 +98,13 @@ async function loadPrettifier(colorize: boolean): Promise<(line: string) => stri
   const { prettyFactory } = (await import('pino-pretty')).default;
   // The event name is the message (msg); pid and hostname tell runners apart in a shared log, not
   // on the terminal that started this one.
-  return prettyFactory({ colorize, ignore: 'pid,hostname,event,runId,rotationId,keyId,organizationId,actor,reason,ticket', messageFormat: '{if keyId}{keyId} {end}{msg}', translateTime: 'SYS:HH:MM:ss.l', singleLine: true });
+  return prettyFactory({
+    colorize,
+    ignore: 'pid,hostname,event,runId,rotationId,keyId,organizationId,actor,reason,ticket',
+    messageFormat: '{if keyId}{keyId} {end}{msg}',
+    translateTime: 'SYS:HH:MM:ss.l',
+    singleLine: true,
+  });
 }
 
 /**
@@ -98,7 +125,13 @@ function printableFields(line: string): string {
     if (Array.isArray(value)) return value.map(walk);
     if (value === null || typeof value !== 'object') return value;
     const out: Record<string, unknown> = {};
-    for (const [name, inner] of Object.entries(value)) Object.defineProperty(out, printable(name), { value: walk(inner), enumerable: true, writable: true, configurable: true });
+    for (const [name, inner] of Object.entries(value))
+      Object.defineProperty(out, printable(name), {
+        value: walk(inner),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
     return out;
   };
   return `${JSON.stringify(walk(parsed))}\n`;

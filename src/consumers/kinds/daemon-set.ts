@@ -10,13 +10,25 @@ export const DAEMON_SET: WorkloadKindSpec = {
   kubectl: 'daemonset',
   rollout(object) {
     if (specOf(object).updateStrategy?.type === 'OnDelete') {
-      return { failed: new ConsumerError('KR_CONSUMER_ROLLOUT_FAILED', 'its update strategy is OnDelete: the restart replaces a pod only when the pod is deleted') };
+      return {
+        failed: new ConsumerError(
+          'KR_CONSUMER_ROLLOUT_FAILED',
+          'its update strategy is OnDelete: the restart replaces a pod only when the pod is deleted',
+        ),
+      };
     }
-    if (!observedLatest(object)) return { waiting: 'waiting for the daemonset controller to observe the restart' };
+    if (!observedLatest(object))
+      return { waiting: 'waiting for the daemonset controller to observe the restart' };
     const status = statusOf(object);
     const desired = status.desiredNumberScheduled ?? 0;
-    if ((status.updatedNumberScheduled ?? 0) < desired) return { waiting: `${String(status.updatedNumberScheduled ?? 0)} of ${String(desired)} updated pods scheduled` };
-    if ((status.numberAvailable ?? 0) < desired) return { waiting: `${String(status.numberAvailable ?? 0)} of ${String(desired)} updated pods available` };
+    if ((status.updatedNumberScheduled ?? 0) < desired)
+      return {
+        waiting: `${String(status.updatedNumberScheduled ?? 0)} of ${String(desired)} updated pods scheduled`,
+      };
+    if ((status.numberAvailable ?? 0) < desired)
+      return {
+        waiting: `${String(status.numberAvailable ?? 0)} of ${String(desired)} updated pods available`,
+      };
     return { done: true };
   },
 };

@@ -15,9 +15,14 @@ export const EXTERNAL_SECRET_VERSIONS = ['v1', 'v1beta1'] as const;
 export type ExternalSecretVersion = (typeof EXTERNAL_SECRET_VERSIONS)[number];
 
 /** The release each version needs, for messages and docs. */
-export const EXTERNAL_SECRETS_RELEASES = 'external-secrets v0.14 or later (v0.14–v0.16 serve external-secrets.io/v1beta1, v0.16 and later v1)';
+export const EXTERNAL_SECRETS_RELEASES =
+  'external-secrets v0.14 or later (v0.14–v0.16 serve external-secrets.io/v1beta1, v0.16 and later v1)';
 
-export function externalSecretRef(version: ExternalSecretVersion, namespace: string, name: string): KubeObjectRef {
+export function externalSecretRef(
+  version: ExternalSecretVersion,
+  namespace: string,
+  name: string,
+): KubeObjectRef {
   return { group: EXTERNAL_SECRETS_GROUP, version, plural: EXTERNAL_SECRETS_PLURAL, namespace, name };
 }
 
@@ -26,12 +31,21 @@ export function externalSecretRef(version: ExternalSecretVersion, namespace: str
  * KR_CONSUMER_API_UNSERVED (naming the release needed) when neither is, or the discovery's own
  * failure (unreachable, unauthorized).
  */
-export async function discoverExternalSecretVersion(client: KubeClient, signal?: AbortSignal): Promise<ExternalSecretVersion> {
+export async function discoverExternalSecretVersion(
+  client: KubeClient,
+  signal?: AbortSignal,
+): Promise<ExternalSecretVersion> {
   const served = await client.servedVersions(EXTERNAL_SECRETS_GROUP, signal);
   const spoken = EXTERNAL_SECRET_VERSIONS.find((version) => served.includes(version));
   if (spoken !== undefined) return spoken;
-  const what = served.length === 0 ? `the API server does not serve ${EXTERNAL_SECRETS_GROUP} (external-secrets is not installed)` : `the API server serves ${EXTERNAL_SECRETS_GROUP} ${served.join(', ')} only`;
-  throw new ConsumerError('KR_CONSUMER_API_UNSERVED', `${what}; keyroll speaks ${EXTERNAL_SECRET_VERSIONS.join(' and ')}: install or upgrade to ${EXTERNAL_SECRETS_RELEASES}`);
+  const what =
+    served.length === 0
+      ? `the API server does not serve ${EXTERNAL_SECRETS_GROUP} (external-secrets is not installed)`
+      : `the API server serves ${EXTERNAL_SECRETS_GROUP} ${served.join(', ')} only`;
+  throw new ConsumerError(
+    'KR_CONSUMER_API_UNSERVED',
+    `${what}; keyroll speaks ${EXTERNAL_SECRET_VERSIONS.join(' and ')}: install or upgrade to ${EXTERNAL_SECRETS_RELEASES}`,
+  );
 }
 
 /**
@@ -49,7 +63,8 @@ export class ExternalSecretApi {
   version(signal?: AbortSignal): Promise<ExternalSecretVersion> {
     const asked = (this.#version ??= discoverExternalSecretVersion(this.#client, signal));
     asked.catch((error: unknown) => {
-      if (error instanceof ConsumerError && error.retryable && this.#version === asked) this.#version = undefined;
+      if (error instanceof ConsumerError && error.retryable && this.#version === asked)
+        this.#version = undefined;
     });
     return asked;
   }

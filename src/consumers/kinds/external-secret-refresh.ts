@@ -9,7 +9,16 @@
 import { ConsumerError } from '../errors.ts';
 import type { KubeObject } from '../kubernetes/client.ts';
 
-const UNIT_MS: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, μs: 1e-3, ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
+const UNIT_MS: Record<string, number> = {
+  ns: 1e-6,
+  us: 1e-3,
+  µs: 1e-3,
+  μs: 1e-3,
+  ms: 1,
+  s: 1_000,
+  m: 60_000,
+  h: 3_600_000,
+};
 
 /** A Go duration string (metav1.Duration: "1h", "2h30m", "0", "0s", "-1m") in milliseconds; undefined when it is not one. */
 export function goDurationMs(text: string): number | undefined {
@@ -34,7 +43,10 @@ export function forceSyncOff(object: KubeObject): ConsumerError | undefined {
   const spec = (object.spec ?? {}) as { refreshPolicy?: unknown; refreshInterval?: unknown };
   const policy = typeof spec.refreshPolicy === 'string' ? spec.refreshPolicy : undefined;
   if (policy === 'CreatedOnce') {
-    return new ConsumerError('KR_CONSUMER_FORCE_SYNC_OFF', 'its refreshPolicy is CreatedOnce: external-secrets never syncs it again, force-sync included; set refreshPolicy: OnChange (or Periodic with a refreshInterval above 0)');
+    return new ConsumerError(
+      'KR_CONSUMER_FORCE_SYNC_OFF',
+      'its refreshPolicy is CreatedOnce: external-secrets never syncs it again, force-sync included; set refreshPolicy: OnChange (or Periodic with a refreshInterval above 0)',
+    );
   }
   if (policy === 'OnChange') return undefined;
   // The CRD defaults refreshInterval to 1h: absent means the API server was told otherwise by no one.

@@ -62,11 +62,16 @@ export type SyncProof = 'synced-resource-version' | 'refresh-time';
  * The sync state after a store at `storedAtMs`: done (and how it was proved), `same-second` (a
  * sync in the store's own second: it may have read the store before the write), or waiting.
  */
-export function syncVerdict(object: KubeObject, storedAtMs: number, ask: SyncAsk): Verdict<{ proof: SyncProof } | 'same-second'> {
+export function syncVerdict(
+  object: KubeObject,
+  storedAtMs: number,
+  ask: SyncAsk,
+): Verdict<{ proof: SyncProof } | 'same-second'> {
   const ready = readyCondition(object);
   const refreshed = refreshTimeMs(object);
   if (ready?.status === 'True') {
-    if (object.metadata?.annotations?.[FORCE_SYNC] === ask.value && syncedThisState(object)) return { done: { proof: 'synced-resource-version' } };
+    if (object.metadata?.annotations?.[FORCE_SYNC] === ask.value && syncedThisState(object))
+      return { done: { proof: 'synced-resource-version' } };
     if (refreshed !== undefined) {
       const refreshSecond = Math.floor(refreshed / 1000);
       const storeSecond = Math.floor(storedAtMs / 1000);
@@ -78,14 +83,25 @@ export function syncVerdict(object: KubeObject, storedAtMs: number, ask: SyncAsk
   const reason = typeof ready?.reason === 'string' ? ready.reason : 'Ready is False';
   // Ready turned False after keyroll's request (it was True, or it changed since): the sync itself
   // failed (the store refused, a bad remote ref); no point waiting out the timeout.
-  const changedMs = typeof ready?.lastTransitionTime === 'string' ? Date.parse(ready.lastTransitionTime) : Number.NaN;
+  const changedMs =
+    typeof ready?.lastTransitionTime === 'string' ? Date.parse(ready.lastTransitionTime) : Number.NaN;
   // A status written after keyroll's patch answers it: external-secrets writes its status under the
   // resourceVersion it read (a conflict makes it read again), so that write's reconcile saw the ask.
   // A False from before the patch (an object made just before, still failing), even in the ask's
   // own second, proves nothing: the sync keyroll asked for may be about to succeed.
-  const writtenSince = ask.resourceVersion !== undefined && object.metadata?.resourceVersion !== undefined && object.metadata.resourceVersion !== ask.resourceVersion;
-  const turnedFalse = ask.readyBefore || writtenSince || Math.floor(changedMs / 1000) > Math.floor(ask.atMs / 1000);
-  if (ready?.status === 'False' && turnedFalse) return { failed: new ConsumerError('KR_CONSUMER_SYNC_FAILED', `external-secrets reports the sync failed: ${message === '' ? reason : message}`) };
+  const writtenSince =
+    ask.resourceVersion !== undefined &&
+    object.metadata?.resourceVersion !== undefined &&
+    object.metadata.resourceVersion !== ask.resourceVersion;
+  const turnedFalse =
+    ask.readyBefore || writtenSince || Math.floor(changedMs / 1000) > Math.floor(ask.atMs / 1000);
+  if (ready?.status === 'False' && turnedFalse)
+    return {
+      failed: new ConsumerError(
+        'KR_CONSUMER_SYNC_FAILED',
+        `external-secrets reports the sync failed: ${message === '' ? reason : message}`,
+      ),
+    };
   const last = refreshed === undefined ? 'never synced' : `last sync ${new Date(refreshed).toISOString()}`;
   return { waiting: ready?.status === 'False' ? `${last}; Ready is False: ${message}` : last };
 }
@@ -116,7 +132,12 @@ interface SyncOptions {
  * ConsumerError: not found, forbidden, force-sync switched off by the refresh settings, the sync
  * failed, or no sync within `timeoutMs`.
  */
-export async function syncExternalSecret(client: KubeClient, ref: KubeObjectRef, storedAtMs: number, options: SyncOptions): Promise<SyncResult> {
+export async function syncExternalSecret(
+  client: KubeClient,
+  ref: KubeObjectRef,
+  storedAtMs: number,
+  options: SyncOptions,
+): Promise<SyncResult> {
   const deadlineMs = options.now() + options.timeoutMs;
   const current = await client.get(ref, options.signal);
   const off = forceSyncOff(current);
@@ -129,24 +150,39 @@ export async function syncExternalSecret(client: KubeClient, ref: KubeObjectRef,
     const reAsk = new AbortController();
     let scheduled = false;
     const remaining = deadlineMs - options.now();
-    if (remaining <= 0) throw new ConsumerError('KR_CONSUMER_TIMEOUT', `no sync of ${ref.namespace}/${ref.name} after the store within the sync timeout`);
+    if (remaining <= 0)
+      throw new ConsumerError(
+        'KR_CONSUMER_TIMEOUT',
+        `no sync of ${ref.namespace}/${ref.name} after the store within the sync timeout`,
+      );
     const thisAsk = ask;
     const judge = (object: KubeObject): Verdict<{ proof: SyncProof } | 'same-second'> => {
       const verdict = syncVerdict(object, storedAtMs, thisAsk);
       if (!('done' in verdict) || verdict.done !== 'same-second') return verdict;
       // Asked once more already: a sync in the store's second proves nothing; wait for another.
-      if (asks > 1) return { waiting: `last sync in the second of the store (${new Date(storedAtMs).toISOString()}); asked again` };
+      if (asks > 1)
+        return {
+          waiting: `last sync in the second of the store (${new Date(storedAtMs).toISOString()}); asked again`,
+        };
       if (!scheduled) {
         scheduled = true;
-        setTimeout(() => {
-          reAsk.abort();
-        }, 1_000 - (options.now() % 1_000) + 10).unref();
+        setTimeout(
+          () => {
+            reAsk.abort();
+          },
+          1_000 - (options.now() % 1_000) + 10,
+        ).unref();
       }
       return { waiting: 'last sync in the second of the store; asking again in the next second' };
     };
-    const stop = options.signal === undefined ? reAsk.signal : AbortSignal.any([reAsk.signal, options.signal]);
+    const stop =
+      options.signal === undefined ? reAsk.signal : AbortSignal.any([reAsk.signal, options.signal]);
     try {
-      const { value } = await waitForObject(client, ref, judge, { timeoutMs: remaining, what: `the sync of externalSecret ${ref.namespace}/${ref.name}`, signal: stop });
+      const { value } = await waitForObject(client, ref, judge, {
+        timeoutMs: remaining,
+        what: `the sync of externalSecret ${ref.namespace}/${ref.name}`,
+        signal: stop,
+      });
       if (value !== 'same-second') return { notifiedAtMs, asks, proof: value.proof };
     } catch (error) {
       if (reAsk.signal.aborted && options.signal?.aborted !== true) {
@@ -159,20 +195,44 @@ export async function syncExternalSecret(client: KubeClient, ref: KubeObjectRef,
 }
 
 /** The force-sync patch, with a value the object does not hold yet (so the patch changes its metadata). */
-async function askToSync(client: KubeClient, ref: KubeObjectRef, current: KubeObject, options: SyncOptions): Promise<SyncAsk> {
+async function askToSync(
+  client: KubeClient,
+  ref: KubeObjectRef,
+  current: KubeObject,
+  options: SyncOptions,
+): Promise<SyncAsk> {
   const value = forceSyncValue(current, options.now());
   // The answer's status is not judged (it is from before this request); its resourceVersion tells
   // a later status write from it.
-  const patched = await client.patch(ref, { metadata: { annotations: { [FORCE_SYNC]: value } } }, 'merge', options.signal);
-  return { value, atMs: options.now(), readyBefore: readyCondition(current)?.status === 'True', resourceVersion: patched.metadata?.resourceVersion };
+  const patched = await client.patch(
+    ref,
+    { metadata: { annotations: { [FORCE_SYNC]: value } } },
+    'merge',
+    options.signal,
+  );
+  return {
+    value,
+    atMs: options.now(),
+    readyBefore: readyCondition(current)?.status === 'True',
+    resourceVersion: patched.metadata?.resourceVersion,
+  };
 }
 
 /** Waited out while external-secrets says it cannot sync: that is the news, not the timeout. */
-async function failureOrTimeout(client: KubeClient, ref: KubeObjectRef, error: unknown, signal: AbortSignal | undefined): Promise<unknown> {
+async function failureOrTimeout(
+  client: KubeClient,
+  ref: KubeObjectRef,
+  error: unknown,
+  signal: AbortSignal | undefined,
+): Promise<unknown> {
   if (!(error instanceof ConsumerError) || error.code !== 'KR_CONSUMER_TIMEOUT') return error;
   const ready = readyCondition(await client.get(ref, signal).catch(() => ({})));
   if (ready?.status !== 'False') return error;
-  return new ConsumerError('KR_CONSUMER_SYNC_FAILED', `external-secrets reports it cannot sync: ${typeof ready.message === 'string' && ready.message !== '' ? ready.message : 'Ready is False'}`, { cause: error });
+  return new ConsumerError(
+    'KR_CONSUMER_SYNC_FAILED',
+    `external-secrets reports it cannot sync: ${typeof ready.message === 'string' && ready.message !== '' ? ready.message : 'Ready is False'}`,
+    { cause: error },
+  );
 }
 
 /**
@@ -181,8 +241,13 @@ async function failureOrTimeout(client: KubeClient, ref: KubeObjectRef, error: u
  * store (refreshTime is whole seconds), or in the store's own second with the proof below.
  */
 export function showsSyncAfter(object: KubeObject | undefined, storedAtMs: number): boolean {
-  const status = (object?.status ?? {}) as { refreshTime?: unknown; conditions?: { type?: unknown; status?: unknown }[] };
-  const ready = Array.isArray(status.conditions) && status.conditions.some((condition) => condition.type === 'Ready' && condition.status === 'True');
+  const status = (object?.status ?? {}) as {
+    refreshTime?: unknown;
+    conditions?: { type?: unknown; status?: unknown }[];
+  };
+  const ready =
+    Array.isArray(status.conditions) &&
+    status.conditions.some((condition) => condition.type === 'Ready' && condition.status === 'True');
   if (!ready || object === undefined) return false;
   const storeSecond = Math.floor(storedAtMs / 1000);
   const refreshMs = typeof status.refreshTime === 'string' ? Date.parse(status.refreshTime) : Number.NaN;
@@ -192,5 +257,10 @@ export function showsSyncAfter(object: KubeObject | undefined, storedAtMs: numbe
   // earlier than the store's second (keyroll asks only after a store). The real controller syncs
   // keyroll's ask within ~0.2 s, so this is the usual case, not the exception.
   const asked = Number(object.metadata?.annotations?.[FORCE_SYNC]);
-  return Math.floor(refreshMs / 1000) === storeSecond && Number.isFinite(asked) && asked >= storeSecond && syncedThisState(object);
+  return (
+    Math.floor(refreshMs / 1000) === storeSecond &&
+    Number.isFinite(asked) &&
+    asked >= storeSecond &&
+    syncedThisState(object)
+  );
 }

@@ -65,18 +65,31 @@ function templateOf(workload: KubeObject): PodTemplate {
 
 /** The Secret an ExternalSecret writes: spec.target.name (default its own name) and spec.target.template.metadata.annotations. */
 export function targetSecretOf(externalSecret: KubeObject): WatchedSecret {
-  const target = (externalSecret.spec as { target?: { name?: unknown; template?: { metadata?: { annotations?: unknown } } } } | undefined)?.target;
-  const name = typeof target?.name === 'string' && target.name !== '' ? target.name : (externalSecret.metadata?.name ?? '');
+  const target = (
+    externalSecret.spec as
+      { target?: { name?: unknown; template?: { metadata?: { annotations?: unknown } } } } | undefined
+  )?.target;
+  const name =
+    typeof target?.name === 'string' && target.name !== ''
+      ? target.name
+      : (externalSecret.metadata?.name ?? '');
   const raw = target?.template?.metadata?.annotations;
   const annotations: Record<string, string> = {};
-  if (typeof raw === 'object' && raw !== null) for (const [key, value] of Object.entries(raw)) if (typeof value === 'string') annotations[key] = value;
+  if (typeof raw === 'object' && raw !== null)
+    for (const [key, value] of Object.entries(raw)) if (typeof value === 'string') annotations[key] = value;
   return { name, annotations };
 }
 
 /** Reloader's own test of a container reference (getContainerUsingResource): a mounted volume, an env or envFrom reference, in a container or an init container. */
 function references(template: PodTemplate, secret: string): boolean {
   const containers = [...(template.spec?.containers ?? []), ...(template.spec?.initContainers ?? [])];
-  const volumes = (template.spec?.volumes ?? []).filter((volume) => volume.secret?.secretName === secret || (volume.projected?.sources ?? []).some((source) => source.secret?.name === secret)).map((volume) => volume.name);
+  const volumes = (template.spec?.volumes ?? [])
+    .filter(
+      (volume) =>
+        volume.secret?.secretName === secret ||
+        (volume.projected?.sources ?? []).some((source) => source.secret?.name === secret),
+    )
+    .map((volume) => volume.name);
   return containers.some(
     (container) =>
       (container.volumeMounts ?? []).some((mount) => volumes.includes(mount.name)) ||
@@ -103,12 +116,21 @@ export function reloaderWatches(workload: KubeObject, secret: WatchedSecret): bo
   const template = templateOf(workload);
   const excluded = own[RELOADER.exclude];
   if (excluded !== undefined && excluded.split(',').some((name) => name.trim() === secret.name)) return false;
-  const annotations = TRIGGERS.some((trigger) => own[trigger] !== undefined) ? own : (template.metadata?.annotations ?? {});
+  const annotations = TRIGGERS.some((trigger) => own[trigger] !== undefined)
+    ? own
+    : (template.metadata?.annotations ?? {});
   // By name: Reloader changes the first container even when none references the Secret.
-  if ((annotations[RELOADER.reload] ?? '').split(',').some((pattern) => matchesName(pattern.trim(), secret.name))) return true;
+  if (
+    (annotations[RELOADER.reload] ?? '')
+      .split(',')
+      .some((pattern) => matchesName(pattern.trim(), secret.name))
+  )
+    return true;
   const referenced = references(template, secret.name);
-  if (annotations[RELOADER.search] === 'true' && secret.annotations[RELOADER.match] === 'true' && referenced) return true;
-  const on = (value: string | undefined): boolean => value !== undefined && ['1', 't', 'T', 'true', 'TRUE', 'True'].includes(value);
+  if (annotations[RELOADER.search] === 'true' && secret.annotations[RELOADER.match] === 'true' && referenced)
+    return true;
+  const on = (value: string | undefined): boolean =>
+    value !== undefined && ['1', 't', 'T', 'true', 'TRUE', 'True'].includes(value);
   return (on(annotations[RELOADER.auto]) || on(annotations[RELOADER.secretAuto])) && referenced;
 }
 
@@ -136,13 +158,16 @@ export function reloaderEnvName(secret: string): string {
 export function reloaderMark(workload: KubeObject, secret: string): string {
   const template = templateOf(workload);
   const env = reloaderEnvName(secret);
-  const values = [...(template.spec?.containers ?? []), ...(template.spec?.initContainers ?? [])].map((container) => container.env?.find((entry) => entry.name === env)?.value ?? '');
+  const values = [...(template.spec?.containers ?? []), ...(template.spec?.initContainers ?? [])].map(
+    (container) => container.env?.find((entry) => entry.name === env)?.value ?? '',
+  );
   let annotation = '';
   const raw = template.metadata?.annotations?.[RELOADER.lastReloadedFrom];
   if (raw !== undefined) {
     try {
       const source = JSON.parse(raw) as { type?: unknown; name?: unknown; hash?: unknown };
-      if (source.type === 'SECRET' && source.name === secret && typeof source.hash === 'string') annotation = source.hash;
+      if (source.type === 'SECRET' && source.name === secret && typeof source.hash === 'string')
+        annotation = source.hash;
     } catch {
       // Not Reloader's JSON: not a mark of it.
     }
@@ -157,7 +182,10 @@ export interface ReloaderWatch {
   before: ReadonlyMap<string, string>;
 }
 
-export function reloaderWatch(workload: KubeObject, secrets: readonly WatchedSecret[]): ReloaderWatch | undefined {
+export function reloaderWatch(
+  workload: KubeObject,
+  secrets: readonly WatchedSecret[],
+): ReloaderWatch | undefined {
   const watched = secrets.filter((secret) => reloaderWatches(workload, secret)).map((secret) => secret.name);
   if (watched.length === 0) return undefined;
   return { secrets: watched, before: new Map(watched.map((name) => [name, reloaderMark(workload, name)])) };

@@ -12,18 +12,32 @@ export const STATEFUL_SET: WorkloadKindSpec = {
   rollout(object) {
     const spec = specOf(object);
     if (spec.updateStrategy?.type === 'OnDelete') {
-      return { failed: new ConsumerError('KR_CONSUMER_ROLLOUT_FAILED', 'its update strategy is OnDelete: the restart replaces a pod only when the pod is deleted') };
+      return {
+        failed: new ConsumerError(
+          'KR_CONSUMER_ROLLOUT_FAILED',
+          'its update strategy is OnDelete: the restart replaces a pod only when the pod is deleted',
+        ),
+      };
     }
-    if (!observedLatest(object)) return { waiting: 'waiting for the statefulset controller to observe the restart' };
+    if (!observedLatest(object))
+      return { waiting: 'waiting for the statefulset controller to observe the restart' };
     const status = statusOf(object);
     const wanted = spec.replicas ?? 1;
-    if ((status.readyReplicas ?? 0) < wanted) return { waiting: `${String(status.readyReplicas ?? 0)} of ${String(wanted)} replicas ready` };
+    if ((status.readyReplicas ?? 0) < wanted)
+      return { waiting: `${String(status.readyReplicas ?? 0)} of ${String(wanted)} replicas ready` };
     const partition = spec.updateStrategy?.rollingUpdate?.partition ?? 0;
     if (partition > 0) {
       const due = wanted - partition;
-      return (status.updatedReplicas ?? 0) < due ? { waiting: `${String(status.updatedReplicas ?? 0)} of ${String(due)} replicas above the partition updated` } : { done: true };
+      return (status.updatedReplicas ?? 0) < due
+        ? {
+            waiting: `${String(status.updatedReplicas ?? 0)} of ${String(due)} replicas above the partition updated`,
+          }
+        : { done: true };
     }
-    if (status.updateRevision !== status.currentRevision) return { waiting: `${String(status.updatedReplicas ?? 0)} of ${String(wanted)} replicas at the new revision` };
+    if (status.updateRevision !== status.currentRevision)
+      return {
+        waiting: `${String(status.updatedReplicas ?? 0)} of ${String(wanted)} replicas at the new revision`,
+      };
     return { done: true };
   },
 };

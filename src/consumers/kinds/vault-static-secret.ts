@@ -20,7 +20,11 @@ import type { KubeClient, KubeObject, KubeObjectRef } from '../kubernetes/client
 import { waitForObject, type Verdict } from '../wait.ts';
 import type { WatchedSecret } from './reloader.ts';
 
-export const VAULT_STATIC_SECRET = { group: 'secrets.hashicorp.com', version: 'v1beta1', plural: 'vaultstaticsecrets' } as const;
+export const VAULT_STATIC_SECRET = {
+  group: 'secrets.hashicorp.com',
+  version: 'v1beta1',
+  plural: 'vaultstaticsecrets',
+} as const;
 
 /** keyroll's annotation on the VaultStaticSecret: changing it makes the operator reconcile at once. */
 export const SYNC_REQUESTED = 'keyroll.io/sync-requested';
@@ -36,7 +40,7 @@ interface VaultStaticSecretSpec {
 }
 
 function specOf(object: KubeObject): VaultStaticSecretSpec {
-  return typeof object.spec === 'object' && object.spec !== null ? (object.spec) : {};
+  return typeof object.spec === 'object' && object.spec !== null ? object.spec : {};
 }
 
 function secretMac(object: KubeObject): string | undefined {
@@ -47,7 +51,10 @@ function secretMac(object: KubeObject): string | undefined {
 /** A VaultStaticSecret whose syncs keyroll cannot prove (hmacSecretData: false), as the error to report; undefined when it can. */
 export function syncUnprovable(object: KubeObject): ConsumerError | undefined {
   if (specOf(object).hmacSecretData !== false) return undefined;
-  return new ConsumerError('KR_CONSUMER_SYNC_UNPROVABLE', 'hmacSecretData is false, so the operator records no status.secretMAC and no sync can be proved: remove hmacSecretData: false from its spec (true is the default)');
+  return new ConsumerError(
+    'KR_CONSUMER_SYNC_UNPROVABLE',
+    'hmacSecretData is false, so the operator records no status.secretMAC and no sync can be proved: remove hmacSecretData: false from its spec (true is the default)',
+  );
 }
 
 /** spec.refreshAfter, for `validate` and `plan` (the operator's own period when keyroll does not ask). */
@@ -62,7 +69,8 @@ export function destinationSecretOf(object: KubeObject): WatchedSecret {
   const name = typeof destination?.name === 'string' ? destination.name : '';
   const annotations: Record<string, string> = {};
   const raw = destination?.annotations;
-  if (typeof raw === 'object' && raw !== null) for (const [key, value] of Object.entries(raw)) if (typeof value === 'string') annotations[key] = value;
+  if (typeof raw === 'object' && raw !== null)
+    for (const [key, value] of Object.entries(raw)) if (typeof value === 'string') annotations[key] = value;
   return { name, annotations };
 }
 
@@ -71,8 +79,15 @@ export function vaultStaticSecretVerdict(object: KubeObject, macBefore: string |
   const mac = secretMac(object);
   if (mac !== undefined && mac !== macBefore) return { done: true };
   const conditions = (object.status as { conditions?: unknown } | undefined)?.conditions;
-  const synced = Array.isArray(conditions) ? (conditions as { type?: unknown; status?: unknown; message?: unknown }[]).find((condition) => condition.type === 'SecretSynced') : undefined;
-  const said = synced !== undefined && typeof synced.message === 'string' ? ` (SecretSynced ${String(synced.status)}: ${synced.message})` : '';
+  const synced = Array.isArray(conditions)
+    ? (conditions as { type?: unknown; status?: unknown; message?: unknown }[]).find(
+        (condition) => condition.type === 'SecretSynced',
+      )
+    : undefined;
+  const said =
+    synced !== undefined && typeof synced.message === 'string'
+      ? ` (SecretSynced ${String(synced.status)}: ${synced.message})`
+      : '';
   return { waiting: `status.secretMAC has not changed since keyroll asked${said}` };
 }
 
@@ -80,13 +95,22 @@ export function vaultStaticSecretVerdict(object: KubeObject, macBefore: string |
  * Asks the operator to sync now (keyroll's annotation, under the version read) and waits until its
  * status shows data it read after the ask. Throws ConsumerError.
  */
-export async function syncVaultStaticSecret(client: KubeClient, ref: KubeObjectRef, options: { timeoutMs: number; now: () => number; onNotified: (atMs: number) => void; signal?: AbortSignal }): Promise<{ notifiedAtMs: number }> {
+export async function syncVaultStaticSecret(
+  client: KubeClient,
+  ref: KubeObjectRef,
+  options: { timeoutMs: number; now: () => number; onNotified: (atMs: number) => void; signal?: AbortSignal },
+): Promise<{ notifiedAtMs: number }> {
   const object = await client.get(ref, options.signal);
   const unprovable = syncUnprovable(object);
   if (unprovable !== undefined) throw unprovable;
   const macBefore = secretMac(object);
   const askedAt = options.now();
-  await client.patch(ref, { metadata: { annotations: { [SYNC_REQUESTED]: new Date(askedAt).toISOString() } } }, 'merge', options.signal);
+  await client.patch(
+    ref,
+    { metadata: { annotations: { [SYNC_REQUESTED]: new Date(askedAt).toISOString() } } },
+    'merge',
+    options.signal,
+  );
   const notifiedAtMs = options.now();
   options.onNotified(notifiedAtMs);
   await waitForObject(client, ref, (current) => vaultStaticSecretVerdict(current, macBefore), {

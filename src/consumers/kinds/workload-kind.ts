@@ -35,11 +35,11 @@ export interface WorkloadSpecFields {
 }
 
 export function statusOf(object: KubeObject): WorkloadStatus {
-  return typeof object.status === 'object' && object.status !== null ? (object.status) : {};
+  return typeof object.status === 'object' && object.status !== null ? object.status : {};
 }
 
 export function specOf(object: KubeObject): WorkloadSpecFields {
-  return typeof object.spec === 'object' && object.spec !== null ? (object.spec) : {};
+  return typeof object.spec === 'object' && object.spec !== null ? object.spec : {};
 }
 
 /** The controller has seen the latest change of the spec (the restart). */

@@ -46,7 +46,12 @@ export interface KubeClient {
    * from `resourceVersion`, calling `onChange` with each new state. Resolves when the watch ends:
    * the server closed it, or `signal` aborted. Throws ConsumerError when it cannot start.
    */
-  watch(ref: KubeObjectRef, resourceVersion: string, onChange: (object: KubeObject) => void, signal: AbortSignal): Promise<void>;
+  watch(
+    ref: KubeObjectRef,
+    resourceVersion: string,
+    onChange: (object: KubeObject) => void,
+    signal: AbortSignal,
+  ): Promise<void>;
   /**
    * The versions the API server serves of `group` (discovery), preferred first; empty when it
    * serves none (the group's CRDs are not installed). Throws ConsumerError.

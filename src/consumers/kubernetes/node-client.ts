@@ -1,9 +1,29 @@
 // KubeClient with @kubernetes/client-node: the in-cluster service account when keyroll runs in a
 // pod, else a kubeconfig (the policy's, $KUBECONFIG, ~/.kube/config). Every request has a
 // deadline, so an API server that accepts the connection and never answers cannot hold a delivery.
-import { ApiException, ApisApi, AuthorizationV1Api, CustomObjectsApi, KubeConfig, PatchStrategy, Watch, type ConfigurationOptions, V1ResourceAttributes, V1SelfSubjectAccessReview, V1SelfSubjectAccessReviewSpec } from '@kubernetes/client-node';
+import {
+  ApiException,
+  ApisApi,
+  AuthorizationV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  PatchStrategy,
+  Watch,
+  type ConfigurationOptions,
+  V1ResourceAttributes,
+  V1SelfSubjectAccessReview,
+  V1SelfSubjectAccessReviewSpec,
+} from '@kubernetes/client-node';
 import { ConsumerError, codeOfStatus } from '../errors.ts';
-import { objectPath, type AccessAnswer, type KubeClient, type KubeObject, type KubeObjectRef, type KubeVerb, type PatchType } from './client.ts';
+import {
+  objectPath,
+  type AccessAnswer,
+  type KubeClient,
+  type KubeObject,
+  type KubeObjectRef,
+  type KubeVerb,
+  type PatchType,
+} from './client.ts';
 import { clientNodeRequest } from '../../http/client-node-request.ts';
 
 export interface KubeConnection {
@@ -26,14 +46,22 @@ export function loadKubeConfig(connection: KubeConnection, env: NodeJS.ProcessEn
   const config = new KubeConfig();
   try {
     if (connection.kubeconfig !== undefined) config.loadFromFile(connection.kubeconfig);
-    else if (env.KUBERNETES_SERVICE_HOST !== undefined && env.KUBERNETES_SERVICE_HOST !== '') config.loadFromCluster();
+    else if (env.KUBERNETES_SERVICE_HOST !== undefined && env.KUBERNETES_SERVICE_HOST !== '')
+      config.loadFromCluster();
     else config.loadFromDefault();
     if (connection.context !== undefined) config.setCurrentContext(connection.context);
   } catch (error) {
-    throw new ConsumerError('KR_CONSUMER_NO_CLIENT', `no Kubernetes client configuration could be loaded: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    throw new ConsumerError(
+      'KR_CONSUMER_NO_CLIENT',
+      `no Kubernetes client configuration could be loaded: ${error instanceof Error ? error.message : String(error)}`,
+      { cause: error },
+    );
   }
   if (config.getCurrentCluster() === null) {
-    throw new ConsumerError('KR_CONSUMER_NO_CLIENT', `no Kubernetes cluster is configured (${connection.kubeconfig ?? 'in-cluster account or the default kubeconfig'}${connection.context === undefined ? '' : `, context ${connection.context}`})`);
+    throw new ConsumerError(
+      'KR_CONSUMER_NO_CLIENT',
+      `no Kubernetes cluster is configured (${connection.kubeconfig ?? 'in-cluster account or the default kubeconfig'}${connection.context === undefined ? '' : `, context ${connection.context}`})`,
+    );
   }
   return config;
 }
@@ -54,15 +82,27 @@ export class NodeKubeClient implements KubeClient {
   }
 
   async get(ref: KubeObjectRef, signal?: AbortSignal): Promise<KubeObject> {
-    return this.#call(`get ${objectPath(ref)}`, signal, (options) => this.#objects.getNamespacedCustomObject(coordinates(ref), options));
+    return this.#call(`get ${objectPath(ref)}`, signal, (options) =>
+      this.#objects.getNamespacedCustomObject(coordinates(ref), options),
+    );
   }
 
   async patch(ref: KubeObjectRef, patch: object, type: PatchType, signal?: AbortSignal): Promise<KubeObject> {
     const contentType = type === 'merge' ? PatchStrategy.MergePatch : PatchStrategy.StrategicMergePatch;
-    return this.#call(`patch ${objectPath(ref)}`, signal, (options) => this.#objects.patchNamespacedCustomObject({ ...coordinates(ref), body: patch }, options), contentType);
+    return this.#call(
+      `patch ${objectPath(ref)}`,
+      signal,
+      (options) => this.#objects.patchNamespacedCustomObject({ ...coordinates(ref), body: patch }, options),
+      contentType,
+    );
   }
 
-  async watch(ref: KubeObjectRef, resourceVersion: string, onChange: (object: KubeObject) => void, signal: AbortSignal): Promise<void> {
+  async watch(
+    ref: KubeObjectRef,
+    resourceVersion: string,
+    onChange: (object: KubeObject) => void,
+    signal: AbortSignal,
+  ): Promise<void> {
     if (signal.aborted) return;
     const path = `/apis/${ref.group}/${ref.version}/namespaces/${ref.namespace}/${ref.plural}`;
     await new Promise<void>((resolve, reject) => {
@@ -84,9 +124,15 @@ export class NodeKubeClient implements KubeClient {
       new Watch(this.#config)
         .watch(
           path,
-          { fieldSelector: `metadata.name=${ref.name}`, resourceVersion, allowWatchBookmarks: false, timeoutSeconds: WATCH_SECONDS },
+          {
+            fieldSelector: `metadata.name=${ref.name}`,
+            resourceVersion,
+            allowWatchBookmarks: false,
+            timeoutSeconds: WATCH_SECONDS,
+          },
           (phase: string, object: unknown) => {
-            if ((phase === 'ADDED' || phase === 'MODIFIED') && typeof object === 'object' && object !== null) onChange(object);
+            if ((phase === 'ADDED' || phase === 'MODIFIED') && typeof object === 'object' && object !== null)
+              onChange(object);
           },
           end,
         )
@@ -104,13 +150,28 @@ export class NodeKubeClient implements KubeClient {
 
   async servedVersions(group: string, signal?: AbortSignal): Promise<string[]> {
     // GET /apis: every group with the versions it serves (the discovery document kubectl reads).
-    const list = await this.#call(`discovery of ${group} (GET /apis)`, signal, (options) => this.#apis.getAPIVersions(options));
-    const groups = (list as { groups?: { name?: string; versions?: { version?: string }[]; preferredVersion?: { version?: string } }[] }).groups ?? [];
+    const list = await this.#call(`discovery of ${group} (GET /apis)`, signal, (options) =>
+      this.#apis.getAPIVersions(options),
+    );
+    const groups =
+      (
+        list as {
+          groups?: {
+            name?: string;
+            versions?: { version?: string }[];
+            preferredVersion?: { version?: string };
+          }[];
+        }
+      ).groups ?? [];
     const found = groups.find((candidate) => candidate.name === group);
     if (found === undefined) return [];
-    const versions = (found.versions ?? []).map((entry) => entry.version).filter((version): version is string => typeof version === 'string');
+    const versions = (found.versions ?? [])
+      .map((entry) => entry.version)
+      .filter((version): version is string => typeof version === 'string');
     const preferred = found.preferredVersion?.version;
-    return preferred !== undefined && versions.includes(preferred) ? [preferred, ...versions.filter((version) => version !== preferred)] : versions;
+    return preferred !== undefined && versions.includes(preferred)
+      ? [preferred, ...versions.filter((version) => version !== preferred)]
+      : versions;
   }
 
   async mayI(verb: KubeVerb, ref: KubeObjectRef, signal?: AbortSignal): Promise<AccessAnswer> {
@@ -118,43 +179,95 @@ export class NodeKubeClient implements KubeClient {
     body.apiVersion = 'authorization.k8s.io/v1';
     body.kind = 'SelfSubjectAccessReview';
     body.spec = new V1SelfSubjectAccessReviewSpec();
-    body.spec.resourceAttributes = Object.assign(new V1ResourceAttributes(), { verb, group: ref.group, version: ref.version, resource: ref.plural, namespace: ref.namespace, name: ref.name });
-    const review = await this.#call(`access review of ${verb} ${objectPath(ref)}`, signal, (options) => this.#authorization.createSelfSubjectAccessReview({ body }, options));
+    body.spec.resourceAttributes = Object.assign(new V1ResourceAttributes(), {
+      verb,
+      group: ref.group,
+      version: ref.version,
+      resource: ref.plural,
+      namespace: ref.namespace,
+      name: ref.name,
+    });
+    const review = await this.#call(`access review of ${verb} ${objectPath(ref)}`, signal, (options) =>
+      this.#authorization.createSelfSubjectAccessReview({ body }, options),
+    );
     const status = (review as { status?: { allowed?: unknown; reason?: unknown } }).status;
-    return { allowed: status?.allowed === true, ...(typeof status?.reason === 'string' && status.reason !== '' ? { reason: status.reason } : {}) };
+    return {
+      allowed: status?.allowed === true,
+      ...(typeof status?.reason === 'string' && status.reason !== '' ? { reason: status.reason } : {}),
+    };
   }
 
-  async #call(where: string, signal: AbortSignal | undefined, send: (options: ConfigurationOptions) => Promise<unknown>, contentType?: string): Promise<KubeObject> {
+  async #call(
+    where: string,
+    signal: AbortSignal | undefined,
+    send: (options: ConfigurationOptions) => Promise<unknown>,
+    contentType?: string,
+  ): Promise<KubeObject> {
     const deadline = AbortSignal.timeout(this.#requestTimeoutMs);
     const combined = signal === undefined ? deadline : AbortSignal.any([signal, deadline]);
     try {
       const answer = await send(clientNodeRequest(combined, contentType));
-      return typeof answer === 'object' && answer !== null ? (answer) : {};
+      return typeof answer === 'object' && answer !== null ? answer : {};
     } catch (error) {
       throw asConsumerError(error, where, deadline.aborted);
     }
   }
 }
 
-function coordinates(ref: KubeObjectRef): { group: string; version: string; namespace: string; plural: string; name: string } {
-  return { group: ref.group, version: ref.version, namespace: ref.namespace, plural: ref.plural, name: ref.name };
+function coordinates(ref: KubeObjectRef): {
+  group: string;
+  version: string;
+  namespace: string;
+  plural: string;
+  name: string;
+} {
+  return {
+    group: ref.group,
+    version: ref.version,
+    namespace: ref.namespace,
+    plural: ref.plural,
+    name: ref.name,
+  };
 }
-
 
 /** Every failure as a ConsumerError with a stable code; the API server's own message kept (it names no secret). */
 function asConsumerError(error: unknown, where: string, timedOut = false): ConsumerError {
   if (error instanceof ConsumerError) return error;
   if (error instanceof ApiException) {
     const status = error.code;
-    return new ConsumerError(codeOfStatus(status), `${where}: the API server answered ${String(status)}${serverMessage(error.body)}`, { status, cause: error });
+    return new ConsumerError(
+      codeOfStatus(status),
+      `${where}: the API server answered ${String(status)}${serverMessage(error.body)}`,
+      { status, cause: error },
+    );
   }
   const status = (error as { statusCode?: unknown }).statusCode;
-  if (typeof status === 'number') return new ConsumerError(codeOfStatus(status), `${where}: the API server answered ${String(status)}`, { status, cause: error });
-  if (timedOut || (error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError'))) {
-    return new ConsumerError('KR_CONSUMER_TIMEOUT', `${where}: no answer within ${String(REQUEST_TIMEOUT_MS / 1000)} s`, { cause: error });
+  if (typeof status === 'number')
+    return new ConsumerError(codeOfStatus(status), `${where}: the API server answered ${String(status)}`, {
+      status,
+      cause: error,
+    });
+  if (
+    timedOut ||
+    (error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError'))
+  ) {
+    return new ConsumerError(
+      'KR_CONSUMER_TIMEOUT',
+      `${where}: no answer within ${String(REQUEST_TIMEOUT_MS / 1000)} s`,
+      { cause: error },
+    );
   }
-  const cause = error instanceof Error && error.cause instanceof Error ? `: ${error.cause.message}` : error instanceof Error ? `: ${error.message}` : '';
-  return new ConsumerError('KR_CONSUMER_UNREACHABLE', `${where}: the API server could not be reached${cause}`, { cause: error });
+  const cause =
+    error instanceof Error && error.cause instanceof Error
+      ? `: ${error.cause.message}`
+      : error instanceof Error
+        ? `: ${error.message}`
+        : '';
+  return new ConsumerError(
+    'KR_CONSUMER_UNREACHABLE',
+    `${where}: the API server could not be reached${cause}`,
+    { cause: error },
+  );
 }
 
 function serverMessage(body: unknown): string {

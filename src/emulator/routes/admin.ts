@@ -11,11 +11,21 @@ import type { ApiKeyRecord } from '../state.ts';
 import { parseBody } from './body.ts';
 
 export const InjectedFault = z.discriminatedUnion('kind', [
-  z.strictObject({ kind: z.literal('status'), status: z.int().min(100).max(599), code: z.string().optional(), retryAfter: z.string().optional() }),
+  z.strictObject({
+    kind: z.literal('status'),
+    status: z.int().min(100).max(599),
+    code: z.string().optional(),
+    retryAfter: z.string().optional(),
+  }),
   z.strictObject({ kind: z.literal('delay'), ms: z.int().min(0).max(600_000) }),
   z.strictObject({ kind: z.literal('drop') }),
   z.strictObject({ kind: z.literal('failAfterApply'), then: z.enum(['status500', 'drop', 'hang']) }),
-  z.strictObject({ kind: z.literal('malformed'), body: z.string(), contentType: z.string().optional(), status: z.int().min(100).max(599).optional() }),
+  z.strictObject({
+    kind: z.literal('malformed'),
+    body: z.string(),
+    contentType: z.string().optional(),
+    status: z.int().min(100).max(599).optional(),
+  }),
 ]);
 
 export const FaultRequest = z.strictObject({
@@ -24,17 +34,24 @@ export const FaultRequest = z.strictObject({
   count: z.int().min(1).max(10_000).default(1),
 });
 
-export const OrganizationChange = z.strictObject({ plan: z.enum(PLANS).optional(), downgraded: z.boolean().optional() });
+export const OrganizationChange = z.strictObject({
+  plan: z.enum(PLANS).optional(),
+  downgraded: z.boolean().optional(),
+});
 
 const SecretCheck = z.strictObject({ secret: z.string() });
 
 export function registerAdminRoutes(app: FastifyInstance, ctx: EmulatorContext): void {
   const { state, faults } = ctx;
   const pendingFaults = (): Record<EmulatorOperation, number> =>
-    Object.fromEntries(EMULATOR_OPERATIONS.map((op) => [op, faults.pending(op)])) as Record<EmulatorOperation, number>;
+    Object.fromEntries(EMULATOR_OPERATIONS.map((op) => [op, faults.pending(op)])) as Record<
+      EmulatorOperation,
+      number
+    >;
   const knownKey = (keyId: string): ApiKeyRecord => {
     const key = state.apiKeys.get(keyId);
-    if (key === undefined) throw new EmulatorRequestError(404, 'No API key with this id.', { details: { keyId } });
+    if (key === undefined)
+      throw new EmulatorRequestError(404, 'No API key with this id.', { details: { keyId } });
     return key;
   };
   const keyView = (key: ApiKeyRecord): Record<string, unknown> => ({
@@ -80,7 +97,10 @@ export function registerAdminRoutes(app: FastifyInstance, ctx: EmulatorContext):
   });
   app.patch<{ Params: { orgId: string }; Body: unknown }>('/_emulator/organizations/:orgId', (request) => {
     const org = state.organizations.get(request.params.orgId);
-    if (org === undefined) throw new EmulatorRequestError(404, 'No organization with this id.', { details: { organizationId: request.params.orgId } });
+    if (org === undefined)
+      throw new EmulatorRequestError(404, 'No organization with this id.', {
+        details: { organizationId: request.params.orgId },
+      });
     const change = parseBody(OrganizationChange, request.body);
     if (change.plan !== undefined) state.setPlan(org.id, change.plan);
     if (change.downgraded !== undefined) state.setDowngraded(org.id, change.downgraded);

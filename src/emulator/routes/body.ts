@@ -7,7 +7,9 @@ export function parseBody<T extends z.ZodType>(schema: T, body: unknown): z.outp
   const parsed = schema.safeParse(body);
   if (!parsed.success) {
     throw new EmulatorRequestError(400, 'The request body is invalid.', {
-      details: { issues: parsed.error.issues.map((issue) => ({ path: issue.path.join('.'), message: issue.message })) },
+      details: {
+        issues: parsed.error.issues.map((issue) => ({ path: issue.path.join('.'), message: issue.message })),
+      },
     });
   }
   return parsed.data;

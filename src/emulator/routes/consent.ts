@@ -29,19 +29,28 @@ export function registerConsentRoutes(app: FastifyInstance, ctx: EmulatorContext
     handler: async (request, reply) => {
       const caller = callerOf(request);
       const project = writableProject(ctx.state, caller, requireId(request.params.projectId, 'projectId'));
-      const instance = project.consentInstanceId === null ? undefined : ctx.state.consentInstances.get(project.consentInstanceId);
+      const instance =
+        project.consentInstanceId === null
+          ? undefined
+          : ctx.state.consentInstances.get(project.consentInstanceId);
       if (instance === undefined) {
-        throw new EmulatorRequestError(404, 'The project has no linked consent instance.', { details: { projectId: project.id } });
+        throw new EmulatorRequestError(404, 'The project has no linked consent instance.', {
+          details: { projectId: project.id },
+        });
       }
       const update = parseBody(ConsentUpdate, request.body);
       if (update.trustedOrigins !== undefined) {
         update.trustedOrigins.forEach((origin, index) => {
           const verdict = checkTrustedOrigin(origin);
           if (!verdict.ok) {
-            throw new EmulatorRequestError(400, `trustedOrigins[${index}] is not an allowed origin pattern.`, {
-              apiCode: 'INVALID_ORIGIN',
-              details: { index, origin: origin.slice(0, 200), reason: verdict.reason },
-            });
+            throw new EmulatorRequestError(
+              400,
+              `trustedOrigins[${index}] is not an allowed origin pattern.`,
+              {
+                apiCode: 'INVALID_ORIGIN',
+                details: { index, origin: origin.slice(0, 200), reason: verdict.reason },
+              },
+            );
           }
         });
       }
@@ -49,7 +58,12 @@ export function registerConsentRoutes(app: FastifyInstance, ctx: EmulatorContext
       if (update.branding === 'none' && !allowsBrandingNone(org)) {
         throw new EmulatorRequestError(403, 'Removing branding requires an eligible paid plan.', {
           apiCode: 'PLAN_REQUIRED',
-          details: { organizationId: org.id, plan: org.plan, downgraded: org.downgraded, eligiblePlans: BRANDING_NONE_PLANS },
+          details: {
+            organizationId: org.id,
+            plan: org.plan,
+            downgraded: org.downgraded,
+            eligiblePlans: BRANDING_NONE_PLANS,
+          },
         });
       }
       if (instance.locked) {

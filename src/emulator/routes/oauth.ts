@@ -17,8 +17,10 @@ export function registerOAuthRoutes(app: FastifyInstance, ctx: EmulatorContext):
 
     const grantType = form.get('grant_type');
     if (grantType === undefined) return oauthError(reply, 400, 'invalid_request', 'grant_type is required');
-    if (grantType !== 'client_credentials') return oauthError(reply, 400, 'unsupported_grant_type', 'only client_credentials is supported');
-    if (clientId === undefined || clientSecret === undefined) return oauthError(reply, 401, 'invalid_client', 'client authentication is required');
+    if (grantType !== 'client_credentials')
+      return oauthError(reply, 400, 'unsupported_grant_type', 'only client_credentials is supported');
+    if (clientId === undefined || clientSecret === undefined)
+      return oauthError(reply, 401, 'invalid_client', 'client authentication is required');
 
     const client = ctx.state.oauthClients.get(clientId);
     if (client === undefined || !sameText(client.clientSecret, clientSecret)) {
@@ -27,7 +29,13 @@ export function registerOAuthRoutes(app: FastifyInstance, ctx: EmulatorContext):
     }
     const requested = (form.get('scope') ?? '').split(' ').filter((s) => s !== '');
     const unknown = client.scopes.length === 0 ? [] : requested.filter((s) => !client.scopes.includes(s));
-    if (unknown.length > 0) return oauthError(reply, 400, 'invalid_scope', `scope not granted to this client: ${unknown.join(' ')}`);
+    if (unknown.length > 0)
+      return oauthError(
+        reply,
+        400,
+        'invalid_scope',
+        `scope not granted to this client: ${unknown.join(' ')}`,
+      );
     const scope = requested.length > 0 ? requested : client.scopes;
 
     const issued = ctx.state.issueAccessToken(client.principalId);
@@ -52,7 +60,9 @@ function formFields(body: unknown): Map<string, string> {
 }
 
 /** client_secret_basic (RFC 6749 §2.3.1): both parts form-urlencoded, then base64. */
-function basicCredentials(authorization: string | undefined): { clientId: string; clientSecret: string } | undefined {
+function basicCredentials(
+  authorization: string | undefined,
+): { clientId: string; clientSecret: string } | undefined {
   const match = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(authorization ?? '');
   if (match?.[1] === undefined) return undefined;
   const decoded = Buffer.from(match[1], 'base64').toString('utf8');
@@ -74,6 +84,11 @@ function sameText(expected: string, given: string): boolean {
   return a.length === b.length && timingSafeEqual(a, b);
 }
 
-function oauthError(reply: FastifyReply, status: number, error: OAuthError, description: string): FastifyReply {
+function oauthError(
+  reply: FastifyReply,
+  status: number,
+  error: OAuthError,
+  description: string,
+): FastifyReply {
   return reply.code(status).send({ error, error_description: description });
 }

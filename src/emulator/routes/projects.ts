@@ -22,40 +22,51 @@ export const ProjectUpdate = z
   });
 
 export function registerProjectRoutes(app: FastifyInstance, ctx: EmulatorContext): void {
-  app.get<{ Querystring: Query }>('/v1/projects', { onRequest: guardOperation(ctx, 'listProjects') }, async (request, reply) => {
-    const caller = callerOf(request);
-    const limit = parseLimit(singleQueryValue(request.query, 'limit'));
-    const orgFilter = singleQueryValue(request.query, 'organizationId');
-    const visible = visibleOrganizationIds(caller);
-    if (orgFilter !== undefined && !visible.includes(requireId(orgFilter, 'organizationId'))) {
-      throw new EmulatorRequestError(403, 'The caller has no access to this organization.', { details: { organizationId: orgFilter } });
-    }
-    const orgIds = orgFilter === undefined ? visible : [orgFilter];
-    // Ordered by id so a cursor ("after this id") stays meaningful while projects change.
-    const all = [...ctx.state.projects.values()]
-      .filter((p) => orgIds.includes(p.organizationId))
-      .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-
-    const cursorText = singleQueryValue(request.query, 'cursor');
-    let start = 0;
-    if (cursorText !== undefined) {
-      const position = ctx.cursors.decode(cursorText);
-      if (position?.organizationId !== (orgFilter ?? null)) {
-        throw new EmulatorRequestError(400, 'The cursor is invalid or belongs to another query.', { details: { parameter: 'cursor' } });
+  app.get<{ Querystring: Query }>(
+    '/v1/projects',
+    { onRequest: guardOperation(ctx, 'listProjects') },
+    async (request, reply) => {
+      const caller = callerOf(request);
+      const limit = parseLimit(singleQueryValue(request.query, 'limit'));
+      const orgFilter = singleQueryValue(request.query, 'organizationId');
+      const visible = visibleOrganizationIds(caller);
+      if (orgFilter !== undefined && !visible.includes(requireId(orgFilter, 'organizationId'))) {
+        throw new EmulatorRequestError(403, 'The caller has no access to this organization.', {
+          details: { organizationId: orgFilter },
+        });
       }
-      const next = all.findIndex((p) => p.id > position.after);
-      start = next === -1 ? all.length : next;
-    }
-    const page = all.slice(start, start + limit);
-    const hasMore = start + limit < all.length;
-    const last = page[page.length - 1];
-    const nextCursor = hasMore && last !== undefined ? ctx.cursors.encode({ after: last.id, organizationId: orgFilter ?? null }) : null;
-    return deliver(request, reply, {
-      success: true,
-      data: page.map((p) => projectView(ctx.state, p)),
-      pagination: { nextCursor, hasMore },
-    });
-  });
+      const orgIds = orgFilter === undefined ? visible : [orgFilter];
+      // Ordered by id so a cursor ("after this id") stays meaningful while projects change.
+      const all = [...ctx.state.projects.values()]
+        .filter((p) => orgIds.includes(p.organizationId))
+        .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+
+      const cursorText = singleQueryValue(request.query, 'cursor');
+      let start = 0;
+      if (cursorText !== undefined) {
+        const position = ctx.cursors.decode(cursorText);
+        if (position?.organizationId !== (orgFilter ?? null)) {
+          throw new EmulatorRequestError(400, 'The cursor is invalid or belongs to another query.', {
+            details: { parameter: 'cursor' },
+          });
+        }
+        const next = all.findIndex((p) => p.id > position.after);
+        start = next === -1 ? all.length : next;
+      }
+      const page = all.slice(start, start + limit);
+      const hasMore = start + limit < all.length;
+      const last = page[page.length - 1];
+      const nextCursor =
+        hasMore && last !== undefined
+          ? ctx.cursors.encode({ after: last.id, organizationId: orgFilter ?? null })
+          : null;
+      return deliver(request, reply, {
+        success: true,
+        data: page.map((p) => projectView(ctx.state, p)),
+        pagination: { nextCursor, hasMore },
+      });
+    },
+  );
 
   app.route<{ Params: { projectId: string }; Body: unknown }>({
     method: ['PATCH', 'PUT'],
@@ -69,7 +80,9 @@ export function registerProjectRoutes(app: FastifyInstance, ctx: EmulatorContext
       if (update.projectName !== undefined) {
         slug = slugify(update.projectName);
         if (slug === '') {
-          throw new EmulatorRequestError(400, 'projectName must contain at least one letter or digit.', { details: { field: 'projectName' } });
+          throw new EmulatorRequestError(400, 'projectName must contain at least one letter or digit.', {
+            details: { field: 'projectName' },
+          });
         }
         const clash = [...ctx.state.projects.values()].find(
           (p) => p.id !== project.id && p.organizationId === project.organizationId && p.slug === slug,
@@ -93,7 +106,9 @@ export function registerProjectRoutes(app: FastifyInstance, ctx: EmulatorContext
 function parseLimit(text: string | undefined): number {
   const limit = text !== undefined && /^\d{1,3}$/.test(text) ? Number(text) : Number.NaN;
   if (!(limit >= 1 && limit <= MAX_PAGE)) {
-    throw new EmulatorRequestError(400, 'limit is required and must be an integer from 1 to 100.', { details: { parameter: 'limit' } });
+    throw new EmulatorRequestError(400, 'limit is required and must be an integer from 1 to 100.', {
+      details: { parameter: 'limit' },
+    });
   }
   return limit;
 }

@@ -13,7 +13,12 @@ import type { LeakEndpointOptions } from '../github/endpoint.ts';
 import { IntakeGate } from '../intake-gate.ts';
 import { parseBody, refuseIntake, type IntakeRefusal } from '../webhook-answer.ts';
 import { GITGUARDIAN_LEAK_ACTIONS, GitguardianEvent } from './payload.ts';
-import { checkGitguardianSignature, GITGUARDIAN_MAX_SKEW_SECONDS, GITGUARDIAN_SIGNATURE_HEADER, GITGUARDIAN_TIMESTAMP_HEADER } from './signature.ts';
+import {
+  checkGitguardianSignature,
+  GITGUARDIAN_MAX_SKEW_SECONDS,
+  GITGUARDIAN_SIGNATURE_HEADER,
+  GITGUARDIAN_TIMESTAMP_HEADER,
+} from './signature.ts';
 
 export const GITGUARDIAN_LEAK_PATH = '/v1/leaks/gitguardian';
 
@@ -28,10 +33,13 @@ export interface GitguardianEndpointOptions extends LeakEndpointOptions {
   settings: () => GitguardianIntakeRuntime | undefined;
 }
 
-export function createGitguardianEndpoint(options: GitguardianEndpointOptions): (request: InboundRequest) => Promise<HttpAnswer> {
+export function createGitguardianEndpoint(
+  options: GitguardianEndpointOptions,
+): (request: InboundRequest) => Promise<HttpAnswer> {
   const gate = new IntakeGate(options.background, options.limits);
   return async (request) => {
-    const refuse = (why: IntakeRefusal): HttpAnswer => refuseIntake(options.rejections, GITGUARDIAN_LEAK_PATH, request, why);
+    const refuse = (why: IntakeRefusal): HttpAnswer =>
+      refuseIntake(options.rejections, GITGUARDIAN_LEAK_PATH, request, why);
     if (!options.accepting()) return refuse('shutting-down');
     const settings = options.settings();
     if (settings === undefined) return refuse('disabled');
@@ -52,15 +60,27 @@ export function createGitguardianEndpoint(options: GitguardianEndpointOptions): 
     const incident = event.incident;
     const ref = incident === undefined ? 'no incident' : `incident ${String(incident.id)}`;
     const ignore = (fields: Record<string, unknown>, why: string): HttpAnswer => {
-      if (gate.firstIgnored(signed.signature, now)) audit.emit('leak.intake.ignored', { source: 'gitguardian', alert: ref, action: event.action, ...fields });
+      if (gate.firstIgnored(signed.signature, now))
+        audit.emit('leak.intake.ignored', {
+          source: 'gitguardian',
+          alert: ref,
+          action: event.action,
+          ...fields,
+        });
       return { status: 202, body: { ignored: true, why } };
     };
     if (incident === undefined || !(GITGUARDIAN_LEAK_ACTIONS as readonly string[]).includes(event.action)) {
       return ignore({ why: 'action-not-handled' }, `action ${event.action} needs no rotation`);
     }
     const detector = incident.detector?.name;
-    if (settings.detectors !== undefined && (detector === undefined || !settings.detectors.includes(detector))) {
-      return ignore({ detector, why: 'detector-not-listed' }, 'the detector is not one of intake.gitguardian.detectors');
+    if (
+      settings.detectors !== undefined &&
+      (detector === undefined || !settings.detectors.includes(detector))
+    ) {
+      return ignore(
+        { detector, why: 'detector-not-listed' },
+        'the detector is not one of intake.gitguardian.detectors',
+      );
     }
     // The signature is unique per (timestamp, body): a captured request replayed within the
     // window is refused, and past the window the timestamp check refuses it.
@@ -74,8 +94,17 @@ export function createGitguardianEndpoint(options: GitguardianEndpointOptions): 
     });
     if (admission.kind === 'refused') return refuse(admission.why);
     if (admission.kind === 'duplicate-alert') {
-      audit.emit('leak.intake.ignored', { source: 'gitguardian', alert: ref, action: event.action, detector, why: 'alert-already-handled' });
-      return { status: 202, body: { ignored: true, why: `${ref} (${event.action}) was already alerted within the last hour` } };
+      audit.emit('leak.intake.ignored', {
+        source: 'gitguardian',
+        alert: ref,
+        action: event.action,
+        detector,
+        why: 'alert-already-handled',
+      });
+      return {
+        status: 202,
+        body: { ignored: true, why: `${ref} (${event.action}) was already alerted within the last hour` },
+      };
     }
     const fields = {
       source: 'gitguardian',

@@ -6,7 +6,11 @@
 import { z } from 'zod';
 
 /** Events that mean a secret may be live in the open; the rest (assigned, resolved, ...) are ignored. */
-export const GITGUARDIAN_LEAK_ACTIONS = ['incident_triggered', 'incident_reopened', 'incident_regression'] as const;
+export const GITGUARDIAN_LEAK_ACTIONS = [
+  'incident_triggered',
+  'incident_reopened',
+  'incident_regression',
+] as const;
 
 export const GitguardianEvent = z.looseObject({
   action: z.string().min(1),

@@ -24,14 +24,23 @@ function gitguardianMac(token: Secret, timestampText: string, body: Buffer | str
   return hmacSha256(`${timestampText}${token.reveal()}`, body);
 }
 
-export function checkGitguardianSignature(token: Secret, rawBody: Buffer, timestampHeader: string | undefined, signatureHeader: string | undefined, nowSeconds: number): GitguardianSignatureCheck {
-  if (timestampHeader === undefined || signatureHeader === undefined) return { ok: false, why: 'missing-signature' };
+export function checkGitguardianSignature(
+  token: Secret,
+  rawBody: Buffer,
+  timestampHeader: string | undefined,
+  signatureHeader: string | undefined,
+  nowSeconds: number,
+): GitguardianSignatureCheck {
+  if (timestampHeader === undefined || signatureHeader === undefined)
+    return { ok: false, why: 'missing-signature' };
   // Unix seconds, possibly with a fraction; the text itself is part of the HMAC key.
   if (!/^\d{9,12}(\.\d{1,9})?$/.test(timestampHeader)) return { ok: false, why: 'malformed-signature' };
   const given = sha256HeaderBytes(signatureHeader);
   if (given === undefined) return { ok: false, why: 'malformed-signature' };
   const timestamp = Math.floor(Number(timestampHeader));
-  if (Math.abs(nowSeconds - timestamp) > GITGUARDIAN_MAX_SKEW_SECONDS) return { ok: false, why: 'stale-timestamp' };
-  if (!sameBytes(given, gitguardianMac(token, timestampHeader, rawBody))) return { ok: false, why: 'bad-signature' };
+  if (Math.abs(nowSeconds - timestamp) > GITGUARDIAN_MAX_SKEW_SECONDS)
+    return { ok: false, why: 'stale-timestamp' };
+  if (!sameBytes(given, gitguardianMac(token, timestampHeader, rawBody)))
+    return { ok: false, why: 'bad-signature' };
   return { ok: true, timestamp, signature: given.toString('hex') };
 }

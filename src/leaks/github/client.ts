@@ -69,20 +69,40 @@ export async function callGithub(
   try {
     response = await request(url, {
       method,
-      headers: { ...githubHeaders(options.token), ...extra.headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      headers: {
+        ...githubHeaders(options.token),
+        ...extra.headers,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
       ...(body === undefined ? {} : { body }),
       headersTimeout: TIMEOUT_MS,
       bodyTimeout: TIMEOUT_MS,
       ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
     });
   } catch (error) {
-    throw new ScannerApiError('KR_GITHUB_UNREACHABLE', operation, `GitHub did not answer ${operation}: ${(error as { code?: string }).code ?? 'network error'}`, { cause: error, retryable: true });
+    throw new ScannerApiError(
+      'KR_GITHUB_UNREACHABLE',
+      operation,
+      `GitHub did not answer ${operation}: ${(error as { code?: string }).code ?? 'network error'}`,
+      { cause: error, retryable: true },
+    );
   }
   options.observe?.({ status: response.statusCode, headers: response.headers });
   const prefix = await readBodyPrefix(response.body, maxBytes).catch((error: unknown) => {
-    throw new ScannerApiError('KR_GITHUB_UNREACHABLE', operation, `GitHub's answer to ${operation} broke off`, { cause: error, status: response.statusCode, retryable: true });
+    throw new ScannerApiError(
+      'KR_GITHUB_UNREACHABLE',
+      operation,
+      `GitHub's answer to ${operation} broke off`,
+      { cause: error, status: response.statusCode, retryable: true },
+    );
   });
-  if (prefix.truncated) throw new ScannerApiError('KR_GITHUB_BAD_ANSWER', operation, `GitHub's answer to ${operation} is larger than ${maxBytes} bytes`, { status: response.statusCode });
+  if (prefix.truncated)
+    throw new ScannerApiError(
+      'KR_GITHUB_BAD_ANSWER',
+      operation,
+      `GitHub's answer to ${operation} is larger than ${maxBytes} bytes`,
+      { status: response.statusCode },
+    );
   return { status: response.statusCode, headers: response.headers, text: prefix.text };
 }
 
@@ -97,11 +117,19 @@ export function statusError(operation: string, status: number): ScannerApiError 
           : status >= 500 || status === 429
             ? 'GitHub is unavailable or rate limiting'
             : 'unexpected answer';
-  return new ScannerApiError(status >= 500 || status === 429 ? 'KR_GITHUB_UNAVAILABLE' : 'KR_GITHUB_REFUSED', operation, `GitHub answered ${status} to ${operation}: ${hint}`, { status, retryable: status >= 500 || status === 429 });
+  return new ScannerApiError(
+    status >= 500 || status === 429 ? 'KR_GITHUB_UNAVAILABLE' : 'KR_GITHUB_REFUSED',
+    operation,
+    `GitHub answered ${status} to ${operation}: ${hint}`,
+    { status, retryable: status >= 500 || status === 429 },
+  );
 }
 
 /** GET /repos/{owner}/{repo}/secret-scanning/alerts/{alert_number}. */
-export async function fetchGithubAlert(options: GithubClientOptions, ref: GithubAlertRef): Promise<FetchedAlert> {
+export async function fetchGithubAlert(
+  options: GithubClientOptions,
+  ref: GithubAlertRef,
+): Promise<FetchedAlert> {
   const operation = 'get-alert';
   const { status, text } = await callGithub(operation, alertUrl(options.apiUrl, ref), options, 'GET');
   if (status !== 200) throw statusError(operation, status);
@@ -109,14 +137,31 @@ export async function fetchGithubAlert(options: GithubClientOptions, ref: Github
   try {
     json = JSON.parse(text);
   } catch {
-    throw new ScannerApiError('KR_GITHUB_BAD_ANSWER', operation, 'GitHub answered get-alert with a body that is not JSON', { status });
+    throw new ScannerApiError(
+      'KR_GITHUB_BAD_ANSWER',
+      operation,
+      'GitHub answered get-alert with a body that is not JSON',
+      { status },
+    );
   }
   // Wrapped before anything else looks at the answer: from here on no output can carry it.
-  const rawSecret = typeof json === 'object' && json !== null && 'secret' in json && typeof json.secret === 'string' && json.secret !== '' ? new Secret(json.secret) : undefined;
+  const rawSecret =
+    typeof json === 'object' &&
+    json !== null &&
+    'secret' in json &&
+    typeof json.secret === 'string' &&
+    json.secret !== ''
+      ? new Secret(json.secret)
+      : undefined;
   const parsed = GithubAlert.safeParse(json);
   if (!parsed.success) {
     const paths = parsed.error.issues.map((issue) => issue.path.join('.') || '(root)').join(', ');
-    throw new ScannerApiError('KR_GITHUB_BAD_ANSWER', operation, `GitHub's alert answer does not have the alert shape (fields: ${paths})`, { status });
+    throw new ScannerApiError(
+      'KR_GITHUB_BAD_ANSWER',
+      operation,
+      `GitHub's alert answer does not have the alert shape (fields: ${paths})`,
+      { status },
+    );
   }
   const alert = parsed.data;
   return {
@@ -128,7 +173,11 @@ export async function fetchGithubAlert(options: GithubClientOptions, ref: Github
 }
 
 /** PATCH the alert to state resolved, resolution revoked, with a comment naming the rotation. */
-export async function resolveGithubAlert(options: GithubClientOptions, ref: GithubAlertRef, comment: string): Promise<void> {
+export async function resolveGithubAlert(
+  options: GithubClientOptions,
+  ref: GithubAlertRef,
+  comment: string,
+): Promise<void> {
   const operation = 'resolve-alert';
   const body = JSON.stringify({ state: 'resolved', resolution: 'revoked', resolution_comment: comment });
   const { status } = await callGithub(operation, alertUrl(options.apiUrl, ref), options, 'PATCH', { body });

@@ -25,13 +25,24 @@ import type { ReplayRecord } from '../../inbound/replay-claim.ts';
 import { resolveRef } from '../../refs/secret-ref.ts';
 import { ScannerApiError } from '../errors.ts';
 import { IntakeGate, type IntakeLimits } from '../intake-gate.ts';
-import { actorOf, reportIntakeFailure, type LeakIntake, type LeakKeyResult, type LeakReport } from '../intake.ts';
+import {
+  actorOf,
+  reportIntakeFailure,
+  type LeakIntake,
+  type LeakKeyResult,
+  type LeakReport,
+} from '../intake.ts';
 import { parseBody, refuseIntake, type IntakeRefusal } from '../webhook-answer.ts';
 import { fetchGithubAlert, resolveGithubAlert, type GithubClientOptions } from './client.ts';
 import { GITHUB_LEAK_ACTIONS, GithubAlertWebhook, type GithubAlertRef } from './payload.ts';
 import type { GithubRateBudget } from './rate.ts';
 import type { GithubReconcileRuntime } from './reconcile-settings.ts';
-import { checkGithubSignature, GITHUB_DELIVERY_HEADER, GITHUB_EVENT_HEADER, GITHUB_SIGNATURE_HEADER } from './signature.ts';
+import {
+  checkGithubSignature,
+  GITHUB_DELIVERY_HEADER,
+  GITHUB_EVENT_HEADER,
+  GITHUB_SIGNATURE_HEADER,
+} from './signature.ts';
 
 export const GITHUB_LEAK_PATH = '/v1/leaks/github';
 /** How long the digest of a delivery's body is remembered: one hour (GitHub signs no time to bound it by). */
@@ -74,22 +85,35 @@ export interface GithubEndpointOptions extends LeakEndpointOptions {
 }
 
 /** What the fetch-identify-rotate-prove-resolve path needs, whichever way the alert came. */
-export type GithubAlertHandling = Pick<GithubEndpointOptions, 'audit' | 'alerter' | 'intake' | 'env' | 'dispatcher' | 'budget'>;
+export type GithubAlertHandling = Pick<
+  GithubEndpointOptions,
+  'audit' | 'alerter' | 'intake' | 'env' | 'dispatcher' | 'budget'
+>;
 
 /** The GitHub intake's gate: its window is the replay window (one job per alert and action an hour). */
-export function createGithubGate(background: (work: Promise<void>) => void, limits: Partial<IntakeLimits> = {}): IntakeGate {
+export function createGithubGate(
+  background: (work: Promise<void>) => void,
+  limits: Partial<IntakeLimits> = {},
+): IntakeGate {
   return new IntakeGate(background, { alertWindowMs: GITHUB_REPLAY_WINDOW_SECONDS * 1000, ...limits });
 }
 
-export function createGithubEndpoint(options: GithubEndpointOptions): (request: InboundRequest) => Promise<HttpAnswer> {
+export function createGithubEndpoint(
+  options: GithubEndpointOptions,
+): (request: InboundRequest) => Promise<HttpAnswer> {
   const gate = options.gate ?? createGithubGate(options.background, options.limits);
   return async (request) => {
-    const refuse = (why: IntakeRefusal): HttpAnswer => refuseIntake(options.rejections, GITHUB_LEAK_PATH, request, why);
+    const refuse = (why: IntakeRefusal): HttpAnswer =>
+      refuseIntake(options.rejections, GITHUB_LEAK_PATH, request, why);
     if (!options.accepting()) return refuse('shutting-down');
     const settings = options.settings();
     if (settings === undefined) return refuse('disabled');
     if (request.body === 'too-large') return refuse('body-too-large');
-    const signed = checkGithubSignature(settings.webhookSecret, request.body, singleHeader(request.headers[GITHUB_SIGNATURE_HEADER]));
+    const signed = checkGithubSignature(
+      settings.webhookSecret,
+      request.body,
+      singleHeader(request.headers[GITHUB_SIGNATURE_HEADER]),
+    );
     if (signed !== 'ok') return refuse(signed);
 
     // Not signed, so it identifies nothing; kept on the audit lines to find the delivery in GitHub's list.
@@ -101,16 +125,32 @@ export function createGithubEndpoint(options: GithubEndpointOptions): (request: 
     const digest = createHash('sha256').update(request.body).digest('hex');
     const audit = options.audit();
     const ignore = (fields: Record<string, unknown>, why: string): HttpAnswer => {
-      if (gate.firstIgnored(digest, now)) audit.emit('leak.intake.ignored', { source: 'github', delivery, ...fields });
+      if (gate.firstIgnored(digest, now))
+        audit.emit('leak.intake.ignored', { source: 'github', delivery, ...fields });
       return { status: 202, body: { ignored: true, why } };
     };
-    if (event !== 'secret_scanning_alert') return ignore({ event, why: 'not-secret-scanning-alert' }, 'only secret_scanning_alert events are handled');
+    if (event !== 'secret_scanning_alert')
+      return ignore(
+        { event, why: 'not-secret-scanning-alert' },
+        'only secret_scanning_alert events are handled',
+      );
     const payload = parseBody(request.body, GithubAlertWebhook);
     if (payload === undefined) return refuse('invalid-body');
-    const ref: GithubAlertRef = { owner: payload.repository.owner.login, repo: payload.repository.name, number: payload.alert.number };
-    const report: LeakReport = { source: 'github', ref: `${payload.repository.full_name}#${ref.number}`, ...(payload.alert.html_url === undefined ? {} : { url: payload.alert.html_url }) };
+    const ref: GithubAlertRef = {
+      owner: payload.repository.owner.login,
+      repo: payload.repository.name,
+      number: payload.alert.number,
+    };
+    const report: LeakReport = {
+      source: 'github',
+      ref: `${payload.repository.full_name}#${ref.number}`,
+      ...(payload.alert.html_url === undefined ? {} : { url: payload.alert.html_url }),
+    };
     if (!(GITHUB_LEAK_ACTIONS as readonly string[]).includes(payload.action)) {
-      return ignore({ alert: report.ref, action: payload.action, why: 'action-not-handled' }, `action ${payload.action} needs no rotation`);
+      return ignore(
+        { alert: report.ref, action: payload.action, why: 'action-not-handled' },
+        `action ${payload.action} needs no rotation`,
+      );
     }
 
     const admission = await gate.admit({
@@ -123,20 +163,49 @@ export function createGithubEndpoint(options: GithubEndpointOptions): (request: 
     });
     if (admission.kind === 'refused') return refuse(admission.why);
     if (admission.kind === 'duplicate-alert') {
-      audit.emit('leak.intake.ignored', { source: 'github', alert: report.ref, action: payload.action, delivery, why: 'alert-already-handled' });
-      return { status: 202, body: { ignored: true, why: `alert ${report.ref} (${payload.action}) is already being handled or was within the last hour` } };
+      audit.emit('leak.intake.ignored', {
+        source: 'github',
+        alert: report.ref,
+        action: payload.action,
+        delivery,
+        why: 'alert-already-handled',
+      });
+      return {
+        status: 202,
+        body: {
+          ignored: true,
+          why: `alert ${report.ref} (${payload.action}) is already being handled or was within the last hour`,
+        },
+      };
     }
-    audit.emit('leak.intake.accepted', { source: 'github', alert: report.ref, action: payload.action, delivery, secretType: payload.alert.secret_type, remoteAddress: request.remoteAddress });
+    audit.emit('leak.intake.accepted', {
+      source: 'github',
+      alert: report.ref,
+      action: payload.action,
+      delivery,
+      secretType: payload.alert.secret_type,
+      remoteAddress: request.remoteAddress,
+    });
     admission.place.run(() => handleGithubAlert(options, settings, ref, report));
     return { status: 202, body: { accepted: true, alert: report.ref } };
   };
 }
 
 /** Fetch, identify, rotate, prove, resolve. Never rejects. */
-export async function handleGithubAlert(options: GithubAlertHandling, settings: GithubIntakeRuntime, ref: GithubAlertRef, report: LeakReport): Promise<void> {
+export async function handleGithubAlert(
+  options: GithubAlertHandling,
+  settings: GithubIntakeRuntime,
+  ref: GithubAlertRef,
+  report: LeakReport,
+): Promise<void> {
   const audit = options.audit().child({ actor: actorOf(report), reason: 'leak' });
   const fail = (step: string, error: unknown, nextAction?: string): Promise<void> =>
-    reportIntakeFailure(audit, options.alerter(), { report, step, error, ...(nextAction === undefined ? {} : { nextAction }) });
+    reportIntakeFailure(audit, options.alerter(), {
+      report,
+      step,
+      error,
+      ...(nextAction === undefined ? {} : { nextAction }),
+    });
   let client: GithubClientOptions;
   try {
     client = githubClient(settings, await resolveRef(settings.tokenRef, options.env), options);
@@ -148,7 +217,11 @@ export async function handleGithubAlert(options: GithubAlertHandling, settings: 
   try {
     alert = await fetchGithubAlert(client, ref);
   } catch (error) {
-    await fail('fetch-alert', error, `fix the cause, then copy the secret from the alert page and pipe it to keyroll rotate --leaked-secret-stdin --reason leak (a redelivery of the same webhook is refused for an hour after the first)`);
+    await fail(
+      'fetch-alert',
+      error,
+      `fix the cause, then copy the secret from the alert page and pipe it to keyroll rotate --leaked-secret-stdin --reason leak (a redelivery of the same webhook is refused for an hour after the first)`,
+    );
     return;
   }
   if (alert.state !== 'open') {
@@ -156,10 +229,20 @@ export async function handleGithubAlert(options: GithubAlertHandling, settings: 
     return;
   }
   if (alert.secret === undefined) {
-    await fail('fetch-alert', new ScannerApiError('KR_GITHUB_NO_SECRET', 'get-alert', "GitHub's alert answer carries no secret (the token may see the alert but not its secret)"));
+    await fail(
+      'fetch-alert',
+      new ScannerApiError(
+        'KR_GITHUB_NO_SECRET',
+        'get-alert',
+        "GitHub's alert answer carries no secret (the token may see the alert but not its secret)",
+      ),
+    );
     return;
   }
-  const verdict = await options.intake.handleLeak(alert.htmlUrl === undefined ? report : { ...report, url: alert.htmlUrl }, alert.secret);
+  const verdict = await options.intake.handleLeak(
+    alert.htmlUrl === undefined ? report : { ...report, url: alert.htmlUrl },
+    alert.secret,
+  );
   // unmatched: audited (leak.unmatched) and left open for whoever owns that secret; open: the
   // intake or the proof alerted; the alert stays open until a person closes it.
   if (verdict.kind !== 'closed') return;
@@ -167,13 +250,31 @@ export async function handleGithubAlert(options: GithubAlertHandling, settings: 
   try {
     await resolveGithubAlert(client, ref, comment);
   } catch (error) {
-    await fail('resolve-alert', error, `the key is rotated and the API refuses the leaked value; resolve the alert as revoked by hand${report.url === undefined ? '' : ` (${report.url})`}`);
+    await fail(
+      'resolve-alert',
+      error,
+      `the key is rotated and the API refuses the leaked value; resolve the alert as revoked by hand${report.url === undefined ? '' : ` (${report.url})`}`,
+    );
     return;
   }
-  audit.emit('leak.intake.resolved', { source: 'github', alert: report.ref, resolution: 'revoked', keys: verdict.keys.map((key) => ({ keyId: key.keyId, slot: key.slot, rotationId: key.rotationId, result: key.result })) });
+  audit.emit('leak.intake.resolved', {
+    source: 'github',
+    alert: report.ref,
+    resolution: 'revoked',
+    keys: verdict.keys.map((key) => ({
+      keyId: key.keyId,
+      slot: key.slot,
+      rotationId: key.rotationId,
+      result: key.result,
+    })),
+  });
 }
 
-export function githubClient(settings: Pick<GithubIntakeRuntime, 'apiUrl'>, token: Secret, options: Pick<GithubAlertHandling, 'dispatcher' | 'budget'>): GithubClientOptions {
+export function githubClient(
+  settings: Pick<GithubIntakeRuntime, 'apiUrl'>,
+  token: Secret,
+  options: Pick<GithubAlertHandling, 'dispatcher' | 'budget'>,
+): GithubClientOptions {
   const { budget } = options;
   return {
     apiUrl: settings.apiUrl,
@@ -193,7 +294,9 @@ export function githubClient(settings: Pick<GithubIntakeRuntime, 'apiUrl'>, toke
 export function resolutionComment(keys: readonly LeakKeyResult[]): string {
   const parts = keys.map((key) => {
     const name = key.slot === undefined ? key.keyId : `${key.keyId} (slot ${key.slot})`;
-    return key.result === 'already-dead' ? `${name}: the value was already rotated away` : `${name}: rotated by keyroll, rotation ${key.rotationId ?? '-'}`;
+    return key.result === 'already-dead'
+      ? `${name}: the value was already rotated away`
+      : `${name}: rotated by keyroll, rotation ${key.rotationId ?? '-'}`;
   });
   return `${parts.join('; ')}. The API refuses the leaked value (401).`.slice(0, 1000);
 }

@@ -18,7 +18,10 @@ const MAX_PAGE_BYTES = 4 * 1024 * 1024;
 /** A list longer than this many pages is cut (and says so): 10,000 open alerts of keyroll's types is not a state to page through every interval. */
 export const MAX_PAGES = 100;
 
-export type ListScope = { kind: 'organization'; org: string } | { kind: 'repository'; owner: string; repo: string } | { kind: 'enterprise'; enterprise: string };
+export type ListScope =
+  | { kind: 'organization'; org: string }
+  | { kind: 'repository'; owner: string; repo: string }
+  | { kind: 'enterprise'; enterprise: string };
 
 /** One open alert as the list names it. */
 export interface ListedAlert {
@@ -44,13 +47,28 @@ const ListedItem = z.looseObject({
   state: z.string(),
   secret_type: z.string().optional(),
   html_url: z.string().optional(),
-  repository: z.looseObject({ name: z.string().min(1), full_name: z.string().min(1), owner: z.looseObject({ login: z.string().min(1) }) }).optional(),
+  repository: z
+    .looseObject({
+      name: z.string().min(1),
+      full_name: z.string().min(1),
+      owner: z.looseObject({ login: z.string().min(1) }),
+    })
+    .optional(),
 });
 
-export type PageStep = { kind: 'page'; alerts: ListedAlert[]; next: string | undefined; notModified: boolean };
+export type PageStep = {
+  kind: 'page';
+  alerts: ListedAlert[];
+  next: string | undefined;
+  notModified: boolean;
+};
 
 export function scopeName(scope: ListScope): string {
-  return scope.kind === 'organization' ? `org ${scope.org}` : scope.kind === 'repository' ? `repo ${scope.owner}/${scope.repo}` : `enterprise ${scope.enterprise}`;
+  return scope.kind === 'organization'
+    ? `org ${scope.org}`
+    : scope.kind === 'repository'
+      ? `repo ${scope.owner}/${scope.repo}`
+      : `enterprise ${scope.enterprise}`;
 }
 
 /** The first page's URL of `scope`, filtered to open alerts of `secretTypes`. */
@@ -61,31 +79,62 @@ export function firstPageUrl(apiUrl: string, scope: ListScope, secretTypes: read
       : scope.kind === 'repository'
         ? `/repos/${encodeURIComponent(scope.owner)}/${encodeURIComponent(scope.repo)}`
         : `/enterprises/${encodeURIComponent(scope.enterprise)}`;
-  const query = new URLSearchParams({ state: 'open', secret_type: secretTypes.join(','), per_page: '100', hide_secret: 'true', after: '' });
+  const query = new URLSearchParams({
+    state: 'open',
+    secret_type: secretTypes.join(','),
+    per_page: '100',
+    hide_secret: 'true',
+    after: '',
+  });
   return `${apiBase(apiUrl)}${path}/secret-scanning/alerts?${query.toString()}`;
 }
 
 /** One page, conditionally. Throws ScannerApiError on any answer but 200 and 304. */
-export async function listPage(options: GithubClientOptions, scope: ListScope, url: string, cache: PageCache): Promise<PageStep> {
+export async function listPage(
+  options: GithubClientOptions,
+  scope: ListScope,
+  url: string,
+  cache: PageCache,
+): Promise<PageStep> {
   const operation = 'list-alerts';
   const cached = cache.get(url);
-  const answer = await callGithub(operation, url, options, 'GET', { maxBytes: MAX_PAGE_BYTES, ...(cached ? { headers: { 'if-none-match': cached.etag } } : {}) });
-  if (answer.status === 304 && cached) return { kind: 'page', alerts: cached.alerts, next: cached.next, notModified: true };
+  const answer = await callGithub(operation, url, options, 'GET', {
+    maxBytes: MAX_PAGE_BYTES,
+    ...(cached ? { headers: { 'if-none-match': cached.etag } } : {}),
+  });
+  if (answer.status === 304 && cached)
+    return { kind: 'page', alerts: cached.alerts, next: cached.next, notModified: true };
   if (answer.status !== 200) throw statusError(operation, answer.status);
   let json: unknown;
   try {
     json = JSON.parse(answer.text);
   } catch {
-    throw new ScannerApiError('KR_GITHUB_BAD_ANSWER', operation, 'GitHub answered list-alerts with a body that is not JSON', { status: answer.status });
+    throw new ScannerApiError(
+      'KR_GITHUB_BAD_ANSWER',
+      operation,
+      'GitHub answered list-alerts with a body that is not JSON',
+      { status: answer.status },
+    );
   }
-  if (!Array.isArray(json)) throw new ScannerApiError('KR_GITHUB_BAD_ANSWER', operation, "GitHub's list-alerts answer is not a list", { status: answer.status });
+  if (!Array.isArray(json))
+    throw new ScannerApiError(
+      'KR_GITHUB_BAD_ANSWER',
+      operation,
+      "GitHub's list-alerts answer is not a list",
+      { status: answer.status },
+    );
   const alerts: ListedAlert[] = [];
   for (const item of json as unknown[]) {
     dropSecret(item);
     const parsed = ListedItem.safeParse(item);
     if (!parsed.success) {
       const paths = parsed.error.issues.map((issue) => issue.path.join('.') || '(root)').join(', ');
-      throw new ScannerApiError('KR_GITHUB_BAD_ANSWER', operation, `an alert in GitHub's list-alerts answer does not have the alert shape (fields: ${paths})`, { status: answer.status });
+      throw new ScannerApiError(
+        'KR_GITHUB_BAD_ANSWER',
+        operation,
+        `an alert in GitHub's list-alerts answer does not have the alert shape (fields: ${paths})`,
+        { status: answer.status },
+      );
     }
     const listed = toListed(scope, parsed.data);
     if (listed !== undefined && parsed.data.state === 'open') alerts.push(listed);
@@ -102,7 +151,8 @@ function toListed(scope: ListScope, item: z.infer<typeof ListedItem>): ListedAle
   const owner = scope.kind === 'repository' ? scope.owner : item.repository?.owner.login;
   const repo = scope.kind === 'repository' ? scope.repo : item.repository?.name;
   if (owner === undefined || repo === undefined) return undefined;
-  const fullName = scope.kind === 'repository' ? `${owner}/${repo}` : (item.repository?.full_name ?? `${owner}/${repo}`);
+  const fullName =
+    scope.kind === 'repository' ? `${owner}/${repo}` : (item.repository?.full_name ?? `${owner}/${repo}`);
   return {
     ref: { owner, repo, number: item.number },
     name: `${fullName}#${item.number}`,
@@ -137,7 +187,11 @@ export function nextLink(header: string | string[] | undefined, apiUrl: string):
       return undefined;
     }
     if (next.origin !== base.origin || !next.pathname.startsWith(base.pathname)) {
-      throw new ScannerApiError('KR_GITHUB_BAD_ANSWER', 'list-alerts', "GitHub's next-page link points outside intake.github.apiUrl; the token is not sent there");
+      throw new ScannerApiError(
+        'KR_GITHUB_BAD_ANSWER',
+        'list-alerts',
+        "GitHub's next-page link points outside intake.github.apiUrl; the token is not sent there",
+      );
     }
     return next.toString();
   }

@@ -15,7 +15,9 @@ export const RESERVE_SHARE = 0.1;
 /** ... and at least this many requests: a small limit still leaves the webhook path a few alerts. */
 export const MIN_RESERVE = 50;
 
-export type RateDeferral = { why: 'reserve'; untilMs: number; remaining: number; reserve: number } | { why: 'rate-limited'; untilMs: number };
+export type RateDeferral =
+  | { why: 'reserve'; untilMs: number; remaining: number; reserve: number }
+  | { why: 'rate-limited'; untilMs: number };
 
 export class GithubRateBudget {
   #remaining: number | undefined;
@@ -43,9 +45,15 @@ export class GithubRateBudget {
     if (limit !== undefined) this.#limit = limit;
     if (reset !== undefined) this.#resetAtMs = reset * 1000;
     const retryAfter = parseRetryAfter(single(answer.headers['retry-after']), now);
-    const limited = answer.status === 429 || (answer.status === 403 && (retryAfter !== undefined || remaining === 0));
+    const limited =
+      answer.status === 429 || (answer.status === 403 && (retryAfter !== undefined || remaining === 0));
     if (!limited) return;
-    const until = retryAfter !== undefined ? now + retryAfter : remaining === 0 && this.#resetAtMs !== undefined ? this.#resetAtMs : now + SECONDARY_LIMIT_WAIT_MS;
+    const until =
+      retryAfter !== undefined
+        ? now + retryAfter
+        : remaining === 0 && this.#resetAtMs !== undefined
+          ? this.#resetAtMs
+          : now + SECONDARY_LIMIT_WAIT_MS;
     this.#pausedUntilMs = Math.max(this.#pausedUntilMs ?? 0, until);
   }
 
@@ -60,12 +68,18 @@ export class GithubRateBudget {
    */
   deferral(cost = 1): RateDeferral | undefined {
     const now = this.#nowMs();
-    if (this.#pausedUntilMs !== undefined && now < this.#pausedUntilMs) return { why: 'rate-limited', untilMs: this.#pausedUntilMs };
+    if (this.#pausedUntilMs !== undefined && now < this.#pausedUntilMs)
+      return { why: 'rate-limited', untilMs: this.#pausedUntilMs };
     if (this.#remaining === undefined) return undefined;
     if (this.#resetAtMs !== undefined && now >= this.#resetAtMs) return undefined;
     const reserve = this.reserve();
     if (this.#remaining - cost >= reserve) return undefined;
-    return { why: 'reserve', untilMs: this.#resetAtMs ?? now + SECONDARY_LIMIT_WAIT_MS, remaining: this.#remaining, reserve };
+    return {
+      why: 'reserve',
+      untilMs: this.#resetAtMs ?? now + SECONDARY_LIMIT_WAIT_MS,
+      remaining: this.#remaining,
+      reserve,
+    };
   }
 }
 

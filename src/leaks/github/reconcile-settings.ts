@@ -22,5 +22,9 @@ export function githubReconcileRuntime(github: GithubIntake): GithubReconcileRun
     }),
     ...(github.enterprises ?? []).map((enterprise): ListScope => ({ kind: 'enterprise', enterprise })),
   ];
-  return { scopes, secretTypes: [...github.secretTypes], intervalMs: parseDuration(github.reconcileInterval) };
+  return {
+    scopes,
+    secretTypes: [...github.secretTypes],
+    intervalMs: parseDuration(github.reconcileInterval),
+  };
 }

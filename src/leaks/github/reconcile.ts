@@ -19,7 +19,12 @@ import { resolveRef } from '../../refs/secret-ref.ts';
 import { mapWithConcurrency } from '../../rotation/concurrency.ts';
 import type { IntakeGate, ReconcileSkip } from '../intake-gate.ts';
 import type { LeakReport } from '../intake.ts';
-import { githubClient, handleGithubAlert, type GithubAlertHandling, type GithubIntakeRuntime } from './endpoint.ts';
+import {
+  githubClient,
+  handleGithubAlert,
+  type GithubAlertHandling,
+  type GithubIntakeRuntime,
+} from './endpoint.ts';
 import { firstPageUrl, listPage, MAX_PAGES, scopeName, type ListedAlert, type PageCache } from './list.ts';
 import type { GithubRateBudget, RateDeferral } from './rate.ts';
 
@@ -42,7 +47,15 @@ export type ReconcileOutcome =
   | { kind: 'off' }
   | { kind: 'deferred'; deferral: RateDeferral }
   | { kind: 'failed'; step: string; errorCode: string }
-  | { kind: 'done'; listed: number; found: number; skipped: Record<ReconcileSkip, number>; requests: number; notModified: number; truncated: boolean };
+  | {
+      kind: 'done';
+      listed: number;
+      found: number;
+      skipped: Record<ReconcileSkip, number>;
+      requests: number;
+      notModified: number;
+      truncated: boolean;
+    };
 
 /** One pass over the open alerts. Never rejects: failures are audited and alerted. */
 export async function reconcileOpenAlerts(options: GithubReconcileOptions): Promise<ReconcileOutcome> {
@@ -52,7 +65,13 @@ export async function reconcileOpenAlerts(options: GithubReconcileOptions): Prom
   const audit = options.audit();
   const { budget } = options;
   const scopes = reconcile.scopes.map(scopeName);
-  audit.emit('leak.reconcile.started', { source: 'github', scopes, secretTypes: reconcile.secretTypes, intervalMs: reconcile.intervalMs, remaining: budget.remaining });
+  audit.emit('leak.reconcile.started', {
+    source: 'github',
+    scopes,
+    secretTypes: reconcile.secretTypes,
+    intervalMs: reconcile.intervalMs,
+    remaining: budget.remaining,
+  });
   const deferred = (deferral: RateDeferral, step: string): ReconcileOutcome => {
     audit.emit('leak.reconcile.rate_limited', {
       source: 'github',
@@ -64,7 +83,13 @@ export async function reconcileOpenAlerts(options: GithubReconcileOptions): Prom
     return { kind: 'deferred', deferral };
   };
   const failed = async (step: string, error: unknown, scope?: string): Promise<ReconcileOutcome> => {
-    audit.emit('leak.reconcile.failed', { source: 'github', step, errorCode: errorCode(error), error: errorMessage(error), ...(scope === undefined ? {} : { scope }) });
+    audit.emit('leak.reconcile.failed', {
+      source: 'github',
+      step,
+      errorCode: errorCode(error),
+      error: errorMessage(error),
+      ...(scope === undefined ? {} : { scope }),
+    });
     await options.alerter().send({
       severity: 'error',
       summary: `keyroll could not list the open GitHub secret scanning alerts${scope === undefined ? '' : ` of ${scope}`} at ${step}: ${errorMessage(error)}`,
@@ -115,7 +140,11 @@ export async function reconcileOpenAlerts(options: GithubReconcileOptions): Prom
     }
   }
 
-  const skipped: Record<ReconcileSkip, number> = { 'in-flight': 0, 'handled-within-window': 0, 'intake-busy': 0 };
+  const skipped: Record<ReconcileSkip, number> = {
+    'in-flight': 0,
+    'handled-within-window': 0,
+    'intake-busy': 0,
+  };
   let handled = 0;
   let stopped: RateDeferral | undefined;
   await mapWithConcurrency([...found.values()], options.gate.reconcileConcurrency, async (alert) => {
@@ -132,8 +161,17 @@ export async function reconcileOpenAlerts(options: GithubReconcileOptions): Prom
       return;
     }
     handled++;
-    audit.emit('leak.reconcile.found', { source: 'github', alert: alert.name, secretType: alert.secretType, ...(alert.htmlUrl === undefined ? {} : { alertUrl: alert.htmlUrl }) });
-    const report: LeakReport = { source: 'github', ref: alert.name, ...(alert.htmlUrl === undefined ? {} : { url: alert.htmlUrl }) };
+    audit.emit('leak.reconcile.found', {
+      source: 'github',
+      alert: alert.name,
+      secretType: alert.secretType,
+      ...(alert.htmlUrl === undefined ? {} : { alertUrl: alert.htmlUrl }),
+    });
+    const report: LeakReport = {
+      source: 'github',
+      ref: alert.name,
+      ...(alert.htmlUrl === undefined ? {} : { url: alert.htmlUrl }),
+    };
     await new Promise<void>((resolve) => {
       admission.place.run(async () => {
         try {
@@ -145,7 +183,24 @@ export async function reconcileOpenAlerts(options: GithubReconcileOptions): Prom
     });
   });
   if (stopped !== undefined) return deferred(stopped, 'handle');
-  const outcome: ReconcileOutcome = { kind: 'done', listed: found.size, found: handled, skipped, requests, notModified, truncated };
-  audit.emit('leak.reconcile.finished', { source: 'github', listed: found.size, found: handled, skipped, requests, notModified, truncated, remaining: budget.remaining });
+  const outcome: ReconcileOutcome = {
+    kind: 'done',
+    listed: found.size,
+    found: handled,
+    skipped,
+    requests,
+    notModified,
+    truncated,
+  };
+  audit.emit('leak.reconcile.finished', {
+    source: 'github',
+    listed: found.size,
+    found: handled,
+    skipped,
+    requests,
+    notModified,
+    truncated,
+    remaining: budget.remaining,
+  });
   return outcome;
 }

@@ -12,7 +12,11 @@ export const GITHUB_DELIVERY_HEADER = 'x-github-delivery';
 
 export type GithubSignatureCheck = 'ok' | 'missing-signature' | 'malformed-signature' | 'bad-signature';
 
-export function checkGithubSignature(secret: Secret, rawBody: Buffer, header: string | undefined): GithubSignatureCheck {
+export function checkGithubSignature(
+  secret: Secret,
+  rawBody: Buffer,
+  header: string | undefined,
+): GithubSignatureCheck {
   if (header === undefined || header === '') return 'missing-signature';
   const given = sha256HeaderBytes(header);
   if (given === undefined) return 'malformed-signature';

@@ -23,8 +23,11 @@ const CLIENT_MODULE = '@smithy/smithy-client';
 export async function instrumentAwsSdk(provider: TracerProvider): Promise<() => void> {
   const instrumentation = new AwsInstrumentation({ enabled: false, suppressInternalInstrumentation: true });
   instrumentation.setTracerProvider(provider);
-  const definition = instrumentation.getModuleDefinitions().find((candidate) => candidate.name === CLIENT_MODULE);
-  if (definition?.patch === undefined || definition.unpatch === undefined) throw new Error(`@opentelemetry/instrumentation-aws-sdk no longer patches ${CLIENT_MODULE}`);
+  const definition = instrumentation
+    .getModuleDefinitions()
+    .find((candidate) => candidate.name === CLIENT_MODULE);
+  if (definition?.patch === undefined || definition.unpatch === undefined)
+    throw new Error(`@opentelemetry/instrumentation-aws-sdk no longer patches ${CLIENT_MODULE}`);
   const sdk = sdkExports(await import('@aws-sdk/client-secrets-manager'));
   const moduleExports = { Client: sdk.__Client };
   const { patch, unpatch } = definition;

@@ -23,7 +23,12 @@ export class ScopedContextManager implements ContextManager {
     return this.#storage.getStore()?.active ?? ROOT_CONTEXT;
   }
 
-  with<A extends unknown[], F extends (...args: A) => ReturnType<F>>(context: Context, fn: F, thisArg?: ThisParameterType<F>, ...args: A): ReturnType<F> {
+  with<A extends unknown[], F extends (...args: A) => ReturnType<F>>(
+    context: Context,
+    fn: F,
+    thisArg?: ThisParameterType<F>,
+    ...args: A
+  ): ReturnType<F> {
     return this.#storage.run({ opened: context, active: context }, () => fn.apply(thisArg, args));
   }
 

@@ -22,7 +22,9 @@ function cleanValue(value: unknown): unknown {
   if (typeof value === 'string') return sanitizeText(value);
   if (Array.isArray(value)) return value.map(cleanValue);
   if (value !== null && typeof value === 'object' && !ArrayBuffer.isView(value)) {
-    return Object.fromEntries(Object.entries(value).map(([name, inner]) => [sanitizeText(name), cleanValue(inner)]));
+    return Object.fromEntries(
+      Object.entries(value).map(([name, inner]) => [sanitizeText(name), cleanValue(inner)]),
+    );
   }
   return value;
 }
@@ -56,10 +58,20 @@ export function sanitizedSpan(span: ReadableSpan): ReadableSpan {
     ...(span.parentSpanContext === undefined ? {} : { parentSpanContext: span.parentSpanContext }),
     startTime: span.startTime,
     endTime: span.endTime,
-    status: status.message === undefined ? { code: status.code } : { code: status.code, message: sanitizeText(status.message) },
+    status:
+      status.message === undefined
+        ? { code: status.code }
+        : { code: status.code, message: sanitizeText(status.message) },
     attributes: cleanAttributes(span.attributes),
-    links: span.links.map((link) => ({ ...link, ...(link.attributes === undefined ? {} : { attributes: cleanAttributes(link.attributes) }) })),
-    events: span.events.map((event) => ({ ...event, name: sanitizeText(event.name), ...(event.attributes === undefined ? {} : { attributes: cleanAttributes(event.attributes) }) })),
+    links: span.links.map((link) => ({
+      ...link,
+      ...(link.attributes === undefined ? {} : { attributes: cleanAttributes(link.attributes) }),
+    })),
+    events: span.events.map((event) => ({
+      ...event,
+      name: sanitizeText(event.name),
+      ...(event.attributes === undefined ? {} : { attributes: cleanAttributes(event.attributes) }),
+    })),
     duration: span.duration,
     ended: span.ended,
     resource: span.resource,

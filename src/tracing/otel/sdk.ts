@@ -15,7 +15,13 @@ import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter as JsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { OTLPTraceExporter as ProtobufExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
-import { defaultResource, detectResources, resourceAttributesEnvDetector, resourceFromAttributes, serviceNameEnvDetector } from '@opentelemetry/resources';
+import {
+  defaultResource,
+  detectResources,
+  resourceAttributesEnvDetector,
+  resourceFromAttributes,
+  serviceNameEnvDetector,
+} from '@opentelemetry/resources';
 import {
   AlwaysOffSampler,
   AlwaysOnSampler,
@@ -53,7 +59,11 @@ export interface OtelRunning {
 
 function sampler(settings: TracingOn): Sampler {
   const { name, ratio } = settings.sampler;
-  const root = name.endsWith('always_off') ? new AlwaysOffSampler() : name.endsWith('traceidratio') ? new TraceIdRatioBasedSampler(ratio) : new AlwaysOnSampler();
+  const root = name.endsWith('always_off')
+    ? new AlwaysOffSampler()
+    : name.endsWith('traceidratio')
+      ? new TraceIdRatioBasedSampler(ratio)
+      : new AlwaysOnSampler();
   return name.startsWith('parentbased_') ? new ParentBasedSampler({ root }) : root;
 }
 
@@ -74,25 +84,44 @@ const DIAG_LEVELS: Record<TracingOn['logLevel'], DiagLogLevel> = {
 function describe(arg: unknown): string {
   if (arg instanceof Error) return arg.message;
   if (typeof arg === 'string') return arg;
-  return Array.isArray(arg) ? arg.map(describe).filter((text) => text !== '').join('; ') : '';
+  return Array.isArray(arg)
+    ? arg
+        .map(describe)
+        .filter((text) => text !== '')
+        .join('; ')
+    : '';
 }
 
 function diagLogger(warn: (line: string) => void): DiagLogger {
   const lastWritten = new Map<string, number>();
-  const write = (level: string) => (message: string, ...args: unknown[]) => {
-    const details = args.map(describe).filter((text) => text !== '');
-    const line = sanitizeText(`tracing ${level}: ${[message, ...details].join(' ')}`).replace(/\s+/g, ' ').slice(0, 500);
-    const now = Date.now();
-    if (now - (lastWritten.get(line) ?? -Infinity) < 60_000) return;
-    lastWritten.set(line, now);
-    warn(line);
+  const write =
+    (level: string) =>
+    (message: string, ...args: unknown[]) => {
+      const details = args.map(describe).filter((text) => text !== '');
+      const line = sanitizeText(`tracing ${level}: ${[message, ...details].join(' ')}`)
+        .replace(/\s+/g, ' ')
+        .slice(0, 500);
+      const now = Date.now();
+      if (now - (lastWritten.get(line) ?? -Infinity) < 60_000) return;
+      lastWritten.set(line, now);
+      warn(line);
+    };
+  return {
+    error: write('error'),
+    warn: write('warning'),
+    info: write('info'),
+    debug: write('debug'),
+    verbose: write('debug'),
   };
-  return { error: write('error'), warn: write('warning'), info: write('info'), debug: write('debug'), verbose: write('debug') };
 }
 
 export async function startOtel(settings: TracingOn, options: OtelStartOptions): Promise<OtelRunning> {
-  diag.setLogger(diagLogger(options.warn), { logLevel: DIAG_LEVELS[settings.logLevel], suppressOverrideMessage: true });
-  const exporter = options.exporter ?? (settings.protocol === 'http/json' ? new JsonExporter() : new ProtobufExporter());
+  diag.setLogger(diagLogger(options.warn), {
+    logLevel: DIAG_LEVELS[settings.logLevel],
+    suppressOverrideMessage: true,
+  });
+  const exporter =
+    options.exporter ?? (settings.protocol === 'http/json' ? new JsonExporter() : new ProtobufExporter());
   const batch = new BatchSpanProcessor({ exporter, ...settings.batch });
   const provider = new TracerProvider({
     resource: defaultResource()
@@ -116,15 +145,27 @@ export async function startOtel(settings: TracingOn, options: OtelStartOptions):
     unpatchAws = await instrumentAwsSdk(provider);
   } catch (error) {
     // Traces without AWS SDK spans are still traces.
-    options.warn(sanitizeText(`tracing: AWS SDK calls are not traced: ${error instanceof Error ? error.message : String(error)}`));
+    options.warn(
+      sanitizeText(
+        `tracing: AWS SDK calls are not traced: ${error instanceof Error ? error.message : String(error)}`,
+      ),
+    );
   }
 
   const tracing = new OtelTracing({
     tracer: provider.getTracer('keyroll'),
     contexts,
-    ...(settings.traceparent === undefined ? {} : { environment: { traceparent: settings.traceparent, ...(settings.tracestate === undefined ? {} : { tracestate: settings.tracestate }) } }),
+    ...(settings.traceparent === undefined
+      ? {}
+      : {
+          environment: {
+            traceparent: settings.traceparent,
+            ...(settings.tracestate === undefined ? {} : { tracestate: settings.tracestate }),
+          },
+        }),
   });
-  if (settings.traceparent !== undefined && !tracing.joinsEnvironment()) options.warn('tracing: TRACEPARENT is not a valid W3C traceparent; runs start traces of their own');
+  if (settings.traceparent !== undefined && !tracing.joinsEnvironment())
+    options.warn('tracing: TRACEPARENT is not a valid W3C traceparent; runs start traces of their own');
 
   // Bounded: an unreachable collector delays the exit by its timeout, never more.
   const bounded = async (work: Promise<void>): Promise<void> => {
@@ -134,9 +175,12 @@ export async function startOtel(settings: TracingOn, options: OtelStartOptions):
       timer.unref();
     });
     try {
-      await Promise.race([work.catch((error: unknown) => {
-        diag.error('span export failed', error);
-      }), limit]);
+      await Promise.race([
+        work.catch((error: unknown) => {
+          diag.error('span export failed', error);
+        }),
+        limit,
+      ]);
     } finally {
       clearTimeout(timer);
     }

@@ -1,5 +1,14 @@
 // keyroll's tracing API (../spans.ts) on an OpenTelemetry tracer.
-import { ROOT_CONTEXT, SpanStatusCode, defaultTextMapGetter, trace, type Attributes, type Context, type Span, type Tracer } from '@opentelemetry/api';
+import {
+  ROOT_CONTEXT,
+  SpanStatusCode,
+  defaultTextMapGetter,
+  trace,
+  type Attributes,
+  type Context,
+  type Span,
+  type Tracer,
+} from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import type { SpanAttributes, SpanParent, TraceSpan, Tracing } from '../spans.ts';
 import type { ScopedContextManager } from './context-manager.ts';
@@ -58,7 +67,12 @@ export class OtelTracing implements Tracing {
         ? ROOT_CONTEXT
         : new W3CTraceContextPropagator().extract(
             ROOT_CONTEXT,
-            { traceparent: options.environment.traceparent, ...(options.environment.tracestate === undefined ? {} : { tracestate: options.environment.tracestate }) },
+            {
+              traceparent: options.environment.traceparent,
+              ...(options.environment.tracestate === undefined
+                ? {}
+                : { tracestate: options.environment.tracestate }),
+            },
             defaultTextMapGetter,
           );
   }
@@ -68,9 +82,20 @@ export class OtelTracing implements Tracing {
     return trace.getSpanContext(this.#environment) !== undefined;
   }
 
-  startSpan(name: string, attributes: SpanAttributes, options: { parent: SpanParent | 'scope'; startMs?: number }): TraceSpan {
+  startSpan(
+    name: string,
+    attributes: SpanAttributes,
+    options: { parent: SpanParent | 'scope'; startMs?: number },
+  ): TraceSpan {
     const parent = this.#parentContext(options.parent);
-    const span = this.#tracer.startSpan(name, { attributes: defined(attributes), ...(options.startMs === undefined ? {} : { startTime: options.startMs }) }, parent);
+    const span = this.#tracer.startSpan(
+      name,
+      {
+        attributes: defined(attributes),
+        ...(options.startMs === undefined ? {} : { startTime: options.startMs }),
+      },
+      parent,
+    );
     return new OtelSpan(span, parent);
   }
 

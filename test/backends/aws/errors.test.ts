@@ -13,10 +13,19 @@ import { BackendError } from '../../../src/backends/errors.ts';
 import type { Backend, StoreTarget } from '../../../src/backends/types.ts';
 
 function sdkError(name: string, status?: number, extra: Record<string, unknown> = {}): Error {
-  return Object.assign(new Error(`${name} happened`), { name, ...(status === undefined ? {} : { $metadata: { httpStatusCode: status } }), ...extra });
+  return Object.assign(new Error(`${name} happened`), {
+    name,
+    ...(status === undefined ? {} : { $metadata: { httpStatusCode: status } }),
+    ...extra,
+  });
 }
 
-const context = { backend: 'aws-main', operation: 'write', action: 'DescribeSecret', path: 'app/key' } as const;
+const context = {
+  backend: 'aws-main',
+  operation: 'write',
+  action: 'DescribeSecret',
+  path: 'app/key',
+} as const;
 
 describe('aws error mapping', () => {
   it.each([
@@ -33,11 +42,21 @@ describe('aws error mapping', () => {
     ['LimitExceededException', 400, 'KR_BACKEND_FAILED', false],
   ])('maps %s to its code', (name, status, code, retryable) => {
     const error = toBackendError(sdkError(name, status), context);
-    expect(error).toMatchObject({ code, retryable, backend: 'aws-main', kind: 'aws', operation: 'write', path: 'app/key' });
+    expect(error).toMatchObject({
+      code,
+      retryable,
+      backend: 'aws-main',
+      kind: 'aws',
+      operation: 'write',
+      path: 'app/key',
+    });
   });
 
   it("maps a put's LimitExceededException to the secret's version quota, not retryable, and says what frees it", () => {
-    const error = toBackendError(sdkError('LimitExceededException', 400), { ...context, action: 'PutSecretValue' });
+    const error = toBackendError(sdkError('LimitExceededException', 400), {
+      ...context,
+      action: 'PutSecretValue',
+    });
     expect(error).toMatchObject({ code: 'KR_BACKEND_VERSION_QUOTA', retryable: false, path: 'app/key' });
     expect(error.message).toMatch(/version quota.*24 h/);
   });
@@ -46,15 +65,30 @@ describe('aws error mapping', () => {
     ["You can't perform this operation on the secret because it was marked for deletion."],
     ["You can't create this secret because a secret with this name is already scheduled for deletion."],
     ["You tried to perform the operation on a secret that's currently marked deleted."],
-  ])('maps an InvalidRequestException about deletion (%s) to KR_BACKEND_SCHEDULED_FOR_DELETION', (message) => {
-    const error = toBackendError(Object.assign(new Error(message), { name: 'InvalidRequestException', $metadata: { httpStatusCode: 400 } }), { ...context, action: 'GetSecretValue' });
-    expect(error).toMatchObject({ code: 'KR_BACKEND_SCHEDULED_FOR_DELETION', retryable: false });
-    expect(error.message).toContain('restore-secret');
-    expect(error.message).not.toContain(message);
-  });
+  ])(
+    'maps an InvalidRequestException about deletion (%s) to KR_BACKEND_SCHEDULED_FOR_DELETION',
+    (message) => {
+      const error = toBackendError(
+        Object.assign(new Error(message), {
+          name: 'InvalidRequestException',
+          $metadata: { httpStatusCode: 400 },
+        }),
+        { ...context, action: 'GetSecretValue' },
+      );
+      expect(error).toMatchObject({ code: 'KR_BACKEND_SCHEDULED_FOR_DELETION', retryable: false });
+      expect(error.message).toContain('restore-secret');
+      expect(error.message).not.toContain(message);
+    },
+  );
 
   it('keeps other InvalidRequestExceptions a plain failure', () => {
-    const error = toBackendError(Object.assign(new Error('You provided an invalid request.'), { name: 'InvalidRequestException', $metadata: { httpStatusCode: 400 } }), context);
+    const error = toBackendError(
+      Object.assign(new Error('You provided an invalid request.'), {
+        name: 'InvalidRequestException',
+        $metadata: { httpStatusCode: 400 },
+      }),
+      context,
+    );
     expect(error.code).toBe('KR_BACKEND_FAILED');
   });
 
@@ -65,7 +99,10 @@ describe('aws error mapping', () => {
   });
 
   it('maps a refused connection to a retryable KR_BACKEND_UNAVAILABLE', () => {
-    const error = toBackendError(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }), context);
+    const error = toBackendError(
+      Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }),
+      context,
+    );
     expect(error).toMatchObject({ code: 'KR_BACKEND_UNAVAILABLE', retryable: true });
   });
 
@@ -85,13 +122,18 @@ describe('aws error mapping', () => {
 
 describe('aws answers moto cannot give (nock)', () => {
   const endpoint = 'http://secretsmanager.aws.test';
-  const target: StoreTarget = { path: 'app/key', shape: { format: 'raw', secretField: 'apiKey', fields: [] } };
+  const target: StoreTarget = {
+    path: 'app/key',
+    shape: { format: 'raw', secretField: 'apiKey', fields: [] },
+  };
   let backend: Backend;
 
   beforeAll(() => {
     nock.disableNetConnect();
     const config = AwsBackendConfig.parse({ kind: 'aws', endpoint, region: 'eu-west-1', timeoutMs: 2_000 });
-    backend = createAwsBackend('aws-main', config, { env: { AWS_ACCESS_KEY_ID: 'AKIDTEST', AWS_SECRET_ACCESS_KEY: 'test-secret-key' } });
+    backend = createAwsBackend('aws-main', config, {
+      env: { AWS_ACCESS_KEY_ID: 'AKIDTEST', AWS_SECRET_ACCESS_KEY: 'test-secret-key' },
+    });
   });
   afterEach(() => {
     // Every mock must be used by its test.
@@ -108,7 +150,9 @@ describe('aws answers moto cannot give (nock)', () => {
       .post('/')
       .matchHeader('x-amz-target', `secretsmanager.${action}`)
       .times(times)
-      .reply(status, typeof body === 'string' ? body : JSON.stringify(body), { 'content-type': 'application/x-amz-json-1.1' });
+      .reply(status, typeof body === 'string' ? body : JSON.stringify(body), {
+        'content-type': 'application/x-amz-json-1.1',
+      });
   }
 
   function secretTexts(error: unknown): string {
@@ -121,11 +165,19 @@ describe('aws answers moto cannot give (nock)', () => {
     const config = AwsBackendConfig.parse({ kind: 'aws', endpoint, region: 'eu-north-1', timeoutMs: 2_000 });
     const counted = createAwsBackend('aws-counted', config, {
       env: { AWS_ACCESS_KEY_ID: 'AKIDTEST', AWS_SECRET_ACCESS_KEY: 'test-secret-key' },
-      quota: { observer: { throttled: (event) => throttled.push(`${event.group} ${String(event.attempt)}`) } },
+      quota: {
+        observer: { throttled: (event) => throttled.push(`${event.group} ${String(event.attempt)}`) },
+      },
     });
     try {
       answer('GetSecretValue', 400, { __type: 'ThrottlingException', message: 'Rate exceeded' }, 2);
-      answer('GetSecretValue', 200, { ARN: 'arn:aws:secretsmanager:eu-west-1:1:secret:app/key-AbCdEf', Name: 'app/key', VersionId: 'v1', SecretString: 'sk_live_after_the_wait', VersionStages: ['AWSCURRENT'] });
+      answer('GetSecretValue', 200, {
+        ARN: 'arn:aws:secretsmanager:eu-west-1:1:secret:app/key-AbCdEf',
+        Name: 'app/key',
+        VersionId: 'v1',
+        SecretString: 'sk_live_after_the_wait',
+        VersionStages: ['AWSCURRENT'],
+      });
       expect((await counted.readSecret(target))?.secret.reveal()).toBe('sk_live_after_the_wait');
       expect(throttled).toEqual(['read 1', 'read 2']);
     } finally {
@@ -134,14 +186,27 @@ describe('aws answers moto cannot give (nock)', () => {
   });
 
   it('fails with a retryable KR_BACKEND_THROTTLED once the call has waited its budget (quotas.maxWaitMs)', async () => {
-    const config = AwsBackendConfig.parse({ kind: 'aws', endpoint, region: 'eu-central-1', timeoutMs: 2_000, quotas: { maxWaitMs: 50 } });
-    const impatient = createAwsBackend('aws-impatient', config, { env: { AWS_ACCESS_KEY_ID: 'AKIDTEST', AWS_SECRET_ACCESS_KEY: 'test-secret-key' } });
+    const config = AwsBackendConfig.parse({
+      kind: 'aws',
+      endpoint,
+      region: 'eu-central-1',
+      timeoutMs: 2_000,
+      quotas: { maxWaitMs: 50 },
+    });
+    const impatient = createAwsBackend('aws-impatient', config, {
+      env: { AWS_ACCESS_KEY_ID: 'AKIDTEST', AWS_SECRET_ACCESS_KEY: 'test-secret-key' },
+    });
     try {
       // The first wait after a throttle answer is at least 125 ms: past the budget, so that answer is the last.
       answer('DescribeSecret', 400, { __type: 'ThrottlingException', message: 'Rate exceeded' });
       const error: unknown = await impatient.preflight(target).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(BackendError);
-      expect(error).toMatchObject({ code: 'KR_BACKEND_THROTTLED', retryable: true, operation: 'preflight', status: 400 });
+      expect(error).toMatchObject({
+        code: 'KR_BACKEND_THROTTLED',
+        retryable: true,
+        operation: 'preflight',
+        status: 400,
+      });
     } finally {
       await impatient.close();
     }
@@ -149,15 +214,30 @@ describe('aws answers moto cannot give (nock)', () => {
 
   it('reports a 500 on the write as retryable KR_BACKEND_UNAVAILABLE', async () => {
     answer('PutSecretValue', 500, { __type: 'InternalServiceError', message: 'oops' }, 2);
-    const record = { secret: new Secret('sk_live_nock_500_value_abcdef'), keyId: 'k', organizationId: 'o', rotationId: 'rot-500', rotatedAt: '2030-01-01T00:00:00.000Z' };
+    const record = {
+      secret: new Secret('sk_live_nock_500_value_abcdef'),
+      keyId: 'k',
+      organizationId: 'o',
+      rotationId: 'rot-500',
+      rotatedAt: '2030-01-01T00:00:00.000Z',
+    };
     const error: unknown = await backend.writeSecret(target, record).catch((e: unknown) => e);
     expect(error).toMatchObject({ code: 'KR_BACKEND_UNAVAILABLE', retryable: true, operation: 'write' });
   });
 
   it('keeps the secret out of a write error even when the AWS message echoes it', async () => {
     const value = 'sk_live_echoed_by_aws_0123456789';
-    answer('PutSecretValue', 400, { __type: 'AccessDeniedException', message: `not authorized for SecretString=${value}` });
-    const record = { secret: new Secret(value), keyId: 'k', organizationId: 'o', rotationId: 'rot-echo', rotatedAt: '2030-01-01T00:00:00.000Z' };
+    answer('PutSecretValue', 400, {
+      __type: 'AccessDeniedException',
+      message: `not authorized for SecretString=${value}`,
+    });
+    const record = {
+      secret: new Secret(value),
+      keyId: 'k',
+      organizationId: 'o',
+      rotationId: 'rot-echo',
+      rotatedAt: '2030-01-01T00:00:00.000Z',
+    };
     const error: unknown = await backend.writeSecret(target, record).catch((e: unknown) => e);
     expect(error).toMatchObject({ code: 'KR_BACKEND_DENIED' });
     expect((error as Error).cause).toBeUndefined();
@@ -168,16 +248,36 @@ describe('aws answers moto cannot give (nock)', () => {
   it('probes the write in preflight with a reused token and its own label, never AWSCURRENT', async () => {
     // nock: only a recorded request shows what the probe would do if its version had vanished.
     const current = '0a1b2c3d-0000-4000-8000-000000000001';
-    answer('DescribeSecret', 200, { ARN: 'arn:aws:secretsmanager:eu-west-1:1:secret:app/key-AbCdEf', Name: 'app/key', VersionIdsToStages: { [current]: ['AWSCURRENT'] } });
+    answer('DescribeSecret', 200, {
+      ARN: 'arn:aws:secretsmanager:eu-west-1:1:secret:app/key-AbCdEf',
+      Name: 'app/key',
+      VersionIdsToStages: { [current]: ['AWSCURRENT'] },
+    });
     nock(endpoint)
-      .post('/', (body: { ClientRequestToken?: string; VersionStages?: string[] }) => body.ClientRequestToken === current && body.VersionStages?.join() === 'KEYROLL_PREFLIGHT_WRITE')
+      .post(
+        '/',
+        (body: { ClientRequestToken?: string; VersionStages?: string[] }) =>
+          body.ClientRequestToken === current && body.VersionStages?.join() === 'KEYROLL_PREFLIGHT_WRITE',
+      )
       .matchHeader('x-amz-target', 'secretsmanager.PutSecretValue')
-      .reply(400, JSON.stringify({ __type: 'ResourceExistsException', message: 'token in use' }), { 'content-type': 'application/x-amz-json-1.1' });
+      .reply(400, JSON.stringify({ __type: 'ResourceExistsException', message: 'token in use' }), {
+        'content-type': 'application/x-amz-json-1.1',
+      });
     // The stage probe only asks to remove a label the current version does not carry: never AWSCURRENT, never a move.
     nock(endpoint)
-      .post('/', (body: Record<string, unknown>) => body.VersionStage === 'KEYROLL_PREFLIGHT_READ' && body.RemoveFromVersionId === current && !('MoveToVersionId' in body))
+      .post(
+        '/',
+        (body: Record<string, unknown>) =>
+          body.VersionStage === 'KEYROLL_PREFLIGHT_READ' &&
+          body.RemoveFromVersionId === current &&
+          !('MoveToVersionId' in body),
+      )
       .matchHeader('x-amz-target', 'secretsmanager.UpdateSecretVersionStage')
-      .reply(400, JSON.stringify({ __type: 'InvalidParameterException', message: 'label not on that version' }), { 'content-type': 'application/x-amz-json-1.1' });
+      .reply(
+        400,
+        JSON.stringify({ __type: 'InvalidParameterException', message: 'label not on that version' }),
+        { 'content-type': 'application/x-amz-json-1.1' },
+      );
     answer('GetSecretValue', 400, { __type: 'ResourceNotFoundException', message: 'no such label' });
     answer('TagResource', 200, {});
     const result = await backend.preflight(target);
@@ -189,23 +289,41 @@ describe('aws answers moto cannot give (nock)', () => {
   it('meets a lock secret deleted after this process released it at the CAS: AWS refuses the put, the lock step names restore-secret', async () => {
     // moto accepts PutSecretValue on a secret scheduled for deletion; AWS refuses it.
     const config = AwsBackendConfig.parse({ kind: 'aws', endpoint, region: 'eu-west-1', timeoutMs: 2_000 });
-    const own = createAwsBackend('aws-main', config, { env: { AWS_ACCESS_KEY_ID: 'AKIDTEST', AWS_SECRET_ACCESS_KEY: 'test-secret-key' } });
+    const own = createAwsBackend('aws-main', config, {
+      env: { AWS_ACCESS_KEY_ID: 'AKIDTEST', AWS_SECRET_ACCESS_KEY: 'test-secret-key' },
+    });
     const lockTarget: StoreTarget = { path: 'app/deleted-lock', shape: target.shape };
     const request = { owner: 'host/1/a', rotationId: 'rot-1', ttlMs: 60_000 };
     try {
       // Acquire (a process that never described the target describes it: missing, so the lock is
       // the companion's, and the first: one CreateSecret), release (the CAS from the version we wrote: no read).
-      answer('DescribeSecret', 400, { __type: 'ResourceNotFoundException', message: 'Secrets Manager can\'t find the specified secret.' });
-      answer('CreateSecret', 200, { ARN: 'arn:aws:secretsmanager:eu-west-1:1:secret:app/deleted-lock.keyroll-lock-AbCdEf', Name: 'app/deleted-lock.keyroll-lock', VersionId: 'v-held' });
+      answer('DescribeSecret', 400, {
+        __type: 'ResourceNotFoundException',
+        message: "Secrets Manager can't find the specified secret.",
+      });
+      answer('CreateSecret', 200, {
+        ARN: 'arn:aws:secretsmanager:eu-west-1:1:secret:app/deleted-lock.keyroll-lock-AbCdEf',
+        Name: 'app/deleted-lock.keyroll-lock',
+        VersionId: 'v-held',
+      });
       answer('PutSecretValue', 200, { VersionId: 'v-released', VersionStages: ['KEYROLL_CANDIDATE'] });
       answer('UpdateSecretVersionStage', 200, {});
       const held = await own.acquireLock(lockTarget, request);
       if (!held.acquired) throw new Error('expected the lock');
       await own.releaseLock(lockTarget, held.lock);
       // The next acquire goes straight to the CAS from the released value it wrote.
-      answer('PutSecretValue', 400, { __type: 'InvalidRequestException', message: "You can't perform this operation on the secret because it was marked for deletion." });
-      const error: unknown = await own.acquireLock(lockTarget, { ...request, rotationId: 'rot-2' }).catch((e: unknown) => e);
-      expect(error).toMatchObject({ code: 'KR_BACKEND_SCHEDULED_FOR_DELETION', operation: 'lock', path: 'app/deleted-lock.keyroll-lock' });
+      answer('PutSecretValue', 400, {
+        __type: 'InvalidRequestException',
+        message: "You can't perform this operation on the secret because it was marked for deletion.",
+      });
+      const error: unknown = await own
+        .acquireLock(lockTarget, { ...request, rotationId: 'rot-2' })
+        .catch((e: unknown) => e);
+      expect(error).toMatchObject({
+        code: 'KR_BACKEND_SCHEDULED_FOR_DELETION',
+        operation: 'lock',
+        path: 'app/deleted-lock.keyroll-lock',
+      });
       expect((error as Error).message).toContain('restore-secret --secret-id app/deleted-lock.keyroll-lock');
     } finally {
       await own.close();

@@ -10,7 +10,12 @@ import { BackendError } from '../../../src/backends/errors.ts';
 /** 2 writes per second (a burst of 1) and 100 ms of wait at most: a second write has no turn in time. */
 function pacer(): AwsPacer {
   const scope = `test ${randomUUID()}`;
-  return new AwsPacer({ backendName: 'aws', quotas: AwsQuotas.parse({ writesPerSecond: 2, maxWaitMs: 100 }), deps: {}, scope: () => Promise.resolve(scope) });
+  return new AwsPacer({
+    backendName: 'aws',
+    quotas: AwsQuotas.parse({ writesPerSecond: 2, maxWaitMs: 100 }),
+    deps: {},
+    scope: () => Promise.resolve(scope),
+  });
 }
 
 const put = { action: 'PutSecretValue', operation: 'write', path: 'app/key' } as const;
@@ -42,7 +47,9 @@ describe('AwsPacer reservations', () => {
   it('a reservation for another secret, or another pacer, is not spent', async () => {
     const pacing = pacer();
     const reservation = await pacing.reserve('app/other', { write: 1 });
-    await expect(reservation.use(() => pacing.send(put, sent))).rejects.toMatchObject({ code: 'KR_BACKEND_THROTTLED' });
+    await expect(reservation.use(() => pacing.send(put, sent))).rejects.toMatchObject({
+      code: 'KR_BACKEND_THROTTLED',
+    });
     reservation.release();
   });
 

@@ -41,40 +41,75 @@ describe('aws tag encoding', () => {
   });
 
   it('keeps identifiers, times and error codes readable as they are', () => {
-    const value = joinTagFields(['3f2c8a4e-1b7d-4e0a-9c55-0a1b2c3d4e5f', '2030-01-01T00:00:00.000Z', 'KR_BACKEND_DENIED', 'host-1/42/ab']);
-    expect(value).toBe('3f2c8a4e-1b7d-4e0a-9c55-0a1b2c3d4e5f 2030-01-01T00:00:00.000Z KR_BACKEND_DENIED host-1/42/ab');
+    const value = joinTagFields([
+      '3f2c8a4e-1b7d-4e0a-9c55-0a1b2c3d4e5f',
+      '2030-01-01T00:00:00.000Z',
+      'KR_BACKEND_DENIED',
+      'host-1/42/ab',
+    ]);
+    expect(value).toBe(
+      '3f2c8a4e-1b7d-4e0a-9c55-0a1b2c3d4e5f 2030-01-01T00:00:00.000Z KR_BACKEND_DENIED host-1/42/ab',
+    );
   });
 
   it('fits long fields in 256 characters by cutting the last ones, never the first', () => {
     fc.assert(
-      fc.property(fc.uuid(), fc.string({ unit: 'grapheme', maxLength: 300 }), fc.string({ unit: 'grapheme', maxLength: 300 }), (id, a, b) => {
-        const value = joinTagFields([id, a, b]);
-        expect(value.length).toBeLessThanOrEqual(MAX_TAG_VALUE_LENGTH);
-        expect(splitTagFields(value)[0]).toBe(id);
-      }),
+      fc.property(
+        fc.uuid(),
+        fc.string({ unit: 'grapheme', maxLength: 300 }),
+        fc.string({ unit: 'grapheme', maxLength: 300 }),
+        (id, a, b) => {
+          const value = joinTagFields([id, a, b]);
+          expect(value.length).toBeLessThanOrEqual(MAX_TAG_VALUE_LENGTH);
+          expect(splitTagFields(value)[0]).toBe(id);
+        },
+      ),
     );
   });
 
   it('round-trips an intent marker, whatever the key id and owner hold', () => {
-    const intent = { rotationId: 'rot-1', startedAt: '2030-01-01T00:00:00.000Z', keyId: 'key id|{"x":1}', owner: 'hôte/1/@x' };
+    const intent = {
+      rotationId: 'rot-1',
+      startedAt: '2030-01-01T00:00:00.000Z',
+      keyId: 'key id|{"x":1}',
+      owner: 'hôte/1/@x',
+    };
     expect(parseIntentTag(intentTagValue(intent))).toEqual(intent);
   });
 
   it('round-trips holdUntil, and keeps it whole when the key id and owner must be cut', () => {
     fc.assert(
-      fc.property(fc.string({ unit: 'grapheme', maxLength: 300 }), fc.string({ unit: 'grapheme', maxLength: 300 }), (keyId, owner) => {
-        const intent = { rotationId: 'rot-hold', startedAt: '2030-01-01T00:00:00.000Z', keyId, owner, holdUntil: '2030-01-01T00:10:00.000Z' };
-        const value = intentTagValue(intent);
-        expect(value.length).toBeLessThanOrEqual(MAX_TAG_VALUE_LENGTH);
-        expect(parseIntentTag(value)).toMatchObject({ rotationId: 'rot-hold', holdUntil: '2030-01-01T00:10:00.000Z' });
-      }),
+      fc.property(
+        fc.string({ unit: 'grapheme', maxLength: 300 }),
+        fc.string({ unit: 'grapheme', maxLength: 300 }),
+        (keyId, owner) => {
+          const intent = {
+            rotationId: 'rot-hold',
+            startedAt: '2030-01-01T00:00:00.000Z',
+            keyId,
+            owner,
+            holdUntil: '2030-01-01T00:10:00.000Z',
+          };
+          const value = intentTagValue(intent);
+          expect(value.length).toBeLessThanOrEqual(MAX_TAG_VALUE_LENGTH);
+          expect(parseIntentTag(value)).toMatchObject({
+            rotationId: 'rot-hold',
+            holdUntil: '2030-01-01T00:10:00.000Z',
+          });
+        },
+      ),
     );
   });
 
   it('reads a marker written before holdUntil existed (four fields) as one without it', () => {
     const old = '3f2c8a4e-1b7d-4e0a-9c55-0a1b2c3d4e5f 2030-01-01T00:00:00.000Z key_demo_billing host-1/42/ab';
     const intent = parseIntentTag(old);
-    expect(intent).toEqual({ rotationId: '3f2c8a4e-1b7d-4e0a-9c55-0a1b2c3d4e5f', startedAt: '2030-01-01T00:00:00.000Z', keyId: 'key_demo_billing', owner: 'host-1/42/ab' });
+    expect(intent).toEqual({
+      rotationId: '3f2c8a4e-1b7d-4e0a-9c55-0a1b2c3d4e5f',
+      startedAt: '2030-01-01T00:00:00.000Z',
+      keyId: 'key_demo_billing',
+      owner: 'host-1/42/ab',
+    });
     expect(intent).not.toHaveProperty('holdUntil');
     // ... and writes a marker without holdUntil in that same four-field form.
     if (intent === undefined) throw new Error('expected an intent');
@@ -82,7 +117,12 @@ describe('aws tag encoding', () => {
   });
 
   it('round-trips a failure record', () => {
-    const failure = { rotationId: 'rot-2', step: 'store', errorCode: 'KR_BACKEND_UNAVAILABLE', at: '2030-01-02T00:00:00.000Z' };
+    const failure = {
+      rotationId: 'rot-2',
+      step: 'store',
+      errorCode: 'KR_BACKEND_UNAVAILABLE',
+      at: '2030-01-02T00:00:00.000Z',
+    };
     expect(parseFailureTag(failureTagValue(failure))).toEqual(failure);
   });
 
@@ -101,7 +141,12 @@ describe('aws tag encoding', () => {
     expect(streak.length).toBeLessThanOrEqual(MAX_TAG_VALUE_LENGTH);
     expect(streak).toMatch(/^[A-Za-z0-9 _.:/=+@-]*$/);
     // The last-failure tag keeps its four fields, so older keyrolls read it as before.
-    expect(parseFailureTag(failureTagValue(failure))).toEqual({ rotationId: failure.rotationId, step: 'preflight', errorCode: 'KR_BACKEND_DENIED', at: failure.at });
+    expect(parseFailureTag(failureTagValue(failure))).toEqual({
+      rotationId: failure.rotationId,
+      step: 'preflight',
+      errorCode: 'KR_BACKEND_DENIED',
+      at: failure.at,
+    });
     expect(parseFailureTag(failureTagValue(failure), streak)).toEqual(failure);
     // A record without a streak writes an empty streak tag, which reads as none.
     expect(streakTagValue({ rotationId: 'r', step: 's', errorCode: 'E', at: failure.at })).toBe('');
@@ -130,18 +175,20 @@ describe('aws tag encoding', () => {
     expect(parseProbeTag('')).toBeUndefined();
   });
 
-  it('reads a failure record that is not keyroll\'s format as it is, for the record schema to judge (never dropped in silence)', () => {
+  it("reads a failure record that is not keyroll's format as it is, for the record schema to judge (never dropped in silence)", () => {
     expect(parseFailureTag('x')).toEqual({ rotationId: 'x', at: '', errorCode: '', step: '' });
-    expect(parseFailureTag('r 2030-01-02T00:00:00.000Z E s', 'seven 2030-01-01T00:00:00.000Z - x x')).toEqual({
-      rotationId: 'r',
-      at: '2030-01-02T00:00:00.000Z',
-      errorCode: 'E',
-      step: 's',
-      consecutive: Number.NaN,
-      firstAt: '2030-01-01T00:00:00.000Z',
-      quarantinedAt: 'x',
-      lastAlertedAt: 'x',
-    });
+    expect(parseFailureTag('r 2030-01-02T00:00:00.000Z E s', 'seven 2030-01-01T00:00:00.000Z - x x')).toEqual(
+      {
+        rotationId: 'r',
+        at: '2030-01-02T00:00:00.000Z',
+        errorCode: 'E',
+        step: 's',
+        consecutive: Number.NaN,
+        firstAt: '2030-01-01T00:00:00.000Z',
+        quarantinedAt: 'x',
+        lastAlertedAt: 'x',
+      },
+    );
   });
 
   it('ignores a marker with missing fields instead of inventing them', () => {

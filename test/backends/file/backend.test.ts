@@ -9,13 +9,22 @@ import { createTestClock, describeBackendContract, makeRecord } from '../contrac
 import { expectNoSecrets } from '../../support/secret-scan.ts';
 
 const RAW: ValueShape = { format: 'raw', secretField: 'apiKey', fields: [] };
-const JSON_SHAPE: ValueShape = { format: 'json', secretField: 'apiKey', fields: ['keyId', 'organizationId', 'rotatedAt', 'rotationId'] };
+const JSON_SHAPE: ValueShape = {
+  format: 'json',
+  secretField: 'apiKey',
+  fields: ['keyId', 'organizationId', 'rotatedAt', 'rotationId'],
+};
 
 describeBackendContract('file', async () => {
   const directory = await createTempDir('keyroll-file-contract-');
   const clock = createTestClock();
   let n = 0;
-  const open = (): FileBackend => new FileBackend('files', { kind: 'file', directory: join(directory.path, 'secrets') }, { now: clock.now });
+  const open = (): FileBackend =>
+    new FileBackend(
+      'files',
+      { kind: 'file', directory: join(directory.path, 'secrets') },
+      { now: clock.now },
+    );
   return {
     backend: open(),
     clock,
@@ -48,7 +57,11 @@ describe('file backend', () => {
   });
 
   it('writes a json value with the secret and the chosen fields', async () => {
-    const record = makeRecord({ keyId: 'key_1', organizationId: 'org_1', rotatedAt: '2030-02-03T04:05:06.000Z' });
+    const record = makeRecord({
+      keyId: 'key_1',
+      organizationId: 'org_1',
+      rotatedAt: '2030-02-03T04:05:06.000Z',
+    });
     await backend.writeSecret(target('app.json', JSON_SHAPE), record);
     const stored = JSON.parse(await readFile(join(directory.path(), 'base', 'app.json'), 'utf8')) as unknown;
     expect(stored).toEqual({
@@ -63,22 +76,38 @@ describe('file backend', () => {
   it('leaves no temp files behind and keeps the secret out of the sidecar', async () => {
     const record = makeRecord();
     await backend.writeSecret(target('k'), record);
-    await backend.setIntent(target('k'), { rotationId: 'r', keyId: 'k', owner: 'o', startedAt: '2030-01-01T00:00:00.000Z' });
+    await backend.setIntent(target('k'), {
+      rotationId: 'r',
+      keyId: 'k',
+      owner: 'o',
+      startedAt: '2030-01-01T00:00:00.000Z',
+    });
     const files = await readdir(join(directory.path(), 'base'));
     // k.keyroll.current is a second name (hard link) of the value itself, not a copy: readPrevious.
     expect(files.sort()).toEqual(['k', 'k.keyroll.current', 'k.keyroll.json']);
-    expect((await stat(join(directory.path(), 'base', 'k.keyroll.current'))).ino).toBe((await stat(join(directory.path(), 'base', 'k'))).ino);
+    expect((await stat(join(directory.path(), 'base', 'k.keyroll.current'))).ino).toBe(
+      (await stat(join(directory.path(), 'base', 'k'))).ino,
+    );
     const sidecar = await readFile(join(directory.path(), 'base', 'k.keyroll.json'), 'utf8');
     expectNoSecrets([sidecar], [record.secret.reveal()]);
     expect((await stat(join(directory.path(), 'base', 'k.keyroll.json'))).mode & 0o777).toBe(0o600);
   });
 
-  it.each([['../escape'], ['/etc/passwd'], ['a/../../escape'], [''], ['k.keyroll.json'], ['k.keyroll.lock'], ['k.keyroll.current'], ['k.keyroll.previous']])(
-    'refuses the target path %j before touching any file',
-    async (path) => {
-      await expect(backend.preflight(target(path))).rejects.toMatchObject({ code: 'KR_BACKEND_INVALID_TARGET', operation: 'preflight' });
-    },
-  );
+  it.each([
+    ['../escape'],
+    ['/etc/passwd'],
+    ['a/../../escape'],
+    [''],
+    ['k.keyroll.json'],
+    ['k.keyroll.lock'],
+    ['k.keyroll.current'],
+    ['k.keyroll.previous'],
+  ])('refuses the target path %j before touching any file', async (path) => {
+    await expect(backend.preflight(target(path))).rejects.toMatchObject({
+      code: 'KR_BACKEND_INVALID_TARGET',
+      operation: 'preflight',
+    });
+  });
 
   it('fails preflight when the path runs through a regular file', async () => {
     await backend.writeSecret(target('plain'), makeRecord());
@@ -89,13 +118,18 @@ describe('file backend', () => {
 
   it('fails preflight when the target is a directory', async () => {
     await backend.writeSecret(target('dir/inner'), makeRecord());
-    await expect(backend.preflight(target('dir'))).rejects.toMatchObject({ code: 'KR_BACKEND_INVALID_TARGET' });
+    await expect(backend.preflight(target('dir'))).rejects.toMatchObject({
+      code: 'KR_BACKEND_INVALID_TARGET',
+    });
   });
 
   it('reports a corrupt sidecar as an invalid response instead of overwriting it blindly', async () => {
     await backend.writeSecret(target('k'), makeRecord());
     await writeFile(join(directory.path(), 'base', 'k.keyroll.json'), '{not json');
-    await expect(backend.readState(target('k'))).rejects.toMatchObject({ code: 'KR_BACKEND_INVALID_RESPONSE', operation: 'state' });
+    await expect(backend.readState(target('k'))).rejects.toMatchObject({
+      code: 'KR_BACKEND_INVALID_RESPONSE',
+      operation: 'state',
+    });
   });
 
   it('answers a retry whose first attempt landed without bookkeeping as already applied, and records it', async () => {
@@ -104,11 +138,17 @@ describe('file backend', () => {
     // The first attempt's sidecar update fails (a directory stands where the sidecar goes).
     await mkdir(sidecar, { recursive: true });
     const first = await backend.writeSecret(target('k'), record);
-    expect(first).toMatchObject({ version: expect.stringMatching(/^mtime-/) as unknown, alreadyApplied: false });
+    expect(first).toMatchObject({
+      version: expect.stringMatching(/^mtime-/) as unknown,
+      alreadyApplied: false,
+    });
     await rm(sidecar, { recursive: true });
     const retry = await backend.writeSecret(target('k'), record);
     expect(retry).toEqual({ version: '1', alreadyApplied: true });
-    expect(await backend.readSecret(target('k'))).toMatchObject({ version: '1', rotationId: record.rotationId });
+    expect(await backend.readSecret(target('k'))).toMatchObject({
+      version: '1',
+      rotationId: record.rotationId,
+    });
   });
 
   it('gives a hand-edited value an mtime version instead of claiming it as ours', async () => {
@@ -133,11 +173,21 @@ describe('file backend', () => {
 
   it('lets only one of many racers take over a stale lock', async () => {
     const clock = createTestClock();
-    const clocked = new FileBackend('files', { kind: 'file', directory: join(directory.path(), 'base') }, { now: clock.now });
+    const clocked = new FileBackend(
+      'files',
+      { kind: 'file', directory: join(directory.path(), 'base') },
+      { now: clock.now },
+    );
     await clocked.acquireLock(target('k'), { owner: 'old', rotationId: 'r0', ttlMs: 1000 });
     clock.advance(5000);
     const outcomes = await Promise.all(
-      Array.from({ length: 8 }, (_, i) => clocked.acquireLock(target('k'), { owner: `racer-${String(i)}`, rotationId: `r${String(i)}`, ttlMs: 60_000 })),
+      Array.from({ length: 8 }, (_, i) =>
+        clocked.acquireLock(target('k'), {
+          owner: `racer-${String(i)}`,
+          rotationId: `r${String(i)}`,
+          ttlMs: 60_000,
+        }),
+      ),
     );
     expect(outcomes.filter((o) => o.acquired)).toHaveLength(1);
     const files = await readdir(join(directory.path(), 'base'));

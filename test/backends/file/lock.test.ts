@@ -29,7 +29,17 @@ describe('file lock (invariant 9)', () => {
   /** A lock another host's runner wrote just now, with a clock that ran `behindMs` behind. */
   async function lockOfSkewedRunner(behindMs: number, ttlMs = 60_000): Promise<void> {
     const expiresAt = new Date(Date.now() - behindMs + ttlMs).toISOString();
-    await writeFile(lockFile, JSON.stringify({ owner: 'skewed', rotationId: 'r-skewed', expiresAt, token: 'skewed-token', ttlMs, clockOffsetMs: 0 }));
+    await writeFile(
+      lockFile,
+      JSON.stringify({
+        owner: 'skewed',
+        rotationId: 'r-skewed',
+        expiresAt,
+        token: 'skewed-token',
+        ttlMs,
+        clockOffsetMs: 0,
+      }),
+    );
   }
 
   /** Makes the lock file look `ageMs` old to the filesystem. */
@@ -59,18 +69,33 @@ describe('file lock (invariant 9)', () => {
       const request = { owner: 'contender', rotationId: 'r2', ttlMs: 60_000, clockSkewMs: 30_000 };
       expect((await backend.acquireLock(t, request)).acquired).toBe(false);
       await ageLockFile(91_000);
-      expect(await backend.acquireLock(t, request)).toMatchObject({ acquired: true, lock: { tookOver: true } });
+      expect(await backend.acquireLock(t, request)).toMatchObject({
+        acquired: true,
+        lock: { tookOver: true },
+      });
     });
 
-    it('leaves an aged lock file alone while keyroll\'s clock says it has not expired', async () => {
+    it("leaves an aged lock file alone while keyroll's clock says it has not expired", async () => {
       await lockOfSkewedRunner(0);
       await ageLockFile(10 * 60_000);
-      expect((await backend.acquireLock(t, { owner: 'contender', rotationId: 'r2', ttlMs: 60_000 })).acquired).toBe(false);
+      expect(
+        (await backend.acquireLock(t, { owner: 'contender', rotationId: 'r2', ttlMs: 60_000 })).acquired,
+      ).toBe(false);
     });
 
-    it('judges a lock of an older keyroll (no ttlMs) by keyroll\'s clock alone', async () => {
-      await writeFile(lockFile, JSON.stringify({ owner: 'old', rotationId: 'r-old', expiresAt: new Date(Date.now() - 1_000).toISOString(), token: 'old-token' }));
-      expect(await backend.acquireLock(t, { owner: 'contender', rotationId: 'r2', ttlMs: 60_000 })).toMatchObject({ acquired: true, lock: { tookOver: true } });
+    it("judges a lock of an older keyroll (no ttlMs) by keyroll's clock alone", async () => {
+      await writeFile(
+        lockFile,
+        JSON.stringify({
+          owner: 'old',
+          rotationId: 'r-old',
+          expiresAt: new Date(Date.now() - 1_000).toISOString(),
+          token: 'old-token',
+        }),
+      );
+      expect(
+        await backend.acquireLock(t, { owner: 'contender', rotationId: 'r2', ttlMs: 60_000 }),
+      ).toMatchObject({ acquired: true, lock: { tookOver: true } });
     });
 
     it('restarts the filesystem age with every refresh (the file is rewritten with the new TTL)', async () => {
@@ -78,9 +103,15 @@ describe('file lock (invariant 9)', () => {
       if (!taken.acquired) throw new Error('expected the lock');
       await ageLockFile(61_000);
       const aged = (await stat(lockFile)).mtimeMs;
-      expect(await backend.refreshLock(t, taken.lock, 90_000)).toMatchObject({ owner: 'holder', token: taken.lock.token });
+      expect(await backend.refreshLock(t, taken.lock, 90_000)).toMatchObject({
+        owner: 'holder',
+        token: taken.lock.token,
+      });
       expect((await stat(lockFile)).mtimeMs - aged).toBeGreaterThanOrEqual(60_000);
-      expect(JSON.parse(await readFile(lockFile, 'utf8'))).toMatchObject({ token: taken.lock.token, ttlMs: 90_000 });
+      expect(JSON.parse(await readFile(lockFile, 'utf8'))).toMatchObject({
+        token: taken.lock.token,
+        ttlMs: 90_000,
+      });
     });
   });
 
@@ -90,14 +121,24 @@ describe('file lock (invariant 9)', () => {
       if (!taken.acquired) throw new Error('expected the lock');
       await ageLockFile(61_000);
       const clock = { at: Date.now() + 61_000 };
-      const successor = new FileBackend('files', { kind: 'file', directory: base }, { now: () => new Date(clock.at) });
-      expect((await successor.acquireLock(t, { owner: 'successor', rotationId: 'r2', ttlMs: 60_000 })).acquired).toBe(true);
+      const successor = new FileBackend(
+        'files',
+        { kind: 'file', directory: base },
+        { now: () => new Date(clock.at) },
+      );
+      expect(
+        (await successor.acquireLock(t, { owner: 'successor', rotationId: 'r2', ttlMs: 60_000 })).acquired,
+      ).toBe(true);
       return taken.lock;
     }
 
     it('refuses the write of a runner whose lock was taken over, leaving no temp file and no value', async () => {
       const former = await takenOver();
-      await expect(backend.writeSecret(t, makeRecord(), { lock: former })).rejects.toMatchObject({ code: 'KR_LOCK_LOST', retryable: false, operation: 'write' });
+      await expect(backend.writeSecret(t, makeRecord(), { lock: former })).rejects.toMatchObject({
+        code: 'KR_LOCK_LOST',
+        retryable: false,
+        operation: 'write',
+      });
       expect((await readdir(base)).sort()).toEqual(['k.keyroll.lock']);
     });
 
@@ -105,7 +146,9 @@ describe('file lock (invariant 9)', () => {
       const taken = await backend.acquireLock(t, { owner: 'a', rotationId: 'r1', ttlMs: 60_000 });
       if (!taken.acquired) throw new Error('expected the lock');
       await backend.releaseLock(t, taken.lock);
-      await expect(backend.writeSecret(t, makeRecord(), { lock: taken.lock })).rejects.toMatchObject({ code: 'KR_LOCK_LOST' });
+      await expect(backend.writeSecret(t, makeRecord(), { lock: taken.lock })).rejects.toMatchObject({
+        code: 'KR_LOCK_LOST',
+      });
       expect(await backend.readSecret(t)).toBeUndefined();
     });
 
@@ -113,7 +156,9 @@ describe('file lock (invariant 9)', () => {
       const taken = await backend.acquireLock(t, { owner: 'a', rotationId: 'r1', ttlMs: 1 });
       if (!taken.acquired) throw new Error('expected the lock');
       const record = makeRecord();
-      expect(await backend.writeSecret(t, record, { lock: taken.lock })).toMatchObject({ alreadyApplied: false });
+      expect(await backend.writeSecret(t, record, { lock: taken.lock })).toMatchObject({
+        alreadyApplied: false,
+      });
       expect((await backend.readSecret(t))?.secret.equals(record.secret)).toBe(true);
     });
 
@@ -127,7 +172,7 @@ describe('file lock (invariant 9)', () => {
       await backend.writeSecret(t, makeRecord(), { lock: refreshed });
     });
 
-    it('a refresh of a lock taken over is undefined and leaves the successor\'s lock as it was', async () => {
+    it("a refresh of a lock taken over is undefined and leaves the successor's lock as it was", async () => {
       const former = await takenOver();
       const before = await readFile(lockFile, 'utf8');
       expect(await backend.refreshLock(t, former, 60_000)).toBeUndefined();

@@ -18,7 +18,12 @@ describe('file backend: the replaced value and slot bookkeeping', () => {
   let backend: FileBackend;
   const t: StoreTarget = { path: 'apps/key', shape: RAW };
   const file = (suffix = ''): string => join(base, `apps/key${suffix}`);
-  const intent = (rotationId: string): Intent => ({ rotationId, keyId: 'key_slot_b', owner: 'o', startedAt: '2030-01-01T00:00:00.000Z' });
+  const intent = (rotationId: string): Intent => ({
+    rotationId,
+    keyId: 'key_slot_b',
+    owner: 'o',
+    startedAt: '2030-01-01T00:00:00.000Z',
+  });
 
   beforeEach(async () => {
     base = join(directory.path(), 'base');
@@ -31,7 +36,9 @@ describe('file backend: the replaced value and slot bookkeeping', () => {
     await backend.setIntent(t, intent('r1'));
     const record = makeRecord();
     await backend.writeSecret(t, record);
-    expect((await backend.readPrevious(t))?.secret.reveal()).toBe('sk_live_written_by_hand_before_slots_0001');
+    expect((await backend.readPrevious(t))?.secret.reveal()).toBe(
+      'sk_live_written_by_hand_before_slots_0001',
+    );
     expect((await backend.readSecret(t))?.secret.equals(record.secret)).toBe(true);
   });
 
@@ -75,36 +82,69 @@ describe('file backend: the replaced value and slot bookkeeping', () => {
   });
 
   it('reads a json previous value with the fields it was written with', async () => {
-    const shaped: StoreTarget = { path: 'apps/key', shape: { format: 'json', secretField: 'apiKey', fields: ['keyId', 'rotationId'] } };
+    const shaped: StoreTarget = {
+      path: 'apps/key',
+      shape: { format: 'json', secretField: 'apiKey', fields: ['keyId', 'rotationId'] },
+    };
     const first = makeRecord({ keyId: 'key_slot_a' });
     await backend.writeSecret(shaped, first);
     await backend.writeSecret(shaped, makeRecord({ keyId: 'key_slot_b' }));
     const previous = await backend.readPrevious(shaped);
     expect(previous?.rotationId).toBe(first.rotationId);
-    expect(JSON.parse(await readFile(file('.keyroll.previous'), 'utf8'))).toMatchObject({ keyId: 'key_slot_a' });
+    expect(JSON.parse(await readFile(file('.keyroll.previous'), 'utf8'))).toMatchObject({
+      keyId: 'key_slot_a',
+    });
   });
 
   it('reads a sidecar of an older keyroll (no lastKeyId, no lastProbe) and adds both to it', async () => {
-    const old = { version: 3, lastRotatedAt: '2029-12-01T00:00:00.000Z', lastRotationId: 'rot-old', lastRotationVersion: '3' };
+    const old = {
+      version: 3,
+      lastRotatedAt: '2029-12-01T00:00:00.000Z',
+      lastRotationId: 'rot-old',
+      lastRotationVersion: '3',
+    };
     await writeFile(file('.keyroll.json'), JSON.stringify(old));
     const before = await backend.readState(t);
     expect(before).toMatchObject({ lastRotationId: 'rot-old' });
     expect(before.lastKeyId).toBeUndefined();
     expect(before.lastProbe).toBeUndefined();
     await backend.recordProbe(t, { at: '2030-01-01T00:00:00.000Z', result: 'works' });
-    await backend.recordRotation(t, { rotationId: 'rot-new', rotatedAt: '2030-01-02T00:00:00.000Z', version: '4', keyId: 'key_slot_a' });
-    expect(await backend.readState(t)).toMatchObject({ lastRotationId: 'rot-new', lastKeyId: 'key_slot_a', lastProbe: { at: '2030-01-01T00:00:00.000Z', result: 'works' } });
+    await backend.recordRotation(t, {
+      rotationId: 'rot-new',
+      rotatedAt: '2030-01-02T00:00:00.000Z',
+      version: '4',
+      keyId: 'key_slot_a',
+    });
+    expect(await backend.readState(t)).toMatchObject({
+      lastRotationId: 'rot-new',
+      lastKeyId: 'key_slot_a',
+      lastProbe: { at: '2030-01-01T00:00:00.000Z', result: 'works' },
+    });
   });
 
   it('drops lastKeyId when a later rotation records none (it names the key of the last rotation only)', async () => {
-    await backend.recordRotation(t, { rotationId: 'rot-1', rotatedAt: '2030-01-01T00:00:00.000Z', version: '1', keyId: 'key_slot_a' });
-    await backend.recordRotation(t, { rotationId: 'rot-2', rotatedAt: '2030-01-02T00:00:00.000Z', version: '2' });
+    await backend.recordRotation(t, {
+      rotationId: 'rot-1',
+      rotatedAt: '2030-01-01T00:00:00.000Z',
+      version: '1',
+      keyId: 'key_slot_a',
+    });
+    await backend.recordRotation(t, {
+      rotationId: 'rot-2',
+      rotatedAt: '2030-01-02T00:00:00.000Z',
+      version: '2',
+    });
     expect((await backend.readState(t)).lastKeyId).toBeUndefined();
   });
 
   it('keeps the intent marker and the last failure when a probe is recorded', async () => {
     await backend.setIntent(t, intent('r1'));
-    await backend.recordFailure(t, { rotationId: 'r0', step: 'verify', errorCode: 'KR_VERIFY_FAILED', at: '2030-01-01T00:00:00.000Z' });
+    await backend.recordFailure(t, {
+      rotationId: 'r0',
+      step: 'verify',
+      errorCode: 'KR_VERIFY_FAILED',
+      at: '2030-01-01T00:00:00.000Z',
+    });
     await backend.recordProbe(t, { at: '2030-01-01T03:00:00.000Z', result: 'dead' });
     const state = await backend.readState(t);
     expect(state.intent?.rotationId).toBe('r1');

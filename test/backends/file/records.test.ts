@@ -18,8 +18,18 @@ describe('file backend bookkeeping', () => {
   let base: string;
   let backend: FileBackend;
   const target = (path: string, shape: ValueShape = RAW): StoreTarget => ({ path, shape });
-  const intent = (rotationId: string): Intent => ({ rotationId, keyId: 'k', owner: 'holder', startedAt: '2030-01-01T00:00:00.000Z' });
-  const failure = (rotationId: string): FailureRecord => ({ rotationId, step: 'lock', errorCode: 'KR_BACKEND_UNAVAILABLE', at: '2030-01-01T00:00:00.000Z' });
+  const intent = (rotationId: string): Intent => ({
+    rotationId,
+    keyId: 'k',
+    owner: 'holder',
+    startedAt: '2030-01-01T00:00:00.000Z',
+  });
+  const failure = (rotationId: string): FailureRecord => ({
+    rotationId,
+    step: 'lock',
+    errorCode: 'KR_BACKEND_UNAVAILABLE',
+    at: '2030-01-01T00:00:00.000Z',
+  });
 
   beforeEach(async () => {
     base = join(directory.path(), 'base');
@@ -32,7 +42,10 @@ describe('file backend bookkeeping', () => {
       await writeFile(join(base, 'k.keyroll.json'), '{not json');
       const record = makeRecord();
       const written = await backend.writeSecret(target('k'), record);
-      expect(written).toMatchObject({ alreadyApplied: false, bookkeepingError: expect.stringContaining('k.keyroll.json') as unknown });
+      expect(written).toMatchObject({
+        alreadyApplied: false,
+        bookkeepingError: expect.stringContaining('k.keyroll.json') as unknown,
+      });
       expectNoSecrets([written.bookkeepingError ?? ''], [record.secret.reveal()]);
       expect(await readFile(join(base, 'k'), 'utf8')).toBe(record.secret.reveal());
     });
@@ -66,8 +79,15 @@ describe('file backend bookkeeping', () => {
       const record = makeRecord();
       const written = await backend.writeSecret(target('k'), record);
       await rm(sidecar, { recursive: true });
-      await backend.recordRotation(target('k'), { rotationId: record.rotationId, rotatedAt: record.rotatedAt, version: written.version });
-      expect(await backend.readSecret(target('k'))).toMatchObject({ version: '1', rotationId: record.rotationId });
+      await backend.recordRotation(target('k'), {
+        rotationId: record.rotationId,
+        rotatedAt: record.rotatedAt,
+        version: written.version,
+      });
+      expect(await backend.readSecret(target('k'))).toMatchObject({
+        version: '1',
+        rotationId: record.rotationId,
+      });
       expect(await backend.readState(target('k'))).toMatchObject({ lastRotationId: record.rotationId });
     });
 
@@ -83,18 +103,23 @@ describe('file backend bookkeeping', () => {
   });
 
   describe('concurrent sidecar changes', () => {
-    it('keep the lock holder\'s intent when another runner records a failure at the same time', async () => {
+    it("keep the lock holder's intent when another runner records a failure at the same time", async () => {
       const holder = new FileBackend('files', { kind: 'file', directory: base });
       const bystander = new FileBackend('files', { kind: 'file', directory: base });
       for (let round = 0; round < 20; round++) {
         const t = target(`race/k-${String(round)}`);
         await holder.writeSecret(t, makeRecord());
-        await Promise.all([holder.setIntent(t, intent(`rot-${String(round)}`)), bystander.recordFailure(t, failure('rot-other'))]);
+        await Promise.all([
+          holder.setIntent(t, intent(`rot-${String(round)}`)),
+          bystander.recordFailure(t, failure('rot-other')),
+        ]);
         const state = await holder.readState(t);
         expect(state.intent?.rotationId, `round ${String(round)}`).toBe(`rot-${String(round)}`);
         expect(state.lastFailure?.rotationId, `round ${String(round)}`).toBe('rot-other');
       }
-      expect((await readdir(join(base, 'race'))).filter((f) => f.endsWith('.guard') || f.endsWith('.tmp'))).toEqual([]);
+      expect(
+        (await readdir(join(base, 'race'))).filter((f) => f.endsWith('.guard') || f.endsWith('.tmp')),
+      ).toEqual([]);
     });
 
     it('clears an intent only when it still names the rotation, under the same guard', async () => {
@@ -116,7 +141,9 @@ describe('file backend bookkeeping', () => {
     });
 
     it('refuses the guard file itself as a target', async () => {
-      await expect(backend.preflight(target('k.keyroll.json.guard'))).rejects.toMatchObject({ code: 'KR_BACKEND_INVALID_TARGET' });
+      await expect(backend.preflight(target('k.keyroll.json.guard'))).rejects.toMatchObject({
+        code: 'KR_BACKEND_INVALID_TARGET',
+      });
     });
   });
 });

@@ -61,7 +61,7 @@ describe('withTakeoverGuard', () => {
     expect(await readdir(dir.path())).toEqual([]);
   });
 
-  it('moves nothing into place for a holder paused past the guard\'s staleness once another took the guard', async () => {
+  it("moves nothing into place for a holder paused past the guard's staleness once another took the guard", async () => {
     const lock = join(dir.path(), 'x.keyroll.lock');
     const guard = takeoverGuardPathFor(lock);
     const target = join(dir.path(), 'x');
@@ -75,18 +75,26 @@ describe('withTakeoverGuard', () => {
       checked = resolve;
     });
     // The holder checked what it had to under the guard, then stalls before its move.
-    const holder = withTakeoverGuard(lock, { wait: true, stage: { name: 'value', content: 'from-the-paused-holder', safety: 'durable' } }, async (held) => {
-      checked();
-      await paused;
-      await held.place('value', target);
-      return 'placed';
-    });
+    const holder = withTakeoverGuard(
+      lock,
+      { wait: true, stage: { name: 'value', content: 'from-the-paused-holder', safety: 'durable' } },
+      async (held) => {
+        checked();
+        await paused;
+        await held.place('value', target);
+        return 'placed';
+      },
+    );
     await atCheck;
     await holdersAged(guard, 31_000);
-    const contender = await withTakeoverGuard(lock, { wait: false, stage: { name: 'value', content: 'from-the-new-holder', safety: 'durable' } }, async (held) => {
-      await held.place('value', target);
-      return 'placed';
-    });
+    const contender = await withTakeoverGuard(
+      lock,
+      { wait: false, stage: { name: 'value', content: 'from-the-new-holder', safety: 'durable' } },
+      async (held) => {
+        await held.place('value', target);
+        return 'placed';
+      },
+    );
     expect(contender).toBe('placed');
     resume();
     await expect(holder).rejects.toMatchObject({ code: 'EBUSY' });
@@ -94,7 +102,7 @@ describe('withTakeoverGuard', () => {
     expect((await readdir(dir.path())).sort()).toEqual(['x']);
   });
 
-  it('removes a file under the guard by moving it into the holder\'s directory, and answers absent for a missing one', async () => {
+  it("removes a file under the guard by moving it into the holder's directory, and answers absent for a missing one", async () => {
     const lock = join(dir.path(), 'x.keyroll.lock');
     await writeFile(lock, '{}');
     expect(await withTakeoverGuard(lock, { wait: true }, (held) => held.remove(lock))).toBe('removed');

@@ -53,15 +53,21 @@ function holdRenameTo(destination: string): { reached: Promise<void>; resume: ()
 async function guardAgedPastStaleness(lockFile: string): Promise<void> {
   const guard = `${lockFile}.takeover`;
   const then = new Date(Date.now() - 31_000);
-  const paths = (await stat(guard)).isDirectory() ? (await readdir(guard)).map((holder) => join(guard, holder)) : [guard];
+  const paths = (await stat(guard)).isDirectory()
+    ? (await readdir(guard)).map((holder) => join(guard, holder))
+    : [guard];
   for (const path of paths) await utimes(path, then, then);
 }
 
 describe('file backend: a fenced writer paused between its token check and its rename', () => {
   it('moves nothing into place once a new holder took the lock and wrote; its retry is refused KR_LOCK_LOST', async () => {
     const clock = createTestClock();
-    const open = (): FileBackend => new FileBackend('files', { kind: 'file', directory: directory.path() }, { now: clock.now });
-    const t: StoreTarget = { path: 'keys/paused', shape: { format: 'raw', secretField: 'apiKey', fields: [] } };
+    const open = (): FileBackend =>
+      new FileBackend('files', { kind: 'file', directory: directory.path() }, { now: clock.now });
+    const t: StoreTarget = {
+      path: 'keys/paused',
+      shape: { format: 'raw', secretField: 'apiKey', fields: [] },
+    };
     const file = join(directory.path(), 'keys/paused');
     const former = open();
     await former.writeSecret(t, makeRecord());
@@ -78,7 +84,11 @@ describe('file backend: a fenced writer paused between its token check and its r
     await guardAgedPastStaleness(`${file}.keyroll.lock`);
     clock.advance(2_000);
     const successor = open();
-    const b = await successor.acquireLock(t, { owner: 'successor', rotationId: 'r-successor', ttlMs: 60_000 });
+    const b = await successor.acquireLock(t, {
+      owner: 'successor',
+      rotationId: 'r-successor',
+      ttlMs: 60_000,
+    });
     expect(b).toMatchObject({ acquired: true, lock: { tookOver: true } });
     if (!b.acquired) return;
     const winner = makeRecord();
@@ -89,10 +99,18 @@ describe('file backend: a fenced writer paused between its token check and its r
     await expect(lateWrite).rejects.toMatchObject({ code: 'KR_BACKEND_UNAVAILABLE', retryable: true });
     expect((await successor.readSecret(t))?.secret.equals(winner.secret)).toBe(true);
     // The engine retries a retryable write: the retry sees the new holder's lock and is refused.
-    await expect(former.writeSecret(t, late, { lock: a.lock })).rejects.toMatchObject({ code: 'KR_LOCK_LOST', retryable: false });
+    await expect(former.writeSecret(t, late, { lock: a.lock })).rejects.toMatchObject({
+      code: 'KR_LOCK_LOST',
+      retryable: false,
+    });
     expect((await successor.readSecret(t))?.secret.equals(winner.secret)).toBe(true);
     await successor.releaseLock(t, b.lock);
     // No copy of the refused secret is left on disk (temp files, drafts, holder directories).
-    expect((await readdir(join(directory.path(), 'keys'))).sort()).toEqual(['paused', 'paused.keyroll.current', 'paused.keyroll.json', 'paused.keyroll.previous']);
+    expect((await readdir(join(directory.path(), 'keys'))).sort()).toEqual([
+      'paused',
+      'paused.keyroll.current',
+      'paused.keyroll.json',
+      'paused.keyroll.previous',
+    ]);
   });
 });

@@ -93,7 +93,11 @@ describe('file backend filesystem calls', () => {
     const calls = callsSince(rollAnswered);
     const durable = calls.indexOf('rename apps/key');
     // temp file (open wx, write, fsync, close), rename over the value, fsync of the directory.
-    expect(calls.slice(0, durable + 2)).toEqual(['open apps/.key.<random>.tmp', 'rename apps/key', 'open apps']);
+    expect(calls.slice(0, durable + 2)).toEqual([
+      'open apps/.key.<random>.tmp',
+      'rename apps/key',
+      'open apps',
+    ]);
   });
 
   it('keeps the replaced value only after the durable write, before the sidecar update whose directory fsync covers it', async () => {
@@ -121,7 +125,11 @@ describe('file backend filesystem calls', () => {
     const record = makeRecord();
     io.failNext = { call: `rename ${join(base, 'apps/key.keyroll.previous')}`, after: false };
     const written = await backend.writeSecret(t, record);
-    expect(written).toMatchObject({ version: '2', alreadyApplied: false, bookkeepingError: expect.stringContaining('keeping the value replaced') as unknown });
+    expect(written).toMatchObject({
+      version: '2',
+      alreadyApplied: false,
+      bookkeepingError: expect.stringContaining('keeping the value replaced') as unknown,
+    });
     expectNoSecrets([written.bookkeepingError ?? ''], [record.secret.reveal()]);
     expect((await backend.readSecret(t))?.secret.equals(record.secret)).toBe(true);
   });
@@ -161,22 +169,35 @@ describe('file backend filesystem calls', () => {
     const lockCalls = callsSince(armed);
     // A finished temp file hard-linked into place (never a partial lock), then removed: moved into
     // the takeover guard's holder directory, which goes with the guard.
-    expect(lockCalls).toEqual(expect.arrayContaining(['open apps/.key.keyroll.lock.<random>.tmp', 'link apps/key.keyroll.lock', 'rename apps/key.keyroll.lock.takeover/<id>/removed']));
-    expect(lockCalls, 'no directory fsync for the lock (opening the directory is how it is synced)').not.toContain('open apps');
+    expect(lockCalls).toEqual(
+      expect.arrayContaining([
+        'open apps/.key.keyroll.lock.<random>.tmp',
+        'link apps/key.keyroll.lock',
+        'rename apps/key.keyroll.lock.takeover/<id>/removed',
+      ]),
+    );
+    expect(
+      lockCalls,
+      'no directory fsync for the lock (opening the directory is how it is synced)',
+    ).not.toContain('open apps');
     const written = io.calls.length;
     await backend.writeSecret(t, makeRecord());
     expect(callsSince(written)).toContain('open apps');
-    expect((await backend.acquireLock(t, { owner: 'b', rotationId: 'r2', ttlMs: 60_000 })).acquired).toBe(true);
+    expect((await backend.acquireLock(t, { owner: 'b', rotationId: 'r2', ttlMs: 60_000 })).acquired).toBe(
+      true,
+    );
   });
 
   it('still throws when the lock write itself failed, leaving no lock', async () => {
     await backend.preflight(t);
     io.failNext = { call: `link ${join(base, 'apps/key.keyroll.lock')}`, after: false };
-    await expect(backend.acquireLock(t, { owner: 'a', rotationId: 'r', ttlMs: 60_000 })).rejects.toMatchObject({ code: 'KR_BACKEND_FAILED', operation: 'lock' });
+    await expect(
+      backend.acquireLock(t, { owner: 'a', rotationId: 'r', ttlMs: 60_000 }),
+    ).rejects.toMatchObject({ code: 'KR_BACKEND_FAILED', operation: 'lock' });
     expect((await backend.readState(t)).lock).toBeUndefined();
   });
 
-  it('makes a fenced write write its value into the takeover guard\'s holder directory first, then take the guard, check the lock and rename', async () => {
+  it("makes a fenced write write its value into the takeover guard's holder directory first, then take the guard, check the lock and rename", async () => {
     await backend.preflight(t);
     const lock = await backend.acquireLock(t, { owner: 'a', rotationId: 'r', ttlMs: 60_000 });
     if (!lock.acquired) throw new Error('expected the lock');
@@ -200,12 +221,19 @@ describe('file backend filesystem calls', () => {
     expect(await fs.readdir(join(base, 'apps'))).not.toContain('key.keyroll.lock.takeover');
   });
 
-  it('leaves alone a lock taken over between the release\'s first look and its removal', async () => {
+  it("leaves alone a lock taken over between the release's first look and its removal", async () => {
     await backend.preflight(t);
     const lock = await backend.acquireLock(t, { owner: 'a', rotationId: 'r', ttlMs: 60_000 });
     if (!lock.acquired) throw new Error('expected the lock');
     const lockFile = join(base, 'apps/key.keyroll.lock');
-    const successor = JSON.stringify({ owner: 'b', rotationId: 'r2', expiresAt: '2999-01-01T00:00:00.000Z', token: 'successor-token', ttlMs: 60_000, clockOffsetMs: 0 });
+    const successor = JSON.stringify({
+      owner: 'b',
+      rotationId: 'r2',
+      expiresAt: '2999-01-01T00:00:00.000Z',
+      token: 'successor-token',
+      ttlMs: 60_000,
+      clockOffsetMs: 0,
+    });
     // Another runner's takeover lands right after the release read the lock and found its token.
     io.after = { call: `readFile ${lockFile}`, run: () => fs.writeFile(lockFile, successor) };
     await backend.releaseLock(t, lock.lock);

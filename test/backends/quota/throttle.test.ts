@@ -11,7 +11,8 @@ class Throttled extends Error {
     this.retryAfterMs = retryAfterMs;
   }
 }
-const throttleOf = (error: unknown): { retryAfterMs?: number } | undefined => (error instanceof Throttled ? { retryAfterMs: error.retryAfterMs } : undefined);
+const throttleOf = (error: unknown): { retryAfterMs?: number } | undefined =>
+  error instanceof Throttled ? { retryAfterMs: error.retryAfterMs } : undefined;
 
 describe('retryThrottled', () => {
   it('waits out throttle answers with a growing backoff, pauses the shared bucket, and returns the answer', async () => {
@@ -24,7 +25,15 @@ describe('retryThrottled', () => {
         calls++;
         return calls < 3 ? Promise.reject(new Throttled()) : Promise.resolve('done');
       },
-      { maxWaitMs: 60_000, throttleOf, nowMs: clock.now, sleep: clock.sleep, random: () => 0.5, onThrottled: (w) => waits.push(w), pause: (ms) => pauses.push(ms) },
+      {
+        maxWaitMs: 60_000,
+        throttleOf,
+        nowMs: clock.now,
+        sleep: clock.sleep,
+        random: () => 0.5,
+        onThrottled: (w) => waits.push(w),
+        pause: (ms) => pauses.push(ms),
+      },
     );
     expect(result).toBe('done');
     expect(waits).toEqual([
@@ -64,7 +73,14 @@ describe('retryThrottled', () => {
 
   it('throws any other error at once', async () => {
     const clock = fakeClock();
-    await expect(retryThrottled(() => Promise.reject(new Error('denied')), { maxWaitMs: 60_000, throttleOf, nowMs: clock.now, sleep: clock.sleep })).rejects.toThrow('denied');
+    await expect(
+      retryThrottled(() => Promise.reject(new Error('denied')), {
+        maxWaitMs: 60_000,
+        throttleOf,
+        nowMs: clock.now,
+        sleep: clock.sleep,
+      }),
+    ).rejects.toThrow('denied');
     expect(clock.sleeps).toEqual([]);
   });
 });

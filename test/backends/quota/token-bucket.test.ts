@@ -24,7 +24,12 @@ describe('TokenBucket', () => {
 
   it('hands turns out in call order: callers that asked later wait longer', () => {
     const clock = fakeClock();
-    const bucket = new TokenBucket({ ratePerSecond: 10, burst: 1, nowMs: clock.now, sleep: () => new Promise(() => undefined) });
+    const bucket = new TokenBucket({
+      ratePerSecond: 10,
+      burst: 1,
+      nowMs: clock.now,
+      sleep: () => new Promise(() => undefined),
+    });
     const waits: number[] = [];
     for (let i = 0; i < 4; i++) {
       waits.push(bucket.waitFor());
@@ -76,7 +81,12 @@ describe('TokenBucket', () => {
 
   it('gives the tokens back when the wait is aborted', async () => {
     const clock = fakeClock();
-    const bucket = new TokenBucket({ ratePerSecond: 10, burst: 1, nowMs: clock.now, sleep: (_ms, signal) => Promise.reject(signal?.reason as Error) });
+    const bucket = new TokenBucket({
+      ratePerSecond: 10,
+      burst: 1,
+      nowMs: clock.now,
+      sleep: (_ms, signal) => Promise.reject(signal?.reason as Error),
+    });
     await bucket.take(1, {});
     const controller = new AbortController();
     controller.abort(new Error('shutdown'));

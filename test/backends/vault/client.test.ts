@@ -53,7 +53,12 @@ afterEach(async () => {
 });
 
 function client(options: { namespace?: string; timeoutMs?: number } = {}): VaultClient {
-  return new VaultClient({ backend: 'vault-unit', address, timeoutMs: options.timeoutMs ?? 5_000, ...(options.namespace ? { namespace: options.namespace } : {}) });
+  return new VaultClient({
+    backend: 'vault-unit',
+    address,
+    timeoutMs: options.timeoutMs ?? 5_000,
+    ...(options.namespace ? { namespace: options.namespace } : {}),
+  });
 }
 
 // A schema the client tests parse with (an object with a data map).
@@ -65,7 +70,11 @@ describe('vault client', () => {
   it('sends the token, namespace and request headers', async () => {
     const c = client({ namespace: 'team-a' });
     await c.send({ ...call, token: new Secret('hvs.unit-test-token-0001') });
-    expect(seen[0]?.headers).toMatchObject({ 'x-vault-token': 'hvs.unit-test-token-0001', 'x-vault-namespace': 'team-a', 'x-vault-request': 'true' });
+    expect(seen[0]?.headers).toMatchObject({
+      'x-vault-token': 'hvs.unit-test-token-0001',
+      'x-vault-namespace': 'team-a',
+      'x-vault-request': 'true',
+    });
     await c.close();
   });
 
@@ -93,7 +102,10 @@ describe('vault client', () => {
   it('reports an answer of the wrong shape as an invalid response', async () => {
     reply = () => ({ status: 200, body: { data: { data: 'not a map', metadata: {} } } });
     const c = client();
-    await expect(c.json(call, KvProbe)).rejects.toMatchObject({ code: 'KR_BACKEND_INVALID_RESPONSE', status: 200 });
+    await expect(c.json(call, KvProbe)).rejects.toMatchObject({
+      code: 'KR_BACKEND_INVALID_RESPONSE',
+      status: 200,
+    });
     await c.close();
   });
 
@@ -115,8 +127,16 @@ describe('vault client', () => {
   });
 
   it('names a missing CA file as the problem', async () => {
-    const c = new VaultClient({ backend: 'vault-unit', address, timeoutMs: 1000, caFile: '/nonexistent/ca.pem' });
-    await expect(c.send(call)).rejects.toMatchObject({ code: 'KR_BACKEND_FAILED', message: expect.stringContaining('/nonexistent/ca.pem') as unknown });
+    const c = new VaultClient({
+      backend: 'vault-unit',
+      address,
+      timeoutMs: 1000,
+      caFile: '/nonexistent/ca.pem',
+    });
+    await expect(c.send(call)).rejects.toMatchObject({
+      code: 'KR_BACKEND_FAILED',
+      message: expect.stringContaining('/nonexistent/ca.pem') as unknown,
+    });
     await c.close();
   });
 });
@@ -130,12 +150,16 @@ describe('vault client: answers are read up to a cap', () => {
   afterEach(async () => {
     await hostile.close();
   });
-  const hostileClient = (): VaultClient => new VaultClient({ backend: 'vault-unit', address: hostile.url, timeoutMs: 10_000 });
+  const hostileClient = (): VaultClient =>
+    new VaultClient({ backend: 'vault-unit', address: hostile.url, timeoutMs: 10_000 });
 
   it('stops reading a 64 MiB error answer early and reports the status alone', async () => {
     hostile.answer({ status: 500, streamBytes: 64 * MiB });
     const c = hostileClient();
-    await expect(c.json(call, KvProbe)).rejects.toMatchObject({ code: 'KR_BACKEND_UNAVAILABLE', status: 500 });
+    await expect(c.json(call, KvProbe)).rejects.toMatchObject({
+      code: 'KR_BACKEND_UNAVAILABLE',
+      status: 500,
+    });
     await c.close();
     await hostile.hostileAnswersDone();
     // What the client read plus what the loopback socket buffers held when it closed.
@@ -145,7 +169,11 @@ describe('vault client: answers are read up to a cap', () => {
   it('refuses a 2xx answer past the cap as an invalid response, without reading it all', async () => {
     hostile.answer({ status: 200, streamBytes: 64 * MiB });
     const c = hostileClient();
-    await expect(c.send(call)).rejects.toMatchObject({ code: 'KR_BACKEND_INVALID_RESPONSE', status: 200, message: expect.stringContaining(`larger than ${String(MAX_VAULT_ANSWER_BYTES)} bytes`) as unknown });
+    await expect(c.send(call)).rejects.toMatchObject({
+      code: 'KR_BACKEND_INVALID_RESPONSE',
+      status: 200,
+      message: expect.stringContaining(`larger than ${String(MAX_VAULT_ANSWER_BYTES)} bytes`) as unknown,
+    });
     await c.close();
     await hostile.hostileAnswersDone();
     expect(hostile.bodyBytesSent).toBeLessThan(16 * MiB);
@@ -153,18 +181,37 @@ describe('vault client: answers are read up to a cap', () => {
 });
 
 describe('vault token source', () => {
-  const loginAnswer = (token: string, ttl: number): Reply => ({ status: 200, body: { auth: { client_token: token, lease_duration: ttl, renewable: true } } });
-  const approle = { method: 'approle', roleId: 'role-1', secretId: 'env:SECRET_ID', mount: 'approle' } as const;
+  const loginAnswer = (token: string, ttl: number): Reply => ({
+    status: 200,
+    body: { auth: { client_token: token, lease_duration: ttl, renewable: true } },
+  });
+  const approle = {
+    method: 'approle',
+    roleId: 'role-1',
+    secretId: 'env:SECRET_ID',
+    mount: 'approle',
+  } as const;
 
   function source(c: VaultClient, clock = createTestClock()): VaultTokenSource {
-    return new VaultTokenSource({ client: c, auth: approle, backend: 'vault-unit', now: clock.now, env: { SECRET_ID: 'secret-id-0001' } });
+    return new VaultTokenSource({
+      client: c,
+      auth: approle,
+      backend: 'vault-unit',
+      now: clock.now,
+      env: { SECRET_ID: 'secret-id-0001' },
+    });
   }
 
   it('shares one login between concurrent callers', async () => {
     let logins = 0;
-    reply = (r) => (r.url.endsWith('/login') ? (logins++, loginAnswer('hvs.one', 3600)) : { status: 200, body: {} });
+    reply = (r) =>
+      r.url.endsWith('/login') ? (logins++, loginAnswer('hvs.one', 3600)) : { status: 200, body: {} };
     const tokens = source(client());
-    const got = await Promise.all([tokens.token('read', 'a'), tokens.token('read', 'b'), tokens.token('read', 'c')]);
+    const got = await Promise.all([
+      tokens.token('read', 'a'),
+      tokens.token('read', 'b'),
+      tokens.token('read', 'c'),
+    ]);
     expect(logins).toBe(1);
     expect(got.map((t) => t.reveal())).toEqual(['hvs.one', 'hvs.one', 'hvs.one']);
   });
@@ -188,7 +235,11 @@ describe('vault token source', () => {
     expect((await tokens.token('read', 'a')).reveal()).toBe('hvs.login-1');
     clock.advance(41_000);
     expect((await tokens.token('read', 'a')).reveal()).toBe('hvs.login-2');
-    expect(seen.map((s) => s.url)).toEqual(['/v1/auth/approle/login', '/v1/auth/token/renew-self', '/v1/auth/approle/login']);
+    expect(seen.map((s) => s.url)).toEqual([
+      '/v1/auth/approle/login',
+      '/v1/auth/token/renew-self',
+      '/v1/auth/approle/login',
+    ]);
   });
 
   it('logs in again when the renewal is refused', async () => {
@@ -206,7 +257,8 @@ describe('vault token source', () => {
 
   it('does not swallow an unavailable server during renewal', async () => {
     const clock = createTestClock();
-    reply = (r) => (r.url.endsWith('/login') ? loginAnswer('hvs.one', 60) : { status: 503, body: { errors: ['sealed'] } });
+    reply = (r) =>
+      r.url.endsWith('/login') ? loginAnswer('hvs.one', 60) : { status: 503, body: { errors: ['sealed'] } };
     const tokens = source(client(), clock);
     await tokens.token('read', 'a');
     clock.advance(41_000);
@@ -216,7 +268,10 @@ describe('vault token source', () => {
   it('keeps an until-expiry token past 2/3 of its TTL, and replaces it once it has expired', async () => {
     const clock = createTestClock();
     let logins = 0;
-    reply = (r) => (r.url.endsWith('/login') ? loginAnswer(`hvs.login-${String(++logins)}`, 60) : loginAnswer('hvs.login-1', 60));
+    reply = (r) =>
+      r.url.endsWith('/login')
+        ? loginAnswer(`hvs.login-${String(++logins)}`, 60)
+        : loginAnswer('hvs.login-1', 60);
     const tokens = source(client(), clock);
     await tokens.token('read', 'a');
     clock.advance(41_000); // renewal due at 40 s
@@ -238,7 +293,11 @@ describe('vault token source', () => {
     await tokens.token('read', 'a');
     clock.advance(450_000);
     await tokens.ensureFresh(300_000, 'preflight', 'token');
-    expect(seen.map((r) => r.url)).toEqual(['/v1/auth/approle/login', '/v1/auth/token/renew-self', '/v1/auth/approle/login']);
+    expect(seen.map((r) => r.url)).toEqual([
+      '/v1/auth/approle/login',
+      '/v1/auth/token/renew-self',
+      '/v1/auth/approle/login',
+    ]);
     expect((await tokens.token('write', 'a', 'until-expiry')).reveal()).toBe('hvs.login-2');
   });
 
@@ -254,7 +313,8 @@ describe('vault token source', () => {
     let logins = 0;
     reply = (r) => {
       if (r.url.endsWith('/login')) return loginAnswer(`hvs.login-${String(++logins)}`, 3600);
-      if (r.headers['x-vault-token'] === 'hvs.login-1') return { status: 403, body: { errors: ['permission denied'] } };
+      if (r.headers['x-vault-token'] === 'hvs.login-1')
+        return { status: 403, body: { errors: ['permission denied'] } };
       return { status: 200, body: { data: { ttl: 100, policies: ['keyroll'] } } };
     };
     const c = client();
@@ -270,22 +330,35 @@ describe('vault backend', () => {
     let lock: unknown;
     let custom: Record<string, string> | undefined;
     reply = (r) => {
-      if (r.url === '/v1/auth/token/lookup-self') return { status: 200, body: { data: { ttl: 0, policies: [] } } };
+      if (r.url === '/v1/auth/token/lookup-self')
+        return { status: 200, body: { data: { ttl: 0, policies: [] } } };
       if (r.url === '/v1/secret/data/app.keyroll-lock') {
         if (r.method === 'POST') lock = (JSON.parse(r.body) as { data: unknown }).data;
         if (lock === undefined) return { status: 404, body: { errors: [] } };
-        return { status: 200, body: { data: r.method === 'POST' ? { version: 1 } : { data: lock, metadata: { version: 1 } } } };
+        return {
+          status: 200,
+          body: { data: r.method === 'POST' ? { version: 1 } : { data: lock, metadata: { version: 1 } } },
+        };
       }
       if (r.url === '/v1/secret/metadata/app') {
-        if (r.method === 'POST') custom = (JSON.parse(r.body) as { custom_metadata: Record<string, string> }).custom_metadata;
+        if (r.method === 'POST')
+          custom = (JSON.parse(r.body) as { custom_metadata: Record<string, string> }).custom_metadata;
         if (custom === undefined) return { status: 404, body: { errors: [] } };
-        return r.method === 'POST' ? { status: 204 } : { status: 200, body: { data: { current_version: 0, custom_metadata: custom } } };
+        return r.method === 'POST'
+          ? { status: 204 }
+          : { status: 200, body: { data: { current_version: 0, custom_metadata: custom } } };
       }
       return { status: 500, body: { errors: [`unexpected ${r.method} ${r.url}`] } };
     };
     const backend = new VaultBackend(
       'vault-unit',
-      { kind: 'vault', address, mount: 'secret', timeoutMs: 5_000, auth: { method: 'token', token: 'env:T' } },
+      {
+        kind: 'vault',
+        address,
+        mount: 'secret',
+        timeoutMs: 5_000,
+        auth: { method: 'token', token: 'env:T' },
+      },
       { env: { T: 'hvs.unit-test-token-0001' } },
     );
     const target: StoreTarget = { path: 'app', shape: { format: 'raw', secretField: 'apiKey', fields: [] } };
@@ -293,7 +366,10 @@ describe('vault backend', () => {
     expect(locked.acquired).toBe(true);
     const failure = { rotationId: 'r1', step: 'roll', errorCode: 'KR_TEST', at: '2024-01-01T00:00:00.000Z' };
     await backend.recordFailure(target, failure);
-    await expect(backend.readState(target)).resolves.toMatchObject({ lastFailure: failure, lock: { owner: 'runner-a', rotationId: 'r1' } });
+    await expect(backend.readState(target)).resolves.toMatchObject({
+      lastFailure: failure,
+      lock: { owner: 'runner-a', rotationId: 'r1' },
+    });
     await backend.close();
   });
 });

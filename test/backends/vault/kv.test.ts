@@ -50,7 +50,9 @@ beforeEach(async () => {
       state.seen.push(`POST ${req.url ?? ''} cas=${String(write.metadata_cas)}`);
       if (checksAndSets && write.metadata_cas !== state.metadataVersion) {
         res.statusCode = 400;
-        res.end(JSON.stringify({ errors: ['metadata check-and-set parameter does not match the current version'] }));
+        res.end(
+          JSON.stringify({ errors: ['metadata check-and-set parameter does not match the current version'] }),
+        );
         return;
       }
       state.custom = write.custom_metadata;
@@ -69,7 +71,13 @@ afterEach(async () => {
 
 function kv(): KvV2 {
   const client = new VaultClient({ backend: 'vault-unit', address, timeoutMs: 5_000 });
-  const tokens = new VaultTokenSource({ client, auth: { method: 'token', token: 'env:T' }, backend: 'vault-unit', now: () => new Date(), env: { T: 'hvs.unit-test-token-0001' } });
+  const tokens = new VaultTokenSource({
+    client,
+    auth: { method: 'token', token: 'env:T' },
+    backend: 'vault-unit',
+    now: () => new Date(),
+    env: { T: 'hvs.unit-test-token-0001' },
+  });
   return new KvV2(new VaultSession(client, tokens), 'secret');
 }
 
@@ -94,7 +102,7 @@ describe('custom_metadata changes on OpenBao (metadata check-and-set)', () => {
     expect(state.custom).toEqual({});
   });
 
-  it('reads and writes again when what it knew is out of date, keeping the other writer\'s keys', async () => {
+  it("reads and writes again when what it knew is out of date, keeping the other writer's keys", async () => {
     const store = kv();
     const known = await store.readMetadata('app', 'lock');
     state.custom = { team: 'billing' };

@@ -5,13 +5,27 @@ import { META, encodeFailure, stateFromMetadata } from '../../../src/backends/va
 
 describe('vault bookkeeping records', () => {
   it('read as written', () => {
-    const failure = { rotationId: 'r', step: 'preflight', errorCode: 'KR_BACKEND_DENIED', at: '2030-01-02T00:00:00.000Z', consecutive: 2 };
-    expect(stateFromMetadata({ [META.lastFailure]: encodeFailure(failure) })).toEqual({ lastFailure: failure });
+    const failure = {
+      rotationId: 'r',
+      step: 'preflight',
+      errorCode: 'KR_BACKEND_DENIED',
+      at: '2030-01-02T00:00:00.000Z',
+      consecutive: 2,
+    };
+    expect(stateFromMetadata({ [META.lastFailure]: encodeFailure(failure) })).toEqual({
+      lastFailure: failure,
+    });
   });
 
   it('note each record that is not JSON of its shape, and leave it out', () => {
     const state = stateFromMetadata({
-      [META.lastFailure]: JSON.stringify({ rotationId: 'r', step: 's', errorCode: 'E', at: '2030-01-02T00:00:00.000Z', consecutive: '7' }),
+      [META.lastFailure]: JSON.stringify({
+        rotationId: 'r',
+        step: 's',
+        errorCode: 'E',
+        at: '2030-01-02T00:00:00.000Z',
+        consecutive: '7',
+      }),
       [META.lastProbe]: '{not json',
       [META.intent]: JSON.stringify({ rotationId: 'r' }),
       [META.lastRotatedAt]: 'x',

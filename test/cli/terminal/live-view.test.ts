@@ -9,13 +9,28 @@ import { expectNoSecrets } from '../../support/secret-scan.ts';
 describe('progress view', () => {
   it('shows each finished key with result, destination, exposure and fingerprint, and never a JSON line', () => {
     const tty = fakeTty();
-    const view = createProgressView(tty, { keyIds: ['key_a', 'key_b'], mode: 'live', color: false, tickMs: 0 });
+    const view = createProgressView(tty, {
+      keyIds: ['key_a', 'key_b'],
+      mode: 'live',
+      color: false,
+      tickMs: 0,
+    });
     for (const line of rotationLines('key_a', 'aaaaaaaaaaaa')) view.auditLine(line);
     view.keyDone(outcome('key_a'));
-    view.keyDone(outcome('key_b', { result: 'failed', step: 'preflight', errorCode: 'KR_BACKEND_DENIED', exposureMs: undefined, versions: undefined }));
+    view.keyDone(
+      outcome('key_b', {
+        result: 'failed',
+        step: 'preflight',
+        errorCode: 'KR_BACKEND_DENIED',
+        exposureMs: undefined,
+        versions: undefined,
+      }),
+    );
     view.finish();
     const screen = visible(tty.text());
-    expect(screen).toMatch(/✔ key_a +rotated +files:key_a\.json v1 · exposure 7 ms · fingerprint aaaaaaaaaaaa/);
+    expect(screen).toMatch(
+      /✔ key_a +rotated +files:key_a\.json v1 · exposure 7 ms · fingerprint aaaaaaaaaaaa/,
+    );
     expect(screen).toMatch(/✖ key_b +failed +at preflight: KR_BACKEND_DENIED/);
     expect(screen).not.toContain('{"level"');
   });
@@ -38,7 +53,12 @@ describe('progress view', () => {
 
   it('the counter says how many keys are done and how many are in progress', () => {
     const tty = fakeTty();
-    const view = createProgressView(tty, { keyIds: ['key_a', 'key_b', 'key_c'], mode: 'live', color: false, tickMs: 0 });
+    const view = createProgressView(tty, {
+      keyIds: ['key_a', 'key_b', 'key_c'],
+      mode: 'live',
+      color: false,
+      tickMs: 0,
+    });
     view.auditLine(rotationLines('key_a')[0]!);
     view.auditLine(rotationLines('key_b')[0]!);
     view.keyDone(outcome('key_c', { result: 'skipped', detail: 'not-due' }));
@@ -52,7 +72,15 @@ describe('progress view', () => {
     const tty = fakeTty(400);
     const view = createProgressView(tty, { keyIds: ['key_a'], mode: 'live', color: false, tickMs: 0 });
     // A line that did not come through the logger: the view's own sanitizer is the last layer.
-    view.auditLine(JSON.stringify({ event: 'key.failed', keyId: 'key_a', step: 'roll', errorCode: secret.reveal(), nextAction: `retry with ${secret.reveal()}` }));
+    view.auditLine(
+      JSON.stringify({
+        event: 'key.failed',
+        keyId: 'key_a',
+        step: 'roll',
+        errorCode: secret.reveal(),
+        nextAction: `retry with ${secret.reveal()}`,
+      }),
+    );
     view.keyDone(outcome('key_a', { result: 'failed', step: 'roll', errorCode: secret.reveal() }));
     view.finish();
     expectNoSecrets([tty.text()], [secret.reveal()]);
@@ -62,7 +90,9 @@ describe('progress view', () => {
   it('control characters in a key id or an error cannot drive the terminal', () => {
     const tty = fakeTty();
     const view = createProgressView(tty, { keyIds: ['key_a'], mode: 'lines', color: false, tickMs: 0 });
-    view.keyDone(outcome(`key_${ESC}]0;pwned\u0007`, { result: 'failed', step: 'roll', errorCode: `E${ESC}[2J` }));
+    view.keyDone(
+      outcome(`key_${ESC}]0;pwned\u0007`, { result: 'failed', step: 'roll', errorCode: `E${ESC}[2J` }),
+    );
     view.finish();
     expect(tty.text()).not.toContain(ESC);
     // Shown as escapes, not dropped: an operator sees that something was there.
@@ -72,11 +102,18 @@ describe('progress view', () => {
 
   it('cuts every redrawn line to the terminal width (a wrapped line would break the redraw)', () => {
     const tty = fakeTty(40);
-    const view = createProgressView(tty, { keyIds: ['key_with_a_rather_long_identifier'], mode: 'live', color: false, tickMs: 0 });
+    const view = createProgressView(tty, {
+      keyIds: ['key_with_a_rather_long_identifier'],
+      mode: 'live',
+      color: false,
+      tickMs: 0,
+    });
     for (const line of rotationLines('key_with_a_rather_long_identifier')) view.auditLine(line);
     view.keyDone(outcome('key_with_a_rather_long_identifier'));
     view.finish();
-    const widths = visible(tty.text()).split('\n').map((line) => Array.from(line).length);
+    const widths = visible(tty.text())
+      .split('\n')
+      .map((line) => Array.from(line).length);
     expect(Math.max(...widths)).toBeLessThanOrEqual(39);
   });
 
@@ -87,13 +124,18 @@ describe('progress view', () => {
     view.keyDone(outcome('key_a'));
     view.finish();
     expect(tty.text()).not.toContain(ESC);
-    expect(tty.text()).toMatch(/^ok key_a +rotated +files:key_a\.json v1 \| exposure 7 ms \| fingerprint abcdef012345 \| 120 ms\n$/);
+    expect(tty.text()).toMatch(
+      /^ok key_a +rotated +files:key_a\.json v1 \| exposure 7 ms \| fingerprint abcdef012345 \| 120 ms\n$/,
+    );
   });
 
   it('colours only when asked', () => {
     const coloured = fakeTty();
     const plain = fakeTty();
-    for (const [tty, color] of [[coloured, true], [plain, false]] as const) {
+    for (const [tty, color] of [
+      [coloured, true],
+      [plain, false],
+    ] as const) {
       const view = createProgressView(tty, { keyIds: ['key_a'], mode: 'live', color, tickMs: 0 });
       view.keyDone(outcome('key_a'));
       view.finish();
@@ -138,7 +180,16 @@ describe('progress view', () => {
       const view = createProgressView(tty, { keyIds: ['key_a'], mode: 'live', color: false, tickMs: 100 });
       const lines = rotationLines('key_a');
       view.auditLine(lines[2]!); // intent set
-      view.auditLine(JSON.stringify({ event: 'key.roll.retry', keyId: 'key_a', step: 'roll', attempt: 1, status: 429, waitMs: 1_000 }));
+      view.auditLine(
+        JSON.stringify({
+          event: 'key.roll.retry',
+          keyId: 'key_a',
+          step: 'roll',
+          attempt: 1,
+          status: 429,
+          waitMs: 1_000,
+        }),
+      );
       expect(visible(tty.writes.at(-1)!)).toContain('attempt 1 after 429, waiting 1.0 s');
       const atRetry = tty.writes.length;
       vi.advanceTimersByTime(900);

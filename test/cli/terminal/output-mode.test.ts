@@ -7,28 +7,58 @@ import { fakeTty } from './support.ts';
 
 describe('output mode', () => {
   it('a terminal gets the progress view and no trail; a pipe gets JSON lines as before', () => {
-    expect(resolveOutputMode({}, { stdoutIsTTY: true, stderrIsTTY: true, env: { TERM: 'xterm' } })).toMatchObject({ trail: 'none', view: 'live', color: true });
-    expect(resolveOutputMode({}, { stdoutIsTTY: false, stderrIsTTY: false, env: {} })).toMatchObject({ trail: 'json', view: 'none', color: false, stderrCounter: false });
-    expect(resolveOutputMode({ logFormat: 'auto' }, { stdoutIsTTY: false, stderrIsTTY: false, env: { TERM: 'xterm' } })).toMatchObject({ trail: 'json', view: 'none' });
+    expect(
+      resolveOutputMode({}, { stdoutIsTTY: true, stderrIsTTY: true, env: { TERM: 'xterm' } }),
+    ).toMatchObject({ trail: 'none', view: 'live', color: true });
+    expect(resolveOutputMode({}, { stdoutIsTTY: false, stderrIsTTY: false, env: {} })).toMatchObject({
+      trail: 'json',
+      view: 'none',
+      color: false,
+      stderrCounter: false,
+    });
+    expect(
+      resolveOutputMode(
+        { logFormat: 'auto' },
+        { stdoutIsTTY: false, stderrIsTTY: false, env: { TERM: 'xterm' } },
+      ),
+    ).toMatchObject({ trail: 'json', view: 'none' });
   });
 
   it('piped stdout with a person on stderr keeps the stderr counter', () => {
-    expect(resolveOutputMode({}, { stdoutIsTTY: false, stderrIsTTY: true, env: {} })).toMatchObject({ trail: 'json', view: 'none', stderrCounter: true });
+    expect(resolveOutputMode({}, { stdoutIsTTY: false, stderrIsTTY: true, env: {} })).toMatchObject({
+      trail: 'json',
+      view: 'none',
+      stderrCounter: true,
+    });
   });
 
   it('--log-format json|pretty on a terminal prints that trail instead of the view', () => {
-    expect(resolveOutputMode({ logFormat: 'json' }, { stdoutIsTTY: true, stderrIsTTY: true, env: {} })).toMatchObject({ trail: 'json', view: 'none', stderrCounter: false });
-    expect(resolveOutputMode({ logFormat: 'pretty' }, { stdoutIsTTY: true, stderrIsTTY: true, env: {} })).toMatchObject({ trail: 'pretty', view: 'none', color: true });
-    expect(resolveOutputMode({ logFormat: 'pretty' }, { stdoutIsTTY: false, stderrIsTTY: false, env: {} })).toMatchObject({ trail: 'pretty', color: false });
+    expect(
+      resolveOutputMode({ logFormat: 'json' }, { stdoutIsTTY: true, stderrIsTTY: true, env: {} }),
+    ).toMatchObject({ trail: 'json', view: 'none', stderrCounter: false });
+    expect(
+      resolveOutputMode({ logFormat: 'pretty' }, { stdoutIsTTY: true, stderrIsTTY: true, env: {} }),
+    ).toMatchObject({ trail: 'pretty', view: 'none', color: true });
+    expect(
+      resolveOutputMode({ logFormat: 'pretty' }, { stdoutIsTTY: false, stderrIsTTY: false, env: {} }),
+    ).toMatchObject({ trail: 'pretty', color: false });
   });
 
   it('--audit-file is kept in every mode', () => {
-    expect(resolveOutputMode({ auditFile: '/tmp/a.jsonl' }, { stdoutIsTTY: true, stderrIsTTY: true, env: {} }).auditFile).toBe('/tmp/a.jsonl');
-    expect(resolveOutputMode({ auditFile: '/tmp/a.jsonl' }, { stdoutIsTTY: false, stderrIsTTY: false, env: {} }).auditFile).toBe('/tmp/a.jsonl');
+    expect(
+      resolveOutputMode({ auditFile: '/tmp/a.jsonl' }, { stdoutIsTTY: true, stderrIsTTY: true, env: {} })
+        .auditFile,
+    ).toBe('/tmp/a.jsonl');
+    expect(
+      resolveOutputMode({ auditFile: '/tmp/a.jsonl' }, { stdoutIsTTY: false, stderrIsTTY: false, env: {} })
+        .auditFile,
+    ).toBe('/tmp/a.jsonl');
   });
 
   it('TERM=dumb appends lines without redrawing and without colour', () => {
-    expect(resolveOutputMode({}, { stdoutIsTTY: true, stderrIsTTY: true, env: { TERM: 'dumb' } })).toMatchObject({ trail: 'none', view: 'lines', color: false });
+    expect(
+      resolveOutputMode({}, { stdoutIsTTY: true, stderrIsTTY: true, env: { TERM: 'dumb' } }),
+    ).toMatchObject({ trail: 'none', view: 'lines', color: false });
   });
 
   it('NO_COLOR (set and not empty) turns colour off; empty NO_COLOR does not', () => {
@@ -39,6 +69,8 @@ describe('output mode', () => {
 
   it('an unknown KEYROLL_LOG_FORMAT is a usage error', async () => {
     const tty = fakeTty();
-    await expect(openRunOutput({ logFormat: 'yaml' as 'json' }, [], { stdout: tty, stderr: tty, env: {} })).rejects.toMatchObject({ code: 'KR_USAGE' });
+    await expect(
+      openRunOutput({ logFormat: 'yaml' as 'json' }, [], { stdout: tty, stderr: tty, env: {} }),
+    ).rejects.toMatchObject({ code: 'KR_USAGE' });
   });
 });

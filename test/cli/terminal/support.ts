@@ -6,7 +6,17 @@ import type { KeyOutcome } from '../../../src/rotation/types.ts';
 export const ESC = '\u001b';
 
 /** A TTY-like stream that records what was written. */
-export function fakeTty(columns = 100, rows = 30): { write(text: string): boolean; columns: number; rows: number; isTTY: true; text(): string; writes: string[] } {
+export function fakeTty(
+  columns = 100,
+  rows = 30,
+): {
+  write(text: string): boolean;
+  columns: number;
+  rows: number;
+  isTTY: true;
+  text(): string;
+  writes: string[];
+} {
   const writes: string[] = [];
   return {
     isTTY: true,
@@ -38,12 +48,24 @@ export function outcome(keyId: string, extra: Partial<KeyOutcome> = {}): KeyOutc
 /** Audit lines of one key's rotation, through the real logger (redaction and sanitizer). */
 export function rotationLines(keyId: string, fingerprint = 'abcdef012345'): string[] {
   const log = createMemoryAuditLog();
-  const key = log.child({ runId: 'run-1', rotationId: `rot-${keyId}`, keyId, organizationId: 'org_demo_acme' });
+  const key = log.child({
+    runId: 'run-1',
+    rotationId: `rot-${keyId}`,
+    keyId,
+    organizationId: 'org_demo_acme',
+  });
   key.emit('key.preflight.passed', { step: 'preflight' });
   key.emit('key.lock.acquired', { step: 'lock', tookOver: false });
   key.emit('key.intent.set', { step: 'intent' });
   key.emit('key.rolled', { step: 'roll', fingerprint, rolls: 1 });
-  key.emit('key.stored', { step: 'store', backend: 'files', path: `${keyId}.json`, version: '1', attempts: 1, exposureMs: 7 });
+  key.emit('key.stored', {
+    step: 'store',
+    backend: 'files',
+    path: `${keyId}.json`,
+    version: '1',
+    attempts: 1,
+    exposureMs: 7,
+  });
   key.emit('key.verified', { step: 'verify', readBack: true, apiCall: true });
   key.emit('key.succeeded', { step: 'finish', durationMs: 120, exposureMs: 7 });
   return log.lines;

@@ -20,7 +20,11 @@ describe('refresh settings that switch force-sync off', () => {
   it.each([
     ['refreshInterval 0', { refreshInterval: '0' }, 'refreshInterval is 0'],
     ['refreshInterval 0s', { refreshInterval: '0s' }, 'refreshInterval is 0s'],
-    ['refreshInterval 0 under Periodic', { refreshPolicy: 'Periodic', refreshInterval: '0s' }, 'refreshInterval is 0s'],
+    [
+      'refreshInterval 0 under Periodic',
+      { refreshPolicy: 'Periodic', refreshInterval: '0s' },
+      'refreshInterval is 0s',
+    ],
     ['refreshPolicy CreatedOnce', { refreshPolicy: 'CreatedOnce', refreshInterval: '1h' }, 'CreatedOnce'],
   ])('%s: KR_CONSUMER_FORCE_SYNC_OFF naming the cause and the fix', (_name, spec, cause) => {
     const error = forceSyncOff({ spec });

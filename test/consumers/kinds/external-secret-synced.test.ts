@@ -6,15 +6,34 @@
 // "hello there" and nil) pin the two hashes.
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { goMapString, metaString, syncedResourceVersions, syncedThisState } from '../../../src/consumers/kinds/external-secret-synced.ts';
+import {
+  goMapString,
+  metaString,
+  syncedResourceVersions,
+  syncedThisState,
+} from '../../../src/consumers/kinds/external-secret-synced.ts';
 import type { KubeObject } from '../../../src/consumers/kubernetes/client.ts';
 
-function object(generation: number, annotations?: Record<string, string>, labels?: Record<string, string>, synced?: string): KubeObject {
-  return { metadata: { generation, ...(annotations ? { annotations } : {}), ...(labels ? { labels } : {}) }, status: synced === undefined ? {} : { syncedResourceVersion: synced } };
+function object(
+  generation: number,
+  annotations?: Record<string, string>,
+  labels?: Record<string, string>,
+  synced?: string,
+): KubeObject {
+  return {
+    metadata: { generation, ...(annotations ? { annotations } : {}), ...(labels ? { labels } : {}) },
+    status: synced === undefined ? {} : { syncedResourceVersion: synced },
+  };
 }
 
 const VECTORS: { name: string; object: KubeObject; text: string; md5: string; sha3: string }[] = [
-  { name: 'no annotations, no labels (nil maps)', object: object(1), text: '{annotations:map[] labels:map[]}', md5: '1-2f2c636d06132f67992c15a1daeb0a5f', sha3: '1-f47fe3c0b255b6dd8047cdffa772587bb829efe7a1cb70febeda2eb2' },
+  {
+    name: 'no annotations, no labels (nil maps)',
+    object: object(1),
+    text: '{annotations:map[] labels:map[]}',
+    md5: '1-2f2c636d06132f67992c15a1daeb0a5f',
+    sha3: '1-f47fe3c0b255b6dd8047cdffa772587bb829efe7a1cb70febeda2eb2',
+  },
   {
     name: 'a force-sync annotation',
     object: object(1, { 'force-sync': '1732838400' }),
@@ -26,7 +45,12 @@ const VECTORS: { name: string; object: KubeObject; text: string; md5: string; sh
     name: 'kubectl apply, labels, values with spaces, colons, brackets and a newline',
     object: object(
       3,
-      { team: 'billing', 'kubectl.kubernetes.io/last-applied-configuration': '{"apiVersion":"external-secrets.io/v1","kind":"ExternalSecret"}\n', 'force-sync': '1732838401' },
+      {
+        team: 'billing',
+        'kubectl.kubernetes.io/last-applied-configuration':
+          '{"apiVersion":"external-secrets.io/v1","kind":"ExternalSecret"}\n',
+        'force-sync': '1732838401',
+      },
       { tier: 'a b:c]', 'app.kubernetes.io/name': 'billing' },
     ),
     text: '{annotations:map[force-sync:1732838401 kubectl.kubernetes.io/last-applied-configuration:{"apiVersion":"external-secrets.io/v1","kind":"ExternalSecret"}\n team:billing] labels:map[app.kubernetes.io/name:billing tier:a b:c]]}',
@@ -43,12 +67,16 @@ const VECTORS: { name: string; object: KubeObject; text: string; md5: string; sh
 ];
 
 describe("external-secrets' syncedResourceVersion", () => {
-  it("the two hashes are ObjectHash's: its own test vectors (\"hello there\", nil)", () => {
+  it('the two hashes are ObjectHash\'s: its own test vectors ("hello there", nil)', () => {
     expect(createHash('md5').update('hello there').digest('hex')).toBe('161bc25962da8fed6d2f59922fb642aa');
-    expect(createHash('sha3-224').update('hello there').digest('hex')).toBe('f78681ec611ebaeea0689bff6c7812a83ff98a7faba986d9af76c999');
+    expect(createHash('sha3-224').update('hello there').digest('hex')).toBe(
+      'f78681ec611ebaeea0689bff6c7812a83ff98a7faba986d9af76c999',
+    );
     // Go's %+v of a nil interface.
     expect(createHash('md5').update('<nil>').digest('hex')).toBe('60046f14c917c18a9a0f923e191ba0dc');
-    expect(createHash('sha3-224').update('<nil>').digest('hex')).toBe('c461202a18e99215f121936fb2452e03843828e448a00a53f285a6fc');
+    expect(createHash('sha3-224').update('<nil>').digest('hex')).toBe(
+      'c461202a18e99215f121936fb2452e03843828e448a00a53f285a6fc',
+    );
   });
 
   for (const vector of VECTORS) {
@@ -64,13 +92,32 @@ describe("external-secrets' syncedResourceVersion", () => {
   });
 
   it('a status proves the current state only when its value is the one of the metadata as it is now', () => {
-    const synced = object(1, { 'force-sync': '1732838400' }, undefined, '1-98a95b49e412eaa8cad2753b0f51ebe99c627adcb112d21dcdba31eb');
+    const synced = object(
+      1,
+      { 'force-sync': '1732838400' },
+      undefined,
+      '1-98a95b49e412eaa8cad2753b0f51ebe99c627adcb112d21dcdba31eb',
+    );
     expect(syncedThisState(synced)).toBe(true);
-    expect(syncedThisState(object(1, { 'force-sync': '1732838400' }, undefined, '1-965ed7b2a3768207655b4f4af486adce'))).toBe(true);
+    expect(
+      syncedThisState(
+        object(1, { 'force-sync': '1732838400' }, undefined, '1-965ed7b2a3768207655b4f4af486adce'),
+      ),
+    ).toBe(true);
     // keyroll's next force-sync value: the status is from before it.
-    expect(syncedThisState({ ...synced, metadata: { generation: 1, annotations: { 'force-sync': '1732838401' } } })).toBe(false);
+    expect(
+      syncedThisState({
+        ...synced,
+        metadata: { generation: 1, annotations: { 'force-sync': '1732838401' } },
+      }),
+    ).toBe(false);
     // A spec change (a new generation) not synced yet.
-    expect(syncedThisState({ ...synced, metadata: { generation: 2, annotations: { 'force-sync': '1732838400' } } })).toBe(false);
+    expect(
+      syncedThisState({
+        ...synced,
+        metadata: { generation: 2, annotations: { 'force-sync': '1732838400' } },
+      }),
+    ).toBe(false);
     expect(syncedThisState(object(1, { 'force-sync': '1732838400' }))).toBe(false);
     expect(syncedThisState(object(1, { 'force-sync': '1732838400' }, undefined, '1-1732838400'))).toBe(false);
   });

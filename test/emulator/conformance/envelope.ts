@@ -7,7 +7,8 @@ import type { SpecStatement } from './statement.ts';
 
 export const envelopeStatements: SpecStatement[] = [
   {
-    statement: 'envelope: every error body is {success:false, error:{code, message}} with a code from the spec list, for every status',
+    statement:
+      'envelope: every error body is {success:false, error:{code, message}} with a code from the spec list, for every status',
     async check({ emu, api }) {
       const answers: Answer[] = [
         await api.list('?limit=0', OWNER),
@@ -21,7 +22,11 @@ export const envelopeStatements: SpecStatement[] = [
       emu.faults.inject('listProjects', { kind: 'status', status: 429, retryAfter: '7' });
       emu.faults.inject('listProjects', { kind: 'status', status: 500 });
       emu.faults.inject('listProjects', { kind: 'status', status: 503 });
-      answers.push(await api.list('?limit=1', OWNER), await api.list('?limit=1', OWNER), await api.list('?limit=1', OWNER));
+      answers.push(
+        await api.list('?limit=1', OWNER),
+        await api.list('?limit=1', OWNER),
+        await api.list('?limit=1', OWNER),
+      );
       expect(answers.map((a) => a.status)).toEqual([400, 401, 402, 403, 404, 409, 413, 429, 500, 503]);
       for (const answer of answers) {
         const body = answer.body as { success: unknown; error: { code: string; message: unknown } };
@@ -31,8 +36,16 @@ export const envelopeStatements: SpecStatement[] = [
         expect(typeof body.error.message).toBe('string');
       }
       expect(answers.map((a) => (a.body as { error: { code: string } }).error.code)).toEqual([
-        'INVALID_PAYLOAD', 'UNAUTHORIZED', 'PLAN_REQUIRED', 'FORBIDDEN', 'NOT_FOUND', 'CONFLICT',
-        'PAYLOAD_TOO_LARGE', 'RATE_LIMITED', 'INTERNAL_ERROR', 'SERVICE_UNAVAILABLE',
+        'INVALID_PAYLOAD',
+        'UNAUTHORIZED',
+        'PLAN_REQUIRED',
+        'FORBIDDEN',
+        'NOT_FOUND',
+        'CONFLICT',
+        'PAYLOAD_TOO_LARGE',
+        'RATE_LIMITED',
+        'INTERNAL_ERROR',
+        'SERVICE_UNAVAILABLE',
       ]);
       expect(answers[7]?.headers['retry-after']).toBe('7');
     },
@@ -57,11 +70,16 @@ export const envelopeStatements: SpecStatement[] = [
     statement: 'envelope: an unknown path under /v1 answers 404 NOT_FOUND in the envelope',
     async check({ api }) {
       expectError(await api.call('GET', '/v1/keys', { token: OWNER }), 404, 'NOT_FOUND');
-      expectError(await api.call('DELETE', '/v1/projects/prj_demo_mobile', { token: OWNER }), 404, 'NOT_FOUND');
+      expectError(
+        await api.call('DELETE', '/v1/projects/prj_demo_mobile', { token: OWNER }),
+        404,
+        'NOT_FOUND',
+      );
     },
   },
   {
-    statement: 'authentication: an API key or an OAuth token may be the bearer; a rejected credential is never echoed',
+    statement:
+      'authentication: an API key or an OAuth token may be the bearer; a rejected credential is never echoed',
     async check({ emu, api }) {
       expect((await api.list('?limit=1', emu.state.currentSecret('key_demo_billing'))).status).toBe(200);
       expect((await api.list('?limit=1', OWNER)).status).toBe(200);

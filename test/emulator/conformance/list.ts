@@ -30,10 +30,19 @@ export const listStatements: SpecStatement[] = [
         organizationId: 'org_demo_acme',
         organizationSlug: 'acme',
         dashboardURL: expect.stringMatching(/^https:\/\//) as unknown,
-        products: { consent: { instanceId: 'cns_demo_storefront', instanceSlug: 'storefront-consent', instanceName: 'Storefront consent' } },
+        products: {
+          consent: {
+            instanceId: 'cns_demo_storefront',
+            instanceSlug: 'storefront-consent',
+            instanceName: 'Storefront consent',
+          },
+        },
       });
       expect(() => new URL(String(storefront?.dashboardURL))).not.toThrow();
-      expect(body.data.find((p) => p.projectId === 'prj_demo_analytics')).toMatchObject({ description: null, products: { consent: null } });
+      expect(body.data.find((p) => p.projectId === 'prj_demo_analytics')).toMatchObject({
+        description: null,
+        products: { consent: null },
+      });
     },
   },
   {
@@ -58,7 +67,11 @@ export const listStatements: SpecStatement[] = [
     statement: 'list: cursor paging walks every project exactly once over more than one page',
     async check({ emu, api }) {
       for (let i = 0; i < 245; i += 1) {
-        emu.state.addProject({ id: `prj_bulk_${String(i).padStart(3, '0')}`, name: `Bulk ${i}`, organizationId: 'org_demo_acme' });
+        emu.state.addProject({
+          id: `prj_bulk_${String(i).padStart(3, '0')}`,
+          name: `Bulk ${i}`,
+          organizationId: 'org_demo_acme',
+        });
       }
       const seen: string[] = [];
       let query = '?limit=100&organizationId=org_demo_acme';
@@ -83,14 +96,27 @@ export const listStatements: SpecStatement[] = [
       const acme1 = pageOf(await api.list('?limit=1&organizationId=org_demo_acme', OWNER));
       expect(acme1.pagination.hasMore).toBe(true);
       expect(acme1.pagination.nextCursor).not.toContain('prj_');
-      const acme2 = pageOf(await api.list(`?limit=1&organizationId=org_demo_acme&cursor=${encodeURIComponent(acme1.pagination.nextCursor ?? '')}`, OWNER));
+      const acme2 = pageOf(
+        await api.list(
+          `?limit=1&organizationId=org_demo_acme&cursor=${encodeURIComponent(acme1.pagination.nextCursor ?? '')}`,
+          OWNER,
+        ),
+      );
       expect(acme2.data[0]?.projectId).not.toBe(acme1.data[0]?.projectId);
     },
   },
   {
     statement: 'list: limit is required and must be an integer from 1 to 100 (400 otherwise)',
     async check({ api }) {
-      for (const bad of ['', '?limit=0', '?limit=101', '?limit=abc', '?limit=1.5', '?limit=-1', '?limit=1&limit=2']) {
+      for (const bad of [
+        '',
+        '?limit=0',
+        '?limit=101',
+        '?limit=abc',
+        '?limit=1.5',
+        '?limit=-1',
+        '?limit=1&limit=2',
+      ]) {
         expectError(await api.list(bad, OWNER), 400, 'INVALID_PAYLOAD');
       }
       expect((await api.list('?limit=1', OWNER)).status).toBe(200);
@@ -103,10 +129,22 @@ export const listStatements: SpecStatement[] = [
       const page = pageOf(await api.list('?limit=1&organizationId=org_demo_acme', OWNER));
       const cursor = page.pagination.nextCursor ?? '';
       const tampered = `${cursor.slice(0, -1)}${cursor.endsWith('A') ? 'B' : 'A'}`;
-      for (const bad of ['garbage', tampered, Buffer.from('{"after":"prj_demo_analytics"}').toString('base64url')]) {
-        expectError(await api.list(`?limit=1&organizationId=org_demo_acme&cursor=${encodeURIComponent(bad)}`, OWNER), 400, 'INVALID_PAYLOAD');
+      for (const bad of [
+        'garbage',
+        tampered,
+        Buffer.from('{"after":"prj_demo_analytics"}').toString('base64url'),
+      ]) {
+        expectError(
+          await api.list(`?limit=1&organizationId=org_demo_acme&cursor=${encodeURIComponent(bad)}`, OWNER),
+          400,
+          'INVALID_PAYLOAD',
+        );
       }
-      expectError(await api.list(`?limit=1&cursor=${encodeURIComponent(cursor)}`, OWNER), 400, 'INVALID_PAYLOAD');
+      expectError(
+        await api.list(`?limit=1&cursor=${encodeURIComponent(cursor)}`, OWNER),
+        400,
+        'INVALID_PAYLOAD',
+      );
     },
   },
   {
@@ -114,14 +152,26 @@ export const listStatements: SpecStatement[] = [
     async check({ api }) {
       expectError(await api.list('?limit=1', undefined), 401, 'UNAUTHORIZED');
       expectError(await api.list('?limit=1', 'kmk_live_forged'), 401, 'UNAUTHORIZED');
-      expectError(await api.call('GET', '/v1/projects?limit=1', { headers: { authorization: 'Basic Zm9vOmJhcg==' } }), 401, 'UNAUTHORIZED');
+      expectError(
+        await api.call('GET', '/v1/projects?limit=1', { headers: { authorization: 'Basic Zm9vOmJhcg==' } }),
+        401,
+        'UNAUTHORIZED',
+      );
     },
   },
   {
     statement: 'list: 402 for an API key of an organization below Starter, or downgraded',
     async check({ emu, api }) {
-      expectError(await api.list('?limit=1', emu.state.currentSecret('key_demo_hobby')), 402, 'PLAN_REQUIRED');
-      expectError(await api.list('?limit=1', emu.state.currentSecret('key_demo_lapsed')), 402, 'PLAN_REQUIRED');
+      expectError(
+        await api.list('?limit=1', emu.state.currentSecret('key_demo_hobby')),
+        402,
+        'PLAN_REQUIRED',
+      );
+      expectError(
+        await api.list('?limit=1', emu.state.currentSecret('key_demo_lapsed')),
+        402,
+        'PLAN_REQUIRED',
+      );
       emu.state.setDowngraded('org_demo_lapsed', false);
       expect((await api.list('?limit=1', emu.state.currentSecret('key_demo_lapsed'))).status).toBe(200);
       // The plan rule is about API keys: an OAuth principal still lists the free organization's projects.
@@ -131,13 +181,21 @@ export const listStatements: SpecStatement[] = [
   {
     statement: 'list: 403 for an organizationId the caller cannot access',
     async check({ emu, api }) {
-      expectError(await api.list('?limit=1&organizationId=org_demo_starter', emu.state.currentSecret('key_demo_billing')), 403, 'FORBIDDEN');
+      expectError(
+        await api.list(
+          '?limit=1&organizationId=org_demo_starter',
+          emu.state.currentSecret('key_demo_billing'),
+        ),
+        403,
+        'FORBIDDEN',
+      );
       expectError(await api.list('?limit=1&organizationId=org_demo_starter', MEMBER), 403, 'FORBIDDEN');
       expectError(await api.list('?limit=1&organizationId=org_unknown', OWNER), 403, 'FORBIDDEN');
     },
   },
   {
-    statement: 'list: an API key on Starter gets 600 calls per minute, then 429 with Retry-After until the window resets',
+    statement:
+      'list: an API key on Starter gets 600 calls per minute, then 429 with Retry-After until the window resets',
     async check({ emu, api, clock }) {
       const secret = emu.state.currentSecret('key_demo_shop');
       clock.advance(20_000);

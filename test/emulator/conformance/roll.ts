@@ -6,7 +6,15 @@ import type { SpecStatement } from './statement.ts';
 
 const tinyRateSeed: EmulatorSeed = {
   organizations: [{ id: 'org_a', slug: 'a', name: 'A', plan: 'enterprise' }],
-  principals: [{ id: 'owner', name: 'Owner', kind: 'oauth', token: 'owner-token-a', memberships: [{ organizationId: 'org_a', role: 'owner' }] }],
+  principals: [
+    {
+      id: 'owner',
+      name: 'Owner',
+      kind: 'oauth',
+      token: 'owner-token-a',
+      memberships: [{ organizationId: 'org_a', role: 'owner' }],
+    },
+  ],
   // A key minted long ago at a tiny rate, to show behaviourally that a roll re-mints at the plan's rate.
   apiKeys: [{ id: 'key_tiny', name: 'tiny', organizationId: 'org_a', rateLimitPerMinute: 2 }],
 };
@@ -16,7 +24,10 @@ export const rollStatements: SpecStatement[] = [
     statement: 'roll: 200 returns success, data.key (the new secret) and data.keyId',
     async check({ emu, api }) {
       const answer = await api.roll('key_demo_billing', OWNER);
-      expect(answer.body).toEqual({ success: true, data: { key: emu.state.currentSecret('key_demo_billing'), keyId: 'key_demo_billing' } });
+      expect(answer.body).toEqual({
+        success: true,
+        data: { key: emu.state.currentSecret('key_demo_billing'), keyId: 'key_demo_billing' },
+      });
       expect(emu.state.rollCount('key_demo_billing')).toBe(1);
     },
   },
@@ -24,7 +35,11 @@ export const rollStatements: SpecStatement[] = [
     statement: 'roll: the key keeps its name and identity',
     async check({ emu, api }) {
       await api.roll('key_demo_billing', ADMIN);
-      expect(emu.state.apiKey('key_demo_billing')).toMatchObject({ id: 'key_demo_billing', name: 'billing-service', organizationId: 'org_demo_acme' });
+      expect(emu.state.apiKey('key_demo_billing')).toMatchObject({
+        id: 'key_demo_billing',
+        name: 'billing-service',
+        organizationId: 'org_demo_acme',
+      });
     },
   },
   {
@@ -38,14 +53,19 @@ export const rollStatements: SpecStatement[] = [
     },
   },
   {
-    statement: 'roll: the new secret is returned only once (every roll mints a different secret, no other answer carries it)',
+    statement:
+      'roll: the new secret is returned only once (every roll mints a different secret, no other answer carries it)',
     options: { faultInjection: true },
     async check({ emu, api }) {
       const first = dataOf<{ key: string }>(await api.roll('key_demo_ingest', OWNER)).key;
       const second = dataOf<{ key: string }>(await api.roll('key_demo_ingest', OWNER)).key;
       expect(second).not.toBe(first);
       expect(new Set(emu.state.mintedSecrets()).size).toBe(emu.state.mintedSecrets().length);
-      const later = [await api.list('?limit=100', OWNER), await api.call('GET', '/_emulator/keys'), await api.call('GET', '/_emulator/keys/key_demo_ingest')];
+      const later = [
+        await api.list('?limit=100', OWNER),
+        await api.call('GET', '/_emulator/keys'),
+        await api.call('GET', '/_emulator/keys/key_demo_ingest'),
+      ];
       for (const answer of later) expect(answer.text).not.toContain(second);
     },
   },
@@ -54,7 +74,11 @@ export const rollStatements: SpecStatement[] = [
     options: { seed: tinyRateSeed },
     async check({ emu, api }) {
       const old = emu.state.currentSecret('key_tiny');
-      expect([(await api.list('?limit=1', old)).status, (await api.list('?limit=1', old)).status, (await api.list('?limit=1', old)).status]).toEqual([200, 200, 429]);
+      expect([
+        (await api.list('?limit=1', old)).status,
+        (await api.list('?limit=1', old)).status,
+        (await api.list('?limit=1', old)).status,
+      ]).toEqual([200, 200, 429]);
       const fresh = dataOf<{ key: string }>(await api.roll('key_tiny', 'owner-token-a')).key;
       expect(emu.state.apiKey('key_tiny').rateLimitPerMinute).toBe(3000);
       const statuses = await Promise.all(Array.from({ length: 5 }, () => api.list('?limit=1', fresh)));
@@ -74,7 +98,11 @@ export const rollStatements: SpecStatement[] = [
     statement: 'roll: 400 when the key id or organizationId is not a valid identifier',
     async check({ emu, api }) {
       expectError(await api.roll('bad%20id', OWNER), 400, 'INVALID_PAYLOAD');
-      expectError(await api.roll('key_demo_billing', OWNER, '?organizationId=%24%24'), 400, 'INVALID_PAYLOAD');
+      expectError(
+        await api.roll('key_demo_billing', OWNER, '?organizationId=%24%24'),
+        400,
+        'INVALID_PAYLOAD',
+      );
       expect(emu.state.totalRolls()).toBe(0);
     },
   },
@@ -101,7 +129,11 @@ export const rollStatements: SpecStatement[] = [
   {
     statement: 'roll: 402 for a downgraded organization until its plan is restored',
     async check({ emu, api }) {
-      expectError(await api.roll('key_demo_lapsed', OWNER, '?organizationId=org_demo_lapsed'), 402, 'PLAN_REQUIRED');
+      expectError(
+        await api.roll('key_demo_lapsed', OWNER, '?organizationId=org_demo_lapsed'),
+        402,
+        'PLAN_REQUIRED',
+      );
       emu.state.setDowngraded('org_demo_lapsed', false);
       expect((await api.roll('key_demo_lapsed', OWNER, '?organizationId=org_demo_lapsed')).status).toBe(200);
     },
@@ -120,7 +152,11 @@ export const rollStatements: SpecStatement[] = [
     statement: 'roll: 403 unless the principal is owner or admin of the organization',
     async check({ emu, api }) {
       expectError(await api.roll('key_demo_billing', MEMBER), 403, 'FORBIDDEN');
-      expectError(await api.roll('key_demo_shop', ADMIN, '?organizationId=org_demo_starter'), 403, 'FORBIDDEN');
+      expectError(
+        await api.roll('key_demo_shop', ADMIN, '?organizationId=org_demo_starter'),
+        403,
+        'FORBIDDEN',
+      );
       expect(emu.state.totalRolls()).toBe(0);
     },
   },

@@ -13,18 +13,36 @@ describe('emulator admin routes', () => {
   it('POST /_emulator/faults queues a validated fault that the next call meets', async () => {
     env = await startTestEmulator({ faultInjection: true });
     const { api } = env;
-    const queued = await api.call('POST', '/_emulator/faults', { json: { operation: 'roll', fault: { kind: 'status', status: 500 }, count: 2 } });
+    const queued = await api.call('POST', '/_emulator/faults', {
+      json: { operation: 'roll', fault: { kind: 'status', status: 500 }, count: 2 },
+    });
     expect(dataOf<{ pending: Record<string, number> }>(queued).pending.roll).toBe(2);
     expectError(await api.roll('key_demo_billing', OWNER), 500, 'INTERNAL_ERROR');
-    expect(dataOf<{ pending: Record<string, number> }>(await api.call('GET', '/_emulator/faults')).pending.roll).toBe(1);
-    expect(dataOf<{ pending: Record<string, number> }>(await api.call('DELETE', '/_emulator/faults')).pending.roll).toBe(0);
+    expect(
+      dataOf<{ pending: Record<string, number> }>(await api.call('GET', '/_emulator/faults')).pending.roll,
+    ).toBe(1);
+    expect(
+      dataOf<{ pending: Record<string, number> }>(await api.call('DELETE', '/_emulator/faults')).pending.roll,
+    ).toBe(0);
     expect((await api.roll('key_demo_billing', OWNER)).status).toBe(200);
   });
 
   it('POST /_emulator/faults refuses an unknown operation or fault kind with 400', async () => {
     env = await startTestEmulator({ faultInjection: true });
-    expectError(await env.api.call('POST', '/_emulator/faults', { json: { operation: 'deleteKey', fault: { kind: 'drop' } } }), 400, 'INVALID_PAYLOAD');
-    expectError(await env.api.call('POST', '/_emulator/faults', { json: { operation: 'roll', fault: { kind: 'explode' } } }), 400, 'INVALID_PAYLOAD');
+    expectError(
+      await env.api.call('POST', '/_emulator/faults', {
+        json: { operation: 'deleteKey', fault: { kind: 'drop' } },
+      }),
+      400,
+      'INVALID_PAYLOAD',
+    );
+    expectError(
+      await env.api.call('POST', '/_emulator/faults', {
+        json: { operation: 'roll', fault: { kind: 'explode' } },
+      }),
+      400,
+      'INVALID_PAYLOAD',
+    );
     expect(env.emu.faults.pending('roll')).toBe(0);
   });
 
@@ -34,9 +52,18 @@ describe('emulator admin routes', () => {
     await api.roll('key_demo_billing', OWNER);
     await api.roll('key_demo_billing', OWNER);
     const key = await api.call('GET', '/_emulator/keys/key_demo_billing');
-    expect(dataOf(key)).toEqual({ keyId: 'key_demo_billing', name: 'billing-service', organizationId: 'org_demo_acme', rateLimitPerMinute: 3000, rollCount: 2 });
+    expect(dataOf(key)).toEqual({
+      keyId: 'key_demo_billing',
+      name: 'billing-service',
+      organizationId: 'org_demo_acme',
+      rateLimitPerMinute: 3000,
+      rollCount: 2,
+    });
     const stats = await api.call('GET', '/_emulator/stats');
-    expect(dataOf(stats)).toEqual({ totalRolls: 2, calls: { roll: 2, listProjects: 0, updateProject: 0, updateConsent: 0 } });
+    expect(dataOf(stats)).toEqual({
+      totalRolls: 2,
+      calls: { roll: 2, listProjects: 0, updateProject: 0, updateConsent: 0 },
+    });
     const all = await api.call('GET', '/_emulator/keys');
     for (const secret of emu.state.mintedSecrets()) {
       expectNoSecrets([all.text], [secret]);
@@ -50,7 +77,9 @@ describe('emulator admin routes', () => {
     const { api, emu } = env;
     const old = emu.state.currentSecret('key_demo_billing');
     const check = async (secret: string): Promise<unknown> =>
-      dataOf<{ live: boolean }>(await api.call('POST', '/_emulator/keys/key_demo_billing/check', { json: { secret } })).live;
+      dataOf<{ live: boolean }>(
+        await api.call('POST', '/_emulator/keys/key_demo_billing/check', { json: { secret } }),
+      ).live;
     expect(await check(old)).toBe(true);
     await api.roll('key_demo_billing', OWNER);
     expect(await check(old)).toBe(false);
@@ -70,9 +99,19 @@ describe('emulator admin routes', () => {
   it('PATCH /_emulator/organizations/{id} changes plan and downgrade flag', async () => {
     env = await startTestEmulator({ faultInjection: true });
     const { api, emu } = env;
-    const answer = await api.call('PATCH', '/_emulator/organizations/org_demo_acme', { json: { downgraded: true } });
+    const answer = await api.call('PATCH', '/_emulator/organizations/org_demo_acme', {
+      json: { downgraded: true },
+    });
     expect(dataOf(answer)).toMatchObject({ id: 'org_demo_acme', plan: 'enterprise', downgraded: true });
-    expectError(await api.list('?limit=1', emu.state.currentSecret('key_demo_billing')), 402, 'PLAN_REQUIRED');
-    expectError(await api.call('PATCH', '/_emulator/organizations/org_demo_acme', { json: { plan: 'platinum' } }), 400, 'INVALID_PAYLOAD');
+    expectError(
+      await api.list('?limit=1', emu.state.currentSecret('key_demo_billing')),
+      402,
+      'PLAN_REQUIRED',
+    );
+    expectError(
+      await api.call('PATCH', '/_emulator/organizations/org_demo_acme', { json: { plan: 'platinum' } }),
+      400,
+      'INVALID_PAYLOAD',
+    );
   });
 });

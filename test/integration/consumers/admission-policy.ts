@@ -3,7 +3,11 @@
 // chart renders it, and waited for until the API server enforces it. The admission plugin picks a
 // new policy up from its informers a moment after it is created; until then every request passes,
 // so a test that relied on it without waiting would prove nothing.
-import { AdmissionregistrationV1Api, type V1ValidatingAdmissionPolicy, type V1ValidatingAdmissionPolicyBinding } from '@kubernetes/client-node';
+import {
+  AdmissionregistrationV1Api,
+  type V1ValidatingAdmissionPolicy,
+  type V1ValidatingAdmissionPolicyBinding,
+} from '@kubernetes/client-node';
 import { Agent, request } from 'undici';
 import { adminKubeConfig, type KubeApiServerInfo } from '../../support/kube-apiserver.ts';
 
@@ -23,13 +27,24 @@ export interface Answer {
  * Impersonate-Group): with group system:masters, RBAC allows everything, so what refuses the
  * request can only be admission.
  */
-export async function requestAs(kube: KubeApiServerInfo, who: { user: string; groups: readonly string[] }, method: 'POST' | 'PATCH' | 'DELETE', path: string, body?: object, contentType = 'application/json'): Promise<Answer> {
+export async function requestAs(
+  kube: KubeApiServerInfo,
+  who: { user: string; groups: readonly string[] },
+  method: 'POST' | 'PATCH' | 'DELETE',
+  path: string,
+  body?: object,
+  contentType = 'application/json',
+): Promise<Answer> {
   const agent = new Agent({ connect: { ca: kube.caPem, cert: kube.admin.certPem, key: kube.admin.keyPem } });
   try {
     const response = await request(`${kube.server}${path}`, {
       method,
       dispatcher: agent,
-      headers: { 'content-type': contentType, 'impersonate-user': who.user, 'impersonate-group': [...who.groups] },
+      headers: {
+        'content-type': contentType,
+        'impersonate-user': who.user,
+        'impersonate-group': [...who.groups],
+      },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     });
     return { status: response.statusCode, body: (await response.body.json()) as Answer['body'] };
@@ -45,33 +60,65 @@ export function serviceAccountUser(namespace: string, name: string): string {
 
 /** Whether a refusal came from the chart's ValidatingAdmissionPolicy. */
 export function refusedByPolicy(answer: Pick<Answer, 'status' | 'body'>): boolean {
-  return answer.status === 403 && /ValidatingAdmissionPolicy '.+-consumer-patches'/.test(answer.body.message ?? '');
+  return (
+    answer.status === 403 && /ValidatingAdmissionPolicy '.+-consumer-patches'/.test(answer.body.message ?? '')
+  );
 }
 
 /**
  * Creates the policy and binding the chart rendered, then waits until keyroll's user is refused a
  * (dry-run) create in `namespace`: the policy is in force from then on.
  */
-export async function applyConsumerAdmissionPolicy(kube: KubeApiServerInfo, rendered: readonly { kind?: string }[], who: { releaseNamespace: string; serviceAccount: string; namespace: string }): Promise<void> {
-  const policies = rendered.filter((object): object is V1ValidatingAdmissionPolicy => object.kind === 'ValidatingAdmissionPolicy');
-  const bindings = rendered.filter((object): object is V1ValidatingAdmissionPolicyBinding => object.kind === 'ValidatingAdmissionPolicyBinding');
+export async function applyConsumerAdmissionPolicy(
+  kube: KubeApiServerInfo,
+  rendered: readonly { kind?: string }[],
+  who: { releaseNamespace: string; serviceAccount: string; namespace: string },
+): Promise<void> {
+  const policies = rendered.filter(
+    (object): object is V1ValidatingAdmissionPolicy => object.kind === 'ValidatingAdmissionPolicy',
+  );
+  const bindings = rendered.filter(
+    (object): object is V1ValidatingAdmissionPolicyBinding =>
+      object.kind === 'ValidatingAdmissionPolicyBinding',
+  );
   const [policy] = policies;
   const [binding] = bindings;
   if (policy === undefined || binding === undefined || policies.length !== 1 || bindings.length !== 1) {
-    throw new Error(`the chart rendered ${String(policies.length)} ValidatingAdmissionPolicies and ${String(bindings.length)} bindings for keyroll's consumers; expected one of each (${ADMISSION_POLICY_TEMPLATE})`);
+    throw new Error(
+      `the chart rendered ${String(policies.length)} ValidatingAdmissionPolicies and ${String(bindings.length)} bindings for keyroll's consumers; expected one of each (${ADMISSION_POLICY_TEMPLATE})`,
+    );
   }
   const api = adminKubeConfig(kube).makeApiClient(AdmissionregistrationV1Api);
   await api.createValidatingAdmissionPolicy({ body: policy });
   await api.createValidatingAdmissionPolicyBinding({ body: binding });
   const user = serviceAccountUser(who.releaseNamespace, who.serviceAccount);
-  const probe = { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'admission-probe' }, spec: { selector: { matchLabels: { app: 'probe' } }, template: { metadata: { labels: { app: 'probe' } }, spec: { containers: [{ name: 'app', image: 'registry.invalid/probe:1' }] } } } };
+  const probe = {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name: 'admission-probe' },
+    spec: {
+      selector: { matchLabels: { app: 'probe' } },
+      template: {
+        metadata: { labels: { app: 'probe' } },
+        spec: { containers: [{ name: 'app', image: 'registry.invalid/probe:1' }] },
+      },
+    },
+  };
   const deadline = Date.now() + ENFORCED_WITHIN_MS;
   let last: Answer | undefined;
   while (Date.now() < deadline) {
-    last = await requestAs(kube, { user, groups: ['system:masters'] }, 'POST', `/apis/apps/v1/namespaces/${who.namespace}/deployments?dryRun=All`, probe);
+    last = await requestAs(
+      kube,
+      { user, groups: ['system:masters'] },
+      'POST',
+      `/apis/apps/v1/namespaces/${who.namespace}/deployments?dryRun=All`,
+      probe,
+    );
     if (refusedByPolicy(last)) return;
     if (last.status !== 201) break;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  throw new Error(`the chart's ValidatingAdmissionPolicy ${String(policy.metadata?.name)} is not enforced: a create by ${user} answered ${String(last?.status)} ${last?.body.message ?? ''}`);
+  throw new Error(
+    `the chart's ValidatingAdmissionPolicy ${String(policy.metadata?.name)} is not enforced: a create by ${user} answered ${String(last?.status)} ${last?.body.message ?? ''}`,
+  );
 }

@@ -16,14 +16,28 @@
 //   Deployment's own values.
 // ReplicaSets are real objects of the API server (made by the admin; no controller runs pods).
 import { createHash } from 'node:crypto';
-import { AppsV1Api, PatchStrategy, setHeaderOptions, type V1Deployment, type V1PodTemplateSpec, type V1ReplicaSet } from '@kubernetes/client-node';
+import {
+  AppsV1Api,
+  PatchStrategy,
+  setHeaderOptions,
+  type V1Deployment,
+  type V1PodTemplateSpec,
+  type V1ReplicaSet,
+} from '@kubernetes/client-node';
 import type { KubeClient } from '../../../src/consumers/kubernetes/client.ts';
 import type { ConsumerNamespace } from './cluster.ts';
 
 const REVISION = 'deployment.kubernetes.io/revision';
 const HASH_LABEL = 'pod-template-hash';
 /** pkg/controller/deployment/util annotationsToSkip (and kubectl's rollback.go copy of it). */
-const ANNOTATIONS_TO_SKIP = new Set(['kubectl.kubernetes.io/last-applied-configuration', REVISION, 'deployment.kubernetes.io/revision-history', 'deployment.kubernetes.io/desired-replicas', 'deployment.kubernetes.io/max-replicas', 'deprecated.deployment.rollback.to']);
+const ANNOTATIONS_TO_SKIP = new Set([
+  'kubectl.kubernetes.io/last-applied-configuration',
+  REVISION,
+  'deployment.kubernetes.io/revision-history',
+  'deployment.kubernetes.io/desired-replicas',
+  'deployment.kubernetes.io/max-replicas',
+  'deprecated.deployment.rollback.to',
+]);
 
 function canonical(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
@@ -39,7 +53,10 @@ function canonical(value: unknown): string {
 
 function withoutHash(template: V1PodTemplateSpec | undefined): V1PodTemplateSpec {
   const copy = JSON.parse(JSON.stringify(template ?? {})) as V1PodTemplateSpec;
-  if (copy.metadata?.labels) copy.metadata.labels = Object.fromEntries(Object.entries(copy.metadata.labels).filter(([key]) => key !== HASH_LABEL));
+  if (copy.metadata?.labels)
+    copy.metadata.labels = Object.fromEntries(
+      Object.entries(copy.metadata.labels).filter(([key]) => key !== HASH_LABEL),
+    );
   return copy;
 }
 
@@ -64,7 +81,10 @@ export class DeploymentHistory {
   }
 
   async replicaSets(name: string): Promise<V1ReplicaSet[]> {
-    const list = await this.#apps.listNamespacedReplicaSet({ namespace: this.#namespace, labelSelector: `app=${name}` });
+    const list = await this.#apps.listNamespacedReplicaSet({
+      namespace: this.#namespace,
+      labelSelector: `app=${name}`,
+    });
     return list.items.sort((a, b) => revisionOf(a) - revisionOf(b));
   }
 
@@ -75,7 +95,8 @@ export class DeploymentHistory {
     const sets = await this.replicaSets(name);
     const current = sets.find((rs) => canonical(withoutHash(rs.spec?.template)) === canonical(template));
     const copied = (into: Record<string, string>): Record<string, string> => {
-      for (const [key, value] of Object.entries(deployment.metadata?.annotations ?? {})) if (!ANNOTATIONS_TO_SKIP.has(key)) into[key] = value;
+      for (const [key, value] of Object.entries(deployment.metadata?.annotations ?? {}))
+        if (!ANNOTATIONS_TO_SKIP.has(key)) into[key] = value;
       return into;
     };
     if (current === undefined) {
@@ -85,7 +106,11 @@ export class DeploymentHistory {
       await this.#apps.createNamespacedReplicaSet({
         namespace: this.#namespace,
         body: {
-          metadata: { name: `${name}-${hash}`, labels, annotations: copied({ [REVISION]: String(revision) }) },
+          metadata: {
+            name: `${name}-${hash}`,
+            labels,
+            annotations: copied({ [REVISION]: String(revision) }),
+          },
           spec: { replicas: 0, selector: { matchLabels: labels }, template: withLabels(template, labels) },
         },
       });
@@ -94,11 +119,17 @@ export class DeploymentHistory {
     }
     // An old ReplicaSet that is new again (an undo) takes the next revision.
     const others = sets.filter((rs) => rs !== current).map(revisionOf);
-    const revision = others.some((other) => other > revisionOf(current)) ? Math.max(...others) + 1 : revisionOf(current);
+    const revision = others.some((other) => other > revisionOf(current))
+      ? Math.max(...others) + 1
+      : revisionOf(current);
     const metadata = current.metadata ?? {};
     metadata.annotations = copied({ ...metadata.annotations, [REVISION]: String(revision) });
     current.metadata = metadata;
-    await this.#apps.replaceNamespacedReplicaSet({ namespace: this.#namespace, name: metadata.name ?? '', body: current });
+    await this.#apps.replaceNamespacedReplicaSet({
+      namespace: this.#namespace,
+      name: metadata.name ?? '',
+      body: current,
+    });
     await this.#setDeploymentRevision(deployment, revision);
   }
 
@@ -113,12 +144,16 @@ export class DeploymentHistory {
       const value = deployment.metadata?.annotations?.[key];
       if (value !== undefined) annotations[key] = value;
     }
-    for (const [key, value] of Object.entries(previous.metadata?.annotations ?? {})) if (!ANNOTATIONS_TO_SKIP.has(key)) annotations[key] = value;
+    for (const [key, value] of Object.entries(previous.metadata?.annotations ?? {}))
+      if (!ANNOTATIONS_TO_SKIP.has(key)) annotations[key] = value;
     const body = [
       { op: 'replace', path: '/spec/template', value: withoutHash(previous.spec?.template) },
       { op: 'replace', path: '/metadata/annotations', value: annotations },
     ];
-    await this.#apps.patchNamespacedDeployment({ namespace: this.#namespace, name, body }, setHeaderOptions('Content-Type', PatchStrategy.JsonPatch));
+    await this.#apps.patchNamespacedDeployment(
+      { namespace: this.#namespace, name, body },
+      setHeaderOptions('Content-Type', PatchStrategy.JsonPatch),
+    );
     await this.syncReplicaSets(name);
   }
 
@@ -143,7 +178,11 @@ export class DeploymentHistory {
   async #setDeploymentRevision(deployment: V1Deployment, revision: number): Promise<void> {
     if (deployment.metadata?.annotations?.[REVISION] === String(revision)) return;
     await this.#apps.patchNamespacedDeployment(
-      { namespace: this.#namespace, name: deployment.metadata?.name ?? '', body: { metadata: { annotations: { [REVISION]: String(revision) } } } },
+      {
+        namespace: this.#namespace,
+        name: deployment.metadata?.name ?? '',
+        body: { metadata: { annotations: { [REVISION]: String(revision) } } },
+      },
       setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
     );
   }

@@ -44,7 +44,12 @@ if (shared === undefined) {
 
   describe('keyroll and a cluster that serves external-secrets.io v1beta1 only', () => {
     it('before external-secrets is installed: KR_CONSUMER_API_UNSERVED naming the release, in validate and in a run, and the Deployment not restarted', async () => {
-      const cluster = await consumerNamespace(kube, temp.path(), (namespace) => [{ namespace, deployments: ['billing'] }], { crd: 'none' });
+      const cluster = await consumerNamespace(
+        kube,
+        temp.path(),
+        (namespace) => [{ namespace, deployments: ['billing'] }],
+        { crd: 'none' },
+      );
       await cluster.createDeployment('billing');
       const controllers = new StandInControllers(cluster, { rolloutMs: 50 });
       const consumers = [
@@ -54,13 +59,20 @@ if (shared === undefined) {
       const bench = await consumerBench(cluster.client, [{ id: KEY, consumers }]);
       try {
         const checks = await checkConsumers([keyPolicy(KEY, 'org_demo_acme', { consumers })], cluster.client);
-        expect(checks[0]).toMatchObject({ consumer: `externalSecret ${cluster.namespace}/billing-api-key`, ok: false, errorCode: 'KR_CONSUMER_API_UNSERVED' });
+        expect(checks[0]).toMatchObject({
+          consumer: `externalSecret ${cluster.namespace}/billing-api-key`,
+          ok: false,
+          errorCode: 'KR_CONSUMER_API_UNSERVED',
+        });
         expect(checks[0]?.detail).toContain('external-secrets v0.14 or later');
 
         const { report } = await bench.run([KEY], LEAK);
 
         expect(report).toMatchObject({ refreshed: 0, failed: 2 });
-        expect(bench.events('consumer.failed').map((event) => event.errorCode)).toEqual(['KR_CONSUMER_API_UNSERVED', 'KR_CONSUMER_SYNC_BLOCKED']);
+        expect(bench.events('consumer.failed').map((event) => event.errorCode)).toEqual([
+          'KR_CONSUMER_API_UNSERVED',
+          'KR_CONSUMER_SYNC_BLOCKED',
+        ]);
         expect(controllers.restartsOf('billing')).toHaveLength(0);
       } finally {
         await controllers.stop();
@@ -69,7 +81,12 @@ if (shared === undefined) {
     });
 
     it("external-secrets 0.15's CRD: synced through v1beta1, then the Deployment restarted once, both refreshed", async () => {
-      const cluster = await consumerNamespace(kube, temp.path(), (namespace) => [{ namespace, externalSecrets: ['billing-api-key'], deployments: ['billing'] }], { crd: EXTERNAL_SECRETS_CRD_V1BETA1, esVersion: 'v1beta1' });
+      const cluster = await consumerNamespace(
+        kube,
+        temp.path(),
+        (namespace) => [{ namespace, externalSecrets: ['billing-api-key'], deployments: ['billing'] }],
+        { crd: EXTERNAL_SECRETS_CRD_V1BETA1, esVersion: 'v1beta1' },
+      );
       await cluster.createExternalSecret('billing-api-key');
       await cluster.createDeployment('billing');
       const controllers = new StandInControllers(cluster, { syncDelayMs: 100, rolloutMs: 100 });
@@ -91,7 +108,9 @@ if (shared === undefined) {
         expect(es.metadata?.annotations?.[FORCE_SYNC]).toMatch(/^\d{10}$/);
         const [restart] = controllers.restartsOf('billing');
         expect(controllers.restartsOf('billing')).toHaveLength(1);
-        expect(restart?.atMs).toBeGreaterThan(Math.min(...(controllers.syncs.get('billing-api-key') ?? [Number.NaN])));
+        expect(restart?.atMs).toBeGreaterThan(
+          Math.min(...(controllers.syncs.get('billing-api-key') ?? [Number.NaN])),
+        );
         const deployment = await cluster.readWorkload('deployments', 'billing');
         expect(deployment.metadata?.annotations?.[RESTARTED_FOR]).toBe(summary.outcomes[0]?.rotationId);
       } finally {

@@ -31,7 +31,8 @@ function countingForceSyncs(client: KubeClient): { client: KubeClient; values: s
     servedVersions: (group, signal) => client.servedVersions(group, signal),
     mayI: (verb, ref, signal) => client.mayI(verb, ref, signal),
     patch: (ref, patch, type, signal) => {
-      const value = (patch as { metadata?: { annotations?: Record<string, string> } }).metadata?.annotations?.[FORCE_SYNC];
+      const value = (patch as { metadata?: { annotations?: Record<string, string> } }).metadata
+        ?.annotations?.[FORCE_SYNC];
       if (ref.plural === 'externalsecrets' && value !== undefined) values.push(value);
       return client.patch(ref, patch, type, signal);
     },
@@ -56,8 +57,12 @@ if (server === undefined) {
     bench = undefined;
   });
 
-  async function namespaceWith(externalSecret: { refreshInterval?: string; refreshPolicy?: string } = {}): Promise<ConsumerNamespace> {
-    const cluster = await consumerNamespace(kube, cli.dir, (namespace) => [{ namespace, externalSecrets: ['billing-api-key'], deployments: ['billing'] }]);
+  async function namespaceWith(
+    externalSecret: { refreshInterval?: string; refreshPolicy?: string } = {},
+  ): Promise<ConsumerNamespace> {
+    const cluster = await consumerNamespace(kube, cli.dir, (namespace) => [
+      { namespace, externalSecrets: ['billing-api-key'], deployments: ['billing'] },
+    ]);
     await cluster.createExternalSecret('billing-api-key', externalSecret);
     // external-secrets synced it when it was made (its first reconcile), an hour ago.
     await cluster.markSynced('billing-api-key');
@@ -66,7 +71,13 @@ if (server === undefined) {
   }
 
   function esRef(cluster: ConsumerNamespace) {
-    return { group: 'external-secrets.io', version: 'v1', plural: 'externalsecrets', namespace: cluster.namespace, name: 'billing-api-key' };
+    return {
+      group: 'external-secrets.io',
+      version: 'v1',
+      plural: 'externalsecrets',
+      namespace: cluster.namespace,
+      name: 'billing-api-key',
+    };
   }
 
   describe('the proof of a sync (item 2)', () => {
@@ -74,10 +85,17 @@ if (server === undefined) {
       const cluster = await namespaceWith();
       const storedAtMs = Date.now();
       // Its clock stands still in the second of the store: no sync it reports can prove itself by time.
-      controllers = new StandInControllers(cluster, { syncedResourceVersion: 'none', clock: () => storedAtMs, syncDelayMs: 50 });
+      controllers = new StandInControllers(cluster, {
+        syncedResourceVersion: 'none',
+        clock: () => storedAtMs,
+        syncDelayMs: 50,
+      });
       const counted = countingForceSyncs(cluster.client);
 
-      const error = await syncExternalSecret(counted.client, esRef(cluster), storedAtMs, { timeoutMs: 3_500, now: () => Date.now() }).catch((caught: unknown) => caught);
+      const error = await syncExternalSecret(counted.client, esRef(cluster), storedAtMs, {
+        timeoutMs: 3_500,
+        now: () => Date.now(),
+      }).catch((caught: unknown) => caught);
 
       expect(error).toBeInstanceOf(ConsumerError);
       expect((error as ConsumerError).code).toBe('KR_CONSUMER_TIMEOUT');
@@ -92,7 +110,10 @@ if (server === undefined) {
       controllers = new StandInControllers(cluster, { clock: () => storedAtMs, syncDelayMs: 50 });
       const counted = countingForceSyncs(cluster.client);
 
-      const result = await syncExternalSecret(counted.client, esRef(cluster), storedAtMs, { timeoutMs: 5_000, now: () => Date.now() });
+      const result = await syncExternalSecret(counted.client, esRef(cluster), storedAtMs, {
+        timeoutMs: 5_000,
+        now: () => Date.now(),
+      });
 
       expect(result).toMatchObject({ asks: 1, proof: 'synced-resource-version' });
       expect(counted.values).toHaveLength(1);
@@ -105,7 +126,10 @@ if (server === undefined) {
       // external-secrets does nothing: only the status it wrote an hour ago is there.
       controllers = new StandInControllers(cluster, { ignoredSyncs: new Set(['billing-api-key']) });
       const before = (await cluster.readExternalSecret('billing-api-key')).status as { refreshTime: string };
-      const error = await syncExternalSecret(cluster.client, esRef(cluster), Date.parse(before.refreshTime), { timeoutMs: 2_500, now: () => Date.now() }).catch((caught: unknown) => caught);
+      const error = await syncExternalSecret(cluster.client, esRef(cluster), Date.parse(before.refreshTime), {
+        timeoutMs: 2_500,
+        now: () => Date.now(),
+      }).catch((caught: unknown) => caught);
       expect((error as ConsumerError).code).toBe('KR_CONSUMER_TIMEOUT');
     });
   });
@@ -114,42 +138,54 @@ if (server === undefined) {
     it.each([
       ['refreshInterval: 0', { refreshInterval: '0' }, 'refreshInterval is 0'],
       ['refreshPolicy: CreatedOnce', { refreshPolicy: 'CreatedOnce' }, 'CreatedOnce'],
-    ])('%s: KR_CONSUMER_FORCE_SYNC_OFF at once with the fix, and the Deployment behind it not restarted (KR_CONSUMER_SYNC_BLOCKED)', async (_name, spec, cause) => {
-      const cluster = await namespaceWith(spec);
-      controllers = new StandInControllers(cluster, { syncDelayMs: 50, rolloutMs: 50 });
-      bench = await consumerBench(cluster.client, [
-        {
-          id: KEY,
-          consumers: [
-            { kind: 'externalSecret', namespace: cluster.namespace, name: 'billing-api-key' },
-            { kind: 'deployment', namespace: cluster.namespace, name: 'billing' },
-          ],
-        },
-      ]);
-      const counted = countingForceSyncs(cluster.client);
+    ])(
+      '%s: KR_CONSUMER_FORCE_SYNC_OFF at once with the fix, and the Deployment behind it not restarted (KR_CONSUMER_SYNC_BLOCKED)',
+      async (_name, spec, cause) => {
+        const cluster = await namespaceWith(spec);
+        controllers = new StandInControllers(cluster, { syncDelayMs: 50, rolloutMs: 50 });
+        bench = await consumerBench(cluster.client, [
+          {
+            id: KEY,
+            consumers: [
+              { kind: 'externalSecret', namespace: cluster.namespace, name: 'billing-api-key' },
+              { kind: 'deployment', namespace: cluster.namespace, name: 'billing' },
+            ],
+          },
+        ]);
+        const counted = countingForceSyncs(cluster.client);
 
-      const { summary, report } = await bench.run([KEY], LEAK, bench.refresher({ syncTimeoutMs: 5_000 }, counted.client));
+        const { summary, report } = await bench.run(
+          [KEY],
+          LEAK,
+          bench.refresher({ syncTimeoutMs: 5_000 }, counted.client),
+        );
 
-      expect(summary.rotated).toBe(1);
-      expect(report).toMatchObject({ refreshed: 0, failed: 2 });
-      const failed = bench.events('consumer.failed');
-      expect(failed.map((event) => [event.consumerKind, event.errorCode])).toEqual([
-        ['externalSecret', 'KR_CONSUMER_FORCE_SYNC_OFF'],
-        ['deployment', 'KR_CONSUMER_SYNC_BLOCKED'],
-      ]);
-      expect(String(failed[0]?.error)).toContain(cause);
-      expect(String(failed[0]?.nextAction)).toContain('refreshPolicy: OnChange');
-      // Not asked (it would not be acted on), not restarted (its pods would start on the old value).
-      expect(counted.values).toEqual([]);
-      expect(controllers.restartsOf('billing')).toHaveLength(0);
-      expect(bench.bench.alerter.alerts[0]?.alert.summary).toContain('billing-api-key (KR_CONSUMER_FORCE_SYNC_OFF)');
-    });
+        expect(summary.rotated).toBe(1);
+        expect(report).toMatchObject({ refreshed: 0, failed: 2 });
+        const failed = bench.events('consumer.failed');
+        expect(failed.map((event) => [event.consumerKind, event.errorCode])).toEqual([
+          ['externalSecret', 'KR_CONSUMER_FORCE_SYNC_OFF'],
+          ['deployment', 'KR_CONSUMER_SYNC_BLOCKED'],
+        ]);
+        expect(String(failed[0]?.error)).toContain(cause);
+        expect(String(failed[0]?.nextAction)).toContain('refreshPolicy: OnChange');
+        // Not asked (it would not be acted on), not restarted (its pods would start on the old value).
+        expect(counted.values).toEqual([]);
+        expect(controllers.restartsOf('billing')).toHaveLength(0);
+        expect(bench.bench.alerter.alerts[0]?.alert.summary).toContain(
+          'billing-api-key (KR_CONSUMER_FORCE_SYNC_OFF)',
+        );
+      },
+    );
   });
 
   describe('a workload whose ExternalSecret did not sync (item 1)', () => {
     it('is not restarted onto the old value, reported blocked on the sync, and never shown current by status', async () => {
       const cluster = await namespaceWith();
-      controllers = new StandInControllers(cluster, { failingSyncs: new Set(['billing-api-key']), rolloutMs: 50 });
+      controllers = new StandInControllers(cluster, {
+        failingSyncs: new Set(['billing-api-key']),
+        rolloutMs: 50,
+      });
       bench = await consumerBench(cluster.client, [
         {
           id: KEY,
@@ -163,12 +199,19 @@ if (server === undefined) {
       const { summary, report } = await bench.run([KEY], LEAK);
 
       expect(report).toMatchObject({ refreshed: 0, failed: 2 });
-      expect(bench.events('consumer.failed').map((event) => event.errorCode)).toEqual(['KR_CONSUMER_SYNC_FAILED', 'KR_CONSUMER_SYNC_BLOCKED']);
+      expect(bench.events('consumer.failed').map((event) => event.errorCode)).toEqual([
+        'KR_CONSUMER_SYNC_FAILED',
+        'KR_CONSUMER_SYNC_BLOCKED',
+      ]);
       expect(bench.events('consumer.refreshed')).toEqual([]);
       expect(controllers.restartsOf('billing')).toHaveLength(0);
       const key = bench.bench.policy.keys.find((candidate) => candidate.id === KEY);
       if (key === undefined) throw new Error('no key');
-      const statuses = await consumerStatuses(key, { lastRotatedAt: new Date().toISOString(), lastRotationId: summary.outcomes[0]?.rotationId }, cluster.client);
+      const statuses = await consumerStatuses(
+        key,
+        { lastRotatedAt: new Date().toISOString(), lastRotationId: summary.outcomes[0]?.rotationId },
+        cluster.client,
+      );
       expect(statuses.map((status) => [status.consumer.split('/').at(-1), status.state])).toEqual([
         ['billing-api-key', 'stale'],
         // The restart is still owed: the next run or sweep picks it up once the sync works.
@@ -182,7 +225,17 @@ if (server === undefined) {
       const rotatedAt = new Date(Date.now() - 2_000).toISOString();
       // `kubectl rollout restart` after the rotation, while the Secret still holds the old value.
       const deployment = workloadPatch(new Date().toISOString().slice(0, 19) + 'Z');
-      await cluster.client.patch({ group: 'apps', version: 'v1', plural: 'deployments', namespace: cluster.namespace, name: 'billing' }, deployment, 'strategic');
+      await cluster.client.patch(
+        {
+          group: 'apps',
+          version: 'v1',
+          plural: 'deployments',
+          namespace: cluster.namespace,
+          name: 'billing',
+        },
+        deployment,
+        'strategic',
+      );
       const key = keyPolicy(KEY, 'org_demo_acme', {
         consumers: [
           { kind: 'externalSecret', namespace: cluster.namespace, name: 'billing-api-key' },
@@ -191,7 +244,11 @@ if (server === undefined) {
       });
       await new Promise((resolve) => setTimeout(resolve, 300));
 
-      const statuses = await consumerStatuses(key, { lastRotatedAt: rotatedAt, lastRotationId: 'rot-not-restarted-for' }, cluster.client);
+      const statuses = await consumerStatuses(
+        key,
+        { lastRotatedAt: rotatedAt, lastRotationId: 'rot-not-restarted-for' },
+        cluster.client,
+      );
 
       expect(statuses.map((status) => status.state)).toEqual(['stale', 'stale']);
       expect(statuses[1]?.detail).toContain('billing-api-key synced the new value');
@@ -200,14 +257,22 @@ if (server === undefined) {
 
   describe('keyroll validate reads every consumer live', () => {
     it('exits 2 naming each consumer it could not refresh: missing, not in the Role, force-sync off; the sound ones pass', async () => {
-      const cluster = await consumerNamespace(kube, cli.dir, (namespace) => [{ namespace, externalSecrets: ['billing-api-key', 'fetch-once', 'gone'], deployments: ['billing'] }]);
+      const cluster = await consumerNamespace(kube, cli.dir, (namespace) => [
+        { namespace, externalSecrets: ['billing-api-key', 'fetch-once', 'gone'], deployments: ['billing'] },
+      ]);
       await cluster.createExternalSecret('billing-api-key');
       await cluster.createExternalSecret('fetch-once', { refreshInterval: '0' });
       await cluster.createDeployment('billing');
       // Exists, but the Role does not name it.
       await cluster.createDeployment('reporting');
       const ns = cluster.namespace;
-      const consumers = ['externalSecret billing-api-key', 'externalSecret fetch-once', 'externalSecret gone', 'deployment billing', 'deployment reporting']
+      const consumers = [
+        'externalSecret billing-api-key',
+        'externalSecret fetch-once',
+        'externalSecret gone',
+        'deployment billing',
+        'deployment reporting',
+      ]
         .map((entry) => entry.split(' '))
         .map(([kind, name]) => `      - { kind: ${String(kind)}, namespace: ${ns}, name: ${String(name)} }\n`)
         .join('');
@@ -219,12 +284,21 @@ if (server === undefined) {
       const result = await cli.run(['validate', '-p', 'policy.yaml']);
 
       expect(result.code).toBe(2);
-      const line = (name: string): string => result.stdout.split('\n').find((candidate) => candidate.includes(`/${name} `) || candidate.includes(`/${name} —`)) ?? '';
-      expect(line('billing-api-key')).toMatch(/^ok {4}consumer externalSecret .*\/billing-api-key — key_demo_billing: exists \(external-secrets\.io\/v1\); get, patch and watch allowed; force-sync works/);
+      const line = (name: string): string =>
+        result.stdout
+          .split('\n')
+          .find((candidate) => candidate.includes(`/${name} `) || candidate.includes(`/${name} —`)) ?? '';
+      expect(line('billing-api-key')).toMatch(
+        /^ok {4}consumer externalSecret .*\/billing-api-key — key_demo_billing: exists \(external-secrets\.io\/v1\); get, patch and watch allowed; force-sync works/,
+      );
       expect(line('billing')).toMatch(/^ok {4}consumer deployment /);
-      expect(line('fetch-once')).toMatch(/^FAIL {2}consumer externalSecret .*refreshInterval is 0.*\[KR_CONSUMER_FORCE_SYNC_OFF\]$/);
+      expect(line('fetch-once')).toMatch(
+        /^FAIL {2}consumer externalSecret .*refreshInterval is 0.*\[KR_CONSUMER_FORCE_SYNC_OFF\]$/,
+      );
       expect(line('gone')).toMatch(/^FAIL {2}consumer externalSecret .*\[KR_CONSUMER_NOT_FOUND\]$/);
-      expect(line('reporting')).toMatch(/^FAIL {2}consumer deployment .*keyroll may not get or patch deployments .*consumerAccess.*\[KR_CONSUMER_FORBIDDEN\]$/);
+      expect(line('reporting')).toMatch(
+        /^FAIL {2}consumer deployment .*keyroll may not get or patch deployments .*consumerAccess.*\[KR_CONSUMER_FORBIDDEN\]$/,
+      );
       expect(cli.emulator.state.totalRolls()).toBe(0);
     });
   });
@@ -232,5 +306,7 @@ if (server === undefined) {
 
 /** `kubectl rollout restart`'s patch. */
 function workloadPatch(restartedAt: string): object {
-  return { spec: { template: { metadata: { annotations: { 'kubectl.kubernetes.io/restartedAt': restartedAt } } } } };
+  return {
+    spec: { template: { metadata: { annotations: { 'kubectl.kubernetes.io/restartedAt': restartedAt } } } },
+  };
 }

@@ -13,7 +13,12 @@ import type { ConsumerRef } from '../../../src/policy/consumers.ts';
 import { freePort } from '../../support/local-servers.ts';
 import { useTempDir } from '../../support/temp-dir.ts';
 import { kubeApiServer } from '../servers.ts';
-import { consumerNamespace, StandInControllers, type ConsumerNamespace, type StandInOptions } from './cluster.ts';
+import {
+  consumerNamespace,
+  StandInControllers,
+  type ConsumerNamespace,
+  type StandInOptions,
+} from './cluster.ts';
 import { consumerBench, LEAK, SCHEDULED, type ConsumerBench } from './harness.ts';
 
 const server = await kubeApiServer();
@@ -37,18 +42,29 @@ if (server === undefined) {
   });
 
   /** A namespace where the chart's Role names `billing-api-key` and deployment `billing` only. */
-  async function setUp(consumers: (namespace: string) => ConsumerRef[], standIns: StandInOptions = {}, client?: KubeClient): Promise<{ cluster: ConsumerNamespace; bench: ConsumerBench }> {
-    const cluster = await consumerNamespace(kube, temp.path(), (namespace) => [{ namespace, externalSecrets: ['billing-api-key'], deployments: ['billing'], statefulSets: ['ledger'] }]);
+  async function setUp(
+    consumers: (namespace: string) => ConsumerRef[],
+    standIns: StandInOptions = {},
+    client?: KubeClient,
+  ): Promise<{ cluster: ConsumerNamespace; bench: ConsumerBench }> {
+    const cluster = await consumerNamespace(kube, temp.path(), (namespace) => [
+      { namespace, externalSecrets: ['billing-api-key'], deployments: ['billing'], statefulSets: ['ledger'] },
+    ]);
     await cluster.createExternalSecret('billing-api-key');
     await cluster.createDeployment('billing');
     await cluster.createDeployment('payments');
     controllers = new StandInControllers(cluster, standIns);
-    bench = await consumerBench(client ?? cluster.client, [{ id: KEY, consumers: consumers(cluster.namespace) }]);
+    bench = await consumerBench(client ?? cluster.client, [
+      { id: KEY, consumers: consumers(cluster.namespace) },
+    ]);
     return { cluster, bench };
   }
 
   /** The rotation stood: rotated, its new value stored and live, and a later scheduled run rolls nothing. */
-  async function expectRotationStands(b: ConsumerBench, summary: { rotated: number; outcomes: { result: string }[] }): Promise<void> {
+  async function expectRotationStands(
+    b: ConsumerBench,
+    summary: { rotated: number; outcomes: { result: string }[] },
+  ): Promise<void> {
     expect(summary.rotated).toBe(1);
     expect(summary.outcomes[0]?.result).toBe('rotated');
     const rolls = b.bench.emulator.state.rollCount(KEY);
@@ -72,25 +88,54 @@ if (server === undefined) {
         }
       };
       const { namespace } = cluster;
-      expect(await statusOf(() => apps.readNamespacedDeployment({ namespace, name: 'billing' }))).toBe('allowed');
-      expect(await statusOf(() => objects.getNamespacedCustomObject({ group: 'external-secrets.io', version: 'v1', namespace, plural: 'externalsecrets', name: 'billing-api-key' }))).toBe('allowed');
+      expect(await statusOf(() => apps.readNamespacedDeployment({ namespace, name: 'billing' }))).toBe(
+        'allowed',
+      );
+      expect(
+        await statusOf(() =>
+          objects.getNamespacedCustomObject({
+            group: 'external-secrets.io',
+            version: 'v1',
+            namespace,
+            plural: 'externalsecrets',
+            name: 'billing-api-key',
+          }),
+        ),
+      ).toBe('allowed');
       // What keyroll's wait sends: a watch of the one object, by a metadata.name field selector.
       const watched = await new Promise<string>((resolve) => {
-        void cluster.client.watch({ ...WORKLOAD_KINDS.deployment.resource, namespace, name: 'billing' }, '0', () => undefined, AbortSignal.timeout(500)).then(
-          () => {
-            resolve('allowed');
-          },
-          (error: unknown) => {
-            resolve(String(error));
-          },
-        );
+        void cluster.client
+          .watch(
+            { ...WORKLOAD_KINDS.deployment.resource, namespace, name: 'billing' },
+            '0',
+            () => undefined,
+            AbortSignal.timeout(500),
+          )
+          .then(
+            () => {
+              resolve('allowed');
+            },
+            (error: unknown) => {
+              resolve(String(error));
+            },
+          );
       });
       expect(watched).toBe('allowed');
       expect(await statusOf(() => apps.readNamespacedDeployment({ namespace, name: 'payments' }))).toBe(403);
       expect(await statusOf(() => apps.listNamespacedDeployment({ namespace }))).toBe(403);
       expect(await statusOf(() => apps.deleteNamespacedDeployment({ namespace, name: 'billing' }))).toBe(403);
-      expect(await statusOf(() => apps.replaceNamespacedDeployment({ namespace, name: 'billing', body: { metadata: { name: 'billing' } } }))).toBe(403);
-      expect(await statusOf(() => apps.readNamespacedDeployment({ namespace: 'default', name: 'billing' }))).toBe(403);
+      expect(
+        await statusOf(() =>
+          apps.replaceNamespacedDeployment({
+            namespace,
+            name: 'billing',
+            body: { metadata: { name: 'billing' } },
+          }),
+        ),
+      ).toBe(403);
+      expect(
+        await statusOf(() => apps.readNamespacedDeployment({ namespace: 'default', name: 'billing' })),
+      ).toBe(403);
     });
 
     it('answers 403 for a workload it does not name: KR_CONSUMER_FORBIDDEN, alerted with the command, the others refreshed, the rotation stands', async () => {
@@ -104,10 +149,22 @@ if (server === undefined) {
 
       expect(report).toMatchObject({ refreshed: 2, failed: 1 });
       const [failed] = b.events('consumer.failed');
-      expect(failed).toMatchObject({ consumerKind: 'deployment', namespace: cluster.namespace, name: 'payments', errorCode: 'KR_CONSUMER_FORBIDDEN' });
-      expect(String(failed?.nextAction)).toContain(`kubectl rollout restart deployment/payments -n ${cluster.namespace}`);
+      expect(failed).toMatchObject({
+        consumerKind: 'deployment',
+        namespace: cluster.namespace,
+        name: 'payments',
+        errorCode: 'KR_CONSUMER_FORBIDDEN',
+      });
+      expect(String(failed?.nextAction)).toContain(
+        `kubectl rollout restart deployment/payments -n ${cluster.namespace}`,
+      );
       expect(b.bench.alerter.alerts).toHaveLength(1);
-      expect(b.bench.alerter.alerts[0]?.alert).toMatchObject({ severity: 'error', step: 'consumers', errorCode: 'KR_CONSUMER_FORBIDDEN', keyId: KEY });
+      expect(b.bench.alerter.alerts[0]?.alert).toMatchObject({
+        severity: 'error',
+        step: 'consumers',
+        errorCode: 'KR_CONSUMER_FORBIDDEN',
+        keyId: KEY,
+      });
       expect(b.bench.alerter.alerts[0]?.alert.nextAction).toContain('consumerAccess');
       expect(controllers?.restartsOf('billing')).toHaveLength(1);
       expect(controllers?.restartsOf('payments')).toHaveLength(0);
@@ -121,7 +178,11 @@ if (server === undefined) {
     const { summary, report } = await b.run([KEY], LEAK);
 
     expect(report).toMatchObject({ failed: 1 });
-    expect(b.events('consumer.failed')[0]).toMatchObject({ consumerKind: 'statefulSet', name: 'ledger', errorCode: 'KR_CONSUMER_NOT_FOUND' });
+    expect(b.events('consumer.failed')[0]).toMatchObject({
+      consumerKind: 'statefulSet',
+      name: 'ledger',
+      errorCode: 'KR_CONSUMER_NOT_FOUND',
+    });
     await expectRotationStands(b, summary);
   });
 
@@ -142,13 +203,20 @@ if (server === undefined) {
     expect(failed).toMatchObject({ consumerKind: 'externalSecret', errorCode: 'KR_CONSUMER_TIMEOUT' });
     expect(String(failed?.nextAction)).toContain('kubectl annotate externalsecret billing-api-key');
     expect(String(failed?.nextAction)).toContain('force-sync=$(date +%s) --overwrite');
-    expect(blocked).toMatchObject({ consumerKind: 'deployment', name: 'billing', errorCode: 'KR_CONSUMER_SYNC_BLOCKED' });
+    expect(blocked).toMatchObject({
+      consumerKind: 'deployment',
+      name: 'billing',
+      errorCode: 'KR_CONSUMER_SYNC_BLOCKED',
+    });
     expect(controllers?.restartsOf('billing')).toHaveLength(0);
     await expectRotationStands(b, summary);
   });
 
   it('an ExternalSecret that reports it cannot sync: KR_CONSUMER_SYNC_FAILED at once, with its message', async () => {
-    const { bench: b } = await setUp((namespace) => [{ kind: 'externalSecret', namespace, name: 'billing-api-key' }], { failingSyncs: new Set(['billing-api-key']) });
+    const { bench: b } = await setUp(
+      (namespace) => [{ kind: 'externalSecret', namespace, name: 'billing-api-key' }],
+      { failingSyncs: new Set(['billing-api-key']) },
+    );
     const refresher = b.refresher({ syncTimeoutMs: 20_000 });
 
     const began = Date.now();
@@ -157,12 +225,16 @@ if (server === undefined) {
     expect(Date.now() - began).toBeLessThan(10_000);
     expect(report).toMatchObject({ failed: 1 });
     expect(b.events('consumer.failed')[0]).toMatchObject({ errorCode: 'KR_CONSUMER_SYNC_FAILED' });
-    expect(String(b.events('consumer.failed')[0]?.error)).toContain('could not get secret data from provider');
+    expect(String(b.events('consumer.failed')[0]?.error)).toContain(
+      'could not get secret data from provider',
+    );
     await expectRotationStands(b, summary);
   });
 
   it('a rollout that never completes: KR_CONSUMER_TIMEOUT after rolloutTimeout, naming what it last saw', async () => {
-    const { bench: b } = await setUp((namespace) => [{ kind: 'deployment', namespace, name: 'billing' }], { stuckRollouts: new Set(['billing']) });
+    const { bench: b } = await setUp((namespace) => [{ kind: 'deployment', namespace, name: 'billing' }], {
+      stuckRollouts: new Set(['billing']),
+    });
     const refresher = b.refresher({ rolloutTimeoutMs: 1_500 });
 
     const { summary, report } = await b.run([KEY], LEAK, refresher);
@@ -178,10 +250,14 @@ if (server === undefined) {
   });
 
   it('a StatefulSet under OnDelete: restarted, reported as a rollout that cannot complete on its own', async () => {
-    const cluster = await consumerNamespace(kube, temp.path(), (namespace) => [{ namespace, statefulSets: ['ledger'] }]);
+    const cluster = await consumerNamespace(kube, temp.path(), (namespace) => [
+      { namespace, statefulSets: ['ledger'] },
+    ]);
     await cluster.createStatefulSet('ledger', { onDelete: true });
     controllers = new StandInControllers(cluster);
-    bench = await consumerBench(cluster.client, [{ id: KEY, consumers: [{ kind: 'statefulSet', namespace: cluster.namespace, name: 'ledger' }] }]);
+    bench = await consumerBench(cluster.client, [
+      { id: KEY, consumers: [{ kind: 'statefulSet', namespace: cluster.namespace, name: 'ledger' }] },
+    ]);
 
     const { report } = await bench.run([KEY], LEAK);
 
@@ -192,7 +268,9 @@ if (server === undefined) {
   it('an API server that is down: KR_CONSUMER_UNREACHABLE for each consumer, within the request deadline', async () => {
     const down = loadKubeConfig({});
     down.loadFromOptions({
-      clusters: [{ name: 'down', server: `https://127.0.0.1:${String(await freePort())}`, skipTLSVerify: true }],
+      clusters: [
+        { name: 'down', server: `https://127.0.0.1:${String(await freePort())}`, skipTLSVerify: true },
+      ],
       users: [{ name: 'keyroll', token: 'unused' }],
       contexts: [{ name: 'down', cluster: 'down', user: 'keyroll' }],
       currentContext: 'down',
@@ -209,7 +287,10 @@ if (server === undefined) {
     const { summary, report } = await b.run([KEY], LEAK);
 
     expect(report).toMatchObject({ failed: 2 });
-    expect(b.events('consumer.failed').map((event) => event.errorCode)).toEqual(['KR_CONSUMER_UNREACHABLE', 'KR_CONSUMER_UNREACHABLE']);
+    expect(b.events('consumer.failed').map((event) => event.errorCode)).toEqual([
+      'KR_CONSUMER_UNREACHABLE',
+      'KR_CONSUMER_UNREACHABLE',
+    ]);
     expect(b.bench.alerter.alerts).toHaveLength(1);
     await expectRotationStands(b, summary);
   });

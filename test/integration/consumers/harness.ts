@@ -18,14 +18,24 @@ import { keyPolicy, startBench, type Bench } from '../../rotation/harness.ts';
 export const LEAK: RunTrigger = { reason: 'leak', force: true, actor: 'test' };
 export const SCHEDULED: RunTrigger = { reason: 'scheduled', force: false };
 
-export const FAST_SETTINGS: ConsumerSettings = { kubernetes: {}, syncTimeoutMs: 10_000, rolloutTimeoutMs: 10_000, reloaderTimeoutMs: 10_000, maxConcurrentRestarts: 2 };
+export const FAST_SETTINGS: ConsumerSettings = {
+  kubernetes: {},
+  syncTimeoutMs: 10_000,
+  rolloutTimeoutMs: 10_000,
+  reloaderTimeoutMs: 10_000,
+  maxConcurrentRestarts: 2,
+};
 
 export interface ConsumerBench {
   bench: Bench;
   /** A refresher as one process has it (its own restart queue). */
   refresher(settings?: Partial<ConsumerSettings>, client?: KubeClient): ConsumerRefresher;
   /** One run over `keyIds` with its delivery finished, as execute-run does it. */
-  run(keyIds: readonly string[], trigger: RunTrigger, refresher?: ConsumerRefresher): Promise<{ summary: RunSummary; report: DeliveryReport | undefined }>;
+  run(
+    keyIds: readonly string[],
+    trigger: RunTrigger,
+    refresher?: ConsumerRefresher,
+  ): Promise<{ summary: RunSummary; report: DeliveryReport | undefined }>;
   /** The keys' records in the bench's backends, as a run's pick-up of owed restarts reads them. */
   records: KeyRecords;
   events(name: string): AuditRecord[];
@@ -44,7 +54,9 @@ export async function consumerBench(
 ): Promise<ConsumerBench> {
   const bench = await startBench({
     keys: () => {
-      return keys.map(({ id, consumers, overrides }) => keyPolicy(id, 'org_demo_acme', { consumers, ...overrides }));
+      return keys.map(({ id, consumers, overrides }) =>
+        keyPolicy(id, 'org_demo_acme', { consumers, ...overrides }),
+      );
     },
     ...(options.policy ? { policy: options.policy } : {}),
   });
@@ -59,7 +71,10 @@ export async function consumerBench(
   }
   const runtime = await bench.runtime(options.runtime);
   const make = (settings: Partial<ConsumerSettings> = {}, kube: KubeClient = client): ConsumerRefresher =>
-    createRefresher({ consumers: { ...FAST_SETTINGS, ...settings } }, { alerter: bench.alerter, notifier: runtime.notifier, kubeClient: () => kube });
+    createRefresher(
+      { consumers: { ...FAST_SETTINGS, ...settings } },
+      { alerter: bench.alerter, notifier: runtime.notifier, kubeClient: () => kube },
+    );
   const shared = make();
   return {
     bench,

@@ -7,7 +7,12 @@ import { AppsV1Api, CoreV1Api, CustomObjectsApi, type V1ReplicaSet } from '@kube
 import { request } from 'undici';
 import { VaultBackendConfig } from '../../../src/backends/vault/config.ts';
 import type { ConsumerSettings } from '../../../src/policy/consumers.ts';
-import { StandInKubelet, VAULT_STORE, valueDigest, type RealCluster } from '../../support/kube-controllers.ts';
+import {
+  StandInKubelet,
+  VAULT_STORE,
+  valueDigest,
+  type RealCluster,
+} from '../../support/kube-controllers.ts';
 import { JSON_SHAPE } from '../../rotation/harness.ts';
 import type { VaultServer } from '../servers.ts';
 import { consumerNamespace, uniqueName, type ConsumerNamespace } from './cluster.ts';
@@ -37,11 +42,22 @@ export interface RealConsumers {
  * consumers of one key stored in `vault` at apps/NAME. The Deployment exists before any value
  * does: its first pods wait (as on a kubelet) until the first sync made the Secret.
  */
-export async function realConsumers(real: RealCluster, vault: VaultServer, dir: string, options: { apiVersion?: 'v1' | 'v1beta1'; settings?: Partial<ConsumerSettings>; deploymentAnnotations?: Record<string, string> } = {}): Promise<RealConsumers> {
+export async function realConsumers(
+  real: RealCluster,
+  vault: VaultServer,
+  dir: string,
+  options: {
+    apiVersion?: 'v1' | 'v1beta1';
+    settings?: Partial<ConsumerSettings>;
+    deploymentAnnotations?: Record<string, string>;
+  } = {},
+): Promise<RealConsumers> {
   const secretName = uniqueName('billing-api-key');
   const deployment = uniqueName('billing');
   const keyId = uniqueName('key_demo_billing').replace(/-/g, '_');
-  const cluster = await consumerNamespace(real.kube, dir, (namespace) => [{ namespace, externalSecrets: [secretName], deployments: [deployment] }]);
+  const cluster = await consumerNamespace(real.kube, dir, (namespace) => [
+    { namespace, externalSecrets: [secretName], deployments: [deployment] },
+  ]);
   const objects = real.admin.makeApiClient(CustomObjectsApi);
   const apps = real.admin.makeApiClient(AppsV1Api);
   const apiVersion = options.apiVersion ?? 'v1';
@@ -55,19 +71,37 @@ export async function realConsumers(real: RealCluster, vault: VaultServer, dir: 
       kind: 'ExternalSecret',
       metadata: { name: secretName },
       // An hour: every sync the tests see within it is a force-sync's.
-      spec: { refreshInterval: '1h', secretStoreRef: { kind: 'ClusterSecretStore', name: VAULT_STORE }, target: { name: secretName }, data: [{ secretKey: 'apiKey', remoteRef: { key: `apps/${secretName}`, property: 'apiKey' } }] },
+      spec: {
+        refreshInterval: '1h',
+        secretStoreRef: { kind: 'ClusterSecretStore', name: VAULT_STORE },
+        target: { name: secretName },
+        data: [{ secretKey: 'apiKey', remoteRef: { key: `apps/${secretName}`, property: 'apiKey' } }],
+      },
     },
   });
   await apps.createNamespacedDeployment({
     namespace: cluster.namespace,
     body: {
-      metadata: { name: deployment, ...(options.deploymentAnnotations === undefined ? {} : { annotations: options.deploymentAnnotations }) },
+      metadata: {
+        name: deployment,
+        ...(options.deploymentAnnotations === undefined
+          ? {}
+          : { annotations: options.deploymentAnnotations }),
+      },
       spec: {
         replicas: REPLICAS,
         selector: { matchLabels: { app: deployment } },
         template: {
           metadata: { labels: { app: deployment } },
-          spec: { containers: [{ name: 'app', image: 'registry.invalid/billing:1', env: [{ name: 'API_KEY', valueFrom: { secretKeyRef: { name: secretName, key: 'apiKey' } } }] }] },
+          spec: {
+            containers: [
+              {
+                name: 'app',
+                image: 'registry.invalid/billing:1',
+                env: [{ name: 'API_KEY', valueFrom: { secretKeyRef: { name: secretName, key: 'apiKey' } } }],
+              },
+            ],
+          },
         },
       },
     },
@@ -82,11 +116,23 @@ export async function realConsumers(real: RealCluster, vault: VaultServer, dir: 
           { kind: 'externalSecret', namespace: cluster.namespace, name: secretName },
           { kind: 'deployment', namespace: cluster.namespace, name: deployment },
         ],
-        overrides: { destinations: [{ backend: 'bao', target: { path: `apps/${secretName}`, shape: JSON_SHAPE } }] },
+        overrides: {
+          destinations: [{ backend: 'bao', target: { path: `apps/${secretName}`, shape: JSON_SHAPE } }],
+        },
       },
     ],
     {
-      policy: { backends: { bao: VaultBackendConfig.parse({ kind: 'vault', address: vault.address, mount: 'secret', timeoutMs: 10_000, auth: { method: 'token', token: `env:${TOKEN_ENV}` } }) } },
+      policy: {
+        backends: {
+          bao: VaultBackendConfig.parse({
+            kind: 'vault',
+            address: vault.address,
+            mount: 'secret',
+            timeoutMs: 10_000,
+            auth: { method: 'token', token: `env:${TOKEN_ENV}` },
+          }),
+        },
+      },
       runtime: { env: { [TOKEN_ENV]: vault.rootToken } },
     },
   );
@@ -99,10 +145,15 @@ export async function realConsumers(real: RealCluster, vault: VaultServer, dir: 
     secretName,
     deployment,
     async storedDigest() {
-      const response = await request(`${vault.address}/v1/secret/data/apps/${secretName}`, { headers: { 'x-vault-token': vault.rootToken } });
+      const response = await request(`${vault.address}/v1/secret/data/apps/${secretName}`, {
+        headers: { 'x-vault-token': vault.rootToken },
+      });
       const body = (await response.body.json()) as { data?: { data?: { apiKey?: string } } };
       const value = body.data?.data?.apiKey;
-      if (value === undefined) throw new Error(`OpenBao holds no apiKey at secret/apps/${secretName} (HTTP ${String(response.statusCode)})`);
+      if (value === undefined)
+        throw new Error(
+          `OpenBao holds no apiKey at secret/apps/${secretName} (HTTP ${String(response.statusCode)})`,
+        );
       return valueDigest(value);
     },
     async secretDigest() {
@@ -115,7 +166,10 @@ export async function realConsumers(real: RealCluster, vault: VaultServer, dir: 
       }
     },
     async replicaSets() {
-      const { items } = await apps.listNamespacedReplicaSet({ namespace: cluster.namespace, labelSelector: `app=${deployment}` });
+      const { items } = await apps.listNamespacedReplicaSet({
+        namespace: cluster.namespace,
+        labelSelector: `app=${deployment}`,
+      });
       return items;
     },
     async close() {

@@ -16,11 +16,33 @@
 //    them at once with the code that names the cause, not a sync timeout (syncTimeout is 60 s).
 // 4. `kubectl rollout undo` (the deployment controller copies keyroll's markers onto ReplicaSets):
 //    the next run with no key due restarts nothing.
-import { ApiextensionsV1Api, ApisApi, AppsV1Api, CoreV1Api, CustomObjectsApi, Watch, type KubeConfig } from '@kubernetes/client-node';
+import {
+  ApiextensionsV1Api,
+  ApisApi,
+  AppsV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  Watch,
+  type KubeConfig,
+} from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventsNamed, useCliFixture, type CliResult } from '../../cli/harness.ts';
-import { cliNamespace, cliPolicy, createExternalSecret, openBaoApps, uniqueName, type CliNamespace, type PolicyKey } from '../../support/kube-cli-cluster.ts';
-import { readControllerTools, StandInKubelet, startRealCluster, valueDigest, type RealCluster } from '../../support/kube-controllers.ts';
+import {
+  cliNamespace,
+  cliPolicy,
+  createExternalSecret,
+  openBaoApps,
+  uniqueName,
+  type CliNamespace,
+  type PolicyKey,
+} from '../../support/kube-cli-cluster.ts';
+import {
+  readControllerTools,
+  StandInKubelet,
+  startRealCluster,
+  valueDigest,
+  type RealCluster,
+} from '../../support/kube-controllers.ts';
 import { rolledOut, rolloutUndo } from '../../support/kube-rollout-undo.ts';
 import { useTempDir } from '../../support/temp-dir.ts';
 import { waitFor } from '../../support/wait-for.ts';
@@ -43,7 +65,12 @@ interface ConsumerStatus {
 }
 
 /** A Deployment whose pods take apiKey of the Secret `secret` in their environment. */
-async function createDeployment(admin: KubeConfig, namespace: string, name: string, secret: string): Promise<void> {
+async function createDeployment(
+  admin: KubeConfig,
+  namespace: string,
+  name: string,
+  secret: string,
+): Promise<void> {
   await admin.makeApiClient(AppsV1Api).createNamespacedDeployment({
     namespace,
     body: {
@@ -51,19 +78,43 @@ async function createDeployment(admin: KubeConfig, namespace: string, name: stri
       spec: {
         replicas: REPLICAS,
         selector: { matchLabels: { app: name } },
-        template: { metadata: { labels: { app: name } }, spec: { containers: [{ name: 'app', image: 'registry.invalid/app:1', env: [{ name: 'API_KEY', valueFrom: { secretKeyRef: { name: secret, key: 'apiKey' } } }] }] } },
+        template: {
+          metadata: { labels: { app: name } },
+          spec: {
+            containers: [
+              {
+                name: 'app',
+                image: 'registry.invalid/app:1',
+                env: [{ name: 'API_KEY', valueFrom: { secretKeyRef: { name: secret, key: 'apiKey' } } }],
+              },
+            ],
+          },
+        },
       },
     },
   });
-  await waitFor(async () => (await admin.makeApiClient(AppsV1Api).readNamespacedDeployment({ namespace, name })).status?.availableReplicas === REPLICAS, `deployment ${name} available`, { timeoutMs: 60_000, intervalMs: 50 });
+  await waitFor(
+    async () =>
+      (await admin.makeApiClient(AppsV1Api).readNamespacedDeployment({ namespace, name })).status
+        ?.availableReplicas === REPLICAS,
+    `deployment ${name} available`,
+    { timeoutMs: 60_000, intervalMs: 50 },
+  );
 }
 
 /** The pod template and ReplicaSets of a Deployment: what a restart changes. */
-async function rollouts(admin: KubeConfig, namespace: string, name: string): Promise<{ restartedAt: string | undefined; replicaSets: string[] }> {
+async function rollouts(
+  admin: KubeConfig,
+  namespace: string,
+  name: string,
+): Promise<{ restartedAt: string | undefined; replicaSets: string[] }> {
   const apps = admin.makeApiClient(AppsV1Api);
   const deployment = await apps.readNamespacedDeployment({ namespace, name });
   const { items } = await apps.listNamespacedReplicaSet({ namespace, labelSelector: `app=${name}` });
-  return { restartedAt: deployment.spec?.template.metadata?.annotations?.[RESTARTED_AT], replicaSets: items.map((replicaSet) => replicaSet.metadata?.name ?? '').sort() };
+  return {
+    restartedAt: deployment.spec?.template.metadata?.annotations?.[RESTARTED_AT],
+    replicaSets: items.map((replicaSet) => replicaSet.metadata?.name ?? '').sort(),
+  };
 }
 
 function consumerEvents(result: CliResult, event: string, name: string): Record<string, unknown>[] {
@@ -76,13 +127,22 @@ function consumerStates(status: CliResult): ConsumerStatus[] {
 }
 
 function storedAtMs(result: CliResult): number {
-  const times = eventsNamed(result, 'key.stored').map((event) => Date.parse(String((event as Record<string, unknown>).time)));
+  const times = eventsNamed(result, 'key.stored').map((event) =>
+    Date.parse(String((event as Record<string, unknown>).time)),
+  );
   return Math.max(...times);
 }
 
-if (tools === undefined || vault === undefined || installed === undefined || newest === undefined || v1beta1Only === undefined) {
+if (
+  tools === undefined ||
+  vault === undefined ||
+  installed === undefined ||
+  newest === undefined ||
+  v1beta1Only === undefined
+) {
   describe.skip('issue 28 items 1–4 through the CLI against the real controllers (not built; see the global setup message)', () => {
-    it('needs kube-controller-manager, an external-secrets release and the v1beta1-only CRD bundle', () => undefined);
+    it('needs kube-controller-manager, an external-secrets release and the v1beta1-only CRD bundle', () =>
+      undefined);
   });
 } else {
   const { kubeBinDir } = tools;
@@ -94,8 +154,22 @@ if (tools === undefined || vault === undefined || installed === undefined || new
     cli.alsoSecret(openBao.rootToken);
     return cli.run(args, { env: { VAULT_TOKEN: openBao.rootToken } });
   };
-  const policyFor = (space: CliNamespace, keys: PolicyKey[], timeouts: { syncTimeout: string; rolloutTimeout: string }): Promise<string> =>
-    cli.writeFile('policy.yaml', cliPolicy({ apiUrl: cli.emulator.url, alertUrl: `${cli.receiver.url}/alerts`, vaultAddress: openBao.address, kubeconfigFile: space.kubeconfigFile, keys, ...timeouts }));
+  const policyFor = (
+    space: CliNamespace,
+    keys: PolicyKey[],
+    timeouts: { syncTimeout: string; rolloutTimeout: string },
+  ): Promise<string> =>
+    cli.writeFile(
+      'policy.yaml',
+      cliPolicy({
+        apiUrl: cli.emulator.url,
+        alertUrl: `${cli.receiver.url}/alerts`,
+        vaultAddress: openBao.address,
+        kubeconfigFile: space.kubeconfigFile,
+        keys,
+        ...timeouts,
+      }),
+    );
 
   describe(`item 1: a cluster whose external-secrets CRDs (${v1beta1Only.version}) serve only external-secrets.io/v1beta1`, () => {
     let real: RealCluster | undefined;
@@ -115,10 +189,16 @@ if (tools === undefined || vault === undefined || installed === undefined || new
 
     beforeAll(async () => {
       real = await startRealCluster({ kubeBinDir, tools: installed, crds: v1beta1Only.crds });
-      space = await cliNamespace(real, files.path(), { externalSecrets: [secret, missing], deployments: [deployment] });
+      space = await cliNamespace(real, files.path(), {
+        externalSecrets: [secret, missing],
+        deployments: [deployment],
+      });
       await createExternalSecret(real.admin, space.namespace, secret, { version: 'v1beta1' });
       // The Secret as the release synced it before the leak, and the Deployment's pods on it.
-      await real.admin.makeApiClient(CoreV1Api).createNamespacedSecret({ namespace: space.namespace, body: { metadata: { name: secret }, stringData: { apiKey: 'the-value-before-the-leak' } } });
+      await real.admin.makeApiClient(CoreV1Api).createNamespacedSecret({
+        namespace: space.namespace,
+        body: { metadata: { name: secret }, stringData: { apiKey: 'the-value-before-the-leak' } },
+      });
       kubelet = new StandInKubelet(real.admin, space.namespace);
       await createDeployment(real.admin, space.namespace, deployment, secret);
     }, 300_000);
@@ -133,13 +213,31 @@ if (tools === undefined || vault === undefined || installed === undefined || new
       const valid = await keyroll(['validate', '-p', 'policy.yaml']);
 
       expect.soft(valid.code, valid.stdout).toBe(0);
-      expect.soft(valid.stdout).toMatch(new RegExp(`^ok\\s+consumer externalSecret ${space.namespace}/${secret} .*external-secrets\\.io/v1beta1`, 'm'));
+      expect
+        .soft(valid.stdout)
+        .toMatch(
+          new RegExp(
+            `^ok\\s+consumer externalSecret ${space.namespace}/${secret} .*external-secrets\\.io/v1beta1`,
+            'm',
+          ),
+        );
 
-      await policyFor(space, [{ ...key(), consumers: [{ kind: 'externalSecret', namespace: space.namespace, name: missing }] }], { syncTimeout: '5s', rolloutTimeout: '30s' });
+      await policyFor(
+        space,
+        [{ ...key(), consumers: [{ kind: 'externalSecret', namespace: space.namespace, name: missing }] }],
+        { syncTimeout: '5s', rolloutTimeout: '30s' },
+      );
       const invalid = await keyroll(['validate', '-p', 'policy.yaml']);
 
       expect.soft(invalid.code, invalid.stdout).toBe(2);
-      expect.soft(invalid.stdout).toMatch(new RegExp(`^FAIL\\s+consumer externalSecret ${space.namespace}/${missing} .*\\[KR_CONSUMER_NOT_FOUND\\]`, 'm'));
+      expect
+        .soft(invalid.stdout)
+        .toMatch(
+          new RegExp(
+            `^FAIL\\s+consumer externalSecret ${space.namespace}/${missing} .*\\[KR_CONSUMER_NOT_FOUND\\]`,
+            'm',
+          ),
+        );
     }, 60_000);
 
     it('run asks the v1beta1 ExternalSecret to sync (not KR_CONSUMER_NOT_FOUND) and, with no sync, neither restarts the Deployment onto the old value nor reports it refreshed or current', async () => {
@@ -152,19 +250,37 @@ if (tools === undefined || vault === undefined || installed === undefined || new
 
       expect(eventsNamed(result, 'key.stored'), result.stderr).toHaveLength(1);
       expect(result.code).toBe(1);
-      expect.soft(consumerEvents(result, 'consumer.failed', secret).map((event) => event.errorCode)).not.toContain('KR_CONSUMER_NOT_FOUND');
-      const externalSecret = (await admin.makeApiClient(CustomObjectsApi).getNamespacedCustomObject({ group: 'external-secrets.io', version: 'v1beta1', plural: 'externalsecrets', namespace: space.namespace, name: secret })) as { metadata?: { annotations?: Record<string, string> } };
-      expect.soft(externalSecret.metadata?.annotations?.[FORCE_SYNC], 'the ExternalSecret was asked to sync').toMatch(/^\d+$/);
+      expect
+        .soft(consumerEvents(result, 'consumer.failed', secret).map((event) => event.errorCode))
+        .not.toContain('KR_CONSUMER_NOT_FOUND');
+      const externalSecret = (await admin.makeApiClient(CustomObjectsApi).getNamespacedCustomObject({
+        group: 'external-secrets.io',
+        version: 'v1beta1',
+        plural: 'externalsecrets',
+        namespace: space.namespace,
+        name: secret,
+      })) as { metadata?: { annotations?: Record<string, string> } };
+      expect
+        .soft(externalSecret.metadata?.annotations?.[FORCE_SYNC], 'the ExternalSecret was asked to sync')
+        .toMatch(/^\d+$/);
       // Its pods would start on the value the Secret still holds: the one that just died.
-      expect.soft(await rollouts(admin, space.namespace, deployment), 'the Deployment was not restarted').toEqual(before);
+      expect
+        .soft(await rollouts(admin, space.namespace, deployment), 'the Deployment was not restarted')
+        .toEqual(before);
       expect.soft(consumerEvents(result, 'consumer.refreshed', deployment)).toEqual([]);
-      expect.soft(consumerEvents(result, 'consumer.failed', deployment).map((event) => event.errorCode)).toEqual(['KR_CONSUMER_SYNC_BLOCKED']);
+      expect
+        .soft(consumerEvents(result, 'consumer.failed', deployment).map((event) => event.errorCode))
+        .toEqual(['KR_CONSUMER_SYNC_BLOCKED']);
 
       const status = await keyroll(['status', '-p', 'policy.yaml', '-o', 'json']);
       const states = consumerStates(status);
       expect(states.map((state) => state.consumer)).toHaveLength(2);
-      expect.soft(states.find((state) => state.consumer.endsWith(`/${deployment}`))?.state, status.stdout).not.toBe('current');
-      expect.soft(states.find((state) => state.consumer.endsWith(`/${secret}`))?.state, status.stdout).not.toBe('current');
+      expect
+        .soft(states.find((state) => state.consumer.endsWith(`/${deployment}`))?.state, status.stdout)
+        .not.toBe('current');
+      expect
+        .soft(states.find((state) => state.consumer.endsWith(`/${secret}`))?.state, status.stdout)
+        .not.toBe('current');
     }, 120_000);
 
     // Last in this block: it takes external-secrets.io away from the cluster.
@@ -173,18 +289,36 @@ if (tools === undefined || vault === undefined || installed === undefined || new
       if (admin === undefined) throw new Error('no cluster');
       const extensions = admin.makeApiClient(ApiextensionsV1Api);
       const { items } = await extensions.listCustomResourceDefinition();
-      await Promise.all(items.filter((item) => item.spec.group === 'external-secrets.io').map((definition) => extensions.deleteCustomResourceDefinition({ name: definition.metadata?.name ?? '' })));
+      await Promise.all(
+        items
+          .filter((item) => item.spec.group === 'external-secrets.io')
+          .map((definition) =>
+            extensions.deleteCustomResourceDefinition({ name: definition.metadata?.name ?? '' }),
+          ),
+      );
       // The API server removes each definition (and the group from discovery) once its own
       // finalizer has deleted the objects of its kind: tens of seconds for the bundle's 20-odd
       // definitions on a busy machine.
       const apis = admin.makeApiClient(ApisApi);
-      await waitFor(async () => !(await apis.getAPIVersions()).groups.some((group) => group.name === 'external-secrets.io'), 'external-secrets.io gone from discovery', { timeoutMs: 180_000, intervalMs: 200 });
+      await waitFor(
+        async () =>
+          !(await apis.getAPIVersions()).groups.some((group) => group.name === 'external-secrets.io'),
+        'external-secrets.io gone from discovery',
+        { timeoutMs: 180_000, intervalMs: 200 },
+      );
       await policyFor(space, [key()], { syncTimeout: '5s', rolloutTimeout: '30s' });
 
       const result = await keyroll(['validate', '-p', 'policy.yaml']);
 
       expect.soft(result.code, result.stdout).toBe(2);
-      expect.soft(result.stdout).toMatch(new RegExp(`^FAIL\\s+consumer externalSecret ${space.namespace}/${secret} .*\\[KR_CONSUMER_API_UNSERVED\\]`, 'm'));
+      expect
+        .soft(result.stdout)
+        .toMatch(
+          new RegExp(
+            `^FAIL\\s+consumer externalSecret ${space.namespace}/${secret} .*\\[KR_CONSUMER_API_UNSERVED\\]`,
+            'm',
+          ),
+        );
     }, 300_000);
   });
 
@@ -193,7 +327,15 @@ if (tools === undefined || vault === undefined || installed === undefined || new
     const kubelets: StandInKubelet[] = [];
 
     beforeAll(async () => {
-      real = await startRealCluster({ kubeBinDir, tools: installed, crds: newest.crds, externalSecrets: { binary: newest.binary, vault: { address: openBao.address, token: openBao.rootToken } } });
+      real = await startRealCluster({
+        kubeBinDir,
+        tools: installed,
+        crds: newest.crds,
+        externalSecrets: {
+          binary: newest.binary,
+          vault: { address: openBao.address, token: openBao.rootToken },
+        },
+      });
     }, 300_000);
 
     afterAll(async () => {
@@ -206,8 +348,18 @@ if (tools === undefined || vault === undefined || installed === undefined || new
       const objects = admin.makeApiClient(CustomObjectsApi);
       await waitFor(
         async () => {
-          const object = (await objects.getNamespacedCustomObject({ group: 'external-secrets.io', version: 'v1', plural: 'externalsecrets', namespace, name })) as { status?: { conditions?: { type: string; status: string }[] } };
-          return object.status?.conditions?.some((condition) => condition.type === 'Ready' && condition.status === 'True') === true;
+          const object = (await objects.getNamespacedCustomObject({
+            group: 'external-secrets.io',
+            version: 'v1',
+            plural: 'externalsecrets',
+            namespace,
+            name,
+          })) as { status?: { conditions?: { type: string; status: string }[] } };
+          return (
+            object.status?.conditions?.some(
+              (condition) => condition.type === 'Ready' && condition.status === 'True',
+            ) === true
+          );
         },
         `the first sync of ${name}`,
         { timeoutMs: 60_000, intervalMs: 50 },
@@ -222,13 +374,29 @@ if (tools === undefined || vault === undefined || installed === undefined || new
       await bao.seed(secret, 'the-value-before');
       await createExternalSecret(admin, space.namespace, secret);
       await synced(admin, space.namespace, secret);
-      await policyFor(space, [{ id: 'key_demo_search', path: `apps/${secret}`, consumers: [{ kind: 'externalSecret', namespace: space.namespace, name: secret }] }], { syncTimeout: '30s', rolloutTimeout: '30s' });
+      await policyFor(
+        space,
+        [
+          {
+            id: 'key_demo_search',
+            path: `apps/${secret}`,
+            consumers: [{ kind: 'externalSecret', namespace: space.namespace, name: secret }],
+          },
+        ],
+        { syncTimeout: '30s', rolloutTimeout: '30s' },
+      );
 
       // Every change of the force-sync annotation is one patch that asks external-secrets to sync
       // (and read OpenBao once more). A watch sees each, in order, with the resourceVersion.
       const objects = admin.makeApiClient(CustomObjectsApi);
       const path = `/apis/external-secrets.io/v1/namespaces/${space.namespace}/externalsecrets`;
-      const initial = (await objects.getNamespacedCustomObject({ group: 'external-secrets.io', version: 'v1', plural: 'externalsecrets', namespace: space.namespace, name: secret })) as { metadata: { resourceVersion: string; annotations?: Record<string, string> } };
+      const initial = (await objects.getNamespacedCustomObject({
+        group: 'external-secrets.io',
+        version: 'v1',
+        plural: 'externalsecrets',
+        namespace: space.namespace,
+        name: secret,
+      })) as { metadata: { resourceVersion: string; annotations?: Record<string, string> } };
       let last = initial.metadata.annotations?.[FORCE_SYNC];
       const patches: string[] = [];
       const seen = new Set<string>();
@@ -236,7 +404,10 @@ if (tools === undefined || vault === undefined || installed === undefined || new
       const watch = await new Watch(admin).watch(
         path,
         { fieldSelector: `metadata.name=${secret}`, resourceVersion: initial.metadata.resourceVersion },
-        (_phase, object: { metadata?: { resourceVersion?: string; annotations?: Record<string, string> } }) => {
+        (
+          _phase,
+          object: { metadata?: { resourceVersion?: string; annotations?: Record<string, string> } },
+        ) => {
           const value = object.metadata?.annotations?.[FORCE_SYNC];
           if (value !== undefined && value !== last) patches.push(value);
           last = value;
@@ -250,12 +421,32 @@ if (tools === undefined || vault === undefined || installed === undefined || new
       try {
         for (let round = 0; round < ROTATIONS; round++) {
           const from = patches.length;
-          const result = await keyroll(['rotate', '-p', 'policy.yaml', '--key', 'key_demo_search', '--reason', 'leak', '--actor', 'evidence']);
+          const result = await keyroll([
+            'rotate',
+            '-p',
+            'policy.yaml',
+            '--key',
+            'key_demo_search',
+            '--reason',
+            'leak',
+            '--actor',
+            'evidence',
+          ]);
           expect(result.code, result.stdout).toBe(0);
           expect(consumerEvents(result, 'consumer.refreshed', secret)).toHaveLength(1);
           // Every patch of this rotation reached the watch: it saw the object as it is now.
-          const now = (await objects.getNamespacedCustomObject({ group: 'external-secrets.io', version: 'v1', plural: 'externalsecrets', namespace: space.namespace, name: secret })) as { metadata: { resourceVersion: string } };
-          await waitFor(() => watchError !== undefined || seen.has(now.metadata.resourceVersion), 'the watch caught up', { timeoutMs: 30_000, intervalMs: 20 });
+          const now = (await objects.getNamespacedCustomObject({
+            group: 'external-secrets.io',
+            version: 'v1',
+            plural: 'externalsecrets',
+            namespace: space.namespace,
+            name: secret,
+          })) as { metadata: { resourceVersion: string } };
+          await waitFor(
+            () => watchError !== undefined || seen.has(now.metadata.resourceVersion),
+            'the watch caught up',
+            { timeoutMs: 30_000, intervalMs: 20 },
+          );
           expect(watchError).toBeUndefined();
           perRotation.push(patches.length - from);
         }
@@ -263,11 +454,35 @@ if (tools === undefined || vault === undefined || installed === undefined || new
         watch.abort();
       }
 
-      console.log(`keyroll real controllers through the CLI (external-secrets ${newest.version}): force-sync patches per leak rotation ${perRotation.join(', ')}`);
-      expect(perRotation.every((count) => count >= 1), `force-sync patches per rotation: ${perRotation.join(', ')}`).toBe(true);
-      expect.soft(perRotation.filter((count) => count > 2), `force-sync patches per rotation: ${perRotation.join(', ')}`).toEqual([]);
+      console.log(
+        `keyroll real controllers through the CLI (external-secrets ${newest.version}): force-sync patches per leak rotation ${perRotation.join(', ')}`,
+      );
+      expect(
+        perRotation.every((count) => count >= 1),
+        `force-sync patches per rotation: ${perRotation.join(', ')}`,
+      ).toBe(true);
+      expect
+        .soft(
+          perRotation.filter((count) => count > 2),
+          `force-sync patches per rotation: ${perRotation.join(', ')}`,
+        )
+        .toEqual([]);
       const stored = await bao.digest(secret);
-      await waitFor(async () => valueDigest(Buffer.from((await admin.makeApiClient(CoreV1Api).readNamespacedSecret({ namespace: space.namespace, name: secret })).data?.apiKey ?? '', 'base64')) === stored, 'the Secret on the stored value', { timeoutMs: 30_000, intervalMs: 50 });
+      await waitFor(
+        async () =>
+          valueDigest(
+            Buffer.from(
+              (
+                await admin
+                  .makeApiClient(CoreV1Api)
+                  .readNamespacedSecret({ namespace: space.namespace, name: secret })
+              ).data?.apiKey ?? '',
+              'base64',
+            ),
+          ) === stored,
+        'the Secret on the stored value',
+        { timeoutMs: 30_000, intervalMs: 50 },
+      );
     }, 240_000);
 
     it('item 3: refreshInterval 0 and refreshPolicy CreatedOnce: validate exits 2 naming each, and a leak rotation fails each at once with KR_CONSUMER_FORCE_SYNC_OFF (syncTimeout 60 s, never waited out)', async () => {
@@ -281,20 +496,51 @@ if (tools === undefined || vault === undefined || installed === undefined || new
       await createExternalSecret(admin, space.namespace, once, { spec: { refreshPolicy: 'CreatedOnce' } });
       // Synced once at creation; after that, external-secrets ignores force-sync for both.
       for (const name of [zero, once]) await synced(admin, space.namespace, name);
-      const consumers = [zero, once].map((name) => ({ kind: 'externalSecret' as const, namespace: space.namespace, name }));
-      await policyFor(space, [{ id: 'key_demo_ingest', path: `apps/${zero}`, consumers }], { syncTimeout: '60s', rolloutTimeout: '30s' });
+      const consumers = [zero, once].map((name) => ({
+        kind: 'externalSecret' as const,
+        namespace: space.namespace,
+        name,
+      }));
+      await policyFor(space, [{ id: 'key_demo_ingest', path: `apps/${zero}`, consumers }], {
+        syncTimeout: '60s',
+        rolloutTimeout: '30s',
+      });
 
       const valid = await keyroll(['validate', '-p', 'policy.yaml']);
 
       expect.soft(valid.code, valid.stdout).toBe(2);
-      for (const name of [zero, once]) expect.soft(valid.stdout).toMatch(new RegExp(`^FAIL\\s+consumer externalSecret ${space.namespace}/${name} .*\\[KR_CONSUMER_FORCE_SYNC_OFF\\]`, 'm'));
+      for (const name of [zero, once])
+        expect
+          .soft(valid.stdout)
+          .toMatch(
+            new RegExp(
+              `^FAIL\\s+consumer externalSecret ${space.namespace}/${name} .*\\[KR_CONSUMER_FORCE_SYNC_OFF\\]`,
+              'm',
+            ),
+          );
 
-      const result = await keyroll(['rotate', '-p', 'policy.yaml', '--key', 'key_demo_ingest', '--reason', 'leak', '--actor', 'evidence']);
+      const result = await keyroll([
+        'rotate',
+        '-p',
+        'policy.yaml',
+        '--key',
+        'key_demo_ingest',
+        '--reason',
+        'leak',
+        '--actor',
+        'evidence',
+      ]);
 
       expect(eventsNamed(result, 'key.stored')).toHaveLength(1);
       expect(result.code).toBe(1);
       // A run that waited out syncTimeout would say KR_CONSUMER_TIMEOUT (or SYNC_TIMEOUT) here.
-      for (const name of [zero, once]) expect.soft(consumerEvents(result, 'consumer.failed', name).map((event) => event.errorCode), name).toEqual(['KR_CONSUMER_FORCE_SYNC_OFF']);
+      for (const name of [zero, once])
+        expect
+          .soft(
+            consumerEvents(result, 'consumer.failed', name).map((event) => event.errorCode),
+            name,
+          )
+          .toEqual(['KR_CONSUMER_FORCE_SYNC_OFF']);
     }, 180_000);
 
     it('item 4: after kubectl rollout undo, the next run with no key due restarts nothing', async () => {
@@ -302,7 +548,10 @@ if (tools === undefined || vault === undefined || installed === undefined || new
       if (admin === undefined) throw new Error('no cluster');
       const secret = uniqueName('billing-api-key');
       const deployment = uniqueName('billing');
-      const space = await cliNamespace(real as RealCluster, files.path(), { externalSecrets: [secret], deployments: [deployment] });
+      const space = await cliNamespace(real as RealCluster, files.path(), {
+        externalSecrets: [secret],
+        deployments: [deployment],
+      });
       await bao.seed(secret, 'the-value-before');
       await createExternalSecret(admin, space.namespace, secret);
       await synced(admin, space.namespace, secret);
@@ -315,10 +564,23 @@ if (tools === undefined || vault === undefined || installed === undefined || new
       ];
       // An owed entry is taken up once syncTimeout + rolloutTimeout passed since its store (a live
       // runner may still be at it before): 30 s here.
-      await policyFor(space, [{ id: 'key_demo_billing', path: `apps/${secret}`, consumers }], { syncTimeout: '10s', rolloutTimeout: '20s' });
+      await policyFor(space, [{ id: 'key_demo_billing', path: `apps/${secret}`, consumers }], {
+        syncTimeout: '10s',
+        rolloutTimeout: '20s',
+      });
       let lastStoreMs = 0;
       for (let round = 0; round < 2; round++) {
-        const leak = await keyroll(['rotate', '-p', 'policy.yaml', '--key', 'key_demo_billing', '--reason', 'leak', '--actor', 'evidence']);
+        const leak = await keyroll([
+          'rotate',
+          '-p',
+          'policy.yaml',
+          '--key',
+          'key_demo_billing',
+          '--reason',
+          'leak',
+          '--actor',
+          'evidence',
+        ]);
         expect(leak.code, leak.stdout).toBe(0);
         expect(leak.lastLine).toMatch(/consumers refreshed 2, failed 0/);
         lastStoreMs = storedAtMs(leak);
@@ -326,15 +588,31 @@ if (tools === undefined || vault === undefined || installed === undefined || new
 
       const apps = admin.makeApiClient(AppsV1Api);
       await rolloutUndo(apps, space.namespace, deployment);
-      await waitFor(async () => rolledOut(await apps.readNamespacedDeployment({ namespace: space.namespace, name: deployment }), REPLICAS), 'the rollback rolled out', { timeoutMs: 60_000, intervalMs: 50 });
+      await waitFor(
+        async () =>
+          rolledOut(
+            await apps.readNamespacedDeployment({ namespace: space.namespace, name: deployment }),
+            REPLICAS,
+          ),
+        'the rollback rolled out',
+        { timeoutMs: 60_000, intervalMs: 50 },
+      );
       const undone = await rollouts(admin, space.namespace, deployment);
-      await waitFor(() => Date.now() > lastStoreMs + 31_000, 'whatever the undo brought back due', { timeoutMs: 60_000, intervalMs: 100 });
+      await waitFor(() => Date.now() > lastStoreMs + 31_000, 'whatever the undo brought back due', {
+        timeoutMs: 60_000,
+        intervalMs: 100,
+      });
 
       const next = await keyroll(['run', '-p', 'policy.yaml']);
 
       expect(next.code, next.stdout).toBe(0);
       expect(eventsNamed(next, 'key.rolled')).toEqual([]);
-      expect.soft(await rollouts(admin, space.namespace, deployment), `the Deployment was not restarted; the run said: ${next.lastLine}`).toEqual(undone);
+      expect
+        .soft(
+          await rollouts(admin, space.namespace, deployment),
+          `the Deployment was not restarted; the run said: ${next.lastLine}`,
+        )
+        .toEqual(undone);
       expect.soft(consumerEvents(next, 'consumer.notified', deployment)).toEqual([]);
     }, 240_000);
   });

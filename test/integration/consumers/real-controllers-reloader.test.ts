@@ -36,9 +36,21 @@ if (tools === undefined || vault === undefined || installed === undefined || new
 
     beforeAll(async () => {
       // Built by scripts/test-controllers.sh with the rest: its absence is a failure, not a skip.
-      if (reloader === undefined) throw new Error(`${tools.controllersDir} holds no reloader: run scripts/test-controllers.sh`);
-      real = await startRealCluster({ kubeBinDir, tools: installed, crds: newest.crds, externalSecrets: { binary: newest.binary, vault: { address: openBao.address, token: openBao.rootToken } }, reloader });
-      consumers = await realConsumers(real, openBao, temp.path(), { deploymentAnnotations: { 'reloader.stakater.com/auto': 'true' } });
+      if (reloader === undefined)
+        throw new Error(`${tools.controllersDir} holds no reloader: run scripts/test-controllers.sh`);
+      real = await startRealCluster({
+        kubeBinDir,
+        tools: installed,
+        crds: newest.crds,
+        externalSecrets: {
+          binary: newest.binary,
+          vault: { address: openBao.address, token: openBao.rootToken },
+        },
+        reloader,
+      });
+      consumers = await realConsumers(real, openBao, temp.path(), {
+        deploymentAnnotations: { 'reloader.stakater.com/auto': 'true' },
+      });
     }, 300_000);
 
     afterAll(async () => {
@@ -54,11 +66,17 @@ if (tools === undefined || vault === undefined || installed === undefined || new
       // acts only on a change: keyroll waits out reloaderTimeout, then restarts it itself.
       const first = await bench.run([keyId], LEAK);
       expect(first.report).toMatchObject({ refreshed: 2, failed: 0 });
-      expect(first.report?.outcomes.find((candidate) => candidate.consumer.kind === 'deployment')?.restartedBy).toBeUndefined();
-      const restartedAt = (await apps.readNamespacedDeployment({ namespace: cluster.namespace, name: deployment })).spec?.template.metadata?.annotations?.[RESTARTED_AT];
+      expect(
+        first.report?.outcomes.find((candidate) => candidate.consumer.kind === 'deployment')?.restartedBy,
+      ).toBeUndefined();
+      const restartedAt = (
+        await apps.readNamespacedDeployment({ namespace: cluster.namespace, name: deployment })
+      ).spec?.template.metadata?.annotations?.[RESTARTED_AT];
       expect(restartedAt).toBeDefined();
       for (let round = 1; round <= ROTATIONS; round++) {
-        const before = new Set((await consumers.replicaSets()).map((replicaSet) => replicaSet.metadata?.name));
+        const before = new Set(
+          (await consumers.replicaSets()).map((replicaSet) => replicaSet.metadata?.name),
+        );
         const { summary, report } = await bench.run([keyId], LEAK);
         const context = `round ${String(round)}; controllers said:\n${real?.controllerOutput() ?? ''}`;
 
@@ -68,16 +86,28 @@ if (tools === undefined || vault === undefined || installed === undefined || new
         expect(await consumers.secretDigest()).toBe(stored);
 
         // Reloader's change, not keyroll's: the template carries Reloader's variable, and keyroll's restartedAt is the first run's.
-        const object = await apps.readNamespacedDeployment({ namespace: cluster.namespace, name: deployment });
+        const object = await apps.readNamespacedDeployment({
+          namespace: cluster.namespace,
+          name: deployment,
+        });
         expect(object.spec?.template.metadata?.annotations?.[RESTARTED_AT], context).toBe(restartedAt);
-        expect(object.spec?.template.spec?.containers[0]?.env?.map((env) => env.name)).toContain(reloaderEnvName(secretName));
+        expect(object.spec?.template.spec?.containers[0]?.env?.map((env) => env.name)).toContain(
+          reloaderEnvName(secretName),
+        );
 
         // Exactly one new ReplicaSet (a second restart would make two), every pod of it on the stored value.
         const after = await consumers.replicaSets();
         const created = after.filter((replicaSet) => !before.has(replicaSet.metadata?.name));
-        expect(created.map((replicaSet) => replicaSet.metadata?.name), context).toHaveLength(1);
+        expect(
+          created.map((replicaSet) => replicaSet.metadata?.name),
+          context,
+        ).toHaveLength(1);
         const fresh = created[0]?.metadata?.name ?? '';
-        expect(after.filter((replicaSet) => (replicaSet.spec?.replicas ?? 0) > 0).map((replicaSet) => replicaSet.metadata?.name)).toEqual([fresh]);
+        expect(
+          after
+            .filter((replicaSet) => (replicaSet.spec?.replicas ?? 0) > 0)
+            .map((replicaSet) => replicaSet.metadata?.name),
+        ).toEqual([fresh]);
         const pods = kubelet.podsOf(fresh);
         expect(pods).toHaveLength(REPLICAS);
         expect(pods.map((pod) => pod.values[`${secretName}/apiKey`])).toEqual(pods.map(() => stored));
@@ -87,10 +117,19 @@ if (tools === undefined || vault === undefined || installed === undefined || new
         const rotationId = summary.outcomes[0]?.rotationId ?? '';
         const outcome = report?.outcomes.find((candidate) => candidate.consumer.kind === 'deployment');
         expect(outcome).toMatchObject({ result: 'refreshed', restartedBy: 'reloader' });
-        const refreshed = bench.events('consumer.refreshed').filter((event) => event.consumerKind === 'deployment' && Array.isArray(event.rotationIds) && event.rotationIds.includes(rotationId));
+        const refreshed = bench
+          .events('consumer.refreshed')
+          .filter(
+            (event) =>
+              event.consumerKind === 'deployment' &&
+              Array.isArray(event.rotationIds) &&
+              event.rotationIds.includes(rotationId),
+          );
         expect(refreshed.map((event) => event.restartedBy)).toEqual(['reloader']);
         // The figures (no assertion): store → keyroll saw Reloader's change, store → its rollout proved.
-        console.log(`keyroll with Reloader, round ${String(round)}: store → Reloader's change seen ${String(refreshed[0]?.msToNotified)} ms, store → rollout proved ${String(refreshed[0]?.msToRefreshed)} ms`);
+        console.log(
+          `keyroll with Reloader, round ${String(round)}: store → Reloader's change seen ${String(refreshed[0]?.msToNotified)} ms, store → rollout proved ${String(refreshed[0]?.msToRefreshed)} ms`,
+        );
         expect(object.metadata?.annotations?.[RESTARTED_FOR]?.split(',') ?? []).toContain(rotationId);
       }
     }, 240_000);

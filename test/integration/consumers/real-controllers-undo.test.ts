@@ -32,7 +32,15 @@ if (tools === undefined || vault === undefined || installed === undefined || new
     let consumers: RealConsumers;
 
     beforeAll(async () => {
-      real = await startRealCluster({ kubeBinDir, tools: installed, crds: newest.crds, externalSecrets: { binary: newest.binary, vault: { address: openBao.address, token: openBao.rootToken } } });
+      real = await startRealCluster({
+        kubeBinDir,
+        tools: installed,
+        crds: newest.crds,
+        externalSecrets: {
+          binary: newest.binary,
+          vault: { address: openBao.address, token: openBao.rootToken },
+        },
+      });
       consumers = await realConsumers(real, openBao, temp.path());
     }, 300_000);
 
@@ -46,30 +54,48 @@ if (tools === undefined || vault === undefined || installed === undefined || new
       const admin = real?.admin;
       if (admin === undefined) throw new Error('no cluster');
       const apps = admin.makeApiClient(AppsV1Api);
-      for (let round = 0; round < 2; round++) expect((await bench.run([keyId], LEAK)).report).toMatchObject({ refreshed: 2, failed: 0 });
+      for (let round = 0; round < 2; round++)
+        expect((await bench.run([keyId], LEAK)).report).toMatchObject({ refreshed: 2, failed: 0 });
       const lastStore = Math.max(...bench.events('key.stored').map((event) => Date.parse(event.time)));
 
       await rolloutUndo(apps, cluster.namespace, deployment);
-      await waitFor(async () => rolledOut(await apps.readNamespacedDeployment({ namespace: cluster.namespace, name: deployment }), REPLICAS), 'the rollback rolled out', { timeoutMs: 60_000, intervalMs: 50 });
+      await waitFor(
+        async () =>
+          rolledOut(
+            await apps.readNamespacedDeployment({ namespace: cluster.namespace, name: deployment }),
+            REPLICAS,
+          ),
+        'the rollback rolled out',
+        { timeoutMs: 60_000, intervalMs: 50 },
+      );
       const undone = await apps.readNamespacedDeployment({ namespace: cluster.namespace, name: deployment });
-      const replicaSets = (await consumers.replicaSets()).map((replicaSet) => replicaSet.metadata?.name).sort();
+      const replicaSets = (await consumers.replicaSets())
+        .map((replicaSet) => replicaSet.metadata?.name)
+        .sort();
 
       // The next `keyroll run`, as execute-run does it: the run, then the restarts owed from
       // earlier runs. Its timeouts make an owed entry due 6 s after its store (sync + rollout);
       // the run starts after that, so whatever the undo brought back is due.
       const refresher = bench.refresher({ syncTimeoutMs: 1_000, rolloutTimeoutMs: 5_000 });
-      await waitFor(() => Date.now() > lastStore + 7_000, 'the owed entries due', { timeoutMs: 30_000, intervalMs: 100 });
+      await waitFor(() => Date.now() > lastStore + 7_000, 'the owed entries due', {
+        timeoutMs: 30_000,
+        intervalMs: 100,
+      });
       const { summary } = await bench.run([keyId], SCHEDULED, refresher);
       await refresher.pickUpOwed(bench.bench.policy.keys, bench.bench.audit, bench.records);
 
       expect(summary.rotated).toBe(0);
       const after = await apps.readNamespacedDeployment({ namespace: cluster.namespace, name: deployment });
-      expect(after.spec?.template.metadata?.annotations?.[RESTARTED_AT]).toBe(undone.spec?.template.metadata?.annotations?.[RESTARTED_AT]);
+      expect(after.spec?.template.metadata?.annotations?.[RESTARTED_AT]).toBe(
+        undone.spec?.template.metadata?.annotations?.[RESTARTED_AT],
+      );
       // The pod template is untouched: no restart. (The generation may move: settling the entry the
       // undo brought back removes it from the Deployment's annotations, and a Deployment's
       // generation counts annotation changes too.)
       expect(after.spec?.template).toEqual(undone.spec?.template);
-      expect((await consumers.replicaSets()).map((replicaSet) => replicaSet.metadata?.name).sort()).toEqual(replicaSets);
+      expect((await consumers.replicaSets()).map((replicaSet) => replicaSet.metadata?.name).sort()).toEqual(
+        replicaSets,
+      );
     }, 180_000);
   });
 }

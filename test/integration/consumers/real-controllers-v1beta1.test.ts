@@ -39,10 +39,22 @@ if (tools === undefined || vault === undefined || installed === undefined || crd
       consumers = await realConsumers(real, openBao, temp.path(), { apiVersion: 'v1beta1' });
       // The Secret as the release synced it before the leak, and the Deployment's pods on it.
       const core = real.admin.makeApiClient(CoreV1Api);
-      await core.createNamespacedSecret({ namespace: consumers.cluster.namespace, body: { metadata: { name: consumers.secretName }, stringData: { apiKey: 'the-value-before-the-leak' } } });
+      await core.createNamespacedSecret({
+        namespace: consumers.cluster.namespace,
+        body: {
+          metadata: { name: consumers.secretName },
+          stringData: { apiKey: 'the-value-before-the-leak' },
+        },
+      });
       const apps = real.admin.makeApiClient(AppsV1Api);
       await waitFor(
-        async () => (await apps.readNamespacedDeployment({ namespace: consumers.cluster.namespace, name: consumers.deployment })).status?.availableReplicas === REPLICAS,
+        async () =>
+          (
+            await apps.readNamespacedDeployment({
+              namespace: consumers.cluster.namespace,
+              name: consumers.deployment,
+            })
+          ).status?.availableReplicas === REPLICAS,
         'the Deployment available on the old value',
         { timeoutMs: 60_000, intervalMs: 50 },
       );
@@ -59,7 +71,9 @@ if (tools === undefined || vault === undefined || installed === undefined || crd
       if (admin === undefined) throw new Error('no cluster');
       const apps = admin.makeApiClient(AppsV1Api);
       const before = await apps.readNamespacedDeployment({ namespace: cluster.namespace, name: deployment });
-      const replicaSetsBefore = (await consumers.replicaSets()).map((replicaSet) => replicaSet.metadata?.name).sort();
+      const replicaSetsBefore = (await consumers.replicaSets())
+        .map((replicaSet) => replicaSet.metadata?.name)
+        .sort();
 
       const { summary, report } = await bench.run([keyId], LEAK);
 
@@ -68,15 +82,29 @@ if (tools === undefined || vault === undefined || installed === undefined || crd
       expect(sync?.result).toBe('failed');
       expect(sync?.errorCode).not.toBe('KR_CONSUMER_NOT_FOUND');
       // keyroll found the version served and asked that object to sync.
-      const externalSecret = (await admin.makeApiClient(CustomObjectsApi).getNamespacedCustomObject({ group: 'external-secrets.io', version: 'v1beta1', plural: 'externalsecrets', namespace: cluster.namespace, name: secretName })) as { metadata?: { annotations?: Record<string, string> } };
+      const externalSecret = (await admin.makeApiClient(CustomObjectsApi).getNamespacedCustomObject({
+        group: 'external-secrets.io',
+        version: 'v1beta1',
+        plural: 'externalsecrets',
+        namespace: cluster.namespace,
+        name: secretName,
+      })) as { metadata?: { annotations?: Record<string, string> } };
       expect(externalSecret.metadata?.annotations?.[FORCE_SYNC]).toMatch(/^\d+$/);
 
       // The Deployment: not restarted (its pods would start on the old value), not reported refreshed.
       const after = await apps.readNamespacedDeployment({ namespace: cluster.namespace, name: deployment });
-      expect(after.spec?.template.metadata?.annotations?.[RESTARTED_AT]).toBe(before.spec?.template.metadata?.annotations?.[RESTARTED_AT]);
-      expect((await consumers.replicaSets()).map((replicaSet) => replicaSet.metadata?.name).sort()).toEqual(replicaSetsBefore);
-      expect(report?.outcomes.find((outcome) => outcome.consumer.kind === 'deployment')?.result).not.toBe('refreshed');
-      expect(bench.events('consumer.refreshed').filter((event) => event.consumerKind === 'deployment')).toEqual([]);
+      expect(after.spec?.template.metadata?.annotations?.[RESTARTED_AT]).toBe(
+        before.spec?.template.metadata?.annotations?.[RESTARTED_AT],
+      );
+      expect((await consumers.replicaSets()).map((replicaSet) => replicaSet.metadata?.name).sort()).toEqual(
+        replicaSetsBefore,
+      );
+      expect(report?.outcomes.find((outcome) => outcome.consumer.kind === 'deployment')?.result).not.toBe(
+        'refreshed',
+      );
+      expect(
+        bench.events('consumer.refreshed').filter((event) => event.consumerKind === 'deployment'),
+      ).toEqual([]);
     }, 120_000);
   });
 }

@@ -54,57 +54,82 @@ if (tools === undefined || vault === undefined || installed === undefined) {
     );
   });
 
-  describe.each(installed.externalSecrets)('external-secrets $version and kube-controller-manager', ({ version, binary, crds }) => {
-    let real: RealCluster | undefined;
-    let consumers: RealConsumers;
+  describe.each(installed.externalSecrets)(
+    'external-secrets $version and kube-controller-manager',
+    ({ version, binary, crds }) => {
+      let real: RealCluster | undefined;
+      let consumers: RealConsumers;
 
-    beforeAll(async () => {
-      real = await startRealCluster({ kubeBinDir, tools: installed, crds, externalSecrets: { binary, vault: { address: openBao.address, token: openBao.rootToken } } });
-      consumers = await realConsumers(real, openBao, temp.path());
-    }, 300_000);
+      beforeAll(async () => {
+        real = await startRealCluster({
+          kubeBinDir,
+          tools: installed,
+          crds,
+          externalSecrets: { binary, vault: { address: openBao.address, token: openBao.rootToken } },
+        });
+        consumers = await realConsumers(real, openBao, temp.path());
+      }, 300_000);
 
-    afterAll(async () => {
-      await consumers.close();
-      await real?.stop();
-    });
+      afterAll(async () => {
+        await consumers.close();
+        await real?.stop();
+      });
 
-    it(`${String(ROTATIONS)} leak rotations: each force-syncs the ExternalSecret, the Secret holds the stored value, the Deployment rolls out exactly one new ReplicaSet whose every pod got that value, and keyroll reports both refreshed`, async () => {
-      const { bench, keyId, secretName, kubelet } = consumers;
-      for (let round = 1; round <= ROTATIONS; round++) {
-        const before = new Set((await consumers.replicaSets()).map((replicaSet) => replicaSet.metadata?.name));
-        const watcher = new SecretWatcher(consumers);
-        const { summary, report } = await bench.run([keyId], LEAK).finally(() => watcher.stop());
-        const context = `round ${String(round)} on external-secrets ${version}; controllers said:\n${real?.controllerOutput() ?? ''}`;
+      it(`${String(ROTATIONS)} leak rotations: each force-syncs the ExternalSecret, the Secret holds the stored value, the Deployment rolls out exactly one new ReplicaSet whose every pod got that value, and keyroll reports both refreshed`, async () => {
+        const { bench, keyId, secretName, kubelet } = consumers;
+        for (let round = 1; round <= ROTATIONS; round++) {
+          const before = new Set(
+            (await consumers.replicaSets()).map((replicaSet) => replicaSet.metadata?.name),
+          );
+          const watcher = new SecretWatcher(consumers);
+          const { summary, report } = await bench.run([keyId], LEAK).finally(() => watcher.stop());
+          const context = `round ${String(round)} on external-secrets ${version}; controllers said:\n${real?.controllerOutput() ?? ''}`;
 
-        expect(summary.rotated, context).toBe(1);
-        expect(report, context).toMatchObject({ refreshed: 2, failed: 0, deferred: 0, skipped: 0 });
-        // The Kubernetes Secret holds what keyroll stored in OpenBao: external-secrets synced on
-        // keyroll's force-sync (its refreshInterval is an hour).
-        const stored = await consumers.storedDigest();
-        expect(await consumers.secretDigest()).toBe(stored);
+          expect(summary.rotated, context).toBe(1);
+          expect(report, context).toMatchObject({ refreshed: 2, failed: 0, deferred: 0, skipped: 0 });
+          // The Kubernetes Secret holds what keyroll stored in OpenBao: external-secrets synced on
+          // keyroll's force-sync (its refreshInterval is an hour).
+          const stored = await consumers.storedDigest();
+          expect(await consumers.secretDigest()).toBe(stored);
 
-        // Exactly one new ReplicaSet, now the only one with replicas, and every pod of it started
-        // on the stored value.
-        const after = await consumers.replicaSets();
-        const created = after.filter((replicaSet) => !before.has(replicaSet.metadata?.name));
-        expect(created.map((replicaSet) => replicaSet.metadata?.name)).toHaveLength(1);
-        const fresh = created[0]?.metadata?.name ?? '';
-        expect(after.filter((replicaSet) => (replicaSet.spec?.replicas ?? 0) > 0).map((replicaSet) => replicaSet.metadata?.name)).toEqual([fresh]);
-        const pods = kubelet.podsOf(fresh);
-        expect(pods).toHaveLength(REPLICAS);
-        expect(pods.map((pod) => pod.values[`${secretName}/apiKey`])).toEqual(pods.map(() => stored));
+          // Exactly one new ReplicaSet, now the only one with replicas, and every pod of it started
+          // on the stored value.
+          const after = await consumers.replicaSets();
+          const created = after.filter((replicaSet) => !before.has(replicaSet.metadata?.name));
+          expect(created.map((replicaSet) => replicaSet.metadata?.name)).toHaveLength(1);
+          const fresh = created[0]?.metadata?.name ?? '';
+          expect(
+            after
+              .filter((replicaSet) => (replicaSet.spec?.replicas ?? 0) > 0)
+              .map((replicaSet) => replicaSet.metadata?.name),
+          ).toEqual([fresh]);
+          const pods = kubelet.podsOf(fresh);
+          expect(pods).toHaveLength(REPLICAS);
+          expect(pods.map((pod) => pod.values[`${secretName}/apiKey`])).toEqual(pods.map(() => stored));
 
-        // keyroll reports both consumers refreshed for this rotation.
-        const rotationId = summary.outcomes[0]?.rotationId ?? '';
-        const refreshed = bench.events('consumer.refreshed').filter((event) => Array.isArray(event.rotationIds) && event.rotationIds.includes(rotationId));
-        expect(refreshed.map((event) => event.consumerKind).sort()).toEqual(['deployment', 'externalSecret']);
+          // keyroll reports both consumers refreshed for this rotation.
+          const rotationId = summary.outcomes[0]?.rotationId ?? '';
+          const refreshed = bench
+            .events('consumer.refreshed')
+            .filter((event) => Array.isArray(event.rotationIds) && event.rotationIds.includes(rotationId));
+          expect(refreshed.map((event) => event.consumerKind).sort()).toEqual([
+            'deployment',
+            'externalSecret',
+          ]);
 
-        const storedAt = Date.parse(bench.events('key.stored').filter((event) => event.rotationId === rotationId)[0]?.time ?? '');
-        const secretAt = watcher.firstSeen(stored);
-        if (secretAt !== undefined && !Number.isNaN(storedAt)) {
-          figures.push({ release: version, storeToSecretMs: secretAt - storedAt, storeToPodsReadyMs: Math.max(...pods.map((pod) => pod.readyAtMs)) - storedAt });
+          const storedAt = Date.parse(
+            bench.events('key.stored').filter((event) => event.rotationId === rotationId)[0]?.time ?? '',
+          );
+          const secretAt = watcher.firstSeen(stored);
+          if (secretAt !== undefined && !Number.isNaN(storedAt)) {
+            figures.push({
+              release: version,
+              storeToSecretMs: secretAt - storedAt,
+              storeToPodsReadyMs: Math.max(...pods.map((pod) => pod.readyAtMs)) - storedAt,
+            });
+          }
         }
-      }
-    }, 240_000);
-  });
+      }, 240_000);
+    },
+  );
 }

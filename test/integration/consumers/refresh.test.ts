@@ -34,7 +34,9 @@ if (server === undefined) {
     let bench: ConsumerBench;
 
     beforeEach(async () => {
-      cluster = await consumerNamespace(kube, temp.path(), (namespace) => [{ namespace, externalSecrets: ['billing-api-key'], deployments: ['billing'] }]);
+      cluster = await consumerNamespace(kube, temp.path(), (namespace) => [
+        { namespace, externalSecrets: ['billing-api-key'], deployments: ['billing'] },
+      ]);
       await cluster.createExternalSecret('billing-api-key');
       await cluster.createDeployment('billing');
       controllers = new StandInControllers(cluster, { syncDelayMs: 150, rolloutMs: 150 });
@@ -82,7 +84,11 @@ if (server === undefined) {
 
       const refreshed = bench.events('consumer.refreshed');
       expect(refreshed.map((event) => event.consumerKind).sort()).toEqual(['deployment', 'externalSecret']);
-      expect(refreshed.every((event) => typeof event.msToRefreshed === 'number' && event.rotationIds !== undefined)).toBe(true);
+      expect(
+        refreshed.every(
+          (event) => typeof event.msToRefreshed === 'number' && event.rotationIds !== undefined,
+        ),
+      ).toBe(true);
       expect(bench.events('consumer.notified')).toHaveLength(2);
       expect(bench.bench.alerter.alerts).toEqual([]);
     });
@@ -100,13 +106,31 @@ if (server === undefined) {
       const rotationId = summary.outcomes[0]?.rotationId;
       const { spans } = otlp;
       const refresh = onlySpan(spans, 'consumer refresh');
-      expect(refresh.attributes).toMatchObject({ 'keyroll.consumers.source': 'run', 'keyroll.key.ids': ['key_demo_billing'], 'keyroll.rotation.ids': [rotationId], 'keyroll.consumers.refreshed': 2, 'keyroll.consumers.failed': 0 });
+      expect(refresh.attributes).toMatchObject({
+        'keyroll.consumers.source': 'run',
+        'keyroll.key.ids': ['key_demo_billing'],
+        'keyroll.rotation.ids': [rotationId],
+        'keyroll.consumers.refreshed': 2,
+        'keyroll.consumers.failed': 0,
+      });
       const sync = onlySpan(spans, 'externalSecret sync');
       const restart = onlySpan(spans, 'workload restart');
       expect([sync.parentSpanId, restart.parentSpanId]).toEqual([refresh.spanId, refresh.spanId]);
-      const names = { 'keyroll.consumer.namespace': cluster.namespace, 'keyroll.rotation.ids': [rotationId], 'keyroll.consumer.result': 'refreshed' };
-      expect(sync.attributes).toEqual({ ...names, 'keyroll.consumer.kind': 'externalSecret', 'keyroll.consumer.name': 'billing-api-key' });
-      expect(restart.attributes).toEqual({ ...names, 'keyroll.consumer.kind': 'deployment', 'keyroll.consumer.name': 'billing' });
+      const names = {
+        'keyroll.consumer.namespace': cluster.namespace,
+        'keyroll.rotation.ids': [rotationId],
+        'keyroll.consumer.result': 'refreshed',
+      };
+      expect(sync.attributes).toEqual({
+        ...names,
+        'keyroll.consumer.kind': 'externalSecret',
+        'keyroll.consumer.name': 'billing-api-key',
+      });
+      expect(restart.attributes).toEqual({
+        ...names,
+        'keyroll.consumer.kind': 'deployment',
+        'keyroll.consumer.name': 'billing',
+      });
       // The workload restarts once its ExternalSecret synced; the API server's requests are beneath it.
       // OpenTelemetry anchors each span's clock to Date.now() (whole milliseconds) when the span
       // starts, so two spans' instants can disagree by up to a millisecond: the restart starts
@@ -120,7 +144,12 @@ if (server === undefined) {
       const { summary } = await bench.run(['key_demo_billing'], LEAK);
       const rotationId = summary.outcomes[0]?.rotationId ?? '';
 
-      const answer = await restartWorkload(cluster.client, workloadRef('deployment', cluster.namespace, 'billing'), [rotationId], { now: () => Date.now() });
+      const answer = await restartWorkload(
+        cluster.client,
+        workloadRef('deployment', cluster.namespace, 'billing'),
+        [rotationId],
+        { now: () => Date.now() },
+      );
 
       expect(answer).toEqual({ restarted: false });
       expect(controllers.restartsOf('billing')).toHaveLength(1);
@@ -135,7 +164,9 @@ if (server === undefined) {
 
     beforeEach(async () => {
       const secrets = KEYS.map((id) => id.replace(/_/g, '-'));
-      cluster = await consumerNamespace(kube, temp.path(), (namespace) => [{ namespace, externalSecrets: secrets, deployments: ['gateway'] }]);
+      cluster = await consumerNamespace(kube, temp.path(), (namespace) => [
+        { namespace, externalSecrets: secrets, deployments: ['gateway'] },
+      ]);
       for (const name of secrets) await cluster.createExternalSecret(name);
       await cluster.createDeployment('gateway', 3);
       controllers = new StandInControllers(cluster, { syncDelayMs: 100, rolloutMs: 100 });
@@ -163,11 +194,17 @@ if (server === undefined) {
       expect(report).toMatchObject({ failed: 0, refreshed: 21 });
       const restarts = controllers.restartsOf('gateway');
       expect(restarts).toHaveLength(1);
-      const lastSync = Math.max(...KEYS.map((id) => Math.min(...(controllers.syncs.get(id.replace(/_/g, '-')) ?? [Number.NaN]))));
+      const lastSync = Math.max(
+        ...KEYS.map((id) => Math.min(...(controllers.syncs.get(id.replace(/_/g, '-')) ?? [Number.NaN]))),
+      );
       expect(restarts[0]?.atMs).toBeGreaterThan(lastSync);
       const gateway = await cluster.readWorkload('deployments', 'gateway');
-      expect(new Set(gateway.metadata?.annotations?.[RESTARTED_FOR]?.split(','))).toEqual(new Set(summary.outcomes.map((outcome) => outcome.rotationId)));
-      expect(bench.events('consumer.refreshed').filter((event) => event.consumerKind === 'deployment')).toHaveLength(1);
+      expect(new Set(gateway.metadata?.annotations?.[RESTARTED_FOR]?.split(','))).toEqual(
+        new Set(summary.outcomes.map((outcome) => outcome.rotationId)),
+      );
+      expect(
+        bench.events('consumer.refreshed').filter((event) => event.consumerKind === 'deployment'),
+      ).toHaveLength(1);
     });
   });
 }

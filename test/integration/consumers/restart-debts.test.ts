@@ -36,7 +36,9 @@ if (server === undefined) {
   });
 
   it('kubectl rollout undo brings back an owed entry keyroll already restarted for: no second restart, settled, status not owed', async () => {
-    const cluster = await consumerNamespace(kube, temp.path(), (namespace) => [{ namespace, externalSecrets: ['checkout-api-key'], deployments: ['checkout'] }]);
+    const cluster = await consumerNamespace(kube, temp.path(), (namespace) => [
+      { namespace, externalSecrets: ['checkout-api-key'], deployments: ['checkout'] },
+    ]);
     await cluster.createExternalSecret('checkout-api-key');
     await cluster.createDeployment('checkout');
     controllers = new StandInControllers(cluster, { syncDelayMs: 20, rolloutMs: 20 });
@@ -62,38 +64,69 @@ if (server === undefined) {
     expect(restartPatches).toBe(1);
     // The controller copied the entry onto the ReplicaSet the restart left behind.
     const [before] = await history.replicaSets('checkout');
-    expect(JSON.parse(before?.metadata?.annotations?.[RESTART_OWED] ?? '[]')).toEqual([expect.objectContaining({ rotationId })]);
+    expect(JSON.parse(before?.metadata?.annotations?.[RESTART_OWED] ?? '[]')).toEqual([
+      expect.objectContaining({ rotationId }),
+    ]);
 
     await history.rolloutUndo('checkout');
 
     // The undo copied it back: the Deployment claims a restart owed for the rotation it had.
-    expect(owedRestarts(await cluster.readWorkload('deployments', 'checkout')).map((entry) => entry.rotationId)).toEqual([rotationId]);
+    expect(
+      owedRestarts(await cluster.readWorkload('deployments', 'checkout')).map((entry) => entry.rotationId),
+    ).toEqual([rotationId]);
     const key = bench.bench.policy.keys[0];
     if (key === undefined) throw new Error('no key');
-    const [, workloadStatus] = await consumerStatuses(key, { lastRotatedAt: summary.outcomes[0]?.rotatedAt, lastRotationId: rotationId }, cluster.client);
+    const [, workloadStatus] = await consumerStatuses(
+      key,
+      { lastRotatedAt: summary.outcomes[0]?.rotatedAt, lastRotationId: rotationId },
+      cluster.client,
+    );
     expect(workloadStatus?.state).not.toBe('owed');
 
-    const picked = await bench.refresher(STALE_AT_ONCE, counting).pickUpOwed(bench.bench.policy.keys, bench.bench.audit, bench.records);
+    const picked = await bench
+      .refresher(STALE_AT_ONCE, counting)
+      .pickUpOwed(bench.bench.policy.keys, bench.bench.audit, bench.records);
 
     expect(picked).toBeUndefined();
     expect(restartPatches).toBe(1);
     expect(owedRestarts(await cluster.readWorkload('deployments', 'checkout'))).toEqual([]);
-    expect(bench.events('consumers.owed-settled')).toEqual([expect.objectContaining({ rotationId, keyId: 'key_demo_billing', why: 'rolled-since' })]);
+    expect(bench.events('consumers.owed-settled')).toEqual([
+      expect.objectContaining({ rotationId, keyId: 'key_demo_billing', why: 'rolled-since' }),
+    ]);
     expect(bench.events('consumers.owed-forged')).toEqual([]);
   });
 
   it("forged entries (another key's, a future store, a rotation the record does not know) sync and restart nothing, alert nothing, and are settled", async () => {
-    const cluster = await consumerNamespace(kube, temp.path(), (namespace) => [{ namespace, externalSecrets: ['checkout-api-key', 'billing-api-key'], deployments: ['checkout', 'billing'] }]);
+    const cluster = await consumerNamespace(kube, temp.path(), (namespace) => [
+      {
+        namespace,
+        externalSecrets: ['checkout-api-key', 'billing-api-key'],
+        deployments: ['checkout', 'billing'],
+      },
+    ]);
     for (const name of ['checkout-api-key', 'billing-api-key']) await cluster.createExternalSecret(name);
     for (const name of ['checkout', 'billing']) await cluster.createDeployment(name);
     controllers = new StandInControllers(cluster, { syncDelayMs: 20, rolloutMs: 20 });
     const ns = cluster.namespace;
     bench = await consumerBench(cluster.client, [
-      { id: 'key_demo_billing', consumers: [{ kind: 'externalSecret', namespace: ns, name: 'checkout-api-key' }, { kind: 'deployment', namespace: ns, name: 'checkout' }] },
-      { id: 'key_demo_search', consumers: [{ kind: 'externalSecret', namespace: ns, name: 'billing-api-key' }, { kind: 'deployment', namespace: ns, name: 'billing' }] },
+      {
+        id: 'key_demo_billing',
+        consumers: [
+          { kind: 'externalSecret', namespace: ns, name: 'checkout-api-key' },
+          { kind: 'deployment', namespace: ns, name: 'checkout' },
+        ],
+      },
+      {
+        id: 'key_demo_search',
+        consumers: [
+          { kind: 'externalSecret', namespace: ns, name: 'billing-api-key' },
+          { kind: 'deployment', namespace: ns, name: 'billing' },
+        ],
+      },
     ]);
     const { summary } = await bench.run(['key_demo_billing', 'key_demo_search'], LEAK);
-    const rotationOf = (id: string): string => summary.outcomes.find((outcome) => outcome.keyId === id)?.rotationId ?? '';
+    const rotationOf = (id: string): string =>
+      summary.outcomes.find((outcome) => outcome.keyId === id)?.rotationId ?? '';
     const checkoutRotation = rotationOf('key_demo_billing');
     const billingRotation = rotationOf('key_demo_search');
     const syncsBefore = controllers.syncs.get('billing-api-key')?.length ?? 0;
@@ -105,15 +138,37 @@ if (server === undefined) {
       // The other team's key, which does not list checkout, with its real last rotation.
       { rotationId: billingRotation, keyId: 'key_demo_search', urgent: true, storedAt: old, deferred: true },
       // checkout's own key, stored "tomorrow": a sync after it could never come.
-      { rotationId: checkoutRotation, keyId: 'key_demo_billing', urgent: true, storedAt: new Date(Date.now() + 86_400_000).toISOString(), deferred: true },
+      {
+        rotationId: checkoutRotation,
+        keyId: 'key_demo_billing',
+        urgent: true,
+        storedAt: new Date(Date.now() + 86_400_000).toISOString(),
+        deferred: true,
+      },
       // checkout's own key, a rotation its record never knew.
-      { rotationId: '00000000-0000-4000-8000-000000000000', keyId: 'key_demo_billing', urgent: true, storedAt: new Date().toISOString(), deferred: true },
+      {
+        rotationId: '00000000-0000-4000-8000-000000000000',
+        keyId: 'key_demo_billing',
+        urgent: true,
+        storedAt: new Date().toISOString(),
+        deferred: true,
+      },
     ];
-    await cluster.admin
-      .makeApiClient(CustomObjectsApi)
-      .patchNamespacedCustomObject({ group: 'apps', version: 'v1', namespace: ns, plural: 'deployments', name: 'checkout', body: { metadata: { annotations: { [RESTART_OWED]: JSON.stringify(forged) } } } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
+    await cluster.admin.makeApiClient(CustomObjectsApi).patchNamespacedCustomObject(
+      {
+        group: 'apps',
+        version: 'v1',
+        namespace: ns,
+        plural: 'deployments',
+        name: 'checkout',
+        body: { metadata: { annotations: { [RESTART_OWED]: JSON.stringify(forged) } } },
+      },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
 
-    const picked = await bench.refresher(STALE_AT_ONCE).pickUpOwed(bench.bench.policy.keys, bench.bench.audit, bench.records);
+    const picked = await bench
+      .refresher(STALE_AT_ONCE)
+      .pickUpOwed(bench.bench.policy.keys, bench.bench.audit, bench.records);
     await new Promise((resolve) => setTimeout(resolve, 100));
 
     expect(picked).toBeUndefined();

@@ -13,7 +13,14 @@
 // (refreshAfter is an hour), so every sync seen here is one keyroll asked for.
 import { createHmac, randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig, type V1CustomResourceDefinition } from '@kubernetes/client-node';
+import {
+  CoreV1Api,
+  CustomObjectsApi,
+  PatchStrategy,
+  setHeaderOptions,
+  type KubeConfig,
+  type V1CustomResourceDefinition,
+} from '@kubernetes/client-node';
 import { request } from 'undici';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
@@ -30,7 +37,11 @@ import { consumerBench, LEAK, type ConsumerBench } from './harness.ts';
 const CRD = new URL('../../fixtures/kubernetes/vaultstaticsecrets-crd-v1.4.1.yaml', import.meta.url);
 const TOKEN_ENV = 'KR_VSO_TEST_VAULT_TOKEN';
 
-type VaultStaticSecret = { metadata?: { annotations?: Record<string, string>; generation?: number }; spec?: { path?: string; destination?: { name?: string } }; status?: { secretMAC?: string; lastGeneration?: number } };
+type VaultStaticSecret = {
+  metadata?: { annotations?: Record<string, string>; generation?: number };
+  spec?: { path?: string; destination?: { name?: string } };
+  status?: { secretMAC?: string; lastGeneration?: number };
+};
 
 /** The one stand-in: Vault Secrets Operator's VaultStaticSecret controller, for one object. */
 class StandInVaultOperator {
@@ -54,23 +65,54 @@ class StandInVaultOperator {
   }
 
   async #reconcileOnChange(vault: VaultServer, namespace: string, name: string): Promise<void> {
-    const object = (await this.#objects.getNamespacedCustomObject({ ...VAULT_STATIC_SECRET, namespace, name })) as VaultStaticSecret;
+    const object = (await this.#objects.getNamespacedCustomObject({
+      ...VAULT_STATIC_SECRET,
+      namespace,
+      name,
+    })) as VaultStaticSecret;
     const trigger = JSON.stringify([object.metadata?.annotations ?? {}, object.metadata?.generation]);
     if (trigger === this.#seen) return;
     this.#seen = trigger;
-    const response = await request(`${vault.address}/v1/secret/data/${object.spec?.path ?? ''}`, { headers: { 'x-vault-token': vault.rootToken } });
+    const response = await request(`${vault.address}/v1/secret/data/${object.spec?.path ?? ''}`, {
+      headers: { 'x-vault-token': vault.rootToken },
+    });
     const body = (await response.body.json()) as { data?: { data?: Record<string, string> } };
     const data = body.data?.data;
     if (data === undefined) return;
     const mac = createHmac('sha256', this.#key).update(JSON.stringify(data)).digest('base64');
-    if (mac === object.status?.secretMAC && object.status.lastGeneration === object.metadata?.generation) return;
+    if (mac === object.status?.secretMAC && object.status.lastGeneration === object.metadata?.generation)
+      return;
     const secretName = object.spec?.destination?.name ?? name;
-    const secret = { metadata: { name: secretName }, data: Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v).toString('base64')])) };
-    await this.#core.replaceNamespacedSecret({ namespace, name: secretName, body: secret }).catch(() => this.#core.createNamespacedSecret({ namespace, body: secret }));
+    const secret = {
+      metadata: { name: secretName },
+      data: Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v).toString('base64')])),
+    };
+    await this.#core
+      .replaceNamespacedSecret({ namespace, name: secretName, body: secret })
+      .catch(() => this.#core.createNamespacedSecret({ namespace, body: secret }));
     // Counted before the status says so: keyroll may read the status before this loop goes on.
     this.syncs++;
     await this.#objects.patchNamespacedCustomObjectStatus(
-      { ...VAULT_STATIC_SECRET, namespace, name, body: { status: { secretMAC: mac, lastGeneration: object.metadata?.generation ?? 0, conditions: [{ type: 'SecretSynced', status: 'True', reason: 'Synced', message: 'Secret synced', lastTransitionTime: new Date().toISOString() }] } } },
+      {
+        ...VAULT_STATIC_SECRET,
+        namespace,
+        name,
+        body: {
+          status: {
+            secretMAC: mac,
+            lastGeneration: object.metadata?.generation ?? 0,
+            conditions: [
+              {
+                type: 'SecretSynced',
+                status: 'True',
+                reason: 'Synced',
+                message: 'Secret synced',
+                lastTransitionTime: new Date().toISOString(),
+              },
+            ],
+          },
+        },
+      },
       setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
     );
   }
@@ -101,31 +143,74 @@ if (server === undefined || vault === undefined) {
     let keyId: string;
 
     beforeAll(async () => {
-      await installCustomResourceDefinition(kube, parse(await readFile(CRD, 'utf8')) as V1CustomResourceDefinition);
+      await installCustomResourceDefinition(
+        kube,
+        parse(await readFile(CRD, 'utf8')) as V1CustomResourceDefinition,
+      );
     });
 
     async function setUp(spec: Record<string, unknown> = {}): Promise<void> {
       name = uniqueName('billing-api-key');
       keyId = uniqueName('key_demo_billing').replace(/-/g, '_');
-      cluster = await consumerNamespace(kube, temp.path(), (namespace) => [{ namespace, vaultStaticSecrets: [name] }]);
+      cluster = await consumerNamespace(kube, temp.path(), (namespace) => [
+        { namespace, vaultStaticSecrets: [name] },
+      ]);
       await cluster.admin.makeApiClient(CustomObjectsApi).createNamespacedCustomObject({
         ...VAULT_STATIC_SECRET,
         namespace: cluster.namespace,
-        body: { apiVersion: 'secrets.hashicorp.com/v1beta1', kind: 'VaultStaticSecret', metadata: { name }, spec: { type: 'kv-v2', mount: 'secret', path: `apps/${name}`, refreshAfter: '1h', destination: { name, create: true }, ...spec } },
+        body: {
+          apiVersion: 'secrets.hashicorp.com/v1beta1',
+          kind: 'VaultStaticSecret',
+          metadata: { name },
+          spec: {
+            type: 'kv-v2',
+            mount: 'secret',
+            path: `apps/${name}`,
+            refreshAfter: '1h',
+            destination: { name, create: true },
+            ...spec,
+          },
+        },
       });
-      bench = await consumerBench(cluster.client, [{ id: keyId, consumers: [{ kind: 'vaultStaticSecret', namespace: cluster.namespace, name }], overrides: { destinations: [{ backend: 'bao', target: { path: `apps/${name}`, shape: JSON_SHAPE } }] } }], {
-        policy: { backends: { bao: VaultBackendConfig.parse({ kind: 'vault', address: openBao.address, mount: 'secret', timeoutMs: 10_000, auth: { method: 'token', token: `env:${TOKEN_ENV}` } }) } },
-        runtime: { env: { [TOKEN_ENV]: openBao.rootToken } },
-      });
+      bench = await consumerBench(
+        cluster.client,
+        [
+          {
+            id: keyId,
+            consumers: [{ kind: 'vaultStaticSecret', namespace: cluster.namespace, name }],
+            overrides: {
+              destinations: [{ backend: 'bao', target: { path: `apps/${name}`, shape: JSON_SHAPE } }],
+            },
+          },
+        ],
+        {
+          policy: {
+            backends: {
+              bao: VaultBackendConfig.parse({
+                kind: 'vault',
+                address: openBao.address,
+                mount: 'secret',
+                timeoutMs: 10_000,
+                auth: { method: 'token', token: `env:${TOKEN_ENV}` },
+              }),
+            },
+          },
+          runtime: { env: { [TOKEN_ENV]: openBao.rootToken } },
+        },
+      );
     }
 
     async function storedApiKey(): Promise<string | undefined> {
-      const response = await request(`${openBao.address}/v1/secret/data/apps/${name}`, { headers: { 'x-vault-token': openBao.rootToken } });
+      const response = await request(`${openBao.address}/v1/secret/data/apps/${name}`, {
+        headers: { 'x-vault-token': openBao.rootToken },
+      });
       return ((await response.body.json()) as { data?: { data?: { apiKey?: string } } }).data?.data?.apiKey;
     }
 
     async function secretApiKey(): Promise<string | undefined> {
-      const secret = await cluster.admin.makeApiClient(CoreV1Api).readNamespacedSecret({ namespace: cluster.namespace, name });
+      const secret = await cluster.admin
+        .makeApiClient(CoreV1Api)
+        .readNamespacedSecret({ namespace: cluster.namespace, name });
       const encoded = secret.data?.apiKey;
       return encoded === undefined ? undefined : Buffer.from(encoded, 'base64').toString('utf8');
     }
@@ -151,10 +236,16 @@ if (server === undefined || vault === undefined) {
         const stored = await storedApiKey();
         expect(stored).toBeDefined();
         expect((await secretApiKey()) === stored).toBe(true);
-        const object = (await cluster.admin.makeApiClient(CustomObjectsApi).getNamespacedCustomObject({ ...VAULT_STATIC_SECRET, namespace: cluster.namespace, name })) as VaultStaticSecret;
+        const object = (await cluster.admin.makeApiClient(CustomObjectsApi).getNamespacedCustomObject({
+          ...VAULT_STATIC_SECRET,
+          namespace: cluster.namespace,
+          name,
+        })) as VaultStaticSecret;
         expect(object.metadata?.annotations?.[SYNC_REQUESTED]).toBeDefined();
         const rotationId = summary.outcomes[0]?.rotationId ?? '';
-        const refreshed = bench.events('consumer.refreshed').filter((event) => Array.isArray(event.rotationIds) && event.rotationIds.includes(rotationId));
+        const refreshed = bench
+          .events('consumer.refreshed')
+          .filter((event) => Array.isArray(event.rotationIds) && event.rotationIds.includes(rotationId));
         expect(refreshed.map((event) => event.consumerKind)).toEqual(['vaultStaticSecret']);
       }
     }, 60_000);
@@ -174,7 +265,13 @@ if (server === undefined || vault === undefined) {
       expect(report).toMatchObject({ refreshed: 0, failed: 1 });
       expect(report?.outcomes[0]?.errorCode).toBe('KR_CONSUMER_SYNC_UNPROVABLE');
       const checks = await checkConsumers(bench.bench.policy.keys, cluster.client);
-      expect(checks).toEqual([expect.objectContaining({ consumer: `vaultStaticSecret ${cluster.namespace}/${name}`, ok: false, errorCode: 'KR_CONSUMER_SYNC_UNPROVABLE' })]);
+      expect(checks).toEqual([
+        expect.objectContaining({
+          consumer: `vaultStaticSecret ${cluster.namespace}/${name}`,
+          ok: false,
+          errorCode: 'KR_CONSUMER_SYNC_UNPROVABLE',
+        }),
+      ]);
     }, 90_000);
 
     it('validate reads it live: exists, access, sync-now works, refreshAfter named as not waited for', async () => {

@@ -44,7 +44,9 @@ if (server === undefined) {
 
   /** A slot entry with refreshConsumers: always, its ExternalSecret and Deployment, rotated once already. */
   async function slotEntry(): Promise<{ cluster: ConsumerNamespace; bench: ConsumerBench }> {
-    const cluster = await consumerNamespace(kube, temp.path(), (namespace) => [{ namespace, externalSecrets: ['checkout-api-key'], deployments: ['checkout'] }]);
+    const cluster = await consumerNamespace(kube, temp.path(), (namespace) => [
+      { namespace, externalSecrets: ['checkout-api-key'], deployments: ['checkout'] },
+    ]);
     await cluster.createExternalSecret('checkout-api-key');
     await cluster.createDeployment('checkout');
     controllers = new StandInControllers(cluster, { syncDelayMs: 50, rolloutMs: 50 });
@@ -70,13 +72,24 @@ if (server === undefined) {
     it('outside the window: synced, the restart deferred and recorded on the workload', async () => {
       const { cluster, bench: b } = await slotEntry();
 
-      const { summary, report } = await b.run([ENTRY], MANUAL, b.refresher({ restartWindow: closedWindow() }));
+      const { summary, report } = await b.run(
+        [ENTRY],
+        MANUAL,
+        b.refresher({ restartWindow: closedWindow() }),
+      );
 
       expect(summary.outcomes[0]).toMatchObject({ result: 'rotated', previousActiveWorks: true });
       expect(report).toMatchObject({ refreshed: 1, deferred: 1, failed: 0 });
       expect(controllers?.restartsOf('checkout')).toHaveLength(1);
       const owed = owedRestarts(await cluster.readWorkload('deployments', 'checkout'));
-      expect(owed).toEqual([expect.objectContaining({ rotationId: summary.outcomes[0]?.rotationId, keyId: ENTRY, urgent: false, deferred: true })]);
+      expect(owed).toEqual([
+        expect.objectContaining({
+          rotationId: summary.outcomes[0]?.rotationId,
+          keyId: ENTRY,
+          urgent: false,
+          deferred: true,
+        }),
+      ]);
       const [deferred] = b.events('consumer.deferred');
       expect(deferred).toMatchObject({ consumerKind: 'deployment', name: 'checkout' });
       expect(String(deferred?.nextAction)).toMatch(/restart window \(it opens at \d{4}-/);
@@ -84,12 +97,18 @@ if (server === undefined) {
       // keyroll status: the ExternalSecret holds the new value, the workload waits for the window.
       const key = b.bench.policy.keys.find((candidate) => candidate.id === ENTRY);
       if (key === undefined) throw new Error('no entry');
-      const statuses = await consumerStatuses(key, { lastRotatedAt: summary.outcomes[0]?.rotatedAt, lastRotationId: summary.outcomes[0]?.rotationId }, cluster.client);
+      const statuses = await consumerStatuses(
+        key,
+        { lastRotatedAt: summary.outcomes[0]?.rotatedAt, lastRotationId: summary.outcomes[0]?.rotationId },
+        cluster.client,
+      );
       expect(statuses.map((status) => [status.consumer.split(' ')[0], status.state])).toEqual([
         ['externalSecret', 'current'],
         ['deployment', 'deferred'],
       ]);
-      expect(statuses[1]?.detail).toContain(`waiting for the restart window for ${ENTRY} (${String(summary.outcomes[0]?.rotationId)})`);
+      expect(statuses[1]?.detail).toContain(
+        `waiting for the restart window for ${ENTRY} (${String(summary.outcomes[0]?.rotationId)})`,
+      );
     });
 
     it('inside the window, two runners pick the owed restart up at once: the workload restarts once', async () => {
@@ -97,19 +116,37 @@ if (server === undefined) {
       const { summary } = await b.run([ENTRY], MANUAL, b.refresher({ restartWindow: closedWindow() }));
       const rotationId = summary.outcomes[0]?.rotationId ?? '';
 
-      const [first, second] = await Promise.all([b.refresher({ restartWindow: OPEN }).pickUpOwed(b.bench.policy.keys, b.bench.audit, b.records), b.refresher({ restartWindow: OPEN }).pickUpOwed(b.bench.policy.keys, b.bench.audit, b.records)]);
+      const [first, second] = await Promise.all([
+        b.refresher({ restartWindow: OPEN }).pickUpOwed(b.bench.policy.keys, b.bench.audit, b.records),
+        b.refresher({ restartWindow: OPEN }).pickUpOwed(b.bench.policy.keys, b.bench.audit, b.records),
+      ]);
 
       expect(controllers?.restartsOf('checkout')).toHaveLength(2);
-      const restartedBy = [first, second].map((report) => report?.outcomes.find((outcome) => outcome.consumer.kind === 'deployment')?.result ?? 'nothing owed');
+      const restartedBy = [first, second].map(
+        (report) =>
+          report?.outcomes.find((outcome) => outcome.consumer.kind === 'deployment')?.result ??
+          'nothing owed',
+      );
       expect(restartedBy.filter((result) => result === 'refreshed')).toHaveLength(1);
-      expect(restartedBy.filter((result) => result !== 'refreshed').every((result) => result === 'skipped' || result === 'nothing owed')).toBe(true);
+      expect(
+        restartedBy
+          .filter((result) => result !== 'refreshed')
+          .every((result) => result === 'skipped' || result === 'nothing owed'),
+      ).toBe(true);
       const checkout = await cluster.readWorkload('deployments', 'checkout');
       expect(owedRestarts(checkout)).toEqual([]);
       expect(checkout.metadata?.annotations?.[RESTARTED_FOR]?.split(',')).toContain(rotationId);
       const key = b.bench.policy.keys.find((candidate) => candidate.id === ENTRY);
       if (key === undefined) throw new Error('no entry');
-      const [, workload] = await consumerStatuses(key, { lastRotatedAt: summary.outcomes[0]?.rotatedAt, lastRotationId: rotationId }, cluster.client);
-      expect(workload).toMatchObject({ state: 'current', restartedFor: expect.arrayContaining([rotationId]) as unknown });
+      const [, workload] = await consumerStatuses(
+        key,
+        { lastRotatedAt: summary.outcomes[0]?.rotatedAt, lastRotationId: rotationId },
+        cluster.client,
+      );
+      expect(workload).toMatchObject({
+        state: 'current',
+        restartedFor: expect.arrayContaining([rotationId]) as unknown,
+      });
     });
 
     it('a leak ignores the closed window, and its restart delivers the deferred value too', async () => {
@@ -140,7 +177,9 @@ if (server === undefined) {
 
   describe('order and the cap', () => {
     it('three workloads restart in the order the policy lists them, one at a time with maxConcurrentRestarts: 1', async () => {
-      const cluster = await consumerNamespace(kube, temp.path(), (namespace) => [{ namespace, deployments: ['api', 'worker'], statefulSets: ['ledger'], daemonSets: ['agent'] }]);
+      const cluster = await consumerNamespace(kube, temp.path(), (namespace) => [
+        { namespace, deployments: ['api', 'worker'], statefulSets: ['ledger'], daemonSets: ['agent'] },
+      ]);
       await cluster.createDeployment('api');
       await cluster.createStatefulSet('ledger');
       await cluster.createDaemonSet('agent');
@@ -164,14 +203,19 @@ if (server === undefined) {
         },
       ]);
 
-      const { report } = await bench.run(['key_demo_search', 'key_demo_billing'], LEAK, bench.refresher({ maxConcurrentRestarts: 1 }));
+      const { report } = await bench.run(
+        ['key_demo_search', 'key_demo_billing'],
+        LEAK,
+        bench.refresher({ maxConcurrentRestarts: 1 }),
+      );
 
       expect(report).toMatchObject({ refreshed: 4, failed: 0 });
       const order = controllers.restarts.map((restart) => restart.name);
       expect(order).toEqual(['api', 'ledger', 'agent', 'worker']);
       const times = controllers.restarts.map((restart) => restart.atMs);
       // One at a time: each began after the one before had rolled out (300 ms).
-      for (let index = 1; index < times.length; index++) expect((times[index] ?? 0) - (times[index - 1] ?? 0)).toBeGreaterThanOrEqual(250);
+      for (let index = 1; index < times.length; index++)
+        expect((times[index] ?? 0) - (times[index - 1] ?? 0)).toBeGreaterThanOrEqual(250);
     });
   });
 }

@@ -5,7 +5,10 @@
 import { createHmac } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Secret } from '../../../src/audit/secret.ts';
-import { checkGitguardianSignature, GITGUARDIAN_MAX_SKEW_SECONDS } from '../../../src/leaks/gitguardian/signature.ts';
+import {
+  checkGitguardianSignature,
+  GITGUARDIAN_MAX_SKEW_SECONDS,
+} from '../../../src/leaks/gitguardian/signature.ts';
 import type { Daemon } from '../../../src/daemon/daemon.ts';
 import { keyYaml, policyYaml, startDaemonBench, type DaemonBench } from '../../daemon/support.ts';
 import { expectNoSecrets } from '../../support/secret-scan.ts';
@@ -38,13 +41,26 @@ function incidentEvent(action = 'incident_triggered', detector = 'keyroll_api_ke
 
 /** Signed as GitGuardian documents it, computed here independently of keyroll's code. */
 function gitguardianHeaders(body: string, timestamp: string, token = TOKEN): Record<string, string> {
-  return { timestamp, 'gitguardian-signature': `sha256=${createHmac('sha256', timestamp + token).update(body).digest('hex')}` };
+  return {
+    timestamp,
+    'gitguardian-signature': `sha256=${createHmac('sha256', timestamp + token)
+      .update(body)
+      .digest('hex')}`,
+  };
 }
 
-async function post(daemon: Daemon, payload: unknown, options: { timestamp?: string; token?: string } = {}): Promise<{ status: number; json: Record<string, unknown> }> {
+async function post(
+  daemon: Daemon,
+  payload: unknown,
+  options: { timestamp?: string; token?: string } = {},
+): Promise<{ status: number; json: Record<string, unknown> }> {
   const body = JSON.stringify(payload);
   const timestamp = options.timestamp ?? String(Math.floor(Date.now() / 1000));
-  const response = await fetch(`${daemon.url}/v1/leaks/gitguardian`, { method: 'POST', headers: { 'content-type': 'application/json', ...gitguardianHeaders(body, timestamp, options.token) }, body });
+  const response = await fetch(`${daemon.url}/v1/leaks/gitguardian`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...gitguardianHeaders(body, timestamp, options.token) },
+    body,
+  });
   return { status: response.status, json: (await response.json()) as Record<string, unknown> };
 }
 
@@ -71,12 +87,44 @@ describe('GitGuardian signature', () => {
     const body = Buffer.from('{"action":"incident_triggered"}');
     const now = 1_767_225_600;
     const headers = gitguardianHeaders(body.toString(), String(now));
-    expect(checkGitguardianSignature(new Secret(TOKEN), body, headers.timestamp, headers['gitguardian-signature'], now)).toMatchObject({ ok: true });
-    expect(checkGitguardianSignature(new Secret(TOKEN), body, headers.timestamp, headers['gitguardian-signature'], now + GITGUARDIAN_MAX_SKEW_SECONDS + 1)).toEqual({ ok: false, why: 'stale-timestamp' });
-    expect(checkGitguardianSignature(new Secret('another-token'), body, headers.timestamp, headers['gitguardian-signature'], now)).toEqual({ ok: false, why: 'bad-signature' });
+    expect(
+      checkGitguardianSignature(
+        new Secret(TOKEN),
+        body,
+        headers.timestamp,
+        headers['gitguardian-signature'],
+        now,
+      ),
+    ).toMatchObject({ ok: true });
+    expect(
+      checkGitguardianSignature(
+        new Secret(TOKEN),
+        body,
+        headers.timestamp,
+        headers['gitguardian-signature'],
+        now + GITGUARDIAN_MAX_SKEW_SECONDS + 1,
+      ),
+    ).toEqual({ ok: false, why: 'stale-timestamp' });
+    expect(
+      checkGitguardianSignature(
+        new Secret('another-token'),
+        body,
+        headers.timestamp,
+        headers['gitguardian-signature'],
+        now,
+      ),
+    ).toEqual({ ok: false, why: 'bad-signature' });
     // The timestamp is part of the key: the same body signed at another time does not verify.
     const other = gitguardianHeaders(body.toString(), String(now - 1));
-    expect(checkGitguardianSignature(new Secret(TOKEN), body, headers.timestamp, other['gitguardian-signature'], now)).toEqual({ ok: false, why: 'bad-signature' });
+    expect(
+      checkGitguardianSignature(
+        new Secret(TOKEN),
+        body,
+        headers.timestamp,
+        other['gitguardian-signature'],
+        now,
+      ),
+    ).toEqual({ ok: false, why: 'bad-signature' });
   });
 });
 
@@ -86,7 +134,9 @@ describe('POST /v1/leaks/gitguardian', () => {
     const answer = await post(daemon, incidentEvent());
     expect(answer).toMatchObject({ status: 202, json: { accepted: true, automated: 'alert-only' } });
     await daemon.idle();
-    expect(bench.events('leak.intake.unidentified')).toMatchObject([{ source: 'gitguardian', alert: 'incident 3899', detector: 'keyroll_api_key', validity: 'valid' }]);
+    expect(bench.events('leak.intake.unidentified')).toMatchObject([
+      { source: 'gitguardian', alert: 'incident 3899', detector: 'keyroll_api_key', validity: 'valid' },
+    ]);
     const alerts = bench.alerter.alerts.map((sent) => sent.alert);
     expect(alerts).toMatchObject([{ severity: 'critical', errorCode: 'KR_LEAK_VALUE_NEEDED' }]);
     expect(alerts[0]?.nextAction).toContain('https://dashboard.gitguardian.com/workspace/1/incidents/3899');
@@ -98,7 +148,9 @@ describe('POST /v1/leaks/gitguardian', () => {
 
   it('refuses a stale timestamp, a wrong token and a replay; accepts nothing twice', async () => {
     const daemon = await startWith();
-    const stale = await post(daemon, incidentEvent(), { timestamp: String(Math.floor(Date.now() / 1000) - 120) });
+    const stale = await post(daemon, incidentEvent(), {
+      timestamp: String(Math.floor(Date.now() / 1000) - 120),
+    });
     expect(stale).toMatchObject({ status: 401, json: { error: { code: 'stale-timestamp' } } });
     expect((await post(daemon, incidentEvent(), { token: 'not-the-token' })).status).toBe(401);
     const timestamp = String(Math.floor(Date.now() / 1000));
@@ -106,23 +158,38 @@ describe('POST /v1/leaks/gitguardian', () => {
     expect((await post(daemon, incidentEvent(), { timestamp })).status).toBe(409);
     await daemon.idle();
     expect(bench.events('leak.intake.accepted')).toHaveLength(1);
-    expect(bench.events('trigger.rejected').map((event) => event.why)).toEqual(['stale-timestamp', 'bad-signature', 'replay']);
+    expect(bench.events('trigger.rejected').map((event) => event.why)).toEqual([
+      'stale-timestamp',
+      'bad-signature',
+      'replay',
+    ]);
   });
 
   it('ignores incidents of detectors not listed and events that need no rotation', async () => {
     const daemon = await startWith('    detectors: [keyroll_api_key]\n');
-    expect((await post(daemon, incidentEvent('incident_triggered', 'aws_iam'))).json).toMatchObject({ ignored: true });
+    expect((await post(daemon, incidentEvent('incident_triggered', 'aws_iam'))).json).toMatchObject({
+      ignored: true,
+    });
     expect((await post(daemon, incidentEvent('incident_assigned'))).json).toMatchObject({ ignored: true });
     await daemon.idle();
-    expect(bench.events('leak.intake.ignored').map((event) => event.why)).toEqual(['detector-not-listed', 'action-not-handled']);
+    expect(bench.events('leak.intake.ignored').map((event) => event.why)).toEqual([
+      'detector-not-listed',
+      'action-not-handled',
+    ]);
     expect(bench.alerter.alerts).toEqual([]);
   });
 
   it('records no ignored event: the same signed event again is answered alike and audited once (issue 18)', async () => {
     const daemon = await startWith();
     const timestamp = String(Math.floor(Date.now() / 1000));
-    expect(await post(daemon, incidentEvent('incident_assigned'), { timestamp })).toMatchObject({ status: 202, json: { ignored: true } });
-    expect(await post(daemon, incidentEvent('incident_assigned'), { timestamp })).toMatchObject({ status: 202, json: { ignored: true } });
+    expect(await post(daemon, incidentEvent('incident_assigned'), { timestamp })).toMatchObject({
+      status: 202,
+      json: { ignored: true },
+    });
+    expect(await post(daemon, incidentEvent('incident_assigned'), { timestamp })).toMatchObject({
+      status: 202,
+      json: { ignored: true },
+    });
     await daemon.idle();
     expect(bench.events('leak.intake.ignored')).toHaveLength(1);
     expect(bench.events('trigger.rejected')).toEqual([]);
@@ -132,9 +199,14 @@ describe('POST /v1/leaks/gitguardian', () => {
     const daemon = await startWith();
     const now = Math.floor(Date.now() / 1000);
     expect((await post(daemon, incidentEvent(), { timestamp: String(now) })).status).toBe(202);
-    expect(await post(daemon, incidentEvent(), { timestamp: String(now + 1) })).toMatchObject({ status: 202, json: { ignored: true } });
+    expect(await post(daemon, incidentEvent(), { timestamp: String(now + 1) })).toMatchObject({
+      status: 202,
+      json: { ignored: true },
+    });
     await daemon.idle();
     expect(bench.alerter.alerts).toHaveLength(1);
-    expect(bench.events('leak.intake.ignored')).toEqual([expect.objectContaining({ alert: 'incident 3899', why: 'alert-already-handled' })]);
+    expect(bench.events('leak.intake.ignored')).toEqual([
+      expect.objectContaining({ alert: 'incident 3899', why: 'alert-already-handled' }),
+    ]);
   });
 });

@@ -9,7 +9,14 @@ import { createGate, keyYaml, postTrigger, type DaemonBench } from '../../daemon
 import { expectNoSecrets } from '../../support/secret-scan.ts';
 import { waitFor } from '../../support/wait-for.ts';
 import { secretScanningWebhook, type FakeGithub } from './fake-github.ts';
-import { BILLING, deliver, intakePolicy, startWithIntake, storeFirstSecret, useGithubBench } from './support.ts';
+import {
+  BILLING,
+  deliver,
+  intakePolicy,
+  startWithIntake,
+  storeFirstSecret,
+  useGithubBench,
+} from './support.ts';
 
 const benches = useGithubBench();
 let bench: DaemonBench;
@@ -20,7 +27,8 @@ beforeEach(() => {
   github = benches.github();
 });
 
-const webhook = (number: number, repo = 'billing-app') => secretScanningWebhook('created', { owner: 'octo-org', repo, number });
+const webhook = (number: number, repo = 'billing-app') =>
+  secretScanningWebhook('created', { owner: 'octo-org', repo, number });
 
 describe('POST /v1/leaks/github', () => {
   it('refuses a delivery signed with another secret before reading it (401, GitHub never called)', async () => {
@@ -33,7 +41,10 @@ describe('POST /v1/leaks/github', () => {
     expect(missing.status).toBe(401);
     await daemon.idle();
     expect(github.requests).toEqual([]);
-    expect(bench.events('trigger.rejected').map((event) => event.details)).toEqual([{ endpoint: '/v1/leaks/github' }, { endpoint: '/v1/leaks/github' }]);
+    expect(bench.events('trigger.rejected').map((event) => event.details)).toEqual([
+      { endpoint: '/v1/leaks/github' },
+      { endpoint: '/v1/leaks/github' },
+    ]);
     expect(bench.events('leak.intake.accepted')).toEqual([]);
   });
 
@@ -53,7 +64,13 @@ describe('POST /v1/leaks/github', () => {
   it('refuses a delivery it already received (409), also after a restart', async () => {
     await bench.writePolicyText(intakePolicy(bench, github));
     const first = await startWithIntake(bench, github);
-    github.addAlert({ owner: 'octo-org', repo: 'billing-app', number: 7, state: 'resolved', secret: `kmk_live_${randomBytes(30).toString('base64url')}` });
+    github.addAlert({
+      owner: 'octo-org',
+      repo: 'billing-app',
+      number: 7,
+      state: 'resolved',
+      secret: `kmk_live_${randomBytes(30).toString('base64url')}`,
+    });
     const delivery = randomUUID();
     expect((await deliver(first, webhook(7), { delivery })).status).toBe(202);
     expect((await deliver(first, webhook(7), { delivery })).status).toBe(409);
@@ -68,9 +85,14 @@ describe('POST /v1/leaks/github', () => {
   it('ignores actions that need no rotation and answers ping', async () => {
     await bench.writePolicyText(intakePolicy(bench, github));
     const daemon = await startWithIntake(bench, github);
-    const resolved = await deliver(daemon, secretScanningWebhook('resolved', { owner: 'octo-org', repo: 'billing-app', number: 3 }));
+    const resolved = await deliver(
+      daemon,
+      secretScanningWebhook('resolved', { owner: 'octo-org', repo: 'billing-app', number: 3 }),
+    );
     expect(resolved).toMatchObject({ status: 202, json: { ignored: true } });
-    expect((await deliver(daemon, { zen: 'Keep it logically awesome.' }, { event: 'ping' })).status).toBe(200);
+    expect((await deliver(daemon, { zen: 'Keep it logically awesome.' }, { event: 'ping' })).status).toBe(
+      200,
+    );
     await daemon.idle();
     expect(github.requests).toEqual([]);
   });
@@ -97,7 +119,8 @@ describe('POST /v1/leaks/github', () => {
       runtime: {
         wrapBackend: (_name: string, backend: Backend): Backend =>
           wrapBackend(backend, {
-            readSecret: (next) => (failReads ? Promise.reject(new Error('injected: destination unreadable')) : next()),
+            readSecret: (next) =>
+              failReads ? Promise.reject(new Error('injected: destination unreadable')) : next(),
           }),
       },
     });
@@ -108,7 +131,11 @@ describe('POST /v1/leaks/github', () => {
     expect((await deliver(daemon, webhook(10))).status).toBe(202);
     await waitFor(() => bench.events('leak.intake.failed').length === 1, 'leak.intake.failed');
     await daemon.idle();
-    expect(bench.alerter.alerts.some(({ alert }) => alert.step === 'leak-intake' && alert.details?.intakeStep === 'identify')).toBe(true);
+    expect(
+      bench.alerter.alerts.some(
+        ({ alert }) => alert.step === 'leak-intake' && alert.details?.intakeStep === 'identify',
+      ),
+    ).toBe(true);
     expect(github.alerts.get('octo-org/billing-app#10')?.state).toBe('open');
     expectNoSecrets([JSON.stringify(bench.audit.lines)], [foreign]);
   });
@@ -122,7 +149,11 @@ describe('POST /v1/leaks/github', () => {
     await waitFor(() => bench.events('leak.intake.alert_only').length === 1, 'leak.intake.alert_only');
     await daemon.idle();
     expect(await bench.storedSecret(BILLING)).toBe(leaked);
-    expect(bench.alerter.alerts.map((sent) => sent.alert).filter((alert) => alert.errorCode === 'KR_LEAK_ALERT_ONLY')).toMatchObject([{ severity: 'critical', keyId: BILLING }]);
+    expect(
+      bench.alerter.alerts
+        .map((sent) => sent.alert)
+        .filter((alert) => alert.errorCode === 'KR_LEAK_ALERT_ONLY'),
+    ).toMatchObject([{ severity: 'critical', keyId: BILLING }]);
     expect(github.alerts.get('octo-org/billing-app#11')?.state).toBe('open');
   });
 
@@ -151,13 +182,20 @@ describe('POST /v1/leaks/github', () => {
     expect((await deliver(daemon, webhook(5, 'billing-docs'))).status).toBe(202);
     await waitFor(() => bench.events('leak.intake.coalesced').length === 1, 'leak.intake.coalesced');
     gate.open();
-    const [first, second] = await Promise.all([github.patched('octo-org', 'billing-app', 21), github.patched('octo-org', 'billing-docs', 5)]);
+    const [first, second] = await Promise.all([
+      github.patched('octo-org', 'billing-app', 21),
+      github.patched('octo-org', 'billing-docs', 5),
+    ]);
     await daemon.idle();
     const leakRolls = bench.events('key.rolled').filter((event) => event.reason === 'leak');
     expect(leakRolls).toHaveLength(1);
     const rotationId = leakRolls[0]?.rotationId as string;
-    expect((JSON.parse(first.body) as { resolution_comment: string }).resolution_comment).toContain(rotationId);
-    expect((JSON.parse(second.body) as { resolution_comment: string }).resolution_comment).toContain(rotationId);
+    expect((JSON.parse(first.body) as { resolution_comment: string }).resolution_comment).toContain(
+      rotationId,
+    );
+    expect((JSON.parse(second.body) as { resolution_comment: string }).resolution_comment).toContain(
+      rotationId,
+    );
     expect(bench.emulator.state.isLiveSecret(BILLING, leaked)).toBe(false);
   });
 
@@ -173,7 +211,11 @@ describe('POST /v1/leaks/github', () => {
     const patch = await github.patched('octo-org', 'billing-app', 31);
     await daemon.idle();
     expect(bench.emulator.state.rollCount(BILLING)).toBe(rolls);
-    expect(bench.events('leak.proven-dead')).toEqual([expect.objectContaining({ keyId: BILLING, status: 401 })]);
-    expect((JSON.parse(patch.body) as { resolution_comment: string }).resolution_comment).toContain('already rotated away');
+    expect(bench.events('leak.proven-dead')).toEqual([
+      expect.objectContaining({ keyId: BILLING, status: 401 }),
+    ]);
+    expect((JSON.parse(patch.body) as { resolution_comment: string }).resolution_comment).toContain(
+      'already rotated away',
+    );
   });
 });

@@ -24,8 +24,16 @@ import addFormatsModule from 'ajv-formats';
 const EXTRACT = new URL('../../fixtures/github/secret-scanning.json', import.meta.url);
 
 interface GithubExtract {
-  components: { schemas: Record<string, unknown>; examples: Record<string, { value: Record<string, unknown> }> };
-  webhookExamples: { code_scanning_alert: { repository: Record<string, unknown> & { owner: Record<string, unknown> }; sender: unknown } };
+  components: {
+    schemas: Record<string, unknown>;
+    examples: Record<string, { value: Record<string, unknown> }>;
+  };
+  webhookExamples: {
+    code_scanning_alert: {
+      repository: Record<string, unknown> & { owner: Record<string, unknown> };
+      sender: unknown;
+    };
+  };
 }
 
 let spec: GithubExtract | undefined;
@@ -41,13 +49,19 @@ function githubExtract(): GithubExtract {
 export function githubSchema(name: string): ValidateFunction {
   const cached = validators.get(name);
   if (cached) return cached;
-  if (!(name in githubExtract().components.schemas)) throw new Error(`${name} is not in the GitHub schema extract: add it to SCHEMA_ROOTS in scripts/refresh-github-schema.ts and run it`);
+  if (!(name in githubExtract().components.schemas))
+    throw new Error(
+      `${name} is not in the GitHub schema extract: add it to SCHEMA_ROOTS in scripts/refresh-github-schema.ts and run it`,
+    );
   if (ajv === undefined) {
     ajv = new Ajv({ strict: false, allErrors: true });
     const addFormats = addFormatsModule as unknown as (instance: Ajv) => Ajv;
     addFormats(ajv);
     // Only the component schemas: the refs inside are `#/components/schemas/...` of this document.
-    ajv.addSchema({ components: { schemas: nullableEnums(structuredClone(githubExtract().components.schemas)) } }, 'github');
+    ajv.addSchema(
+      { components: { schemas: nullableEnums(structuredClone(githubExtract().components.schemas)) } },
+      'github',
+    );
   }
   const validate = ajv.compile({ $ref: `github#/components/schemas/${name}` });
   validators.set(name, validate);
@@ -65,7 +79,8 @@ function nullableEnums<T>(node: T): T {
   } else if (typeof node === 'object' && node !== null) {
     const record = node as Record<string, unknown>;
     for (const value of Object.values(record)) nullableEnums(value);
-    if (record.nullable === true && Array.isArray(record.enum) && !record.enum.includes(null)) record.enum.push(null);
+    if (record.nullable === true && Array.isArray(record.enum) && !record.enum.includes(null))
+      record.enum.push(null);
     if (record.nullable === true && record.type === undefined) {
       // ajv reads `nullable` only beside `type` (e.g. a nullable allOf): the same meaning as anyOf null.
       const { nullable: _nullable, ...inner } = record;
@@ -77,14 +92,20 @@ function nullableEnums<T>(node: T): T {
 }
 
 export function schemaErrors(validate: ValidateFunction, value: unknown): string[] {
-  return validate(value) ? [] : (validate.errors ?? []).map((error) => `${error.instancePath} ${error.message ?? ''}`);
+  return validate(value)
+    ? []
+    : (validate.errors ?? []).map((error) => `${error.instancePath} ${error.message ?? ''}`);
 }
 
 /** A secret_scanning_alert webhook payload for `action`, checked against GitHub's webhook schema. */
-export function secretScanningWebhook(action: 'created' | 'reopened' | 'publicly_leaked' | 'validated' | 'resolved', options: { number: number; owner: string; repo: string }): Record<string, unknown> {
+export function secretScanningWebhook(
+  action: 'created' | 'reopened' | 'publicly_leaked' | 'validated' | 'resolved',
+  options: { number: number; owner: string; repo: string },
+): Record<string, unknown> {
   const codeScanning = githubExtract().webhookExamples.code_scanning_alert;
   const restAlert = structuredClone(githubExtract().components.examples['secret-scanning-alert-open']?.value);
-  if (restAlert === undefined) throw new Error('no secret-scanning-alert-open example in the GitHub schema extract');
+  if (restAlert === undefined)
+    throw new Error('no secret-scanning-alert-open example in the GitHub schema extract');
   const { secret: _secret, metadata: _metadata, ...alert } = restAlert;
   const repository = structuredClone(codeScanning.repository);
   repository.name = options.repo;
@@ -103,8 +124,12 @@ export function secretScanningWebhook(action: 'created' | 'reopened' | 'publicly
     repository,
     sender: codeScanning.sender,
   };
-  const errors = schemaErrors(githubSchema(`webhook-secret-scanning-alert-${action.replace('_', '-')}`), payload);
-  if (errors.length > 0) throw new Error(`the webhook payload does not match GitHub's schema: ${errors.join('; ')}`);
+  const errors = schemaErrors(
+    githubSchema(`webhook-secret-scanning-alert-${action.replace('_', '-')}`),
+    payload,
+  );
+  if (errors.length > 0)
+    throw new Error(`the webhook payload does not match GitHub's schema: ${errors.join('; ')}`);
   return payload;
 }
 
@@ -165,11 +190,21 @@ export async function startFakeGithub(): Promise<FakeGithub> {
   const waiters = new Map<string, (request: ReceivedRequest) => void>();
   const patchedRequests = new Map<string, ReceivedRequest>();
   const rate: FakeRateLimit = { limit: 5000, remaining: 5000, reset: Math.floor(Date.now() / 1000) + 3600 };
-  const state = { pageSize: 100, limited: 0, limitAnswer: { status: 429 as 403 | 429, retryAfterSeconds: undefined as number | undefined }, lists: 0 };
+  const state = {
+    pageSize: 100,
+    limited: 0,
+    limitAnswer: { status: 429 as 403 | 429, retryAfterSeconds: undefined as number | undefined },
+    lists: 0,
+  };
   const listWaiters: { count: number; resolve: () => void }[] = [];
   const rateHeaders = (spent: boolean): Record<string, string> => {
     if (spent) rate.remaining = Math.max(0, rate.remaining - 1);
-    return { 'x-ratelimit-limit': String(rate.limit), 'x-ratelimit-remaining': String(rate.remaining), 'x-ratelimit-reset': String(rate.reset), 'x-ratelimit-resource': 'core' };
+    return {
+      'x-ratelimit-limit': String(rate.limit),
+      'x-ratelimit-remaining': String(rate.remaining),
+      'x-ratelimit-reset': String(rate.reset),
+      'x-ratelimit-resource': 'core',
+    };
   };
   const countList = (): void => {
     state.lists++;
@@ -182,17 +217,29 @@ export async function startFakeGithub(): Promise<FakeGithub> {
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
-      const received: ReceivedRequest = { method: request.method ?? '', url: request.url ?? '', headers: request.headers, body: Buffer.concat(chunks).toString('utf8') };
+      const received: ReceivedRequest = {
+        method: request.method ?? '',
+        url: request.url ?? '',
+        headers: request.headers,
+        body: Buffer.concat(chunks).toString('utf8'),
+      };
       requests.push(received);
       const send = (status: number, body: unknown, extra: Record<string, string> = {}): void => {
-        response.writeHead(status, { 'content-type': 'application/json; charset=utf-8', ...rateHeaders(true), ...extra });
+        response.writeHead(status, {
+          'content-type': 'application/json; charset=utf-8',
+          ...rateHeaders(true),
+          ...extra,
+        });
         response.end(JSON.stringify(body));
       };
       if (request.headers.authorization !== `Bearer ${TOKEN}`) {
         send(401, { message: 'Bad credentials', documentation_url: 'https://docs.github.com/rest' });
         return;
       }
-      const list = /^\/(?:orgs\/([^/]+)|repos\/([^/]+)\/([^/]+)|enterprises\/([^/]+))\/secret-scanning\/alerts(\?.*)?$/.exec(received.url);
+      const list =
+        /^\/(?:orgs\/([^/]+)|repos\/([^/]+)\/([^/]+)|enterprises\/([^/]+))\/secret-scanning\/alerts(\?.*)?$/.exec(
+          received.url,
+        );
       if (list && received.method === 'GET') {
         answerList(received, response, { org: list[1], owner: list[2], repo: list[3] });
         countList();
@@ -206,9 +253,14 @@ export async function startFakeGithub(): Promise<FakeGithub> {
         return;
       }
       if (received.method === 'PATCH') {
-        const body = JSON.parse(received.body) as { state?: 'open' | 'resolved'; resolution?: string; resolution_comment?: string };
+        const body = JSON.parse(received.body) as {
+          state?: 'open' | 'resolved';
+          resolution?: string;
+          resolution_comment?: string;
+        };
         const problems = schemaErrors(githubSchema('secret-scanning-alert-state'), body.state);
-        if (body.resolution !== undefined) problems.push(...schemaErrors(githubSchema('secret-scanning-alert-resolution'), body.resolution));
+        if (body.resolution !== undefined)
+          problems.push(...schemaErrors(githubSchema('secret-scanning-alert-resolution'), body.resolution));
         schemaProblems.push(...problems.map((p) => `PATCH body: ${p}`));
         if (body.state === 'resolved' && body.resolution === undefined) {
           send(422, { message: 'resolution is required when state is resolved' });
@@ -222,7 +274,11 @@ export async function startFakeGithub(): Promise<FakeGithub> {
         return;
       }
       const answer = restAlert(alert, received.method === 'GET');
-      schemaProblems.push(...schemaErrors(githubSchema('secret-scanning-alert-with-metadata'), answer).map((p) => `${received.method} answer: ${p}`));
+      schemaProblems.push(
+        ...schemaErrors(githubSchema('secret-scanning-alert-with-metadata'), answer).map(
+          (p) => `${received.method} answer: ${p}`,
+        ),
+      );
       send(200, answer);
       if (received.method === 'PATCH') {
         patchedRequests.set(id, received);
@@ -232,12 +288,26 @@ export async function startFakeGithub(): Promise<FakeGithub> {
   });
   /** GET .../secret-scanning/alerts: open alerts of the secret types asked, one page by cursor. */
   // An enterprise's list is every alert here: the fake has one enterprise.
-  function answerList(received: ReceivedRequest, res: ServerResponse, scope: { org?: string | undefined; owner?: string | undefined; repo?: string | undefined }): void {
+  function answerList(
+    received: ReceivedRequest,
+    res: ServerResponse,
+    scope: { org?: string | undefined; owner?: string | undefined; repo?: string | undefined },
+  ): void {
     if (state.limited > 0) {
       state.limited--;
       const retry = state.limitAnswer.retryAfterSeconds;
-      res.writeHead(state.limitAnswer.status, { 'content-type': 'application/json; charset=utf-8', ...rateHeaders(true), ...(retry === undefined ? {} : { 'retry-after': String(retry) }) });
-      res.end(JSON.stringify({ message: 'You have exceeded a secondary rate limit. Please wait a few minutes before you try again.', documentation_url: 'https://docs.github.com/rest' }));
+      res.writeHead(state.limitAnswer.status, {
+        'content-type': 'application/json; charset=utf-8',
+        ...rateHeaders(true),
+        ...(retry === undefined ? {} : { 'retry-after': String(retry) }),
+      });
+      res.end(
+        JSON.stringify({
+          message:
+            'You have exceeded a secondary rate limit. Please wait a few minutes before you try again.',
+          documentation_url: 'https://docs.github.com/rest',
+        }),
+      );
       return;
     }
     const url = new URL(received.url, 'http://fake');
@@ -247,14 +317,30 @@ export async function startFakeGithub(): Promise<FakeGithub> {
     const perPage = Math.min(Number(url.searchParams.get('per_page') ?? '30'), 100, state.pageSize);
     const after = url.searchParams.get('after') ?? '';
     const matching = [...alerts.values()]
-      .filter((alert) => (scope.org === undefined || alert.owner === scope.org) && (scope.owner === undefined || (alert.owner === scope.owner && alert.repo === scope.repo)))
-      .filter((alert) => (wantedState === null || alert.state === wantedState) && (types.length === 0 || types.includes(alert.secretType ?? 'keyroll_api_key')))
-      .sort((a, b) => `${a.owner}/${a.repo}#${String(a.number).padStart(9, '0')}`.localeCompare(`${b.owner}/${b.repo}#${String(b.number).padStart(9, '0')}`));
+      .filter(
+        (alert) =>
+          (scope.org === undefined || alert.owner === scope.org) &&
+          (scope.owner === undefined || (alert.owner === scope.owner && alert.repo === scope.repo)),
+      )
+      .filter(
+        (alert) =>
+          (wantedState === null || alert.state === wantedState) &&
+          (types.length === 0 || types.includes(alert.secretType ?? 'keyroll_api_key')),
+      )
+      .sort((a, b) =>
+        `${a.owner}/${a.repo}#${String(a.number).padStart(9, '0')}`.localeCompare(
+          `${b.owner}/${b.repo}#${String(b.number).padStart(9, '0')}`,
+        ),
+      );
     const start = after === '' ? 0 : Number(Buffer.from(after, 'base64url').toString('utf8'));
     const page = matching.slice(start, start + perPage);
     const items = page.map((alert) => {
       const item = restAlert(alert, !hide);
-      schemaProblems.push(...schemaErrors(githubSchema('secret-scanning-alert-with-metadata'), item).map((p) => `list item: ${p}`));
+      schemaProblems.push(
+        ...schemaErrors(githubSchema('secret-scanning-alert-with-metadata'), item).map(
+          (p) => `list item: ${p}`,
+        ),
+      );
       return scope.owner === undefined ? { ...item, repository: listRepository(alert) } : item;
     });
     const body = JSON.stringify(items);
@@ -295,7 +381,10 @@ export async function startFakeGithub(): Promise<FakeGithub> {
       state.limited = count;
       state.limitAnswer = { status: answer.status, retryAfterSeconds: answer.retryAfterSeconds };
     },
-    listed: (count) => (state.lists >= count ? Promise.resolve() : new Promise<void>((resolve) => listWaiters.push({ count, resolve }))),
+    listed: (count) =>
+      state.lists >= count
+        ? Promise.resolve()
+        : new Promise<void>((resolve) => listWaiters.push({ count, resolve })),
     addAlert: (alert) => alerts.set(`${alert.owner}/${alert.repo}#${alert.number}`, alert),
     patched: (owner, repo, number) => {
       const id = `${owner}/${repo}#${number}`;
@@ -315,7 +404,9 @@ export async function startFakeGithub(): Promise<FakeGithub> {
 
 /** GitHub's REST shape of an alert (the OpenAPI example, made to describe `alert`). */
 function restAlert(alert: FakeAlert, withSecret: boolean): Record<string, unknown> {
-  const example = structuredClone(githubExtract().components.examples['secret-scanning-alert-open']?.value ?? {});
+  const example = structuredClone(
+    githubExtract().components.examples['secret-scanning-alert-open']?.value ?? {},
+  );
   const base = `https://api.github.com/repos/${alert.owner}/${alert.repo}/secret-scanning/alerts/${alert.number}`;
   const resolved = alert.state === 'resolved';
   const { secret: _secret, ...withoutSecret } = example;

@@ -9,7 +9,15 @@ import { createGate, type DaemonBench } from '../../daemon/support.ts';
 import { wrapBackend } from '../../rotation/harness.ts';
 import { expectNoSecrets } from '../../support/secret-scan.ts';
 import { secretScanningWebhook, type FakeGithub } from './fake-github.ts';
-import { BILLING, deliver, GITHUB_WEBHOOK_SECRET, intakePolicy, startWithIntake, storeFirstSecret, useGithubBench } from './support.ts';
+import {
+  BILLING,
+  deliver,
+  GITHUB_WEBHOOK_SECRET,
+  intakePolicy,
+  startWithIntake,
+  storeFirstSecret,
+  useGithubBench,
+} from './support.ts';
 
 const benches = useGithubBench();
 let bench: DaemonBench;
@@ -20,8 +28,10 @@ beforeEach(() => {
   github = benches.github();
 });
 
-const webhook = (number: number, repo: string) => secretScanningWebhook('created', { owner: 'octo-org', repo, number });
-const comment = (body: string): string => (JSON.parse(body) as { resolution_comment: string }).resolution_comment;
+const webhook = (number: number, repo: string) =>
+  secretScanningWebhook('created', { owner: 'octo-org', repo, number });
+const comment = (body: string): string =>
+  (JSON.parse(body) as { resolution_comment: string }).resolution_comment;
 
 /** Neither value (nor the webhook secret or GitHub token) in any audit line, alert or request to GitHub. */
 function expectNothingLeaked(values: string[]): void {
@@ -86,16 +96,33 @@ describe('one roll per leaked value, whatever the number of alerts', () => {
 
     // Both alerts proven dead on their own and resolved naming the one rotation.
     expect(bench.events('leak.proven-dead')).toEqual([
-      expect.objectContaining({ keyId: BILLING, status: 401, rotationId, actor: 'github:octo-org/billing-app#21' }),
-      expect.objectContaining({ keyId: BILLING, status: 401, rotationId, actor: 'github:octo-org/billing-docs#5' }),
+      expect.objectContaining({
+        keyId: BILLING,
+        status: 401,
+        rotationId,
+        actor: 'github:octo-org/billing-app#21',
+      }),
+      expect.objectContaining({
+        keyId: BILLING,
+        status: 401,
+        rotationId,
+        actor: 'github:octo-org/billing-docs#5',
+      }),
     ]);
-    expect(bench.events('leak.intake.coalesced')).toEqual([expect.objectContaining({ alert: 'octo-org/billing-docs#5', rotationId })]);
+    expect(bench.events('leak.intake.coalesced')).toEqual([
+      expect.objectContaining({ alert: 'octo-org/billing-docs#5', rotationId }),
+    ]);
     expect(comment(first.body)).toContain(rotationId);
     expect(comment(second.body)).toContain(rotationId);
     expect(github.alerts.get('octo-org/billing-app#21')?.state).toBe('resolved');
     expect(github.alerts.get('octo-org/billing-docs#5')?.state).toBe('resolved');
-    expect(bench.events('leak.intake.resolved').map((event) => event.alert)).toEqual(['octo-org/billing-app#21', 'octo-org/billing-docs#5']);
-    expect(bench.alerter.alerts.filter(({ alert }) => alert.severity === 'critical' || alert.severity === 'error')).toEqual([]);
+    expect(bench.events('leak.intake.resolved').map((event) => event.alert)).toEqual([
+      'octo-org/billing-app#21',
+      'octo-org/billing-docs#5',
+    ]);
+    expect(
+      bench.alerter.alerts.filter(({ alert }) => alert.severity === 'critical' || alert.severity === 'error'),
+    ).toEqual([]);
     expectNothingLeaked([leaked, fresh]);
   });
 
@@ -141,8 +168,12 @@ describe('one roll per leaked value, whatever the number of alerts', () => {
     await daemon.idle();
 
     expect(bench.emulator.state.rollCount(BILLING)).toBe(rolls);
-    expect(bench.events('leak.identified')).toEqual([expect.objectContaining({ keyId: BILLING, which: 'current' })]);
-    expect(bench.events('leak.proven-dead')).toEqual([expect.objectContaining({ keyId: BILLING, status: 401 })]);
+    expect(bench.events('leak.identified')).toEqual([
+      expect.objectContaining({ keyId: BILLING, which: 'current' }),
+    ]);
+    expect(bench.events('leak.proven-dead')).toEqual([
+      expect.objectContaining({ keyId: BILLING, status: 401 }),
+    ]);
     expect(comment(patch.body)).toContain('already rotated away');
     expect(github.alerts.get('octo-org/billing-app#21')?.state).toBe('resolved');
     expectNothingLeaked([leaked]);

@@ -11,7 +11,12 @@ function budgetAt(now: { ms: number }): GithubRateBudget {
   return new GithubRateBudget(() => now.ms);
 }
 
-const headers = (remaining: number, extra: Record<string, string> = {}): Record<string, string> => ({ 'x-ratelimit-limit': '5000', 'x-ratelimit-remaining': String(remaining), 'x-ratelimit-reset': String(RESET_S), ...extra });
+const headers = (remaining: number, extra: Record<string, string> = {}): Record<string, string> => ({
+  'x-ratelimit-limit': '5000',
+  'x-ratelimit-remaining': String(remaining),
+  'x-ratelimit-reset': String(RESET_S),
+  ...extra,
+});
 
 describe('GithubRateBudget', () => {
   it('lets the reconcile go before any answer, and while more than the reserve (10% of the limit) remains', () => {
@@ -20,7 +25,12 @@ describe('GithubRateBudget', () => {
     budget.observe({ status: 200, headers: headers(502) });
     expect(budget.reserve()).toBe(500);
     expect(budget.deferral(2)).toBeUndefined();
-    expect(budget.deferral(3)).toEqual({ why: 'reserve', untilMs: RESET_S * 1000, remaining: 502, reserve: 500 });
+    expect(budget.deferral(3)).toEqual({
+      why: 'reserve',
+      untilMs: RESET_S * 1000,
+      remaining: 502,
+      reserve: 500,
+    });
   });
 
   it('keeps at least MIN_RESERVE for a small limit, and forgets the count once the window resets', () => {

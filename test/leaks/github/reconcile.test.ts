@@ -7,7 +7,14 @@ import type { DaemonBench } from '../../daemon/support.ts';
 import { keyYaml, postTrigger } from '../../daemon/support.ts';
 import { expectNoSecrets } from '../../support/secret-scan.ts';
 import { secretScanningWebhook, type FakeGithub } from './fake-github.ts';
-import { BILLING, deliver, intakePolicy, startWithIntake, storeFirstSecret, useGithubBench } from './support.ts';
+import {
+  BILLING,
+  deliver,
+  intakePolicy,
+  startWithIntake,
+  storeFirstSecret,
+  useGithubBench,
+} from './support.ts';
 
 const benches = useGithubBench();
 let bench: DaemonBench;
@@ -24,7 +31,10 @@ const RECONCILE = (interval = '1h'): string => `    organizations: [octo-org]
     reconcileInterval: ${interval}
 `;
 
-const listRequests = (): string[] => github.requests.filter((r) => r.method === 'GET' && /\/secret-scanning\/alerts\?/.test(r.url)).map((r) => r.url);
+const listRequests = (): string[] =>
+  github.requests
+    .filter((r) => r.method === 'GET' && /\/secret-scanning\/alerts\?/.test(r.url))
+    .map((r) => r.url);
 
 /** A daemon without the reconcile stores the key's first secret, and stops: what leaks next, no delivery brings. */
 async function storeWhileNoReconcile(): Promise<string> {
@@ -41,7 +51,11 @@ async function startReconciling(interval?: string): Promise<Daemon> {
 }
 
 function expectNoLeak(values: string[]): void {
-  const outputs = [...bench.audit.lines, ...bench.alerter.alerts.map((alert) => JSON.stringify(alert)), ...github.requests.map((request) => JSON.stringify(request))];
+  const outputs = [
+    ...bench.audit.lines,
+    ...bench.alerter.alerts.map((alert) => JSON.stringify(alert)),
+    ...github.requests.map((request) => JSON.stringify(request)),
+  ];
   expectNoSecrets(outputs, values);
 }
 
@@ -62,14 +76,29 @@ describe('GitHub reconcile: an alert no delivery brought', () => {
     expect(succeeded[0]).toMatchObject({ keyId: BILLING, actor: 'github:octo-org/billing-app#42' });
     expect(JSON.parse(patch.body)).toMatchObject({ state: 'resolved', resolution: 'revoked' });
     expect(github.alerts.get('octo-org/billing-app#42')?.state).toBe('resolved');
-    expect(bench.events('leak.reconcile.found')).toEqual([expect.objectContaining({ source: 'github', alert: 'octo-org/billing-app#42', secretType: 'keyroll_api_key' })]);
-    expect(bench.events('leak.intake.resolved')[0]).toMatchObject({ alert: 'octo-org/billing-app#42', keys: [{ keyId: BILLING, result: 'rotated' }] });
+    expect(bench.events('leak.reconcile.found')).toEqual([
+      expect.objectContaining({
+        source: 'github',
+        alert: 'octo-org/billing-app#42',
+        secretType: 'keyroll_api_key',
+      }),
+    ]);
+    expect(bench.events('leak.intake.resolved')[0]).toMatchObject({
+      alert: 'octo-org/billing-app#42',
+      keys: [{ keyId: BILLING, result: 'rotated' }],
+    });
 
     // The list is filtered and asks for no secret; only the single alert's fetch carries one.
     const [list] = listRequests();
     const query = new URL(list ?? '', github.url).searchParams;
     expect(list?.startsWith('/orgs/octo-org/secret-scanning/alerts?')).toBe(true);
-    expect(Object.fromEntries(query)).toEqual({ state: 'open', secret_type: 'keyroll_api_key', per_page: '100', hide_secret: 'true', after: '' });
+    expect(Object.fromEntries(query)).toEqual({
+      state: 'open',
+      secret_type: 'keyroll_api_key',
+      per_page: '100',
+      hide_secret: 'true',
+      after: '',
+    });
     expect(github.schemaProblems).toEqual([]);
     expectNoLeak([leaked, await bench.storedSecret(BILLING)]);
   });
@@ -95,7 +124,14 @@ describe('GitHub reconcile: an alert no delivery brought', () => {
 describe('GitHub reconcile: what costs no roll', () => {
   it('a resolved alert is not listed and not fetched', async () => {
     const leaked = await storeWhileNoReconcile();
-    github.addAlert({ owner: 'octo-org', repo: 'billing-app', number: 5, state: 'resolved', secret: leaked, resolution: 'revoked' });
+    github.addAlert({
+      owner: 'octo-org',
+      repo: 'billing-app',
+      number: 5,
+      state: 'resolved',
+      secret: leaked,
+      resolution: 'revoked',
+    });
     const rollsBefore = bench.emulator.state.rollCount(BILLING);
 
     const daemon = await startReconciling();
@@ -111,7 +147,9 @@ describe('GitHub reconcile: what costs no roll', () => {
     await bench.writePolicyText(intakePolicy(bench, github, KEYS));
     const between = await startWithIntake(bench, github);
     // compromise: past the policy's minimum interval, like a responder's rotation.
-    const answer = await postTrigger(between, { body: JSON.stringify({ keys: [BILLING], reason: 'compromise' }) });
+    const answer = await postTrigger(between, {
+      body: JSON.stringify({ keys: [BILLING], reason: 'compromise' }),
+    });
     expect(answer.status).toBe(202);
     await between.idle();
     await between.shutdown();
@@ -123,7 +161,10 @@ describe('GitHub reconcile: what costs no roll', () => {
     await github.patched('octo-org', 'billing-app', 6);
     await daemon.idle();
     expect(bench.emulator.state.rollCount(BILLING)).toBe(rollsBefore);
-    expect(bench.events('leak.intake.resolved')[0]).toMatchObject({ alert: 'octo-org/billing-app#6', keys: [{ keyId: BILLING, result: 'already-dead' }] });
+    expect(bench.events('leak.intake.resolved')[0]).toMatchObject({
+      alert: 'octo-org/billing-app#6',
+      keys: [{ keyId: BILLING, result: 'already-dead' }],
+    });
     expectNoLeak([leaked]);
   });
 });
@@ -132,9 +173,17 @@ describe('GitHub reconcile: listing', () => {
   it('follows the cursor over several pages and rolls the key once for every alert of its value', async () => {
     const leaked = await storeWhileNoReconcile();
     github.pageSize = 2;
-    for (const number of [1, 2, 3, 4, 5]) github.addAlert({ owner: 'octo-org', repo: `app-${number}`, number, state: 'open', secret: leaked });
+    for (const number of [1, 2, 3, 4, 5])
+      github.addAlert({ owner: 'octo-org', repo: `app-${number}`, number, state: 'open', secret: leaked });
     // Another secret type in the organization: not keyroll's, never listed.
-    github.addAlert({ owner: 'octo-org', repo: 'infra', number: 9, state: 'open', secret: 'AKIAIOSFODNN7EXAMPLE', secretType: 'aws_access_key_id' });
+    github.addAlert({
+      owner: 'octo-org',
+      repo: 'infra',
+      number: 9,
+      state: 'open',
+      secret: 'AKIAIOSFODNN7EXAMPLE',
+      secretType: 'aws_access_key_id',
+    });
     const rollsBefore = bench.emulator.state.rollCount(BILLING);
 
     const daemon = await startReconciling();
@@ -142,16 +191,30 @@ describe('GitHub reconcile: listing', () => {
     const lists = listRequests();
     expect(lists).toHaveLength(3);
     expect(new URL(lists[1] ?? '', github.url).searchParams.get('after')).not.toBe('');
-    for (const number of [1, 2, 3, 4, 5]) expect(github.alerts.get(`octo-org/app-${number}#${number}`)?.state, `alert ${number}`).toBe('resolved');
+    for (const number of [1, 2, 3, 4, 5])
+      expect(github.alerts.get(`octo-org/app-${number}#${number}`)?.state, `alert ${number}`).toBe(
+        'resolved',
+      );
     expect(github.alerts.get('octo-org/infra#9')?.state).toBe('open');
     expect(bench.emulator.state.rollCount(BILLING)).toBe(rollsBefore + 1);
-    expect(bench.events('leak.reconcile.finished')[0]).toMatchObject({ listed: 5, found: 5, requests: 3, notModified: 0 });
+    expect(bench.events('leak.reconcile.finished')[0]).toMatchObject({
+      listed: 5,
+      found: 5,
+      requests: 3,
+      notModified: 0,
+    });
     expectNoLeak([leaked]);
   });
 
   it('asks again with If-None-Match: the second reconcile is answered 304 and spends no request', async () => {
     const leaked = await storeWhileNoReconcile();
-    github.addAlert({ owner: 'octo-org', repo: 'billing-app', number: 8, state: 'open', secret: 'a-value-keyroll-does-not-hold-0123456789' });
+    github.addAlert({
+      owner: 'octo-org',
+      repo: 'billing-app',
+      number: 8,
+      state: 'open',
+      secret: 'a-value-keyroll-does-not-hold-0123456789',
+    });
     const daemon = await startReconciling();
     await daemon.idle();
     const remaining = github.rate.remaining;
@@ -162,7 +225,12 @@ describe('GitHub reconcile: listing', () => {
     expect(lists[1]?.headers['if-none-match']).toMatch(/^W\/"/);
     expect(github.rate.remaining).toBe(remaining);
     // The alert is still open (the value is no key's) and was handled within the hour: not again.
-    expect(bench.events('leak.reconcile.finished')[1]).toMatchObject({ listed: 1, found: 0, notModified: 1, skipped: { 'handled-within-window': 1 } });
+    expect(bench.events('leak.reconcile.finished')[1]).toMatchObject({
+      listed: 1,
+      found: 0,
+      notModified: 1,
+      skipped: { 'handled-within-window': 1 },
+    });
     expectNoLeak([leaked]);
   });
 });
@@ -177,7 +245,13 @@ describe('GitHub reconcile: within the rate limit', () => {
     const daemon = await startReconciling();
     await daemon.idle();
     // Listed once (the budget was unknown), then stopped short of the webhook path's reserve.
-    expect(bench.events('leak.reconcile.rate_limited')[0]).toMatchObject({ source: 'github', step: 'handle', why: 'reserve', remaining: 19, reserve: 500 });
+    expect(bench.events('leak.reconcile.rate_limited')[0]).toMatchObject({
+      source: 'github',
+      step: 'handle',
+      why: 'reserve',
+      remaining: 19,
+      reserve: 500,
+    });
     expect(bench.emulator.state.rollCount(BILLING)).toBe(rollsBefore);
     expect(bench.events('leak.reconcile.found')).toEqual([]);
 
@@ -188,7 +262,10 @@ describe('GitHub reconcile: within the rate limit', () => {
     expect(bench.events('leak.reconcile.rate_limited')[1]).toMatchObject({ step: 'list', why: 'reserve' });
 
     // A delivery is handled at once: the reserve is its.
-    const delivered = await deliver(daemon, secretScanningWebhook('created', { owner: 'octo-org', repo: 'billing-app', number: 11 }));
+    const delivered = await deliver(
+      daemon,
+      secretScanningWebhook('created', { owner: 'octo-org', repo: 'billing-app', number: 11 }),
+    );
     expect(delivered.status).toBe(202);
     await github.patched('octo-org', 'billing-app', 11);
     await daemon.idle();
@@ -203,7 +280,10 @@ describe('GitHub reconcile: within the rate limit', () => {
 
     const daemon = await startReconciling();
     await daemon.idle();
-    expect(bench.events('leak.reconcile.rate_limited')[0]).toMatchObject({ step: 'list', why: 'rate-limited' });
+    expect(bench.events('leak.reconcile.rate_limited')[0]).toMatchObject({
+      step: 'list',
+      why: 'rate-limited',
+    });
     expect(bench.events('leak.reconcile.failed')).toEqual([]);
     expect(bench.alerter.alerts.filter((sent) => sent.alert.step === 'leak-reconcile')).toEqual([]);
     const requests = github.requests.length;
@@ -222,7 +302,14 @@ describe('GitHub reconcile and a webhook delivery at once', () => {
     const rollsBefore = bench.emulator.state.rollCount(BILLING);
     await bench.writePolicyText(intakePolicy(bench, github, KEYS, RECONCILE()));
 
-    const [reloaded, delivered] = await Promise.all([daemon.reload(), deliver(daemon, secretScanningWebhook('created', { owner: 'octo-org', repo: 'billing-app', number: 21 })), daemon.reconcileLeaks()]);
+    const [reloaded, delivered] = await Promise.all([
+      daemon.reload(),
+      deliver(
+        daemon,
+        secretScanningWebhook('created', { owner: 'octo-org', repo: 'billing-app', number: 21 }),
+      ),
+      daemon.reconcileLeaks(),
+    ]);
     expect(reloaded.ok).toBe(true);
     expect(delivered.status).toBe(202);
     await daemon.idle();

@@ -4,7 +4,15 @@ import { afterEach, beforeEach } from 'vitest';
 import { sign } from '@octokit/webhooks-methods';
 import type { Daemon } from '../../../src/daemon/daemon.ts';
 import type { DaemonOptions } from '../../../src/daemon/options.ts';
-import { BOB_TRIGGER_SECRET, keyYaml, METRICS_TOKEN, policyYaml, postTrigger, TRIGGER_SECRET, type DaemonBench } from '../../daemon/support.ts';
+import {
+  BOB_TRIGGER_SECRET,
+  keyYaml,
+  METRICS_TOKEN,
+  policyYaml,
+  postTrigger,
+  TRIGGER_SECRET,
+  type DaemonBench,
+} from '../../daemon/support.ts';
 import { startDaemonBench } from '../../daemon/support.ts';
 import { startFakeGithub, type FakeGithub } from './fake-github.ts';
 
@@ -31,7 +39,12 @@ export function useGithubBench(): { bench: () => DaemonBench; github: () => Fake
   return { bench: () => need(bench), github: () => need(github) };
 }
 
-export function intakePolicy(bench: DaemonBench, github: FakeGithub, keys = keyYaml(BILLING, 'schedule: "0 3 * * 1"'), extra = ''): string {
+export function intakePolicy(
+  bench: DaemonBench,
+  github: FakeGithub,
+  keys = keyYaml(BILLING, 'schedule: "0 3 * * 1"'),
+  extra = '',
+): string {
   return `${policyYaml(bench.emulator.url, bench.secretsDir, keys)}intake:
   github:
     webhookSecret: env:KR_GITHUB_WEBHOOK_SECRET
@@ -40,10 +53,20 @@ export function intakePolicy(bench: DaemonBench, github: FakeGithub, keys = keyY
 ${extra}`;
 }
 
-export async function startWithIntake(bench: DaemonBench, github: FakeGithub, options: Partial<DaemonOptions> = {}): Promise<Daemon> {
+export async function startWithIntake(
+  bench: DaemonBench,
+  github: FakeGithub,
+  options: Partial<DaemonOptions> = {},
+): Promise<Daemon> {
   return bench.start({
     triggerKeys: [{ caller: 'alice', ref: 'env:KEYROLL_TRIGGER_KEY_ALICE' }],
-    env: { KEYROLL_TRIGGER_KEY_ALICE: TRIGGER_SECRET, KEYROLL_TRIGGER_KEY_BOB: BOB_TRIGGER_SECRET, KEYROLL_METRICS_TOKEN: METRICS_TOKEN, KR_GITHUB_WEBHOOK_SECRET: GITHUB_WEBHOOK_SECRET, KR_GITHUB_TOKEN: github.token },
+    env: {
+      KEYROLL_TRIGGER_KEY_ALICE: TRIGGER_SECRET,
+      KEYROLL_TRIGGER_KEY_BOB: BOB_TRIGGER_SECRET,
+      KEYROLL_METRICS_TOKEN: METRICS_TOKEN,
+      KR_GITHUB_WEBHOOK_SECRET: GITHUB_WEBHOOK_SECRET,
+      KR_GITHUB_TOKEN: github.token,
+    },
     ...options,
   });
 }
@@ -62,7 +85,11 @@ export interface Delivery {
 }
 
 /** POSTs a webhook delivery the way GitHub does (event, delivery id, X-Hub-Signature-256 over the raw body). */
-export async function deliver(daemon: Daemon, payload: unknown, options: { event?: string; delivery?: string; secret?: string; signature?: string } = {}): Promise<Delivery> {
+export async function deliver(
+  daemon: Daemon,
+  payload: unknown,
+  options: { event?: string; delivery?: string; secret?: string; signature?: string } = {},
+): Promise<Delivery> {
   const body = JSON.stringify(payload);
   const signature = options.signature ?? (await sign(options.secret ?? GITHUB_WEBHOOK_SECRET, body));
   const response = await fetch(`${daemon.url}/v1/leaks/github`, {

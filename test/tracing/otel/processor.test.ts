@@ -48,7 +48,13 @@ describe('SanitizingSpanProcessor', () => {
     const tracer = provider.getTracer('test');
     const linked = tracer.startSpan('other');
     const span = tracer.startSpan(`roll ${SECRET}`, {
-      attributes: { plain: 'key_demo_billing', text: `Bearer ${SECRET}`, list: ['a', SECRET], map: { inner: { deeper: SECRET } }, count: 3 },
+      attributes: {
+        plain: 'key_demo_billing',
+        text: `Bearer ${SECRET}`,
+        list: ['a', SECRET],
+        map: { inner: { deeper: SECRET } },
+        count: 3,
+      },
       links: [{ context: linked.spanContext(), attributes: { why: SECRET } }],
     });
     span.recordException(new Error(`the API echoed ${SECRET}`));
@@ -62,7 +68,13 @@ describe('SanitizingSpanProcessor', () => {
     expect(JSON.stringify(out)).not.toContain(SECRET);
     expect(JSON.stringify(out)).not.toContain(Buffer.from(SECRET).toString('base64'));
     expect(out?.name).toBe('roll [REDACTED]');
-    expect(out?.attributes).toMatchObject({ plain: 'key_demo_billing', text: 'Bearer [REDACTED]', list: ['a', '[REDACTED]'], map: { inner: { deeper: '[REDACTED]' } }, count: 3 });
+    expect(out?.attributes).toMatchObject({
+      plain: 'key_demo_billing',
+      text: 'Bearer [REDACTED]',
+      list: ['a', '[REDACTED]'],
+      map: { inner: { deeper: '[REDACTED]' } },
+      count: 3,
+    });
     expect(out?.links[0]?.attributes).toEqual({ why: '[REDACTED]' });
     expect(out?.events.map((event) => event.name)).toEqual(['exception', 'event [REDACTED]']);
     expect(out?.events[0]?.attributes?.['exception.message']).toBe('the API echoed [REDACTED]');
@@ -77,12 +89,38 @@ describe('SanitizingSpanProcessor', () => {
     new Secret(webhook);
     const { provider, next } = setUp();
     const tracer = provider.getTracer('test');
-    tracer.startSpan('POST', { attributes: { 'url.full': webhook, 'url.path': '/services/T0/B0/webhookTokenCanary0123456789', 'url.query': '', 'server.address': 'hooks.slack.com' } }).end();
-    tracer.startSpan('GET', { attributes: { 'url.full': 'https://api.example.com/v1/projects?limit=1', 'url.path': '/v1/projects', 'url.query': '?limit=1' } }).end();
+    tracer
+      .startSpan('POST', {
+        attributes: {
+          'url.full': webhook,
+          'url.path': '/services/T0/B0/webhookTokenCanary0123456789',
+          'url.query': '',
+          'server.address': 'hooks.slack.com',
+        },
+      })
+      .end();
+    tracer
+      .startSpan('GET', {
+        attributes: {
+          'url.full': 'https://api.example.com/v1/projects?limit=1',
+          'url.path': '/v1/projects',
+          'url.query': '?limit=1',
+        },
+      })
+      .end();
     await laterTurn();
     expect(next.ended.map((span) => span.attributes)).toEqual([
-      { 'url.full': '[REDACTED]', 'url.path': '[REDACTED]', 'url.query': '[REDACTED]', 'server.address': 'hooks.slack.com' },
-      { 'url.full': 'https://api.example.com/v1/projects?limit=1', 'url.path': '/v1/projects', 'url.query': '?limit=1' },
+      {
+        'url.full': '[REDACTED]',
+        'url.path': '[REDACTED]',
+        'url.query': '[REDACTED]',
+        'server.address': 'hooks.slack.com',
+      },
+      {
+        'url.full': 'https://api.example.com/v1/projects?limit=1',
+        'url.path': '/v1/projects',
+        'url.query': '?limit=1',
+      },
     ]);
   });
 
