@@ -237,7 +237,7 @@ async function daemonCommand(flags: DaemonFlags): Promise<number> {
   let daemon;
   try {
     // The crash tests' pause points (KEYROLL_TEST_PAUSE_AT), as `run` and `rotate` honour them:
-    // the fault suite SIGKILLs a daemon replica mid-rotation (test/faults/replica-kill.test.ts).
+    // the fault suite SIGKILLs daemon replicas mid-work (test/faults/leader-kill.test.ts, replica-accept-kill.test.ts).
     const checkpoint = testCheckpointFromEnv();
     daemon = await Daemon.start({
       ...settings,
