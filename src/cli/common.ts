@@ -109,7 +109,7 @@ export function exitForError(error: unknown): ExitCode {
 
 /**
  * Test-only pause points for the crash tests (docs/faults.md): with KEYROLL_TEST_PAUSE_AT=<step>
- * (preflight, lock, intent, roll, verify, finish), the process prints `keyroll: paused at <step>`
+ * (preflight, lock, intent, roll, store, verify, finish), `run`, `rotate` and `daemon` print `keyroll: paused at <step>`
  * on stderr when it reaches that step and waits there until it is killed. There is deliberately
  * no pause point between the roll answer and the store (invariant 2); tests reach that window
  * by holding the roll answer in the emulator.

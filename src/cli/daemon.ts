@@ -2,7 +2,13 @@ import { homedir } from 'node:os';
 import { printableLines } from '../audit/printable.ts';
 import { join } from 'node:path';
 import { Option, type Command } from 'commander';
-import { addPolicyOption, createStdoutAudit, exitForError, loadPolicyOrExit } from './common.ts';
+import {
+  addPolicyOption,
+  createStdoutAudit,
+  exitForError,
+  loadPolicyOrExit,
+  testCheckpointFromEnv,
+} from './common.ts';
 import { UsageError } from '../errors.ts';
 import { startTracing } from '../tracing/start.ts';
 
@@ -230,7 +236,17 @@ async function daemonCommand(flags: DaemonFlags): Promise<number> {
   });
   let daemon;
   try {
-    daemon = await Daemon.start({ ...settings, policyFile: flags.policy, policy, audit, metrics });
+    // The crash tests' pause points (KEYROLL_TEST_PAUSE_AT), as `run` and `rotate` honour them:
+    // the fault suite SIGKILLs daemon replicas mid-work (test/faults/leader-kill.test.ts, replica-accept-kill.test.ts).
+    const checkpoint = testCheckpointFromEnv();
+    daemon = await Daemon.start({
+      ...settings,
+      policyFile: flags.policy,
+      policy,
+      audit,
+      metrics,
+      ...(checkpoint ? { runtime: { checkpoint } } : {}),
+    });
   } catch (error) {
     await tracing?.shutdown();
     return exitForError(error);

@@ -3,7 +3,10 @@
 // request is recorded durably (inbound/replay-record.ts) before anything starts, audited with the caller
 // whose key signed it as the actor, its reason, ticket and the rotation ids it was promised
 // (`trigger.accepted`), answered 202 at once, and rotated in the background (force for
-// leak/compromise, like `keyroll rotate`).
+// leak/compromise, like `keyroll rotate`). The 202 comes before any rotation starts (a request
+// may name a thousand keys): it says so (`started: false`), since a replica that dies before
+// starting them leaves nothing another replica or a reconcile could find; the caller confirms
+// and sends again (docs/daemon.md, "Replicas and the leader").
 import { randomUUID } from 'node:crypto';
 import type { AuditLog } from '../audit/events.ts';
 import {
@@ -61,6 +64,14 @@ export interface TriggerEndpointOptions {
     slots?: ReadonlyMap<string, string>,
   ) => void;
 }
+
+/**
+ * What a 202 tells its caller besides the rotation ids: they are queued on this replica only, and
+ * nothing else knows of the request until each rotation writes its intent marker.
+ */
+const QUEUED = {
+  note: 'queued on this replica, not started: if it stops before they start, no other replica runs them; confirm each rotationId (audit key.succeeded) and send a new request with a fresh nonce for any that did not happen',
+} as const;
 
 /** The trigger's refusals: all but the leak intake's own. */
 export type TriggerRefusal = Exclude<Refusal, 'intake-busy'>;
@@ -164,6 +175,9 @@ export function createTriggerEndpoint(
       remoteAddress: request.remoteAddress,
     });
     options.start(selection.keys, { request: body, caller }, rotationIds, selection.slots);
-    return { status: 202, body: { reason: body.reason, force, actor: caller, rotations } };
+    return {
+      status: 202,
+      body: { reason: body.reason, force, actor: caller, rotations, started: false, ...QUEUED },
+    };
   };
 }

@@ -35,6 +35,8 @@ export interface RunningChild {
   readonly process: ChildProcess;
   /** How many times `text` has appeared on stderr so far. */
   stderrCount(text: string): number;
+  /** The audit events printed on stdout so far (a daemon's, while it runs). */
+  eventsSoFar(): Record<string, unknown>[];
   /** Resolves once `text` has appeared `times` times on stderr; rejects when the child exits first. */
   waitForStderr(text: string, times?: number): Promise<void>;
   /** SIGKILL, then the result once every byte was read. */
@@ -138,6 +140,7 @@ export function spawnKeyroll(args: readonly string[], options: SpawnOptions): Ru
     process: child,
     result,
     stderrCount: count,
+    eventsSoFar: () => parseAuditLines(stdout.slice(0, stdout.lastIndexOf('\n') + 1)),
     waitForStderr: (text, times = 1) =>
       count(text) >= times
         ? Promise.resolve()
