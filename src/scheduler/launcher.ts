@@ -32,6 +32,11 @@ export interface LauncherOptions {
 export interface RunExtras {
   slots?: ReadonlyMap<string, string>;
   onKeyDone?: (outcome: KeyOutcome) => void;
+  /**
+   * Asked once a busy key is this run's (a leak: is the leaked value still alive?): the rotation
+   * that held the key may have made this one needless. False skips the key as `already-dead`.
+   */
+  stillNeeded?: (key: KeyPolicy) => Promise<boolean>;
 }
 
 /** `drift`: the sweep's probe of keys that are not due (every sweep: a dead stored secret is found within one). */
@@ -143,6 +148,30 @@ export class Launcher {
       };
       this.#options.onKeyDone(aborted, trigger);
       extra.onKeyDone?.(aborted);
+      return;
+    }
+    // A leak for a key whose roll was under way waited for it; the value it reports is then
+    // usually dead already, and a leak for a value already dead costs no roll.
+    if (extra.stillNeeded !== undefined && !(await extra.stillNeeded(key).catch(() => true))) {
+      release();
+      const rotationId = rotationIds.get(key.id);
+      this.#auditFor(trigger).emit('key.skipped', {
+        keyId: key.id,
+        organizationId: key.organizationId,
+        ...(rotationId ? { rotationId } : {}),
+        why: 'already-rotated',
+      });
+      const needless: KeyOutcome = {
+        keyId: key.id,
+        organizationId: key.organizationId,
+        result: 'skipped',
+        detail: 'already-dead',
+        durationMs: 0,
+        rolls: 0,
+        ...(rotationId ? { rotationId } : {}),
+      };
+      this.#options.onKeyDone(needless, trigger);
+      extra.onKeyDone?.(needless);
       return;
     }
     await this.#runHeld(

@@ -31,7 +31,8 @@ function fiftyKeys(org: (keyId: string) => string): KeyPolicy[] {
   });
 }
 
-async function startDriftRun(b: Bench) {
+/** A run of `source` over every key of the bench whose first key stops at `step` until `open`. */
+async function startBlockedRun(b: Bench, source: 'drift' | 'schedule', step: 'readState' | 'acquireLock') {
   let open = (): void => undefined;
   const gate = new Promise<void>((resolve) => {
     open = resolve;
@@ -44,7 +45,7 @@ async function startDriftRun(b: Bench) {
     wrapBackend: (name, backend) =>
       name === 'files'
         ? wrapBackend(backend, {
-            readState: async (next, target) => {
+            [step]: async (next: () => Promise<unknown>, target: { path: string }) => {
               if (target.path === `${BLOCKED}.json`) {
                 reached();
                 await gate;
@@ -63,7 +64,7 @@ async function startDriftRun(b: Bench) {
     onKeyDone: () => undefined,
     track: (work) => work,
   });
-  const drift = launcher.runFree(generation, b.policy.keys, SCHEDULED, 'drift');
+  const drift = launcher.runFree(generation, b.policy.keys, SCHEDULED, source);
   await blocked;
   return { launcher, generation, drift, open };
 }
@@ -72,7 +73,7 @@ describe('Launcher: a leak and a routine run over many keys', () => {
   it('a leak for a key the drift run has not reached starts at once, and the drift run skips it', async () => {
     bench = await startBench({ keys: fiftyKeys });
     const b = bench;
-    const { launcher, generation, drift, open } = await startDriftRun(b);
+    const { launcher, generation, drift, open } = await startBlockedRun(b, 'drift', 'readState');
     const rollsBefore = b.emulator.state.apiKey(LEAKED).rollCount;
     let heard: KeyOutcome | undefined;
     // On main this waits for the whole drift run (blocked here on its first key): it never ends.
@@ -98,7 +99,7 @@ describe('Launcher: a leak and a routine run over many keys', () => {
   it('a leak for a key whose drift work has started waits for it', async () => {
     bench = await startBench({ keys: fiftyKeys });
     const b = bench;
-    const { launcher, generation, drift, open } = await startDriftRun(b);
+    const { launcher, generation, drift, open } = await startBlockedRun(b, 'drift', 'readState');
     let heard: KeyOutcome | undefined;
     const leak = launcher.runAll(generation, [b.key(BLOCKED)], LEAK, new Map([[BLOCKED, 'rot-leak']]), {
       onKeyDone: (outcome) => {
@@ -111,5 +112,30 @@ describe('Launcher: a leak and a routine run over many keys', () => {
     open();
     await Promise.all([leak, drift]);
     expect(heard?.result).toBe('rotated');
+  });
+
+  it('a leak for a key whose schedule roll is under way waits for it, then costs no roll: its value died', async () => {
+    bench = await startBench({ keys: (org) => [keyPolicy(BLOCKED, org(BLOCKED))] });
+    const b = bench;
+    // The key is due (never rotated): the schedule run holds it, stopped at its backend lock.
+    const {
+      launcher,
+      generation,
+      drift: schedule,
+      open,
+    } = await startBlockedRun(b, 'schedule', 'acquireLock');
+    const rollsAtLeak = b.emulator.state.apiKey(BLOCKED).rollCount;
+    let heard: KeyOutcome | undefined;
+    const leak = launcher.runAll(generation, [b.key(BLOCKED)], LEAK, new Map([[BLOCKED, 'rot-leak']]), {
+      // The intake's probe of the leaked value: alive while no roll happened since the report.
+      stillNeeded: () => Promise.resolve(b.emulator.state.apiKey(BLOCKED).rollCount === rollsAtLeak),
+      onKeyDone: (outcome) => {
+        heard = outcome;
+      },
+    });
+    open();
+    await Promise.all([leak, schedule]);
+    expect(heard).toMatchObject({ result: 'skipped', detail: 'already-dead', rotationId: 'rot-leak' });
+    expect(b.emulator.state.apiKey(BLOCKED).rollCount).toBe(rollsAtLeak + 1);
   });
 });
