@@ -67,6 +67,8 @@ export const AUDIT_EVENTS = {
     'A verified scanner event needs no rotation (another event or action, an alert no longer open, a detector not listed, an alert already handled within the hour); audited once per delivery body per hour.',
   'leak.intake.coalesced':
     'An alert of a leaked value that another alert already started a rotation for (in flight or ended) joined that rotation instead of starting another, and proves the value dead itself.',
+  'leak.intake.handed_back':
+    "A leak rotation never started because this replica began shutting down (SIGTERM): no proof is made and nothing is alerted (the value was never meant to be dead yet); the alert stays open and unanswered for the reconcile of another replica (or of this one's next start).",
   'leak.intake.alert_only':
     'A scanner reported a leak of a key listed under intake.alertOnly: alerted critical, not rotated.',
   'leak.intake.unidentified':

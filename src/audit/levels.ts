@@ -63,6 +63,8 @@ export const AUDIT_EVENT_LEVELS: Record<AuditEventName, AuditLevel> = {
   'leak.intake.accepted': 'info',
   'leak.intake.ignored': 'info',
   'leak.intake.coalesced': 'info',
+  // Still a live leak, but not a failure: another replica's reconcile takes it within its interval.
+  'leak.intake.handed_back': 'warn',
   // A live leak left to a person on purpose: worth seeing at once, not a failure of keyroll.
   'leak.intake.alert_only': 'warn',
   'leak.intake.unidentified': 'warn',

@@ -72,7 +72,8 @@ export function daemonRoutes(parts: DaemonParts): DaemonEndpoints {
     runtime: () => parts.current().runtime,
     alerter: () => parts.current().runtime.alerter,
     audit: () => parts.audit,
-    rotate: (key, slot, trigger, rotationId) => rotateForLeak(parts, key, slot, trigger, rotationId),
+    rotate: (key, slot, trigger, rotationId, stillNeeded) =>
+      rotateForLeak(parts, key, slot, trigger, rotationId, stillNeeded),
     onProvenDead: (ms) => {
       parts.metrics.recordLeakDead(ms);
     },
@@ -198,11 +199,13 @@ function rotateForLeak(
   slot: string | undefined,
   trigger: RunTrigger,
   rotationId: string,
+  stillNeeded: () => Promise<boolean>,
 ): Promise<KeyOutcome> {
   let heard: KeyOutcome | undefined;
   return parts.launcher
     .runAll(parts.current(), [key], trigger, new Map([[key.id, rotationId]]), {
       ...(slot === undefined ? {} : { slots: new Map([[key.id, slot]]) }),
+      stillNeeded,
       onKeyDone: (outcome) => {
         if (outcome.keyId === key.id) heard = outcome;
       },

@@ -73,6 +73,8 @@ export interface LeakIntakeOptions {
     slot: string | undefined,
     trigger: RunTrigger,
     rotationId: string,
+    /** Asked again after waiting for a busy key: false (the value died meanwhile) rolls nothing. */
+    stillNeeded: () => Promise<boolean>,
   ) => Promise<KeyOutcome>;
   /**
    * A leaked value this report's own rotation killed, proven dead `ms` after the report arrived
@@ -262,7 +264,8 @@ export class LeakIntake {
         actor: actorOf(report),
         ...(report.url === undefined ? {} : { ticket: report.url.slice(0, 200) }),
       };
-      shared = { rotationId, outcome: this.#options.rotate(key, slot, trigger, rotationId) };
+      const stillNeeded = (): Promise<boolean> => needsLeakRotation(runtime, match, leaked);
+      shared = { rotationId, outcome: this.#options.rotate(key, slot, trigger, rotationId, stillNeeded) };
       value.rotations.set(target, shared);
     } else {
       audit
@@ -274,6 +277,19 @@ export class LeakIntake {
         });
     }
     const outcome = await shared.outcome;
+    if (outcome.result === 'aborted' && outcome.detail === 'shutdown' && outcome.rolls === 0) {
+      // Shutdown came before the roll: the value was never meant to be dead yet, so no proof and
+      // no KR_LEAK_STILL_ALIVE. The alert stays open, unanswered, for a reconcile to take.
+      audit
+        .child({ keyId: key.id, organizationId: key.organizationId, rotationId: shared.rotationId })
+        .emit('leak.intake.handed_back', {
+          source: report.source,
+          alert: report.ref,
+          why: 'shutdown',
+          ...(slot === undefined ? {} : { slot }),
+        });
+      return { ...base, result: 'aborted', rotationId: shared.rotationId, coalesced };
+    }
     const proof = await proveLeakDead(runtime, audit, this.#options.alerter(), {
       key,
       leaked,
@@ -281,9 +297,11 @@ export class LeakIntake {
       rotationId: shared.rotationId,
       rotation: outcome.result,
     });
+    // The rotation this leak waited for killed the value: no roll, like a value found dead before.
+    const needless = outcome.result === 'skipped' && outcome.detail === 'already-dead';
     return {
       ...base,
-      result: outcome.result,
+      result: needless ? 'already-dead' : outcome.result,
       rotationId: shared.rotationId,
       coalesced,
       proof: proof.verdict,

@@ -42,6 +42,12 @@ export interface RunOptions {
    */
   driftCheck?: 'policy' | 'every-run' | 'off';
   command?: string;
+  /**
+   * Asked once per key as its own work starts, before any read (the daemon takes its in-process
+   * hold here, src/scheduler/launcher.ts): false means another runner in this process took the key
+   * over meanwhile, and the key is skipped as `in-flight`.
+   */
+  mayStart?: (key: KeyPolicy) => boolean;
 }
 
 export interface RunSummary {
@@ -121,6 +127,12 @@ export async function runRotations(runtime: Runtime, options: RunOptions): Promi
           abortReason: why,
         });
         const skipped = skippedAs('aborted', why);
+        options.onKeyDone?.(skipped);
+        return skipped;
+      }
+      if (options.mayStart?.(key) === false) {
+        audit.emit('key.skipped', { keyId: key.id, organizationId: key.organizationId, why: 'in-flight' });
+        const skipped = skippedAs('skipped', 'in-flight');
         options.onKeyDone?.(skipped);
         return skipped;
       }

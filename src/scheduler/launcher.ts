@@ -2,8 +2,9 @@
 // locks, holds its generation open, gets the shutdown signal, reports each key's outcome, and
 // hands what it stored to the generation's consumers' refresh (in the background: a rollout may
 // take minutes, and neither the key locks nor the next sweep wait for it).
-// Schedule ticks and sweeps run the keys that are free now; a trigger also waits for the busy
-// ones, each in its own run as soon as its key is free.
+// Schedule ticks and sweeps run the keys that are free now, each key's hold starting with its own
+// work (a trigger takes over the ones not started yet); a trigger also waits for the busy ones,
+// each in its own run as soon as its key is free.
 import { randomUUID } from 'node:crypto';
 import type { AuditLog } from '../audit/events.ts';
 import { errorCode, errorMessage } from '../errors.ts';
@@ -12,7 +13,7 @@ import { runRotations } from '../rotation/run.ts';
 import type { KeyOutcome, RunTrigger } from '../rotation/types.ts';
 import { inSpan } from '../tracing/spans.ts';
 import type { Generation } from './generation.ts';
-import type { KeyLocks, ReleaseKey } from './key-locks.ts';
+import type { KeyLocks, ReleaseKey, Reservation } from './key-locks.ts';
 
 export interface LauncherOptions {
   locks: KeyLocks;
@@ -31,6 +32,11 @@ export interface LauncherOptions {
 export interface RunExtras {
   slots?: ReadonlyMap<string, string>;
   onKeyDone?: (outcome: KeyOutcome) => void;
+  /**
+   * Asked once a busy key is this run's (a leak: is the leaked value still alive?): the rotation
+   * that held the key may have made this one needless. False skips the key as `already-dead`.
+   */
+  stillNeeded?: (key: KeyPolicy) => Promise<boolean>;
 }
 
 /** `drift`: the sweep's probe of keys that are not due (every sweep: a dead stored secret is found within one). */
@@ -61,16 +67,22 @@ export class Launcher {
     source: RunSource,
     stop?: AbortSignal,
   ): Promise<string[]> {
-    const held = new Map<string, ReleaseKey>();
+    // Reserved, not held: a key's hold starts when its own work does (mayStart), so a leak for a
+    // key still queued in this run takes it over at once instead of waiting for the whole run.
+    const reserved = new Map<string, Reservation>();
     const busy: string[] = [];
     for (const key of keys) {
-      const release = this.#options.locks.tryAcquire(key.id);
-      if (release) held.set(key.id, release);
+      const reservation = this.#options.locks.reserve(key.id);
+      if (reservation) reserved.set(key.id, reservation);
       else busy.push(key.id);
     }
+    const held = new Map([...reserved].map(([keyId, reservation]) => [keyId, reservation.release]));
+    const mayStart = (key: KeyPolicy): boolean => reserved.get(key.id)?.start() ?? false;
     const free = keys.filter((key) => held.has(key.id));
     if (free.length > 0)
-      await this.#options.track(this.#runHeld(generation, free, held, trigger, source, undefined, {}, stop));
+      await this.#options.track(
+        this.#runHeld(generation, free, held, trigger, source, undefined, { mayStart }, stop),
+      );
     return busy;
   }
 
@@ -138,6 +150,30 @@ export class Launcher {
       extra.onKeyDone?.(aborted);
       return;
     }
+    // A leak for a key whose roll was under way waited for it; the value it reports is then
+    // usually dead already, and a leak for a value already dead costs no roll.
+    if (extra.stillNeeded !== undefined && !(await extra.stillNeeded(key).catch(() => true))) {
+      release();
+      const rotationId = rotationIds.get(key.id);
+      this.#auditFor(trigger).emit('key.skipped', {
+        keyId: key.id,
+        organizationId: key.organizationId,
+        ...(rotationId ? { rotationId } : {}),
+        why: 'already-rotated',
+      });
+      const needless: KeyOutcome = {
+        keyId: key.id,
+        organizationId: key.organizationId,
+        result: 'skipped',
+        detail: 'already-dead',
+        durationMs: 0,
+        rolls: 0,
+        ...(rotationId ? { rotationId } : {}),
+      };
+      this.#options.onKeyDone(needless, trigger);
+      extra.onKeyDone?.(needless);
+      return;
+    }
     await this.#runHeld(
       generation,
       [key],
@@ -156,7 +192,7 @@ export class Launcher {
     trigger: RunTrigger,
     source: RunSource,
     rotationIds?: ReadonlyMap<string, string>,
-    extra: RunExtras = {},
+    extra: RunExtras & { mayStart?: (key: KeyPolicy) => boolean } = {},
     stop?: AbortSignal,
   ): Promise<void> {
     const done = generation.use();
@@ -202,6 +238,7 @@ export class Launcher {
           driftCheck: source === 'drift' ? 'every-run' : 'policy',
           ...(rotationIds ? { rotationIds } : {}),
           ...(extra.slots ? { slots: extra.slots } : {}),
+          ...(extra.mayStart ? { mayStart: extra.mayStart } : {}),
           // A single key's webhook consumers hear of it at the store (invariant 12).
           onKeyStored: (outcome) => {
             const key = keys.find((candidate) => candidate.id === outcome.keyId);

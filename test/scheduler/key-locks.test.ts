@@ -73,4 +73,60 @@ describe('KeyLocks', () => {
     expect(locks.isHeld('k1')).toBe(false);
     expect(locks.tryAcquire('k1')).toBeTypeOf('function');
   });
+
+  describe('reservations (a routine run reserves its keys; each hold starts with the key work)', () => {
+    it('a waiting trigger takes over a reservation not started yet, at once', async () => {
+      const locks = new KeyLocks();
+      const reservations = Array.from({ length: 50 }, (_, i) => locks.reserve(`k${i}`));
+      expect(reservations.every((r) => r !== undefined)).toBe(true);
+      // A second routine run finds them busy, as before.
+      expect(locks.reserve('k40')).toBeUndefined();
+      expect(locks.tryAcquire('k40')).toBeUndefined();
+      const leak = await locks.acquire('k40');
+      // The run reaches k40 later: it is not its any more, and its release frees nothing.
+      expect(reservations[40]?.start()).toBe(false);
+      reservations[40]?.release();
+      expect(locks.isHeld('k40')).toBe(true);
+      leak();
+      expect(locks.isHeld('k40')).toBe(false);
+      expect(reservations[0]?.start()).toBe(true);
+    });
+
+    it('a started reservation is never taken over: the trigger waits for its release', async () => {
+      const locks = new KeyLocks();
+      const reservation = locks.reserve('k1');
+      expect(reservation?.start()).toBe(true);
+      let granted = false;
+      const waiting = locks.acquire('k1').then((release) => {
+        granted = true;
+        return release;
+      });
+      await Promise.resolve();
+      expect(granted).toBe(false);
+      reservation?.release();
+      const release = await waiting;
+      expect(granted).toBe(true);
+      expect(locks.isHeld('k1')).toBe(true);
+      release();
+      expect(locks.isHeld('k1')).toBe(false);
+    });
+
+    it('a second trigger waits behind the first one that took a reservation over', async () => {
+      const locks = new KeyLocks();
+      const reservation = locks.reserve('k1');
+      const first = await locks.acquire('k1');
+      let second = false;
+      const waiting = locks.acquire('k1').then((release) => {
+        second = true;
+        return release;
+      });
+      await Promise.resolve();
+      expect(second).toBe(false);
+      reservation?.release();
+      expect(second).toBe(false);
+      first();
+      (await waiting)();
+      expect(locks.isHeld('k1')).toBe(false);
+    });
+  });
 });
