@@ -4,6 +4,7 @@
 // by the engine, so each must be safe to run again.
 import type { Dispatcher } from 'undici';
 import type { Secret } from '../audit/secret.ts';
+import type { BackendConfig } from './config.ts';
 import type { QuotaDeps } from './quota/observer.ts';
 
 export type BackendKind = 'aws' | 'vault' | 'file';
@@ -19,6 +20,16 @@ export interface BackendDeps {
   /** Who hears of paced and throttled requests, and how many shards share the quotas. */
   quota?: QuotaDeps;
 }
+
+/**
+ * Builds the backend of one kind from its policy settings (each folder's `index.ts` exports one;
+ * registry.ts maps every BackendKind to its factory, so a kind without one fails the type check).
+ */
+export type BackendFactory<K extends BackendKind> = (
+  name: string,
+  config: Extract<BackendConfig, { kind: K }>,
+  deps: BackendDeps,
+) => Backend;
 
 /** Extra fields a JSON-shaped stored value may carry beside the secret. */
 export type StoredField = 'keyId' | 'organizationId' | 'rotatedAt' | 'rotationId';
