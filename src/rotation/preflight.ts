@@ -2,7 +2,7 @@
 // starts: every destination writable, credentials renewed so nothing renews between the roll
 // answer and the write (invariant 2). The lock's life is src/rotation/lock-keeper.ts's (invariant 9).
 import type { AuditLog } from '../audit/events.ts';
-import type { Backend } from '../backends/types.ts';
+import type { WriteCheck } from '../backends/types.ts';
 import { catalogueCode, errorCode, errorMessage } from '../errors.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
 import { RotationStepError } from './errors.ts';
@@ -66,7 +66,7 @@ export async function ensureFreshCredentials(
   key: KeyPolicy,
   places: readonly ResolvedDestination[],
 ): Promise<void> {
-  const seen = new Set<Backend>();
+  const seen = new Set<WriteCheck>();
   for (const place of places) {
     if (seen.has(place.backend)) continue;
     seen.add(place.backend);
