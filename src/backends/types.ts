@@ -254,27 +254,21 @@ export interface WriteReservation {
   release(): void;
 }
 
-export interface PreflightOptions {
-  /**
-   * The caller takes the key lock on this target next, before any roll (the rotation engine, for
-   * every destination): the backend may leave to the lock what taking it proves. AWS keeps the lock
-   * of a target that has a value on the target itself, and its compare-and-swap there is a
-   * PutSecretValue and an UpdateSecretVersionStage, the fenced write's two calls: no probe of them
-   * is sent. Invariant 1 still holds: the roll comes after the lock.
-   */
-  lockFollows?: boolean;
-  /**
-   * The caller writes the intent marker on this target after the lock, before any roll (the
-   * primary destination): the backend may leave to the marker what writing it proves (AWS:
-   * TagResource, by the marker's own tag), so the rotation does not pay twice for one proof.
-   */
-  intentFollows?: boolean;
-  /**
-   * The key is rotated by its AWS rotation function (policy `scheduler: aws-native`): AWS-native
-   * rotation enabled on the target is expected there, and its absence is what to point out.
-   */
-  nativeRotation?: boolean;
-}
+/**
+ * Why a target is preflighted, which says what the caller does there next: a backend may leave to
+ * that next step what it proves anyway, and send no probe of its own for it (AWS: the lock's
+ * compare-and-swap is the fenced write's two calls on the same secret, and the intent marker's
+ * TagResource proves TagResource; backends/aws/preflight.ts). Invariant 1 holds either way: the
+ * roll comes after the lock and the marker.
+ * - `check`: nothing follows (`keyroll validate`, the daemon's readiness, a fallback): every
+ *   permission is probed.
+ * - `check-native`: as `check`, for a key its store rotates itself (policy `scheduler: aws-native`,
+ *   AWS's rotation function): the store's own rotation is expected to be enabled there, and its
+ *   absence is what to point out.
+ * - `rotation`: a rotation's destination: the key lock is taken there next, before any roll.
+ * - `rotation-primary`: a rotation's primary destination: the key lock, then the intent marker.
+ */
+export type PreflightPurpose = 'check' | 'check-native' | 'rotation' | 'rotation-primary';
 
 /** Options of the records written under the key lock (recordRotation, recordProbe). */
 export interface RecordOptions {
@@ -312,9 +306,10 @@ export interface BackendIdentity {
 export interface WriteCheck extends BackendIdentity {
   /**
    * Proves, without changing the stored secret, that credentials work and `target` can be
-   * written (invariant 1). Throws a BackendError naming what failed.
+   * written (invariant 1), for `purpose` (default `check`: everything probed). Throws a
+   * BackendError naming what failed.
    */
-  preflight(target: StoreTarget, options?: PreflightOptions): Promise<PreflightResult>;
+  preflight(target: StoreTarget, purpose?: PreflightPurpose): Promise<PreflightResult>;
 
   /**
    * Optional. Makes the backend's credentials valid for at least `minValidityMs` from now

@@ -18,11 +18,10 @@ export async function preflightDestinations(
   for (const [index, destination] of destinations.entries()) {
     try {
       // Every destination's lock comes next, and the primary's intent marker, before any roll.
-      const result = await destination.backend.preflight(destination.target, {
-        lockFollows: true,
-        intentFollows: index === 0,
-        nativeRotation: key.scheduler === 'aws-native',
-      });
+      const result = await destination.backend.preflight(
+        destination.target,
+        index === 0 ? 'rotation-primary' : 'rotation',
+      );
       checks.push({ backend: destination.backendName, path: destination.target.path, exists: result.exists });
     } catch (error) {
       audit.emit('key.preflight.failed', {

@@ -15,7 +15,7 @@ import type {
   ProbeRecord,
   LockRequest,
   RecordOptions,
-  PreflightOptions,
+  PreflightPurpose,
   PreflightResult,
   RotationRecord,
   SecretRecord,
@@ -105,9 +105,9 @@ export class AwsBackend implements Backend {
     checkTargetPath(target.path, { backendName: this.name, operation });
   }
 
-  async preflight(target: StoreTarget, options: PreflightOptions = {}): Promise<PreflightResult> {
+  async preflight(target: StoreTarget, purpose: PreflightPurpose = 'check'): Promise<PreflightResult> {
     this.#check(target, 'preflight');
-    return checks.preflight(this.#preflight, target, options);
+    return checks.preflight(this.#preflight, target, purpose);
   }
 
   async ensureFresh(minValidityMs: number): Promise<void> {
