@@ -7,6 +7,7 @@
 import type { Dispatcher } from 'undici';
 import type { Secret } from '../audit/secret.ts';
 import type { BackendConfig } from './config.ts';
+import type { NativeRotation } from './native.ts';
 import type { QuotaDeps } from './quota/observer.ts';
 
 export type BackendKind = 'aws' | 'vault' | 'file';
@@ -452,6 +453,11 @@ export interface Records extends BackendIdentity {
  * that use one role take that role's type, so what they may do to the store is in their signature.
  */
 export interface Backend extends WriteCheck, SecretStore, KeyLock, Records {
+  /**
+   * Optional port: the store's own rotation (AWS Secrets Manager's, which runs keyroll's rotation
+   * function: src/lambda/). Absent on stores that have none (vault, file).
+   */
+  readonly native?: NativeRotation;
   /** Gives back what the instance holds open (connections, timers); the instance is not used after. */
   close(): Promise<void>;
 }

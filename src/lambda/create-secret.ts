@@ -14,10 +14,9 @@ import { RotationStepError } from '../rotation/errors.ts';
 import { sendAlert } from '../rotation/key-alert.ts';
 import { readTrustedState } from '../rotation/trusted-state.ts';
 import type { KeyOutcome } from '../rotation/types.ts';
-import { AWS_CURRENT } from '../backends/aws/pending.ts';
+import { AWS_CURRENT } from '../backends/native.ts';
 import type { NativeContext } from './context.ts';
 import { NativeRotationError, reportedErrors } from './errors.ts';
-import { pendingDestinationBackend } from '../backends/aws/pending-destination.ts';
 import { dropPending } from './pending-cleanup.ts';
 
 export type CreateOutcome = 'rolled' | 'found-pending' | 'already-current';
@@ -35,7 +34,7 @@ export async function createSecret(ctx: NativeContext): Promise<CreateOutcome> {
   const state = await readTrustedState(primary, key, deps.now());
   if (state.intent?.rotationId === token) await valueLost(ctx);
 
-  const pending = { ...primary, backend: pendingDestinationBackend(primary.backend, native, token) };
+  const pending = { ...primary, backend: native.pendingDestination(primary.backend, token) };
   try {
     // AWS's schedule decided the key is due; the minimum interval and consumerRefresh still hold (invariants 5 and 10).
     // finishSecret moves AWSCURRENT under the lock kept here (owner and rotation from the token).

@@ -31,6 +31,7 @@ import type { AwsCredentialsInput } from './client.ts';
 import { SecretsManagerCalls } from './client.ts';
 import { writeFenced, type FencedWriteContext } from './write-fenced.ts';
 import { HeldFacts, TargetHints, type TargetSeen } from './known.ts';
+import type { NativeRotation } from '../native.ts';
 import { AwsNativeRotation } from './pending.ts';
 import * as lock from './lock.ts';
 import { LockSightings, type LockContext } from './lock-value.ts';
@@ -57,6 +58,8 @@ export interface AwsBackendOptions {
 export class AwsBackend implements Backend {
   readonly kind = 'aws';
   readonly name: string;
+  /** The staging-label calls of AWS-native rotation (src/lambda/, `keyroll aws enable-rotation`). */
+  readonly native: NativeRotation;
   readonly #calls: SecretsManagerCalls;
   readonly #preflight: PreflightContext;
   readonly #lock: LockContext;
@@ -77,6 +80,7 @@ export class AwsBackend implements Backend {
       quotas: config.quotas,
       quotaDeps: options.quota,
     });
+    this.native = new AwsNativeRotation(this.#calls, name);
     this.#held = new HeldFacts(options.now);
     this.#targets = new TargetHints(options.now);
     // One record of lock sightings and release marks for every file: any description of a target
@@ -240,11 +244,6 @@ export class AwsBackend implements Backend {
   async recordFailure(target: StoreTarget, failure: FailureRecord): Promise<void> {
     this.#check(target, 'record');
     await records.recordFailure(this.#records, target, failure);
-  }
-
-  /** The staging-label calls of AWS-native rotation (src/lambda/, `keyroll aws enable-rotation`). */
-  nativeRotation(): AwsNativeRotation {
-    return new AwsNativeRotation(this.#calls, this.name);
   }
 
   async close(): Promise<void> {
