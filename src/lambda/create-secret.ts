@@ -1,6 +1,6 @@
 // createSecret: the rotation engine's own sequence (rotate-key.ts: rotateKeyUntilStored), steps 1
 // to 6 (preflight, lock, decide, intent, roll, store), with the store going to AWSPENDING under the
-// event's token (pending-destination.ts); the lock and the intent marker stay for finishSecret.
+// event's token (native/pending-destination.ts); the lock and the intent marker stay for finishSecret.
 // Safe to repeat, as AWS retries every step:
 // - the token's version already has a value: found, nothing rolled again;
 // - this rotation's intent marker is there but no value (a put lost, a Lambda timed out between

@@ -18,7 +18,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AwsBackendConfig } from '../../src/backends/aws/config.ts';
 import { createAwsBackend } from '../../src/backends/aws/index.ts';
-import { LOCK_SUFFIX } from '../../src/backends/aws/lock-companion.ts';
+import { LOCK_SUFFIX } from '../../src/backends/aws/lock/companion.ts';
 import {
   MANAGED_BY_VALUE,
   TAG_INTENT,

@@ -257,7 +257,7 @@ describe.skipIf(moto === undefined)('aws requests per rotation (moto)', () => {
           });
           expect(summary.rotated).toBe(0);
           // The due-ness read (target and its lock), the stored secret, the probe's record: a lock
-          // taken here would put a version of the secret every sweep (AWS keeps ~100, lock-target.ts).
+          // taken here would put a version of the secret every sweep (AWS keeps ~100, lock/target.ts).
           expect(proxy.take()).toEqual([
             'DescribeSecret target',
             'GetSecretValue target',

@@ -32,10 +32,10 @@ import { SecretsManagerCalls } from './client.ts';
 import { writeFenced, type FencedWriteContext } from './write-fenced.ts';
 import { HeldFacts, TargetHints, type TargetSeen } from './known.ts';
 import type { NativeRotation } from '../native.ts';
-import { AwsNativeRotation } from './pending.ts';
-import * as lock from './lock.ts';
-import { LockSightings, type LockContext } from './lock-value.ts';
-import { refreshLock } from './lock-refresh.ts';
+import { AwsNativeRotation } from './native/rotation.ts';
+import * as lock from './lock/lock.ts';
+import { LockSightings, type LockContext } from './lock/value.ts';
+import { refreshLock } from './lock/refresh.ts';
 import * as records from './records.ts';
 import { describeTarget, seenOf } from './records.ts';
 import type { RecordsContext } from './records.ts';
@@ -84,7 +84,7 @@ export class AwsBackend implements Backend {
     this.#held = new HeldFacts(options.now);
     this.#targets = new TargetHints(options.now);
     // One record of lock sightings and release marks for every file: any description of a target
-    // says which lock its finish record gave back (lock.ts).
+    // says which lock its finish record gave back (lock/lock.ts).
     const shared = {
       calls: this.#calls,
       backendName: name,
@@ -131,7 +131,7 @@ export class AwsBackend implements Backend {
   async reserveLockRefresh(target: StoreTarget, held: HeldLock): Promise<WriteReservation> {
     this.#check(target, 'lock');
     // The refresh is the lock's compare-and-swap where the lock lives (the target or its
-    // companion, lock-refresh.ts): a put and a stage move.
+    // companion, lock/refresh.ts): a put and a stage move.
     const { place } = lock.placeOfLock(this.#lock, target.path, held);
     return this.#calls.reserve(place.secretId, { write: 2 }, 'lock');
   }
@@ -139,7 +139,7 @@ export class AwsBackend implements Backend {
   async acquireLock(target: StoreTarget, request: LockRequest): Promise<LockOutcome> {
     this.#check(target, 'lock');
     // Where the lock lives and how to start are decided on the target as described last (the
-    // preflight's, seconds ago), else on a description made now (lock.ts).
+    // preflight's, seconds ago), else on a description made now (lock/lock.ts).
     let outcome: LockOutcome;
     const describe = async (): Promise<TargetSeen> =>
       seenOf(await describeTarget(this.#records, target.path, 'lock'));

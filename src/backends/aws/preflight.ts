@@ -2,14 +2,14 @@
 // writing the secret. AWS has no dry run, so each needed permission is proven by a call that passes
 // IAM but cannot change the value, or by the lock taken on the secret itself before the roll:
 // - DescribeSecret: the credentials work, the secret exists (or may be created), it is not
-//   scheduled for deletion; its labels say whether it carries its own key lock yet (lock.ts).
+//   scheduled for deletion; its labels say whether it carries its own key lock yet (lock/lock.ts).
 // - GetSecretValue of the label KEYROLL_LOCK, beside the description: proves the read-back is
 //   allowed without fetching the secret (the lock's value is JSON without a secret, or there is no
 //   such version), and is the lock value the acquire starts from (no read of its own).
 // - PutSecretValue and UpdateSecretVersionStage, the fenced write's two calls (write-fenced.ts):
 //   when the rotation engine takes the key lock on this target next (purpose `rotation`) and the target
 //   has a value, the lock lives on the target and its compare-and-swap *is* those two calls there
-//   (lock-target.ts), before the roll; nothing is probed (a rotation spends 4 of the account's write
+//   (lock/target.ts), before the roll; nothing is probed (a rotation spends 4 of the account's write
 //   quota, not 6). The target's first lock is one PutSecretValue, so then UpdateSecretVersionStage
 //   is still probed. Otherwise (`keyroll validate`, the daemon's readiness, fallbacks) both probes:
 //   PutSecretValue with the AWSCURRENT version's own id as ClientRequestToken and a probe value
@@ -34,8 +34,8 @@
 import { BackendError } from '../errors.ts';
 import type { PreflightPurpose, PreflightResult, StoreTarget } from '../types.ts';
 import type { TargetHints } from './known.ts';
-import { lockVersionOf, targetPlace } from './lock-target.ts';
-import type { LockContext } from './lock-value.ts';
+import { lockVersionOf, targetPlace } from './lock/target.ts';
+import type { LockContext } from './lock/value.ts';
 import { currentVersionOf, describeTarget } from './records.ts';
 import { TAG_PREFLIGHT } from './record-tags.ts';
 import { isSecretArn } from './target.ts';

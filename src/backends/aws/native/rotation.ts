@@ -4,12 +4,17 @@
 // AWSCURRENT): consumers keep reading AWSCURRENT until finishSecret moves it. Every call here is
 // safe to repeat, as AWS retries each step: a put with the same token and value creates no second
 // version (invariant 8), and a label already moved or removed is answered `stale`, not an error.
-import { BackendError } from '../errors.ts';
-import { AWS_PENDING, type NativeRotation, type NativeRotationView, type RotationRules } from '../native.ts';
-import type { Backend, StoreTarget, StoredSecret, WriteResult } from '../types.ts';
-import type { SecretsManagerCalls } from './client.ts';
+import { BackendError } from '../../errors.ts';
+import {
+  AWS_PENDING,
+  type NativeRotation,
+  type NativeRotationView,
+  type RotationRules,
+} from '../../native.ts';
+import type { Backend, StoreTarget, StoredSecret, WriteResult } from '../../types.ts';
+import type { SecretsManagerCalls } from '../client.ts';
 import { pendingDestinationBackend } from './pending-destination.ts';
-import { readStoredVersion } from './write.ts';
+import { readStoredVersion } from '../write.ts';
 
 export class AwsNativeRotation implements NativeRotation {
   readonly #calls: SecretsManagerCalls;
