@@ -4,7 +4,7 @@
 // tags 50/s, reads 10,000/s, creates 50/s, each a bucket holding one second) and answers a
 // request over them as AWS does (HTTP 400 ThrottlingException). Every secret exists before the
 // run, with its key lock released on the secret itself (a version labelled KEYROLL_LOCK,
-// src/backends/aws/lock-target.ts), as after an earlier rotation by this keyroll: the steady state
+// src/backends/aws/lock/target.ts), as after an earlier rotation by this keyroll: the steady state
 // of a fleet. (A fleet's first rotation after an upgrade from a keyroll that kept locks in
 // `<name>.keyroll-lock` companions moves each lock onto its secret, once: 6 writes for that one;
 // test/integration/aws-requests.test.ts pins both.) keyroll runs as the compiled CLI in a child process, as a leak-response Job would:
@@ -20,7 +20,7 @@ import {
   PutSecretValueCommand,
   SecretsManagerClient,
 } from '@aws-sdk/client-secrets-manager';
-import { FIRST_LOCK_TOKEN, LOCK_STAGE } from '../src/backends/aws/lock-target.ts';
+import { FIRST_LOCK_TOKEN, LOCK_STAGE } from '../src/backends/aws/lock/target.ts';
 import { startAwsQuotaProxy, AWS_QUOTAS } from '../test/support/aws-quota-proxy.ts';
 import { jsonReport, runCli } from './lib/cli.ts';
 import type { BenchResult } from './lib/figures.ts';

@@ -3,13 +3,7 @@
 // policy uses it: the AWS SDK alone takes longer to load than a whole `keyroll run` of a
 // file-backed demo, and a CronJob pays the cold start on every run.
 import type { BackendConfig } from './config.ts';
-import type { Backend, BackendDeps, BackendKind } from './types.ts';
-
-export type BackendFactory<K extends BackendKind> = (
-  name: string,
-  config: Extract<BackendConfig, { kind: K }>,
-  deps: BackendDeps,
-) => Backend;
+import type { Backend, BackendDeps, BackendFactory, BackendKind } from './types.ts';
 
 /** Loads a kind's factory on first use. */
 export type BackendLoader<K extends BackendKind> = () => Promise<BackendFactory<K>>;

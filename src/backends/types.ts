@@ -1,9 +1,13 @@
-// The one interface every secret backend implements (AWS Secrets Manager, Vault/OpenBao KV v2,
-// local files). The rotation engine talks only to this interface; a backend folder holds the
-// rest, laid out alike in every folder (README.md beside this file). Every method may be retried
-// by the engine, so each must be safe to run again.
+// What every secret backend implements (AWS Secrets Manager, Vault/OpenBao KV v2, local files),
+// as four small roles: WriteCheck (preflight), SecretStore (the write and the read-back), KeyLock
+// (the key's lock) and Records (the bookkeeping beside the secret). `Backend` is their composition;
+// a caller takes only the role it uses. The rotation engine talks only to these types; a backend
+// folder holds the rest, laid out alike in every folder (README.md beside this file). Every
+// method may be retried by the engine, so each must be safe to run again.
 import type { Dispatcher } from 'undici';
 import type { Secret } from '../audit/secret.ts';
+import type { BackendConfig } from './config.ts';
+import type { NativeRotation } from './native.ts';
 import type { QuotaDeps } from './quota/observer.ts';
 
 export type BackendKind = 'aws' | 'vault' | 'file';
@@ -19,6 +23,16 @@ export interface BackendDeps {
   /** Who hears of paced and throttled requests, and how many shards share the quotas. */
   quota?: QuotaDeps;
 }
+
+/**
+ * Builds the backend of one kind from its policy settings (each folder's `index.ts` exports one;
+ * registry.ts maps every BackendKind to its factory, so a kind without one fails the type check).
+ */
+export type BackendFactory<K extends BackendKind> = (
+  name: string,
+  config: Extract<BackendConfig, { kind: K }>,
+  deps: BackendDeps,
+) => Backend;
 
 /** Extra fields a JSON-shaped stored value may carry beside the secret. */
 export type StoredField = 'keyId' | 'organizationId' | 'rotatedAt' | 'rotationId';
@@ -241,27 +255,21 @@ export interface WriteReservation {
   release(): void;
 }
 
-export interface PreflightOptions {
-  /**
-   * The caller takes the key lock on this target next, before any roll (the rotation engine, for
-   * every destination): the backend may leave to the lock what taking it proves. AWS keeps the lock
-   * of a target that has a value on the target itself, and its compare-and-swap there is a
-   * PutSecretValue and an UpdateSecretVersionStage, the fenced write's two calls: no probe of them
-   * is sent. Invariant 1 still holds: the roll comes after the lock.
-   */
-  lockFollows?: boolean;
-  /**
-   * The caller writes the intent marker on this target after the lock, before any roll (the
-   * primary destination): the backend may leave to the marker what writing it proves (AWS:
-   * TagResource, by the marker's own tag), so the rotation does not pay twice for one proof.
-   */
-  intentFollows?: boolean;
-  /**
-   * The key is rotated by its AWS rotation function (policy `scheduler: aws-native`): AWS-native
-   * rotation enabled on the target is expected there, and its absence is what to point out.
-   */
-  nativeRotation?: boolean;
-}
+/**
+ * Why a target is preflighted, which says what the caller does there next: a backend may leave to
+ * that next step what it proves anyway, and send no probe of its own for it (AWS: the lock's
+ * compare-and-swap is the fenced write's two calls on the same secret, and the intent marker's
+ * TagResource proves TagResource; backends/aws/preflight.ts). Invariant 1 holds either way: the
+ * roll comes after the lock and the marker.
+ * - `check`: nothing follows (`keyroll validate`, the daemon's readiness, a fallback): every
+ *   permission is probed.
+ * - `check-native`: as `check`, for a key its store rotates itself (policy `scheduler: aws-native`,
+ *   AWS's rotation function): the store's own rotation is expected to be enabled there, and its
+ *   absence is what to point out.
+ * - `rotation`: a rotation's destination: the key lock is taken there next, before any roll.
+ * - `rotation-primary`: a rotation's primary destination: the key lock, then the intent marker.
+ */
+export type PreflightPurpose = 'check' | 'check-native' | 'rotation' | 'rotation-primary';
 
 /** Options of the records written under the key lock (recordRotation, recordProbe). */
 export interface RecordOptions {
@@ -284,16 +292,25 @@ export interface PreflightResult {
   checks: string[];
 }
 
-export interface Backend {
+/** Which store, and which instance of it the policy named: what every role of a backend shares. */
+export interface BackendIdentity {
   readonly kind: BackendKind;
   /** The name the policy gave this backend instance. */
   readonly name: string;
+}
 
+/**
+ * Role: proving, before the roll, that a target can be written and that nothing will need
+ * renewing between the roll answer and the write (invariants 1 and 2). Callers: the rotation's
+ * preflight, `keyroll validate`, the daemon's readiness.
+ */
+export interface WriteCheck extends BackendIdentity {
   /**
    * Proves, without changing the stored secret, that credentials work and `target` can be
-   * written (invariant 1). Throws a BackendError naming what failed.
+   * written (invariant 1), for `purpose` (default `check`: everything probed). Throws a
+   * BackendError naming what failed.
    */
-  preflight(target: StoreTarget, options?: PreflightOptions): Promise<PreflightResult>;
+  preflight(target: StoreTarget, purpose?: PreflightPurpose): Promise<PreflightResult>;
 
   /**
    * Optional. Makes the backend's credentials valid for at least `minValidityMs` from now
@@ -306,7 +323,15 @@ export interface Backend {
    * (invariant 1). Backends without expiring credentials (file) do not implement it.
    */
   ensureFresh?(minValidityMs: number): Promise<void>;
+}
 
+/**
+ * Role: the secret itself at a target: the write after the roll (invariant 2), idempotent
+ * (invariant 8) and fenced by the key lock (invariant 9), its budget taken before the roll
+ * (invariant 11), and the read-back. Callers: the store and verify steps, drift probes, leak
+ * matching, `keyroll status`.
+ */
+export interface SecretStore extends BackendIdentity {
   /**
    * Optional. Takes, before the roll, the request budget the write after it needs, so that after
    * the roll answer the write is sent at once and never waits for its turn in a request quota
@@ -319,6 +344,31 @@ export interface Backend {
    */
   reserveWrite?(target: StoreTarget, options: { fenced: boolean }): Promise<WriteReservation>;
 
+  /**
+   * Writes the new secret (invariant 2: the first I/O after the roll answer). Idempotent for
+   * the same `record.rotationId` (invariant 8): a retried write that already landed returns
+   * `alreadyApplied: true` and creates no second version. With `fence` (a destination whose lock
+   * the rotation holds: every destination; never a fallback), the write lands only while the
+   * fence holds (invariant 9).
+   */
+  writeSecret(target: StoreTarget, record: SecretRecord, fence?: WriteFence): Promise<WriteResult>;
+
+  /** Reads the stored secret back (for the digest check and the stored-secret probe). */
+  readSecret(target: StoreTarget): Promise<StoredSecret | undefined>;
+
+  /**
+   * Optional. The value stored before the current one (Vault: the previous version; AWS:
+   * AWSPREVIOUS; file: the copy kept beside it), so a two-slot entry can probe its standby slot.
+   * Undefined when the backend keeps none or there was no earlier value.
+   */
+  readPrevious?(target: StoreTarget): Promise<StoredSecret | undefined>;
+}
+
+/**
+ * Role: the key's lock at a target (invariant 5), kept alive through roll, store and verify and
+ * checked by every fenced write (invariant 9). Callers: rotation/key-lock.ts and the lock keeper.
+ */
+export interface KeyLock extends BackendIdentity {
   /**
    * Optional, with reserveWrite. Takes, before the roll, the budget of one refresh of `lock` (the
    * engine refreshes every destination's lock after the primary's write when a key has more than
@@ -345,23 +395,20 @@ export interface Backend {
   refreshLock(target: StoreTarget, lock: HeldLock, ttlMs: number): Promise<HeldLock | undefined>;
   /** Releases a lock this process holds; a lock that is no longer ours is left alone. */
   releaseLock(target: StoreTarget, lock: HeldLock): Promise<void>;
+}
 
+/**
+ * Role: keyroll's bookkeeping beside the secret (the intent marker of invariant 6, the last
+ * rotation, probe and failure) and the state read back from it for due-ness, recovery and
+ * `status`. Changes are made under the key lock, except where recordsProbeWithoutLock says.
+ */
+export interface Records extends BackendIdentity {
+  /** Writes the intent marker before the roll (invariant 6): a run that dies mid-rotation leaves it behind. */
   setIntent(target: StoreTarget, intent: Intent): Promise<void>;
   /** Clears the intent only when it still names `rotationId`. */
   clearIntent(target: StoreTarget, rotationId: string): Promise<void>;
 
-  /**
-   * Writes the new secret (invariant 2: the first I/O after the roll answer). Idempotent for
-   * the same `record.rotationId` (invariant 8): a retried write that already landed returns
-   * `alreadyApplied: true` and creates no second version. With `fence` (a destination whose lock
-   * the rotation holds: every destination; never a fallback), the write lands only while the
-   * fence holds (invariant 9).
-   */
-  writeSecret(target: StoreTarget, record: SecretRecord, fence?: WriteFence): Promise<WriteResult>;
-
-  /** Reads the stored secret back (for the digest check and the stored-secret probe). */
-  readSecret(target: StoreTarget): Promise<StoredSecret | undefined>;
-
+  /** keyroll's bookkeeping at the target, as stored (trustState judges it: src/rotation/trusted-state.ts). */
   readState(target: StoreTarget): Promise<KeyState>;
 
   /**
@@ -395,17 +442,22 @@ export interface Backend {
   recordsProbeWithoutLock?(target: StoreTarget): boolean;
 
   /**
-   * Optional. The value stored before the current one (Vault: the previous version; AWS:
-   * AWSPREVIOUS; file: the copy kept beside it), so a two-slot entry can probe its standby slot.
-   * Undefined when the backend keeps none or there was no earlier value.
-   */
-  readPrevious?(target: StoreTarget): Promise<StoredSecret | undefined>;
-
-  /**
    * Records the last failure and its streak (for backoff, quarantine and `status`), replacing the
    * record before it whole and changing nothing else; best effort for the caller.
    */
   recordFailure(target: StoreTarget, failure: FailureRecord): Promise<void>;
+}
 
+/**
+ * A store: every role above over one client (one folder per kind: aws/, vault/, file/). Callers
+ * that use one role take that role's type, so what they may do to the store is in their signature.
+ */
+export interface Backend extends WriteCheck, SecretStore, KeyLock, Records {
+  /**
+   * Optional port: the store's own rotation (AWS Secrets Manager's, which runs keyroll's rotation
+   * function: src/lambda/). Absent on stores that have none (vault, file).
+   */
+  readonly native?: NativeRotation;
+  /** Gives back what the instance holds open (connections, timers); the instance is not used after. */
   close(): Promise<void>;
 }

@@ -59,9 +59,9 @@ async function awsRotation(action: 'enable' | 'disable', flags: AwsRotationFlags
       import('../lambda/schedule.ts'),
     ]);
     backend = await createBackend(destination.backend, config, { now: () => new Date() });
-    if (!('nativeRotation' in backend) || typeof backend.nativeRotation !== 'function')
+    const native = backend.native;
+    if (native === undefined)
       throw new UsageError(`backend ${destination.backend} is not an AWS Secrets Manager backend`);
-    const native = (backend as import('../backends/aws/backend.ts').AwsBackend).nativeRotation();
     const path = destination.target.path;
     if (action === 'disable') {
       await native.disable(path);

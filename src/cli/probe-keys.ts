@@ -6,7 +6,7 @@
 // key lock). Only verdicts leave this file, never a value.
 import { withSecretScope } from '../audit/sanitize.ts';
 import type { Secret } from '../audit/secret.ts';
-import type { Backend, StoreTarget, StoredSecret } from '../backends/types.ts';
+import type { Backend, SecretStore, StoreTarget, StoredSecret } from '../backends/types.ts';
 import { errorCode } from '../errors.ts';
 import type { KeyPolicy, Policy } from '../policy/schema.ts';
 import type { Runtime } from '../rotation/runtime.ts';
@@ -99,7 +99,7 @@ export async function probeKey(
 }
 
 async function probeStandby(
-  primary: { backend: Backend; target: StoreTarget },
+  primary: { backend: SecretStore; target: StoreTarget },
   stored: StoredSecret | undefined,
   standbyId: string,
   organizationId: string,

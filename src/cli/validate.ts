@@ -107,9 +107,10 @@ async function validateCommand(flags: ValidateFlags): Promise<number> {
             if (seen.has(label)) continue;
             seen.add(label);
             try {
-              const result = await destination.backend.preflight(destination.target, {
-                nativeRotation: key.scheduler === 'aws-native',
-              });
+              const result = await destination.backend.preflight(
+                destination.target,
+                key.scheduler === 'aws-native' ? 'check-native' : 'check',
+              );
               checks.push({
                 check: label,
                 ok: true,

@@ -4,9 +4,7 @@
 // derived from the event's ClientRequestToken, so every step of one rotation, in whichever
 // Lambda instance AWS runs it, holds the same lock and names the same intent marker.
 import type { AuditLog } from '../audit/events.ts';
-import type { AwsBackend } from '../backends/aws/backend.ts';
-import type { Backend } from '../backends/types.ts';
-import type { AwsNativeRotation } from '../backends/aws/pending.ts';
+import type { NativeRotation } from '../backends/native.ts';
 import type { KeyPolicy, Policy } from '../policy/schema.ts';
 import { deferAlerts, type DeferredAlerts } from '../rotation/deferred-alerts.ts';
 import { createRuntime, type Runtime, type RuntimeOptions } from '../rotation/runtime.ts';
@@ -18,7 +16,7 @@ export interface NativeContext {
   key: KeyPolicy;
   /** The AWS secret, through the real backend (lock, intent, records, AWSCURRENT). */
   primary: ResolvedDestination;
-  native: AwsNativeRotation;
+  native: NativeRotation;
   fallbacks: ResolvedDestination[];
   runtime: Runtime;
   /** The key's audit log: every line carries the key and the rotation id (= the token). */
@@ -47,7 +45,9 @@ export async function openNativeContext(
   const runtime = await createRuntime(policy, { audit, ...runtimeOptions });
   const { destinations, fallbacks } = runtime.resolveKey(key);
   const primary = destinations[0];
-  if (primary === undefined || !hasNativeRotation(primary.backend)) {
+  // The AWS backend, or a wrapper of it (tests, metrics) that keeps its port.
+  const native = primary?.backend.native;
+  if (primary === undefined || native === undefined) {
     await runtime.close();
     throw new NativeRotationError(
       'KR_NATIVE_NOT_CONFIGURED',
@@ -64,7 +64,7 @@ export async function openNativeContext(
   return {
     key,
     primary,
-    native: primary.backend.nativeRotation(),
+    native,
     fallbacks,
     runtime,
     audit: keyAudit,
@@ -73,12 +73,4 @@ export async function openNativeContext(
     event,
     token,
   };
-}
-
-/** The AWS backend, or a wrapper of it (tests, metrics) that keeps its staging-label calls. */
-function hasNativeRotation(backend: Backend): backend is Backend & Pick<AwsBackend, 'nativeRotation'> {
-  return (
-    backend.kind === 'aws' &&
-    typeof (backend as Partial<Pick<AwsBackend, 'nativeRotation'>>).nativeRotation === 'function'
-  );
 }

@@ -1,6 +1,6 @@
 // createSecret: the rotation engine's own sequence (rotate-key.ts: rotateKeyUntilStored), steps 1
 // to 6 (preflight, lock, decide, intent, roll, store), with the store going to AWSPENDING under the
-// event's token (pending-destination.ts); the lock and the intent marker stay for finishSecret.
+// event's token (native/pending-destination.ts); the lock and the intent marker stay for finishSecret.
 // Safe to repeat, as AWS retries every step:
 // - the token's version already has a value: found, nothing rolled again;
 // - this rotation's intent marker is there but no value (a put lost, a Lambda timed out between
@@ -14,10 +14,9 @@ import { RotationStepError } from '../rotation/errors.ts';
 import { sendAlert } from '../rotation/key-alert.ts';
 import { readTrustedState } from '../rotation/trusted-state.ts';
 import type { KeyOutcome } from '../rotation/types.ts';
-import { AWS_CURRENT } from '../backends/aws/pending.ts';
+import { AWS_CURRENT } from '../backends/native.ts';
 import type { NativeContext } from './context.ts';
 import { NativeRotationError, reportedErrors } from './errors.ts';
-import { pendingDestinationBackend } from '../backends/aws/pending-destination.ts';
 import { dropPending } from './pending-cleanup.ts';
 
 export type CreateOutcome = 'rolled' | 'found-pending' | 'already-current';
@@ -35,7 +34,7 @@ export async function createSecret(ctx: NativeContext): Promise<CreateOutcome> {
   const state = await readTrustedState(primary, key, deps.now());
   if (state.intent?.rotationId === token) await valueLost(ctx);
 
-  const pending = { ...primary, backend: pendingDestinationBackend(primary.backend, native, token) };
+  const pending = { ...primary, backend: native.pendingDestination(primary.backend, token) };
   try {
     // AWS's schedule decided the key is due; the minimum interval and consumerRefresh still hold (invariants 5 and 10).
     // finishSecret moves AWSCURRENT under the lock kept here (owner and rotation from the token).

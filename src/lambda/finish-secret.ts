@@ -10,7 +10,7 @@ import { activeSlot } from '../rotation/slots.ts';
 import { recordFailureBestEffort } from '../rotation/store-outcome.ts';
 import { sendAlert } from '../rotation/key-alert.ts';
 import { readTrustedState } from '../rotation/trusted-state.ts';
-import { AWS_CURRENT, AWS_PENDING, versionWith } from '../backends/aws/pending.ts';
+import { AWS_CURRENT, AWS_PENDING, versionWith } from '../backends/native.ts';
 import { releaseKeyLock, takeKeyLock } from '../rotation/key-lock.ts';
 import type { NativeContext } from './context.ts';
 import { nativeOwner } from './context.ts';

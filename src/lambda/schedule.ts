@@ -5,7 +5,7 @@
 // own cron dialect in UTC only, and a silently different schedule would be worse than a refusal.
 import { formatDuration } from '../policy/duration.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
-import type { RotationRules } from '../backends/aws/pending.ts';
+import type { RotationRules } from '../backends/native.ts';
 import { NativeRotationError } from './errors.ts';
 
 const HOUR_MS = 3600_000;

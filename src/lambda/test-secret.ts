@@ -4,7 +4,7 @@
 import { activeSlot } from '../rotation/slots.ts';
 import { sendAlert } from '../rotation/key-alert.ts';
 import { readTrustedState } from '../rotation/trusted-state.ts';
-import { AWS_CURRENT } from '../backends/aws/pending.ts';
+import { AWS_CURRENT } from '../backends/native.ts';
 import type { NativeContext } from './context.ts';
 import { NativeRotationError } from './errors.ts';
 import { dropPending } from './pending-cleanup.ts';

@@ -4,7 +4,7 @@
 // healed by a rotation when the policy says `onDrift: rotate`.
 // The probe takes no key lock while what it finds is healthy: the daemon probes every key on every
 // sweep, and a lock taken that often would write a version of an AWS secret each time (AWS keeps
-// at most ~100 and asks for one every 10 minutes at most; backends/aws/lock-target.ts). Its record
+// at most ~100 and asks for one every 10 minutes at most; backends/aws/lock/target.ts). Its record
 // changes only the probe's own field, which the backends that allow it write without the lock and
 // without undoing a rotation's bookkeeping (Backend.recordsProbeWithoutLock). A dead finding is
 // confirmed under the lock before anything is alerted or healed: a rotation in flight rolls the

@@ -4,7 +4,7 @@
 // quota is a budget). Each AWS destination's region (and endpoint) is one budget shared by every
 // key that writes there, whatever the concurrency; the slowest budget bounds the whole run. Vault
 // and file destinations have no quota keyroll knows of and bound nothing here.
-import { AwsQuotas, CALLS_PER_ROTATION, ratesOf } from '../backends/aws/quotas.ts';
+import { rotationSpend, type RotationRole } from '../backends/rotation-spend.ts';
 import type { KeyPolicy, Policy } from '../policy/schema.ts';
 
 export interface EmergencyBound {
@@ -42,19 +42,13 @@ export function estimateEmergency(
     ratePerSecond: apiRate,
     seconds: keys.length / apiRate,
   });
-  const spend = (backendName: string, role: keyof typeof CALLS_PER_ROTATION): void => {
+  // What a rotation spends, and where, is the backend's to say (backends/rotation-spend.ts).
+  const spend = (backendName: string, role: RotationRole): void => {
     const backend = policy.backends[backendName];
-    if (backend?.kind !== 'aws') return;
-    const quotas = backend.quotas ?? AwsQuotas.parse({});
-    const share = quotas.shareAmongShards ? Math.max(1, options.shards ?? 1) : 1;
-    const region =
-      backend.region ?? options.env?.AWS_REGION ?? options.env?.AWS_DEFAULT_REGION ?? 'default-region';
-    const rates = ratesOf(quotas);
-    for (const group of ['write', 'tag'] as const) {
-      const budget = `aws ${backend.endpoint ?? 'aws'} ${region} ${group}`;
-      const ratePerSecond = rates[group] / share;
+    if (backend === undefined) return;
+    for (const { budget, calls, ratePerSecond } of rotationSpend(backend, role, options)) {
       const bound = bounds.get(budget) ?? { budget, calls: 0, ratePerSecond, seconds: 0 };
-      bound.calls += CALLS_PER_ROTATION[role][group];
+      bound.calls += calls;
       bound.ratePerSecond = Math.min(bound.ratePerSecond, ratePerSecond);
       bound.seconds = bound.calls / bound.ratePerSecond;
       bounds.set(budget, bound);

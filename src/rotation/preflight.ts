@@ -2,7 +2,7 @@
 // starts: every destination writable, credentials renewed so nothing renews between the roll
 // answer and the write (invariant 2). The lock's life is src/rotation/lock-keeper.ts's (invariant 9).
 import type { AuditLog } from '../audit/events.ts';
-import type { Backend } from '../backends/types.ts';
+import type { WriteCheck } from '../backends/types.ts';
 import { catalogueCode, errorCode, errorMessage } from '../errors.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
 import { RotationStepError } from './errors.ts';
@@ -18,11 +18,10 @@ export async function preflightDestinations(
   for (const [index, destination] of destinations.entries()) {
     try {
       // Every destination's lock comes next, and the primary's intent marker, before any roll.
-      const result = await destination.backend.preflight(destination.target, {
-        lockFollows: true,
-        intentFollows: index === 0,
-        nativeRotation: key.scheduler === 'aws-native',
-      });
+      const result = await destination.backend.preflight(
+        destination.target,
+        index === 0 ? 'rotation-primary' : 'rotation',
+      );
       checks.push({ backend: destination.backendName, path: destination.target.path, exists: result.exists });
     } catch (error) {
       audit.emit('key.preflight.failed', {
@@ -66,7 +65,7 @@ export async function ensureFreshCredentials(
   key: KeyPolicy,
   places: readonly ResolvedDestination[],
 ): Promise<void> {
-  const seen = new Set<Backend>();
+  const seen = new Set<WriteCheck>();
   for (const place of places) {
     if (seen.has(place.backend)) continue;
     seen.add(place.backend);

@@ -45,7 +45,7 @@ async function underPrimaryLock<T>(
  * the key stays quarantined and visible in `status` and the gauge whatever happens here.
  * `read` is the streak as the run read it before any lock: when no reminder is due by it, no lock
  * is taken (the daemon's sweep passes a quarantined key every few minutes, and a lock taken each
- * time writes a version of an AWS secret each time: backends/aws/lock-target.ts); when one is, the
+ * time writes a version of an AWS secret each time: backends/aws/lock/target.ts); when one is, the
  * streak is read again under the lock before the reminder is written.
  */
 export async function remindQuarantined(

@@ -5,7 +5,7 @@
 // value that names its key (json shapes with `keyId`, the default) tells the two apart; one that
 // does not is taken for the standby's, and whatever keyroll does about it must then be safe either
 // way (the heal waits for consumerRefresh, as any roll of the standby does).
-import type { Backend, StoreTarget, StoredSecret } from '../backends/types.ts';
+import type { SecretStore, StoreTarget, StoredSecret } from '../backends/types.ts';
 import { errorCode } from '../errors.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
 import { standbySlot } from './slots.ts';
@@ -28,7 +28,7 @@ export interface StandbyProbe {
  * it names another key (the active slot's killed secret after that slot was rolled).
  */
 export async function readStandbyValue(
-  primary: { backend: Backend; target: StoreTarget },
+  primary: { backend: SecretStore; target: StoreTarget },
   stored: StoredSecret | undefined,
   standbyId: string,
 ): Promise<{ value: StoredSecret; certain: boolean } | undefined> {
@@ -43,7 +43,7 @@ export async function readStandbyValue(
 /** Probes the standby of `key` against the API with its own secret; never throws. */
 export async function probeStandby(
   key: Pick<KeyPolicy, 'organizationId'> & { slots: readonly [string, string] },
-  primary: { backend: Backend; target: StoreTarget },
+  primary: { backend: SecretStore; target: StoreTarget },
   state: { lastKeyId?: string },
   stored: StoredSecret | undefined,
   probe: (secret: StoredSecret['secret'], organizationId: string) => Promise<'valid' | 'invalid'>,

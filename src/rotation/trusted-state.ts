@@ -20,10 +20,10 @@ import {
   badFields,
 } from '../backends/schema.ts';
 import type {
-  Backend,
   FailureRecord,
   Intent,
   KeyState,
+  Records,
   RecordDoubt,
   StoreTarget,
 } from '../backends/types.ts';
@@ -189,7 +189,7 @@ function iso(time: string): string {
 
 /** The key's state at `destination`, as far as keyroll trusts it (trustState). */
 export async function readTrustedState(
-  destination: { backend: Backend; target: StoreTarget },
+  destination: { backend: Records; target: StoreTarget },
   key: Pick<KeyPolicy, 'clockSkewMs' | 'failures'>,
   now: Date,
 ): Promise<KeyState> {

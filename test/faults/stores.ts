@@ -11,8 +11,8 @@ import {
   ListSecretVersionIdsCommand,
   SecretsManagerClient,
 } from '@aws-sdk/client-secrets-manager';
-import { LOCK_STAGE } from '../../src/backends/aws/lock-target.ts';
-import { parseLockValue } from '../../src/backends/aws/lock-value.ts';
+import { LOCK_STAGE } from '../../src/backends/aws/lock/target.ts';
+import { parseLockValue } from '../../src/backends/aws/lock/value.ts';
 import type { BackendConfig } from '../../src/backends/config.ts';
 import { createBackend } from '../../src/backends/registry.ts';
 import type { Backend, StoreTarget } from '../../src/backends/types.ts';
@@ -273,7 +273,7 @@ export async function startAwsStore(options: StoreOptions = {}): Promise<StoreSi
       return JSON.stringify([...described, lock]);
     },
     versions: async (target) => {
-      // Versions of the value: the key lock's own versions on the secret (lock-target.ts) do not count.
+      // Versions of the value: the key lock's own versions on the secret (lock/target.ts) do not count.
       const listed = await sdk.send(
         new ListSecretVersionIdsCommand({ SecretId: target.path, IncludeDeprecated: true }),
       );

@@ -263,7 +263,7 @@ describe.skipIf(moto === undefined)('aws backend (moto)', () => {
         const description = await sdk.send(new DescribeSecretCommand({ SecretId: path }));
         // The fenced write moved AWSCURRENT onto its KEYROLL_PENDING version (aws-fence.test.ts); the label stays until the next write.
         // The second rotation took the key lock on the secret itself: a version labelled KEYROLL_LOCK
-        // (lock-target.ts) that carries neither AWSCURRENT nor AWSPREVIOUS, so no consumer reads it.
+        // (lock/target.ts) that carries neither AWSCURRENT nor AWSPREVIOUS, so no consumer reads it.
         const { [v1!]: previous, [v2!]: current, ...lockVersions } = description.VersionIdsToStages ?? {};
         expect({ previous, current: [...(current ?? [])].sort() }).toEqual({
           previous: ['AWSPREVIOUS'],

@@ -12,8 +12,8 @@ import {
 } from '@aws-sdk/client-secrets-manager';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SecretsManagerCalls } from '../../src/backends/aws/client.ts';
-import { refreshLock } from '../../src/backends/aws/lock-refresh.ts';
-import { acquireLock } from '../../src/backends/aws/lock.ts';
+import { refreshLock } from '../../src/backends/aws/lock/refresh.ts';
+import { acquireLock } from '../../src/backends/aws/lock/lock.ts';
 import { BackendError } from '../../src/backends/errors.ts';
 import type { Backend, HeldLock, StoreTarget } from '../../src/backends/types.ts';
 import { createTestClock, makeRecord, type TestClock } from '../backends/contract.ts';
@@ -43,7 +43,7 @@ describe.skipIf(moto === undefined)('aws fenced writes and lock refresh (moto)',
 
   /**
    * The target's versions and their labels, without its key lock's versions (labelled only
-   * KEYROLL_LOCK, KEYROLL_LOCK_CANDIDATE or nothing: the lock lives on the target, lock-target.ts). A
+   * KEYROLL_LOCK, KEYROLL_LOCK_CANDIDATE or nothing: the lock lives on the target, lock/target.ts). A
    * lock version that carried AWSCURRENT or AWSPREVIOUS would stay in and fail the exact comparisons.
    */
   async function stagesOf(t: StoreTarget): Promise<Record<string, string[]>> {

@@ -5,7 +5,7 @@ import { DescribeSecretCommand, SecretsManagerClient } from '@aws-sdk/client-sec
 import { AwsBackendConfig } from '../../src/backends/aws/config.ts';
 import { SecretsManagerCalls } from '../../src/backends/aws/client.ts';
 import { createAwsBackend } from '../../src/backends/aws/index.ts';
-import type { AcquireHints } from '../../src/backends/aws/lock.ts';
+import type { AcquireHints } from '../../src/backends/aws/lock/lock.ts';
 import { seenOf } from '../../src/backends/aws/records.ts';
 import { BackendError } from '../../src/backends/errors.ts';
 import type { Backend, StoreTarget, ValueShape } from '../../src/backends/types.ts';
@@ -67,7 +67,7 @@ export async function rejection(promise: Promise<unknown>): Promise<BackendError
 }
 
 /**
- * What lock.ts's acquireLock needs to decide where the lock of `path` lives, for tests that call it
+ * What aws/lock/lock.ts's acquireLock needs to decide where the lock of `path` lives, for tests that call it
  * with calls of their own: a description made through `sdk` each time it asks.
  */
 export function lockHints(sdk: SecretsManagerClient, path: string): AcquireHints {

@@ -18,7 +18,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AwsBackendConfig } from '../../src/backends/aws/config.ts';
 import { createAwsBackend } from '../../src/backends/aws/index.ts';
-import { LOCK_SUFFIX } from '../../src/backends/aws/lock-companion.ts';
+import { LOCK_SUFFIX } from '../../src/backends/aws/lock/companion.ts';
 import {
   MANAGED_BY_VALUE,
   TAG_INTENT,
@@ -283,7 +283,7 @@ async function rotationCycle(backend: Backend, target: StoreTarget, clock: TestC
   await backend.releaseLock(target, lock.lock);
 
   // As the rotation engine asks it: the lock follows, so preflight counts the versions (ListSecretVersionIds).
-  expect((await backend.preflight(target, { lockFollows: true })).exists).toBe(true);
+  expect((await backend.preflight(target, 'rotation')).exists).toBe(true);
   const second = makeRecord({ rotationId: randomUUID() });
   const again = await backend.acquireLock(target, { ...owner, rotationId: second.rotationId, ttlMs: 1_000 });
   if (!again.acquired) throw new Error('expected the lock');

@@ -3,7 +3,7 @@
 // lock before its roll. Before, that tag freed A's live lock: runner B rotated, A then rolled (B's
 // stored secret died) and A's write was refused (KR_LOCK_LOST), leaving the key dead until the next
 // run. Now a release mark frees a lock only with the release key whose digest the lock value carries
-// (src/backends/aws/lock-value.ts), which only its holder knows: B finds the key busy, A rotates,
+// (src/backends/aws/lock/value.ts), which only its holder knows: B finds the key busy, A rotates,
 // and the forged mark is audited (key.record.distrusted, problem `forged`).
 import { randomUUID } from 'node:crypto';
 import { DescribeSecretCommand, TagResourceCommand } from '@aws-sdk/client-secrets-manager';

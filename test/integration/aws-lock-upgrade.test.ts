@@ -1,5 +1,5 @@
 // The AWS key lock moves from the companion `<name>.keyroll-lock` (where every earlier keyroll keeps
-// it) onto the secret itself (src/backends/aws/lock-companion.ts, closeCompanion), on moto. During an
+// it) onto the secret itself (src/backends/aws/lock/companion.ts, closeCompanion), on moto. During an
 // upgrade both versions run at once, so invariants 5 and 9 hold across them: a lock an earlier
 // keyroll holds in the companion keeps this one out; a companion this one sealed keeps every earlier
 // keyroll out for good; an earlier runner that takes the companion between this one's read and its
@@ -15,10 +15,10 @@ import {
 } from '@aws-sdk/client-secrets-manager';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { acquireLock } from '../../src/backends/aws/lock.ts';
-import { lockSecretName } from '../../src/backends/aws/lock-companion.ts';
-import { LOCK_STAGE, lockVersionOf } from '../../src/backends/aws/lock-target.ts';
-import { blockingHolder, parseLockValue, type LockValue } from '../../src/backends/aws/lock-value.ts';
+import { acquireLock } from '../../src/backends/aws/lock/lock.ts';
+import { lockSecretName } from '../../src/backends/aws/lock/companion.ts';
+import { LOCK_STAGE, lockVersionOf } from '../../src/backends/aws/lock/target.ts';
+import { blockingHolder, parseLockValue, type LockValue } from '../../src/backends/aws/lock/value.ts';
 import type { StoreTarget } from '../../src/backends/types.ts';
 import { createTestClock } from '../backends/contract.ts';
 import { GatedCalls, lockHints, makeBackend, newTarget, sdkClient } from './aws-fixtures.ts';

@@ -14,9 +14,9 @@ import {
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SecretsManagerCalls } from '../../src/backends/aws/client.ts';
-import { acquireLock } from '../../src/backends/aws/lock.ts';
-import { LOCK_STAGE } from '../../src/backends/aws/lock-target.ts';
-import { SEALED } from '../../src/backends/aws/lock-value.ts';
+import { acquireLock } from '../../src/backends/aws/lock/lock.ts';
+import { LOCK_STAGE } from '../../src/backends/aws/lock/target.ts';
+import { SEALED } from '../../src/backends/aws/lock/value.ts';
 import { BackendError } from '../../src/backends/errors.ts';
 import type { StoreTarget } from '../../src/backends/types.ts';
 import { createTestClock, makeRecord } from '../backends/contract.ts';

@@ -257,7 +257,7 @@ describe.skipIf(moto === undefined)('aws requests per rotation (moto)', () => {
           });
           expect(summary.rotated).toBe(0);
           // The due-ness read (target and its lock), the stored secret, the probe's record: a lock
-          // taken here would put a version of the secret every sweep (AWS keeps ~100, lock-target.ts).
+          // taken here would put a version of the secret every sweep (AWS keeps ~100, lock/target.ts).
           expect(proxy.take()).toEqual([
             'DescribeSecret target',
             'GetSecretValue target',
@@ -629,6 +629,50 @@ describe.skipIf(moto === undefined)('aws requests per rotation (moto)', () => {
       expect((await a.writeSecret(raced, mine)).alreadyApplied).toBe(false);
       expect(proxy.take()).toEqual(['CreateSecret target', 'PutSecretValue target']);
       expect((await b.readSecret(raced))?.secret.equals(mine.secret)).toBe(true);
+    });
+  });
+
+  describe('preflight by purpose', () => {
+    it('probes every permission for a check, and leaves to the lock and the intent marker what a rotation proves with them', async () => {
+      const backend = makeBackend(counted, createTestClock());
+      const t = newTarget();
+      const sdk = sdkClient(server);
+      try {
+        await sdk.send(new CreateSecretCommand({ Name: t.path, SecretString: 'not a key' }));
+        proxy.take();
+        const check = await backend.preflight(t, 'check');
+        expect(proxy.take()).toEqual([
+          'DescribeSecret target',
+          'GetSecretValue target',
+          'PutSecretValue target', // refused by its reused token: proves the put without storing
+          'TagResource target',
+          'UpdateSecretVersionStage target', // moves no label
+        ]);
+        // The lock's compare-and-swap on the target is the put (its first lock: the stage move is still probed).
+        await backend.preflight(t, 'rotation');
+        expect(proxy.take()).toEqual([
+          'DescribeSecret target',
+          'GetSecretValue target',
+          'ListSecretVersionIds target',
+          'TagResource target',
+          'UpdateSecretVersionStage target',
+        ]);
+        // The primary's intent marker is a TagResource on the same secret before the roll.
+        await backend.preflight(t, 'rotation-primary');
+        expect(proxy.take()).toEqual([
+          'DescribeSecret target',
+          'GetSecretValue target',
+          'ListSecretVersionIds target',
+          'UpdateSecretVersionStage target',
+        ]);
+        // Only a key its store rotates itself expects the store's rotation on (none is enabled here).
+        const native = await backend.preflight(t, 'check-native');
+        expect(native.checks.join('\n')).toContain('but has no rotation enabled');
+        expect(check.checks.join('\n')).not.toContain('rotation enabled');
+      } finally {
+        sdk.destroy();
+        await backend.close();
+      }
     });
   });
 });

@@ -15,7 +15,7 @@ import type {
   ProbeRecord,
   LockRequest,
   RecordOptions,
-  PreflightOptions,
+  PreflightPurpose,
   PreflightResult,
   RotationRecord,
   SecretRecord,
@@ -31,10 +31,11 @@ import type { AwsCredentialsInput } from './client.ts';
 import { SecretsManagerCalls } from './client.ts';
 import { writeFenced, type FencedWriteContext } from './write-fenced.ts';
 import { HeldFacts, TargetHints, type TargetSeen } from './known.ts';
-import { AwsNativeRotation } from './pending.ts';
-import * as lock from './lock.ts';
-import { LockSightings, type LockContext } from './lock-value.ts';
-import { refreshLock } from './lock-refresh.ts';
+import type { NativeRotation } from '../native.ts';
+import { AwsNativeRotation } from './native/rotation.ts';
+import * as lock from './lock/lock.ts';
+import { LockSightings, type LockContext } from './lock/value.ts';
+import { refreshLock } from './lock/refresh.ts';
 import * as records from './records.ts';
 import { describeTarget, seenOf } from './records.ts';
 import type { RecordsContext } from './records.ts';
@@ -57,6 +58,8 @@ export interface AwsBackendOptions {
 export class AwsBackend implements Backend {
   readonly kind = 'aws';
   readonly name: string;
+  /** The staging-label calls of AWS-native rotation (src/lambda/, `keyroll aws enable-rotation`). */
+  readonly native: NativeRotation;
   readonly #calls: SecretsManagerCalls;
   readonly #preflight: PreflightContext;
   readonly #lock: LockContext;
@@ -77,10 +80,11 @@ export class AwsBackend implements Backend {
       quotas: config.quotas,
       quotaDeps: options.quota,
     });
+    this.native = new AwsNativeRotation(this.#calls, name);
     this.#held = new HeldFacts(options.now);
     this.#targets = new TargetHints(options.now);
     // One record of lock sightings and release marks for every file: any description of a target
-    // says which lock its finish record gave back (lock.ts).
+    // says which lock its finish record gave back (lock/lock.ts).
     const shared = {
       calls: this.#calls,
       backendName: name,
@@ -105,9 +109,9 @@ export class AwsBackend implements Backend {
     checkTargetPath(target.path, { backendName: this.name, operation });
   }
 
-  async preflight(target: StoreTarget, options: PreflightOptions = {}): Promise<PreflightResult> {
+  async preflight(target: StoreTarget, purpose: PreflightPurpose = 'check'): Promise<PreflightResult> {
     this.#check(target, 'preflight');
-    return checks.preflight(this.#preflight, target, options);
+    return checks.preflight(this.#preflight, target, purpose);
   }
 
   async ensureFresh(minValidityMs: number): Promise<void> {
@@ -127,7 +131,7 @@ export class AwsBackend implements Backend {
   async reserveLockRefresh(target: StoreTarget, held: HeldLock): Promise<WriteReservation> {
     this.#check(target, 'lock');
     // The refresh is the lock's compare-and-swap where the lock lives (the target or its
-    // companion, lock-refresh.ts): a put and a stage move.
+    // companion, lock/refresh.ts): a put and a stage move.
     const { place } = lock.placeOfLock(this.#lock, target.path, held);
     return this.#calls.reserve(place.secretId, { write: 2 }, 'lock');
   }
@@ -135,7 +139,7 @@ export class AwsBackend implements Backend {
   async acquireLock(target: StoreTarget, request: LockRequest): Promise<LockOutcome> {
     this.#check(target, 'lock');
     // Where the lock lives and how to start are decided on the target as described last (the
-    // preflight's, seconds ago), else on a description made now (lock.ts).
+    // preflight's, seconds ago), else on a description made now (lock/lock.ts).
     let outcome: LockOutcome;
     const describe = async (): Promise<TargetSeen> =>
       seenOf(await describeTarget(this.#records, target.path, 'lock'));
@@ -240,11 +244,6 @@ export class AwsBackend implements Backend {
   async recordFailure(target: StoreTarget, failure: FailureRecord): Promise<void> {
     this.#check(target, 'record');
     await records.recordFailure(this.#records, target, failure);
-  }
-
-  /** The staging-label calls of AWS-native rotation (src/lambda/, `keyroll aws enable-rotation`). */
-  nativeRotation(): AwsNativeRotation {
-    return new AwsNativeRotation(this.#calls, this.name);
   }
 
   async close(): Promise<void> {

@@ -234,7 +234,7 @@ export class SecretsManagerCalls {
   }
 
   /**
-   * One staging label moved or removed (AWS-native rotation's AWSPENDING, src/backends/aws/pending.ts):
+   * One staging label moved or removed (AWS-native rotation's AWSPENDING, src/backends/aws/native/rotation.ts):
    * 'stale' when AWS refused it as invalid now (the label is no longer where `RemoveFromVersionId` says).
    */
   async updateStage(

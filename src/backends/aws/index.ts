@@ -1,10 +1,9 @@
 // The AWS Secrets Manager backend's factory, as the registry loads it, and the credential lookup
 // it does for the class (backend.ts; importers of the class import it from there). Importing this
 // module does not load the AWS SDK; the first call that needs AWS does (see client.ts).
-import type { Backend, BackendDeps } from '../types.ts';
+import type { BackendFactory } from '../types.ts';
 import { AwsBackend } from './backend.ts';
 import type { AwsStaticCredentials } from './client.ts';
-import type { AwsBackendConfig } from './config.ts';
 
 /**
  * Static keys and region from `deps.env` when the caller passed an environment that carries
@@ -29,7 +28,7 @@ export function awsAccessFromEnv(env: NodeJS.ProcessEnv | undefined): {
   };
 }
 
-export function createAwsBackend(name: string, config: AwsBackendConfig, deps: BackendDeps): Backend {
+export const createAwsBackend: BackendFactory<'aws'> = (name, config, deps) => {
   const { credentials, region } = awsAccessFromEnv(deps.env);
   return new AwsBackend(name, config, {
     now: deps.now ?? (() => new Date()),
@@ -37,4 +36,4 @@ export function createAwsBackend(name: string, config: AwsBackendConfig, deps: B
     region,
     ...(deps.quota ? { quota: deps.quota } : {}),
   });
-}
+};

@@ -2,9 +2,9 @@
 // already knows. Two kinds, trusted differently:
 // - Hints (TargetHints): what the target looked like when this process last described it (exists,
 //   has a value, carries its own lock). They choose which call to try first (CreateSecret or
-//   TagResource / PutSecretValue, lock create or lock read) and where the lock lives (lock.ts); each
+//   TagResource / PutSecretValue, lock create or lock read) and where the lock lives (lock/lock.ts); each
 //   call is atomic and refuses a wrong guess, so a stale hint costs a request, never correctness.
-//   One guess needs a recent description: the first lock put on the target (lock-target.ts) is sent
+//   One guess needs a recent description: the first lock put on the target (lock/target.ts) is sent
 //   only on a description less than an hour old that saw no lock there.
 // - Facts under the lock (HeldFacts): the lock this process holds on a target and the intent
 //   marker it wrote or read there while holding it. Only a runner holding the key's lock writes
@@ -20,7 +20,7 @@
 import type { HeldLock } from '../types.ts';
 import { secretNameOf } from './target.ts';
 
-/** What a description of the target said, as the lock decides on it (lock.ts). */
+/** What a description of the target said, as the lock decides on it (lock/lock.ts). */
 export interface TargetSeen {
   exists: boolean;
   /** Some version carries AWSCURRENT: the lock lives on the target itself (else in its companion). */
@@ -111,7 +111,7 @@ interface Held {
 /** The facts this process holds per key lock (keyed by the secret's name: a name and an ARN of one secret share a lock). */
 export class HeldFacts {
   readonly #byLock = new Map<string, Held>();
-  /** Locks given back with a finish record (lock.ts), until the caller's releaseLock for them. */
+  /** Locks given back with a finish record (lock/lock.ts), until the caller's releaseLock for them. */
   readonly #givenBack = new Set<string>();
   readonly #now: () => Date;
 
@@ -177,7 +177,7 @@ export class HeldFacts {
   }
 
   /**
-   * `lock` was given back with a record on the target (lock.ts): nothing known under it is kept,
+   * `lock` was given back with a record on the target (lock/lock.ts): nothing known under it is kept,
    * and the caller's releaseLock (and any refresh before it) sends nothing for it.
    */
   released(path: string, lock: { owner: string; rotationId: string }): void {

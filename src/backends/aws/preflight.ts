@@ -2,14 +2,14 @@
 // writing the secret. AWS has no dry run, so each needed permission is proven by a call that passes
 // IAM but cannot change the value, or by the lock taken on the secret itself before the roll:
 // - DescribeSecret: the credentials work, the secret exists (or may be created), it is not
-//   scheduled for deletion; its labels say whether it carries its own key lock yet (lock.ts).
+//   scheduled for deletion; its labels say whether it carries its own key lock yet (lock/lock.ts).
 // - GetSecretValue of the label KEYROLL_LOCK, beside the description: proves the read-back is
 //   allowed without fetching the secret (the lock's value is JSON without a secret, or there is no
 //   such version), and is the lock value the acquire starts from (no read of its own).
 // - PutSecretValue and UpdateSecretVersionStage, the fenced write's two calls (write-fenced.ts):
-//   when the rotation engine takes the key lock on this target next (`lockFollows`) and the target
+//   when the rotation engine takes the key lock on this target next (purpose `rotation`) and the target
 //   has a value, the lock lives on the target and its compare-and-swap *is* those two calls there
-//   (lock-target.ts), before the roll; nothing is probed (a rotation spends 4 of the account's write
+//   (lock/target.ts), before the roll; nothing is probed (a rotation spends 4 of the account's write
 //   quota, not 6). The target's first lock is one PutSecretValue, so then UpdateSecretVersionStage
 //   is still probed. Otherwise (`keyroll validate`, the daemon's readiness, fallbacks) both probes:
 //   PutSecretValue with the AWSCURRENT version's own id as ClientRequestToken and a probe value
@@ -17,9 +17,9 @@
 //   asks for a label of its own, never AWSCURRENT), and UpdateSecretVersionStage removing a label
 //   from the AWSCURRENT version, which does not carry it (no label changes).
 // - TagResource keyroll:preflight=<time>: the intent marker and bookkeeping will work. Left out
-//   when the intent marker's own TagResource follows before the roll (`intentFollows`, the key's
+//   when the intent marker's own TagResource follows before the roll (`rotation-primary`, the key's
 //   primary destination): it proves the same action on the same secret.
-// - ListSecretVersionIds, beside the probes, when a rotation follows (`lockFollows`) and the target
+// - ListSecretVersionIds, beside the probes, when a rotation follows (`rotation`) and the target
 //   has a value: the versions AWS will not remove (created in the last 24 h, or labelled). Each
 //   rotation adds versions there (the lock's put, the value's put, a put per lock refresh), and at
 //   the quota the lock's put would pass and the value's put after the roll be refused: a rotation
@@ -32,10 +32,10 @@
 // secret. An IAM policy that allows these actions only for some staging labels must allow
 // KEYROLL_LOCK and KEYROLL_LOCK_CANDIDATE as well as AWSCURRENT and KEYROLL_PENDING.
 import { BackendError } from '../errors.ts';
-import type { PreflightOptions, PreflightResult, StoreTarget } from '../types.ts';
+import type { PreflightPurpose, PreflightResult, StoreTarget } from '../types.ts';
 import type { TargetHints } from './known.ts';
-import { lockVersionOf, targetPlace } from './lock-target.ts';
-import type { LockContext } from './lock-value.ts';
+import { lockVersionOf, targetPlace } from './lock/target.ts';
+import type { LockContext } from './lock/value.ts';
 import { currentVersionOf, describeTarget } from './records.ts';
 import { TAG_PREFLIGHT } from './record-tags.ts';
 import { isSecretArn } from './target.ts';
@@ -109,9 +109,12 @@ async function checkVersionRoom(context: PreflightContext, path: string): Promis
 export async function preflight(
   context: PreflightContext,
   target: StoreTarget,
-  options: PreflightOptions = {},
+  purpose: PreflightPurpose = 'check',
 ): Promise<PreflightResult> {
   const path = target.path;
+  // What the caller does next on this target, and so may prove instead of a probe (above).
+  const lockFollows = purpose === 'rotation' || purpose === 'rotation-primary';
+  const intentFollows = purpose === 'rotation-primary';
   // Beside the description: a missing secret answers it NotFound too, and its answer waits until
   // the description has said whether the secret exists at all.
   const lockRead: Promise<{ error: unknown } | undefined> = targetPlace(context, path)
@@ -144,7 +147,7 @@ export async function preflight(
   const current = currentVersionOf(description);
   const lockOnTarget = lockVersionOf(description.VersionIdsToStages) !== undefined;
   // The lock taken next lives on the target (it has a value) and its CAS is the fenced write's two calls.
-  const lockProves = options.lockFollows === true && current !== undefined;
+  const lockProves = lockFollows && current !== undefined;
   const probes: Promise<unknown>[] = [
     lockRead.then((failed) => {
       // No version carries the lock's label: the read passed IAM all the same.
@@ -155,7 +158,7 @@ export async function preflight(
         throw failed.error;
     }),
   ];
-  if (options.intentFollows !== true)
+  if (!intentFollows)
     probes.push(
       context.calls.tagResource('preflight', path, [
         { Key: TAG_PREFLIGHT, Value: context.now().toISOString() },
@@ -199,17 +202,18 @@ export async function preflight(
   }
   checks.push(
     'secretsmanager:GetSecretValue allowed (read-back)',
-    options.intentFollows === true
+    intentFollows
       ? 'secretsmanager:TagResource: proven by the intent marker before the roll'
       : 'secretsmanager:TagResource allowed (intent marker)',
   );
-  if (options.nativeRotation === true) {
+  // The rotation setting is pointed out to a person checking the target, not to a rotation.
+  if (purpose === 'check-native') {
     if (description.RotationEnabled !== true) {
       checks.push(
         `warning: ${path} is for AWS-native rotation (scheduler: aws-native) but has no rotation enabled; run keyroll aws enable-rotation for its key`,
       );
     }
-  } else if (description.RotationEnabled === true) {
+  } else if (purpose === 'check' && description.RotationEnabled === true) {
     checks.push(
       `warning: ${path} also has AWS-native rotation enabled; its rotation function would replace keyroll's secret`,
     );

@@ -2,6 +2,8 @@
 // Secrets Manager quotas"; none is adjustable), and which quota each call keyroll makes counts
 // against. The policy may state lower (or, for a test double, other) rates per backend.
 import { z } from 'zod';
+import type { RotationRole, RotationSpend } from '../rotation-spend.ts';
+import type { AwsBackendConfig } from './config.ts';
 import type { AwsAction } from './errors.ts';
 
 export type AwsQuotaGroup = 'write' | 'tag' | 'read' | 'create';
@@ -92,3 +94,26 @@ export const CALLS_PER_ROTATION: Readonly<
   destination: { write: 4, tag: 2 },
   fallback: { write: 2, tag: 1 },
 };
+
+/**
+ * What one rotation spends of the account's write and tag quotas in this backend's region (and
+ * endpoint), where the backend is `role` for the key: CALLS_PER_ROTATION, the counts this folder's
+ * request-saving choices leave, at a shard's share of each quota when the backend shares them
+ * among `shards`. The region of a backend without one is `env`'s AWS_REGION, as the SDK would find it.
+ */
+export function awsRotationSpend(
+  config: AwsBackendConfig,
+  role: RotationRole,
+  options: { shards?: number; env?: NodeJS.ProcessEnv },
+): RotationSpend[] {
+  const quotas = config.quotas ?? AwsQuotas.parse({});
+  const share = quotas.shareAmongShards ? Math.max(1, options.shards ?? 1) : 1;
+  const region =
+    config.region ?? options.env?.AWS_REGION ?? options.env?.AWS_DEFAULT_REGION ?? 'default-region';
+  const rates = ratesOf(quotas);
+  return (['write', 'tag'] as const).map((group) => ({
+    budget: `aws ${config.endpoint ?? 'aws'} ${region} ${group}`,
+    calls: CALLS_PER_ROTATION[role][group],
+    ratePerSecond: rates[group] / share,
+  }));
+}

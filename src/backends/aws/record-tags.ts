@@ -39,10 +39,10 @@ export const TAG_LAST_PROBE = 'keyroll:last-probe';
 export const TAG_PREFLIGHT = 'keyroll:preflight';
 /**
  * `owner rotationId releaseKey` of a key lock given back in the finish step's own TagResource
- * (lock.ts): a lock value of that owner and rotation whose `releaseDigest` is the digest of that
+ * (lock/lock.ts): a lock value of that owner and rotation whose `releaseDigest` is the digest of that
  * release key is free. Releasing it this way costs no request of its own, where the lock's
  * compare-and-swap costs two of the account's write quota. The release key is proof, not a name:
- * only the process that took the lock knows it until this tag publishes it (lock-value.ts), so a
+ * only the process that took the lock knows it until this tag publishes it (lock/value.ts), so a
  * principal that may only tag the secret cannot free a lock that is still held.
  */
 export const TAG_LOCK_RELEASED = 'keyroll:lock-released';

@@ -23,9 +23,9 @@ import type {
 } from '../types.ts';
 import type { SecretsManagerCalls } from './client.ts';
 import type { HeldFacts, TargetHints, TargetSeen } from './known.ts';
-import { heldValueOf, readLockInfo, type LockView } from './lock.ts';
-import { lockVersionOf } from './lock-target.ts';
-import { forgedReleaseMark, parseLockToken, type LockContext, type LockSightings } from './lock-value.ts';
+import { heldValueOf, readLockInfo, type LockView } from './lock/lock.ts';
+import { lockVersionOf } from './lock/target.ts';
+import { forgedReleaseMark, parseLockToken, type LockContext, type LockSightings } from './lock/value.ts';
 import {
   INTENT_CLEARED,
   TAG_FAILURE_STREAK,
@@ -75,7 +75,7 @@ function isNotFound(error: unknown): boolean {
 
 /**
  * The secret's description, or undefined when it does not exist. Every description notes what it
- * saw for the lock (where it lives: known.ts) and which lock a finish record gave back (lock.ts).
+ * saw for the lock (where it lives: known.ts) and which lock a finish record gave back (lock/lock.ts).
  */
 export async function describeTarget(
   context: Pick<RecordsContext, 'calls'> & { sightings?: LockSightings; targets?: TargetHints },
@@ -176,7 +176,7 @@ export async function clearIntent(
 }
 
 /**
- * The tag that gives `lock` back with the record (lock.ts), when the caller is done with it;
+ * The tag that gives `lock` back with the record (lock/lock.ts), when the caller is done with it;
  * noted as written once the record landed. Undefined when the lock is not given back this way.
  */
 function releaseTag(lock: HeldLock | undefined): { Key: string; Value: string } | undefined {

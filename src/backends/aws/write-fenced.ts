@@ -10,7 +10,7 @@
 //    AWSCURRENT on, as in 3.)
 // 2. Is the lock still ours? Known without a request while this process holds it with margin left
 //    (known.ts: another runner takes it over only past its expiry plus the clock skew), else read
-//    where it lives (lock.ts): on the target, its description says so while KEYROLL_LOCK is still on
+//    where it lives (lock/lock.ts): on the target, its description says so while KEYROLL_LOCK is still on
 //    the version this process wrote; in the companion, the lock is read. Held by this owner and
 //    rotation, whatever its expiry, means nobody took it over. Not ours: KR_LOCK_LOST (not
 //    retryable); nothing visible changed.
@@ -35,8 +35,8 @@ import { BackendError } from '../errors.ts';
 import { renderText } from '../render.ts';
 import type { SecretRecord, StoreTarget, WriteFence, WriteResult } from '../types.ts';
 import type { HeldFacts } from './known.ts';
-import { currentLockOf } from './lock.ts';
-import { MAX_ROUNDS, isOurs, type CurrentLock, type LockContext } from './lock-value.ts';
+import { currentLockOf } from './lock/lock.ts';
+import { MAX_ROUNDS, isOurs, type CurrentLock, type LockContext } from './lock/value.ts';
 import { currentVersionOf, describeTarget } from './records.ts';
 import { clientRequestToken, putOrCreate, readVersion, tokenInUse, type WriteContext } from './write.ts';
 

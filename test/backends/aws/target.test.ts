@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { lockSecretName } from '../../../src/backends/aws/lock-companion.ts';
+import { lockSecretName } from '../../../src/backends/aws/lock/companion.ts';
 import { checkTargetPath, isSecretArn, secretNameOf } from '../../../src/backends/aws/target.ts';
 import { clientRequestToken } from '../../../src/backends/aws/write.ts';
 import { BackendError } from '../../../src/backends/errors.ts';

@@ -1,6 +1,6 @@
 // Keeping the AWS key lock alive (invariant 9): the rotation refreshes its lock in the background
-// for the whole roll → store → verify. A refresh is the lock's compare-and-swap (lock-target.ts or
-// lock-companion.ts, wherever the lock was taken) from the version this process holds
+// for the whole roll → store → verify. A refresh is the lock's compare-and-swap (lock/target.ts or
+// lock/companion.ts, wherever the lock was taken) from the version this process holds
 // (HeldLock.token) to a new `held` value with a later expiry. It never creates a lock: a refused
 // move means the lock is released or held by another runner, and the caller learns it is lost
 // (undefined) instead of taking a fresh one.
@@ -8,8 +8,8 @@
 // under another version, a refresh of ours landed earlier without its answer reaching us (the
 // caller then saw an error and kept its older HeldLock). No other runner writes our owner and
 // rotation, so that version is still our lock: the CAS is retried from it.
-import { BackendError } from '../errors.ts';
-import type { HeldLock } from '../types.ts';
+import { BackendError } from '../../errors.ts';
+import type { HeldLock } from '../../types.ts';
 import { placeOfLock } from './lock.ts';
 import {
   MAX_ROUNDS,
@@ -22,7 +22,7 @@ import {
   type LockContext,
   type LockPlace,
   type SwapOutcome,
-} from './lock-value.ts';
+} from './value.ts';
 
 /** Extends `lock` to `ttlMs` from now while it is still ours; undefined when it is lost. */
 export async function refreshLock(

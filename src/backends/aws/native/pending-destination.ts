@@ -1,12 +1,12 @@
 // The primary destination of a native rotation (src/lambda/) as the rotation engine sees it: the
 // AWS backend itself for everything (preflight, lock, intent, records), except that the write after
-// the roll goes to AWSPENDING under the event's ClientRequestToken (pending.ts) instead of moving
+// the roll goes to AWSPENDING under the event's ClientRequestToken (native/rotation.ts) instead of moving
 // AWSCURRENT. The engine's roll-then-store step stays the one implementation (invariant 2: the put
 // is the first I/O after the roll answer); finishSecret moves AWSCURRENT later, under the key lock
 // (invariant 9: a runner that lost its lock leaves only an AWSPENDING version nobody reads).
-import { renderText } from '../render.ts';
-import type { Backend, SecretRecord, StoreTarget, WriteReservation, WriteResult } from '../types.ts';
-import type { AwsNativeRotation } from './pending.ts';
+import { renderText } from '../../render.ts';
+import type { Backend, SecretRecord, StoreTarget, WriteReservation, WriteResult } from '../../types.ts';
+import type { AwsNativeRotation } from './rotation.ts';
 
 export function pendingDestinationBackend(inner: Backend, native: AwsNativeRotation, token: string): Backend {
   const overrides: Pick<Backend, 'writeSecret' | 'reserveWrite'> = {

@@ -1,4 +1,4 @@
-// The value of the AWS key lock, wherever it lives (lock.ts decides: a version of the target
+// The value of the AWS key lock, wherever it lives (lock/lock.ts decides: a version of the target
 // secret itself, or the companion secret `<name>.keyroll-lock`), the two places' common shape
 // (LockPlace: read, the first lock, the compare-and-swap), and what this process last saw of it.
 // A lock value is JSON that holds no secret: held by an owner and rotation until an expiry, or
@@ -19,11 +19,11 @@
 // lock back, and one that carries the request's owner, rotation and expiry is ours.
 import { createHash, randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import { BackendError } from '../errors.ts';
-import type { BackendOperation } from '../errors.ts';
-import type { LockInfo, LockOutcome, LockRequest, RecordDoubt } from '../types.ts';
-import type { SecretsManagerCalls } from './client.ts';
-import { parseReleaseMark, type ReleaseMark } from './record-tags.ts';
+import { BackendError } from '../../errors.ts';
+import type { BackendOperation } from '../../errors.ts';
+import type { LockInfo, LockOutcome, LockRequest, RecordDoubt } from '../../types.ts';
+import type { SecretsManagerCalls } from '../client.ts';
+import { parseReleaseMark, type ReleaseMark } from '../record-tags.ts';
 
 export const LockValue = z.discriminatedUnion('state', [
   z.object({
@@ -44,7 +44,7 @@ export type LockValue = z.infer<typeof LockValue>;
 export type HeldValue = Extract<LockValue, { state: 'held' }>;
 
 /**
- * The companion's value once the lock moved onto the target (lock-companion.ts): held for ever by
+ * The companion's value once the lock moved onto the target (lock/companion.ts): held for ever by
  * nobody. A keyroll of an earlier version reads it as a lock another runner holds and leaves the
  * key alone (busy), so it can never roll a key whose lock it no longer sees; `status` there shows
  * this owner. This version reads it as "the lock is on the target".
@@ -95,7 +95,7 @@ export type PlaceKind = 'target' | 'companion';
 
 /**
  * Where a key lock lives, behind the same three operations: the target's own version labelled
- * KEYROLL_LOCK (lock-target.ts) or the companion's AWSCURRENT (lock-companion.ts).
+ * KEYROLL_LOCK (lock/target.ts) or the companion's AWSCURRENT (lock/companion.ts).
  */
 export interface LockPlace {
   readonly kind: PlaceKind;

@@ -1,9 +1,9 @@
 // The lock companion `<name>.keyroll-lock`: a secret of its own whose AWSCURRENT value is the key
-// lock (lock-value.ts). keyroll of earlier versions kept every lock here; this one keeps it here
+// lock (lock/value.ts). keyroll of earlier versions kept every lock here; this one keeps it here
 // only for a target that has no value yet (a secret keyroll creates, or one created empty), where
 // a lock version on the target itself would become its current value (AWS makes a secret's first
 // version AWSCURRENT whatever label it asks for). Once a target has a value its lock moves onto it
-// (lock-target.ts), and the companion is sealed first (`closeCompanion`).
+// (lock/target.ts), and the companion is sealed first (`closeCompanion`).
 // Every change is atomic:
 // - the first lock ever is CreateSecret, which fails with ResourceExistsException for all but one caller;
 // - every later change (take a free or stale lock, refresh our own, release, seal) is a
@@ -14,11 +14,11 @@
 // reserved for its recovery window (and deletion is asynchronous even when forced), which would
 // block the next CreateSecret.
 import { randomUUID } from 'node:crypto';
-import { BackendError } from '../errors.ts';
-import type { BackendOperation } from '../errors.ts';
-import type { LockInfo, LockRequest, RecordDoubt } from '../types.ts';
-import { creationTags } from './record-tags.ts';
-import { secretNameOf } from './target.ts';
+import { BackendError } from '../../errors.ts';
+import type { BackendOperation } from '../../errors.ts';
+import type { LockInfo, LockRequest, RecordDoubt } from '../../types.ts';
+import { creationTags } from '../record-tags.ts';
+import { secretNameOf } from '../target.ts';
 import {
   MAX_ROUNDS,
   SEALED,
@@ -34,7 +34,7 @@ import {
   type LockPlace,
   type LockValue,
   type SwapOutcome,
-} from './lock-value.ts';
+} from './value.ts';
 
 export const LOCK_SUFFIX = '.keyroll-lock';
 /** The label that keeps a lock candidate version out of AWSCURRENT until the CAS moves it. */

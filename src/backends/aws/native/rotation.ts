@@ -4,33 +4,19 @@
 // AWSCURRENT): consumers keep reading AWSCURRENT until finishSecret moves it. Every call here is
 // safe to repeat, as AWS retries each step: a put with the same token and value creates no second
 // version (invariant 8), and a label already moved or removed is answered `stale`, not an error.
-import { BackendError } from '../errors.ts';
-import type { StoreTarget, StoredSecret, WriteResult } from '../types.ts';
-import type { SecretsManagerCalls } from './client.ts';
-import { readStoredVersion } from './write.ts';
+import { BackendError } from '../../errors.ts';
+import {
+  AWS_PENDING,
+  type NativeRotation,
+  type NativeRotationView,
+  type RotationRules,
+} from '../../native.ts';
+import type { Backend, StoreTarget, StoredSecret, WriteResult } from '../../types.ts';
+import type { SecretsManagerCalls } from '../client.ts';
+import { pendingDestinationBackend } from './pending-destination.ts';
+import { readStoredVersion } from '../write.ts';
 
-export const AWS_PENDING = 'AWSPENDING';
-export const AWS_CURRENT = 'AWSCURRENT';
-
-/** What DescribeSecret says of a secret's versions and rotation settings. */
-export interface NativeRotationView {
-  arn: string;
-  name: string;
-  /** Version id → its staging labels. */
-  versions: Record<string, string[]>;
-  rotationEnabled: boolean;
-  rotationLambdaArn?: string;
-  /** `AutomaticallyAfterDays`, or the `ScheduleExpression`, as DescribeSecret reports them. */
-  rotationRules?: { automaticallyAfterDays?: number; scheduleExpression?: string };
-}
-
-/** The rotation schedule handed to RotateSecret (src/lambda/schedule.ts derives it from the policy). */
-export interface RotationRules {
-  AutomaticallyAfterDays?: number;
-  ScheduleExpression?: string;
-}
-
-export class AwsNativeRotation {
+export class AwsNativeRotation implements NativeRotation {
   readonly #calls: SecretsManagerCalls;
   readonly #backendName: string;
 
@@ -134,9 +120,8 @@ export class AwsNativeRotation {
   async disable(path: string): Promise<void> {
     await this.#calls.cancelRotateSecret('record', path);
   }
-}
 
-/** The version that carries `stage`, if any. */
-export function versionWith(view: Pick<NativeRotationView, 'versions'>, stage: string): string | undefined {
-  return Object.entries(view.versions).find(([, stages]) => stages.includes(stage))?.[0];
+  pendingDestination(backend: Backend, token: string): Backend {
+    return pendingDestinationBackend(backend, this, token);
+  }
 }

@@ -1,5 +1,5 @@
 // The key lock on the target secret itself: the version that carries the staging label
-// KEYROLL_LOCK, whose value is the lock's JSON (lock-value.ts: an owner, a rotation, an expiry; never
+// KEYROLL_LOCK, whose value is the lock's JSON (lock/value.ts: an owner, a rotation, an expiry; never
 // a secret). Consumers read AWSCURRENT and readPrevious reads AWSPREVIOUS; a lock version carries
 // neither (AWS moves those two only when AWSCURRENT moves), so the lock changes nothing anyone reads.
 // Why on the target (issue 19): its compare-and-swap is a PutSecretValue and an
@@ -18,7 +18,7 @@
 //   put the new value as a version labelled KEYROLL_LOCK_CANDIDATE, then UpdateSecretVersionStage
 //   moves KEYROLL_LOCK to it from the version read; AWS refuses the move when the label has left it.
 // Only on a target that has a value: AWS makes a secret's first version AWSCURRENT whatever label
-// the put asks for, so a target without one locks in its companion (lock-companion.ts). A lock put
+// the put asks for, so a target without one locks in its companion (lock/companion.ts). A lock put
 // that comes back AWSCURRENT anyway (the secret was deleted and re-created empty in between) is an
 // error that names the repair; nothing is rolled.
 // Each change adds a version to the secret. AWS removes unlabelled versions beyond 100 that are older
@@ -26,10 +26,10 @@
 // takes a key's lock on a schedule (drift probes and quarantine reminders take it only when they
 // found something to change), so a key's versions grow with its rotations, a few a day at most.
 import { randomUUID } from 'node:crypto';
-import { BackendError } from '../errors.ts';
-import type { BackendOperation } from '../errors.ts';
+import { BackendError } from '../../errors.ts';
+import type { BackendOperation } from '../../errors.ts';
 import type { PutSecretValueCommandOutput } from '@aws-sdk/client-secrets-manager';
-import { secretNameOf } from './target.ts';
+import { secretNameOf } from '../target.ts';
 import {
   readLockVersion,
   type CurrentLock,
@@ -37,7 +37,7 @@ import {
   type LockPlace,
   type LockValue,
   type SwapOutcome,
-} from './lock-value.ts';
+} from './value.ts';
 
 /** The label on the target's version that holds its key lock. */
 export const LOCK_STAGE = 'KEYROLL_LOCK';

@@ -9,8 +9,8 @@ import {
   releaseDigestOf,
   releaseProves,
   type HeldValue,
-} from '../../../src/backends/aws/lock-value.ts';
-import { lockReleasedTagValue, parseReleaseMark } from '../../../src/backends/aws/record-tags.ts';
+} from '../../../../src/backends/aws/lock/value.ts';
+import { lockReleasedTagValue, parseReleaseMark } from '../../../../src/backends/aws/record-tags.ts';
 
 const key = newReleaseKey();
 const held: HeldValue = {

@@ -1,9 +1,9 @@
-// The key lock (invariant 5) for an AWS destination: who holds it, until when (lock-value.ts), and
+// The key lock (invariant 5) for an AWS destination: who holds it, until when (lock/value.ts), and
 // where it lives:
-// - on the target secret itself, as the version labelled KEYROLL_LOCK (lock-target.ts), for every
+// - on the target secret itself, as the version labelled KEYROLL_LOCK (lock/target.ts), for every
 //   target that has a value: the lock's compare-and-swap is then the proof, before the roll, that
 //   the fenced write's two calls are allowed on that secret (invariant 1);
-// - in the companion secret `<name>.keyroll-lock` (lock-companion.ts) for a target without a value
+// - in the companion secret `<name>.keyroll-lock` (lock/companion.ts) for a target without a value
 //   yet, where a lock version would become the secret's value; and in every earlier keyroll, which
 //   is why a target's first own lock waits until its companion is free and seals it
 //   (`closeCompanion`): runners of both versions exclude each other during an upgrade.
@@ -19,17 +19,17 @@
 // when that version no longer carries the label, and only then is the lock read.
 // A finished rotation gives its lock back without a request of its own: the finish step's
 // TagResource on the target names the lock and proves it (`keyroll:lock-released` = owner, rotation
-// and the release key whose digest the lock value carries, record-tags.ts, lock-value.ts), and that
+// and the release key whose digest the lock value carries, record-tags.ts, lock/value.ts), and that
 // lock value is free from then on. A mark without the key frees nothing (anyone who may tag the
 // secret can write one: issue 27). The holder
 // writes nothing under the lock after that record; a reader that saw the target's tags before it
-// answers busy (or reads them once more). Refreshing is lock-refresh.ts.
+// answers busy (or reads them once more). Refreshing is lock/refresh.ts.
 import type { DescribeSecretCommandOutput } from '@aws-sdk/client-secrets-manager';
-import { BackendError } from '../errors.ts';
-import type { HeldLock, LockInfo, LockOutcome, LockRequest } from '../types.ts';
-import type { TargetSeen } from './known.ts';
-import { closeCompanion, companionPlace } from './lock-companion.ts';
-import { lockVersionOf, targetPlace } from './lock-target.ts';
+import { BackendError } from '../../errors.ts';
+import type { HeldLock, LockInfo, LockOutcome, LockRequest } from '../../types.ts';
+import type { TargetSeen } from '../known.ts';
+import { closeCompanion, companionPlace } from './companion.ts';
+import { lockVersionOf, targetPlace } from './target.ts';
 import {
   MAX_ROUNDS,
   blockingHolder,
@@ -49,7 +49,7 @@ import {
   type LockPlace,
   type LockValue,
   type SwapOutcome,
-} from './lock-value.ts';
+} from './value.ts';
 
 export interface AcquireHints {
   /** The target as this process described it last, when recent enough to decide on (known.ts). */
