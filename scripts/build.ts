@@ -141,7 +141,7 @@ export function bundleOptions(
     splitting: true,
     format: 'esm',
     platform: 'node',
-    target: 'node22.19',
+    target: 'node24',
     chunkNames: 'chunks/[name]-[hash]',
     sourcemap: true,
     // Each dependency's licence comment goes to a <chunk>.LEGAL.txt beside the chunk it ships in.

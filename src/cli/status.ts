@@ -46,6 +46,7 @@ export function registerStatusCommand(program: Command): void {
   });
 }
 
+// eslint-disable-next-line max-lines-per-function -- a linear command (load, open backends or probes, one row per key, print, warn, exit code) under one try/finally that closes what it opened
 async function statusCommand(flags: StatusFlags): Promise<number> {
   const [
     { openBackends, viewKeys, nextDueAt, slotView },

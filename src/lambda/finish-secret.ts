@@ -10,7 +10,8 @@ import { activeSlot } from '../rotation/slots.ts';
 import { recordFailureBestEffort } from '../rotation/store-outcome.ts';
 import { sendAlert } from '../rotation/key-alert.ts';
 import { readTrustedState } from '../rotation/trusted-state.ts';
-import { AWS_CURRENT, AWS_PENDING, versionWith } from '../backends/native.ts';
+import { AWS_CURRENT, AWS_PENDING, versionWith, type NativeRotationView } from '../backends/native.ts';
+import type { KeyState, LockInfo } from '../backends/types.ts';
 import { releaseKeyLock, takeKeyLock } from '../rotation/key-lock.ts';
 import type { NativeContext } from './context.ts';
 import { nativeOwner } from './context.ts';
@@ -23,7 +24,7 @@ export type FinishOutcome = 'finished' | 'already-current';
 export async function finishSecret(ctx: NativeContext): Promise<FinishOutcome> {
   const { key, primary, native, token, deps, audit } = ctx;
   const path = primary.target.path;
-  let view = await native.describe(path);
+  const view = await native.describe(path);
   const alreadyCurrent = view.versions[token]?.includes(AWS_CURRENT) === true;
   const pending = alreadyCurrent ? undefined : await native.readVersion(primary.target, token);
   if (!alreadyCurrent && pending === undefined) {
@@ -52,39 +53,12 @@ export async function finishSecret(ctx: NativeContext): Promise<FinishOutcome> {
   });
   if ('busy' in taken) {
     if (alreadyCurrent) return 'already-current';
-    // Invariant 9: another runner took the key over after this rotation's lock ran out.
-    const standby =
-      key.slots !== undefined && rolledKeyId !== undefined && rolledKeyId !== activeSlot(key.slots, state);
-    await abandonRotation(ctx, 'finishSecret', standby);
-    if (!standby)
-      await sendAlert(deps, key, {
-        severity: 'critical',
-        summary: `key ${key.id}: finishSecret found the key lock held by ${taken.busy.owner}`,
-        rotationId: token,
-        step: 'finish',
-        errorCode: 'KR_LOCK_LOST',
-        nextAction: finishCommand(ctx),
-      });
-    throw new NativeRotationError(
-      'KR_LOCK_LOST',
-      `key ${key.id}: the key lock is held by ${taken.busy.owner} (rotation ${taken.busy.rotationId}); AWSCURRENT was not moved`,
-    );
+    return refuseTakenOver(ctx, taken.busy, state, rolledKeyId);
   }
   // One destination locked, so one lock: the primary's.
   const { held } = taken;
   try {
-    if (!alreadyCurrent) {
-      for (let round = 0; round < 3; round++) {
-        if ((await native.moveCurrent(path, versionWith(view, AWS_CURRENT), token)) === 'moved') break;
-        view = await native.describe(path);
-        if (view.versions[token]?.includes(AWS_CURRENT) === true) break;
-        if (round === 2)
-          throw new NativeRotationError(
-            'KR_LOCK_LOST',
-            `key ${key.id}: AWSCURRENT of ${path} kept moving while finishSecret moved it`,
-          );
-      }
-    }
+    if (!alreadyCurrent) await moveCurrentToToken(ctx, view);
     await native.removePending(path, token);
     // Still under the lock: a success ends the key's failure streak (earlier failed steps), as a rotation by run does.
     const streak = activeStreak(state);
@@ -119,5 +93,48 @@ export async function finishSecret(ctx: NativeContext): Promise<FinishOutcome> {
     // Best effort (key-lock.ts): after the record above gave the lock back in its tag change this
     // sends nothing; a lock that cannot be given back expires by its TTL.
     await releaseKeyLock(held);
+  }
+}
+
+/** Invariant 9: another runner took the key over after this rotation's lock ran out. */
+async function refuseTakenOver(
+  ctx: NativeContext,
+  busy: LockInfo,
+  state: KeyState,
+  rolledKeyId: string | undefined,
+): Promise<never> {
+  const { key, token, deps } = ctx;
+  const standby =
+    key.slots !== undefined && rolledKeyId !== undefined && rolledKeyId !== activeSlot(key.slots, state);
+  await abandonRotation(ctx, 'finishSecret', standby);
+  if (!standby)
+    await sendAlert(deps, key, {
+      severity: 'critical',
+      summary: `key ${key.id}: finishSecret found the key lock held by ${busy.owner}`,
+      rotationId: token,
+      step: 'finish',
+      errorCode: 'KR_LOCK_LOST',
+      nextAction: finishCommand(ctx),
+    });
+  throw new NativeRotationError(
+    'KR_LOCK_LOST',
+    `key ${key.id}: the key lock is held by ${busy.owner} (rotation ${busy.rotationId}); AWSCURRENT was not moved`,
+  );
+}
+
+/** Moves AWSCURRENT to the token's version, re-reading the labels when another writer moved it first. */
+async function moveCurrentToToken(ctx: NativeContext, first: NativeRotationView): Promise<void> {
+  const { key, native, token } = ctx;
+  const path = ctx.primary.target.path;
+  let view = first;
+  for (let round = 0; round < 3; round++) {
+    if ((await native.moveCurrent(path, versionWith(view, AWS_CURRENT), token)) === 'moved') break;
+    view = await native.describe(path);
+    if (view.versions[token]?.includes(AWS_CURRENT) === true) break;
+    if (round === 2)
+      throw new NativeRotationError(
+        'KR_LOCK_LOST',
+        `key ${key.id}: AWSCURRENT of ${path} kept moving while finishSecret moved it`,
+      );
   }
 }

@@ -7,7 +7,7 @@
 // took over (that runner may be paused, or its roll still in flight) or one held until a later
 // time (`holdUntil`). Such a marker stays, and later runs probe again.
 import { errorCode } from '../errors.ts';
-import type { Intent, WriteFence } from '../backends/types.ts';
+import type { Intent, StoredSecret, WriteFence } from '../backends/types.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
 import type { ResolvedDestination, RotationDeps } from './types.ts';
 import type { AuditLog } from '../audit/events.ts';
@@ -118,30 +118,7 @@ export async function recoverLeftoverIntent(
   if (verdict === 'invalid') return { kind: 'reroll', why: 'stored-secret-dead' };
 
   // The primary holds a working secret; make sure the other destinations hold the same one.
-  const repaired: string[] = [];
-  const failed: string[] = [];
-  for (const destination of others) {
-    try {
-      const copy = await destination.backend.readSecret(destination.target);
-      if (copy?.secret.digest() === stored.secret.digest()) continue;
-      const record = {
-        secret: stored.secret,
-        keyId: key.id,
-        organizationId: key.organizationId,
-        rotationId: stored.rotationId ?? intent.rotationId,
-        rotatedAt: deps.now().toISOString(),
-      };
-      // Under the destination's own lock, like the store step's writes: a runner that lost it
-      // meanwhile copies nothing over what the new holder stored (invariant 9).
-      const fence = options.fenceFor?.(destination);
-      await (fence === undefined
-        ? destination.backend.writeSecret(destination.target, record)
-        : destination.backend.writeSecret(destination.target, record, fence));
-      repaired.push(`${destination.backendName}:${destination.target.path}`);
-    } catch (error) {
-      failed.push(`${destination.backendName}:${destination.target.path} (${errorCode(error)})`);
-    }
-  }
+  const { repaired, failed } = await repairOthers(key, intent, stored, others, deps, options.fenceFor);
   const kept = markerMayStillBeActedOn(intent, options.tookOver, deps.now());
   if (kept !== undefined) {
     audit.emit('key.intent.kept', {
@@ -170,4 +147,40 @@ export async function recoverLeftoverIntent(
   if (clearIntent)
     audit.emit('key.intent.cleared', { step: 'recovery', clearedRotationId: intent.rotationId });
   return { kind: 'stored-secret-works', repaired, failed, ...(completed ? { completed } : {}) };
+}
+
+/** Copies the primary's working secret to each other destination that holds another value. */
+async function repairOthers(
+  key: KeyPolicy,
+  intent: Intent,
+  stored: StoredSecret,
+  others: readonly ResolvedDestination[],
+  deps: RotationDeps,
+  fenceFor: ((destination: ResolvedDestination) => WriteFence | undefined) | undefined,
+): Promise<{ repaired: string[]; failed: string[] }> {
+  const repaired: string[] = [];
+  const failed: string[] = [];
+  for (const destination of others) {
+    try {
+      const copy = await destination.backend.readSecret(destination.target);
+      if (copy?.secret.digest() === stored.secret.digest()) continue;
+      const record = {
+        secret: stored.secret,
+        keyId: key.id,
+        organizationId: key.organizationId,
+        rotationId: stored.rotationId ?? intent.rotationId,
+        rotatedAt: deps.now().toISOString(),
+      };
+      // Under the destination's own lock, like the store step's writes: a runner that lost it
+      // meanwhile copies nothing over what the new holder stored (invariant 9).
+      const fence = fenceFor?.(destination);
+      await (fence === undefined
+        ? destination.backend.writeSecret(destination.target, record)
+        : destination.backend.writeSecret(destination.target, record, fence));
+      repaired.push(`${destination.backendName}:${destination.target.path}`);
+    } catch (error) {
+      failed.push(`${destination.backendName}:${destination.target.path} (${errorCode(error)})`);
+    }
+  }
+  return { repaired, failed };
 }

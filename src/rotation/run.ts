@@ -79,6 +79,7 @@ const RUN_ABORT_CODES: Record<RunAbortReason, ErrorCode> = {
   'lost-leadership': 'KR_RUN_LOST_LEADERSHIP',
 };
 
+// eslint-disable-next-line max-lines-per-function -- restructured in issue 29 §2/§4
 export async function runRotations(runtime: Runtime, options: RunOptions): Promise<RunSummary> {
   const runId = randomUUID();
   const { trigger } = options;
@@ -108,6 +109,7 @@ export async function runRotations(runtime: Runtime, options: RunOptions): Promi
   const outcomes = await mapWithConcurrency(
     options.keys,
     options.concurrency ?? 4,
+    // eslint-disable-next-line max-lines-per-function -- restructured in issue 29 §2/§4
     inKeySpan(runId, trigger, async (key): Promise<KeyOutcome> => {
       const skippedAs = (result: KeyOutcome['result'], detail: string): KeyOutcome => ({
         keyId: key.id,

@@ -92,16 +92,7 @@ export async function createRuntime(policy: Policy, options: RuntimeOptions): Pr
     methods: policy.api.methods,
     ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
   });
-  const backends = new Map<string, Backend>();
-  const quota = quotaDeps(options);
-  for (const [name, config] of Object.entries(policy.backends)) {
-    const backend = await createBackend(name, config, {
-      now,
-      quota,
-      ...(options.env ? { env: options.env } : {}),
-    });
-    backends.set(name, options.wrapBackend ? options.wrapBackend(name, backend) : backend);
-  }
+  const backends = await openPolicyBackends(policy, options, now);
   const alerter =
     options.alerter ??
     createAlerter({
@@ -156,17 +147,7 @@ export async function createRuntime(policy: Policy, options: RuntimeOptions): Pr
       monotonicMs: options.monotonicMs ?? (() => performance.now()),
       // The 429 budget of a run is also the longest one 429 may pause every caller (the client's cap).
       rollBudget: options.rollBudget ?? { attempts: 5, maxWaitMs: MAX_SHARED_PAUSE_MS },
-      // The skew is the contenders' margin, not ours: this runner's lease already ends at its own expiry.
-      leaseNeededMs: (key) =>
-        leaseNeededMs({
-          rollAttemptMs: policy.api.timeouts.headersMs + policy.api.timeouts.bodyMs,
-          writeTimeoutMs: writeTimeoutOf(
-            key.destinations[0] === undefined ? undefined : policy.backends[key.destinations[0].backend],
-          ),
-          attempts: key.store.attempts,
-          maxBackoffMs: key.store.maxBackoffMs,
-          clockSkewMs: 0,
-        }),
+      leaseNeededMs: (key) => keyLeaseNeededMs(policy, key),
       ...(options.checkpoint ? { checkpoint: options.checkpoint } : {}),
       ...(options.observer ? { observer: options.observer } : {}),
     }),
@@ -175,6 +156,41 @@ export async function createRuntime(policy: Policy, options: RuntimeOptions): Pr
       for (const backend of backends.values()) await backend.close();
     },
   };
+}
+
+/** Every backend the policy names, opened once for the whole run (wrapped when a test asks). */
+async function openPolicyBackends(
+  policy: Policy,
+  options: RuntimeOptions,
+  now: () => Date,
+): Promise<Map<string, Backend>> {
+  const backends = new Map<string, Backend>();
+  const quota = quotaDeps(options);
+  for (const [name, config] of Object.entries(policy.backends)) {
+    const backend = await createBackend(name, config, {
+      now,
+      quota,
+      ...(options.env ? { env: options.env } : {}),
+    });
+    backends.set(name, options.wrapBackend ? options.wrapBackend(name, backend) : backend);
+  }
+  return backends;
+}
+
+/**
+ * How long a key's lock must last for its roll, store and verify (invariant 9).
+ * The skew is the contenders' margin, not ours: this runner's lease already ends at its own expiry.
+ */
+function keyLeaseNeededMs(policy: Policy, key: KeyPolicy): number {
+  return leaseNeededMs({
+    rollAttemptMs: policy.api.timeouts.headersMs + policy.api.timeouts.bodyMs,
+    writeTimeoutMs: writeTimeoutOf(
+      key.destinations[0] === undefined ? undefined : policy.backends[key.destinations[0].backend],
+    ),
+    attempts: key.store.attempts,
+    maxBackoffMs: key.store.maxBackoffMs,
+    clockSkewMs: 0,
+  });
 }
 
 /**

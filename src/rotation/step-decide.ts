@@ -75,6 +75,7 @@ export async function takeLock(tx: Transaction): Promise<KeyOutcome | undefined>
  * Under the lock, reads the key's state and decides: an outcome ends the rotation here (skipped,
  * recovered); undefined goes on to the roll, with `tx.plan` naming the key or slot to roll.
  */
+// eslint-disable-next-line max-lines-per-function -- restructured in issue 29 §2/§4
 export async function decideUnderLock(tx: Transaction): Promise<KeyOutcome | undefined> {
   const { key, primary, deps, audit, progress, trigger, rotationId } = tx;
   const tookOver = progress.keeper?.tookOver ?? false;

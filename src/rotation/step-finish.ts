@@ -12,14 +12,14 @@ import { sendAlert } from './key-alert.ts';
 import { storedVersions } from './tell-stored.ts';
 import type { Transaction } from './transaction.ts';
 import type { KeyOutcome } from './types.ts';
-import { verifyStored, type VerifyFailure } from './verify.ts';
+import { verifyStored, type VerifyFailure, type VerifyReport } from './verify.ts';
 
 export async function verifyAndFinish(
   tx: Transaction,
   stored: Stored,
   keptAlive: Secret | undefined,
 ): Promise<KeyOutcome> {
-  const { key, deps, audit, progress, primary, rotationId } = tx;
+  const { key, deps, audit, progress, rotationId } = tx;
   const { rolled, report, rotatedAt, exposureMs } = stored;
   await tx.enter('verify');
   const verified = await verifyStored(key, rolled.secret, report.stored, deps);
@@ -39,37 +39,7 @@ export async function verifyAndFinish(
   if (progress.keeper && (progress.keeper.lost || progress.keeper.remainingMs() <= 0))
     throw lockLostAfterStore(tx);
   const versions = storedVersions(report);
-  // A read-back that did not match, or a new secret the API refuses, leaves the marker: the
-  // next run probes and repairs. Otherwise the primary's record (every destination stored, so
-  // the primary too) clears it in the same change. The primary is recorded last, so a failure
-  // recording another copy still leaves the marker.
-  // A marker held for a runner whose lock this rotation took over stays too (invariant 9).
-  const clearIntent = verified.readBackOk && !verified.apiRejected && progress.holdUntil === undefined;
-  // The primary's record also gives the key lock back when nothing more is written under it: the
-  // marker is cleared with it and no failure streak is left to end after it (a backend that can
-  // do it in the same change saves the lock's own release: AWS, invariant 11).
-  const lastUnderLock =
-    clearIntent &&
-    verified.failures.length === 0 &&
-    tx.stateUnderLock !== undefined &&
-    activeStreak(tx.stateUnderLock) === undefined;
-  const primaryLast = [...report.stored].sort(
-    (a, b) => Number(a.destination === primary) - Number(b.destination === primary),
-  );
-  for (const copy of primaryLast) {
-    const isPrimary = copy.destination === primary;
-    const releaseLock = isPrimary && lastUnderLock ? progress.keeper?.lock : undefined;
-    // The key whose secret is now stored: for a slot entry, the slot now active (invariant 10).
-    await copy.destination.backend.recordRotation(
-      copy.destination.target,
-      { rotationId, rotatedAt, version: copy.version, keyId: tx.plan.rollKeyId },
-      { clearIntent: isPrimary && clearIntent, ...(releaseLock ? { releaseLock } : {}) },
-    );
-  }
-  if (clearIntent) {
-    progress.intentSet = false;
-    audit.emit('key.intent.cleared', { step: 'finish' });
-  }
+  await recordFinish(tx, stored, verified);
 
   if (verified.failures.length > 0) {
     audit.emit('key.verify.failed', { step: 'verify', failures: verified.failures });
@@ -124,6 +94,46 @@ export async function verifyAndFinish(
     ...delivery,
     ...(rolled.malformed ? { detail: 'malformed-roll-answer' } : {}),
   });
+}
+
+/**
+ * Records the rotation at every destination that holds the new secret, the primary last, and
+ * clears the intent marker with the primary's record when nothing is left to repair.
+ */
+async function recordFinish(tx: Transaction, stored: Stored, verified: VerifyReport): Promise<void> {
+  const { audit, progress, primary, rotationId } = tx;
+  const { report, rotatedAt } = stored;
+  // A read-back that did not match, or a new secret the API refuses, leaves the marker: the
+  // next run probes and repairs. Otherwise the primary's record (every destination stored, so
+  // the primary too) clears it in the same change. The primary is recorded last, so a failure
+  // recording another copy still leaves the marker.
+  // A marker held for a runner whose lock this rotation took over stays too (invariant 9).
+  const clearIntent = verified.readBackOk && !verified.apiRejected && progress.holdUntil === undefined;
+  // The primary's record also gives the key lock back when nothing more is written under it: the
+  // marker is cleared with it and no failure streak is left to end after it (a backend that can
+  // do it in the same change saves the lock's own release: AWS, invariant 11).
+  const lastUnderLock =
+    clearIntent &&
+    verified.failures.length === 0 &&
+    tx.stateUnderLock !== undefined &&
+    activeStreak(tx.stateUnderLock) === undefined;
+  const primaryLast = [...report.stored].sort(
+    (a, b) => Number(a.destination === primary) - Number(b.destination === primary),
+  );
+  for (const copy of primaryLast) {
+    const isPrimary = copy.destination === primary;
+    const releaseLock = isPrimary && lastUnderLock ? progress.keeper?.lock : undefined;
+    // The key whose secret is now stored: for a slot entry, the slot now active (invariant 10).
+    await copy.destination.backend.recordRotation(
+      copy.destination.target,
+      { rotationId, rotatedAt, version: copy.version, keyId: tx.plan.rollKeyId },
+      { clearIntent: isPrimary && clearIntent, ...(releaseLock ? { releaseLock } : {}) },
+    );
+  }
+  if (clearIntent) {
+    progress.intentSet = false;
+    audit.emit('key.intent.cleared', { step: 'finish' });
+  }
 }
 
 /** Invariant 10: consumers that have not refreshed yet use the previous active secret. */

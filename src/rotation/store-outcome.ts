@@ -81,68 +81,30 @@ export async function storeFailed(
     (copy) =>
       `${copy.destination.backendName}:${copy.destination.target.path}${copy.role === 'fallback' ? ' (a fallback)' : ''}`,
   );
-  const escrowPath = report.escrow && 'path' in report.escrow ? report.escrow.path : undefined;
-  // A fallback holds no lock of this key: its copy was written without a fence (store.ts).
-  const unfenced = report.stored
-    .filter((copy) => copy.role === 'fallback')
-    .map((copy) => `${copy.destination.backendName}:${copy.destination.target.path}`);
+  const exposure = exposureMs === undefined ? {} : { exposureMs };
   if (report.lockLost !== undefined) {
-    // Invariant 9: another runner holds the key now; this one wrote nothing after the refusal.
-    const { destination } = report.lockLost;
-    const before = held.length > 0 ? `; it had been stored at ${held.join(', ')} before that` : '';
-    const summary = `key ${key.id} (${key.organizationId}): this runner lost the key lock before its write to ${destination.backendName}:${destination.target.path} (another runner took the key over); the backend refused the write and nothing more was written, to no destination, fallback or escrow${before}`;
-    const nextAction =
-      "the runner that holds the lock now finds this rotation's intent marker, probes the stored secret and re-rolls the key if this roll killed it; run `keyroll status` after the next run to see the marker cleared";
-    audit.emit('key.failed', { step: 'store', errorCode: 'KR_LOCK_LOST', nextAction, degraded: true });
-    await sendAlert(deps, key, {
-      severity: 'critical',
-      summary,
-      rotationId,
-      step: 'store',
-      errorCode: 'KR_LOCK_LOST',
-      nextAction,
-    });
+    const summary = await reportLockLost(key, rotationId, report.lockLost, held, deps, audit);
     // A runner that lost its lock records nothing either (the new holder's bookkeeping stays).
     return outcome('failed', {
       step: 'store',
       errorCode: 'KR_LOCK_LOST',
       degraded: true,
-      ...(exposureMs === undefined ? {} : { exposureMs }),
+      ...exposure,
       detail: summary,
     });
   }
-  let summary: string;
-  let nextAction: string;
-  let severity: 'critical' | 'error' = 'critical';
-  if (activeSlot !== undefined && !report.primaryStored) {
-    severity = 'error';
-    summary = `key ${key.id} (${key.organizationId}): the new secret of the standby slot ${storedKeyId} was not stored (${failedPlaces.join(', ')}); consumers keep using the active slot ${activeSlot}, whose secret still works`;
-    nextAction = `nothing consumers use died; the next rotation rolls ${storedKeyId} again once the destination is back`;
-  } else if (held.length === 0 && !escrowPath) {
-    audit.emit('key.unusable', { step: 'store', failed: failedPlaces });
-    summary = `key ${key.id} (${key.organizationId}) is UNUSABLE: it was rolled but the new secret could not be stored anywhere (${failedPlaces.join(', ')})`;
-    nextAction =
-      'the old secret is dead and the new one is lost; the next run re-rolls the key (run `keyroll rotate --key ' +
-      key.id +
-      ' --reason manual` once the destination is back)';
-  } else if (held.length === 0 && escrowPath) {
-    summary = `key ${key.id} (${key.organizationId}): no destination took the new secret (${failedPlaces.join(', ')}); it is sealed in escrow at ${escrowPath}`;
-    nextAction =
-      'consumers read a dead secret: recover it with `age -d -i <identity> ' +
-      escrowPath +
-      '`, or let the next run re-roll the key';
-  } else {
-    const unfencedNote =
-      unfenced.length > 0
-        ? ` (the fallback copy was written without a lock fence: a fallback holds no lock of this key, so if another runner rotates the key meanwhile that copy is stale)`
-        : '';
-    summary = `key ${key.id} (${key.organizationId}): destination(s) ${failedPlaces.join(', ')} did not take the new secret; it is stored at ${held.join(', ')}${unfencedNote}`;
-    nextAction = report.primaryStored
-      ? 'the failed destinations hold a dead secret; the next run copies the working secret to them'
-      : 'the primary destination holds a dead secret; the next run re-rolls the key (or copy it from ' +
-        held.join(', ') +
-        ')';
-  }
+  // A fallback holds no lock of this key: its copy was written without a fence (store.ts).
+  const unfenced = report.stored
+    .filter((copy) => copy.role === 'fallback')
+    .map((copy) => `${copy.destination.backendName}:${copy.destination.target.path}`);
+  const { severity, summary, nextAction, unusable } = describeStoreFailure(key, report, {
+    failedPlaces,
+    held,
+    unfenced,
+    storedKeyId,
+    activeSlot,
+  });
+  if (unusable) audit.emit('key.unusable', { step: 'store', failed: failedPlaces });
   audit.emit('key.failed', {
     step: 'store',
     errorCode: firstCode,
@@ -159,8 +121,120 @@ export async function storeFailed(
     nextAction,
     ...(unfenced.length > 0 ? { details: { unfenced } } : {}),
   });
-  // Copies that landed are real rotations: recording them keeps the next run from rotating
-  // the key again once it has repaired the failed destinations.
+  await recordStoredCopies(report, { rotationId, rotatedAt, storedKeyId, firstCode }, deps);
+  return outcome('failed', {
+    step: 'store',
+    errorCode: firstCode,
+    degraded: true,
+    ...exposure,
+    detail: summary,
+  });
+}
+
+/** Invariant 9: another runner holds the key now; this one wrote nothing after the refusal. Returns the summary. */
+async function reportLockLost(
+  key: KeyPolicy,
+  rotationId: string,
+  lockLost: NonNullable<StoreReport['lockLost']>,
+  held: readonly string[],
+  deps: RotationDeps,
+  audit: AuditLog,
+): Promise<string> {
+  const { destination } = lockLost;
+  const before = held.length > 0 ? `; it had been stored at ${held.join(', ')} before that` : '';
+  const summary = `key ${key.id} (${key.organizationId}): this runner lost the key lock before its write to ${destination.backendName}:${destination.target.path} (another runner took the key over); the backend refused the write and nothing more was written, to no destination, fallback or escrow${before}`;
+  const nextAction =
+    "the runner that holds the lock now finds this rotation's intent marker, probes the stored secret and re-rolls the key if this roll killed it; run `keyroll status` after the next run to see the marker cleared";
+  audit.emit('key.failed', { step: 'store', errorCode: 'KR_LOCK_LOST', nextAction, degraded: true });
+  await sendAlert(deps, key, {
+    severity: 'critical',
+    summary,
+    rotationId,
+    step: 'store',
+    errorCode: 'KR_LOCK_LOST',
+    nextAction,
+  });
+  return summary;
+}
+
+interface StoreFailureWords {
+  severity: 'critical' | 'error';
+  summary: string;
+  nextAction: string;
+  /** Stored nowhere and escrowed nowhere: the key is dead until the next run re-rolls it. */
+  unusable: boolean;
+}
+
+/** What the alert says, by where the secret ended up (invariant 4: never lost silently). */
+function describeStoreFailure(
+  key: KeyPolicy,
+  report: StoreReport,
+  places: {
+    failedPlaces: readonly string[];
+    held: readonly string[];
+    unfenced: readonly string[];
+    storedKeyId: string;
+    activeSlot: string | undefined;
+  },
+): StoreFailureWords {
+  const { failedPlaces, held, unfenced, storedKeyId, activeSlot } = places;
+  const escrowPath = report.escrow && 'path' in report.escrow ? report.escrow.path : undefined;
+  if (activeSlot !== undefined && !report.primaryStored) {
+    return {
+      severity: 'error',
+      summary: `key ${key.id} (${key.organizationId}): the new secret of the standby slot ${storedKeyId} was not stored (${failedPlaces.join(', ')}); consumers keep using the active slot ${activeSlot}, whose secret still works`,
+      nextAction: `nothing consumers use died; the next rotation rolls ${storedKeyId} again once the destination is back`,
+      unusable: false,
+    };
+  }
+  if (held.length === 0 && !escrowPath) {
+    return {
+      severity: 'critical',
+      summary: `key ${key.id} (${key.organizationId}) is UNUSABLE: it was rolled but the new secret could not be stored anywhere (${failedPlaces.join(', ')})`,
+      nextAction:
+        'the old secret is dead and the new one is lost; the next run re-rolls the key (run `keyroll rotate --key ' +
+        key.id +
+        ' --reason manual` once the destination is back)',
+      unusable: true,
+    };
+  }
+  if (held.length === 0 && escrowPath) {
+    return {
+      severity: 'critical',
+      summary: `key ${key.id} (${key.organizationId}): no destination took the new secret (${failedPlaces.join(', ')}); it is sealed in escrow at ${escrowPath}`,
+      nextAction:
+        'consumers read a dead secret: recover it with `age -d -i <identity> ' +
+        escrowPath +
+        '`, or let the next run re-roll the key',
+      unusable: false,
+    };
+  }
+  const unfencedNote =
+    unfenced.length > 0
+      ? ` (the fallback copy was written without a lock fence: a fallback holds no lock of this key, so if another runner rotates the key meanwhile that copy is stale)`
+      : '';
+  return {
+    severity: 'critical',
+    summary: `key ${key.id} (${key.organizationId}): destination(s) ${failedPlaces.join(', ')} did not take the new secret; it is stored at ${held.join(', ')}${unfencedNote}`,
+    nextAction: report.primaryStored
+      ? 'the failed destinations hold a dead secret; the next run copies the working secret to them'
+      : 'the primary destination holds a dead secret; the next run re-rolls the key (or copy it from ' +
+        held.join(', ') +
+        ')',
+    unusable: false,
+  };
+}
+
+/**
+ * Copies that landed are real rotations: recording them keeps the next run from rotating the key
+ * again once it has repaired the failed destinations. The primary also records the failure.
+ */
+async function recordStoredCopies(
+  report: StoreReport,
+  record: { rotationId: string; rotatedAt: string; storedKeyId: string; firstCode: string },
+  deps: RotationDeps,
+): Promise<void> {
+  const { rotationId, rotatedAt, storedKeyId, firstCode } = record;
   for (const copy of report.stored) {
     try {
       await copy.destination.backend.recordRotation(copy.destination.target, {
@@ -182,11 +256,4 @@ export async function storeFailed(
       at: deps.now().toISOString(),
     });
   }
-  return outcome('failed', {
-    step: 'store',
-    errorCode: firstCode,
-    degraded: true,
-    ...(exposureMs === undefined ? {} : { exposureMs }),
-    detail: summary,
-  });
 }

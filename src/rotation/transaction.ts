@@ -188,8 +188,6 @@ export class Transaction {
     meaning: FailureMeaning,
   ): Promise<void> {
     const { progress, key, audit } = this;
-    const probes =
-      progress.verdicts.length > 0 ? ` (probes after unanswered rolls: ${progress.verdicts.join(', ')})` : '';
     const state = await this.#stateBeforeFailure();
     const at = this.deps.now().toISOString();
     const onDemand = this.trigger.reason !== 'scheduled' && this.trigger.reason !== 'drift';
@@ -225,6 +223,22 @@ export class Transaction {
         quarantinedAt: record.quarantinedAt,
       });
     }
+    await this.#alertFailure(error, step, code, meaning, { verdict, nextAction, intentMarked });
+  }
+
+  /** The alert of a failure, as the streak's verdict decides: suppressed (audited), quarantined, a reminder or new. */
+  async #alertFailure(
+    error: unknown,
+    step: RotationStep,
+    code: string,
+    meaning: FailureMeaning,
+    decided: { verdict: FailureVerdict; nextAction: string; intentMarked: boolean },
+  ): Promise<void> {
+    const { progress, key, audit } = this;
+    const { verdict, nextAction, intentMarked } = decided;
+    const { record } = verdict;
+    const probes =
+      progress.verdicts.length > 0 ? ` (probes after unanswered rolls: ${progress.verdicts.join(', ')})` : '';
     if (verdict.alert === 'suppressed') {
       audit.emit('alert.suppressed', {
         step,

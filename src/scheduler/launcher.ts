@@ -185,6 +185,7 @@ export class Launcher {
     );
   }
 
+  // eslint-disable-next-line max-lines-per-function -- restructured in issue 29 §2/§4
   async #runHeld(
     generation: Generation,
     keys: readonly KeyPolicy[],

@@ -94,6 +94,26 @@ const MESSAGES: Record<TriggerRefusal, string> = {
   'unknown-org': 'no key of this organization is in the policy',
 };
 
+/** The body as a trigger request, or what refuses it (`invalid-body`, with each issue's path). */
+function parseTriggerBody(
+  raw: Buffer,
+): { ok: true; body: TriggerRequest } | { ok: false; details: { path: string; message: string }[] } {
+  let json: unknown;
+  try {
+    json = JSON.parse(raw.toString('utf8'));
+  } catch {
+    return { ok: false, details: [{ path: '', message: 'is not JSON' }] };
+  }
+  const parsed = TriggerRequest.safeParse(json);
+  if (!parsed.success) {
+    return {
+      ok: false,
+      details: parsed.error.issues.map((issue) => ({ path: issue.path.join('.'), message: issue.message })),
+    };
+  }
+  return { ok: true, body: parsed.data };
+}
+
 export function createTriggerEndpoint(
   options: TriggerEndpointOptions,
 ): (request: InboundRequest) => Promise<HttpAnswer> {
@@ -139,20 +159,9 @@ export function createTriggerEndpoint(
         ...(unclaimed.claim === undefined ? {} : { details: { record: unclaimed.claim } }),
       });
 
-    let json: unknown;
-    try {
-      json = JSON.parse(request.body.toString('utf8'));
-    } catch {
-      return refuse(request, 'invalid-body', { caller, details: [{ path: '', message: 'is not JSON' }] });
-    }
-    const parsed = TriggerRequest.safeParse(json);
-    if (!parsed.success) {
-      return refuse(request, 'invalid-body', {
-        caller,
-        details: parsed.error.issues.map((issue) => ({ path: issue.path.join('.'), message: issue.message })),
-      });
-    }
-    const body = parsed.data;
+    const parsed = parseTriggerBody(request.body);
+    if (!parsed.ok) return refuse(request, 'invalid-body', { caller, details: parsed.details });
+    const { body } = parsed;
     if (body.actor !== undefined && body.actor !== caller)
       return refuse(request, 'actor-mismatch', { caller });
     const selection = selectTriggerKeys(options.policyKeys(), body);

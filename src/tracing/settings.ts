@@ -117,38 +117,8 @@ export function tracingSettings(env: NodeJS.ProcessEnv): TracingSettings {
     return { on: false, warnings };
   }
 
-  const samplerText = read(env, 'OTEL_TRACES_SAMPLER')?.toLowerCase() ?? 'parentbased_always_on';
-  let samplerName = SAMPLERS.find((name) => name === samplerText);
-  if (samplerName === undefined) {
-    warnings.push(
-      `OTEL_TRACES_SAMPLER=${JSON.stringify(samplerText)} is not one keyroll knows (${SAMPLERS.join(', ')}); using parentbased_always_on`,
-    );
-    samplerName = 'parentbased_always_on';
-  }
-  let ratio = 1;
-  if (samplerName.endsWith('traceidratio')) {
-    ratio = number(env, 'OTEL_TRACES_SAMPLER_ARG', 1, warnings);
-    if (ratio > 1) {
-      warnings.push(`OTEL_TRACES_SAMPLER_ARG=${String(ratio)} is above 1; using 1`);
-      ratio = 1;
-    }
-  }
-
-  const maxQueueSize = number(env, 'OTEL_BSP_MAX_QUEUE_SIZE', BATCH_DEFAULTS.maxQueueSize, warnings, 1);
-  const batch: BatchSettings = {
-    scheduledDelayMillis: number(
-      env,
-      'OTEL_BSP_SCHEDULE_DELAY',
-      BATCH_DEFAULTS.scheduledDelayMillis,
-      warnings,
-    ),
-    exportTimeoutMillis: number(env, 'OTEL_BSP_EXPORT_TIMEOUT', BATCH_DEFAULTS.exportTimeoutMillis, warnings),
-    maxQueueSize,
-    maxExportBatchSize: Math.min(
-      maxQueueSize,
-      number(env, 'OTEL_BSP_MAX_EXPORT_BATCH_SIZE', BATCH_DEFAULTS.maxExportBatchSize, warnings, 1),
-    ),
-  };
+  const sampler = samplerOf(env, warnings);
+  const batch = batchOf(env, warnings);
   const exportTimeoutMs = number(
     env,
     'OTEL_EXPORTER_OTLP_TRACES_TIMEOUT',
@@ -166,7 +136,7 @@ export function tracingSettings(env: NodeJS.ProcessEnv): TracingSettings {
   return {
     on: true,
     protocol: protocolText,
-    sampler: { name: samplerName, ratio },
+    sampler,
     batch,
     exportTimeoutMs,
     defaultServiceName: 'keyroll',
@@ -175,5 +145,45 @@ export function tracingSettings(env: NodeJS.ProcessEnv): TracingSettings {
     logLevel,
     credentials: collectorCredentials(env),
     warnings: [...warnings, ...[plainHttpCredentialWarning(env)].filter((warning) => warning !== undefined)],
+  };
+}
+
+/** OTEL_TRACES_SAMPLER and its argument; an unknown sampler or ratio falls back with a warning. */
+function samplerOf(env: NodeJS.ProcessEnv, warnings: string[]): { name: SamplerName; ratio: number } {
+  const samplerText = read(env, 'OTEL_TRACES_SAMPLER')?.toLowerCase() ?? 'parentbased_always_on';
+  let samplerName = SAMPLERS.find((name) => name === samplerText);
+  if (samplerName === undefined) {
+    warnings.push(
+      `OTEL_TRACES_SAMPLER=${JSON.stringify(samplerText)} is not one keyroll knows (${SAMPLERS.join(', ')}); using parentbased_always_on`,
+    );
+    samplerName = 'parentbased_always_on';
+  }
+  let ratio = 1;
+  if (samplerName.endsWith('traceidratio')) {
+    ratio = number(env, 'OTEL_TRACES_SAMPLER_ARG', 1, warnings);
+    if (ratio > 1) {
+      warnings.push(`OTEL_TRACES_SAMPLER_ARG=${String(ratio)} is above 1; using 1`);
+      ratio = 1;
+    }
+  }
+  return { name: samplerName, ratio };
+}
+
+/** The OTEL_BSP_* batch settings; a batch is never larger than the queue. */
+function batchOf(env: NodeJS.ProcessEnv, warnings: string[]): BatchSettings {
+  const maxQueueSize = number(env, 'OTEL_BSP_MAX_QUEUE_SIZE', BATCH_DEFAULTS.maxQueueSize, warnings, 1);
+  return {
+    scheduledDelayMillis: number(
+      env,
+      'OTEL_BSP_SCHEDULE_DELAY',
+      BATCH_DEFAULTS.scheduledDelayMillis,
+      warnings,
+    ),
+    exportTimeoutMillis: number(env, 'OTEL_BSP_EXPORT_TIMEOUT', BATCH_DEFAULTS.exportTimeoutMillis, warnings),
+    maxQueueSize,
+    maxExportBatchSize: Math.min(
+      maxQueueSize,
+      number(env, 'OTEL_BSP_MAX_EXPORT_BATCH_SIZE', BATCH_DEFAULTS.maxExportBatchSize, warnings, 1),
+    ),
   };
 }

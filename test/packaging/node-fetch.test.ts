@@ -1,5 +1,5 @@
 // bin/keyroll (through scripts/lib/node.sh) fetches Node from the npm registry when the host's node
-// is older than 22.19 (issue 12 §7): the tarball must match a pinned sha512 before it is unpacked
+// is older than 24 (issue 12 §7, issue 29 §6): the tarball must match a pinned sha512 before it is unpacked
 // or run. Fake `node` (too old) and `npm` (packs a tarball the test made) stand in for the host
 // and the registry, so nothing is downloaded.
 import { spawnSync } from 'node:child_process';
@@ -105,5 +105,30 @@ describe('the Node fetched for an old host', () => {
     const second = sourceNodeSh(env);
     expect(second.status).toBe(0);
     expect((await readFile(join(dir.path(), 'npm-calls'), 'utf8')).trim().split('\n')).toHaveLength(1);
+  });
+
+  it('takes a host on Node 22 for too old (the package needs >= 24, issue 29 §6) and fetches Node 24', async () => {
+    await writeFile(join(fakeBin, 'node'), '#!/bin/sh\necho v22.19.0\n');
+    const env = { KEYROLL_NODE_VERSION: '99.0.0', KEYROLL_NODE_SHA512: await sha512(tarball) };
+    const result = sourceNodeSh(env);
+    expect(result.stderr).toContain('is older than 24');
+    expect(result.status).toBe(0);
+    expect(result.stdout.trim()).toBe('v24.21.0');
+  });
+
+  it('claims the same minimum Node everywhere: package.json engines, the build target and the README', async () => {
+    const pkg = JSON.parse(await readFile(join(root, 'package.json'), 'utf8')) as {
+      engines: { node: string };
+    };
+    expect(pkg.engines.node).toBe('>=24');
+    expect(await readFile(join(root, 'scripts', 'build.ts'), 'utf8')).toContain("target: 'node24'");
+    for (const file of [
+      'README.md',
+      'scripts/lib/node.sh',
+      'bin/keyroll',
+      'scripts/build.ts',
+      'package.json',
+    ])
+      expect(await readFile(join(root, file), 'utf8'), file).not.toMatch(/22\.1[89]/);
   });
 });

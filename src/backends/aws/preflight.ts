@@ -106,6 +106,7 @@ async function checkVersionRoom(context: PreflightContext, path: string): Promis
   );
 }
 
+// eslint-disable-next-line max-lines-per-function -- restructured in issue 29 §2/§4
 export async function preflight(
   context: PreflightContext,
   target: StoreTarget,

@@ -7,10 +7,12 @@
 // the incident is audited (`leak.intake.unidentified`) and alerted critical with its page and the
 // one command that finishes the job; identifying, rotating, proving and closing the incident need
 // a person to supply the value (docs/runbook.md, "A secret leaked").
+import type { AuditLog } from '../../audit/events.ts';
 import type { Secret } from '../../audit/secret.ts';
 import { singleHeader, type HttpAnswer, type InboundRequest } from '../../inbound/answers.ts';
 import type { LeakEndpointOptions } from '../github/endpoint.ts';
 import { IntakeGate } from '../intake-gate.ts';
+import type { QueuePlace } from '../intake-queue.ts';
 import { parseBody, refuseIntake, type IntakeRefusal } from '../webhook-answer.ts';
 import { GITGUARDIAN_LEAK_ACTIONS, GitguardianEvent } from './payload.ts';
 import {
@@ -19,6 +21,8 @@ import {
   GITGUARDIAN_SIGNATURE_HEADER,
   GITGUARDIAN_TIMESTAMP_HEADER,
 } from './signature.ts';
+
+type GitguardianIncident = NonNullable<GitguardianEvent['incident']>;
 
 export const GITGUARDIAN_LEAK_PATH = '/v1/leaks/gitguardian';
 
@@ -93,41 +97,70 @@ export function createGitguardianEndpoint(
       now,
     });
     if (admission.kind === 'refused') return refuse(admission.why);
-    if (admission.kind === 'duplicate-alert') {
-      audit.emit('leak.intake.ignored', {
-        source: 'gitguardian',
-        alert: ref,
-        action: event.action,
-        detector,
-        why: 'alert-already-handled',
-      });
-      return {
-        status: 202,
-        body: { ignored: true, why: `${ref} (${event.action}) was already alerted within the last hour` },
-      };
-    }
-    const fields = {
-      source: 'gitguardian',
-      alert: ref,
-      action: event.action,
-      detector,
-      severity: incident.severity ?? undefined,
-      validity: incident.validity ?? undefined,
-      alertUrl: incident.gitguardian_url,
-    };
-    audit.emit('leak.intake.accepted', { ...fields, remoteAddress: request.remoteAddress });
-    audit.emit('leak.intake.unidentified', fields);
-    const page = incident.gitguardian_url ?? 'the incident in GitGuardian';
-    admission.place.run(() =>
-      options.alerter().send({
-        severity: 'critical',
-        summary: `GitGuardian reports a leaked ${incident.detector?.display_name ?? detector ?? 'secret'} (${ref}, validity ${incident.validity ?? 'unknown'}); its webhook carries no secret value, so keyroll cannot tell which key it is and rotated nothing`,
-        step: 'leak-intake',
-        errorCode: 'KR_LEAK_VALUE_NEEDED',
-        nextAction: `open ${page}, copy the secret and pipe it to keyroll rotate --leaked-secret-stdin --reason leak --policy <policy>; when keyroll reports it refused (401), resolve the incident as revoked`,
-        details: fields,
-      }),
+    if (admission.kind === 'duplicate-alert') return answerDuplicate(audit, ref, event.action, detector);
+    alertUnidentified(
+      options,
+      audit,
+      admission.place,
+      { incident, action: event.action, ref, detector },
+      request,
     );
     return { status: 202, body: { accepted: true, alert: ref, automated: 'alert-only' } };
   };
+}
+
+/** A second delivery for an incident and action alerted within the window: audited, answered 202. */
+function answerDuplicate(
+  audit: AuditLog,
+  ref: string,
+  action: string,
+  detector: string | undefined,
+): HttpAnswer {
+  audit.emit('leak.intake.ignored', {
+    source: 'gitguardian',
+    alert: ref,
+    action,
+    detector,
+    why: 'alert-already-handled',
+  });
+  return {
+    status: 202,
+    body: { ignored: true, why: `${ref} (${action}) was already alerted within the last hour` },
+  };
+}
+
+/**
+ * GitGuardian's events carry no secret value, so an accepted incident ends in an audit line and one
+ * critical alert that tells a person how to finish the job (docs/runbook.md, "A secret leaked").
+ */
+function alertUnidentified(
+  options: GitguardianEndpointOptions,
+  audit: AuditLog,
+  place: QueuePlace,
+  accepted: { incident: GitguardianIncident; action: string; ref: string; detector: string | undefined },
+  request: InboundRequest,
+): void {
+  const { incident, ref, detector } = accepted;
+  const fields = {
+    source: 'gitguardian',
+    alert: ref,
+    action: accepted.action,
+    detector,
+    severity: incident.severity ?? undefined,
+    validity: incident.validity ?? undefined,
+    alertUrl: incident.gitguardian_url,
+  };
+  audit.emit('leak.intake.accepted', { ...fields, remoteAddress: request.remoteAddress });
+  audit.emit('leak.intake.unidentified', fields);
+  const page = incident.gitguardian_url ?? 'the incident in GitGuardian';
+  place.run(() =>
+    options.alerter().send({
+      severity: 'critical',
+      summary: `GitGuardian reports a leaked ${incident.detector?.display_name ?? detector ?? 'secret'} (${ref}, validity ${incident.validity ?? 'unknown'}); its webhook carries no secret value, so keyroll cannot tell which key it is and rotated nothing`,
+      step: 'leak-intake',
+      errorCode: 'KR_LEAK_VALUE_NEEDED',
+      nextAction: `open ${page}, copy the secret and pipe it to keyroll rotate --leaked-secret-stdin --reason leak --policy <policy>; when keyroll reports it refused (401), resolve the incident as revoked`,
+      details: fields,
+    }),
+  );
 }

@@ -162,22 +162,7 @@ export function createGithubEndpoint(
       now,
     });
     if (admission.kind === 'refused') return refuse(admission.why);
-    if (admission.kind === 'duplicate-alert') {
-      audit.emit('leak.intake.ignored', {
-        source: 'github',
-        alert: report.ref,
-        action: payload.action,
-        delivery,
-        why: 'alert-already-handled',
-      });
-      return {
-        status: 202,
-        body: {
-          ignored: true,
-          why: `alert ${report.ref} (${payload.action}) is already being handled or was within the last hour`,
-        },
-      };
-    }
+    if (admission.kind === 'duplicate-alert') return answerDuplicate(audit, report, payload.action, delivery);
     audit.emit('leak.intake.accepted', {
       source: 'github',
       alert: report.ref,
@@ -188,6 +173,24 @@ export function createGithubEndpoint(
     });
     admission.place.run(() => handleGithubAlert(options, settings, ref, report));
     return { status: 202, body: { accepted: true, alert: report.ref } };
+  };
+}
+
+/** A second delivery for an alert and action already in hand: audited once, answered 202 so GitHub stops. */
+function answerDuplicate(audit: AuditLog, report: LeakReport, action: string, delivery: string): HttpAnswer {
+  audit.emit('leak.intake.ignored', {
+    source: 'github',
+    alert: report.ref,
+    action,
+    delivery,
+    why: 'alert-already-handled',
+  });
+  return {
+    status: 202,
+    body: {
+      ignored: true,
+      why: `alert ${report.ref} (${action}) is already being handled or was within the last hour`,
+    },
   };
 }
 

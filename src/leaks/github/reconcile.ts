@@ -19,6 +19,7 @@ import { resolveRef } from '../../refs/secret-ref.ts';
 import { mapWithConcurrency } from '../../rotation/concurrency.ts';
 import type { IntakeGate, ReconcileSkip } from '../intake-gate.ts';
 import type { LeakReport } from '../intake.ts';
+import type { GithubClientOptions } from './client.ts';
 import {
   githubClient,
   handleGithubAlert,
@@ -27,6 +28,7 @@ import {
 } from './endpoint.ts';
 import { firstPageUrl, listPage, MAX_PAGES, scopeName, type ListedAlert, type PageCache } from './list.ts';
 import type { GithubRateBudget, RateDeferral } from './rate.ts';
+import type { GithubReconcileRuntime } from './reconcile-settings.ts';
 
 export interface GithubReconcileOptions extends GithubAlertHandling {
   settings: () => GithubIntakeRuntime | undefined;
@@ -64,10 +66,9 @@ export async function reconcileOpenAlerts(options: GithubReconcileOptions): Prom
   if (settings === undefined || reconcile === undefined) return { kind: 'off' };
   const audit = options.audit();
   const { budget } = options;
-  const scopes = reconcile.scopes.map(scopeName);
   audit.emit('leak.reconcile.started', {
     source: 'github',
-    scopes,
+    scopes: reconcile.scopes.map(scopeName),
     secretTypes: reconcile.secretTypes,
     intervalMs: reconcile.intervalMs,
     remaining: budget.remaining,
@@ -82,24 +83,8 @@ export async function reconcileOpenAlerts(options: GithubReconcileOptions): Prom
     });
     return { kind: 'deferred', deferral };
   };
-  const failed = async (step: string, error: unknown, scope?: string): Promise<ReconcileOutcome> => {
-    audit.emit('leak.reconcile.failed', {
-      source: 'github',
-      step,
-      errorCode: errorCode(error),
-      error: errorMessage(error),
-      ...(scope === undefined ? {} : { scope }),
-    });
-    await options.alerter().send({
-      severity: 'error',
-      summary: `keyroll could not list the open GitHub secret scanning alerts${scope === undefined ? '' : ` of ${scope}`} at ${step}: ${errorMessage(error)}`,
-      step: 'leak-reconcile',
-      errorCode: errorCode(error),
-      nextAction: `fix the cause (token, its permission "Secret scanning alerts" read and write, intake.github's organizations/repositories/enterprises); the next reconcile in ${String(Math.round(reconcile.intervalMs / 1000))}s tries again, and webhook deliveries are handled meanwhile`,
-      details: { source: 'github', intakeStep: step, ...(scope === undefined ? {} : { scope }) },
-    });
-    return { kind: 'failed', step, errorCode: errorCode(error) };
-  };
+  const failed = (step: string, error: unknown, scope?: string): Promise<ReconcileOutcome> =>
+    reportReconcileFailure(options, reconcile, { step, error, ...(scope === undefined ? {} : { scope }) });
 
   const before = budget.deferral(reconcile.scopes.length);
   if (before !== undefined) return deferred(before, 'list');
@@ -109,7 +94,80 @@ export async function reconcileOpenAlerts(options: GithubReconcileOptions): Prom
   } catch (error) {
     return failed('github-token', error);
   }
+  const listing = await listOpenAlerts(options, settings, reconcile, client);
+  if (listing.kind === 'deferred') return deferred(listing.deferral, 'list');
+  if (listing.kind === 'failed') return failed('list-alerts', listing.error, listing.scope);
+  const { found, requests, notModified, truncated } = listing;
 
+  const handling = await handleFoundAlerts(options, settings, found);
+  if (handling.stopped !== undefined) return deferred(handling.stopped, 'handle');
+  const { handled, skipped } = handling;
+  const outcome: ReconcileOutcome = {
+    kind: 'done',
+    listed: found.size,
+    found: handled,
+    skipped,
+    requests,
+    notModified,
+    truncated,
+  };
+  audit.emit('leak.reconcile.finished', {
+    source: 'github',
+    listed: found.size,
+    found: handled,
+    skipped,
+    requests,
+    notModified,
+    truncated,
+    remaining: budget.remaining,
+  });
+  return outcome;
+}
+
+/** A listing that could not finish: audited and alerted once, so the operator fixes the token or scopes. */
+async function reportReconcileFailure(
+  options: GithubReconcileOptions,
+  reconcile: GithubReconcileRuntime,
+  failure: { step: string; error: unknown; scope?: string },
+): Promise<ReconcileOutcome> {
+  const { step, error, scope } = failure;
+  options.audit().emit('leak.reconcile.failed', {
+    source: 'github',
+    step,
+    errorCode: errorCode(error),
+    error: errorMessage(error),
+    ...(scope === undefined ? {} : { scope }),
+  });
+  await options.alerter().send({
+    severity: 'error',
+    summary: `keyroll could not list the open GitHub secret scanning alerts${scope === undefined ? '' : ` of ${scope}`} at ${step}: ${errorMessage(error)}`,
+    step: 'leak-reconcile',
+    errorCode: errorCode(error),
+    nextAction: `fix the cause (token, its permission "Secret scanning alerts" read and write, intake.github's organizations/repositories/enterprises); the next reconcile in ${String(Math.round(reconcile.intervalMs / 1000))}s tries again, and webhook deliveries are handled meanwhile`,
+    details: { source: 'github', intakeStep: step, ...(scope === undefined ? {} : { scope }) },
+  });
+  return { kind: 'failed', step, errorCode: errorCode(error) };
+}
+
+type AlertListing =
+  | { kind: 'deferred'; deferral: RateDeferral }
+  | { kind: 'failed'; error: unknown; scope: string }
+  | {
+      kind: 'listed';
+      found: Map<string, ListedAlert>;
+      requests: number;
+      notModified: number;
+      truncated: boolean;
+    };
+
+/** Every scope's open alerts, page by page, asking the rate budget before each request. */
+async function listOpenAlerts(
+  options: GithubReconcileOptions,
+  settings: GithubIntakeRuntime,
+  reconcile: GithubReconcileRuntime,
+  client: GithubClientOptions,
+): Promise<AlertListing> {
+  const { budget } = options;
   // An alert listed by an organization and by one of its repositories is one alert.
   const found = new Map<string, ListedAlert>();
   let requests = 0;
@@ -123,15 +181,15 @@ export async function reconcileOpenAlerts(options: GithubReconcileOptions): Prom
         break;
       }
       const deferral = budget.deferral(1);
-      if (deferral !== undefined) return deferred(deferral, 'list');
+      if (deferral !== undefined) return { kind: 'deferred', deferral };
       let step;
       try {
         step = await listPage(client, scope, url, options.pages);
       } catch (error) {
         // An answer that was a rate limit is waited out, not alerted.
         const limited = budget.deferral(0);
-        if (limited?.why === 'rate-limited') return deferred(limited, 'list');
-        return failed('list-alerts', error, scopeName(scope));
+        if (limited?.why === 'rate-limited') return { kind: 'deferred', deferral: limited };
+        return { kind: 'failed', error, scope: scopeName(scope) };
       }
       requests++;
       if (step.notModified) notModified++;
@@ -139,7 +197,19 @@ export async function reconcileOpenAlerts(options: GithubReconcileOptions): Prom
       url = step.next;
     }
   }
+  return { kind: 'listed', found, requests, notModified, truncated };
+}
 
+/**
+ * Hands each listed alert the gate admits to the webhook's own path, a few at a time; stops
+ * starting new ones when the budget runs short or shutdown begins.
+ */
+async function handleFoundAlerts(
+  options: GithubReconcileOptions,
+  settings: GithubIntakeRuntime,
+  found: Map<string, ListedAlert>,
+): Promise<{ handled: number; skipped: Record<ReconcileSkip, number>; stopped: RateDeferral | undefined }> {
+  const audit = options.audit();
   const skipped: Record<ReconcileSkip, number> = {
     'in-flight': 0,
     'handled-within-window': 0,
@@ -149,7 +219,7 @@ export async function reconcileOpenAlerts(options: GithubReconcileOptions): Prom
   let stopped: RateDeferral | undefined;
   await mapWithConcurrency([...found.values()], options.gate.reconcileConcurrency, async (alert) => {
     if (stopped !== undefined || !options.accepting()) return;
-    const deferral = budget.deferral(ALERT_COST);
+    const deferral = options.budget.deferral(ALERT_COST);
     if (deferral !== undefined) {
       stopped = deferral;
       return;
@@ -182,25 +252,5 @@ export async function reconcileOpenAlerts(options: GithubReconcileOptions): Prom
       });
     });
   });
-  if (stopped !== undefined) return deferred(stopped, 'handle');
-  const outcome: ReconcileOutcome = {
-    kind: 'done',
-    listed: found.size,
-    found: handled,
-    skipped,
-    requests,
-    notModified,
-    truncated,
-  };
-  audit.emit('leak.reconcile.finished', {
-    source: 'github',
-    listed: found.size,
-    found: handled,
-    skipped,
-    requests,
-    notModified,
-    truncated,
-    remaining: budget.remaining,
-  });
-  return outcome;
+  return { handled, skipped, stopped };
 }
