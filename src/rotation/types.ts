@@ -57,6 +57,22 @@ export interface ResolvedDestination {
   target: StoreTarget;
 }
 
+/** A list with at least one element: what the compiler can check instead of an index that may be absent. */
+export type NonEmptyList<T> = [T, ...T[]];
+
+/**
+ * A key's destinations resolved once (runtime.ts): the primary holds the lock and the intent marker
+ * and is the one read for the key's state; `destinations` is every one, the primary first.
+ */
+export interface ResolvedKey {
+  destinations: NonEmptyList<ResolvedDestination>;
+  primary: ResolvedDestination;
+  /** The destinations after the primary; each receives the new secret too. */
+  others: ResolvedDestination[];
+  /** Tried in order when a destination stays down (invariant 4). */
+  fallbacks: ResolvedDestination[];
+}
+
 export interface EscrowSettings {
   directory: string;
   recipients: string[];
