@@ -30,6 +30,15 @@ export function isLeakReason(reason: string): reason is 'leak' | 'compromise' {
   return reason === 'leak' || reason === 'compromise';
 }
 
+/** Why a run stopped before finishing (docs/exit-codes.md, exit 3; `run.aborted`'s `why`). */
+export type RunAbortReason =
+  | 'credential-refused'
+  | 'credential-unavailable'
+  | 'api-unreachable'
+  | 'lock-contention'
+  | 'shutdown'
+  | 'lost-leadership';
+
 /** Why and by whom a run was started; recorded on every audit event of on-demand runs. */
 export interface RunTrigger {
   reason: RotationReason;
