@@ -2,11 +2,12 @@
 // Every way a key ends (not started, held back, not due, healed, rotated, failed before the lock)
 // passes through runKey, so the run's onKeyDone hears each key exactly once.
 import type { AuditLog } from '../audit/events.ts';
-import { errorCode, errorMessage } from '../errors.ts';
+import { catalogueCode, errorCode, errorMessage } from '../errors.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
 import type { AttemptGate } from './backoff-state.ts';
 import { RunAbortedError } from './errors.ts';
 import { planKey, type KeyPlan, type PlanContext } from './key-plan.ts';
+import { factsOf, keyOutcome, notStartedFacts } from './outcome.ts';
 import { remindQuarantined } from './quarantine.ts';
 import { rotateKey } from './rotate-key.ts';
 import type { KeyOutcome, ResolvedDestination, RunAbortReason } from './types.ts';
@@ -40,10 +41,10 @@ function executeKeyPlan(key: KeyPolicy, plan: KeyPlan, ctx: KeyRunContext): Prom
     case 'aborted':
       // The audit trail is the record in non-terminal runs: it names every key left unrotated.
       audit.emit('key.skipped', { ...ids, why: 'aborted', abortReason: plan.why });
-      return Promise.resolve(notStarted(key, 'aborted', plan.why));
+      return Promise.resolve(keyOutcome(notStartedFacts(key), { result: 'aborted', detail: plan.why }));
     case 'native':
       audit.emit('key.skipped', { ...ids, why: 'aws-native' });
-      return Promise.resolve(notStarted(key, 'skipped', 'aws-native'));
+      return Promise.resolve(keyOutcome(notStartedFacts(key), { result: 'skipped', detail: 'aws-native' }));
     case 'held-back':
       return holdBack(key, plan.resolved.primary, plan.gate, ctx);
     case 'not-due':
@@ -72,11 +73,6 @@ function executeKeyPlan(key: KeyPolicy, plan: KeyPlan, ctx: KeyRunContext): Prom
   }
 }
 
-/** An outcome of a key the run did not rotate, decided before any lock. */
-function notStarted(key: KeyPolicy, result: KeyOutcome['result'], detail: string): KeyOutcome {
-  return { keyId: key.id, organizationId: key.organizationId, result, detail, durationMs: 0, rolls: 0 };
-}
-
 /** Not due: skipped, unless the drift probe made meanwhile found a dead value it does not heal. */
 function notDue(key: KeyPolicy, plan: Extract<KeyPlan, { kind: 'not-due' }>, audit: AuditLog): KeyOutcome {
   const { state, drift } = plan;
@@ -93,12 +89,13 @@ function notDue(key: KeyPolicy, plan: Extract<KeyPlan, { kind: 'not-due' }>, aud
       : drift?.standby?.verdict === 'dead'
         ? 'KR_DRIFT_STANDBY_DEAD'
         : undefined;
-  if (dead === undefined) return notStarted(key, 'skipped', 'not-due');
-  return {
-    ...notStarted(key, 'failed', dead === 'KR_DRIFT_DETECTED' ? 'drift' : 'drift-standby'),
+  if (dead === undefined) return keyOutcome(notStartedFacts(key), { result: 'skipped', detail: 'not-due' });
+  return keyOutcome(notStartedFacts(key), {
+    result: 'failed',
+    detail: dead === 'KR_DRIFT_DETECTED' ? 'drift' : 'drift-standby',
     step: 'drift',
     errorCode: dead,
-  };
+  });
 }
 
 async function healDrift(
@@ -125,13 +122,12 @@ async function healDrift(
   // drift with onDrift: alert, so the daemon probes it again after --retry-failed instead of
   // alerting on every sweep until then.
   if (plan.slot !== undefined && outcome.result === 'skipped' && outcome.detail === 'consumer-refresh')
-    return {
-      ...outcome,
+    return keyOutcome(factsOf(outcome), {
       result: 'failed',
       detail: 'drift-standby',
       step: 'drift',
       errorCode: 'KR_DRIFT_STANDBY_DEAD',
-    };
+    });
   return outcome;
 }
 
@@ -152,7 +148,7 @@ async function holdBack(
     lastErrorCode: streak.last.errorCode,
     lastStep: streak.last.step,
   };
-  const skipped = notStarted(key, 'skipped', gate.kind);
+  const skipped = keyOutcome(notStartedFacts(key), { result: 'skipped', detail: gate.kind });
   if (gate.kind === 'backoff') {
     audit.emit('key.skipped', { ...facts, why: 'backoff', nextAttemptAt: gate.until });
     return skipped;
@@ -176,7 +172,7 @@ async function keyStopped(key: KeyPolicy, error: unknown, ctx: KeyRunContext): P
         ? `keyroll's API credential (${ctx.credentialDescription}) was refused (401) on a roll: check that it is set, valid and not expired`
         : error.message,
     );
-    return notStarted(key, 'aborted', error.reason);
+    return keyOutcome(notStartedFacts(key), { result: 'aborted', detail: error.reason });
   }
   const nextAction = 'nothing was rolled; the next run retries';
   audit.emit('key.failed', {
@@ -200,9 +196,10 @@ async function keyStopped(key: KeyPolicy, error: unknown, ctx: KeyRunContext): P
     },
     key.notify.onFailure.length > 0 ? key.notify.onFailure : undefined,
   );
-  return {
-    ...notStarted(key, 'failed', errorMessage(error)),
+  return keyOutcome(notStartedFacts(key), {
+    result: 'failed',
+    detail: errorMessage(error),
     step: 'preflight',
-    errorCode: errorCode(error),
-  };
+    errorCode: catalogueCode(error),
+  });
 }

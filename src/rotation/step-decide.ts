@@ -44,7 +44,7 @@ export async function takeLock(tx: Transaction): Promise<KeyOutcome | undefined>
       expiresAt: holder.expiresAt,
       ...(heldBefore > 0 ? { backend: at.backendName, path: at.target.path } : {}),
     });
-    return tx.outcome('busy', { detail: 'lock-busy' });
+    return tx.outcome({ result: 'busy', detail: 'lock-busy' });
   }
   const locks = taken.held;
   // Invariant 9: the locks stay alive in the background until the rotation lets them go.
@@ -94,7 +94,7 @@ export async function decideUnderLock(tx: Transaction): Promise<KeyOutcome | und
     const skip = skipReason(key, state, deps.now(), trigger.ignoreSchedule === true);
     if (skip) {
       audit.emit('key.skipped', { step: 'lock', why: skip, lastRotatedAt: state.lastRotatedAt });
-      return tx.outcome('skipped', { detail: skip });
+      return tx.outcome({ result: 'skipped', detail: skip });
     }
   }
   return decideWhatToRoll(tx, state, dead);
@@ -117,7 +117,7 @@ function decideWhatToRoll(tx: Transaction, state: KeyState, dead: DeadValues): K
   // dead stored secret (nobody it still serves) may do that.
   if (key.slots && tx.plan.keepsAlive === undefined && !storedDead && !isLeak(trigger)) {
     audit.emit('key.skipped', { step: 'lock', why: 'active-slot', activeKeyId: tx.plan.activeBefore });
-    return tx.outcome('skipped', { detail: 'active-slot' });
+    return tx.outcome({ result: 'skipped', detail: 'active-slot' });
   }
   // The consumerRefresh wait is skipped only for a secret known dead (nobody is served): the
   // stored one, or the standby being rolled.
@@ -132,7 +132,7 @@ function decideWhatToRoll(tx: Transaction, state: KeyState, dead: DeadValues): K
       lastRotatedAt: state.lastRotatedAt,
       standby: tx.plan.rollKeyId,
     });
-    return tx.outcome('skipped', { detail: 'consumer-refresh' });
+    return tx.outcome({ result: 'skipped', detail: 'consumer-refresh' });
   }
   return undefined;
 }
@@ -155,7 +155,7 @@ async function decideDriftHeal(
     standby === undefined ? await storedSecretDead(tx) : await standbyDead(tx, state, standby);
   if (stillDead === false) {
     audit.emit('key.skipped', { step: 'lock', why: 'drift-healed', lastRotatedAt: state.lastRotatedAt });
-    return { outcome: tx.outcome('skipped', { detail: 'drift-healed' }) };
+    return { outcome: tx.outcome({ result: 'skipped', detail: 'drift-healed' }) };
   }
   // Invariant 10: nobody can use a dead value, so a standby known dead need not wait for
   // consumers to refresh away from it. Known only when its kept value names it as its key.
@@ -195,7 +195,7 @@ async function decideAfterLeftover(
     if (!rotateAnyway && !stillDue(key, state, deps.now())) {
       // The next run, with nobody's lock to take over, clears the marker and alerts then.
       audit.emit('key.skipped', { step: 'lock', why: 'intent-kept', lastRotatedAt: state.lastRotatedAt });
-      return { outcome: tx.outcome('skipped', { detail: 'intent-kept' }) };
+      return { outcome: tx.outcome({ result: 'skipped', detail: 'intent-kept' }) };
     }
     // This rotation replaces the marker (with its own, held): the interrupted one is reported now.
     await sendAlert(deps, key, {
@@ -262,9 +262,9 @@ async function decideAfterRecovery(
     !rotateAnyway &&
     !stillDue(key, { exists: state.exists, ...(lastRotatedAt ? { lastRotatedAt } : {}) }, deps.now())
   ) {
-    if (!heldAndDone) return { outcome: tx.outcome('recovered', { detail: 'stored-secret-works' }) };
+    if (!heldAndDone) return { outcome: tx.outcome({ result: 'recovered', detail: 'stored-secret-works' }) };
     audit.emit('key.skipped', { step: 'lock', why: 'already-rotated', lastRotatedAt });
-    return { outcome: tx.outcome('skipped', { detail: 'already-rotated' }) };
+    return { outcome: tx.outcome({ result: 'skipped', detail: 'already-rotated' }) };
   }
   return { storedDead: false, standbyKnownDead: false };
 }
@@ -318,7 +318,12 @@ function stillDue(key: KeyPolicy, state: KeyState, now: Date): boolean {
 }
 
 /** Invariant 5: the minimum interval stops rotation loops; a forced run never gets here. */
-function skipReason(key: KeyPolicy, state: KeyState, now: Date, ignoreSchedule: boolean): string | undefined {
+function skipReason(
+  key: KeyPolicy,
+  state: KeyState,
+  now: Date,
+  ignoreSchedule: boolean,
+): 'min-interval' | 'already-rotated' | undefined {
   if (state.lastRotatedAt) {
     const since = now.getTime() - Date.parse(state.lastRotatedAt);
     if (since < key.minIntervalMs) return 'min-interval';

@@ -4,11 +4,12 @@
 // what happens next (invariant 4).
 import type { AuditLog } from '../audit/events.ts';
 import type { FailureRecord } from '../backends/types.ts';
+import { catalogueCode } from '../errors.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
 import { sendAlert } from './key-alert.ts';
 import type { RollSuccess } from './roll.ts';
 import type { StoreReport } from './store.ts';
-import type { KeyOutcome, ResolvedDestination, RotationDeps } from './types.ts';
+import type { KeyOutcome, OutcomeEnd, OutcomeFacts, ResolvedDestination, RotationDeps } from './types.ts';
 
 export async function recordFailureBestEffort(
   primary: ResolvedDestination,
@@ -64,7 +65,7 @@ export async function storeFailed(
   exposureMs: number | undefined,
   deps: RotationDeps,
   audit: AuditLog,
-  outcome: (result: KeyOutcome['result'], extra?: Partial<KeyOutcome>) => KeyOutcome,
+  outcome: (end: OutcomeEnd, extra?: Partial<OutcomeFacts>) => KeyOutcome,
   /** The API key whose secret was stored (a two-slot entry's rolled slot). */
   storedKeyId: string = key.id,
   /**
@@ -103,13 +104,10 @@ export async function storeFailed(
       nextAction,
     });
     // A runner that lost its lock records nothing either (the new holder's bookkeeping stays).
-    return outcome('failed', {
-      step: 'store',
-      errorCode: 'KR_LOCK_LOST',
-      degraded: true,
-      ...(exposureMs === undefined ? {} : { exposureMs }),
-      detail: summary,
-    });
+    return outcome(
+      { result: 'failed', step: 'store', errorCode: 'KR_LOCK_LOST', detail: summary },
+      { degraded: true, ...(exposureMs === undefined ? {} : { exposureMs }) },
+    );
   }
   let summary: string;
   let nextAction: string;
@@ -182,11 +180,8 @@ export async function storeFailed(
       at: deps.now().toISOString(),
     });
   }
-  return outcome('failed', {
-    step: 'store',
-    errorCode: firstCode,
-    degraded: true,
-    ...(exposureMs === undefined ? {} : { exposureMs }),
-    detail: summary,
-  });
+  return outcome(
+    { result: 'failed', step: 'store', errorCode: catalogueCode(firstCode), detail: summary },
+    { degraded: true, ...(exposureMs === undefined ? {} : { exposureMs }) },
+  );
 }

@@ -22,7 +22,16 @@ import type { WriteBudget } from './write-budget.ts';
 import { sendAlert } from './key-alert.ts';
 import { recordFailureBestEffort } from './store-outcome.ts';
 import { readTrustedState } from './trusted-state.ts';
-import type { KeyOutcome, ResolvedDestination, RotationDeps, RotationStep, RunTrigger } from './types.ts';
+import { keyOutcome } from './outcome.ts';
+import type {
+  KeyOutcome,
+  OutcomeEnd,
+  OutcomeFacts,
+  ResolvedDestination,
+  RotationDeps,
+  RotationStep,
+  RunTrigger,
+} from './types.ts';
 
 export interface TransactionProgress extends RollProgress {
   step: RotationStep;
@@ -161,18 +170,20 @@ export class Transaction {
     return Math.round(this.deps.monotonicMs() - this.#startedMs);
   }
 
-  outcome(result: KeyOutcome['result'], extra: Partial<KeyOutcome> = {}): KeyOutcome {
-    return {
-      keyId: this.key.id,
-      organizationId: this.key.organizationId,
-      result,
-      rotationId: this.rotationId,
-      durationMs: this.elapsedMs(),
-      rolls: this.progress.rolls,
-      ...(this.key.slots ? { rolledKeyId: this.plan.rollKeyId } : {}),
-      ...(this.#quarantinedAt === undefined ? {} : { quarantinedAt: this.#quarantinedAt }),
-      ...extra,
-    };
+  outcome(end: OutcomeEnd, extra: Partial<OutcomeFacts> = {}): KeyOutcome {
+    return keyOutcome(
+      {
+        keyId: this.key.id,
+        organizationId: this.key.organizationId,
+        rotationId: this.rotationId,
+        durationMs: this.elapsedMs(),
+        rolls: this.progress.rolls,
+        ...(this.key.slots ? { rolledKeyId: this.plan.rollKeyId } : {}),
+        ...(this.#quarantinedAt === undefined ? {} : { quarantinedAt: this.#quarantinedAt }),
+        ...extra,
+      },
+      end,
+    );
   }
 
   /**
