@@ -45,9 +45,8 @@ export async function openNativeContext(
   runtimeOptions: Partial<RuntimeOptions> = {},
 ): Promise<NativeContext> {
   const runtime = await createRuntime(policy, { audit, ...runtimeOptions });
-  const { destinations, fallbacks } = runtime.resolveKey(key);
-  const primary = destinations[0];
-  if (primary === undefined || !hasNativeRotation(primary.backend)) {
+  const { fallbacks, primary } = runtime.resolveKey(key);
+  if (!hasNativeRotation(primary.backend)) {
     await runtime.close();
     throw new NativeRotationError(
       'KR_NATIVE_NOT_CONFIGURED',

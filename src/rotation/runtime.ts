@@ -18,7 +18,7 @@ import type { QuotaDeps } from '../backends/quota/observer.ts';
 import { createBackend } from '../backends/registry.ts';
 import type { Backend } from '../backends/types.ts';
 import { leaseNeededMs, writeTimeoutOf } from '../policy/lease.ts';
-import type { KeyPolicy, Policy } from '../policy/schema.ts';
+import { primaryDestination, type KeyPolicy, type Policy } from '../policy/schema.ts';
 import { sleep } from './backoff.ts';
 import type { ResolvedDestination, ResolvedKey, RotationDeps, RotationObserver } from './types.ts';
 
@@ -162,9 +162,7 @@ export async function createRuntime(policy: Policy, options: RuntimeOptions): Pr
       leaseNeededMs: (key) =>
         leaseNeededMs({
           rollAttemptMs: policy.api.timeouts.headersMs + policy.api.timeouts.bodyMs,
-          writeTimeoutMs: writeTimeoutOf(
-            key.destinations[0] === undefined ? undefined : policy.backends[key.destinations[0].backend],
-          ),
+          writeTimeoutMs: writeTimeoutOf(policy.backends[primaryDestination(key).backend]),
           attempts: key.store.attempts,
           maxBackoffMs: key.store.maxBackoffMs,
           clockSkewMs: 0,

@@ -25,6 +25,7 @@ import { readTrustedState } from './trusted-state.ts';
 import { keyOutcome } from './outcome.ts';
 import type {
   KeyOutcome,
+  NonEmptyList,
   OutcomeEnd,
   OutcomeFacts,
   ResolvedDestination,
@@ -54,7 +55,7 @@ export interface TransactionProgress extends RollProgress {
 
 export interface TransactionInput {
   key: KeyPolicy;
-  destinations: ResolvedDestination[];
+  destinations: NonEmptyList<ResolvedDestination>;
   fallbacks: ResolvedDestination[];
   trigger: RunTrigger;
   /** A two-slot entry: the slot a leak named (rolled at once, whichever is active). */
@@ -67,7 +68,7 @@ export interface TransactionInput {
 
 export class Transaction {
   readonly key: KeyPolicy;
-  readonly destinations: ResolvedDestination[];
+  readonly destinations: NonEmptyList<ResolvedDestination>;
   readonly fallbacks: ResolvedDestination[];
   readonly trigger: RunTrigger;
   readonly primary: ResolvedDestination;
@@ -98,8 +99,7 @@ export class Transaction {
   #rollSpan: { span: TraceSpan; answeredAt: number } | undefined;
 
   constructor(input: TransactionInput, deps: RotationDeps) {
-    const primary = input.destinations[0];
-    if (!primary) throw new Error(`key ${input.key.id} has no destination`);
+    const [primary] = input.destinations;
     this.input = input;
     this.key = input.key;
     this.destinations = input.destinations;
