@@ -2,6 +2,7 @@
 // or off for an aws-native key (docs/aws-native.md). enable calls RotateSecret with the rotation
 // function's ARN and the schedule derived from the policy (src/lambda/schedule.ts), with
 // RotateImmediately false: nothing is rolled now; disable calls CancelRotateSecret.
+import { primaryDestination } from '../policy/schema.ts';
 import type { Command } from 'commander';
 import { UsageError } from '../errors.ts';
 import { addPolicyOption, exitForError, loadPolicyOrExit } from './common.ts';
@@ -50,10 +51,9 @@ async function awsRotation(action: 'enable' | 'disable', flags: AwsRotationFlags
     const policy = await loadPolicyOrExit(flags.policy);
     const key = policy.keys.find((candidate) => candidate.id === flags.key);
     if (key === undefined) throw new UsageError(`no key ${JSON.stringify(flags.key)} in ${policy.file}`);
-    const destination = key.destinations[0];
-    const config = destination === undefined ? undefined : policy.backends[destination.backend];
-    if (destination === undefined || config?.kind !== 'aws')
-      throw new UsageError(`key ${key.id}: its destination is not an aws backend`);
+    const destination = primaryDestination(key);
+    const config = policy.backends[destination.backend];
+    if (config?.kind !== 'aws') throw new UsageError(`key ${key.id}: its destination is not an aws backend`);
     const [{ createBackend }, { rotationRulesFor }] = await Promise.all([
       import('../backends/registry.ts'),
       import('../lambda/schedule.ts'),

@@ -2,7 +2,7 @@
 // destination's bookkeeping, the due decision and, for a two-slot entry, which slot is active.
 import { errorCode, errorMessage } from '../errors.ts';
 import { decideDue, type DueDecision } from '../policy/due.ts';
-import type { KeyPolicy, Policy } from '../policy/schema.ts';
+import { primaryDestination, type KeyPolicy, type Policy } from '../policy/schema.ts';
 import { createBackend } from '../backends/registry.ts';
 import type { Backend, KeyState } from '../backends/types.ts';
 import { activeSlot, standbySlot } from '../rotation/slots.ts';
@@ -45,8 +45,7 @@ export async function viewKeys(
 ): Promise<KeyView[]> {
   const views: KeyView[] = [];
   for (const key of keys) {
-    const primary = key.destinations[0];
-    if (!primary) continue;
+    const primary = primaryDestination(key);
     try {
       const state = await readTrustedState(
         { backend: backends.get(primary.backend), target: primary.target },

@@ -8,7 +8,7 @@ import { withSecretScope } from '../audit/sanitize.ts';
 import type { Secret } from '../audit/secret.ts';
 import type { Backend, SecretStore, StoreTarget, StoredSecret } from '../backends/types.ts';
 import { errorCode } from '../errors.ts';
-import type { KeyPolicy, Policy } from '../policy/schema.ts';
+import { primaryDestination, type KeyPolicy, type Policy } from '../policy/schema.ts';
 import type { Runtime } from '../rotation/runtime.ts';
 import { readStandbyValue, type StandbyVerdict } from '../rotation/standby.ts';
 import type { ReadOnlyBackends } from './key-state.ts';
@@ -67,8 +67,7 @@ export async function probeKey(
   now: Date,
 ): Promise<ProbeReport> {
   const { key } = target;
-  const primary = key.destinations[0];
-  if (!primary) throw new Error(`key ${key.id} has no destination`);
+  const primary = primaryDestination(key);
   const backend = backends.get(primary.backend);
   // The secrets read here are forgotten by the sanitizer when the probe ends.
   return withSecretScope(async () => {

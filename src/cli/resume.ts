@@ -1,6 +1,7 @@
 // `keyroll resume --key ID --actor NAME`: a person fixed what kept a key failing and lets keyroll
 // try it again. Ends the key's failure streak (quarantine or backoff) at its primary destination,
 // under the key lock, audited with the actor; the next run attempts the key at once. Rolls nothing.
+import { primaryDestination } from '../policy/schema.ts';
 import { randomUUID } from 'node:crypto';
 import { terminalLine } from '../audit/printable.ts';
 import { hostname, userInfo } from 'node:os';
@@ -58,8 +59,7 @@ async function resumeCommand(flags: ResumeFlags): Promise<number> {
     return exitForError(error);
   }
   const { key } = entry;
-  const destination = key.destinations[0];
-  if (destination === undefined) return exitForError(new UsageError(`key ${key.id} has no destination`));
+  const destination = primaryDestination(key);
   const actor = flags.actor ?? safeUserName();
   const audit = createStdoutAudit().child({
     actor,

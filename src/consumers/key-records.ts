@@ -9,8 +9,7 @@ import type { KeyRecords } from './pick-up.ts';
 
 export function keyRecordsOf(runtime: Pick<Runtime, 'resolveKey'>, now: () => Date): KeyRecords {
   return async (key: KeyPolicy) => {
-    const primary = runtime.resolveKey(key).destinations[0];
-    if (primary === undefined) throw new Error(`key ${key.id} has no destination`);
+    const { primary } = runtime.resolveKey(key);
     const state = await readTrustedState({ backend: primary.backend, target: primary.target }, key, now());
     return { lastRotationId: state.lastRotationId, lastRotatedAt: state.lastRotatedAt };
   };

@@ -13,7 +13,7 @@ import { Secret } from '../audit/secret.ts';
 import { SecretsManagerCalls } from '../backends/aws/client.ts';
 import { awsAccessFromEnv } from '../backends/aws/index.ts';
 import { errorMessage } from '../errors.ts';
-import type { KeyPolicy, Policy } from '../policy/schema.ts';
+import { primaryDestination, type KeyPolicy, type Policy } from '../policy/schema.ts';
 import { credentialFromPolicy, type RuntimeOptions } from '../rotation/runtime.ts';
 import { NativeRotationError } from './errors.ts';
 
@@ -92,8 +92,7 @@ export function apiTokenReaderConfig(
   key: KeyPolicy,
   env: NodeJS.ProcessEnv,
 ): ApiTokenReaderConfig {
-  const backendName = key.destinations[0]?.backend;
-  const config = backendName === undefined ? undefined : policy.backends[backendName];
+  const config = policy.backends[primaryDestination(key).backend];
   const aws = config?.kind === 'aws' ? config : undefined;
   return { endpoint: aws?.endpoint, region: aws?.region, timeoutMs: aws?.timeoutMs ?? 10_000, env };
 }

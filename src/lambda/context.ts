@@ -43,11 +43,10 @@ export async function openNativeContext(
   runtimeOptions: Partial<RuntimeOptions> = {},
 ): Promise<NativeContext> {
   const runtime = await createRuntime(policy, { audit, ...runtimeOptions });
-  const { destinations, fallbacks } = runtime.resolveKey(key);
-  const primary = destinations[0];
+  const { fallbacks, primary } = runtime.resolveKey(key);
   // The AWS backend, or a wrapper of it (tests, metrics) that keeps its port.
-  const native = primary?.backend.native;
-  if (primary === undefined || native === undefined) {
+  const native = primary.backend.native;
+  if (native === undefined) {
     await runtime.close();
     throw new NativeRotationError(
       'KR_NATIVE_NOT_CONFIGURED',

@@ -3,7 +3,7 @@
 // region, the function's own account) or by ARN. A name alone matches `keyroll/billing` in every
 // account and region, so an event for another account's or region's secret of that name would
 // rotate this account's one: the ARN's partition, region and account must be the destination's.
-import type { KeyPolicy, Policy } from '../policy/schema.ts';
+import { primaryDestination, type KeyPolicy, type Policy } from '../policy/schema.ts';
 import { NativeRotationError } from './errors.ts';
 
 /** Where something lives in AWS; a field left out is not known (and so not compared). */
@@ -47,13 +47,12 @@ export function functionLocation(functionArn: string | undefined, env: NodeJS.Pr
  * function's, as the SDK falls back to it) in the function's own account and partition.
  */
 export function destinationLocation(policy: Policy, key: KeyPolicy, fn: AwsLocation): AwsLocation {
-  const destination = key.destinations[0];
-  const arn = destination === undefined ? undefined : parseSecretArn(destination.target.path);
+  const destination = primaryDestination(key);
+  const arn = parseSecretArn(destination.target.path);
   if (arn !== undefined) return arn;
-  const backend =
-    destination !== undefined && Object.hasOwn(policy.backends, destination.backend)
-      ? policy.backends[destination.backend]
-      : undefined;
+  const backend = Object.hasOwn(policy.backends, destination.backend)
+    ? policy.backends[destination.backend]
+    : undefined;
   const region = backend?.kind === 'aws' && backend.region !== undefined ? backend.region : fn.region;
   return { partition: fn.partition, region, account: fn.account };
 }
@@ -81,8 +80,8 @@ function namesSecret(path: string, secretId: string, name: string | undefined): 
 export function nativeKeysNamed(policy: Policy, secretId: string): KeyPolicy[] {
   const name = parseSecretArn(secretId)?.name;
   return policy.keys.filter((key) => {
-    const path = key.destinations[0]?.target.path;
-    return key.scheduler === 'aws-native' && path !== undefined && namesSecret(path, secretId, name);
+    const path = primaryDestination(key).target.path;
+    return key.scheduler === 'aws-native' && namesSecret(path, secretId, name);
   });
 }
 

@@ -60,7 +60,7 @@ export async function searchLeakedSecret(
   let searched = 0;
   const perKey = await mapWithConcurrency(policy.keys, READ_CONCURRENCY, (key) =>
     withSecretScope(async (): Promise<LeakMatch | undefined> => {
-      const { destinations, fallbacks } = runtime.resolveKey(key);
+      const { destinations, fallbacks, primary } = runtime.resolveKey(key);
       const found: { destination: ResolvedDestination; which: LeakMatch['which'] }[] = [];
       for (const destination of [...destinations, ...fallbacks]) {
         const miss = (error: unknown): undefined => {
@@ -87,15 +87,14 @@ export async function searchLeakedSecret(
       if (best === undefined) return undefined;
       if (key.slots === undefined) return { key, ...best };
       // The engine reads the active slot from the primary's bookkeeping; so does this.
-      const primary = destinations[0];
       let state: Pick<KeyState, 'lastKeyId'>;
       try {
-        state = primary ? await primary.backend.readState(primary.target) : {};
+        state = await primary.backend.readState(primary.target);
       } catch (error) {
         unread.push({
           keyId: key.id,
-          backend: primary?.backendName ?? '-',
-          path: primary?.target.path ?? '-',
+          backend: primary.backendName,
+          path: primary.target.path,
           errorCode: errorCode(error),
         });
         // Without the record the slot is unknown. A current match is still reported without a

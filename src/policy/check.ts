@@ -185,7 +185,8 @@ function checkLease(
   maxBackoffMs: number,
   add: (path: DocPath, message: string) => void,
 ): void {
-  const primary = doc.keys[index]?.destinations[0];
+  // The raw document: zod's min(1) does not narrow the list's type, so the primary may be absent here.
+  const [primary] = doc.keys[index]?.destinations ?? [];
   const backend =
     primary === undefined || !Object.hasOwn(doc.backends, primary.backend)
       ? undefined

@@ -41,7 +41,7 @@ export function positionOf(doc: Document, lineCounter: LineCounter, path: DocPat
   return { line, column: col };
 }
 
-/** `keys[2].destinations[0].backend`; names that are not identifiers are quoted: `labels["a b"]`. */
+/** `keys[2].destinations[1].backend`; names that are not identifiers are quoted: `labels["a b"]`. */
 export function formatPath(path: DocPath): string {
   let text = '';
   for (const segment of path) {

@@ -27,7 +27,8 @@ export function checkNativeRotation(
     );
     return;
   }
-  const destination = key.destinations[0];
+  // The raw document: zod's min(1) does not narrow the list's type, so the primary may be absent here.
+  const [destination] = key.destinations;
   const backend =
     destination === undefined
       ? undefined

@@ -59,6 +59,13 @@ function resolveConsumer(
     : { kind: input.kind, namespace: input.namespace, name: input.name };
 }
 
+/** The schema requires one destination at least (`.min(1)`); this tells the compiler so. */
+function nonEmpty<T>(list: T[], keyId: string): [T, ...T[]] {
+  const [first, ...rest] = list;
+  if (first === undefined) throw new RangeError(`key ${keyId} has no destination`);
+  return [first, ...rest];
+}
+
 function resolveKey(doc: PolicyDocument, index: number): KeyPolicy {
   const key = doc.keys[index];
   if (key === undefined) throw new RangeError(`no key at index ${index}`);
@@ -66,7 +73,7 @@ function resolveKey(doc: PolicyDocument, index: number): KeyPolicy {
   return {
     id: key.id,
     organizationId: key.organization,
-    destinations: key.destinations.map(resolveDestination),
+    destinations: nonEmpty(key.destinations.map(resolveDestination), key.id),
     fallbacks: (key.fallbacks ?? []).map(resolveDestination),
     ...(settings.schedule.value === undefined ? {} : { schedule: settings.schedule.value }),
     timezone: settings.timezone.value,

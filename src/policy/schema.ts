@@ -295,11 +295,17 @@ export interface Destination {
   target: StoreTarget;
 }
 
+/** The key's primary destination: it holds the lock and the intent marker, and its state is the key's. */
+export function primaryDestination(key: Pick<KeyPolicy, 'destinations'>): Destination {
+  const [primary] = key.destinations;
+  return primary;
+}
+
 export interface KeyPolicy {
   id: string;
   organizationId: string;
   /** One or more; the first is the primary (holds the lock and the intent marker). */
-  destinations: Destination[];
+  destinations: [Destination, ...Destination[]];
   fallbacks: Destination[];
   schedule?: string;
   /** IANA zone the schedule is read in. */

@@ -23,7 +23,7 @@ import { underKeyLock } from './key-lock.ts';
 import { activeSlot } from './slots.ts';
 import { probeStandby, type StandbyProbe } from './standby.ts';
 import { sendAlert } from './key-alert.ts';
-import type { ResolvedDestination, RotationDeps } from './types.ts';
+import type { NonEmptyList, ResolvedDestination, RotationDeps } from './types.ts';
 
 export type DriftVerdict = 'works' | 'dead' | 'busy' | 'nothing-stored' | 'probe-failed';
 
@@ -61,12 +61,11 @@ export function driftCheckDue(
  */
 export async function probeForDrift(
   key: KeyPolicy,
-  destinations: readonly ResolvedDestination[],
+  destinations: NonEmptyList<ResolvedDestination>,
   deps: RotationDeps,
   state: Pick<KeyState, 'lastKeyId'>,
 ): Promise<DriftReport> {
-  const primary = destinations[0];
-  if (!primary) throw new Error(`key ${key.id} has no destination`);
+  const [primary] = destinations;
   const probeId = deps.newRotationId();
   const audit = deps.audit.child({ rotationId: probeId, keyId: key.id, organizationId: key.organizationId });
   const report = await withSecretScope(async (): Promise<DriftReport> => {

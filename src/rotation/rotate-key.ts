@@ -11,7 +11,7 @@
 // option of this sequence; it never re-states the steps with their catch and finally.
 import type { AuditLog } from '../audit/events.ts';
 import { withSecretScope } from '../audit/sanitize.ts';
-import { errorCode, errorMessage } from '../errors.ts';
+import { catalogueCode, errorCode, errorMessage } from '../errors.ts';
 import type { DueReason } from '../policy/due.ts';
 import { deferAlerts } from './deferred-alerts.ts';
 import { RotationStepError, RunAbortedError } from './errors.ts';
@@ -90,6 +90,7 @@ async function rotateKeyUnderLock(
   deps: RotationDeps,
   stop: StopAfterStore,
 ): Promise<StoredUnderLock>;
+// eslint-disable-next-line max-lines-per-function -- the rotation's steps 1-8 and their one catch, read top to bottom
 async function rotateKeyUnderLock(
   input: RotateKeyInput,
   deps: RotationDeps,
@@ -161,7 +162,12 @@ async function rotateKeyUnderLock(
     }
     if (!reported) await tx.reportFailure(error, step, code, meaning);
     if (stop) throw error;
-    return tx.outcome('failed', { step, errorCode: code, detail: errorMessage(error) });
+    return tx.outcome({
+      result: 'failed',
+      step,
+      errorCode: catalogueCode(code),
+      detail: errorMessage(error),
+    });
   } finally {
     tx.endStep();
     releaseBudget(progress.writeBudget);

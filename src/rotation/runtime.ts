@@ -18,9 +18,9 @@ import type { QuotaDeps } from '../backends/quota/observer.ts';
 import { createBackend } from '../backends/registry.ts';
 import type { Backend } from '../backends/types.ts';
 import { leaseNeededMs, writeTimeoutOf } from '../policy/lease.ts';
-import type { KeyPolicy, Policy } from '../policy/schema.ts';
+import { primaryDestination, type KeyPolicy, type Policy } from '../policy/schema.ts';
 import { sleep } from './backoff.ts';
-import type { ResolvedDestination, RotationDeps, RotationObserver } from './types.ts';
+import type { ResolvedDestination, ResolvedKey, RotationDeps, RotationObserver } from './types.ts';
 
 export interface RuntimeOptions {
   audit: AuditLog;
@@ -54,7 +54,8 @@ export interface Runtime {
   readonly api: ApiClient;
   readonly credentialDescription: string;
   readonly owner: string;
-  resolveKey(key: KeyPolicy): { destinations: ResolvedDestination[]; fallbacks: ResolvedDestination[] };
+  /** Throws when a backend is not defined in the policy, or (a hand-made policy) the key has no destination. */
+  resolveKey(key: KeyPolicy): ResolvedKey;
   /** One cheap authenticated call (a one-item project list) proving keyroll's credential works. */
   checkApiCredential(): Promise<void>;
   rotationDeps(audit: AuditLog): RotationDeps;
@@ -124,10 +125,11 @@ export async function createRuntime(policy: Policy, options: RuntimeOptions): Pr
     api,
     owner,
     credentialDescription: credentials.description,
-    resolveKey: (key) => ({
-      destinations: key.destinations.map(resolve),
-      fallbacks: key.fallbacks.map(resolve),
-    }),
+    resolveKey: (key) => {
+      const [primary, ...others] = key.destinations.map(resolve);
+      if (!primary) throw new Error(`key ${key.id} has no destination`);
+      return { destinations: [primary, ...others], primary, others, fallbacks: key.fallbacks.map(resolve) };
+    },
     checkApiCredential: async () => {
       await api.listProjects({ limit: 1 });
     },
@@ -184,9 +186,7 @@ async function openPolicyBackends(
 function keyLeaseNeededMs(policy: Policy, key: KeyPolicy): number {
   return leaseNeededMs({
     rollAttemptMs: policy.api.timeouts.headersMs + policy.api.timeouts.bodyMs,
-    writeTimeoutMs: writeTimeoutOf(
-      key.destinations[0] === undefined ? undefined : policy.backends[key.destinations[0].backend],
-    ),
+    writeTimeoutMs: writeTimeoutOf(policy.backends[primaryDestination(key).backend]),
     attempts: key.store.attempts,
     maxBackoffMs: key.store.maxBackoffMs,
     clockSkewMs: 0,

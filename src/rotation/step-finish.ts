@@ -88,12 +88,13 @@ export async function verifyAndFinish(
     reason: tx.trigger.reason,
     ...(previous === undefined ? {} : { previousActiveWorks: previous.works }),
   };
-  return tx.outcome(progress.recovering ? 'recovered' : 'rotated', {
-    exposureMs,
-    versions,
-    ...delivery,
-    ...(rolled.malformed ? { detail: 'malformed-roll-answer' } : {}),
-  });
+  return tx.outcome(
+    {
+      result: progress.recovering ? 'recovered' : 'rotated',
+      ...(rolled.malformed ? { detail: 'malformed-roll-answer' } : {}),
+    },
+    { exposureMs, versions, ...delivery },
+  );
 }
 
 /**

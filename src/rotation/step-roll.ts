@@ -157,7 +157,7 @@ export async function rollAndStore(
       exposureMs,
       deps,
       audit,
-      (result, extra) => tx.outcome(result, extra),
+      (end, extra) => tx.outcome(end, extra),
       tx.plan.rollKeyId,
       tx.plan.keepsAlive,
     );

@@ -4,11 +4,12 @@
 // what happens next (invariant 4).
 import type { AuditLog } from '../audit/events.ts';
 import type { FailureRecord } from '../backends/types.ts';
+import { catalogueCode } from '../errors.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
 import { sendAlert } from './key-alert.ts';
 import type { RollSuccess } from './roll.ts';
 import type { StoreReport } from './store.ts';
-import type { KeyOutcome, ResolvedDestination, RotationDeps } from './types.ts';
+import type { KeyOutcome, OutcomeEnd, OutcomeFacts, ResolvedDestination, RotationDeps } from './types.ts';
 
 export async function recordFailureBestEffort(
   primary: ResolvedDestination,
@@ -64,7 +65,7 @@ export async function storeFailed(
   exposureMs: number | undefined,
   deps: RotationDeps,
   audit: AuditLog,
-  outcome: (result: KeyOutcome['result'], extra?: Partial<KeyOutcome>) => KeyOutcome,
+  outcome: (end: OutcomeEnd, extra?: Partial<OutcomeFacts>) => KeyOutcome,
   /** The API key whose secret was stored (a two-slot entry's rolled slot). */
   storedKeyId: string = key.id,
   /**
@@ -85,13 +86,10 @@ export async function storeFailed(
   if (report.lockLost !== undefined) {
     const summary = await reportLockLost(key, rotationId, report.lockLost, held, deps, audit);
     // A runner that lost its lock records nothing either (the new holder's bookkeeping stays).
-    return outcome('failed', {
-      step: 'store',
-      errorCode: 'KR_LOCK_LOST',
-      degraded: true,
-      ...exposure,
-      detail: summary,
-    });
+    return outcome(
+      { result: 'failed', step: 'store', errorCode: 'KR_LOCK_LOST', detail: summary },
+      { degraded: true, ...exposure },
+    );
   }
   // A fallback holds no lock of this key: its copy was written without a fence (store.ts).
   const unfenced = report.stored
@@ -122,13 +120,10 @@ export async function storeFailed(
     ...(unfenced.length > 0 ? { details: { unfenced } } : {}),
   });
   await recordStoredCopies(report, { rotationId, rotatedAt, storedKeyId, firstCode }, deps);
-  return outcome('failed', {
-    step: 'store',
-    errorCode: firstCode,
-    degraded: true,
-    ...exposure,
-    detail: summary,
-  });
+  return outcome(
+    { result: 'failed', step: 'store', errorCode: catalogueCode(firstCode), detail: summary },
+    { degraded: true, ...exposure },
+  );
 }
 
 /** Invariant 9: another runner holds the key now; this one wrote nothing after the refusal. Returns the summary. */

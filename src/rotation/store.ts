@@ -15,7 +15,7 @@
 import type { SecretRecord, WriteFence } from '../backends/types.ts';
 import { errorCode } from '../errors.ts';
 import { backoffDelay, type BackoffPolicy } from './backoff.ts';
-import type { EscrowSettings, ResolvedDestination } from './types.ts';
+import type { EscrowSettings, NonEmptyList, ResolvedDestination } from './types.ts';
 
 export interface StorePolicy extends BackoffPolicy {
   /** Attempts per destination, the first included. */
@@ -147,10 +147,11 @@ function isStored(copy: StoredCopy | FailedCopy): copy is StoredCopy {
 /** Writes `record` to every destination, falling back as invariant 4 says. Never throws. */
 export async function storeSecret(
   record: SecretRecord,
-  destinations: readonly ResolvedDestination[],
+  destinations: NonEmptyList<ResolvedDestination>,
   fallbacks: readonly ResolvedDestination[],
   options: StoreOptions,
 ): Promise<StoreReport> {
+  const [primary] = destinations;
   const report: StoreReport = {
     stored: [],
     failed: [],
@@ -177,7 +178,7 @@ export async function storeSecret(
     }
     if (index === 0 && isStored(copy) && destinations.length > 1) await options.afterPrimary?.();
   }
-  report.primaryStored = report.stored.some((copy) => copy.destination === destinations[0]);
+  report.primaryStored = report.stored.some((copy) => copy.destination === primary);
   report.allDestinationsStored = report.lockLost === undefined && report.failed.length === 0;
   if (report.allDestinationsStored || report.lockLost !== undefined) return report;
 

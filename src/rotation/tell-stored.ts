@@ -25,12 +25,15 @@ export function tellStored(tx: Transaction, stored: Stored): void {
   const { rotatedAt, exposureMs, report } = stored;
   try {
     deps.onStored(
-      tx.outcome(progress.recovering ? 'recovered' : 'rotated', {
-        rotatedAt,
-        reason: tx.trigger.reason,
-        versions: storedVersions(report),
-        ...(exposureMs === undefined ? {} : { exposureMs }),
-      }),
+      tx.outcome(
+        { result: progress.recovering ? 'recovered' : 'rotated' },
+        {
+          rotatedAt,
+          reason: tx.trigger.reason,
+          versions: storedVersions(report),
+          ...(exposureMs === undefined ? {} : { exposureMs }),
+        },
+      ),
     );
   } catch {
     // A listener's fault never touches a stored rotation; the notice at the end goes out as before.

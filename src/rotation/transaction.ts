@@ -22,7 +22,17 @@ import type { WriteBudget } from './write-budget.ts';
 import { sendAlert } from './key-alert.ts';
 import { recordFailureBestEffort } from './store-outcome.ts';
 import { readTrustedState } from './trusted-state.ts';
-import type { KeyOutcome, ResolvedDestination, RotationDeps, RotationStep, RunTrigger } from './types.ts';
+import { keyOutcome } from './outcome.ts';
+import type {
+  KeyOutcome,
+  NonEmptyList,
+  OutcomeEnd,
+  OutcomeFacts,
+  ResolvedDestination,
+  RotationDeps,
+  RotationStep,
+  RunTrigger,
+} from './types.ts';
 
 export interface TransactionProgress extends RollProgress {
   step: RotationStep;
@@ -45,7 +55,7 @@ export interface TransactionProgress extends RollProgress {
 
 export interface TransactionInput {
   key: KeyPolicy;
-  destinations: ResolvedDestination[];
+  destinations: NonEmptyList<ResolvedDestination>;
   fallbacks: ResolvedDestination[];
   trigger: RunTrigger;
   /** A two-slot entry: the slot a leak named (rolled at once, whichever is active). */
@@ -58,7 +68,7 @@ export interface TransactionInput {
 
 export class Transaction {
   readonly key: KeyPolicy;
-  readonly destinations: ResolvedDestination[];
+  readonly destinations: NonEmptyList<ResolvedDestination>;
   readonly fallbacks: ResolvedDestination[];
   readonly trigger: RunTrigger;
   readonly primary: ResolvedDestination;
@@ -89,8 +99,7 @@ export class Transaction {
   #rollSpan: { span: TraceSpan; answeredAt: number } | undefined;
 
   constructor(input: TransactionInput, deps: RotationDeps) {
-    const primary = input.destinations[0];
-    if (!primary) throw new Error(`key ${input.key.id} has no destination`);
+    const [primary] = input.destinations;
     this.input = input;
     this.key = input.key;
     this.destinations = input.destinations;
@@ -161,18 +170,20 @@ export class Transaction {
     return Math.round(this.deps.monotonicMs() - this.#startedMs);
   }
 
-  outcome(result: KeyOutcome['result'], extra: Partial<KeyOutcome> = {}): KeyOutcome {
-    return {
-      keyId: this.key.id,
-      organizationId: this.key.organizationId,
-      result,
-      rotationId: this.rotationId,
-      durationMs: this.elapsedMs(),
-      rolls: this.progress.rolls,
-      ...(this.key.slots ? { rolledKeyId: this.plan.rollKeyId } : {}),
-      ...(this.#quarantinedAt === undefined ? {} : { quarantinedAt: this.#quarantinedAt }),
-      ...extra,
-    };
+  outcome(end: OutcomeEnd, extra: Partial<OutcomeFacts> = {}): KeyOutcome {
+    return keyOutcome(
+      {
+        keyId: this.key.id,
+        organizationId: this.key.organizationId,
+        rotationId: this.rotationId,
+        durationMs: this.elapsedMs(),
+        rolls: this.progress.rolls,
+        ...(this.key.slots ? { rolledKeyId: this.plan.rollKeyId } : {}),
+        ...(this.#quarantinedAt === undefined ? {} : { quarantinedAt: this.#quarantinedAt }),
+        ...extra,
+      },
+      end,
+    );
   }
 
   /**

@@ -4,6 +4,7 @@ import type { AuditLog } from '../audit/events.ts';
 import type { Secret } from '../audit/secret.ts';
 import type { QuotaObserver } from '../backends/quota/observer.ts';
 import type { Backend, StoreTarget } from '../backends/types.ts';
+import type { ErrorCode } from '../error-codes.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
 
 export type RotationStep =
@@ -30,6 +31,15 @@ export function isLeakReason(reason: string): reason is 'leak' | 'compromise' {
   return reason === 'leak' || reason === 'compromise';
 }
 
+/** Why a run stopped before finishing (docs/exit-codes.md, exit 3; `run.aborted`'s `why`). */
+export type RunAbortReason =
+  | 'credential-refused'
+  | 'credential-unavailable'
+  | 'api-unreachable'
+  | 'lock-contention'
+  | 'shutdown'
+  | 'lost-leadership';
+
 /** Why and by whom a run was started; recorded on every audit event of on-demand runs. */
 export interface RunTrigger {
   reason: RotationReason;
@@ -55,6 +65,22 @@ export interface ResolvedDestination {
   backendName: string;
   backend: Backend;
   target: StoreTarget;
+}
+
+/** A list with at least one element: what the compiler can check instead of an index that may be absent. */
+export type NonEmptyList<T> = [T, ...T[]];
+
+/**
+ * A key's destinations resolved once (runtime.ts): the primary holds the lock and the intent marker
+ * and is the one read for the key's state; `destinations` is every one, the primary first.
+ */
+export interface ResolvedKey {
+  destinations: NonEmptyList<ResolvedDestination>;
+  primary: ResolvedDestination;
+  /** The destinations after the primary; each receives the new secret too. */
+  others: ResolvedDestination[];
+  /** Tried in order when a destination stays down (invariant 4). */
+  fallbacks: ResolvedDestination[];
 }
 
 export interface EscrowSettings {
@@ -103,15 +129,32 @@ export interface RotationObserver extends QuotaObserver {
 
 export type KeyResult = 'rotated' | 'failed' | 'skipped' | 'busy' | 'recovered' | 'aborted';
 
-export interface KeyOutcome {
+/**
+ * Why a key was left alone although nothing failed: before its lock (run-key.ts: not due, started
+ * by Secrets Manager, in backoff, quarantined) or under it (step-decide.ts). Consumers of outcomes
+ * (the daemon, metrics) compare against this union, so a renamed reason fails the type check.
+ */
+export type SkipReason =
+  | 'not-due'
+  | 'aws-native'
+  | 'backoff'
+  | 'quarantined'
+  | 'min-interval'
+  | 'already-rotated'
+  | 'intent-kept'
+  | 'drift-healed'
+  | 'active-slot'
+  | 'consumer-refresh'
+  /** Another runner in this process (a leak, a trigger) took the key over before its work started. */
+  | 'in-flight'
+  /** A leak that waited for its key's roll: that roll already killed the reported value (no roll needed). */
+  | 'already-dead';
+
+/** What every outcome says about its key, whatever came of it. */
+export interface OutcomeFacts {
   keyId: string;
   organizationId: string;
-  result: KeyResult;
   rotationId?: string;
-  /** Why skipped (not-due, min-interval, shard, already-rotated), or the failed step. */
-  detail?: string;
-  step?: RotationStep;
-  errorCode?: string;
   /** True when the secret ended up only in a fallback or escrow, or nowhere. */
   degraded?: boolean;
   /** Roll answer → first durable write, in ms. */
@@ -135,3 +178,27 @@ export interface KeyOutcome {
    */
   previousActiveWorks?: boolean;
 }
+
+/** Outcomes that did not fail carry no step and no code. */
+interface NoFailure {
+  step?: undefined;
+  errorCode?: undefined;
+}
+
+/** How one key ended: `result` tells the variants apart (outcome.ts builds them). */
+export type OutcomeEnd =
+  | (NoFailure & {
+      result: 'rotated' | 'recovered';
+      detail?: 'malformed-roll-answer' | 'stored-secret-works';
+    })
+  | (NoFailure & { result: 'skipped'; detail: SkipReason })
+  /** Another runner holds the key's lock (invariant 5). */
+  | (NoFailure & { result: 'busy'; detail: 'lock-busy' })
+  /** The run stopped before this key started, or while it rolled. */
+  | (NoFailure & { result: 'aborted'; detail: RunAbortReason })
+  /** A step failed: its code is from the catalogue (src/error-codes.ts); `detail` is the error's message. */
+  | { result: 'failed'; step: RotationStep; errorCode: ErrorCode; detail?: string }
+  /** The daemon's leak route never heard this key's outcome (src/daemon/routes.ts): no step is known. */
+  | (NoFailure & { result: 'failed'; detail: 'no-outcome' | 'launcher' });
+
+export type KeyOutcome = OutcomeFacts & OutcomeEnd;

@@ -9,6 +9,7 @@ import { randomUUID } from 'node:crypto';
 import type { AuditLog } from '../audit/events.ts';
 import { errorCode, errorMessage } from '../errors.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
+import { keyOutcome, notStartedFacts } from '../rotation/outcome.ts';
 import { runRotations } from '../rotation/run.ts';
 import type { KeyOutcome, RunTrigger } from '../rotation/types.ts';
 import { inSpan } from '../tracing/spans.ts';
@@ -137,15 +138,10 @@ export class Launcher {
         ...(rotationId ? { rotationId } : {}),
         why: 'shutdown',
       });
-      const aborted: KeyOutcome = {
-        keyId: key.id,
-        organizationId: key.organizationId,
-        result: 'aborted',
-        detail: 'shutdown',
-        durationMs: 0,
-        rolls: 0,
-        ...(rotationId ? { rotationId } : {}),
-      };
+      const aborted = keyOutcome(
+        { ...notStartedFacts(key), ...(rotationId ? { rotationId } : {}) },
+        { result: 'aborted', detail: 'shutdown' },
+      );
       this.#options.onKeyDone(aborted, trigger);
       extra.onKeyDone?.(aborted);
       return;
@@ -161,15 +157,10 @@ export class Launcher {
         ...(rotationId ? { rotationId } : {}),
         why: 'already-rotated',
       });
-      const needless: KeyOutcome = {
-        keyId: key.id,
-        organizationId: key.organizationId,
-        result: 'skipped',
-        detail: 'already-dead',
-        durationMs: 0,
-        rolls: 0,
-        ...(rotationId ? { rotationId } : {}),
-      };
+      const needless = keyOutcome(
+        { ...notStartedFacts(key), ...(rotationId ? { rotationId } : {}) },
+        { result: 'skipped', detail: 'already-dead' },
+      );
       this.#options.onKeyDone(needless, trigger);
       extra.onKeyDone?.(needless);
       return;

@@ -56,8 +56,7 @@ export async function checkKeys(
 ): Promise<SweepResult> {
   const checks = await mapWithConcurrency(keys, concurrency, async (key): Promise<KeyCheck> => {
     try {
-      const primary = runtime.resolveKey(key).destinations[0];
-      if (!primary) throw new Error(`key ${key.id} has no destination`);
+      const { primary } = runtime.resolveKey(key);
       const state = await readTrustedState(primary, key, now);
       const decision = decideDue(
         key,

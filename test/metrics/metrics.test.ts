@@ -11,14 +11,15 @@ import {
 } from '../../src/metrics/metrics.ts';
 import type { KeyOutcome } from '../../src/rotation/types.ts';
 
-const outcome = (result: KeyOutcome['result'], extra: Partial<KeyOutcome> = {}): KeyOutcome => ({
-  keyId: 'k1',
-  organizationId: 'o',
-  result,
-  durationMs: 1,
-  rolls: 1,
-  ...extra,
-});
+const outcome = (result: KeyOutcome['result'], extra: Partial<KeyOutcome> = {}): KeyOutcome =>
+  ({
+    keyId: 'k1',
+    organizationId: 'o',
+    result,
+    durationMs: 1,
+    rolls: 1,
+    ...extra,
+  }) as KeyOutcome;
 const at = new Date('2030-01-07T03:00:00Z');
 
 describe('createMetrics', () => {

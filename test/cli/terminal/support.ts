@@ -31,7 +31,7 @@ export function fakeTty(
   };
 }
 
-/** A finished key's outcome as the run reports it. */
+/** A finished key's outcome as the run reports it; `extra` may give any variant (or a hostile value). */
 export function outcome(keyId: string, extra: Partial<KeyOutcome> = {}): KeyOutcome {
   return {
     keyId,
@@ -42,7 +42,7 @@ export function outcome(keyId: string, extra: Partial<KeyOutcome> = {}): KeyOutc
     exposureMs: 7,
     versions: [{ backend: 'files', path: `${keyId}.json`, version: '1' }],
     ...extra,
-  };
+  } as KeyOutcome;
 }
 
 /** Audit lines of one key's rotation, through the real logger (redaction and sanitizer). */
