@@ -165,7 +165,9 @@ export async function decideUnderLock(tx: Transaction): Promise<KeyOutcome | und
       // may be unusable, so a failure from here on keeps the marker and alerts critical.
       progress.recovering = verdict.why;
       progress.mayHaveRolled = true;
-      storedDead = verdict.why !== 'probe-failed';
+      storedDead = verdict.why !== 'probe-failed' && verdict.why !== 'leak-not-rolled';
+      // A leak the died run left open is this rotation's to answer, as a leak (recovery.ts).
+      if (verdict.why === 'leak-not-rolled') progress.leakRecovery = verdict.leak;
     }
   } else if (trigger.reason === 'drift') {
     // A drift heal was decided on a probe made before this lock: another runner may have healed
@@ -193,11 +195,15 @@ export async function decideUnderLock(tx: Transaction): Promise<KeyOutcome | und
     }
   }
 
-  // Invariant 10: which key (or slot) this rotation rolls.
-  tx.plan = planRoll({ key, state, trigger, namedSlot: tx.input.slot, storedDead });
+  // Invariant 10: which key (or slot) this rotation rolls; a leak left open by a died run, the one
+  // it was rolling, as that leak would.
+  const leak = progress.leakRecovery;
+  const rollTrigger = leak ? { ...trigger, reason: leak.reason, force: true } : trigger;
+  const namedSlot = leak ? leak.rollKeyId : tx.input.slot;
+  tx.plan = planRoll({ key, state, trigger: rollTrigger, namedSlot, storedDead });
   // Naming the active slot kills the value consumers use now: only a leak (it must die) or a
   // dead stored secret (nobody it still serves) may do that.
-  if (key.slots && tx.plan.keepsAlive === undefined && !storedDead && !isLeak(trigger)) {
+  if (key.slots && tx.plan.keepsAlive === undefined && !storedDead && !isLeak(rollTrigger)) {
     audit.emit('key.skipped', { step: 'lock', why: 'active-slot', activeKeyId: tx.plan.activeBefore });
     return tx.outcome('skipped', { detail: 'active-slot' });
   }
@@ -206,7 +212,7 @@ export async function decideUnderLock(tx: Transaction): Promise<KeyOutcome | und
   if (
     !storedDead &&
     !standbyKnownDead &&
-    standbyStillInUse(key, tx.plan, state.lastRotatedAt, deps.now(), trigger)
+    standbyStillInUse(key, tx.plan, state.lastRotatedAt, deps.now(), rollTrigger)
   ) {
     audit.emit('key.skipped', {
       step: 'lock',
