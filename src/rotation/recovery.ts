@@ -136,16 +136,6 @@ export async function recoverLeftoverIntent(
   const reason = intent.reason;
   if (reason !== undefined && isLeakReason(reason) && stored.rotationId !== intent.rotationId) {
     const leakedStored = stored.keyId === undefined || stored.keyId === intent.keyId;
-    // Its runner may still act (a roll in flight): its marker is kept, and this rotation's own
-    // marker is held past it (step-decide.ts), as for any marker taken over.
-    const kept = markerMayStillBeActedOn(intent, options.tookOver, deps.now());
-    if (kept !== undefined)
-      audit.emit('key.intent.kept', {
-        step: 'recovery',
-        keptRotationId: intent.rotationId,
-        why: kept,
-        holdUntil: intent.holdUntil,
-      });
     return {
       kind: 'reroll',
       why: 'leak-not-rolled',

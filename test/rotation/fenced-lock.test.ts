@@ -131,11 +131,10 @@ describe('invariant 9: fenced locks', () => {
     expect(leftByA).toBeDefined();
 
     // Runner B takes the lock over; the stored secret still works (A's roll has not landed), but
-    // A may still act, so A's marker is not cleared. A's marker is a leak's that never stored, so B
-    // re-rolls as that leak (recovered) and its own marker is held past A's.
+    // A may still act, so A's marker is not cleared; B rotates (a leak) and its own marker stays.
     const skewed = clocks(() => key.lockTtlMs + 1_000);
     const b = await runAs(skewed);
-    expect(b.outcomes[0]).toMatchObject({ result: 'recovered' });
+    expect(b.outcomes[0]).toMatchObject({ result: 'rotated' });
     const kept = bench.events().find((e) => e.event === 'key.intent.kept');
     expect(kept).toMatchObject({ keptRotationId: leftByA?.rotationId, why: 'lock-taken-over' });
     const afterB = await stateOf(skewed);
