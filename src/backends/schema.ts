@@ -21,11 +21,6 @@ export const IntentFields = {
   owner: Name,
   startedAt: IsoInstant,
   holdUntil: IsoInstant.optional(),
-  /** Only a leak's reason is ever written (invariant 6); the type stays the backends' string. */
-  reason: z
-    .string()
-    .refine((reason): boolean => reason === 'leak' || reason === 'compromise', 'not a leak reason')
-    .optional(),
 };
 export const Intent = z.object(IntentFields);
 

@@ -103,12 +103,6 @@ export interface Intent {
    * the marker, even when the stored secret works; later runs probe again (invariant 9).
    */
   holdUntil?: string;
-  /**
-   * Set when the marked rotation answers a leak: if it died before storing its own secret, the
-   * secret that still works is the leaked one, and recovery rolls it at once (invariant 6).
-   * Absent in markers of older keyrolls and of every other rotation.
-   */
-  reason?: string;
 }
 
 export interface LockRequest {

@@ -3,16 +3,13 @@
 // rolled or stored before dying, so we clear the marker and copy the working secret to any
 // destination that holds something else; if it does not work, the key was rolled and the secret
 // lost (or revoked by the provider), and the caller re-rolls at once.
-// A leak's marker (`reason`) is the exception: when its run died before storing its own secret, the
-// secret that still works is the leaked value, so the caller re-rolls at once as a leak.
 // A marker whose runner may still act is never cleared (invariant 9): one whose lock this run just
 // took over (that runner may be paused, or its roll still in flight) or one held until a later
 // time (`holdUntil`). Such a marker stays, and later runs probe again.
 import { errorCode } from '../errors.ts';
-import type { Secret } from '../audit/secret.ts';
 import type { Intent, StoredSecret, WriteFence } from '../backends/types.ts';
 import type { KeyPolicy } from '../policy/schema.ts';
-import { isLeakReason, type ResolvedDestination, type RotationDeps } from './types.ts';
+import type { ResolvedDestination, RotationDeps } from './types.ts';
 import type { AuditLog } from '../audit/events.ts';
 
 export type RecoveryVerdict =
@@ -29,18 +26,7 @@ export type RecoveryVerdict =
       kept?: MarkerKept;
     }
   /** The stored secret is dead or missing: the key must be re-rolled now. */
-  | { kind: 'reroll'; why: 'stored-secret-dead' | 'no-stored-secret' | 'probe-failed'; errorCode?: string }
-  /** A leak's rotation died before storing: the working stored secret is the leaked one. */
-  | { kind: 'reroll'; why: 'leak-not-rolled'; leak: LeakLeftOpen };
-
-/** A leak a died run did not answer: the re-roll answers it as a leak and proves the value dead. */
-export interface LeakLeftOpen {
-  reason: 'leak' | 'compromise';
-  /** The API key (or slot) the died run was rolling. */
-  rollKeyId: string;
-  /** The leaked value, when the stored secret is that key's (a slot entry's standby is not stored). */
-  leaked?: Secret;
-}
+  | { kind: 'reroll'; why: 'stored-secret-dead' | 'no-stored-secret' | 'probe-failed'; errorCode?: string };
 
 /** Why a marker stays although the stored secret works. */
 export type MarkerKept = 'lock-taken-over' | 'held-until';
@@ -130,18 +116,6 @@ export async function recoverLeftoverIntent(
   // audit says whether consumers that have not refreshed yet still hold a working secret.
   if (key.slots) await probeStandby(key, primary, deps, audit);
   if (verdict === 'invalid') return { kind: 'reroll', why: 'stored-secret-dead' };
-  // The died run answered a leak and never stored its own secret: what works is the leaked value
-  // (or, for a slot entry, the slot beside it). Copying it anywhere or clearing the marker would
-  // leave the leak open with nobody to close it; it is rolled now, whoever may still act.
-  const reason = intent.reason;
-  if (reason !== undefined && isLeakReason(reason) && stored.rotationId !== intent.rotationId) {
-    const leakedStored = stored.keyId === undefined || stored.keyId === intent.keyId;
-    return {
-      kind: 'reroll',
-      why: 'leak-not-rolled',
-      leak: { reason, rollKeyId: intent.keyId, ...(leakedStored ? { leaked: stored.secret } : {}) },
-    };
-  }
 
   // The primary holds a working secret; make sure the other destinations hold the same one.
   const { repaired, failed } = await repairOthers(key, intent, stored, others, deps, options.fenceFor);

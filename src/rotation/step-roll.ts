@@ -9,7 +9,7 @@ import { rollWithRetries, type AttemptGuard, type RollSuccess } from './roll.ts'
 import { storeSecret, type StoreReport } from './store.ts';
 import { auditStore, storeFailed } from './store-outcome.ts';
 import type { Transaction } from './transaction.ts';
-import { isLeakReason, type KeyOutcome } from './types.ts';
+import type { KeyOutcome } from './types.ts';
 import { releaseBudget, reserveWriteBudget } from './write-budget.ts';
 
 // age and its elliptic curves take longer to load than the rest of a cold start, and only a
@@ -54,17 +54,13 @@ export async function prepareRoll(
 
   // Invariant 6: the intent marker is durable before the roll, so a crash after it is found.
   // It names the key (or slot) being rolled.
-  // A leak's marker says so: if this run dies before storing, the value that still works is the
-  // leaked one, and the next run's recovery rolls it instead of keeping it.
   await tx.enter('intent');
-  const leak = isLeakReason(tx.trigger.reason) ? tx.trigger.reason : progress.leakRecovery?.reason;
   await primary.backend.setIntent(primary.target, {
     rotationId: tx.rotationId,
     keyId: tx.plan.rollKeyId,
     owner: deps.owner,
     startedAt: deps.now().toISOString(),
     ...(progress.holdUntil === undefined ? {} : { holdUntil: progress.holdUntil }),
-    ...(leak === undefined ? {} : { reason: leak }),
   });
   progress.intentSet = true;
   tx.audit.emit('key.intent.set', {

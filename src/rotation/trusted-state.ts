@@ -92,8 +92,7 @@ export function trustState(
 /**
  * Invariant 6: a marker is kept whatever is wrong with it, so the key is probed and repaired. Only
  * a holdUntil that is not a time is dropped (nobody could wait for it): the marker is then
- * cleared like any other once the stored secret is proven to work. So is a reason that is not a
- * leak's: the marker is then recovered as one that answers no leak.
+ * cleared like any other once the stored secret is proven to work.
  */
 function trustIntent(intent: Intent, doubts: RecordDoubt[]): Intent {
   const bad = badFields(IntentFields, intent);
@@ -102,16 +101,15 @@ function trustIntent(intent: Intent, doubts: RecordDoubt[]): Intent {
       record: 'intent',
       field,
       problem: 'malformed',
-      action: field === 'holdUntil' || field === 'reason' ? 'ignored' : 'kept',
+      action: field === 'holdUntil' ? 'ignored' : 'kept',
     });
-  const { rotationId, keyId, owner, startedAt, holdUntil, reason } = intent;
+  const { rotationId, keyId, owner, startedAt, holdUntil } = intent;
   return {
     rotationId,
     keyId,
     owner,
     startedAt,
     ...(holdUntil === undefined || bad.includes('holdUntil') ? {} : { holdUntil }),
-    ...(reason === undefined || bad.includes('reason') ? {} : { reason }),
   };
 }
 

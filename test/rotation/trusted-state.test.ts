@@ -224,20 +224,6 @@ describe('the other records', () => {
     ]);
   });
 
-  it("keeps a leak marker's reason, and drops one that is not a leak's (the marker is then no leak's)", () => {
-    const marker = { rotationId: 'r', keyId: 'k', owner: 'o', startedAt: ago(HOUR) };
-    expect(trust({ intent: { ...marker, reason: 'leak' } }).intent).toEqual({ ...marker, reason: 'leak' });
-    expect(trust({ intent: { ...marker, reason: 'compromise' } }).intent).toEqual({
-      ...marker,
-      reason: 'compromise',
-    });
-    const odd = trust({ intent: { ...marker, reason: 'scheduled' } });
-    expect(odd.intent).toEqual(marker);
-    expect(odd.doubts).toEqual([
-      { record: 'intent', field: 'reason', problem: 'malformed', action: 'ignored' },
-    ]);
-  });
-
   it('a lock entry that is not keyroll’s is not shown; doubts a backend noted are kept', () => {
     const state = trustState(
       {

@@ -25,8 +25,6 @@ export const FileIntent = z.object({
   startedAt: IsoTime,
   /** Nobody clears the marker before this time (invariant 9); absent in markers of older keyrolls. */
   holdUntil: IsoTime.optional(),
-  /** The marked rotation answers a leak (invariant 6); absent in markers of older keyrolls. */
-  reason: z.string().optional(),
 });
 
 export const FileFailure = z.object({

@@ -35,15 +35,13 @@ export const META = {
   copiedVersion: 'keyroll_copied_version',
 } as const;
 
-// holdUntil (invariant 9) and reason (a leak, invariant 6) are optional: markers written by older
-// keyrolls lack them and still read.
+// holdUntil (invariant 9) is optional: markers written by older keyrolls lack it and still read.
 const StoredIntent = z.object({
   rotationId: z.string(),
   keyId: z.string(),
   owner: z.string(),
   startedAt: z.string(),
   holdUntil: z.string().optional(),
-  reason: z.string().optional(),
 });
 /** The version the marked rotation's data write will create, when it was known before the roll. */
 const IntendedWrite = z.object({ rotationId: z.string(), writeVersion: z.number().int().positive() });
@@ -82,14 +80,13 @@ function decodeJson<T>(text: string | undefined, schema: z.ZodType<T>): { value?
  * the moment it exists, before any bookkeeping after the write (see readIntendedWrite).
  */
 export function encodeIntent(intent: Intent, writeVersion?: number): string {
-  const { rotationId, keyId, owner, startedAt, holdUntil, reason } = intent;
+  const { rotationId, keyId, owner, startedAt, holdUntil } = intent;
   return JSON.stringify({
     rotationId,
     keyId,
     owner,
     startedAt,
     ...(holdUntil === undefined ? {} : { holdUntil }),
-    ...(reason === undefined ? {} : { reason }),
     ...(writeVersion === undefined ? {} : { writeVersion }),
   });
 }
