@@ -8,6 +8,10 @@ import { FLOORS, SRC_ROOT_FILES } from './scripts/import-floors.ts';
 const folders = FLOORS.flat().filter((folder) => folder !== SRC_ROOT_FILES);
 /** @param {string} folder */
 const pathOf = (folder) => (folder === SRC_ROOT_FILES ? '^src/[^/]+$' : `^src/${folder}/`);
+/** The entry files of a folder (docs/layout.md, "Entry files"), inside src/<folder>/. */
+const ENTRY_FILES = 'public/.+[.]ts';
+/** The steps and their transaction (rule one-rotation-path). */
+const ROTATION_STEPS = '^src/rotation/(step-[^/]+|transaction|preflight|failure|roll|store|recovery)[.]ts$';
 const noFloor =
   'every folder of src/ has a floor in scripts/import-floors.ts (and its line in docs/layout.md)';
 
@@ -38,6 +42,27 @@ export default {
         'src/lambda/ runs the rotation through rotation/rotate-key.ts; it never imports the steps or their transaction to re-state the sequence',
       from: { path: '^src/lambda/' },
       to: { path: '^src/rotation/(step-[^/]+|transaction|preflight|failure|roll|store|recovery)[.]ts$' },
+    },
+    {
+      // Issue 29 §1: what a folder hands to the others is its entry files, src/<folder>/public/<path>.ts
+      // for src/<folder>/<path>.ts (docs/layout.md, "Entry files"); the rest is its own to change.
+      // $1 is the importing folder: its own files import each other freely.
+      name: 'entry-files-only',
+      severity: 'error',
+      comment:
+        'another folder of src/ is imported through its entry files only: src/<folder>/public/<path>.ts, not src/<folder>/<path>.ts (the entry-files codemod rewrites such an import)',
+      from: { path: '^src/([^/]+)/' },
+      to: { path: '^src/[^/]+/', pathNot: ['^src/$1/', `^src/[^/]+/${ENTRY_FILES}$`] },
+    },
+    {
+      // The steps stay rotation's own (rule one-rotation-path): no entry file of rotation/ hands
+      // them, or their transaction, to another folder.
+      name: 'one-rotation-path-entry',
+      severity: 'error',
+      comment:
+        "src/rotation/'s entry files do not re-export the steps or their transaction: other folders run them through rotate-key.ts or run.ts",
+      from: { path: `^src/rotation/${ENTRY_FILES}$` },
+      to: { path: ROTATION_STEPS },
     },
     {
       name: 'folder-without-floor',

@@ -76,8 +76,8 @@ function withoutTracing(): Plugin {
 
 /**
  * Leaves the emulator out: src/cli/build-features.ts says so to the CLI, and the emulator's server
- * module (the only way into src/emulator/ from outside it) becomes an empty stand-in, so none of
- * its code, nor fastify, is in the bundle.
+ * module's entry file (public/server.ts, the only way into src/emulator/ from outside it; the
+ * module itself before entry files) becomes an empty stand-in, so none of its code, nor fastify, is in the bundle.
  */
 function withoutEmulator(): Plugin {
   return {
@@ -90,7 +90,7 @@ function withoutEmulator(): Plugin {
         ),
         loader: 'ts',
       }));
-      build.onResolve({ filter: /\/emulator\/server\.ts$/ }, (args) =>
+      build.onResolve({ filter: /\/emulator\/(public\/)?server\.ts$/ }, (args) =>
         /\/src\/emulator\//.test(args.importer)
           ? undefined
           : { path: 'emulator-left-out', namespace: 'keyroll-without-emulator' },
