@@ -203,7 +203,7 @@ export async function runExposureBench(options: { quick?: boolean } = {}): Promi
     const rotated: Record<BackendName, number> = { vault: 0, aws: 0 };
     for (const backend of ['vault', 'aws'] as const) {
       current = backend;
-      const backendKeys = policy.keys.filter((key) => key.destinations[0]?.backend === backend);
+      const backendKeys = policy.keys.filter((key) => key.destinations[0].backend === backend);
       for (let i = 0; i < total && Date.now() < deadline; i++) {
         if (i === WARMUP) samples[backend] = { exposureMs: [], auditedMs: [], bareMs: [] };
         await (backend === 'vault' ? bareVault(i) : bareAws(i));

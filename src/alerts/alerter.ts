@@ -2,8 +2,8 @@
 // deduplicated per key rotation, and an alert that cannot be delivered is itself audited.
 // `send` never throws: a failing pager must not fail, or hide, the rotation it reports on.
 import type { Dispatcher } from 'undici';
-import type { AuditContext, AuditLog } from '../audit/events.ts';
-import { sanitizeValue } from '../audit/sanitize.ts';
+import type { AuditContext, AuditLog } from '../audit/public/events.ts';
+import { sanitizeValue } from '../audit/public/sanitize.ts';
 import type { AlertSinkConfig } from './config.ts';
 import { AlertDeduper } from './dedupe.ts';
 import { DEFAULT_ALERT_RETRY, type RetryPolicy } from './deliver.ts';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { SecretRef } from '../refs/secret-ref.ts';
-import { AllowInsecureHttp, HttpUrl } from '../http/transport.ts';
+import { SecretRef } from '../refs/public/secret-ref.ts';
+import { AllowInsecureHttp, HttpUrl } from '../http/public/transport.ts';
 
 // The policy's `alerts.sinks.<name>` entries. URLs that embed credentials (Slack incoming
 // webhooks) and routing keys are references, never values.

@@ -6,9 +6,9 @@
 // attempt has a total deadline (headers and body), at most EXCERPT_READ_BYTES of an error answer
 // are read, and a shutdown cuts the delivery off after a short window (./shutdown.ts).
 import { request, type Dispatcher } from 'undici';
-import { readBodyPrefix } from '../http/body.ts';
-import { parseRetryAfter } from '../api/retry-after.ts';
-import { sanitizeText } from '../audit/sanitize.ts';
+import { readBodyPrefix } from '../http/public/body.ts';
+import { parseRetryAfter } from '../api/public/retry-after.ts';
+import { sanitizeText } from '../audit/public/sanitize.ts';
 import { errorCode } from '../errors.ts';
 import { AlertDeliveryError } from './errors.ts';
 import type { AlertSinkConfig } from './config.ts';

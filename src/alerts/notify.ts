@@ -3,8 +3,8 @@
 // and at which version (never the secret). src/consumers/ sends them, to a
 // key's `notify.onSuccess` sinks and its `webhook` consumers. A lost notification is audited
 // (`notify.failed`), reported to the caller, and changes nothing about the rotation.
-import type { AuditLog } from '../audit/events.ts';
-import { sanitizeValue } from '../audit/sanitize.ts';
+import type { AuditLog } from '../audit/public/events.ts';
+import { sanitizeValue } from '../audit/public/sanitize.ts';
 import { dispatchOptions, reportResult, type AlerterOptions } from './alerter.ts';
 import { dispatchToSink } from './dispatch.ts';
 import { buildSuccessRequest } from './sinks.ts';

@@ -1,7 +1,7 @@
 // PagerDuty Events API v2 sink. The routing key is a reference, revealed only into the request
 // body; it never appears in the audit trail (and, being a Secret, is blanked if it ever did).
 import { randomUUID } from 'node:crypto';
-import { resolveRef } from '../refs/secret-ref.ts';
+import { resolveRef } from '../refs/public/secret-ref.ts';
 import type { PagerDutySinkConfig } from './config.ts';
 import type { SinkRequest } from './deliver.ts';
 import type { Alert, AlertSeverity, SinkContext } from './types.ts';

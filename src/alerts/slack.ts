@@ -1,7 +1,7 @@
 // Slack incoming-webhook sink. The webhook URL embeds its own token, so it is always a reference
 // and never appears in the audit trail.
-import { resolveRef } from '../refs/secret-ref.ts';
-import { insecureHttpHost } from '../http/transport.ts';
+import { resolveRef } from '../refs/public/secret-ref.ts';
+import { insecureHttpHost } from '../http/public/transport.ts';
 import type { SlackSinkConfig } from './config.ts';
 import type { SinkRequest } from './deliver.ts';
 import type { Alert, AlertSeverity, SinkContext, SuccessNotice } from './types.ts';

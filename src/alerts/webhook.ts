@@ -1,6 +1,6 @@
 // Generic webhook sink: POSTs the alert as JSON, for SIEMs, chat bridges and in-house tooling.
-import { resolveRef } from '../refs/secret-ref.ts';
-import { insecureHttpHost } from '../http/transport.ts';
+import { resolveRef } from '../refs/public/secret-ref.ts';
+import { insecureHttpHost } from '../http/public/transport.ts';
 import type { WebhookSinkConfig } from './config.ts';
 import type { SinkRequest } from './deliver.ts';
 import { AlertDeliveryError } from './errors.ts';

@@ -3,7 +3,7 @@
 // failure is one ApiError. The spec does not state HTTP methods: POST for the roll, GET for the
 // list, PATCH for the updates, each overridable because a real deployment may differ.
 import { Agent, type Dispatcher } from 'undici';
-import type { Secret } from '../audit/secret.ts';
+import type { Secret } from '../audit/public/secret.ts';
 import { staticCredential, type CredentialProvider } from './credentials.ts';
 import { decodeBody, decodeRolledKey, type RawResponse, type RolledKey } from './decode.ts';
 import { ApiError, transportError, type ApiOperation } from './errors.ts';

@@ -1,8 +1,8 @@
 // Where keyroll's own bearer credential comes from. A provider hands out a Secret on every call and
 // describes itself without the value ("file:/var/run/keyroll/token"), so logs and errors can say
 // which credential failed without ever holding it (invariant 3).
-import { Secret } from '../audit/secret.ts';
-import { resolveRef } from '../refs/secret-ref.ts';
+import { Secret } from '../audit/public/secret.ts';
+import { resolveRef } from '../refs/public/secret-ref.ts';
 
 export interface CredentialProvider {
   /** Where the credential comes from, e.g. "file:/var/run/keyroll/token"; never the value. */

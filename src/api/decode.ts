@@ -2,8 +2,8 @@
 // (V8 quotes the text) or a zod error (it may hold values) into an error: only the operation, the
 // status, the content type, the length, and the spec's error fields.
 import type { z } from 'zod';
-import { truncateSanitized } from '../audit/sanitize.ts';
-import { Secret } from '../audit/secret.ts';
+import { truncateSanitized } from '../audit/public/sanitize.ts';
+import { Secret } from '../audit/public/secret.ts';
 import { ApiError, codeForStatus, type ApiOperation } from './errors.ts';
 import { headerValue, isJsonMediaType, parseJsonQuietly } from './http.ts';
 import { parseRetryAfter } from './retry-after.ts';

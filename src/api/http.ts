@@ -1,6 +1,6 @@
 // Small HTTP helpers shared by the API client and the OAuth token fetcher: reading a response body
 // with a size cap, and reading headers and content types the same way everywhere.
-import { readBodyPrefix } from '../http/body.ts';
+import { readBodyPrefix } from '../http/public/body.ts';
 import type { Dispatcher } from 'undici';
 
 /** Far above any answer of the spec (pages of 100 projects); a larger body is not the API talking. */

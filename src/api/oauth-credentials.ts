@@ -4,7 +4,7 @@
 // access token, nor the token endpoint's body, ever reaches an error message.
 import { getGlobalDispatcher, type Dispatcher } from 'undici';
 import { z } from 'zod';
-import { Secret } from '../audit/secret.ts';
+import { Secret } from '../audit/public/secret.ts';
 import type { CredentialProvider } from './credentials.ts';
 import { CredentialError } from './errors.ts';
 import { headerValue, parseJsonQuietly, readBodyText } from './http.ts';

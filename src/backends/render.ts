@@ -3,7 +3,7 @@
 // object with the secret under `secretField` plus the chosen `fields`. Vault, whose data is
 // always a map, stores a raw shape as `{ [secretField]: secret }` (see `renderMap`).
 // Everything returned here contains the plaintext: hand it only to a backend write.
-import { Secret } from '../audit/secret.ts';
+import { Secret } from '../audit/public/secret.ts';
 import type { SecretRecord, StoredField, ValueShape } from './types.ts';
 
 /** The stored value for `record`: a string for `raw`, an object for `json`. */

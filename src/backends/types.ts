@@ -5,7 +5,7 @@
 // folder holds the rest, laid out alike in every folder (README.md beside this file). Every
 // method may be retried by the engine, so each must be safe to run again.
 import type { Dispatcher } from 'undici';
-import type { Secret } from '../audit/secret.ts';
+import type { Secret } from '../audit/public/secret.ts';
 import type { BackendConfig } from './config.ts';
 import type { NativeRotation } from './native.ts';
 import type { QuotaDeps } from './quota/observer.ts';

@@ -2,7 +2,7 @@
 // or off for an aws-native key (docs/aws-native.md). enable calls RotateSecret with the rotation
 // function's ARN and the schedule derived from the policy (src/lambda/schedule.ts), with
 // RotateImmediately false: nothing is rolled now; disable calls CancelRotateSecret.
-import { primaryDestination } from '../policy/schema.ts';
+import { primaryDestination } from '../policy/public/schema.ts';
 import type { Command } from 'commander';
 import { UsageError } from '../errors.ts';
 import { addPolicyOption, exitForError, loadPolicyOrExit } from './common.ts';
@@ -55,8 +55,8 @@ async function awsRotation(action: 'enable' | 'disable', flags: AwsRotationFlags
     const config = policy.backends[destination.backend];
     if (config?.kind !== 'aws') throw new UsageError(`key ${key.id}: its destination is not an aws backend`);
     const [{ createBackend }, { rotationRulesFor }] = await Promise.all([
-      import('../backends/registry.ts'),
-      import('../lambda/schedule.ts'),
+      import('../backends/public/registry.ts'),
+      import('../lambda/public/schedule.ts'),
     ]);
     backend = await createBackend(destination.backend, config, { now: () => new Date() });
     const native = backend.native;

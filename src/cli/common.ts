@@ -1,16 +1,16 @@
 // Pieces every rotating command shares: loading the policy (exit 2 on any error, before
 // anything is touched), the audit log on stdout, shutdown signals, and the summary line.
 import { InvalidArgumentError, type Command } from 'commander';
-import { printable, printableLines } from '../audit/printable.ts';
-import { createAuditLog } from '../audit/logger.ts';
+import { printable, printableLines } from '../audit/public/printable.ts';
+import { createAuditLog } from '../audit/public/logger.ts';
 import type { ErrorCode } from '../error-codes.ts';
-import { sanitizeText } from '../audit/sanitize.ts';
+import { sanitizeText } from '../audit/public/sanitize.ts';
 import { KeyrollError, errorMessage } from '../errors.ts';
-import { loadPolicy } from '../policy/load.ts';
-import type { Policy } from '../policy/schema.ts';
-import type { RunSummary } from '../rotation/run.ts';
+import { loadPolicy } from '../policy/public/load.ts';
+import type { Policy } from '../policy/public/schema.ts';
+import type { RunSummary } from '../rotation/public/run.ts';
 import { ExitCode } from './exit-codes.ts';
-import { abandonDeliveriesOn, SHUTDOWN_WINDOW_MS } from '../alerts/shutdown.ts';
+import { abandonDeliveriesOn, SHUTDOWN_WINDOW_MS } from '../alerts/public/shutdown.ts';
 
 export const DEFAULT_POLICY = process.env.KEYROLL_POLICY ?? 'policy.yaml';
 

@@ -1,5 +1,5 @@
 import { homedir } from 'node:os';
-import { printableLines } from '../audit/printable.ts';
+import { printableLines } from '../audit/public/printable.ts';
 import { join } from 'node:path';
 import { Option, type Command } from 'commander';
 import {
@@ -10,7 +10,7 @@ import {
   testCheckpointFromEnv,
 } from './common.ts';
 import { UsageError } from '../errors.ts';
-import { startTracing } from '../tracing/start.ts';
+import { startTracing } from '../tracing/public/start.ts';
 
 interface DaemonFlags {
   policy: string;
@@ -160,13 +160,13 @@ async function daemonCommand(flags: DaemonFlags): Promise<number> {
     { SecretRef },
     { parseReplayStore },
   ] = await Promise.all([
-    import('../daemon/daemon.ts'),
-    import('../daemon/server.ts'),
-    import('../scheduler/trigger-keys.ts'),
-    import('../metrics/metrics.ts'),
-    import('../policy/duration.ts'),
-    import('../refs/secret-ref.ts'),
-    import('../daemon/replay-store.ts'),
+    import('../daemon/public/daemon.ts'),
+    import('../daemon/public/server.ts'),
+    import('../scheduler/public/trigger-keys.ts'),
+    import('../metrics/public/metrics.ts'),
+    import('../policy/public/duration.ts'),
+    import('../refs/public/secret-ref.ts'),
+    import('../daemon/public/replay-store.ts'),
   ]);
   const duration = (flag: string, text: string): number => {
     try {
@@ -295,12 +295,12 @@ async function daemonCommand(flags: DaemonFlags): Promise<number> {
 async function leaderElectionOf(
   flags: DaemonFlags,
   duration: (flag: string, text: string) => number,
-): Promise<import('../daemon/leadership.ts').LeaderElectionOptions | undefined> {
+): Promise<import('../daemon/public/leadership.ts').LeaderElectionOptions | undefined> {
   if (flags.leaderLease === undefined || flags.leaderLease === '') return undefined;
   const [{ checkTimings }, { KubeLeaseStore }, { loadKubeConfig }, { readFile }] = await Promise.all([
-    import('../leader/elector.ts'),
-    import('../leader/kube-lease-store.ts'),
-    import('../consumers/kubernetes/node-client.ts'),
+    import('../leader/public/elector.ts'),
+    import('../leader/public/kube-lease-store.ts'),
+    import('../consumers/public/kubernetes/node-client.ts'),
     import('node:fs/promises'),
   ]);
   const timings = {

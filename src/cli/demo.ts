@@ -4,7 +4,7 @@ import type { Command } from 'commander';
 import { installedFile } from '../install-files.ts';
 import { EMULATOR_IN_BUILD, EMULATOR_LEFT_OUT_MESSAGE } from './build-features.ts';
 import { EXIT_CODES_HELP, ExitCode } from './exit-codes.ts';
-import type { Policy } from '../policy/schema.ts';
+import type { Policy } from '../policy/public/schema.ts';
 import { addOutputOptions, type OutputFlags } from './terminal/output-mode.ts';
 import type { RunOutput } from './terminal/run-output.ts';
 
@@ -76,11 +76,11 @@ async function loadDemoModules() {
     common,
     { openRunOutput },
   ] = await Promise.all([
-    import('../emulator/server.ts'),
-    import('../rotation/runtime.ts'),
-    import('../rotation/run.ts'),
-    import('../api/credentials.ts'),
-    import('../audit/secret.ts'),
+    import('../emulator/public/server.ts'),
+    import('../rotation/public/runtime.ts'),
+    import('../rotation/public/run.ts'),
+    import('../api/public/credentials.ts'),
+    import('../audit/public/secret.ts'),
     import('./common.ts'),
     import('./terminal/run-output.ts'),
   ]);

@@ -1,7 +1,7 @@
 // `keyroll emulator`: runs the local key-management API emulator until SIGINT/SIGTERM.
 // The server module (fastify) is imported inside the action so other commands start fast.
 import { InvalidArgumentError, type Command } from 'commander';
-import { printableLines } from '../audit/printable.ts';
+import { printableLines } from '../audit/public/printable.ts';
 import { errorMessage } from '../errors.ts';
 import { EMULATOR_IN_BUILD, EMULATOR_LEFT_OUT_MESSAGE } from './build-features.ts';
 import { ExitCode } from './exit-codes.ts';
@@ -57,7 +57,7 @@ async function runEmulator(flags: EmulatorFlags): Promise<ExitCode> {
     process.stderr.write(`keyroll emulator ${EMULATOR_LEFT_OUT_MESSAGE}\n`);
     return ExitCode.config;
   }
-  const { startEmulator } = await import('../emulator/server.ts');
+  const { startEmulator } = await import('../emulator/public/server.ts');
   let emulator: Awaited<ReturnType<typeof startEmulator>>;
   try {
     emulator = await startEmulator({

@@ -1,6 +1,6 @@
 // Process entry: `node src/cli/entry.ts …` (or dist/cli/entry.js in the image).
 import { enableCompileCache } from 'node:module';
-import { keepProcessMemoryPrivate } from '../audit/harden.ts';
+import { keepProcessMemoryPrivate } from '../audit/public/harden.ts';
 
 // Cold start is mostly compiling the dependencies (commander, pino, zod, yaml, undici): Node's
 // on-disk compile cache skips that. The image ships one made at build time (NODE_COMPILE_CACHE,

@@ -6,18 +6,22 @@
 // This module is itself loaded only by those two commands (a dynamic import, after the flags), so
 // the rotation engine is imported statically here: one round of module loading on the way to the
 // first roll, not two.
-import type { AuditLog } from '../audit/events.ts';
-import { printableLines } from '../audit/printable.ts';
-import { createRefresher } from '../consumers/create.ts';
-import { keyRecordsOf } from '../consumers/key-records.ts';
-import { consumersSummaryPart, runConsumersReport, type RunConsumersReport } from '../consumers/report.ts';
-import type { KeyrollMetrics } from '../metrics/metrics.ts';
-import type { PushgatewayExport } from '../metrics/run-export.ts';
-import { announcePlainHttp } from '../policy/plain-http-notice.ts';
-import type { KeyPolicy, Policy } from '../policy/schema.ts';
-import { createRuntime, type Runtime } from '../rotation/runtime.ts';
-import { runRotations, type RunSummary } from '../rotation/run.ts';
-import type { RunTrigger } from '../rotation/types.ts';
+import type { AuditLog } from '../audit/public/events.ts';
+import { printableLines } from '../audit/public/printable.ts';
+import { createRefresher } from '../consumers/public/create.ts';
+import { keyRecordsOf } from '../consumers/public/key-records.ts';
+import {
+  consumersSummaryPart,
+  runConsumersReport,
+  type RunConsumersReport,
+} from '../consumers/public/report.ts';
+import type { KeyrollMetrics } from '../metrics/public/metrics.ts';
+import type { PushgatewayExport } from '../metrics/public/run-export.ts';
+import { announcePlainHttp } from '../policy/public/plain-http-notice.ts';
+import type { KeyPolicy, Policy } from '../policy/public/schema.ts';
+import { createRuntime, type Runtime } from '../rotation/public/runtime.ts';
+import { runRotations, type RunSummary } from '../rotation/public/run.ts';
+import type { RunTrigger } from '../rotation/public/types.ts';
 import { ExitCode } from './exit-codes.ts';
 import {
   exitCodeAfterShutdown,

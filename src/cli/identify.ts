@@ -3,8 +3,8 @@
 // holds now and held before, and prints the key, never the value. Read-only: no lock, no audit
 // trail, no API call.
 import { Option, type Command } from 'commander';
-import { printableJson, terminalLine } from '../audit/printable.ts';
-import type { LeakMatch, LeakSearch } from '../leaks/identify.ts';
+import { printableJson, terminalLine } from '../audit/public/printable.ts';
+import type { LeakMatch, LeakSearch } from '../leaks/public/identify.ts';
 import { EXIT_CODES_HELP, ExitCode } from './exit-codes.ts';
 import { addPolicyOption, exitForError, loadPolicyOrExit } from './common.ts';
 
@@ -40,9 +40,9 @@ async function identifyCommand(flags: IdentifyFlags): Promise<number> {
   const [{ readLeakedSecret }, { searchLeakedSecret }, { createRuntime }, { createNullAuditLog }] =
     await Promise.all([
       import('./leaked-stdin.ts'),
-      import('../leaks/identify.ts'),
-      import('../rotation/runtime.ts'),
-      import('../audit/logger.ts'),
+      import('../leaks/public/identify.ts'),
+      import('../rotation/public/runtime.ts'),
+      import('../audit/public/logger.ts'),
     ]);
   let leaked;
   let policy;

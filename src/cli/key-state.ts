@@ -1,12 +1,12 @@
 // Reads what `plan` and `status` show for each key, without changing anything: the primary
 // destination's bookkeeping, the due decision and, for a two-slot entry, which slot is active.
 import { errorCode, errorMessage } from '../errors.ts';
-import { decideDue, type DueDecision } from '../policy/due.ts';
-import { primaryDestination, type KeyPolicy, type Policy } from '../policy/schema.ts';
-import { createBackend } from '../backends/registry.ts';
-import type { Backend, KeyState } from '../backends/types.ts';
-import { activeSlot, standbySlot } from '../rotation/slots.ts';
-import { readTrustedState } from '../rotation/trusted-state.ts';
+import { decideDue, type DueDecision } from '../policy/public/due.ts';
+import { primaryDestination, type KeyPolicy, type Policy } from '../policy/public/schema.ts';
+import { createBackend } from '../backends/public/registry.ts';
+import type { Backend, KeyState } from '../backends/public/types.ts';
+import { activeSlot, standbySlot } from '../rotation/public/slots.ts';
+import { readTrustedState } from '../rotation/public/trusted-state.ts';
 
 export interface KeyView {
   key: KeyPolicy;

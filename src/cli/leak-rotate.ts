@@ -5,17 +5,17 @@
 // only the previous one, already refused by the API, is not rolled again: the daemon's leak
 // intake decides the same way, through the same function (src/leaks/previous-value.ts). Only
 // fingerprints are ever printed or audited (invariant 3).
-import type { AuditContext, AuditLog } from '../audit/events.ts';
-import { terminalLine } from '../audit/printable.ts';
-import { createAuditLog, createNullAuditLog } from '../audit/logger.ts';
-import type { Secret } from '../audit/secret.ts';
-import { searchLeakedSecret, type LeakMatch } from '../leaks/identify.ts';
-import { needsLeakRotation } from '../leaks/previous-value.ts';
-import type { KeyrollMetrics } from '../metrics/metrics.ts';
-import { proveLeakDead, type LeakProof } from '../leaks/proof.ts';
-import type { KeyPolicy, Policy } from '../policy/schema.ts';
-import type { RunSummary } from '../rotation/run.ts';
-import { createRuntime, type Runtime } from '../rotation/runtime.ts';
+import type { AuditContext, AuditLog } from '../audit/public/events.ts';
+import { terminalLine } from '../audit/public/printable.ts';
+import { createAuditLog, createNullAuditLog } from '../audit/public/logger.ts';
+import type { Secret } from '../audit/public/secret.ts';
+import { searchLeakedSecret, type LeakMatch } from '../leaks/public/identify.ts';
+import { needsLeakRotation } from '../leaks/public/previous-value.ts';
+import type { KeyrollMetrics } from '../metrics/public/metrics.ts';
+import { proveLeakDead, type LeakProof } from '../leaks/public/proof.ts';
+import type { KeyPolicy, Policy } from '../policy/public/schema.ts';
+import type { RunSummary } from '../rotation/public/run.ts';
+import { createRuntime, type Runtime } from '../rotation/public/runtime.ts';
 import { ExitCode } from './exit-codes.ts';
 import { describeMatch, matchJson } from './identify.ts';
 import { openAuditFile } from './terminal/audit-file.ts';

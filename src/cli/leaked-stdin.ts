@@ -3,7 +3,7 @@
 // cmdline and environ) and land in shell history. A terminal is refused rather than read: what is
 // typed or pasted there is echoed to the screen and its scrollback (and to any recording of the
 // session), which is one more copy of the leak.
-import { Secret } from '../audit/secret.ts';
+import { Secret } from '../audit/public/secret.ts';
 import { UsageError } from '../errors.ts';
 
 /** Far above any API key; a whole file or log piped in by mistake is refused, not searched. */

@@ -2,7 +2,7 @@ import { Option, type Command } from 'commander';
 import { EXIT_CODES_HELP } from './exit-codes.ts';
 import { addPolicyOption, exitForError, loadPolicyOrExit } from './common.ts';
 import type { SlotView } from './key-state.ts';
-import { printableJson } from '../audit/printable.ts';
+import { printableJson } from '../audit/public/printable.ts';
 
 interface PlanFlags {
   policy: string;
@@ -35,9 +35,9 @@ async function planCommand(flags: PlanFlags): Promise<number> {
   ] = await Promise.all([
     import('./key-state.ts'),
     import('./table.ts'),
-    import('../policy/shard.ts'),
-    import('../rotation/backoff-state.ts'),
-    import('../rotation/emergency-estimate.ts'),
+    import('../policy/public/shard.ts'),
+    import('../rotation/public/backoff-state.ts'),
+    import('../rotation/public/emergency-estimate.ts'),
   ]);
   let policy;
   let shard;

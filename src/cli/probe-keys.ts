@@ -4,13 +4,13 @@
 // alternation it is the standby slot's secret, which consumers that have not refreshed yet use.
 // Read-only and lock-free: nothing is recorded (run and the daemon record their probes under the
 // key lock). Only verdicts leave this file, never a value.
-import { withSecretScope } from '../audit/sanitize.ts';
-import type { Secret } from '../audit/secret.ts';
-import type { Backend, SecretStore, StoreTarget, StoredSecret } from '../backends/types.ts';
+import { withSecretScope } from '../audit/public/sanitize.ts';
+import type { Secret } from '../audit/public/secret.ts';
+import type { Backend, SecretStore, StoreTarget, StoredSecret } from '../backends/public/types.ts';
 import { errorCode } from '../errors.ts';
-import { primaryDestination, type KeyPolicy, type Policy } from '../policy/schema.ts';
-import type { Runtime } from '../rotation/runtime.ts';
-import { readStandbyValue, type StandbyVerdict } from '../rotation/standby.ts';
+import { primaryDestination, type KeyPolicy, type Policy } from '../policy/public/schema.ts';
+import type { Runtime } from '../rotation/public/runtime.ts';
+import { readStandbyValue, type StandbyVerdict } from '../rotation/public/standby.ts';
 import type { ReadOnlyBackends } from './key-state.ts';
 
 export type StoredVerdict = 'works' | 'dead' | 'nothing-stored' | 'probe-failed';

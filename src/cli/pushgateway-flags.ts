@@ -2,7 +2,7 @@
 // gateway's credentials come from (a reference, not user:pass in the URL, which `ps` and the pod
 // spec show) and the opt-in to plain http:// to another machine (src/http/transport.ts).
 import type { Command } from 'commander';
-import type { PushOptions } from '../metrics/pushgateway.ts';
+import type { PushOptions } from '../metrics/public/pushgateway.ts';
 
 export interface PushgatewayFlags {
   pushgatewayAuth?: string;

@@ -1,9 +1,9 @@
 // `keyroll resume --key ID --actor NAME`: a person fixed what kept a key failing and lets keyroll
 // try it again. Ends the key's failure streak (quarantine or backoff) at its primary destination,
 // under the key lock, audited with the actor; the next run attempts the key at once. Rolls nothing.
-import { primaryDestination } from '../policy/schema.ts';
+import { primaryDestination } from '../policy/public/schema.ts';
 import { randomUUID } from 'node:crypto';
-import { terminalLine } from '../audit/printable.ts';
+import { terminalLine } from '../audit/public/printable.ts';
 import { hostname, userInfo } from 'node:os';
 import type { Command } from 'commander';
 import { EXIT_CODES_HELP, ExitCode } from './exit-codes.ts';
@@ -45,9 +45,9 @@ ${EXIT_CODES_HELP}
 
 async function resumeCommand(flags: ResumeFlags): Promise<number> {
   const [{ findKeyEntry }, { openBackends }, { resumeKey }] = await Promise.all([
-    import('../policy/key-entry.ts'),
+    import('../policy/public/key-entry.ts'),
     import('./key-state.ts'),
-    import('../rotation/quarantine.ts'),
+    import('../rotation/public/quarantine.ts'),
   ]);
   let policy;
   let entry;

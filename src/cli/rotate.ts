@@ -1,7 +1,7 @@
 import { Option, type Command } from 'commander';
 import { userInfo } from 'node:os';
-import { sanitizeText } from '../audit/sanitize.ts';
-import { isLeakReason, type RotationReason } from '../rotation/types.ts';
+import { sanitizeText } from '../audit/public/sanitize.ts';
+import { isLeakReason, type RotationReason } from '../rotation/public/types.ts';
 import { EXIT_CODES_HELP } from './exit-codes.ts';
 import { tracedCommand } from './traced-command.ts';
 import { addPolicyOption, exitForError, loadPolicyOrExit, parseConcurrency } from './common.ts';
@@ -91,7 +91,7 @@ async function rotateCommand(flags: RotateFlags, reasonGiven: boolean): Promise<
     if (flags.leakedSecretStdin === true) flags.reason = leakReason(flags, reasonGiven);
     policy = await policyLoaded;
     pushgateway = flags.pushgateway
-      ? (await import('../metrics/run-export.ts')).preparePushgateway(
+      ? (await import('../metrics/public/run-export.ts')).preparePushgateway(
           flags.pushgateway,
           pushgatewayOptions(flags),
         )

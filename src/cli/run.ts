@@ -39,7 +39,7 @@ export function registerRunCommand(program: Command): void {
 
 async function runCommand(flags: RunFlags): Promise<number> {
   // The engine's modules load while the policy is read and parsed.
-  const modules = Promise.all([import('../policy/shard.ts'), import('./execute-run.ts')]);
+  const modules = Promise.all([import('../policy/public/shard.ts'), import('./execute-run.ts')]);
   const policyLoaded = loadPolicyOrExit(flags.policy);
   const [{ keyInShard, parseShard }, { executeRun }] = await modules;
   let policy;
@@ -49,7 +49,7 @@ async function runCommand(flags: RunFlags): Promise<number> {
     policy = await policyLoaded;
     shard = flags.shard ? parseShard(flags.shard) : undefined;
     pushgateway = flags.pushgateway
-      ? (await import('../metrics/run-export.ts')).preparePushgateway(
+      ? (await import('../metrics/public/run-export.ts')).preparePushgateway(
           flags.pushgateway,
           pushgatewayOptions(flags),
         )

@@ -1,8 +1,8 @@
 // Which keys an on-demand command acts on. Explicitly named keys keep the order given (the
 // responder lists the leaked key first); --org and --all keep policy order, grouped by
 // organization so one tenant's keys finish together.
-import { findKeyEntry } from '../policy/key-entry.ts';
-import type { KeyPolicy, Policy } from '../policy/schema.ts';
+import { findKeyEntry } from '../policy/public/key-entry.ts';
+import type { KeyPolicy, Policy } from '../policy/public/schema.ts';
 import { UsageError } from '../errors.ts';
 
 export interface KeySelection {

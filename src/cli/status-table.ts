@@ -1,10 +1,10 @@
 // What `status` reports per key (its `-o json` rows) and how a row reads in the table.
-import type { FailureRecord, Intent, LockInfo, ProbeRecord, RecordDoubt } from '../backends/types.ts';
-import { streakCell, type StreakView } from '../rotation/backoff-state.ts';
+import type { FailureRecord, Intent, LockInfo, ProbeRecord, RecordDoubt } from '../backends/public/types.ts';
+import { streakCell, type StreakView } from '../rotation/public/backoff-state.ts';
 import type { SlotView } from './key-state.ts';
 import type { ProbeReport, StandbyVerdict, StoredVerdict } from './probe-keys.ts';
-import type { ConsumerStatus } from '../consumers/status.ts';
-import { terminalLine } from '../audit/printable.ts';
+import type { ConsumerStatus } from '../consumers/public/status.ts';
+import { terminalLine } from '../audit/public/printable.ts';
 
 export interface StatusRow {
   keyId: string;

@@ -1,13 +1,13 @@
 import { Option, type Command } from 'commander';
 import { EXIT_CODES_HELP } from './exit-codes.ts';
 import { addPolicyOption, exitForError, loadPolicyOrExit } from './common.ts';
-import { printableJson, terminalLine } from '../audit/printable.ts';
-import type { Runtime } from '../rotation/runtime.ts';
+import { printableJson, terminalLine } from '../audit/public/printable.ts';
+import type { Runtime } from '../rotation/public/runtime.ts';
 import type { ReadOnlyBackends } from './key-state.ts';
 import type { ProbeReport, ProbeTarget } from './probe-keys.ts';
 import type { StatusRow } from './status-table.ts';
-import type { KubeClient } from '../consumers/kubernetes/client.ts';
-import type { Policy } from '../policy/schema.ts';
+import type { KubeClient } from '../consumers/public/kubernetes/client.ts';
+import type { Policy } from '../policy/public/schema.ts';
 
 interface StatusFlags {
   policy: string;
@@ -57,7 +57,7 @@ async function statusCommand(flags: StatusFlags): Promise<number> {
     import('./key-state.ts'),
     import('./table.ts'),
     import('./status-table.ts'),
-    import('../rotation/backoff-state.ts'),
+    import('../rotation/public/backoff-state.ts'),
   ]);
   let policy;
   try {
@@ -72,8 +72,8 @@ async function statusCommand(flags: StatusFlags): Promise<number> {
     if (flags.probe === true) {
       const [{ createRuntime }, { createNullAuditLog }, { backendsOfRuntime, probeKey, secretProbeOf }] =
         await Promise.all([
-          import('../rotation/runtime.ts'),
-          import('../audit/logger.ts'),
+          import('../rotation/public/runtime.ts'),
+          import('../audit/public/logger.ts'),
           import('./probe-keys.ts'),
         ]);
       // The probes use each stored secret as the bearer; keyroll's own credential is never sent.
@@ -179,8 +179,8 @@ async function addConsumerStatuses(policy: Policy, rows: StatusRow[]): Promise<v
   const withConsumers = policy.keys.filter((key) => (key.consumers ?? []).length > 0);
   if (withConsumers.length === 0) return;
   const [{ consumerStatuses }, { loadKubeConfig, NodeKubeClient }] = await Promise.all([
-    import('../consumers/status.ts'),
-    import('../consumers/kubernetes/node-client.ts'),
+    import('../consumers/public/status.ts'),
+    import('../consumers/public/kubernetes/node-client.ts'),
   ]);
   let client: KubeClient | undefined;
   let clientError: unknown;

@@ -1,4 +1,4 @@
-import { printable } from '../audit/printable.ts';
+import { printable } from '../audit/public/printable.ts';
 
 /**
  * Renders rows as an aligned plain-text table (for terminals; `-o json` gives the data). Every cell

@@ -4,9 +4,9 @@
 // (exit codes 0 to 4, or an error thrown) ends the span and flushes the spans before the process
 // exits: a short-lived run leaves no span behind in a buffer. With tracing off this is a plain call.
 import type { ErrorCode } from '../error-codes.ts';
-import { inSpan } from '../tracing/spans.ts';
-import { printableLines } from '../audit/printable.ts';
-import { startTracing } from '../tracing/start.ts';
+import { inSpan } from '../tracing/public/spans.ts';
+import { printableLines } from '../audit/public/printable.ts';
+import { startTracing } from '../tracing/public/start.ts';
 
 export async function tracedCommand(command: 'run' | 'rotate', run: () => Promise<number>): Promise<number> {
   const tracing = await startTracing(process.env, {

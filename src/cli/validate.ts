@@ -1,9 +1,9 @@
 import { Option, type Command } from 'commander';
-import { printableJson, terminalLine } from '../audit/printable.ts';
+import { printableJson, terminalLine } from '../audit/public/printable.ts';
 import { EXIT_CODES_HELP, ExitCode } from './exit-codes.ts';
 import { addPolicyOption, exitForError, loadPolicyOrExit } from './common.ts';
-import { formatIssue } from '../policy/errors.ts';
-import type { Policy } from '../policy/schema.ts';
+import { formatIssue } from '../policy/public/errors.ts';
+import type { Policy } from '../policy/public/schema.ts';
 
 interface ValidateFlags {
   policy: string;
@@ -59,9 +59,9 @@ async function validateCommand(flags: ValidateFlags): Promise<number> {
   if (!flags.offline) {
     const [{ createRuntime }, { createNullAuditLog }, { ApiError }, { errorCode, errorMessage }] =
       await Promise.all([
-        import('../rotation/runtime.ts'),
-        import('../audit/logger.ts'),
-        import('../api/errors.ts'),
+        import('../rotation/public/runtime.ts'),
+        import('../audit/public/logger.ts'),
+        import('../api/public/errors.ts'),
         import('../errors.ts'),
       ]);
     let runtime;
@@ -156,8 +156,8 @@ async function consumerChecks(policy: Policy): Promise<Check[]> {
     return [];
   const [{ checkConsumers }, { loadKubeConfig, NodeKubeClient }, { errorCode, errorMessage }] =
     await Promise.all([
-      import('../consumers/check.ts'),
-      import('../consumers/kubernetes/node-client.ts'),
+      import('../consumers/public/check.ts'),
+      import('../consumers/public/kubernetes/node-client.ts'),
       import('../errors.ts'),
     ]);
   let client;

@@ -3,7 +3,7 @@
 // the verbs a refresh needs (SelfSubjectAccessReview, no change made), the object exists, and an
 // ExternalSecret's refresh settings let force-sync work. Otherwise the first sign would be a leak
 // rotation whose consumers were not refreshed.
-import type { KeyPolicy } from '../policy/schema.ts';
+import type { KeyPolicy } from '../policy/public/schema.ts';
 import { asConsumerError, ConsumerError } from './errors.ts';
 import { ExternalSecretApi } from './kinds/external-secret-api.ts';
 import { forceSyncOff } from './kinds/external-secret-refresh.ts';

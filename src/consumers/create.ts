@@ -1,10 +1,10 @@
 // The consumers' refresh of a policy: its settings, the runtime's alerter and webhook notifier,
 // and a Kubernetes client made on first use (in-cluster, or the policy's kubeconfig).
-import type { Notifier } from '../alerts/notify.ts';
-import type { Alerter } from '../alerts/types.ts';
-import { CONSUMER_DEFAULTS, type ConsumerSettings } from '../policy/consumers.ts';
-import { parseDuration } from '../policy/duration.ts';
-import type { Policy } from '../policy/schema.ts';
+import type { Notifier } from '../alerts/public/notify.ts';
+import type { Alerter } from '../alerts/public/types.ts';
+import { CONSUMER_DEFAULTS, type ConsumerSettings } from '../policy/public/consumers.ts';
+import { parseDuration } from '../policy/public/duration.ts';
+import type { Policy } from '../policy/public/schema.ts';
 import type { KubeClient } from './kubernetes/client.ts';
 import { loadKubeConfig, NodeKubeClient } from './kubernetes/node-client.ts';
 import { ConsumerRefresher } from './refresher.ts';

@@ -5,11 +5,11 @@
 // every key of the run is stored: each ExternalSecret synced, then each workload restarted once
 // (invariant 12). Each sink hears of a rotation once.
 import { randomUUID } from 'node:crypto';
-import type { NoticeStage } from '../alerts/types.ts';
-import type { AuditLog } from '../audit/events.ts';
+import type { NoticeStage } from '../alerts/public/types.ts';
+import type { AuditLog } from '../audit/public/events.ts';
 import { errorMessage } from '../errors.ts';
-import type { KeyPolicy } from '../policy/schema.ts';
-import type { KeyOutcome } from '../rotation/types.ts';
+import type { KeyPolicy } from '../policy/public/schema.ts';
+import type { KeyOutcome } from '../rotation/public/types.ts';
 import { refreshUrgency } from './need.ts';
 import { planDelivery, policyOrder } from './plan.ts';
 import type { ConsumerRefresher } from './refresher.ts';

@@ -2,9 +2,9 @@
 // last rotation as its record in the primary destination says, read and trusted as every other
 // reader of a key's state reads it (rotation/trusted-state.ts). Read without the key's lock: an
 // owed entry is written after its rotation finished, so the record already names it.
-import type { KeyPolicy } from '../policy/schema.ts';
-import type { Runtime } from '../rotation/runtime.ts';
-import { readTrustedState } from '../rotation/trusted-state.ts';
+import type { KeyPolicy } from '../policy/public/schema.ts';
+import type { Runtime } from '../rotation/public/runtime.ts';
+import { readTrustedState } from '../rotation/public/trusted-state.ts';
 import type { KeyRecords } from './pick-up.ts';
 
 export function keyRecordsOf(runtime: Pick<Runtime, 'resolveKey'>, now: () => Date): KeyRecords {

@@ -5,8 +5,8 @@
 // the value consumers hold alive (invariant 10): they pick the new one up within consumerRefresh,
 // so nothing is restarted unless the policy asks for it (refreshConsumers: always), and then
 // within the window.
-import type { KeyPolicy } from '../policy/schema.ts';
-import { isLeakReason, type KeyOutcome } from '../rotation/types.ts';
+import type { KeyPolicy } from '../policy/public/schema.ts';
+import { isLeakReason, type KeyOutcome } from '../rotation/public/types.ts';
 import type { Urgency } from './types.ts';
 
 /** Undefined when the outcome stored no new value, or none its consumers need now. */

@@ -12,7 +12,7 @@
 //   since then read the value, unless its syncs had not happened yet (the caller checks those).
 // Forged entries are settled (removed) and audited as such; so are the other entries that no
 // longer count. Nothing here reads the cluster or a backend: the caller hands in what it read.
-import type { KeyPolicy } from '../policy/schema.ts';
+import type { KeyPolicy } from '../policy/public/schema.ts';
 import type { KubeObject } from './kubernetes/client.ts';
 import { restartedFor, rolloutOf, type OwedRestart } from './markers.ts';
 import { WORKLOAD_KINDS } from './kinds/workloads.ts';

@@ -2,9 +2,9 @@
 // workload is read, each entry judged (owed.ts) against the policy and the key's record, the
 // entries that no longer count are settled (removed from the workload) and audited, and those that
 // count and are due are handed back for delivery. Read failures are left for the next run or sweep.
-import type { AuditLog } from '../audit/events.ts';
-import type { KeyPolicy } from '../policy/schema.ts';
-import { mapWithConcurrency } from '../rotation/concurrency.ts';
+import type { AuditLog } from '../audit/public/events.ts';
+import type { KeyPolicy } from '../policy/public/schema.ts';
+import { mapWithConcurrency } from '../rotation/public/concurrency.ts';
 import { ExternalSecretApi } from './kinds/external-secret-api.ts';
 import { showsSyncAfter } from './kinds/external-secret.ts';
 import { settleOwed } from './kinds/workload.ts';

@@ -2,7 +2,7 @@
 // store among the values it carries; each workload once, owed every rotation of the keys that list
 // it, after every sync those keys list. Consumers come in the order the policy lists them (keys in
 // policy order, then each key's consumers in order): that is the order workloads restart in.
-import type { KeyPolicy } from '../policy/schema.ts';
+import type { KeyPolicy } from '../policy/public/schema.ts';
 import type { KubeConsumerRef, SyncingConsumer, WorkloadConsumer } from './refs.ts';
 import { consumerKey, isSyncing, isWorkload } from './refs.ts';
 import type { StoredValue } from './types.ts';

@@ -6,11 +6,11 @@
 // Every failure is the consumer's own (audited, alerted with the command to run by hand); none
 // changes, repeats or undoes a rotation.
 import { randomUUID } from 'node:crypto';
-import type { Notifier } from '../alerts/notify.ts';
-import type { Alerter } from '../alerts/types.ts';
-import type { AuditLog } from '../audit/events.ts';
-import type { ConsumerSettings } from '../policy/consumers.ts';
-import type { KeyPolicy } from '../policy/schema.ts';
+import type { Notifier } from '../alerts/public/notify.ts';
+import type { Alerter } from '../alerts/public/types.ts';
+import type { AuditLog } from '../audit/public/events.ts';
+import type { ConsumerSettings } from '../policy/public/consumers.ts';
+import type { KeyPolicy } from '../policy/public/schema.ts';
 import { asConsumerError, ConsumerError } from './errors.ts';
 import { syncExternalSecret } from './kinds/external-secret.ts';
 import { ExternalSecretApi } from './kinds/external-secret-api.ts';

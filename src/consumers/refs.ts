@@ -1,8 +1,13 @@
 // Narrow views of the policy's consumer references, and one string per consumer for maps.
-import type { ConsumerRef, KubeConsumerRef, WorkloadKind } from '../policy/consumers.ts';
+import type { ConsumerRef, KubeConsumerRef, WorkloadKind } from '../policy/public/consumers.ts';
 
-export type { ConsumerRef, KubeConsumerRef, WebhookConsumerRef, WorkloadKind } from '../policy/consumers.ts';
-export { consumerName } from '../policy/consumers.ts';
+export type {
+  ConsumerRef,
+  KubeConsumerRef,
+  WebhookConsumerRef,
+  WorkloadKind,
+} from '../policy/public/consumers.ts';
+export { consumerName } from '../policy/public/consumers.ts';
 
 export type ExternalSecretConsumer = KubeConsumerRef & { kind: 'externalSecret' };
 export type VaultStaticSecretConsumer = KubeConsumerRef & { kind: 'vaultStaticSecret' };

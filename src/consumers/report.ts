@@ -1,9 +1,9 @@
 // How a consumer's outcome is told (invariant 7, each on its own: invariant 12): one audit event
 // per consumer, one alert per delivery naming every consumer that could not be refreshed with the
 // commands a person runs by hand, and the metrics. Nothing here touches a rotation.
-import type { Alerter } from '../alerts/types.ts';
-import type { AuditLog } from '../audit/events.ts';
-import type { KeyPolicy } from '../policy/schema.ts';
+import type { Alerter } from '../alerts/public/types.ts';
+import type { AuditLog } from '../audit/public/events.ts';
+import type { KeyPolicy } from '../policy/public/schema.ts';
 import { WORKLOAD_KINDS } from './kinds/workloads.ts';
 import { consumerName, isWorkload, type ConsumerRef } from './refs.ts';
 import type { ConsumerError } from './errors.ts';

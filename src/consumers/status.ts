@@ -7,7 +7,7 @@
 // invariant 11). What the objects cannot hold — a webhook notice, a failure's reason — is in the
 // audit trail (consumer.* events) and the metrics.
 import { errorCode, errorMessage } from '../errors.ts';
-import type { KeyPolicy } from '../policy/schema.ts';
+import type { KeyPolicy } from '../policy/public/schema.ts';
 import { ConsumerError } from './errors.ts';
 import { ExternalSecretApi } from './kinds/external-secret-api.ts';
 import { showsSyncAfter } from './kinds/external-secret.ts';

@@ -4,8 +4,14 @@
 // rollout). They name the consumer (kind, namespace and name, or the sink's name in the policy),
 // the keys and rotations, and the outcome with its stable error code; never a value or an error
 // message (invariant 3: a message may echo what a server answered).
-import type { ConsumerRef } from '../policy/consumers.ts';
-import { inSpan, spanClock, startStep, type SpanAttributes, type TraceSpan } from '../tracing/spans.ts';
+import type { ConsumerRef } from '../policy/public/consumers.ts';
+import {
+  inSpan,
+  spanClock,
+  startStep,
+  type SpanAttributes,
+  type TraceSpan,
+} from '../tracing/public/spans.ts';
 import type { ConsumerOutcome, ConsumerResult, DeliveryReport } from './types.ts';
 
 /** Webhook notices of one stored value, with when they began and ended on the spans' clock. */

@@ -1,9 +1,9 @@
 // Shapes of the consumers' refresh (invariant 12): a value a rotation stored and who must pick it
 // up, how each consumer fared, and the hooks the metrics hear.
-import type { SuccessNotice } from '../alerts/types.ts';
-import type { ConsumerRef, KubeConsumerKind } from '../policy/consumers.ts';
-import type { KeyPolicy } from '../policy/schema.ts';
-import type { RotationReason } from '../rotation/types.ts';
+import type { SuccessNotice } from '../alerts/public/types.ts';
+import type { ConsumerRef, KubeConsumerKind } from '../policy/public/consumers.ts';
+import type { KeyPolicy } from '../policy/public/schema.ts';
+import type { RotationReason } from '../rotation/public/types.ts';
 
 /**
  * How soon the consumers of a stored value must have it: `now` when the value they hold died (a

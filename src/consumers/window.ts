@@ -1,7 +1,7 @@
 // The restart window (consumers.restartWindow): when restarts that can wait may start. Read in the
 // window's time zone, on the wall clock of that zone, so "09:00-17:00 Europe/Berlin" follows
 // daylight saving.
-import type { RestartWindow } from '../policy/consumers.ts';
+import type { RestartWindow } from '../policy/public/consumers.ts';
 
 const formats = new Map<string, Intl.DateTimeFormat>();
 

@@ -4,13 +4,13 @@
 // a reload that cannot read one keeps every one it had. The replay record of each signed endpoint
 // that is on is opened here too, once for the daemon's life (inbound/replay-records.ts) and before
 // that endpoint serves: no request is accepted that a restart could forget.
-import type { Secret } from '../audit/secret.ts';
+import type { Secret } from '../audit/public/secret.ts';
 import { UsageError } from '../errors.ts';
-import type { ReplayRecords } from '../inbound/replay-records.ts';
-import { intakeEnabled, resolveIntake, type IntakeRuntime } from '../leaks/settings.ts';
-import type { Policy } from '../policy/schema.ts';
-import { resolveRef } from '../refs/secret-ref.ts';
-import { resolveTriggerKeys, type TriggerKeySpec } from '../scheduler/trigger-keys.ts';
+import type { ReplayRecords } from '../inbound/public/replay-records.ts';
+import { intakeEnabled, resolveIntake, type IntakeRuntime } from '../leaks/public/settings.ts';
+import type { Policy } from '../policy/public/schema.ts';
+import { resolveRef } from '../refs/public/secret-ref.ts';
+import { resolveTriggerKeys, type TriggerKeySpec } from '../scheduler/public/trigger-keys.ts';
 
 export interface EndpointSecrets {
   /** Each caller's key; undefined when the daemon runs without --trigger-key (the trigger answers 404). */

@@ -4,11 +4,11 @@
 // answers the webhooks and the signed trigger: those go through the backend key lock, which
 // stays the fence (invariant 5); the Lease only keeps two replicas from doing the same work.
 // Audits each change of leadership and keeps the keyroll_leader gauge.
-import type { AuditLog } from '../audit/events.ts';
+import type { AuditLog } from '../audit/public/events.ts';
 import { errorCode, errorMessage } from '../errors.ts';
-import { ELECTION_DEFAULTS, LeaderElector, type ElectionTimings } from '../leader/elector.ts';
-import type { LeaseStore } from '../leader/lease-store.ts';
-import type { KeyrollMetrics } from '../metrics/metrics.ts';
+import { ELECTION_DEFAULTS, LeaderElector, type ElectionTimings } from '../leader/public/elector.ts';
+import type { LeaseStore } from '../leader/public/lease-store.ts';
+import type { KeyrollMetrics } from '../metrics/public/metrics.ts';
 
 export interface LeaderElectionOptions {
   store: LeaseStore;

@@ -1,13 +1,13 @@
 // What `keyroll daemon` is started with (the CLI's flags, or a test's settings), the defaults of
 // what is left out, and what a reload and a shutdown answer.
 import type { KubeConfig } from '@kubernetes/client-node';
-import type { AuditLog } from '../audit/events.ts';
-import type { KubeClient } from '../consumers/kubernetes/client.ts';
-import type { KeyrollMetrics } from '../metrics/metrics.ts';
+import type { AuditLog } from '../audit/public/events.ts';
+import type { KubeClient } from '../consumers/public/kubernetes/client.ts';
+import type { KeyrollMetrics } from '../metrics/public/metrics.ts';
 import type { LeaderElectionOptions } from './leadership.ts';
-import type { Policy } from '../policy/schema.ts';
-import type { RuntimeOptions } from '../rotation/runtime.ts';
-import type { TriggerKeySpec } from '../scheduler/trigger-keys.ts';
+import type { Policy } from '../policy/public/schema.ts';
+import type { RuntimeOptions } from '../rotation/public/runtime.ts';
+import type { TriggerKeySpec } from '../scheduler/public/trigger-keys.ts';
 import type { HttpLimits, ListenAddress } from './server.ts';
 
 export const DAEMON_DEFAULTS = {

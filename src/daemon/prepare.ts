@@ -1,15 +1,15 @@
 // Before a policy takes effect, at start and on every reload, everything it needs is made ready
 // beside the one in force: the secrets its endpoints check requests with (and their replay
 // records), then its generation (runtime, alerter). Any failure leaves the one in force untouched.
-import { createAlerter } from '../alerts/alerter.ts';
-import type { AuditLog } from '../audit/events.ts';
-import { createRefresher } from '../consumers/create.ts';
+import { createAlerter } from '../alerts/public/alerter.ts';
+import type { AuditLog } from '../audit/public/events.ts';
+import { createRefresher } from '../consumers/public/create.ts';
 import { errorCode, errorMessage } from '../errors.ts';
-import { ReplayRecords } from '../inbound/replay-records.ts';
-import { createMetrics, type KeyrollMetrics } from '../metrics/metrics.ts';
-import type { Policy } from '../policy/schema.ts';
-import { createRuntime, type RuntimeOptions } from '../rotation/runtime.ts';
-import { Generation } from '../scheduler/generation.ts';
+import { ReplayRecords } from '../inbound/public/replay-records.ts';
+import { createMetrics, type KeyrollMetrics } from '../metrics/public/metrics.ts';
+import type { Policy } from '../policy/public/schema.ts';
+import { createRuntime, type RuntimeOptions } from '../rotation/public/runtime.ts';
+import { Generation } from '../scheduler/public/generation.ts';
 import { readEndpointSecrets, type EndpointSecrets } from './endpoint-secrets.ts';
 import { DAEMON_DEFAULTS, type DaemonOptions } from './options.ts';
 

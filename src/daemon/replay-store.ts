@@ -4,9 +4,9 @@
 // replica reads and writes (inbound/kube-replay-record.ts), through the pod's service account (or
 // the kubeconfig outside a pod). The chart renders those ConfigMaps and a Role limited to them.
 import type { KubeConfig } from '@kubernetes/client-node';
-import { loadKubeConfig } from '../consumers/kubernetes/node-client.ts';
+import { loadKubeConfig } from '../consumers/public/kubernetes/node-client.ts';
 import { UsageError } from '../errors.ts';
-import { REPLAY_SOURCES, replayConfigMapName } from '../inbound/replay-records.ts';
+import { REPLAY_SOURCES, replayConfigMapName } from '../inbound/public/replay-records.ts';
 
 export interface SharedReplayStore {
   kind: 'kubernetes';

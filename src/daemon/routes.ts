@@ -3,37 +3,37 @@
 // scheduler and the leak intake never import each other; this module, above both, hands each
 // endpoint what it reads from the running daemon at request time: the generation in force, the
 // launcher that starts rotations, the secrets read at the last (re)load, and whether shutdown began.
-import type { AuditLog } from '../audit/events.ts';
-import type { Secret } from '../audit/secret.ts';
-import { sameBytes } from '../inbound/signature.ts';
-import type { RejectionAudit } from '../inbound/rejection-audit.ts';
-import type { ReplayRecords } from '../inbound/replay-records.ts';
-import { createGitguardianEndpoint, GITGUARDIAN_LEAK_PATH } from '../leaks/gitguardian/endpoint.ts';
+import type { AuditLog } from '../audit/public/events.ts';
+import type { Secret } from '../audit/public/secret.ts';
+import { sameBytes } from '../inbound/public/signature.ts';
+import type { RejectionAudit } from '../inbound/public/rejection-audit.ts';
+import type { ReplayRecords } from '../inbound/public/replay-records.ts';
+import { createGitguardianEndpoint, GITGUARDIAN_LEAK_PATH } from '../leaks/public/gitguardian/endpoint.ts';
 import {
   createGithubEndpoint,
   createGithubGate,
   GITHUB_LEAK_PATH,
   type GithubIntakeRuntime,
   type LeakEndpointOptions,
-} from '../leaks/github/endpoint.ts';
-import type { PageCache } from '../leaks/github/list.ts';
-import { GithubRateBudget } from '../leaks/github/rate.ts';
-import { reconcileOpenAlerts, type ReconcileOutcome } from '../leaks/github/reconcile.ts';
-import { LeakIntake } from '../leaks/intake.ts';
-import { MAX_LEAK_WEBHOOK_BYTES } from '../leaks/webhook-answer.ts';
-import type { KeyrollMetrics } from '../metrics/metrics.ts';
-import type { KeyPolicy } from '../policy/schema.ts';
-import { isLeakReason, type KeyOutcome, type RunTrigger } from '../rotation/types.ts';
-import type { Generation } from '../scheduler/generation.ts';
-import type { Launcher } from '../scheduler/launcher.ts';
-import { readinessAnswer, type Readiness } from '../scheduler/readiness.ts';
+} from '../leaks/public/github/endpoint.ts';
+import type { PageCache } from '../leaks/public/github/list.ts';
+import { GithubRateBudget } from '../leaks/public/github/rate.ts';
+import { reconcileOpenAlerts, type ReconcileOutcome } from '../leaks/public/github/reconcile.ts';
+import { LeakIntake } from '../leaks/public/intake.ts';
+import { MAX_LEAK_WEBHOOK_BYTES } from '../leaks/public/webhook-answer.ts';
+import type { KeyrollMetrics } from '../metrics/public/metrics.ts';
+import type { KeyPolicy } from '../policy/public/schema.ts';
+import { isLeakReason, type KeyOutcome, type RunTrigger } from '../rotation/public/types.ts';
+import type { Generation } from '../scheduler/public/generation.ts';
+import type { Launcher } from '../scheduler/public/launcher.ts';
+import { readinessAnswer, type Readiness } from '../scheduler/public/readiness.ts';
 import {
   createTriggerEndpoint,
   MAX_TRIGGER_BODY_BYTES,
   TRIGGER_PATH,
   type AcceptedTrigger,
-} from '../scheduler/trigger.ts';
-import { lookupIn } from '../scheduler/trigger-keys.ts';
+} from '../scheduler/public/trigger.ts';
+import { lookupIn } from '../scheduler/public/trigger-keys.ts';
 import type { EndpointSecrets } from './endpoint-secrets.ts';
 import type { DaemonRoutes, SignedRoute } from './server.ts';
 

@@ -7,7 +7,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { UsageError } from '../errors.ts';
-import type { HttpAnswer, InboundRequest } from '../inbound/answers.ts';
+import type { HttpAnswer, InboundRequest } from '../inbound/public/answers.ts';
 
 export interface ListenAddress {
   host: string;

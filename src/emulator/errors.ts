@@ -1,7 +1,7 @@
 // Errors of the emulator: the spec's error envelope for HTTP answers, and KeyrollError
 // subclasses for a bad seed file or a test asking about something that does not exist.
 // The spec's list of `error.code` values lives once, with the API client's schemas.
-import { API_ERROR_CODES } from '../api/schema.ts';
+import { API_ERROR_CODES } from '../api/public/schema.ts';
 import { KeyrollError } from '../errors.ts';
 
 export { API_ERROR_CODES };

@@ -14,7 +14,7 @@ import {
 } from '@kubernetes/client-node';
 import type { ReplayObject, ReplayObjectState } from './kube-replay-record.ts';
 import { ReplayRecordError } from './replay-claim.ts';
-import { clientNodeRequest } from '../http/client-node-request.ts';
+import { clientNodeRequest } from '../http/public/client-node-request.ts';
 
 /** Per request: a get or an update answers in milliseconds; this bounds a hung one well inside a sender's timeout (GitHub's is 10 s). */
 export const REPLAY_REQUEST_TIMEOUT_MS = 4_000;

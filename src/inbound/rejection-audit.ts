@@ -5,7 +5,7 @@
 // when the trigger was the only endpoint); the rest are counted, and one
 // `trigger.rejected_suppressed` line per window says how many were left out and why. The metric
 // counts every refusal regardless.
-import type { AuditLog } from '../audit/events.ts';
+import type { AuditLog } from '../audit/public/events.ts';
 
 export const DEFAULT_REJECTIONS_AUDITED_PER_MINUTE = 10;
 const WINDOW_MS = 60_000;

@@ -4,7 +4,7 @@
 // here: the `sha256=<64 hex digits>` header, the MAC, and a comparison whose time does not say
 // how many leading bytes matched.
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { Secret } from '../audit/secret.ts';
+import type { Secret } from '../audit/public/secret.ts';
 
 /**
  * The shortest HMAC key any signed endpoint accepts (trigger keys, GitHub's webhook secret,

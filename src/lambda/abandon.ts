@@ -2,7 +2,7 @@
 // the lock): the lock is given back where it is still this rotation's, and AWSPENDING is removed
 // unless the value there is the only working copy of the key (`standby` false: the active slot was
 // rolled), which an alert then names instead.
-import { underKeyLock } from '../rotation/key-lock.ts';
+import { underKeyLock } from '../rotation/public/key-lock.ts';
 import type { NativeContext } from './context.ts';
 import { nativeOwner } from './context.ts';
 import { dropPending } from './pending-cleanup.ts';

@@ -8,13 +8,13 @@
 //   - registered with the sanitizer before anything else sees it (invariant 3), and handed to the
 //     policy's `env:KEYROLL_API_TOKEN` through the function's own environment object, never process.env.
 import { performance } from 'node:perf_hooks';
-import type { CredentialProvider } from '../api/credentials.ts';
-import { Secret } from '../audit/secret.ts';
-import { SecretsManagerCalls } from '../backends/aws/client.ts';
-import { awsAccessFromEnv } from '../backends/aws/index.ts';
+import type { CredentialProvider } from '../api/public/credentials.ts';
+import { Secret } from '../audit/public/secret.ts';
+import { SecretsManagerCalls } from '../backends/public/aws/client.ts';
+import { awsAccessFromEnv } from '../backends/public/aws/index.ts';
 import { errorMessage } from '../errors.ts';
-import { primaryDestination, type KeyPolicy, type Policy } from '../policy/schema.ts';
-import { credentialFromPolicy, type RuntimeOptions } from '../rotation/runtime.ts';
+import { primaryDestination, type KeyPolicy, type Policy } from '../policy/public/schema.ts';
+import { credentialFromPolicy, type RuntimeOptions } from '../rotation/public/runtime.ts';
 import { NativeRotationError } from './errors.ts';
 
 /** The function's environment variable naming the secret that holds keyroll's API credential. */

@@ -3,12 +3,12 @@
 // engine's dependencies, and the lock owner of this rotation. The owner and the rotation id are
 // derived from the event's ClientRequestToken, so every step of one rotation, in whichever
 // Lambda instance AWS runs it, holds the same lock and names the same intent marker.
-import type { AuditLog } from '../audit/events.ts';
-import type { NativeRotation } from '../backends/native.ts';
-import type { KeyPolicy, Policy } from '../policy/schema.ts';
-import { deferAlerts, type DeferredAlerts } from '../rotation/deferred-alerts.ts';
-import { createRuntime, type Runtime, type RuntimeOptions } from '../rotation/runtime.ts';
-import type { ResolvedDestination, RotationDeps } from '../rotation/types.ts';
+import type { AuditLog } from '../audit/public/events.ts';
+import type { NativeRotation } from '../backends/public/native.ts';
+import type { KeyPolicy, Policy } from '../policy/public/schema.ts';
+import { deferAlerts, type DeferredAlerts } from '../rotation/public/deferred-alerts.ts';
+import { createRuntime, type Runtime, type RuntimeOptions } from '../rotation/public/runtime.ts';
+import type { ResolvedDestination, RotationDeps } from '../rotation/public/types.ts';
 import { NativeRotationError } from './errors.ts';
 import type { RotationEvent } from './event.ts';
 

@@ -9,12 +9,12 @@
 // Every failure leaves no AWSPENDING that would block the next rotation ("A previous rotation isn't
 // complete"): the sequence stops at the put, so a failure never comes after a value stored there.
 import { catalogueCode, errorCode } from '../errors.ts';
-import { rotateKeyUntilStored, type StopAfterStore } from '../rotation/rotate-key.ts';
-import { RotationStepError } from '../rotation/errors.ts';
-import { sendAlert } from '../rotation/key-alert.ts';
-import { readTrustedState } from '../rotation/trusted-state.ts';
-import type { KeyOutcome } from '../rotation/types.ts';
-import { AWS_CURRENT } from '../backends/native.ts';
+import { rotateKeyUntilStored, type StopAfterStore } from '../rotation/public/rotate-key.ts';
+import { RotationStepError } from '../rotation/public/errors.ts';
+import { sendAlert } from '../rotation/public/key-alert.ts';
+import { readTrustedState } from '../rotation/public/trusted-state.ts';
+import type { KeyOutcome } from '../rotation/public/types.ts';
+import { AWS_CURRENT } from '../backends/public/native.ts';
 import type { NativeContext } from './context.ts';
 import { NativeRotationError, reportedErrors } from './errors.ts';
 import { dropPending } from './pending-cleanup.ts';

@@ -5,14 +5,14 @@
 // createSecret took (same owner and rotation id, from the token), so a runner that took the key
 // over meanwhile is never overruled (invariant 9). Safe to repeat: a version already AWSCURRENT
 // only has what is left done.
-import { activeStreak, endedStreak } from '../rotation/backoff-state.ts';
-import { activeSlot } from '../rotation/slots.ts';
-import { recordFailureBestEffort } from '../rotation/store-outcome.ts';
-import { sendAlert } from '../rotation/key-alert.ts';
-import { readTrustedState } from '../rotation/trusted-state.ts';
-import { AWS_CURRENT, AWS_PENDING, versionWith, type NativeRotationView } from '../backends/native.ts';
-import type { KeyState, LockInfo } from '../backends/types.ts';
-import { releaseKeyLock, takeKeyLock } from '../rotation/key-lock.ts';
+import { activeStreak, endedStreak } from '../rotation/public/backoff-state.ts';
+import { activeSlot } from '../rotation/public/slots.ts';
+import { recordFailureBestEffort } from '../rotation/public/store-outcome.ts';
+import { sendAlert } from '../rotation/public/key-alert.ts';
+import { readTrustedState } from '../rotation/public/trusted-state.ts';
+import { AWS_CURRENT, AWS_PENDING, versionWith, type NativeRotationView } from '../backends/public/native.ts';
+import type { KeyState, LockInfo } from '../backends/public/types.ts';
+import { releaseKeyLock, takeKeyLock } from '../rotation/public/key-lock.ts';
 import type { NativeContext } from './context.ts';
 import { nativeOwner } from './context.ts';
 import { NativeRotationError } from './errors.ts';

@@ -6,13 +6,13 @@
 //   testSecret    the AWSPENDING value works, and so does AWSCURRENT (test-secret.ts)
 //   finishSecret  AWSCURRENT moves, AWSPENDING removed, rotation recorded, lock given back (finish-secret.ts)
 // The bundle (`npm run build`: dist/keyroll-aws-rotation.zip) exports `handler`.
-import { createAuditLog } from '../audit/logger.ts';
-import type { AuditLog } from '../audit/events.ts';
-import { withSecretScope } from '../audit/sanitize.ts';
+import { createAuditLog } from '../audit/public/logger.ts';
+import type { AuditLog } from '../audit/public/events.ts';
+import { withSecretScope } from '../audit/public/sanitize.ts';
 import { errorCode, errorMessage } from '../errors.ts';
-import { loadPolicy } from '../policy/load.ts';
-import type { Policy } from '../policy/schema.ts';
-import type { RuntimeOptions } from '../rotation/runtime.ts';
+import { loadPolicy } from '../policy/public/load.ts';
+import type { Policy } from '../policy/public/schema.ts';
+import type { RuntimeOptions } from '../rotation/public/runtime.ts';
 import { functionApiCredential } from './api-credential.ts';
 import { openNativeContext, type NativeContext } from './context.ts';
 import { createSecret } from './create-secret.ts';

@@ -3,9 +3,9 @@
 // secretsmanager-secret-periodic-rotation compares against), else in whole hours as
 // `rate(N hours)` (AWS's minimum is 4 hours). A croner schedule is not translated: AWS reads its
 // own cron dialect in UTC only, and a silently different schedule would be worse than a refusal.
-import { formatDuration } from '../policy/duration.ts';
-import type { KeyPolicy } from '../policy/schema.ts';
-import type { RotationRules } from '../backends/native.ts';
+import { formatDuration } from '../policy/public/duration.ts';
+import type { KeyPolicy } from '../policy/public/schema.ts';
+import type { RotationRules } from '../backends/public/native.ts';
 import { NativeRotationError } from './errors.ts';
 
 const HOUR_MS = 3600_000;

@@ -3,7 +3,7 @@
 // region, the function's own account) or by ARN. A name alone matches `keyroll/billing` in every
 // account and region, so an event for another account's or region's secret of that name would
 // rotate this account's one: the ARN's partition, region and account must be the destination's.
-import { primaryDestination, type KeyPolicy, type Policy } from '../policy/schema.ts';
+import { primaryDestination, type KeyPolicy, type Policy } from '../policy/public/schema.ts';
 import { NativeRotationError } from './errors.ts';
 
 /** Where something lives in AWS; a field left out is not known (and so not compared). */

@@ -1,10 +1,10 @@
 // testSecret: the new value (AWSPENDING, at the token's version) must work against the API, and
 // the value consumers read now (AWSCURRENT) must still work too (invariant 10: the previous active
 // slot stays alive for a full period). Reads and probes only; safe to repeat.
-import { activeSlot } from '../rotation/slots.ts';
-import { sendAlert } from '../rotation/key-alert.ts';
-import { readTrustedState } from '../rotation/trusted-state.ts';
-import { AWS_CURRENT } from '../backends/native.ts';
+import { activeSlot } from '../rotation/public/slots.ts';
+import { sendAlert } from '../rotation/public/key-alert.ts';
+import { readTrustedState } from '../rotation/public/trusted-state.ts';
+import { AWS_CURRENT } from '../backends/public/native.ts';
 import type { NativeContext } from './context.ts';
 import { NativeRotationError } from './errors.ts';
 import { dropPending } from './pending-cleanup.ts';

@@ -14,7 +14,7 @@ import {
 } from '@kubernetes/client-node';
 import { LeaderError } from './errors.ts';
 import type { LeaseRecord, LeaseStore, StoredLease } from './lease-store.ts';
-import { clientNodeRequest } from '../http/client-node-request.ts';
+import { clientNodeRequest } from '../http/public/client-node-request.ts';
 
 export interface LeaseCoordinates {
   namespace: string;

@@ -3,15 +3,15 @@
 // value with the digest of what each destination holds now (`readSecret`) and held before
 // (`readPrevious`, where the backend keeps it): the value itself is compared only as a digest,
 // and only fingerprints ever leave this module (invariant 3).
-import { withSecretScope } from '../audit/sanitize.ts';
-import type { Secret } from '../audit/secret.ts';
-import type { KeyState, StoredSecret } from '../backends/types.ts';
+import { withSecretScope } from '../audit/public/sanitize.ts';
+import type { Secret } from '../audit/public/secret.ts';
+import type { KeyState, StoredSecret } from '../backends/public/types.ts';
 import { errorCode } from '../errors.ts';
-import type { KeyPolicy, Policy } from '../policy/schema.ts';
-import { mapWithConcurrency } from '../rotation/concurrency.ts';
-import type { Runtime } from '../rotation/runtime.ts';
-import { activeSlot, standbySlot } from '../rotation/slots.ts';
-import type { ResolvedDestination } from '../rotation/types.ts';
+import type { KeyPolicy, Policy } from '../policy/public/schema.ts';
+import { mapWithConcurrency } from '../rotation/public/concurrency.ts';
+import type { Runtime } from '../rotation/public/runtime.ts';
+import { activeSlot, standbySlot } from '../rotation/public/slots.ts';
+import type { ResolvedDestination } from '../rotation/public/types.ts';
 
 export interface LeakMatch {
   key: KeyPolicy;

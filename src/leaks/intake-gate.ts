@@ -10,8 +10,8 @@
 // gate: one job per alert at a time whichever way it came (a delivery for an alert the reconcile
 // is handling is a duplicate, and the reconcile skips an alert a delivery's job is handling), and
 // an alert handled within the window is not handled again by the reconcile.
-import type { ReplayRecord } from '../inbound/replay-claim.ts';
-import { claimOrRefuse } from '../inbound/replay-claim.ts';
+import type { ReplayRecord } from '../inbound/public/replay-claim.ts';
+import { claimOrRefuse } from '../inbound/public/replay-claim.ts';
 import { DEFAULT_INTAKE_QUEUE, IntakeQueue, type QueuePlace } from './intake-queue.ts';
 import { OncePerWindow } from './once-per-window.ts';
 import type { IntakeRefusal } from './webhook-answer.ts';

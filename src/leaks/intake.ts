@@ -15,14 +15,14 @@
 // already refuses (401) is proven dead and not rolled (the alert came after its rotation, here
 // or in another process).
 import { randomUUID } from 'node:crypto';
-import type { Alerter } from '../alerts/types.ts';
-import type { AuditLog } from '../audit/events.ts';
-import type { Secret } from '../audit/secret.ts';
+import type { Alerter } from '../alerts/public/types.ts';
+import type { AuditLog } from '../audit/public/events.ts';
+import type { Secret } from '../audit/public/secret.ts';
 import { errorCode, errorMessage } from '../errors.ts';
-import type { KeyPolicy, Policy } from '../policy/schema.ts';
-import type { Runtime } from '../rotation/runtime.ts';
-import type { KeyOutcome, RunTrigger } from '../rotation/types.ts';
-import { inSpan } from '../tracing/spans.ts';
+import type { KeyPolicy, Policy } from '../policy/public/schema.ts';
+import type { Runtime } from '../rotation/public/runtime.ts';
+import type { KeyOutcome, RunTrigger } from '../rotation/public/types.ts';
+import { inSpan } from '../tracing/public/spans.ts';
 import { searchLeakedSecret, type LeakMatch } from './identify.ts';
 import { needsLeakRotation } from './previous-value.ts';
 import { proveLeakDead, type DeathProof } from './proof.ts';

@@ -13,8 +13,8 @@
 // Only a value the API does not refuse is rotated: after an ordinary alternation a slot entry's
 // previous value is the live standby (invariant 10), and a probe that says nothing (network, 5xx)
 // leaves the rotation on.
-import type { Secret } from '../audit/secret.ts';
-import type { Runtime } from '../rotation/runtime.ts';
+import type { Secret } from '../audit/public/secret.ts';
+import type { Runtime } from '../rotation/public/runtime.ts';
 import type { LeakMatch } from './identify.ts';
 import { probeLeakedSecret } from './proof.ts';
 

@@ -2,13 +2,13 @@
 // one-item project list, as every stored-secret probe) and records what the API answered. A
 // rotation that "succeeded" while the leaked value still opens the API is the worst outcome a
 // leak response can have, so it is audited at error level and alerted critical.
-import type { Alerter } from '../alerts/types.ts';
-import type { AuditLog } from '../audit/events.ts';
-import type { Secret } from '../audit/secret.ts';
+import type { Alerter } from '../alerts/public/types.ts';
+import type { AuditLog } from '../audit/public/events.ts';
+import type { Secret } from '../audit/public/secret.ts';
 import { errorCode } from '../errors.ts';
-import type { KeyPolicy } from '../policy/schema.ts';
-import type { Runtime } from '../rotation/runtime.ts';
-import type { KeyResult } from '../rotation/types.ts';
+import type { KeyPolicy } from '../policy/public/schema.ts';
+import type { Runtime } from '../rotation/public/runtime.ts';
+import type { KeyResult } from '../rotation/public/types.ts';
 
 /** `refused`: the API answered 401; `still-works`: it answered with data; `unknown`: no answer that says (network, 5xx, 429). */
 export type DeathProof = 'refused' | 'still-works' | 'unknown';

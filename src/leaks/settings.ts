@@ -1,10 +1,10 @@
 // The policy's `intake` section with its webhook secrets read (at daemon start and on every
 // reload, like the trigger keys, and held to their 32-byte minimum). The GitHub token stays a
 // reference: it is read per alert, so a token file a sidecar renews is picked up without a reload.
-import type { Secret } from '../audit/secret.ts';
-import { MIN_SIGNING_KEY_BYTES, signingKeyTooShort } from '../inbound/signature.ts';
-import { resolveRef } from '../refs/secret-ref.ts';
-import type { Policy } from '../policy/schema.ts';
+import type { Secret } from '../audit/public/secret.ts';
+import { MIN_SIGNING_KEY_BYTES, signingKeyTooShort } from '../inbound/public/signature.ts';
+import { resolveRef } from '../refs/public/secret-ref.ts';
+import type { Policy } from '../policy/public/schema.ts';
 import { WebhookSecretError } from './errors.ts';
 import type { GitguardianIntakeRuntime } from './gitguardian/endpoint.ts';
 import type { GithubIntakeRuntime } from './github/endpoint.ts';

@@ -4,8 +4,8 @@
 // and answer with the status every signed endpoint gives the same code (inbound/answers.ts);
 // only the messages are their own.
 import type { z } from 'zod';
-import { refuse, type HttpAnswer, type InboundRequest, type Refusal } from '../inbound/answers.ts';
-import type { RejectionAudit } from '../inbound/rejection-audit.ts';
+import { refuse, type HttpAnswer, type InboundRequest, type Refusal } from '../inbound/public/answers.ts';
+import type { RejectionAudit } from '../inbound/public/rejection-audit.ts';
 
 /** Scanner payloads are a few KiB; GitGuardian's may list many occurrences. */
 export const MAX_LEAK_WEBHOOK_BYTES = 512 * 1024;

@@ -7,17 +7,17 @@
 // Static imports only: a dynamic import() of this CommonJS package yields no named exports in the
 // bundle the image runs (scripts/build.ts), so the daemon gets collectDefaultMetrics from here.
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { AlertResult } from '../alerts/types.ts';
-import { QUOTA_GROUPS } from '../backends/quota/groups.ts';
-import type { BackendKind } from '../backends/types.ts';
-import { CONSUMER_KINDS, CONSUMER_RESULTS, type ConsumerObserver } from '../consumers/types.ts';
+import type { AlertResult } from '../alerts/public/types.ts';
+import { QUOTA_GROUPS } from '../backends/public/quota/groups.ts';
+import type { BackendKind } from '../backends/public/types.ts';
+import { CONSUMER_KINDS, CONSUMER_RESULTS, type ConsumerObserver } from '../consumers/public/types.ts';
 import type {
   KeyOutcome,
   KeyResult,
   RotationObserver,
   RotationReason,
   RotationStep,
-} from '../rotation/types.ts';
+} from '../rotation/public/types.ts';
 
 export { collectDefaultMetrics } from 'prom-client';
 

@@ -4,10 +4,10 @@
 // and puts the gateway's answer body into its error message.
 import { request, type Dispatcher } from 'undici';
 import type { Registry } from 'prom-client';
-import { discardBody } from '../api/http.ts';
+import { discardBody } from '../api/public/http.ts';
 import { KeyrollError, UsageError, errorCode, errorMessage } from '../errors.ts';
-import { resolveRef, SecretRef } from '../refs/secret-ref.ts';
-import { insecureHttpHost } from '../http/transport.ts';
+import { resolveRef, SecretRef } from '../refs/public/secret-ref.ts';
+import { insecureHttpHost } from '../http/public/transport.ts';
 
 export const DEFAULT_PUSH_TIMEOUT_MS = 10_000;
 

@@ -2,14 +2,14 @@
 // definitions as the daemon, wired into the runtime, pushed once when the run is over (after the
 // last store, so never inside the exposure window: invariant 2). A failed push is audited as a
 // warning and changes nothing else: the exit code reports the rotations, not the monitoring.
-import { createAlerter } from '../alerts/alerter.ts';
-import type { AuditLog } from '../audit/events.ts';
+import { createAlerter } from '../alerts/public/alerter.ts';
+import type { AuditLog } from '../audit/public/events.ts';
 import { errorCode, errorMessage, KeyrollError } from '../errors.ts';
-import type { PlainHttpEndpoint } from '../policy/endpoints.ts';
-import type { Policy } from '../policy/schema.ts';
-import { insecureHttpHost } from '../http/transport.ts';
-import type { RuntimeOptions } from '../rotation/runtime.ts';
-import type { KeyOutcome, RotationReason } from '../rotation/types.ts';
+import type { PlainHttpEndpoint } from '../policy/public/endpoints.ts';
+import type { Policy } from '../policy/public/schema.ts';
+import { insecureHttpHost } from '../http/public/transport.ts';
+import type { RuntimeOptions } from '../rotation/public/runtime.ts';
+import type { KeyOutcome, RotationReason } from '../rotation/public/types.ts';
 import { createMetrics, type KeyrollMetrics } from './metrics.ts';
 import { parsePushgatewayUrl, pushMetrics, type PushOptions } from './pushgateway.ts';
 

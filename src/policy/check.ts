@@ -1,7 +1,7 @@
 // Semantic rules the schema alone cannot state: names that refer to other entries, ids that must
 // be unique, settings that only make sense together. Runs after the schema parse succeeded.
 import { posix } from 'node:path';
-import type { BackendConfig } from '../backends/config.ts';
+import type { BackendConfig } from '../backends/public/config.ts';
 import { parseDuration, formatDuration } from './duration.ts';
 import { insecureEndpointIssues } from './endpoints.ts';
 import { checkConsumers } from './consumers.ts';

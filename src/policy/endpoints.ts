@@ -2,7 +2,7 @@
 // plain-HTTP rule (http/transport.ts) is checked here as an error, and its exceptions as warnings.
 import type { DocPath, PathIssue } from './issue-text.ts';
 import type { PolicyDocument } from './schema.ts';
-import { insecureHttpHost, insecureHttpMessage } from '../http/transport.ts';
+import { insecureHttpHost, insecureHttpMessage } from '../http/public/transport.ts';
 
 interface Endpoint {
   /** The object that holds the URL field and may hold allowInsecureHttp. */

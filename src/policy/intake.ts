@@ -4,8 +4,8 @@
 // block being present; without an `intake` section the daemon serves no leak endpoint (404).
 import { z } from 'zod';
 import type { DocPath } from './issue-text.ts';
-import { SecretRef } from '../refs/secret-ref.ts';
-import { AllowInsecureHttp, HttpUrl } from '../http/transport.ts';
+import { SecretRef } from '../refs/public/secret-ref.ts';
+import { AllowInsecureHttp, HttpUrl } from '../http/public/transport.ts';
 import { parseDuration as parseDurationMs } from './duration.ts';
 import { Duration } from './fields.ts';
 

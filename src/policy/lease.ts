@@ -5,7 +5,7 @@
 // with every retry and wait the store policy allows, and the clock skew other runners grant
 // before they take a lock over. `validate` refuses a lockTtl shorter than that (no attempt could
 // ever start), and the engine refreshes the lock before an attempt whenever less is left.
-import type { BackendConfig } from '../backends/config.ts';
+import type { BackendConfig } from '../backends/public/config.ts';
 
 export interface LeaseInputs {
   /** The API's header and body timeouts: the longest one roll request can take. */

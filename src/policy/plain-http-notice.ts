@@ -3,7 +3,7 @@
 // but a CronJob or a daemon nobody validated by hand would otherwise send credentials and secrets in
 // clear without a word (invariant 3). One stderr line and one audit event per endpoint, once: the
 // endpoint's place and its host, or the reference its URL is read from, never the URL itself.
-import type { AuditLog } from '../audit/events.ts';
+import type { AuditLog } from '../audit/public/events.ts';
 import type { PlainHttpEndpoint } from './endpoints.ts';
 
 /** Warns about each endpoint not in `announced` yet (the daemon keeps one set across reloads), and adds it. */

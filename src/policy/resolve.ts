@@ -1,7 +1,7 @@
 // From the document as written to the policy keyroll runs: defaults merged into every key,
 // durations in milliseconds, destinations as backend name + StoreTarget. Runs only on a
 // document that passed the schema and checkPolicy, so every reference here exists.
-import type { StoreTarget, ValueShape } from '../backends/types.ts';
+import type { StoreTarget, ValueShape } from '../backends/public/types.ts';
 import {
   CONSUMER_DEFAULTS,
   resolveRestartWindow,

@@ -4,14 +4,14 @@
 // The JSON Schema in config/policy.schema.json is generated from `PolicyDocument`
 // (scripts/generate-policy-schema.ts); test/policy/json-schema.test.ts keeps them equal.
 import { z } from 'zod';
-import { AlertSinkConfig } from '../alerts/config.ts';
-import { BackendConfig } from '../backends/config.ts';
-import type { StoreTarget } from '../backends/types.ts';
+import { AlertSinkConfig } from '../alerts/public/config.ts';
+import { BackendConfig } from '../backends/public/config.ts';
+import type { StoreTarget } from '../backends/public/types.ts';
 import type { PlainHttpEndpoint } from './endpoints.ts';
 import type { PolicyIssue } from './errors.ts';
 import { CronExpression, Duration, InstanceName, TimeZone } from './fields.ts';
-import { SecretRef } from '../refs/secret-ref.ts';
-import { AllowInsecureHttp, HttpUrl } from '../http/transport.ts';
+import { SecretRef } from '../refs/public/secret-ref.ts';
+import { AllowInsecureHttp, HttpUrl } from '../http/public/transport.ts';
 import { IntakeSettings } from './intake.ts';
 import {
   ConsumerInput,

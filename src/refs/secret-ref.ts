@@ -6,7 +6,7 @@
 // metrics), so none of them imports policy/ for it (docs/layout.md).
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
-import { Secret } from '../audit/secret.ts';
+import { Secret } from '../audit/public/secret.ts';
 import { KeyrollError } from '../errors.ts';
 
 export const SecretRef = z.string().regex(/^(env:[A-Za-z_][A-Za-z0-9_]*|file:\/.+)$/, {

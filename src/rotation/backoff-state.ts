@@ -9,10 +9,10 @@
 //   every `remindEvery`, not on every attempt; a repeat is audited as alert.suppressed.
 // A key with an intent marker is never backed off, quarantined or kept quiet: a roll happened and
 // its secret may be dead, so it is repaired every run and alerts every time (invariants 6 and 7).
-import type { FailureRecord, KeyState } from '../backends/types.ts';
-import { parseDuration } from '../policy/duration.ts';
-import type { FailureSettings, KeyPolicy } from '../policy/schema.ts';
-import { BUILTIN_DEFAULTS } from '../policy/settings.ts';
+import type { FailureRecord, KeyState } from '../backends/public/types.ts';
+import { parseDuration } from '../policy/public/duration.ts';
+import type { FailureSettings, KeyPolicy } from '../policy/public/schema.ts';
+import { BUILTIN_DEFAULTS } from '../policy/public/settings.ts';
 
 /** What applies to a key built without the policy's resolution (docs/policy.md, `failures`). */
 export const DEFAULT_FAILURE_SETTINGS: Readonly<FailureSettings> = Object.freeze({

@@ -4,7 +4,7 @@
 // at once; only the delivery to sinks waits for the rotation to let go. (The consumers' notices go
 // out after the rotation too, src/consumers/, except a single key's webhook notice: fired, never
 // awaited, right after its store, tell-stored.ts.)
-import type { Alert } from '../alerts/types.ts';
+import type { Alert } from '../alerts/public/types.ts';
 import type { RotationDeps } from './types.ts';
 
 export interface DeferredAlerts {

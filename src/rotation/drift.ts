@@ -15,10 +15,10 @@
 // read the active slot; one that has not refreshed since the last alternation fails until it
 // does) but whoever rolled it holds its live secret: it is alerted (error, KR_DRIFT_STANDBY_DEAD)
 // and re-rolled at its turn, as the standby (an alternation), never by rolling the active slot.
-import { withSecretScope } from '../audit/sanitize.ts';
-import type { HeldLock, KeyState } from '../backends/types.ts';
+import { withSecretScope } from '../audit/public/sanitize.ts';
+import type { HeldLock, KeyState } from '../backends/public/types.ts';
 import { errorCode, errorMessage } from '../errors.ts';
-import type { KeyPolicy } from '../policy/schema.ts';
+import type { KeyPolicy } from '../policy/public/schema.ts';
 import { underKeyLock } from './key-lock.ts';
 import { activeSlot } from './slots.ts';
 import { probeStandby, type StandbyProbe } from './standby.ts';

@@ -4,8 +4,8 @@
 // quota is a budget). Each AWS destination's region (and endpoint) is one budget shared by every
 // key that writes there, whatever the concurrency; the slowest budget bounds the whole run. Vault
 // and file destinations have no quota keyroll knows of and bound nothing here.
-import { rotationSpend, type RotationRole } from '../backends/rotation-spend.ts';
-import type { KeyPolicy, Policy } from '../policy/schema.ts';
+import { rotationSpend, type RotationRole } from '../backends/public/rotation-spend.ts';
+import type { KeyPolicy, Policy } from '../policy/public/schema.ts';
 
 export interface EmergencyBound {
   /** `api`, or `aws <endpoint or "aws"> <region> <write|tag>`. */

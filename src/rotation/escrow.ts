@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, open, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Encrypter } from 'age-encryption';
-import type { SecretRecord } from '../backends/types.ts';
+import type { SecretRecord } from '../backends/public/types.ts';
 import { KeyrollError } from '../errors.ts';
 
 export type EscrowErrorCode =

@@ -1,6 +1,6 @@
 // What a failed step means for the operator: the alert's severity and the "what happens next"
 // sentence (invariant 7). Kept in one table so the alert catalogue in the runbook matches.
-import type { AlertSeverity } from '../alerts/types.ts';
+import type { AlertSeverity } from '../alerts/public/types.ts';
 import type { ProbeVerdict } from './roll.ts';
 import type { RotationStep } from './types.ts';
 

@@ -1,8 +1,8 @@
 // An alert about one key: it names the key and its organization, and goes to the sinks the key's
 // policy names for failures (`notify.onFailure`), else to the alerter's defaults. The rotation's
 // steps, the drift probe and quarantine reminders all alert through here (invariant 7).
-import type { Alert } from '../alerts/types.ts';
-import type { KeyPolicy } from '../policy/schema.ts';
+import type { Alert } from '../alerts/public/types.ts';
+import type { KeyPolicy } from '../policy/public/schema.ts';
 import type { RotationDeps } from './types.ts';
 
 export async function sendAlert(

@@ -24,8 +24,8 @@
 //
 // Locks are given back the last taken first, the primary's last, best effort: a lock that cannot be
 // released expires by its TTL and the next runner takes it over then.
-import type { LockInfo, LockOutcome, RecordDoubt } from '../backends/types.ts';
-import type { KeyPolicy } from '../policy/schema.ts';
+import type { LockInfo, LockOutcome, RecordDoubt } from '../backends/public/types.ts';
+import type { KeyPolicy } from '../policy/public/schema.ts';
 import type { KeptLock, LockKeeper } from './lock-keeper.ts';
 import type { ResolvedDestination } from './types.ts';
 

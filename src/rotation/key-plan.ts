@@ -1,10 +1,10 @@
 // What a run does with one key, decided before anything is done (run.ts executes it): the read of
 // the key's state, its failure streak, its schedule and a drift probe lead to exactly one plan, so
 // the run reports each key once, from one place.
-import type { AuditLog } from '../audit/events.ts';
-import type { KeyState } from '../backends/types.ts';
-import { decideDue, type DueReason } from '../policy/due.ts';
-import type { KeyPolicy } from '../policy/schema.ts';
+import type { AuditLog } from '../audit/public/events.ts';
+import type { KeyState } from '../backends/public/types.ts';
+import { decideDue, type DueReason } from '../policy/public/due.ts';
+import type { KeyPolicy } from '../policy/public/schema.ts';
 import { automaticAttemptGate, type AttemptGate } from './backoff-state.ts';
 import { driftCheckDue, probeForDrift, type DriftReport } from './drift.ts';
 import { auditDoubts, readTrustedState } from './trusted-state.ts';

@@ -1,8 +1,8 @@
 // The span of one key in a run (docs/tracing.md): everything the run does for the key, from the
 // read of its state to the last alert of its rotation, with the rotation's steps (transaction.ts)
 // as its children. It names the key and, when the work is over, what came of it; never a value.
-import type { KeyPolicy } from '../policy/schema.ts';
-import { inSpan } from '../tracing/spans.ts';
+import type { KeyPolicy } from '../policy/public/schema.ts';
+import { inSpan } from '../tracing/public/spans.ts';
 import type { KeyOutcome, RunTrigger } from './types.ts';
 
 export function inKeySpan(

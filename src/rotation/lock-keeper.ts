@@ -13,9 +13,9 @@
 // Refreshes run in the background every third of the TTL, except while a roll attempt and the
 // store after it are in flight (`hold`): between the roll answer and the write nothing else may
 // do I/O (invariant 2), so the lease is made long enough for both before the attempt is sent.
-import type { HeldLock, WriteFence } from '../backends/types.ts';
+import type { HeldLock, WriteFence } from '../backends/public/types.ts';
 import { errorCode } from '../errors.ts';
-import type { KeyPolicy } from '../policy/schema.ts';
+import type { KeyPolicy } from '../policy/public/schema.ts';
 import { RotationStepError } from './errors.ts';
 import type { ResolvedDestination, RotationStep } from './types.ts';
 

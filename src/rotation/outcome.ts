@@ -1,7 +1,7 @@
 // The one place a key's outcome is put together (types.ts, KeyOutcome): what every outcome says
 // about its key (OutcomeFacts) and how it ended (OutcomeEnd), so each variant keeps its shape: a
 // skip names a SkipReason, a failure a step and a catalogue code.
-import type { KeyPolicy } from '../policy/schema.ts';
+import type { KeyPolicy } from '../policy/public/schema.ts';
 import type { KeyOutcome, OutcomeEnd, OutcomeFacts } from './types.ts';
 
 export function keyOutcome(facts: OutcomeFacts, end: OutcomeEnd): KeyOutcome {

@@ -1,10 +1,10 @@
 // The checks before a roll (invariant 1) and the guards that keep the roll safe once it
 // starts: every destination writable, credentials renewed so nothing renews between the roll
 // answer and the write (invariant 2). The lock's life is src/rotation/lock-keeper.ts's (invariant 9).
-import type { AuditLog } from '../audit/events.ts';
-import type { WriteCheck } from '../backends/types.ts';
+import type { AuditLog } from '../audit/public/events.ts';
+import type { WriteCheck } from '../backends/public/types.ts';
 import { catalogueCode, errorCode, errorMessage } from '../errors.ts';
-import type { KeyPolicy } from '../policy/schema.ts';
+import type { KeyPolicy } from '../policy/public/schema.ts';
 import { RotationStepError } from './errors.ts';
 import type { ResolvedDestination } from './types.ts';
 

@@ -3,10 +3,10 @@
 // the next run attempts the key at once. Both change the streak under the key lock, like every
 // bookkeeping change: a rotation that succeeds meanwhile ends the streak itself, and a reminder
 // written over its record would put the key back in quarantine.
-import type { AuditLog } from '../audit/events.ts';
-import type { KeyState, LockInfo } from '../backends/types.ts';
+import type { AuditLog } from '../audit/public/events.ts';
+import type { KeyState, LockInfo } from '../backends/public/types.ts';
 import { errorCode } from '../errors.ts';
-import type { KeyPolicy } from '../policy/schema.ts';
+import type { KeyPolicy } from '../policy/public/schema.ts';
 import {
   activeStreak,
   automaticAttemptGate,

@@ -7,10 +7,10 @@
 // took over (that runner may be paused, or its roll still in flight) or one held until a later
 // time (`holdUntil`). Such a marker stays, and later runs probe again.
 import { errorCode } from '../errors.ts';
-import type { Intent, StoredSecret, WriteFence } from '../backends/types.ts';
-import type { KeyPolicy } from '../policy/schema.ts';
+import type { Intent, StoredSecret, WriteFence } from '../backends/public/types.ts';
+import type { KeyPolicy } from '../policy/public/schema.ts';
 import type { ResolvedDestination, RotationDeps } from './types.ts';
-import type { AuditLog } from '../audit/events.ts';
+import type { AuditLog } from '../audit/public/events.ts';
 
 export type RecoveryVerdict =
   /**

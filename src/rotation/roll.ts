@@ -5,10 +5,10 @@
 //   5xx, timeout, reset → the outcome is unknown: probe the stored secret (200 = not rolled,
 //   401 = rolled and lost), then roll again. Retrying a roll is always safe: a secret that was
 //   never stored is used by nobody.
-import { ApiError } from '../api/errors.ts';
-import type { Secret } from '../audit/secret.ts';
+import { ApiError } from '../api/public/errors.ts';
+import type { Secret } from '../audit/public/secret.ts';
 import { catalogueCode, errorCode, errorMessage } from '../errors.ts';
-import type { KeyPolicy } from '../policy/schema.ts';
+import type { KeyPolicy } from '../policy/public/schema.ts';
 import { backoffDelay } from './backoff.ts';
 import { RotationStepError, RunAbortedError } from './errors.ts';
 import type { ResolvedDestination, RotationDeps } from './types.ts';

@@ -9,10 +9,10 @@
 // 1 to 6 (rotateKeyUntilStored): it stops after the store and keeps the key lock for finishSecret,
 // which verifies and finishes under it (src/lambda/). STYLE.md rule 11: an entry point takes an
 // option of this sequence; it never re-states the steps with their catch and finally.
-import type { AuditLog } from '../audit/events.ts';
-import { withSecretScope } from '../audit/sanitize.ts';
+import type { AuditLog } from '../audit/public/events.ts';
+import { withSecretScope } from '../audit/public/sanitize.ts';
 import { catalogueCode, errorCode, errorMessage } from '../errors.ts';
-import type { DueReason } from '../policy/due.ts';
+import type { DueReason } from '../policy/public/due.ts';
 import { deferAlerts } from './deferred-alerts.ts';
 import { RotationStepError, RunAbortedError } from './errors.ts';
 import { failureMeaning } from './failure.ts';

@@ -1,9 +1,9 @@
 // One key of a run: its plan (key-plan.ts) carried out, and the one outcome the run reports for it.
 // Every way a key ends (not started, held back, not due, healed, rotated, failed before the lock)
 // passes through runKey, so the run's onKeyDone hears each key exactly once.
-import type { AuditLog } from '../audit/events.ts';
+import type { AuditLog } from '../audit/public/events.ts';
 import { catalogueCode, errorCode, errorMessage } from '../errors.ts';
-import type { KeyPolicy } from '../policy/schema.ts';
+import type { KeyPolicy } from '../policy/public/schema.ts';
 import type { AttemptGate } from './backoff-state.ts';
 import { RunAbortedError } from './errors.ts';
 import { planKey, type KeyPlan, type PlanContext } from './key-plan.ts';

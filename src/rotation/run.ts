@@ -3,11 +3,11 @@
 // concurrency, stop rolling as soon as the credential is refused or shutdown begins, and
 // summarise with the exit code the commands return.
 import { randomUUID } from 'node:crypto';
-import { ApiError } from '../api/errors.ts';
-import type { AuditLog } from '../audit/events.ts';
+import { ApiError } from '../api/public/errors.ts';
+import type { AuditLog } from '../audit/public/events.ts';
 import type { ErrorCode } from '../error-codes.ts';
 import { errorCode, errorMessage } from '../errors.ts';
-import type { KeyPolicy } from '../policy/schema.ts';
+import type { KeyPolicy } from '../policy/public/schema.ts';
 import { backoffDelay } from './backoff.ts';
 import { mapWithConcurrency } from './concurrency.ts';
 import type { DriftCheckMode } from './key-plan.ts';

@@ -4,8 +4,8 @@
 // consumer that refreshes within `consumerRefresh` never meets a dead secret. The exceptions
 // roll the active slot: a leak (that value must die), and a stored secret that is already dead
 // (drift, or a crash that lost it), where rolling the dead slot breaks nobody who still works.
-import type { KeyState } from '../backends/types.ts';
-import type { KeyPolicy } from '../policy/schema.ts';
+import type { KeyState } from '../backends/public/types.ts';
+import type { KeyPolicy } from '../policy/public/schema.ts';
 import { isLeakReason, type RunTrigger } from './types.ts';
 
 export interface RollPlan {

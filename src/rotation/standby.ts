@@ -5,9 +5,9 @@
 // value that names its key (json shapes with `keyId`, the default) tells the two apart; one that
 // does not is taken for the standby's, and whatever keyroll does about it must then be safe either
 // way (the heal waits for consumerRefresh, as any roll of the standby does).
-import type { SecretStore, StoreTarget, StoredSecret } from '../backends/types.ts';
+import type { SecretStore, StoreTarget, StoredSecret } from '../backends/public/types.ts';
 import { errorCode } from '../errors.ts';
-import type { KeyPolicy } from '../policy/schema.ts';
+import type { KeyPolicy } from '../policy/public/schema.ts';
 import { standbySlot } from './slots.ts';
 
 /** What a probe of the standby found; `not-kept`: the backend keeps no value of it to probe. */

@@ -2,9 +2,9 @@
 // under it whether to go on: another runner may have just rotated the key, or died mid-way and left
 // its intent marker (invariant 6), which is repaired here. Both are safe to run again: a lock held
 // by this rotation is refreshed, and recovery only clears what it proved.
-import type { Intent, KeyState } from '../backends/types.ts';
-import { decideDue } from '../policy/due.ts';
-import type { KeyPolicy } from '../policy/schema.ts';
+import type { Intent, KeyState } from '../backends/public/types.ts';
+import { decideDue } from '../policy/public/due.ts';
+import type { KeyPolicy } from '../policy/public/schema.ts';
 import { RotationStepError } from './errors.ts';
 import { takeKeyLock } from './key-lock.ts';
 import { LockKeeper } from './lock-keeper.ts';

@@ -3,7 +3,7 @@
 // finish (record the rotation and the active key, clear the marker: invariant 6). Recording is
 // idempotent, so a retried finish changes nothing; a failed verify leaves the marker so the next
 // run probes and repairs.
-import type { Secret } from '../audit/secret.ts';
+import type { Secret } from '../audit/public/secret.ts';
 import { catalogueCode, errorCode } from '../errors.ts';
 import { activeStreak } from './backoff-state.ts';
 import { RotationStepError } from './errors.ts';

@@ -2,7 +2,7 @@
 // follows it with nothing in between (invariant 2). The roll is the one step that is not safe
 // to repeat blindly once answered; everything before it is, and the marker makes a crash after
 // it visible to the next run, which probes and re-rolls (docs/design.md, "Roll outcomes").
-import type { Secret } from '../audit/secret.ts';
+import type { Secret } from '../audit/public/secret.ts';
 import { RotationStepError } from './errors.ts';
 import { ensureFreshCredentials } from './preflight.ts';
 import { rollWithRetries, type AttemptGuard, type RollSuccess } from './roll.ts';

@@ -2,10 +2,10 @@
 // the audit events of the roll and the writes (emitted only now, invariant 2), and for a store
 // that did not reach every destination the critical alert that says where the secret is and
 // what happens next (invariant 4).
-import type { AuditLog } from '../audit/events.ts';
-import type { FailureRecord } from '../backends/types.ts';
+import type { AuditLog } from '../audit/public/events.ts';
+import type { FailureRecord } from '../backends/public/types.ts';
 import { catalogueCode } from '../errors.ts';
-import type { KeyPolicy } from '../policy/schema.ts';
+import type { KeyPolicy } from '../policy/public/schema.ts';
 import { sendAlert } from './key-alert.ts';
 import type { RollSuccess } from './roll.ts';
 import type { StoreReport } from './store.ts';

@@ -12,7 +12,7 @@
 // could make a key busy for a place it may never use), and an escrow file is named by this
 // rotation's id, so no other runner ever writes it. A copy that went to a fallback is reported as
 // unfenced, and its alert says so.
-import type { SecretRecord, WriteFence } from '../backends/types.ts';
+import type { SecretRecord, WriteFence } from '../backends/public/types.ts';
 import { errorCode } from '../errors.ts';
 import { backoffDelay, type BackoffPolicy } from './backoff.ts';
 import type { EscrowSettings, NonEmptyList, ResolvedDestination } from './types.ts';

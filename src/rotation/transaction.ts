@@ -1,11 +1,11 @@
 // The state one key's rotation carries from step to step (rotate-key.ts runs the steps): what
 // has happened so far (rolled? stored? marker set?), the lock keeper, step timing, and the two
 // ways out (an outcome, or a failure reported with the meaning failure.ts gives it).
-import type { AuditLog } from '../audit/events.ts';
-import type { KeyState } from '../backends/types.ts';
+import type { AuditLog } from '../audit/public/events.ts';
+import type { KeyState } from '../backends/public/types.ts';
 import { errorMessage } from '../errors.ts';
-import type { KeyPolicy } from '../policy/schema.ts';
-import { spanClock, startStep, type TraceSpan } from '../tracing/spans.ts';
+import type { KeyPolicy } from '../policy/public/schema.ts';
+import { spanClock, startStep, type TraceSpan } from '../tracing/public/spans.ts';
 import {
   activeStreak,
   describeStreak,

@@ -8,7 +8,7 @@
 // The rule: what keyroll cannot trust counts as absent, and absent always means "attempt now, alert
 // now" (invariant 7), never "stay quiet". The one exception is the intent marker: a damaged marker
 // still means a roll may have happened (invariant 6), so it is kept and repaired like any other.
-import type { AuditLog } from '../audit/events.ts';
+import type { AuditLog } from '../audit/public/events.ts';
 import {
   FailureCoreFields,
   FailureStreakTimes,
@@ -18,7 +18,7 @@ import {
   ProbeRecord,
   RotationFields,
   badFields,
-} from '../backends/schema.ts';
+} from '../backends/public/schema.ts';
 import type {
   FailureRecord,
   Intent,
@@ -26,8 +26,8 @@ import type {
   Records,
   RecordDoubt,
   StoreTarget,
-} from '../backends/types.ts';
-import type { KeyPolicy } from '../policy/schema.ts';
+} from '../backends/public/types.ts';
+import type { KeyPolicy } from '../policy/public/schema.ts';
 import { failureSettingsOf } from './backoff-state.ts';
 
 const STREAK_TIMES = Object.keys(FailureStreakTimes) as (keyof typeof FailureStreakTimes)[];

@@ -1,11 +1,11 @@
 // Shapes shared by the rotation steps, the orchestrator and the commands.
-import type { Alerter } from '../alerts/types.ts';
-import type { AuditLog } from '../audit/events.ts';
-import type { Secret } from '../audit/secret.ts';
-import type { QuotaObserver } from '../backends/quota/observer.ts';
-import type { Backend, StoreTarget } from '../backends/types.ts';
+import type { Alerter } from '../alerts/public/types.ts';
+import type { AuditLog } from '../audit/public/events.ts';
+import type { Secret } from '../audit/public/secret.ts';
+import type { QuotaObserver } from '../backends/public/quota/observer.ts';
+import type { Backend, StoreTarget } from '../backends/public/types.ts';
 import type { ErrorCode } from '../error-codes.ts';
-import type { KeyPolicy } from '../policy/schema.ts';
+import type { KeyPolicy } from '../policy/public/schema.ts';
 
 export type RotationStep =
   'preflight' | 'lock' | 'intent' | 'roll' | 'store' | 'verify' | 'finish' | 'recovery' | 'drift';

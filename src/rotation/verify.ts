@@ -1,8 +1,8 @@
 // The verify step: read the secret back from every destination that took it and compare
 // digests, then (unless disabled) call the API with the new key. Runs only after the store.
-import type { Secret } from '../audit/secret.ts';
+import type { Secret } from '../audit/public/secret.ts';
 import { errorCode } from '../errors.ts';
-import type { KeyPolicy } from '../policy/schema.ts';
+import type { KeyPolicy } from '../policy/public/schema.ts';
 import type { StoredCopy } from './store.ts';
 import type { RotationDeps } from './types.ts';
 

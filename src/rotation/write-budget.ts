@@ -11,7 +11,7 @@
 // be lost (issue 27).
 // Destinations only: a fallback is the failure path, and reserving for it on every rotation would
 // halve what an emergency gets through.
-import type { WriteReservation } from '../backends/types.ts';
+import type { WriteReservation } from '../backends/public/types.ts';
 import type { KeptLock } from './lock-keeper.ts';
 import type { ResolvedDestination } from './types.ts';
 

@@ -3,9 +3,9 @@
 // jobs. SIGHUP builds a new generation beside the old one and swaps them; the old
 // runtime is closed only when the last run that uses it is over, so a reload never cuts a
 // rotation between its roll and its store.
-import type { ConsumerRefresher } from '../consumers/refresher.ts';
-import type { Policy } from '../policy/schema.ts';
-import type { Runtime } from '../rotation/runtime.ts';
+import type { ConsumerRefresher } from '../consumers/public/refresher.ts';
+import type { Policy } from '../policy/public/schema.ts';
+import type { Runtime } from '../rotation/public/runtime.ts';
 import type { ScheduledJobs } from './schedule.ts';
 
 export class Generation {

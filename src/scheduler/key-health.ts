@@ -3,9 +3,9 @@
 // current by the outcomes after it), the last rotation times (a gauge per key), and which keys
 // failed recently and are left alone by the sweep for a while. A failure alerted already;
 // retrying it on every sweep would page the on-call every few minutes for one broken key.
-import type { KeyrollMetrics } from '../metrics/metrics.ts';
-import type { KeyPolicy } from '../policy/schema.ts';
-import type { KeyOutcome, RotationReason } from '../rotation/types.ts';
+import type { KeyrollMetrics } from '../metrics/public/metrics.ts';
+import type { KeyPolicy } from '../policy/public/schema.ts';
+import type { KeyOutcome, RotationReason } from '../rotation/public/types.ts';
 import type { SweepResult } from './sweep.ts';
 
 export class KeyHealth {

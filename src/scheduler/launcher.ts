@@ -6,13 +6,13 @@
 // work (a trigger takes over the ones not started yet); a trigger also waits for the busy ones,
 // each in its own run as soon as its key is free.
 import { randomUUID } from 'node:crypto';
-import type { AuditLog } from '../audit/events.ts';
+import type { AuditLog } from '../audit/public/events.ts';
 import { errorCode, errorMessage } from '../errors.ts';
-import type { KeyPolicy } from '../policy/schema.ts';
-import { keyOutcome, notStartedFacts } from '../rotation/outcome.ts';
-import { runRotations } from '../rotation/run.ts';
-import type { KeyOutcome, RunTrigger } from '../rotation/types.ts';
-import { inSpan } from '../tracing/spans.ts';
+import type { KeyPolicy } from '../policy/public/schema.ts';
+import { keyOutcome, notStartedFacts } from '../rotation/public/outcome.ts';
+import { runRotations } from '../rotation/public/run.ts';
+import type { KeyOutcome, RunTrigger } from '../rotation/public/types.ts';
+import { inSpan } from '../tracing/public/spans.ts';
 import type { Generation } from './generation.ts';
 import type { KeyLocks, ReleaseKey, Reservation } from './key-locks.ts';
 
@@ -176,7 +176,7 @@ export class Launcher {
     );
   }
 
-  // eslint-disable-next-line max-lines-per-function -- restructured in issue 29 §2/§4
+  // eslint-disable-next-line max-lines-per-function -- a held run's whole life in order (each key's hold, the leak's re-check, the run, the releases), so every early exit releases what it holds
   async #runHeld(
     generation: Generation,
     keys: readonly KeyPolicy[],

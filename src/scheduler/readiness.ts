@@ -2,11 +2,11 @@
 // destination of every key has passed the backend's preflight (credentials work, the path is
 // writable) at least once. A daemon that cannot write its destinations would fail every
 // rotation's own preflight (invariant 1); saying so at /readyz shows it before the first tick.
-import type { AuditLog } from '../audit/events.ts';
+import type { AuditLog } from '../audit/public/events.ts';
 import { errorCode, errorMessage } from '../errors.ts';
-import type { KeyPolicy } from '../policy/schema.ts';
-import { mapWithConcurrency } from '../rotation/concurrency.ts';
-import type { Runtime } from '../rotation/runtime.ts';
+import type { KeyPolicy } from '../policy/public/schema.ts';
+import { mapWithConcurrency } from '../rotation/public/concurrency.ts';
+import type { Runtime } from '../rotation/public/runtime.ts';
 
 export interface PreflightFailure {
   backend: string;

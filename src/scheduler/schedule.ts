@@ -3,7 +3,7 @@
 // credential check. A tick only asks; whether a key rotates is decided from its backend state
 // (decideDue), so a tick after a restart never rotates a key twice.
 import { Cron } from 'croner';
-import type { KeyPolicy } from '../policy/schema.ts';
+import type { KeyPolicy } from '../policy/public/schema.ts';
 
 export interface ScheduleGroup {
   pattern: string;

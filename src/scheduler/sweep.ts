@@ -4,13 +4,13 @@
 // missed while the daemon was down or the key was busy. It is also where keyroll_keys_overdue,
 // _quarantined, _drifted, _locked and the per-key last-rotation and maxAge gauges come from.
 import { errorCode, errorMessage } from '../errors.ts';
-import { decideDue, type DueDecision } from '../policy/due.ts';
-import type { KeyState } from '../backends/types.ts';
-import type { KeyPolicy } from '../policy/schema.ts';
-import { isQuarantined } from '../rotation/backoff-state.ts';
-import { mapWithConcurrency } from '../rotation/concurrency.ts';
-import type { Runtime } from '../rotation/runtime.ts';
-import { readTrustedState } from '../rotation/trusted-state.ts';
+import { decideDue, type DueDecision } from '../policy/public/due.ts';
+import type { KeyState } from '../backends/public/types.ts';
+import type { KeyPolicy } from '../policy/public/schema.ts';
+import { isQuarantined } from '../rotation/public/backoff-state.ts';
+import { mapWithConcurrency } from '../rotation/public/concurrency.ts';
+import type { Runtime } from '../rotation/public/runtime.ts';
+import { readTrustedState } from '../rotation/public/trusted-state.ts';
 
 export interface KeyCheck {
   key: KeyPolicy;

@@ -9,9 +9,9 @@
 // captured request is refused even after a daemon restart. The body is signed as received, byte
 // for byte, so no JSON re-encoding can make two parties disagree. The caller that signed is the
 // actor: what the body says cannot change who asked.
-import type { Secret } from '../audit/secret.ts';
-import { singleHeader } from '../inbound/answers.ts';
-import { hmacSha256, sameBytes, sha256Header, sha256HeaderBytes } from '../inbound/signature.ts';
+import type { Secret } from '../audit/public/secret.ts';
+import { singleHeader } from '../inbound/public/answers.ts';
+import { hmacSha256, sameBytes, sha256Header, sha256HeaderBytes } from '../inbound/public/signature.ts';
 
 export const CALLER_HEADER = 'x-keyroll-caller';
 export const TIMESTAMP_HEADER = 'x-keyroll-timestamp';

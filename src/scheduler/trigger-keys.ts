@@ -1,10 +1,10 @@
 // The trigger's keys: one per caller, given as `--trigger-key NAME=REF` (REF is env:NAME or
 // file:/path, never the key). The caller's name is the actor of every rotation it starts, so a
 // key is an identity, not a shared password: revoke one caller by removing its key.
-import type { Secret } from '../audit/secret.ts';
+import type { Secret } from '../audit/public/secret.ts';
 import { UsageError } from '../errors.ts';
-import { MIN_SIGNING_KEY_BYTES, signingKeyTooShort } from '../inbound/signature.ts';
-import { resolveRef, SecretRef } from '../refs/secret-ref.ts';
+import { MIN_SIGNING_KEY_BYTES, signingKeyTooShort } from '../inbound/public/signature.ts';
+import { resolveRef, SecretRef } from '../refs/public/secret-ref.ts';
 import { CALLER_NAME, type TriggerKeyLookup } from './trigger-auth.ts';
 
 export interface TriggerKeySpec {

@@ -3,7 +3,7 @@
 // "no keys"). Key selection mirrors `keyroll rotate --key/--org/--all`. Who asks is the caller
 // whose key signed the request; `actor` may repeat that name and is refused when it differs.
 import { z } from 'zod';
-import type { KeyPolicy } from '../policy/schema.ts';
+import type { KeyPolicy } from '../policy/public/schema.ts';
 
 export const TriggerRequest = z
   .strictObject({

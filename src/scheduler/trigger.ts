@@ -8,17 +8,17 @@
 // starting them leaves nothing another replica or a reconcile could find; the caller confirms
 // and sends again (docs/daemon.md, "Replicas and the leader").
 import { randomUUID } from 'node:crypto';
-import type { AuditLog } from '../audit/events.ts';
+import type { AuditLog } from '../audit/public/events.ts';
 import {
   refuse as refuseRequest,
   type HttpAnswer,
   type InboundRequest,
   type Refusal,
-} from '../inbound/answers.ts';
-import type { RejectionAudit } from '../inbound/rejection-audit.ts';
-import { claimOrRefuse, type ReplayRecord } from '../inbound/replay-claim.ts';
-import type { KeyPolicy } from '../policy/schema.ts';
-import { isLeakReason } from '../rotation/types.ts';
+} from '../inbound/public/answers.ts';
+import type { RejectionAudit } from '../inbound/public/rejection-audit.ts';
+import { claimOrRefuse, type ReplayRecord } from '../inbound/public/replay-claim.ts';
+import type { KeyPolicy } from '../policy/public/schema.ts';
+import { isLeakReason } from '../rotation/public/types.ts';
 import {
   CALLER_HEADER,
   checkTriggerSignature,

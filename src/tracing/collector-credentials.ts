@@ -8,7 +8,7 @@
 // And a warning: headers, a URL's user or password and its query string travel in clear over
 // `http://`, readable by anyone on the path, unless the collector is on this host (loopback, by
 // the same rule as every endpoint of the policy: src/http/transport.ts).
-import { isLoopbackHost } from '../http/transport.ts';
+import { isLoopbackHost } from '../http/public/transport.ts';
 
 const HEADER_VARIABLES = ['OTEL_EXPORTER_OTLP_HEADERS', 'OTEL_EXPORTER_OTLP_TRACES_HEADERS'] as const;
 const ENDPOINT_VARIABLES = ['OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'] as const;

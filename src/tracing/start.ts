@@ -4,8 +4,8 @@
 // (spans.ts) and the audit log's trace ids. An install without the optional OpenTelemetry packages
 // (`npm ci --omit=optional`, or a bundle built --without-tracing) says so and runs untraced:
 // tracing never stops a rotation.
-import { setTraceIdsSource } from '../audit/trace-ids.ts';
-import { pinSecretValue, sanitizeText } from '../audit/sanitize.ts';
+import { setTraceIdsSource } from '../audit/public/trace-ids.ts';
+import { pinSecretValue, sanitizeText } from '../audit/public/sanitize.ts';
 import { errorMessage } from '../errors.ts';
 import { tracingSettings } from './settings.ts';
 import { installTracing } from './spans.ts';

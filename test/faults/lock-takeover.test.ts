@@ -257,7 +257,7 @@ describe('fenced locks: a runner that lost its lock', () => {
       await runtimeA.close();
       const runtime = await bench.runtime();
       const stored = runtime.resolveKey(key).destinations[0];
-      const secret = stored ? (await stored.backend.readSecret(stored.target))?.secret.reveal() : undefined;
+      const secret = (await stored.backend.readSecret(stored.target))?.secret.reveal();
       await runtime.close();
       const lost = checkNotLost([{ keyId: key.id, secrets: [secret] }], (id, s) =>
         bench.emulator.state.isLiveSecret(id, s),

@@ -58,7 +58,7 @@ async function storedSecret(): Promise<string | undefined> {
   const runtime = await bench.runtime();
   try {
     const primary = runtime.resolveKey(bench.key(ENTRY)).destinations[0];
-    return primary ? (await primary.backend.readSecret(primary.target))?.secret.reveal() : undefined;
+    return (await primary.backend.readSecret(primary.target))?.secret.reveal();
   } finally {
     await runtime.close();
   }
@@ -166,11 +166,7 @@ describe('fault matrix: a two-slot entry', () => {
         backend: 'fallback',
         target: {
           path: `${ENTRY}.json`,
-          shape: bench.key(ENTRY).destinations[0]?.target.shape ?? {
-            format: 'raw',
-            secretField: 'apiKey',
-            fields: [],
-          },
+          shape: bench.key(ENTRY).destinations[0].target.shape,
         },
       },
     ];

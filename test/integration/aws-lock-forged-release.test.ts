@@ -142,7 +142,7 @@ describe.skipIf(moto === undefined)('a forged lock release tag on AWS (moto)', (
     });
     try {
       const [stored] = runtime.resolveKey(key).destinations;
-      const secret = stored ? (await stored.backend.readSecret(stored.target))?.secret.reveal() : undefined;
+      const secret = (await stored.backend.readSecret(stored.target))?.secret.reveal();
       expect(secret !== undefined && emulator.state.isLiveSecret(KEY, secret)).toBe(true);
     } finally {
       await runtime.close();

@@ -67,10 +67,10 @@ async function rotateAll(backend: BackendConfig, pathOf: (keyId: string) => stri
     const summary = await runRotations(runtime, { keys, trigger: { reason: 'manual', force: true } });
     const events = lines.map((l) => JSON.parse(l) as AuditRecord);
     const state = await Promise.all(
-      keys.map((k) => runtime.resolveKey(k).destinations[0]!).map((d) => d.backend.readState(d.target)),
+      keys.map((k) => runtime.resolveKey(k).destinations[0]).map((d) => d.backend.readState(d.target)),
     );
     const stored = await Promise.all(
-      keys.map((k) => runtime.resolveKey(k).destinations[0]!).map((d) => d.backend.readSecret(d.target)),
+      keys.map((k) => runtime.resolveKey(k).destinations[0]).map((d) => d.backend.readSecret(d.target)),
     );
     return { summary, events, alerter, before, state, stored };
   } finally {

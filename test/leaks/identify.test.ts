@@ -62,7 +62,7 @@ async function storedValue(keyId: string): Promise<string> {
   const runtime = await bench.runtime();
   try {
     const primary = runtime.resolveKey(bench.key(keyId)).destinations[0];
-    const value = primary && (await primary.backend.readSecret(primary.target))?.secret.reveal();
+    const value = (await primary.backend.readSecret(primary.target))?.secret.reveal();
     if (value === undefined) throw new Error(`nothing stored for ${keyId}`);
     return value;
   } finally {

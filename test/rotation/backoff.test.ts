@@ -51,7 +51,7 @@ async function brokenBench(failures: FailureSettings = FAILURES) {
 async function stateOf(b: Bench) {
   const rt = await b.runtime();
   try {
-    const primary = rt.resolveKey(b.key(KEY)).destinations[0]!;
+    const primary = rt.resolveKey(b.key(KEY)).destinations[0];
     return { state: await primary.backend.readState(primary.target), primary };
   } finally {
     await rt.close();
@@ -108,9 +108,7 @@ describe('failure backoff and quarantine', () => {
     for (let i = 0; i < 10; i++) {
       const summary = await run();
       const outcome = summary.outcomes[0];
-      results.push(
-        `${outcome?.result ?? '?'}:${outcome?.result === 'skipped' ? (outcome.detail ?? '') : ''}`,
-      );
+      results.push(`${outcome?.result ?? '?'}:${outcome?.result === 'skipped' ? outcome.detail : ''}`);
       clock.offsetMs += 10 * 60_000;
     }
     // 1 h backoff after the first failure: runs 2..6 wait, run 7 (60 min later) attempts again.
@@ -204,7 +202,7 @@ describe('failure backoff and quarantine', () => {
 
     clock.broken = false;
     const rt = await bench.runtime({ now: () => new Date(Date.now() + clock.offsetMs) });
-    const primary = rt.resolveKey(bench.key(KEY)).destinations[0]!;
+    const primary = rt.resolveKey(bench.key(KEY)).destinations[0];
     const resumed = await resumeKey(
       bench.key(KEY),
       primary,

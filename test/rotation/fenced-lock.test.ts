@@ -45,7 +45,6 @@ async function stateOf(
   try {
     const { destinations } = runtime.resolveKey(bench.key(KEY));
     const primary = destinations[0];
-    if (!primary) throw new Error('no primary');
     const stored = await primary.backend.readSecret(primary.target);
     return { state: await primary.backend.readState(primary.target), secret: stored?.secret.reveal() };
   } finally {

@@ -179,7 +179,7 @@ describe('invariant 9: every destination write is fenced by its own lock', () =>
       expect(summary.outcomes[0]).toMatchObject({ result: 'busy' });
       expect(b.emulator.state.rollCount(KEY)).toBe(0);
       const primary = runtime.resolveKey(b.key(KEY)).destinations[0];
-      expect(primary && (await primary.backend.readState(primary.target)).lock).toBeUndefined();
+      expect((await primary.backend.readState(primary.target)).lock).toBeUndefined();
     } finally {
       await runtime.close();
     }
@@ -192,7 +192,7 @@ describe('invariant 9: every destination write is fenced by its own lock', () =>
     const runtime = await b.runtime();
     try {
       const [primary, second] = runtime.resolveKey(b.key(KEY)).destinations;
-      if (!primary || !second) throw new Error('two destinations expected');
+      if (!second) throw new Error('two destinations expected');
       await primary.backend.setIntent(primary.target, {
         rotationId: 'r-died',
         keyId: KEY,

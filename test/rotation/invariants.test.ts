@@ -249,7 +249,7 @@ describe('invariant 5: one roll at a time per key', () => {
   it('invariant 5: a lock held by another runner is not taken before its TTL', async () => {
     const rt = await bench.runtime();
     const { destinations } = rt.resolveKey(bench.key(KEY));
-    const primary = destinations[0]!;
+    const primary = destinations[0];
     const held = await primary.backend.acquireLock(primary.target, {
       owner: 'other-runner',
       rotationId: 'r-other',
@@ -266,7 +266,7 @@ describe('invariant 5: one roll at a time per key', () => {
   it('invariant 5: a stale lock is taken over after its TTL', async () => {
     const rt = await bench.runtime({ now: () => new Date(Date.now() - 3600_000) });
     const { destinations } = rt.resolveKey(bench.key(KEY));
-    const primary = destinations[0]!;
+    const primary = destinations[0];
     await primary.backend.acquireLock(primary.target, {
       owner: 'dead-runner',
       rotationId: 'r-dead',
@@ -302,7 +302,7 @@ describe('invariant 6: crash-safe', () => {
 
   async function leaveIntent(): Promise<void> {
     const rt = await bench.runtime();
-    const primary = rt.resolveKey(bench.key(KEY)).destinations[0]!;
+    const primary = rt.resolveKey(bench.key(KEY)).destinations[0];
     await primary.backend.setIntent(primary.target, {
       rotationId: 'r-died',
       keyId: KEY,
@@ -324,7 +324,7 @@ describe('invariant 6: crash-safe', () => {
     ).toBe(true);
     expect(bench.alerter.alerts.map((a) => a.alert.errorCode)).toEqual(['KR_RECOVERED_REROLL']);
     const rt = await bench.runtime();
-    const primary = rt.resolveKey(bench.key(KEY)).destinations[0]!;
+    const primary = rt.resolveKey(bench.key(KEY)).destinations[0];
     expect((await primary.backend.readState(primary.target)).intent).toBeUndefined();
     await rt.close();
   });

@@ -13,7 +13,7 @@ afterEach(async () => {
 
 async function primaryOf(b: Bench) {
   const rt = await b.runtime();
-  return { rt, primary: rt.resolveKey(b.key(KEY)).destinations[0]! };
+  return { rt, primary: rt.resolveKey(b.key(KEY)).destinations[0] };
 }
 
 describe('invariant 6: a possibly-applied roll keeps the intent whatever the last attempt answered', () => {
@@ -298,7 +298,7 @@ describe("invariants 5 and 6: a lock lost before the roll leaves the new holder'
     expect(takeovers).toEqual([true]);
     expect(summary.outcomes[0]).toMatchObject({ result: 'failed', errorCode: 'KR_LOCK_LOST' });
     expect(bench.emulator.state.rollCount(KEY)).toBe(0);
-    const state = await target!.readState(key.destinations[0]!.target);
+    const state = await target!.readState(key.destinations[0].target);
     expect(state.intent?.rotationId).toBe('rot-other-runner');
     expect(state.lock?.owner).toBe(otherIntent.owner);
   });

@@ -2,7 +2,7 @@
 // error to a BackendError. The SDK is imported on first use, not at module load: `keyroll run`
 // with only Vault or file destinations never pays for it, and a benchmark of process start to
 // first roll loads it only when an AWS destination is preflighted.
-import { pinSecretValue } from '../../audit/sanitize.ts';
+import { pinSecretValue } from '../../audit/public/sanitize.ts';
 import type {
   CreateSecretCommandInput,
   CreateSecretCommandOutput,

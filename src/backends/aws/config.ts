@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AllowInsecureHttp, HttpUrl } from '../../http/transport.ts';
+import { AllowInsecureHttp, HttpUrl } from '../../http/public/transport.ts';
 import { AwsQuotas } from './quotas.ts';
 
 export const AwsBackendConfig = z.strictObject({

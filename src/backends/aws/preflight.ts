@@ -106,7 +106,7 @@ async function checkVersionRoom(context: PreflightContext, path: string): Promis
   );
 }
 
-// eslint-disable-next-line max-lines-per-function -- restructured in issue 29 §2/§4
+// eslint-disable-next-line max-lines-per-function -- one probe per permission a rotation needs, in the order it needs them, each answer named beside its probe
 export async function preflight(
   context: PreflightContext,
   target: StoreTarget,

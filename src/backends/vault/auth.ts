@@ -8,8 +8,8 @@
 // roll answer): it uses the current token for as long as it has not expired, and the engine
 // calls `ensureFresh` before the roll so that the token outlives the roll and the store.
 import { readFile } from 'node:fs/promises';
-import { Secret } from '../../audit/secret.ts';
-import { resolveRef } from '../../refs/secret-ref.ts';
+import { Secret } from '../../audit/public/secret.ts';
+import { resolveRef } from '../../refs/public/secret-ref.ts';
 import { BackendError, type BackendOperation } from '../errors.ts';
 import type { VaultClient, VaultCall } from './client.ts';
 import type { VaultAuth } from './config.ts';

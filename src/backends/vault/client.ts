@@ -12,15 +12,15 @@
 // (invariant 2: nothing but the write between the roll answer and the write).
 import { readFile } from 'node:fs/promises';
 import { Agent, request, type Dispatcher } from 'undici';
-import { readBodyPrefix } from '../../http/body.ts';
-import { headerValue } from '../../api/http.ts';
-import { parseRetryAfter } from '../../api/retry-after.ts';
+import { readBodyPrefix } from '../../http/public/body.ts';
+import { headerValue } from '../../api/public/http.ts';
+import { parseRetryAfter } from '../../api/public/retry-after.ts';
 import { VAULT_QUOTA_GROUP } from '../quota/groups.ts';
 import type { QuotaObserver } from '../quota/observer.ts';
 import { retryThrottled } from '../quota/throttle.ts';
 import type { z } from 'zod';
-import type { Secret } from '../../audit/secret.ts';
-import { truncateSanitized } from '../../audit/sanitize.ts';
+import type { Secret } from '../../audit/public/secret.ts';
+import { truncateSanitized } from '../../audit/public/sanitize.ts';
 import {
   BackendError,
   codeForHttpStatus,

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { SecretRef } from '../../refs/secret-ref.ts';
-import { AllowInsecureHttp, HttpUrl } from '../../http/transport.ts';
+import { SecretRef } from '../../refs/public/secret-ref.ts';
+import { AllowInsecureHttp, HttpUrl } from '../../http/public/transport.ts';
 
 export const VaultAuth = z.discriminatedUnion('method', [
   z.strictObject({

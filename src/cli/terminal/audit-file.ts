@@ -4,7 +4,7 @@
 // Writes are synchronous, like stdout's: a line written before a SIGKILL is in the file
 // (invariant 6 relies on the trail), and no buffered write fires later inside a roll window.
 import { closeSync, constants, fchmodSync, fstatSync, openSync, writeSync } from 'node:fs';
-import { sanitizeText } from '../../audit/sanitize.ts';
+import { sanitizeText } from '../../audit/public/sanitize.ts';
 import { UsageError } from '../../errors.ts';
 
 export interface AuditFileSink {

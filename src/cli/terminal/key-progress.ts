@@ -2,7 +2,7 @@
 // lines (after pino's redaction and the sanitizer, so the view never sees more than the trail
 // does) and the per-key outcomes. Events move a key from step to step; its outcome ends it.
 // Nothing here writes: rendering is render.ts's, drawing live-view.ts's.
-import type { KeyOutcome, KeyResult } from '../../rotation/types.ts';
+import type { KeyOutcome, KeyResult } from '../../rotation/public/types.ts';
 
 export interface KeyProgress {
   keyId: string;

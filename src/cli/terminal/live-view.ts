@@ -8,8 +8,8 @@
 // and its store (invariant 2: keyroll does no I/O of its own in that window; the engine emits no
 // audit line there). Every frame goes through the sanitizer before it is written (invariant 3),
 // though it holds only what the sanitized trail and the outcomes carry.
-import { sanitizeText } from '../../audit/sanitize.ts';
-import type { KeyOutcome } from '../../rotation/types.ts';
+import { sanitizeText } from '../../audit/public/sanitize.ts';
+import type { KeyOutcome } from '../../rotation/public/types.ts';
 import { RunProgress } from './key-progress.ts';
 import {
   abortedLine,

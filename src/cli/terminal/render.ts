@@ -4,8 +4,8 @@
 // outcome; control characters are shown as escapes (audit/printable.ts), so nothing printed can
 // move the cursor or retitle the terminal. Lines are cut to the terminal's width: a wrapped line would break the redraw.
 import picocolors from 'picocolors';
-import { printable } from '../../audit/printable.ts';
-import type { KeyResult } from '../../rotation/types.ts';
+import { printable } from '../../audit/public/printable.ts';
+import type { KeyResult } from '../../rotation/public/types.ts';
 import { formatDuration, type FinishedKey, type KeyProgress, type RunCounts } from './key-progress.ts';
 
 export type Colors = ReturnType<typeof picocolors.createColors>;

@@ -3,9 +3,9 @@
 // pino-pretty) and the progress view. Every line reaching this fan-out has already been through
 // pino's redact paths and the sanitizer (src/audit/logger.ts, hooks.streamWrite), so each sink
 // gets the same sanitized bytes; the view sanitizes its own frames again before writing.
-import { createAuditLog, type FlushableAuditLog } from '../../audit/logger.ts';
-import { printable } from '../../audit/printable.ts';
-import type { KeyOutcome } from '../../rotation/types.ts';
+import { createAuditLog, type FlushableAuditLog } from '../../audit/public/logger.ts';
+import { printable } from '../../audit/public/printable.ts';
+import type { KeyOutcome } from '../../rotation/public/types.ts';
 import { createProgressReporter } from '../progress.ts';
 import { openAuditFile, type AuditFileSink } from './audit-file.ts';
 import { createProgressView, type ProgressView, type ViewStream } from './live-view.ts';

@@ -1,7 +1,7 @@
 // What differs between the workloads keyroll restarts: where the object lives, kubectl's name
 // for it, and when its rollout is complete. One file per kind (deployment.ts, stateful-set.ts,
 // daemon-set.ts); the restart itself is the same for all (workload.ts).
-import type { WorkloadKind } from '../../policy/consumers.ts';
+import type { WorkloadKind } from '../../policy/public/consumers.ts';
 import type { KubeObject } from '../kubernetes/client.ts';
 import type { Verdict } from '../wait.ts';
 

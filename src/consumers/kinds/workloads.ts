@@ -1,6 +1,6 @@
 // Every workload kind keyroll restarts, by its policy name: a new kind without an entry here
 // fails the type check.
-import type { WorkloadKind } from '../../policy/consumers.ts';
+import type { WorkloadKind } from '../../policy/public/consumers.ts';
 import type { KubeObjectRef } from '../kubernetes/client.ts';
 import { DAEMON_SET } from './daemon-set.ts';
 import { DEPLOYMENT } from './deployment.ts';

@@ -24,7 +24,7 @@ import {
   type KubeVerb,
   type PatchType,
 } from './client.ts';
-import { clientNodeRequest } from '../../http/client-node-request.ts';
+import { clientNodeRequest } from '../../http/public/client-node-request.ts';
 
 export interface KubeConnection {
   /** A kubeconfig file; absent: in-cluster when in a pod, else $KUBECONFIG or ~/.kube/config. */

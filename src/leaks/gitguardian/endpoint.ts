@@ -7,9 +7,9 @@
 // the incident is audited (`leak.intake.unidentified`) and alerted critical with its page and the
 // one command that finishes the job; identifying, rotating, proving and closing the incident need
 // a person to supply the value (docs/runbook.md, "A secret leaked").
-import type { AuditLog } from '../../audit/events.ts';
-import type { Secret } from '../../audit/secret.ts';
-import { singleHeader, type HttpAnswer, type InboundRequest } from '../../inbound/answers.ts';
+import type { AuditLog } from '../../audit/public/events.ts';
+import type { Secret } from '../../audit/public/secret.ts';
+import { singleHeader, type HttpAnswer, type InboundRequest } from '../../inbound/public/answers.ts';
 import type { LeakEndpointOptions } from '../github/endpoint.ts';
 import { IntakeGate } from '../intake-gate.ts';
 import type { QueuePlace } from '../intake-queue.ts';

@@ -3,8 +3,8 @@
 // signature token (GitGuardian's documented scheme: "the key used is a string concatenation of
 // the timestamp and the signature token"). GitGuardian advises dropping a request whose timestamp
 // is "more than a few seconds" from the receiver's clock; keyroll allows MAX_SKEW_SECONDS.
-import type { Secret } from '../../audit/secret.ts';
-import { hmacSha256, sameBytes, sha256Header, sha256HeaderBytes } from '../../inbound/signature.ts';
+import type { Secret } from '../../audit/public/secret.ts';
+import { hmacSha256, sameBytes, sha256Header, sha256HeaderBytes } from '../../inbound/public/signature.ts';
 
 export const GITGUARDIAN_SIGNATURE_HEADER = 'gitguardian-signature';
 export const GITGUARDIAN_TIMESTAMP_HEADER = 'timestamp';

@@ -4,8 +4,8 @@
 // wrapped in Secret the moment it is parsed (the sanitizer blanks it from every output from then
 // on; invariant 3). Every answer's status and headers go to `observe` (the rate budget, rate.ts).
 import { request, type Dispatcher } from 'undici';
-import { Secret } from '../../audit/secret.ts';
-import { readBodyPrefix } from '../../http/body.ts';
+import { Secret } from '../../audit/public/secret.ts';
+import { readBodyPrefix } from '../../http/public/body.ts';
 import { ScannerApiError } from '../errors.ts';
 import { GithubAlert, type GithubAlertRef } from './payload.ts';
 

@@ -16,13 +16,13 @@
 // once per alert and action per window.
 import { createHash } from 'node:crypto';
 import type { Dispatcher } from 'undici';
-import type { Alerter } from '../../alerts/types.ts';
-import type { AuditLog } from '../../audit/events.ts';
-import type { Secret } from '../../audit/secret.ts';
-import { singleHeader, type HttpAnswer, type InboundRequest } from '../../inbound/answers.ts';
-import type { RejectionAudit } from '../../inbound/rejection-audit.ts';
-import type { ReplayRecord } from '../../inbound/replay-claim.ts';
-import { resolveRef } from '../../refs/secret-ref.ts';
+import type { Alerter } from '../../alerts/public/types.ts';
+import type { AuditLog } from '../../audit/public/events.ts';
+import type { Secret } from '../../audit/public/secret.ts';
+import { singleHeader, type HttpAnswer, type InboundRequest } from '../../inbound/public/answers.ts';
+import type { RejectionAudit } from '../../inbound/public/rejection-audit.ts';
+import type { ReplayRecord } from '../../inbound/public/replay-claim.ts';
+import { resolveRef } from '../../refs/public/secret-ref.ts';
 import { ScannerApiError } from '../errors.ts';
 import { IntakeGate, type IntakeLimits } from '../intake-gate.ts';
 import {

@@ -8,7 +8,7 @@
 // fetch of the webhook path reads a secret (its body handled as client.ts says); a server that
 // ignores the parameter still has any `secret` wrapped and dropped before anything else looks.
 import { z } from 'zod';
-import { registerSecretValue } from '../../audit/sanitize.ts';
+import { registerSecretValue } from '../../audit/public/sanitize.ts';
 import { ScannerApiError } from '../errors.ts';
 import { apiBase, callGithub, statusError, type GithubClientOptions } from './client.ts';
 import type { GithubAlertRef } from './payload.ts';

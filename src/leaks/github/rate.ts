@@ -5,7 +5,7 @@
 // before each request and leaves a reserve, so however many alerts it lists it never spends what
 // the webhook path needs (GitHub, "Best practices for using the REST API": honour Retry-After;
 // at Remaining 0 wait for Reset; a secondary limit without either, wait at least a minute).
-import { parseRetryAfter } from '../../api/retry-after.ts';
+import { parseRetryAfter } from '../../api/public/retry-after.ts';
 import type { GithubAnswerMeta } from './client.ts';
 
 /** A secondary rate limit that names no wait: GitHub asks for at least a minute. */

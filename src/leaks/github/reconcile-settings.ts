@@ -1,8 +1,8 @@
 // `intake.github`'s reconcile fields as the daemon uses them: the places to list (organizations,
 // repositories, enterprises), the secret types to list, and the interval. Read at start and on
 // every reload with the rest of the intake (leaks/settings.ts).
-import { parseDuration } from '../../policy/duration.ts';
-import { reconcileScopes, type GithubIntake } from '../../policy/intake.ts';
+import { parseDuration } from '../../policy/public/duration.ts';
+import { reconcileScopes, type GithubIntake } from '../../policy/public/intake.ts';
 import type { ListScope } from './list.ts';
 
 export interface GithubReconcileRuntime {

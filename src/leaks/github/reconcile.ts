@@ -15,8 +15,8 @@
 // One call is one pass: the daemon calls it at start and on its interval (daemon/reconcile-loop.ts);
 // a leader elected later calls the same function when it takes the lead.
 import { errorCode, errorMessage } from '../../errors.ts';
-import { resolveRef } from '../../refs/secret-ref.ts';
-import { mapWithConcurrency } from '../../rotation/concurrency.ts';
+import { resolveRef } from '../../refs/public/secret-ref.ts';
+import { mapWithConcurrency } from '../../rotation/public/concurrency.ts';
 import type { IntakeGate, ReconcileSkip } from '../intake-gate.ts';
 import type { LeakReport } from '../intake.ts';
 import type { GithubClientOptions } from './client.ts';

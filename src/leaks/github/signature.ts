@@ -3,8 +3,8 @@
 // GitHub signs no timestamp and nothing but the body (X-GitHub-Delivery and X-GitHub-Event are
 // not covered), so a captured delivery stays valid under any delivery id: the endpoint knows a
 // delivery by its body's digest (endpoint.ts).
-import type { Secret } from '../../audit/secret.ts';
-import { hmacSha256, sameBytes, sha256HeaderBytes } from '../../inbound/signature.ts';
+import type { Secret } from '../../audit/public/secret.ts';
+import { hmacSha256, sameBytes, sha256HeaderBytes } from '../../inbound/public/signature.ts';
 
 export const GITHUB_SIGNATURE_HEADER = 'x-hub-signature-256';
 export const GITHUB_EVENT_HEADER = 'x-github-event';

@@ -15,7 +15,7 @@
 // forceFlush and shutdown hand over what is waiting first, so a flush at exit loses nothing.
 import type { Attributes, Context } from '@opentelemetry/api';
 import type { ReadableSpan, Span, SpanProcessor } from '@opentelemetry/sdk-trace';
-import { sanitizeText } from '../../audit/sanitize.ts';
+import { sanitizeText } from '../../audit/public/sanitize.ts';
 
 /** An attribute's value with every string in it sanitized (values may be lists and maps). */
 function cleanValue(value: unknown): unknown {

@@ -33,7 +33,7 @@ import {
   type SpanExporter,
   type SpanProcessor,
 } from '@opentelemetry/sdk-trace';
-import { sanitizeText } from '../../audit/sanitize.ts';
+import { sanitizeText } from '../../audit/public/sanitize.ts';
 import type { TracingOn } from '../settings.ts';
 import { instrumentAwsSdk } from './aws-sdk.ts';
 import { ScopedContextManager } from './context-manager.ts';

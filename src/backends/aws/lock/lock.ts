@@ -161,7 +161,7 @@ function firstRound(
 }
 
 /** The rounds that take the lock at `place`; 'moved' when the place is a sealed companion. */
-// eslint-disable-next-line max-lines-per-function -- restructured in issue 29 §2/§4
+// eslint-disable-next-line max-lines-per-function -- one takeover's conditional-write rounds (read, judge the holder, write, re-read), each failure handled at the round it happens in
 async function takeAt(
   context: LockContext,
   place: LockPlace,

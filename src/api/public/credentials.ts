@@ -1,0 +1,2 @@
+// src/api/credentials.ts as other folders of src/ see it (docs/layout.md, "Entry files").
+export * from '../credentials.ts';

@@ -1,0 +1,2 @@
+// src/audit/logger.ts as other folders of src/ see it (docs/layout.md, "Entry files").
+export * from '../logger.ts';

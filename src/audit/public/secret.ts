@@ -1,0 +1,2 @@
+// src/audit/secret.ts as other folders of src/ see it (docs/layout.md, "Entry files").
+export * from '../secret.ts';

@@ -1,0 +1,2 @@
+// src/backends/registry.ts as other folders of src/ see it (docs/layout.md, "Entry files").
+export * from '../registry.ts';

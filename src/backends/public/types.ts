@@ -1,0 +1,22 @@
+// src/backends/types.ts as other folders of src/ see it (docs/layout.md, "Entry files").
+export type {
+  Backend,
+  BackendKind,
+  FailureRecord,
+  HeldLock,
+  Intent,
+  KeyState,
+  LockInfo,
+  LockOutcome,
+  ProbeRecord,
+  RecordDoubt,
+  Records,
+  SecretRecord,
+  SecretStore,
+  StoreTarget,
+  StoredSecret,
+  ValueShape,
+  WriteCheck,
+  WriteFence,
+  WriteReservation,
+} from '../types.ts';

@@ -1,0 +1,2 @@
+// src/consumers/check.ts as other folders of src/ see it (docs/layout.md, "Entry files").
+export * from '../check.ts';

@@ -1,0 +1,2 @@
+// src/consumers/status.ts as other folders of src/ see it (docs/layout.md, "Entry files").
+export * from '../status.ts';

@@ -1,0 +1,2 @@
+// src/daemon/daemon.ts as other folders of src/ see it (docs/layout.md, "Entry files").
+export * from '../daemon.ts';

@@ -1,0 +1,2 @@
+// src/emulator/server.ts as other folders of src/ see it (docs/layout.md, "Entry files").
+export * from '../server.ts';

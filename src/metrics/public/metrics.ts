@@ -1,0 +1,2 @@
+// src/metrics/metrics.ts as other folders of src/ see it (docs/layout.md, "Entry files").
+export * from '../metrics.ts';

@@ -1,0 +1,2 @@
+// src/policy/duration.ts as other folders of src/ see it (docs/layout.md, "Entry files").
+export * from '../duration.ts';

@@ -1,0 +1,2 @@
+// src/policy/shard.ts as other folders of src/ see it (docs/layout.md, "Entry files").
+export * from '../shard.ts';

@@ -1,0 +1,2 @@
+// src/refs/secret-ref.ts as other folders of src/ see it (docs/layout.md, "Entry files").
+export * from '../secret-ref.ts';

@@ -1,0 +1,2 @@
+// src/rotation/quarantine.ts as other folders of src/ see it (docs/layout.md, "Entry files").
+export * from '../quarantine.ts';

@@ -1,0 +1,12 @@
+// src/rotation/types.ts as other folders of src/ see it (docs/layout.md, "Entry files").
+export { isLeakReason } from '../types.ts';
+export type {
+  KeyOutcome,
+  KeyResult,
+  ResolvedDestination,
+  RotationDeps,
+  RotationObserver,
+  RotationReason,
+  RotationStep,
+  RunTrigger,
+} from '../types.ts';
