@@ -6,7 +6,12 @@ import { IntakeQueue } from '../../src/leaks/intake-queue.ts';
 function queue(concurrency: number, capacity: number): { queue: IntakeQueue; work: Promise<void>[] } {
   const work: Promise<void>[] = [];
   return {
-    queue: new IntakeQueue({ concurrency, capacity, background: (promise) => work.push(promise) }),
+    queue: new IntakeQueue({
+      concurrency,
+      reconcileConcurrency: 1,
+      capacity,
+      background: (promise) => work.push(promise),
+    }),
     work,
   };
 }
