@@ -85,6 +85,8 @@ interface Replica {
 
 interface Delivery {
   keyId: string;
+  /** The alert's name in the replicas' audit trail (`octo-org/shop#N`). */
+  alert: string;
   leaked: string;
   sentAt: number;
   /** The replica it went to (undefined: none was ready), and its answer. */
@@ -401,7 +403,12 @@ export async function runHaBench(options: { quick?: boolean } = {}): Promise<Ben
       const number = index + 1;
       github.addAlert({ owner: 'octo-org', repo: 'shop', number, state: 'open', secret: leaked });
       const { body, headers } = await secretScanningDelivery(WEBHOOK_SECRET, number);
-      const delivery: Delivery = { keyId, leaked, sentAt: performance.now() };
+      const delivery: Delivery = {
+        keyId,
+        alert: `octo-org/shop#${String(number)}`,
+        leaked,
+        sentAt: performance.now(),
+      };
       deliveries.push(delivery);
       sends.push(send(delivery, body, headers));
     }
@@ -485,6 +492,29 @@ export async function runHaBench(options: { quick?: boolean } = {}): Promise<Ben
       join(ROOT, 'bench', 'results', 'ha-audit.jsonl'),
       events
         .map(({ generation, name, record }) => JSON.stringify({ replica: name, generation, ...record }))
+        .join('\n') + '\n',
+    );
+    // Each delivery as the sender saw it, on the audit trail's clock: what a slow leak's timeline
+    // starts from (the trail itself has no sending time; issue 30's read of the slowest 1 %).
+    const wall = (at: number | undefined): string | null =>
+      at === undefined ? null : new Date(performance.timeOrigin + at).toISOString();
+    await writeFile(
+      join(ROOT, 'bench', 'results', 'ha-deliveries.jsonl'),
+      deliveries
+        .map((d) =>
+          JSON.stringify({
+            alert: d.alert,
+            keyId: d.keyId,
+            target: d.target ?? null,
+            targetGeneration: d.targetGeneration ?? null,
+            status: d.status ?? null,
+            ok: d.ok === true,
+            sentAt: wall(d.sentAt),
+            answeredAt: wall(d.answerMs === undefined ? undefined : d.sentAt + d.answerMs),
+            deadAt: wall(d.deadAt),
+            toDeadMs: d.deadAt === undefined ? null : round(d.deadAt - d.sentAt, 1),
+          }),
+        )
         .join('\n') + '\n',
     );
     const p = (values: number[], q: number): number =>

@@ -19,8 +19,10 @@ import type { IntakeRefusal } from './webhook-answer.ts';
 export interface IntakeLimits {
   /** One job per alert and action within this window; also how long an ignored delivery is audited once. */
   alertWindowMs: number;
-  /** Jobs running at once. */
+  /** Delivery jobs running at once. */
   concurrency: number;
+  /** Reconcile jobs running at once, on runners of their own (intake-queue.ts). */
+  reconcileConcurrency: number;
   /** Jobs running or waiting, at most. */
   queueCapacity: number;
   /** Alerts (and ignored deliveries) remembered for the window, at most. */
@@ -30,6 +32,7 @@ export interface IntakeLimits {
 export const DEFAULT_INTAKE_LIMITS: IntakeLimits = {
   alertWindowMs: 3_600_000,
   concurrency: DEFAULT_INTAKE_QUEUE.concurrency,
+  reconcileConcurrency: DEFAULT_INTAKE_QUEUE.reconcileConcurrency,
   queueCapacity: DEFAULT_INTAKE_QUEUE.capacity,
   remembered: 10_000,
 };
@@ -70,15 +73,17 @@ export class IntakeGate {
 
   constructor(background: (work: Promise<void>) => void, limits: Partial<IntakeLimits> = {}) {
     const { alertWindowMs, concurrency, queueCapacity, remembered } = { ...DEFAULT_INTAKE_LIMITS, ...limits };
-    this.#queue = new IntakeQueue({ concurrency, capacity: queueCapacity, background });
+    // Half the deliveries' runners unless set: a gate given fewer delivery runners gives the reconcile fewer too.
+    const reconcileConcurrency = limits.reconcileConcurrency ?? Math.max(1, Math.floor(concurrency / 2));
+    this.#queue = new IntakeQueue({ concurrency, reconcileConcurrency, capacity: queueCapacity, background });
     this.#alerts = new OncePerWindow(alertWindowMs, remembered);
     this.#ignored = new OncePerWindow(alertWindowMs, remembered);
     this.#handled = new OncePerWindow(alertWindowMs, remembered);
   }
 
-  /** Half the runners at most: the rest stay free for deliveries while a reconcile works through a backlog. */
+  /** Alerts a reconcile handles at once, on runners of their own: the deliveries' runners stay theirs. */
   get reconcileConcurrency(): number {
-    return Math.max(1, Math.floor(this.#queue.concurrency / 2));
+    return this.#queue.reconcileConcurrency;
   }
 
   /** Jobs running, waiting or about to be queued. */
@@ -124,7 +129,7 @@ export class IntakeGate {
   admitReconciled(ref: string, now: Date): ReconcileAdmission {
     if (this.#jobs.has(ref)) return { kind: 'skipped', why: 'in-flight' };
     if (!this.#handled.first(ref, now.getTime())) return { kind: 'skipped', why: 'handled-within-window' };
-    const place = this.#queue.reserve();
+    const place = this.#queue.reserve('reconcile');
     if (place === undefined) {
       this.#handled.forget(ref);
       return { kind: 'skipped', why: 'intake-busy' };

@@ -74,6 +74,8 @@ describe('IntakeGate', () => {
       ...delivery(id, `${ref}:${action}`),
       ref,
     });
+    /** Every job that can start now has started. */
+    const settled = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
     /** Runs the admitted job until `finish` is called. */
     const hold = (place: { run(job: () => Promise<void>): void }): (() => void) => {
       let finish = (): void => undefined;
@@ -111,6 +113,48 @@ describe('IntakeGate', () => {
         why: 'handled-within-window',
       });
       expect(gate.admitReconciled('octo/app#1', new Date(NOW.getTime() + HOUR)).kind).toBe('admitted');
+    });
+
+    // Issue 30, the ha bench's slowest deliveries: a new leader's reconcile took two of its four
+    // runners for alerts another replica was handling, and the deliveries behind them waited.
+    it('a delivery never waits behind the reconcile: its runners are its own', async () => {
+      const background: Promise<void>[] = [];
+      const gate = new IntakeGate((work) => background.push(work), { concurrency: 2 });
+      const started: string[] = [];
+      const holds: (() => void)[] = [];
+      const run = (place: { run(job: () => Promise<void>): void }, name: string): void => {
+        place.run(
+          () =>
+            new Promise<void>((resolve) => {
+              started.push(name);
+              holds.push(resolve);
+            }),
+        );
+      };
+      for (const ref of ['octo/app#1']) {
+        const reconciled = gate.admitReconciled(ref, NOW);
+        if (reconciled.kind !== 'admitted') throw new Error('the reconcile was not admitted');
+        run(reconciled.place, ref);
+      }
+      for (const ref of ['octo/app#2', 'octo/app#3']) {
+        const admitted = await gate.admit(withRef(`digest-${ref}`, ref));
+        if (admitted.kind !== 'admitted') throw new Error('the delivery was not admitted');
+        run(admitted.place, ref);
+      }
+      await settled();
+      expect(started).toEqual(['octo/app#1', 'octo/app#2', 'octo/app#3']);
+      // The reconcile's own share stays bounded: a second reconciled alert waits for the first.
+      const second = gate.admitReconciled('octo/app#4', NOW);
+      if (second.kind !== 'admitted') throw new Error('the reconcile was not admitted');
+      run(second.place, 'octo/app#4');
+      await settled();
+      expect(started).toHaveLength(3);
+      holds[0]?.();
+      await settled();
+      expect(started).toEqual(['octo/app#1', 'octo/app#2', 'octo/app#3', 'octo/app#4']);
+      for (const hold of holds) hold();
+      await Promise.all(background);
+      expect(gate.queued).toBe(0);
     });
 
     it('the reconcile takes no place of a full queue and tries the alert again next time', () => {

@@ -6,7 +6,12 @@ import { IntakeQueue } from '../../src/leaks/intake-queue.ts';
 function queue(concurrency: number, capacity: number): { queue: IntakeQueue; work: Promise<void>[] } {
   const work: Promise<void>[] = [];
   return {
-    queue: new IntakeQueue({ concurrency, capacity, background: (promise) => work.push(promise) }),
+    queue: new IntakeQueue({
+      concurrency,
+      reconcileConcurrency: 1,
+      capacity,
+      background: (promise) => work.push(promise),
+    }),
     work,
   };
 }
@@ -47,5 +52,32 @@ describe('IntakeQueue', () => {
     await Promise.all(work);
     expect(jobs.size).toBe(0);
     expect(jobs.reserve()).toBeDefined();
+  });
+
+  it('runs each lane on its own runners and counts both in one capacity', async () => {
+    const { queue: jobs, work } = queue(1, 3);
+    const started: string[] = [];
+    const gates = new Map<string, PromiseWithResolvers<undefined>>();
+    const start = (lane: 'delivery' | 'reconcile', name: string): void => {
+      const gate = Promise.withResolvers<undefined>();
+      gates.set(name, gate);
+      jobs.reserve(lane)?.run(async () => {
+        started.push(name);
+        await gate.promise;
+      });
+    };
+    start('reconcile', 'reconciled-1');
+    start('delivery', 'delivery-1');
+    start('reconcile', 'reconciled-2');
+    await new Promise((resolve) => setImmediate(resolve));
+    // One runner each: the delivery did not wait for the reconcile's job, the second reconciled one does.
+    expect(started).toEqual(['reconciled-1', 'delivery-1']);
+    expect(jobs.reserve('delivery')).toBeUndefined();
+    gates.get('reconciled-1')?.resolve(undefined);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(started).toEqual(['reconciled-1', 'delivery-1', 'reconciled-2']);
+    for (const gate of gates.values()) gate.resolve(undefined);
+    await Promise.all(work);
+    expect(jobs.size).toBe(0);
   });
 });

@@ -10,7 +10,7 @@
 // It spends the token's budget carefully: each page is a conditional request (a 304 is free),
 // and before every request and every alert it asks the rate budget (rate.ts), which keeps a
 // reserve for the webhook path and waits out Retry-After and Reset. Alerts are handled a few at
-// a time through the intake's own queue, never more than half its runners.
+// a time through the intake's own queue, on runners of their own (never the deliveries').
 //
 // One call is one pass: the daemon calls it at start and on its interval (daemon/reconcile-loop.ts);
 // a leader elected later calls the same function when it takes the lead.
