@@ -623,6 +623,13 @@ export const ERROR_CODES = {
     runbook: RECOVERED,
     meaning: 'A run died mid-rotation; the stored secret still works and the leftover marker was repaired.',
   },
+  KR_RECOVERED_LEAK: {
+    severity: 'warning',
+    retryable: false,
+    runbook: RECOVERED,
+    meaning:
+      'A leak rotation died before storing its secret, so the stored secret still worked because it was the leaked value; the key was rolled as a leak and the leaked value proven dead.',
+  },
   KR_RECOVERED_REROLL: {
     severity: 'warning',
     retryable: false,

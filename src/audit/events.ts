@@ -19,7 +19,7 @@ export const AUDIT_EVENTS = {
   'key.intent.set': 'The intent marker was written before the roll (invariant 6).',
   'key.intent.cleared': 'The intent marker was cleared after a finished or repaired rotation.',
   'key.intent.kept':
-    'A leftover intent marker stays although the stored secret works: its runner may still act (lock just taken over, or held until a later time); later runs probe again.',
+    "A leftover intent marker stays although the stored secret works: its runner may still act (lock just taken over, or held until a later time); later runs probe again. A leak's marker whose run stored nothing is kept until this rotation's own marker, held past it, replaces it.",
   'key.roll.retry': 'The roll answer was 429 or the outcome unknown; keyroll waits and tries again.',
   'key.rolled': 'The API minted a new secret; carries its fingerprint, never the secret.',
   'key.stored':

@@ -21,6 +21,16 @@ export const IntentFields = {
   owner: Name,
   startedAt: IsoInstant,
   holdUntil: IsoInstant.optional(),
+  /** Only a leak's reason is ever written (invariant 6); the type stays the backends' string. */
+  reason: z
+    .string()
+    .refine((reason): boolean => reason === 'leak' || reason === 'compromise', 'not a leak reason')
+    .optional(),
+  /** Secret.fingerprint: 12 hex characters of SHA-256, never the value. */
+  storedFingerprint: z
+    .string()
+    .regex(/^[0-9a-f]{12}$/, 'not a fingerprint')
+    .optional(),
 };
 export const Intent = z.object(IntentFields);
 

@@ -103,6 +103,20 @@ export interface Intent {
    * the marker, even when the stored secret works; later runs probe again (invariant 9).
    */
   holdUntil?: string;
+  /**
+   * Set when the marked rotation answers a leak: if it died before storing its own secret, the
+   * secret that still works is the leaked one, and recovery rolls it at once (invariant 6).
+   * Absent in markers of older keyrolls and of every other rotation.
+   */
+  reason?: string;
+  /**
+   * Set with `reason`: the fingerprint (Secret.fingerprint) of the value the primary held when
+   * the marker was written, so recovery re-rolls only while that same value is still stored (the
+   * leaked one, or for a leak of a two-slot entry's standby the active value the run had not yet
+   * replaced), never a value stored since, such as a secret restored by hand from escrow.
+   * Absent when nothing was stored then.
+   */
+  storedFingerprint?: string;
 }
 
 export interface LockRequest {

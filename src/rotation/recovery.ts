@@ -3,12 +3,16 @@
 // rolled or stored before dying, so we clear the marker and copy the working secret to any
 // destination that holds something else; if it does not work, the key was rolled and the secret
 // lost (or revoked by the provider), and the caller re-rolls at once.
+// A leak's marker is the exception while the value it recorded is still stored (leak-marker.ts):
+// its run died before storing its own secret, so the secret that still works is the leaked value,
+// and the caller re-rolls at once as a leak.
 // A marker whose runner may still act is never cleared (invariant 9): one whose lock this run just
 // took over (that runner may be paused, or its roll still in flight) or one held until a later
 // time (`holdUntil`). Such a marker stays, and later runs probe again.
 import { errorCode } from '../errors.ts';
 import type { Intent, StoredSecret, WriteFence } from '../backends/public/types.ts';
 import type { KeyPolicy } from '../policy/public/schema.ts';
+import { leakLeftOpen, type LeakLeftOpen } from './leak-marker.ts';
 import type { ResolvedDestination, RotationDeps } from './types.ts';
 import type { AuditLog } from '../audit/public/events.ts';
 
@@ -26,7 +30,9 @@ export type RecoveryVerdict =
       kept?: MarkerKept;
     }
   /** The stored secret is dead or missing: the key must be re-rolled now. */
-  | { kind: 'reroll'; why: 'stored-secret-dead' | 'no-stored-secret' | 'probe-failed'; errorCode?: string };
+  | { kind: 'reroll'; why: 'stored-secret-dead' | 'no-stored-secret' | 'probe-failed'; errorCode?: string }
+  /** A leak's rotation died before storing: the working stored secret is the leaked one. */
+  | { kind: 'reroll'; why: 'leak-not-rolled'; leak: LeakLeftOpen };
 
 /** Why a marker stays although the stored secret works. */
 export type MarkerKept = 'lock-taken-over' | 'held-until';
@@ -116,6 +122,8 @@ export async function recoverLeftoverIntent(
   // audit says whether consumers that have not refreshed yet still hold a working secret.
   if (key.slots) await probeStandby(key, primary, deps, audit);
   if (verdict === 'invalid') return { kind: 'reroll', why: 'stored-secret-dead' };
+  const leak = leakLeftOpen(intent, stored);
+  if (leak !== undefined) return leakVerdict(intent, leak, options.tookOver, deps, audit);
 
   // The primary holds a working secret; make sure the other destinations hold the same one.
   const { repaired, failed } = await repairOthers(key, intent, stored, others, deps, options.fenceFor);
@@ -147,6 +155,31 @@ export async function recoverLeftoverIntent(
   if (clearIntent)
     audit.emit('key.intent.cleared', { step: 'recovery', clearedRotationId: intent.rotationId });
   return { kind: 'stored-secret-works', repaired, failed, ...(completed ? { completed } : {}) };
+}
+
+/**
+ * The died run answered a leak and stored nothing: what works is the leaked value (or, for a slot
+ * entry, the slot beside it). Copying it anywhere or clearing the marker would leave the leak open
+ * with nobody to close it; it is rolled now, whoever may still act. A runner that may still act
+ * keeps its marker until this rotation's own replaces it, held past it (step-decide.ts), and the
+ * audit says so, as for any marker taken over.
+ */
+function leakVerdict(
+  intent: Intent,
+  leak: LeakLeftOpen,
+  tookOver: boolean,
+  deps: RotationDeps,
+  audit: AuditLog,
+): RecoveryVerdict {
+  const kept = markerMayStillBeActedOn(intent, tookOver, deps.now());
+  if (kept !== undefined)
+    audit.emit('key.intent.kept', {
+      step: 'recovery',
+      keptRotationId: intent.rotationId,
+      why: kept,
+      holdUntil: intent.holdUntil,
+    });
+  return { kind: 'reroll', why: 'leak-not-rolled', leak };
 }
 
 /** Copies the primary's working secret to each other destination that holds another value. */

@@ -112,10 +112,14 @@ interface DeadValues {
 function decideWhatToRoll(tx: Transaction, state: KeyState, dead: DeadValues): KeyOutcome | undefined {
   const { key, deps, audit, trigger } = tx;
   const { storedDead, standbyKnownDead } = dead;
-  tx.plan = planRoll({ key, state, trigger, namedSlot: tx.input.slot, storedDead });
+  // A leak left open by a died run: the key (or slot) it was rolling, rolled as that leak would.
+  const leak = tx.progress.leakRecovery;
+  const rollTrigger = leak ? { ...trigger, reason: leak.reason, force: true } : trigger;
+  const namedSlot = leak ? leak.rollKeyId : tx.input.slot;
+  tx.plan = planRoll({ key, state, trigger: rollTrigger, namedSlot, storedDead });
   // Naming the active slot kills the value consumers use now: only a leak (it must die) or a
   // dead stored secret (nobody it still serves) may do that.
-  if (key.slots && tx.plan.keepsAlive === undefined && !storedDead && !isLeak(trigger)) {
+  if (key.slots && tx.plan.keepsAlive === undefined && !storedDead && !isLeak(rollTrigger)) {
     audit.emit('key.skipped', { step: 'lock', why: 'active-slot', activeKeyId: tx.plan.activeBefore });
     return tx.outcome({ result: 'skipped', detail: 'active-slot' });
   }
@@ -124,7 +128,7 @@ function decideWhatToRoll(tx: Transaction, state: KeyState, dead: DeadValues): K
   if (
     !storedDead &&
     !standbyKnownDead &&
-    standbyStillInUse(key, tx.plan, state.lastRotatedAt, deps.now(), trigger)
+    standbyStillInUse(key, tx.plan, state.lastRotatedAt, deps.now(), rollTrigger)
   ) {
     audit.emit('key.skipped', {
       step: 'lock',
@@ -213,7 +217,12 @@ async function decideAfterLeftover(
   // may be unusable, so a failure from here on keeps the marker and alerts critical.
   progress.recovering = verdict.why;
   progress.mayHaveRolled = true;
-  return { storedDead: verdict.why !== 'probe-failed', standbyKnownDead: false };
+  // A leak the died run left open is this rotation's to answer, as a leak (recovery.ts).
+  if (verdict.why === 'leak-not-rolled') progress.leakRecovery = verdict.leak;
+  return {
+    storedDead: verdict.why !== 'probe-failed' && verdict.why !== 'leak-not-rolled',
+    standbyKnownDead: false,
+  };
 }
 
 /** Recovery proved the stored secret works: report it, and roll only when still due or asked to. */

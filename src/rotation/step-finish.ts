@@ -9,6 +9,7 @@ import { activeStreak } from './backoff-state.ts';
 import { RotationStepError } from './errors.ts';
 import { lockLostAfterStore, type Stored } from './step-roll.ts';
 import { sendAlert } from './key-alert.ts';
+import { reportLeakRecovered } from './leak-recovery.ts';
 import { storedVersions } from './tell-stored.ts';
 import type { Transaction } from './transaction.ts';
 import type { KeyOutcome } from './types.ts';
@@ -70,7 +71,8 @@ export async function verifyAndFinish(
     ...slotFacts,
   });
   if (previous && !previous.works) await reportPreviousDead(tx, previous.errorCode);
-  if (progress.recovering) {
+  if (progress.leakRecovery) await reportLeakRecovered(tx, progress.leakRecovery);
+  else if (progress.recovering) {
     audit.emit('key.recovered', { step: 'recovery', result: 'rerolled', why: progress.recovering });
     await sendAlert(deps, key, {
       severity: 'warning',

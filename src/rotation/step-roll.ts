@@ -5,11 +5,12 @@
 import type { Secret } from '../audit/public/secret.ts';
 import { RotationStepError } from './errors.ts';
 import { ensureFreshCredentials } from './preflight.ts';
+import { leakMarkerFields } from './leak-marker.ts';
 import { rollWithRetries, type AttemptGuard, type RollSuccess } from './roll.ts';
 import { storeSecret, type StoreReport } from './store.ts';
 import { auditStore, storeFailed } from './store-outcome.ts';
 import type { Transaction } from './transaction.ts';
-import type { KeyOutcome } from './types.ts';
+import { isLeakReason, type KeyOutcome } from './types.ts';
 import { releaseBudget, reserveWriteBudget } from './write-budget.ts';
 
 // age and its elliptic curves take longer to load than the rest of a cold start, and only a
@@ -41,9 +42,15 @@ export async function prepareRoll(
   // Invariant 2: credentials are renewed now, so no token renewal or login can land between
   // the roll answer and the write.
   await ensureFreshCredentials(key, [...tx.destinations, ...tx.fallbacks]);
-  // Invariant 10: the secret consumers use now, read before the roll replaces it.
-  const keptAlive =
-    tx.plan.keepsAlive === undefined ? undefined : (await primary.backend.readSecret(primary.target))?.secret;
+  // A leak's marker records the value stored now (leak-marker.ts), and invariant 10 keeps alive the
+  // secret consumers use now: one read under the lock serves both, and a rotation that needs
+  // neither reads nothing (a leak's read is one GetSecretValue on AWS's read quota, not its writes).
+  const leakReason = isLeakReason(tx.trigger.reason) ? tx.trigger.reason : progress.leakRecovery?.reason;
+  const storedNow =
+    tx.plan.keepsAlive === undefined && leakReason === undefined
+      ? undefined
+      : await primary.backend.readSecret(primary.target);
+  const keptAlive = tx.plan.keepsAlive === undefined ? undefined : storedNow?.secret;
 
   // Invariant 5 before invariant 6: a lock that a long preflight or recovery let expire may
   // have been taken over, and the new holder may have set its own marker. Checking (and
@@ -54,6 +61,9 @@ export async function prepareRoll(
 
   // Invariant 6: the intent marker is durable before the roll, so a crash after it is found.
   // It names the key (or slot) being rolled.
+  // A leak's marker says so, with the value stored now: if this run dies before storing, that
+  // value still works because it is the leaked one, and the next run's recovery rolls it instead
+  // of keeping it.
   await tx.enter('intent');
   await primary.backend.setIntent(primary.target, {
     rotationId: tx.rotationId,
@@ -61,6 +71,7 @@ export async function prepareRoll(
     owner: deps.owner,
     startedAt: deps.now().toISOString(),
     ...(progress.holdUntil === undefined ? {} : { holdUntil: progress.holdUntil }),
+    ...leakMarkerFields(leakReason, storedNow),
   });
   progress.intentSet = true;
   tx.audit.emit('key.intent.set', {

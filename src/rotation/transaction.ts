@@ -17,6 +17,7 @@ import {
 import type { FailureMeaning } from './failure.ts';
 import type { LockKeeper } from './lock-keeper.ts';
 import type { RollProgress } from './roll.ts';
+import type { LeakLeftOpen } from './leak-marker.ts';
 import type { RollPlan } from './slots.ts';
 import type { WriteBudget } from './write-budget.ts';
 import { sendAlert } from './key-alert.ts';
@@ -47,6 +48,8 @@ export interface TransactionProgress extends RollProgress {
   holdUntil?: string;
   /** A leftover intent was found and the key is being re-rolled to repair it. */
   recovering?: string;
+  /** That intent answered a leak its run never closed: this rotation answers it (recovery.ts). */
+  leakRecovery?: LeakLeftOpen;
   /** The API refused the freshly stored secret at verify. */
   apiRejected?: boolean;
   /** Request budget taken before the roll for the writes after it (released once the store is over). */

@@ -92,8 +92,12 @@ export function trustState(
 /**
  * Invariant 6: a marker is kept whatever is wrong with it, so the key is probed and repaired. Only
  * a holdUntil that is not a time is dropped (nobody could wait for it): the marker is then
- * cleared like any other once the stored secret is proven to work.
+ * cleared like any other once the stored secret is proven to work. So is a reason that is not a
+ * leak's (the marker is then recovered as one that answers no leak), and a stored fingerprint that
+ * is not one (the marker then names no value recovery could re-roll as the leaked one).
  */
+const IGNORED_IF_MALFORMED: ReadonlySet<string> = new Set(['holdUntil', 'reason', 'storedFingerprint']);
+
 function trustIntent(intent: Intent, doubts: RecordDoubt[]): Intent {
   const bad = badFields(IntentFields, intent);
   for (const field of bad)
@@ -101,15 +105,20 @@ function trustIntent(intent: Intent, doubts: RecordDoubt[]): Intent {
       record: 'intent',
       field,
       problem: 'malformed',
-      action: field === 'holdUntil' ? 'ignored' : 'kept',
+      action: IGNORED_IF_MALFORMED.has(field) ? 'ignored' : 'kept',
     });
-  const { rotationId, keyId, owner, startedAt, holdUntil } = intent;
+  const { rotationId, keyId, owner, startedAt, holdUntil, reason, storedFingerprint } = intent;
+  const leak = reason === undefined || bad.includes('reason') ? undefined : reason;
   return {
     rotationId,
     keyId,
     owner,
     startedAt,
     ...(holdUntil === undefined || bad.includes('holdUntil') ? {} : { holdUntil }),
+    ...(leak === undefined ? {} : { reason: leak }),
+    ...(leak === undefined || storedFingerprint === undefined || bad.includes('storedFingerprint')
+      ? {}
+      : { storedFingerprint }),
   };
 }
 

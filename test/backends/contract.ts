@@ -513,6 +513,20 @@ export function describeBackendContract(label: string, setup: () => Promise<Cont
         expect((await backend().readState(t)).intent).toEqual(intent);
       });
 
+      it("keeps a leak's reason and stored fingerprint (recovery rolls a leak its run left open), with and without holdUntil", async () => {
+        const t = target();
+        const leak = makeIntent('rot-intent-leak', { reason: 'leak' });
+        await backend().setIntent(t, leak);
+        expect((await backend().readState(t)).intent).toEqual(leak);
+        const held = makeIntent('rot-intent-leak-held', {
+          reason: 'compromise',
+          holdUntil: '2030-01-01T00:10:00.000Z',
+          storedFingerprint: '0123456789ab',
+        });
+        await backend().setIntent(t, held);
+        expect((await backend().readState(t)).intent).toEqual(held);
+      });
+
       it('is not cleared for another rotation id', async () => {
         const t = target();
         await backend().setIntent(t, makeIntent('rot-intent-2'));

@@ -130,12 +130,18 @@ describe('invariant 9: fenced locks', () => {
     expect(leftByA).toBeDefined();
 
     // Runner B takes the lock over; the stored secret still works (A's roll has not landed), but
-    // A may still act, so A's marker is not cleared; B rotates (a leak) and its own marker stays.
+    // A may still act, so A's marker is not cleared, and B's own marker stays held past it. A was a
+    // leak that stored nothing: the working value is the one A's marker recorded, the leaked one,
+    // so B rolls it (once, as its own leak trigger would) as the recovery of A's open leak, proves
+    // it dead and says so (KR_RECOVERED_LEAK), rather than reporting a secret that "still works".
     const skewed = clocks(() => key.lockTtlMs + 1_000);
+    const rollsBeforeB = bench.emulator.state.rollCount(KEY);
     const b = await runAs(skewed);
-    expect(b.outcomes[0]).toMatchObject({ result: 'rotated' });
+    expect(b.outcomes[0]).toMatchObject({ result: 'recovered' });
+    expect(bench.emulator.state.rollCount(KEY)).toBe(rollsBeforeB + 1);
     const kept = bench.events().find((e) => e.event === 'key.intent.kept');
     expect(kept).toMatchObject({ keptRotationId: leftByA?.rotationId, why: 'lock-taken-over' });
+    expect(bench.alerter.alerts.map(({ alert }) => alert.errorCode)).toEqual(['KR_RECOVERED_LEAK']);
     const afterB = await stateOf(skewed);
     expect(afterB.state.intent?.holdUntil).toBeDefined();
 

@@ -224,6 +224,35 @@ describe('the other records', () => {
     ]);
   });
 
+  it("keeps a leak marker's reason, and drops one that is not a leak's (the marker is then no leak's)", () => {
+    const marker = { rotationId: 'r', keyId: 'k', owner: 'o', startedAt: ago(HOUR) };
+    expect(trust({ intent: { ...marker, reason: 'leak' } }).intent).toEqual({ ...marker, reason: 'leak' });
+    expect(trust({ intent: { ...marker, reason: 'compromise' } }).intent).toEqual({
+      ...marker,
+      reason: 'compromise',
+    });
+    const odd = trust({ intent: { ...marker, reason: 'scheduled' } });
+    expect(odd.intent).toEqual(marker);
+    expect(odd.doubts).toEqual([
+      { record: 'intent', field: 'reason', problem: 'malformed', action: 'ignored' },
+    ]);
+  });
+
+  it("keeps a leak marker's stored fingerprint; drops one that is not a fingerprint, and one without a leak's reason", () => {
+    const marker = { rotationId: 'r', keyId: 'k', owner: 'o', startedAt: ago(HOUR), reason: 'leak' };
+    const exact = { ...marker, storedFingerprint: '0123456789ab' };
+    expect(trust({ intent: exact }).intent).toEqual(exact);
+    // Not a fingerprint (here a secret-length value): no value recovery could re-roll as the leaked one.
+    const odd = trust({ intent: { ...marker, storedFingerprint: 'x'.repeat(40) } });
+    expect(odd.intent).toEqual(marker);
+    expect(odd.doubts).toEqual([
+      { record: 'intent', field: 'storedFingerprint', problem: 'malformed', action: 'ignored' },
+    ]);
+    const { reason: _reason, ...noLeak } = exact;
+    const { storedFingerprint: _fingerprint, ...plain } = noLeak;
+    expect(trust({ intent: noLeak }).intent).toEqual(plain);
+  });
+
   it('a lock entry that is not keyroll’s is not shown; doubts a backend noted are kept', () => {
     const state = trustState(
       {

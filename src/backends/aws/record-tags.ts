@@ -108,21 +108,34 @@ export function splitTagFields(value: string): string[] {
 
 /**
  * The intent marker: `rotationId startedAt keyId owner`, plus ` holdUntil` when the marker carries
- * one (invariant 9). holdUntil goes last, so a marker written before it existed (4 fields) still
- * parses, and a keyroll that predates it still reads the first four fields right. It is never cut:
- * the four fields before it share what is left of the 256 characters (keyId and owner are cut first).
+ * one (invariant 9) and ` holdUntil reason storedFingerprint` when it answers a leak (invariant 6;
+ * holdUntil then empty when it has none, the fingerprint left out when nothing was stored). The optional fields go last, so a
+ * marker written before they existed (4 or 5 fields) still parses, and a keyroll that predates
+ * them still reads the fields it knows right (an empty holdUntil reads as none). They are never
+ * cut: the four fields before them share what is left of the 256 characters (keyId and owner are
+ * cut first).
  */
 export function intentTagValue(intent: Intent): string {
   const fields = [intent.rotationId, intent.startedAt, intent.keyId, intent.owner];
-  if (intent.holdUntil === undefined) return joinTagFields(fields);
-  const holdUntil = escapeTagField(intent.holdUntil);
-  return `${joinTagFields(fields, MAX_TAG_VALUE_LENGTH - holdUntil.length - 1)} ${holdUntil}`;
+  if (intent.holdUntil === undefined && intent.reason === undefined) return joinTagFields(fields);
+  const fingerprint = intent.storedFingerprint === undefined ? [] : [intent.storedFingerprint];
+  const leak = intent.reason === undefined ? [] : [intent.reason, ...fingerprint];
+  const tail = [intent.holdUntil ?? '', ...leak].map(escapeTagField).join(' ');
+  return `${joinTagFields(fields, MAX_TAG_VALUE_LENGTH - tail.length - 1)} ${tail}`;
 }
 
 export function parseIntentTag(value: string): Intent | undefined {
-  const [rotationId, startedAt, keyId, owner, holdUntil] = splitTagFields(value);
+  const [rotationId, startedAt, keyId, owner, holdUntil, reason, storedFingerprint] = splitTagFields(value);
   if (!rotationId || startedAt === undefined || keyId === undefined || owner === undefined) return undefined;
-  return { rotationId, startedAt, keyId, owner, ...(holdUntil ? { holdUntil } : {}) };
+  return {
+    rotationId,
+    startedAt,
+    keyId,
+    owner,
+    ...(holdUntil ? { holdUntil } : {}),
+    ...(reason ? { reason } : {}),
+    ...(reason && storedFingerprint ? { storedFingerprint } : {}),
+  };
 }
 
 export function failureTagValue(failure: FailureRecord): string {

@@ -25,6 +25,10 @@ export const FileIntent = z.object({
   startedAt: IsoTime,
   /** Nobody clears the marker before this time (invariant 9); absent in markers of older keyrolls. */
   holdUntil: IsoTime.optional(),
+  /** The marked rotation answers a leak (invariant 6); absent in markers of older keyrolls. */
+  reason: z.string().optional(),
+  /** The fingerprint of the value stored when a leak's marker was written (Intent.storedFingerprint). */
+  storedFingerprint: z.string().optional(),
 });
 
 export const FileFailure = z.object({

@@ -35,13 +35,16 @@ export const META = {
   copiedVersion: 'keyroll_copied_version',
 } as const;
 
-// holdUntil (invariant 9) is optional: markers written by older keyrolls lack it and still read.
+// holdUntil (invariant 9), reason and storedFingerprint (a leak, invariant 6) are optional:
+// markers written by older keyrolls lack them and still read.
 const StoredIntent = z.object({
   rotationId: z.string(),
   keyId: z.string(),
   owner: z.string(),
   startedAt: z.string(),
   holdUntil: z.string().optional(),
+  reason: z.string().optional(),
+  storedFingerprint: z.string().optional(),
 });
 /** The version the marked rotation's data write will create, when it was known before the roll. */
 const IntendedWrite = z.object({ rotationId: z.string(), writeVersion: z.number().int().positive() });
@@ -80,13 +83,15 @@ function decodeJson<T>(text: string | undefined, schema: z.ZodType<T>): { value?
  * the moment it exists, before any bookkeeping after the write (see readIntendedWrite).
  */
 export function encodeIntent(intent: Intent, writeVersion?: number): string {
-  const { rotationId, keyId, owner, startedAt, holdUntil } = intent;
+  const { rotationId, keyId, owner, startedAt, holdUntil, reason, storedFingerprint } = intent;
   return JSON.stringify({
     rotationId,
     keyId,
     owner,
     startedAt,
     ...(holdUntil === undefined ? {} : { holdUntil }),
+    ...(reason === undefined ? {} : { reason }),
+    ...(storedFingerprint === undefined ? {} : { storedFingerprint }),
     ...(writeVersion === undefined ? {} : { writeVersion }),
   });
 }

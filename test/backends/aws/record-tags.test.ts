@@ -116,6 +116,47 @@ describe('aws tag encoding', () => {
     expect(intentTagValue(intent)).toBe(old);
   });
 
+  it("round-trips a leak's reason, with or without holdUntil, and keeps both whole when other fields are cut", () => {
+    const base = { rotationId: 'rot-leak', startedAt: '2030-01-01T00:00:00.000Z', keyId: 'k', owner: 'o' };
+    const leak = { ...base, reason: 'leak' };
+    expect(intentTagValue(leak)).toBe('rot-leak 2030-01-01T00:00:00.000Z k o  leak');
+    expect(parseIntentTag(intentTagValue(leak))).toEqual(leak);
+    const held = { ...base, holdUntil: '2030-01-01T00:10:00.000Z', reason: 'compromise' };
+    expect(parseIntentTag(intentTagValue(held))).toEqual(held);
+    const long = { ...held, keyId: 'k'.repeat(300), owner: 'o'.repeat(300) };
+    const value = intentTagValue(long);
+    expect(value.length).toBeLessThanOrEqual(MAX_TAG_VALUE_LENGTH);
+    expect(parseIntentTag(value)).toMatchObject({ holdUntil: held.holdUntil, reason: 'compromise' });
+  });
+
+  it("round-trips a leak marker's stored fingerprint after its reason, kept whole when other fields are cut", () => {
+    const base = { rotationId: 'rot-leak', startedAt: '2030-01-01T00:00:00.000Z', keyId: 'k', owner: 'o' };
+    const leak = { ...base, reason: 'leak', storedFingerprint: '0123456789ab' };
+    expect(intentTagValue(leak)).toBe('rot-leak 2030-01-01T00:00:00.000Z k o  leak 0123456789ab');
+    expect(parseIntentTag(intentTagValue(leak))).toEqual(leak);
+    const held = {
+      ...leak,
+      holdUntil: '2030-01-01T00:10:00.000Z',
+      keyId: 'k'.repeat(300),
+      owner: 'o'.repeat(300),
+    };
+    const value = intentTagValue(held);
+    expect(value.length).toBeLessThanOrEqual(MAX_TAG_VALUE_LENGTH);
+    expect(parseIntentTag(value)).toMatchObject({
+      holdUntil: held.holdUntil,
+      reason: 'leak',
+      storedFingerprint: '0123456789ab',
+    });
+  });
+
+  it('reads a five-field marker (holdUntil, before reason existed) as one without a reason', () => {
+    const old = 'rot-5 2030-01-01T00:00:00.000Z k o 2030-01-01T00:10:00.000Z';
+    const intent = parseIntentTag(old);
+    expect(intent).not.toHaveProperty('reason');
+    if (intent === undefined) throw new Error('expected an intent');
+    expect(intentTagValue(intent)).toBe(old);
+  });
+
   it('round-trips a failure record', () => {
     const failure = {
       rotationId: 'rot-2',

@@ -37,6 +37,21 @@ describe('file backend bookkeeping', () => {
     backend = new FileBackend('files', { kind: 'file', directory: base });
   });
 
+  describe('intent marker', () => {
+    it("keeps a leak's reason and stored fingerprint, and reads a sidecar an older keyroll wrote (no reason) as before", async () => {
+      const t = target('m');
+      const leak = { ...intent('r-leak'), reason: 'leak', storedFingerprint: '0123456789ab' };
+      await backend.setIntent(t, leak);
+      expect((await backend.readState(t)).intent).toEqual(leak);
+      const sidecar = JSON.parse(await readFile(join(base, 'm.keyroll.json'), 'utf8')) as Record<
+        string,
+        unknown
+      >;
+      await writeFile(join(base, 'm.keyroll.json'), JSON.stringify({ ...sidecar, intent: intent('r-old') }));
+      expect((await backend.readState(t)).intent).toEqual(intent('r-old'));
+    });
+  });
+
   describe('a sidecar update that fails after the value is durable', () => {
     it('does not fail the write: the result names the bookkeeping problem and the value is stored', async () => {
       await writeFile(join(base, 'k.keyroll.json'), '{not json');

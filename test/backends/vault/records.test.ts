@@ -1,7 +1,7 @@
 // keyroll's records in Vault custom_metadata (src/backends/vault/records.ts): one that does not
 // decode is noted as a doubt for the engine to audit, never dropped in silence (issue 18 §3).
 import { describe, expect, it } from 'vitest';
-import { META, encodeFailure, stateFromMetadata } from '../../../src/backends/vault/records.ts';
+import { META, encodeFailure, encodeIntent, stateFromMetadata } from '../../../src/backends/vault/records.ts';
 
 describe('vault bookkeeping records', () => {
   it('read as written', () => {
@@ -15,6 +15,19 @@ describe('vault bookkeeping records', () => {
     expect(stateFromMetadata({ [META.lastFailure]: encodeFailure(failure) })).toEqual({
       lastFailure: failure,
     });
+  });
+
+  it("keep a leak marker's reason and stored fingerprint, and read a marker of an older keyroll (no reason) as before", () => {
+    const old = { rotationId: 'r', keyId: 'k', owner: 'o', startedAt: '2030-01-02T00:00:00.000Z' };
+    const leak = {
+      ...old,
+      holdUntil: '2030-01-02T00:10:00.000Z',
+      reason: 'leak',
+      storedFingerprint: '0123456789ab',
+    };
+    expect(stateFromMetadata({ [META.intent]: encodeIntent(leak) }).intent).toEqual(leak);
+    expect(stateFromMetadata({ [META.intent]: JSON.stringify(old) }).intent).toEqual(old);
+    expect(JSON.parse(encodeIntent(old))).not.toHaveProperty('reason');
   });
 
   it('note each record that is not JSON of its shape, and leave it out', () => {
