@@ -4,7 +4,16 @@
 import { KeyrollError } from '../../errors.ts';
 import type { ErrorCode } from '../../error-codes.ts';
 
-export type CrdErrorCode = Extract<ErrorCode, `KR_CRD_${string}`>;
+export type CrdErrorCode = Extract<
+  ErrorCode,
+  | 'KR_CRD_API_ERROR'
+  | 'KR_CRD_CONFLICT'
+  | 'KR_CRD_EXPIRED'
+  | 'KR_CRD_FORBIDDEN'
+  | 'KR_CRD_NOT_FOUND'
+  | 'KR_CRD_TIMEOUT'
+  | 'KR_CRD_UNREACHABLE'
+>;
 
 export class CrdError extends KeyrollError {
   override name = 'CrdError';

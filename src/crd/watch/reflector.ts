@@ -229,7 +229,7 @@ export class Reflector {
         resource: describeResource(this.#options.resource),
         what: 'handler',
         change: change.type,
-        key: change.key,
+        object: change.key,
         errorCode: catalogueCode(error),
         error: errorMessage(error),
       });
