@@ -15,7 +15,7 @@ export const FLOORS: readonly (readonly string[])[] = [
   ['backends', 'alerts', 'emulator'],
   ['policy'],
   ['rotation'],
-  ['consumers', 'lambda'],
+  ['consumers', 'lambda', 'crd'],
   ['metrics', 'leader'],
   ['scheduler', 'leaks', 'monitoring'],
   ['daemon'],

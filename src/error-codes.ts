@@ -29,6 +29,7 @@ const GITHUB = 'runbook.md#github-secret-scanning';
 const POLICY = 'policy.md#validation-and-errors';
 const EXIT = 'exit-codes.md#exit-codes';
 const LEADER = 'daemon.md#replicas-and-the-leader';
+const CRD = 'crds.md#watch-and-status';
 
 export const ERROR_CODES = {
   KR_ALERT_ABORTED: {
@@ -335,6 +336,53 @@ export const ERROR_CODES = {
     retryable: true,
     runbook: CONSUMER,
     meaning: 'A webhook consumer did not take the notice after its retries.',
+  },
+  KR_CRD_API_ERROR: {
+    severity: 'error',
+    retryable: true,
+    runbook: CRD,
+    meaning:
+      'The API server answered a watch, list or status request of a keyroll.io object with an unexpected status (5xx, 400, 422).',
+  },
+  KR_CRD_CONFLICT: {
+    severity: 'warning',
+    retryable: true,
+    runbook: CRD,
+    meaning:
+      "An object's status kept changing under keyroll's resourceVersion precondition (409) on every attempt; the next change of the object writes it again.",
+  },
+  KR_CRD_EXPIRED: {
+    severity: 'info',
+    retryable: true,
+    runbook: CRD,
+    meaning:
+      'The API server no longer holds the resourceVersion a watch resumed from (410 Gone): keyroll lists the resource again and emits the differences.',
+  },
+  KR_CRD_FORBIDDEN: {
+    severity: 'error',
+    retryable: false,
+    runbook: CRD,
+    meaning: "keyroll's identity may not list, watch or patch the resource, or create an Event (401, 403).",
+  },
+  KR_CRD_NOT_FOUND: {
+    severity: 'error',
+    retryable: true,
+    runbook: CRD,
+    meaning:
+      'The API server does not serve the resource (404): its CustomResourceDefinition is not installed.',
+  },
+  KR_CRD_TIMEOUT: {
+    severity: 'warning',
+    retryable: true,
+    runbook: CRD,
+    meaning:
+      'A request to the API server had no answer within its deadline, or a watch went silent past its own timeout.',
+  },
+  KR_CRD_UNREACHABLE: {
+    severity: 'warning',
+    retryable: true,
+    runbook: CRD,
+    meaning: 'The API server could not be reached, or it cut the connection.',
   },
   KR_CREDENTIAL_UNAVAILABLE: {
     severity: 'critical',

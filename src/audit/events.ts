@@ -140,6 +140,12 @@ export const AUDIT_EVENTS = {
     'This replica stopped leading: it could not renew the Lease within the renew deadline, saw another holder, or released it at shutdown. It starts no new schedule, sweep or reconcile work from that moment; rotations already rolled finish their store.',
   'leader.failed':
     'Reading or writing the Lease failed (the API server unreachable, refused, a conflict). A candidate audits the first failure of a streak; a leader every one until it renews or its renew deadline ends its term.',
+  'crd.watch.synced':
+    'A reflector finished a full list of a watched resource (keyroll.io objects): how many objects, whether it was a relist after 410 Gone, and how many came out added, modified or deleted.',
+  'crd.watch.resync':
+    'The API server no longer holds the resourceVersion a watch resumed from (410 Gone): the reflector lists the resource again and emits the differences.',
+  'crd.watch.failed':
+    'A list or watch of a watched resource failed (the API server unreachable, refused, silent) or a change handler threw; the reflector tries again after a jittered, capped backoff, resuming from the last resourceVersion it saw.',
   'daemon.failed':
     'A step of the daemon itself failed (sweep, schedule tick, readiness check, closing a runtime); the daemon keeps running.',
   'metrics.push_failed': "Metrics could not be pushed to the Pushgateway; the run's exit code is unchanged.",

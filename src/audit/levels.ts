@@ -116,6 +116,11 @@ export const AUDIT_EVENT_LEVELS: Record<AuditEventName, AuditLevel> = {
   'leader.lost': 'warn',
   'leader.failed': 'warn',
   // A bug or an environment fault outside any one rotation: visible, and the daemon carries on.
+  'crd.watch.synced': 'info',
+  // Handled by a relist; worth seeing when it repeats, not paging.
+  'crd.watch.resync': 'warn',
+  // Retried with backoff; an outage long enough to matter shows as a stream of these.
+  'crd.watch.failed': 'warn',
   'daemon.failed': 'error',
   // Monitoring lost one data point; the rotations themselves are unaffected.
   'metrics.push_failed': 'warn',
