@@ -17,7 +17,7 @@ export const FLOORS: readonly (readonly string[])[] = [
   ['rotation'],
   ['consumers', 'lambda'],
   ['metrics', 'leader'],
-  ['scheduler', 'leaks', 'monitoring'],
+  ['scheduler', 'leaks', 'monitoring', 'crd'],
   ['daemon'],
   ['cli'],
 ];

@@ -336,6 +336,13 @@ export const ERROR_CODES = {
     runbook: CONSUMER,
     meaning: 'A webhook consumer did not take the notice after its retries.',
   },
+  KR_CRD_SCHEMA: {
+    severity: 'error',
+    retryable: false,
+    runbook: 'crds.md#generating-the-crds',
+    meaning:
+      'The CRD generator met a zod schema with no structural form (a developer error: `npm run schema:crds` fails, nothing runs).',
+  },
   KR_CREDENTIAL_UNAVAILABLE: {
     severity: 'critical',
     retryable: false,
