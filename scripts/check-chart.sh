@@ -8,6 +8,10 @@
 #      values` — the values schema rejects it; `# expect-stage: manifest` — it renders, and the
 #      rendered manifest is rejected) with the error it names (`# expect-error: …`). A must-fail
 #      file that passes fails the check: it proves the checks above can fail at all.
+#   3b. the keyroll.io CRDs (helm/keyroll/crds/, installed by helm itself, not templated, and the
+#      plain bundle deploy/crds/keyroll.io.yaml) against the CustomResourceDefinition schema of the
+#      same Kubernetes version; that the API server accepts them (structural, CEL within budget) is
+#      test/integration/kube-crds.test.ts's;
 #   4. the alert rules: `promtool check rules` on config/prometheus-rules.yaml and on the groups of
 #      every rendered PrometheusRule (which must equal the plain file's, checked in step 2), and
 #      `promtool test rules` with the unit tests of every alert (helm/tests/prometheus-rules.test.yaml).
@@ -132,6 +136,18 @@ for values in helm/tests/must-fail/*-values.yaml; do
   esac
 done
 
+# ---- 3b: the CRDs helm installs from crds/ (helm template leaves them out) and the plain bundle.
+crd_files=$(find "$chart/crds" deploy/crds -name '*.yaml' | sort)
+[ -n "$crd_files" ] || problem "no CRD files in $chart/crds/ or deploy/crds/"
+# shellcheck disable=SC2086 # one path per word, none with spaces (generated names)
+if validate $crd_files >"$work/crds.out" 2>&1; then
+  crds=$(sed -n 's/^manifests=//p' "$work/crds.out")
+else
+  grep -v '^manifests=' "$work/crds.out" >&2
+  problem "the CRDs do not validate against Kubernetes $KUBERNETES_VERSION"
+  crds=0
+fi
+
 # ---- 4: the alert rules, by Prometheus' own checker.
 rule_files=$(find "$work/rules" -name '*.rules.yaml' | sort)
 [ -n "$rule_files" ] || problem "no values file renders a PrometheusRule"
@@ -149,4 +165,4 @@ if [ "$problems" -gt 0 ]; then
   echo "chart: $problems problem(s); $manifests manifests rendered across $values_files values files" >&2
   exit 1
 fi
-echo "chart: $manifests manifests valid against Kubernetes $KUBERNETES_VERSION across $values_files values files, $caught expected failures caught; alert rules pass promtool check and $rule_tests rule tests"
+echo "chart: $manifests manifests valid against Kubernetes $KUBERNETES_VERSION across $values_files values files, $crds CRDs, $caught expected failures caught; alert rules pass promtool check and $rule_tests rule tests"

@@ -15,9 +15,9 @@ export const FLOORS: readonly (readonly string[])[] = [
   ['backends', 'alerts', 'emulator'],
   ['policy'],
   ['rotation'],
-  ['consumers', 'lambda', 'crd'],
+  ['consumers', 'lambda'],
   ['metrics', 'leader'],
-  ['scheduler', 'leaks', 'monitoring'],
+  ['scheduler', 'leaks', 'monitoring', 'crd'],
   ['daemon'],
   ['cli'],
 ];

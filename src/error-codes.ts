@@ -371,6 +371,13 @@ export const ERROR_CODES = {
     meaning:
       'The API server does not serve the resource (404): its CustomResourceDefinition is not installed.',
   },
+  KR_CRD_SCHEMA: {
+    severity: 'error',
+    retryable: false,
+    runbook: 'crds.md#generating-the-crds',
+    meaning:
+      'The CRD generator met a zod schema with no structural form (a developer error: `npm run schema:crds` fails, nothing runs).',
+  },
   KR_CRD_TIMEOUT: {
     severity: 'warning',
     retryable: true,

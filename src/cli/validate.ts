@@ -2,6 +2,7 @@ import { Option, type Command } from 'commander';
 import { printableJson, terminalLine } from '../audit/public/printable.ts';
 import { EXIT_CODES_HELP, ExitCode } from './exit-codes.ts';
 import { addPolicyOption, exitForError, loadPolicyOrExit } from './common.ts';
+import { validateObjectsCommand } from './validate-objects.ts';
 import { formatIssue } from '../policy/public/errors.ts';
 import type { Policy } from '../policy/public/schema.ts';
 
@@ -26,6 +27,10 @@ export function registerValidateCommand(program: Command): void {
     .description(
       "Check the policy against the schema (exit 2 with file:line and the field on error), then preflight every destination and fallback and keyroll's API credential, and read every Kubernetes consumer live (exists, external-secrets version served, keyroll's own access, force-sync not switched off: exit 2 naming it), without rolling anything or changing any secret.",
     )
+    .argument(
+      '[dir]',
+      'a directory of keyroll.io objects (YAML): check each against the schemas of its CRD instead of the policy, offline (docs/crds.md)',
+    )
     .option('--offline', 'check the policy only; contact no backend and no API')
     .addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json']).default('text'))
     .addHelpText(
@@ -35,8 +40,9 @@ export function registerValidateCommand(program: Command): void {
    2 = also a consumer keyroll could not refresh: missing, external-secrets.io not served, access denied, force-sync off;
    3 = keyroll's API credential was refused)`,
     );
-  addPolicyOption(command).action(async (flags: ValidateFlags) => {
-    process.exitCode = await validateCommand(flags);
+  addPolicyOption(command).action(async (dir: string | undefined, flags: ValidateFlags) => {
+    process.exitCode =
+      dir === undefined ? await validateCommand(flags) : await validateObjectsCommand(dir, flags.output);
   });
 }
 

@@ -1,5 +1,5 @@
 // src/policy/consumers.ts as other folders of src/ see it (docs/layout.md, "Entry files").
-export { CONSUMER_DEFAULTS, consumerName } from '../consumers.ts';
+export { CONSUMER_DEFAULTS, ConsumerInput, consumerName } from '../consumers.ts';
 export type {
   ConsumerRef,
   ConsumerSettings,
