@@ -4,7 +4,7 @@
 import type { AuditLog } from '../audit/public/events.ts';
 import { catalogueCode, errorCode, errorMessage } from '../errors.ts';
 import type { KeyPolicy } from '../policy/public/schema.ts';
-import type { AttemptGate } from './backoff-state.ts';
+import type { AttemptGate } from './failure-streak.ts';
 import { RunAbortedError } from './errors.ts';
 import { planKey, type KeyPlan, type PlanContext } from './key-plan.ts';
 import { factsOf, keyOutcome, notStartedFacts } from './outcome.ts';

@@ -5,7 +5,7 @@
 // run probes and repairs.
 import type { Secret } from '../audit/public/secret.ts';
 import { catalogueCode, errorCode } from '../errors.ts';
-import { activeStreak } from './backoff-state.ts';
+import { activeStreak } from './failure-streak.ts';
 import { RotationStepError } from './errors.ts';
 import { lockLostAfterStore, type Stored } from './step-roll.ts';
 import { sendAlert } from './key-alert.ts';

@@ -19,7 +19,7 @@ export async function recordFailureBestEffort(
     await primary.backend.recordFailure(primary.target, failure);
   } catch {
     // The audit event and alert already carry the failure. Without the record the next run sees
-    // the streak as it was, so it alerts again rather than staying quiet (backoff-state.ts).
+    // the streak as it was, so it alerts again rather than staying quiet (failure-streak.ts).
   }
 }
 

@@ -13,7 +13,7 @@ import {
   failureSettingsOf,
   nextFailure,
   type FailureVerdict,
-} from './backoff-state.ts';
+} from './failure-streak.ts';
 import type { FailureMeaning } from './failure.ts';
 import type { LockKeeper } from './lock-keeper.ts';
 import type { RollProgress } from './roll.ts';
@@ -188,7 +188,7 @@ export class Transaction {
 
   /**
    * Invariant 7: the failed step, its code and what happens next, audited every time. The failure
-   * joins the key's streak at the primary destination (backoff-state.ts), which decides whether
+   * joins the key's streak at the primary destination (failure-streak.ts), which decides whether
    * it alerts: a change of state or a reminder does; a repeat inside remindEvery is audited as
    * alert.suppressed instead. A key with an intent marker alerts every time.
    */
