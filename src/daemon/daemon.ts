@@ -14,7 +14,7 @@ import { randomUUID } from 'node:crypto';
 import { abandonDeliveriesOn } from '../alerts/public/shutdown.ts';
 import type { AuditLog } from '../audit/public/events.ts';
 import { keyRecordsOf } from '../consumers/public/key-records.ts';
-import { errorCode, errorMessage } from '../errors.ts';
+import { errorCode, errorMessage, typedCode } from '../errors.ts';
 import { DEFAULT_REJECTIONS_AUDITED_PER_MINUTE, RejectionAudit } from '../inbound/public/rejection-audit.ts';
 import { describeReplayStore } from '../inbound/public/replay-records.ts';
 import type { KeyrollMetrics } from '../metrics/public/metrics.ts';
@@ -406,7 +406,7 @@ export class Daemon {
         // A fresh id per attempt: each failed reload alerts, none is deduplicated away.
         rotationId: randomUUID(),
         step: 'reload',
-        errorCode: errorCode(error),
+        ...typedCode(error),
         nextAction:
           'fix the policy file and send SIGHUP again; the current policy and schedules stay in force',
       });

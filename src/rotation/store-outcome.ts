@@ -4,7 +4,7 @@
 // what happens next (invariant 4).
 import type { AuditLog } from '../audit/public/events.ts';
 import type { FailureRecord } from '../backends/public/types.ts';
-import { catalogueCode } from '../errors.ts';
+import { catalogueCode, typedCode } from '../errors.ts';
 import type { KeyPolicy } from '../policy/public/schema.ts';
 import { sendAlert } from './key-alert.ts';
 import type { RollSuccess } from './roll.ts';
@@ -115,7 +115,7 @@ export async function storeFailed(
     summary,
     rotationId,
     step: 'store',
-    errorCode: firstCode,
+    ...typedCode(firstCode),
     nextAction,
     ...(unfenced.length > 0 ? { details: { unfenced } } : {}),
   });

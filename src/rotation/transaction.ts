@@ -3,7 +3,7 @@
 // ways out (an outcome, or a failure reported with the meaning failure.ts gives it).
 import type { AuditLog } from '../audit/public/events.ts';
 import type { KeyState } from '../backends/public/types.ts';
-import { errorMessage } from '../errors.ts';
+import { errorMessage, typedCode } from '../errors.ts';
 import type { KeyPolicy } from '../policy/public/schema.ts';
 import { spanClock, startStep, type TraceSpan } from '../tracing/public/spans.ts';
 import {
@@ -285,7 +285,7 @@ export class Transaction {
       summary: verdict.alert === 'reminder' ? `still failing: ${summary}` : summary,
       rotationId: this.rotationId,
       step,
-      errorCode: code,
+      ...typedCode(code),
       nextAction,
       ...(intentMarked
         ? {}
