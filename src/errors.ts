@@ -56,6 +56,27 @@ export function catalogueCode(errorOrCode: unknown): ErrorCode {
   return isErrorCode(code) ? code : 'KR_UNEXPECTED';
 }
 
+/** A failure's code as a typed field holds it: a catalogue code, and the foreign code it stands for. */
+export interface TypedCode {
+  errorCode: ErrorCode;
+  /** Set when errorCode is KR_UNEXPECTED for a code from outside keyroll (ECONNRESET, an SDK's error name). */
+  foreignCode?: string;
+}
+
+/**
+ * The code of `error` (or `code`) for a typed field: its catalogue code; a foreign one becomes
+ * KR_UNEXPECTED, as catalogueCode makes it, and is kept beside it so nothing that showed it is lost.
+ */
+export function typedCode(errorOrCode: unknown): TypedCode {
+  const code = typeof errorOrCode === 'string' ? errorOrCode : errorCode(errorOrCode);
+  return isErrorCode(code) ? { errorCode: code } : { errorCode: 'KR_UNEXPECTED', foreignCode: code };
+}
+
+/** The code as it reads outside keyroll (alert payloads, audit fields): the foreign one when there is one. */
+export function shownCode(code: TypedCode): string {
+  return code.foreignCode ?? code.errorCode;
+}
+
 export function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }

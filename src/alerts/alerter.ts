@@ -4,6 +4,7 @@
 import type { Dispatcher } from 'undici';
 import type { AuditContext, AuditLog } from '../audit/public/events.ts';
 import { sanitizeValue } from '../audit/public/sanitize.ts';
+import { shownCode } from '../errors.ts';
 import type { AlertSinkConfig } from './config.ts';
 import { AlertDeduper } from './dedupe.ts';
 import { DEFAULT_ALERT_RETRY, type RetryPolicy } from './deliver.ts';
@@ -110,7 +111,7 @@ export function createAlerter(options: AlerterOptions): AuditedAlerter {
     async send(alert: Alert, sinks?: readonly string[]): Promise<void> {
       const safe = sanitizedAlert(alert);
       const audit = auditLog.child(alertContext(safe));
-      const about = { severity: safe.severity, alertStep: safe.step, alertErrorCode: safe.errorCode };
+      const about = { severity: safe.severity, alertStep: safe.step, alertErrorCode: shownCode(safe) };
       const targets = [...new Set(sinks ?? defaultSinks)].filter((sink) => deduper.claim(sink, safe));
       await Promise.all(
         targets.map(async (sink) => {

@@ -1,6 +1,7 @@
 // Alert deduplication within one process: one rotation pages each sink once (invariant 7 asks
 // for an alert per failure, not a storm per failure). A later alert of the same rotation that
 // is MORE severe still goes out: "stored in escrow" after "retrying the store" is new news.
+import { shownCode } from '../errors.ts';
 import type { Alert, AlertSeverity } from './types.ts';
 
 const SEVERITY_RANK: Record<AlertSeverity, number> = { warning: 1, error: 2, critical: 3 };
@@ -16,7 +17,7 @@ const DEFAULT_LIMIT = 10_000;
 export function alertDedupeKey(alert: Alert): string | undefined {
   if (alert.rotationId === undefined) return undefined;
   if (alert.keyId !== undefined) return `key\u0000${alert.keyId}\u0000${alert.rotationId}`;
-  return `run\u0000${alert.step}\u0000${alert.rotationId}\u0000${alert.errorCode}`;
+  return `run\u0000${alert.step}\u0000${alert.rotationId}\u0000${shownCode(alert)}`;
 }
 
 export class AlertDeduper {

@@ -3,7 +3,7 @@
 // retries, and describe the outcome in fields fit for the audit trail. Shared by alerts and
 // success notifications; never throws.
 import type { Dispatcher } from 'undici';
-import { errorCode, errorMessage, KeyrollError } from '../errors.ts';
+import { errorMessage, KeyrollError, shownCode, typedCode, type TypedCode } from '../errors.ts';
 import type { AlertSinkConfig } from './config.ts';
 import { postWithRetries, type RetryPolicy, type SinkRequest } from './deliver.ts';
 import { AlertDeliveryError } from './errors.ts';
@@ -27,25 +27,37 @@ export type SinkRequestBuilder = (
   context: SinkContext,
 ) => Promise<SinkRequest> | undefined;
 
-export interface SinkOutcome {
-  sent: boolean;
-  /** sink, sinkKind, attempts, status, url (plain policy URLs only) and, on failure, errorCode and error. */
-  fields: Record<string, unknown>;
-}
+export type SinkOutcome =
+  | {
+      sent: true;
+      /** sink, sinkKind, attempts, status, url (plain policy URLs only). */
+      fields: Record<string, unknown>;
+    }
+  | {
+      sent: false;
+      /** As when sent, and errorCode (as shown: a foreign code as is) and error. */
+      fields: Record<string, unknown>;
+      /** Why: the catalogue code, and the foreign code it stands for. */
+      code: TypedCode;
+      /** A plain sentence (never the secret). */
+      error: string;
+    };
 
 function failure(base: Record<string, unknown>, attempts: number, error: unknown): SinkOutcome {
+  const code = typedCode(error);
+  const message = errorMessage(error);
   const fields: Record<string, unknown> = {
     ...base,
     attempts,
-    errorCode: errorCode(error),
-    error: errorMessage(error),
+    errorCode: shownCode(code),
+    error: message,
   };
   if (error instanceof AlertDeliveryError) {
     if (error.status !== undefined) fields.status = error.status;
     if (error.networkCode !== undefined) fields.networkCode = error.networkCode;
     if (error.responseExcerpt !== undefined) fields.responseExcerpt = error.responseExcerpt;
   }
-  return { sent: false, fields };
+  return { sent: false, fields, code, error: message };
 }
 
 export async function dispatchToSink(

@@ -4,6 +4,7 @@
 // key's `notify.onSuccess` sinks and its `webhook` consumers. A lost notification is audited
 // (`notify.failed`), reported to the caller, and changes nothing about the rotation.
 import type { AuditLog } from '../audit/public/events.ts';
+import type { ErrorCode } from '../error-codes.ts';
 import { sanitizeValue } from '../audit/public/sanitize.ts';
 import { dispatchOptions, reportResult, type AlerterOptions } from './alerter.ts';
 import { dispatchToSink } from './dispatch.ts';
@@ -17,8 +18,9 @@ export type NotifierOptions = Omit<AlerterOptions, 'defaultSinks'>;
 export interface NoticeResult {
   sink: string;
   sent: boolean;
-  /** On failure: the stable code and a plain sentence (never the secret). */
-  errorCode?: string;
+  /** On failure: the catalogue code (and the foreign code it stands for, errors.ts typedCode) and a plain sentence (never the secret). */
+  errorCode?: ErrorCode;
+  foreignCode?: string;
   error?: string;
 }
 
@@ -50,13 +52,7 @@ export function createNotifier(options: NotifierOptions): Notifier {
           audit.emit(outcome.sent ? 'notify.sent' : 'notify.failed', outcome.fields);
           reportResult(options.onResult, sink, outcome.sent ? 'sent' : 'failed');
           if (outcome.sent) return { sink, sent: true };
-          const { errorCode, error } = outcome.fields;
-          return {
-            sink,
-            sent: false,
-            ...(typeof errorCode === 'string' ? { errorCode } : {}),
-            ...(typeof error === 'string' ? { error } : {}),
-          };
+          return { sink, sent: false, ...outcome.code, error: outcome.error };
         }),
       );
     },

@@ -1,6 +1,7 @@
 // PagerDuty Events API v2 sink. The routing key is a reference, revealed only into the request
 // body; it never appears in the audit trail (and, being a Secret, is blanked if it ever did).
 import { randomUUID } from 'node:crypto';
+import { shownCode } from '../errors.ts';
 import { resolveRef } from '../refs/public/secret-ref.ts';
 import type { PagerDutySinkConfig } from './config.ts';
 import type { SinkRequest } from './deliver.ts';
@@ -37,7 +38,7 @@ const SUMMARY_MAX = 1024;
 export function pagerDutyDedupKey(alert: Alert, fresh: () => string = randomUUID): string {
   const rotation = alert.rotationId ?? `alert-${fresh()}`;
   if (alert.keyId !== undefined) return `keyroll:${alert.keyId}:${rotation}`;
-  return `keyroll:run:${rotation}:${alert.step}:${alert.errorCode}`;
+  return `keyroll:run:${rotation}:${alert.step}:${shownCode(alert)}`;
 }
 
 export function pagerDutyEvent(alert: Alert, routingKey: string, time: Date): PagerDutyEvent {
@@ -56,10 +57,10 @@ export function pagerDutyEvent(alert: Alert, routingKey: string, time: Date): Pa
       timestamp: time.toISOString(),
       ...(alert.keyId === undefined ? {} : { component: alert.keyId }),
       ...(alert.organizationId === undefined ? {} : { group: alert.organizationId }),
-      class: alert.errorCode,
+      class: shownCode(alert),
       custom_details: {
         step: alert.step,
-        errorCode: alert.errorCode,
+        errorCode: shownCode(alert),
         nextAction: alert.nextAction,
         ...(alert.keyId === undefined ? {} : { keyId: alert.keyId }),
         ...(alert.organizationId === undefined ? {} : { organizationId: alert.organizationId }),

@@ -1,5 +1,6 @@
 // Slack incoming-webhook sink. The webhook URL embeds its own token, so it is always a reference
 // and never appears in the audit trail.
+import { shownCode } from '../errors.ts';
 import { resolveRef } from '../refs/public/secret-ref.ts';
 import { insecureHttpHost } from '../http/public/transport.ts';
 import type { SlackSinkConfig } from './config.ts';
@@ -60,7 +61,7 @@ export function slackAlertMessage(alert: Alert, time: Date): SlackMessage {
     ...(alert.keyId === undefined ? [] : [field('Key', alert.keyId)]),
     ...(alert.organizationId === undefined ? [] : [field('Organization', alert.organizationId)]),
     field('Step', alert.step),
-    field('Error code', alert.errorCode),
+    field('Error code', shownCode(alert)),
     ...(alert.rotationId === undefined ? [] : [field('Rotation', alert.rotationId)]),
   ];
   return {

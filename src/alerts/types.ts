@@ -1,4 +1,6 @@
 // Alerts: one shape for every failure (invariant 7) and every sink.
+import type { ErrorCode } from '../error-codes.ts';
+
 export type AlertSeverity = 'critical' | 'error' | 'warning';
 
 export interface Alert {
@@ -10,7 +12,13 @@ export interface Alert {
   rotationId?: string;
   /** The rotation step that failed (preflight, lock, intent, roll, store, verify, finish, recovery, run). */
   step: string;
-  errorCode: string;
+  /**
+   * The catalogue code (errors.ts typedCode): KR_UNEXPECTED, with `foreignCode`, for a failure
+   * that carried a code from outside keyroll (ECONNRESET, an SDK's error name). Receivers see the
+   * foreign code where they see the code (shownCode), as they always did: payloads keep their shape.
+   */
+  errorCode: ErrorCode;
+  foreignCode?: string;
   /** What keyroll does next ("retry next run", "key unusable: next run re-rolls it", ...). */
   nextAction: string;
   details?: Record<string, unknown>;

@@ -1,4 +1,5 @@
 // Generic webhook sink: POSTs the alert as JSON, for SIEMs, chat bridges and in-house tooling.
+import { shownCode } from '../errors.ts';
 import { resolveRef } from '../refs/public/secret-ref.ts';
 import { insecureHttpHost } from '../http/public/transport.ts';
 import type { WebhookSinkConfig } from './config.ts';
@@ -6,8 +7,16 @@ import type { SinkRequest } from './deliver.ts';
 import { AlertDeliveryError } from './errors.ts';
 import type { Alert, SinkContext, SuccessNotice } from './types.ts';
 
-/** The JSON a webhook receives for a failure: the Alert plus where and when it came from. */
-export type WebhookAlertBody = Alert & { source: 'keyroll'; event: 'rotation.failed'; time: string };
+/**
+ * The JSON a webhook receives for a failure: the Alert plus where and when it came from. Its
+ * errorCode is the code as shown (a foreign one as is), and there is no foreignCode field.
+ */
+export type WebhookAlertBody = Omit<Alert, 'errorCode' | 'foreignCode'> & {
+  errorCode: string;
+  source: 'keyroll';
+  event: 'rotation.failed';
+  time: string;
+};
 
 /** The JSON a webhook receives after a stored value or a finished rotation (`stage`); never the secret. */
 export type WebhookSuccessBody = SuccessNotice & {
@@ -17,8 +26,15 @@ export type WebhookSuccessBody = SuccessNotice & {
 };
 
 export function webhookAlertBody(alert: Alert, time: Date): WebhookAlertBody {
-  // Envelope fields last so an alert's details can never overwrite them.
-  return { ...alert, source: 'keyroll', event: 'rotation.failed', time: time.toISOString() };
+  const { foreignCode: _shownBelow, ...fields } = alert;
+  // Envelope fields last so an alert's details can never overwrite them. errorCode keeps its place.
+  return {
+    ...fields,
+    errorCode: shownCode(alert),
+    source: 'keyroll',
+    event: 'rotation.failed',
+    time: time.toISOString(),
+  };
 }
 
 export function webhookSuccessBody(notice: SuccessNotice, time: Date): WebhookSuccessBody {

@@ -190,7 +190,7 @@ export interface ProbeRecord {
 
 /**
  * The last failure of a key and the streak of consecutive failures it ends (failure backoff and
- * quarantine: src/rotation/backoff-state.ts). Recorded at the primary destination, so the streak
+ * quarantine: src/rotation/failure-streak.ts). Recorded at the primary destination, so the streak
  * survives restarts and every runner sees the same one. The streak fields are optional: records
  * written before they existed still read (as one failure, over once a rotation is recorded after it).
  */

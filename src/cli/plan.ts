@@ -36,7 +36,7 @@ async function planCommand(flags: PlanFlags): Promise<number> {
     import('./key-state.ts'),
     import('./table.ts'),
     import('../policy/public/shard.ts'),
-    import('../rotation/public/backoff-state.ts'),
+    import('../rotation/public/failure-streak.ts'),
     import('../rotation/public/emergency-estimate.ts'),
   ]);
   let policy;

@@ -1,6 +1,6 @@
 // What `status` reports per key (its `-o json` rows) and how a row reads in the table.
 import type { FailureRecord, Intent, LockInfo, ProbeRecord, RecordDoubt } from '../backends/public/types.ts';
-import { streakCell, type StreakView } from '../rotation/public/backoff-state.ts';
+import { streakCell, type StreakView } from '../rotation/public/failure-streak.ts';
 import type { SlotView } from './key-state.ts';
 import type { ProbeReport, StandbyVerdict, StoredVerdict } from './probe-keys.ts';
 import type { ConsumerStatus } from '../consumers/public/status.ts';

@@ -57,7 +57,7 @@ async function statusCommand(flags: StatusFlags): Promise<number> {
     import('./key-state.ts'),
     import('./table.ts'),
     import('./status-table.ts'),
-    import('../rotation/public/backoff-state.ts'),
+    import('../rotation/public/failure-streak.ts'),
   ]);
   let policy;
   try {

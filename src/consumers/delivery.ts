@@ -5,6 +5,7 @@
 // every key of the run is stored: each ExternalSecret synced, then each workload restarted once
 // (invariant 12). Each sink hears of a rotation once.
 import { randomUUID } from 'node:crypto';
+import type { NoticeResult } from '../alerts/public/notify.ts';
 import type { NoticeStage } from '../alerts/public/types.ts';
 import type { AuditLog } from '../audit/public/events.ts';
 import { errorMessage } from '../errors.ts';
@@ -134,7 +135,7 @@ export class Delivery {
   }
 
   async #notify(value: StoredValue, sinks: readonly string[]): Promise<ConsumerOutcome[]> {
-    let results;
+    let results: NoticeResult[];
     try {
       results = await this.#refresher.notifier.withAudit(this.#audit).notifySuccess(value.notice, sinks);
     } catch (error) {
@@ -158,7 +159,7 @@ export class Delivery {
         });
         return { consumer, result: 'refreshed', ...ids, notifiedAtMs: atMs, refreshedAtMs: atMs };
       }
-      const error = `the notice was not delivered (${result.errorCode ?? 'unknown'}${result.error === undefined ? '' : `: ${result.error}`})`;
+      const error = `the notice was not delivered (${result.foreignCode ?? result.errorCode ?? 'unknown'}${result.error === undefined ? '' : `: ${result.error}`})`;
       return {
         consumer,
         result: 'failed',

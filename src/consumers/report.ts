@@ -8,6 +8,7 @@ import { WORKLOAD_KINDS } from './kinds/workloads.ts';
 import { consumerName, isWorkload, type ConsumerRef } from './refs.ts';
 import type { ConsumerError } from './errors.ts';
 import type { ConsumerObserver, ConsumerOutcome, DeliveryReport, StoredValue } from './types.ts';
+import { typedCode } from '../errors.ts';
 
 /** The audit fields naming a consumer: kind, namespace and name (or sink). */
 export function consumerFields(consumer: ConsumerRef): Record<string, string> {
@@ -148,7 +149,7 @@ export async function alertFailures(
       // One alert per delivery, whatever else the rotation alerted: its own identity.
       rotationId: report.deliveryId,
       step: 'consumers',
-      errorCode: first.errorCode ?? 'KR_CONSUMER_FAILED',
+      ...typedCode(first.errorCode ?? 'KR_CONSUMER_FAILED'),
       nextAction: failed
         .map(
           (outcome) =>

@@ -5,15 +5,16 @@
 // backends' state, so a restarted daemon does not rotate again what its predecessor rotated.
 // See docs/daemon.md.
 //
-// One Daemon is one running daemon: Daemon.start is its entry, its state lives in private fields,
-// and the policy with everything built from it is one Generation (scheduler/generation.ts),
-// swapped whole on reload. Work that awaited anything asks #isCurrent before it acts on what it
-// found: a reload or a shutdown meanwhile makes its result stale.
+// One Daemon is one running daemon: Daemon.start is its entry, its phase (starting, serving,
+// reloading, shutting down) is one union with its transitions in ./state.ts, and the policy with
+// everything built from it is one Generation (scheduler/generation.ts), swapped whole on reload.
+// Work that awaited anything asks #isCurrent before it acts on what it found: a reload or a
+// shutdown meanwhile makes its result stale.
 import { randomUUID } from 'node:crypto';
 import { abandonDeliveriesOn } from '../alerts/public/shutdown.ts';
 import type { AuditLog } from '../audit/public/events.ts';
 import { keyRecordsOf } from '../consumers/public/key-records.ts';
-import { errorCode, errorMessage } from '../errors.ts';
+import { errorCode, errorMessage, typedCode } from '../errors.ts';
 import { DEFAULT_REJECTIONS_AUDITED_PER_MINUTE, RejectionAudit } from '../inbound/public/rejection-audit.ts';
 import { describeReplayStore } from '../inbound/public/replay-records.ts';
 import type { KeyrollMetrics } from '../metrics/public/metrics.ts';
@@ -36,6 +37,7 @@ import { Leadership } from './leadership.ts';
 import { ReconcileLoop } from './reconcile-loop.ts';
 import { daemonRoutes } from './routes.ts';
 import { DaemonServer, DEFAULT_HTTP_LIMITS } from './server.ts';
+import { DaemonState } from './state.ts';
 
 const SCHEDULED: RunTrigger = { reason: 'scheduled', force: false };
 const STOPPING: ReloadResult = {
@@ -63,12 +65,9 @@ export class Daemon {
   readonly #server: DaemonServer;
   /** Plain-HTTP endpoints already named (#announcePlainHttp). */
   readonly #plainHttpAnnounced = new Set<string>();
-  #current: Generation;
-  #secrets: EndpointSecrets;
-  #readiness: Readiness = { state: 'starting' };
-  #stopping = false;
-  #reloading: Promise<ReloadResult>;
-  #shutdownResult: Promise<ShutdownResult> | undefined;
+  readonly #state: DaemonState<Generation, EndpointSecrets, ShutdownResult>;
+  /** The queue of reloads, one after another: a queue, not a state (the phase says whether one runs). */
+  #reloads: Promise<unknown> = Promise.resolve();
 
   /**
    * Loads the policy (unless given), reads every secret the endpoints need, builds the first
@@ -81,11 +80,11 @@ export class Daemon {
       context,
       await prepare(context, options.policy ?? (await loadPolicy(options.policyFile))),
     );
-    daemon.#announcePlainHttp(daemon.#current.policy);
+    daemon.#announcePlainHttp(daemon.#state.generation.policy);
     try {
       await daemon.#server.listen(options.listen);
     } catch (error) {
-      await daemon.#current.retire();
+      await daemon.#state.generation.retire();
       daemon.#releaseDeliveries();
       throw error;
     }
@@ -107,9 +106,7 @@ export class Daemon {
     // SIGTERM reaches every alert delivery too: a hanging sink gets a few seconds, then is abandoned
     // (audited), so the grace period holds whatever a sink does.
     this.#releaseDeliveries = abandonDeliveriesOn(this.#shutdownController.signal);
-    this.#current = first.generation;
-    this.#secrets = first.secrets;
-    this.#reloading = Promise.resolve({ ok: true, keys: first.generation.policy.keys.length });
+    this.#state = new DaemonState({ generation: first.generation, secrets: first.secrets });
     const track = <T>(work: Promise<T>): Promise<T> => this.#track(work);
     this.#launcher = new Launcher({
       locks: new KeyLocks(),
@@ -123,7 +120,7 @@ export class Daemon {
         // A key left unstarted because this replica stopped leading is the next leader's, not a
         // failure to back off from (were this replica to lead again).
         const stopped =
-          this.#stopping || (outcome.result === 'aborted' && outcome.detail === 'lost-leadership');
+          !this.#accepting() || (outcome.result === 'aborted' && outcome.detail === 'lost-leadership');
         this.#health.recordOutcome(outcome, trigger.reason, now().getTime(), stopped);
       },
       // Not shutdown work: a rollout may take minutes. Restarts not done when the daemon stops
@@ -158,10 +155,10 @@ export class Daemon {
       rejections: this.#rejections,
       replays: context.replays,
       launcher: this.#launcher,
-      current: () => this.#current,
-      secrets: () => this.#secrets,
+      current: () => this.#state.generation,
+      secrets: () => this.#state.secrets,
       readiness: () => this.readiness(),
-      accepting: () => !this.#stopping,
+      accepting: () => this.#accepting(),
       track,
     });
     this.#server = new DaemonServer(endpoints.routes, { ...DEFAULT_HTTP_LIMITS, ...options.http });
@@ -169,7 +166,7 @@ export class Daemon {
       // The reconcile is leader work (issue 30): a follower's pass is a no-op, and the one after
       // it becomes leader runs at once (onElected below).
       reconcileOnce: () => (this.#leadership.leads() ? endpoints.reconcileGithub() : Promise.resolve()),
-      intervalMs: () => this.#secrets.intake.github?.reconcile?.intervalMs,
+      intervalMs: () => this.#state.secrets.intake.github?.reconcile?.intervalMs,
       track,
       onError: (error) => {
         reportFailure(audit, 'leak-reconcile', error);
@@ -194,15 +191,15 @@ export class Daemon {
   }
 
   policy(): Policy {
-    return this.#current.policy;
+    return this.#state.generation.policy;
   }
 
   readiness(): Readiness {
-    return this.#stopping ? { state: 'shutting-down' } : this.#readiness;
+    return this.#state.readiness();
   }
 
   schedules(): ScheduleInfo[] {
-    return this.#current.jobs?.describe() ?? [];
+    return this.#state.generation.jobs?.describe() ?? [];
   }
 
   /** Reads every key's state and rotates those due (also runs every check interval). */
@@ -221,13 +218,14 @@ export class Daemon {
   /** Loads the policy file again; an invalid one keeps the current policy, is audited and alerts. Reloads run one after another. */
   reload(): Promise<ReloadResult> {
     const reloadOnce = (): Promise<ReloadResult> => this.#reloadOnce();
-    this.#reloading = this.#reloading.then(reloadOnce, reloadOnce);
-    return this.#reloading;
+    const reloaded = this.#reloads.then(reloadOnce, reloadOnce);
+    this.#reloads = reloaded;
+    return reloaded;
   }
 
   /** Stops scheduling, refuses triggers, lets in-flight rotations finish within the grace. Idempotent. */
   shutdown(signal = 'shutdown'): Promise<ShutdownResult> {
-    return (this.#shutdownResult ??= this.#shutdownOnce(signal));
+    return this.#state.shutDown(() => this.#shutdownOnce(signal));
   }
 
   /** Resolves when no sweep, readiness check or rotation is in flight. */
@@ -237,7 +235,7 @@ export class Daemon {
 
   /** Still the generation in force, and no shutdown began: what a step found after an await may be acted on. */
   #isCurrent(generation: Generation): boolean {
-    return generation === this.#current && !this.#stopping;
+    return this.#state.isCurrent(generation);
   }
 
   #track<T>(promise: Promise<T>): Promise<T> {
@@ -261,8 +259,9 @@ export class Daemon {
 
   #begin(): void {
     const { options, replays } = this.#context;
-    const generation = this.#current;
-    const { triggerKeys, metricsToken, intake } = this.#secrets;
+    const { generation, secrets } = this.#state;
+    const { triggerKeys, metricsToken, intake } = secrets;
+    this.#state.serve();
     this.#activate(generation);
     this.#leadership.start();
     this.#audit.emit('daemon.started', {
@@ -335,17 +334,17 @@ export class Daemon {
         this.#now(),
         this.#context.concurrency,
       );
-      if (this.#isCurrent(generation)) this.#readiness = result;
+      this.#state.checked(generation, result);
     } catch (error) {
       reportFailure(this.#audit, 'readiness-check', error);
     }
   }
 
   async #sweepOnce(recheckReadiness: boolean): Promise<void> {
-    const generation = this.#current;
+    const generation = this.#state.generation;
     const done = generation.use();
     try {
-      if (recheckReadiness && this.#readiness.state === 'preflight-failed')
+      if (recheckReadiness && this.#state.readiness().state === 'preflight-failed')
         await this.#checkReadiness(generation);
       // Readiness is every replica's (it decides whether the Service sends it webhooks); the rest
       // of the sweep is the leader's alone.
@@ -383,44 +382,43 @@ export class Daemon {
     }
   }
 
-  // A method, not an inline test: TypeScript would keep the narrowing of #stopping from before an await.
   #accepting(): boolean {
-    return !this.#stopping;
+    return this.#state.accepting();
   }
 
   async #reloadOnce(): Promise<ReloadResult> {
-    if (!this.#accepting()) return STOPPING;
+    if (!this.#state.beginReload()) return STOPPING;
     const { options, audit } = this.#context;
     let next: Prepared;
     try {
       next = await prepare(this.#context, await loadPolicy(options.policyFile));
     } catch (error) {
+      // The current policy stays in force (a shutdown meanwhile keeps its phase).
+      this.#state.endReload();
       audit.emit('policy.reload_failed', {
         file: options.policyFile,
         errorCode: errorCode(error),
         error: errorMessage(error),
       });
-      await this.#current.runtime.alerter.send({
+      await this.#state.generation.runtime.alerter.send({
         severity: 'error',
         summary: `keyroll daemon kept its current policy: reloading ${options.policyFile} failed: ${errorMessage(error)}`,
         // A fresh id per attempt: each failed reload alerts, none is deduplicated away.
         rotationId: randomUUID(),
         step: 'reload',
-        errorCode: errorCode(error),
+        ...typedCode(error),
         nextAction:
           'fix the policy file and send SIGHUP again; the current policy and schedules stay in force',
       });
       return { ok: false, errorCode: errorCode(error), error: errorMessage(error) };
     }
-    if (!this.#accepting()) {
+    const previous = this.#state.generation;
+    if (!this.#state.endReload(next)) {
       // Shutdown began while the new policy was loading: it never starts scheduling.
       await next.generation.retire();
       return STOPPING;
     }
-    const previous = this.#current;
     const { generation } = next;
-    this.#current = generation;
-    this.#secrets = next.secrets;
     this.#activate(generation);
     for (const key of previous.policy.keys)
       if (!generation.policy.keys.some((kept) => kept.id === key.id)) this.metrics.forgetKey(key.id);
@@ -441,11 +439,11 @@ export class Daemon {
     return { ok: true, keys: generation.policy.keys.length };
   }
 
+  /** Runs once, in the shutting-down phase (DaemonState.shutDown). */
   async #shutdownOnce(signal: string): Promise<ShutdownResult> {
-    this.#stopping = true;
     this.#sweeps.stop();
     this.#reconciles.stop();
-    this.#current.stopJobs();
+    this.#state.generation.stopJobs();
     this.#audit.emit('daemon.stopping', {
       signal,
       inFlight: this.#launcher.inFlight(),
@@ -474,8 +472,8 @@ export class Daemon {
     await released;
     this.#rejections.flush();
     // With work still in flight the runtime stays open for it: the process is about to exit.
-    if (finished) await this.#current.retire();
-    else void this.#current.retire();
+    if (finished) await this.#state.generation.retire();
+    else void this.#state.generation.retire();
     this.#releaseDeliveries();
     const result: ShutdownResult = { exitCode: finished ? 0 : 3, unfinished };
     this.#audit.emit('daemon.stopped', { exitCode: result.exitCode, unfinished });

@@ -10,8 +10,7 @@
 import { performance } from 'node:perf_hooks';
 import type { CredentialProvider } from '../api/public/credentials.ts';
 import { Secret } from '../audit/public/secret.ts';
-import { SecretsManagerCalls } from '../backends/public/aws/client.ts';
-import { awsAccessFromEnv } from '../backends/public/aws/index.ts';
+import { readCurrentSecretString } from '../backends/public/aws/current-value.ts';
 import { errorMessage } from '../errors.ts';
 import { primaryDestination, type KeyPolicy, type Policy } from '../policy/public/schema.ts';
 import { credentialFromPolicy, type RuntimeOptions } from '../rotation/public/runtime.ts';
@@ -105,38 +104,32 @@ function regionOfArn(arn: string): string | undefined {
 
 /** One GetSecretValue (AWSCURRENT) of the credential secret; errors name the ARN, never a value. */
 export async function readApiToken(arn: string, config: ApiTokenReaderConfig): Promise<Secret> {
-  const access = awsAccessFromEnv(config.env);
-  const calls = new SecretsManagerCalls({
-    backendName: 'api-credential',
-    endpoint: config.endpoint,
-    region: regionOfArn(arn) ?? config.region ?? access.region,
-    timeoutMs: config.timeoutMs,
-    credentials: access.credentials,
-  });
+  let value: string | undefined;
   try {
-    let value: string | undefined;
-    try {
-      value = (await calls.getSecretValue('read', { SecretId: arn, VersionStage: 'AWSCURRENT' }))
-        .SecretString;
-    } catch (error) {
-      // A BackendError of GetSecretValue keeps no AWS message or cause (it could echo a value).
-      throw new NativeRotationError(
-        'KR_NATIVE_API_CREDENTIAL_UNREADABLE',
-        `keyroll's API credential could not be read from ${arn} (${API_TOKEN_SECRET_ARN_ENV}): ${errorMessage(error)}; nothing was rolled`,
-        { cause: error },
-      );
-    }
-    if (value === undefined || value === '') {
-      throw new NativeRotationError(
-        'KR_NATIVE_API_CREDENTIAL_UNREADABLE',
-        `keyroll's API credential at ${arn} (${API_TOKEN_SECRET_ARN_ENV}) has no SecretString at AWSCURRENT; nothing was rolled`,
-      );
-    }
-    // Pinned like every resolved reference: a long-lived credential, blanked for good.
-    return new Secret(value).pinned();
-  } finally {
-    await calls.close();
+    value = await readCurrentSecretString({
+      secretId: arn,
+      readerName: 'api-credential',
+      endpoint: config.endpoint,
+      region: regionOfArn(arn) ?? config.region,
+      timeoutMs: config.timeoutMs,
+      env: config.env,
+    });
+  } catch (error) {
+    // A BackendError of GetSecretValue keeps no AWS message or cause (it could echo a value).
+    throw new NativeRotationError(
+      'KR_NATIVE_API_CREDENTIAL_UNREADABLE',
+      `keyroll's API credential could not be read from ${arn} (${API_TOKEN_SECRET_ARN_ENV}): ${errorMessage(error)}; nothing was rolled`,
+      { cause: error },
+    );
   }
+  if (value === undefined || value === '') {
+    throw new NativeRotationError(
+      'KR_NATIVE_API_CREDENTIAL_UNREADABLE',
+      `keyroll's API credential at ${arn} (${API_TOKEN_SECRET_ARN_ENV}) has no SecretString at AWSCURRENT; nothing was rolled`,
+    );
+  }
+  // Pinned like every resolved reference: a long-lived credential, blanked for good.
+  return new Secret(value).pinned();
 }
 
 /**

@@ -5,7 +5,7 @@
 // createSecret took (same owner and rotation id, from the token), so a runner that took the key
 // over meanwhile is never overruled (invariant 9). Safe to repeat: a version already AWSCURRENT
 // only has what is left done.
-import { activeStreak, endedStreak } from '../rotation/public/backoff-state.ts';
+import { activeStreak, endedStreak } from '../rotation/public/failure-streak.ts';
 import { activeSlot } from '../rotation/public/slots.ts';
 import { recordFailureBestEffort } from '../rotation/public/store-outcome.ts';
 import { sendAlert } from '../rotation/public/key-alert.ts';

@@ -18,7 +18,7 @@ import { randomUUID } from 'node:crypto';
 import type { Alerter } from '../alerts/public/types.ts';
 import type { AuditLog } from '../audit/public/events.ts';
 import type { Secret } from '../audit/public/secret.ts';
-import { errorCode, errorMessage } from '../errors.ts';
+import { errorCode, errorMessage, typedCode } from '../errors.ts';
 import type { KeyPolicy, Policy } from '../policy/public/schema.ts';
 import type { Runtime } from '../rotation/public/runtime.ts';
 import type { KeyOutcome, RunTrigger } from '../rotation/public/types.ts';
@@ -391,7 +391,7 @@ export async function reportIntakeFailure(
       summary: `keyroll could not handle the ${report.source} leak alert ${report.ref} at ${step}: ${errorMessage(error)}`,
       ...(key === undefined ? {} : { keyId: key.id, organizationId: key.organizationId }),
       step: 'leak-intake',
-      errorCode: errorCode(error),
+      ...typedCode(error),
       nextAction,
       details: { source: report.source, alert: report.ref, intakeStep: step },
     },

@@ -5,7 +5,7 @@ import type { AuditLog } from '../audit/public/events.ts';
 import type { KeyState } from '../backends/public/types.ts';
 import { decideDue, type DueReason } from '../policy/public/due.ts';
 import type { KeyPolicy } from '../policy/public/schema.ts';
-import { automaticAttemptGate, type AttemptGate } from './backoff-state.ts';
+import { automaticAttemptGate, type AttemptGate } from './failure-streak.ts';
 import { driftCheckDue, probeForDrift, type DriftReport } from './drift.ts';
 import { auditDoubts, readTrustedState } from './trusted-state.ts';
 import type { ResolvedKey, RotationDeps, RunAbortReason, RunTrigger } from './types.ts';

@@ -15,7 +15,7 @@ import {
   failureSettingsOf,
   quarantineReminderDue,
   type FailureStreak,
-} from './backoff-state.ts';
+} from './failure-streak.ts';
 import { sendAlert } from './key-alert.ts';
 import { underKeyLock } from './key-lock.ts';
 import { readTrustedState } from './trusted-state.ts';

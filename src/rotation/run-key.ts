@@ -2,9 +2,9 @@
 // Every way a key ends (not started, held back, not due, healed, rotated, failed before the lock)
 // passes through runKey, so the run's onKeyDone hears each key exactly once.
 import type { AuditLog } from '../audit/public/events.ts';
-import { catalogueCode, errorCode, errorMessage } from '../errors.ts';
+import { catalogueCode, errorCode, errorMessage, typedCode } from '../errors.ts';
 import type { KeyPolicy } from '../policy/public/schema.ts';
-import type { AttemptGate } from './backoff-state.ts';
+import type { AttemptGate } from './failure-streak.ts';
 import { RunAbortedError } from './errors.ts';
 import { planKey, type KeyPlan, type PlanContext } from './key-plan.ts';
 import { factsOf, keyOutcome, notStartedFacts } from './outcome.ts';
@@ -194,7 +194,7 @@ async function keyStopped(key: KeyPolicy, error: unknown, ctx: KeyRunContext): P
       organizationId: key.organizationId,
       rotationId: ctx.runId,
       step: 'preflight',
-      errorCode: errorCode(error),
+      ...typedCode(error),
       nextAction,
     },
     key.notify.onFailure.length > 0 ? key.notify.onFailure : undefined,

@@ -4,8 +4,8 @@
 // idempotent, so a retried finish changes nothing; a failed verify leaves the marker so the next
 // run probes and repairs.
 import type { Secret } from '../audit/public/secret.ts';
-import { catalogueCode, errorCode } from '../errors.ts';
-import { activeStreak } from './backoff-state.ts';
+import { catalogueCode, errorCode, typedCode } from '../errors.ts';
+import { activeStreak } from './failure-streak.ts';
 import { RotationStepError } from './errors.ts';
 import { lockLostAfterStore, type Stored } from './step-roll.ts';
 import { sendAlert } from './key-alert.ts';
@@ -164,7 +164,7 @@ async function reportPreviousDead(tx: Transaction, code: string | undefined): Pr
     summary: `keyroll rotated key ${key.id}: the new secret of ${tx.plan.rollKeyId} is stored and works, but the previous active secret (${tx.plan.activeBefore ?? 'unknown'}) no longer works, so consumers that have not refreshed fail until they do`,
     rotationId: tx.rotationId,
     step: 'verify',
-    errorCode: code ?? 'KR_VERIFY_PREVIOUS_DEAD',
+    ...typedCode(code ?? 'KR_VERIFY_PREVIOUS_DEAD'),
     nextAction: `make consumers refresh now; check who rolled ${tx.plan.activeBefore ?? 'the previous slot'} outside keyroll (dashboard, another tool)`,
   });
 }

@@ -4,7 +4,7 @@
 // what happens next (invariant 4).
 import type { AuditLog } from '../audit/public/events.ts';
 import type { FailureRecord } from '../backends/public/types.ts';
-import { catalogueCode } from '../errors.ts';
+import { catalogueCode, typedCode } from '../errors.ts';
 import type { KeyPolicy } from '../policy/public/schema.ts';
 import { sendAlert } from './key-alert.ts';
 import type { RollSuccess } from './roll.ts';
@@ -19,7 +19,7 @@ export async function recordFailureBestEffort(
     await primary.backend.recordFailure(primary.target, failure);
   } catch {
     // The audit event and alert already carry the failure. Without the record the next run sees
-    // the streak as it was, so it alerts again rather than staying quiet (backoff-state.ts).
+    // the streak as it was, so it alerts again rather than staying quiet (failure-streak.ts).
   }
 }
 
@@ -115,7 +115,7 @@ export async function storeFailed(
     summary,
     rotationId,
     step: 'store',
-    errorCode: firstCode,
+    ...typedCode(firstCode),
     nextAction,
     ...(unfenced.length > 0 ? { details: { unfenced } } : {}),
   });

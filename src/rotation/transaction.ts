@@ -3,7 +3,7 @@
 // ways out (an outcome, or a failure reported with the meaning failure.ts gives it).
 import type { AuditLog } from '../audit/public/events.ts';
 import type { KeyState } from '../backends/public/types.ts';
-import { errorMessage } from '../errors.ts';
+import { errorMessage, typedCode } from '../errors.ts';
 import type { KeyPolicy } from '../policy/public/schema.ts';
 import { spanClock, startStep, type TraceSpan } from '../tracing/public/spans.ts';
 import {
@@ -13,7 +13,7 @@ import {
   failureSettingsOf,
   nextFailure,
   type FailureVerdict,
-} from './backoff-state.ts';
+} from './failure-streak.ts';
 import type { FailureMeaning } from './failure.ts';
 import type { LockKeeper } from './lock-keeper.ts';
 import type { RollProgress } from './roll.ts';
@@ -191,7 +191,7 @@ export class Transaction {
 
   /**
    * Invariant 7: the failed step, its code and what happens next, audited every time. The failure
-   * joins the key's streak at the primary destination (backoff-state.ts), which decides whether
+   * joins the key's streak at the primary destination (failure-streak.ts), which decides whether
    * it alerts: a change of state or a reminder does; a repeat inside remindEvery is audited as
    * alert.suppressed instead. A key with an intent marker alerts every time.
    */
@@ -288,7 +288,7 @@ export class Transaction {
       summary: verdict.alert === 'reminder' ? `still failing: ${summary}` : summary,
       rotationId: this.rotationId,
       step,
-      errorCode: code,
+      ...typedCode(code),
       nextAction,
       ...(intentMarked
         ? {}

@@ -28,7 +28,7 @@ import type {
   StoreTarget,
 } from '../backends/public/types.ts';
 import type { KeyPolicy } from '../policy/public/schema.ts';
-import { failureSettingsOf } from './backoff-state.ts';
+import { failureSettingsOf } from './failure-streak.ts';
 
 const STREAK_TIMES = Object.keys(FailureStreakTimes) as (keyof typeof FailureStreakTimes)[];
 

@@ -7,7 +7,7 @@
 // each in its own run as soon as its key is free.
 import { randomUUID } from 'node:crypto';
 import type { AuditLog } from '../audit/public/events.ts';
-import { errorCode, errorMessage } from '../errors.ts';
+import { errorCode, errorMessage, typedCode } from '../errors.ts';
 import type { KeyPolicy } from '../policy/public/schema.ts';
 import { keyOutcome, notStartedFacts } from '../rotation/public/outcome.ts';
 import { runRotations } from '../rotation/public/run.ts';
@@ -263,7 +263,7 @@ export class Launcher {
         summary: `keyroll daemon: a ${source} run stopped unexpectedly: ${errorMessage(error)}`,
         rotationId: runId,
         step: 'run',
-        errorCode: errorCode(error),
+        ...typedCode(error),
         nextAction: 'the next sweep retries the keys that are still due',
       });
     } finally {

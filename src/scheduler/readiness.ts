@@ -21,6 +21,9 @@ export type Readiness =
   | { state: 'preflight-failed'; checkedAt: string; destinations: number; failures: PreflightFailure[] }
   | { state: 'shutting-down' };
 
+/** What a readiness check answers. */
+export type CheckedReadiness = Extract<Readiness, { state: 'ready' | 'preflight-failed' }>;
+
 /** Preflights every distinct destination (fallbacks are a safety net, not a readiness condition). */
 export async function preflightDestinations(
   runtime: Runtime,
@@ -28,7 +31,7 @@ export async function preflightDestinations(
   audit: AuditLog,
   now: Date,
   concurrency: number,
-): Promise<Readiness> {
+): Promise<CheckedReadiness> {
   const seen = new Set<string>();
   const destinations = keys
     .flatMap((key) => runtime.resolveKey(key).destinations)

@@ -7,7 +7,7 @@ import { errorCode, errorMessage } from '../errors.ts';
 import { decideDue, type DueDecision } from '../policy/public/due.ts';
 import type { KeyState } from '../backends/public/types.ts';
 import type { KeyPolicy } from '../policy/public/schema.ts';
-import { isQuarantined } from '../rotation/public/backoff-state.ts';
+import { isQuarantined } from '../rotation/public/failure-streak.ts';
 import { mapWithConcurrency } from '../rotation/public/concurrency.ts';
 import type { Runtime } from '../rotation/public/runtime.ts';
 import { readTrustedState } from '../rotation/public/trusted-state.ts';

@@ -168,7 +168,7 @@ describe('alert URLs read from a reference', () => {
     severity: 'critical',
     summary: 's',
     step: 'store',
-    errorCode: 'KR_X',
+    errorCode: 'KR_UNEXPECTED',
     nextAction: 'n',
   };
   const context = {

@@ -9,7 +9,11 @@ import type { z } from 'zod';
 import type * as Schema from '../../src/backends/schema.ts';
 import type { FailureRecord, Intent, KeyState, LockInfo, ProbeRecord } from '../../src/backends/types.ts';
 import type { FailureSettings } from '../../src/policy/schema.ts';
-import { automaticAttemptGate, quarantineReminderDue, streakView } from '../../src/rotation/backoff-state.ts';
+import {
+  automaticAttemptGate,
+  quarantineReminderDue,
+  streakView,
+} from '../../src/rotation/failure-streak.ts';
 import { trustState } from '../../src/rotation/trusted-state.ts';
 
 const HOUR = 3600_000;

@@ -6,7 +6,7 @@
 import { createAuditLog, type FlushableAuditLog } from '../../audit/public/logger.ts';
 import { printable } from '../../audit/public/printable.ts';
 import type { KeyOutcome } from '../../rotation/public/types.ts';
-import { createProgressReporter } from '../progress.ts';
+import { createProgressReporter } from './progress.ts';
 import { openAuditFile, type AuditFileSink } from './audit-file.ts';
 import { createProgressView, type ProgressView, type ViewStream } from './live-view.ts';
 import { UsageError } from '../../errors.ts';

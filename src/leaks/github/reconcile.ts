@@ -14,7 +14,7 @@
 //
 // One call is one pass: the daemon calls it at start and on its interval (daemon/reconcile-loop.ts);
 // a leader elected later calls the same function when it takes the lead.
-import { errorCode, errorMessage } from '../../errors.ts';
+import { errorCode, errorMessage, typedCode } from '../../errors.ts';
 import { resolveRef } from '../../refs/public/secret-ref.ts';
 import { mapWithConcurrency } from '../../rotation/public/concurrency.ts';
 import type { IntakeGate, ReconcileSkip } from '../intake-gate.ts';
@@ -142,7 +142,7 @@ async function reportReconcileFailure(
     severity: 'error',
     summary: `keyroll could not list the open GitHub secret scanning alerts${scope === undefined ? '' : ` of ${scope}`} at ${step}: ${errorMessage(error)}`,
     step: 'leak-reconcile',
-    errorCode: errorCode(error),
+    ...typedCode(error),
     nextAction: `fix the cause (token, its permission "Secret scanning alerts" read and write, intake.github's organizations/repositories/enterprises); the next reconcile in ${String(Math.round(reconcile.intervalMs / 1000))}s tries again, and webhook deliveries are handled meanwhile`,
     details: { source: 'github', intakeStep: step, ...(scope === undefined ? {} : { scope }) },
   });

@@ -6,7 +6,7 @@ import {
   automaticAttemptGate,
   backoffAfter,
   nextFailure,
-} from '../../src/rotation/backoff-state.ts';
+} from '../../src/rotation/failure-streak.ts';
 
 const HOUR = 3600_000;
 const SETTINGS: FailureSettings = {

@@ -1,7 +1,8 @@
-// Failure backoff and quarantine of a key that keeps failing. A CronJob every 10 minutes against a
-// destination with a wrong policy would otherwise try (and page) six times an hour all night. The
-// streak of consecutive failures is recorded at the key's primary destination (FailureRecord), so
-// it survives restarts and every runner sees the same one:
+// A key's failure streak: the failures in a row it is in, and the backoff and quarantine they
+// bring. A CronJob every 10 minutes against a destination with a wrong policy would otherwise try
+// (and page) six times an hour all night. The streak of consecutive failures is recorded at the
+// key's primary destination (FailureRecord), so it survives restarts and every runner sees the
+// same one:
 // - after failure n the next automatic attempt waits initial·2^(n−1), capped, jittered;
 // - after `quarantineAfter` failures the key is quarantined: no automatic attempts until
 //   `keyroll resume` or a successful on-demand rotation (leak, force, manual);

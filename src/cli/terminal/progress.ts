@@ -1,9 +1,9 @@
 // Progress for long runs whose stdout is piped (`keyroll run | jq`, `> run.log`) while a person
 // watches stderr: one line per finished key plus a live counter there. When stdout is itself the
-// terminal, the progress view (terminal/live-view.ts) shows this and more; in a pod, nothing (the
-// audit lines on stdout are the record). terminal/output-mode.ts decides which.
-import type { KeyOutcome } from '../rotation/public/types.ts';
-import { terminalLine } from '../audit/public/printable.ts';
+// terminal, the progress view (live-view.ts) shows this and more; in a pod, nothing (the
+// audit lines on stdout are the record). output-mode.ts decides which.
+import type { KeyOutcome } from '../../rotation/public/types.ts';
+import { terminalLine } from '../../audit/public/printable.ts';
 
 export interface ProgressReporter {
   keyDone(outcome: KeyOutcome): void;
