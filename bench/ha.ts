@@ -3,7 +3,7 @@
 // real kube-apiserver (scripts/test-kube.sh): a coordination.k8s.io/v1 Lease elects the leader
 // that runs the schedules, sweeps and the GitHub reconcile, and the replay records live in the
 // chart's three ConfigMaps (--replay-store kubernetes:NS/PREFIX). They share one file backend
-// directory and the emulator (the API) and the fake GitHub (test/leaks/github/fake-github.ts) of
+// directory and the emulator (the API) and the fake GitHub (test/support/fake-github.ts) of
 // this process.
 //
 // The front behaves as a Service: deliveries go round-robin to the replicas that are ready, by a
@@ -39,7 +39,7 @@ import { fileURLToPath } from 'node:url';
 import { CoordinationV1Api, CoreV1Api } from '@kubernetes/client-node';
 import type { AuditRecord } from '../src/audit/logger.ts';
 import { replayConfigMapName } from '../src/inbound/replay-records.ts';
-import { startFakeGithub } from '../test/leaks/github/fake-github.ts';
+import { startFakeGithub } from '../test/support/fake-github.ts';
 import {
   adminKubeConfig,
   startKubeApiServer,

@@ -2,7 +2,7 @@
 // (policy `intake.github`) serves 50 keys of the emulator, each stored in the file backend and
 // listing one consumer, a webhook the consumer's owner runs to drop its cache. For each key in
 // turn, the value it holds "leaks" (each key also lists its ExternalSecret and the Deployment
-// that reads it, on a real kube-apiserver: see below): the fake GitHub (test/leaks/github/fake-github.ts, the one the leak
+// that reads it, on a real kube-apiserver: see below): the fake GitHub (test/support/fake-github.ts, the one the leak
 // intake's tests check against GitHub's published schemas) holds a secret scanning alert for it,
 // and the bench POSTs the signed `secret_scanning_alert` delivery to the daemon as GitHub does.
 // Measured from just before the POST:
@@ -13,7 +13,7 @@
 //     consumer.notified audit lines; the restart comes after the sync, as invariant 12 orders it).
 // The Kubernetes consumers live on the kube-apiserver the integration tests use
 // (test/support/kube-apiserver.ts, built by scripts/test-kube.sh), keyroll acting as its service
-// account bound by the chart's Role; test/integration/consumers/cluster.ts's stand-in controllers
+// account bound by the chart's Role; test/support/consumer-cluster.ts's stand-in controllers
 // play external-secrets and the deployment controller (no delay of their own; they poll every
 // 25 ms), so the figure is keyroll's part plus that polling, not a real controller's sync time.
 // One delivery at a time: the figure is the latency of one leak, not the throughput of many.
@@ -31,8 +31,8 @@ import {
   consumerNamespace,
   StandInControllers,
   type ConsumerNamespace,
-} from '../test/integration/consumers/cluster.ts';
-import { startFakeGithub } from '../test/leaks/github/fake-github.ts';
+} from '../test/support/consumer-cluster.ts';
+import { startFakeGithub } from '../test/support/fake-github.ts';
 import { startKubeApiServer, type RunningKubeApiServer } from '../test/support/kube-apiserver.ts';
 import { ROOT } from './lib/cli.ts';
 import type { BenchResult } from './lib/figures.ts';

@@ -19,7 +19,7 @@ import { findSecrets } from '../support/secret-scan.ts';
 import { waitFor } from '../support/wait-for.ts';
 import { kubeApiServer } from '../integration/servers.ts';
 import { signedHeaders, TRIGGER_SECRET } from '../daemon/support.ts';
-import { secretScanningWebhook, startFakeGithub, type FakeGithub } from '../leaks/github/fake-github.ts';
+import { secretScanningWebhook, startFakeGithub, type FakeGithub } from '../support/fake-github.ts';
 import { OWNER_TOKEN, type ChildResult, type RunningChild } from './b-child.ts';
 import { eventsOf, openReplicaCluster, replicaUrl, untilHolder } from './b-replicas.ts';
 import { faultKey, faultPolicyYaml, openWorld, type FaultWorld } from './b-world.ts';

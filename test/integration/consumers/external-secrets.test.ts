@@ -1,5 +1,5 @@
 // keyroll's picture of external-secrets (issue 28 items 1–3), on the real Kubernetes API server
-// with the stand-in that plays external-secrets (cluster.ts; this API server has no controller):
+// with the stand-in that plays external-secrets (test/support/consumer-cluster.ts; this API server has no controller):
 // - a sync is proved from the controller's status, never from the answer to keyroll's own patch:
 //   by syncedResourceVersion (external-secrets' hash of the metadata it read, keyroll's force-sync
 //   value in it) without waiting for a later second, else by a refresh in a later second than the
@@ -16,7 +16,11 @@ import { consumerStatuses } from '../../../src/consumers/status.ts';
 import { policyYaml, useCliFixture } from '../../cli/harness.ts';
 import { keyPolicy } from '../../rotation/harness.ts';
 import { kubeApiServer } from '../servers.ts';
-import { consumerNamespace, StandInControllers, type ConsumerNamespace } from './cluster.ts';
+import {
+  consumerNamespace,
+  StandInControllers,
+  type ConsumerNamespace,
+} from '../../support/consumer-cluster.ts';
 import { consumerBench, LEAK, type ConsumerBench } from './harness.ts';
 
 const server = await kubeApiServer();

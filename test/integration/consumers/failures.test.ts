@@ -18,7 +18,7 @@ import {
   StandInControllers,
   type ConsumerNamespace,
   type StandInOptions,
-} from './cluster.ts';
+} from '../../support/consumer-cluster.ts';
 import { consumerBench, LEAK, SCHEDULED, type ConsumerBench } from './harness.ts';
 
 const server = await kubeApiServer();

@@ -1,7 +1,7 @@
 // The consumers' refresh against a real Kubernetes API server (invariant 12): what keyroll writes
 // lands as kubectl writes it, in the order a leak needs (sync, then restart, then the rollout),
 // once per workload however many keys share it; and a consumer that lags or fails never changes
-// the rotation. The stand-in controllers (cluster.ts) play external-secrets and the workload
+// the rotation. The stand-in controllers (test/support/consumer-cluster.ts) play external-secrets and the workload
 // controllers: this API server has neither. Traced, the refresh is one span with a span per consumer.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FORCE_SYNC } from '../../../src/consumers/kinds/external-secret.ts';
@@ -12,7 +12,11 @@ import { childrenOf, onlySpan, startOtlpReceiver, startTracingTo } from '../../s
 import { expectNoSecrets } from '../../support/secret-scan.ts';
 import { useTempDir } from '../../support/temp-dir.ts';
 import { kubeApiServer } from '../servers.ts';
-import { consumerNamespace, StandInControllers, type ConsumerNamespace } from './cluster.ts';
+import {
+  consumerNamespace,
+  StandInControllers,
+  type ConsumerNamespace,
+} from '../../support/consumer-cluster.ts';
 import { consumerBench, LEAK, type ConsumerBench } from './harness.ts';
 
 /** How far two spans' clocks may disagree (each is anchored to Date.now() when it starts). */

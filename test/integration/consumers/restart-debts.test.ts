@@ -10,7 +10,7 @@ import { consumerStatuses } from '../../../src/consumers/status.ts';
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { useTempDir } from '../../support/temp-dir.ts';
 import { kubeApiServer } from '../servers.ts';
-import { consumerNamespace, StandInControllers } from './cluster.ts';
+import { consumerNamespace, StandInControllers } from '../../support/consumer-cluster.ts';
 import { DeploymentHistory } from './deployment-history.ts';
 import { consumerBench, LEAK, type ConsumerBench } from './harness.ts';
 

@@ -8,7 +8,11 @@ import { consumerStatuses } from '../../../src/consumers/status.ts';
 import type { RestartWindow } from '../../../src/policy/consumers.ts';
 import { useTempDir } from '../../support/temp-dir.ts';
 import { kubeApiServer } from '../servers.ts';
-import { consumerNamespace, StandInControllers, type ConsumerNamespace } from './cluster.ts';
+import {
+  consumerNamespace,
+  StandInControllers,
+  type ConsumerNamespace,
+} from '../../support/consumer-cluster.ts';
 import { consumerBench, LEAK, type ConsumerBench } from './harness.ts';
 
 const server = await kubeApiServer();

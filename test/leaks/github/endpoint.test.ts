@@ -8,7 +8,7 @@ import { wrapBackend } from '../../rotation/harness.ts';
 import { createGate, keyYaml, postTrigger, type DaemonBench } from '../../daemon/support.ts';
 import { expectNoSecrets } from '../../support/secret-scan.ts';
 import { waitFor } from '../../support/wait-for.ts';
-import { secretScanningWebhook, type FakeGithub } from './fake-github.ts';
+import { secretScanningWebhook, type FakeGithub } from '../../support/fake-github.ts';
 import {
   BILLING,
   deliver,

@@ -5,7 +5,7 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { DaemonBench } from '../../daemon/support.ts';
 import { expectNoSecrets } from '../../support/secret-scan.ts';
-import { secretScanningWebhook, type FakeGithub } from './fake-github.ts';
+import { secretScanningWebhook, type FakeGithub } from '../../support/fake-github.ts';
 import {
   BILLING,
   deliver,

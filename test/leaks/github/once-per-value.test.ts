@@ -8,7 +8,7 @@ import type { Backend } from '../../../src/backends/types.ts';
 import { createGate, type DaemonBench } from '../../daemon/support.ts';
 import { wrapBackend } from '../../rotation/harness.ts';
 import { expectNoSecrets } from '../../support/secret-scan.ts';
-import { secretScanningWebhook, type FakeGithub } from './fake-github.ts';
+import { secretScanningWebhook, type FakeGithub } from '../../support/fake-github.ts';
 import {
   BILLING,
   deliver,

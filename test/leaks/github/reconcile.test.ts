@@ -6,7 +6,7 @@ import type { Daemon } from '../../../src/daemon/daemon.ts';
 import type { DaemonBench } from '../../daemon/support.ts';
 import { keyYaml, postTrigger } from '../../daemon/support.ts';
 import { expectNoSecrets } from '../../support/secret-scan.ts';
-import { secretScanningWebhook, type FakeGithub } from './fake-github.ts';
+import { secretScanningWebhook, type FakeGithub } from '../../support/fake-github.ts';
 import {
   BILLING,
   deliver,

@@ -14,7 +14,7 @@ import {
   type DaemonBench,
 } from '../../daemon/support.ts';
 import { startDaemonBench } from '../../daemon/support.ts';
-import { startFakeGithub, type FakeGithub } from './fake-github.ts';
+import { startFakeGithub, type FakeGithub } from '../../support/fake-github.ts';
 
 export const GITHUB_WEBHOOK_SECRET = 'github-webhook-secret-for-the-leak-intake-tests';
 export const BILLING = 'key_demo_billing';
