@@ -18,7 +18,7 @@ import { describe, expect, it } from 'vitest';
 import { findSecrets } from '../support/secret-scan.ts';
 import { waitFor } from '../support/wait-for.ts';
 import { kubeApiServer } from '../integration/servers.ts';
-import { signedHeaders, TRIGGER_SECRET } from '../daemon/support.ts';
+import { signedHeaders, TRIGGER_SECRET } from '../support/daemon-bench.ts';
 import { secretScanningWebhook, startFakeGithub, type FakeGithub } from '../support/fake-github.ts';
 import { OWNER_TOKEN, type ChildResult, type RunningChild } from './b-child.ts';
 import { eventsOf, openReplicaCluster, replicaUrl, untilHolder } from './b-replicas.ts';

@@ -20,7 +20,13 @@ import { claimOrRefuse, ReplayRecordError, type ReplayClaim } from '../../src/in
 import { replayConfigMapName, ReplayRecords, type ReplayStore } from '../../src/inbound/replay-records.ts';
 import { DEFAULT_REPLAY_CAPACITY } from '../../src/inbound/replay-record.ts';
 import type { Daemon } from '../../src/daemon/daemon.ts';
-import { keyYaml, postTrigger, startDaemonBench, TRIGGER_KEYS, type DaemonBench } from '../daemon/support.ts';
+import {
+  keyYaml,
+  postTrigger,
+  startDaemonBench,
+  TRIGGER_KEYS,
+  type DaemonBench,
+} from '../support/daemon-bench.ts';
 import { secretScanningWebhook } from '../support/fake-github.ts';
 import { deliver, intakePolicy, startWithIntake, useGithubBench } from '../leaks/github/support.ts';
 import {

@@ -19,7 +19,7 @@ import {
   EXTERNAL_SECRETS_CRD_V1BETA1,
   StandInControllers,
 } from '../../support/consumer-cluster.ts';
-import { consumerBench, LEAK } from './harness.ts';
+import { consumerBench, LEAK } from '../../support/consumer-bench.ts';
 
 const run = promisify(execFile);
 const ROOT = new URL('../../../', import.meta.url).pathname;

@@ -16,7 +16,7 @@ import {
 import { JSON_SHAPE } from '../../rotation/harness.ts';
 import type { VaultServer } from '../servers.ts';
 import { consumerNamespace, uniqueName, type ConsumerNamespace } from '../../support/consumer-cluster.ts';
-import { consumerBench, type ConsumerBench } from './harness.ts';
+import { consumerBench, type ConsumerBench } from '../../support/consumer-bench.ts';
 
 const TOKEN_ENV = 'KR_REAL_CONTROLLERS_VAULT_TOKEN';
 export const REPLICAS = 2;
