@@ -19,7 +19,6 @@
 // One delivery at a time: the figure is the latency of one leak, not the throughput of many.
 // The daemon runs in this process (as bench/dashboard-picture.ts runs it), with keyroll's own
 // credential the emulator's owner token; nothing leaves 127.0.0.1.
-import { spawnSync } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -33,8 +32,8 @@ import {
   type ConsumerNamespace,
 } from '../test/support/consumer-cluster.ts';
 import { startFakeGithub } from '../test/support/fake-github.ts';
-import { startKubeApiServer, type RunningKubeApiServer } from '../test/support/kube-apiserver.ts';
-import { ROOT } from './lib/cli.ts';
+import type { RunningKubeApiServer } from '../test/support/kube-apiserver.ts';
+import { startBenchKube } from './lib/kube-apiserver.ts';
 import type { BenchResult } from './lib/figures.ts';
 import { startNoticeReceiver } from './lib/notice-receiver.ts';
 import { percentile, round } from './lib/stats.ts';
@@ -54,19 +53,6 @@ const WORKLOAD = 'shop';
 /** The ExternalSecret of a key: its id as a Kubernetes name. */
 function externalSecretOf(keyId: string): string {
   return keyId.replace(/_/g, '-');
-}
-
-/** kube-apiserver and etcd as the integration tests get them (built once per machine, cached). */
-async function startKube(): Promise<RunningKubeApiServer> {
-  const tools = spawnSync('sh', ['scripts/test-kube.sh'], {
-    cwd: ROOT,
-    encoding: 'utf8',
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const binDir = tools.stdout.trim().split('\n').pop();
-  if (tools.status !== 0 || binDir === undefined || binDir === '')
-    throw new Error(`scripts/test-kube.sh failed (exit ${String(tools.status)})`);
-  return startKubeApiServer(binDir);
 }
 
 function policy(
@@ -123,7 +109,7 @@ export async function runLeakBench(options: { quick?: boolean } = {}): Promise<B
   let controllers: StandInControllers | undefined;
   try {
     const keyIds = world.addKeys('key_leak_', count);
-    kube = await startKube();
+    kube = await startBenchKube();
     const cluster: ConsumerNamespace = await consumerNamespace(kube, world.dir, (namespace) => [
       { namespace, externalSecrets: keyIds.map(externalSecretOf), deployments: [WORKLOAD] },
     ]);

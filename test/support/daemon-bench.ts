@@ -16,6 +16,7 @@ import { signTriggerRequest } from '../../src/scheduler/trigger-auth.ts';
 import type { TriggerKeySpec } from '../../src/scheduler/trigger-keys.ts';
 import { RecordingAlerter } from '../rotation/harness.ts';
 import { afterEach, beforeEach, vi } from 'vitest';
+import { currentOf } from './current.ts';
 import { expectNoSecrets } from './secret-scan.ts';
 import { createTempDir } from './temp-dir.ts';
 
@@ -161,39 +162,7 @@ export function useDaemonBench(): DaemonBench {
     await bench?.close();
     bench = undefined;
   });
-  const current = (): DaemonBench => {
-    if (bench === undefined) throw new Error('useDaemonBench: no test of its block is running');
-    return bench;
-  };
-  return {
-    get emulator() {
-      return current().emulator;
-    },
-    get dir() {
-      return current().dir;
-    },
-    get secretsDir() {
-      return current().secretsDir;
-    },
-    get policyFile() {
-      return current().policyFile;
-    },
-    get stateDir() {
-      return current().stateDir;
-    },
-    get audit() {
-      return current().audit;
-    },
-    get alerter() {
-      return current().alerter;
-    },
-    writePolicy: (keys) => current().writePolicy(keys),
-    writePolicyText: (text) => current().writePolicyText(text),
-    start: (options) => current().start(options),
-    storedSecret: (keyId) => current().storedSecret(keyId),
-    events: (name) => current().events(name),
-    close: () => current().close(),
-  };
+  return currentOf('useDaemonBench', () => bench);
 }
 
 export interface SignedPost {
