@@ -2,7 +2,8 @@
 // The import-graph check (`npm run lint:imports`, part of `npm run lint`): every import under src/
 // keeps to the floors of scripts/import-floors.ts. A folder imports only from the floors below its
 // own, so no import climbs a floor and no two folders form a circle. Type-only and dynamic imports
-// count too: a type import ties the folders together as much as any other.
+// count too: a type import ties the folders together as much as any other. And bench/ and test/
+// share only test/support/ (the rules bench-* and test-imports-no-bench).
 import { FLOORS, SRC_ROOT_FILES } from './scripts/import-floors.ts';
 
 const folders = FLOORS.flat().filter((folder) => folder !== SRC_ROOT_FILES);
@@ -63,6 +64,35 @@ export default {
         "src/rotation/'s entry files do not re-export the steps or their transaction: other folders run them through rotate-key.ts or run.ts",
       from: { path: `^src/rotation/${ENTRY_FILES}$` },
       to: { path: ROTATION_STEPS },
+    },
+    {
+      // Issue 29 §5: what the benchmarks and the tests both use (the fake GitHub, the alert
+      // receiver, the stand-in cluster, the simulated consumer, the image's runtime) lives in
+      // test/support/; the rest of test/ is the tests' own to change.
+      name: 'bench-imports-test-support-only',
+      severity: 'error',
+      comment:
+        'bench/ imports from test/ only test/support/: a file of test/ a benchmark needs moves to test/support/, named for what it is',
+      from: { path: '^bench/' },
+      to: { path: '^test/', pathNot: '^test/support/' },
+    },
+    {
+      // The same through test/support/: a shared file that imports a test's own file would hand
+      // it to the benchmarks all the same.
+      name: 'bench-reaches-test-support-only',
+      severity: 'error',
+      comment:
+        'no chain of imports from bench/ reaches a file of test/ outside test/support/ (a shared helper imports only what is shared)',
+      from: { path: '^bench/' },
+      to: { path: '^test/', pathNot: '^test/support/', reachable: true },
+    },
+    {
+      name: 'test-imports-no-bench',
+      severity: 'error',
+      comment:
+        'test/ never imports bench/: what a test and a benchmark both need lives in test/support/, and bench/lib/ keeps only what the benchmarks alone use',
+      from: { path: '^test/' },
+      to: { path: '^bench/' },
     },
     {
       name: 'folder-without-floor',

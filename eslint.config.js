@@ -42,6 +42,7 @@ export default tseslint.config(
     // static type maps; its own docs and serializer take plain object literals for them.
     files: [
       'test/support/kube-*.ts',
+      'test/support/consumer-*.ts',
       'test/integration/kube-*.ts',
       'test/integration/consumers/**/*.ts',
       'bench/lib/kube-*.ts',

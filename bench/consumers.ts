@@ -26,7 +26,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent } from 'undici';
 import { runCli } from './lib/cli.ts';
-import { Consumer, tallyByPopulation, type ConsumerTally } from './lib/consumer.ts';
+import { Consumer, tallyByPopulation, type ConsumerTally } from '../test/support/secret-consumer.ts';
 import type { BenchResult } from './lib/figures.ts';
 import { startNoticeReceiver } from './lib/notice-receiver.ts';
 import { round } from './lib/stats.ts';

@@ -26,8 +26,8 @@ import { startEmulator } from '../src/emulator/server.ts';
 import { dashboardObject } from '../src/monitoring/dashboard.ts';
 import { Daemon } from '../src/daemon/daemon.ts';
 import { signTriggerRequest } from '../src/scheduler/trigger-auth.ts';
-import { startReceiver } from '../test/alerts/receiver.ts';
-import { secretScanningWebhook, startFakeGithub } from '../test/leaks/github/fake-github.ts';
+import { startReceiver } from '../test/support/alert-receiver.ts';
+import { secretScanningWebhook, startFakeGithub } from '../test/support/fake-github.ts';
 import { renderDashboardHtml, type PanelData } from './lib/dashboard-html.ts';
 
 const { values } = parseArgs({

@@ -3,7 +3,7 @@
 // real kube-apiserver (scripts/test-kube.sh): a coordination.k8s.io/v1 Lease elects the leader
 // that runs the schedules, sweeps and the GitHub reconcile, and the replay records live in the
 // chart's three ConfigMaps (--replay-store kubernetes:NS/PREFIX). They share one file backend
-// directory and the emulator (the API) and the fake GitHub (test/leaks/github/fake-github.ts) of
+// directory and the emulator (the API) and the fake GitHub (test/support/fake-github.ts) of
 // this process.
 //
 // The front behaves as a Service: deliveries go round-robin to the replicas that are ready, by a
@@ -30,7 +30,7 @@
 //   - ha.lost: keys whose stored value the API does not accept at the end.
 // Short timings, said in the notes: Lease 4 s / renew deadline 3 s / retry 0.5 s (defaults 15 s,
 // 10 s, 2 s), reconcile interval 10 s (default 5 m). Nothing leaves 127.0.0.1.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -39,14 +39,11 @@ import { fileURLToPath } from 'node:url';
 import { CoordinationV1Api, CoreV1Api } from '@kubernetes/client-node';
 import type { AuditRecord } from '../src/audit/logger.ts';
 import { replayConfigMapName } from '../src/inbound/replay-records.ts';
-import { startFakeGithub } from '../test/leaks/github/fake-github.ts';
-import {
-  adminKubeConfig,
-  startKubeApiServer,
-  type RunningKubeApiServer,
-} from '../test/support/kube-apiserver.ts';
+import { startFakeGithub } from '../test/support/fake-github.ts';
+import { adminKubeConfig, type RunningKubeApiServer } from '../test/support/kube-apiserver.ts';
 import type { ReplicaSettings } from './ha-replica.ts';
 import { ROOT } from './lib/cli.ts';
+import { startBenchKube } from './lib/kube-apiserver.ts';
 import type { BenchResult } from './lib/figures.ts';
 import { percentile, round } from './lib/stats.ts';
 import { OWNER_TOKEN, ORG, startWorld } from './lib/world.ts';
@@ -105,18 +102,6 @@ interface Tagged {
   record: AuditRecord;
 }
 
-async function startKube(): Promise<RunningKubeApiServer> {
-  const tools = spawnSync('sh', ['scripts/test-kube.sh'], {
-    cwd: ROOT,
-    encoding: 'utf8',
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const binDir = tools.stdout.trim().split('\n').pop();
-  if (tools.status !== 0 || binDir === undefined || binDir === '')
-    throw new Error(`scripts/test-kube.sh failed (exit ${String(tools.status)})`);
-  return startKubeApiServer(binDir);
-}
-
 function policy(
   emulatorUrl: string,
   githubUrl: string,
@@ -170,7 +155,7 @@ export async function runHaBench(options: { quick?: boolean } = {}): Promise<Ben
     restarts.add(timer);
   };
   try {
-    kube = await startKube();
+    kube = await startBenchKube();
     const admin = adminKubeConfig(kube);
     const core = admin.makeApiClient(CoreV1Api);
     await core.createNamespace({ body: { metadata: { name: NAMESPACE } } });

@@ -31,8 +31,8 @@ import { staticCredential } from '../src/api/credentials.ts';
 import { createMemoryAuditLog, type AuditRecord } from '../src/audit/logger.ts';
 import { Secret } from '../src/audit/secret.ts';
 import { Daemon } from '../src/daemon/daemon.ts';
-import { consumerNamespace } from '../test/integration/consumers/cluster.ts';
-import { startFakeGithub } from '../test/leaks/github/fake-github.ts';
+import { consumerNamespace } from '../test/support/consumer-cluster.ts';
+import { startFakeGithub } from '../test/support/fake-github.ts';
 import {
   readControllerTools,
   StandInKubelet,

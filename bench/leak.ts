@@ -2,7 +2,7 @@
 // (policy `intake.github`) serves 50 keys of the emulator, each stored in the file backend and
 // listing one consumer, a webhook the consumer's owner runs to drop its cache. For each key in
 // turn, the value it holds "leaks" (each key also lists its ExternalSecret and the Deployment
-// that reads it, on a real kube-apiserver: see below): the fake GitHub (test/leaks/github/fake-github.ts, the one the leak
+// that reads it, on a real kube-apiserver: see below): the fake GitHub (test/support/fake-github.ts, the one the leak
 // intake's tests check against GitHub's published schemas) holds a secret scanning alert for it,
 // and the bench POSTs the signed `secret_scanning_alert` delivery to the daemon as GitHub does.
 // Measured from just before the POST:
@@ -13,13 +13,12 @@
 //     consumer.notified audit lines; the restart comes after the sync, as invariant 12 orders it).
 // The Kubernetes consumers live on the kube-apiserver the integration tests use
 // (test/support/kube-apiserver.ts, built by scripts/test-kube.sh), keyroll acting as its service
-// account bound by the chart's Role; test/integration/consumers/cluster.ts's stand-in controllers
+// account bound by the chart's Role; test/support/consumer-cluster.ts's stand-in controllers
 // play external-secrets and the deployment controller (no delay of their own; they poll every
 // 25 ms), so the figure is keyroll's part plus that polling, not a real controller's sync time.
 // One delivery at a time: the figure is the latency of one leak, not the throughput of many.
 // The daemon runs in this process (as bench/dashboard-picture.ts runs it), with keyroll's own
 // credential the emulator's owner token; nothing leaves 127.0.0.1.
-import { spawnSync } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -31,10 +30,10 @@ import {
   consumerNamespace,
   StandInControllers,
   type ConsumerNamespace,
-} from '../test/integration/consumers/cluster.ts';
-import { startFakeGithub } from '../test/leaks/github/fake-github.ts';
-import { startKubeApiServer, type RunningKubeApiServer } from '../test/support/kube-apiserver.ts';
-import { ROOT } from './lib/cli.ts';
+} from '../test/support/consumer-cluster.ts';
+import { startFakeGithub } from '../test/support/fake-github.ts';
+import type { RunningKubeApiServer } from '../test/support/kube-apiserver.ts';
+import { startBenchKube } from './lib/kube-apiserver.ts';
 import type { BenchResult } from './lib/figures.ts';
 import { startNoticeReceiver } from './lib/notice-receiver.ts';
 import { percentile, round } from './lib/stats.ts';
@@ -54,19 +53,6 @@ const WORKLOAD = 'shop';
 /** The ExternalSecret of a key: its id as a Kubernetes name. */
 function externalSecretOf(keyId: string): string {
   return keyId.replace(/_/g, '-');
-}
-
-/** kube-apiserver and etcd as the integration tests get them (built once per machine, cached). */
-async function startKube(): Promise<RunningKubeApiServer> {
-  const tools = spawnSync('sh', ['scripts/test-kube.sh'], {
-    cwd: ROOT,
-    encoding: 'utf8',
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const binDir = tools.stdout.trim().split('\n').pop();
-  if (tools.status !== 0 || binDir === undefined || binDir === '')
-    throw new Error(`scripts/test-kube.sh failed (exit ${String(tools.status)})`);
-  return startKubeApiServer(binDir);
 }
 
 function policy(
@@ -123,7 +109,7 @@ export async function runLeakBench(options: { quick?: boolean } = {}): Promise<B
   let controllers: StandInControllers | undefined;
   try {
     const keyIds = world.addKeys('key_leak_', count);
-    kube = await startKube();
+    kube = await startBenchKube();
     const cluster: ConsumerNamespace = await consumerNamespace(kube, world.dir, (namespace) => [
       { namespace, externalSecrets: keyIds.map(externalSecretOf), deployments: [WORKLOAD] },
     ]);

@@ -9,7 +9,8 @@
 // same rotation of one key, and the 1,000 keys again without the Node flags (V8's own sizing).
 import { tmpdir } from 'node:os';
 import { EMERGENCY_CONCURRENCY, EMERGENCY_KEYS, rotateAllAfterLeak } from './emergency.ts';
-import { imageNodeFlags, runCli } from './lib/cli.ts';
+import { imageNodeFlags } from '../test/support/image-runtime.ts';
+import { runCli } from './lib/cli.ts';
 import type { BenchResult } from './lib/figures.ts';
 import { round } from './lib/stats.ts';
 

@@ -1,6 +1,6 @@
 // Writes test/fixtures/github/secret-scanning.json (`npm run refresh:github-schema`): the part of
 // GitHub's published REST and webhook descriptions that the loopback GitHub of the leak-intake
-// tests (test/leaks/github/fake-github.ts) validates against. The whole description is a 385 MB package
+// tests (test/support/fake-github.ts) validates against. The whole description is a 385 MB package
 // the tests would install for a few schemas; the extract is checked in with its source named.
 //
 //   node scripts/refresh-github-schema.ts [--openapi VERSION] [--webhooks-examples VERSION]

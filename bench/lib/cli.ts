@@ -1,14 +1,14 @@
 // Runs the keyroll CLI as an operator's CronJob or Job would: a child process of its own, the
 // bundled dist/ with the Node flags of the Docker image's ENTRYPOINT and the environment of its
-// ENV (read from the Dockerfile, so the figures are of what the image runs), or the TypeScript
+// ENV (read from the Dockerfile by test/support/image-runtime.ts, so the figures are of what the image runs), or the TypeScript
 // sources, timed from spawn to exit.
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { envAssignments, execForm, parseDockerfile, type Stage } from '../../scripts/lib/dockerfile.ts';
+import { imageEnv, imageNodeFlags } from '../../test/support/image-runtime.ts';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const ENTRIES = {
@@ -17,41 +17,6 @@ export const ENTRIES = {
 } as const;
 export type Entry = keyof typeof ENTRIES;
 const RSS_PRELOAD = fileURLToPath(new URL('./report-rss.js', import.meta.url));
-
-let dockerfileText: string | undefined;
-/** The repository's Dockerfile, read once per process (every run of dist/ needs its flags and ENV). */
-function ourDockerfile(): string {
-  dockerfileText ??= readFileSync(join(ROOT, 'Dockerfile'), 'utf8');
-  return dockerfileText;
-}
-
-function runtimeStage(dockerfile: string): Stage {
-  const stage = parseDockerfile(dockerfile).stages.at(-1);
-  if (stage === undefined) throw new Error('the Dockerfile has no FROM');
-  return stage;
-}
-
-/** The node options between `node` and the entry in the Dockerfile's exec-form ENTRYPOINT. */
-export function imageNodeFlags(dockerfile = ourDockerfile()): string[] {
-  const entrypoint = runtimeStage(dockerfile).instructions.findLast((i) => i.keyword === 'ENTRYPOINT');
-  const words = entrypoint === undefined ? undefined : execForm(entrypoint);
-  const entry = words?.findIndex((word) => word.endsWith('/dist/cli/entry.js')) ?? -1;
-  if (words?.[0] !== 'node' || entry < 1)
-    throw new Error(`unexpected ENTRYPOINT: ${entrypoint?.args ?? '(none)'}`);
-  return words.slice(1, entry);
-}
-
-/**
- * The environment the image's runtime stage sets (ENV), except HOME and TMPDIR, which name
- * places in the image's file system: MALLOC_ARENA_MAX, NODE_ENV and NODE_COMPILE_CACHE change how
- * keyroll runs (runCli points the last at this machine's cache, BENCH_COMPILE_CACHE).
- */
-export function imageEnv(dockerfile = ourDockerfile()): Record<string, string> {
-  const assignments = runtimeStage(dockerfile)
-    .instructions.filter((i) => i.keyword === 'ENV')
-    .flatMap((i) => Object.entries(envAssignments(i)));
-  return Object.fromEntries(assignments.filter(([name]) => name !== 'HOME' && name !== 'TMPDIR'));
-}
 
 /**
  * Where the benchmarks keep the compile cache for dist/: the counterpart of the image's

@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { sign } from '@octokit/webhooks-methods';
-import { secretScanningWebhook } from '../../test/leaks/github/fake-github.ts';
+import { secretScanningWebhook } from '../../test/support/fake-github.ts';
 
 export interface SignedDelivery {
   body: string;

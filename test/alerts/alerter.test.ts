@@ -5,7 +5,7 @@ import type { Alert, AlertResult } from '../../src/alerts/types.ts';
 import { createMemoryAuditLog, type MemoryAuditLog } from '../../src/audit/logger.ts';
 import { resetSanitizerForTests } from '../../src/audit/sanitize.ts';
 import { Secret } from '../../src/audit/secret.ts';
-import { refusedUrl, startReceiver, type Receiver } from './receiver.ts';
+import { refusedUrl, startReceiver, type Receiver } from '../support/alert-receiver.ts';
 import { expectNoSecrets } from '../support/secret-scan.ts';
 
 const NOW = new Date('2026-03-01T12:00:00.000Z');

@@ -10,7 +10,7 @@ import type { Alert } from '../../src/alerts/types.ts';
 import { createMemoryAuditLog, type MemoryAuditLog } from '../../src/audit/logger.ts';
 import { resetSanitizerForTests } from '../../src/audit/sanitize.ts';
 import { Secret } from '../../src/audit/secret.ts';
-import { startReceiver, type Receiver } from './receiver.ts';
+import { startReceiver, type Receiver } from '../support/alert-receiver.ts';
 
 const MiB = 1024 * 1024;
 

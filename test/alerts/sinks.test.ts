@@ -7,7 +7,7 @@ import type { Alert } from '../../src/alerts/types.ts';
 import { createMemoryAuditLog, type MemoryAuditLog } from '../../src/audit/logger.ts';
 import { resetSanitizerForTests } from '../../src/audit/sanitize.ts';
 import { Secret } from '../../src/audit/secret.ts';
-import { startReceiver, type Receiver } from './receiver.ts';
+import { startReceiver, type Receiver } from '../support/alert-receiver.ts';
 
 const NOW = new Date('2026-03-01T12:00:00.000Z');
 const SLACK_PATH = '/services/T0000/B0000/slackWebhookToken0001';

@@ -9,7 +9,7 @@ import { Secret } from '../../src/audit/secret.ts';
 import { startEmulator } from '../../src/emulator/server.ts';
 import { parsePolicy } from '../../src/policy/load.ts';
 import { createRuntime } from '../../src/rotation/runtime.ts';
-import { startReceiver, type Receiver } from '../alerts/receiver.ts';
+import { startReceiver, type Receiver } from '../support/alert-receiver.ts';
 
 const TOKEN_ANSWER = {
   status: 200,

@@ -9,7 +9,7 @@ import {
 import { CredentialError } from '../../src/api/errors.ts';
 import { resetSanitizerForTests } from '../../src/audit/sanitize.ts';
 import { Secret } from '../../src/audit/secret.ts';
-import { startReceiver, type Receiver } from '../alerts/receiver.ts';
+import { startReceiver, type Receiver } from '../support/alert-receiver.ts';
 
 const MiB = 1024 * 1024;
 

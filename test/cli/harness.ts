@@ -13,7 +13,7 @@ import type { AuditRecord } from '../../src/audit/logger.ts';
 import { createBackend } from '../../src/backends/registry.ts';
 import type { Backend, StoreTarget } from '../../src/backends/types.ts';
 import { startEmulator, type RunningEmulator, type StartEmulatorOptions } from '../../src/emulator/server.ts';
-import { startReceiver, type Receiver } from '../alerts/receiver.ts';
+import { startReceiver, type Receiver } from '../support/alert-receiver.ts';
 import { expectNoSecrets } from '../support/secret-scan.ts';
 import { useTempDir } from '../support/temp-dir.ts';
 

@@ -4,22 +4,17 @@
 // half-open requests dropped), over real loopback HTTP.
 import { rm, writeFile } from 'node:fs/promises';
 import { connect, type Socket } from 'node:net';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { BackendError } from '../../src/backends/errors.ts';
 import { wrapBackend } from '../rotation/harness.ts';
 import { expectNoSecrets } from '../support/secret-scan.ts';
-import { createGate, keyYaml, METRICS_TOKEN, startDaemonBench, type DaemonBench } from './support.ts';
+import { createGate, keyYaml, METRICS_TOKEN, useDaemonBench } from '../support/daemon-bench.ts';
 
 const KEY = 'key_demo_billing';
-let bench: DaemonBench;
+const bench = useDaemonBench();
 
 beforeEach(async () => {
-  bench = await startDaemonBench();
   await bench.writePolicy(keyYaml(KEY, 'schedule: "0 3 * * 1"'));
-});
-
-afterEach(async () => {
-  await bench.close();
 });
 
 async function get(

@@ -3,22 +3,15 @@
 // the Lease; the signed trigger is answered by every replica (the backend key lock is the fence,
 // invariant 5). The Lease here is in memory (test/support/memory-lease-store.ts); the election on
 // the real kube-apiserver is test/integration/kube-leader-election.test.ts.
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ElectionTimings } from '../../src/leader/elector.ts';
 import { MemoryLeaseStore } from '../support/memory-lease-store.ts';
-import { keyYaml, postTrigger, startDaemonBench, TRIGGER_KEYS, type DaemonBench } from './support.ts';
+import { keyYaml, postTrigger, TRIGGER_KEYS, useDaemonBench } from '../support/daemon-bench.ts';
 
 const KEY = 'key_demo_billing';
 /** Short, and within the elector's rules (renew deadline < lease duration, retry × 1.2 < renew deadline). */
 const TIMINGS: ElectionTimings = { leaseDurationMs: 1_000, renewDeadlineMs: 600, retryPeriodMs: 50 };
-let bench: DaemonBench;
-
-beforeEach(async () => {
-  bench = await startDaemonBench();
-});
-afterEach(async () => {
-  await bench.close();
-});
+const bench = useDaemonBench();
 
 /** Polls every 10 ms; the bound only ends a hung test. */
 async function until(test: () => boolean, what: string, ms = 10_000): Promise<void> {

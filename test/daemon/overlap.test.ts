@@ -8,14 +8,13 @@ import {
   createGate,
   keyYaml,
   postTrigger,
-  startDaemonBench,
+  useDaemonBench,
   TRIGGER_KEYS,
-  type DaemonBench,
   type Gate,
-} from './support.ts';
+} from '../support/daemon-bench.ts';
 
 const KEY = 'key_demo_billing';
-let bench: DaemonBench;
+const bench = useDaemonBench();
 let gate: Gate;
 
 /** Holds the first store of the key at the gate; later stores go through. */
@@ -33,15 +32,14 @@ const holdFirstStore = (_name: string, backend: Backend): Backend => {
 };
 
 beforeEach(async () => {
-  bench = await startDaemonBench();
   gate = createGate();
   await bench.writePolicy(keyYaml(KEY, 'schedule: "0 3 * * *"'));
 });
 
-afterEach(async () => {
+// Before the bench closes (the hooks run in reverse order): the held store lets go, on real timers.
+afterEach(() => {
   vi.useRealTimers();
   gate.open();
-  await bench.close();
 });
 
 describe('one rotation per key at a time', () => {

@@ -2,19 +2,12 @@
 // (issue 18, left open from issue 12): one stderr line and one policy.plain_http audit event per
 // endpoint, naming its place and host (or the reference its URL is read from), never the URL, and
 // only once: a reload repeats none and names only an endpoint the new policy adds.
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { keyYaml, policyYaml, startDaemonBench, type DaemonBench } from './support.ts';
+import { describe, expect, it } from 'vitest';
+import { keyYaml, policyYaml, useDaemonBench } from '../support/daemon-bench.ts';
 import { expectNoSecrets } from '../support/secret-scan.ts';
 
 const TOKEN_IN_URL = 'hook-token-in-the-query-0123';
-let bench: DaemonBench;
-
-beforeEach(async () => {
-  bench = await startDaemonBench();
-});
-afterEach(async () => {
-  await bench.close();
-});
+const bench = useDaemonBench();
 
 /** The bench's policy plus alert sinks opted into plain HTTP. */
 function policyWithSinks(sinks: string): string {

@@ -1,23 +1,14 @@
 // Policy reload (SIGHUP calls daemon.reload()): an invalid new policy keeps the old one in force,
 // schedules included, and is audited with file:line and alerted; a valid one swaps schedules and
 // keys; a rotation in flight on the old policy's runtime finishes after the swap.
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { Daemon } from '../../src/daemon/daemon.ts';
 import { wrapBackend } from '../rotation/harness.ts';
-import { createGate, keyYaml, startDaemonBench, type DaemonBench } from './support.ts';
+import { createGate, keyYaml, useDaemonBench } from '../support/daemon-bench.ts';
 
 const BILLING = 'key_demo_billing';
 const SEARCH = 'key_demo_search';
-let bench: DaemonBench;
-
-beforeEach(async () => {
-  bench = await startDaemonBench();
-});
-
-afterEach(async () => {
-  vi.useRealTimers();
-  await bench.close();
-});
+const bench = useDaemonBench();
 
 async function advance(ms: number, daemon: Daemon): Promise<void> {
   await vi.advanceTimersByTimeAsync(ms);

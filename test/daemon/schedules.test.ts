@@ -2,22 +2,13 @@
 // and reads new Date(), both faked): a scheduled key rotates at its minute and not before, a
 // restarted daemon does not rotate it again, age-only keys are picked up by the sweep, and the
 // overdue gauge and the failure back-off come from the backend state the sweep reads.
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { Daemon } from '../../src/daemon/daemon.ts';
-import { keyYaml, startDaemonBench, type DaemonBench } from './support.ts';
+import { keyYaml, useDaemonBench } from '../support/daemon-bench.ts';
 
 const KEY = 'key_demo_billing';
 const MINUTE = 60_000;
-let bench: DaemonBench;
-
-beforeEach(async () => {
-  bench = await startDaemonBench();
-});
-
-afterEach(async () => {
-  vi.useRealTimers();
-  await bench.close();
-});
+const bench = useDaemonBench();
 
 /** Fake setTimeout/Date only: sockets, fs and promises stay real, so the emulator and files work. */
 function useFakeClock(at: string): void {

@@ -11,15 +11,14 @@ import {
   createGate,
   keyYaml,
   postTrigger,
-  startDaemonBench,
+  useDaemonBench,
   TRIGGER_KEYS,
-  type DaemonBench,
   type Gate,
-} from './support.ts';
+} from '../support/daemon-bench.ts';
 
 const BILLING = 'key_demo_billing';
 const SEARCH = 'key_demo_search';
-let bench: DaemonBench;
+const bench = useDaemonBench();
 let gate: Gate;
 
 /** Holds the store of billing's new secret at the gate: the roll has answered, the write waits. */
@@ -32,17 +31,16 @@ const holdBillingStore = (_name: string, backend: Backend): Backend =>
   });
 
 beforeEach(async () => {
-  bench = await startDaemonBench();
   gate = createGate();
   await bench.writePolicy(
     keyYaml(BILLING, 'schedule: "0 3 * * 1"') + keyYaml(SEARCH, 'schedule: "0 3 * * 1"'),
   );
 });
 
-afterEach(async () => {
+// Before the bench closes (the hooks run in reverse order): the held store lets go, on real timers.
+afterEach(() => {
   vi.useRealTimers();
   gate.open();
-  await bench.close();
 });
 
 async function startPausedAtStore(graceMs: number): Promise<Daemon> {

@@ -1,21 +1,13 @@
 // The daemon's sweep probes both slots of a two-slot entry (issue 18): a standby rolled outside
 // keyroll is alerted (KR_DRIFT_STANDBY_DEAD) and rolled as the standby; the active slot, whose value
 // consumers use, is not rolled for it (invariant 10).
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { policyYaml, startDaemonBench, type DaemonBench } from './support.ts';
+import { describe, expect, it, vi } from 'vitest';
+import { policyYaml, useDaemonBench } from '../support/daemon-bench.ts';
 
 const ENTRY = 'billing-api';
 const SLOT_A = 'key_demo_billing_a';
 const SLOT_B = 'key_demo_billing_b';
-let bench: DaemonBench;
-
-beforeEach(async () => {
-  bench = await startDaemonBench();
-});
-afterEach(async () => {
-  vi.useRealTimers();
-  await bench.close();
-});
+const bench = useDaemonBench();
 
 function entryYaml(): string {
   const org = bench.emulator.state.apiKey(SLOT_A).organizationId;

@@ -2,24 +2,17 @@
 // keyroll_key_max_age_seconds), as Prometheus scrapes them from /metrics: drift found by a probe
 // and not healed is counted until a rotation stores a working secret, also by a daemon that only
 // reads it from the backend after a restart; a lock another runner holds is counted while it holds.
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { StoreTarget } from '../../src/backends/types.ts';
 import { openFileBackend } from '../cli/harness.ts';
-import { keyYaml, METRICS_TOKEN, startDaemonBench, type DaemonBench } from './support.ts';
+import { keyYaml, METRICS_TOKEN, useDaemonBench } from '../support/daemon-bench.ts';
 
 const KEY = 'key_demo_billing';
 const TARGET: StoreTarget = {
   path: `${KEY}.json`,
   shape: { format: 'json', secretField: 'apiKey', fields: ['keyId', 'organizationId', 'rotatedAt'] },
 };
-let bench: DaemonBench;
-
-beforeEach(async () => {
-  bench = await startDaemonBench();
-});
-afterEach(async () => {
-  await bench.close();
-});
+const bench = useDaemonBench();
 
 async function scrape(url: string): Promise<string> {
   return (await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text();

@@ -8,8 +8,8 @@ import { randomUUID } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, afterEach, beforeAll, describe, expect, it, type TestContext } from 'vitest';
-import { startEmulator, type RunningEmulator } from '../../src/emulator/server.ts';
+import { afterEach, describe, expect, it, type TestContext } from 'vitest';
+import { useEmulator } from '../support/emulator.ts';
 import { OWNER_TOKEN, spawnCli, type CliResult } from '../cli/harness.ts';
 import { motoEnv } from '../integration/aws-fixtures.ts';
 import { motoServer, type MotoServer } from '../integration/servers.ts';
@@ -31,15 +31,9 @@ import { recordCase, type FaultCase } from './record.ts';
 const FUNCTION_ENTRY = fileURLToPath(new URL('./b-native-step.ts', import.meta.url));
 
 const dir = useTempDir('keyroll-faults-native-');
-let emulator: RunningEmulator;
+const emulator = useEmulator();
 let bench: NativeBench | undefined;
 
-beforeAll(async () => {
-  emulator = await startEmulator({ port: 0 });
-});
-afterAll(async () => {
-  await emulator.close();
-});
 afterEach(() => {
   bench?.close();
   bench = undefined;

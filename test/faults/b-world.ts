@@ -7,7 +7,7 @@ import { Secret } from '../../src/audit/secret.ts';
 import { createBackend } from '../../src/backends/registry.ts';
 import type { Backend, StoreTarget } from '../../src/backends/types.ts';
 import { startEmulator, type RunningEmulator, type StartEmulatorOptions } from '../../src/emulator/server.ts';
-import { startReceiver, type Receiver } from '../alerts/receiver.ts';
+import { startReceiver, type Receiver } from '../support/alert-receiver.ts';
 import { createTempDir } from '../support/temp-dir.ts';
 import { spawnKeyroll, type ChildResult, type RunningChild, type SpawnOptions } from './b-child.ts';
 import type { AlertSeen } from './record.ts';

@@ -14,7 +14,7 @@ import { createBackend } from '../../src/backends/registry.ts';
 import type { Backend, StoreTarget } from '../../src/backends/types.ts';
 import { startEmulator, type RunningEmulator } from '../../src/emulator/server.ts';
 import type { KeyPolicy, Policy } from '../../src/policy/schema.ts';
-import { startReceiver, type Receiver } from '../alerts/receiver.ts';
+import { startReceiver, type Receiver } from '../support/alert-receiver.ts';
 import { JSON_SHAPE, keyPolicy } from '../rotation/harness.ts';
 import { createTempDir } from '../support/temp-dir.ts';
 import type { SafetyNet } from './cases.ts';

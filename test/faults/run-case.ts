@@ -11,7 +11,7 @@ import { Secret } from '../../src/audit/secret.ts';
 import type { Policy } from '../../src/policy/schema.ts';
 import { createRuntime } from '../../src/rotation/runtime.ts';
 import { runRotations, type RunSummary } from '../../src/rotation/run.ts';
-import { refusedUrl, startReceiver, type Receiver } from '../alerts/receiver.ts';
+import { refusedUrl, startReceiver, type Receiver } from '../support/alert-receiver.ts';
 import { armFault, type ArmedFault } from './arm.ts';
 import { OWNER_TOKEN, type CaseKey, type FaultBench } from './bench.ts';
 import { caseName, type CaseSpec } from './cases.ts';

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import type { ElectionTimings } from '../../src/leader/elector.ts';
 import { findSecrets } from '../support/secret-scan.ts';
 import { MemoryLeaseStore } from '../support/memory-lease-store.ts';
-import { keyYaml, OWNER_TOKEN, startDaemonBench } from '../daemon/support.ts';
+import { keyYaml, OWNER_TOKEN, startDaemonBench } from '../support/daemon-bench.ts';
 import { checkNoDoubleRoll, checkNotLost, recordCase, reportedRolls } from './record.ts';
 
 const KEYS = ['key_demo_billing', 'key_demo_search', 'key_demo_ingest'];

@@ -4,7 +4,7 @@
 // Agent. An undici upgrade that changes one of these fails here rather than in a rotation.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Agent, getGlobalDispatcher, request } from 'undici';
-import { startReceiver, type Receiver } from '../alerts/receiver.ts';
+import { startReceiver, type Receiver } from '../support/alert-receiver.ts';
 
 describe('undici, as keyroll uses it', () => {
   let receiver: Receiver;

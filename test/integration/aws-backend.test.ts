@@ -15,13 +15,9 @@ import type { Backend } from '../../src/backends/types.ts';
 import { createTestClock, describeBackendContract, makeRecord } from '../backends/contract.ts';
 import { JSON_SHAPE, keyPolicy, startBench } from '../rotation/harness.ts';
 import { makeBackend, motoEnv, newTarget, rejection, run, sdkClient } from './aws-fixtures.ts';
-import { motoServer } from './servers.ts';
+import { describeWithMoto } from '../support/moto.ts';
 
-const moto = motoServer();
-
-describe.skipIf(moto === undefined)('aws backend (moto)', () => {
-  const server = moto!;
-
+describeWithMoto('aws backend (moto)', ({ server }) => {
   describeBackendContract('aws (moto)', () => {
     const clock = createTestClock();
     return Promise.resolve({

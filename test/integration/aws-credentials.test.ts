@@ -4,15 +4,15 @@
 // stands in for the default chain (IRSA's STS call, the instance role) and counts its calls;
 // only Date is faked (the SDK judges expiry by Date.now()), timers and sockets stay real.
 import { randomUUID } from 'node:crypto';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeEach, expect, it, vi } from 'vitest';
 import { AwsBackend } from '../../src/backends/aws/backend.ts';
 import { AwsBackendConfig } from '../../src/backends/aws/config.ts';
 import type { StoreTarget } from '../../src/backends/types.ts';
 import { createTestClock, makeRecord } from '../backends/contract.ts';
 import { newTarget, rejection } from './aws-fixtures.ts';
-import { motoServer, type MotoServer } from './servers.ts';
+import { describeWithMoto } from '../support/moto.ts';
+import type { MotoServer } from './servers.ts';
 
-const moto = motoServer();
 const MINUTE = 60_000;
 
 interface CountingProvider {
@@ -39,8 +39,7 @@ function countingProvider(server: MotoServer, lifetimeMs: number): CountingProvi
   };
 }
 
-describe.skipIf(moto === undefined)('aws backend: credentials before the roll (moto)', () => {
-  const server = moto!;
+describeWithMoto('aws backend: credentials before the roll (moto)', ({ server }) => {
   const backendWith = (
     credentials: CountingProvider['provider'] | { accessKeyId: string; secretAccessKey: string },
   ): AwsBackend =>

@@ -8,7 +8,6 @@ import {
   DescribeSecretCommand,
   PutSecretValueCommand,
   UpdateSecretVersionStageCommand,
-  type SecretsManagerClient,
 } from '@aws-sdk/client-secrets-manager';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SecretsManagerCalls } from '../../src/backends/aws/client.ts';
@@ -18,27 +17,21 @@ import { BackendError } from '../../src/backends/errors.ts';
 import type { Backend, HeldLock, StoreTarget } from '../../src/backends/types.ts';
 import { createTestClock, makeRecord, type TestClock } from '../backends/contract.ts';
 import { expectNoSecrets } from '../support/secret-scan.ts';
-import { lockHints, makeBackend, newTarget, rejection, sdkClient } from './aws-fixtures.ts';
-import { motoServer } from './servers.ts';
+import { lockHints, makeBackend, newTarget, rejection } from './aws-fixtures.ts';
+import { describeWithMoto } from '../support/moto.ts';
 
-const moto = motoServer();
-
-describe.skipIf(moto === undefined)('aws fenced writes and lock refresh (moto)', () => {
-  const server = moto!;
+describeWithMoto('aws fenced writes and lock refresh (moto)', ({ server, sdk }) => {
   let clock: TestClock;
   let a: Backend;
   let b: Backend;
-  let sdk: SecretsManagerClient;
 
   beforeAll(() => {
     clock = createTestClock();
     a = makeBackend(server, clock);
     b = makeBackend(server, clock);
-    sdk = sdkClient(server);
   });
   afterAll(async () => {
     await Promise.all([a.close(), b.close()]);
-    sdk.destroy();
   });
 
   /**

@@ -15,7 +15,7 @@
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { AwsBackendConfig } from '../../src/backends/aws/config.ts';
 import { createAwsBackend } from '../../src/backends/aws/index.ts';
 import { LOCK_SUFFIX } from '../../src/backends/aws/lock/companion.ts';
@@ -36,7 +36,8 @@ import { BackendError } from '../../src/backends/errors.ts';
 import type { Backend, StoreTarget } from '../../src/backends/types.ts';
 import { loadPolicy } from '../../src/policy/load.ts';
 import { createTestClock, makeRecord, type TestClock } from '../backends/contract.ts';
-import { motoServer, type MotoServer } from './servers.ts';
+import { describeWithMoto } from '../support/moto.ts';
+import type { MotoServer } from './servers.ts';
 
 const POLICY_FILE = new URL('../../config/iam-policy.json', import.meta.url);
 /** The example keyroll policy the IAM policy is paired with. */
@@ -311,10 +312,7 @@ async function rotationCycle(backend: Backend, target: StoreTarget, clock: TestC
   expect((await backend.readState(target)).lastRotationId).toBe(first.rotationId);
 }
 
-const moto = motoServer();
-
-describe.skipIf(moto === undefined)('shipped IAM policy (config/iam-policy.json)', () => {
-  const server = moto!;
+describeWithMoto('shipped IAM policy (config/iam-policy.json)', ({ server }) => {
   const run = randomUUID().slice(0, 8);
   let policy: PolicyDocument;
   const users = new Map<string, NodeJS.ProcessEnv>();

@@ -7,33 +7,24 @@
 // and the forged mark is audited (key.record.distrusted, problem `forged`).
 import { randomUUID } from 'node:crypto';
 import { DescribeSecretCommand, TagResourceCommand } from '@aws-sdk/client-secrets-manager';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
+import { emulatorApi, useEmulator } from '../support/emulator.ts';
 import { staticCredential } from '../../src/api/credentials.ts';
 import { createAuditLog, type AuditRecord } from '../../src/audit/logger.ts';
 import { Secret } from '../../src/audit/secret.ts';
 import type { BackendConfig } from '../../src/backends/config.ts';
 import { TAG_INTENT, TAG_LOCK_RELEASED } from '../../src/backends/aws/record-tags.ts';
-import { startEmulator, type RunningEmulator } from '../../src/emulator/server.ts';
 import type { Policy } from '../../src/policy/schema.ts';
 import { createRuntime, type RuntimeOptions } from '../../src/rotation/runtime.ts';
 import { runRotations, type RunSummary } from '../../src/rotation/run.ts';
 import type { RunTrigger } from '../../src/rotation/types.ts';
 import { RecordingAlerter, keyPolicy } from '../rotation/harness.ts';
 import { motoEnv, sdkClient } from './aws-fixtures.ts';
-import { motoServer } from './servers.ts';
+import { describeWithMoto } from '../support/moto.ts';
 
 const KEY = 'key_demo_billing';
-const moto = motoServer();
-
-describe.skipIf(moto === undefined)('a forged lock release tag on AWS (moto)', () => {
-  const server = moto!;
-  let emulator: RunningEmulator;
-  beforeAll(async () => {
-    emulator = await startEmulator({ port: 0 });
-  });
-  afterAll(async () => {
-    await emulator.close();
-  });
+describeWithMoto('a forged lock release tag on AWS (moto)', ({ server }) => {
+  const emulator = useEmulator();
 
   it("does not free runner A's live lock: runner B finds the key busy, A rotates, the forgery is audited", async () => {
     const path = `keyroll-forged-release/${randomUUID().slice(0, 8)}/${KEY}`;
@@ -57,13 +48,7 @@ describe.skipIf(moto === undefined)('a forged lock release tag on AWS (moto)', (
     };
     const policy: Policy = {
       file: 'forged-release.yaml',
-      api: {
-        baseUrl: emulator.url,
-        credential: { type: 'bearer', token: 'env:UNUSED' },
-        methods: { roll: 'POST', listProjects: 'GET', updateProject: 'PATCH', updateConsent: 'PATCH' },
-        timeouts: { headersMs: 5000, bodyMs: 5000 },
-        rateLimitPerMinute: 6000,
-      },
+      api: emulatorApi(emulator.url),
       backends: { real: backend },
       alerts: { sinks: {} },
       keys: [key],

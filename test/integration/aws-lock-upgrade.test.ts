@@ -11,32 +11,21 @@ import {
   GetSecretValueCommand,
   PutSecretValueCommand,
   UpdateSecretVersionStageCommand,
-  type SecretsManagerClient,
 } from '@aws-sdk/client-secrets-manager';
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { acquireLock } from '../../src/backends/aws/lock/lock.ts';
 import { lockSecretName } from '../../src/backends/aws/lock/companion.ts';
 import { LOCK_STAGE, lockVersionOf } from '../../src/backends/aws/lock/target.ts';
 import { blockingHolder, parseLockValue, type LockValue } from '../../src/backends/aws/lock/value.ts';
 import type { StoreTarget } from '../../src/backends/types.ts';
 import { createTestClock } from '../backends/contract.ts';
-import { GatedCalls, lockHints, makeBackend, newTarget, sdkClient } from './aws-fixtures.ts';
-import { motoServer } from './servers.ts';
+import { GatedCalls, lockHints, makeBackend, newTarget } from './aws-fixtures.ts';
+import { describeWithMoto } from '../support/moto.ts';
 
-const moto = motoServer();
 const MINUTE = 60_000;
 
-describe.skipIf(moto === undefined)('aws lock: moving it from the companion onto the secret (moto)', () => {
-  const server = moto!;
-  let sdk: SecretsManagerClient;
-  beforeAll(() => {
-    sdk = sdkClient(server);
-  });
-  afterAll(() => {
-    sdk.destroy();
-  });
-
+describeWithMoto('aws lock: moving it from the companion onto the secret (moto)', ({ server, sdk }) => {
   const VALUE = 'sk_live_the_value_consumers_read_4711';
 
   /** A secret with a value, and the companion an earlier keyroll left holding `lock`. */

@@ -9,10 +9,9 @@ import {
   DescribeSecretCommand,
   PutSecretValueCommand,
   UpdateSecretVersionStageCommand,
-  type SecretsManagerClient,
 } from '@aws-sdk/client-secrets-manager';
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { SecretsManagerCalls } from '../../src/backends/aws/client.ts';
 import { acquireLock } from '../../src/backends/aws/lock/lock.ts';
 import { LOCK_STAGE } from '../../src/backends/aws/lock/target.ts';
@@ -20,21 +19,10 @@ import { SEALED } from '../../src/backends/aws/lock/value.ts';
 import { BackendError } from '../../src/backends/errors.ts';
 import type { StoreTarget } from '../../src/backends/types.ts';
 import { createTestClock, makeRecord } from '../backends/contract.ts';
-import { GatedCalls, lockHints, makeBackend, newTarget, rejection, sdkClient } from './aws-fixtures.ts';
-import { motoServer } from './servers.ts';
+import { GatedCalls, lockHints, makeBackend, newTarget, rejection } from './aws-fixtures.ts';
+import { describeWithMoto } from '../support/moto.ts';
 
-const moto = motoServer();
-
-describe.skipIf(moto === undefined)('aws lock (moto)', () => {
-  const server = moto!;
-  let sdk: SecretsManagerClient;
-  beforeAll(() => {
-    sdk = sdkClient(server);
-  });
-  afterAll(() => {
-    sdk.destroy();
-  });
-
+describeWithMoto('aws lock (moto)', ({ server, sdk }) => {
   /** Calls to moto as a backend of its own makes them (no pacing surprises: the documented quotas). */
   const callsOptions = (backendName: string) => ({
     backendName,

@@ -5,8 +5,8 @@
 // value resolved into its environment at deploy time.
 import { randomUUID } from 'node:crypto';
 import { CreateSecretCommand, PutSecretValueCommand } from '@aws-sdk/client-secrets-manager';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startEmulator, type RunningEmulator } from '../../src/emulator/server.ts';
+import { afterEach, describe, expect, it } from 'vitest';
+import { useEmulator } from '../support/emulator.ts';
 import { errorCode } from '../../src/errors.ts';
 import { SLOT_B, pendingVersions, startNativeBench, type NativeBench } from '../support/aws-native-bench.ts';
 import { expectNoSecrets } from '../support/secret-scan.ts';
@@ -15,16 +15,10 @@ import { motoServer, type MotoServer } from './servers.ts';
 
 const OWNER = 'usr_demo_owner';
 
-let emulator: RunningEmulator;
+const emulator = useEmulator();
 let current: NativeBench | undefined;
 let counter = 0;
 
-beforeAll(async () => {
-  emulator = await startEmulator({ port: 0 });
-});
-afterAll(async () => {
-  await emulator.close();
-});
 afterEach(() => {
   current?.close();
   current = undefined;

@@ -5,9 +5,9 @@
 // repeated (AWS retries), a pause between steps longer than the lock, a lost put. enable-rotation
 // is checked against moto's RotateSecret with a function moto knows.
 import { randomUUID } from 'node:crypto';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
+import { useEmulator } from '../support/emulator.ts';
 import { createAuditLog } from '../../src/audit/logger.ts';
-import { startEmulator, type RunningEmulator } from '../../src/emulator/server.ts';
 import { runRotationStep } from '../../src/lambda/handler.ts';
 import type { Policy } from '../../src/policy/schema.ts';
 import {
@@ -21,15 +21,9 @@ import {
 import { expectNoSecrets } from '../support/secret-scan.ts';
 import { motoServer, type MotoServer } from './servers.ts';
 
-let emulator: RunningEmulator;
+const emulator = useEmulator();
 let current: NativeBench | undefined;
 
-beforeAll(async () => {
-  emulator = await startEmulator({ port: 0 });
-});
-afterAll(async () => {
-  await emulator.close();
-});
 afterEach(() => {
   current?.close();
   current = undefined;

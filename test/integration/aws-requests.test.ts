@@ -14,7 +14,8 @@ import { createTestClock, makeRecord, type TestClock } from '../backends/contrac
 import { JSON_SHAPE, keyPolicy, startBench } from '../rotation/harness.ts';
 import { startAwsQuotaProxy } from '../support/aws-quota-proxy.ts';
 import { makeBackend, motoEnv, newTarget, run, sdkClient } from './aws-fixtures.ts';
-import { motoServer, type MotoServer } from './servers.ts';
+import { describeWithMoto } from '../support/moto.ts';
+import type { MotoServer } from './servers.ts';
 
 /** A loopback proxy in front of moto that records each request as `<Action> <target|lock>`. */
 interface CountingProxy {
@@ -51,10 +52,7 @@ async function countingProxy(upstream: string): Promise<CountingProxy> {
   };
 }
 
-const moto = motoServer();
-
-describe.skipIf(moto === undefined)('aws requests per rotation (moto)', () => {
-  const server = moto!;
+describeWithMoto('aws requests per rotation (moto)', ({ server }) => {
   let proxy: CountingProxy;
   /** moto as the backends see it: through the counting proxy. */
   let counted: MotoServer;

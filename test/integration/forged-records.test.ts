@@ -5,12 +5,12 @@
 // The file backend's cases: test/rotation/forged-records.test.ts.
 import { randomUUID } from 'node:crypto';
 import { TagResourceCommand } from '@aws-sdk/client-secrets-manager';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { emulatorApi, useEmulator } from '../support/emulator.ts';
 import { staticCredential } from '../../src/api/credentials.ts';
 import { createAuditLog, type AuditRecord } from '../../src/audit/logger.ts';
 import { Secret } from '../../src/audit/secret.ts';
 import type { BackendConfig } from '../../src/backends/config.ts';
-import { startEmulator, type RunningEmulator } from '../../src/emulator/server.ts';
 import type { FailureSettings, Policy } from '../../src/policy/schema.ts';
 import { createRuntime } from '../../src/rotation/runtime.ts';
 import { runRotations, type RunSummary } from '../../src/rotation/run.ts';
@@ -31,13 +31,7 @@ const FAILURES: FailureSettings = {
 };
 const ago = (ms: number): string => new Date(Date.now() - ms).toISOString();
 
-let emulator: RunningEmulator;
-beforeAll(async () => {
-  emulator = await startEmulator({ port: 0 });
-});
-afterAll(async () => {
-  await emulator.close();
-});
+const emulator = useEmulator();
 
 interface Forgery {
   lastRotatedAt: string;
@@ -87,13 +81,7 @@ async function forgedRun(
   });
   const policy: Policy = {
     file: 'forged.yaml',
-    api: {
-      baseUrl: emulator.url,
-      credential: { type: 'bearer', token: 'env:UNUSED' },
-      methods: { roll: 'POST', listProjects: 'GET', updateProject: 'PATCH', updateConsent: 'PATCH' },
-      timeouts: { headersMs: 5000, bodyMs: 5000 },
-      rateLimitPerMinute: 6000,
-    },
+    api: emulatorApi(emulator.url),
     backends: { real: backend },
     alerts: { sinks: {} },
     keys: [key],

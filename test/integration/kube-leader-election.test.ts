@@ -25,7 +25,7 @@ import {
   serviceAccountCredentials,
   type KubeApiServerInfo,
 } from '../support/kube-apiserver.ts';
-import { renderConsumerTemplates } from './consumers/cluster.ts';
+import { renderConsumerTemplates } from '../support/consumer-cluster.ts';
 import { kubeApiServer } from './servers.ts';
 
 const server = await kubeApiServer();

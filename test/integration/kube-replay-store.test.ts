@@ -20,15 +20,21 @@ import { claimOrRefuse, ReplayRecordError, type ReplayClaim } from '../../src/in
 import { replayConfigMapName, ReplayRecords, type ReplayStore } from '../../src/inbound/replay-records.ts';
 import { DEFAULT_REPLAY_CAPACITY } from '../../src/inbound/replay-record.ts';
 import type { Daemon } from '../../src/daemon/daemon.ts';
-import { keyYaml, postTrigger, startDaemonBench, TRIGGER_KEYS, type DaemonBench } from '../daemon/support.ts';
-import { secretScanningWebhook } from '../leaks/github/fake-github.ts';
+import {
+  keyYaml,
+  postTrigger,
+  startDaemonBench,
+  TRIGGER_KEYS,
+  type DaemonBench,
+} from '../support/daemon-bench.ts';
+import { secretScanningWebhook } from '../support/fake-github.ts';
 import { deliver, intakePolicy, startWithIntake, useGithubBench } from '../leaks/github/support.ts';
 import {
   adminKubeConfig,
   serviceAccountCredentials,
   type KubeApiServerInfo,
 } from '../support/kube-apiserver.ts';
-import { renderConsumerTemplates } from './consumers/cluster.ts';
+import { renderConsumerTemplates } from '../support/consumer-cluster.ts';
 import { kubeApiServer } from './servers.ts';
 
 const server = await kubeApiServer();

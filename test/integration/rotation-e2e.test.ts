@@ -3,12 +3,12 @@
 // the live one, the old one is dead, bookkeeping is recorded, and records the exposure window.
 import { randomUUID } from 'node:crypto';
 import { GetSecretValueCommand } from '@aws-sdk/client-secrets-manager';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { emulatorApi, useEmulator } from '../support/emulator.ts';
 import { staticCredential } from '../../src/api/credentials.ts';
 import { createAuditLog, type AuditRecord } from '../../src/audit/logger.ts';
 import { Secret } from '../../src/audit/secret.ts';
 import type { BackendConfig } from '../../src/backends/config.ts';
-import { startEmulator, type RunningEmulator } from '../../src/emulator/server.ts';
 import type { KeyPolicy, Policy } from '../../src/policy/schema.ts';
 import { createRuntime } from '../../src/rotation/runtime.ts';
 import { runRotations } from '../../src/rotation/run.ts';
@@ -17,14 +17,7 @@ import { motoEnv, sdkClient } from './aws-fixtures.ts';
 import { motoServer, vaultServer } from './servers.ts';
 
 const KEYS = ['key_demo_billing', 'key_demo_search', 'key_demo_ingest'];
-let emulator: RunningEmulator;
-
-beforeAll(async () => {
-  emulator = await startEmulator({ port: 0 });
-});
-afterAll(async () => {
-  await emulator.close();
-});
+const emulator = useEmulator();
 
 async function rotateAll(backend: BackendConfig, pathOf: (keyId: string) => string, env?: NodeJS.ProcessEnv) {
   const lines: string[] = [];
@@ -44,13 +37,7 @@ async function rotateAll(backend: BackendConfig, pathOf: (keyId: string) => stri
   );
   const policy: Policy = {
     file: 'e2e.yaml',
-    api: {
-      baseUrl: emulator.url,
-      credential: { type: 'bearer', token: 'env:UNUSED' },
-      methods: { roll: 'POST', listProjects: 'GET', updateProject: 'PATCH', updateConsent: 'PATCH' },
-      timeouts: { headersMs: 5000, bodyMs: 5000 },
-      rateLimitPerMinute: 6000,
-    },
+    api: emulatorApi(emulator.url),
     backends: { real: backend },
     alerts: { sinks: {} },
     keys,

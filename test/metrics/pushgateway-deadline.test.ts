@@ -3,7 +3,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createMetrics } from '../../src/metrics/metrics.ts';
 import { MetricsPushError, pushMetrics } from '../../src/metrics/pushgateway.ts';
-import { startReceiver, type Receiver } from '../alerts/receiver.ts';
+import { startReceiver, type Receiver } from '../support/alert-receiver.ts';
 
 let gateway: Receiver;
 beforeEach(async () => {

@@ -10,7 +10,7 @@ import {
   parsePushgatewayUrl,
   pushMetrics,
 } from '../../src/metrics/pushgateway.ts';
-import { startReceiver, type Receiver } from '../alerts/receiver.ts';
+import { startReceiver, type Receiver } from '../support/alert-receiver.ts';
 
 let gateway: Receiver;
 beforeEach(async () => {

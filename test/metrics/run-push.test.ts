@@ -2,7 +2,7 @@
 // stand-in for the Pushgateway once, after the last rotation; a gateway that fails changes
 // nothing but a warning in the audit trail.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { startReceiver, type Receiver } from '../alerts/receiver.ts';
+import { startReceiver, type Receiver } from '../support/alert-receiver.ts';
 import { TARGETS, eventsNamed, openFileBackend, storedSecret, useCliFixture } from '../cli/harness.ts';
 
 const cli = useCliFixture();

@@ -8,9 +8,15 @@ import { readFile } from 'node:fs/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { dashboardQueries } from '../../src/monitoring/dashboard.ts';
 import { EXTERNAL_SERIES, RULE_GROUPS } from '../../src/monitoring/rules.ts';
-import { startReceiver, type Receiver } from '../alerts/receiver.ts';
+import { startReceiver, type Receiver } from '../support/alert-receiver.ts';
 import { useCliFixture } from '../cli/harness.ts';
-import { keyYaml, METRICS_TOKEN, policyYaml, startDaemonBench, type DaemonBench } from '../daemon/support.ts';
+import {
+  keyYaml,
+  METRICS_TOKEN,
+  policyYaml,
+  startDaemonBench,
+  type DaemonBench,
+} from '../support/daemon-bench.ts';
 import { exportedNames, promqlNames } from './promql-names.ts';
 
 /** Labels every scraped series gets from Prometheus (job, instance) and a ServiceMonitor's relabelling. */

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Metafile } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { imageNodeFlags } from '../../bench/lib/cli.ts';
+import { imageNodeFlags } from '../support/image-runtime.ts';
 import { externalImports } from '../../scripts/build.ts';
 import { installBundle } from '../support/bundle-install.ts';
 import { onlySpan, otlpEnv, startOtlpReceiver } from '../support/otlp-receiver.ts';

@@ -6,7 +6,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { imageEnv, imageNodeFlags } from '../../bench/lib/cli.ts';
+import { imageEnv, imageNodeFlags } from '../support/image-runtime.ts';
 import { bundleOptions } from '../../scripts/build.ts';
 import {
   copySources,
@@ -90,7 +90,7 @@ describe('.dockerignore reader', () => {
 });
 
 describe('Dockerfile', () => {
-  // Read here from the parsed file, not through bench/lib/cli.ts: that is one of the things checked.
+  // Read here from the parsed file, not through test/support/image-runtime.ts: that is one of the things checked.
   const entrypointWords = execForm(lastOf(runtime, 'ENTRYPOINT')) ?? [];
   const entrypointFlags = entrypointWords.slice(1, entrypointWords.indexOf('/app/dist/cli/entry.js'));
   const runtimeEnv = Object.assign({}, ...only(runtime, 'ENV').map(envAssignments)) as Record<string, string>;

@@ -1,40 +1,11 @@
 // Issue 29 §1: another folder of src/ is imported through its entry files only (docs/layout.md,
 // "Entry files"). These cases run the rules of .dependency-cruiser.js, as `npm run lint:imports`
 // does, over a small tree of the same shape, so each case shows one thing the rules allow or refuse.
-import { mkdir, writeFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
-import { cruise, type IConfiguration, type ICruiseResult } from 'dependency-cruiser';
 import { describe, expect, it } from 'vitest';
-import { useTempDir } from '../support/temp-dir.ts';
-
-// The config is plain JavaScript with JSDoc types; a specifier held in a variable keeps tsc from
-// looking for a declaration file, and the cast says what the JSDoc says.
-const CONFIG = new URL('../../.dependency-cruiser.js', import.meta.url).href;
-const config = ((await import(CONFIG)) as { default: IConfiguration }).default;
+import { useImportRules } from '../support/import-rules.ts';
 
 const RULES = ['entry-files-only', 'one-rotation-path-entry'];
-const tree = useTempDir('keyroll-entry-files');
-
-/** The rule names each file breaks, for a tree of files (path -> source). */
-async function violations(files: Record<string, string>): Promise<Record<string, string[]>> {
-  for (const [path, source] of Object.entries(files)) {
-    await mkdir(dirname(join(tree.path(), path)), { recursive: true });
-    await writeFile(join(tree.path(), path), source);
-  }
-  const forbidden = (config.forbidden ?? []).filter((rule) => RULES.includes(rule.name ?? ''));
-  expect(forbidden.map((rule) => rule.name)).toEqual(RULES);
-  const result = await cruise(['src'], {
-    baseDir: tree.path(),
-    validate: true,
-    ruleSet: { forbidden },
-    tsPreCompilationDeps: true,
-    enhancedResolveOptions: { extensions: ['.ts'] },
-  });
-  const found: Record<string, string[]> = {};
-  for (const violation of (result.output as ICruiseResult).summary.violations)
-    (found[violation.from] ??= []).push(violation.rule.name);
-  return found;
-}
+const violations = useImportRules('keyroll-entry-files', RULES, ['src']);
 
 const ROTATION = {
   'src/rotation/run.ts':

@@ -8,7 +8,7 @@
 // every consumer makes one call with what its cache holds.
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Consumer, tallyByPopulation } from '../../bench/lib/consumer.ts';
+import { Consumer, tallyByPopulation } from '../support/secret-consumer.ts';
 import type { KeyPolicy } from '../../src/policy/schema.ts';
 import { keyPolicy, startBench, type Bench } from './harness.ts';
 import { expectNoSecrets } from '../support/secret-scan.ts';

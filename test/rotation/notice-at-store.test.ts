@@ -10,7 +10,7 @@ import { createRefresher } from '../../src/consumers/create.ts';
 import type { DeliveryReport } from '../../src/consumers/types.ts';
 import type { KeyPolicy } from '../../src/policy/schema.ts';
 import { runRotations, type RunSummary } from '../../src/rotation/run.ts';
-import { startReceiver, type Receiver } from '../alerts/receiver.ts';
+import { startReceiver, type Receiver } from '../support/alert-receiver.ts';
 import { expectNoSecrets } from '../support/secret-scan.ts';
 import { keyPolicy, startBench, type Bench } from './harness.ts';
 

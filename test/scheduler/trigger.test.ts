@@ -4,7 +4,7 @@
 // unknown keys, disabled endpoint) is answered with its status, audited within a budget, and
 // rolls nothing.
 import { request } from 'node:http';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { Secret } from '../../src/audit/secret.ts';
 import type { Daemon } from '../../src/daemon/daemon.ts';
 import { MAX_TRIGGER_BODY_BYTES } from '../../src/scheduler/trigger.ts';
@@ -14,19 +14,17 @@ import {
   keyYaml,
   postTrigger,
   signedHeaders,
-  startDaemonBench,
   TRIGGER_KEYS,
   TRIGGER_SECRET,
-  type DaemonBench,
-} from '../daemon/support.ts';
+  useDaemonBench,
+} from '../support/daemon-bench.ts';
 
 const BILLING = 'key_demo_billing';
 const SEARCH = 'key_demo_search';
-let bench: DaemonBench;
+const bench = useDaemonBench();
 let daemon: Daemon;
 
 beforeEach(async () => {
-  bench = await startDaemonBench();
   await bench.writePolicy(
     keyYaml(BILLING, 'schedule: "0 3 * * 1"') + keyYaml(SEARCH, 'schedule: "0 3 * * 1"'),
   );
@@ -34,10 +32,6 @@ beforeEach(async () => {
   // The first sweep rotates both keys (never rotated by keyroll); the triggers come after it.
   await daemon.idle();
   bench.audit.clear();
-});
-
-afterEach(async () => {
-  await bench.close();
 });
 
 const leakOf = (keys: string[], extra: Record<string, unknown> = {}): string =>

@@ -3,7 +3,7 @@
 // controller of a given release, built by scripts/test-controllers.sh, run out of cluster with
 // the admin's kubeconfig beside a kube-apiserver of their own (test/support/kube-apiserver.ts).
 // Their own API server, not the run's shared one: the controllers act on every namespace, and the
-// stand-in tests of the shared server (test/integration/consumers/cluster.ts) must not meet them;
+// stand-in tests of the shared server (test/support/consumer-cluster.ts) must not meet them;
 // each release also brings CRDs of its own (0.14 serves only v1beta1).
 //
 // The one stand-in left is `StandInKubelet`: there is no kubelet, so nothing would run the pods
@@ -101,7 +101,7 @@ export interface RealCluster {
 }
 
 const ESO_NAMESPACE = 'external-secrets';
-/** The name of the ClusterSecretStore the ExternalSecrets reference (as cluster.ts's do). */
+/** The name of the ClusterSecretStore the ExternalSecrets reference (as consumer-cluster.ts's do). */
 export const VAULT_STORE = 'vault';
 
 /** The admin kubeconfig, as a file the controllers read (KUBECONFIG). */

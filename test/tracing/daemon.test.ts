@@ -14,7 +14,7 @@ import {
   TRIGGER_KEYS,
   TRIGGER_SECRET,
   type DaemonBench,
-} from '../daemon/support.ts';
+} from '../support/daemon-bench.ts';
 import {
   childrenOf,
   onlySpan,

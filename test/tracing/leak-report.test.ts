@@ -4,7 +4,7 @@
 // leaked value nor the new one is in any span.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { expectNoSecrets } from '../support/secret-scan.ts';
-import { secretScanningWebhook } from '../leaks/github/fake-github.ts';
+import { secretScanningWebhook } from '../support/fake-github.ts';
 import {
   BILLING,
   deliver,

@@ -11,7 +11,7 @@ import { VaultTokenSource } from '../../../src/backends/vault/auth.ts';
 import { VaultBackend } from '../../../src/backends/vault/backend.ts';
 import { MAX_VAULT_ANSWER_BYTES, VaultClient } from '../../../src/backends/vault/client.ts';
 import { KvV2, VaultSession } from '../../../src/backends/vault/kv.ts';
-import { startReceiver, type Receiver } from '../../alerts/receiver.ts';
+import { startReceiver, type Receiver } from '../../support/alert-receiver.ts';
 import { createTestClock } from '../contract.ts';
 import { expectNoSecrets } from '../../support/secret-scan.ts';
 

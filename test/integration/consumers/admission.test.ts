@@ -25,8 +25,12 @@ import {
   refusedByPolicy,
   requestAs,
   serviceAccountUser,
-} from './admission-policy.ts';
-import { consumerNamespace, renderConsumerTemplates, type ConsumerNamespace } from './cluster.ts';
+} from '../../support/consumer-admission-policy.ts';
+import {
+  consumerNamespace,
+  renderConsumerTemplates,
+  type ConsumerNamespace,
+} from '../../support/consumer-cluster.ts';
 
 const server = await kubeApiServer();
 

@@ -7,7 +7,7 @@ import { AppsV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@k
 import { describe, expect, it } from 'vitest';
 import { policyYaml, useCliFixture } from '../../cli/harness.ts';
 import { kubeApiServer } from '../servers.ts';
-import { consumerNamespace } from './cluster.ts';
+import { consumerNamespace } from '../../support/consumer-cluster.ts';
 import { rawControls } from '../../support/raw-controls.ts';
 
 const ESC = '\u001b';

@@ -3,12 +3,16 @@
 // every consumer, and status then shows each consumer's last refresh as the cluster holds it. A
 // workload the Role does not name is refused (403): the rotation stands, run exits 1 with the
 // command to run by hand, and status shows that consumer as unreadable. The stand-in controllers
-// (cluster.ts) play external-secrets and the deployment controller.
+// (test/support/consumer-cluster.ts) play external-secrets and the deployment controller.
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { policyYaml, useCliFixture } from '../../cli/harness.ts';
 import { kubeApiServer } from '../servers.ts';
-import { consumerNamespace, StandInControllers, type ConsumerNamespace } from './cluster.ts';
+import {
+  consumerNamespace,
+  StandInControllers,
+  type ConsumerNamespace,
+} from '../../support/consumer-cluster.ts';
 
 interface ConsumerStatusJson {
   consumer: string;

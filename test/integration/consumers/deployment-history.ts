@@ -25,7 +25,7 @@ import {
   type V1ReplicaSet,
 } from '@kubernetes/client-node';
 import type { KubeClient } from '../../../src/consumers/kubernetes/client.ts';
-import type { ConsumerNamespace } from './cluster.ts';
+import type { ConsumerNamespace } from '../../support/consumer-cluster.ts';
 
 const REVISION = 'deployment.kubernetes.io/revision';
 const HASH_LABEL = 'pod-template-hash';

@@ -14,8 +14,12 @@ import { startKubeApiServer, type RunningKubeApiServer } from '../../support/kub
 import { useTempDir } from '../../support/temp-dir.ts';
 import { keyPolicy } from '../../rotation/harness.ts';
 import { kubeApiServer } from '../servers.ts';
-import { consumerNamespace, EXTERNAL_SECRETS_CRD_V1BETA1, StandInControllers } from './cluster.ts';
-import { consumerBench, LEAK } from './harness.ts';
+import {
+  consumerNamespace,
+  EXTERNAL_SECRETS_CRD_V1BETA1,
+  StandInControllers,
+} from '../../support/consumer-cluster.ts';
+import { consumerBench, LEAK } from '../../support/consumer-bench.ts';
 
 const run = promisify(execFile);
 const ROOT = new URL('../../../', import.meta.url).pathname;

@@ -1,5 +1,5 @@
 // keyroll's picture of external-secrets (issue 28 items 1–3), on the real Kubernetes API server
-// with the stand-in that plays external-secrets (cluster.ts; this API server has no controller):
+// with the stand-in that plays external-secrets (test/support/consumer-cluster.ts; this API server has no controller):
 // - a sync is proved from the controller's status, never from the answer to keyroll's own patch:
 //   by syncedResourceVersion (external-secrets' hash of the metadata it read, keyroll's force-sync
 //   value in it) without waiting for a later second, else by a refresh in a later second than the
@@ -8,7 +8,7 @@
 //   and the workload behind it is not restarted onto the old value (nor behind any failed sync),
 //   nor shown `current` by `keyroll status`;
 // - `keyroll validate` reads each consumer live and exits 2 naming the one keyroll could not refresh.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ConsumerError } from '../../../src/consumers/errors.ts';
 import { FORCE_SYNC, syncExternalSecret } from '../../../src/consumers/kinds/external-secret.ts';
 import type { KubeClient } from '../../../src/consumers/kubernetes/client.ts';
@@ -16,8 +16,8 @@ import { consumerStatuses } from '../../../src/consumers/status.ts';
 import { policyYaml, useCliFixture } from '../../cli/harness.ts';
 import { keyPolicy } from '../../rotation/harness.ts';
 import { kubeApiServer } from '../servers.ts';
-import { consumerNamespace, StandInControllers, type ConsumerNamespace } from './cluster.ts';
-import { consumerBench, LEAK, type ConsumerBench } from './harness.ts';
+import { consumerNamespace, type ConsumerNamespace } from '../../support/consumer-cluster.ts';
+import { LEAK, useConsumerBench } from '../../support/consumer-bench.ts';
 
 const server = await kubeApiServer();
 const KEY = 'key_demo_billing';
@@ -47,15 +47,7 @@ if (server === undefined) {
 } else {
   const kube = server;
   const cli = useCliFixture();
-  let controllers: StandInControllers | undefined;
-  let bench: ConsumerBench | undefined;
-
-  afterEach(async () => {
-    await controllers?.stop();
-    await bench?.close();
-    controllers = undefined;
-    bench = undefined;
-  });
+  const fixture = useConsumerBench();
 
   async function namespaceWith(
     externalSecret: { refreshInterval?: string; refreshPolicy?: string } = {},
@@ -85,7 +77,7 @@ if (server === undefined) {
       const cluster = await namespaceWith();
       const storedAtMs = Date.now();
       // Its clock stands still in the second of the store: no sync it reports can prove itself by time.
-      controllers = new StandInControllers(cluster, {
+      const controllers = fixture.standIns(cluster, {
         syncedResourceVersion: 'none',
         clock: () => storedAtMs,
         syncDelayMs: 50,
@@ -107,7 +99,7 @@ if (server === undefined) {
     it("a sync in the store's own second is proved by syncedResourceVersion: one ask, no wait for the next second", async () => {
       const cluster = await namespaceWith();
       const storedAtMs = Date.now();
-      controllers = new StandInControllers(cluster, { clock: () => storedAtMs, syncDelayMs: 50 });
+      fixture.standIns(cluster, { clock: () => storedAtMs, syncDelayMs: 50 });
       const counted = countingForceSyncs(cluster.client);
 
       const result = await syncExternalSecret(counted.client, esRef(cluster), storedAtMs, {
@@ -124,7 +116,7 @@ if (server === undefined) {
     it('the status from before keyroll asked (an older syncedResourceVersion, a refresh in the store second) proves nothing', async () => {
       const cluster = await namespaceWith();
       // external-secrets does nothing: only the status it wrote an hour ago is there.
-      controllers = new StandInControllers(cluster, { ignoredSyncs: new Set(['billing-api-key']) });
+      fixture.standIns(cluster, { ignoredSyncs: new Set(['billing-api-key']) });
       const before = (await cluster.readExternalSecret('billing-api-key')).status as { refreshTime: string };
       const error = await syncExternalSecret(cluster.client, esRef(cluster), Date.parse(before.refreshTime), {
         timeoutMs: 2_500,
@@ -142,8 +134,8 @@ if (server === undefined) {
       '%s: KR_CONSUMER_FORCE_SYNC_OFF at once with the fix, and the Deployment behind it not restarted (KR_CONSUMER_SYNC_BLOCKED)',
       async (_name, spec, cause) => {
         const cluster = await namespaceWith(spec);
-        controllers = new StandInControllers(cluster, { syncDelayMs: 50, rolloutMs: 50 });
-        bench = await consumerBench(cluster.client, [
+        const controllers = fixture.standIns(cluster, { syncDelayMs: 50, rolloutMs: 50 });
+        const bench = await fixture.start(cluster.client, [
           {
             id: KEY,
             consumers: [
@@ -182,11 +174,11 @@ if (server === undefined) {
   describe('a workload whose ExternalSecret did not sync (item 1)', () => {
     it('is not restarted onto the old value, reported blocked on the sync, and never shown current by status', async () => {
       const cluster = await namespaceWith();
-      controllers = new StandInControllers(cluster, {
+      const controllers = fixture.standIns(cluster, {
         failingSyncs: new Set(['billing-api-key']),
         rolloutMs: 50,
       });
-      bench = await consumerBench(cluster.client, [
+      const bench = await fixture.start(cluster.client, [
         {
           id: KEY,
           consumers: [
@@ -221,7 +213,7 @@ if (server === undefined) {
 
     it('restarted by hand before its ExternalSecret synced: stale, not current', async () => {
       const cluster = await namespaceWith();
-      controllers = new StandInControllers(cluster, { ignoredSyncs: new Set(['billing-api-key']) });
+      fixture.standIns(cluster, { ignoredSyncs: new Set(['billing-api-key']) });
       const rotatedAt = new Date(Date.now() - 2_000).toISOString();
       // `kubectl rollout restart` after the rotation, while the Secret still holds the old value.
       const deployment = workloadPatch(new Date().toISOString().slice(0, 19) + 'Z');

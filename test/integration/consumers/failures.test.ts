@@ -5,7 +5,7 @@
 // delivery with the command to run by hand, and leaves the key rotated, its new value stored and
 // alive, and nothing rolled again. The Role is the chart's own (helm template), applied as is.
 import { ApiException, AppsV1Api, CustomObjectsApi } from '@kubernetes/client-node';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { KubeClient } from '../../../src/consumers/kubernetes/client.ts';
 import { loadKubeConfig, NodeKubeClient } from '../../../src/consumers/kubernetes/node-client.ts';
 import { WORKLOAD_KINDS } from '../../../src/consumers/kinds/workloads.ts';
@@ -15,11 +15,10 @@ import { useTempDir } from '../../support/temp-dir.ts';
 import { kubeApiServer } from '../servers.ts';
 import {
   consumerNamespace,
-  StandInControllers,
   type ConsumerNamespace,
   type StandInOptions,
-} from './cluster.ts';
-import { consumerBench, LEAK, SCHEDULED, type ConsumerBench } from './harness.ts';
+} from '../../support/consumer-cluster.ts';
+import { LEAK, SCHEDULED, useConsumerBench, type ConsumerBench } from '../../support/consumer-bench.ts';
 
 const server = await kubeApiServer();
 const KEY = 'key_demo_billing';
@@ -31,15 +30,7 @@ if (server === undefined) {
 } else {
   const kube = server;
   const temp = useTempDir('keyroll-consumer-failures-');
-  let controllers: StandInControllers | undefined;
-  let bench: ConsumerBench | undefined;
-
-  afterEach(async () => {
-    await controllers?.stop();
-    await bench?.close();
-    controllers = undefined;
-    bench = undefined;
-  });
+  const fixture = useConsumerBench();
 
   /** A namespace where the chart's Role names `billing-api-key` and deployment `billing` only. */
   async function setUp(
@@ -53,8 +44,8 @@ if (server === undefined) {
     await cluster.createExternalSecret('billing-api-key');
     await cluster.createDeployment('billing');
     await cluster.createDeployment('payments');
-    controllers = new StandInControllers(cluster, standIns);
-    bench = await consumerBench(client ?? cluster.client, [
+    fixture.standIns(cluster, standIns);
+    const bench = await fixture.start(client ?? cluster.client, [
       { id: KEY, consumers: consumers(cluster.namespace) },
     ]);
     return { cluster, bench };
@@ -166,8 +157,8 @@ if (server === undefined) {
         keyId: KEY,
       });
       expect(b.bench.alerter.alerts[0]?.alert.nextAction).toContain('consumerAccess');
-      expect(controllers?.restartsOf('billing')).toHaveLength(1);
-      expect(controllers?.restartsOf('payments')).toHaveLength(0);
+      expect(fixture.controllers.restartsOf('billing')).toHaveLength(1);
+      expect(fixture.controllers.restartsOf('payments')).toHaveLength(0);
       await expectRotationStands(b, summary);
     });
   });
@@ -208,7 +199,7 @@ if (server === undefined) {
       name: 'billing',
       errorCode: 'KR_CONSUMER_SYNC_BLOCKED',
     });
-    expect(controllers?.restartsOf('billing')).toHaveLength(0);
+    expect(fixture.controllers.restartsOf('billing')).toHaveLength(0);
     await expectRotationStands(b, summary);
   });
 
@@ -244,7 +235,7 @@ if (server === undefined) {
     expect(failed).toMatchObject({ consumerKind: 'deployment', errorCode: 'KR_CONSUMER_TIMEOUT' });
     expect(String(failed?.error)).toContain('0 of 2 replicas updated');
     // The restart itself happened: only the wait ran out.
-    expect(controllers?.restartsOf('billing')).toHaveLength(1);
+    expect(fixture.controllers.restartsOf('billing')).toHaveLength(1);
     expect(b.events('consumer.notified')).toHaveLength(1);
     await expectRotationStands(b, summary);
   });
@@ -254,8 +245,8 @@ if (server === undefined) {
       { namespace, statefulSets: ['ledger'] },
     ]);
     await cluster.createStatefulSet('ledger', { onDelete: true });
-    controllers = new StandInControllers(cluster);
-    bench = await consumerBench(cluster.client, [
+    fixture.standIns(cluster);
+    const bench = await fixture.start(cluster.client, [
       { id: KEY, consumers: [{ kind: 'statefulSet', namespace: cluster.namespace, name: 'ledger' }] },
     ]);
 

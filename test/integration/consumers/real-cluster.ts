@@ -1,6 +1,6 @@
 // What the tests against the real controllers share (test/support/kube-controllers.ts starts
 // them): a consumer namespace on the cluster's own API server with keyroll bound by the chart's
-// Role (cluster.ts), an ExternalSecret reading OpenBao through the ClusterSecretStore `vault`, a
+// Role (test/support/consumer-cluster.ts), an ExternalSecret reading OpenBao through the ClusterSecretStore `vault`, a
 // Deployment whose pods take the synced Secret in their environment, the stand-in kubelet that
 // starts those pods, and keyroll's bench storing into that OpenBao.
 import { AppsV1Api, CoreV1Api, CustomObjectsApi, type V1ReplicaSet } from '@kubernetes/client-node';
@@ -15,8 +15,8 @@ import {
 } from '../../support/kube-controllers.ts';
 import { JSON_SHAPE } from '../../rotation/harness.ts';
 import type { VaultServer } from '../servers.ts';
-import { consumerNamespace, uniqueName, type ConsumerNamespace } from './cluster.ts';
-import { consumerBench, type ConsumerBench } from './harness.ts';
+import { consumerNamespace, uniqueName, type ConsumerNamespace } from '../../support/consumer-cluster.ts';
+import { consumerBench, type ConsumerBench } from '../../support/consumer-bench.ts';
 
 const TOKEN_ENV = 'KR_REAL_CONTROLLERS_VAULT_TOKEN';
 export const REPLICAS = 2;

@@ -10,7 +10,7 @@ import { RESTARTED_AT, RESTARTED_FOR } from '../../../src/consumers/markers.ts';
 import { readControllerTools, startRealCluster, type RealCluster } from '../../support/kube-controllers.ts';
 import { useTempDir } from '../../support/temp-dir.ts';
 import { realControllersTools, vaultServer } from '../servers.ts';
-import { LEAK } from './harness.ts';
+import { LEAK } from '../../support/consumer-bench.ts';
 import { realConsumers, REPLICAS, type RealConsumers } from './real-cluster.ts';
 
 const ROTATIONS = 2;

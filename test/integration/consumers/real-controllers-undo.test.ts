@@ -10,7 +10,7 @@ import { rolledOut, rolloutUndo } from '../../support/kube-rollout-undo.ts';
 import { useTempDir } from '../../support/temp-dir.ts';
 import { waitFor } from '../../support/wait-for.ts';
 import { realControllersTools, vaultServer } from '../servers.ts';
-import { LEAK, SCHEDULED } from './harness.ts';
+import { LEAK, SCHEDULED } from '../../support/consumer-bench.ts';
 import { realConsumers, REPLICAS, type RealConsumers } from './real-cluster.ts';
 
 const tools = realControllersTools();

@@ -13,7 +13,7 @@ import { readControllerTools, startRealCluster, type RealCluster } from '../../s
 import { useTempDir } from '../../support/temp-dir.ts';
 import { waitFor } from '../../support/wait-for.ts';
 import { realControllersTools, vaultServer } from '../servers.ts';
-import { LEAK } from './harness.ts';
+import { LEAK } from '../../support/consumer-bench.ts';
 import { realConsumers, REPLICAS, type RealConsumers } from './real-cluster.ts';
 
 const tools = realControllersTools();

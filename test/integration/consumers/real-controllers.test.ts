@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readControllerTools, startRealCluster, type RealCluster } from '../../support/kube-controllers.ts';
 import { useTempDir } from '../../support/temp-dir.ts';
 import { realControllersTools, vaultServer } from '../servers.ts';
-import { LEAK } from './harness.ts';
+import { LEAK } from '../../support/consumer-bench.ts';
 import { realConsumers, REPLICAS, SecretWatcher, type RealConsumers } from './real-cluster.ts';
 
 const ROTATIONS = 3;

@@ -1,9 +1,9 @@
 // The consumers' refresh against a real Kubernetes API server (invariant 12): what keyroll writes
 // lands as kubectl writes it, in the order a leak needs (sync, then restart, then the rollout),
 // once per workload however many keys share it; and a consumer that lags or fails never changes
-// the rotation. The stand-in controllers (cluster.ts) play external-secrets and the workload
+// the rotation. The stand-in controllers (test/support/consumer-cluster.ts) play external-secrets and the workload
 // controllers: this API server has neither. Traced, the refresh is one span with a span per consumer.
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { FORCE_SYNC } from '../../../src/consumers/kinds/external-secret.ts';
 import { restartWorkload } from '../../../src/consumers/kinds/workload.ts';
 import { workloadRef } from '../../../src/consumers/kinds/workloads.ts';
@@ -12,8 +12,12 @@ import { childrenOf, onlySpan, startOtlpReceiver, startTracingTo } from '../../s
 import { expectNoSecrets } from '../../support/secret-scan.ts';
 import { useTempDir } from '../../support/temp-dir.ts';
 import { kubeApiServer } from '../servers.ts';
-import { consumerNamespace, StandInControllers, type ConsumerNamespace } from './cluster.ts';
-import { consumerBench, LEAK, type ConsumerBench } from './harness.ts';
+import {
+  consumerNamespace,
+  type StandInControllers,
+  type ConsumerNamespace,
+} from '../../support/consumer-cluster.ts';
+import { LEAK, useConsumerBench, type ConsumerBench } from '../../support/consumer-bench.ts';
 
 /** How far two spans' clocks may disagree (each is anchored to Date.now() when it starts). */
 const CLOCK_ANCHOR_SLACK_NS = 1_000_000n;
@@ -32,6 +36,7 @@ if (server === undefined) {
     let cluster: ConsumerNamespace;
     let controllers: StandInControllers;
     let bench: ConsumerBench;
+    const fixture = useConsumerBench();
 
     beforeEach(async () => {
       cluster = await consumerNamespace(kube, temp.path(), (namespace) => [
@@ -39,8 +44,8 @@ if (server === undefined) {
       ]);
       await cluster.createExternalSecret('billing-api-key');
       await cluster.createDeployment('billing');
-      controllers = new StandInControllers(cluster, { syncDelayMs: 150, rolloutMs: 150 });
-      bench = await consumerBench(cluster.client, [
+      controllers = fixture.standIns(cluster, { syncDelayMs: 150, rolloutMs: 150 });
+      bench = await fixture.start(cluster.client, [
         {
           id: 'key_demo_billing',
           consumers: [
@@ -49,11 +54,6 @@ if (server === undefined) {
           ],
         },
       ]);
-    });
-
-    afterEach(async () => {
-      await controllers.stop();
-      await bench.close();
     });
 
     it('annotates force-sync and restarts as kubectl does, the restart after the sync, and waits for the rollout', async () => {
@@ -161,6 +161,7 @@ if (server === undefined) {
     let cluster: ConsumerNamespace;
     let controllers: StandInControllers;
     let bench: ConsumerBench;
+    const fixture = useConsumerBench();
 
     beforeEach(async () => {
       const secrets = KEYS.map((id) => id.replace(/_/g, '-'));
@@ -169,8 +170,8 @@ if (server === undefined) {
       ]);
       for (const name of secrets) await cluster.createExternalSecret(name);
       await cluster.createDeployment('gateway', 3);
-      controllers = new StandInControllers(cluster, { syncDelayMs: 100, rolloutMs: 100 });
-      bench = await consumerBench(
+      controllers = fixture.standIns(cluster, { syncDelayMs: 100, rolloutMs: 100 });
+      bench = await fixture.start(
         cluster.client,
         KEYS.map((id) => ({
           id,
@@ -180,11 +181,6 @@ if (server === undefined) {
           ],
         })),
       );
-    });
-
-    afterEach(async () => {
-      await controllers.stop();
-      await bench.close();
     });
 
     it('restart it once, after all twenty are stored and their ExternalSecrets synced', async () => {

@@ -4,15 +4,15 @@
 // rotation is the key's last as its record says, and whose pods did not roll since (issue 27
 // finding 3, issue 28 item 4); every other entry is settled without a sync or a restart, and a
 // forged one is audited as such.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { owedRestarts, RESTART_OWED, type OwedRestart } from '../../../src/consumers/markers.ts';
 import { consumerStatuses } from '../../../src/consumers/status.ts';
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { useTempDir } from '../../support/temp-dir.ts';
 import { kubeApiServer } from '../servers.ts';
-import { consumerNamespace, StandInControllers } from './cluster.ts';
+import { consumerNamespace } from '../../support/consumer-cluster.ts';
 import { DeploymentHistory } from './deployment-history.ts';
-import { consumerBench, LEAK, type ConsumerBench } from './harness.ts';
+import { LEAK, useConsumerBench } from '../../support/consumer-bench.ts';
 
 const server = await kubeApiServer();
 /** Settings under which every owed entry is stale at once (older than syncTimeout + rolloutTimeout). */
@@ -25,15 +25,7 @@ if (server === undefined) {
 } else {
   const kube = server;
   const temp = useTempDir('keyroll-restart-debts-');
-  let controllers: StandInControllers | undefined;
-  let bench: ConsumerBench | undefined;
-
-  afterEach(async () => {
-    await controllers?.stop();
-    await bench?.close();
-    controllers = undefined;
-    bench = undefined;
-  });
+  const fixture = useConsumerBench();
 
   it('kubectl rollout undo brings back an owed entry keyroll already restarted for: no second restart, settled, status not owed', async () => {
     const cluster = await consumerNamespace(kube, temp.path(), (namespace) => [
@@ -41,7 +33,7 @@ if (server === undefined) {
     ]);
     await cluster.createExternalSecret('checkout-api-key');
     await cluster.createDeployment('checkout');
-    controllers = new StandInControllers(cluster, { syncDelayMs: 20, rolloutMs: 20 });
+    fixture.standIns(cluster, { syncDelayMs: 20, rolloutMs: 20 });
     const history = new DeploymentHistory(cluster);
     await history.syncReplicaSets('checkout');
     let restartPatches = 0;
@@ -57,7 +49,7 @@ if (server === undefined) {
     };
     const es = { kind: 'externalSecret' as const, namespace: cluster.namespace, name: 'checkout-api-key' };
     const deployment = { kind: 'deployment' as const, namespace: cluster.namespace, name: 'checkout' };
-    bench = await consumerBench(counting, [{ id: 'key_demo_billing', consumers: [es, deployment] }]);
+    const bench = await fixture.start(counting, [{ id: 'key_demo_billing', consumers: [es, deployment] }]);
     const { summary, report } = await bench.run(['key_demo_billing'], LEAK);
     const rotationId = summary.outcomes[0]?.rotationId ?? '';
     expect(report).toMatchObject({ refreshed: 2, failed: 0 });
@@ -106,9 +98,9 @@ if (server === undefined) {
     ]);
     for (const name of ['checkout-api-key', 'billing-api-key']) await cluster.createExternalSecret(name);
     for (const name of ['checkout', 'billing']) await cluster.createDeployment(name);
-    controllers = new StandInControllers(cluster, { syncDelayMs: 20, rolloutMs: 20 });
+    const controllers = fixture.standIns(cluster, { syncDelayMs: 20, rolloutMs: 20 });
     const ns = cluster.namespace;
-    bench = await consumerBench(cluster.client, [
+    const bench = await fixture.start(cluster.client, [
       {
         id: 'key_demo_billing',
         consumers: [

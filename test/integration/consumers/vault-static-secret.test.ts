@@ -31,8 +31,8 @@ import { installCustomResourceDefinition } from '../../support/kube-apiserver.ts
 import { useTempDir } from '../../support/temp-dir.ts';
 import { JSON_SHAPE } from '../../rotation/harness.ts';
 import { kubeApiServer, vaultServer, type VaultServer } from '../servers.ts';
-import { consumerNamespace, uniqueName, type ConsumerNamespace } from './cluster.ts';
-import { consumerBench, LEAK, type ConsumerBench } from './harness.ts';
+import { consumerNamespace, uniqueName, type ConsumerNamespace } from '../../support/consumer-cluster.ts';
+import { consumerBench, LEAK, type ConsumerBench } from '../../support/consumer-bench.ts';
 
 const CRD = new URL('../../fixtures/kubernetes/vaultstaticsecrets-crd-v1.4.1.yaml', import.meta.url);
 const TOKEN_ENV = 'KR_VSO_TEST_VAULT_TOKEN';

@@ -2,14 +2,14 @@
 // still works restarts nothing outside the window (the restart is recorded as owed on the
 // workload), the first run inside the window restarts it once — two runners racing for it
 // included — and a leak ignores the window; restarts keep the policy's order and the cap.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { owedRestarts, RESTARTED_FOR } from '../../../src/consumers/markers.ts';
 import { consumerStatuses } from '../../../src/consumers/status.ts';
 import type { RestartWindow } from '../../../src/policy/consumers.ts';
 import { useTempDir } from '../../support/temp-dir.ts';
 import { kubeApiServer } from '../servers.ts';
-import { consumerNamespace, StandInControllers, type ConsumerNamespace } from './cluster.ts';
-import { consumerBench, LEAK, type ConsumerBench } from './harness.ts';
+import { consumerNamespace, type ConsumerNamespace } from '../../support/consumer-cluster.ts';
+import { LEAK, useConsumerBench, type ConsumerBench } from '../../support/consumer-bench.ts';
 
 const server = await kubeApiServer();
 const ENTRY = 'entry_checkout';
@@ -32,15 +32,7 @@ if (server === undefined) {
 } else {
   const kube = server;
   const temp = useTempDir('keyroll-consumer-windows-');
-  let controllers: StandInControllers | undefined;
-  let bench: ConsumerBench | undefined;
-
-  afterEach(async () => {
-    await controllers?.stop();
-    await bench?.close();
-    controllers = undefined;
-    bench = undefined;
-  });
+  const fixture = useConsumerBench();
 
   /** A slot entry with refreshConsumers: always, its ExternalSecret and Deployment, rotated once already. */
   async function slotEntry(): Promise<{ cluster: ConsumerNamespace; bench: ConsumerBench }> {
@@ -49,8 +41,8 @@ if (server === undefined) {
     ]);
     await cluster.createExternalSecret('checkout-api-key');
     await cluster.createDeployment('checkout');
-    controllers = new StandInControllers(cluster, { syncDelayMs: 50, rolloutMs: 50 });
-    bench = await consumerBench(cluster.client, [
+    const controllers = fixture.standIns(cluster, { syncDelayMs: 50, rolloutMs: 50 });
+    const bench = await fixture.start(cluster.client, [
       {
         id: ENTRY,
         consumers: [
@@ -80,7 +72,7 @@ if (server === undefined) {
 
       expect(summary.outcomes[0]).toMatchObject({ result: 'rotated', previousActiveWorks: true });
       expect(report).toMatchObject({ refreshed: 1, deferred: 1, failed: 0 });
-      expect(controllers?.restartsOf('checkout')).toHaveLength(1);
+      expect(fixture.controllers.restartsOf('checkout')).toHaveLength(1);
       const owed = owedRestarts(await cluster.readWorkload('deployments', 'checkout'));
       expect(owed).toEqual([
         expect.objectContaining({
@@ -121,7 +113,7 @@ if (server === undefined) {
         b.refresher({ restartWindow: OPEN }).pickUpOwed(b.bench.policy.keys, b.bench.audit, b.records),
       ]);
 
-      expect(controllers?.restartsOf('checkout')).toHaveLength(2);
+      expect(fixture.controllers.restartsOf('checkout')).toHaveLength(2);
       const restartedBy = [first, second].map(
         (report) =>
           report?.outcomes.find((outcome) => outcome.consumer.kind === 'deployment')?.result ??
@@ -157,7 +149,7 @@ if (server === undefined) {
 
       expect(summary.outcomes[0]?.result).toBe('rotated');
       expect(report).toMatchObject({ refreshed: 2, deferred: 0 });
-      expect(controllers?.restartsOf('checkout')).toHaveLength(2);
+      expect(fixture.controllers.restartsOf('checkout')).toHaveLength(2);
       expect(owedRestarts(await cluster.readWorkload('deployments', 'checkout'))).toEqual([]);
     });
 
@@ -171,7 +163,7 @@ if (server === undefined) {
 
       expect(summary.rotated).toBe(1);
       expect(report).toBeUndefined();
-      expect(controllers?.restartsOf('checkout')).toHaveLength(1);
+      expect(fixture.controllers.restartsOf('checkout')).toHaveLength(1);
     });
   });
 
@@ -184,9 +176,9 @@ if (server === undefined) {
       await cluster.createStatefulSet('ledger');
       await cluster.createDaemonSet('agent');
       await cluster.createDeployment('worker');
-      controllers = new StandInControllers(cluster, { rolloutMs: 300 });
+      const controllers = fixture.standIns(cluster, { rolloutMs: 300 });
       const ns = cluster.namespace;
-      bench = await consumerBench(cluster.client, [
+      const bench = await fixture.start(cluster.client, [
         {
           id: 'key_demo_billing',
           consumers: [

@@ -10,7 +10,7 @@ import {
   GITGUARDIAN_MAX_SKEW_SECONDS,
 } from '../../../src/leaks/gitguardian/signature.ts';
 import type { Daemon } from '../../../src/daemon/daemon.ts';
-import { keyYaml, policyYaml, startDaemonBench, type DaemonBench } from '../../daemon/support.ts';
+import { keyYaml, policyYaml, startDaemonBench, type DaemonBench } from '../../support/daemon-bench.ts';
 import { expectNoSecrets } from '../../support/secret-scan.ts';
 
 const TOKEN = 'gitguardian-signature-token-for-the-tests-42';

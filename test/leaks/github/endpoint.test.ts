@@ -5,10 +5,10 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { Backend } from '../../../src/backends/types.ts';
 import { wrapBackend } from '../../rotation/harness.ts';
-import { createGate, keyYaml, postTrigger, type DaemonBench } from '../../daemon/support.ts';
+import { createGate, keyYaml, postTrigger, type DaemonBench } from '../../support/daemon-bench.ts';
 import { expectNoSecrets } from '../../support/secret-scan.ts';
 import { waitFor } from '../../support/wait-for.ts';
-import { secretScanningWebhook, type FakeGithub } from './fake-github.ts';
+import { secretScanningWebhook, type FakeGithub } from '../../support/fake-github.ts';
 import {
   BILLING,
   deliver,

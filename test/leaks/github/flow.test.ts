@@ -3,9 +3,9 @@
 // (401) -> the alert resolved as revoked naming the rotation; and no output carries the leaked
 // or the new value.
 import { beforeEach, describe, expect, it } from 'vitest';
-import type { DaemonBench } from '../../daemon/support.ts';
+import type { DaemonBench } from '../../support/daemon-bench.ts';
 import { expectNoSecrets } from '../../support/secret-scan.ts';
-import { secretScanningWebhook, type FakeGithub } from './fake-github.ts';
+import { secretScanningWebhook, type FakeGithub } from '../../support/fake-github.ts';
 import {
   BILLING,
   deliver,

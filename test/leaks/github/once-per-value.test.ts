@@ -5,10 +5,10 @@
 // leaked value as current), and that read is held until the first alert is resolved.
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { Backend } from '../../../src/backends/types.ts';
-import { createGate, type DaemonBench } from '../../daemon/support.ts';
+import { createGate, type DaemonBench } from '../../support/daemon-bench.ts';
 import { wrapBackend } from '../../rotation/harness.ts';
 import { expectNoSecrets } from '../../support/secret-scan.ts';
-import { secretScanningWebhook, type FakeGithub } from './fake-github.ts';
+import { secretScanningWebhook, type FakeGithub } from '../../support/fake-github.ts';
 import {
   BILLING,
   deliver,

@@ -3,10 +3,10 @@
 // endpoints with cursor pages, ETags and rate-limit headers) and the emulator.
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { Daemon } from '../../../src/daemon/daemon.ts';
-import type { DaemonBench } from '../../daemon/support.ts';
-import { keyYaml, postTrigger } from '../../daemon/support.ts';
+import type { DaemonBench } from '../../support/daemon-bench.ts';
+import { keyYaml, postTrigger } from '../../support/daemon-bench.ts';
 import { expectNoSecrets } from '../../support/secret-scan.ts';
-import { secretScanningWebhook, type FakeGithub } from './fake-github.ts';
+import { secretScanningWebhook, type FakeGithub } from '../../support/fake-github.ts';
 import {
   BILLING,
   deliver,

@@ -11,8 +11,8 @@ import { Pool } from 'undici';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { REPLAY_RECORD_FILES } from '../../../src/inbound/replay-records.ts';
 import type { Daemon } from '../../../src/daemon/daemon.ts';
-import { postTrigger, type DaemonBench } from '../../daemon/support.ts';
-import { secretScanningWebhook, type FakeGithub } from './fake-github.ts';
+import { postTrigger, type DaemonBench } from '../../support/daemon-bench.ts';
+import { secretScanningWebhook, type FakeGithub } from '../../support/fake-github.ts';
 import {
   BILLING,
   deliver,

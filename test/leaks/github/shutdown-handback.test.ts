@@ -5,9 +5,9 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { Backend } from '../../../src/backends/types.ts';
 import { wrapBackend } from '../../rotation/harness.ts';
-import { createGate, postTrigger, type DaemonBench } from '../../daemon/support.ts';
+import { createGate, postTrigger, type DaemonBench } from '../../support/daemon-bench.ts';
 import { waitFor } from '../../support/wait-for.ts';
-import { secretScanningWebhook, type FakeGithub } from './fake-github.ts';
+import { secretScanningWebhook, type FakeGithub } from '../../support/fake-github.ts';
 import {
   BILLING,
   deliver,

@@ -1,4 +1,4 @@
-// The daemon bench of test/daemon/support.ts with the GitHub intake enabled against the fake.
+// The daemon bench of test/support/daemon-bench.ts with the GitHub intake enabled against the fake.
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach } from 'vitest';
 import { sign } from '@octokit/webhooks-methods';
@@ -12,9 +12,9 @@ import {
   postTrigger,
   TRIGGER_SECRET,
   type DaemonBench,
-} from '../../daemon/support.ts';
-import { startDaemonBench } from '../../daemon/support.ts';
-import { startFakeGithub, type FakeGithub } from './fake-github.ts';
+} from '../../support/daemon-bench.ts';
+import { startDaemonBench } from '../../support/daemon-bench.ts';
+import { startFakeGithub, type FakeGithub } from '../../support/fake-github.ts';
 
 export const GITHUB_WEBHOOK_SECRET = 'github-webhook-secret-for-the-leak-intake-tests';
 export const BILLING = 'key_demo_billing';

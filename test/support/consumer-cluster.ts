@@ -1,7 +1,7 @@
 // A namespace of the test Kubernetes API server (test/support/kube-apiserver.ts) set up as keyroll
 // finds a cluster: external-secrets' real ExternalSecret CRD, workloads made by the admin, and
 // keyroll's service account bound to the Role the chart renders (helm template, applied as is),
-// under the chart's ValidatingAdmissionPolicy for that account (admission-policy.ts).
+// under the chart's ValidatingAdmissionPolicy for that account (consumer-admission-policy.ts).
 //
 // There is no kubelet and no controller here, so the test plays them, and says so:
 // `StandInControllers` watches the namespace and does what external-secrets does after a
@@ -28,26 +28,26 @@ import {
   type V1RoleBinding,
 } from '@kubernetes/client-node';
 import { parse, parseAllDocuments } from 'yaml';
-import { goDurationMs } from '../../../src/consumers/kinds/external-secret-refresh.ts';
-import { syncedResourceVersions } from '../../../src/consumers/kinds/external-secret-synced.ts';
-import { NodeKubeClient } from '../../../src/consumers/kubernetes/node-client.ts';
+import { goDurationMs } from '../../src/consumers/kinds/external-secret-refresh.ts';
+import { syncedResourceVersions } from '../../src/consumers/kinds/external-secret-synced.ts';
+import { NodeKubeClient } from '../../src/consumers/kubernetes/node-client.ts';
 import {
   adminKubeConfig,
   installCustomResourceDefinition,
   serviceAccountCredentials,
   type KubeApiServerInfo,
-} from '../../support/kube-apiserver.ts';
-import { ADMISSION_POLICY_TEMPLATE, applyConsumerAdmissionPolicy } from './admission-policy.ts';
+} from './kube-apiserver.ts';
+import { ADMISSION_POLICY_TEMPLATE, applyConsumerAdmissionPolicy } from './consumer-admission-policy.ts';
 
 const run = promisify(execFile);
-const ROOT = new URL('../../../', import.meta.url).pathname;
+const ROOT = new URL('../../', import.meta.url).pathname;
 const EXTERNAL_SECRETS_CRD = new URL(
-  '../../fixtures/kubernetes/externalsecrets-crd-v2.9.0.yaml',
+  '../fixtures/kubernetes/externalsecrets-crd-v2.9.0.yaml',
   import.meta.url,
 );
 /** external-secrets v0.15.1's CRD: external-secrets.io v1beta1 (and v1alpha1), no v1. */
 export const EXTERNAL_SECRETS_CRD_V1BETA1 = new URL(
-  '../../fixtures/kubernetes/externalsecrets-crd-v0.15.1.yaml',
+  '../fixtures/kubernetes/externalsecrets-crd-v0.15.1.yaml',
   import.meta.url,
 );
 type EsVersion = 'v1' | 'v1beta1';
@@ -204,7 +204,7 @@ export async function consumerNamespace(
       await rbac.createNamespacedRoleBinding({ namespace: objectNamespace, body: object as V1RoleBinding });
   }
   // And the chart's ValidatingAdmissionPolicy, in force before the test patches anything: keyroll's
-  // own patches must pass it (admission-policy.ts).
+  // own patches must pass it (consumer-admission-policy.ts).
   await applyConsumerAdmissionPolicy(
     kube,
     await renderConsumerTemplates(releaseNamespace, granted, [ADMISSION_POLICY_TEMPLATE]),

@@ -1,19 +1,23 @@
 // Rotations with their consumers' refresh, in process, as `keyroll run` and `rotate` do them
 // (src/cli/execute-run.ts): the emulator and file backends of the rotation bench, the test
 // Kubernetes API server acting as keyroll's service account, and one refresher per "process".
-import type { AuditRecord } from '../../../src/audit/logger.ts';
-import { createRefresher } from '../../../src/consumers/create.ts';
-import { keyRecordsOf } from '../../../src/consumers/key-records.ts';
-import type { KeyRecords } from '../../../src/consumers/pick-up.ts';
-import type { KubeClient } from '../../../src/consumers/kubernetes/client.ts';
-import type { ConsumerRefresher } from '../../../src/consumers/refresher.ts';
-import type { DeliveryReport } from '../../../src/consumers/types.ts';
-import type { ConsumerRef, ConsumerSettings } from '../../../src/policy/consumers.ts';
-import type { KeyPolicy, Policy } from '../../../src/policy/schema.ts';
-import type { RuntimeOptions } from '../../../src/rotation/runtime.ts';
-import { runRotations, type RunSummary } from '../../../src/rotation/run.ts';
-import type { RunTrigger } from '../../../src/rotation/types.ts';
-import { keyPolicy, startBench, type Bench } from '../../rotation/harness.ts';
+// useConsumerBench() is the set-up of the consumer tests: a bench and stand-in controllers per
+// test, both stopped after it.
+import type { AuditRecord } from '../../src/audit/logger.ts';
+import { createRefresher } from '../../src/consumers/create.ts';
+import { keyRecordsOf } from '../../src/consumers/key-records.ts';
+import type { KeyRecords } from '../../src/consumers/pick-up.ts';
+import type { KubeClient } from '../../src/consumers/kubernetes/client.ts';
+import type { ConsumerRefresher } from '../../src/consumers/refresher.ts';
+import type { DeliveryReport } from '../../src/consumers/types.ts';
+import type { ConsumerRef, ConsumerSettings } from '../../src/policy/consumers.ts';
+import type { KeyPolicy, Policy } from '../../src/policy/schema.ts';
+import type { RuntimeOptions } from '../../src/rotation/runtime.ts';
+import { runRotations, type RunSummary } from '../../src/rotation/run.ts';
+import type { RunTrigger } from '../../src/rotation/types.ts';
+import { afterEach } from 'vitest';
+import { keyPolicy, startBench, type Bench } from '../rotation/harness.ts';
+import { StandInControllers } from './consumer-cluster.ts';
 
 export const LEAK: RunTrigger = { reason: 'leak', force: true, actor: 'test' };
 export const SCHEDULED: RunTrigger = { reason: 'scheduled', force: false };
@@ -98,6 +102,51 @@ export async function consumerBench(
     async close() {
       await runtime.close();
       await bench.close();
+    },
+  };
+}
+
+export interface ConsumerBenchFixture {
+  /** Starts this test's bench (consumerBench's arguments); closed after the test. */
+  start(...args: Parameters<typeof consumerBench>): Promise<ConsumerBench>;
+  /** Starts this test's stand-in controllers (StandInControllers' arguments); stopped after the test, before the bench closes. */
+  standIns(...args: ConstructorParameters<typeof StandInControllers>): StandInControllers;
+  /** The bench `start` gave this test. */
+  readonly bench: ConsumerBench;
+  /** The stand-ins `standIns` gave this test. */
+  readonly controllers: StandInControllers;
+}
+
+/**
+ * Call inside the describe block (or at the top of a file): registers an afterEach that stops the
+ * stand-in controllers and closes the bench the test started, so no test leaves a watch or a
+ * server running into the next.
+ */
+export function useConsumerBench(): ConsumerBenchFixture {
+  let bench: ConsumerBench | undefined;
+  let controllers: StandInControllers | undefined;
+  afterEach(async () => {
+    await controllers?.stop();
+    await bench?.close();
+    controllers = undefined;
+    bench = undefined;
+  });
+  return {
+    async start(...args) {
+      bench = await consumerBench(...args);
+      return bench;
+    },
+    standIns(...args) {
+      controllers = new StandInControllers(...args);
+      return controllers;
+    },
+    get bench() {
+      if (bench === undefined) throw new Error('useConsumerBench: this test started no bench');
+      return bench;
+    },
+    get controllers() {
+      if (controllers === undefined) throw new Error('useConsumerBench: this test started no stand-ins');
+      return controllers;
     },
   };
 }

@@ -21,7 +21,7 @@ import type { AddressInfo } from 'node:net';
 import { Ajv, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 
-const EXTRACT = new URL('../../fixtures/github/secret-scanning.json', import.meta.url);
+const EXTRACT = new URL('../fixtures/github/secret-scanning.json', import.meta.url);
 
 interface GithubExtract {
   components: {

@@ -9,7 +9,7 @@ import {
   type V1ValidatingAdmissionPolicyBinding,
 } from '@kubernetes/client-node';
 import { Agent, request } from 'undici';
-import { adminKubeConfig, type KubeApiServerInfo } from '../../support/kube-apiserver.ts';
+import { adminKubeConfig, type KubeApiServerInfo } from './kube-apiserver.ts';
 
 export const ADMISSION_POLICY_TEMPLATE = 'templates/consumer-admission-policy.yaml';
 

@@ -1,6 +1,7 @@
 // A daemon test bench: the emulator over real loopback HTTP, a policy file and a file backend in a
 // temp dir, a memory audit log and a recording alerter. The daemon is started in-process with the
 // emulator's owner token, so the tests exercise everything but the process boundary.
+// useDaemonBench() is the set-up of the daemon tests: a fresh bench per test, closed after it.
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { staticCredential } from '../../src/api/credentials.ts';
@@ -14,8 +15,10 @@ import { randomBytes } from 'node:crypto';
 import { signTriggerRequest } from '../../src/scheduler/trigger-auth.ts';
 import type { TriggerKeySpec } from '../../src/scheduler/trigger-keys.ts';
 import { RecordingAlerter } from '../rotation/harness.ts';
-import { expectNoSecrets } from '../support/secret-scan.ts';
-import { createTempDir } from '../support/temp-dir.ts';
+import { afterEach, beforeEach, vi } from 'vitest';
+import { currentOf } from './current.ts';
+import { expectNoSecrets } from './secret-scan.ts';
+import { createTempDir } from './temp-dir.ts';
 
 export const ORG = 'org_demo_acme';
 export const OWNER_TOKEN = 'demo-owner-token';
@@ -141,6 +144,25 @@ export async function startDaemonBench(emulatorOptions: StartEmulatorOptions = {
       }
     },
   };
+}
+
+/**
+ * Call at the top of a file (or inside a describe block): a fresh bench before each test, closed
+ * after it (every daemon shut down, invariant 3 checked), with real timers back first so the
+ * daemons can stop. The returned bench stands for the running test's; a file's own hooks that
+ * use it come after this call, and its afterEach hooks then run before the close.
+ */
+export function useDaemonBench(): DaemonBench {
+  let bench: DaemonBench | undefined;
+  beforeEach(async () => {
+    bench = await startDaemonBench();
+  });
+  afterEach(async () => {
+    vi.useRealTimers();
+    await bench?.close();
+    bench = undefined;
+  });
+  return currentOf('useDaemonBench', () => bench);
 }
 
 export interface SignedPost {
