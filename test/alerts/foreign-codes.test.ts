@@ -10,7 +10,7 @@ import type { SlackMessage } from '../../src/alerts/slack.ts';
 import type { Alert } from '../../src/alerts/types.ts';
 import { createMemoryAuditLog, type MemoryAuditLog } from '../../src/audit/logger.ts';
 import { typedCode } from '../../src/errors.ts';
-import { startReceiver, type Receiver } from './receiver.ts';
+import { startReceiver, type Receiver } from '../support/alert-receiver.ts';
 
 const NOW = new Date('2026-03-01T12:00:00.000Z');
 
