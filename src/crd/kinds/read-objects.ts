@@ -15,7 +15,7 @@ export interface ObjectIssue {
   line: number;
   /** `RotatedKey billing/billing-api`, or the document's index when it names no kind or name. */
   object: string;
-  /** `spec.destinations[0].path`; empty for the object as a whole. */
+  /** `spec.destinations.0.path`; empty for the object as a whole. */
   field: string;
   message: string;
 }
