@@ -4,14 +4,16 @@
 // racing for one name or one version id. moto's Secrets Manager checks and then adds, in a threaded
 // server, so without the one-request-at-a-time wrapper (scripts/moto-server.py) both racers could
 // be told they won, and both acquireLock calls came back acquired (once, at load 16). These tests
-// race many pairs at once, directly on moto and through acquireLock at both lock places, and count
-// the double wins: AWS never gives one, so neither may the test server.
+// race many pairs, one pair after another, directly on moto and through acquireLock at both lock
+// places, and count the double wins: AWS never gives one, so neither may the test server.
 // Load makes the race: a thread descheduled inside moto's check-then-add for longer than Python's
 // thread switch interval (5 ms) is made to hand over to the other request's thread right there. So
 // that the race is hit on purpose, not by luck, this file starts its own moto the way the project
 // starts it (startMoto) with a switch interval of 1 µs (a sitecustomize.py on PYTHONPATH): the
-// threads hand over all the time, as under a heavy load. Without the wrapper, every case here
-// counts double wins (a run on the plain moto_server: see docs/testing.md).
+// threads hand over all the time, as under a heavy load. Without the wrapper the two direct cases
+// count double wins every run (docs/design.md, "Tests use real servers"); the acquireLock pairs
+// reach moto less closely together (a description first) and did not hit the window in 80 pairs:
+// they hold the lock itself to one winner on this racy moto.
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';

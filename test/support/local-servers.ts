@@ -166,7 +166,7 @@ export async function startOpenBao(binDir: string): Promise<OpenBao> {
  * Starts moto_server with the venv's Python in `binDir` (its bin directory), through
  * scripts/moto-server.py: one request handled at a time, so each is atomic as AWS's are (moto's
  * check-then-change in threads let two racers both create one secret or one version, and both
- * take a key lock: docs/testing.md).
+ * take a key lock: docs/design.md, "Tests use real servers").
  */
 export async function startMoto(binDir: string): Promise<RunningServer> {
   return startServer(
