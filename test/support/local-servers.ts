@@ -5,9 +5,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
-import { resolve } from 'node:path';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 const START_TIMEOUT_MS = 60_000;
+const MOTO_SERVER_SCRIPT = resolve(dirname(fileURLToPath(import.meta.url)), '../../scripts/moto-server.py');
 const STOP_TIMEOUT_MS = 10_000;
 
 export interface RunningServer {
@@ -160,11 +162,17 @@ export async function startOpenBao(binDir: string): Promise<OpenBao> {
   return { ...server, rootToken };
 }
 
-/** Starts `moto_server` from `binDir` (the venv's bin directory). */
+/**
+ * Starts moto_server with the venv's Python in `binDir` (its bin directory), through
+ * scripts/moto-server.py: one request handled at a time, so each is atomic as AWS's are (moto's
+ * check-then-change in threads let two racers both create one secret or one version, and both
+ * take a key lock: docs/design.md, "Tests use real servers").
+ */
 export async function startMoto(binDir: string): Promise<RunningServer> {
   return startServer(
     'moto',
-    (port) => startProcess(resolve(binDir, 'moto_server'), ['-H', '127.0.0.1', '-p', String(port)]),
+    (port) =>
+      startProcess(resolve(binDir, 'python'), [MOTO_SERVER_SCRIPT, '-H', '127.0.0.1', '-p', String(port)]),
     '/moto-api/',
   );
 }
