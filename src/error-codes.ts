@@ -524,6 +524,20 @@ export const ERROR_CODES = {
     runbook: 'runbook.md#backoff-quarantine-and-recovery-kr_key_quarantined-kr_key_recovered',
     meaning: "A success ended a key's failure streak that had alerted.",
   },
+  KR_LAUNCHER_FAILED: {
+    severity: 'error',
+    retryable: false,
+    runbook: LEAK_FAILED,
+    meaning:
+      "The daemon's launcher threw while starting a leak report's rotation; the key's outcome is unknown.",
+  },
+  KR_LAUNCHER_NO_OUTCOME: {
+    severity: 'error',
+    retryable: false,
+    runbook: LEAK_FAILED,
+    meaning:
+      "A leak report's rotation run stopped without an outcome for its key (the run's own alert says why).",
+  },
   KR_LEADER_API_ERROR: {
     severity: 'warning',
     retryable: true,

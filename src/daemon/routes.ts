@@ -23,7 +23,7 @@ import { LeakIntake } from '../leaks/public/intake.ts';
 import { MAX_LEAK_WEBHOOK_BYTES } from '../leaks/public/webhook-answer.ts';
 import type { KeyrollMetrics } from '../metrics/public/metrics.ts';
 import type { KeyPolicy } from '../policy/public/schema.ts';
-import { isLeakReason, type KeyOutcome, type RunTrigger } from '../rotation/public/types.ts';
+import { isLeakReason, type RunTrigger } from '../rotation/public/types.ts';
 import type { Generation } from '../scheduler/public/generation.ts';
 import type { Launcher } from '../scheduler/public/launcher.ts';
 import { readinessAnswer, type Readiness } from '../scheduler/public/readiness.ts';
@@ -72,8 +72,13 @@ export function daemonRoutes(parts: DaemonParts): DaemonEndpoints {
     runtime: () => parts.current().runtime,
     alerter: () => parts.current().runtime.alerter,
     audit: () => parts.audit,
+    // A leak report rotates its key through the launcher like a trigger (key locks, shutdown grace,
+    // the generation held open), the slot of a two-slot entry named, and waits for its outcome.
     rotate: (key, slot, trigger, rotationId, stillNeeded) =>
-      rotateForLeak(parts, key, slot, trigger, rotationId, stillNeeded),
+      parts.launcher.runOne(parts.current(), key, trigger, rotationId, {
+        ...(slot === undefined ? {} : { slot }),
+        stillNeeded,
+      }),
     onProvenDead: (ms) => {
       parts.metrics.recordLeakDead(ms);
     },
@@ -187,50 +192,6 @@ function startTrigger(
   void parts.track(
     parts.launcher.runAll(parts.current(), keys, trigger, rotationIds, slots ? { slots } : {}),
   );
-}
-
-/**
- * A leak report rotates its key through the launcher like a trigger (key locks, shutdown grace,
- * the generation held open), the slot of a two-slot entry named, and waits for its outcome.
- */
-function rotateForLeak(
-  parts: DaemonParts,
-  key: KeyPolicy,
-  slot: string | undefined,
-  trigger: RunTrigger,
-  rotationId: string,
-  stillNeeded: () => Promise<boolean>,
-): Promise<KeyOutcome> {
-  let heard: KeyOutcome | undefined;
-  return parts.launcher
-    .runAll(parts.current(), [key], trigger, new Map([[key.id, rotationId]]), {
-      ...(slot === undefined ? {} : { slots: new Map([[key.id, slot]]) }),
-      stillNeeded,
-      onKeyDone: (outcome) => {
-        if (outcome.keyId === key.id) heard = outcome;
-      },
-    })
-    .then(
-      () =>
-        heard ?? {
-          keyId: key.id,
-          organizationId: key.organizationId,
-          result: 'failed',
-          detail: 'no-outcome',
-          durationMs: 0,
-          rolls: 0,
-          rotationId,
-        },
-      (): KeyOutcome => ({
-        keyId: key.id,
-        organizationId: key.organizationId,
-        result: 'failed',
-        detail: 'launcher',
-        durationMs: 0,
-        rolls: 0,
-        rotationId,
-      }),
-    );
 }
 
 /** Per-key series need the metrics token; a wrong token is refused rather than quietly answered with less. */

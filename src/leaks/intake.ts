@@ -59,23 +59,27 @@ export type LeakVerdict =
   /** Something is still open: a key only alerted about, a failed rotation, a value not proven dead. */
   | { kind: 'open'; keys: LeakKeyResult[] };
 
+/**
+ * The port through which the intake rotates one key now (the daemon: its launcher, which waits for a
+ * busy key) and hears its outcome. A rejection (no outcome) is reported as the key's failure at
+ * step `rotate`, like any throw of the rotation.
+ */
+export type LeakRotator = (
+  key: KeyPolicy,
+  slot: string | undefined,
+  trigger: RunTrigger,
+  rotationId: string,
+  /** Asked again after waiting for a busy key: false (the value died meanwhile) rolls nothing. */
+  stillNeeded: () => Promise<boolean>,
+) => Promise<KeyOutcome>;
+
 export interface LeakIntakeOptions {
   policy: () => Policy;
   runtime: () => Pick<Runtime, 'resolveKey' | 'api'>;
   alerter: () => Alerter;
   audit: () => AuditLog;
-  /**
-   * Rotates one key now (the daemon: through its launcher, waiting for a busy key) and resolves
-   * with its outcome. Must not throw.
-   */
-  rotate: (
-    key: KeyPolicy,
-    slot: string | undefined,
-    trigger: RunTrigger,
-    rotationId: string,
-    /** Asked again after waiting for a busy key: false (the value died meanwhile) rolls nothing. */
-    stillNeeded: () => Promise<boolean>,
-  ) => Promise<KeyOutcome>;
+  /** Rotates one key now and resolves with its outcome (LeakRotator). */
+  rotate: LeakRotator;
   /**
    * A leaked value this report's own rotation killed, proven dead `ms` after the report arrived
    * (keyroll_leak_time_to_dead_seconds). Not called for a value found dead already, nor for an

@@ -39,6 +39,8 @@ export interface PlanContext {
   resolveKey: (key: KeyPolicy) => ResolvedKey;
   /** Asked as the key's own work starts (RunOptions.mayStart). */
   mayStart?: (key: KeyPolicy) => boolean;
+  /** Told once the key's own work starts (RunOptions.onKeyStarted). */
+  onKeyStarted?: (keyId: string) => void;
 }
 
 /** Throws when the key's state cannot be read (the run reports it as a preflight failure). */
@@ -50,6 +52,8 @@ export async function planKey(key: KeyPolicy, ctx: PlanContext): Promise<KeyPlan
   // One scheduler per secret: Secrets Manager starts this key's scheduled rotations (src/lambda/).
   if (key.scheduler === 'aws-native' && (trigger.reason === 'scheduled' || trigger.reason === 'drift'))
     return { kind: 'native' };
+  // The key's own work starts here: every plan below reads or rolls it.
+  ctx.onKeyStarted?.(key.id);
   const resolved = ctx.resolveKey(key);
   if (trigger.force || trigger.ignoreSchedule) return { kind: 'rotate', resolved, reasons: [] };
   const state = await readTrustedState(resolved.primary, key, deps.now());

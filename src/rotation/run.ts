@@ -42,6 +42,12 @@ export interface RunOptions {
    * over meanwhile, and the key is skipped as `in-flight`.
    */
   mayStart?: (key: KeyPolicy) => boolean;
+  /**
+   * Told once per key whose own work starts: after `mayStart`, never for a key skipped before it
+   * (aborted, in-flight, native). Its `onKeyDone` follows (the daemon's launcher counts the keys
+   * in flight between the two, src/scheduler/launcher.ts).
+   */
+  onKeyStarted?: (keyId: string) => void;
 }
 
 export interface RunSummary {
@@ -107,6 +113,7 @@ export async function runRotations(runtime: Runtime, options: RunOptions): Promi
     ...(options.slots ? { slots: options.slots } : {}),
     ...(options.onKeyDone ? { onKeyDone: options.onKeyDone } : {}),
     ...(options.mayStart ? { mayStart: options.mayStart } : {}),
+    ...(options.onKeyStarted ? { onKeyStarted: options.onKeyStarted } : {}),
   };
   const outcomes = await mapWithConcurrency(
     options.keys,

@@ -13,6 +13,7 @@ import { keyOutcome, notStartedFacts } from '../rotation/public/outcome.ts';
 import { runRotations } from '../rotation/public/run.ts';
 import type { KeyOutcome, RunTrigger } from '../rotation/public/types.ts';
 import { inSpan } from '../tracing/public/spans.ts';
+import { LauncherError } from './errors.ts';
 import type { Generation } from './generation.ts';
 import type { KeyLocks, ReleaseKey, Reservation } from './key-locks.ts';
 
@@ -119,6 +120,44 @@ export class Launcher {
     }
   }
 
+  /**
+   * Runs one key as `runAll` does (at once, or as soon as it is free) and resolves with the outcome
+   * its run reported for it. Rejects with a LauncherError when the run gave none (it stopped
+   * unexpectedly: its own alert says why) or the launcher threw; it never makes an outcome up.
+   */
+  async runOne(
+    generation: Generation,
+    key: KeyPolicy,
+    trigger: RunTrigger,
+    rotationId: string,
+    extra: { slot?: string; stillNeeded?: (key: KeyPolicy) => Promise<boolean> } = {},
+  ): Promise<KeyOutcome> {
+    let heard: KeyOutcome | undefined;
+    try {
+      await this.runAll(generation, [key], trigger, new Map([[key.id, rotationId]]), {
+        ...(extra.slot === undefined ? {} : { slots: new Map([[key.id, extra.slot]]) }),
+        ...(extra.stillNeeded === undefined ? {} : { stillNeeded: extra.stillNeeded }),
+        onKeyDone: (outcome) => {
+          if (outcome.keyId === key.id) heard = outcome;
+        },
+      });
+    } catch (error) {
+      throw new LauncherError(
+        'KR_LAUNCHER_FAILED',
+        key.id,
+        `the launcher failed running key ${key.id}: ${errorMessage(error)}`,
+        error,
+      );
+    }
+    if (heard === undefined)
+      throw new LauncherError(
+        'KR_LAUNCHER_NO_OUTCOME',
+        key.id,
+        `the run of key ${key.id} stopped without its outcome`,
+      );
+    return heard;
+  }
+
   async #runWhenFree(
     generation: Generation,
     key: KeyPolicy,
@@ -189,14 +228,10 @@ export class Launcher {
   ): Promise<void> {
     const done = generation.use();
     const began = new Set<string>();
-    // runRotations resolves a key's destinations exactly when it starts rotating it.
-    const runtime = {
-      ...generation.runtime,
-      resolveKey: (key: KeyPolicy) => {
-        began.add(key.id);
-        this.#started.set(key.id, (this.#started.get(key.id) ?? 0) + 1);
-        return generation.runtime.resolveKey(key);
-      },
+    // runRotations tells when a key's own work starts (after mayStart): in flight from then on.
+    const started = (keyId: string): void => {
+      began.add(keyId);
+      this.#started.set(keyId, (this.#started.get(keyId) ?? 0) + 1);
     };
     const ended = (keyId: string): void => {
       if (!began.delete(keyId)) return;
@@ -221,7 +256,7 @@ export class Launcher {
     const delivery = generation.refresher?.begin(this.#auditFor(trigger), generation.policy.keys);
     try {
       await traced(() =>
-        runRotations(runtime, {
+        runRotations(generation.runtime, {
           keys,
           trigger,
           concurrency: this.#options.concurrency,
@@ -231,6 +266,7 @@ export class Launcher {
           ...(rotationIds ? { rotationIds } : {}),
           ...(extra.slots ? { slots: extra.slots } : {}),
           ...(extra.mayStart ? { mayStart: extra.mayStart } : {}),
+          onKeyStarted: started,
           // A single key's webhook consumers hear of it at the store (invariant 12).
           onKeyStored: (outcome) => {
             const key = keys.find((candidate) => candidate.id === outcome.keyId);

@@ -1,2 +1,2 @@
 // src/leaks/intake.ts as other folders of src/ see it (docs/layout.md, "Entry files").
-export { LeakIntake } from '../intake.ts';
+export { LeakIntake, type LeakRotator } from '../intake.ts';
