@@ -68,7 +68,7 @@ export function keyEntryOf(object: RotatedKeyObject, index: ObjectIndex): Outcom
       return {
         ok: false,
         reason: 'ConsumerOutsideNamespace',
-        message: `consumer ${consumer.kind === 'webhook' ? consumer.sink : consumer.name} names namespace ${String(named)}; a consumer is in the RotatedKey's own namespace`,
+        message: `consumer ${consumer.kind === 'webhook' ? consumer.sink : consumer.name} names namespace ${JSON.stringify(named)}; a consumer is in the RotatedKey's own namespace`,
       };
   }
   const api = apiVerdict(object, namespace, index);

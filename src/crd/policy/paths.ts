@@ -23,7 +23,10 @@ export function normalisePath(path: string): string | undefined {
     decoded = next;
   }
   // A control character (NUL above all) ends a path early in some clients: nothing to normalise.
-  if (/[\u0000-\u001f\u007f]/.test(decoded)) return undefined;
+  for (let at = 0; at < decoded.length; at += 1) {
+    const code = decoded.charCodeAt(at);
+    if (code < 0x20 || code === 0x7f) return undefined;
+  }
   const segments: string[] = [];
   for (const segment of decoded.replaceAll('\\', '/').split('/')) {
     if (segment === '' || segment === '.') continue;

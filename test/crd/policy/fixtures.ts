@@ -83,7 +83,7 @@ export const paymentsKey = rotatedKey('payments', 'payments-api', {
 
 export const options: PolicyOptions = {
   keyrollNamespace: 'keyroll',
-  namespaces: new Map([
+  namespaces: new Map<string, Record<string, string>>([
     ['billing', { 'keyroll.io/store': 'true' }],
     ['payments', { 'keyroll.io/store': 'true', 'keyroll.io/team': 'payments' }],
     ['evil', { 'keyroll.io/store': 'true' }],

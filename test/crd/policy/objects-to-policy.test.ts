@@ -11,7 +11,11 @@ describe('objectsToPolicy', () => {
   it('builds a document the policy schema, checks and resolution take unchanged', () => {
     const { document, keys, refusals } = objectsToPolicy(honest, {
       ...options,
-      shared: { alerts: { sinks: { ops: { kind: 'webhook', url: 'https://hooks.example.com/keyroll' } } } },
+      shared: {
+        alerts: PolicyDocument.shape.alerts.parse({
+          sinks: { ops: { kind: 'webhook', url: 'https://hooks.example.com/keyroll' } },
+        }),
+      },
     });
     expect(refusals).toEqual([]);
     expect(document).toBeDefined();
