@@ -310,7 +310,9 @@ describe('SIGKILL at every step boundary, then `keyroll run` repairs', () => {
           } finally {
             await world.close();
           }
-        });
+          // A kill, the locks waited out and two repair runs (each with its own 60 s kill switch):
+          // on loaded cores that outlasts the suite's 30 s default without anything being wrong.
+        }, 150_000);
       }
     });
   }
