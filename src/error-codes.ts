@@ -505,12 +505,6 @@ export const ERROR_CODES = {
     runbook: GITHUB,
     meaning: 'GitHub did not answer (network error, timeout).',
   },
-  KR_KEY_FAILED: {
-    severity: 'error',
-    retryable: true,
-    runbook: ONE_KEY_FAILED,
-    meaning: 'The span of a key that failed without an error code of its own.',
-  },
   KR_KEY_QUARANTINED: {
     severity: 'critical',
     retryable: false,

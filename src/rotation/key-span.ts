@@ -29,7 +29,7 @@ export function inKeySpan(
           'keyroll.step': outcome.step,
           'keyroll.degraded': outcome.degraded,
         });
-        if (outcome.result === 'failed') span.fail(outcome.errorCode ?? 'KR_KEY_FAILED');
+        if (outcome.result === 'failed') span.fail(outcome.errorCode);
         return outcome;
       },
     );

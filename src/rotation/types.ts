@@ -197,8 +197,6 @@ export type OutcomeEnd =
   /** The run stopped before this key started, or while it rolled. */
   | (NoFailure & { result: 'aborted'; detail: RunAbortReason })
   /** A step failed: its code is from the catalogue (src/error-codes.ts); `detail` is the error's message. */
-  | { result: 'failed'; step: RotationStep; errorCode: ErrorCode; detail?: string }
-  /** The daemon's leak route never heard this key's outcome (src/daemon/routes.ts): no step is known. */
-  | (NoFailure & { result: 'failed'; detail: 'no-outcome' | 'launcher' });
+  | { result: 'failed'; step: RotationStep; errorCode: ErrorCode; detail?: string };
 
 export type KeyOutcome = OutcomeFacts & OutcomeEnd;

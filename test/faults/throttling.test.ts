@@ -117,7 +117,7 @@ describe('an emergency in a busy account', () => {
         verdict.assertInvariants();
         const failed = summary.outcomes
           .filter((o) => o.result === 'failed')
-          .map((o) => `${String(o.step)} ${String(o.errorCode)} ${String(o.detail)}`);
+          .map((o) => `${o.step} ${o.errorCode} ${String(o.detail)}`);
         expect(summary, failed.join('\n')).toMatchObject({ rotated: BUSY_KEYS, failed: 0 });
         const throttled = Object.values(busy.throttledByGroup()).reduce((sum, n) => sum + n, 0);
         expect(throttled, 'the busy account refused some calls').toBeGreaterThan(0);

@@ -25,7 +25,7 @@ export function createProgressReporter(
       counts.set(outcome.result, (counts.get(outcome.result) ?? 0) + 1);
       const detail =
         outcome.result === 'failed'
-          ? ` at ${outcome.step ?? '?'}: ${outcome.errorCode ?? ''}`
+          ? ` at ${outcome.step}: ${outcome.errorCode}`
           : outcome.detail
             ? ` (${outcome.detail})`
             : '';

@@ -69,7 +69,7 @@ export function finishedLine(finished: FinishedKey, style: RenderStyle, width: n
   const c = style.colors;
   const parts: string[] = [];
   if (outcome.result === 'failed') {
-    parts.push(`at ${outcome.step ?? outcome.detail}: ${outcome.errorCode ?? 'error'}`);
+    parts.push(`at ${outcome.step}: ${outcome.errorCode}`);
     if (finished.nextAction) parts.push(finished.nextAction);
   } else if (outcome.result === 'rotated' || outcome.result === 'recovered') {
     if (outcome.versions?.length)
