@@ -52,8 +52,7 @@ export function errorCode(error: unknown): string {
  * KR_UNEXPECTED. A foreign code (a Node system error's ECONNRESET) is not one operators can route on.
  */
 export function catalogueCode(errorOrCode: unknown): ErrorCode {
-  const code = typeof errorOrCode === 'string' ? errorOrCode : errorCode(errorOrCode);
-  return isErrorCode(code) ? code : 'KR_UNEXPECTED';
+  return typedCode(errorOrCode).errorCode;
 }
 
 /** A failure's code as a typed field holds it: a catalogue code, and the foreign code it stands for. */
@@ -79,4 +78,12 @@ export function shownCode(code: TypedCode): string {
 
 export function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * Why a request found no server: fetch's "fetch failed" keeps the reason (ECONNREFUSED, a TLS
+ * error) in its cause, so the cause's message when there is one, else the error's own.
+ */
+export function transportReason(error: unknown): string {
+  return error instanceof Error && error.cause instanceof Error ? error.cause.message : errorMessage(error);
 }

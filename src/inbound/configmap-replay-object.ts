@@ -14,6 +14,7 @@ import {
 } from '@kubernetes/client-node';
 import type { ReplayObject, ReplayObjectState } from './kube-replay-record.ts';
 import { ReplayRecordError } from './replay-claim.ts';
+import { transportReason } from '../errors.ts';
 import { clientNodeRequest } from '../http/public/client-node-request.ts';
 
 /** Per request: a get or an update answers in milliseconds; this bounds a hung one well inside a sender's timeout (GitHub's is 10 s). */
@@ -131,12 +132,7 @@ export class ConfigMapReplayObject implements ReplayObject {
         `${what}: no answer within ${String(this.#timeoutMs / 1000)} s`,
         { cause: error },
       );
-    const reason =
-      error instanceof Error
-        ? error.cause instanceof Error
-          ? error.cause.message
-          : error.message
-        : String(error);
+    const reason = transportReason(error);
     return new ReplayRecordError(this.where, `${what}: the API server could not be reached: ${reason}`, {
       cause: error,
     });

@@ -15,6 +15,7 @@ import {
   V1SelfSubjectAccessReviewSpec,
 } from '@kubernetes/client-node';
 import { ConsumerError, codeOfStatus } from '../errors.ts';
+import { transportReason } from '../../errors.ts';
 import {
   objectPath,
   type AccessAnswer,
@@ -257,12 +258,7 @@ function asConsumerError(error: unknown, where: string, timedOut = false): Consu
       { cause: error },
     );
   }
-  const cause =
-    error instanceof Error && error.cause instanceof Error
-      ? `: ${error.cause.message}`
-      : error instanceof Error
-        ? `: ${error.message}`
-        : '';
+  const cause = error instanceof Error ? `: ${transportReason(error)}` : '';
   return new ConsumerError(
     'KR_CONSUMER_UNREACHABLE',
     `${where}: the API server could not be reached${cause}`,

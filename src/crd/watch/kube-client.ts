@@ -7,6 +7,7 @@
 import { HttpMethod, RequestContext, type KubeConfig } from '@kubernetes/client-node';
 import { fetch, type Response } from 'undici';
 import { answerError, CrdError } from './errors.ts';
+import { transportReason } from '../../errors.ts';
 import {
   collectionPath,
   objectPath,
@@ -275,12 +276,7 @@ function asCrdError(error: unknown, where: string, timedOut: boolean): CrdError 
   if (error instanceof CrdError) return error;
   if (timedOut)
     return new CrdError('KR_CRD_TIMEOUT', `${where}: no answer within the deadline`, { where, cause: error });
-  const reason =
-    error instanceof Error
-      ? error.cause instanceof Error
-        ? error.cause.message
-        : error.message
-      : String(error);
+  const reason = transportReason(error);
   return new CrdError('KR_CRD_UNREACHABLE', `${where}: the API server could not be reached: ${reason}`, {
     where,
     cause: error,
