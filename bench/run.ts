@@ -34,6 +34,7 @@ const BENCHMARKS: Benchmark[] = [
   { name: 'leak', run: async (o) => (await import('./leak.ts')).runLeakBench(o) },
   { name: 'leak-real', run: async (o) => (await import('./leak-real.ts')).runLeakRealBench(o) },
   { name: 'ha', run: async (o) => (await import('./ha.ts')).runHaBench(o) },
+  { name: 'crd', run: async (o) => (await import('./crd.ts')).runCrdBench(o) },
   { name: 'replay-record', run: async (o) => (await import('./replay-record.ts')).runReplayRecordBench(o) },
 ];
 
