@@ -140,6 +140,10 @@ export const AUDIT_EVENTS = {
     'This replica stopped leading: it could not renew the Lease within the renew deadline, saw another holder, or released it at shutdown. It starts no new schedule, sweep or reconcile work from that moment; rotations already rolled finish their store.',
   'leader.failed':
     'Reading or writing the Lease failed (the API server unreachable, refused, a conflict). A candidate audits the first failure of a streak; a leader every one until it renews or its renew deadline ends its term.',
+  'crd.status.failed':
+    "The leader could not write a RotatedKey's status, record its Event, serve its rotate-now request or remove the settled annotation; nothing is thrown at the daemon, and the object's next change (or the next leader) writes it again.",
+  'crd.rotate_now.settled':
+    'A keyroll.io/rotate-now request on a RotatedKey was served: which object and key, the reason, the field manager that set the annotation, and how it ended (status.rotateNow holds the same).',
   'crd.watch.synced':
     'A reflector finished a full list of a watched resource (keyroll.io objects): how many objects, whether it was a relist after 410 Gone, and how many came out added, modified or deleted.',
   'crd.watch.resync':

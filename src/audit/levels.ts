@@ -116,6 +116,9 @@ export const AUDIT_EVENT_LEVELS: Record<AuditEventName, AuditLevel> = {
   'leader.lost': 'warn',
   'leader.failed': 'warn',
   // A bug or an environment fault outside any one rotation: visible, and the daemon carries on.
+  // The status is written again at the object's next change; a request served is an audit fact.
+  'crd.status.failed': 'warn',
+  'crd.rotate_now.settled': 'info',
   'crd.watch.synced': 'info',
   // Handled by a relist; worth seeing when it repeats, not paging.
   'crd.watch.resync': 'warn',
