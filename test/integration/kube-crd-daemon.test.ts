@@ -62,6 +62,8 @@ interface ObjectsDaemon {
   emulator: RunningEmulator;
   told: Told;
   secretsDir: string;
+  /** The daemon's --policy: the settings every key shares. */
+  settingsFile: string;
   createKey(name: string, spec: Record<string, unknown>): Promise<void>;
   patchKey(name: string, patch: Record<string, unknown>): Promise<void>;
   deleteKey(name: string): Promise<void>;
@@ -221,6 +223,7 @@ if (server === undefined) {
       emulator,
       told,
       secretsDir,
+      settingsFile,
       createKey: (name, spec) =>
         call(kube, agent, 'POST', keys, {
           apiVersion: 'keyroll.io/v1alpha1',
@@ -319,6 +322,14 @@ if (server === undefined) {
       );
       expect(mine(objects, 'crd.key_refused')).toHaveLength(1);
       expect(emulator.state.rollCount(BILLING)).toBe(0);
+      expect(daemon.policy().keys.map((key) => key.id)).toEqual([SEARCH]);
+
+      // A settings file that still lists keys fails the reload (SIGHUP): the keys in force stay.
+      await writeFile(objects.settingsFile, 'version: 1\nkeys: []\n');
+      expect(await daemon.reload()).toMatchObject({ ok: false, errorCode: 'KR_POLICY_INVALID' });
+      expect(objects.audit.eventsNamed('policy.reload_failed')).toEqual([
+        expect.objectContaining({ file: objects.settingsFile, keysFrom: 'kubernetes' }),
+      ]);
       expect(daemon.policy().keys.map((key) => key.id)).toEqual([SEARCH]);
     });
 
