@@ -11,7 +11,8 @@ For every document in every file given:
   * Pods (of CronJobs, Jobs, Deployments, test Pods): the Pod Security Standard "restricted"
     plus a read-only root filesystem.
   * The chart never renders a Secret (credentials come from existing Secrets).
-  * The rotation policy ConfigMap validates against config/policy.schema.json.
+  * The rotation policy ConfigMap validates against config/policy.schema.json (annotated
+    keyroll.io/policy-form: settings: config/daemon-settings.schema.json, beside it).
 
 With --rules-file, every group a PrometheusRule renders must equal the group of that name in
 the plain rules file (config/prometheus-rules.yaml), runbook links aside, which may carry the
@@ -195,8 +196,10 @@ def validate_document(doc, version, schema_dir, policy_schema, plain_groups=None
     if spec is not None:
         problems.extend(f"pod security: {problem}" for problem in restricted_problems(spec))
     if kind == "ConfigMap" and "policy.yaml" in (doc.get("data") or {}):
+        # daemon.keysFrom kubernetes: the file holds the settings every key shares, not keys.
+        form = ((doc.get("metadata") or {}).get("annotations") or {}).get("keyroll.io/policy-form")
         try:
-            jsonschema.validate(yaml.safe_load(doc["data"]["policy.yaml"]), policy_schema)
+            jsonschema.validate(yaml.safe_load(doc["data"]["policy.yaml"]), policy_schema[form or "policy"])
         except jsonschema.ValidationError as error:
             path = ".".join(str(item) for item in error.absolute_path)
             problems.append(f"policy.yaml {path}: {error.message}")
@@ -218,8 +221,12 @@ def main():
         with open(args.rules_file, encoding="utf-8") as handle:
             plain_groups = {group["name"]: group for group in yaml.safe_load(handle)["groups"]}
 
-    with open(args.policy_schema, encoding="utf-8") as handle:
-        policy_schema = json.load(handle)
+    policy_schema = {}
+    # The settings schema (config/daemon-settings.schema.json) sits beside the policy schema.
+    settings_schema = os.path.join(os.path.dirname(args.policy_schema), "daemon-settings.schema.json")
+    for form, schema_path in (("policy", args.policy_schema), ("settings", settings_schema)):
+        with open(schema_path, encoding="utf-8") as handle:
+            policy_schema[form] = json.load(handle)
     count, failed = 0, False
     for path in args.files:
         for doc in load_documents(path):

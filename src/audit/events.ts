@@ -150,6 +150,10 @@ export const AUDIT_EVENTS = {
     'The API server no longer holds the resourceVersion a watch resumed from (410 Gone): the reflector lists the resource again and emits the differences.',
   'crd.watch.failed':
     'A list or watch of a watched resource failed (the API server unreachable, refused, silent) or a change handler threw; the reflector tries again after a jittered, capped backoff, resuming from the last resourceVersion it saw.',
+  'crd.key_refused':
+    'A keyroll.io object is left out of the policy the daemon builds from the objects (--keys-from kubernetes): its kind, namespace/name, the refusal\'s reason (docs/crds.md, "Tenancy") and message. Written once per version of the object; a relist or another object\'s change does not repeat it.',
+  'crd.key_deleted':
+    'A RotatedKey whose key was in force was deleted: the daemon no longer rotates the key (a rotation in flight finishes), and the stored secret is left as it is.',
   'daemon.failed':
     'A step of the daemon itself failed (sweep, schedule tick, readiness check, closing a runtime); the daemon keeps running.',
   'metrics.push_failed': "Metrics could not be pushed to the Pushgateway; the run's exit code is unchanged.",

@@ -124,6 +124,10 @@ export const AUDIT_EVENT_LEVELS: Record<AuditEventName, AuditLevel> = {
   'crd.watch.resync': 'warn',
   // Retried with backoff; an outage long enough to matter shows as a stream of these.
   'crd.watch.failed': 'warn',
+  // A team's object that does nothing until fixed; its status says so too (Ready=False).
+  'crd.key_refused': 'warn',
+  // Someone's choice, said so that a key nobody rotates any more is never a surprise.
+  'crd.key_deleted': 'info',
   'daemon.failed': 'error',
   // Monitoring lost one data point; the rotations themselves are unaffected.
   'metrics.push_failed': 'warn',

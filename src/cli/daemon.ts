@@ -30,6 +30,8 @@ interface DaemonFlags {
   leaseDuration: string;
   renewDeadline: string;
   retryPeriod: string;
+  keysFrom: string;
+  keyrollNamespace?: string;
 }
 
 /** Where a pod's service account names its namespace (the chart passes POD_NAMESPACE too). */
@@ -53,6 +55,11 @@ Endpoints:
   GET  /readyz         200 {"status":"ok"} once every destination passed preflight, else 503 (reasons in the audit)
   GET  /metrics        Prometheus text (docs/metrics.md); per-key series only with --metrics-token
   POST /v1/rotations   trigger for leak responders, signed with the caller's --trigger-key (docs/daemon.md)
+
+Keys from keyroll.io objects (--keys-from kubernetes, docs/crds.md):
+  RotatedKeys, KeyStores, ClusterKeyStores and the ClusterKeyApi are watched; every change (1 s
+  quiet, at most 5 s) builds the policy again and swaps it in as SIGHUP does. --policy then names
+  the settings every key shares: version, keyApi, alerts, escrow, intake, consumers.
 
 Signals:
   SIGHUP           reload the policy (an invalid one keeps the current policy and alerts)
@@ -143,6 +150,16 @@ export function registerDaemonCommand(program: Command): void {
       'how often every replica reads, and the leader renews, the Lease',
       '2s',
     )
+    .option(
+      '--keys-from <source>',
+      'file: the keys of --policy; kubernetes: keyroll.io objects (RotatedKey ...), with --policy holding the shared settings only; env KEYROLL_KEYS_FROM',
+      process.env.KEYROLL_KEYS_FROM ?? 'file',
+    )
+    .option(
+      '--keyroll-namespace <ns>',
+      "with --keys-from kubernetes: keyroll's own namespace, whose KeyStores are the platform team's; default env POD_NAMESPACE, else the pod's own namespace",
+      process.env.POD_NAMESPACE,
+    )
     .addHelpText('after', DAEMON_HELP);
   addPolicyOption(command).action(async (flags: DaemonFlags) => {
     process.exitCode = await daemonCommand(flags);
@@ -197,7 +214,9 @@ async function daemonCommand(flags: DaemonFlags): Promise<number> {
     const triggerKeys = parseTriggerKeys(flags.triggerKey);
     const replayStore = parseReplayStore(flags.replayStore);
     const leaderElection = await leaderElectionOf(flags, duration);
+    const keysFrom = await keysFromOf(flags);
     settings = {
+      ...(keysFrom ? { keysFrom } : {}),
       ...(leaderElection ? { leaderElection } : {}),
       listen: parseListenAddress(flags.listen),
       // The leak endpoints of a policy `intake` need the replay record too; the daemon opens it only then.
@@ -210,7 +229,8 @@ async function daemonCommand(flags: DaemonFlags): Promise<number> {
       retryFailedAfterMs: duration('--retry-failed', flags.retryFailed),
       concurrency,
     };
-    policy = await loadPolicyOrExit(flags.policy);
+    // With keys from objects the file holds the shared settings only; the daemon reads it itself.
+    policy = keysFrom === undefined ? await loadPolicyOrExit(flags.policy) : undefined;
   } catch (error) {
     return exitForError(error);
   }
@@ -244,7 +264,7 @@ async function daemonCommand(flags: DaemonFlags): Promise<number> {
     daemon = await Daemon.start({
       ...settings,
       policyFile: flags.policy,
-      policy,
+      ...(policy === undefined ? {} : { policy }),
       audit,
       metrics,
       ...(checkpoint ? { runtime: { checkpoint } } : {}),
@@ -253,7 +273,9 @@ async function daemonCommand(flags: DaemonFlags): Promise<number> {
     await tracing?.shutdown();
     return exitForError(error);
   }
-  process.stderr.write(`keyroll daemon: serving on ${daemon.url} (policy ${flags.policy})\n`);
+  process.stderr.write(
+    `keyroll daemon: serving on ${daemon.url} (${flags.keysFrom === 'kubernetes' ? 'keys from keyroll.io objects, settings' : 'policy'} ${flags.policy})\n`,
+  );
 
   const running = daemon;
   const onHangUp = (): void => {
@@ -289,6 +311,42 @@ async function daemonCommand(flags: DaemonFlags): Promise<number> {
   // Exit now: when the grace expired, in-flight work would otherwise keep the process alive,
   // and a clean stop has nothing left to wait for.
   process.exit(exitCode);
+}
+
+/** Where a pod is: the flag, else the service account's namespace file; undefined outside a pod without the flag. */
+async function podNamespace(flag: string | undefined): Promise<string | undefined> {
+  if (flag !== undefined && flag !== '') return flag;
+  const { readFile } = await import('node:fs/promises');
+  const text = await readFile(POD_NAMESPACE_FILE, 'utf8').then(
+    (read) => read.trim(),
+    () => undefined,
+  );
+  return text === '' ? undefined : text;
+}
+
+/** The settings of --keys-from kubernetes; undefined with --keys-from file. */
+async function keysFromOf(
+  flags: DaemonFlags,
+): Promise<import('../daemon/public/object-keys.ts').KeysFromObjects | undefined> {
+  if (flags.keysFrom === 'file') return undefined;
+  if (flags.keysFrom !== 'kubernetes')
+    throw new UsageError(`--keys-from ${JSON.stringify(flags.keysFrom)} must be file or kubernetes`);
+  const namespace = await podNamespace(flags.keyrollNamespace);
+  if (namespace === undefined)
+    throw new UsageError(
+      "--keys-from kubernetes needs keyroll's own namespace: --keyroll-namespace or env POD_NAMESPACE",
+    );
+  const { loadKubeConfig } = await import('../consumers/public/kubernetes/node-client.ts');
+  try {
+    return { kubeConfig: loadKubeConfig({}), namespace };
+  } catch (error) {
+    throw new UsageError(
+      `--keys-from kubernetes: ${error instanceof Error ? error.message : String(error)}`,
+      {
+        cause: error,
+      },
+    );
+  }
 }
 
 /** The Lease settings of --leader-lease; undefined without it (a single daemon leads alone). */

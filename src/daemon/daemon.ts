@@ -38,6 +38,8 @@ import { ReconcileLoop } from './reconcile-loop.ts';
 import { daemonRoutes } from './routes.ts';
 import { DaemonServer, DEFAULT_HTTP_LIMITS } from './server.ts';
 import { DaemonState } from './state.ts';
+import type { ObjectKeys } from './object-keys.ts';
+import { observerCalls, type ObserverCalls } from './objects-observer.ts';
 
 const SCHEDULED: RunTrigger = { reason: 'scheduled', force: false };
 const STOPPING: ReloadResult = {
@@ -68,6 +70,10 @@ export class Daemon {
   readonly #state: DaemonState<Generation, EndpointSecrets, ShutdownResult>;
   /** The queue of reloads, one after another: a queue, not a state (the phase says whether one runs). */
   #reloads: Promise<unknown> = Promise.resolve();
+  /** With --keys-from kubernetes: the keyroll.io objects the policy is built from; absent: the policy file. */
+  readonly #objects: ObjectKeys | undefined;
+  /** The status writer's hook (keysFrom.observer); calls nothing without one. */
+  readonly #tell: ObserverCalls;
 
   /**
    * Loads the policy (unless given), reads every secret the endpoints need, builds the first
@@ -76,14 +82,25 @@ export class Daemon {
    */
   static async start(options: DaemonOptions): Promise<Daemon> {
     const context = daemonContext(options);
-    const daemon = new Daemon(
-      context,
-      await prepare(context, options.policy ?? (await loadPolicy(options.policyFile))),
-    );
+    const objects = await startObjectKeys(context);
+    let first: Prepared;
+    try {
+      first = await prepare(
+        context,
+        objects === undefined
+          ? (options.policy ?? (await loadPolicy(options.policyFile)))
+          : await objects.load(),
+      );
+    } catch (error) {
+      await objects?.stop();
+      throw error;
+    }
+    const daemon = new Daemon(context, first, objects);
     daemon.#announcePlainHttp(daemon.#state.generation.policy);
     try {
       await daemon.#server.listen(options.listen);
     } catch (error) {
+      await objects?.stop();
       await daemon.#state.generation.retire();
       daemon.#releaseDeliveries();
       throw error;
@@ -92,9 +109,12 @@ export class Daemon {
     return daemon;
   }
 
-  private constructor(context: DaemonContext, first: Prepared) {
+  private constructor(context: DaemonContext, first: Prepared, objects: ObjectKeys | undefined) {
     const { options, audit, now } = context;
+    const tell = observerCalls(audit, options.keysFrom?.observer);
     this.#context = context;
+    this.#objects = objects;
+    this.#tell = tell;
     this.#audit = audit;
     this.#now = now;
     this.metrics = context.metrics;
@@ -115,6 +135,7 @@ export class Daemon {
       audit,
       track,
       onKeyDone: (outcome, trigger) => {
+        tell.keyOutcome(outcome, trigger);
         // A drift probe that found the key healthy is not a rotation outcome.
         if (outcome.result === 'skipped' && outcome.detail === 'not-due') return;
         // A key left unstarted because this replica stopped leading is the next leader's, not a
@@ -172,12 +193,21 @@ export class Daemon {
         reportFailure(audit, 'leak-reconcile', error);
       },
     });
-    this.#leadership = new Leadership(options.leaderElection, audit, this.metrics, () => {
+    this.#leadership = this.#leadershipOf(context);
+  }
+
+  /** The Lease (or none): each change is told to the observer; a new term starts its work at once. */
+  #leadershipOf(context: DaemonContext): Leadership {
+    const onElected = (): void => {
+      this.#tell.leadership(true);
       // client-go's OnStartedLeading: whatever a lost predecessor left (due keys, intent markers,
       // open alerts) is looked at now, not one interval later.
       if (!this.#accepting()) return;
       void this.#sweeps.request();
       void this.#reconciles.request();
+    };
+    return new Leadership(context.options.leaderElection, context.audit, this.metrics, onElected, () => {
+      this.#tell.leadership(false);
     });
   }
 
@@ -215,9 +245,21 @@ export class Daemon {
     return this.#reconciles.request();
   }
 
-  /** Loads the policy file again; an invalid one keeps the current policy, is audited and alerts. Reloads run one after another. */
+  /**
+   * Loads the policy file again (with keys from objects: the settings file, and builds from the
+   * objects held); an invalid one keeps the current policy, is audited and alerts. Reloads run one
+   * after another.
+   */
   reload(): Promise<ReloadResult> {
-    const reloadOnce = (): Promise<ReloadResult> => this.#reloadOnce();
+    const objects = this.#objects;
+    return this.#queueReload(() =>
+      objects === undefined ? loadPolicy(this.#context.options.policyFile) : objects.load(),
+    );
+  }
+
+  /** `load` runs when the reloads queued before it are over; undefined: nothing changed, nothing swapped. */
+  #queueReload(load: () => Promise<Policy | undefined>): Promise<ReloadResult> {
+    const reloadOnce = (): Promise<ReloadResult> => this.#reloadOnce(load);
     const reloaded = this.#reloads.then(reloadOnce, reloadOnce);
     this.#reloads = reloaded;
     return reloaded;
@@ -263,7 +305,16 @@ export class Daemon {
     const { triggerKeys, metricsToken, intake } = secrets;
     this.#state.serve();
     this.#activate(generation);
+    this.#objects?.inForce(generation.policy);
+    // Each change of the objects builds at the head of the reload queue, from the objects held then.
+    const objects = this.#objects;
+    if (objects !== undefined)
+      objects.listen(() => {
+        void this.#queueReload(() => Promise.resolve(objects.rebuild()));
+      });
     this.#leadership.start();
+    // Without a Lease this daemon leads from its start, and alone.
+    if (!this.#leadership.elected) this.#tell.leadership(true);
     this.#audit.emit('daemon.started', {
       listen: `${options.listen.host.includes(':') ? `[${options.listen.host}]` : options.listen.host}:${this.port}`,
       file: generation.policy.file,
@@ -286,6 +337,7 @@ export class Daemon {
       metrics: metricsToken ? 'per-key with token' : 'aggregate only',
       leakIntake: Object.keys(intake),
       leaderElection: this.#leadership.elected ? 'lease' : 'off',
+      ...(this.#objects === undefined ? {} : { keysFrom: 'kubernetes' }),
     });
     void this.#track(
       (async () => {
@@ -386,30 +438,22 @@ export class Daemon {
     return this.#state.accepting();
   }
 
-  async #reloadOnce(): Promise<ReloadResult> {
+  async #reloadOnce(load: () => Promise<Policy | undefined>): Promise<ReloadResult> {
     if (!this.#state.beginReload()) return STOPPING;
-    const { options, audit } = this.#context;
+    const { audit } = this.#context;
     let next: Prepared;
     try {
-      next = await prepare(this.#context, await loadPolicy(options.policyFile));
+      const policy = await load();
+      if (policy === undefined) {
+        // Built from the objects and equal to the policy in force: nothing to swap.
+        this.#state.endReload();
+        return { ok: true, keys: this.#state.generation.policy.keys.length };
+      }
+      next = await prepare(this.#context, policy);
     } catch (error) {
       // The current policy stays in force (a shutdown meanwhile keeps its phase).
       this.#state.endReload();
-      audit.emit('policy.reload_failed', {
-        file: options.policyFile,
-        errorCode: errorCode(error),
-        error: errorMessage(error),
-      });
-      await this.#state.generation.runtime.alerter.send({
-        severity: 'error',
-        summary: `keyroll daemon kept its current policy: reloading ${options.policyFile} failed: ${errorMessage(error)}`,
-        // A fresh id per attempt: each failed reload alerts, none is deduplicated away.
-        rotationId: randomUUID(),
-        step: 'reload',
-        ...typedCode(error),
-        nextAction:
-          'fix the policy file and send SIGHUP again; the current policy and schedules stay in force',
-      });
+      await this.#reloadFailed(error);
       return { ok: false, errorCode: errorCode(error), error: errorMessage(error) };
     }
     const previous = this.#state.generation;
@@ -429,7 +473,9 @@ export class Daemon {
       file: generation.policy.file,
       keys: generation.policy.keys.length,
       schedules: groupSchedules(generation.policy.keys).length,
+      ...(this.#objects === undefined ? {} : { keysFrom: 'kubernetes' }),
     });
+    this.#objects?.inForce(generation.policy);
     this.#announcePlainHttp(generation.policy);
     void this.#track(this.#checkReadiness(generation).then(() => this.#sweeps.request(false)));
     // The places to list or the interval may have changed: reconcile now, then on the new interval.
@@ -439,8 +485,35 @@ export class Daemon {
     return { ok: true, keys: generation.policy.keys.length };
   }
 
+  /** A reload that failed: audited and alerted; the policy in force stays. */
+  async #reloadFailed(error: unknown): Promise<void> {
+    const file = this.#context.options.policyFile;
+    const fromObjects = this.#objects !== undefined;
+    this.#audit.emit('policy.reload_failed', {
+      file,
+      ...(fromObjects ? { keysFrom: 'kubernetes' } : {}),
+      errorCode: errorCode(error),
+      error: errorMessage(error),
+    });
+    await this.#state.generation.runtime.alerter.send({
+      severity: 'error',
+      summary: fromObjects
+        ? `keyroll daemon kept its current keys: building the policy from keyroll.io objects (settings ${file}) failed: ${errorMessage(error)}`
+        : `keyroll daemon kept its current policy: reloading ${file} failed: ${errorMessage(error)}`,
+      // A fresh id per attempt: each failed reload alerts, none is deduplicated away.
+      rotationId: randomUUID(),
+      step: 'reload',
+      ...typedCode(error),
+      nextAction: fromObjects
+        ? 'fix the object or the settings file the error names (the next change of an object, or SIGHUP, builds again); the keys and schedules in force stay'
+        : 'fix the policy file and send SIGHUP again; the current policy and schedules stay in force',
+    });
+  }
+
   /** Runs once, in the shutting-down phase (DaemonState.shutDown). */
   async #shutdownOnce(signal: string): Promise<ShutdownResult> {
+    // No object change starts a reload from now (a reload queued already answers STOPPING).
+    const watching = this.#objects?.stop();
     this.#sweeps.stop();
     this.#reconciles.stop();
     this.#state.generation.stopJobs();
@@ -470,6 +543,7 @@ export class Daemon {
       this.#audit.emit('daemon.grace_expired', { inFlight: unfinished, graceMs: this.#context.graceMs });
     await this.#server.close();
     await released;
+    await watching;
     this.#rejections.flush();
     // With work still in flight the runtime stays open for it: the process is about to exit.
     if (finished) await this.#state.generation.retire();
@@ -479,4 +553,13 @@ export class Daemon {
     this.#audit.emit('daemon.stopped', { exitCode: result.exitCode, unfinished });
     return result;
   }
+}
+
+/** With options.keysFrom: watches the keyroll.io objects, resolving once each kind was listed. */
+async function startObjectKeys(context: DaemonContext): Promise<ObjectKeys | undefined> {
+  const { keysFrom, policyFile } = context.options;
+  if (keysFrom === undefined) return undefined;
+  // Loaded only in this mode: the daemon of a policy file never loads the keyroll.io kinds.
+  const { ObjectKeys: Keys } = await import('./object-keys.ts');
+  return Keys.start(keysFrom, context.audit, policyFile, context.shutdown.signal);
 }

@@ -29,6 +29,8 @@ export class Leadership {
     audit: AuditLog,
     metrics: KeyrollMetrics,
     onElected: () => void,
+    /** This replica stopped leading (lost, taken over, or released at shutdown). */
+    onStopped: () => void = () => undefined,
   ) {
     metrics.setLeader(options === undefined);
     if (options === undefined) return;
@@ -49,6 +51,7 @@ export class Leadership {
         },
         stoppedLeading: (_term, why, lastError) => {
           metrics.setLeader(false);
+          onStopped();
           audit.emit('leader.lost', {
             identity,
             lease,

@@ -9,6 +9,7 @@ import type { Policy } from '../policy/public/schema.ts';
 import type { RuntimeOptions } from '../rotation/public/runtime.ts';
 import type { TriggerKeySpec } from '../scheduler/public/trigger-keys.ts';
 import type { HttpLimits, ListenAddress } from './server.ts';
+import type { KeysFromObjects } from './object-keys.ts';
 
 export const DAEMON_DEFAULTS = {
   graceMs: 30_000,
@@ -18,8 +19,16 @@ export const DAEMON_DEFAULTS = {
 } as const;
 
 export interface DaemonOptions {
-  /** Re-read on every reload (SIGHUP). */
+  /**
+   * Re-read on every reload (SIGHUP). With keysFrom: the settings every key shares (alerts,
+   * escrow, intake, consumers, keyApi: policy/settings-file.ts), not keys.
+   */
   policyFile: string;
+  /**
+   * Take the keys from keyroll.io objects (--keys-from kubernetes; docs/crds.md): a policy built
+   * from RotatedKeys, stores and the ClusterKeyApi, swapped in as a reload swaps a file's. `policy` is ignored.
+   */
+  keysFrom?: KeysFromObjects;
   /** The policy already loaded from policyFile (the CLI validates it before starting); loaded when omitted. */
   policy?: Policy;
   listen: ListenAddress;

@@ -149,7 +149,7 @@ describe('keyroll daemon: the trigger from the command line', () => {
 });
 
 describe('keyroll daemon: start-up errors', () => {
-  it('exits 2 on a bad --listen, --grace, --trigger-key or --metrics-token, or the retired --trigger-secret, before touching anything', async () => {
+  it('exits 2 on a bad --listen, --grace, --trigger-key, --metrics-token or --keys-from, or the retired --trigger-secret, before touching anything', async () => {
     await cli.writePolicy();
     for (const args of [
       ['--listen', 'nowhere'],
@@ -159,6 +159,9 @@ describe('keyroll daemon: start-up errors', () => {
       ['--metrics-token', 'literal-token-value'],
       ['--trigger-secret', 'env:KEYROLL_TRIGGER_SECRET'],
       ['--concurrency', '0'],
+      ['--keys-from', 'etcd'],
+      // Objects mode needs keyroll's own namespace (no POD_NAMESPACE, no service account here).
+      ['--keys-from', 'kubernetes'],
     ]) {
       const result = await cli.run(['daemon', '-p', 'policy.yaml', ...args]);
       expect(result.code, args.join(' ')).toBe(2);
