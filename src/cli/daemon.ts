@@ -302,7 +302,7 @@ async function holderProverOf(
   env: NodeJS.ProcessEnv,
 ): Promise<import('../rotation/public/types.ts').HolderProver | undefined> {
   const [{ podIdentityOf }, { HolderLiveness, kubePodReader }, { loadKubeConfig }] = await Promise.all([
-    import('../leader/public/lock-owner.ts'),
+    import('../rotation/public/lock-owner.ts'),
     import('../leader/public/holder-liveness.ts'),
     import('../consumers/public/kubernetes/node-client.ts'),
   ]);

@@ -3,7 +3,8 @@
 // is the fence (invariants 5 and 9): nobody takes it over on a guess, because a holder that is
 // only paused would store over a newer secret or roll the key a second time. So this answers
 // "dead" only on facts the kubelet and the API server give, for an owner of the pod form
-// (lock-owner.ts), and "not proven" on anything else: the lock then waits for its TTL as before.
+// (src/rotation/lock-owner.ts), and "not proven" on anything else: the lock then waits for its
+// TTL as before.
 //
 // The holder is dead when, read from the API server:
 // - its pod is gone (GET answers 404), or the name now belongs to a pod with another UID (a
@@ -21,7 +22,7 @@
 // rule holds: never force-delete a keyroll pod whose node is not known to be down.
 import { ApiException, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { clientNodeRequest } from '../http/public/client-node-request.ts';
-import { parsePodLockOwner, type PodLockOwner } from './lock-owner.ts';
+import { parsePodLockOwner, type PodLockOwner } from '../rotation/public/lock-owner.ts';
 
 /** The container of the chart's pods that runs keyroll. */
 export const KEYROLL_CONTAINER = 'keyroll';

@@ -16,7 +16,7 @@ import type { AuditLog } from '../audit/public/events.ts';
 import type { QuotaDeps } from '../backends/public/quota/observer.ts';
 import { createBackend } from '../backends/public/registry.ts';
 import type { Backend } from '../backends/public/types.ts';
-import { lockOwnerOf } from '../leader/public/lock-owner.ts';
+import { lockOwnerOf } from './lock-owner.ts';
 import { leaseNeededMs, writeTimeoutOf } from '../policy/public/lease.ts';
 import { primaryDestination, type KeyPolicy, type Policy } from '../policy/public/schema.ts';
 import { sleep } from './backoff.ts';
@@ -115,7 +115,7 @@ export async function createRuntime(policy: Policy, options: RuntimeOptions): Pr
     ...(options.env ? { env: options.env } : {}),
   });
   // In a pod the owner names the pod and this process's start, so a holder's death can be proven
-  // (src/leader/lock-owner.ts); elsewhere host/pid/random, as before.
+  // (src/rotation/lock-owner.ts); elsewhere host/pid/random, as before.
   const owner = lockOwnerOf(options.env ?? process.env);
 
   const resolve = (destination: {

@@ -94,7 +94,7 @@ export interface RotationDeps {
   audit: AuditLog;
   alerter: Alerter;
   escrow?: EscrowSettings;
-  /** Identifies this runner in locks and intents (src/leader/lock-owner.ts: host/pid/random, or its pod). */
+  /** Identifies this runner in locks and intents (src/rotation/lock-owner.ts: host/pid/random, or its pod). */
   owner: string;
   /**
    * Proves a lock's holder dead (issue 30; src/leader/holder-liveness.ts, in Kubernetes only): a

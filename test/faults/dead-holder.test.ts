@@ -15,7 +15,7 @@ import { randomUUID } from 'node:crypto';
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { sign } from '@octokit/webhooks-methods';
 import { describe, expect, it } from 'vitest';
-import { parsePodLockOwner } from '../../src/leader/lock-owner.ts';
+import { parsePodLockOwner } from '../../src/rotation/lock-owner.ts';
 import { adminKubeConfig } from '../support/kube-apiserver.ts';
 import { startKeyrollPod } from '../support/kube-pods.ts';
 import { findSecrets } from '../support/secret-scan.ts';

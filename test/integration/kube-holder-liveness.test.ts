@@ -14,7 +14,7 @@ import {
 } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { HolderLiveness, kubePodReader } from '../../src/leader/holder-liveness.ts';
-import { lockOwnerOf } from '../../src/leader/lock-owner.ts';
+import { lockOwnerOf } from '../../src/rotation/lock-owner.ts';
 import { adminKubeConfig, serviceAccountCredentials } from '../support/kube-apiserver.ts';
 import { setKeyrollContainer, startKeyrollPod, stopKeyrollContainer } from '../support/kube-pods.ts';
 import { renderConsumerTemplates } from '../support/consumer-cluster.ts';

@@ -12,7 +12,7 @@ import {
   type ContainerStatusView,
   type PodView,
 } from '../../src/leader/holder-liveness.ts';
-import { lockOwnerOf, parsePodLockOwner } from '../../src/leader/lock-owner.ts';
+import { lockOwnerOf, parsePodLockOwner } from '../../src/rotation/lock-owner.ts';
 
 const UID = '0b1c5f3e-7a43-4c1e-9b7d-2f6c1e0a9d11';
 const STARTED = Date.parse('2026-11-29T10:06:50.000Z');

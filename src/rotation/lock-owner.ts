@@ -4,7 +4,7 @@
 //
 // Outside Kubernetes it is `host/pid/random`, as always. In a pod (POD_NAMESPACE, POD_NAME and
 // POD_UID from the downward API) it also names what a proof of the holder's death needs
-// (holder-liveness.ts): `pod:<namespace>/<name>/<uid>/<process start, ISO-8601>/<pid>/<random>`.
+// (src/leader/holder-liveness.ts): `pod:<namespace>/<name>/<uid>/<process start, ISO-8601>/<pid>/<random>`.
 // Namespaces, pod names (DNS subdomains) and UIDs never contain `/`, and an ISO time never does,
 // so the fields split back unambiguously. `random` keeps two processes of one pod apart, and
 // makes an owner never recur: a proven-dead owner stays dead, whoever holds a lock later.

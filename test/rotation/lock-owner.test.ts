@@ -1,7 +1,7 @@
-// The owner string of every key lock (src/leader/lock-owner.ts): in a pod it names what a proof of
+// The owner string of every key lock (src/rotation/lock-owner.ts): in a pod it names what a proof of
 // the holder's death needs; outside one it keeps the old form, which nothing may prove dead.
 import { describe, expect, it } from 'vitest';
-import { lockOwnerOf, parsePodLockOwner, podIdentityOf } from '../../src/leader/lock-owner.ts';
+import { lockOwnerOf, parsePodLockOwner, podIdentityOf } from '../../src/rotation/lock-owner.ts';
 
 const POD_ENV = {
   POD_NAMESPACE: 'keyroll',
