@@ -14,7 +14,9 @@
 //   `state.running.startedAt` after the holder's start, or it is waiting (crash-loop back-off) or
 //   terminated with its last termination finished after the holder's start. The kubelet stamps
 //   these times with the node's clock; the holder's start is its own clock, on the same node, so
-//   both rules allow the policy's clock skew on top.
+//   both rules allow the policy's clock skew on top. The API server keeps them in whole seconds,
+//   cut off: a container's time reads up to a second early, never late, so the cut errs toward
+//   "not proven".
 // The limit (docs/daemon.md, "A replica killed holding a leak's lock"): a pod force-deleted
 // (`kubectl delete --grace-period=0 --force`, or a Node object deleted while that node is only
 // cut off) is gone from the API server while its process may still run; its lock is then taken

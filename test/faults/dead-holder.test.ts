@@ -181,8 +181,9 @@ const KILLS = [
     proof: 'container-restarted',
     bury: async (holders: Holders): Promise<void> => {
       const started = parsePodLockOwner(holders.owner)?.startedAtMs ?? Date.now();
-      // The kubelet's restart comes after the holder started, by more than the policy's 1 s skew.
-      await waitFor(() => Date.now() > started + 1_500, 'past the clock skew');
+      // The kubelet's restart comes after the holder started, by more than the policy's 1 s skew
+      // and the second the API server's whole-second times may cut off.
+      await waitFor(() => Date.now() > started + 2_500, 'past the clock skew', { timeoutMs: 10_000 });
       // The container restarts in its pod: same name and UID, running since now.
       await startKeyrollPod(holders.core, holders.namespace, 'keyroll-a', new Date());
     },

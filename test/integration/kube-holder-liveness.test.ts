@@ -72,14 +72,14 @@ if (server === undefined) {
       expect(await prove()).toBeUndefined();
 
       // Killed: the kubelet reports the container stopped, its restart pending.
-      await stopKeyrollContainer(core, namespace, 'keyroll-a', new Date(holderStart + SKEW + 500));
+      await stopKeyrollContainer(core, namespace, 'keyroll-a', new Date(holderStart + SKEW + 2_000));
       expect(await prove()).toMatchObject({ kind: 'container-stopped', pod: `${namespace}/keyroll-a` });
       // Restarted in the same pod: running again, since after the holder started.
       await setKeyrollContainer(
         core,
         namespace,
         'keyroll-a',
-        { running: { startedAt: new Date(holderStart + SKEW + 1_000) } },
+        { running: { startedAt: new Date(holderStart + SKEW + 3_000) } },
         { restartCount: 1 },
       );
       expect(await prove()).toMatchObject({ kind: 'container-restarted', pod: `${namespace}/keyroll-a` });
