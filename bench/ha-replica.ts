@@ -5,13 +5,21 @@
 // Started as `node bench/ha-replica.ts <settings file>`; prints one line `{"url": …}` once it
 // listens, then its audit trail as JSON lines on stdout (a pipe: written synchronously, so what
 // a SIGKILL interrupts was already written).
+// As the kubelet would, it writes its Pod's status before it starts: the keyroll container running
+// since just before this process (test/support/kube-pods.ts; no kubelet runs here), and it gets
+// POD_NAMESPACE, POD_NAME and POD_UID as the chart's downward API gives them, so its key locks
+// name its pod and another replica can prove it dead once the bench kills it (issue 30).
 import { readFile } from 'node:fs/promises';
+import { performance } from 'node:perf_hooks';
+import { CoreV1Api } from '@kubernetes/client-node';
 import { staticCredential } from '../src/api/credentials.ts';
 import { createAuditLog } from '../src/audit/logger.ts';
 import { Secret } from '../src/audit/secret.ts';
 import { Daemon } from '../src/daemon/daemon.ts';
+import { HolderLiveness, kubePodReader } from '../src/leader/holder-liveness.ts';
 import { KubeLeaseStore } from '../src/leader/kube-lease-store.ts';
 import { adminKubeConfig, type KubeApiServerInfo } from '../test/support/kube-apiserver.ts';
+import { startKeyrollPod } from '../test/support/kube-pods.ts';
 
 export interface ReplicaSettings {
   policyFile: string;
@@ -33,6 +41,12 @@ if (settingsFile === undefined) throw new Error('usage: node bench/ha-replica.ts
 const settings = JSON.parse(await readFile(settingsFile, 'utf8')) as ReplicaSettings;
 const identity = process.argv[3] ?? settings.identity;
 const kubeConfig = adminKubeConfig(settings.kube);
+const uid = await startKeyrollPod(
+  kubeConfig.makeApiClient(CoreV1Api),
+  settings.namespace,
+  identity,
+  new Date(performance.timeOrigin - 100),
+);
 const audit = createAuditLog({
   destination: {
     write(line: string): void {
@@ -57,8 +71,11 @@ const daemon = await Daemon.start({
     identity,
     timings: settings.timings,
   },
-  env: settings.env,
-  runtime: { credentials: staticCredential(new Secret(settings.ownerToken), 'emulator owner token') },
+  env: { ...settings.env, POD_NAMESPACE: settings.namespace, POD_NAME: identity, POD_UID: uid },
+  runtime: {
+    credentials: staticCredential(new Secret(settings.ownerToken), 'emulator owner token'),
+    holderProver: new HolderLiveness({ readPod: kubePodReader(kubeConfig) }),
+  },
   warn: () => undefined,
 });
 process.stdout.write(`${JSON.stringify({ url: daemon.url })}\n`);

@@ -16,7 +16,11 @@
 // The flood: one leak per key, LEAKS deliveries spread evenly over FLOOD_MS; each alert appears at
 // the fake GitHub just before its delivery is sent. During it the leader is SIGKILLed (at 25 % and
 // again at 75 %; the container restarts under the same pod name RESTART_AFTER_MS later) and
-// another replica is SIGTERMed (at 50 %; replaced by a new pod a second later). Figures:
+// another replica is SIGTERMed (at 50 %; replaced by a new pod a second later). Each replica has a
+// Pod object whose keyroll container status the bench writes as a kubelet would (no kubelet runs
+// here): running from its start, stopped when it is SIGKILLed, the Pod deleted once a SIGTERMed
+// replica exited; so a replica killed holding a leak's key lock is proven dead by the others, which
+// take the lock over at once instead of after lockTtl (issue 30, docs/daemon.md). Figures:
 //   - ha.deliveriesFailed: deliveries the sender saw fail;
 //   - ha.leakTimeToDeadMs.p99: delivered leaks, POST sent → the emulator refuses the leaked value
 //     and the file backend holds a live new one (polled every POLL_MS);
@@ -41,6 +45,7 @@ import type { AuditRecord } from '../src/audit/logger.ts';
 import { replayConfigMapName } from '../src/inbound/replay-records.ts';
 import { startFakeGithub } from '../test/support/fake-github.ts';
 import { adminKubeConfig, type RunningKubeApiServer } from '../test/support/kube-apiserver.ts';
+import { stopKeyrollContainer } from '../test/support/kube-pods.ts';
 import type { ReplicaSettings } from './ha-replica.ts';
 import { ROOT } from './lib/cli.ts';
 import { startBenchKube } from './lib/kube-apiserver.ts';
@@ -351,6 +356,9 @@ export async function runHaBench(options: { quick?: boolean } = {}): Promise<Ben
         name: victim.name,
       });
       victim.child.kill('SIGKILL');
+      // The kubelet sees the container exit and reports it (no kubelet here: the bench writes it),
+      // so another replica can prove the dead leader's key locks free (issue 30).
+      await stopKeyrollContainer(core, NAMESPACE, victim.name, new Date()).catch(() => undefined);
       later(RESTART_AFTER_MS, () => startReplica(victim.name));
     };
     let replacements = REPLICAS;
@@ -360,6 +368,10 @@ export async function runHaBench(options: { quick?: boolean } = {}): Promise<Ben
       acts.push(victim === undefined ? 'SIGTERM: no ready follower' : `SIGTERM ${victim.name} (follower)`);
       if (victim === undefined) return undefined;
       victim.ready = false;
+      // A deleted pod leaves the API server once its container stopped (graceful deletion).
+      victim.child.once('exit', () => {
+        core.deleteNamespacedPod({ namespace: NAMESPACE, name: victim.name }).catch(() => undefined);
+      });
       victim.child.kill('SIGTERM');
       const replacement = `keyroll-${String(replacements++)}`;
       later(REPLACE_AFTER_MS, () => startReplica(replacement));

@@ -11,6 +11,8 @@ export const AUDIT_EVENTS = {
   'key.preflight.failed': 'A destination or credential check failed; nothing was rolled (invariant 1).',
   'key.lock.acquired': 'The key lock was taken (tookOver=true when a stale lock was taken over).',
   'key.lock.busy': 'Another runner holds the key lock; the key is skipped this run.',
+  'key.lock.holder_dead':
+    "Another runner's key lock was taken over before its TTL because its holder is proven dead (its pod is gone or its container was replaced; Kubernetes only).",
   'key.lock.released': 'The key lock was released.',
   'key.lock.refresh_failed':
     'A refresh of the key lock could not reach the backend; the lease runs out by itself unless a later refresh succeeds (invariant 9).',

@@ -20,6 +20,8 @@ export const AUDIT_EVENT_LEVELS: Record<AuditEventName, AuditLevel> = {
   'key.lock.acquired': 'info',
   // Not a failure: another runner is rotating the key (invariant 5); worth seeing, not paging.
   'key.lock.busy': 'warn',
+  // A runner died holding the lock: its work is repaired now (the intent marker's recovery), worth seeing.
+  'key.lock.holder_dead': 'warn',
   'key.lock.released': 'info',
   'key.lock.lost': 'error',
   'key.lock.refresh_failed': 'warn',

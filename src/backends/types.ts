@@ -130,6 +130,13 @@ export interface LockRequest {
    * judges with. Absent: 0.
    */
   clockSkewMs?: number;
+  /**
+   * Owners proven dead (issue 30; src/leader/holder-liveness.ts: their pod is gone or their
+   * container was replaced): a lock of one of them is taken over at once, exactly as a stale one
+   * is (the same compare-and-swap and fencing, `tookOver: true`), whatever its expiry. Only a proof
+   * belongs here, never a guess: a paused holder's lock must wait for its TTL (invariant 9).
+   */
+  deadOwners?: readonly string[];
 }
 
 /**
@@ -393,10 +400,11 @@ export interface KeyLock extends BackendIdentity {
 
   /**
    * Takes the key's lock (invariant 5). A lock held by another owner is taken over only past its
-   * expiry; a retried call with the same owner and rotationId gets the lock again. A call that
-   * throws leaves no lock of this request behind where it can tell: a lock write whose answer
-   * was lost is read back and returned as acquired, and a lock taken before a later step failed
-   * is released, so the caller never holds a lock it does not know about.
+   * expiry, or when its owner is in `request.deadOwners`; a retried call with the same owner and
+   * rotationId gets the lock again. A call that throws leaves no lock of this request behind where
+   * it can tell: a lock write whose answer was lost is read back and returned as acquired, and a
+   * lock taken before a later step failed is released, so the caller never holds a lock it does
+   * not know about.
    */
   acquireLock(target: StoreTarget, request: LockRequest): Promise<LockOutcome>;
   /**

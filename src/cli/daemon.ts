@@ -9,7 +9,7 @@ import {
   loadPolicyOrExit,
   testCheckpointFromEnv,
 } from './common.ts';
-import { UsageError } from '../errors.ts';
+import { errorMessage, UsageError } from '../errors.ts';
 import { startTracing } from '../tracing/public/start.ts';
 
 interface DaemonFlags {
@@ -261,13 +261,14 @@ async function daemonCommand(flags: DaemonFlags): Promise<number> {
     // The crash tests' pause points (KEYROLL_TEST_PAUSE_AT), as `run` and `rotate` honour them:
     // the fault suite SIGKILLs daemon replicas mid-work (test/faults/leader-kill.test.ts, replica-accept-kill.test.ts).
     const checkpoint = testCheckpointFromEnv();
+    const holderProver = await holderProverOf(process.env);
     daemon = await Daemon.start({
       ...settings,
       policyFile: flags.policy,
       ...(policy === undefined ? {} : { policy }),
       audit,
       metrics,
-      ...(checkpoint ? { runtime: { checkpoint } } : {}),
+      runtime: { ...(checkpoint ? { checkpoint } : {}), ...(holderProver ? { holderProver } : {}) },
     });
   } catch (error) {
     await tracing?.shutdown();
@@ -346,6 +347,31 @@ async function keysFromOf(
         cause: error,
       },
     );
+  }
+}
+
+/**
+ * In a pod (POD_NAMESPACE, POD_NAME, POD_UID from the downward API): the prover of dead lock
+ * holders, reading pods with the pod's own service account (issue 30; docs/daemon.md, "A replica
+ * killed holding a leak's lock"). Outside a pod, or without a client configuration: none, and a
+ * dead holder's lock waits for its TTL as before.
+ */
+async function holderProverOf(
+  env: NodeJS.ProcessEnv,
+): Promise<import('../rotation/public/types.ts').HolderProver | undefined> {
+  const [{ podIdentityOf }, { HolderLiveness, kubePodReader }, { loadKubeConfig }] = await Promise.all([
+    import('../rotation/public/lock-owner.ts'),
+    import('../leader/public/holder-liveness.ts'),
+    import('../consumers/public/kubernetes/node-client.ts'),
+  ]);
+  if (podIdentityOf(env) === undefined) return undefined;
+  try {
+    return new HolderLiveness({ readPod: kubePodReader(loadKubeConfig({}, env)) });
+  } catch (error) {
+    process.stderr.write(
+      `keyroll: no Kubernetes client for proving dead lock holders (${printableLines(errorMessage(error))}); their locks wait for their TTL\n`,
+    );
+    return undefined;
   }
 }
 

@@ -8,7 +8,11 @@
 // Every runner takes them in policy order, the primary's first, so no two runners wait on each other
 // in a circle; a runner that finds one held by someone else gives back what it took and leaves the
 // key alone (busy). Another runner's lock is taken over only once it expired, by the policy's clock
-// skew beyond its expiry (the backend judges; a takeover is reported on the lock, `tookOver`).
+// skew beyond its expiry (the backend judges; a takeover is reported on the lock, `tookOver`), or
+// at once when its holder is proven dead (issue 30): a request with `proveHolderDead` asks it about
+// a busy lock's owner and, on a proof, asks the backend once more with that owner in
+// `deadOwners`, the same compare-and-swap a stale lock's takeover makes. A lock that changed hands
+// meanwhile (a live runner took it) is not the dead owner's, and stays busy.
 //
 // Invariant 9, fenced locks: a runner that lost its lock can no longer roll or write. Long work (a
 // rotation: roll → store → verify) keeps its locks alive with a LockKeeper (lock-keeper.ts), which
@@ -27,7 +31,7 @@
 import type { LockInfo, LockOutcome, RecordDoubt } from '../backends/public/types.ts';
 import type { KeyPolicy } from '../policy/public/schema.ts';
 import type { KeptLock, LockKeeper } from './lock-keeper.ts';
-import type { ResolvedDestination } from './types.ts';
+import type { HolderDeathProof, ResolvedDestination } from './types.ts';
 
 export interface KeyLockRequest {
   key: Pick<KeyPolicy, 'lockTtlMs' | 'clockSkewMs'>;
@@ -35,11 +39,20 @@ export interface KeyLockRequest {
   destinations: readonly ResolvedDestination[];
   owner: string;
   rotationId: string;
+  /** Asked about another runner's lock: a proof that its holder is dead, else undefined (RotationDeps.holderProver). */
+  proveHolderDead?: (holder: LockInfo) => Promise<HolderDeathProof | undefined>;
+}
+
+/** A lock taken over from a holder proven dead. */
+export interface DeadHolder {
+  holder: LockInfo;
+  proof: HolderDeathProof;
+  at: ResolvedDestination;
 }
 
 export type KeyLockTake =
-  /** Every lock asked for, in the order taken. */
-  | { held: KeptLock[] }
+  /** Every lock asked for, in the order taken; `deadHolders`: those taken from holders proven dead. */
+  | { held: KeptLock[]; deadHolders: DeadHolder[] }
   /** Another runner holds the lock of `at`; `heldBefore` locks had been taken (and were given back). */
   | { busy: LockInfo; at: ResolvedDestination; heldBefore: number; doubts?: RecordDoubt[] };
 
@@ -48,10 +61,23 @@ export async function takeKeyLock(request: KeyLockRequest): Promise<KeyLockTake>
   const { key, owner, rotationId } = request;
   const lockRequest = { owner, rotationId, ttlMs: key.lockTtlMs, clockSkewMs: key.clockSkewMs };
   const held: KeptLock[] = [];
+  const deadHolders: DeadHolder[] = [];
   for (const destination of request.destinations) {
     let locked: LockOutcome;
     try {
       locked = await destination.backend.acquireLock(destination.target, lockRequest);
+      if (!locked.acquired && request.proveHolderDead !== undefined && locked.holder.owner !== owner) {
+        const holder = locked.holder;
+        const proof = await request.proveHolderDead(holder);
+        if (proof !== undefined) {
+          locked = await destination.backend.acquireLock(destination.target, {
+            ...lockRequest,
+            deadOwners: [holder.owner],
+          });
+          // Audited only when this was the takeover (not a lock released meanwhile and taken fresh).
+          if (locked.acquired && locked.lock.tookOver) deadHolders.push({ holder, proof, at: destination });
+        }
+      }
     } catch (error) {
       await releaseKeyLock(held);
       throw error;
@@ -67,7 +93,7 @@ export async function takeKeyLock(request: KeyLockRequest): Promise<KeyLockTake>
     }
     held.push({ destination, lock: locked.lock });
   }
-  return { held };
+  return { held, deadHolders };
 }
 
 /**

@@ -1,9 +1,8 @@
 // Everything a run talks to, built once from the policy: the API client (with keyroll's own
 // credential and the shared rate limiter), one instance per named backend, the alerter, the
 // success notifier and the audit log. Commands and the daemon build one and close it after.
-import { hostname } from 'node:os';
 import { resolve as resolvePath } from 'node:path';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { Dispatcher } from 'undici';
 import { ApiClient, MAX_SHARED_PAUSE_MS } from '../api/public/client.ts';
@@ -17,10 +16,17 @@ import type { AuditLog } from '../audit/public/events.ts';
 import type { QuotaDeps } from '../backends/public/quota/observer.ts';
 import { createBackend } from '../backends/public/registry.ts';
 import type { Backend } from '../backends/public/types.ts';
+import { lockOwnerOf } from './lock-owner.ts';
 import { leaseNeededMs, writeTimeoutOf } from '../policy/public/lease.ts';
 import { primaryDestination, type KeyPolicy, type Policy } from '../policy/public/schema.ts';
 import { sleep } from './backoff.ts';
-import type { ResolvedDestination, ResolvedKey, RotationDeps, RotationObserver } from './types.ts';
+import type {
+  HolderProver,
+  ResolvedDestination,
+  ResolvedKey,
+  RotationDeps,
+  RotationObserver,
+} from './types.ts';
 
 export interface RuntimeOptions {
   audit: AuditLog;
@@ -44,6 +50,8 @@ export interface RuntimeOptions {
   wrapBackend?: (name: string, backend: Backend) => Backend;
   /** Runners that spend the same backend quotas at once (`run --shard i/N`: N); default 1. */
   shards?: number;
+  /** Proves lock holders dead (the daemon in Kubernetes: src/leader/holder-liveness.ts); absent elsewhere. */
+  holderProver?: HolderProver;
 }
 
 export interface Runtime {
@@ -106,7 +114,9 @@ export async function createRuntime(policy: Policy, options: RuntimeOptions): Pr
     audit: options.audit,
     ...(options.env ? { env: options.env } : {}),
   });
-  const owner = `${hostname()}/${process.pid}/${randomBytes(4).toString('hex')}`;
+  // In a pod the owner names the pod and this process's start, so a holder's death can be proven
+  // (src/rotation/lock-owner.ts); elsewhere host/pid/random, as before.
+  const owner = lockOwnerOf(options.env ?? process.env);
 
   const resolve = (destination: {
     backend: string;
@@ -152,6 +162,7 @@ export async function createRuntime(policy: Policy, options: RuntimeOptions): Pr
       leaseNeededMs: (key) => keyLeaseNeededMs(policy, key),
       ...(options.checkpoint ? { checkpoint: options.checkpoint } : {}),
       ...(options.observer ? { observer: options.observer } : {}),
+      ...(options.holderProver ? { holderProver: options.holderProver } : {}),
     }),
     close: async () => {
       await api.close();

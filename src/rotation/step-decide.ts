@@ -25,11 +25,16 @@ export async function takeLock(tx: Transaction): Promise<KeyOutcome | undefined>
   const { key, deps, audit, progress } = tx;
   await tx.enter('lock');
   const takenAtMs = deps.monotonicMs();
+  const prover = deps.holderProver;
   const taken = await takeKeyLock({
     key,
     destinations: tx.destinations,
     owner: deps.owner,
     rotationId: tx.rotationId,
+    // Issue 30: a holder proven dead (its pod gone, its container replaced) is not waited for.
+    ...(prover
+      ? { proveHolderDead: (holder: { owner: string }) => prover.proveDead(holder.owner, key.clockSkewMs) }
+      : {}),
   });
   if ('busy' in taken) {
     const { busy: holder, at, heldBefore } = taken;
@@ -47,6 +52,15 @@ export async function takeLock(tx: Transaction): Promise<KeyOutcome | undefined>
     return tx.outcome({ result: 'busy', detail: 'lock-busy' });
   }
   const locks = taken.held;
+  for (const { holder, proof, at } of taken.deadHolders)
+    audit.emit('key.lock.holder_dead', {
+      step: 'lock',
+      holder: holder.owner,
+      holderRotationId: holder.rotationId,
+      expiresAt: holder.expiresAt,
+      proof,
+      ...(locks.length > 1 ? { backend: at.backendName, path: at.target.path } : {}),
+    });
   // Invariant 9: the locks stay alive in the background until the rotation lets them go.
   const keeper = new LockKeeper({
     key,

@@ -94,8 +94,14 @@ export interface RotationDeps {
   audit: AuditLog;
   alerter: Alerter;
   escrow?: EscrowSettings;
-  /** Identifies this runner in locks and intents (host/pid/random). */
+  /** Identifies this runner in locks and intents (src/rotation/lock-owner.ts: host/pid/random, or its pod). */
   owner: string;
+  /**
+   * Proves a lock's holder dead (issue 30; src/leader/holder-liveness.ts, in Kubernetes only): a
+   * rotation that meets another runner's lock asks it, and takes the lock over at once on a proof.
+   * Absent: a lock waits for its TTL.
+   */
+  holderProver?: HolderProver;
   now: () => Date;
   sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
   newRotationId: () => string;
@@ -118,6 +124,14 @@ export interface RotationDeps {
   onStored?: (outcome: KeyOutcome) => void;
   /** Test-only pause points (crash tests); a no-op in production. */
   checkpoint?: (step: string) => Promise<void>;
+}
+
+/** Why a lock holder is known dead: a kind and its facts (audited as they are; never a secret). */
+export type HolderDeathProof = { readonly kind: string } & Readonly<Record<string, string>>;
+
+export interface HolderProver {
+  /** A proof that `owner` is dead, or undefined when it is not proven (the lock then waits for its TTL). */
+  proveDead(owner: string, skewMs: number): Promise<HolderDeathProof | undefined>;
 }
 
 /** Metrics hooks of the engine; the request-quota hooks come from the backends (src/backends/quota/). */

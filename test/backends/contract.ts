@@ -329,6 +329,47 @@ export function describeBackendContract(label: string, setup: () => Promise<Cont
         expect(taken).toMatchObject({ acquired: true, lock: { owner: 'owner-b', tookOver: true } });
       });
 
+      // Issue 30: a holder proven dead (its pod gone, its container replaced) is not waited for.
+      it('is taken over at once, before its TTL, from an owner the request names as dead, as a stale one is', async () => {
+        for (const stored of [false, true]) {
+          const t = target();
+          // With and without a value: the AWS backend keeps the lock of a secret with no value elsewhere.
+          if (stored) await backend().writeSecret(t, makeRecord());
+          const a = await backend().acquireLock(t, request('owner-a', 600_000));
+          if (!a.acquired) throw new Error('expected the lock to be acquired');
+          const other = await fixture.otherRunner();
+          try {
+            const taken = await other.acquireLock(t, { ...request('owner-b'), deadOwners: ['owner-a'] });
+            expect(taken, `stored: ${String(stored)}`).toMatchObject({
+              acquired: true,
+              lock: { owner: 'owner-b', tookOver: true },
+            });
+            // The dead holder's lock is gone: it could neither refresh it nor release the new one.
+            expect(await backend().refreshLock(t, a.lock, 600_000)).toBeUndefined();
+            await backend().releaseLock(t, a.lock);
+            expect(await backend().acquireLock(t, request('owner-c'))).toMatchObject({
+              acquired: false,
+              holder: { owner: 'owner-b' },
+            });
+          } finally {
+            await other.close();
+          }
+        }
+      });
+
+      it('is not taken over before its TTL when the dead owners named are not its holder', async () => {
+        const t = target();
+        expect((await backend().acquireLock(t, request('owner-a', 600_000))).acquired).toBe(true);
+        const busy = await backend().acquireLock(t, {
+          ...request('owner-b'),
+          deadOwners: ['owner-x', 'owner-a-but-not-quite'],
+        });
+        expect(busy).toMatchObject({ acquired: false, holder: { owner: 'owner-a' } });
+        expect(await backend().acquireLock(t, { ...request('owner-b'), deadOwners: [] })).toMatchObject({
+          acquired: false,
+        });
+      });
+
       it('tolerates the release of a lock that is already gone', async () => {
         const t = target();
         const outcome = await backend().acquireLock(t, request('owner-a'));
@@ -417,6 +458,35 @@ export function describeBackendContract(label: string, setup: () => Promise<Cont
           expect((await other.readSecret(t))?.secret.equals(winner.secret)).toBe(true);
           expectNoSecrets([inspect(await other.readState(t))], [late.secret.reveal()]);
         });
+      });
+
+      it("is refused for a runner whose lock was taken over as proven dead before its TTL, and the new holder's secret stays", async () => {
+        const t = target();
+        await backend().writeSecret(t, makeRecord());
+        await backend().preflight(t);
+        const a = await backend().acquireLock(t, request('owner-a', 600_000));
+        if (!a.acquired) throw new Error('expected the lock to be acquired');
+        await backend().readState(t);
+        const other = await fixture.otherRunner();
+        try {
+          await other.preflight(t);
+          const b = await other.acquireLock(t, { ...request('owner-b'), deadOwners: ['owner-a'] });
+          if (!b.acquired) throw new Error('expected the takeover');
+          await other.readState(t);
+          const winner = makeRecord();
+          await expect(other.writeSecret(t, winner, { lock: b.lock })).resolves.toMatchObject({
+            alreadyApplied: false,
+          });
+          // Were the "dead" holder alive after all (a force-deleted pod), its write would not land.
+          const late = makeRecord();
+          await expect(backend().writeSecret(t, late, { lock: a.lock })).rejects.toMatchObject({
+            code: 'KR_LOCK_LOST',
+          });
+          expect((await other.readSecret(t))?.secret.equals(winner.secret)).toBe(true);
+          await other.releaseLock(t, b.lock);
+        } finally {
+          await other.close();
+        }
       });
 
       it('a retried fenced write of the same rotation is already applied, not refused', async () => {

@@ -132,4 +132,78 @@ describe('the key lock', () => {
     });
     expect(next).toMatchObject({ acquired: true, lock: { tookOver: false } });
   });
+
+  // Issue 30: a holder proven dead is not waited for; one not proven is.
+  describe('with a prover of dead holders', () => {
+    async function heldBy(destination: ResolvedDestination, owner: string): Promise<void> {
+      const held = await destination.backend.acquireLock(target, { owner, rotationId: 'r0', ttlMs: 600_000 });
+      expect(held.acquired).toBe(true);
+    }
+
+    it('takes a lock over at once from a holder proven dead, and says whose and why', async () => {
+      const [primary, second] = destinations();
+      await heldBy(second!, 'runner-dead');
+      const asked: string[] = [];
+      const taken = await takeKeyLock({
+        key,
+        destinations: [primary!, second!],
+        owner: 'runner-a',
+        rotationId: 'r1',
+        proveHolderDead: (holder) => {
+          asked.push(holder.owner);
+          return Promise.resolve({ kind: 'pod-gone', pod: 'keyroll/keyroll-a' });
+        },
+      });
+      expect(asked).toEqual(['runner-dead']);
+      if (!('held' in taken)) throw new Error('expected the locks');
+      expect(taken.held.map((kept) => [kept.destination.backendName, kept.lock.tookOver])).toEqual([
+        ['primary', false],
+        ['second', true],
+      ]);
+      expect(taken.deadHolders).toEqual([
+        {
+          holder: expect.objectContaining({ owner: 'runner-dead', rotationId: 'r0' }) as unknown,
+          proof: { kind: 'pod-gone', pod: 'keyroll/keyroll-a' },
+          at: second,
+        },
+      ]);
+    });
+
+    it('leaves a lock whose holder is not proven dead busy, and gives back what it took', async () => {
+      const [primary, second] = destinations();
+      await heldBy(second!, 'runner-alive');
+      const taken = await takeKeyLock({
+        key,
+        destinations: [primary!, second!],
+        owner: 'runner-a',
+        rotationId: 'r1',
+        proveHolderDead: () => Promise.resolve(undefined),
+      });
+      expect(taken).toMatchObject({ busy: { owner: 'runner-alive' }, heldBefore: 1 });
+      const third = await primary!.backend.acquireLock(target, {
+        owner: 'runner-c',
+        rotationId: 'r2',
+        ttlMs: 1,
+      });
+      expect(third.acquired).toBe(true);
+    });
+
+    it('never asks about its own lock (another rotation of this process)', async () => {
+      const [primary] = destinations();
+      await heldBy(primary!, 'runner-a');
+      const asked: string[] = [];
+      const taken = await takeKeyLock({
+        key,
+        destinations: [primary!],
+        owner: 'runner-a',
+        rotationId: 'r1',
+        proveHolderDead: (holder) => {
+          asked.push(holder.owner);
+          return Promise.resolve({ kind: 'pod-gone', pod: 'x' });
+        },
+      });
+      expect(taken).toMatchObject({ busy: { owner: 'runner-a', rotationId: 'r0' } });
+      expect(asked).toEqual([]);
+    });
+  });
 });

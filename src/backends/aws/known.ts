@@ -9,7 +9,10 @@
 // - Facts under the lock (HeldFacts): the lock this process holds on a target and the intent
 //   marker it wrote or read there while holding it. Only a runner holding the key's lock writes
 //   the marker, and another runner takes the lock over only past its expiry (invariant 5), so
-//   until then both facts stay true without reading them again. They are trusted only while the
+//   until then both facts stay true without reading them again (before its expiry the lock is
+//   taken over only from a holder proven dead, LockRequest.deadOwners: a process that no longer
+//   runs; one that runs after all, a force-deleted pod's, is fenced as write-fenced.ts says of a
+//   runner paused between its check and its move). They are trusted only while the
 //   lock has a margin left (runners' clocks and the requests' own latency), and dropped on
 //   release, on any failed or refreshed acquire, and on any intent change whose outcome is unknown.
 //   A third fact, the version AWSCURRENT was on when this process read the target under the lock,

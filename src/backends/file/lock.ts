@@ -26,6 +26,9 @@
 // clock), and the filesystem age counts the judge's offset minus the writer's as time that
 // passed. In production that term is 0 and the age is the filesystem's alone.
 // A lock written by a keyroll before fenced locks has no ttlMs: keyroll's clock judges it alone.
+// A lock whose owner the caller proved dead (LockRequest.deadOwners) is taken over whatever both
+// clocks say, through the same guard and the same re-read: still only if it is exactly the lock
+// read, so a lock a live runner took meanwhile is never the one replaced.
 // An unreadable lock file counts as expired long ago by both rules.
 import { randomBytes } from 'node:crypto';
 import { stat } from 'node:fs/promises';
@@ -144,7 +147,9 @@ async function takeFileLock(
     if (current === undefined) continue;
     const { lock } = current;
     const sameHolder = lock.owner === request.owner && lock.rotationId === request.rotationId;
-    if (!sameHolder && !staleByClock(lock, clock, skewMs))
+    // A holder proven dead (LockRequest.deadOwners) cannot act again: neither clock need agree.
+    const dead = !sameHolder && (request.deadOwners?.includes(lock.owner) ?? false);
+    if (!sameHolder && !dead && !staleByClock(lock, clock, skewMs))
       return { acquired: false, holder: publicInfo(lock) };
     // Our own lock (a retried acquire) is refreshed; a stale one is taken over once the
     // filesystem agrees it is stale. Both replace the file only if it still holds exactly what
@@ -155,7 +160,7 @@ async function takeFileLock(
       { wait: false, stage: { name: 'lock', content: text, safety: 'atomic' } },
       async (guard) => {
         if ((await readTextIfExists(path)) !== current.text) return 'changed';
-        if (!sameHolder && !(await staleByFilesystem(path, lock, guard.fsNowMs, clock, skewMs)))
+        if (!sameHolder && !dead && !(await staleByFilesystem(path, lock, guard.fsNowMs, clock, skewMs)))
           return 'fresh';
         try {
           await guard.place('lock', path);

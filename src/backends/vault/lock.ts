@@ -11,8 +11,9 @@
 // back, and a lock carrying this attempt's random token is ours and returned as acquired, so a
 // caller never holds a lock it does not know about (and never leaves one behind for a TTL).
 // Invariant 9: another owner's lock is stale only once now >= expiresAt + clockSkewMs by keyroll's
-// clock; a refresh extends the lock only while the entry still carries the holder's token (a
-// check-and-set write keeping that token), and never writes an entry that is released or gone.
+// clock (or at once when its owner was proven dead: LockRequest.deadOwners); a refresh extends the
+// lock only while the entry still carries the holder's token (a check-and-set write keeping that
+// token), and never writes an entry that is released or gone.
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { BackendError } from '../errors.ts';
@@ -108,7 +109,11 @@ export async function acquireVaultLock(
     if (lock !== undefined) {
       const sameHolder = lock.owner === request.owner && lock.rotationId === request.rotationId;
       const expiry = Date.parse(lock.expiresAt);
-      const stale = Number.isNaN(expiry) || expiry + (request.clockSkewMs ?? 0) <= now.getTime();
+      // A holder proven dead (LockRequest.deadOwners) is taken over as a stale one is.
+      const stale =
+        Number.isNaN(expiry) ||
+        expiry + (request.clockSkewMs ?? 0) <= now.getTime() ||
+        (request.deadOwners?.includes(lock.owner) ?? false);
       if (!sameHolder && !stale) {
         if (unread) continue;
         return { acquired: false, outcome: { acquired: false, holder: info(lock) }, entry };

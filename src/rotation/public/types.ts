@@ -1,6 +1,8 @@
 // src/rotation/types.ts as other folders of src/ see it (docs/layout.md, "Entry files").
 export { isLeakReason } from '../types.ts';
 export type {
+  HolderDeathProof,
+  HolderProver,
   KeyOutcome,
   KeyResult,
   ResolvedDestination,

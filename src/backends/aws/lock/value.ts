@@ -247,8 +247,8 @@ export const FORGED_RELEASE_MARK: RecordDoubt = {
 
 /**
  * `value` when it keeps `request` out at `now`: held by another owner or rotation, not given back
- * with a record, and not stale, i.e. `now` is not yet past its expiry plus the runners' allowed
- * clock skew; else undefined.
+ * with a record, not stale, i.e. `now` is not yet past its expiry plus the runners' allowed
+ * clock skew, and its owner not proven dead; else undefined.
  */
 export function blockingHolder(
   value: LockValue,
@@ -257,6 +257,8 @@ export function blockingHolder(
   released: boolean,
 ): HeldValue | undefined {
   if (value.state !== 'held' || isOurs(value, request) || released) return undefined;
+  // A holder proven dead (LockRequest.deadOwners) is taken over as a stale one is.
+  if (request.deadOwners?.includes(value.owner) === true) return undefined;
   return now.getTime() > Date.parse(value.expiresAt) + (request.clockSkewMs ?? 0) ? undefined : value;
 }
 

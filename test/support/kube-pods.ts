@@ -1,0 +1,98 @@
+// Pod objects of keyroll replicas on a kube-apiserver with no kubelet (the tests' and the benches'):
+// the test creates a replica's Pod and writes the status of its `keyroll` container through
+// /status, as the kubelet of its node would: running since a time, or stopped (the container
+// killed, a restart pending). What src/leader/holder-liveness.ts reads to prove a holder dead.
+import { ApiException, type CoreV1Api, type V1ContainerState } from '@kubernetes/client-node';
+
+const IMAGE = 'keyroll:test';
+const IMAGE_ID = `keyroll@sha256:${'0'.repeat(64)}`;
+
+/** Creates the Pod `name` (or keeps the one there), its keyroll container running since `startedAt`; its UID. */
+export async function startKeyrollPod(
+  core: CoreV1Api,
+  namespace: string,
+  name: string,
+  startedAt: Date,
+): Promise<string> {
+  let restartCount = 0;
+  await ensureDefaultServiceAccount(core, namespace);
+  try {
+    await core.createNamespacedPod({
+      namespace,
+      body: { metadata: { name }, spec: { containers: [{ name: 'keyroll', image: IMAGE }] } },
+    });
+  } catch (error) {
+    // The container restarts in its pod (same name, same UID): the kubelet counts the restart.
+    if (!(error instanceof ApiException && error.code === 409)) throw error;
+    const pod = await core.readNamespacedPod({ namespace, name });
+    restartCount = (pod.status?.containerStatuses?.[0]?.restartCount ?? 0) + 1;
+  }
+  return setKeyrollContainer(core, namespace, name, { running: { startedAt } }, { restartCount });
+}
+
+/**
+ * The namespace's `default` ServiceAccount, which the API server's admission needs before it admits
+ * a pod (the controller-manager creates it in a cluster; none runs here).
+ */
+async function ensureDefaultServiceAccount(core: CoreV1Api, namespace: string): Promise<void> {
+  try {
+    await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name: 'default' } } });
+  } catch (error) {
+    if (!(error instanceof ApiException && error.code === 409)) throw error;
+  }
+}
+
+/** The keyroll container killed at `finishedAt`, its restart pending (the kubelet's CrashLoopBackOff). */
+export async function stopKeyrollContainer(
+  core: CoreV1Api,
+  namespace: string,
+  name: string,
+  finishedAt: Date,
+): Promise<void> {
+  const pod = await core.readNamespacedPod({ namespace, name });
+  const previous = pod.status?.containerStatuses?.[0];
+  await setKeyrollContainer(
+    core,
+    namespace,
+    name,
+    { waiting: { reason: 'CrashLoopBackOff' } },
+    {
+      restartCount: previous?.restartCount ?? 0,
+      lastTerminated: {
+        exitCode: 137,
+        reason: 'Error',
+        finishedAt,
+        ...(previous?.state?.running?.startedAt ? { startedAt: previous.state.running.startedAt } : {}),
+      },
+    },
+  );
+}
+
+/** Writes the keyroll container's state through /status; the pod's UID. */
+export async function setKeyrollContainer(
+  core: CoreV1Api,
+  namespace: string,
+  name: string,
+  state: V1ContainerState,
+  options: { restartCount?: number; lastTerminated?: NonNullable<V1ContainerState['terminated']> } = {},
+): Promise<string> {
+  const pod = await core.readNamespacedPod({ namespace, name });
+  const running = state.running !== undefined;
+  const status = pod.status ?? {};
+  status.phase = 'Running';
+  status.containerStatuses = [
+    {
+      name: 'keyroll',
+      image: IMAGE,
+      imageID: IMAGE_ID,
+      ready: running,
+      started: running,
+      restartCount: options.restartCount ?? 0,
+      state,
+      ...(options.lastTerminated ? { lastState: { terminated: options.lastTerminated } } : {}),
+    },
+  ];
+  pod.status = status;
+  const replaced = await core.replaceNamespacedPodStatus({ namespace, name, body: pod });
+  return replaced.metadata?.uid ?? '';
+}
