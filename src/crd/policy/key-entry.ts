@@ -14,7 +14,7 @@ import type { StoreDestination } from '../kinds/rotated-key.ts';
 import { DEFAULT_PATH_PREFIX } from '../kinds/key-store.ts';
 import { checkPath } from './paths.ts';
 import { refName, type Refusal, type RefusalReason } from './refusal.ts';
-import { admits, type NamespaceLabels } from './tenancy.ts';
+import { admits, keyIdAdmitted, type NamespaceLabels } from './tenancy.ts';
 
 export type KeyEntry = z.output<typeof KeyInput>;
 type DestinationEntry = KeyEntry['destinations'][number];
@@ -120,16 +120,28 @@ function apiVerdict(
       message: `ClusterKeyApi ${name} is not the one this keyroll rotates with (${index.served?.metadata.name ?? 'none chosen'})`,
     };
   const organization = object.spec.organization;
-  const admitted = api.spec.conditions.some(
+  const conditions = api.spec.conditions.filter(
     (condition) =>
       condition.organizations.includes(organization) && admits(condition, namespace, index.namespaces),
   );
-  return admitted
-    ? undefined
-    : {
-        reason: 'OrganizationNotAdmitted',
-        message: `no condition of ClusterKeyApi ${name} admits namespace ${namespace} for organization ${organization}`,
-      };
+  if (conditions.length === 0)
+    return {
+      reason: 'OrganizationNotAdmitted',
+      message: `no condition of ClusterKeyApi ${name} admits namespace ${namespace} for organization ${organization}`,
+    };
+  // The ids the API is asked to roll: a slot entry's two slots (its own id is the entry's name,
+  // never rolled: src/rotation/slots.ts), else the key's id. All of them under one condition.
+  const rolled = object.spec.slots ?? [object.spec.id];
+  if (conditions.some((condition) => rolled.every((id) => keyIdAdmitted(condition.keyIds, id))))
+    return undefined;
+  const outside = rolled.find((id) => !conditions.some((condition) => keyIdAdmitted(condition.keyIds, id)));
+  return {
+    reason: 'KeyIdNotAdmitted',
+    message:
+      outside === undefined
+        ? `no single condition of ClusterKeyApi ${name} admits namespace ${namespace} for both slots ${rolled.join(' and ')}`
+        : `no condition of ClusterKeyApi ${name} that admits namespace ${namespace} for organization ${organization} lists key id ${outside} in its keyIds`,
+  };
 }
 
 function placeDestination(destination: StoreDestination, namespace: string, index: ObjectIndex): Placed {

@@ -9,6 +9,7 @@ export const REFUSAL_REASONS = [
   'ConsumerOutsideNamespace',
   'InvalidSpec',
   'KeyIdInUse',
+  'KeyIdNotAdmitted',
   'KeyStoreAmbientIdentity',
   'KeyStoreLocalReference',
   'KeyStoreRefused',

@@ -1,6 +1,6 @@
 // The tenancy rules of docs/crds.md ("Tenancy"), each a pure function of the objects and the
 // namespaces' labels: which namespace a condition admits, whether a ClusterKeyApi lets a
-// namespace rotate an organization's keys, and what a namespaced KeyStore may hold.
+// namespace rotate an organization's keys (and which key ids), and what a namespaced KeyStore may hold.
 import type { ApiCondition } from '../kinds/key-api.ts';
 import type { StoreCondition } from '../kinds/key-store.ts';
 import type { KeyStoreObject } from '../kinds/kinds.ts';
@@ -39,6 +39,19 @@ export function admits(
   if (condition.namespaces?.includes(namespace) === true) return true;
   const selector = condition.namespaceSelector;
   return selector !== undefined && selects(selector, namespaces.get(namespace) ?? {});
+}
+
+/**
+ * Whether a condition's `keyIds` admit the API key id `keyId`: absent, every id; else an exact
+ * id, or a pattern `prefix*` the id starts with (and is longer than: `key_*` is not the id `key_`).
+ */
+export function keyIdAdmitted(keyIds: readonly string[] | undefined, keyId: string): boolean {
+  if (keyIds === undefined) return true;
+  return keyIds.some((pattern) =>
+    pattern.endsWith('*')
+      ? keyId.length >= pattern.length && keyId.startsWith(pattern.slice(0, -1))
+      : keyId === pattern,
+  );
 }
 
 export interface KeyStoreVerdict {
