@@ -14,6 +14,7 @@ import { randomUUID } from 'node:crypto';
 import { abandonDeliveriesOn } from '../alerts/public/shutdown.ts';
 import type { AuditLog } from '../audit/public/events.ts';
 import { keyRecordsOf } from '../consumers/public/key-records.ts';
+import type { DeliveryReport } from '../consumers/public/types.ts';
 import { errorCode, errorMessage, typedCode } from '../errors.ts';
 import { DEFAULT_REJECTIONS_AUDITED_PER_MINUTE, RejectionAudit } from '../inbound/public/rejection-audit.ts';
 import { describeReplayStore } from '../inbound/public/replay-records.ts';
@@ -39,7 +40,8 @@ import { daemonRoutes } from './routes.ts';
 import { DaemonServer, DEFAULT_HTTP_LIMITS } from './server.ts';
 import { DaemonState } from './state.ts';
 import type { ObjectKeys } from './object-keys.ts';
-import { observerCalls, type ObserverCalls } from './objects-observer.ts';
+import { objectStatusReporter } from './object-status.ts';
+import { observerCalls, type ObjectsObserver, type ObserverCalls } from './objects-observer.ts';
 
 const SCHEDULED: RunTrigger = { reason: 'scheduled', force: false };
 const STOPPING: ReloadResult = {
@@ -111,7 +113,9 @@ export class Daemon {
 
   private constructor(context: DaemonContext, first: Prepared, objects: ObjectKeys | undefined) {
     const { options, audit, now } = context;
-    const tell = observerCalls(audit, options.keysFrom?.observer);
+    const observer = this.#observerOf(context, objects);
+    objects?.observe(observer);
+    const tell = observerCalls(audit, observer);
     this.#context = context;
     this.#objects = objects;
     this.#tell = tell;
@@ -147,9 +151,7 @@ export class Daemon {
       // Not shutdown work: a rollout may take minutes. Restarts not done when the daemon stops
       // stay recorded on their workloads (keyroll.io/restart-owed) for the next sweep.
       deliver: (delivery) => {
-        delivery.catch((error: unknown) => {
-          reportFailure(audit, 'consumers', error);
-        });
+        this.#takeDelivery(delivery);
       },
     });
     this.#sweeps = new SweepLoop({
@@ -194,6 +196,33 @@ export class Daemon {
       },
     });
     this.#leadership = this.#leadershipOf(context);
+  }
+
+  /** A run's consumer delivery, in the background: its counts go to the observer, a failure is reported. */
+  #takeDelivery(delivery: Promise<DeliveryReport | undefined>): void {
+    delivery.then(
+      (report) => {
+        this.#tell.consumers(report);
+      },
+      (error: unknown) => {
+        reportFailure(this.#audit, 'consumers', error);
+      },
+    );
+  }
+
+  /** With keys from objects: the given observer, else the status writer (unless writeStatus is false). */
+  #observerOf(context: DaemonContext, objects: ObjectKeys | undefined): ObjectsObserver | undefined {
+    const keysFrom = context.options.keysFrom;
+    if (objects === undefined || keysFrom === undefined) return undefined;
+    if (keysFrom.observer !== undefined || keysFrom.writeStatus === false) return keysFrom.observer;
+    return objectStatusReporter({
+      keysFrom,
+      objects,
+      audit: context.audit,
+      now: context.now,
+      generation: () => this.#state.generation,
+      launcher: () => this.#launcher,
+    });
   }
 
   /** The Lease (or none): each change is told to the observer; a new term starts its work at once. */

@@ -36,8 +36,14 @@ export interface KeysFromObjects {
   kubeConfig: KubeConfig;
   /** keyroll's own namespace: its KeyStores are the platform team's and may hold local references. */
   namespace: string;
-  /** Told of each generation, each key's outcome and leadership (the status writer). */
+  /**
+   * Told of each generation, each key's outcome and leadership. Absent: the daemon writes each
+   * RotatedKey's status and Events and serves rotate-now itself (daemon/object-status.ts), unless
+   * writeStatus is false.
+   */
   observer?: ObjectsObserver;
+  /** False: the objects are only read (no status, Events or rotate-now). Default true. */
+  writeStatus?: boolean;
   /** Overrides OBJECT_CHANGE_DEBOUNCE (tests). */
   debounce?: { quietMs: number; maxDelayMs: number };
   /** Overrides the reflectors' backoff (tests). */
@@ -71,6 +77,8 @@ export class ObjectKeys {
   readonly #file: string;
   readonly #reflectors = new Map<Watched, Reflector>();
   readonly #stop = new AbortController();
+  /** Told of each generation and each RotatedKey change; set by the daemon (observe), else the options'. */
+  #observer: ObjectsObserver | undefined;
   readonly #running: Promise<void>[] = [];
   #synced = false;
   #settings: SharedSettingsFile | undefined;
@@ -86,6 +94,7 @@ export class ObjectKeys {
     this.#options = options;
     this.#audit = audit;
     this.#file = file;
+    this.#observer = options.observer;
     const requests = options.requests ?? new KubeResourceClient(options.kubeConfig);
     for (const kind of [...KIND_NAMES, 'Namespace'] as const) {
       this.#reflectors.set(
@@ -127,6 +136,17 @@ export class ObjectKeys {
     }
     keys.#synced = true;
     return keys;
+  }
+
+  /** The component told of generations and RotatedKey changes (the daemon's status writer). */
+  observe(observer: ObjectsObserver | undefined): void {
+    this.#observer = observer;
+  }
+
+  /** The RotatedKeys as the watch holds them, by `namespace/name`. */
+  rotatedKeys(): { get(key: string): WatchedObject | undefined } {
+    const reflector = this.#reflectors.get('RotatedKey');
+    return { get: (key) => reflector?.get(key) };
   }
 
   /** Called (debounced) after a change that may change the policy. */
@@ -171,6 +191,11 @@ export class ObjectKeys {
   }
 
   #changed(kind: Watched, change: WatchChange): void {
+    const observer = this.#observer;
+    if (kind === 'RotatedKey' && observer?.onObjectChange !== undefined)
+      tellObserver(this.#audit, () => {
+        observer.onObjectChange?.(change);
+      });
     if (change.type === 'modified' && !mayChangePolicy(kind, change.previous, change.object)) return;
     // Before the first sync the start builds from everything anyway.
     if (!this.#synced || this.#stop.signal.aborted) return;
@@ -280,7 +305,7 @@ export class ObjectKeys {
       [...refused].some((id) => !this.#refused.has(id));
     this.#refused = refused;
     this.#inForce = built;
-    const observer = this.#options.observer;
+    const observer = this.#observer;
     if (changed && observer !== undefined)
       tellObserver(this.#audit, () => {
         observer.onGeneration(built.keys, built.refusals);

@@ -7,6 +7,7 @@
 // each in its own run as soon as its key is free.
 import { randomUUID } from 'node:crypto';
 import type { AuditLog } from '../audit/public/events.ts';
+import type { DeliveryReport } from '../consumers/public/types.ts';
 import { errorCode, errorMessage, typedCode } from '../errors.ts';
 import type { KeyPolicy } from '../policy/public/schema.ts';
 import { keyOutcome, notStartedFacts } from '../rotation/public/outcome.ts';
@@ -27,7 +28,7 @@ export interface LauncherOptions {
   /** Registers work a shutdown waits for. */
   track: <T>(work: Promise<T>) => Promise<T>;
   /** Takes a run's consumer delivery once its rotations are over (runs in the background; never rejects). */
-  deliver?: (delivery: Promise<unknown>) => void;
+  deliver?: (delivery: Promise<DeliveryReport | undefined>) => void;
 }
 
 /** What a trigger run may add: the slot to roll per entry id, and a listener for each key's outcome. */

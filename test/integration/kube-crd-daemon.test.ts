@@ -48,6 +48,17 @@ const OWNER_TOKEN = 'demo-owner-token';
 const BILLING = 'key_demo_billing';
 const SEARCH = 'key_demo_search';
 
+/** The parts of a RotatedKey the status tests read. */
+interface KeyObject {
+  metadata: { annotations?: Record<string, string> };
+  status?: {
+    lastRotated?: string;
+    lastRotationId?: string;
+    conditions?: { type: string; status: string; reason: string }[];
+    rotateNow?: { value: string; outcome?: string; requestedBy?: string };
+  };
+}
+
 /** What the observer was told, in order. */
 interface Told {
   generations: { keys: Record<string, string>; refusals: Refusal[] }[];
@@ -67,6 +78,8 @@ interface ObjectsDaemon {
   createKey(name: string, spec: Record<string, unknown>): Promise<void>;
   patchKey(name: string, patch: Record<string, unknown>): Promise<void>;
   deleteKey(name: string): Promise<void>;
+  /** The RotatedKey as the API server holds it (admin). */
+  readKey(name: string): Promise<KeyObject>;
   /** The spec of a key stored by the ClusterKeyStore under this test's namespace. */
   keySpec(id: string, path: string, extra?: Record<string, unknown>): Record<string, unknown>;
 }
@@ -134,7 +147,7 @@ if (server === undefined) {
   });
 
   /** A namespace, a ClusterKeyApi (the emulator) and a file ClusterKeyStore of its own, and a daemon watching every object. */
-  async function startObjectsDaemon(): Promise<ObjectsDaemon> {
+  async function startObjectsDaemon(options: { statusWriter?: boolean } = {}): Promise<ObjectsDaemon> {
     const suffix = randomBytes(4).toString('hex');
     const namespace = `keys-${suffix}`;
     const agent = adminAgent(kube);
@@ -192,7 +205,8 @@ if (server === undefined) {
       keysFrom: {
         kubeConfig: account.kubeConfig,
         namespace: `keyroll-${suffix}`,
-        observer,
+        // Without an observer the daemon writes the objects' status itself (daemon/object-status.ts).
+        ...(options.statusWriter === true ? {} : { observer }),
         // Short, so a test waits for the build and not for the product's second of quiet.
         debounce: { quietMs: 20, maxDelayMs: 100 },
         watchBackoff: { initialMs: 20, maxMs: 200 },
@@ -233,6 +247,10 @@ if (server === undefined) {
         }),
       patchKey: (name, patch) => call(kube, agent, 'PATCH', `${keys}/${name}`, patch),
       deleteKey: (name) => call(kube, agent, 'DELETE', `${keys}/${name}`),
+      readKey: async (name) => {
+        const response = await request(`${kube.server}${keys}/${name}`, { dispatcher: agent });
+        return (await response.body.json()) as KeyObject;
+      },
       keySpec: (id, path, extra = {}) => ({
         id,
         organization: ORG,
@@ -287,6 +305,45 @@ if (server === undefined) {
       await daemon.idle();
       expect(emulator.state.rollCount(BILLING)).toBe(1);
       expect(await storedValue(objects, 'billing.json')).toBe(stored);
+    });
+
+    it('without an observer writes the RotatedKey status after its rotation and serves a rotate-now annotation once', async () => {
+      const objects = await startObjectsDaemon({ statusWriter: true });
+      const { daemon, emulator } = objects;
+      await objects.createKey('billing', objects.keySpec(BILLING, 'billing.json'));
+      await waitFor(() => emulator.state.rollCount(BILLING) === 1, 'the new RotatedKey rotated');
+      await daemon.idle();
+      const ready = (key: KeyObject) => key.status?.conditions?.find((c) => c.type === 'Ready');
+      let key = await objects.readKey('billing');
+      await waitFor(async () => {
+        key = await objects.readKey('billing');
+        return ready(key)?.status === 'True' && key.status?.lastRotated !== undefined;
+      }, 'Ready=True with the last rotation in the status');
+      const firstRotation = key.status?.lastRotationId;
+      expect(firstRotation).toEqual(expect.any(String));
+
+      // keyroll.io/rotate-now: rotated once more through the launcher (compromise, like leak,
+      // bypasses the minInterval the first rotation just started), settled, the annotation removed.
+      await objects.patchKey('billing', {
+        metadata: { annotations: { 'keyroll.io/rotate-now': 'compromise: test' } },
+      });
+      await waitFor(() => emulator.state.rollCount(BILLING) === 2, 'the rotate-now rotated');
+      await waitFor(async () => {
+        key = await objects.readKey('billing');
+        return (
+          key.metadata.annotations?.['keyroll.io/rotate-now'] === undefined &&
+          key.status?.rotateNow?.value === 'compromise: test' &&
+          key.status.lastRotationId !== firstRotation
+        );
+      }, 'the rotate-now settled in the status and the annotation removed');
+      expect(key.status?.rotateNow).toMatchObject({ outcome: 'Rotated' });
+      expect(ready(key)?.status).toBe('True');
+      await daemon.sweep();
+      await daemon.idle();
+      expect(emulator.state.rollCount(BILLING)).toBe(2);
+      const stored = await storedValue(objects, 'billing.json');
+      expect(emulator.state.isLiveSecret(BILLING, apiKeyOf(stored))).toBe(true);
+      expect(objects.audit.eventsNamed('crd.status.failed')).toEqual([]);
     });
 
     it('audits a refused RotatedKey once with its reason, hands it to the observer, and rotates the good key beside it', async () => {
