@@ -44,7 +44,7 @@ export function objectStatusReporter(deps: ObjectStatusDeps): StatusReporter {
     resource: { group: GROUP, version: VERSION, plural: 'rotatedkeys' },
     objects: deps.objects.rotatedKeys(),
     keyPolicy: keyOf,
-    readState: async (keyId) => {
+    readTrustedState: async (keyId) => {
       const { generation, key } = inForce(keyId);
       return readTrustedState(generation.runtime.resolveKey(key).primary, key, deps.now());
     },

@@ -137,7 +137,7 @@ if (server === undefined) {
         resource,
         objects: reflector,
         keyPolicy: (keyId) => ({ ...key, id: keyId }),
-        readState: () => Promise.resolve(record.state),
+        readTrustedState: () => Promise.resolve(record.state),
         audit,
         now: () => NOW,
         rotateNow: {
@@ -358,7 +358,7 @@ if (server === undefined) {
           resource: t.resource,
           objects: { get: (wanted) => (wanted === key ? stale : undefined) },
           keyPolicy: (keyId) => ({ ...keyWith(), id: keyId }),
-          readState: () => Promise.resolve(t.record.state),
+          readTrustedState: () => Promise.resolve(t.record.state),
           audit: t.audit,
           now: () => NOW,
         });

@@ -50,7 +50,7 @@ export interface StatusReporterOptions {
   /** The policy entry of a key of the current generation. */
   keyPolicy: (keyId: string) => KeyPolicy | undefined;
   /** Reads a key's record at its primary destination (readTrustedState); no write. */
-  readState: (keyId: string, signal: AbortSignal) => Promise<KeyState>;
+  readTrustedState: (keyId: string, signal: AbortSignal) => Promise<KeyState>;
   audit: AuditLog;
   /** Rotate-now: the daemon's port to the launcher, and the annotation's remover. Absent: not served. */
   rotateNow?: { port: RotateNowPort; annotations: AnnotationRequests };
@@ -323,7 +323,7 @@ export class StatusReporter {
     if (known !== undefined && !this.#stale.has(keyId)) return factsUnderPolicy(key, known);
     this.#stale.delete(keyId);
     try {
-      const facts = factsFromState(key, await this.#options.readState(keyId, signal));
+      const facts = factsFromState(key, await this.#options.readTrustedState(keyId, signal));
       // Consumers' state is not in the record: what the refresher reported stays.
       const merged =
         known?.consumers !== undefined && facts.consumers !== undefined

@@ -91,7 +91,7 @@ function reporterOn(stand: ReturnType<typeof standIn>, calls: RotateNowCall[] = 
     resource: RESOURCE,
     objects: { get: (key) => stand.objects.get(key) },
     keyPolicy: (keyId) => ({ ...keyWith(), id: keyId }),
-    readState: () => Promise.resolve(state),
+    readTrustedState: () => Promise.resolve(state),
     audit: createMemoryAuditLog(),
     now: () => NOW,
     rotateNow: {
