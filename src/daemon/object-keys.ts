@@ -83,6 +83,7 @@ export class ObjectKeys {
   #synced = false;
   #settings: SharedSettingsFile | undefined;
   readonly #builds = new WeakMap<Policy, Built>();
+  readonly #parsed = new WeakMap<WatchedObject, ReturnType<typeof KeyrollObject.safeParse>>();
   #inForce: Built | undefined;
   /** The refusals audited for what is in force (refusalId): each is audited once, not at every resync. */
   #refused = new Set<string>();
@@ -247,7 +248,7 @@ export class ObjectKeys {
     const unreadable: Refusal[] = [];
     for (const kind of KIND_NAMES) {
       for (const raw of this.#reflectors.get(kind)?.objects().values() ?? []) {
-        const parsed = KeyrollObject.safeParse(raw);
+        const parsed = this.#parse(raw);
         if (parsed.success) {
           objects.push(parsed.data);
           continue;
@@ -263,6 +264,19 @@ export class ObjectKeys {
       }
     }
     return { objects, unreadable };
+  }
+
+  /**
+   * An object as the kinds' schemas read it, parsed once per version: the reflector keeps an
+   * unchanged object's copy, so a build after one change does not parse the other thousand again.
+   */
+  #parse(raw: WatchedObject): ReturnType<typeof KeyrollObject.safeParse> {
+    let parsed = this.#parsed.get(raw);
+    if (parsed === undefined) {
+      parsed = KeyrollObject.safeParse(raw);
+      this.#parsed.set(raw, parsed);
+    }
+    return parsed;
   }
 
   #namespaceLabels(): Map<string, Record<string, string>> {

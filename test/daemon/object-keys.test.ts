@@ -8,6 +8,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createMemoryAuditLog } from '../../src/audit/logger.ts';
+import { KeyrollObject } from '../../src/crd/kinds/kinds.ts';
 import type { ListPage, WatchEvent, WatchFrom, WatchRequests } from '../../src/crd/watch/kube-client.ts';
 import type { WatchedObject, WatchedResource } from '../../src/crd/watch/resource.ts';
 import { OBJECT_CHANGE_DEBOUNCE, ObjectKeys } from '../../src/daemon/object-keys.ts';
@@ -173,6 +174,21 @@ describe('ObjectKeys', () => {
       await vi.advanceTimersByTimeAsync(step);
     }
     expect(run.builds()).toBe(1);
+  });
+
+  it('a build after one change parses only the object that changed', async () => {
+    const server = serverWith(rotatedKey('a', 1), rotatedKey('b', 1), rotatedKey('c', 1));
+    const run = await started(server);
+    const parse = vi.spyOn(KeyrollObject, 'safeParse');
+    expect(run.keys.rebuild()).toBeUndefined();
+    expect(parse).not.toHaveBeenCalled();
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
+    server.push('rotatedkeys', { type: 'MODIFIED', object: rotatedKey('b', 2, { maxAge: '20d' }) });
+    await vi.advanceTimersByTimeAsync(OBJECT_CHANGE_DEBOUNCE.quietMs);
+    expect(run.builds()).toBe(1);
+    expect(run.keys.rebuild()?.keys.find((key) => key.id === 'key_b')?.maxAgeMs).toBe(20 * 24 * 3600_000);
+    expect(parse.mock.calls.map(([raw]) => (raw as WatchedObject).metadata?.name)).toEqual(['b']);
+    parse.mockRestore();
   });
 
   it('a refusal is audited once, however often the objects are built, and again for a new version of the object', async () => {
