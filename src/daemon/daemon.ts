@@ -29,7 +29,7 @@ import { KeyLocks } from '../scheduler/public/key-locks.ts';
 import { Launcher } from '../scheduler/public/launcher.ts';
 import { preflightDestinations, type Readiness } from '../scheduler/public/readiness.ts';
 import { groupSchedules, startSchedules, type ScheduleInfo } from '../scheduler/public/schedule.ts';
-import { checkKeys } from '../scheduler/public/sweep.ts';
+import { checkedSince, checkKeys, type KeyCheck } from '../scheduler/public/sweep.ts';
 import { SweepLoop } from '../scheduler/public/sweep-loop.ts';
 import type { EndpointSecrets } from './endpoint-secrets.ts';
 import { DAEMON_DEFAULTS, type DaemonOptions, type ReloadResult, type ShutdownResult } from './options.ts';
@@ -76,6 +76,8 @@ export class Daemon {
   readonly #objects: ObjectKeys | undefined;
   /** The status writer's hook (keysFrom.observer); calls nothing without one. */
   readonly #tell: ObserverCalls;
+  /** The leadership term whose first drift run was decided (#probedByPredecessor). */
+  #driftTerm: AbortSignal | undefined;
 
   /**
    * Loads the policy (unless given), reads every secret the endpoints need, builds the first
@@ -444,8 +446,13 @@ export class Daemon {
         await this.#launcher.runFree(generation, due, SCHEDULED, 'sweep', this.#leadership.termSignal());
       // Drift: every other key's stored secret is probed each sweep (a key rolled in the
       // dashboard is found within one sweep, alerted, and healed when onDrift is rotate).
+      const probed = this.#probedByPredecessor(result.checks, nowMs);
       const probe = generation.policy.keys.filter(
-        (key) => !due.includes(key) && key.driftCheckMs !== undefined && this.#health.maySweep(key.id, nowMs),
+        (key) =>
+          !due.includes(key) &&
+          key.driftCheckMs !== undefined &&
+          !probed.has(key.id) &&
+          this.#health.maySweep(key.id, nowMs),
       );
       if (probe.length > 0 && this.#accepting() && this.#leadership.leads())
         await this.#launcher.runFree(generation, probe, SCHEDULED, 'drift', this.#leadership.termSignal());
@@ -461,6 +468,21 @@ export class Daemon {
     } finally {
       done();
     }
+  }
+
+  /**
+   * On a new leader's first sweep of its term: the keys a predecessor probed or rotated within the
+   * last check interval, which this drift run leaves out. The dead leader's last sweep probed
+   * every key moments ago; probing them all again at once would only compete with the leak
+   * reports a takeover is busiest with (the `ha` bench's slowest delivered leaks were the ones a new
+   * leader took in its first seconds, while it probed every key).
+   * Each key is still probed at least once per check interval. Empty outside an election.
+   */
+  #probedByPredecessor(checks: readonly KeyCheck[], nowMs: number): Set<string> {
+    const term = this.#leadership.termSignal();
+    if (term === undefined || term === this.#driftTerm) return new Set();
+    this.#driftTerm = term;
+    return checkedSince(checks, nowMs - this.#context.checkIntervalMs);
   }
 
   #accepting(): boolean {

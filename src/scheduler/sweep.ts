@@ -17,6 +17,8 @@ export interface KeyCheck {
   /** Absent when the state could not be read. */
   decision?: DueDecision;
   lastRotatedAt?: string;
+  /** The last drift probe's time (whatever it found). */
+  lastProbeAt?: string;
   /** Why the state could not be read (the key's own run reports it with an alert). */
   readError?: { errorCode: string; message: string };
   /** The key is quarantined after repeated failures (its run skips it until a person acts). */
@@ -70,6 +72,7 @@ export async function checkKeys(
         key,
         decision,
         ...(state.lastRotatedAt ? { lastRotatedAt: state.lastRotatedAt } : {}),
+        ...(state.lastProbe ? { lastProbeAt: state.lastProbe.at } : {}),
         ...(isQuarantined(state) ? { quarantined: true } : {}),
         ...(driftUnhealed(state) ? { drifted: true } : {}),
         ...(state.lock !== undefined && Date.parse(state.lock.expiresAt) > now.getTime()
@@ -90,4 +93,18 @@ export async function checkKeys(
     drifted: checks.filter((check) => check.drifted === true).map((check) => check.key.id),
     locked: checks.filter((check) => check.locked === true).map((check) => check.key.id),
   };
+}
+
+/**
+ * The keys whose stored secret a runner looked at since `sinceMs`: a probe (whatever it found) or
+ * a rotation. A new leader's first drift run leaves them out (its predecessor's last sweep probed
+ * them moments ago); its next sweep probes them as usual.
+ */
+export function checkedSince(checks: readonly KeyCheck[], sinceMs: number): Set<string> {
+  const latest = (check: KeyCheck): number =>
+    Math.max(
+      check.lastProbeAt === undefined ? 0 : Date.parse(check.lastProbeAt),
+      check.lastRotatedAt === undefined ? 0 : Date.parse(check.lastRotatedAt),
+    );
+  return new Set(checks.filter((check) => latest(check) >= sinceMs).map((check) => check.key.id));
 }

@@ -1,2 +1,3 @@
 // src/scheduler/sweep.ts as other folders of src/ see it (docs/layout.md, "Entry files").
-export { checkKeys } from '../sweep.ts';
+export { checkedSince, checkKeys } from '../sweep.ts';
+export type { KeyCheck } from '../sweep.ts';
