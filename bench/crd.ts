@@ -13,10 +13,10 @@ import { spawn } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Agent, request } from 'undici';
+import type { Agent } from 'undici';
 import { KeyrollObject } from '../src/crd/kinds/kinds.ts';
 import { objectsToPolicy } from '../src/crd/policy/objects-to-policy.ts';
-import { adminAgent, installKeyrollCrds } from '../test/support/keyroll-crds.ts';
+import { adminAgent, createObject, installKeyrollCrds } from '../test/support/keyroll-crds.ts';
 import type { KubeApiServerInfo, RunningKubeApiServer } from '../test/support/kube-apiserver.ts';
 import { createTempDir } from '../test/support/temp-dir.ts';
 import type { WatchSample } from './crd-watch-child.ts';
@@ -74,25 +74,18 @@ const SHARED: Record<string, unknown>[] = [
   },
 ];
 
-async function post(kube: RunningKubeApiServer, agent: Agent, path: string, body: object): Promise<void> {
-  const response = await request(`${kube.server}${path}`, {
-    method: 'POST',
-    dispatcher: agent,
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  const text = await response.body.text();
-  if (response.statusCode !== 201 && response.statusCode !== 409)
-    throw new Error(`POST ${path}: ${String(response.statusCode)} ${text.slice(0, 300)}`);
-}
-
 /** Creates RotatedKeys [from, to) with CONCURRENCY requests in flight. */
 async function createKeys(kube: RunningKubeApiServer, agent: Agent, from: number, to: number): Promise<void> {
   let next = from;
   const worker = async (): Promise<void> => {
     while (next < to) {
       const index = next++;
-      await post(kube, agent, `${GROUP_PATH}/namespaces/${team(index)}/rotatedkeys`, rotatedKey(index));
+      await createObject(
+        kube,
+        agent,
+        `${GROUP_PATH}/namespaces/${team(index)}/rotatedkeys`,
+        rotatedKey(index),
+      );
     }
   };
   await Promise.all(Array.from({ length: CONCURRENCY }, worker));
@@ -150,10 +143,10 @@ export async function runCrdBench(options: { quick?: boolean } = {}): Promise<Be
   try {
     await installKeyrollCrds(kube);
     for (let index = 0; index < TEAMS; index++)
-      await post(kube, agent, '/api/v1/namespaces', { metadata: { name: team(index) } });
+      await createObject(kube, agent, '/api/v1/namespaces', { metadata: { name: team(index) } });
     for (const object of SHARED) {
       const plural = object.kind === 'ClusterKeyApi' ? 'clusterkeyapis' : 'clusterkeystores';
-      await post(kube, agent, `${GROUP_PATH}/${plural}`, object);
+      await createObject(kube, agent, `${GROUP_PATH}/${plural}`, object);
     }
     const infoFile = join(dir.path, 'kube.json');
     const info: KubeApiServerInfo = {

@@ -22,24 +22,30 @@ export function adminAgent(kube: KubeApiServerInfo): Agent {
   return new Agent({ connect: { ca: kube.caPem, cert: kube.admin.certPem, key: kube.admin.keyPem } });
 }
 
+/** POSTs `body` to `path` as the agent; created (201) or already there (409) is fine, anything else throws. */
+export async function createObject(
+  kube: KubeApiServerInfo,
+  agent: Agent,
+  path: string,
+  body: object,
+): Promise<void> {
+  const response = await request(`${kube.server}${path}`, {
+    method: 'POST',
+    dispatcher: agent,
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  const text = await response.body.text();
+  if (response.statusCode !== 201 && response.statusCode !== 409)
+    throw new Error(`the API server refused POST ${path} (${String(response.statusCode)}): ${text}`);
+}
+
 /** Creates each CRD of the bundle (409, already there, is fine) and waits until every one is Established. */
 export async function installKeyrollCrds(kube: KubeApiServerInfo): Promise<void> {
   const agent = adminAgent(kube);
   try {
     const definitions = parseAllDocuments(await readFile(BUNDLE, 'utf8')).map((doc) => doc.toJS() as Crd);
-    for (const definition of definitions) {
-      const response = await request(`${kube.server}${CRDS}`, {
-        method: 'POST',
-        dispatcher: agent,
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify(definition),
-      });
-      const text = await response.body.text();
-      if (response.statusCode !== 201 && response.statusCode !== 409)
-        throw new Error(
-          `the API server refused ${definition.metadata.name} (${String(response.statusCode)}): ${text}`,
-        );
-    }
+    for (const definition of definitions) await createObject(kube, agent, CRDS, definition);
     for (const definition of definitions) await waitEstablished(kube, agent, definition.metadata.name);
   } finally {
     await agent.close();

@@ -2,7 +2,7 @@
 // the test creates a replica's Pod and writes the status of its `keyroll` container through
 // /status, as the kubelet of its node would: running since a time, or stopped (the container
 // killed, a restart pending). What src/leader/holder-liveness.ts reads to prove a holder dead.
-import { ApiException, type CoreV1Api, type V1ContainerState } from '@kubernetes/client-node';
+import { ApiException, type CoreV1Api, type V1ContainerState, type V1Pod } from '@kubernetes/client-node';
 
 const IMAGE = 'keyroll:test';
 const IMAGE_ID = `keyroll@sha256:${'0'.repeat(64)}`;
@@ -14,20 +14,21 @@ export async function startKeyrollPod(
   name: string,
   startedAt: Date,
 ): Promise<string> {
+  let pod: V1Pod;
   let restartCount = 0;
   await ensureDefaultServiceAccount(core, namespace);
   try {
-    await core.createNamespacedPod({
+    pod = await core.createNamespacedPod({
       namespace,
       body: { metadata: { name }, spec: { containers: [{ name: 'keyroll', image: IMAGE }] } },
     });
   } catch (error) {
     // The container restarts in its pod (same name, same UID): the kubelet counts the restart.
     if (!(error instanceof ApiException && error.code === 409)) throw error;
-    const pod = await core.readNamespacedPod({ namespace, name });
+    pod = await core.readNamespacedPod({ namespace, name });
     restartCount = (pod.status?.containerStatuses?.[0]?.restartCount ?? 0) + 1;
   }
-  return setKeyrollContainer(core, namespace, name, { running: { startedAt } }, { restartCount });
+  return writeKeyrollContainer(core, pod, { running: { startedAt } }, { restartCount });
 }
 
 /**
@@ -51,10 +52,9 @@ export async function stopKeyrollContainer(
 ): Promise<void> {
   const pod = await core.readNamespacedPod({ namespace, name });
   const previous = pod.status?.containerStatuses?.[0];
-  await setKeyrollContainer(
+  await writeKeyrollContainer(
     core,
-    namespace,
-    name,
+    pod,
     { waiting: { reason: 'CrashLoopBackOff' } },
     {
       restartCount: previous?.restartCount ?? 0,
@@ -74,9 +74,25 @@ export async function setKeyrollContainer(
   namespace: string,
   name: string,
   state: V1ContainerState,
-  options: { restartCount?: number; lastTerminated?: NonNullable<V1ContainerState['terminated']> } = {},
+  options: ContainerOptions = {},
 ): Promise<string> {
-  const pod = await core.readNamespacedPod({ namespace, name });
+  return writeKeyrollContainer(core, await core.readNamespacedPod({ namespace, name }), state, options);
+}
+
+interface ContainerOptions {
+  restartCount?: number;
+  lastTerminated?: NonNullable<V1ContainerState['terminated']>;
+}
+
+/** Writes the keyroll container's state into `pod` (as just read or created) through /status; its UID. */
+async function writeKeyrollContainer(
+  core: CoreV1Api,
+  pod: V1Pod,
+  state: V1ContainerState,
+  options: ContainerOptions,
+): Promise<string> {
+  const namespace = pod.metadata?.namespace ?? '';
+  const name = pod.metadata?.name ?? '';
   const running = state.running !== undefined;
   const status = pod.status ?? {};
   status.phase = 'Running';

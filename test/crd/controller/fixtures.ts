@@ -3,33 +3,14 @@ import type { KeyState } from '../../../src/backends/types.ts';
 import type { ConsumerRef } from '../../../src/policy/consumers.ts';
 import type { KeyPolicy } from '../../../src/policy/schema.ts';
 import type { KeyOutcome } from '../../../src/rotation/types.ts';
+import { keyPolicy } from '../../rotation/harness.ts';
 
 export const HOUR = 3_600_000;
 export const DAY = 24 * HOUR;
 
+/** The policy of key_billing (org_billing): maxAge 30 days, minInterval an hour. */
 export function keyWith(overrides: Partial<KeyPolicy> = {}): KeyPolicy {
-  return {
-    id: 'key_billing',
-    organizationId: 'org_billing',
-    destinations: [
-      {
-        backend: 'files',
-        target: { path: 'billing.json', shape: { format: 'json', secretField: 'apiKey', fields: [] } },
-      },
-    ],
-    fallbacks: [],
-    timezone: 'UTC',
-    maxAgeMs: 30 * DAY,
-    minIntervalMs: HOUR,
-    lockTtlMs: 15 * 60_000,
-    clockSkewMs: 0,
-    verify: { readBack: true, apiCall: true },
-    store: { attempts: 5, initialBackoffMs: 200, maxBackoffMs: 5_000 },
-    notify: { onFailure: [], onSuccess: [] },
-    labels: {},
-    onDrift: 'rotate',
-    ...overrides,
-  };
+  return keyPolicy('key_billing', 'org_billing', overrides);
 }
 
 export const DEPLOYMENT = {

@@ -10,15 +10,13 @@ import { objectsToPolicy } from '../../../src/crd/policy/objects-to-policy.ts';
 import { keyIdAdmitted } from '../../../src/crd/policy/tenancy.ts';
 import { runRotations } from '../../../src/rotation/run.ts';
 import { keyPolicy, startBench, type Bench } from '../../rotation/harness.ts';
-import { object, options, paymentsKey, rotatedKey, vault, vaultDestination } from './fixtures.ts';
+import { api, object, options, paymentsKey, rotatedKey, vault, vaultDestination } from './fixtures.ts';
 
 /** One API for evil (org_evil, key ids key_evil_* and key_evil_legacy) and billing (org_billing, any id). */
 const listed = object({
-  kind: 'ClusterKeyApi',
-  metadata: { name: 'acme' },
+  ...api,
   spec: {
-    baseUrl: 'https://api.example.com',
-    credential: { type: 'bearer', token: 'env:ACME_TOKEN' },
+    ...(api.spec as Record<string, unknown>),
     conditions: [
       { namespaces: ['billing'], organizations: ['org_billing'] },
       { namespaces: ['payments'], organizations: ['org_payments'] },
