@@ -18,6 +18,7 @@ import { lockOwnerOf } from '../../src/rotation/lock-owner.ts';
 import { adminKubeConfig, serviceAccountCredentials } from '../support/kube-apiserver.ts';
 import { setKeyrollContainer, startKeyrollPod, stopKeyrollContainer } from '../support/kube-pods.ts';
 import { renderConsumerTemplates } from '../support/consumer-cluster.ts';
+import { waitFor } from '../support/wait-for.ts';
 import { kubeApiServer } from './servers.ts';
 
 const server = await kubeApiServer();
@@ -33,16 +34,16 @@ if (server === undefined) {
   const core = admin.makeApiClient(CoreV1Api);
 
   async function untilGone(namespace: string, name: string): Promise<void> {
-    for (let round = 0; round < 100; round++) {
+    const gone = async (): Promise<boolean> => {
       try {
         await core.readNamespacedPod({ namespace, name });
+        return false;
       } catch (error) {
-        if (error instanceof ApiException && error.code === 404) return;
+        if (error instanceof ApiException && error.code === 404) return true;
         throw error;
       }
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    throw new Error(`pod ${name} still there`);
+    };
+    await waitFor(gone, `pod ${name} gone`, { timeoutMs: 10_000, intervalMs: 100 });
   }
 
   describe("proving a lock holder dead, as keyroll's service account under the chart's Role", () => {
