@@ -302,7 +302,7 @@ export function adminKubeConfig(info: KubeApiServerInfo): KubeConfig {
 }
 
 /** Runs `create`, taking 409 Conflict (it exists already) as done. */
-async function createUnlessExists(create: () => Promise<unknown>): Promise<void> {
+export async function createUnlessExists(create: () => Promise<unknown>): Promise<void> {
   try {
     await create();
   } catch (error) {
