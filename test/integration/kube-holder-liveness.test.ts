@@ -15,7 +15,7 @@ import {
 import { describe, expect, it } from 'vitest';
 import { HolderLiveness, kubePodReader } from '../../src/leader/holder-liveness.ts';
 import { lockOwnerOf } from '../../src/rotation/lock-owner.ts';
-import { adminKubeConfig, serviceAccountCredentials } from '../support/kube-apiserver.ts';
+import { adminKubeConfig, refusalStatus, serviceAccountCredentials } from '../support/kube-apiserver.ts';
 import { setKeyrollContainer, startKeyrollPod, stopKeyrollContainer } from '../support/kube-pods.ts';
 import { renderConsumerTemplates } from '../support/consumer-cluster.ts';
 import { waitFor } from '../support/wait-for.ts';
@@ -94,16 +94,10 @@ if (server === undefined) {
 
       // Read only, in its own namespace: no list, no delete, no pod of another namespace (403: nothing proven).
       const asKeyroll = kubeConfig.makeApiClient(CoreV1Api);
-      const refused = async (call: () => Promise<unknown>): Promise<number | undefined> => {
-        try {
-          await call();
-          return undefined;
-        } catch (error) {
-          return error instanceof ApiException ? error.code : -1;
-        }
-      };
-      expect(await refused(() => asKeyroll.listNamespacedPod({ namespace }))).toBe(403);
-      expect(await refused(() => asKeyroll.deleteNamespacedPod({ namespace, name: 'keyroll-a' }))).toBe(403);
+      expect(await refusalStatus(() => asKeyroll.listNamespacedPod({ namespace }))).toBe(403);
+      expect(await refusalStatus(() => asKeyroll.deleteNamespacedPod({ namespace, name: 'keyroll-a' }))).toBe(
+        403,
+      );
       const elsewhere = lockOwnerOf(
         { POD_NAMESPACE: 'default', POD_NAME: 'keyroll-gone', POD_UID: uid },
         holderStart,

@@ -310,6 +310,16 @@ export async function createUnlessExists(create: () => Promise<unknown>): Promis
   }
 }
 
+/** The status the API server refused `call` with (-1: no API answer), or undefined when it was allowed. */
+export async function refusalStatus(call: () => Promise<unknown>): Promise<number | undefined> {
+  try {
+    await call();
+    return undefined;
+  } catch (error) {
+    return error instanceof ApiException ? error.code : -1;
+  }
+}
+
 export interface ServiceAccountCredentials {
   /** A client config acting as the service account (bearer token, the server's CA). */
   kubeConfig: KubeConfig;
