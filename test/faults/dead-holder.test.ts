@@ -11,9 +11,7 @@
 //   request A had sent before it died could still be applied by the API;
 // - A is only SIGSTOPped, its pod still running since before A started: B (leader once A's Lease
 //   lapses) answers busy, as before.
-import { randomUUID } from 'node:crypto';
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
-import { sign } from '@octokit/webhooks-methods';
 import { describe, expect, it } from 'vitest';
 import { parsePodLockOwner } from '../../src/rotation/lock-owner.ts';
 import { adminKubeConfig } from '../support/kube-apiserver.ts';
@@ -21,11 +19,13 @@ import { startKeyrollPod } from '../support/kube-pods.ts';
 import { findSecrets } from '../support/secret-scan.ts';
 import { waitFor } from '../support/wait-for.ts';
 import { kubeApiServer } from '../integration/servers.ts';
-import { secretScanningWebhook, startFakeGithub, type FakeGithub } from '../support/fake-github.ts';
-import { OWNER_TOKEN, type ChildResult, type RunningChild } from './b-child.ts';
+import { secretScanningWebhook } from '../support/fake-github.ts';
+import { deliver } from '../leaks/github/support.ts';
+import { OWNER_TOKEN, type RunningChild } from './b-child.ts';
+import { judgeLeakRuns, openLeakWorld, type LeakWorld } from './b-leak-replicas.ts';
 import { eventsOf, openReplicaCluster, replicaUrl, untilHolder } from './b-replicas.ts';
-import { faultKey, faultPolicyYaml, openWorld, type FaultWorld } from './b-world.ts';
-import { checkNoDoubleRoll, checkNotLost, recordCase, reportedRolls } from './record.ts';
+import { faultKey } from './b-world.ts';
+import { recordCase } from './record.ts';
 
 const KEY = faultKey('key_demo_billing', 0);
 const WEBHOOK_SECRET = 'github-webhook-secret-for-the-dead-holder-cases';
@@ -34,9 +34,7 @@ const ALERT_ID = `${ALERT.owner}/${ALERT.repo}#${String(ALERT.number)}`;
 
 const kube = await kubeApiServer();
 
-interface Holders {
-  world: FaultWorld;
-  github: FakeGithub;
+interface Holders extends LeakWorld {
   core: CoreV1Api;
   namespace: string;
   /** Holds the leak's lock, stopped at its roll. */
@@ -44,67 +42,18 @@ interface Holders {
   b: RunningChild;
   /** The lock owner A wrote. */
   owner: string;
-  leaked: string;
-  close(): Promise<void>;
-}
-
-async function deliverAlert(url: string): Promise<number> {
-  const body = JSON.stringify(secretScanningWebhook('created', ALERT));
-  const response = await fetch(`${url}/v1/leaks/github`, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      'user-agent': 'GitHub-Hookshot/faults',
-      'x-github-event': 'secret_scanning_alert',
-      'x-github-delivery': randomUUID(),
-      'x-hub-signature-256': await sign(WEBHOOK_SECRET, body),
-    },
-    body,
-  });
-  await response.arrayBuffer();
-  return response.status;
 }
 
 /** Two replicas with their pods; A has taken the leak delivery and stopped at its roll, holding the lock. */
 async function holdLeakLock(): Promise<Holders> {
   if (kube === undefined) throw new Error('no Kubernetes API server');
-  const world = await openWorld();
-  const github = await startFakeGithub();
-  const children: RunningChild[] = [];
-  const close = async (): Promise<void> => {
-    for (const child of children) {
-      child.process.kill('SIGCONT');
-      child.process.kill('SIGKILL');
-    }
-    await Promise.all(children.map((child) => child.result));
-    await github.close();
-    await world.close();
-  };
+  const leak = await openLeakWorld({
+    key: KEY,
+    webhookSecret: WEBHOOK_SECRET,
+    policy: { lockTtl: '15m', clockSkew: '1s' },
+  });
   try {
-    const policy = faultPolicyYaml({
-      baseUrl: world.emulator.url,
-      alertUrl: `${world.receiver.url}/alerts`,
-      keys: [KEY],
-      lockTtl: '15m',
-      clockSkew: '1s',
-    });
-    // The reconcile runs when a replica becomes leader, then hourly.
-    await world.writeFile(
-      'policy.yaml',
-      `${policy}intake:
-  github:
-    webhookSecret: env:KR_GITHUB_WEBHOOK_SECRET
-    apiUrl: ${github.url}
-    token: env:KR_GITHUB_TOKEN
-    organizations: [octo-org]
-    secretTypes: [keyroll_api_key]
-    reconcileInterval: 1h
-`,
-    );
-    // Rotated a minute ago: not due, so no sweep touches the key on its own.
-    await world.seedRotated(KEY, new Date(Date.now() - 60_000));
-    const leaked = await world.storedSecret(KEY);
-    if (leaked === undefined) throw new Error('seeded');
+    const { world, github } = leak;
     const cluster = await openReplicaCluster(kube, world);
     const admin: KubeConfig = adminKubeConfig(kube);
     const core = admin.makeApiClient(CoreV1Api);
@@ -113,59 +62,30 @@ async function holdLeakLock(): Promise<Holders> {
     const uidA = await startKeyrollPod(core, namespace, 'keyroll-a', new Date(Date.now() - 1_000));
     const uidB = await startKeyrollPod(core, namespace, 'keyroll-b', new Date(Date.now() - 1_000));
     const env = (name: string, uid: string): Record<string, string> => ({
-      KR_GITHUB_WEBHOOK_SECRET: WEBHOOK_SECRET,
-      KR_GITHUB_TOKEN: github.token,
+      ...leak.intakeEnv,
       POD_NAMESPACE: namespace,
       POD_NAME: name,
       POD_UID: uid,
     });
-    const a = cluster.spawnReplica('keyroll-a', { pauseAt: 'roll', env: env('keyroll-a', uidA) });
-    children.push(a);
+    const a = leak.track(cluster.spawnReplica('keyroll-a', { pauseAt: 'roll', env: env('keyroll-a', uidA) }));
     await untilHolder(cluster, 'keyroll-a');
     await waitFor(() => eventsOf(a, 'leak.reconcile.finished').length > 0, "the leader's first reconcile");
-    const b = cluster.spawnReplica('keyroll-b', { env: env('keyroll-b', uidB) });
-    children.push(b);
+    const b = leak.track(cluster.spawnReplica('keyroll-b', { env: env('keyroll-b', uidB) }));
     const aUrl = await replicaUrl(a);
     await replicaUrl(b);
-    github.addAlert({ ...ALERT, state: 'open', secret: leaked });
-    expect(await deliverAlert(aUrl)).toBe(202);
+    github.addAlert({ ...ALERT, state: 'open', secret: leak.leaked });
+    const answer = await deliver({ url: aUrl }, secretScanningWebhook('created', ALERT), {
+      secret: WEBHOOK_SECRET,
+    });
+    expect(answer.status).toBe(202);
     await a.waitForStderr('keyroll: paused at roll\n');
     const lock = (await world.files.readState(KEY.target)).lock;
     if (lock === undefined) throw new Error('A holds no lock');
-    return { world, github, core, namespace, a, b, owner: lock.owner, leaked, close };
+    return { ...leak, core, namespace, a, b, owner: lock.owner };
   } catch (error) {
-    await close();
+    await leak.close();
     throw error;
   }
-}
-
-/** The four questions over both replicas' audit trails. */
-async function judge(
-  holders: Holders,
-  runs: readonly ChildResult[],
-): Promise<{
-  lost: ReturnType<typeof checkNotLost>;
-  leaks: ReturnType<typeof findSecrets>;
-  rolls: ReturnType<typeof checkNoDoubleRoll>;
-}> {
-  const { world } = holders;
-  const events = runs.flatMap((run) => run.events);
-  return {
-    lost: checkNotLost([{ keyId: KEY.id, secrets: [await world.storedSecret(KEY)] }], (keyId, secret) =>
-      world.emulator.state.isLiveSecret(keyId, secret),
-    ),
-    leaks: findSecrets(
-      [...world.haystacks(), ...holders.github.requests.map((request) => request.body)],
-      [...world.emulator.state.mintedSecrets(), OWNER_TOKEN, holders.github.token],
-    ),
-    rolls: checkNoDoubleRoll([
-      {
-        keyId: KEY.id,
-        emulatorRolls: world.emulator.state.rollCount(KEY.id),
-        reportedRolls: reportedRolls(events, KEY.id),
-      },
-    ]),
-  };
 }
 
 const KILLS = [
@@ -212,7 +132,7 @@ describe.skipIf(kube === undefined)("a replica SIGKILLed holding a leak's key lo
           process.stderr.write(
             `${next.events.map((event) => JSON.stringify(event)).join('\n')}\n${next.stderr}\n`,
           );
-        const verdict = await judge(holders, [killed, next]);
+        const verdict = await judgeLeakRuns(holders, KEY, [killed, next]);
         const alerts = world.alerts().filter((alert) => alert.keyId === KEY.id);
         recordCase(ctx, {
           case: `replica SIGKILLed holding a leak's lock, ${kill.name} (holder proven dead)`,

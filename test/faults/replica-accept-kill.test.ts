@@ -12,18 +12,17 @@
 //   see it. The test is that caller: the next leader's sweep and reconcile leave the key alone,
 //   the caller finds no key.succeeded for the promised rotation id, its first request is spent
 //   on every replica (409 replay), and a new request (fresh nonce) to the other replica rotates it.
-import { randomUUID } from 'node:crypto';
-import { sign } from '@octokit/webhooks-methods';
 import { describe, expect, it } from 'vitest';
-import { findSecrets } from '../support/secret-scan.ts';
 import { waitFor } from '../support/wait-for.ts';
 import { kubeApiServer } from '../integration/servers.ts';
 import { signedHeaders, TRIGGER_SECRET } from '../support/daemon-bench.ts';
-import { secretScanningWebhook, startFakeGithub, type FakeGithub } from '../support/fake-github.ts';
-import { OWNER_TOKEN, type ChildResult, type RunningChild } from './b-child.ts';
+import { secretScanningWebhook } from '../support/fake-github.ts';
+import { deliver } from '../leaks/github/support.ts';
+import type { ChildResult, RunningChild } from './b-child.ts';
+import { judgeLeakRuns, openLeakWorld, type LeakWorld } from './b-leak-replicas.ts';
 import { eventsOf, openReplicaCluster, replicaUrl, untilHolder } from './b-replicas.ts';
-import { faultKey, faultPolicyYaml, openWorld, type FaultWorld } from './b-world.ts';
-import { checkNoDoubleRoll, checkNotLost, recordCase, reportedRolls } from './record.ts';
+import { faultKey } from './b-world.ts';
+import { recordCase } from './record.ts';
 
 const KEY = faultKey('key_demo_billing', 0);
 const WEBHOOK_SECRET = 'github-webhook-secret-for-the-replica-fault-cases';
@@ -31,92 +30,36 @@ const ALERT = { owner: 'octo-org', repo: 'shop', number: 7 };
 
 const kube = await kubeApiServer();
 
-interface Replicas {
-  world: FaultWorld;
-  github: FakeGithub;
+interface Replicas extends LeakWorld {
   /** Accepts the request and is killed before its rotation starts; the leader at first. */
   a: RunningChild;
   /** The other replica: the next leader. */
   b: RunningChild;
   aUrl: string;
   bUrl: string;
-  /** The value consumers hold now: the one that leaks. */
-  leaked: string;
-  close(): Promise<void>;
 }
 
 /** A world, the fake GitHub, and two replicas: A leads (its first reconcile done), B stands by. */
 async function startReplicas(): Promise<Replicas> {
   if (kube === undefined) throw new Error('no Kubernetes API server');
-  const world = await openWorld();
-  const github = await startFakeGithub();
-  const children: RunningChild[] = [];
-  const close = async (): Promise<void> => {
-    for (const child of children) child.process.kill('SIGKILL');
-    await Promise.all(children.map((child) => child.result));
-    await github.close();
-    await world.close();
-  };
+  // The reconcile runs when a replica becomes leader, then hourly: no pass of A's can meet the alert.
+  const leak = await openLeakWorld({ key: KEY, webhookSecret: WEBHOOK_SECRET });
   try {
-    const policy = faultPolicyYaml({
-      baseUrl: world.emulator.url,
-      alertUrl: `${world.receiver.url}/alerts`,
-      keys: [KEY],
-    });
-    // The reconcile runs when a replica becomes leader, then hourly: no pass of A's can meet the alert.
-    await world.writeFile(
-      'policy.yaml',
-      `${policy}intake:
-  github:
-    webhookSecret: env:KR_GITHUB_WEBHOOK_SECRET
-    apiUrl: ${github.url}
-    token: env:KR_GITHUB_TOKEN
-    organizations: [octo-org]
-    secretTypes: [keyroll_api_key]
-    reconcileInterval: 1h
-`,
-    );
-    // Rotated a minute ago: not due, so no sweep touches the key on its own.
-    await world.seedRotated(KEY, new Date(Date.now() - 60_000));
-    const leaked = await world.storedSecret(KEY);
-    if (leaked === undefined) throw new Error('seeded');
-    const cluster = await openReplicaCluster(kube, world);
+    const cluster = await openReplicaCluster(kube, leak.world);
     const options = {
       args: ['--trigger-key', 'alice=env:KEYROLL_TRIGGER_KEY_ALICE'],
-      env: {
-        KEYROLL_TRIGGER_KEY_ALICE: TRIGGER_SECRET,
-        KR_GITHUB_WEBHOOK_SECRET: WEBHOOK_SECRET,
-        KR_GITHUB_TOKEN: github.token,
-      },
+      env: { KEYROLL_TRIGGER_KEY_ALICE: TRIGGER_SECRET, ...leak.intakeEnv },
     };
-    const a = cluster.spawnReplica('keyroll-a', { ...options, pauseAt: 'preflight' });
-    children.push(a);
+    const a = leak.track(cluster.spawnReplica('keyroll-a', { ...options, pauseAt: 'preflight' }));
     await untilHolder(cluster, 'keyroll-a');
     await waitFor(() => eventsOf(a, 'leak.reconcile.finished').length > 0, "the leader's first reconcile");
-    const b = cluster.spawnReplica('keyroll-b', options);
-    children.push(b);
+    const b = leak.track(cluster.spawnReplica('keyroll-b', options));
     const [aUrl, bUrl] = await Promise.all([replicaUrl(a), replicaUrl(b)]);
-    return { world, github, a, b, aUrl, bUrl, leaked, close };
+    return { ...leak, a, b, aUrl, bUrl };
   } catch (error) {
-    await close();
+    await leak.close();
     throw error;
   }
-}
-
-async function deliverAlert(url: string): Promise<{ status: number; json: Record<string, unknown> }> {
-  const body = JSON.stringify(secretScanningWebhook('created', ALERT));
-  const response = await fetch(`${url}/v1/leaks/github`, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      'user-agent': 'GitHub-Hookshot/faults',
-      'x-github-event': 'secret_scanning_alert',
-      'x-github-delivery': randomUUID(),
-      'x-hub-signature-256': await sign(WEBHOOK_SECRET, body),
-    },
-    body,
-  });
-  return { status: response.status, json: (await response.json()) as Record<string, unknown> };
 }
 
 async function postTrigger(
@@ -145,42 +88,15 @@ async function killBeforeStartAndFailOver(replicas: Replicas): Promise<ChildResu
   return killed;
 }
 
-/** The four questions, over both replicas' audit trails. */
-async function judge(
-  replicas: Replicas,
-  runs: readonly ChildResult[],
-): Promise<{
-  lost: ReturnType<typeof checkNotLost>;
-  leaks: ReturnType<typeof findSecrets>;
-  rolls: ReturnType<typeof checkNoDoubleRoll>;
-}> {
-  const { world } = replicas;
-  const events = runs.flatMap((run) => run.events);
-  return {
-    lost: checkNotLost([{ keyId: KEY.id, secrets: [await world.storedSecret(KEY)] }], (keyId, secret) =>
-      world.emulator.state.isLiveSecret(keyId, secret),
-    ),
-    leaks: findSecrets(
-      [...world.haystacks(), ...replicas.github.requests.map((request) => request.body)],
-      [...world.emulator.state.mintedSecrets(), OWNER_TOKEN, replicas.github.token],
-    ),
-    rolls: checkNoDoubleRoll([
-      {
-        keyId: KEY.id,
-        emulatorRolls: world.emulator.state.rollCount(KEY.id),
-        reportedRolls: reportedRolls(events, KEY.id),
-      },
-    ]),
-  };
-}
-
 describe.skipIf(kube === undefined)('a replica SIGKILLed between accepting work and starting it', () => {
   it("a GitHub leak delivery: the replica answered 202 and died; the other replica's reconcile takes the open alert, rotates once and resolves it", async (ctx) => {
     const replicas = await startReplicas();
     try {
       const { world, github, a, b } = replicas;
       github.addAlert({ ...ALERT, state: 'open', secret: replicas.leaked });
-      const answer = await deliverAlert(replicas.aUrl);
+      const answer = await deliver({ url: replicas.aUrl }, secretScanningWebhook('created', ALERT), {
+        secret: WEBHOOK_SECRET,
+      });
       const killed = await killBeforeStartAndFailOver(replicas);
       await waitFor(
         () => github.alerts.get(`${ALERT.owner}/${ALERT.repo}#${String(ALERT.number)}`)?.state === 'resolved',
@@ -189,7 +105,7 @@ describe.skipIf(kube === undefined)('a replica SIGKILLed between accepting work 
       );
       b.process.kill('SIGTERM');
       const next = await b.result;
-      const verdict = await judge(replicas, [killed, next]);
+      const verdict = await judgeLeakRuns(replicas, KEY, [killed, next]);
       const found = next.events.filter((event) => event.event === 'leak.reconcile.found');
       recordCase(ctx, {
         case: 'replica SIGKILLed after accepting a GitHub delivery (reconcile takes it)',
@@ -248,7 +164,7 @@ describe.skipIf(kube === undefined)('a replica SIGKILLed between accepting work 
       });
       b.process.kill('SIGTERM');
       const next = await b.result;
-      const verdict = await judge(replicas, [killed, next]);
+      const verdict = await judgeLeakRuns(replicas, KEY, [killed, next]);
       recordCase(ctx, {
         case: 'replica SIGKILLed after accepting a signed trigger (the caller sends again)',
         fault: 'SIGKILL between 202 and start',

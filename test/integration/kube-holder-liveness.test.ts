@@ -15,9 +15,10 @@ import {
 import { describe, expect, it } from 'vitest';
 import { HolderLiveness, kubePodReader } from '../../src/leader/holder-liveness.ts';
 import { lockOwnerOf } from '../../src/rotation/lock-owner.ts';
-import { adminKubeConfig, serviceAccountCredentials } from '../support/kube-apiserver.ts';
+import { adminKubeConfig, refusalStatus, serviceAccountCredentials } from '../support/kube-apiserver.ts';
 import { setKeyrollContainer, startKeyrollPod, stopKeyrollContainer } from '../support/kube-pods.ts';
 import { renderConsumerTemplates } from '../support/consumer-cluster.ts';
+import { waitFor } from '../support/wait-for.ts';
 import { kubeApiServer } from './servers.ts';
 
 const server = await kubeApiServer();
@@ -33,16 +34,16 @@ if (server === undefined) {
   const core = admin.makeApiClient(CoreV1Api);
 
   async function untilGone(namespace: string, name: string): Promise<void> {
-    for (let round = 0; round < 100; round++) {
+    const gone = async (): Promise<boolean> => {
       try {
         await core.readNamespacedPod({ namespace, name });
+        return false;
       } catch (error) {
-        if (error instanceof ApiException && error.code === 404) return;
+        if (error instanceof ApiException && error.code === 404) return true;
         throw error;
       }
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    throw new Error(`pod ${name} still there`);
+    };
+    await waitFor(gone, `pod ${name} gone`, { timeoutMs: 10_000, intervalMs: 100 });
   }
 
   describe("proving a lock holder dead, as keyroll's service account under the chart's Role", () => {
@@ -93,16 +94,10 @@ if (server === undefined) {
 
       // Read only, in its own namespace: no list, no delete, no pod of another namespace (403: nothing proven).
       const asKeyroll = kubeConfig.makeApiClient(CoreV1Api);
-      const refused = async (call: () => Promise<unknown>): Promise<number | undefined> => {
-        try {
-          await call();
-          return undefined;
-        } catch (error) {
-          return error instanceof ApiException ? error.code : -1;
-        }
-      };
-      expect(await refused(() => asKeyroll.listNamespacedPod({ namespace }))).toBe(403);
-      expect(await refused(() => asKeyroll.deleteNamespacedPod({ namespace, name: 'keyroll-a' }))).toBe(403);
+      expect(await refusalStatus(() => asKeyroll.listNamespacedPod({ namespace }))).toBe(403);
+      expect(await refusalStatus(() => asKeyroll.deleteNamespacedPod({ namespace, name: 'keyroll-a' }))).toBe(
+        403,
+      );
       const elsewhere = lockOwnerOf(
         { POD_NAMESPACE: 'default', POD_NAME: 'keyroll-gone', POD_UID: uid },
         holderStart,

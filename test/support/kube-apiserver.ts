@@ -302,11 +302,21 @@ export function adminKubeConfig(info: KubeApiServerInfo): KubeConfig {
 }
 
 /** Runs `create`, taking 409 Conflict (it exists already) as done. */
-async function createUnlessExists(create: () => Promise<unknown>): Promise<void> {
+export async function createUnlessExists(create: () => Promise<unknown>): Promise<void> {
   try {
     await create();
   } catch (error) {
     if (!(error instanceof ApiException && error.code === 409)) throw error;
+  }
+}
+
+/** The status the API server refused `call` with (-1: no API answer), or undefined when it was allowed. */
+export async function refusalStatus(call: () => Promise<unknown>): Promise<number | undefined> {
+  try {
+    await call();
+    return undefined;
+  } catch (error) {
+    return error instanceof ApiException ? error.code : -1;
   }
 }
 

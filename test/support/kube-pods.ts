@@ -3,6 +3,7 @@
 // /status, as the kubelet of its node would: running since a time, or stopped (the container
 // killed, a restart pending). What src/leader/holder-liveness.ts reads to prove a holder dead.
 import { ApiException, type CoreV1Api, type V1ContainerState, type V1Pod } from '@kubernetes/client-node';
+import { createUnlessExists } from './kube-apiserver.ts';
 
 const IMAGE = 'keyroll:test';
 const IMAGE_ID = `keyroll@sha256:${'0'.repeat(64)}`;
@@ -16,7 +17,11 @@ export async function startKeyrollPod(
 ): Promise<string> {
   let pod: V1Pod;
   let restartCount = 0;
-  await ensureDefaultServiceAccount(core, namespace);
+  // The namespace's `default` ServiceAccount, which the API server's admission needs before it
+  // admits a pod (the controller-manager creates it in a cluster; none runs here).
+  await createUnlessExists(() =>
+    core.createNamespacedServiceAccount({ namespace, body: { metadata: { name: 'default' } } }),
+  );
   try {
     pod = await core.createNamespacedPod({
       namespace,
@@ -29,18 +34,6 @@ export async function startKeyrollPod(
     restartCount = (pod.status?.containerStatuses?.[0]?.restartCount ?? 0) + 1;
   }
   return writeKeyrollContainer(core, pod, { running: { startedAt } }, { restartCount });
-}
-
-/**
- * The namespace's `default` ServiceAccount, which the API server's admission needs before it admits
- * a pod (the controller-manager creates it in a cluster; none runs here).
- */
-async function ensureDefaultServiceAccount(core: CoreV1Api, namespace: string): Promise<void> {
-  try {
-    await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name: 'default' } } });
-  } catch (error) {
-    if (!(error instanceof ApiException && error.code === 409)) throw error;
-  }
 }
 
 /** The keyroll container killed at `finishedAt`, its restart pending (the kubelet's CrashLoopBackOff). */

@@ -86,7 +86,7 @@ export interface Delivery {
 
 /** POSTs a webhook delivery the way GitHub does (event, delivery id, X-Hub-Signature-256 over the raw body). */
 export async function deliver(
-  daemon: Daemon,
+  daemon: Pick<Daemon, 'url'>,
   payload: unknown,
   options: { event?: string; delivery?: string; secret?: string; signature?: string } = {},
 ): Promise<Delivery> {
