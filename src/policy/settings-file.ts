@@ -46,7 +46,7 @@ export async function loadSharedSettings(file: string): Promise<SharedSettingsFi
 export function parseSharedSettings(text: string, file: string): SharedSettingsFile {
   const yaml = parsePolicyYaml(text, file);
   const { doc, lineCounter } = yaml;
-  const data = yaml.data ?? {};
+  const data: unknown = yaml.data ?? {};
   const located = (issues: readonly PathIssue[]): PolicyIssue[] =>
     issues.map((issue) => {
       const { line, column } = positionOf(doc, lineCounter, issue.path);
