@@ -314,15 +314,13 @@ async function daemonCommand(flags: DaemonFlags): Promise<number> {
   process.exit(exitCode);
 }
 
-/** Where a pod is: the flag, else the service account's namespace file; undefined outside a pod without the flag. */
-async function podNamespace(flag: string | undefined): Promise<string | undefined> {
-  if (flag !== undefined && flag !== '') return flag;
+/** The namespace the pod's service account names; undefined outside a pod (or when unreadable). */
+async function serviceAccountNamespace(): Promise<string | undefined> {
   const { readFile } = await import('node:fs/promises');
-  const text = await readFile(POD_NAMESPACE_FILE, 'utf8').then(
-    (read) => read.trim(),
+  return readFile(POD_NAMESPACE_FILE, 'utf8').then(
+    (text) => text.trim(),
     () => undefined,
   );
-  return text === '' ? undefined : text;
 }
 
 /** The settings of --keys-from kubernetes; undefined with --keys-from file. */
@@ -332,8 +330,9 @@ async function keysFromOf(
   if (flags.keysFrom === 'file') return undefined;
   if (flags.keysFrom !== 'kubernetes')
     throw new UsageError(`--keys-from ${JSON.stringify(flags.keysFrom)} must be file or kubernetes`);
-  const namespace = await podNamespace(flags.keyrollNamespace);
-  if (namespace === undefined)
+  const flag = flags.keyrollNamespace;
+  const namespace = flag !== undefined && flag !== '' ? flag : await serviceAccountNamespace();
+  if (namespace === undefined || namespace === '')
     throw new UsageError(
       "--keys-from kubernetes needs keyroll's own namespace: --keyroll-namespace or env POD_NAMESPACE",
     );
@@ -381,11 +380,10 @@ async function leaderElectionOf(
   duration: (flag: string, text: string) => number,
 ): Promise<import('../daemon/public/leadership.ts').LeaderElectionOptions | undefined> {
   if (flags.leaderLease === undefined || flags.leaderLease === '') return undefined;
-  const [{ checkTimings }, { KubeLeaseStore }, { loadKubeConfig }, { readFile }] = await Promise.all([
+  const [{ checkTimings }, { KubeLeaseStore }, { loadKubeConfig }] = await Promise.all([
     import('../leader/public/elector.ts'),
     import('../leader/public/kube-lease-store.ts'),
     import('../consumers/public/kubernetes/node-client.ts'),
-    import('node:fs/promises'),
   ]);
   const timings = {
     leaseDurationMs: duration('--lease-duration', flags.leaseDuration),
@@ -400,12 +398,7 @@ async function leaderElectionOf(
     throw new UsageError(
       "--leader-lease needs this replica's name: --leader-identity, or env POD_NAME (the chart sets it from the downward API) or HOSTNAME",
     );
-  const namespace =
-    flags.leaderLeaseNamespace ??
-    (await readFile(POD_NAMESPACE_FILE, 'utf8').then(
-      (text) => text.trim(),
-      () => undefined,
-    ));
+  const namespace = flags.leaderLeaseNamespace ?? (await serviceAccountNamespace());
   if (namespace === undefined || namespace === '')
     throw new UsageError(
       "--leader-lease needs the Lease's namespace: --leader-lease-namespace or env POD_NAMESPACE",

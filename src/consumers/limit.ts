@@ -1,4 +1,5 @@
-// A small limit on work in flight, started in the order asked for (each ExternalSecret's sync).
+// A small limit on work in flight, started in the order asked for (each ExternalSecret's sync, each
+// RotatedKey status write of src/crd/controller/reporter.ts).
 export class Limit {
   #running = 0;
   readonly #waiting: (() => void)[] = [];

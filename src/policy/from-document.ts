@@ -12,20 +12,32 @@ import { ApiSettings, PolicyDocument, type Policy } from './schema.ts';
 
 /** Validates and resolves `document`; throws PolicyError (KR_POLICY_INVALID) listing every issue. */
 export function policyFromDocument(document: unknown, file: string): Policy {
-  const located = (issues: readonly PathIssue[]): PolicyIssue[] =>
-    issues.map((issue) => ({ file, path: formatPath(issue.path), message: issue.message }));
-  const parsed = PolicyDocument.safeParse(document);
+  return checkedPolicy(document, file, (issues) =>
+    issues.map((issue) => ({ file, path: formatPath(issue.path), message: issue.message })),
+  );
+}
+
+/**
+ * Schema, semantic checks and resolution of policy `data`, whether read from a file (load.ts: its
+ * issues located by line) or built by code (above); `locate` turns each issue into a PolicyIssue.
+ */
+export function checkedPolicy(
+  data: unknown,
+  file: string,
+  locate: (issues: readonly PathIssue[]) => PolicyIssue[],
+): Policy {
+  const parsed = PolicyDocument.safeParse(data);
   if (!parsed.success)
     throw new PolicyError(
       'KR_POLICY_INVALID',
       file,
-      located(describeZodIssues(parsed.error.issues, document, PolicyDocument)),
+      locate(describeZodIssues(parsed.error.issues, data, PolicyDocument)),
     );
   const semantic = checkPolicy(parsed.data);
-  if (semantic.length > 0) throw new PolicyError('KR_POLICY_INVALID', file, located(semantic));
+  if (semantic.length > 0) throw new PolicyError('KR_POLICY_INVALID', file, locate(semantic));
   return {
     ...resolvePolicy(parsed.data, file),
-    warnings: located(insecureEndpointWarnings(parsed.data)),
+    warnings: locate(insecureEndpointWarnings(parsed.data)),
     plainHttp: plainHttpEndpoints(parsed.data),
   };
 }

@@ -4,24 +4,29 @@
 // touched: the CLI exits 2 before any backend or API call.
 import { open } from 'node:fs/promises';
 import { LineCounter, parseDocument, type Document } from 'yaml';
-import { checkPolicy } from './check.ts';
-import { insecureEndpointWarnings, plainHttpEndpoints } from './endpoints.ts';
+import { checkedPolicy } from './from-document.ts';
 import { PolicyError, type PolicyIssue } from './errors.ts';
-import { describeZodIssues, type PathIssue } from './issue-text.ts';
+import type { PathIssue } from './issue-text.ts';
 import { formatPath, positionOf } from './locate.ts';
-import { resolvePolicy } from './resolve.ts';
 import { syntaxIssues } from './yaml-syntax.ts';
-import { PolicyDocument, type Policy } from './schema.ts';
+import type { Policy } from './schema.ts';
 
 /** A policy is a few kilobytes; a file beyond this is a mistake (or an attack on the parser) and is not parsed. */
 export const MAX_POLICY_BYTES = 1024 * 1024;
 
 /** Reads, validates and resolves the policy at `file`. Throws PolicyError. */
 export async function loadPolicy(file: string): Promise<Policy> {
+  return parsePolicy(await readPolicyText(file), file);
+}
+
+/**
+ * The text of a policy-like file (the policy, the daemon's settings file): at most
+ * MAX_POLICY_BYTES of UTF-8. Throws PolicyError (KR_POLICY_UNREADABLE).
+ */
+export async function readPolicyText(file: string): Promise<string> {
   const bytes = await readCapped(file);
-  let text: string;
   try {
-    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+    return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
   } catch (error) {
     throw new PolicyError(
       'KR_POLICY_UNREADABLE',
@@ -30,7 +35,6 @@ export async function loadPolicy(file: string): Promise<Policy> {
       error,
     );
   }
-  return parsePolicy(text, file);
 }
 
 /** Validates and resolves policy `text`; `file` names it in every issue. Throws PolicyError. */
@@ -38,25 +42,8 @@ export function parsePolicy(text: string, file: string): Policy {
   const size = Buffer.byteLength(text, 'utf8');
   if (size > MAX_POLICY_BYTES) throw tooLarge(file, size);
 
-  const lineCounter = new LineCounter();
-  const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true, strict: true });
-  const syntax = syntaxIssues(doc, file, lineCounter).sort(byLine);
-  if (syntax.length > 0) throw new PolicyError('KR_POLICY_SYNTAX', file, syntax);
-
-  let data: unknown;
-  try {
-    data = doc.toJS({ maxAliasCount: 100 });
-  } catch (error) {
-    // Only an alias bomb gets here (unresolved aliases were reported above).
-    throw new PolicyError(
-      'KR_POLICY_SYNTAX',
-      file,
-      [{ file, line: 1, column: 1, path: '', message: 'too many YAML aliases (more than 100 expansions)' }],
-      error,
-    );
-  }
-
-  const locate = (issues: PathIssue[]): PolicyIssue[] =>
+  const { doc, lineCounter, data } = parsePolicyYaml(text, file);
+  const locate = (issues: readonly PathIssue[]): PolicyIssue[] =>
     issues.map((issue) => toPolicyIssue(issue, doc, lineCounter, file)).sort(byLine);
   if (data === null || data === undefined) {
     throw new PolicyError('KR_POLICY_INVALID', file, [
@@ -69,18 +56,32 @@ export function parsePolicy(text: string, file: string): Policy {
       },
     ]);
   }
-  const parsed = PolicyDocument.safeParse(data);
-  if (!parsed.success) {
+  return checkedPolicy(data, file, locate);
+}
+
+/**
+ * The YAML stage of a policy-like file: its document (to locate issues by line) and its data.
+ * Throws PolicyError (KR_POLICY_SYNTAX) on a syntax error or an alias bomb.
+ */
+export function parsePolicyYaml(
+  text: string,
+  file: string,
+): { doc: Document; lineCounter: LineCounter; data: unknown } {
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true, strict: true });
+  const syntax = syntaxIssues(doc, file, lineCounter).sort(byLine);
+  if (syntax.length > 0) throw new PolicyError('KR_POLICY_SYNTAX', file, syntax);
+  try {
+    return { doc, lineCounter, data: doc.toJS({ maxAliasCount: 100 }) };
+  } catch (error) {
+    // Only an alias bomb gets here (unresolved aliases were reported above).
     throw new PolicyError(
-      'KR_POLICY_INVALID',
+      'KR_POLICY_SYNTAX',
       file,
-      locate(describeZodIssues(parsed.error.issues, data, PolicyDocument)),
+      [{ file, line: 1, column: 1, path: '', message: 'too many YAML aliases (more than 100 expansions)' }],
+      error,
     );
   }
-  const semantic = checkPolicy(parsed.data);
-  if (semantic.length > 0) throw new PolicyError('KR_POLICY_INVALID', file, locate(semantic));
-  const warnings = locate(insecureEndpointWarnings(parsed.data));
-  return { ...resolvePolicy(parsed.data, file), warnings, plainHttp: plainHttpEndpoints(parsed.data) };
 }
 
 async function readCapped(file: string): Promise<Buffer> {

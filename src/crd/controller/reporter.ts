@@ -11,6 +11,7 @@
 // Failures are audited (crd.status.failed) and never thrown at the daemon: the next change retries.
 import type { AuditLog } from '../../audit/public/events.ts';
 import type { KeyState } from '../../backends/public/types.ts';
+import { Limit } from '../../consumers/public/limit.ts';
 import { catalogueCode, errorCode, errorMessage } from '../../errors.ts';
 import type { KeyPolicy } from '../../policy/public/schema.ts';
 import type { KeyOutcome } from '../../rotation/public/types.ts';
@@ -92,13 +93,13 @@ export class StatusReporter {
   readonly #pending = new Set<Promise<unknown>>();
   readonly #rotateNow: RotateNowServer | undefined;
   readonly #counts: ReporterCounts = { writes: 0, unchanged: 0, conflicts: 0, events: 0 };
-  #free: number;
-  readonly #waiting: (() => void)[] = [];
+  /** The `concurrency` objects written at once. */
+  readonly #writes: Limit;
 
   constructor(options: StatusReporterOptions) {
     this.#options = options;
     this.#now = options.now ?? (() => new Date());
-    this.#free = options.concurrency ?? 8;
+    this.#writes = new Limit(options.concurrency ?? 8);
     this.#rotateNow =
       options.rotateNow === undefined
         ? undefined
@@ -237,9 +238,11 @@ export class StatusReporter {
     while (this.#dirty.delete(object)) {
       const term = this.#term;
       if (term === undefined) return;
-      await this.#slot();
+      // One tick first: the outcomes of one synchronous burst (a run's keys, a retried key) all
+      // land in this write rather than the first alone making it and the rest one more.
+      await Promise.resolve();
       try {
-        await this.#writeOne(object, term.signal);
+        await this.#writes.run(() => this.#writeOne(object, term.signal));
       } catch (error) {
         if (term.signal.aborted) return;
         this.#options.audit.emit('crd.status.failed', {
@@ -248,25 +251,8 @@ export class StatusReporter {
           errorCode: catalogueCode(error),
           error: errorMessage(error),
         });
-      } finally {
-        this.#release();
       }
     }
-  }
-
-  /** Waits for one of the `concurrency` write slots. */
-  async #slot(): Promise<void> {
-    if (this.#free > 0) {
-      this.#free--;
-      return;
-    }
-    await new Promise<void>((resolve) => this.#waiting.push(resolve));
-  }
-
-  #release(): void {
-    const next = this.#waiting.shift();
-    if (next === undefined) this.#free++;
-    else next();
   }
 
   async #writeOne(object: string, signal: AbortSignal): Promise<void> {
