@@ -106,7 +106,11 @@ export interface HolderLivenessOptions {
 /** Proves lock holders dead (rotation's HolderProver). */
 export class HolderLiveness {
   readonly #options: HolderLivenessOptions;
-  /** A proven death is final (an owner never recurs): remembered, so many keys of one dead holder cost one read. */
+  /**
+   * A proven death is final (an owner never recurs): remembered, so many keys of one dead holder
+   * cost one read. By owner and clock skew: a container-restart proof made with one key's skew is
+   * not one for a key that allows its clocks to disagree more.
+   */
   readonly #dead = new Map<string, DeathProof>();
 
   constructor(options: HolderLivenessOptions) {
@@ -115,7 +119,8 @@ export class HolderLiveness {
 
   /** A proof that `owner` is dead; undefined when not proven (old-form owner, pod alive, API error). */
   async proveDead(owner: string, skewMs: number): Promise<DeathProof | undefined> {
-    const known = this.#dead.get(owner);
+    const remembered = `${String(skewMs)} ${owner}`;
+    const known = this.#dead.get(remembered);
     if (known !== undefined) return known;
     const holder = parsePodLockOwner(owner);
     if (holder === undefined) return undefined;
@@ -133,7 +138,7 @@ export class HolderLiveness {
     const proof = judgeHolder(holder, pod, skewMs, this.#options.container);
     if (proof !== undefined) {
       if (this.#dead.size >= 1_000) this.#dead.clear();
-      this.#dead.set(owner, proof);
+      this.#dead.set(remembered, proof);
     }
     return proof;
   }

@@ -160,6 +160,15 @@ describe('proving a holder dead', () => {
     expect(await silent.proveDead(OWNER, SKEW)).toBeUndefined();
   });
 
+  it("a restart proven with one key's clock skew is not remembered for a key that allows more", async () => {
+    // The keyroll container started again 10 s after the holder: dead for a 5 s skew, not for 60 s.
+    const liveness = new HolderLiveness({
+      readPod: () => Promise.resolve(pod({ state: { running: { startedAt: at(10_000) } } })),
+    });
+    expect(await liveness.proveDead(OWNER, 5_000)).toMatchObject({ kind: 'container-restarted' });
+    expect(await liveness.proveDead(OWNER, 60_000)).toBeUndefined();
+  });
+
   it('does not remember a holder it could not prove dead: it asks again next time', async () => {
     let alive = true;
     const liveness = new HolderLiveness({
