@@ -7,6 +7,7 @@
 // each in its own run as soon as its key is free.
 import { randomUUID } from 'node:crypto';
 import type { AuditLog } from '../audit/public/events.ts';
+import type { ConsumerRefresher } from '../consumers/public/refresher.ts';
 import type { DeliveryReport } from '../consumers/public/types.ts';
 import { errorCode, errorMessage, typedCode } from '../errors.ts';
 import type { KeyPolicy } from '../policy/public/schema.ts';
@@ -17,6 +18,8 @@ import { inSpan } from '../tracing/public/spans.ts';
 import { LauncherError } from './errors.ts';
 import type { Generation } from './generation.ts';
 import type { KeyLocks, ReleaseKey, Reservation } from './key-locks.ts';
+
+type ConsumerDelivery = ReturnType<ConsumerRefresher['begin']>;
 
 export interface LauncherOptions {
   locks: KeyLocks;
@@ -227,7 +230,14 @@ export class Launcher {
     extra: RunExtras & { mayStart?: (key: KeyPolicy) => boolean } = {},
     stop?: AbortSignal,
   ): Promise<void> {
-    const done = generation.use();
+    let done: () => void;
+    try {
+      done = generation.use();
+    } catch (error) {
+      // Nothing started: the keys this run was handed are free again before the caller hears.
+      for (const release of held.values()) release();
+      throw error;
+    }
     const began = new Set<string>();
     // runRotations tells when a key's own work starts (after mayStart): in flight from then on.
     const started = (keyId: string): void => {
@@ -254,8 +264,11 @@ export class Launcher {
         work,
         source === 'trigger' ? 'active' : 'new-trace',
       );
-    const delivery = generation.refresher?.begin(this.#auditFor(trigger), generation.policy.keys);
+    let delivery: ConsumerDelivery | undefined;
     try {
+      // Inside the try: a refresher that throws is a stopped run like any other, and the finally
+      // still frees the keys and the generation (outside it, they stayed held for good).
+      delivery = generation.refresher?.begin(this.#auditFor(trigger), generation.policy.keys);
       await traced(() =>
         runRotations(generation.runtime, {
           keys,

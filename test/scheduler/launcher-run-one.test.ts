@@ -2,6 +2,7 @@
 // the key's run reported (the executor's, not one made up by the caller) and rejects with a typed
 // error when there is none. The launcher hears a key start from the run's onKeyStarted.
 import { afterEach, describe, expect, it } from 'vitest';
+import type { ConsumerRefresher } from '../../src/consumers/refresher.ts';
 import type { KeyOutcome, RunTrigger } from '../../src/rotation/types.ts';
 import type { Runtime } from '../../src/rotation/runtime.ts';
 import { Generation } from '../../src/scheduler/generation.ts';
@@ -95,13 +96,53 @@ describe('Launcher.runOne', () => {
     expect(b.events().filter((event) => event.event === 'run.aborted')).toHaveLength(1);
   });
 
-  it('a launcher that throws rejects with KR_LAUNCHER_FAILED', async () => {
+  it("a consumer refresher that throws at a run's start is a stopped run: reported, and the key is free again", async () => {
     bench = await startBench();
     const b = bench;
-    const launcher = launcherHearing(b, []);
+    const locks = new KeyLocks();
+    const launcher = new Launcher({
+      locks,
+      concurrency: 1,
+      signal: new AbortController().signal,
+      audit: b.audit,
+      onKeyDone: () => undefined,
+      track: (work) => work,
+    });
+    const broken = {
+      begin: () => {
+        throw new Error('refresher unusable');
+      },
+    } as unknown as ConsumerRefresher;
+    const generation = new Generation(b.policy, await b.runtime(), () => undefined, broken);
+    await expect(launcher.runOne(generation, b.key(KEY), LEAK, 'rot-leak')).rejects.toMatchObject({
+      code: 'KR_LAUNCHER_NO_OUTCOME',
+    });
+    expect(b.events().filter((event) => event.event === 'run.aborted')).toHaveLength(1);
+    // The key's hold and the generation's use were given back: the next run of the key can start.
+    const release = locks.tryAcquire(KEY);
+    expect(release).toBeDefined();
+    release?.();
+  });
+
+  it('a launcher that throws rejects with KR_LAUNCHER_FAILED, and leaves the key free', async () => {
+    bench = await startBench();
+    const b = bench;
+    const locks = new KeyLocks();
+    const launcher = new Launcher({
+      locks,
+      concurrency: 1,
+      signal: new AbortController().signal,
+      audit: b.audit,
+      onKeyDone: () => undefined,
+      track: (work) => work,
+    });
+    // Usable for the whole call, unusable for the held run inside it: the key was held by then.
     class Unusable extends Generation {
+      #uses = 0;
       override use(): () => void {
-        throw new Error('generation unusable');
+        this.#uses += 1;
+        if (this.#uses > 1) throw new Error('generation unusable');
+        return super.use();
       }
     }
     const generation = new Unusable(b.policy, await b.runtime(), () => undefined);
@@ -110,6 +151,7 @@ describe('Launcher.runOne', () => {
       code: 'KR_LAUNCHER_FAILED',
       keyId: KEY,
     });
+    expect(locks.tryAcquire(KEY)).toBeDefined();
   });
 });
 
