@@ -169,6 +169,36 @@ describe('the Argo CD health check of a RotatedKey', () => {
       await writeFile(probe, PROBE);
       expect(await gopherLuaHealth(tool, probe, key())).toEqual({ status: 'Healthy', message: PROBED });
     });
+
+    // The tool must read a result as Argo CD's ExecuteHealthLua does, or a wrong script could pass.
+    it.for<[string, string, string, string]>([
+      [
+        'a status Argo CD does not know is Unknown',
+        'return { status = "Ready" }',
+        'Unknown',
+        'Lua returned an invalid health status',
+      ],
+      ['an empty table is no health', 'return {}', '', ''],
+      ['nil is no health', 'return nil', '', ''],
+    ])('%s', async ([name, source, status, message], { skip }) => {
+      if (tool === undefined) return skip(NO_TOOL);
+      const script = join(scratch, `${name.replaceAll(' ', '-')}.lua`);
+      await writeFile(script, source);
+      expect(await gopherLuaHealth(tool, script, key())).toEqual({ status, message });
+    });
+
+    it('fails where Argo CD fails: a script error, or a result that is not a table', async ({ skip }) => {
+      if (tool === undefined) return skip(NO_TOOL);
+      const script = join(scratch, 'fails.lua');
+      await writeFile(script, 'return string.format("%d", 1)');
+      await expect(gopherLuaHealth(tool, script, key())).rejects.toThrow(
+        /non-table object\(nil\) with key 'format'/,
+      );
+      await writeFile(script, 'return "Healthy"');
+      await expect(gopherLuaHealth(tool, script, key())).rejects.toThrow(
+        /expect table output from Lua script, not string/,
+      );
+    });
   });
 
   it('is the script docs/crds.md shows', async () => {
