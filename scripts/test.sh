@@ -1,8 +1,9 @@
 #!/bin/sh
 # The whole test suite, as the README gives it: installs what it needs (Node 24 when the
 # machine's node is older, npm packages, and, on first use, the OpenBao and moto test servers
-# in a cached Python venv, the Go-built kube-apiserver, etcd and promtool of scripts/test-kube.sh
-# and the real controllers of scripts/test-controllers.sh), then typechecks, lints and runs every
+# in a cached Python venv, the Go-built kube-apiserver, etcd and promtool of scripts/test-kube.sh,
+# the real controllers of scripts/test-controllers.sh and the Argo CD Lua VM of
+# scripts/test-argocd-lua.sh, which test/crd/argocd-health.test.ts builds), then typechecks, lints and runs every
 # test (unit + integration).
 # Extra arguments go to vitest (e.g. ./scripts/test.sh test/api).
 set -e

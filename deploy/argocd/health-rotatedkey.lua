@@ -1,7 +1,8 @@
 -- Argo CD health check for keyroll.io/RotatedKey (docs/crds.md, "Argo CD health").
 -- Install it in argocd-cm as resource.customizations.health.keyroll.io_RotatedKey.
--- Reads only what keyroll's leader writes on the status subresource; written for Lua 5.1
--- (Argo CD's gopher-lua), so no integer division, goto or string methods newer than 5.1.
+-- Reads only what keyroll's leader writes on the status subresource. Argo CD runs it in
+-- gopher-lua (Lua 5.1) with the base, table and package libraries only, so it uses no string,
+-- math or os library, no string methods, no integer division and no goto.
 local hs = {}
 
 local function condition(conditions, kind)

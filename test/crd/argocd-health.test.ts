@@ -1,88 +1,42 @@
 // The Argo CD health check of a RotatedKey (deploy/argocd/health-rotatedkey.lua, shown in
-// docs/crds.md), run in a real Lua VM: fengari (Lua 5.3 in JavaScript; Argo CD runs gopher-lua,
-// Lua 5.1, and the script keeps to what both read alike). `obj` is the object as Argo CD hands it
-// over, a table built from its JSON; the script returns `{status, message}`.
-import { readFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
-import { describe, expect, it } from 'vitest';
+// docs/crds.md), run in two real Lua VMs with only what Argo CD gives a script (see
+// ./argocd-health-vms.ts): fengari (Lua 5.3, in-process) and gopher-lua (Lua 5.1), the VM Argo CD
+// itself runs, opened as Argo CD opens it by test/tools/argocd-lua. Each case must give the
+// expected health in both. `obj` is the object as Argo CD hands it over, a table built from its
+// JSON; the script returns `{status, message}`. scripts/test-argocd-lua.sh builds the Go tool once
+// per machine; under CI=true a tool that cannot be built fails the run, elsewhere its cases skip.
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fengariHealth, gopherLuaHealth } from './argocd-health-vms.ts';
 
-const SCRIPT = new URL('../../deploy/argocd/health-rotatedkey.lua', import.meta.url);
+const SCRIPT = fileURLToPath(new URL('../../deploy/argocd/health-rotatedkey.lua', import.meta.url));
 const DOCS = new URL('../../docs/crds.md', import.meta.url);
+const BUILD = fileURLToPath(new URL('../../scripts/test-argocd-lua.sh', import.meta.url));
 
-type LuaState = object;
-/** The part of fengari's C-like API the test uses (fengari ships no types). */
-interface Fengari {
-  lua: {
-    LUA_OK: number;
-    lua_newtable(L: LuaState): void;
-    lua_pushstring(L: LuaState, value: Uint8Array): void;
-    lua_pushinteger(L: LuaState, value: number): void;
-    lua_pushnumber(L: LuaState, value: number): void;
-    lua_pushboolean(L: LuaState, value: boolean): void;
-    lua_pushnil(L: LuaState): void;
-    lua_setfield(L: LuaState, index: number, key: Uint8Array): void;
-    lua_rawseti(L: LuaState, index: number, n: number): void;
-    lua_setglobal(L: LuaState, name: Uint8Array): void;
-    lua_pcall(L: LuaState, nargs: number, nresults: number, handler: number): number;
-    lua_getfield(L: LuaState, index: number, key: Uint8Array): number;
-    lua_tojsstring(L: LuaState, index: number): string | null;
-    lua_pop(L: LuaState, n: number): void;
-  };
-  lauxlib: {
-    luaL_newstate(): LuaState;
-    luaL_loadstring(L: LuaState, source: Uint8Array): number;
-  };
-  lualib: { luaL_openlibs(L: LuaState): void };
-  to_luastring: (value: string) => Uint8Array;
-}
-
-const fengari = createRequire(import.meta.url)('fengari') as Fengari;
-const { lua, lauxlib, lualib, to_luastring } = fengari;
-
-/** Pushes a JSON value as Argo CD's JSON → Lua conversion does: objects and arrays become tables. */
-function push(L: LuaState, value: unknown): void {
-  if (value === null || value === undefined) {
-    lua.lua_pushnil(L);
-  } else if (typeof value === 'string') {
-    lua.lua_pushstring(L, to_luastring(value));
-  } else if (typeof value === 'number') {
-    // An integer stays one, so tostring() prints "2" as Argo CD's Lua does, not Lua 5.3's "2.0".
-    if (Number.isInteger(value)) lua.lua_pushinteger(L, value);
-    else lua.lua_pushnumber(L, value);
-  } else if (typeof value === 'boolean') {
-    lua.lua_pushboolean(L, value);
-  } else if (Array.isArray(value)) {
-    lua.lua_newtable(L);
-    for (const [at, item] of (value as unknown[]).entries()) {
-      push(L, item);
-      lua.lua_rawseti(L, -2, at + 1);
-    }
-  } else {
-    lua.lua_newtable(L);
-    for (const [key, item] of Object.entries(value as Record<string, unknown>)) {
-      push(L, item);
-      lua.lua_setfield(L, -2, to_luastring(key));
-    }
+let tool: string | undefined;
+let buildError = '';
+let scratch = '';
+beforeAll(async () => {
+  scratch = await mkdtemp(join(tmpdir(), 'keyroll-argocd-lua-'));
+  try {
+    const { stdout } = await promisify(execFile)('sh', [BUILD], { timeout: 300_000 });
+    tool = stdout.trim() || undefined;
+  } catch (error) {
+    buildError = error instanceof Error ? error.message : String(error);
   }
-}
-
-async function health(object: Record<string, unknown>): Promise<{ status: string; message: string }> {
-  const L = lauxlib.luaL_newstate();
-  lualib.luaL_openlibs(L);
-  push(L, object);
-  lua.lua_setglobal(L, to_luastring('obj'));
-  const loaded = lauxlib.luaL_loadstring(L, to_luastring(await readFile(SCRIPT, 'utf8')));
-  if (loaded !== lua.LUA_OK) throw new Error(`the script does not load: ${lua.lua_tojsstring(L, -1) ?? ''}`);
-  if (lua.lua_pcall(L, 0, 1, 0) !== lua.LUA_OK)
-    throw new Error(`the script failed: ${lua.lua_tojsstring(L, -1) ?? ''}`);
-  const field = (name: string): string => {
-    lua.lua_getfield(L, -1, to_luastring(name));
-    const value = lua.lua_tojsstring(L, -1) ?? '';
-    lua.lua_pop(L, 1);
-    return value;
-  };
-  return { status: field('status'), message: field('message') };
-}
+  if (tool === undefined && process.env.CI === 'true')
+    throw new Error(`scripts/test-argocd-lua.sh could not build the Argo CD Lua VM: ${buildError}`);
+}, 300_000);
+afterAll(async () => {
+  await rm(scratch, { recursive: true, force: true });
+});
+const NO_TOOL =
+  'the Argo CD Lua VM is not built: run scripts/test-argocd-lua.sh (needs Go and the module proxy)';
 
 const condition = (
   type: string,
@@ -183,9 +137,68 @@ const cases: [string, Record<string, unknown>, string, string][] = [
   ],
 ];
 
+// A script that reports what it can reach: what Argo CD opens, and Lua 5.1's tostring of a whole number.
+const PROBE = `local ok = pcall(function() return ("x"):upper() end)
+return { status = "Healthy", message = table.concat({ type(string), type(math), type(os), type(io),
+  type(coroutine), type(table), type(require("os").time), type(require("os").date),
+  type(require("os").exit), tostring(ok), tostring(obj.metadata.generation),
+  type(actionParams) }, " ") }
+`;
+const PROBED = 'nil nil nil nil nil table function function nil false 2 table';
+
 describe('the Argo CD health check of a RotatedKey', () => {
-  it.each(cases)('%s', async (_, object, status, message) => {
-    expect(await health(object)).toEqual({ status, message });
+  describe('under fengari (Lua 5.3)', () => {
+    it.for(cases)('%s', async ([, object, status, message]) => {
+      expect(fengariHealth(await readFile(SCRIPT, 'utf8'), object)).toEqual({ status, message });
+    });
+
+    it('offers only what Argo CD opens: no string, math or global os library', () => {
+      expect(fengariHealth(PROBE, key())).toEqual({ status: 'Healthy', message: PROBED });
+    });
+  });
+
+  describe('under gopher-lua (Lua 5.1), opened as Argo CD opens it', () => {
+    it.for(cases)('%s', async ([, object, status, message], { skip }) => {
+      if (tool === undefined) return skip(NO_TOOL);
+      expect(await gopherLuaHealth(tool, SCRIPT, object)).toEqual({ status, message });
+    });
+
+    it('offers only what Argo CD opens: no string, math or global os library', async ({ skip }) => {
+      if (tool === undefined) return skip(NO_TOOL);
+      const probe = join(scratch, 'probe.lua');
+      await writeFile(probe, PROBE);
+      expect(await gopherLuaHealth(tool, probe, key())).toEqual({ status: 'Healthy', message: PROBED });
+    });
+
+    // The tool must read a result as Argo CD's ExecuteHealthLua does, or a wrong script could pass.
+    it.for<[string, string, string, string]>([
+      [
+        'a status Argo CD does not know is Unknown',
+        'return { status = "Ready" }',
+        'Unknown',
+        'Lua returned an invalid health status',
+      ],
+      ['an empty table is no health', 'return {}', '', ''],
+      ['nil is no health', 'return nil', '', ''],
+    ])('%s', async ([name, source, status, message], { skip }) => {
+      if (tool === undefined) return skip(NO_TOOL);
+      const script = join(scratch, `${name.replaceAll(' ', '-')}.lua`);
+      await writeFile(script, source);
+      expect(await gopherLuaHealth(tool, script, key())).toEqual({ status, message });
+    });
+
+    it('fails where Argo CD fails: a script error, or a result that is not a table', async ({ skip }) => {
+      if (tool === undefined) return skip(NO_TOOL);
+      const script = join(scratch, 'fails.lua');
+      await writeFile(script, 'return string.format("%d", 1)');
+      await expect(gopherLuaHealth(tool, script, key())).rejects.toThrow(
+        /non-table object\(nil\) with key 'format'/,
+      );
+      await writeFile(script, 'return "Healthy"');
+      await expect(gopherLuaHealth(tool, script, key())).rejects.toThrow(
+        /expect table output from Lua script, not string/,
+      );
+    });
   });
 
   it('is the script docs/crds.md shows', async () => {
