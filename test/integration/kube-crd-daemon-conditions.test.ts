@@ -11,6 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { expectNoSecrets } from '../support/secret-scan.ts';
 import { waitFor } from '../support/wait-for.ts';
 import {
+  movableClock,
   OWNER_TOKEN,
   useObjectsDaemons,
   type KeyCondition,
@@ -22,17 +23,6 @@ import { kubeApiServer } from './servers.ts';
 const server = await kubeApiServer();
 const BILLING = 'key_demo_billing';
 const HOUR = 3600_000;
-
-/** The daemon's clock: the real one, moved forward by the test (past a failure's backoff). */
-function movableClock(): { now: () => Date; advance(ms: number): void } {
-  let offsetMs = 0;
-  return {
-    now: () => new Date(Date.now() + offsetMs),
-    advance: (ms) => {
-      offsetMs += ms;
-    },
-  };
-}
 
 const conditionOf = (key: KeyObject, type: string): KeyCondition | undefined =>
   key.status?.conditions?.find((condition) => condition.type === type);

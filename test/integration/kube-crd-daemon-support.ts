@@ -332,3 +332,14 @@ export const mine = (objects: ObjectsDaemon, event: AuditEventName) =>
   objects.audit
     .eventsNamed(event)
     .filter((record) => String(record['object']).startsWith(`${objects.namespace}/`));
+
+/** The daemon's clock: the real one, moved forward by the test (past a failure's backoff). */
+export function movableClock(): { now: () => Date; advance(ms: number): void } {
+  let offsetMs = 0;
+  return {
+    now: () => new Date(Date.now() + offsetMs),
+    advance: (ms) => {
+      offsetMs += ms;
+    },
+  };
+}

@@ -8,9 +8,18 @@
 // ClusterRole, a namespace, ClusterKeyApi and ClusterKeyStore per test) is
 // kube-crd-daemon-support.ts; the conditions of failures, quarantine and drift are in
 // kube-crd-daemon-conditions.test.ts.
-import { writeFile } from 'node:fs/promises';
-import { describe, expect, it } from 'vitest';
-import { apiKeyOf, mine, storedValue, useObjectsDaemons, type KeyObject } from './kube-crd-daemon-support.ts';
+import { rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import {
+  apiKeyOf,
+  mine,
+  movableClock,
+  storedValue,
+  useObjectsDaemons,
+  type KeyObject,
+} from './kube-crd-daemon-support.ts';
+import { createTempDir } from '../support/temp-dir.ts';
 import { waitFor } from '../support/wait-for.ts';
 import { kubeApiServer } from './servers.ts';
 
@@ -60,6 +69,54 @@ if (server === undefined) {
       await daemon.idle();
       expect(emulator.state.rollCount(BILLING)).toBe(1);
       expect(await storedValue(objects, 'billing.json')).toBe(stored);
+    });
+
+    it('a RotatedKey deleted while every new generation fails to prepare stops being rotated at once, audited, its secret left as stored', async () => {
+      // The daemon's --metrics-token is read again by each generation's prepare: gone, every
+      // build from the objects fails (as a backend that cannot be opened would).
+      const clock = movableClock();
+      const temp = await createTempDir('keyroll-metrics-token-');
+      onTestFinished(() => temp.remove());
+      const metricsToken = join(temp.path, 'metrics-token');
+      await writeFile(metricsToken, 'metrics-reader-token\n');
+      const objects = await startObjectsDaemon({ now: clock.now, metricsTokenRef: `file:${metricsToken}` });
+      const { daemon, namespace, emulator, told } = objects;
+      await objects.createKey('billing', objects.keySpec(BILLING, 'billing.json'));
+      await objects.createKey('search', objects.keySpec(SEARCH, 'search.json'));
+      await waitFor(
+        () => emulator.state.rollCount(BILLING) === 1 && emulator.state.rollCount(SEARCH) === 1,
+        'both RotatedKeys rotated',
+      );
+      await daemon.idle();
+      const stored = await storedValue(objects, 'billing.json');
+
+      await rm(metricsToken);
+      await objects.deleteKey('billing');
+      await waitFor(
+        () => objects.audit.eventsNamed('policy.reload_failed').length > 0,
+        'the build after the deletion failed',
+      );
+      // SIGHUP builds again, after the build under way: it fails alike, and the deletion still wins.
+      expect(await daemon.reload()).toMatchObject({ ok: false, errorCode: 'KR_REF_UNRESOLVED' });
+      expect(mine(objects, 'crd.key_deleted')).toEqual([
+        expect.objectContaining({ object: `${namespace}/billing`, keyId: BILLING }),
+      ]);
+      // Deletion wins: the key in force before the failed build is gone, the other one stays.
+      expect(daemon.policy().keys.map((key) => key.id)).toEqual([SEARCH]);
+      expect(told.generations.at(-1)?.keys).toEqual({ [`${namespace}/search`]: SEARCH });
+      // Both long past their maxAge: the sweep rotates the key kept, never the deleted one.
+      clock.advance(31 * 24 * 3600_000);
+      await daemon.sweep();
+      await daemon.idle();
+      expect(emulator.state.rollCount(SEARCH)).toBe(2);
+      expect(emulator.state.rollCount(BILLING)).toBe(1);
+      expect(await storedValue(objects, 'billing.json')).toBe(stored);
+
+      // The cause fixed, the next build swaps a whole generation in; the deletion is not audited again.
+      await writeFile(metricsToken, 'metrics-reader-token\n');
+      expect(await daemon.reload()).toEqual({ ok: true, keys: 1 });
+      expect(daemon.policy().keys.map((key) => key.id)).toEqual([SEARCH]);
+      expect(mine(objects, 'crd.key_deleted')).toHaveLength(1);
     });
 
     it('without an observer writes the RotatedKey status after its rotation and serves a rotate-now annotation once', async () => {
