@@ -7,6 +7,8 @@
 // works. Failures up to failures.quarantineAfter: Quarantined=True (READY False in `kubectl get`),
 // lifted by a rotate-now that rotates. A key rolled outside keyroll (onDrift: alert): Drifted=True
 // from the daemon's drift probe, healed by a rotation. No secret in any status or Event.
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { expectNoSecrets } from '../support/secret-scan.ts';
 import { waitFor } from '../support/wait-for.ts';
@@ -35,10 +37,15 @@ async function keyWhen(
   what: string,
 ): Promise<KeyObject> {
   let key = await objects.readKey(name);
-  await waitFor(async () => {
-    key = await objects.readKey(name);
-    return holds(key);
-  }, what);
+  // Well within the test's 30 s: a status that never comes fails here, naming what it waited for.
+  await waitFor(
+    async () => {
+      key = await objects.readKey(name);
+      return holds(key);
+    },
+    what,
+    { timeoutMs: 10_000 },
+  );
   return key;
 }
 
@@ -219,6 +226,40 @@ if (server === undefined) {
       expect(emulator.state.rollCount(BILLING)).toBe(3);
       await expectNoSecretShown(objects, 'billing');
       expect(objects.audit.eventsNamed('crd.status.failed')).toEqual([]);
+    });
+
+    it('a drifted key whose store someone fixed by hand: the next drift probe finds the stored secret working, and Drifted=False', async () => {
+      const clock = movableClock();
+      const objects = await startObjectsDaemon({ statusWriter: true, now: clock.now });
+      const { daemon, emulator } = objects;
+      await objects.createKey('billing', objects.keySpec(BILLING, 'billing.json', { onDrift: 'alert' }));
+      await keyWhen(objects, 'billing', has('Ready', 'True', 'Rotated'), 'the first rotation');
+      await daemon.idle();
+      const rotated = await objects.readKey('billing');
+      emulator.state.rollKey(BILLING);
+      await daemon.sweep();
+      await daemon.idle();
+      await keyWhen(objects, 'billing', has('Drifted', 'True', 'StoredSecretDead'), 'Drifted=True');
+
+      // The on-call copies the dashboard's new secret into the store (onDrift: alert leaves it to them).
+      const file = join(objects.secretsDir, objects.namespace, 'billing.json');
+      const stored = JSON.parse(await readFile(file, 'utf8')) as Record<string, unknown>;
+      await writeFile(file, JSON.stringify({ ...stored, apiKey: emulator.state.currentSecret(BILLING) }));
+      // The next sweep past the failed probe's retry (1h) probes it again: it works.
+      clock.advance(2 * HOUR);
+      await daemon.sweep();
+      await daemon.idle();
+      expect(objects.audit.eventsNamed('key.probe').at(-1)).toMatchObject({ verdict: 'stored-secret-works' });
+      const key = await keyWhen(
+        objects,
+        'billing',
+        (read) => has('Drifted', 'False', 'NoDrift')(read) && has('Ready', 'True', 'Rotated')(read),
+        'Drifted=False once the probe found the stored secret working',
+      );
+      // Nothing was rotated: the last rotation is still the first one.
+      expect(emulator.state.rollCount(BILLING)).toBe(2);
+      expect(key.status?.lastRotationId).toBe(rotated.status?.lastRotationId);
+      await expectNoSecretShown(objects, 'billing');
     });
   });
 }
