@@ -40,6 +40,7 @@ import { daemonRoutes } from './routes.ts';
 import { DaemonServer, DEFAULT_HTTP_LIMITS } from './server.ts';
 import { DaemonState } from './state.ts';
 import type { ObjectKeys } from './object-keys.ts';
+import { narrowedGeneration } from './object-deletions.ts';
 import { objectStatusReporter } from './object-status.ts';
 import { observerCalls, type ObjectsObserver, type ObserverCalls } from './objects-observer.ts';
 
@@ -502,8 +503,15 @@ export class Daemon {
       }
       next = await prepare(this.#context, policy);
     } catch (error) {
-      // The current policy stays in force (a shutdown meanwhile keeps its phase).
-      this.#state.endReload();
+      // The current policy stays in force (a shutdown meanwhile keeps its phase), without the
+      // keys whose RotatedKey was deleted: a deletion takes effect whatever else failed.
+      const previous = this.#state.generation;
+      const narrowed = this.#withoutDeletedKeys(previous);
+      if (this.#state.endReload(narrowed) && narrowed !== undefined) {
+        previous.stopJobs();
+        this.#takeOver(previous, narrowed.generation);
+        this.#objects?.inForce(narrowed.generation.policy);
+      }
       await this.#reloadFailed(error);
       return { ok: false, errorCode: errorCode(error), error: errorMessage(error) };
     }
@@ -514,10 +522,7 @@ export class Daemon {
       return STOPPING;
     }
     const { generation } = next;
-    this.#activate(generation);
-    for (const key of previous.policy.keys)
-      if (!generation.policy.keys.some((kept) => kept.id === key.id)) this.metrics.forgetKey(key.id);
-    this.#health.keepOnly(generation.policy.keys);
+    this.#takeOver(previous, generation);
     // Closed once its last in-flight run (holding it through Generation.use) is over.
     void this.#track(previous.retire());
     audit.emit('policy.reloaded', {
@@ -534,6 +539,28 @@ export class Daemon {
       this.#reconciles.scheduleNext();
     });
     return { ok: true, keys: generation.policy.keys.length };
+  }
+
+  /** What every swap starts and forgets: the new generation's schedules, the keys it no longer has. */
+  #takeOver(previous: Generation, generation: Generation): void {
+    this.#activate(generation);
+    for (const key of previous.policy.keys)
+      if (!generation.policy.keys.some((kept) => kept.id === key.id)) this.metrics.forgetKey(key.id);
+    this.#health.keepOnly(generation.policy.keys);
+  }
+
+  /**
+   * With keys from objects, after a failed build: the generation in force without the keys whose
+   * RotatedKey was deleted, on its runtime and with its endpoint secrets (object-deletions.ts);
+   * undefined when no key in force lost its object.
+   */
+  #withoutDeletedKeys(inForce: Generation): Prepared | undefined {
+    const policy = this.#objects?.withoutDeleted(inForce.policy);
+    if (policy === undefined) return undefined;
+    const generation = narrowedGeneration(inForce, policy, (error) => {
+      reportFailure(this.#audit, 'runtime-close', error);
+    });
+    return { generation, secrets: this.#state.secrets };
   }
 
   /** A reload that failed: audited and alerted; the policy in force stays. */

@@ -28,6 +28,7 @@ import { policyFromDocument, policyWithoutKeys } from '../policy/public/from-doc
 import type { Policy } from '../policy/public/schema.ts';
 import { loadSharedSettings, type SharedSettingsFile } from '../policy/public/settings-file.ts';
 import type { BackoffPolicy } from '../rotation/public/backoff.ts';
+import { policyWithout } from './object-deletions.ts';
 import { tellObserver, type ObjectsObserver } from './objects-observer.ts';
 
 /** How the daemon takes its keys from keyroll.io objects (DaemonOptions.keysFrom). */
@@ -175,6 +176,29 @@ export class ObjectKeys {
     if (built.fingerprint !== this.#inForce?.fingerprint) return built.policy;
     this.#settle(built);
     return undefined;
+  }
+
+  /**
+   * After a build (or its prepare) failed: `policy`, the one in force, without the keys whose
+   * RotatedKey is gone; undefined when none is. Its own build, so that the daemon's inForce of it
+   * audits each deletion (crd.key_deleted) and tells the observer, as a swap of a full build does;
+   * its fingerprint is no build's, so the next change builds and prepares in full again.
+   */
+  withoutDeleted(policy: Policy): Policy | undefined {
+    const built = this.#builds.get(policy);
+    const rotatedKeys = this.#reflectors.get('RotatedKey');
+    if (built === undefined || rotatedKeys === undefined) return undefined;
+    const deleted = [...built.keys].filter(([object]) => rotatedKeys.get(object) === undefined);
+    if (deleted.length === 0) return undefined;
+    const narrowed = policyWithout(policy, new Set(deleted.map(([, keyId]) => keyId)));
+    const keys = new Map([...built.keys].filter(([object]) => rotatedKeys.get(object) !== undefined));
+    this.#builds.set(narrowed, {
+      policy: narrowed,
+      keys,
+      refusals: built.refusals,
+      fingerprint: JSON.stringify({ narrowed: built.fingerprint, deleted }),
+    });
+    return narrowed;
   }
 
   /** The daemon swapped `policy` in: what it drops is audited, its refusals too, and the observer told. */

@@ -4,271 +4,35 @@
 // the file store holds the live value); an update is a new generation in force; a delete stops
 // the rotations, is audited, and leaves the stored secret as it is; a refused object is audited
 // once with its reason and handed to the observer; a hostile copy of a key's id is refused and
-// the key it copied stays in force. The daemon acts as keyroll's service account bound to the
-// ClusterRole the chart renders for daemon.keysFrom kubernetes (helm template, applied as is, named
-// per test): a permission the chart forgot would leave the watch forbidden and the daemon never
-// started. Every test has its own namespaces, ClusterKeyApi and ClusterKeyStore (the API server
-// is shared by every test file: other files' objects are there too).
-import { randomBytes } from 'node:crypto';
-import { readFile, writeFile } from 'node:fs/promises';
+// the key it copied stays in force. The setup (keyroll's service account bound to the chart's
+// ClusterRole, a namespace, ClusterKeyApi and ClusterKeyStore per test) is
+// kube-crd-daemon-support.ts; the conditions of failures, quarantine and drift are in
+// kube-crd-daemon-conditions.test.ts.
+import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import {
-  CoreV1Api,
-  RbacAuthorizationV1Api,
-  type V1ClusterRole,
-  type V1ClusterRoleBinding,
-} from '@kubernetes/client-node';
-import { request, type Agent } from 'undici';
-import { afterEach, describe, expect, it } from 'vitest';
-import { staticCredential } from '../../src/api/credentials.ts';
-import type { AuditEventName } from '../../src/audit/events.ts';
-import { createMemoryAuditLog, type MemoryAuditLog } from '../../src/audit/logger.ts';
-import { Secret } from '../../src/audit/secret.ts';
-import type { Refusal } from '../../src/crd/policy/refusal.ts';
-import { Daemon } from '../../src/daemon/daemon.ts';
-import type { ObjectsObserver } from '../../src/daemon/objects-observer.ts';
-import { startEmulator, type RunningEmulator } from '../../src/emulator/server.ts';
-import { RecordingAlerter } from '../rotation/harness.ts';
-import { adminAgent, installKeyrollCrds } from '../support/keyroll-crds.ts';
-import { renderConsumerTemplates } from '../support/consumer-cluster.ts';
-import {
-  adminKubeConfig,
-  serviceAccountCredentials,
-  type KubeApiServerInfo,
-} from '../support/kube-apiserver.ts';
-import { expectNoSecrets } from '../support/secret-scan.ts';
+  apiKeyOf,
+  mine,
+  movableClock,
+  storedValue,
+  useObjectsDaemons,
+  type KeyObject,
+} from './kube-crd-daemon-support.ts';
 import { createTempDir } from '../support/temp-dir.ts';
 import { waitFor } from '../support/wait-for.ts';
 import { kubeApiServer } from './servers.ts';
 
 const server = await kubeApiServer();
-const BASE = '/apis/keyroll.io/v1alpha1';
-const ORG = 'org_demo_acme';
-const OWNER_TOKEN = 'demo-owner-token';
 const BILLING = 'key_demo_billing';
 const SEARCH = 'key_demo_search';
-
-/** The parts of a RotatedKey the status tests read. */
-interface KeyObject {
-  metadata: { annotations?: Record<string, string> };
-  status?: {
-    lastRotated?: string;
-    lastRotationId?: string;
-    conditions?: { type: string; status: string; reason: string }[];
-    rotateNow?: { value: string; outcome?: string; requestedBy?: string };
-  };
-}
-
-/** What the observer was told, in order. */
-interface Told {
-  generations: { keys: Record<string, string>; refusals: Refusal[] }[];
-  outcomes: { keyId: string; result: string }[];
-  leading: boolean[];
-}
-
-interface ObjectsDaemon {
-  daemon: Daemon;
-  namespace: string;
-  audit: MemoryAuditLog;
-  emulator: RunningEmulator;
-  told: Told;
-  secretsDir: string;
-  /** The daemon's --policy: the settings every key shares. */
-  settingsFile: string;
-  createKey(name: string, spec: Record<string, unknown>): Promise<void>;
-  patchKey(name: string, patch: Record<string, unknown>): Promise<void>;
-  deleteKey(name: string): Promise<void>;
-  /** The RotatedKey as the API server holds it (admin). */
-  readKey(name: string): Promise<KeyObject>;
-  /** The spec of a key stored by the ClusterKeyStore under this test's namespace. */
-  keySpec(id: string, path: string, extra?: Record<string, unknown>): Record<string, unknown>;
-}
-
-async function call(
-  kube: KubeApiServerInfo,
-  agent: Agent,
-  method: 'POST' | 'PATCH' | 'DELETE',
-  path: string,
-  body?: unknown,
-): Promise<void> {
-  const response = await request(`${kube.server}${path}`, {
-    method,
-    dispatcher: agent,
-    headers: {
-      'content-type': method === 'PATCH' ? 'application/merge-patch+json' : 'application/json',
-      accept: 'application/json',
-    },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const text = await response.body.text();
-  if (response.statusCode >= 300)
-    throw new Error(`${method} ${path} answered ${String(response.statusCode)}: ${text}`);
-}
-
-/** keyroll's service account in `releaseNamespace`, bound to the chart's ClusterRole of objects mode. */
-async function keyrollAccount(kube: KubeApiServerInfo, releaseNamespace: string, suffix: string) {
-  const { kubeConfig } = await serviceAccountCredentials(kube, releaseNamespace, 'keyroll');
-  const rendered = await renderConsumerTemplates(releaseNamespace, [], ['templates/objects-rbac.yaml'], {
-    set: ['daemon.enabled=true', 'daemon.keysFrom=kubernetes', 'cronjob.enabled=false'],
-  });
-  const rbac = adminKubeConfig(kube).makeApiClient(RbacAuthorizationV1Api);
-  const names: string[] = [];
-  for (const object of rendered) {
-    // Cluster-scoped: one name per test; the rules, subjects and roleRef as rendered.
-    const copy = structuredClone(object) as V1ClusterRole & Partial<V1ClusterRoleBinding>;
-    const name = `${copy.metadata?.name ?? ''}-${suffix}`;
-    names.push(name);
-    (copy.metadata ??= {}).name = name;
-    if (copy.roleRef !== undefined) {
-      copy.roleRef.name = `${copy.roleRef.name}-${suffix}`;
-      await rbac.createClusterRoleBinding({ body: copy as V1ClusterRoleBinding });
-    } else await rbac.createClusterRole({ body: copy });
-  }
-  expect(rendered.map((object) => object.kind)).toEqual(['ClusterRole', 'ClusterRoleBinding']);
-  return {
-    kubeConfig,
-    remove: async () => {
-      await rbac.deleteClusterRoleBinding({ name: names[1] ?? '' });
-      await rbac.deleteClusterRole({ name: names[0] ?? '' });
-    },
-  };
-}
 
 if (server === undefined) {
   describe.skip('the daemon with keys from keyroll.io objects (the Kubernetes API server is not available; see the global setup message)', () => {
     it('needs kube-apiserver and etcd', () => undefined);
   });
 } else {
-  const kube = server;
-  await installKeyrollCrds(kube);
-  const cleanups: (() => Promise<void>)[] = [];
-  afterEach(async () => {
-    for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-  });
-
-  /** A namespace, a ClusterKeyApi (the emulator) and a file ClusterKeyStore of its own, and a daemon watching every object. */
-  async function startObjectsDaemon(options: { statusWriter?: boolean } = {}): Promise<ObjectsDaemon> {
-    const suffix = randomBytes(4).toString('hex');
-    const namespace = `keys-${suffix}`;
-    const agent = adminAgent(kube);
-    cleanups.push(() => agent.close());
-    const emulator = await startEmulator({ port: 0 });
-    cleanups.push(() => emulator.close());
-    const temp = await createTempDir('keyroll-objects-');
-    cleanups.push(() => temp.remove());
-    const secretsDir = join(temp.path, 'secrets');
-    await adminKubeConfig(kube)
-      .makeApiClient(CoreV1Api)
-      .createNamespace({ body: { metadata: { name: namespace } } });
-    const api = `api-${suffix}`;
-    const store = `files-${suffix}`;
-    await call(kube, agent, 'POST', `${BASE}/clusterkeyapis`, {
-      apiVersion: 'keyroll.io/v1alpha1',
-      kind: 'ClusterKeyApi',
-      metadata: { name: api },
-      spec: {
-        baseUrl: emulator.url,
-        credential: { type: 'bearer', token: 'env:KEYROLL_TEST_UNUSED' },
-        rateLimitPerMinute: 6000,
-        conditions: [{ namespaces: [namespace], organizations: [ORG] }],
-      },
-    });
-    cleanups.push(() => call(kube, agent, 'DELETE', `${BASE}/clusterkeyapis/${api}`));
-    await call(kube, agent, 'POST', `${BASE}/clusterkeystores`, {
-      apiVersion: 'keyroll.io/v1alpha1',
-      kind: 'ClusterKeyStore',
-      metadata: { name: store },
-      spec: { kind: 'file', directory: secretsDir, conditions: [{ namespaces: [namespace] }] },
-    });
-    cleanups.push(() => call(kube, agent, 'DELETE', `${BASE}/clusterkeystores/${store}`));
-    const account = await keyrollAccount(kube, `keyroll-${suffix}`, suffix);
-    cleanups.push(account.remove);
-    const settingsFile = join(temp.path, 'settings.yaml');
-    await writeFile(settingsFile, `version: 1\nkeyApi: ${api}\n`);
-
-    const audit = createMemoryAuditLog();
-    const alerter = new RecordingAlerter();
-    const told: Told = { generations: [], outcomes: [], leading: [] };
-    const observer: ObjectsObserver = {
-      onGeneration: (keys, refusals) => {
-        told.generations.push({ keys: Object.fromEntries(keys), refusals: [...refusals] });
-      },
-      onKeyOutcome: (keyId, outcome) => {
-        told.outcomes.push({ keyId, result: outcome.result });
-      },
-      onLeadership: (leading) => {
-        told.leading.push(leading);
-      },
-    };
-    const daemon = await Daemon.start({
-      policyFile: settingsFile,
-      keysFrom: {
-        kubeConfig: account.kubeConfig,
-        namespace: `keyroll-${suffix}`,
-        // Without an observer the daemon writes the objects' status itself (daemon/object-status.ts).
-        ...(options.statusWriter === true ? {} : { observer }),
-        // Short, so a test waits for the build and not for the product's second of quiet.
-        debounce: { quietMs: 20, maxDelayMs: 100 },
-        watchBackoff: { initialMs: 20, maxMs: 200 },
-      },
-      listen: { host: '127.0.0.1', port: 0 },
-      audit,
-      checkIntervalMs: 24 * 3600_000,
-      concurrency: 1,
-      runtime: {
-        credentials: staticCredential(new Secret(OWNER_TOKEN), 'test owner token'),
-        sleep: () => Promise.resolve(),
-        alerter,
-      },
-    });
-    cleanups.push(async () => {
-      await daemon.shutdown();
-      // Invariant 3: no minted secret, nor keyroll's token, in any audit line or alert.
-      expectNoSecrets(
-        [...audit.lines, ...alerter.alerts.map((a) => JSON.stringify(a))],
-        [...emulator.state.mintedSecrets(), OWNER_TOKEN],
-      );
-    });
-    const keys = `${BASE}/namespaces/${namespace}/rotatedkeys`;
-    return {
-      daemon,
-      namespace,
-      audit,
-      emulator,
-      told,
-      secretsDir,
-      settingsFile,
-      createKey: (name, spec) =>
-        call(kube, agent, 'POST', keys, {
-          apiVersion: 'keyroll.io/v1alpha1',
-          kind: 'RotatedKey',
-          metadata: { name, namespace },
-          spec,
-        }),
-      patchKey: (name, patch) => call(kube, agent, 'PATCH', `${keys}/${name}`, patch),
-      deleteKey: (name) => call(kube, agent, 'DELETE', `${keys}/${name}`),
-      readKey: async (name) => {
-        const response = await request(`${kube.server}${keys}/${name}`, { dispatcher: agent });
-        return (await response.body.json()) as KeyObject;
-      },
-      keySpec: (id, path, extra = {}) => ({
-        id,
-        organization: ORG,
-        apiRef: { name: api },
-        destinations: [{ storeRef: { kind: 'ClusterKeyStore', name: store }, path: `${namespace}/${path}` }],
-        maxAge: '30d',
-        ...extra,
-      }),
-    };
-  }
-
-  const storedValue = async (objects: ObjectsDaemon, path: string): Promise<string> =>
-    readFile(join(objects.secretsDir, objects.namespace, path), 'utf8');
-  const apiKeyOf = (text: string): string => (JSON.parse(text) as { apiKey: string }).apiKey;
-  const mine = (objects: ObjectsDaemon, event: AuditEventName) =>
-    objects.audit
-      .eventsNamed(event)
-      .filter((record) => String(record['object']).startsWith(`${objects.namespace}/`));
+  const startObjectsDaemon = await useObjectsDaemons(server);
 
   describe('the daemon with keys from keyroll.io objects (kube-apiserver)', () => {
     it('rotates a RotatedKey created while it runs, takes an update as a new generation, and on delete stops and leaves the secret as stored', async () => {
@@ -305,6 +69,54 @@ if (server === undefined) {
       await daemon.idle();
       expect(emulator.state.rollCount(BILLING)).toBe(1);
       expect(await storedValue(objects, 'billing.json')).toBe(stored);
+    });
+
+    it('a RotatedKey deleted while every new generation fails to prepare stops being rotated at once, audited, its secret left as stored', async () => {
+      // The daemon's --metrics-token is read again by each generation's prepare: gone, every
+      // build from the objects fails (as a backend that cannot be opened would).
+      const clock = movableClock();
+      const temp = await createTempDir('keyroll-metrics-token-');
+      onTestFinished(() => temp.remove());
+      const metricsToken = join(temp.path, 'metrics-token');
+      await writeFile(metricsToken, 'metrics-reader-token\n');
+      const objects = await startObjectsDaemon({ now: clock.now, metricsTokenRef: `file:${metricsToken}` });
+      const { daemon, namespace, emulator, told } = objects;
+      await objects.createKey('billing', objects.keySpec(BILLING, 'billing.json'));
+      await objects.createKey('search', objects.keySpec(SEARCH, 'search.json'));
+      await waitFor(
+        () => emulator.state.rollCount(BILLING) === 1 && emulator.state.rollCount(SEARCH) === 1,
+        'both RotatedKeys rotated',
+      );
+      await daemon.idle();
+      const stored = await storedValue(objects, 'billing.json');
+
+      await rm(metricsToken);
+      await objects.deleteKey('billing');
+      await waitFor(
+        () => objects.audit.eventsNamed('policy.reload_failed').length > 0,
+        'the build after the deletion failed',
+      );
+      // SIGHUP builds again, after the build under way: it fails alike, and the deletion still wins.
+      expect(await daemon.reload()).toMatchObject({ ok: false, errorCode: 'KR_REF_UNRESOLVED' });
+      expect(mine(objects, 'crd.key_deleted')).toEqual([
+        expect.objectContaining({ object: `${namespace}/billing`, keyId: BILLING }),
+      ]);
+      // Deletion wins: the key in force before the failed build is gone, the other one stays.
+      expect(daemon.policy().keys.map((key) => key.id)).toEqual([SEARCH]);
+      expect(told.generations.at(-1)?.keys).toEqual({ [`${namespace}/search`]: SEARCH });
+      // Both long past their maxAge: the sweep rotates the key kept, never the deleted one.
+      clock.advance(31 * 24 * 3600_000);
+      await daemon.sweep();
+      await daemon.idle();
+      expect(emulator.state.rollCount(SEARCH)).toBe(2);
+      expect(emulator.state.rollCount(BILLING)).toBe(1);
+      expect(await storedValue(objects, 'billing.json')).toBe(stored);
+
+      // The cause fixed, the next build swaps a whole generation in; the deletion is not audited again.
+      await writeFile(metricsToken, 'metrics-reader-token\n');
+      expect(await daemon.reload()).toEqual({ ok: true, keys: 1 });
+      expect(daemon.policy().keys.map((key) => key.id)).toEqual([SEARCH]);
+      expect(mine(objects, 'crd.key_deleted')).toHaveLength(1);
     });
 
     it('without an observer writes the RotatedKey status after its rotation and serves a rotate-now annotation once', async () => {

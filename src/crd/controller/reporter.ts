@@ -158,7 +158,11 @@ export class StatusReporter {
       this.#facts.set(keyId, factsAfterOutcome(key, facts, outcome, this.#now()));
     // The record holds the streak's own count, backoff and quarantine: read it before the write.
     // So does a key not read yet, or being read: that read may predate this outcome's record.
-    if (outcome.result === 'failed' || facts === undefined) this.#stale.add(keyId);
+    // And a drifted key a run found not due: the drift probe of that run may have found the stored
+    // secret working again (put back by hand), which only the probe's record says.
+    const probedAlive =
+      facts?.driftedAt !== undefined && outcome.result === 'skipped' && outcome.detail === 'not-due';
+    if (outcome.result === 'failed' || facts === undefined || probedAlive) this.#stale.add(keyId);
     const event = outcomeEvent(outcome);
     for (const object of this.#objectsOf(keyId)) {
       if (event !== undefined) this.#event(object, event);

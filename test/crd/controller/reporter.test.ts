@@ -104,7 +104,7 @@ function reporterOn(stand: ReturnType<typeof standIn>, calls: RotateNowCall[] = 
       },
     },
   });
-  return { reporter, removed };
+  return { reporter, removed, state };
 }
 
 const ready = (object: WatchedObject | undefined): Condition | undefined =>
@@ -155,6 +155,35 @@ describe('the status reporter', () => {
     expect(stand.sent.patches - before).toBe(1);
     expect(stand.objects.get('team/a')?.status).toMatchObject({ lastRotationId: 'rot_4' });
     expect(stand.sent.events.filter((event) => event.reason === 'Rotated')).toHaveLength(5);
+  });
+
+  it('a drifted key a run found not due is read again: a probe that found the stored secret working clears Drifted', async () => {
+    const stand = standIn(['a']);
+    const { reporter, state } = reporterOn(stand);
+    const drifted = (): Condition | undefined =>
+      findCondition(
+        (stand.objects.get('team/a')?.status as { conditions?: Condition[] } | undefined)?.conditions,
+        'Drifted',
+      );
+    state.lastProbe = { at: '2026-11-29T09:00:00Z', result: 'dead' };
+    reporter.onLeadership(true);
+    reporter.onGeneration(new Map([['team/a', 'key_a']]), []);
+    await reporter.idle();
+    expect(drifted()).toMatchObject({ status: 'True', reason: 'StoredSecretDead' });
+
+    // The next drift probe finds the secret put back by hand working; its run is a not-due skip.
+    state.lastProbe = { at: '2026-11-29T09:30:00Z', result: 'works' };
+    reporter.onKeyOutcome('key_a', {
+      keyId: 'key_a',
+      organizationId: 'org_billing',
+      durationMs: 5,
+      rolls: 0,
+      result: 'skipped',
+      detail: 'not-due',
+    });
+    await reporter.idle();
+    expect(drifted()).toMatchObject({ status: 'False', reason: 'NoDrift' });
+    expect(ready(stand.objects.get('team/a'))).toMatchObject({ status: 'True', reason: 'Rotated' });
   });
 
   it('a refused object is Ready=False with the reason, told once by an Event', async () => {
