@@ -19,12 +19,11 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { AuditLog } from '../audit/public/events.ts';
 import { GROUP, VERSION } from '../crd/public/kinds/common.ts';
 import { KeyrollObject, KINDS, KIND_NAMES, type KindName } from '../crd/public/kinds/kinds.ts';
-import { objectsToPolicy, type SharedSettings } from '../crd/public/policy/objects-to-policy.ts';
+import { buildPolicyFromObjects, type BuiltPolicy } from '../crd/public/policy/build-policy.ts';
 import { refName, type Refusal } from '../crd/public/policy/refusal.ts';
 import { KubeResourceClient, type WatchRequests } from '../crd/public/watch/kube-client.ts';
 import { Reflector, type WatchChange } from '../crd/public/watch/reflector.ts';
 import type { WatchedObject, WatchedResource } from '../crd/public/watch/resource.ts';
-import { policyFromDocument, policyWithoutKeys } from '../policy/public/from-document.ts';
 import type { Policy } from '../policy/public/schema.ts';
 import { loadSharedSettings, type SharedSettingsFile } from '../policy/public/settings-file.ts';
 import type { BackoffPolicy } from '../rotation/public/backoff.ts';
@@ -63,13 +62,7 @@ function resourceOf(kind: Watched): WatchedResource {
 }
 
 /** One build: the policy, which RotatedKey became which key, and every refusal. */
-interface Built {
-  policy: Policy;
-  keys: ReadonlyMap<string, string>;
-  refusals: readonly Refusal[];
-  /** The document as JSON: two builds with one fingerprint are one policy. */
-  fingerprint: string;
-}
+type Built = BuiltPolicy;
 
 export class ObjectKeys {
   readonly #options: KeysFromObjects;
@@ -239,55 +232,16 @@ export class ObjectKeys {
   }
 
   #build(settings: SharedSettingsFile): Built {
-    const { objects, unreadable } = this.#readObjects();
-    const shared: SharedSettings = {
-      ...(settings.alerts === undefined ? {} : { alerts: settings.alerts }),
-      ...(settings.escrow === undefined ? {} : { escrow: settings.escrow }),
-      ...(settings.intake === undefined ? {} : { intake: settings.intake }),
-      ...(settings.consumers === undefined ? {} : { consumers: settings.consumers }),
-    };
-    const result = objectsToPolicy(objects, {
-      keyrollNamespace: this.#options.namespace,
-      namespaces: this.#namespaceLabels(),
-      ...(settings.keyApi === undefined ? {} : { api: settings.keyApi }),
-      shared,
-    });
-    const policy =
-      result.document === undefined
-        ? policyWithoutKeys(shared, this.#file)
-        : policyFromDocument(result.document, this.#file);
-    const built: Built = {
-      policy,
-      keys: result.keys,
-      refusals: [...unreadable, ...result.refusals],
-      fingerprint: JSON.stringify(result.document ?? { shared }),
-    };
-    this.#builds.set(policy, built);
+    const built = buildPolicyFromObjects(
+      {
+        objects: (kind) => this.#reflectors.get(kind)?.objects().values() ?? [],
+        namespaces: () => this.#reflectors.get('Namespace')?.objects().values() ?? [],
+      },
+      settings,
+      { keyrollNamespace: this.#options.namespace, file: this.#file, parse: (raw) => this.#parse(raw) },
+    );
+    this.#builds.set(built.policy, built);
     return built;
-  }
-
-  /** Every keyroll.io object held, parsed as `keyroll validate` reads them; one that does not parse is refused. */
-  #readObjects(): { objects: KeyrollObject[]; unreadable: Refusal[] } {
-    const objects: KeyrollObject[] = [];
-    const unreadable: Refusal[] = [];
-    for (const kind of KIND_NAMES) {
-      for (const raw of this.#reflectors.get(kind)?.objects().values() ?? []) {
-        const parsed = this.#parse(raw);
-        if (parsed.success) {
-          objects.push(parsed.data);
-          continue;
-        }
-        const [issue] = parsed.error.issues;
-        const field = issue?.path.filter((segment) => typeof segment !== 'symbol').join('.') ?? '';
-        const namespace = raw.metadata?.namespace;
-        unreadable.push({
-          object: { kind, ...(namespace === undefined ? {} : { namespace }), name: raw.metadata?.name ?? '' },
-          reason: 'InvalidSpec',
-          message: `${field === '' ? 'the object' : field}: ${issue?.message ?? 'does not parse'}`,
-        });
-      }
-    }
-    return { objects, unreadable };
   }
 
   /**
@@ -301,15 +255,6 @@ export class ObjectKeys {
       this.#parsed.set(raw, parsed);
     }
     return parsed;
-  }
-
-  #namespaceLabels(): Map<string, Record<string, string>> {
-    const labels = new Map<string, Record<string, string>>();
-    for (const namespace of this.#reflectors.get('Namespace')?.objects().values() ?? []) {
-      const name = namespace.metadata?.name;
-      if (name !== undefined) labels.set(name, namespace.metadata?.labels ?? {});
-    }
-    return labels;
   }
 
   #settle(built: Built): void {
