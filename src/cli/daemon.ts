@@ -11,8 +11,9 @@ import {
 } from './common.ts';
 import { errorMessage, UsageError } from '../errors.ts';
 import { startTracing } from '../tracing/public/start.ts';
+import { addKeysFromOptions, keysFromOf, serviceAccountNamespace, type KeysFromFlags } from './keys-from.ts';
 
-interface DaemonFlags {
+interface DaemonFlags extends KeysFromFlags {
   policy: string;
   listen: string;
   grace: string;
@@ -30,12 +31,7 @@ interface DaemonFlags {
   leaseDuration: string;
   renewDeadline: string;
   retryPeriod: string;
-  keysFrom: string;
-  keyrollNamespace?: string;
 }
-
-/** Where a pod's service account names its namespace (the chart passes POD_NAMESPACE too). */
-const POD_NAMESPACE_FILE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
 
 /** This machine only: the endpoints are for whoever the operator lets in. The chart sets 0.0.0.0 for its pod. */
 export const DEFAULT_LISTEN = '127.0.0.1:8080';
@@ -150,17 +146,8 @@ export function registerDaemonCommand(program: Command): void {
       'how often every replica reads, and the leader renews, the Lease',
       '2s',
     )
-    .option(
-      '--keys-from <source>',
-      'file: the keys of --policy; kubernetes: keyroll.io objects (RotatedKey ...), with --policy holding the shared settings only; env KEYROLL_KEYS_FROM',
-      process.env.KEYROLL_KEYS_FROM ?? 'file',
-    )
-    .option(
-      '--keyroll-namespace <ns>',
-      "with --keys-from kubernetes: keyroll's own namespace, whose KeyStores are the platform team's; default env POD_NAMESPACE, else the pod's own namespace",
-      process.env.POD_NAMESPACE,
-    )
     .addHelpText('after', DAEMON_HELP);
+  addKeysFromOptions(command);
   addPolicyOption(command).action(async (flags: DaemonFlags) => {
     process.exitCode = await daemonCommand(flags);
   });
@@ -312,41 +299,6 @@ async function daemonCommand(flags: DaemonFlags): Promise<number> {
   // Exit now: when the grace expired, in-flight work would otherwise keep the process alive,
   // and a clean stop has nothing left to wait for.
   process.exit(exitCode);
-}
-
-/** The namespace the pod's service account names; undefined outside a pod (or when unreadable). */
-async function serviceAccountNamespace(): Promise<string | undefined> {
-  const { readFile } = await import('node:fs/promises');
-  return readFile(POD_NAMESPACE_FILE, 'utf8').then(
-    (text) => text.trim(),
-    () => undefined,
-  );
-}
-
-/** The settings of --keys-from kubernetes; undefined with --keys-from file. */
-async function keysFromOf(
-  flags: DaemonFlags,
-): Promise<import('../daemon/public/object-keys.ts').KeysFromObjects | undefined> {
-  if (flags.keysFrom === 'file') return undefined;
-  if (flags.keysFrom !== 'kubernetes')
-    throw new UsageError(`--keys-from ${JSON.stringify(flags.keysFrom)} must be file or kubernetes`);
-  const flag = flags.keyrollNamespace;
-  const namespace = flag !== undefined && flag !== '' ? flag : await serviceAccountNamespace();
-  if (namespace === undefined || namespace === '')
-    throw new UsageError(
-      "--keys-from kubernetes needs keyroll's own namespace: --keyroll-namespace or env POD_NAMESPACE",
-    );
-  const { loadKubeConfig } = await import('../consumers/public/kubernetes/node-client.ts');
-  try {
-    return { kubeConfig: loadKubeConfig({}), namespace };
-  } catch (error) {
-    throw new UsageError(
-      `--keys-from kubernetes: ${error instanceof Error ? error.message : String(error)}`,
-      {
-        cause: error,
-      },
-    );
-  }
 }
 
 /**
