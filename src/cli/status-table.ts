@@ -34,6 +34,12 @@ export interface StatusRow {
   error?: { errorCode: string; message: string };
   /** Keys that list consumers (unless --no-consumers): each consumer's last refresh, as the cluster holds it. */
   consumers?: ConsumerStatus[];
+  /** --keys-from kubernetes: the object of the row, `namespace/name` for a RotatedKey, else `Kind name`. */
+  object?: string;
+  /** --keys-from kubernetes, a refused object's row: its kind. */
+  kind?: string;
+  /** --keys-from kubernetes: why keyroll refused the object (a refused key is neither read nor rotated). */
+  refused?: { reason: string; message: string };
 }
 
 /** One stderr line naming what keyroll distrusts in a key's bookkeeping, never a malformed value. */
@@ -45,37 +51,51 @@ export function distrustLine(row: StatusRow): string {
   return terminalLine`keyroll: ${row.keyId}: keyroll does not trust part of its bookkeeping: ${doubts.join('; ')}. Corruption, a clock far off, or an edit by someone who may change the destination's tags or metadata: see "Distrusted bookkeeping" in docs/runbook.md\n`;
 }
 
-/** Headers and cells of the status table; the SLOTS and PROBE columns only when some row has something to show there. */
+/** The stderr line of a refused object (--keys-from kubernetes): keyroll neither reads nor rotates it, and why. */
+export function refusalLine(row: StatusRow): string {
+  return terminalLine`keyroll: ${row.object ?? ''} is refused (${row.refused?.reason ?? ''}: ${row.refused?.message ?? ''}); keyroll does not use it until it is changed (docs/crds.md, "Tenancy")\n`;
+}
+
+/**
+ * Headers and cells of the status table; the SLOTS and PROBE columns only when some row has
+ * something to show there, OBJECT first when the rows name their keyroll.io objects.
+ */
 export function statusCells(
   rows: readonly StatusRow[],
   columns: { withSlots: boolean; withProbe: boolean },
 ): [string[], string[][]] {
-  const headers = ['KEY', 'ORG', 'LAST ROTATED', 'NEXT DUE', 'OVERDUE'];
+  const withObjects = rows.some((r) => r.object !== undefined);
+  const headers = [...(withObjects ? ['OBJECT'] : []), 'KEY', 'ORG', 'LAST ROTATED', 'NEXT DUE', 'OVERDUE'];
   if (columns.withSlots) headers.push('SLOTS');
   if (columns.withProbe) headers.push('PROBE');
   headers.push('LOCK', 'INTENT', 'LAST ERROR');
   const cells = rows.map((r) => {
     const row = [
-      r.keyId,
-      r.organizationId,
-      r.lastRotatedAt ?? 'never',
-      r.error
-        ? '?'
-        : r.scheduler === 'aws-native'
-          ? 'AWS schedule (aws-native)'
-          : r.due
-            ? 'now'
-            : (r.nextDueAt ?? '-'),
-      r.overdue ? 'YES' : 'no',
+      ...(withObjects ? [r.object ?? '-'] : []),
+      r.keyId === '' ? '-' : r.keyId,
+      r.organizationId === '' ? '-' : r.organizationId,
+      r.refused ? '-' : (r.lastRotatedAt ?? 'never'),
+      r.refused
+        ? 'not rotated'
+        : r.error
+          ? '?'
+          : r.scheduler === 'aws-native'
+            ? 'AWS schedule (aws-native)'
+            : r.due
+              ? 'now'
+              : (r.nextDueAt ?? '-'),
+      r.overdue ? 'YES' : r.refused ? '-' : 'no',
     ];
     if (columns.withSlots) row.push(slotsCell(r));
     if (columns.withProbe) row.push(probeCell(r));
     row.push(
       r.lock ? `${r.lock.owner} until ${r.lock.expiresAt}` : '-',
       r.intent ? `left by ${r.intent.owner} at ${r.intent.startedAt}` : '-',
-      r.error
-        ? `cannot read: ${r.error.errorCode}`
-        : (streakCell(r.failureStreak, new Date()) ??
+      r.refused
+        ? `REFUSED ${r.refused.reason}: ${r.refused.message}`
+        : r.error
+          ? `cannot read: ${r.error.errorCode}`
+          : (streakCell(r.failureStreak, new Date()) ??
             (r.lastFailure
               ? `${r.lastFailure.step} ${r.lastFailure.errorCode} at ${r.lastFailure.at}`
               : '-')),

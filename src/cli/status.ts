@@ -8,8 +8,10 @@ import type { ProbeReport, ProbeTarget } from './probe-keys.ts';
 import type { StatusRow } from './status-table.ts';
 import type { KubeClient } from '../consumers/public/kubernetes/client.ts';
 import type { Policy } from '../policy/public/schema.ts';
+import { addKeysFromOptions, keysFromOf, type KeysFromFlags } from './keys-from.ts';
+import type { ObjectsStatus } from './status-objects.ts';
 
-interface StatusFlags {
+interface StatusFlags extends KeysFromFlags {
   policy: string;
   output?: 'table' | 'json';
   probe?: boolean;
@@ -21,7 +23,7 @@ export function registerStatusCommand(program: Command): void {
   const command = program
     .command('status')
     .description(
-      "Per key: last rotation, next due, overdue, lock holder, leftover intent, last error (or why and since when the key is quarantined or backing off), the last recorded probe; for a two-slot entry the active slot, the standby and when it may next roll; for a key that lists consumers, each consumer's last refresh as the cluster holds it (synced, restarted, owed, deferred, stale; --no-consumers skips reading them). With --probe, whether each stored secret (and a slot entry's standby) still works. A table on a terminal, JSON with -o json (and when stdout is not a terminal). Exit 1 when a key's state cannot be read, and with --probe when a stored secret is dead (drift) or cannot be probed.",
+      "Per key: last rotation, next due, overdue, lock holder, leftover intent, last error (or why and since when the key is quarantined or backing off), the last recorded probe; for a two-slot entry the active slot, the standby and when it may next roll; for a key that lists consumers, each consumer's last refresh as the cluster holds it (synced, restarted, owed, deferred, stale; --no-consumers skips reading them). With --probe, whether each stored secret (and a slot entry's standby) still works. With --keys-from kubernetes, the keys of the keyroll.io objects as the daemon builds them (--policy: its settings file), each row naming its RotatedKey, and each refused object as a row with its reason. A table on a terminal, JSON with -o json (and when stdout is not a terminal). Exit 1 when a key's state cannot be read, and with --probe when a stored secret is dead (drift) or cannot be probed.",
     )
     .addOption(
       new Option(
@@ -41,6 +43,7 @@ export function registerStatusCommand(program: Command): void {
       'after',
       `${EXIT_CODES_HELP}\n  status exits 1 when a key's state cannot be read, and with --probe when a stored secret is dead (drift) or the probe failed.`,
     );
+  addKeysFromOptions(command);
   addPolicyOption(command).action(async (flags: StatusFlags) => {
     process.exitCode = await statusCommand(flags);
   });
@@ -51,7 +54,7 @@ async function statusCommand(flags: StatusFlags): Promise<number> {
   const [
     { openBackends, viewKeys, nextDueAt, slotView },
     { renderTable },
-    { statusCells, distrustLine, consumerCells },
+    { statusCells, distrustLine, refusalLine, consumerCells },
     { streakView },
   ] = await Promise.all([
     import('./key-state.ts'),
@@ -60,8 +63,16 @@ async function statusCommand(flags: StatusFlags): Promise<number> {
     import('../rotation/public/failure-streak.ts'),
   ]);
   let policy;
+  let objects: ObjectsStatus | undefined;
   try {
-    policy = await loadPolicyOrExit(flags.policy);
+    const keysFrom = await keysFromOf(flags);
+    if (keysFrom === undefined) policy = await loadPolicyOrExit(flags.policy);
+    else {
+      // The objects listed once; an API error (403, unreachable) names the request (exit 3).
+      const { objectsStatusPolicy } = await import('./status-objects.ts');
+      objects = await objectsStatusPolicy(flags.policy, keysFrom);
+      policy = objects.policy;
+    }
   } catch (error) {
     return exitForError(error);
   }
@@ -130,10 +141,12 @@ async function statusCommand(flags: StatusFlags): Promise<number> {
       rows.push(row);
     }
     if (flags.consumers) await addConsumerStatuses(policy, rows);
+    // After the consumers: a refused copy of a key shares its id, never its consumers.
+    if (objects !== undefined) rows.push(...(await objectRows(rows, objects)));
     const output = flags.output ?? (process.stdout.isTTY ? 'table' : 'json');
     if (output === 'json') {
       process.stdout.write(
-        `${printableJson({ policy: policy.file, at: now.toISOString(), keys: rows }, 2)}\n`,
+        `${printableJson({ policy: policy.file, ...(objects === undefined ? {} : { keysFrom: 'kubernetes' }), at: now.toISOString(), keys: rows }, 2)}\n`,
       );
     } else {
       const withSlots = rows.some((r) => r.slots !== undefined);
@@ -149,6 +162,7 @@ async function statusCommand(flags: StatusFlags): Promise<number> {
       );
     }
     for (const row of rows.filter((r) => r.distrusted.length > 0)) process.stderr.write(distrustLine(row));
+    for (const row of rows.filter((r) => r.refused !== undefined)) process.stderr.write(refusalLine(row));
     for (const row of rows.filter((r) => r.probe?.errorCode !== undefined)) {
       process.stderr.write(
         terminalLine`keyroll: ${row.keyId}: probe failed (${row.probe?.errorCode ?? ''}); its stored secret's state is unknown\n`,
@@ -168,6 +182,13 @@ async function statusCommand(flags: StatusFlags): Promise<number> {
     await backends.close();
     await runtime?.close();
   }
+}
+
+/** Names each key row's RotatedKey; returns one row per refused object (shown, never dropped). */
+async function objectRows(rows: StatusRow[], objects: ObjectsStatus): Promise<StatusRow[]> {
+  const { nameObjects, refusalRows } = await import('./status-objects.ts');
+  nameObjects(rows, objects);
+  return refusalRows(objects);
 }
 
 /**
