@@ -25,6 +25,8 @@ export interface ObjectsStatus {
   policy: Policy;
   /** Key id → its RotatedKey's `namespace/name`. */
   objectOf: ReadonlyMap<string, string>;
+  /** A RotatedKey's `namespace/name` → the key id it rotates (refused ones are not here). */
+  keyOf: ReadonlyMap<string, string>;
   refusals: readonly Refusal[];
   /** Each RotatedKey's spec as listed, by `namespace/name`: a refused key's row shows the id and organization it asks for. */
   rotatedKeys: ReadonlyMap<string, WatchedObject>;
@@ -78,6 +80,7 @@ export async function objectsStatusPolicy(
   return {
     policy: built.policy,
     objectOf: new Map([...built.keys].map(([object, keyId]) => [keyId, object])),
+    keyOf: new Map(built.keys),
     refusals: built.refusals,
     rotatedKeys,
   };

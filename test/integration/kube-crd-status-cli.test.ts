@@ -298,6 +298,69 @@ if (server === undefined) {
       );
     });
 
+    it("keyroll resume --keys-from kubernetes lifts a RotatedKey's quarantine, named by namespace/name; a refused object's resume says why and changes nothing", async () => {
+      const w = await world();
+      cli.emulator.faults.inject('roll', { kind: 'status', status: 403 }, 1);
+      const daemon = await startDaemon(w);
+      await w.createKey(
+        'billing',
+        w.keySpec('billing-api', 'billing-api.json', { failures: { quarantineAfter: 1 } }),
+      );
+      await waitFor(async () => {
+        const key = await w.readKey('billing');
+        return key.status?.conditions?.some((c) => c.type === 'Quarantined' && c.status === 'True') === true;
+      }, 'the failed roll quarantined the key (Quarantined=True)');
+      await daemon.idle();
+      await w.createKey('copycat', w.keySpec('billing-api', 'copy.json'));
+      const resume = (key: string): Promise<CliResult> =>
+        cli.run(
+          [
+            'resume',
+            '--keys-from',
+            'kubernetes',
+            '--keyroll-namespace',
+            w.keyrollNamespace,
+            '-p',
+            'settings.yaml',
+            '--key',
+            key,
+            '--actor',
+            'alice',
+          ],
+          { env: { KUBECONFIG: w.kubeconfig, POD_NAMESPACE: undefined, KEYROLL_KEYS_FROM: undefined } },
+        );
+
+      // The copy is refused: it has no key of its own to resume, and the error says why.
+      const copy = await resume(`${w.namespace}/copycat`);
+      expect(copy.code, copy.stderr).toBe(2);
+      expect(copy.stderr).toContain(`RotatedKey ${w.namespace}/copycat is refused (KeyIdInUse: `);
+      const missing = await resume(`${w.namespace}/nothing`);
+      expect(missing.code).toBe(2);
+      expect(missing.stderr).toContain(`no RotatedKey ${w.namespace}/nothing`);
+
+      const lifted = await resume(`${w.namespace}/billing`);
+      expect(lifted.code, lifted.stderr).toBe(0);
+      expect(lifted.stderr).toMatch(
+        /^keyroll: billing-api: quarantine \(since .*\) lifted after 1 consecutive failures/,
+      );
+      const events = lifted.stdout
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line) as { event: string; keyId?: string; actor?: string });
+      expect(events.find((event) => event.event === 'key.resumed')).toMatchObject({
+        keyId: 'billing-api',
+        actor: 'alice',
+      });
+      // The streak is gone from the key's record: a second resume finds nothing to lift.
+      const again = await resume('billing-api');
+      expect(again.code, again.stderr).toBe(0);
+      expect(again.stderr).toContain('billing-api is neither quarantined nor backing off');
+      expectNoSecrets(
+        [copy.stdout, copy.stderr, lifted.stdout, lifted.stderr, again.stdout, again.stderr],
+        [...cli.emulator.state.mintedSecrets(), OWNER_TOKEN],
+      );
+    });
+
     it('an identity the API server refuses (403) or an API server out of reach is an error naming the request, exit 3', async () => {
       const w = await world();
       await w.createKey('billing', w.keySpec('billing-api', 'billing-api.json'));
