@@ -93,14 +93,15 @@ if (server === undefined) {
       },
     };
     const audit = createMemoryAuditLog();
-    let reporter: StatusReporter | undefined;
+    // The reflector tells the reporter of each change, as the daemon's does; made first, it needs a late reference.
+    const late: { reporter?: StatusReporter } = {};
     const reflector = new Reflector({
       requests: client,
       resource,
       audit,
-      onChange: (change) => reporter?.onObjectChange(change),
+      onChange: (change) => late.reporter?.onObjectChange(change),
     });
-    reporter = new StatusReporter({
+    const reporter = new StatusReporter({
       requests,
       resource,
       objects: reflector,
@@ -116,16 +117,16 @@ if (server === undefined) {
       keyrollNamespace: `keyroll-${suffix}`,
       api: keyApiName,
     };
-    const running = reporter;
+    late.reporter = reporter;
     /** What the daemon does on a build: the objects into a policy, the generation to the reporter. */
     const build = async () => {
       const view = await keyrollView(api, { namespaces: [namespace], suffix }, options);
-      running.onGeneration(view.keys, view.refusals);
-      await running.idle();
+      reporter.onGeneration(view.keys, view.refusals);
+      await reporter.idle();
       return view;
     };
-    running.onLeadership(true);
-    return { patched, build, reporter: running, audit };
+    reporter.onLeadership(true);
+    return { patched, build, reporter, audit };
   }
 
   const read = (name: string): Promise<WatchedObject> => client.get({ resource, namespace, name }, signal);
