@@ -36,8 +36,9 @@ export interface PolicyFromObjects {
   keys: Map<string, string>;
   refusals: Refusal[];
   /**
-   * RotatedKeys (`namespace/name`) naming another existing ClusterKeyApi: another keyroll
-   * install's. Neither keys nor refusals, so nothing is audited or written on them here.
+   * RotatedKeys (`namespace/name`) this install does not judge (key-entry.ts, judgedHere): another
+   * keyroll install's, or, naming a missing ClusterKeyApi that is not this install's `keyApi`, no
+   * install's here. Neither keys nor refusals, so nothing is audited or written on them here.
    */
   others: string[];
 }
