@@ -20,7 +20,7 @@ export const SharedSettingsFile = z
       .min(1)
       .optional()
       .describe(
-        'The ClusterKeyApi whose keys this daemon rotates; absent: the only ClusterKeyApi in the cluster.',
+        "The ClusterKeyApi whose keys this daemon rotates; absent: the only ClusterKeyApi in the cluster. Also which RotatedKeys are this install's: those naming it (a missing one included); a RotatedKey naming another ClusterKeyApi is another keyroll install's, left alone (no status, no audit). Set it whenever two installs share a cluster.",
       ),
     alerts: PolicyDocument.shape.alerts,
     escrow: PolicyDocument.shape.escrow,

@@ -25,6 +25,8 @@ export interface ObjectIndex {
   apis: ReadonlyMap<string, ClusterKeyApiObject>;
   /** The ClusterKeyApi this daemon rotates with; undefined: none (or several and none chosen). */
   served: ClusterKeyApiObject | undefined;
+  /** The ClusterKeyApi the daemon's settings name (`keyApi`); undefined: they name none. */
+  keyApi: string | undefined;
   clusterStores: ReadonlyMap<string, ClusterKeyStoreObject>;
   /** KeyStores by `namespace/name`. */
   keyStores: ReadonlyMap<string, KeyStoreObject>;
@@ -52,6 +54,21 @@ export function clusterStoreBackend(name: string): string {
 }
 export function keyStoreBackend(namespace: string, name: string): string {
   return `keystore.${namespace}.${name}`;
+}
+
+/**
+ * Whether this keyroll install judges `object` (docs/crds.md, "Two keyroll installs"). An install
+ * whose settings name its ClusterKeyApi (`keyApi`) judges the RotatedKeys naming that one, whether
+ * it exists or not (ApiNotFound is then its own word). An install whose settings name none says it
+ * is alone: it judges every key but those naming another existing ClusterKeyApi than the only one
+ * it serves; with several and none chosen, every key (ApiNotServed: tell it which). A RotatedKey
+ * not judged here is another install's: never refused, audited or written by this one, or two
+ * installs would each write Ready=False on the other's keys and the statuses would flip.
+ */
+export function judgedHere(object: RotatedKeyObject, index: ObjectIndex): boolean {
+  const name = object.spec.apiRef.name;
+  if (index.keyApi !== undefined) return name === index.keyApi;
+  return index.served === undefined || index.served.metadata.name === name || !index.apis.has(name);
 }
 
 /** The key entry of `object`, or why it is refused. */
@@ -114,10 +131,15 @@ function apiVerdict(
   const name = object.spec.apiRef.name;
   const api = index.apis.get(name);
   if (api === undefined) return { reason: 'ApiNotFound', message: `ClusterKeyApi ${name} does not exist` };
+  // Only an install whose settings name no ClusterKeyApi, with several there, judges a key of one
+  // it does not serve (judgedHere): the key's owner is unknown, and so is this install's own API.
   if (index.served !== api)
     return {
       reason: 'ApiNotServed',
-      message: `ClusterKeyApi ${name} is not the one this keyroll rotates with (${index.served?.metadata.name ?? 'none chosen'})`,
+      message:
+        index.served === undefined
+          ? `several ClusterKeyApis exist and this keyroll's settings name none (keyApi): it rotates no key`
+          : `ClusterKeyApi ${name} is not the one this keyroll rotates with (${index.served.metadata.name})`,
     };
   const organization = object.spec.organization;
   const conditions = api.spec.conditions.filter(

@@ -7,7 +7,7 @@ import type { BackendConfig } from '../../backends/public/config.ts';
 import { checkPolicy } from '../../policy/public/check.ts';
 import { PolicyDocument } from '../../policy/public/schema.ts';
 import type { ClusterKeyApiObject, KeyrollObject, KeyStoreObject, RotatedKeyObject } from '../kinds/kinds.ts';
-import { keyEntryOf, type Candidate, type ObjectIndex } from './key-entry.ts';
+import { judgedHere, keyEntryOf, type Candidate, type ObjectIndex } from './key-entry.ts';
 import { refName, type ObjectRef, type Refusal } from './refusal.ts';
 import { keyStoreVerdict, type NamespaceLabels } from './tenancy.ts';
 
@@ -19,7 +19,11 @@ export interface PolicyOptions {
   keyrollNamespace: string;
   /** Every namespace's labels, for the conditions' namespaceSelectors (a namespace not listed has none). */
   namespaces: NamespaceLabels;
-  /** The ClusterKeyApi this daemon rotates with (a policy has one api); absent: the only one there is. */
+  /**
+   * The ClusterKeyApi this daemon rotates with (a policy has one api): the settings' `keyApi`. It
+   * also says which RotatedKeys are this install's to judge (key-entry.ts, judgedHere); absent:
+   * the only one there is, and this install is the cluster's only one.
+   */
   api?: string;
   /** alerts, escrow, intake and consumers, from the daemon's policy file; absent: none. */
   shared?: SharedSettings;
@@ -31,6 +35,20 @@ export interface PolicyFromObjects {
   /** RotatedKey `namespace/name` → its key entry's id in the document. */
   keys: Map<string, string>;
   refusals: Refusal[];
+  /**
+   * RotatedKeys (`namespace/name`) this install does not judge (key-entry.ts, judgedHere): another
+   * keyroll install's, or, naming a missing ClusterKeyApi that is not this install's `keyApi`, no
+   * install's here. Neither keys nor refusals, so nothing is audited or written on them here.
+   */
+  others: string[];
+}
+
+/** A key entry in the claims of ids and places: this install's, or another's (holds, never refused here). */
+interface Claimant {
+  candidate: Candidate;
+  ours: boolean;
+  /** The API server its ids are ids of: two ClusterKeyApis on one server roll the same keys. */
+  server: string;
 }
 
 export function objectsToPolicy(
@@ -38,25 +56,56 @@ export function objectsToPolicy(
   options: PolicyOptions,
 ): PolicyFromObjects {
   const { index, refusals } = indexObjects(objects, options);
-  const candidates: Candidate[] = [];
+  const claimants: Claimant[] = [];
+  const others: string[] = [];
   for (const object of rotatedKeys(objects)) {
+    if (!judgedHere(object, index)) {
+      others.push(refName(objectRef(object)));
+      const claimant = othersClaim(object, index);
+      if (claimant !== undefined) claimants.push(claimant);
+      continue;
+    }
     const outcome = keyEntryOf(object, index);
     if (!outcome.ok) refusals.push(refusalOf(object, outcome.reason, outcome.message));
+    else if (index.served === undefined)
+      refusals.push(refusalOf(object, 'InvalidSpec', 'no ClusterKeyApi is served'));
     else {
-      const issue =
-        index.served === undefined
-          ? 'no ClusterKeyApi is served'
-          : ownIssue(outcome.candidate, index.served, options.shared);
-      if (issue === undefined) candidates.push(outcome.candidate);
+      const issue = ownIssue(outcome.candidate, index.served, options.shared);
+      if (issue === undefined)
+        claimants.push({ candidate: outcome.candidate, ours: true, server: apiServer(index.served) });
       else refusals.push(refusalOf(object, 'InvalidSpec', issue));
     }
   }
-  const accepted = claimInOrder(candidates, refusals);
+  const accepted = claimInOrder(claimants, refusals);
   const document = assemble(accepted, index.served, options.shared, refusals);
   const keys = new Map<string, string>();
   if (document !== undefined)
     for (const candidate of accepted) keys.set(refName(objectRef(candidate.object)), candidate.entry.id);
-  return { document, keys, refusals };
+  return { document, keys, refusals, others };
+}
+
+/**
+ * Another install's key as far as the objects say it would be rotated (its own ClusterKeyApi's
+ * conditions, the stores'): what it holds, a key of ours may not take. Its store paths, because
+ * both installs would write the one secret; its ids on the same API server, because both would
+ * roll the one key. Its settings' own checks are not ours to run: a key it refuses for them alone
+ * still holds here, which refuses ours (never theirs) at worst.
+ */
+function othersClaim(object: RotatedKeyObject, index: ObjectIndex): Claimant | undefined {
+  const api = index.apis.get(object.spec.apiRef.name);
+  if (api === undefined) return undefined;
+  const outcome = keyEntryOf(object, { ...index, served: api, keyApi: api.metadata.name });
+  return outcome.ok ? { candidate: outcome.candidate, ours: false, server: apiServer(api) } : undefined;
+}
+
+/** The API server a ClusterKeyApi rolls keys on, written one way (host case, default port, trailing `/`). */
+function apiServer(api: ClusterKeyApiObject): string {
+  try {
+    const url = new URL(api.spec.baseUrl);
+    return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
+  } catch {
+    return api.spec.baseUrl;
+  }
 }
 
 function indexObjects(
@@ -84,7 +133,15 @@ function indexObjects(
   const served =
     options.api === undefined ? (apis.size === 1 ? [...apis.values()][0] : undefined) : apis.get(options.api);
   return {
-    index: { apis, served, clusterStores, keyStores, refusedKeyStores, namespaces: options.namespaces },
+    index: {
+      apis,
+      served,
+      keyApi: options.api,
+      clusterStores,
+      keyStores,
+      refusedKeyStores,
+      namespaces: options.namespaces,
+    },
     refusals,
   };
 }
@@ -120,54 +177,66 @@ function ownIssue(
   return own === undefined ? undefined : `${describePath(own.path)}: ${own.message}`;
 }
 
+/** Who holds an id or a place: a RotatedKey `namespace/name`, of this install or another. */
+interface Holder {
+  owner: string;
+  ours: boolean;
+}
+
 /**
  * Grants, oldest first, each API key id (the entry's id and its slots: the policy wants all of
- * them unique) and each destination (store and path) to one RotatedKey; a later object claiming
- * one already granted is refused, never the earlier. Refusing both would let a newcomer stop a
- * working key by copying its id or path; refusing the later keeps the one that was there first.
+ * them unique; an id is one key on one API server) and each destination (store and path) to one
+ * RotatedKey; a later object claiming one already granted is refused, never the earlier. Refusing
+ * both would let a newcomer stop a working key by copying its id or path; refusing the later keeps
+ * the one that was there first. Another install's keys hold their claims too (both installs see
+ * every object, so both grant alike) but are never refused nor accepted here: only ours are.
  */
-function claimInOrder(candidates: readonly Candidate[], refusals: Refusal[]): Candidate[] {
-  const ids = new Map<string, string>();
-  const places = new Map<string, string>();
+function claimInOrder(claimants: readonly Claimant[], refusals: Refusal[]): Candidate[] {
+  const ids = new Map<string, Holder>();
+  const places = new Map<string, Holder>();
   const accepted: Candidate[] = [];
-  for (const candidate of candidates) {
-    const owner = refName(objectRef(candidate.object));
+  for (const { candidate, ours, server } of claimants) {
+    const holder = { owner: refName(objectRef(candidate.object)), ours };
     const wanted = [candidate.entry.id, ...(candidate.entry.slots ?? [])];
     const entries = [...candidate.entry.destinations, ...(candidate.entry.fallbacks ?? [])];
     const paths = entries.map((entry) => `${entry.backend}\u0000${entry.path}`);
-    const takenId = wanted.find((id) => ids.has(id));
+    const takenId = wanted.find((id) => ids.has(`${server}\u0000${id}`));
     const takenPath = paths.findIndex((place) => places.has(place));
     if (takenId !== undefined) {
-      refusals.push(
-        refusalOf(
-          candidate.object,
-          'KeyIdInUse',
-          `${whose(ids.get(takenId), candidate)} already rotates ${takenId}`,
-        ),
-      );
+      if (ours)
+        refusals.push(
+          refusalOf(
+            candidate.object,
+            'KeyIdInUse',
+            `${whose(ids.get(`${server}\u0000${takenId}`), candidate)} already rotates ${takenId}`,
+          ),
+        );
     } else if (takenPath >= 0) {
       const taken = entries[takenPath];
-      refusals.push(
-        refusalOf(
-          candidate.object,
-          'PathInUse',
-          `${whose(places.get(paths[takenPath] ?? ''), candidate)} already writes ${taken?.path ?? ''} in ${taken?.backend ?? ''}`,
-        ),
-      );
+      if (ours)
+        refusals.push(
+          refusalOf(
+            candidate.object,
+            'PathInUse',
+            `${whose(places.get(paths[takenPath] ?? ''), candidate)} already writes ${taken?.path ?? ''} in ${taken?.backend ?? ''}`,
+          ),
+        );
     } else {
-      for (const id of wanted) ids.set(id, owner);
-      for (const place of paths) places.set(place, owner);
-      accepted.push(candidate);
+      for (const id of wanted) ids.set(`${server}\u0000${id}`, holder);
+      for (const place of paths) places.set(place, holder);
+      if (ours) accepted.push(candidate);
     }
   }
   return accepted;
 }
 
 /** Names the earlier owner only to its own namespace: a tenant learns no other team's object names. */
-function whose(owner: string | undefined, candidate: Candidate): string {
-  return owner?.startsWith(`${candidate.namespace}/`) === true
-    ? `RotatedKey ${owner}`
-    : 'an older RotatedKey';
+function whose(holder: Holder | undefined, candidate: Candidate): string {
+  const named =
+    holder?.owner.startsWith(`${candidate.namespace}/`) === true
+      ? `RotatedKey ${holder.owner}`
+      : 'an older RotatedKey';
+  return holder?.ours === false ? `${named} of another keyroll install` : named;
 }
 
 /**

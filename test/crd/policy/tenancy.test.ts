@@ -209,17 +209,19 @@ describe('tenancy: a hostile tenant is refused, the others go on', () => {
     expectHonestKept(noStore.keys);
   });
 
-  it('refuses a key of a ClusterKeyApi this keyroll does not serve', () => {
+  it('leaves a key of a ClusterKeyApi this keyroll does not serve to the install serving it (installs.test.ts)', () => {
     const other = object({
       kind: 'ClusterKeyApi',
       metadata: { name: 'other' },
       spec: { ...(api.spec as Record<string, unknown>) },
     });
-    const { reasons, keys } = tryWith([other, evilKey({ apiRef: { name: 'other' } })], 'evil/try', {
+    const { reasons, keys, others } = tryWith([other, evilKey({ apiRef: { name: 'other' } })], 'evil/try', {
       ...options,
       api: 'acme',
     });
-    expect(reasons).toEqual(['ApiNotServed']);
+    expect(reasons).toEqual([]);
+    expect(others).toEqual(['evil/try']);
+    expect(keys.has('evil/try')).toBe(false);
     expectHonestKept(keys);
   });
 
