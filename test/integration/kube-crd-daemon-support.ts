@@ -294,8 +294,14 @@ async function startObjectsDaemon(
         `${kube.server}/api/v1/namespaces/${namespace}/events?fieldSelector=involvedObject.name%3D${name}`,
         { dispatcher: agent },
       );
-      const list = (await response.body.json()) as { items: (KeyEvent & { firstTimestamp?: string })[] };
-      return list.items;
+      const list = (await response.body.json()) as {
+        items: (KeyEvent & { metadata?: { resourceVersion?: string } })[];
+      };
+      // The API server lists by name, and an Event's name ends in a random suffix: put them in the
+      // order they were written (etcd's revision, which a create raises), as `kubectl describe` does by time.
+      return list.items.sort(
+        (a, b) => Number(a.metadata?.resourceVersion ?? 0) - Number(b.metadata?.resourceVersion ?? 0),
+      );
     },
     row: async (name) => {
       const response = await request(`${kube.server}${keys}`, {
