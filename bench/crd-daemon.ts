@@ -110,15 +110,30 @@ const spread = (values: readonly number[]): { p50: number; p99: number; max: num
   };
 };
 
+/** How many of `times` fell in each whole second after `from`. */
+function perSecond(times: readonly number[], from: number): number[] {
+  const buckets: number[] = [];
+  for (const at of times) {
+    const second = Math.floor((at - from) / 1_000);
+    if (second < 0) continue;
+    while (buckets.length <= second) buckets.push(0);
+    buckets[second] = (buckets[second] ?? 0) + 1;
+  }
+  return buckets;
+}
+
 /** Phase 1: the keys created while the daemon runs, until each is Ready and the daemon quiet. */
 async function createPhase(at: CrdDaemonWorld, keys: BenchKey[], limitMs: number) {
   const before = countsAt(at.front);
+  const cpuBefore = await at.daemon.cpuSeconds();
   const started = performance.now();
   await eachLimited(keys, (key) => at.createKey(key));
   const createMs = performance.now() - started;
   await settle('phase 1 (every key Ready)', at, limitMs, () =>
     keys.every((key) => condition(at.watch.status(key.object), 'Ready')?.status === 'True'),
   );
+  const phaseMs = performance.now() - started;
+  const daemonCpuShare = round(((await at.daemon.cpuSeconds()) - cpuBefore) / (phaseMs / 1_000), 2);
   const after = (seen: Map<string, number>, from: (key: BenchKey) => number): number[] =>
     keys.map((key) => (seen.get(key.object) ?? Number.NaN) - from(key));
   const created = (key: BenchKey): number => key.createdAt ?? Number.NaN;
@@ -136,6 +151,14 @@ async function createPhase(at: CrdDaemonWorld, keys: BenchKey[], limitMs: number
     swapToStatus: after(at.watch.firstStatusAt, swapOf),
     /** Seconds from the first create call to each generation swapped in (the start's is negative). */
     swaps: swaps.map((swap) => round((swap - started) / 1_000, 2)),
+    phaseSeconds: round(phaseMs / 1_000, 1),
+    /** The daemon's CPU time over the phase's wall time (1 = one core busy throughout). */
+    daemonCpuShare,
+    /** The API server's answer times to the daemon's status patches and Events (at the front). */
+    patchMs: spread(at.front.latencies('PATCH rotatedkeys/status 200')),
+    eventMs: spread(at.front.latencies('POST events 201')),
+    /** Status patches taken in each second from the first create call: the writer's pace. */
+    writesPerSecond: perSecond(at.front.times('PATCH rotatedkeys/status 200'), started),
   };
 }
 
@@ -213,6 +236,10 @@ export async function runCrdDaemonBench(options: { quick?: boolean } = {}): Prom
         createdToSwapMs: spread(created.toSwap),
         swapToFirstStatusMs: spread(created.swapToStatus),
         generationsSwappedAtSeconds: created.swaps,
+        statusWritesPerSecond: created.writesPerSecond,
+        phase1Seconds: created.phaseSeconds,
+        daemonCpuShare: created.daemonCpuShare,
+        apiServerAnswerMs: { statusPatch: created.patchMs, eventCreate: created.eventMs },
         phase1: { ...created.counts, rolls: created.rolls },
         rotateNow: {
           ...rotated.counts,
@@ -224,6 +251,7 @@ export async function runCrdDaemonBench(options: { quick?: boolean } = {}): Prom
         daemonEvents: Object.fromEntries([...at.daemon.events].sort((a, b) => b[1] - a[1])),
         noticesReceived: [...at.receiver.arrivals.values()].reduce((sum, a) => sum + a.length, 0),
         requestsAtFront: at.front.counts(),
+        daemonFailuresTail: at.daemon.tail,
       },
       notes: [
         `crd (daemon): \`keyroll daemon --keys-from kubernetes\` (dist/, the image's flags), ${String(size.keys)} RotatedKeys created while it runs (${String(CONCURRENCY)} in flight, ${String(TEAMS)} namespaces), each with a webhook consumer; firstStatusMs = create call answered → first status seen by the bench's watch (issue 31 sets no number; the floor is the daemon's change debounce, 1 s quiet, at most 5 s after the first change); readyMs the same to Ready=True`,

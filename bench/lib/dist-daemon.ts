@@ -21,6 +21,8 @@ export interface DistDaemon {
   waitFor(event: string, timeoutMs: number): Promise<Record<string, unknown>>;
   /** The process's resident set size now and its peak (VmRSS, VmHWM), MB. */
   memory(): Promise<{ rssMb: number; peakMb: number }>;
+  /** CPU time the process used so far (user + system), seconds. */
+  cpuSeconds(): Promise<number>;
   /** SIGTERM, then the exit code (SIGKILL after `graceMs`). */
   stop(graceMs?: number): Promise<number | null>;
 }
@@ -94,6 +96,13 @@ export function startDistDaemon(options: {
       const kb = (field: string): number =>
         Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1]);
       return { rssMb: kb('VmRSS') / 1024, peakMb: kb('VmHWM') / 1024 };
+    },
+    cpuSeconds: async () => {
+      // Fields 14 and 15 of /proc/PID/stat (utime, stime) in clock ticks (USER_HZ, 100 on Linux);
+      // the name (field 2) may hold spaces, so count from its closing parenthesis.
+      const stat = await readFile(`/proc/${String(child.pid)}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      return (Number(fields[11]) + Number(fields[12])) / 100;
     },
     stop: async (graceMs = 30_000) => {
       if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;

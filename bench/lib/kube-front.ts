@@ -16,6 +16,10 @@ export interface KubeFront {
   url: string;
   /** Requests by `METHOD resource[/sub] STATUS`, the answered ones; status `error` when the front got no answer. */
   counts(): Record<string, number>;
+  /** When (performance.now(), at the answer) each request of this kind was answered, e.g. times('PATCH rotatedkeys/status 200'). */
+  times(kind: string): readonly number[];
+  /** How long the API server took to answer each request of this kind (front received → answer headers), ms. */
+  latencies(kind: string): readonly number[];
   /** The count of one kind, e.g. count('PATCH', 'rotatedkeys/status', 200). */
   count(method: string, resource: string, status?: number): number;
   /** A kubeconfig (YAML) whose cluster is this front, with no user credential. */
@@ -52,10 +56,21 @@ export async function startKubeFront(kube: KubeApiServerInfo): Promise<KubeFront
     headersTimeout: 0,
   });
   const counts = new Map<string, number>();
-  const add = (key: string): void => {
+  const times = new Map<string, number[]>();
+  const latencies = new Map<string, number[]>();
+  const push = (map: Map<string, number[]>, key: string, value: number): void => {
+    const list = map.get(key);
+    if (list === undefined) map.set(key, [value]);
+    else list.push(value);
+  };
+  const add = (key: string, receivedAt: number): void => {
     counts.set(key, (counts.get(key) ?? 0) + 1);
+    const now = performance.now();
+    push(times, key, now);
+    push(latencies, key, now - receivedAt);
   };
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const receivedAt = performance.now();
     const { method, resource } = kindOf(req);
     const headers = Object.fromEntries(Object.entries(req.headers).filter(([name]) => !HOP.has(name)));
     request(new URL(req.url ?? '/', kube.server), {
@@ -65,7 +80,7 @@ export async function startKubeFront(kube: KubeApiServerInfo): Promise<KubeFront
       dispatcher: agent,
     })
       .then(async (answer) => {
-        add(`${method} ${resource} ${String(answer.statusCode)}`);
+        add(`${method} ${resource} ${String(answer.statusCode)}`, receivedAt);
         const outHeaders: Record<string, string | string[]> = {};
         for (const [name, value] of Object.entries(answer.headers))
           if (value !== undefined && !HOP.has(name)) outHeaders[name] = value;
@@ -77,7 +92,7 @@ export async function startKubeFront(kube: KubeApiServerInfo): Promise<KubeFront
         res.end();
       })
       .catch(() => {
-        if (!res.headersSent) add(`${method} ${resource} error`);
+        if (!res.headersSent) add(`${method} ${resource} error`, receivedAt);
         res.destroy();
       });
   });
@@ -86,6 +101,8 @@ export async function startKubeFront(kube: KubeApiServerInfo): Promise<KubeFront
   const url = `http://127.0.0.1:${String(port)}`;
   return {
     url,
+    times: (kind) => times.get(kind) ?? [],
+    latencies: (kind) => latencies.get(kind) ?? [],
     counts: () => Object.fromEntries([...counts.entries()].sort((a, b) => b[1] - a[1])),
     count: (method, resource, status) =>
       [...counts.entries()]
