@@ -96,6 +96,9 @@ export async function startKubeFront(kube: KubeApiServerInfo): Promise<KubeFront
         res.destroy();
       });
   });
+  // Idle keep-alive connections stay open (the front must not add failures): Node's 5 s default closes one
+  // just as the client sends on it, and a POST (an Event) lost that way is not retried.
+  server.keepAliveTimeout = 0;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   const url = `http://127.0.0.1:${String(port)}`;
