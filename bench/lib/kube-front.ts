@@ -14,7 +14,10 @@ import type { KubeApiServerInfo } from '../../test/support/kube-apiserver.ts';
 export interface KubeFront {
   /** http://127.0.0.1:PORT: the server a kubeconfig names. */
   url: string;
-  /** Requests by `METHOD resource[/sub] STATUS`, the answered ones; status `error` when the front got no answer. */
+  /**
+   * Requests by `METHOD resource[/sub] STATUS`, counted at the answer's headers; beside them `error`
+   * (no answer), `cut` (the answer broke off) and `unsent` (the client's side closed first).
+   */
   counts(): Record<string, number>;
   /** When (performance.now(), at the answer) each request of this kind was answered, e.g. times('PATCH rotatedkeys/status 200'). */
   times(kind: string): readonly number[];
@@ -86,19 +89,25 @@ export async function startKubeFront(kube: KubeApiServerInfo): Promise<KubeFront
           if (value !== undefined && !HOP.has(name)) outHeaders[name] = value;
         res.writeHead(answer.statusCode, outHeaders);
         res.on('close', () => {
+          // The daemon's side closed before the whole answer was written to it.
+          if (!res.writableFinished) add(`${method} ${resource} unsent`, receivedAt);
           answer.body.destroy();
         });
         for await (const chunk of answer.body) res.write(chunk as Buffer);
         res.end();
       })
       .catch(() => {
-        if (!res.headersSent) add(`${method} ${resource} error`, receivedAt);
+        // `error`: no answer from the API server; `cut`: its answer broke off after the headers.
+        add(`${method} ${resource} ${res.headersSent ? 'cut' : 'error'}`, receivedAt);
         res.destroy();
       });
   });
-  // Idle keep-alive connections stay open (the front must not add failures): Node's 5 s default closes one
-  // just as the client sends on it, and a POST (an Event) lost that way is not retried.
+  // No timeout of Node's HTTP server between the daemon and the API server (the front must add no
+  // failure): with the defaults (5 s keep-alive, the periodic request and headers timeout check) a
+  // few answers the API server gave were lost on the way back (runs 1 to 3 of docs/benchmarks.md).
   server.keepAliveTimeout = 0;
+  server.requestTimeout = 0;
+  server.headersTimeout = 0;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   const url = `http://127.0.0.1:${String(port)}`;
