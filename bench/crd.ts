@@ -9,6 +9,9 @@
 //     RotatedKeys with their ClusterKeyApi and ClusterKeyStore (the work each change costs).
 // The objects are spread over 10 team namespaces, each key with one destination and a consumer,
 // as a platform's teams would write them.
+// Then, on a fresh API server, the daemon's figures (bench/crd-daemon.ts): a real `keyroll daemon
+// --keys-from kubernetes` with 1,000 RotatedKeys created while it runs: crd.firstStatusMs,
+// crd.statusWritesPerRotation (goal <= 2) and crd.daemonRssMb.1k.
 import { spawn } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -19,6 +22,7 @@ import { objectsToPolicy } from '../src/crd/policy/objects-to-policy.ts';
 import { adminAgent, createObject, installKeyrollCrds } from '../test/support/keyroll-crds.ts';
 import type { KubeApiServerInfo, RunningKubeApiServer } from '../test/support/kube-apiserver.ts';
 import { createTempDir } from '../test/support/temp-dir.ts';
+import { runCrdDaemonBench } from './crd-daemon.ts';
 import type { WatchSample } from './crd-watch-child.ts';
 import { startBenchKube } from './lib/kube-apiserver.ts';
 import type { BenchResult } from './lib/figures.ts';
@@ -134,7 +138,7 @@ function policyTime(count: number, runs: number): number {
   return percentile(times, 50);
 }
 
-export async function runCrdBench(options: { quick?: boolean } = {}): Promise<BenchResult> {
+async function runWatchBench(options: { quick?: boolean }): Promise<BenchResult> {
   const sizes = options.quick ? [100, 1_000] : [1_000, 10_000];
   const runs = options.quick ? 1 : 3;
   const dir = await createTempDir('keyroll-bench-crd-');
@@ -208,4 +212,15 @@ export async function runCrdBench(options: { quick?: boolean } = {}): Promise<Be
     await kube.stop();
     await dir.remove();
   }
+}
+
+/** The watch's figures on one API server, then the daemon's (bench/crd-daemon.ts) on a fresh one. */
+export async function runCrdBench(options: { quick?: boolean } = {}): Promise<BenchResult> {
+  const watched = await runWatchBench(options);
+  const daemon = await runCrdDaemonBench(options);
+  return {
+    figures: [...watched.figures, ...daemon.figures],
+    details: { ...watched.details, daemon: daemon.details },
+    notes: [...(watched.notes ?? []), ...(daemon.notes ?? [])],
+  };
 }

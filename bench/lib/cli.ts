@@ -23,7 +23,7 @@ const RSS_PRELOAD = fileURLToPath(new URL('./report-rss.js', import.meta.url));
  * NODE_COMPILE_CACHE (the Dockerfile ENV), filled the way the image's build fills its own
  * (warmCompileCache). Inside dist/, so every build starts it afresh.
  */
-const BENCH_COMPILE_CACHE = join(ROOT, 'dist', 'compile-cache');
+export const BENCH_COMPILE_CACHE = join(ROOT, 'dist', 'compile-cache');
 
 /** Fills BENCH_COMPILE_CACHE as the Docker build does: scripts/warm-compile-cache.js with the ENTRYPOINT's flags. */
 export function warmCompileCache(): void {
