@@ -48,6 +48,12 @@ export class RotateNowServer {
   readonly #inFlight = new Set<string>();
   /** Object → the value this process served last. */
   readonly #served = new Map<string, string>();
+  /**
+   * Object → the value whose annotation this process removed (or is removing), until the watch shows
+   * the object without it: a copy still carrying it (the settle's own status write, seen before the
+   * removal) is older than the removal, and removing again would only cost a refused PATCH.
+   */
+  readonly #removed = new Map<string, string>();
 
   constructor(options: RotateNowServerOptions) {
     this.#options = options;
@@ -66,7 +72,11 @@ export class RotateNowServer {
     if (signal === undefined || signal.aborted || this.#inFlight.has(object)) return;
     const current = this.#options.objects.get(object);
     const value = rotateNowValue(current);
-    if (current === undefined || value === undefined) return;
+    if (current === undefined || value === undefined) {
+      this.#removed.delete(object);
+      return;
+    }
+    if (this.#removed.get(object) === value) return;
     if (this.#served.get(object) === value || alreadySettled(current, value)) {
       // Served already: only the annotation is left to remove (a crash, a lost removal).
       void this.#options.track(this.removeAnnotation(object, value, signal));
@@ -152,14 +162,20 @@ export class RotateNowServer {
 
   /** Removes the annotation if it still holds `value`; a failure is audited (the next scan retries). */
   async removeAnnotation(object: string, value: string, signal: AbortSignal): Promise<void> {
+    if (this.#removed.get(object) === value) return;
+    this.#removed.set(object, value);
     try {
-      await this.#options.annotations.removeAnnotation(
+      const removal = await this.#options.annotations.removeAnnotation(
         objectRef(this.#options.resource, object),
         ROTATE_NOW_ANNOTATION,
         value,
         signal,
       );
+      // Another value now (or none): nothing of ours is left to wait for.
+      if (removal !== 'removed' && this.#removed.get(object) === value) this.#removed.delete(object);
     } catch (error) {
+      // Not removed: the next scan tries again.
+      if (this.#removed.get(object) === value) this.#removed.delete(object);
       if (signal.aborted) return;
       this.#options.audit.emit('crd.status.failed', {
         object,

@@ -230,6 +230,29 @@ describe('the status reporter', () => {
     });
     expect(removed).toEqual(['leak: INC-7']);
 
+    // The watch then shows the copy the settle's status write made, the annotation still on (the
+    // removal came after it): no second removal, no second rotation.
+    const change = (): void => {
+      reporter.onObjectChange({
+        type: 'modified',
+        key: 'team/a',
+        object: stand.objects.get('team/a')!,
+        previous: {},
+      });
+    };
+    stand.annotate('a', 'leak: INC-7');
+    change();
+    await reporter.idle();
+    expect(removed).toEqual(['leak: INC-7']);
+    // Then the removal itself; a person setting the same value again later has it removed, not served.
+    stand.annotate('a', undefined);
+    change();
+    stand.annotate('a', 'leak: INC-7');
+    change();
+    await reporter.idle();
+    expect(removed).toEqual(['leak: INC-7', 'leak: INC-7']);
+    expect(calls).toHaveLength(1);
+
     // The same value again, seen by a new leader with nothing in memory: settled, not rotated.
     stand.annotate('a', 'leak: INC-7');
     const next = reporterOn(stand, calls);
