@@ -58,7 +58,12 @@ export interface StatusReporterOptions {
   now?: () => Date;
   /** Objects written at once (a new leader writes every object; its key stores and the API server share the load). Default 8. */
   concurrency?: number;
+  /** Events posted at once. Default EVENT_CONCURRENCY. */
+  eventConcurrency?: number;
 }
+
+/** Events posted at once by default: half the status writes' share; an Event is the lesser news. */
+const EVENT_CONCURRENCY = 4;
 
 export interface ReporterCounts {
   /** Status patches the API server took. */
@@ -95,11 +100,18 @@ export class StatusReporter {
   readonly #counts: ReporterCounts = { writes: 0, unchanged: 0, conflicts: 0, events: 0 };
   /** The `concurrency` objects written at once. */
   readonly #writes: Limit;
+  /**
+   * Events posted at once. Apart from the status writes, so an Event never holds a status up; but
+   * bounded, so a thousand rotations ending together do not open a thousand requests to the API
+   * server (the crd bench saw 2,300 unbounded POSTs answered at p99 1.9 s beside the writes).
+   */
+  readonly #events: Limit;
 
   constructor(options: StatusReporterOptions) {
     this.#options = options;
     this.#now = options.now ?? (() => new Date());
     this.#writes = new Limit(options.concurrency ?? 8);
+    this.#events = new Limit(options.eventConcurrency ?? EVENT_CONCURRENCY);
     this.#rotateNow =
       options.rotateNow === undefined
         ? undefined
@@ -334,27 +346,31 @@ export class StatusReporter {
     const [namespace, name] = splitKey(object);
     const uid = this.#options.objects.get(object)?.metadata?.uid;
     const time = this.#now();
-    const work = recordEvent(
-      this.#options.requests,
-      { involved: { ...ROTATED_KEY, namespace, name, ...(uid === undefined ? {} : { uid }) }, ...facts },
-      term.signal,
-      time,
-    ).then(
-      () => {
-        this.#counts.events++;
-      },
-      (error: unknown) => {
-        if (term.signal.aborted) return;
-        this.#options.audit.emit('crd.status.failed', {
-          object,
-          what: 'event',
-          reason: facts.reason,
-          at: conditionTime(time),
-          errorCode: catalogueCode(error),
-          error: errorMessage(error),
-        });
-      },
-    );
+    const work = this.#events
+      .run(() =>
+        recordEvent(
+          this.#options.requests,
+          { involved: { ...ROTATED_KEY, namespace, name, ...(uid === undefined ? {} : { uid }) }, ...facts },
+          term.signal,
+          time,
+        ),
+      )
+      .then(
+        () => {
+          this.#counts.events++;
+        },
+        (error: unknown) => {
+          if (term.signal.aborted) return;
+          this.#options.audit.emit('crd.status.failed', {
+            object,
+            what: 'event',
+            reason: facts.reason,
+            at: conditionTime(time),
+            errorCode: catalogueCode(error),
+            error: errorMessage(error),
+          });
+        },
+      );
     void this.#track(work);
   }
 }
