@@ -79,6 +79,11 @@ if (server === undefined) {
       const first = await writeStatus({ requests, ref, desired: readyStatus(READY, T0), signal });
       expect(first).toMatchObject({ outcome: 'written', attempts: 1 });
       const afterFirst = await read();
+      // keyroll names itself as the status's field manager, so managedFields tells its writes apart.
+      const { managedFields } = afterFirst.metadata as { managedFields?: unknown[] };
+      expect(managedFields).toContainEqual(
+        expect.objectContaining({ manager: 'keyroll', subresource: 'status', operation: 'Update' }),
+      );
 
       // The same facts an hour later: nothing to write, the object is not touched.
       expect(

@@ -8,6 +8,7 @@ import { HttpMethod, RequestContext, type KubeConfig } from '@kubernetes/client-
 import { fetch } from 'undici';
 import { transportReason } from '../../errors.ts';
 import { answerError, CrdError } from '../watch/errors.ts';
+import { FIELD_MANAGER } from '../watch/kube-client.ts';
 import { objectPath, type ObjectRef } from '../watch/resource.ts';
 
 export type AnnotationRemoval = 'removed' | 'changed' | 'gone';
@@ -57,6 +58,7 @@ export class KubeAnnotationClient implements AnnotationRequests {
     if (cluster === null)
       throw new CrdError('KR_CRD_UNREACHABLE', 'no Kubernetes cluster is configured', { where });
     const url = new URL(cluster.server + path);
+    url.searchParams.set('fieldManager', FIELD_MANAGER);
     const context = new RequestContext(url.toString(), HttpMethod.PATCH);
     await this.#config.applySecurityAuthentication(context);
     let status: number;

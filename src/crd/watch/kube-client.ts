@@ -19,6 +19,13 @@ import {
 /** Per request: the API server answers a page, a get or a patch in well under this. */
 export const REQUEST_TIMEOUT_MS = 30_000;
 
+/**
+ * The field manager keyroll's writes carry (`?fieldManager=`): metadata.managedFields then names
+ * keyroll for the fields it wrote, so `kubectl get -o yaml --show-managed-fields` tells its status
+ * from another writer's, and two installs' writes apart from a person's.
+ */
+export const FIELD_MANAGER = 'keyroll';
+
 export interface ListPage {
   items: WatchedObject[];
   /** The collection's resourceVersion: a watch from it sees every change after this list. */
@@ -142,7 +149,7 @@ export class KubeResourceClient implements WatchRequests, ObjectRequests {
 
   async patchStatus(ref: ObjectRef, patch: object, signal: AbortSignal): Promise<WatchedObject> {
     const path = `${objectPath(ref)}/status`;
-    return (await this.#json('PATCH', path, {}, signal, {
+    return (await this.#json('PATCH', path, { fieldManager: FIELD_MANAGER }, signal, {
       body: JSON.stringify(patch),
       contentType: 'application/merge-patch+json',
     })) as WatchedObject;
@@ -154,10 +161,16 @@ export class KubeResourceClient implements WatchRequests, ObjectRequests {
     body: object,
     signal: AbortSignal,
   ): Promise<WatchedObject> {
-    return (await this.#json('POST', collectionPath(resource, namespace), {}, signal, {
-      body: JSON.stringify(body),
-      contentType: 'application/json',
-    })) as WatchedObject;
+    return (await this.#json(
+      'POST',
+      collectionPath(resource, namespace),
+      { fieldManager: FIELD_MANAGER },
+      signal,
+      {
+        body: JSON.stringify(body),
+        contentType: 'application/json',
+      },
+    )) as WatchedObject;
   }
 
   async #json(
