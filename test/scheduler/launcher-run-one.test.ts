@@ -19,9 +19,9 @@ afterEach(async () => {
   bench = undefined;
 });
 
-function launcherHearing(b: Bench, heard: KeyOutcome[]): Launcher {
+function launcherHearing(b: Bench, heard: KeyOutcome[], locks = new KeyLocks()): Launcher {
   return new Launcher({
-    locks: new KeyLocks(),
+    locks,
     concurrency: 1,
     signal: new AbortController().signal,
     audit: b.audit,
@@ -50,14 +50,7 @@ describe('Launcher.runOne', () => {
     bench = await startBench();
     const b = bench;
     const locks = new KeyLocks();
-    const launcher = new Launcher({
-      locks,
-      concurrency: 1,
-      signal: new AbortController().signal,
-      audit: b.audit,
-      onKeyDone: () => undefined,
-      track: (work) => work,
-    });
+    const launcher = launcherHearing(b, [], locks);
     const generation = new Generation(b.policy, await b.runtime(), () => undefined);
     // Another run holds the key: runOne waits for it, then asks stillNeeded.
     const release = locks.tryAcquire(KEY);
@@ -100,14 +93,7 @@ describe('Launcher.runOne', () => {
     bench = await startBench();
     const b = bench;
     const locks = new KeyLocks();
-    const launcher = new Launcher({
-      locks,
-      concurrency: 1,
-      signal: new AbortController().signal,
-      audit: b.audit,
-      onKeyDone: () => undefined,
-      track: (work) => work,
-    });
+    const launcher = launcherHearing(b, [], locks);
     const broken = {
       begin: () => {
         throw new Error('refresher unusable');
@@ -128,14 +114,7 @@ describe('Launcher.runOne', () => {
     bench = await startBench();
     const b = bench;
     const locks = new KeyLocks();
-    const launcher = new Launcher({
-      locks,
-      concurrency: 1,
-      signal: new AbortController().signal,
-      audit: b.audit,
-      onKeyDone: () => undefined,
-      track: (work) => work,
-    });
+    const launcher = launcherHearing(b, [], locks);
     // Usable for the whole call, unusable for the held run inside it: the key was held by then.
     class Unusable extends Generation {
       #uses = 0;
